@@ -1,0 +1,31 @@
+"""Registers the built-in assignors under Kafka's names; each module is imported only when used."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+
+from kgroup.assignors.api import Assignor, register_assignor
+
+# name -> (module, class)
+BUILTIN_ASSIGNORS: dict[str, tuple[str, str]] = {
+    "range": ("kgroup.assignors.range", "RangeAssignor"),
+    "roundrobin": ("kgroup.assignors.roundrobin", "RoundRobinAssignor"),
+    "sticky": ("kgroup.assignors.sticky", "StickyAssignor"),
+    "cooperative-sticky": ("kgroup.assignors.sticky", "CooperativeStickyAssignor"),
+    "legacy-range": ("kgroup.assignors.legacy", "LegacyRangeAssignor"),
+    "legacy-roundrobin": ("kgroup.assignors.legacy", "LegacyRoundRobinAssignor"),
+}
+
+
+def _factory(module: str, cls: str) -> Callable[[], Assignor]:
+    def make() -> Assignor:
+        assignor_class: type[Assignor] = getattr(import_module(module), cls)
+        return assignor_class()
+
+    return make
+
+
+def register_builtins() -> None:
+    for name, (module, cls) in BUILTIN_ASSIGNORS.items():
+        register_assignor(name, _factory(module, cls))

@@ -1,0 +1,359 @@
+"""Typed requests and responses of the classic group protocol, mirroring Kafka's message fields.
+
+Field names follow Kafka's JSON message schemas (``JoinGroupRequest.json`` …) in snake_case, so a
+wire codec maps onto them one to one. The consumer protocol's subscription and assignment (the
+``metadata`` of a JoinGroup protocol and the bytes of a SyncGroup assignment) are typed too:
+:class:`ConsumerSubscription` (versions 0–3) and :class:`ConsumerAssignment`.
+
+Requests travel inside an :class:`Envelope` that says which connection sent them; the coordinator
+answers with :class:`Reply` objects addressed to that connection and correlation id, possibly much
+later (a parked JoinGroup is answered when the join completes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgroup.model import ErrorCode, TopicPartition
+
+__all__ = [
+    "NO_GENERATION",
+    "UNKNOWN_MEMBER_ID",
+    "ConsumerAssignment",
+    "ConsumerSubscription",
+    "DescribeGroupsRequest",
+    "DescribeGroupsResponse",
+    "DescribedGroup",
+    "DescribedMember",
+    "Envelope",
+    "FindCoordinatorRequest",
+    "FindCoordinatorResponse",
+    "HeartbeatRequest",
+    "HeartbeatResponse",
+    "JoinGroupMember",
+    "JoinGroupProtocol",
+    "JoinGroupRequest",
+    "JoinGroupResponse",
+    "LeaveGroupMember",
+    "LeaveGroupMemberResponse",
+    "LeaveGroupRequest",
+    "LeaveGroupResponse",
+    "ListGroupsRequest",
+    "ListGroupsResponse",
+    "ListedGroup",
+    "OffsetCommitPartition",
+    "OffsetCommitRequest",
+    "OffsetCommitResponse",
+    "OffsetFetchPartition",
+    "OffsetFetchRequest",
+    "OffsetFetchResponse",
+    "Reply",
+    "Request",
+    "Response",
+    "SyncGroupAssignment",
+    "SyncGroupRequest",
+    "SyncGroupResponse",
+]
+
+#: ``JoinGroupRequest.UNKNOWN_MEMBER_ID``: the member id a new member sends
+UNKNOWN_MEMBER_ID = ""
+#: ``OffsetCommitRequest.DEFAULT_GENERATION_ID`` / ``JoinGroupResponse`` generation of no group
+NO_GENERATION = -1
+
+
+# --- the consumer protocol (ConsumerProtocolSubscription / ConsumerProtocolAssignment) ---------
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSubscription:
+    """``ConsumerProtocolSubscription`` v0–v3: what a consumer puts in a JoinGroup protocol's metadata.
+
+    v1 added ``owned_partitions``, v2 ``generation_id``, v3 ``rack_id``.
+    """
+
+    topics: tuple[str, ...]
+    user_data: bytes | None = None
+    owned_partitions: tuple[TopicPartition, ...] = ()
+    generation_id: int = NO_GENERATION
+    rack_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerAssignment:
+    """``ConsumerProtocolAssignment``: the partitions a member gets in SyncGroup, plus user data."""
+
+    partitions: tuple[TopicPartition, ...] = ()
+    user_data: bytes | None = None
+
+
+# --- FindCoordinator -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorRequest:
+    key: str
+    key_type: int = 0  # 0 = group, 1 = transaction
+
+
+@dataclass(frozen=True, slots=True)
+class FindCoordinatorResponse:
+    error_code: ErrorCode
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
+
+
+# --- JoinGroup -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupProtocol:
+    """One assignor the member supports (``name``) with its subscription for it."""
+
+    name: str
+    metadata: ConsumerSubscription
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupRequest:
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    protocols: tuple[JoinGroupProtocol, ...]
+    group_instance_id: str | None = None
+    protocol_type: str = "consumer"
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupMember:
+    member_id: str
+    metadata: ConsumerSubscription
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupResponse:
+    error_code: ErrorCode
+    generation_id: int = NO_GENERATION
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    skip_assignment: bool = False
+    member_id: str = ""
+    members: tuple[JoinGroupMember, ...] = ()  # only in the leader's response
+
+
+# --- SyncGroup -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupAssignment:
+    member_id: str
+    assignment: ConsumerAssignment
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    assignments: tuple[SyncGroupAssignment, ...] = ()  # only the leader sends any
+    group_instance_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncGroupResponse:
+    error_code: ErrorCode
+    assignment: ConsumerAssignment = ConsumerAssignment()
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+# --- Heartbeat -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResponse:
+    error_code: ErrorCode
+
+
+# --- LeaveGroup ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupMember:
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupRequest:
+    group_id: str
+    members: tuple[LeaveGroupMember, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupMemberResponse:
+    member_id: str
+    group_instance_id: str | None
+    error_code: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveGroupResponse:
+    error_code: ErrorCode
+    members: tuple[LeaveGroupMemberResponse, ...] = ()
+
+
+# --- OffsetCommit / OffsetFetch --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitPartition:
+    partition: TopicPartition
+    committed_offset: int
+    committed_metadata: str | None = ""
+    committed_leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRequest:
+    group_id: str
+    generation_id: int
+    member_id: str
+    offsets: tuple[OffsetCommitPartition, ...]
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitResponse:
+    results: tuple[tuple[TopicPartition, ErrorCode], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchRequest:
+    group_id: str
+    partitions: tuple[TopicPartition, ...] | None = None  # None = every committed partition
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchPartition:
+    partition: TopicPartition
+    committed_offset: int  # -1 when nothing is committed
+    metadata: str | None = ""
+    error_code: ErrorCode = ErrorCode.NONE
+    committed_leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetFetchResponse:
+    error_code: ErrorCode
+    partitions: tuple[OffsetFetchPartition, ...] = ()
+
+
+# --- DescribeGroups / ListGroups -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeGroupsRequest:
+    groups: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: ConsumerSubscription | None
+    assignment: ConsumerAssignment | None
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedGroup:
+    error_code: ErrorCode
+    group_id: str
+    group_state: str  # Kafka's names: "Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead"
+    protocol_type: str
+    protocol_data: str  # the selected protocol (assignor) name
+    members: tuple[DescribedMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeGroupsResponse:
+    groups: tuple[DescribedGroup, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListGroupsRequest:
+    states_filter: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    group_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListGroupsResponse:
+    error_code: ErrorCode
+    groups: tuple[ListedGroup, ...] = ()
+
+
+Request = (
+    FindCoordinatorRequest
+    | JoinGroupRequest
+    | SyncGroupRequest
+    | HeartbeatRequest
+    | LeaveGroupRequest
+    | OffsetCommitRequest
+    | OffsetFetchRequest
+    | DescribeGroupsRequest
+    | ListGroupsRequest
+)
+Response = (
+    FindCoordinatorResponse
+    | JoinGroupResponse
+    | SyncGroupResponse
+    | HeartbeatResponse
+    | LeaveGroupResponse
+    | OffsetCommitResponse
+    | OffsetFetchResponse
+    | DescribeGroupsResponse
+    | ListGroupsResponse
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """A request as it arrives: which connection sent it, its correlation id, the client's id and host."""
+
+    connection: str
+    correlation_id: int
+    body: Request
+    client_id: str = "consumer"
+    client_host: str = "/127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A response addressed to the connection and correlation id of the request it answers."""
+
+    connection: str
+    correlation_id: int
+    body: Response

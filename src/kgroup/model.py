@@ -1,0 +1,215 @@
+"""The vocabulary every part of kgroup shares: topic-partitions, members, topic metadata, errors.
+
+Everything here is a frozen value; nothing reads a clock or draws a random number.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kgroup.javacompat import java_string_key
+
+__all__ = [
+    "Assignment",
+    "ErrorCode",
+    "KgroupError",
+    "Member",
+    "RebalanceProtocol",
+    "TopicMetadata",
+    "TopicPartition",
+    "compress_partitions",
+    "jsonable",
+    "sorted_partitions",
+    "topic_map",
+]
+
+
+class KgroupError(ValueError):
+    """Bad input from the user: one line naming the field and the fix.
+
+    The CLI prints ``kgroup: error: <message>`` and exits with status 2, never a traceback.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartition:
+    """A topic and a partition number; ``str()`` gives Kafka's ``topic-partition`` form."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @classmethod
+    def parse(cls, text: str) -> TopicPartition:
+        """Parse ``"topic-partition"``, splitting at the last ``-`` (topics may contain dashes)."""
+        topic, sep, number = text.rpartition("-")
+        if not sep or not topic or not number.isdigit():
+            raise KgroupError(f"partition {text!r} is not of the form 'topic-N' (N a partition number)")
+        return cls(topic, int(number))
+
+    def java_key(self) -> tuple[bytes, int]:
+        """Sort key: topic in Java ``String.compareTo`` order, then partition number."""
+        return (java_string_key(self.topic), self.partition)
+
+
+def sorted_partitions(partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
+    """Partitions sorted by topic (Java order) then partition number, as the vectors list them."""
+    return sorted(partitions, key=TopicPartition.java_key)
+
+
+def compress_partitions(partitions: Iterable[TopicPartition]) -> str:
+    """A compact human form: ``t1[0-3,7] t2[1]``."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in sorted_partitions(partitions):
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    parts: list[str] = []
+    for topic, numbers in by_topic.items():
+        ranges: list[str] = []
+        start = prev = numbers[0]
+        for n in [*numbers[1:], None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            ranges.append(str(start) if start == prev else f"{start}-{prev}")
+            if n is not None:
+                start = prev = n
+        parts.append(f"{topic}[{','.join(ranges)}]")
+    return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    """A topic as the assignors see it: partitions ``0..partitions-1`` and, optionally, the set of
+    racks holding replicas of each partition (``racks[p]``; rack-less replicas are left out)."""
+
+    name: str
+    partitions: int
+    racks: tuple[frozenset[str], ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise KgroupError("topic name is empty; give every topic a non-empty 'name'")
+        if self.partitions < 0:
+            raise KgroupError(
+                f"topic {self.name!r}: 'partitions' is {self.partitions}; it must be 0 or more"
+            )
+        if self.racks is not None and len(self.racks) != self.partitions:
+            raise KgroupError(
+                f"topic {self.name!r}: 'racks' has {len(self.racks)} entries; give one per partition "
+                f"({self.partitions})"
+            )
+
+    def topic_partitions(self) -> list[TopicPartition]:
+        return [TopicPartition(self.name, p) for p in range(self.partitions)]
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One group member as an assignor sees it (Kafka's ``Subscription`` plus the member id).
+
+    ``generation`` is ``-1`` when the member sent none (Kafka's ``DEFAULT_GENERATION``). ``user_data``
+    is the assignor-specific bytes the member sent (e.g. the sticky assignor's serialized state),
+    or ``None``.
+    """
+
+    member_id: str
+    topics: tuple[str, ...]
+    owned: tuple[TopicPartition, ...] = ()
+    generation: int = -1
+    group_instance_id: str | None = None
+    rack_id: str | None = None
+    user_data: bytes | None = None
+
+    def __post_init__(self) -> None:
+        if not self.member_id:
+            raise KgroupError("a member has an empty 'memberId'; give every member a non-empty id")
+
+
+# member id -> assigned partitions
+Assignment = dict[str, list[TopicPartition]]
+
+
+class RebalanceProtocol(enum.Enum):
+    """``ConsumerPartitionAssignor.RebalanceProtocol``."""
+
+    EAGER = 0
+    COOPERATIVE = 1
+
+
+class ErrorCode(enum.IntEnum):
+    """Kafka's error codes (the numbers on the wire), those kgroup's protocol code can answer."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    MESSAGE_TOO_LARGE = 10
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    INVALID_TOPIC_EXCEPTION = 17
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    INVALID_COMMIT_OFFSET_SIZE = 28
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REQUEST = 42
+    NON_EMPTY_GROUP = 68
+    GROUP_ID_NOT_FOUND = 69
+    MEMBER_ID_REQUIRED = 79
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+    UNSTABLE_OFFSET_COMMIT = 88
+    FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
+
+
+def jsonable(value: Any) -> Any:
+    """Turn kgroup values (partitions, enums, tuples, mappings) into plain JSON data."""
+    if isinstance(value, TopicPartition):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return value.name
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, frozenset, set)):
+        items = [jsonable(v) for v in value]
+        return sorted(items) if isinstance(value, (set, frozenset)) else items
+    return value
+
+
+def topic_map(topics: Sequence[TopicMetadata]) -> dict[str, TopicMetadata]:
+    """Index topics by name, rejecting a topic listed twice."""
+    out: dict[str, TopicMetadata] = {}
+    for t in topics:
+        if t.name in out:
+            raise KgroupError(f"topic {t.name!r} is listed twice; list each topic once")
+        out[t.name] = t
+    return out
+
