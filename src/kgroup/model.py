@@ -8,7 +8,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kgroup.javacompat import java_string_key
 
@@ -38,9 +38,12 @@ class KgroupError(ValueError):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class TopicPartition:
-    """A topic and a partition number; ``str()`` gives Kafka's ``topic-partition`` form."""
+class TopicPartition(NamedTuple):
+    """A topic and a partition number; ``str()`` gives Kafka's ``topic-partition`` form.
+
+    A named tuple rather than a dataclass: assignors build and hash millions of them, and tuple
+    construction, hashing and equality run in C.
+    """
 
     topic: str
     partition: int
