@@ -1,0 +1,5 @@
+"""``python -m kgroup`` runs the ``kgroup`` command."""
+
+from kgroup.cli import main
+
+main()
