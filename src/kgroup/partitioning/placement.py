@@ -1,0 +1,221 @@
+"""Replica placement at topic creation: the seeds' simple rule and Kafka's ``AdminUtils`` rule.
+
+* :func:`assign_replicas_seed_rule` — the rule the seed articles describe: sort the brokers, partition
+  ``i`` leads on broker ``i mod n`` and its replica ``j`` sits on broker ``(i + j) mod n``.
+* :func:`assign_replicas` — ``org.apache.kafka.admin.AdminUtils.assignReplicasToBrokers`` (Kafka 4.0,
+  ``server-common``; the same algorithm as the old Scala ``kafka.admin.AdminUtils``): rack-unaware
+  round robin from a start index with an increasing follower shift, or, when every broker has a rack,
+  the same over a rack-alternated broker list with followers steered onto racks not yet used.
+
+Pure: the random start index Kafka draws when ``fixed_start_index < 0`` comes from an injected
+:class:`random.Random`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kgroup.javacompat import java_string_key
+from kgroup.model import KgroupError
+
+__all__ = [
+    "Broker",
+    "Placement",
+    "assign_replicas",
+    "assign_replicas_seed_rule",
+    "rack_alternated_brokers",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    """A broker id and, optionally, its rack (``broker.rack``)."""
+
+    id: int
+    rack: str | None = None
+
+
+#: partition id -> replica broker ids; the first replica is the preferred leader.
+Placement = dict[int, list[int]]
+
+
+def _brokers(brokers: Iterable[Broker | int]) -> list[Broker]:
+    out = [b if isinstance(b, Broker) else Broker(int(b)) for b in brokers]
+    seen: set[int] = set()
+    repeated: set[int] = set()
+    for b in out:
+        (repeated if b.id in seen else seen).add(b.id)
+    duplicates = sorted(repeated)
+    if duplicates:
+        listed = ", ".join(str(d) for d in duplicates)
+        raise KgroupError(f"brokers: broker id {listed} listed more than once; list each broker once")
+    return out
+
+
+def _validate(brokers: Sequence[Broker], partitions: int, replication_factor: int) -> None:
+    # Same checks, same order as AdminUtils.assignReplicasToBrokers.
+    if not brokers:
+        raise KgroupError("brokers: none given; list at least one broker id")
+    if partitions <= 0:
+        raise KgroupError(f"partitions: {partitions}; the number of partitions must be larger than 0")
+    if replication_factor <= 0:
+        raise KgroupError(
+            f"replication_factor: {replication_factor}; the replication factor must be larger than 0"
+        )
+    if replication_factor > len(brokers):
+        raise KgroupError(
+            f"replication_factor: {replication_factor} larger than available brokers: {len(brokers)}; "
+            f"lower the replication factor or add brokers"
+        )
+
+
+def assign_replicas_seed_rule(
+    brokers: Iterable[Broker | int], partitions: int, replication_factor: int
+) -> Placement:
+    """The seeds' rule: brokers sorted by id; partition ``i`` → broker ``i mod n``; replica ``j`` of
+    partition ``i`` → broker ``(i + j) mod n``. Racks play no part."""
+    broker_list = _brokers(brokers)
+    _validate(broker_list, partitions, replication_factor)
+    ids = sorted(b.id for b in broker_list)
+    n = len(ids)
+    return {i: [ids[(i + j) % n] for j in range(replication_factor)] for i in range(partitions)}
+
+
+def _replica_index(first_replica_index: int, second_replica_shift: int, replica_index: int, n: int) -> int:
+    shift = 1 + (second_replica_shift + replica_index) % (n - 1)
+    return (first_replica_index + shift) % n
+
+
+def rack_alternated_brokers(broker_racks: Mapping[int, str]) -> list[int]:
+    """``AdminUtils.getRackAlternatedBrokerList``: racks in Java string order, brokers of a rack by
+    id, then one broker from each rack in turn (racks that run out are skipped)."""
+    by_rack: dict[str, list[int]] = {}
+    for broker_id, rack in broker_racks.items():
+        by_rack.setdefault(rack, []).append(broker_id)
+    racks = sorted(by_rack, key=java_string_key)
+    queues = [sorted(by_rack[r]) for r in racks]
+    result: list[int] = []
+    depth = 0
+    while len(result) < len(broker_racks):
+        for queue in queues:
+            if depth < len(queue):
+                result.append(queue[depth])
+        depth += 1
+    return result
+
+
+def assign_replicas(
+    brokers: Iterable[Broker | int],
+    partitions: int,
+    replication_factor: int,
+    *,
+    fixed_start_index: int = -1,
+    start_partition_id: int = -1,
+    rng: random.Random | None = None,
+) -> Placement:
+    """``AdminUtils.assignReplicasToBrokers(brokers, partitions, rf, fixedStartIndex, startPartitionId)``.
+
+    Brokers are taken in the given order (Kafka does not sort them on the rack-unaware path). When
+    ``fixed_start_index < 0`` the start index and the follower shift are each drawn as
+    ``rng.randrange(number of brokers)`` (Kafka uses ``Random.nextInt``); pass a seeded ``rng`` for a
+    repeatable answer. Partition ids start at ``max(0, start_partition_id)``.
+
+    Raises :class:`KgroupError` for no brokers, duplicate ids, ``partitions <= 0``,
+    ``replication_factor <= 0`` or above the broker count, and brokers mixing racks and no racks
+    (Kafka: ``AdminOperationException``).
+    """
+    broker_list = _brokers(brokers)
+    _validate(broker_list, partitions, replication_factor)
+    if fixed_start_index < 0 and rng is None:
+        raise KgroupError(
+            "fixed_start_index: negative means a random start; pass rng=random.Random(seed) or a start >= 0"
+        )
+    with_rack = [b for b in broker_list if b.rack is not None]
+    if not with_rack:
+        ids = [b.id for b in broker_list]
+        return _rack_unaware(ids, partitions, replication_factor, fixed_start_index, start_partition_id, rng)
+    if len(with_rack) != len(broker_list):
+        missing = ", ".join(str(b.id) for b in broker_list if b.rack is None)
+        raise KgroupError(
+            f"brokers: not all brokers have rack information (no rack: {missing}); "
+            f"give every broker a rack or none of them"
+        )
+    racks = {b.id: b.rack for b in broker_list if b.rack is not None}
+    return _rack_aware(racks, partitions, replication_factor, fixed_start_index, start_partition_id, rng)
+
+
+def _start(fixed_start_index: int, n: int, rng: random.Random | None) -> int:
+    if fixed_start_index >= 0:
+        return fixed_start_index
+    assert rng is not None
+    return rng.randrange(n)
+
+
+def _rack_unaware(
+    ids: list[int],
+    partitions: int,
+    replication_factor: int,
+    fixed_start_index: int,
+    start_partition_id: int,
+    rng: random.Random | None,
+) -> Placement:
+    n = len(ids)
+    start_index = _start(fixed_start_index, n, rng)
+    shift = _start(fixed_start_index, n, rng)
+    partition_id = max(0, start_partition_id)
+    out: Placement = {}
+    for _ in range(partitions):
+        # The follower shift grows each time the leaders wrap around the broker list.
+        if partition_id > 0 and partition_id % n == 0:
+            shift += 1
+        first = (partition_id + start_index) % n
+        replicas = [ids[first]]
+        replicas.extend(ids[_replica_index(first, shift, j, n)] for j in range(replication_factor - 1))
+        out[partition_id] = replicas
+        partition_id += 1
+    return out
+
+
+def _rack_aware(
+    racks: dict[int, str],
+    partitions: int,
+    replication_factor: int,
+    fixed_start_index: int,
+    start_partition_id: int,
+    rng: random.Random | None,
+) -> Placement:
+    num_racks = len(set(racks.values()))
+    arranged = rack_alternated_brokers(racks)
+    n = len(arranged)
+    start_index = _start(fixed_start_index, n, rng)
+    shift = _start(fixed_start_index, n, rng)
+    partition_id = max(0, start_partition_id)
+    out: Placement = {}
+    for _ in range(partitions):
+        if partition_id > 0 and partition_id % n == 0:
+            shift += 1
+        first = (partition_id + start_index) % n
+        leader = arranged[first]
+        replicas = [leader]
+        racks_used = {racks[leader]}
+        brokers_used = {leader}
+        k = 0
+        for _j in range(replication_factor - 1):
+            while True:
+                broker = arranged[_replica_index(first, shift * num_racks, k, n)]
+                rack = racks[broker]
+                k += 1
+                # Take it unless its rack already holds a replica while some rack holds none, or
+                # the broker itself already holds one while some broker holds none.
+                if (rack not in racks_used or len(racks_used) == num_racks) and (
+                    broker not in brokers_used or len(brokers_used) == n
+                ):
+                    replicas.append(broker)
+                    racks_used.add(rack)
+                    brokers_used.add(broker)
+                    break
+        out[partition_id] = replicas
+        partition_id += 1
+    return out
