@@ -1,0 +1,253 @@
+"""Kafka's ``RangeAssignor`` (Kafka 4.0), including KIP-881 rack-aware assignment.
+
+Per topic, the subscribers in ``MemberInfo`` order each take a contiguous range: ``n = P // C``
+partitions, and the first ``P % C`` of them one more. Topics are independent.
+
+Rack-aware assignment (KIP-881) runs only when some topic qualifies (see
+:func:`~kgroup.assignors.common.use_rack_aware_assignment`). Then, before the plain range pass, a
+rack-matching pass runs over every topic whose subscribers include a member with a rack:
+
+* topics with the same subscribers and the same partition count ("co-partitioned") are handled
+  together, partition index by partition index: partition ``p`` of all of them goes to the first
+  remaining subscriber whose rack holds ``p`` of every one of them and that still has quota in every
+  one of them;
+* a topic alone (only if it qualifies itself) gives each subscriber in order the first unassigned
+  partitions on its rack, up to its quota.
+
+Quotas are dynamic, as in Kafka: a member may take ``n + 1`` while fewer than ``P % C`` members have
+exceeded ``n``, so in rack-aware mode the extra partitions need not go to the first members. The plain
+range pass then fills what is left with the same quotas, in member order. A member without a rack
+matches every partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kgroup.assignors.api import AssignmentRequest, Assignor
+from kgroup.assignors.common import (
+    GroupLayout,
+    build_layout,
+    member_rack,
+    topic_partitions,
+    use_rack_aware_assignment,
+)
+from kgroup.model import Assignment, RebalanceProtocol, TopicMetadata, TopicPartition
+
+__all__ = ["RangeAssignor"]
+
+
+class RangeAssignor(Assignor):
+    """``org.apache.kafka.clients.consumer.RangeAssignor``: contiguous ranges per topic (EAGER only)."""
+
+    name = "range"
+    protocols = (RebalanceProtocol.EAGER,)
+
+    def assign(self, request: AssignmentRequest) -> Assignment:
+        layout = build_layout(request.members, request.topics)
+        lists = layout.empty_lists()
+        states = _rack_aware_states(layout, request.prefer_rack_aware_logic)
+        if states is None:
+            for topic, subscribers in zip(layout.topics, layout.subscribers, strict=True):
+                _assign_plain_ranges(topic, subscribers, lists)
+        else:
+            _assign_with_rack_matching(layout, states, lists)
+            for topic, subscribers in zip(layout.topics, layout.subscribers, strict=True):
+                state = states.get(topic.name)
+                if state is None:
+                    _assign_plain_ranges(topic, subscribers, lists)
+                else:
+                    _assign_ranges(state, lists, rack_matching=False)
+            rank = {topic.name: i for i, topic in enumerate(layout.topics)}
+            for partitions in lists:
+                partitions.sort(key=lambda tp: (rank[tp.topic], tp.partition))
+        return layout.to_assignment(request.members, lists)
+
+
+def _assign_plain_ranges(
+    topic: TopicMetadata, subscribers: Sequence[int], lists: list[list[TopicPartition]]
+) -> None:
+    """The classic range split of one topic (no earlier rack pass touched it)."""
+    partitions = topic_partitions(topic.name, topic.partitions)
+    per_member, extra = divmod(topic.partitions, len(subscribers))
+    if per_member == 0:
+        for i in range(extra):
+            lists[subscribers[i]].append(partitions[i])
+        return
+    start = 0
+    for i, position in enumerate(subscribers):
+        end = start + per_member + (1 if i < extra else 0)
+        lists[position].extend(partitions[start:end])
+        start = end
+
+
+class _TopicState:
+    """Kafka's ``RangeAssignor.TopicAssignmentState`` for one topic in rack-aware mode.
+
+    Subscribers are addressed by their index ``j`` in ``subscribers``. Unassigned partitions are
+    tracked with a ``taken`` flag per partition and forward-only cursors (one over all partitions, one
+    per rack over the partitions with a replica on that rack): partitions are only ever taken, so each
+    cursor passes each partition once.
+    """
+
+    __slots__ = (
+        "_cursor",
+        "_rack_cursor",
+        "_rack_lists",
+        "consumer_racks",
+        "count",
+        "left",
+        "needs_rack_aware",
+        "partition_racks",
+        "partitions",
+        "per_member",
+        "remaining_extra",
+        "subscribers",
+        "taken",
+        "topic",
+    )
+
+    def __init__(
+        self,
+        topic: TopicMetadata,
+        subscribers: tuple[int, ...],
+        consumer_racks: list[str | None],
+        prefer_rack_aware_logic: bool,
+    ) -> None:
+        self.topic = topic
+        self.subscribers = subscribers
+        self.consumer_racks = consumer_racks
+        self.partitions = topic_partitions(topic.name, topic.partitions)
+        no_racks: frozenset[str] = frozenset()
+        self.partition_racks: tuple[frozenset[str], ...] = (
+            topic.racks if topic.racks is not None else (no_racks,) * topic.partitions
+        )
+        self.per_member, self.remaining_extra = divmod(topic.partitions, len(subscribers))
+        self.count = [0] * len(subscribers)
+        self.taken = bytearray(topic.partitions)
+        self.left = topic.partitions
+        self._cursor = 0
+        self._rack_lists: dict[str, list[int]] = {}
+        self._rack_cursor: dict[str, int] = {}
+        racks = {r for r in consumer_racks if r is not None}
+        self.needs_rack_aware = use_rack_aware_assignment(
+            racks, self.partition_racks, prefer_rack_aware_logic
+        )
+
+    def max_assignable(self, j: int) -> int:
+        quota = self.per_member + (1 if self.remaining_extra > 0 else 0)
+        return max(0, quota - self.count[j])
+
+    def racks_match(self, j: int, partition: int) -> bool:
+        rack = self.consumer_racks[j]
+        return rack is None or rack in self.partition_racks[partition]
+
+    def on_assigned(self, j: int, numbers: Sequence[int], lists: list[list[TopicPartition]]) -> None:
+        taken = self.taken
+        partitions = self.partitions
+        target = lists[self.subscribers[j]]
+        for p in numbers:
+            taken[p] = 1
+            target.append(partitions[p])
+        self.left -= len(numbers)
+        self.count[j] += len(numbers)
+        if self.count[j] > self.per_member:
+            self.remaining_extra -= 1
+
+    def first_unassigned(self, limit: int) -> list[int]:
+        """The first ``limit`` unassigned partitions in partition order."""
+        out: list[int] = []
+        p, end, taken = self._cursor, self.topic.partitions, self.taken
+        while p < end and len(out) < limit:
+            if not taken[p]:
+                out.append(p)
+            p += 1
+        # everything before p is now taken (or about to be): the cursor never needs to look back
+        self._cursor = p
+        return out
+
+    def first_unassigned_on_rack(self, rack: str, limit: int) -> list[int]:
+        """The first ``limit`` unassigned partitions with a replica on ``rack``, in partition order."""
+        numbers = self._rack_lists.get(rack)
+        if numbers is None:
+            numbers = [p for p, racks in enumerate(self.partition_racks) if rack in racks]
+            self._rack_lists[rack] = numbers
+        out: list[int] = []
+        i, end, taken = self._rack_cursor.get(rack, 0), len(numbers), self.taken
+        while i < end and len(out) < limit:
+            if not taken[numbers[i]]:
+                out.append(numbers[i])
+            i += 1
+        self._rack_cursor[rack] = i
+        return out
+
+
+def _rack_aware_states(layout: GroupLayout, prefer_rack_aware_logic: bool) -> dict[str, _TopicState] | None:
+    """States of the topics whose subscribers include a member with a rack, or ``None`` when no topic
+    qualifies for rack-aware assignment (then Range is the plain split everywhere)."""
+    racks = [member_rack(m) for m in layout.members]
+    if not any(racks):
+        return None
+    states: dict[str, _TopicState] = {}
+    for topic, subscribers in zip(layout.topics, layout.subscribers, strict=True):
+        consumer_racks = [racks[i] for i in subscribers]
+        if any(consumer_racks):
+            states[topic.name] = _TopicState(topic, subscribers, consumer_racks, prefer_rack_aware_logic)
+    if not any(state.needs_rack_aware for state in states.values()):
+        return None
+    return states
+
+
+def _assign_with_rack_matching(
+    layout: GroupLayout, states: dict[str, _TopicState], lists: list[list[TopicPartition]]
+) -> None:
+    """Kafka's ``assignWithRackMatching``: group by (subscribers, partition count), then match racks.
+
+    The order in which groups are visited does not matter: each group touches only its own topics.
+    """
+    groups: dict[tuple[tuple[int, ...], int], list[_TopicState]] = {}
+    for state in states.values():
+        groups.setdefault((state.subscribers, state.topic.partitions), []).append(state)
+    for (_, partition_count), group in groups.items():
+        if len(group) > 1:
+            _assign_co_partitioned(group, partition_count, lists)
+        elif group[0].needs_rack_aware:
+            _assign_ranges(group[0], lists, rack_matching=True)
+
+
+def _assign_co_partitioned(
+    group: list[_TopicState], partition_count: int, lists: list[list[TopicPartition]]
+) -> None:
+    """Partition ``p`` of every topic in ``group`` to the first remaining member that matches all."""
+    remaining = list(range(len(group[0].subscribers)))
+    for p in range(partition_count):
+        chosen = -1
+        for index, j in enumerate(remaining):
+            if all(s.racks_match(j, p) and s.max_assignable(j) > 0 for s in group):
+                chosen = index
+                break
+        if chosen < 0:
+            continue
+        j = remaining[chosen]
+        for state in group:
+            state.on_assigned(j, (p,), lists)
+        if not any(state.max_assignable(j) > 0 for state in group):
+            del remaining[chosen]
+            if not remaining:
+                break
+
+
+def _assign_ranges(state: _TopicState, lists: list[list[TopicPartition]], *, rack_matching: bool) -> None:
+    """Kafka's ``assignRanges``: each member in order takes its first assignable partitions."""
+    for j in range(len(state.subscribers)):
+        if state.left == 0:
+            break
+        limit = state.max_assignable(j)
+        if limit == 0:
+            continue
+        rack = state.consumer_racks[j] if rack_matching else None
+        numbers = (
+            state.first_unassigned(limit) if rack is None else state.first_unassigned_on_rack(rack, limit)
+        )
+        if numbers:
+            state.on_assigned(j, numbers, lists)
