@@ -1,4 +1,9 @@
-"""Producer partitioning and replica placement, exact to Kafka."""
+"""Producer partitioning and replica placement, exact to Kafka.
+
+* keyed partitioning: :func:`murmur2`, :func:`partition_for_key` and their vectorised forms;
+* producer partitioners (explicit, keyed, round robin, uniform sticky, adaptive, legacy) by name;
+* replica placement: the seeds' rule and Kafka's ``AdminUtils.assignReplicasToBrokers``.
+"""
 
 from kgroup.partitioning.murmur2 import (
     murmur2,
@@ -7,11 +12,57 @@ from kgroup.partitioning.murmur2 import (
     partitions_for_keys,
     partitions_for_keys_multi,
 )
+from kgroup.partitioning.partitioners import (
+    AdaptivePartitioner,
+    ClusterView,
+    KeyedPartitioner,
+    LegacyRoundRobinPartitioner,
+    NodeLatency,
+    Partitioner,
+    ProducerModel,
+    RoundRobinPartitioner,
+    TopicState,
+    UniformStickyPartitioner,
+    create_partitioner,
+    null_key_chooser,
+    partition_record,
+    partitioner_names,
+    register_partitioner,
+    spread_unkeyed,
+)
+from kgroup.partitioning.placement import (
+    Broker,
+    Placement,
+    assign_replicas,
+    assign_replicas_seed_rule,
+    rack_alternated_brokers,
+)
 
 __all__ = [
+    "AdaptivePartitioner",
+    "Broker",
+    "ClusterView",
+    "KeyedPartitioner",
+    "LegacyRoundRobinPartitioner",
+    "NodeLatency",
+    "Partitioner",
+    "Placement",
+    "ProducerModel",
+    "RoundRobinPartitioner",
+    "TopicState",
+    "UniformStickyPartitioner",
+    "assign_replicas",
+    "assign_replicas_seed_rule",
+    "create_partitioner",
     "murmur2",
     "murmur2_array",
+    "null_key_chooser",
     "partition_for_key",
+    "partition_record",
+    "partitioner_names",
     "partitions_for_keys",
     "partitions_for_keys_multi",
+    "rack_alternated_brokers",
+    "register_partitioner",
+    "spread_unkeyed",
 ]
