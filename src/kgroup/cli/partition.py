@@ -1,0 +1,157 @@
+"""``kgroup partition``: which partition each key lands on, exactly as Kafka's producer computes it.
+
+Two modes: keys on the command line (this module), or ``--input PATH`` — a dataset partitioned on
+Spark, implemented in :mod:`kgroup.cli.partition_input` and imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import binascii
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from kgroup.model import KgroupError
+
+INPUT_FORMATS = ("auto", "parquet", "csv", "json")
+
+
+def parse_partition_counts(text: str | None) -> list[int]:
+    """``"6"`` or ``"6,12"`` → ``[6, 12]``; every count a whole number >= 1, none repeated."""
+    if text is None or not text.strip():
+        raise KgroupError("--partitions: missing; give the partition count, e.g. --partitions 12 (or 6,12)")
+    counts: list[int] = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            count = int(item)
+        except ValueError:
+            raise KgroupError(
+                f"--partitions: {item!r} is not a whole number; give counts like 12 or 6,12"
+            ) from None
+        if count < 1:
+            raise KgroupError(f"--partitions: {count}; a topic has at least 1 partition")
+        if count > 0x7FFFFFFF:
+            raise KgroupError(f"--partitions: {count} does not fit Java's int; give at most 2147483647")
+        if count in counts:
+            raise KgroupError(f"--partitions: {count} is listed twice; give each count once")
+        counts.append(count)
+    return counts
+
+
+def _key_bytes(key: str, hex_keys: bool) -> bytes:
+    if not hex_keys:
+        return key.encode("utf-8")
+    text = key[2:] if key.lower().startswith("0x") else key
+    try:
+        return binascii.unhexlify(text)
+    except (binascii.Error, ValueError):
+        raise KgroupError(
+            f"KEY {key!r}: not valid hex bytes (need an even number of 0-9a-f digits); fix it or drop --hex"
+        ) from None
+
+
+def run_keys_mode(keys: list[str], counts: list[int], hex_keys: bool, json_output: bool) -> int:
+    from kgroup.partitioning.murmur2 import murmur2
+
+    rows: list[dict[str, Any]] = []
+    for key in keys:
+        h = murmur2(_key_bytes(key, hex_keys))
+        positive = h & 0x7FFFFFFF
+        parts = {n: positive % n for n in counts}
+        rows.append({"key": key, "murmur2": h, "parts": parts})
+    if json_output:
+        from kgroup.cli.output import emit_json
+
+        single = len(counts) == 1
+        emit_json(
+            {
+                "partitions": counts[0] if single else counts,
+                "keys": [
+                    {
+                        "key": r["key"],
+                        "partition": r["parts"][counts[0]]
+                        if single
+                        else {str(n): p for n, p in r["parts"].items()},
+                        "murmur2": r["murmur2"],
+                    }
+                    for r in rows
+                ],
+            }
+        )
+        return 0
+    from rich.table import Table
+
+    from kgroup.cli.output import console
+
+    table = Table(title="toPositive(murmur2(key)) % partitions", title_justify="left")
+    table.add_column("key" + (" (hex)" if hex_keys else ""), overflow="fold")
+    table.add_column("murmur2", justify="right")
+    for n in counts:
+        table.add_column(f"partition of {n}", justify="right")
+    for r in rows:
+        table.add_row(r["key"], str(r["murmur2"]), *(str(r["parts"][n]) for n in counts))
+    console.print(table)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("partition")
+    def partition_command(
+        keys: list[str] | None = typer.Argument(  # noqa: B008
+            None, metavar="[KEY]...", help="Keys (UTF-8 text, or hex bytes with --hex)."
+        ),
+        partitions: str | None = typer.Option(
+            None, "--partitions", "-p", help="Partition count, or several: 6,12."
+        ),
+        hex_keys: bool = typer.Option(False, "--hex", help="Keys are hex bytes, e.g. 00ff10."),
+        json_output: bool = typer.Option(False, "--json", help="Print JSON for machines."),
+        input_path: Path | None = typer.Option(  # noqa: B008
+            None, "--input", help="Dataset to partition on Spark (Parquet/CSV/JSON file or folder)."
+        ),
+        key_column: str = typer.Option("key", "--key-column", help="Key column of --input."),
+        output_dir: Path | None = typer.Option(  # noqa: B008
+            None, "--output", help="Write --input's records with their partition, partitioned by it."
+        ),
+        null_key_strategy: str = typer.Option(
+            "adaptive", "--null-key-strategy", help="How keyless records of --input are spread."
+        ),
+        seed: int = typer.Option(0, "--seed", help="Seed of the null-key strategy."),
+        master: str = typer.Option("local[*]", "--master", help="Spark master URL."),
+        input_format: str = typer.Option(
+            "auto", "--format", help="Format of --input: auto, parquet, csv or json."
+        ),
+    ) -> int:
+        """Print the partition of each KEY as Kafka's producer computes it (murmur2), or partition a
+        dataset on Spark with --input."""
+        counts = parse_partition_counts(partitions)
+        if keys and input_path is not None:
+            raise KgroupError(
+                "KEY and --input both given; give keys on the command line or --input, not both"
+            )
+        if not keys and input_path is None:
+            raise KgroupError("no keys; give KEY arguments, or --input PATH to partition a dataset on Spark")
+        if input_path is None:
+            assert keys is not None
+            return run_keys_mode(list(keys), counts, hex_keys, json_output)
+        if hex_keys:
+            raise KgroupError("--hex applies to KEY arguments only; drop it with --input")
+        if input_format not in INPUT_FORMATS:
+            raise KgroupError(f"--format: {input_format!r} is not one of {', '.join(INPUT_FORMATS)}")
+        from kgroup.cli.partition_input import (  # type: ignore[import-not-found,unused-ignore]
+            run_input_mode,
+        )
+
+        code: int = run_input_mode(
+            input_path=input_path,
+            key_column=key_column,
+            partition_counts=counts,
+            output_dir=output_dir,
+            null_key_strategy=null_key_strategy,
+            seed=seed,
+            master=master,
+            input_format=input_format,
+            json_output=json_output,
+        )
+        return code

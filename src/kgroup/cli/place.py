@@ -1,0 +1,246 @@
+"""``kgroup place``: replica placement at topic creation (the seeds' rule or Kafka's ``AdminUtils``),
+and ``kgroup place --check PATH`` against Kafka's own answers."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from kgroup.model import KgroupError
+
+RULES = ("kafka", "seed")
+MAX_MISMATCHES_SHOWN = 10
+
+
+def parse_brokers(brokers: str | None, racks: str | None) -> list[Any]:
+    from kgroup.partitioning.placement import Broker
+
+    if brokers is None or not brokers.strip():
+        raise KgroupError("--brokers: missing; give broker ids, e.g. --brokers 1,2,3")
+    ids: list[int] = []
+    for item in brokers.split(","):
+        try:
+            ids.append(int(item.strip()))
+        except ValueError:
+            raise KgroupError(
+                f"--brokers: {item.strip()!r} is not a broker id; give integers like 1,2,3"
+            ) from None
+    if racks is None:
+        return [Broker(i) for i in ids]
+    rack_list = [r.strip() for r in racks.split(",")]
+    if len(rack_list) != len(ids):
+        raise KgroupError(
+            f"--racks: {len(rack_list)} racks for {len(ids)} brokers; give one rack per broker, in order"
+        )
+    # An empty item means "this broker has no rack" (Kafka then refuses the mix).
+    return [Broker(i, r or None) for i, r in zip(ids, rack_list, strict=True)]
+
+
+def _load_vector(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise KgroupError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); fix the file") from None
+    if not isinstance(data, dict):
+        raise KgroupError(f"{path}: not a replica vector (a JSON object with 'input' and 'expected')")
+    return data
+
+
+def _is_replica_vector(data: dict[str, Any]) -> bool:
+    return data.get("assignor") == "replicas" or (
+        isinstance(data.get("input"), dict) and "replicationFactor" in data["input"]
+    )
+
+
+def _run_vector(path: Path, data: dict[str, Any]) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    from kgroup.partitioning.placement import Broker, assign_replicas
+
+    try:
+        spec = data["input"]
+        brokers = [Broker(int(b["id"]), b.get("rack")) for b in spec["brokers"]]
+        expected = {int(k): list(v) for k, v in data["expected"]["assignment"].items()}
+        got = assign_replicas(
+            brokers,
+            int(spec["partitions"]),
+            int(spec["replicationFactor"]),
+            fixed_start_index=int(spec.get("fixedStartIndex", -1)),
+            start_partition_id=int(spec.get("startPartitionId", -1)),
+            rng=random.Random(0),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, KgroupError):
+            raise KgroupError(f"{path}: {exc.message}") from None
+        raise KgroupError(
+            f"{path}: malformed replica vector ({type(exc).__name__}: {exc}); see FORMAT.md"
+        ) from None
+    return got, expected
+
+
+def run_check(path: Path, json_output: bool) -> int:
+    if not path.exists():
+        raise KgroupError(f"--check: {path} does not exist; give a replica vector file or a folder of them")
+    if path.is_dir():
+        files = sorted(path.rglob("*.json"))
+        vectors = [(f, d) for f in files if _is_replica_vector(d := _load_vector(f))]
+    else:
+        data = _load_vector(path)
+        if not _is_replica_vector(data):
+            raise KgroupError(f"{path}: not a replica vector (no 'input.replicationFactor'); see FORMAT.md")
+        vectors = [(path, data)]
+    if not vectors:
+        raise KgroupError(f"--check: no replica vectors under {path}; point it at tests/vectors/replicas")
+    mismatches: list[dict[str, Any]] = []
+    for file, data in vectors:
+        got, expected = _run_vector(file, data)
+        if got != expected:
+            first = next(p for p in sorted(set(got) | set(expected)) if got.get(p) != expected.get(p))
+            mismatches.append(
+                {
+                    "file": str(file),
+                    "partition": first,
+                    "expected": expected.get(first),
+                    "got": got.get(first),
+                }
+            )
+    exact = len(vectors) - len(mismatches)
+    if json_output:
+        from kgroup.cli.output import emit_json
+
+        emit_json({"exact": exact, "total": len(vectors), "mismatches": mismatches})
+    else:
+        for m in mismatches[:MAX_MISMATCHES_SHOWN]:
+            typer.echo(
+                f"MISMATCH {m['file']}: partition {m['partition']} expected {m['expected']} got {m['got']}"
+            )
+        if len(mismatches) > MAX_MISMATCHES_SHOWN:
+            typer.echo(f"... and {len(mismatches) - MAX_MISMATCHES_SHOWN} more mismatches")
+        typer.echo(f"{exact}/{len(vectors)} exact")
+    return 0 if not mismatches else 1
+
+
+def run_place(
+    brokers: list[Any],
+    partitions: int,
+    replication_factor: int,
+    rule: str,
+    start_index: int,
+    start_partition_id: int,
+    seed: int,
+    json_output: bool,
+) -> int:
+    from kgroup.partitioning.placement import assign_replicas, assign_replicas_seed_rule
+
+    if rule == "seed":
+        if start_index >= 0 or start_partition_id >= 0:
+            raise KgroupError("--start-index/--start-partition-id apply to --rule kafka only; drop them")
+        placement = assign_replicas_seed_rule(brokers, partitions, replication_factor)
+    else:
+        placement = assign_replicas(
+            brokers,
+            partitions,
+            replication_factor,
+            fixed_start_index=start_index,
+            start_partition_id=start_partition_id,
+            rng=random.Random(seed),
+        )
+    racks = {b.id: b.rack for b in brokers}
+    load = {b.id: {"rack": b.rack, "replicas": 0, "leaders": 0} for b in brokers}
+    for replicas in placement.values():
+        load[replicas[0]]["leaders"] += 1
+        for broker in replicas:
+            load[broker]["replicas"] += 1
+    if json_output:
+        from kgroup.cli.output import emit_json
+
+        emit_json(
+            {
+                "rule": rule,
+                "brokers": [{"id": b.id, "rack": b.rack} for b in brokers],
+                "partitions": partitions,
+                "replicationFactor": replication_factor,
+                "assignment": {str(p): r for p, r in sorted(placement.items())},
+                "brokerLoad": {str(b): v for b, v in load.items()},
+            }
+        )
+        return 0
+    from rich.table import Table
+
+    from kgroup.cli.output import console
+
+    title = "seeds' rule" if rule == "seed" else "Kafka AdminUtils"
+    table = Table(title=f"Replica placement ({title})", title_justify="left")
+    table.add_column("partition", justify="right")
+    table.add_column("replicas")
+    table.add_column("leader", justify="right")
+    show_racks = any(r is not None for r in racks.values())
+    if show_racks:
+        table.add_column("racks")
+    for p, replicas in sorted(placement.items()):
+        row = [str(p), ",".join(str(b) for b in replicas), str(replicas[0])]
+        if show_racks:
+            row.append(",".join(str(racks[b]) for b in replicas))
+        table.add_row(*row)
+    console.print(table)
+    per_broker = Table(title="Per broker", title_justify="left")
+    per_broker.add_column("broker", justify="right")
+    if show_racks:
+        per_broker.add_column("rack")
+    per_broker.add_column("replicas", justify="right")
+    per_broker.add_column("leaders", justify="right")
+    for broker_id, v in load.items():
+        cells = [str(broker_id)] + ([str(v["rack"])] if show_racks else [])
+        per_broker.add_row(*cells, str(v["replicas"]), str(v["leaders"]))
+    console.print(per_broker)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("place")
+    def place_command(
+        brokers: str | None = typer.Option(None, "--brokers", "-b", help="Broker ids, e.g. 1,2,3."),
+        racks: str | None = typer.Option(
+            None, "--racks", help="One rack per broker, in the order of --brokers, e.g. a,a,b."
+        ),
+        partitions: int | None = typer.Option(None, "--partitions", "-p", help="Number of partitions."),
+        replication_factor: int | None = typer.Option(
+            None, "--replication-factor", "-r", help="Replicas per partition."
+        ),
+        rule: str = typer.Option("kafka", "--rule", help="kafka (AdminUtils) or seed (i mod n)."),
+        start_index: int = typer.Option(
+            -1, "--start-index", help="Kafka's fixedStartIndex; negative = random from --seed."
+        ),
+        start_partition_id: int = typer.Option(
+            -1, "--start-partition-id", help="First partition id (Kafka's startPartitionId)."
+        ),
+        seed: int = typer.Option(0, "--seed", help="Seed of the random start index."),
+        check: Path | None = typer.Option(  # noqa: B008
+            None, "--check", help="Check replica vectors (a file or a folder) against Kafka's answers."
+        ),
+        json_output: bool = typer.Option(False, "--json", help="Print JSON for machines."),
+    ) -> int:
+        """Place the replicas of a new topic's partitions on brokers, as Kafka does (or the seeds' rule)."""
+        if check is not None:
+            if brokers is not None or partitions is not None or replication_factor is not None:
+                raise KgroupError("--check takes no --brokers/--partitions/--replication-factor; drop them")
+            return run_check(check, json_output)
+        if rule not in RULES:
+            raise KgroupError(f"--rule: {rule!r} is not one of {', '.join(RULES)}")
+        broker_list = parse_brokers(brokers, racks)
+        if partitions is None:
+            raise KgroupError("--partitions: missing; give the number of partitions, e.g. --partitions 6")
+        if replication_factor is None:
+            raise KgroupError("--replication-factor: missing; give the replicas per partition, e.g. -r 3")
+        return run_place(
+            broker_list,
+            partitions,
+            replication_factor,
+            rule,
+            start_index,
+            start_partition_id,
+            seed,
+            json_output,
+        )
