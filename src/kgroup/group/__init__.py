@@ -1,0 +1,70 @@
+"""The classic group coordinator (Kafka 4.0's ``ClassicGroup`` / ``GroupMetadataManager``) as a pure,
+replayable state machine. See ``docs/coordinator.md``."""
+
+from kgroup.group.config import CoordinatorConfig
+from kgroup.group.coordinator import CoordinatorSnapshot, GroupCoordinator
+from kgroup.group.discovery import ConnectionState, coordinator_partition, least_loaded_node
+from kgroup.group.group import GroupSnapshot, GroupView
+from kgroup.group.records import (
+    GenerationStarted,
+    GroupCreated,
+    GroupDeleted,
+    GroupLeaderChanged,
+    GroupProtocolTypeChanged,
+    GroupStateChanged,
+    InitialDelayUpdated,
+    MemberRemoved,
+    MemberState,
+    MemberUpserted,
+    OffsetAndMetadata,
+    OffsetCommitted,
+    Parked,
+    PendingMemberAdded,
+    PendingMemberRemoved,
+    PendingSyncMembersSet,
+    Record,
+    TimerArmed,
+    TimerDisarmed,
+)
+from kgroup.group.states import ALLOWED_PREVIOUS_STATES, GroupState, IllegalStateTransition, mermaid_diagram
+from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKey
+from kgroup.group.txn import CoordinatorResult
+
+__all__ = [
+    "ALLOWED_PREVIOUS_STATES",
+    "CancelTimer",
+    "ConnectionState",
+    "CoordinatorConfig",
+    "CoordinatorResult",
+    "CoordinatorSnapshot",
+    "GenerationStarted",
+    "GroupCoordinator",
+    "GroupCreated",
+    "GroupDeleted",
+    "GroupLeaderChanged",
+    "GroupProtocolTypeChanged",
+    "GroupSnapshot",
+    "GroupState",
+    "GroupStateChanged",
+    "GroupView",
+    "IllegalStateTransition",
+    "InitialDelayUpdated",
+    "MemberRemoved",
+    "MemberState",
+    "MemberUpserted",
+    "OffsetAndMetadata",
+    "OffsetCommitted",
+    "Parked",
+    "PendingMemberAdded",
+    "PendingMemberRemoved",
+    "PendingSyncMembersSet",
+    "Record",
+    "ScheduleTimer",
+    "TimerArmed",
+    "TimerDisarmed",
+    "TimerEffect",
+    "TimerKey",
+    "coordinator_partition",
+    "least_loaded_node",
+    "mermaid_diagram",
+]

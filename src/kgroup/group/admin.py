@@ -1,0 +1,118 @@
+"""FindCoordinator, DescribeGroups, ListGroups, and the admin operations without a message type here:
+deleting an empty group and unloading the coordinator (both lead to Dead)."""
+
+from __future__ import annotations
+
+from kgroup.group.group import GroupData
+from kgroup.group.records import GroupDeleted
+from kgroup.group.states import GroupState
+from kgroup.group.txn import Txn
+from kgroup.messages import (
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    Envelope,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    JoinGroupResponse,
+    ListedGroup,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    SyncGroupResponse,
+)
+from kgroup.model import ErrorCode
+
+__all__ = ["delete_group", "handle_describe", "handle_find_coordinator", "handle_list", "unload"]
+
+S = GroupState
+
+
+def handle_find_coordinator(
+    txn: Txn, env: Envelope, req: FindCoordinatorRequest, node: tuple[int, str, int]
+) -> None:
+    """This coordinator answers for itself: the host routes FindCoordinator only to the right node."""
+    node_id, host, port = node
+    txn.reply(
+        env.connection, env.correlation_id, FindCoordinatorResponse(ErrorCode.NONE, node_id, host, port)
+    )
+
+
+def _describe(group: GroupData) -> DescribedGroup:
+    members: list[DescribedMember] = []
+    stable = group.in_state(S.STABLE)
+    for m in group.all_members():
+        metadata = m.metadata(group.protocol_name) if stable and group.protocol_name is not None else None
+        members.append(
+            DescribedMember(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host, metadata, m.assignment
+            )
+        )
+    return DescribedGroup(
+        error_code=ErrorCode.NONE,
+        group_id=group.group_id,
+        group_state=group.state.kafka_name,
+        protocol_type=group.protocol_type or "",
+        protocol_data=group.protocol_name or "",
+        members=tuple(members),
+    )
+
+
+def handle_describe(txn: Txn, env: Envelope, req: DescribeGroupsRequest) -> None:
+    described: list[DescribedGroup] = []
+    for group_id in req.groups:
+        group = txn.groups.get(group_id)
+        if not group_id:
+            described.append(DescribedGroup(ErrorCode.INVALID_GROUP_ID, group_id, S.DEAD.kafka_name, "", ""))
+        elif group is None:
+            # an unknown group is described as Dead with no error (DescribeGroups before v6)
+            described.append(DescribedGroup(ErrorCode.NONE, group_id, S.DEAD.kafka_name, "", ""))
+        else:
+            described.append(_describe(group))
+    txn.reply(env.connection, env.correlation_id, DescribeGroupsResponse(tuple(described)))
+
+
+def handle_list(txn: Txn, env: Envelope, req: ListGroupsRequest) -> None:
+    wanted = {s.lower() for s in req.states_filter}
+    listed = [
+        ListedGroup(g.group_id, g.protocol_type or "", g.state.kafka_name)
+        for g in txn.groups.values()
+        if not wanted or g.state.kafka_name.lower() in wanted
+    ]
+    listed.sort(key=lambda g: g.group_id)
+    txn.reply(env.connection, env.correlation_id, ListGroupsResponse(ErrorCode.NONE, tuple(listed)))
+
+
+def delete_group(txn: Txn, group_id: str) -> ErrorCode:
+    """DeleteGroups for one group: only an Empty group can go (NON_EMPTY_GROUP otherwise); the group
+    passes through Dead and is removed with its offsets (a tombstone record)."""
+    group = txn.groups.get(group_id)
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    if group is None or group.in_state(S.DEAD):
+        return ErrorCode.GROUP_ID_NOT_FOUND
+    if not group.in_state(S.EMPTY):
+        return ErrorCode.NON_EMPTY_GROUP
+    for key in [k for k in txn.armed if len(k) > 1 and k[1] == group_id]:
+        txn.cancel(key)
+    txn.transition(group, S.DEAD)
+    txn.emit(GroupDeleted(group_id))
+    return ErrorCode.NONE
+
+
+def unload(txn: Txn) -> None:
+    """The coordinator loses its ``__consumer_offsets`` partition: every group goes Dead and parked
+    requests are answered NOT_COORDINATOR, so clients look for the new coordinator."""
+    for group in list(txn.groups.values()):
+        before = group.state
+        txn.transition(group, S.DEAD)
+        if before is S.PREPARING_REBALANCE:
+            for m in group.all_members():
+                txn.complete_join(
+                    group, m, JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=m.member_id)
+                )
+        elif before in (S.COMPLETING_REBALANCE, S.STABLE):
+            for m in group.all_members():
+                txn.complete_sync(group, m, SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
+    for key in list(txn.armed):
+        txn.cancel(key)

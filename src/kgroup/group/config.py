@@ -1,0 +1,53 @@
+"""The coordinator's broker settings, with Kafka 4.0's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgroup.model import KgroupError
+
+__all__ = ["CoordinatorConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorConfig:
+    """Broker settings of the classic group coordinator (Kafka's names with dots as underscores)."""
+
+    #: ``group.min.session.timeout.ms``: JoinGroups asking for less get INVALID_SESSION_TIMEOUT
+    group_min_session_timeout_ms: int = 6000
+    #: ``group.max.session.timeout.ms``: JoinGroups asking for more get INVALID_SESSION_TIMEOUT
+    group_max_session_timeout_ms: int = 1_800_000
+    #: ``group.initial.rebalance.delay.ms``: how long an empty group waits for more members
+    group_initial_rebalance_delay_ms: int = 3000
+    #: ``group.max.size``: members beyond it get GROUP_MAX_SIZE_REACHED
+    group_max_size: int = 2**31 - 1
+    #: ``offsets.topic.num.partitions``: partitions of ``__consumer_offsets`` (FindCoordinator mapping)
+    offsets_topic_num_partitions: int = 50
+    #: ``group.classic.new.member.join.timeout.ms`` (internal, 5 min): a new member's parked
+    #: JoinGroup expires after this long if the rebalance does not complete
+    group_new_member_join_timeout_ms: int = 300_000
+    #: ``offset.metadata.max.bytes``: longer commit metadata gets OFFSET_METADATA_TOO_LARGE
+    offset_metadata_max_bytes: int = 4096
+
+    def __post_init__(self) -> None:
+        if self.group_min_session_timeout_ms < 0:
+            raise KgroupError("group_min_session_timeout_ms: must be 0 or more; give a non-negative value")
+        if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms:
+            raise KgroupError(
+                "group_max_session_timeout_ms: is below group_min_session_timeout_ms; "
+                "raise it or lower the minimum"
+            )
+        if self.group_initial_rebalance_delay_ms < 0:
+            raise KgroupError(
+                "group_initial_rebalance_delay_ms: must be 0 or more; give a non-negative value"
+            )
+        if self.group_max_size < 1:
+            raise KgroupError("group_max_size: must be at least 1; give a positive value")
+        if self.offsets_topic_num_partitions < 1:
+            raise KgroupError("offsets_topic_num_partitions: must be at least 1; give a positive value")
+        if self.group_new_member_join_timeout_ms < 0:
+            raise KgroupError(
+                "group_new_member_join_timeout_ms: must be 0 or more; give a non-negative value"
+            )
+        if self.offset_metadata_max_bytes < 0:
+            raise KgroupError("offset_metadata_max_bytes: must be 0 or more; give a non-negative value")

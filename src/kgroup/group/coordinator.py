@@ -1,0 +1,175 @@
+"""The classic group coordinator of one broker: every group it owns, as a pure state machine.
+
+``handle(now_ms, envelope)`` and ``on_timer(now_ms, key)`` return a :class:`CoordinatorResult`
+(replies, timer effects, records); ``replay(record)`` is the only way state changes. The host keeps the
+clock and the timer queue; ids come from the injected ``random.Random``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from random import Random
+
+from kgroup.group.admin import delete_group, handle_describe, handle_find_coordinator, handle_list, unload
+from kgroup.group.config import CoordinatorConfig
+from kgroup.group.group import GroupData, GroupSnapshot, GroupView
+from kgroup.group.join import handle_join
+from kgroup.group.membership import handle_heartbeat, handle_leave, handle_sync
+from kgroup.group.offsets import handle_offset_commit, handle_offset_fetch
+from kgroup.group.rebalance import expire_heartbeat, expire_pending_sync, on_join_timer
+from kgroup.group.records import GroupCreated, GroupDeleted, Record, TimerArmed, TimerDisarmed
+from kgroup.group.timers import ScheduleTimer, TimerKey
+from kgroup.group.txn import CoordinatorResult, Txn
+from kgroup.messages import (
+    DescribeGroupsRequest,
+    Envelope,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+from kgroup.model import ErrorCode, KgroupError
+
+__all__ = ["CoordinatorSnapshot", "GroupCoordinator"]
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorSnapshot:
+    """All of a coordinator's state as one comparable value (groups by id, then armed timers)."""
+
+    groups: tuple[GroupSnapshot, ...]
+    timers: tuple[tuple[TimerKey, int], ...]
+
+
+class GroupCoordinator:
+    """All the classic groups of one coordinator (one broker)."""
+
+    def __init__(
+        self,
+        config: CoordinatorConfig = CoordinatorConfig(),  # noqa: B008 - frozen, so sharing is safe
+        *,
+        rng: Random,
+        node_id: int = 0,
+        host: str = "127.0.0.1",
+        port: int = 9092,
+    ) -> None:
+        self.config = config
+        self._rng = rng
+        self.node = (node_id, host, port)
+        self._groups: dict[str, GroupData] = {}
+        self._armed: dict[TimerKey, int] = {}
+
+    # --- driving it -----------------------------------------------------------------------------
+
+    def _txn(self, now_ms: int) -> Txn:
+        return Txn(
+            now_ms=now_ms,
+            config=self.config,
+            rng=self._rng,
+            groups=self._groups,
+            armed=self._armed,
+            replay=self.replay,
+        )
+
+    def handle(self, now_ms: int, envelope: Envelope) -> CoordinatorResult:
+        """Process one request; its answer is in ``replies`` unless the request is parked."""
+        txn = self._txn(now_ms)
+        body = envelope.body
+        if isinstance(body, JoinGroupRequest):
+            handle_join(txn, envelope, body)
+        elif isinstance(body, SyncGroupRequest):
+            handle_sync(txn, envelope, body)
+        elif isinstance(body, HeartbeatRequest):
+            handle_heartbeat(txn, envelope, body)
+        elif isinstance(body, LeaveGroupRequest):
+            handle_leave(txn, envelope, body)
+        elif isinstance(body, OffsetCommitRequest):
+            handle_offset_commit(txn, envelope, body)
+        elif isinstance(body, OffsetFetchRequest):
+            handle_offset_fetch(txn, envelope, body)
+        elif isinstance(body, DescribeGroupsRequest):
+            handle_describe(txn, envelope, body)
+        elif isinstance(body, ListGroupsRequest):
+            handle_list(txn, envelope, body)
+        elif isinstance(body, FindCoordinatorRequest):
+            handle_find_coordinator(txn, envelope, body, self.node)
+        else:
+            raise KgroupError(
+                f"envelope.body: {type(body).__name__} is not a group request; "
+                "send one of the requests in kgroup.messages"
+            )
+        return txn.result()
+
+    def on_timer(self, now_ms: int, key: TimerKey) -> CoordinatorResult:
+        """A scheduled deadline passed. Keys not armed (cancelled, replaced, stale) do nothing."""
+        deadline = self._armed.get(key)
+        if deadline is None or deadline > now_ms:
+            return CoordinatorResult()
+        txn = self._txn(now_ms)
+        txn.emit(TimerDisarmed(key))
+        kind, group_id = key[0], key[1]
+        group = self._groups.get(group_id)
+        if group is not None:
+            if kind == "heartbeat":
+                expire_heartbeat(txn, group, key[2])
+            elif kind == "join":
+                on_join_timer(txn, group)
+            elif kind == "sync":
+                expire_pending_sync(txn, group, int(key[2]))
+        return txn.result()
+
+    def delete_group(self, now_ms: int, group_id: str) -> tuple[ErrorCode, CoordinatorResult]:
+        """DeleteGroups for one group (only Empty groups; NON_EMPTY_GROUP / GROUP_ID_NOT_FOUND otherwise)."""
+        txn = self._txn(now_ms)
+        error = delete_group(txn, group_id)
+        return error, txn.result()
+
+    def unload(self, now_ms: int) -> CoordinatorResult:
+        """Lose coordinatorship: every group goes Dead, parked requests get NOT_COORDINATOR."""
+        txn = self._txn(now_ms)
+        unload(txn)
+        return txn.result()
+
+    def armed_timers(self) -> tuple[ScheduleTimer, ...]:
+        """Every timer the coordinator expects, e.g. to re-arm a host's queue after a rebuild by replay."""
+        return tuple(ScheduleTimer(key, deadline) for key, deadline in self._armed.items())
+
+    # --- state ------------------------------------------------------------------------------------
+
+    def replay(self, record: Record) -> None:
+        """Apply one record: the only way the coordinator's state changes."""
+        if isinstance(record, TimerArmed):
+            self._armed[record.key] = record.deadline_ms
+        elif isinstance(record, TimerDisarmed):
+            self._armed.pop(record.key, None)
+        elif isinstance(record, GroupCreated):
+            if record.group_id in self._groups:
+                raise AssertionError(f"group {record.group_id} created twice")
+            self._groups[record.group_id] = GroupData(record.group_id, state_timestamp_ms=record.timestamp_ms)
+        elif isinstance(record, GroupDeleted):
+            self._groups.pop(record.group_id, None)
+        else:
+            self._groups[record.group_id].apply(record)
+
+    def group(self, group_id: str) -> GroupView:
+        """A read-only view of one group (KgroupError if the coordinator does not know it)."""
+        group = self._groups.get(group_id)
+        if group is None:
+            raise KgroupError(f"group_id: no group {group_id!r} on this coordinator; join it first")
+        return group.view()
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self._groups
+
+    def group_ids(self) -> list[str]:
+        return sorted(self._groups)
+
+    def snapshot(self) -> CoordinatorSnapshot:
+        return CoordinatorSnapshot(
+            groups=tuple(self._groups[g].snapshot() for g in sorted(self._groups)),
+            timers=tuple(sorted(self._armed.items())),
+        )

@@ -1,0 +1,62 @@
+"""The iteration order of a live ``java.util.HashMap<String, ?>`` that keys are put into and removed from.
+
+:func:`kgroup.javacompat.hashmap_iteration_order` answers for a map that was only ever filled. A
+group's member map also loses members and gains new ones, and Java's table never shrinks: its
+capacity is set by the largest size the map ever had. Within a bucket entries stay in insertion order
+(a removed key that returns goes to the tail), and a resize splits buckets without reordering them, so
+the order is "by bucket index under the current capacity, then by insertion sequence".
+"""
+
+from __future__ import annotations
+
+from kgroup.javacompat import java_string_hash
+
+__all__ = ["JavaHashOrder"]
+
+_MASK32 = 0xFFFFFFFF
+_INITIAL_CAPACITY = 16
+_LOAD_FACTOR = 0.75
+
+
+def _spread(key: str) -> int:
+    h = java_string_hash(key) & _MASK32
+    return h ^ (h >> 16)
+
+
+class JavaHashOrder:
+    """Tracks which keys a Java ``HashMap`` holds and the order it iterates them."""
+
+    __slots__ = ("_capacity", "_entries", "_next_seq")
+
+    def __init__(self) -> None:
+        self._capacity = _INITIAL_CAPACITY
+        self._entries: dict[str, tuple[int, int]] = {}  # key -> (spread hash, insertion sequence)
+        self._next_seq = 0
+
+    def put(self, key: str) -> None:
+        """``map.put(key, …)``: a new key goes to its bucket's tail; an existing key keeps its place."""
+        if key in self._entries:
+            return
+        self._entries[key] = (_spread(key), self._next_seq)
+        self._next_seq += 1
+        while len(self._entries) > _LOAD_FACTOR * self._capacity:
+            self._capacity *= 2
+
+    def remove(self, key: str) -> None:
+        """``map.remove(key)``; the capacity stays (Java never shrinks a table)."""
+        self._entries.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def order(self) -> list[str]:
+        """The keys in Java's iteration order."""
+        mask = self._capacity - 1
+        return sorted(self._entries, key=lambda k: (self._entries[k][0] & mask, self._entries[k][1]))
+
+    def state(self) -> tuple[int, tuple[str, ...]]:
+        """A comparable summary: capacity and the iteration order (what determines future orders)."""
+        return (self._capacity, tuple(self.order()))

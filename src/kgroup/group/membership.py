@@ -1,0 +1,174 @@
+"""SyncGroup, Heartbeat and LeaveGroup (Kafka's ``classicGroupSync``, ``classicGroupHeartbeat``,
+``classicGroupLeave``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kgroup.group.group import GroupData
+from kgroup.group.rebalance import (
+    maybe_complete_join_phase,
+    maybe_prepare_rebalance_or_complete_join,
+    remove_pending_sync_member,
+    reschedule_heartbeat,
+    set_and_propagate_assignment,
+)
+from kgroup.group.records import Parked, PendingMemberRemoved
+from kgroup.group.states import GroupState
+from kgroup.group.timers import heartbeat_key
+from kgroup.group.txn import Txn
+from kgroup.messages import (
+    UNKNOWN_MEMBER_ID,
+    ConsumerAssignment,
+    Envelope,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kgroup.model import ErrorCode
+
+__all__ = ["handle_heartbeat", "handle_leave", "handle_sync"]
+
+S = GroupState
+
+
+def _inconsistent(requested: str | None, current: str | None) -> bool:
+    return requested is not None and current is not None and requested != current
+
+
+def _validate_sync(group: GroupData, req: SyncGroupRequest) -> ErrorCode | None:
+    if group.in_state(S.DEAD):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    error = group.validate_member(req.member_id, req.group_instance_id)
+    if error is not None:
+        return error
+    if req.generation_id != group.generation:
+        return ErrorCode.ILLEGAL_GENERATION
+    if _inconsistent(req.protocol_type, group.protocol_type) or _inconsistent(
+        req.protocol_name, group.protocol_name
+    ):
+        return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    return None
+
+
+def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
+    def answer(error: ErrorCode) -> None:
+        txn.reply(env.connection, env.correlation_id, SyncGroupResponse(error))
+
+    if not req.group_id:
+        return answer(ErrorCode.INVALID_GROUP_ID)
+    group = txn.groups.get(req.group_id)
+    if group is None or group.in_state(S.EMPTY):
+        return answer(ErrorCode.UNKNOWN_MEMBER_ID)
+    error = _validate_sync(group, req)
+    if error is not None:
+        return answer(error)
+    if group.in_state(S.PREPARING_REBALANCE):
+        return answer(ErrorCode.REBALANCE_IN_PROGRESS)
+    if group.in_state(S.COMPLETING_REBALANCE):
+        member = group.member(req.member_id)
+        txn.put_member(group, replace(member, awaiting_sync=Parked(env.connection, env.correlation_id)))
+        remove_pending_sync_member(txn, group, req.member_id)
+        if group.is_leader(req.member_id):
+            # the leader's assignment; a later entry for the same member wins, as in Java's HashMap,
+            # and members the leader left out get an empty assignment
+            assignment: dict[str, ConsumerAssignment] = {}
+            for entry in req.assignments:
+                assignment[entry.member_id] = entry.assignment
+            set_and_propagate_assignment(txn, group, assignment)
+            txn.transition(group, S.STABLE)
+        return None
+    # Stable: the member's current assignment
+    remove_pending_sync_member(txn, group, req.member_id)
+    member = group.member(req.member_id)
+    txn.reply(
+        env.connection,
+        env.correlation_id,
+        SyncGroupResponse(
+            ErrorCode.NONE,
+            member.assignment,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+        ),
+    )
+    return None
+
+
+def handle_heartbeat(txn: Txn, env: Envelope, req: HeartbeatRequest) -> None:
+    def answer(error: ErrorCode) -> None:
+        txn.reply(env.connection, env.correlation_id, HeartbeatResponse(error))
+
+    if not req.group_id:
+        return answer(ErrorCode.INVALID_GROUP_ID)
+    group = txn.groups.get(req.group_id)
+    if group is None:
+        return answer(ErrorCode.UNKNOWN_MEMBER_ID)
+    if group.in_state(S.DEAD):
+        return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    error = group.validate_member(req.member_id, req.group_instance_id)
+    if error is not None:
+        return answer(error)
+    if req.generation_id != group.generation:
+        return answer(ErrorCode.ILLEGAL_GENERATION)
+    if group.in_state(S.EMPTY):
+        return answer(ErrorCode.UNKNOWN_MEMBER_ID)
+    reschedule_heartbeat(txn, group, req.member_id)
+    if group.in_state(S.PREPARING_REBALANCE):
+        return answer(ErrorCode.REBALANCE_IN_PROGRESS)
+    return answer(ErrorCode.NONE)
+
+
+def _remove_current_member(txn: Txn, group: GroupData, member_id: str) -> None:
+    txn.cancel(heartbeat_key(group.group_id, member_id))
+    member = group.member(member_id)
+    txn.complete_join(
+        group, member, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
+    )
+    txn.remove_member(group, member_id)
+
+
+def handle_leave(txn: Txn, env: Envelope, req: LeaveGroupRequest) -> None:
+    if not req.group_id:
+        txn.reply(env.connection, env.correlation_id, LeaveGroupResponse(ErrorCode.INVALID_GROUP_ID))
+        return
+    group = txn.groups.get(req.group_id)
+    if group is None:
+        txn.reply(env.connection, env.correlation_id, LeaveGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+        return
+    if group.in_state(S.DEAD):
+        txn.reply(env.connection, env.correlation_id, LeaveGroupResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        return
+    responses: list[LeaveGroupMemberResponse] = []
+    for identity in req.members:
+        error: ErrorCode | None
+        if identity.member_id == UNKNOWN_MEMBER_ID:
+            # an admin may remove a static member by instance id alone
+            instance = identity.group_instance_id
+            if instance is not None and instance in group.static_members:
+                _remove_current_member(txn, group, group.static_members[instance])
+                error = None
+            else:
+                error = ErrorCode.UNKNOWN_MEMBER_ID
+        elif group.is_pending_member(identity.member_id):
+            txn.emit(PendingMemberRemoved(group.group_id, identity.member_id))
+            txn.cancel(heartbeat_key(group.group_id, identity.member_id))
+            error = None
+        else:
+            error = group.validate_member(identity.member_id, identity.group_instance_id)
+            if error is None:
+                _remove_current_member(txn, group, identity.member_id)
+        responses.append(
+            LeaveGroupMemberResponse(identity.member_id, identity.group_instance_id, error or ErrorCode.NONE)
+        )
+
+    if any(r.error_code is ErrorCode.NONE for r in responses):
+        if group.in_state(S.STABLE, S.COMPLETING_REBALANCE):
+            maybe_prepare_rebalance_or_complete_join(txn, group)
+        elif group.in_state(S.PREPARING_REBALANCE):
+            maybe_complete_join_phase(txn, group)
+    txn.reply(env.connection, env.correlation_id, LeaveGroupResponse(ErrorCode.NONE, tuple(responses)))

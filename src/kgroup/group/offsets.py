@@ -1,0 +1,104 @@
+"""OffsetCommit and OffsetFetch for classic groups (Kafka's ``OffsetMetadataManager``, classic paths).
+
+Committed offsets are :class:`~kgroup.group.records.OffsetCommitted` records: they live in the
+group's state, survive every state change, and come back when the log is replayed.
+"""
+
+from __future__ import annotations
+
+from kgroup.group.group import GroupData
+from kgroup.group.rebalance import reschedule_heartbeat
+from kgroup.group.records import GroupCreated, OffsetAndMetadata, OffsetCommitted
+from kgroup.group.states import GroupState
+from kgroup.group.txn import Txn
+from kgroup.messages import (
+    Envelope,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchPartition,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
+from kgroup.model import ErrorCode, TopicPartition
+
+__all__ = ["handle_offset_commit", "handle_offset_fetch"]
+
+S = GroupState
+
+
+def _validate_commit(group: GroupData, req: OffsetCommitRequest) -> ErrorCode | None:
+    """``ClassicGroup.validateOffsetCommit`` for a (non-transactional) OffsetCommit."""
+    if group.in_state(S.DEAD):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if req.generation_id < 0 and group.in_state(S.EMPTY):
+        return None  # a "simple" commit: admin client or a consumer without group management
+    if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+        error = group.validate_member(req.member_id, req.group_instance_id)
+        if error is not None:
+            return error
+        if req.generation_id != group.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+    elif not group.in_state(S.EMPTY):
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if group.in_state(S.COMPLETING_REBALANCE):
+        # the member saw the new generation but has not synced: let it finish the rebalance first
+        return ErrorCode.REBALANCE_IN_PROGRESS
+    return None
+
+
+def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> None:
+    def answer_all(error: ErrorCode) -> None:
+        body = OffsetCommitResponse(tuple((p.partition, error) for p in req.offsets))
+        txn.reply(env.connection, env.correlation_id, body)
+
+    if not req.group_id:
+        return answer_all(ErrorCode.INVALID_GROUP_ID)
+    group = txn.groups.get(req.group_id)
+    if group is None:
+        if req.generation_id >= 0:
+            # Kafka answers GROUP_ID_NOT_FOUND from OffsetCommit v9; older versions ILLEGAL_GENERATION
+            return answer_all(ErrorCode.ILLEGAL_GENERATION)
+        txn.emit(GroupCreated(req.group_id, txn.now_ms))  # a "simple" group, created by the commit
+        group = txn.groups[req.group_id]
+    error = _validate_commit(group, req)
+    if error is not None:
+        return answer_all(error)
+    if group.in_state(S.STABLE, S.PREPARING_REBALANCE) and group.has_member(req.member_id):
+        # in the classic protocol an offset commit also keeps the member's session alive
+        reschedule_heartbeat(txn, group, req.member_id)
+    results: list[tuple[TopicPartition, ErrorCode]] = []
+    for entry in req.offsets:
+        metadata = entry.committed_metadata
+        if metadata is not None and len(metadata.encode("utf-8")) > txn.config.offset_metadata_max_bytes:
+            results.append((entry.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+            continue
+        value = OffsetAndMetadata(
+            entry.committed_offset, entry.committed_leader_epoch, metadata or "", txn.now_ms
+        )
+        txn.emit(OffsetCommitted(group.group_id, entry.partition, value))
+        results.append((entry.partition, ErrorCode.NONE))
+    txn.reply(env.connection, env.correlation_id, OffsetCommitResponse(tuple(results)))
+    return None
+
+
+def _fetched(group: GroupData | None, tp: TopicPartition) -> OffsetFetchPartition:
+    value = None if group is None else group.offsets.get(tp)
+    if value is None:
+        return OffsetFetchPartition(tp, -1, "", ErrorCode.NONE, -1)
+    return OffsetFetchPartition(tp, value.offset, value.metadata, ErrorCode.NONE, value.leader_epoch)
+
+
+def handle_offset_fetch(txn: Txn, env: Envelope, req: OffsetFetchRequest) -> None:
+    if not req.group_id:
+        txn.reply(env.connection, env.correlation_id, OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID))
+        return
+    group = txn.groups.get(req.group_id)
+    if group is not None and group.in_state(S.DEAD):
+        txn.reply(env.connection, env.correlation_id, OffsetFetchResponse(ErrorCode.GROUP_ID_NOT_FOUND))
+        return
+    if req.partitions is None:
+        committed = [] if group is None else sorted(group.offsets, key=TopicPartition.java_key)
+        partitions = tuple(_fetched(group, tp) for tp in committed)
+    else:
+        partitions = tuple(_fetched(group, tp) for tp in req.partitions)
+    txn.reply(env.connection, env.correlation_id, OffsetFetchResponse(ErrorCode.NONE, partitions))

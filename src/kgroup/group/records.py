@@ -1,0 +1,225 @@
+"""Records: every change to the coordinator's state, in the order it happened.
+
+:meth:`GroupCoordinator.replay` is the only code that changes state, and it does so only by applying
+these records; the handlers decide, emit records, and read the state the records produced. So a
+coordinator rebuilt by replaying a log equals the one that wrote it — including the transient parts of
+a rebalance (parked requests, pending members, armed timers).
+
+Kafka persists less: one ``GroupMetadata`` record per completed rebalance plus ``OffsetCommit``
+records; its in-flight rebalance state lives only in memory. kgroup's log is a finer-grained superset
+(documented in ``docs/coordinator.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgroup.group.states import GroupState
+from kgroup.group.timers import TimerKey
+from kgroup.messages import ConsumerAssignment, ConsumerSubscription, JoinGroupProtocol
+from kgroup.model import TopicPartition
+
+__all__ = [
+    "GenerationStarted",
+    "GroupCreated",
+    "GroupDeleted",
+    "GroupLeaderChanged",
+    "GroupProtocolTypeChanged",
+    "GroupStateChanged",
+    "InitialDelayUpdated",
+    "MemberRemoved",
+    "MemberState",
+    "MemberUpserted",
+    "OffsetAndMetadata",
+    "OffsetCommitted",
+    "Parked",
+    "PendingMemberAdded",
+    "PendingMemberRemoved",
+    "PendingSyncMembersSet",
+    "Record",
+    "TimerArmed",
+    "TimerDisarmed",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """A JoinGroup or SyncGroup waiting for its answer: where to send it when it comes."""
+
+    connection: str
+    correlation_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemberState:
+    """One member of a classic group (Kafka's ``ClassicGroupMember``)."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: tuple[JoinGroupProtocol, ...]
+    assignment: ConsumerAssignment = ConsumerAssignment()  # noqa: RUF009 - frozen, safe to share
+    awaiting_join: Parked | None = None
+    awaiting_sync: Parked | None = None
+    #: joined in the current rebalance and not yet answered: its session timer is the long
+    #: new-member join timeout and it may expire even while waiting
+    is_new: bool = False
+
+    def metadata(self, protocol_name: str) -> ConsumerSubscription:
+        """The subscription the member sent for ``protocol_name`` (its first protocol of that name)."""
+        for protocol in self.protocols:
+            if protocol.name == protocol_name:
+                return protocol.metadata
+        raise AssertionError(f"member {self.member_id} does not support protocol {protocol_name!r}")
+
+    def vote(self, candidates: frozenset[str]) -> str:
+        """Its most preferred protocol among ``candidates`` (``ClassicGroupMember.vote``)."""
+        for protocol in self.protocols:
+            if protocol.name in candidates:
+                return protocol.name
+        raise AssertionError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """A committed offset (Kafka's ``OffsetAndMetadata``)."""
+
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    commit_timestamp_ms: int
+
+
+# --- group records ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCreated:
+    group_id: str
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStateChanged:
+    group_id: str
+    state: GroupState
+    timestamp_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationStarted:
+    """``initNextGeneration``: the new generation id and the protocol chosen for it (None when Empty)."""
+
+    group_id: str
+    generation: int
+    protocol_name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLeaderChanged:
+    group_id: str
+    leader: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProtocolTypeChanged:
+    group_id: str
+    protocol_type: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberUpserted:
+    """Put a member (a new id is appended to Java's map order; a known id keeps its place)."""
+
+    group_id: str
+    member: MemberState
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRemoved:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMemberAdded:
+    """A member id handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394)."""
+
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PendingMemberRemoved:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSyncMembersSet:
+    """The members of the current generation that have not sent SyncGroup yet."""
+
+    group_id: str
+    member_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InitialDelayUpdated:
+    """The initial-rebalance delay's progress: whether a member joined since the delay was armed, and the
+    (delay, remaining) pair the armed join timer carries (None when the join timer is a plain one)."""
+
+    group_id: str
+    new_member_added: bool
+    delay_ms: int | None
+    remaining_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitted:
+    group_id: str
+    partition: TopicPartition
+    value: OffsetAndMetadata
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDeleted:
+    """Tombstone: the group and its offsets are gone."""
+
+    group_id: str
+
+
+# --- timers ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TimerArmed:
+    key: TimerKey
+    deadline_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimerDisarmed:
+    key: TimerKey
+
+
+Record = (
+    GroupCreated
+    | GroupStateChanged
+    | GenerationStarted
+    | GroupLeaderChanged
+    | GroupProtocolTypeChanged
+    | MemberUpserted
+    | MemberRemoved
+    | PendingMemberAdded
+    | PendingMemberRemoved
+    | PendingSyncMembersSet
+    | InitialDelayUpdated
+    | OffsetCommitted
+    | GroupDeleted
+    | TimerArmed
+    | TimerDisarmed
+)

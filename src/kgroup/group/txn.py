@@ -1,0 +1,159 @@
+"""One handler invocation: collects replies, timer effects and records, and applies each record at once.
+
+The mutators mirror ``ClassicGroup``'s mutating methods (``add``, ``remove``, ``transitionTo``,
+``completeJoinFuture`` …) but never touch state themselves: each emits a record, which the
+coordinator's ``replay`` applies before the next line of the handler reads the group again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from random import Random
+
+from kgroup.group.config import CoordinatorConfig
+from kgroup.group.group import GroupData
+from kgroup.group.records import (
+    GroupLeaderChanged,
+    GroupProtocolTypeChanged,
+    GroupStateChanged,
+    MemberRemoved,
+    MemberState,
+    MemberUpserted,
+    Parked,
+    PendingSyncMembersSet,
+    Record,
+    TimerArmed,
+    TimerDisarmed,
+)
+from kgroup.group.states import GroupState
+from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKey
+from kgroup.messages import JoinGroupResponse, Reply, Response, SyncGroupResponse
+
+__all__ = ["CoordinatorResult", "Txn"]
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorResult:
+    """What one ``handle`` / ``on_timer`` call produced."""
+
+    #: responses that can be given now (including parked requests completed by this call)
+    replies: tuple[Reply, ...] = ()
+    #: timers to schedule or cancel, in order (a later entry for the same key wins)
+    timers: tuple[ScheduleTimer | CancelTimer, ...] = ()
+    #: what to persist, in order (already applied to the coordinator through ``replay``)
+    records: tuple[Record, ...] = ()
+
+
+class Txn:
+    """The context a handler works in: the clock, the groups, and the effects it collects."""
+
+    __slots__ = ("_replay", "armed", "config", "groups", "now_ms", "records", "replies", "rng", "timers")
+
+    def __init__(
+        self,
+        *,
+        now_ms: int,
+        config: CoordinatorConfig,
+        rng: Random,
+        groups: dict[str, GroupData],
+        armed: dict[TimerKey, int],
+        replay: Callable[[Record], None],
+    ) -> None:
+        self.now_ms = now_ms
+        self.config = config
+        self.rng = rng
+        self.groups = groups
+        self.armed = armed
+        self._replay = replay
+        self.records: list[Record] = []
+        self.replies: list[Reply] = []
+        self.timers: list[TimerEffect] = []
+
+    # --- effects ----------------------------------------------------------------------------------
+
+    def emit(self, record: Record) -> None:
+        self._replay(record)
+        self.records.append(record)
+
+    def reply(self, connection: str, correlation_id: int, body: Response) -> None:
+        self.replies.append(Reply(connection, correlation_id, body))
+
+    def answer(self, parked: Parked, body: Response) -> None:
+        self.replies.append(Reply(parked.connection, parked.correlation_id, body))
+
+    def schedule(self, key: TimerKey, delay_ms: int) -> None:
+        deadline = self.now_ms + delay_ms
+        self.emit(TimerArmed(key, deadline))
+        self.timers.append(ScheduleTimer(key, deadline))
+
+    def cancel(self, key: TimerKey) -> None:
+        if key in self.armed:
+            self.emit(TimerDisarmed(key))
+            self.timers.append(CancelTimer(key))
+
+    def result(self) -> CoordinatorResult:
+        return CoordinatorResult(tuple(self.replies), tuple(self.timers), tuple(self.records))
+
+    # --- member ids -------------------------------------------------------------------------------
+
+    def new_member_id(self, client_id: str, group_instance_id: str | None) -> str:
+        """``prefix + "-" + UUID``: the prefix is the instance id for static members, else the client id."""
+        bits = self.rng.getrandbits(128)
+        bits = (bits & ~(0xF000 << 64)) | (0x4000 << 64)  # version 4
+        bits = (bits & ~(0xC000 << 48)) | (0x8000 << 48)  # IETF variant
+        h = f"{bits:032x}"
+        uuid = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        prefix = group_instance_id if group_instance_id is not None else client_id
+        return f"{prefix}-{uuid}"
+
+    # --- group mutators (ClassicGroup) ------------------------------------------------------------
+
+    def transition(self, group: GroupData, state: GroupState) -> None:
+        self.emit(GroupStateChanged(group.group_id, state, self.now_ms))
+
+    def put_member(self, group: GroupData, member: MemberState) -> None:
+        self.emit(MemberUpserted(group.group_id, member))
+
+    def add_member(self, group: GroupData, member: MemberState) -> None:
+        """``ClassicGroup.add``: the first member sets the protocol type, the first with no leader leads."""
+        if member.group_instance_id is not None and member.group_instance_id in group.static_members:
+            raise AssertionError(f"static member {member.group_instance_id} is already in {group.group_id}")
+        if not group.members:
+            self.emit(GroupProtocolTypeChanged(group.group_id, member.protocol_type))
+        if group.protocol_type != member.protocol_type:
+            raise AssertionError("the group and member's protocol type must be the same")
+        if group.leader is None:
+            self.emit(GroupLeaderChanged(group.group_id, member.member_id))
+        self.put_member(group, member)
+
+    def remove_member(self, group: GroupData, member_id: str) -> None:
+        """``ClassicGroup.remove``: a removed leader is replaced by the first member in map order."""
+        self.emit(MemberRemoved(group.group_id, member_id))
+        if group.is_leader(member_id):
+            remaining = group.order.order()
+            self.emit(GroupLeaderChanged(group.group_id, remaining[0] if remaining else None))
+
+    def set_leader(self, group: GroupData, leader: str | None) -> None:
+        self.emit(GroupLeaderChanged(group.group_id, leader))
+
+    def complete_join(self, group: GroupData, member: MemberState, response: JoinGroupResponse) -> bool:
+        """Answer the member's parked JoinGroup, if any (``completeJoinFuture``)."""
+        parked = group.members[member.member_id].awaiting_join
+        if parked is None:
+            return False
+        self.put_member(group, replace(group.members[member.member_id], awaiting_join=None))
+        self.answer(parked, response)
+        return True
+
+    def complete_sync(self, group: GroupData, member: MemberState, response: SyncGroupResponse) -> bool:
+        """Answer the member's parked SyncGroup, if any (``completeSyncFuture``)."""
+        parked = group.members[member.member_id].awaiting_sync
+        if parked is None:
+            return False
+        self.put_member(group, replace(group.members[member.member_id], awaiting_sync=None))
+        self.answer(parked, response)
+        return True
+
+    def set_pending_sync(self, group: GroupData, member_ids: list[str]) -> None:
+        self.emit(PendingSyncMembersSet(group.group_id, tuple(member_ids)))
