@@ -1,0 +1,150 @@
+"""murmur2 and keyed partitioning: every Kafka vector, scalar and vectorised, and their agreement."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kgroup.model import KgroupError
+from kgroup.partitioning import (
+    murmur2,
+    murmur2_array,
+    partition_for_key,
+    partitions_for_keys,
+    partitions_for_keys_multi,
+)
+
+VECTORS: list[dict[str, Any]] = json.loads(
+    (Path(__file__).parents[1] / "vectors" / "murmur2" / "murmur2.json").read_text()
+)
+KEYS = [bytes.fromhex(v["input"]["keyHex"]) for v in VECTORS]
+COUNTS = VECTORS[0]["input"]["numPartitions"]
+
+
+def test_vector_file_is_complete() -> None:
+    assert len(VECTORS) == 1000
+    assert all(v["input"]["numPartitions"] == COUNTS for v in VECTORS)
+    assert any(k == b"" for k in KEYS)
+
+
+def test_scalar_matches_every_vector() -> None:
+    for v, key in zip(VECTORS, KEYS, strict=True):
+        expected = v["expected"]
+        assert murmur2(key) == expected["murmur2"], v["input"]["keyHex"]
+        assert murmur2(key) & 0x7FFFFFFF == expected["toPositive"]
+        for n, p in expected["partitions"].items():
+            assert partition_for_key(key, int(n)) == p
+
+
+def test_str_keys_hash_as_utf8() -> None:
+    with_text = [v for v in VECTORS if "keyUtf8" in v["input"]]
+    assert len(with_text) >= 80
+    for v in with_text:
+        text = v["input"]["keyUtf8"]
+        assert murmur2(text) == v["expected"]["murmur2"], text
+        assert partition_for_key(text, 1000) == v["expected"]["partitions"]["1000"]
+    texts = [v["input"]["keyUtf8"] for v in with_text]
+    expected = np.array([v["expected"]["murmur2"] for v in with_text], dtype=np.int32)
+    assert np.array_equal(murmur2_array(texts), expected)
+    assert np.array_equal(murmur2_array(pa.array(texts, type=pa.string())), expected)
+    assert np.array_equal(murmur2_array(pa.array(texts, type=pa.large_string())), expected)
+    assert np.array_equal(murmur2_array(np.array(texts)), expected)
+
+
+@pytest.mark.parametrize("arrow_type", [pa.binary(), pa.large_binary()])
+def test_vectorised_matches_every_vector(arrow_type: pa.DataType) -> None:
+    keys = pa.array(KEYS, type=arrow_type)
+    hashes = murmur2_array(keys)
+    assert hashes.dtype == np.int32
+    assert hashes.tolist() == [v["expected"]["murmur2"] for v in VECTORS]
+    table = partitions_for_keys_multi(keys, COUNTS)
+    assert table.shape == (len(COUNTS), len(KEYS))
+    for c, n in enumerate(COUNTS):
+        expected = [v["expected"]["partitions"][str(n)] for v in VECTORS]
+        assert table[c].tolist() == expected
+        assert partitions_for_keys(keys, n).tolist() == expected
+
+
+def test_vectorised_accepts_chunked_numpy_and_lists() -> None:
+    expected = [v["expected"]["partitions"]["12"] for v in VECTORS]
+    chunked = pa.chunked_array([pa.array(KEYS[:300]), pa.array(KEYS[300:301]), pa.array(KEYS[301:])])
+    assert partitions_for_keys(chunked, 12).tolist() == expected
+    objects = np.empty(len(KEYS), dtype=object)
+    objects[:] = KEYS
+    assert partitions_for_keys(objects, 12).tolist() == expected
+    assert partitions_for_keys(KEYS, 12).tolist() == expected
+    assert partitions_for_keys(pa.array(KEYS).dictionary_encode(), 12).tolist() == expected
+
+
+def test_nulls_give_minus_one() -> None:
+    keys = pa.array([b"foobar", None, b"", None], type=pa.binary())
+    expected = [partition_for_key(b"foobar", 7), -1, partition_for_key(b"", 7), -1]
+    assert partitions_for_keys(keys, 7).tolist() == expected
+    assert murmur2_array([None, b"foobar"]).tolist() == [-1, murmur2(b"foobar")]
+    dictionary = pa.array(["a", None, "a"]).dictionary_encode()
+    assert partitions_for_keys(dictionary, 5).tolist() == [
+        partition_for_key("a", 5),
+        -1,
+        partition_for_key("a", 5),
+    ]
+    assert partitions_for_keys(pa.array([None, None]), 3).tolist() == [-1, -1]
+
+
+def test_empty_input() -> None:
+    assert partitions_for_keys(pa.array([], type=pa.binary()), 3).shape == (0,)
+    assert partitions_for_keys([], 3).shape == (0,)
+    assert partitions_for_keys(pa.chunked_array([], type=pa.binary()), 3).shape == (0,)
+
+
+def test_bad_input_is_a_clear_error() -> None:
+    for bad in (0, -3, True, 2**31):
+        with pytest.raises(KgroupError, match=r"^num_partitions: "):
+            partition_for_key(b"k", bad)  # type: ignore[arg-type]
+    with pytest.raises(KgroupError, match="partition_counts"):
+        partitions_for_keys([b"k"], 0)
+    with pytest.raises(KgroupError, match="Arrow type int64 is not binary"):
+        partitions_for_keys(pa.array([1, 2]), 3)
+    with pytest.raises(KgroupError, match="single key"):
+        partitions_for_keys(b"abc", 3)
+    with pytest.raises(KgroupError, match=r"keys\[1\]: int"):
+        partitions_for_keys([b"a", 5], 3)
+    with pytest.raises(KgroupError, match="key: int is not bytes"):
+        murmur2(5)  # type: ignore[arg-type]
+    with pytest.raises(KgroupError, match="empty"):
+        partitions_for_keys_multi([b"a"], [])
+
+
+keys_strategy = st.lists(st.one_of(st.none(), st.binary(min_size=0, max_size=100)), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    keys=keys_strategy,
+    counts=st.lists(st.integers(min_value=1, max_value=2**31 - 1), min_size=1, max_size=4, unique=True),
+    start=st.integers(min_value=0, max_value=10),
+    large=st.booleans(),
+)
+def test_vectorised_equals_scalar(
+    keys: list[bytes | None], counts: list[int], start: int, large: bool
+) -> None:
+    """Random keys (with nulls), sliced Arrow arrays with offsets, random partition counts."""
+    array = pa.array(keys, type=pa.large_binary() if large else pa.binary())
+    sliced = array.slice(min(start, len(keys)))
+    expected_keys = keys[min(start, len(keys)) :]
+    table = partitions_for_keys_multi(sliced, counts)
+    hashes = murmur2_array(sliced)
+    for i, key in enumerate(expected_keys):
+        if key is None:
+            assert hashes[i] == -1
+            assert all(table[c, i] == -1 for c in range(len(counts)))
+        else:
+            assert hashes[i] == murmur2(key)
+            for c, n in enumerate(counts):
+                assert table[c, i] == partition_for_key(key, n)
