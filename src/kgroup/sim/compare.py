@@ -1,0 +1,128 @@
+"""Comparing strategies: one row of metrics per simulation, one summary row per variant.
+
+The same functions serve the in-process comparison and the Spark sweep
+(:mod:`kgroup.spark.sweep`), so both give the same table for the same scenario and seeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kgroup.sim.result import SimResult
+from kgroup.sim.scenario import Scenario, parse_scenario
+from kgroup.sim.variants import Variant
+
+__all__ = [
+    "ROW_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "result_row",
+    "run_local",
+    "run_one",
+    "summarize",
+]
+
+#: one simulation's row (the Spark sweep's DataFrame schema follows this order)
+ROW_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("scenario", "str"),
+    ("variant", "str"),
+    ("strategy", "str"),
+    ("protocol", "str"),
+    ("membership", "str"),
+    ("seed", "int"),
+    ("rebalances", "int"),
+    ("generation", "int"),
+    ("unowned_partition_ms", "int"),
+    ("double_owned_ms", "int"),
+    ("zombie_owned_ms", "int"),
+    ("moved_partitions", "int"),
+    ("max_time_to_stable_ms", "int"),  # -1 when some disturbance never settled
+    ("unsettled_disturbances", "int"),
+    ("max_lag_records", "int"),
+    ("records_processed", "int"),
+    ("records_reprocessed", "int"),
+    ("invariant_violations", "int"),
+)
+
+#: the comparison table's columns: the variant, then means over seeds of these metrics
+SUMMARY_METRICS = (
+    "rebalances",
+    "unowned_partition_ms",
+    "double_owned_ms",
+    "zombie_owned_ms",
+    "moved_partitions",
+    "max_time_to_stable_ms",
+    "max_lag_records",
+    "records_reprocessed",
+    "invariant_violations",
+)
+SUMMARY_COLUMNS = ("variant", "runs", *SUMMARY_METRICS)
+
+
+def result_row(scenario: Scenario, variant: Variant, result: SimResult) -> dict[str, Any]:
+    m = result.metrics
+    times = m["time_to_stable_ms"]
+    unsettled = sum(1 for t in times if t is None)
+    settled = [t for t in times if t is not None]
+    return {
+        "scenario": scenario.name,
+        "variant": variant.label,
+        "strategy": variant.strategy,
+        "protocol": variant.protocol,
+        "membership": variant.membership or "as-written",
+        "seed": scenario.seed,
+        "rebalances": m["rebalances"],
+        "generation": m["generation"],
+        "unowned_partition_ms": m["unowned_partition_ms"],
+        "double_owned_ms": m["double_owned_ms"],
+        "zombie_owned_ms": m["zombie_owned_ms"],
+        "moved_partitions": m["moved_partitions"],
+        "max_time_to_stable_ms": -1 if unsettled else max(settled, default=0),
+        "unsettled_disturbances": unsettled,
+        "max_lag_records": m["max_lag_records"],
+        "records_processed": m["records_processed"],
+        "records_reprocessed": m["records_reprocessed"],
+        "invariant_violations": m["invariant_violation_count"],
+    }
+
+
+def run_one(scenario_data: dict[str, Any], variant: Variant, seed: int) -> dict[str, Any]:
+    """Run one cell from plain data (what a Spark task receives) and return its row."""
+    from kgroup.sim.runner import simulate
+
+    base = parse_scenario(scenario_data, name=str(scenario_data.get("name", "scenario")))
+    scenario = variant.apply(base, seed=seed)
+    return result_row(scenario, variant, simulate(scenario))
+
+
+def run_local(scenario: Scenario, variants: Sequence[Variant], seeds: Sequence[int]) -> list[dict[str, Any]]:
+    """Every variant × seed in this process, in order."""
+    data = scenario.to_data()
+    return [run_one(data, v, s) for v in variants for s in seeds]
+
+
+def summarize(rows: Iterable[dict[str, Any]], order: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """One row per variant: the number of runs and the mean of each metric (one decimal).
+
+    ``max_time_to_stable_ms`` averages the settled runs only; it is -1 if no run settled.
+    """
+    by_variant: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_variant.setdefault(row["variant"], []).append(row)
+    names = list(order) if order is not None else list(by_variant)
+    out: list[dict[str, Any]] = []
+    for name in names:
+        group = by_variant.get(name)
+        if not group:
+            continue
+        summary: dict[str, Any] = {"variant": name, "runs": len(group)}
+        for metric in SUMMARY_METRICS:
+            values = [r[metric] for r in group]
+            if metric == "max_time_to_stable_ms":
+                values = [v for v in values if v >= 0]
+                if not values:
+                    summary[metric] = -1.0
+                    continue
+            summary[metric] = round(sum(values) / len(values), 1)
+        out.append(summary)
+    return out

@@ -1,0 +1,157 @@
+"""Who owns which partition, second by second: the stop-the-world, double-ownership and zombie clocks.
+
+A consumer *claims* the partitions its member believes it holds (``ConsumerMember.assignment()``).
+A claim is *current* when the member's generation is the group's generation and the coordinator
+still counts the member in the group; any other claim by a running process is a *zombie* claim (a
+member of a stale generation that has not noticed yet). For every partition the tracker keeps the
+claimants and integrates over virtual time:
+
+* ``unowned_ms``  – partitions subscribed by the group with no current claimant (from the first
+  Stable on: before the group ever formed, nobody is expected to own anything);
+* ``double_ms``   – partitions with two or more current claimants (must stay 0);
+* ``zombie_ms``   – partitions with at least one zombie claimant.
+
+All three are partition-milliseconds (a 2-partition gap of 1 s counts 2000). The tracker also keeps
+each partition's owner intervals for the timeline chart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["OwnershipTracker"]
+
+NO_OWNER = ""
+
+
+class OwnershipTracker:
+    __slots__ = (
+        "_claimants",
+        "_current_count",
+        "_last_ms",
+        "_owner",
+        "_owner_since",
+        "_subscribed",
+        "_zombie",
+        "counting_unowned",
+        "double_ms",
+        "intervals",
+        "n_double",
+        "n_unowned",
+        "n_zombie",
+        "unowned_ms",
+        "zombie_ms",
+    )
+
+    def __init__(self) -> None:
+        self._claimants: list[dict[str, bool]] = []  # partition -> consumer -> current?
+        self._current_count: list[int] = []
+        self._zombie: list[bool] = []
+        self._subscribed: list[bool] = []
+        self._owner: list[str] = []
+        self._owner_since: list[int] = []
+        self.intervals: list[tuple[int, str, int, int]] = []  # (partition, consumer, start, end)
+        self.n_unowned = 0  # subscribed partitions without a current claimant
+        self.n_double = 0
+        self.n_zombie = 0
+        self.unowned_ms = 0
+        self.double_ms = 0
+        self.zombie_ms = 0
+        self.counting_unowned = False
+        self._last_ms = 0
+
+    def add_partitions(self, count: int, now_ms: int) -> None:
+        for _ in range(count):
+            self._claimants.append({})
+            self._current_count.append(0)
+            self._zombie.append(False)
+            self._subscribed.append(False)
+            self._owner.append(NO_OWNER)
+            self._owner_since.append(now_ms)
+
+    # --- time ----------------------------------------------------------------------------------------
+
+    def account(self, now_ms: int) -> None:
+        """Integrate the counters up to ``now_ms`` (call before anything changes at ``now_ms``)."""
+        dt = now_ms - self._last_ms
+        if dt <= 0:
+            return
+        self._last_ms = now_ms
+        if self.counting_unowned:
+            self.unowned_ms += dt * self.n_unowned
+        self.double_ms += dt * self.n_double
+        self.zombie_ms += dt * self.n_zombie
+
+    # --- subscription --------------------------------------------------------------------------------
+
+    def set_subscribed(self, subscribed: Iterable[int]) -> None:
+        wanted = set(subscribed)
+        for p in range(len(self._subscribed)):
+            now_sub = p in wanted
+            if now_sub != self._subscribed[p]:
+                if self._current_count[p] == 0:
+                    self.n_unowned += 1 if now_sub else -1
+                self._subscribed[p] = now_sub
+
+    def subscribed(self) -> list[int]:
+        return [p for p, s in enumerate(self._subscribed) if s]
+
+    # --- claims --------------------------------------------------------------------------------------
+
+    def update_claims(
+        self,
+        consumer: str,
+        old: frozenset[int],
+        new: frozenset[int],
+        current: bool,
+        was_current: bool,
+        now_ms: int,
+    ) -> None:
+        """``consumer`` claimed ``old`` (current = ``was_current``) and now claims ``new`` (``current``)."""
+        touched: Iterable[int]
+        touched = old ^ new if current == was_current else old | new
+        for p in touched:
+            claims = self._claimants[p]
+            if p in new:
+                claims[consumer] = current
+            else:
+                claims.pop(consumer, None)
+            self._refresh(p, now_ms)
+
+    def _refresh(self, p: int, now_ms: int) -> None:
+        claims = self._claimants[p]
+        current = sum(1 for c in claims.values() if c)
+        zombie = len(claims) > current
+        old_current = self._current_count[p]
+        if old_current != current:
+            if self._subscribed[p] and (old_current == 0) != (current == 0):
+                self.n_unowned += 1 if current == 0 else -1
+            if (old_current >= 2) != (current >= 2):
+                self.n_double += 1 if current >= 2 else -1
+            self._current_count[p] = current
+        if zombie != self._zombie[p]:
+            self.n_zombie += 1 if zombie else -1
+            self._zombie[p] = zombie
+        owner = NO_OWNER
+        if current:
+            owner = min(c for c, is_current in claims.items() if is_current)
+        if owner != self._owner[p]:
+            if self._owner[p] != NO_OWNER and now_ms > self._owner_since[p]:
+                self.intervals.append((p, self._owner[p], self._owner_since[p], now_ms))
+            self._owner[p] = owner
+            self._owner_since[p] = now_ms
+
+    def double_owned(self) -> list[tuple[int, list[str]]]:
+        """Partitions with two or more current claimants, with them (for invariant messages)."""
+        return [
+            (p, sorted(c for c, cur in claims.items() if cur))
+            for p, claims in enumerate(self._claimants)
+            if self._current_count[p] >= 2
+        ]
+
+    def close(self, now_ms: int) -> None:
+        """End every open owner interval at ``now_ms`` (the end of the simulation)."""
+        for p, owner in enumerate(self._owner):
+            if owner != NO_OWNER and now_ms > self._owner_since[p]:
+                self.intervals.append((p, owner, self._owner_since[p], now_ms))
+            self._owner_since[p] = now_ms

@@ -1,0 +1,535 @@
+"""Scenario files: the group, its consumers, the network, the workload and the events to simulate.
+
+A scenario is plain data (YAML or JSON) validated field by field into frozen dataclasses. Every
+problem is reported as one line naming the field, what is wrong and what is allowed; unknown keys
+are rejected so that a typo never silently changes a simulation. ``docs/simulator.md`` documents
+every field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kgroup.model import KgroupError
+
+__all__ = [
+    "EVENT_KINDS",
+    "ConsumerSpec",
+    "EventSpec",
+    "GroupSpec",
+    "NetworkSpec",
+    "Scenario",
+    "WorkloadSpec",
+    "load_scenario",
+    "parse_scenario",
+    "scenario_from_text",
+]
+
+#: every event kind a scenario may use, in the order the docs list them
+EVENT_KINDS = (
+    "start",
+    "stop",
+    "crash",
+    "restart",
+    "rolling_restart",
+    "scale",
+    "add_partitions",
+    "subscribe",
+    "slow_poll",
+    "network_partition",
+)
+
+# Kafka's defaults (consumer: session 45 s, heartbeat 3 s, max.poll.interval 5 min, auto-commit
+# every 5 s, request.timeout.ms 30 s, partition.assignment.strategy [range, cooperative-sticky];
+# broker: group.initial.rebalance.delay.ms 3 s).
+DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSpec:
+    group_id: str = "sim-group"
+    assignors: tuple[str, ...] = DEFAULT_ASSIGNORS
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 3000
+    max_poll_interval_ms: int = 300000
+    initial_rebalance_delay_ms: int = 3000
+    enable_auto_commit: bool = True
+    auto_commit_interval_ms: int = 5000
+    request_timeout_ms: int = 30000
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSpec:
+    """One consumer process. ``id`` names it in every output, across restarts."""
+
+    id: str
+    topics: tuple[str, ...]
+    static: bool = False  # group.instance.id = id
+    rack: str | None = None
+    assignors: tuple[str, ...] | None = None  # None: the group's list
+    autostart: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkSpec:
+    latency_ms: int = 1
+    jitter_ms: int = 0
+    loss: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadSpec:
+    produce_per_partition_per_s: int = 100
+    consume_per_consumer_per_s: int = 2000
+    auto_offset_reset: str = "latest"  # Kafka's default
+    sample_interval_ms: int | None = None  # None: max(1000, duration / 600)
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    """One scenario event; the fields a kind does not use keep their defaults."""
+
+    at_ms: int
+    kind: str
+    consumer: str | None = None
+    consumers: tuple[str, ...] | None = None  # rolling_restart; None = all
+    downtime_ms: int = 0
+    gap_ms: int = 30000
+    graceful: bool = True
+    assignors: tuple[str, ...] | None = None  # restart / rolling_restart: redeploy with this list
+    count: int = 0
+    topic: str | None = None
+    topics: tuple[str, ...] | None = None
+    prefix: str = "scale-"
+    static: bool = False
+    rack: str | None = None
+    duration_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    duration_ms: int
+    topics: tuple[tuple[str, int], ...]  # (name, partitions) in file order
+    consumers: tuple[ConsumerSpec, ...]
+    seed: int = 0
+    group: GroupSpec = GroupSpec()
+    network: NetworkSpec = NetworkSpec()
+    workload: WorkloadSpec = WorkloadSpec()
+    events: tuple[EventSpec, ...] = ()
+    name: str = "scenario"
+
+    def to_data(self) -> dict[str, Any]:
+        """The scenario as plain data that :func:`parse_scenario` reads back to an equal scenario."""
+        return {
+            "name": self.name,
+            "seed": self.seed,
+            "duration_ms": self.duration_ms,
+            "topics": dict(self.topics),
+            "group": _plain(self.group),
+            "consumers": [_plain(c) for c in self.consumers],
+            "network": _plain(self.network),
+            "workload": _plain(self.workload),
+            "events": [_event_plain(e) for e in self.events],
+        }
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if value is not None:
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _event_plain(event: EventSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"at_ms": event.at_ms, "kind": event.kind}
+    for name in _EVENT_FIELDS[event.kind]:
+        value = getattr(event, name)
+        if name == "consumers" and value is None:
+            value = "all"
+        if value is None:
+            continue
+        out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+# --- validation helpers ------------------------------------------------------------------------
+
+
+def _fail(field: str, problem: str, fix: str) -> KgroupError:
+    return KgroupError(f"{field}: {problem}; {fix}")
+
+
+def _mapping(value: Any, field: str, allowed: Sequence[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(field, f"is {_show(value)}", f"give a mapping with keys: {', '.join(allowed)}")
+    for key in value:
+        if key not in allowed:
+            raise _fail(f"{field}.{key}", "is not a known field", f"use one of: {', '.join(allowed)}")
+    return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _int(value: Any, field: str, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _fail(field, f"is {_show(value)}", f"give a whole number >= {minimum}")
+    if value < minimum or (maximum is not None and value > maximum):
+        allowed = f"between {minimum} and {maximum}" if maximum is not None else f">= {minimum}"
+        raise _fail(field, f"is {value}", f"give a whole number {allowed}")
+    return value
+
+
+def _bool(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(field, f"is {_show(value)}", "give true or false")
+    return value
+
+
+def _name(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _fail(field, f"is {_show(value)}", "give a non-empty string")
+    return value
+
+
+def _names(value: Any, field: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise _fail(field, f"is {_show(value)}", "give a non-empty list of names")
+    return tuple(_name(v, f"{field}[{i}]") for i, v in enumerate(value))
+
+
+def _topics_ref(value: Any, field: str, topics: Mapping[str, int]) -> tuple[str, ...]:
+    names = _names(value, field)
+    for i, name in enumerate(names):
+        if name not in topics:
+            raise _fail(
+                f"{field}[{i}]", f"topic {name!r} is not in 'topics'", f"use one of: {', '.join(topics)}"
+            )
+    return names
+
+
+def _assignor_list(value: Any, field: str) -> tuple[str, ...]:
+    from kgroup.assignors import available_assignors
+
+    names = _names(value, field)
+    known = available_assignors()
+    for i, name in enumerate(names):
+        if name not in known:
+            raise _fail(f"{field}[{i}]", f"{name!r} is not an assignor", f"use one of: {', '.join(known)}")
+    if len(set(names)) != len(names):
+        raise _fail(field, "lists an assignor twice", "list each assignor once")
+    return names
+
+
+# --- sections ----------------------------------------------------------------------------------
+
+_GROUP_FIELDS = tuple(f.name for f in dataclasses.fields(GroupSpec))
+
+
+def _group(value: Any) -> GroupSpec:
+    data = _mapping(value, "group", _GROUP_FIELDS)
+    kw: dict[str, Any] = {}
+    for key, raw in data.items():
+        field = f"group.{key}"
+        if key == "group_id":
+            kw[key] = _name(raw, field)
+        elif key == "assignors":
+            kw[key] = _assignor_list(raw, field)
+        elif key == "enable_auto_commit":
+            kw[key] = _bool(raw, field)
+        elif key == "initial_rebalance_delay_ms":
+            kw[key] = _int(raw, field, 0)
+        else:
+            kw[key] = _int(raw, field, 1)
+    spec = GroupSpec(**kw)
+    if spec.heartbeat_interval_ms >= spec.session_timeout_ms:
+        raise _fail(
+            "group.heartbeat_interval_ms",
+            f"{spec.heartbeat_interval_ms} is not below session_timeout_ms {spec.session_timeout_ms}",
+            "Kafka requires heartbeat.interval.ms < session.timeout.ms (typically a third or less)",
+        )
+    if not 6000 <= spec.session_timeout_ms <= 1_800_000:
+        raise _fail(
+            "group.session_timeout_ms",
+            f"{spec.session_timeout_ms} is outside the broker's limits",
+            "give 6000..1800000 (group.min/max.session.timeout.ms)",
+        )
+    return spec
+
+
+_CONSUMER_FIELDS = ("id", "count", "prefix", "topics", "static", "rack", "assignors", "autostart")
+
+
+def _consumers(value: Any, topics: Mapping[str, int]) -> tuple[ConsumerSpec, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise _fail("consumers", f"is {_show(value)}", "give a non-empty list of consumers")
+    out: list[ConsumerSpec] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(value):
+        field = f"consumers[{i}]"
+        data = _mapping(raw, field, _CONSUMER_FIELDS)
+        if "topics" not in data:
+            raise _fail(f"{field}.topics", "is missing", "list the topics this consumer subscribes to")
+        common: dict[str, Any] = {"topics": _topics_ref(data["topics"], f"{field}.topics", topics)}
+        if "static" in data:
+            common["static"] = _bool(data["static"], f"{field}.static")
+        if "rack" in data and data["rack"] is not None:
+            common["rack"] = _name(data["rack"], f"{field}.rack")
+        if "assignors" in data:
+            common["assignors"] = _assignor_list(data["assignors"], f"{field}.assignors")
+        if "autostart" in data:
+            common["autostart"] = _bool(data["autostart"], f"{field}.autostart")
+        if ("id" in data) == ("count" in data):
+            raise _fail(
+                field, "needs exactly one of 'id' or 'count'", "give id: NAME, or count: N with prefix"
+            )
+        if "id" in data:
+            if "prefix" in data:
+                raise _fail(f"{field}.prefix", "only goes with 'count'", "remove it or use count: N")
+            ids = [_name(data["id"], f"{field}.id")]
+        else:
+            count = _int(data["count"], f"{field}.count", 1, 100_000)
+            prefix = _name(data.get("prefix", "c"), f"{field}.prefix")
+            ids = [f"{prefix}{k}" for k in range(count)]
+        for cid in ids:
+            if cid in seen:
+                raise _fail(field, f"consumer id {cid!r} is used twice", "give every consumer a unique id")
+            seen.add(cid)
+            out.append(ConsumerSpec(id=cid, **common))
+    return tuple(out)
+
+
+def _network(value: Any) -> NetworkSpec:
+    data = _mapping(value, "network", ("latency_ms", "jitter_ms", "loss"))
+    kw: dict[str, Any] = {}
+    if "latency_ms" in data:
+        kw["latency_ms"] = _int(data["latency_ms"], "network.latency_ms", 0, 600_000)
+    if "jitter_ms" in data:
+        kw["jitter_ms"] = _int(data["jitter_ms"], "network.jitter_ms", 0, 600_000)
+    if "loss" in data:
+        loss = data["loss"]
+        if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not 0.0 <= loss < 1.0:
+            raise _fail(
+                "network.loss", f"is {_show(loss)}", "give a probability from 0.0 up to (not incl.) 1.0"
+            )
+        kw["loss"] = float(loss)
+    return NetworkSpec(**kw)
+
+
+def _workload(value: Any) -> WorkloadSpec:
+    fields = tuple(f.name for f in dataclasses.fields(WorkloadSpec))
+    data = _mapping(value, "workload", fields)
+    kw: dict[str, Any] = {}
+    for key, raw in data.items():
+        field = f"workload.{key}"
+        if key == "auto_offset_reset":
+            if raw not in ("latest", "earliest"):
+                raise _fail(field, f"is {_show(raw)}", "use latest (Kafka's default) or earliest")
+            kw[key] = raw
+        elif key == "sample_interval_ms":
+            kw[key] = None if raw is None else _int(raw, field, 1)
+        else:
+            kw[key] = _int(raw, field, 0, 10_000_000)
+    return WorkloadSpec(**kw)
+
+
+# which fields each kind takes (besides at_ms and kind), and which of them are required
+_EVENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "start": ("consumer",),
+    "stop": ("consumer",),
+    "crash": ("consumer",),
+    "restart": ("consumer", "downtime_ms", "graceful", "assignors"),
+    "rolling_restart": ("consumers", "gap_ms", "downtime_ms", "graceful", "assignors"),
+    "scale": ("count", "topics", "prefix", "static", "rack", "assignors"),
+    "add_partitions": ("topic", "count"),
+    "subscribe": ("consumer", "topics"),
+    "slow_poll": ("consumer", "duration_ms"),
+    "network_partition": ("consumer", "duration_ms"),
+}
+_EVENT_REQUIRED: dict[str, tuple[str, ...]] = {
+    "start": ("consumer",),
+    "stop": ("consumer",),
+    "crash": ("consumer",),
+    "restart": ("consumer",),
+    "rolling_restart": (),
+    "scale": ("count",),
+    "add_partitions": ("topic", "count"),
+    "subscribe": ("consumer", "topics"),
+    "slow_poll": ("consumer", "duration_ms"),
+    "network_partition": ("consumer", "duration_ms"),
+}
+
+
+def _scale_count(raw: Any, field: str) -> int:
+    value = raw
+    if isinstance(raw, str) and raw[:1] in "+-" and raw[1:].isdigit():
+        value = int(raw)
+    if isinstance(value, bool) or not isinstance(value, int) or value == 0 or abs(value) > 100_000:
+        raise _fail(field, f"is {_show(raw)}", "give +N to add N consumers or -N to stop N (N >= 1)")
+    return value
+
+
+def _event(
+    raw: Any, field: str, duration_ms: int, topics: dict[str, int], consumers: dict[str, tuple[str, ...]]
+) -> EventSpec:
+    if not isinstance(raw, Mapping):
+        raise _fail(field, f"is {_show(raw)}", "give a mapping with at_ms and kind")
+    kind = raw.get("kind")
+    if kind not in EVENT_KINDS:
+        raise _fail(f"{field}.kind", f"is {_show(kind)}", f"use one of: {', '.join(EVENT_KINDS)}")
+    data = _mapping(raw, field, ("at_ms", "kind", *_EVENT_FIELDS[kind]))
+    for key in ("at_ms", *_EVENT_REQUIRED[kind]):
+        if key not in data:
+            raise _fail(f"{field}.{key}", f"is missing (a {kind} event needs it)", f"add {key}")
+    kw: dict[str, Any] = {"kind": kind, "at_ms": _int(data["at_ms"], f"{field}.at_ms", 0, duration_ms)}
+
+    def consumer_ref(value: Any, where: str) -> str:
+        name = _name(value, where)
+        if name not in consumers:
+            raise _fail(
+                where,
+                f"consumer {name!r} does not exist (yet)",
+                "use an id from 'consumers' or a scale event",
+            )
+        return name
+
+    for key, value in data.items():
+        where = f"{field}.{key}"
+        if key in ("at_ms", "kind"):
+            continue
+        if key == "consumer":
+            kw[key] = consumer_ref(value, where)
+        elif key == "consumers":
+            if value == "all":
+                kw[key] = None
+            else:
+                names = _names(value, where)
+                kw[key] = tuple(consumer_ref(n, f"{where}[{i}]") for i, n in enumerate(names))
+        elif key in ("downtime_ms", "gap_ms"):
+            kw[key] = _int(value, where, 0)
+        elif key == "duration_ms":
+            kw[key] = _int(value, where, 1)
+        elif key in ("graceful", "static"):
+            kw[key] = _bool(value, where)
+        elif key == "assignors":
+            kw[key] = _assignor_list(value, where)
+        elif key == "count":
+            kw[key] = _scale_count(value, where) if kind == "scale" else _int(value, where, 1, 100_000)
+        elif key == "topic":
+            name = _name(value, where)
+            if name not in topics:
+                raise _fail(where, f"topic {name!r} is not in 'topics'", f"use one of: {', '.join(topics)}")
+            kw[key] = name
+        elif key == "topics":
+            kw[key] = _topics_ref(value, where, topics)
+        elif key in ("prefix", "rack"):
+            kw[key] = _name(value, where)
+    event = EventSpec(**kw)
+    if kind == "scale" and event.count > 0:
+        if event.topics is None:
+            raise _fail(f"{field}.topics", "is missing", "say which topics the new consumers subscribe to")
+        for name in scaled_ids(event, consumers):
+            consumers[name] = event.topics
+    if kind == "add_partitions" and event.topic is not None:
+        topics[event.topic] += event.count
+    return event
+
+
+def scaled_ids(event: EventSpec, existing: Mapping[str, object]) -> list[str]:
+    """The ids a ``scale: +n`` event gives its new consumers: ``prefix`` + the first free numbers."""
+    out: list[str] = []
+    k = 0
+    while len(out) < event.count:
+        name = f"{event.prefix}{k}"
+        if name not in existing and name not in out:
+            out.append(name)
+        k += 1
+    return out
+
+
+_TOP_FIELDS = ("name", "seed", "duration_ms", "topics", "group", "consumers", "network", "workload", "events")
+
+
+def parse_scenario(data: Any, *, name: str = "scenario") -> Scenario:
+    """Validate plain data (as read from YAML/JSON) into a :class:`Scenario`."""
+    doc = _mapping(data, "scenario", _TOP_FIELDS)
+    if "duration_ms" not in doc:
+        raise _fail("duration_ms", "is missing", "give the simulated time in milliseconds, e.g. 600000")
+    duration = _int(doc["duration_ms"], "duration_ms", 1, 30 * 24 * 3_600_000)
+    seed = _int(doc.get("seed", 0), "seed", 0, 2**63 - 1)
+    raw_topics = doc.get("topics")
+    if not isinstance(raw_topics, Mapping) or not raw_topics:
+        raise _fail("topics", f"is {_show(raw_topics)}", "give a mapping topic name -> partition count")
+    topics: dict[str, int] = {}
+    for tname, count in raw_topics.items():
+        topics[_name(tname, "topics")] = _int(count, f"topics.{tname}", 1, 1_000_000)
+    group = _group(doc.get("group", {}))
+    if "consumers" not in doc:
+        raise _fail(
+            "consumers", "is missing", "list the consumers, e.g. - {count: 3, prefix: c, topics: [orders]}"
+        )
+    consumers = _consumers(doc["consumers"], topics)
+    network = _network(doc.get("network", {}))
+    workload = _workload(doc.get("workload", {}))
+    raw_events = doc.get("events", [])
+    if raw_events is None:
+        raw_events = []
+    if isinstance(raw_events, str) or not isinstance(raw_events, Sequence):
+        raise _fail("events", f"is {_show(raw_events)}", "give a list of events")
+    known = {c.id: c.topics for c in consumers}
+    live_topics = dict(topics)
+    indexed = sorted(enumerate(raw_events), key=lambda item: _at(item[1]))
+    parsed: list[tuple[int, EventSpec]] = []
+    for i, raw in indexed:
+        parsed.append((i, _event(raw, f"events[{i}]", duration, live_topics, known)))
+    events = tuple(e for _, e in sorted(parsed, key=lambda item: (item[1].at_ms, item[0])))
+    scenario_name = _name(doc.get("name", name), "name")
+    return Scenario(
+        duration_ms=duration,
+        topics=tuple(topics.items()),
+        consumers=consumers,
+        seed=seed,
+        group=group,
+        network=network,
+        workload=workload,
+        events=events,
+        name=scenario_name,
+    )
+
+
+def _at(raw: Any) -> int:
+    # events are validated in time order so that 'scale' ids exist before later events use them
+    at = raw.get("at_ms") if isinstance(raw, Mapping) else None
+    return at if isinstance(at, int) and not isinstance(at, bool) else 0
+
+
+def scenario_from_text(text: str, *, name: str = "scenario") -> Scenario:
+    """Parse YAML (or JSON, which is YAML) text into a scenario."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "malformed"
+        raise KgroupError(
+            f"scenario: YAML is not readable{where} ({problem}); fix the file's syntax"
+        ) from None
+    return parse_scenario(data, name=name)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read and validate a scenario file."""
+    p = Path(path)
+    if not p.is_file():
+        raise KgroupError(f"scenario: {str(p)!r} is not a file; give the path of a scenario YAML file")
+    return scenario_from_text(p.read_text(encoding="utf-8"), name=p.stem)

@@ -1,0 +1,42 @@
+"""The virtual clock and the event queue every simulation runs on.
+
+Nothing here reads a real clock: time is an integer number of milliseconds that only moves when the
+scheduler pops the next event. Events that fall on the same millisecond run in the order they were
+scheduled (a sequence number breaks ties), so a run is a pure function of its scenario and seed.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+__all__ = ["EventQueue"]
+
+
+class EventQueue:
+    """A min-queue of ``(time_ms, sequence, kind, payload)``; the clock is the time of the last pop."""
+
+    __slots__ = ("_heap", "_seq", "now_ms")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, int, Any]] = []
+        self._seq = 0
+        self.now_ms = 0
+
+    def push(self, at_ms: int, kind: int, payload: Any = None) -> None:
+        if at_ms < self.now_ms:
+            # the past cannot be scheduled: an event "now or earlier" runs now, after what is queued
+            at_ms = self.now_ms
+        self._seq += 1
+        heapq.heappush(self._heap, (at_ms, self._seq, kind, payload))
+
+    def peek_time(self) -> int | None:
+        return self._heap[0][0] if self._heap else None
+
+    def pop(self) -> tuple[int, Any]:
+        at_ms, _, kind, payload = heapq.heappop(self._heap)
+        self.now_ms = at_ms
+        return kind, payload
+
+    def __len__(self) -> int:
+        return len(self._heap)

@@ -1,0 +1,167 @@
+"""Running one scenario under other settings: strategy, rebalance protocol, membership, seed.
+
+Kafka has no "protocol" switch: a consumer uses COOPERATIVE when every assignor in its
+``partition.assignment.strategy`` supports it, EAGER otherwise. So ``--protocol`` is expressed the
+way Kafka users express it:
+
+* ``cooperative`` requires every assignor of the list to support COOPERATIVE (only
+  ``cooperative-sticky`` among the built-ins); otherwise Kafka cannot run it and kgroup says so;
+* ``eager`` with a list that would be cooperative appends ``range`` to it — the configuration of the
+  first bounce of Kafka's documented upgrade path (``[cooperative-sticky, range]``): every member
+  still votes for the first assignor, but the members follow the EAGER protocol.
+
+Overrides change the group's list (``group.assignors``), which consumers without their own list
+use; consumer- and event-level lists (a rolling upgrade) are left as written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kgroup.model import KgroupError, RebalanceProtocol
+from kgroup.sim.scenario import Scenario
+
+__all__ = [
+    "MEMBERSHIPS",
+    "PROTOCOLS",
+    "STRATEGIES",
+    "Variant",
+    "assignor_protocols",
+    "compare_variants",
+    "list_protocol",
+    "with_overrides",
+]
+
+STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
+PROTOCOLS = ("eager", "cooperative")
+MEMBERSHIPS = ("dynamic", "static")
+
+# Kafka's supportedProtocols() of the built-in assignors (CooperativeStickyAssignor lists both)
+_E, _C = RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE
+_BUILTIN_PROTOCOLS: dict[str, tuple[RebalanceProtocol, ...]] = {
+    "range": (_E,),
+    "roundrobin": (_E,),
+    "sticky": (_E,),
+    "cooperative-sticky": (_E, _C),
+    "legacy-range": (_E,),
+    "legacy-roundrobin": (_E,),
+}
+
+
+def assignor_protocols(name: str) -> tuple[RebalanceProtocol, ...]:
+    known = _BUILTIN_PROTOCOLS.get(name)
+    if known is not None:
+        return known
+    from kgroup.assignors import create_assignor
+
+    return tuple(create_assignor(name).protocols)
+
+
+def list_protocol(assignors: Sequence[str]) -> RebalanceProtocol:
+    """The protocol a consumer with this ``partition.assignment.strategy`` uses."""
+    if all(_C in assignor_protocols(a) for a in assignors):
+        return _C
+    return _E
+
+
+def _apply_protocol(assignors: tuple[str, ...], protocol: str) -> tuple[str, ...]:
+    if protocol == "cooperative":
+        for name in assignors:
+            if _C not in assignor_protocols(name):
+                raise KgroupError(
+                    f"--protocol: cooperative needs every assignor to support it, and {name!r} supports only "
+                    "EAGER (Kafka cannot run it cooperatively); use --assignors cooperative-sticky"
+                )
+        return assignors
+    if list_protocol(assignors) is _C:
+        return (*assignors, "range") if "range" not in assignors else assignors
+    return assignors
+
+
+def with_overrides(
+    scenario: Scenario,
+    *,
+    assignors: Sequence[str] | None = None,
+    protocol: str | None = None,
+    membership: str | None = None,
+    seed: int | None = None,
+) -> Scenario:
+    """``scenario`` with the command line's overrides applied (``None`` keeps the file's value)."""
+    group = scenario.group
+    if assignors is not None:
+        from kgroup.assignors import available_assignors
+
+        names = tuple(assignors)
+        known = available_assignors()
+        for name in names:
+            if name not in known:
+                raise KgroupError(f"--assignors: {name!r} is not an assignor; use one of: {', '.join(known)}")
+        if not names or len(set(names)) != len(names):
+            raise KgroupError("--assignors: give one or more different assignor names, comma-separated")
+        group = dataclasses.replace(group, assignors=names)
+    if protocol is not None:
+        if protocol not in PROTOCOLS:
+            raise KgroupError(f"--protocol: {protocol!r} is not a protocol; use eager or cooperative")
+        group = dataclasses.replace(group, assignors=_apply_protocol(group.assignors, protocol))
+    consumers = scenario.consumers
+    events = scenario.events
+    if membership is not None:
+        if membership not in MEMBERSHIPS:
+            raise KgroupError(f"membership: {membership!r} is unknown; use static or dynamic")
+        static = membership == "static"
+        consumers = tuple(dataclasses.replace(c, static=static) for c in consumers)
+        events = tuple(dataclasses.replace(e, static=static) if e.kind == "scale" else e for e in events)
+    if seed is not None and seed < 0:
+        raise KgroupError(f"--seed: {seed} is negative; give a whole number >= 0")
+    return dataclasses.replace(
+        scenario,
+        group=group,
+        consumers=consumers,
+        events=events,
+        seed=scenario.seed if seed is None else seed,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Variant:
+    """One cell of a comparison: a strategy, a protocol and (optionally) a membership."""
+
+    strategy: str
+    protocol: str
+    membership: str | None = None
+
+    @property
+    def label(self) -> str:
+        parts = [self.strategy, self.protocol]
+        if self.membership is not None:
+            parts.append(self.membership)
+        return "/".join(parts)
+
+    def apply(self, scenario: Scenario, seed: int | None = None) -> Scenario:
+        return with_overrides(
+            scenario,
+            assignors=(self.strategy,),
+            protocol=self.protocol,
+            membership=self.membership,
+            seed=seed,
+        )
+
+
+def compare_variants(
+    strategies: Sequence[str] = STRATEGIES,
+    memberships: Sequence[str | None] = MEMBERSHIPS,
+) -> tuple[list[Variant], list[tuple[Variant, str]]]:
+    """Every strategy × protocol (× membership) Kafka can run, and the ones it cannot, with why."""
+    runnable: list[Variant] = []
+    skipped: list[tuple[Variant, str]] = []
+    for strategy in strategies:
+        supported = assignor_protocols(strategy)
+        for protocol in PROTOCOLS:
+            if protocol == "cooperative" and _C not in supported:
+                reason = f"{strategy} supports only EAGER; Kafka cannot run it cooperatively"
+                skipped.append((Variant(strategy, protocol), reason))
+                continue
+            runnable.extend(Variant(strategy, protocol, membership) for membership in memberships)
+    return runnable, skipped

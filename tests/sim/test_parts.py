@@ -1,0 +1,126 @@
+"""The simulator's own parts in isolation: queue order, network, workload arithmetic, ownership clocks."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+
+from kgroup.model import TopicPartition
+from kgroup.sim.network import Network
+from kgroup.sim.ownership import OwnershipTracker
+from kgroup.sim.scenario import NetworkSpec, WorkloadSpec
+from kgroup.sim.scheduler import EventQueue
+from kgroup.sim.workload import ConsumerLoad, Workload, _water_fill
+
+
+def test_queue_orders_by_time_then_scheduling_order() -> None:
+    q = EventQueue()
+    q.push(10, 0, "b")
+    q.push(5, 0, "a")
+    q.push(10, 0, "c")
+    out = []
+    while q:
+        out.append(q.pop())
+    assert out == [(0, "a"), (0, "b"), (0, "c")]
+    assert q.now_ms == 10
+    q.push(3, 1, "late")  # the past runs now
+    assert q.peek_time() == 10
+
+
+def test_network_keeps_fifo_order_and_cuts() -> None:
+    net = Network(NetworkSpec(latency_ms=5, jitter_ms=20, loss=0.0), random.Random(1))
+    times = [net.transit("c", "c#1", True, t) for t in range(0, 50, 2)]
+    assert all(t is not None for t in times)
+    assert times == sorted(times)  # type: ignore[type-var]
+    assert all(t is not None and t >= s + 5 for t, s in zip(times, range(0, 50, 2), strict=True))
+    net.cut("c", 100)
+    assert net.transit("c", "c#1", True, 99) is None
+    assert net.is_cut("c", 99) and not net.is_cut("c", 100)
+    assert net.transit("c", "c#1", False, 100) is not None
+
+
+def test_network_loss_is_seeded() -> None:
+    def lost(seed: int) -> list[bool]:
+        net = Network(NetworkSpec(latency_ms=1, loss=0.3), random.Random(seed))
+        return [net.transit("c", "x", True, t) is None for t in range(200)]
+
+    assert lost(4) == lost(4)
+    assert 30 < sum(lost(4)) < 90
+
+
+def test_water_fill_is_fair_and_exact() -> None:
+    assert _water_fill([5, 100, 100], 101) == [5, 48, 48]
+    assert _water_fill([10, 20], 30) == [10, 20]
+    assert sum(_water_fill([7, 7, 7], 10)) == 10
+
+
+class FakeMember:
+    """Just the consumption bookkeeping the workload reads and writes."""
+
+    def __init__(self, owned: Mapping[TopicPartition, int]) -> None:
+        self.pos = dict(owned)
+
+    def assignment(self) -> frozenset[TopicPartition]:
+        return frozenset(self.pos)
+
+    def positions(self) -> Mapping[TopicPartition, int]:
+        return self.pos
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.pos[tp] = offset
+
+    def record_processed(self, tp: TopicPartition, next_offset: int) -> None:
+        self.pos[tp] = next_offset
+
+
+def test_workload_catches_up_stalls_and_counts_reprocessing() -> None:
+    a, b = TopicPartition("t", 0), TopicPartition("t", 1)
+    w = Workload(
+        WorkloadSpec(
+            produce_per_partition_per_s=100, consume_per_consumer_per_s=150, auto_offset_reset="earliest"
+        )
+    )
+    w.add_partitions([a, b], 0)
+    m = FakeMember({a: -1, b: -1})
+    load = ConsumerLoad(last_ms=0)
+    w.advance(load, m, 1000)  # 200 produced, 150 capacity: shared fairly
+    assert m.pos == {a: 75, b: 75}
+    load.stalled_until_ms = 3000
+    w.advance(load, m, 3000)  # stalled: nothing processed
+    assert m.pos == {a: 75, b: 75} and w.records_processed == 150
+    # a second consumer restarts partition a from offset 0: 75 records processed twice
+    other = FakeMember({a: 0})
+    w.advance(ConsumerLoad(last_ms=2000), other, 3000)
+    assert other.pos[a] == 150
+    assert w.records_reprocessed == 75
+    w.on_commit(a, 150)
+    assert w.committed_lag([0, 1], 3000) == (150 + 300, 300)
+
+
+def test_workload_latest_reset_skips_and_counts() -> None:
+    a = TopicPartition("t", 0)
+    w = Workload(WorkloadSpec(produce_per_partition_per_s=10))
+    w.add_partitions([a], 0)
+    m = FakeMember({a: -1})
+    w.advance(ConsumerLoad(last_ms=0), m, 5000)
+    assert m.pos[a] == 50 and w.records_skipped == 50 and w.records_processed == 0
+
+
+def test_ownership_clocks() -> None:
+    own = OwnershipTracker()
+    own.add_partitions(3, 0)
+    own.set_subscribed([0, 1, 2])
+    own.counting_unowned = True
+    own.update_claims("x", frozenset(), frozenset({0, 1}), True, False, 0)
+    own.account(1000)  # partition 2 unowned for 1 s
+    assert own.unowned_ms == 1000
+    own.update_claims("y", frozenset(), frozenset({1, 2}), True, False, 1000)
+    assert own.n_double == 1 and own.double_owned() == [(1, ["x", "y"])]
+    own.account(1500)
+    assert own.double_ms == 500
+    own.update_claims("y", frozenset({1, 2}), frozenset({1, 2}), False, True, 1500)  # y goes stale
+    assert own.n_double == 0 and own.n_zombie == 2 and own.n_unowned == 1
+    own.account(2000)
+    assert own.zombie_ms == 1000 and own.unowned_ms == 1500
+    own.close(2000)
+    assert (2, "y", 1000, 1500) in own.intervals and (0, "x", 0, 2000) in own.intervals
