@@ -194,7 +194,8 @@ class GroupTestContext:
         connection: str = "conn",
     ) -> Call:
         entries = tuple(
-            SyncGroupAssignment(m, ConsumerAssignment(tuple(parts))) for m, parts in (assignments or {}).items()
+            SyncGroupAssignment(m, ConsumerAssignment(tuple(parts)))
+            for m, parts in (assignments or {}).items()
         )
         req = SyncGroupRequest(group_id, generation, member_id, entries, group_instance_id=instance_id)
         return self.send(req, connection)
@@ -220,7 +221,9 @@ class GroupTestContext:
         calls = []
         for i in range(n):
             if static:
-                calls.append(self.join_static(f"instance-{i}", group_id=group_id, connection=f"m{i}", **kwargs))
+                calls.append(
+                    self.join_static(f"instance-{i}", group_id=group_id, connection=f"m{i}", **kwargs)
+                )
             else:
                 calls.append(self.join_dynamic(group_id=group_id, connection=f"m{i}", **kwargs))
         self.sleep_until(lambda: all(c.done for c in calls))
@@ -238,7 +241,9 @@ class GroupTestContext:
         for i, member_id in enumerate(member_ids):
             instance = f"instance-{i}" if static else None
             if member_id == leader:
-                syncs.append(self.sync(member_id, generation, assignment, group_id=group_id, instance_id=instance))
+                syncs.append(
+                    self.sync(member_id, generation, assignment, group_id=group_id, instance_id=instance)
+                )
             else:
                 syncs.append(self.sync(member_id, generation, group_id=group_id, instance_id=instance))
         assert all(s.sync.error_code is ErrorCode.NONE for s in syncs)
