@@ -1,0 +1,103 @@
+"""The invariant checks find what is wrong, and only that."""
+
+from __future__ import annotations
+
+from kgroup.assignors.invariants import (
+    check_all,
+    check_balance,
+    check_balance_within_one,
+    check_cooperative,
+    check_coverage,
+    check_members,
+    check_range_balance,
+    check_sticky_balance,
+    check_subscriptions,
+    stickiness,
+    subscriptions_equal,
+)
+from kgroup.model import Member, TopicMetadata, TopicPartition
+
+TP = TopicPartition
+TOPICS = {"t1": TopicMetadata("t1", 3), "t2": TopicMetadata("t2", 2)}
+MEMBERS = [Member("a", ("t1", "t2")), Member("b", ("t1",))]
+GOOD = {"a": [TP("t1", 0), TP("t2", 0), TP("t2", 1)], "b": [TP("t1", 1), TP("t1", 2)]}
+
+
+def test_a_sound_assignment_has_no_violations() -> None:
+    assert check_all(MEMBERS, TOPICS, GOOD) == []
+    # not Range's own answer (Range gives a the extra t1 partition), but within Range's promise
+    assert check_all(MEMBERS, TOPICS, GOOD, "range") == []
+    assert check_all(MEMBERS, TOPICS, GOOD, "roundrobin") == []  # unequal subscriptions: no promise
+
+
+def test_coverage_finds_missing_duplicate_and_unknown_partitions() -> None:
+    bad = {"a": [TP("t1", 0), TP("t1", 0), TP("t2", 5), TP("zz", 0)], "b": [TP("t1", 1)]}
+    problems = check_coverage(MEMBERS, TOPICS, bad)
+    assert "t1-0 is assigned 2 times" in problems
+    assert "t1-2 is not assigned" in problems
+    assert "t2-0 is not assigned" in problems
+    assert any("t2-5" in p and "has 2 partitions" in p for p in problems)
+    assert any(p.startswith("zz-0") for p in problems)
+
+
+def test_coverage_ignores_unsubscribed_and_missing_topics() -> None:
+    topics = {**TOPICS, "unused": TopicMetadata("unused", 4)}
+    members = [Member("a", ("t1", "t2", "ghost")), Member("b", ("t1",))]
+    assert check_coverage(members, topics, GOOD) == []
+
+
+def test_cooperative_coverage_allows_withheld_owned_partitions() -> None:
+    members = [Member("a", ("t1", "t2"), owned=(TP("t1", 2),)), Member("b", ("t1",))]
+    withheld = {"a": [TP("t1", 0), TP("t2", 0), TP("t2", 1)], "b": [TP("t1", 1)]}
+    assert check_coverage(members, TOPICS, withheld) == ["t1-2 is not assigned"]
+    assert check_coverage(members, TOPICS, withheld, cooperative=True) == []
+
+
+def test_subscriptions_and_members() -> None:
+    wrong = {"a": [TP("t1", 0)], "b": [TP("t2", 0)], "x": []}
+    assert check_subscriptions(MEMBERS, wrong) == ["b got t2-0 but does not subscribe to 't2'"]
+    assert check_members(MEMBERS, {"a": []}) == ["member b is missing from the assignment"]
+    assert check_members(MEMBERS, wrong) == ["x is in the assignment but not in the group"]
+
+
+def test_balance_checks() -> None:
+    lopsided = {"a": [TP("t1", 0), TP("t1", 1), TP("t1", 2)], "b": []}
+    members = [Member("a", ("t1",)), Member("b", ("t1",))]
+    assert check_balance_within_one(members, lopsided) != []
+    assert check_range_balance(members, TOPICS, lopsided) != []
+    assert check_sticky_balance(members, lopsided) != []
+    assert check_balance("roundrobin", members, TOPICS, lopsided) != []
+    # b cannot take t2, so a holding more is what the sticky assignor promises
+    unequal = [Member("a", ("t1", "t2")), Member("b", ("t1",))]
+    fine = {"a": [TP("t1", 0), TP("t2", 0), TP("t2", 1)], "b": [TP("t1", 1), TP("t1", 2)]}
+    assert check_sticky_balance(unequal, fine) == []
+    assert not subscriptions_equal(unequal)
+    assert check_balance("roundrobin", unequal, TOPICS, lopsided) == []  # no promise when unequal
+    assert check_balance("my-plugin", members, TOPICS, lopsided) == []
+
+
+def test_cooperative_rule() -> None:
+    members = [Member("a", ("t1",), owned=(TP("t1", 0),)), Member("b", ("t1",))]
+    assert check_cooperative(members, {"a": [TP("t1", 0)], "b": []}) == []
+    assert check_cooperative(members, {"a": [], "b": [TP("t1", 0)]}) == [
+        "t1-0 goes to b while a still owns it"
+    ]
+
+
+def test_stickiness_counts() -> None:
+    members = [
+        Member("a", ("t1",), owned=(TP("t1", 0), TP("t1", 1))),
+        Member("b", ("t1",), owned=(TP("t1", 2), TP("t2", 0))),
+    ]
+    after = {"a": [TP("t1", 0), TP("t1", 2)], "b": [TP("t1", 1)]}
+    s = stickiness(members, after)
+    assert (s.kept, s.moved, s.released, s.gained) == (1, 2, 1, 2)
+    assert s.moved_partitions == (TP("t1", 1), TP("t1", 2))
+    assert s.owned == 4
+
+
+def test_violation_lists_are_bounded() -> None:
+    topics = {"big": TopicMetadata("big", 1000)}
+    problems = check_coverage([Member("a", ("big",))], topics, {"a": []})
+    assert len(problems) == 21
+    assert problems[-1] == "... and 980 more"
