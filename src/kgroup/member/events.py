@@ -1,0 +1,139 @@
+"""What a consumer member tells its host: Kafka's rebalance callbacks and the errors it saw.
+
+The member never calls back into the host; it queues these small frozen values and the host drains
+them (``ConsumerMember.drain_events``). ``generation`` is always the member's generation at the
+moment the event happened (for a cooperative revocation that is already the new generation, because
+Kafka revokes after SyncGroup).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kgroup.model import ErrorCode, TopicPartition
+
+__all__ = [
+    "CommitFailed",
+    "FatalError",
+    "Fenced",
+    "JoinedGroup",
+    "LeftGroup",
+    "MemberEvent",
+    "OffsetsCommitted",
+    "OffsetsFetched",
+    "PartitionsAssigned",
+    "PartitionsLost",
+    "PartitionsRevoked",
+    "RejoinRequested",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsRevoked:
+    """``onPartitionsRevoked``: the member gives these up cleanly (its generation was still valid)."""
+
+    partitions: tuple[TopicPartition, ...]
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsAssigned:
+    """``onPartitionsAssigned``: partitions newly added by this rebalance (may be empty, as in Kafka)."""
+
+    partitions: tuple[TopicPartition, ...]
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionsLost:
+    """``onPartitionsLost``: the member's generation was reset or fenced; others may own these already."""
+
+    partitions: tuple[TopicPartition, ...]
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedGroup:
+    """A JoinGroup succeeded: the member is in ``generation`` and will now SyncGroup."""
+
+    generation: int
+    member_id: str
+    leader: bool
+    protocol: str
+
+
+@dataclass(frozen=True, slots=True)
+class LeftGroup:
+    """The member left the group (close, or ``max.poll.interval.ms`` expired).
+
+    ``leave_group_sent`` is False for static members (they never send LeaveGroup) and when there was
+    no membership or coordinator to leave.
+    """
+
+    reason: str
+    leave_group_sent: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RejoinRequested:
+    """The member decided it must rejoin (heartbeat said REBALANCE_IN_PROGRESS, subscription changed …)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsCommitted:
+    """An OffsetCommit succeeded for these offsets."""
+
+    offsets: tuple[tuple[TopicPartition, int], ...]
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class CommitFailed:
+    """An OffsetCommit failed with ``error`` (the offsets were not stored)."""
+
+    error: ErrorCode
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsFetched:
+    """Committed offsets fetched for newly assigned partitions (``-1``: nothing committed)."""
+
+    offsets: tuple[tuple[TopicPartition, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """FENCED_INSTANCE_ID: another instance with the same ``group.instance.id`` replaced this one.
+
+    Fatal for this member, as in Kafka: it stops (state FAILED) and should be closed.
+    """
+
+    generation: int
+    member_id: str
+    group_instance_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FatalError:
+    """An error Kafka's consumer would throw from ``poll()``; the member stops (state FAILED)."""
+
+    error: ErrorCode
+    reason: str
+
+
+MemberEvent = (
+    PartitionsRevoked
+    | PartitionsAssigned
+    | PartitionsLost
+    | JoinedGroup
+    | LeftGroup
+    | RejoinRequested
+    | OffsetsCommitted
+    | CommitFailed
+    | OffsetsFetched
+    | Fenced
+    | FatalError
+)
