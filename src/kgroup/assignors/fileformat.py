@@ -337,7 +337,9 @@ def _with_user_data(spec: MemberSpec, assignor: str, source: str) -> Member:
         raw = spec.user_data
         if raw is None:
             return m
-        generation = m.generation if raw is UNSET else raw.get("generation", -1)
+        generation = m.generation if raw is UNSET else raw.get("generation")
+        if generation is None:  # e.g. a sticky V0 user data run under cooperative-sticky
+            generation = -1
         _expect_int(generation, f"{where}.generation")
         return _replace_user_data(m, encode_cooperative_user_data(generation))
     return m
