@@ -1,0 +1,105 @@
+"""FindCoordinator's partition mapping, the least-loaded-node choice, and the live HashMap order,
+against values printed by Java 17 (``java_outputs.txt``, printed by ``JavaOutputs.java``:
+``String.hashCode``/``Math.abs`` for group ids, and a ``java.util.HashMap`` driven by a seeded
+sequence of puts and removes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgroup.group import ConnectionState, GroupCoordinator, coordinator_partition, least_loaded_node
+from kgroup.group.javamap import JavaHashOrder
+from kgroup.javacompat import hashmap_iteration_order
+from kgroup.messages import Envelope, FindCoordinatorRequest, FindCoordinatorResponse
+from kgroup.model import ErrorCode, KgroupError
+
+JAVA = [line.split("\t") for line in (Path(__file__).parent / "java_outputs.txt").read_text().splitlines()]
+C = ConnectionState
+
+
+@pytest.mark.parametrize("row", [r for r in JAVA if r[0] == "P"], ids=lambda r: repr(r[1]))
+def test_coordinator_partition_matches_java(row: list[str]) -> None:
+    _, group_id, p50, p7 = row
+    assert coordinator_partition(group_id) == int(p50)
+    assert coordinator_partition(group_id, 7) == int(p7)
+
+
+def test_coordinator_partition_rejects_no_partitions() -> None:
+    with pytest.raises(KgroupError, match="num_partitions"):
+        coordinator_partition("g", 0)
+
+
+def test_java_hash_order_follows_a_live_java_hashmap() -> None:
+    """Puts, removes and re-puts (the table grows to 32 and never shrinks) give Java's order."""
+    order = JavaHashOrder()
+    checked = 0
+    for kind, payload in [(r[0], r[1]) for r in JAVA if r[0] in ("OPS", "ORDER")]:
+        if kind == "OPS":
+            for op in payload.split():
+                if op[0] == "+":
+                    order.put(op[1:])
+                else:
+                    order.remove(op[1:])
+        else:
+            assert order.order() == payload.split()
+            checked += 1
+    assert checked == 6
+    assert order.state()[0] == 32
+
+
+def test_java_hash_order_without_removals_equals_javacompat() -> None:
+    keys = [f"member-{i}" for i in range(40)]
+    order = JavaHashOrder()
+    for k in keys:
+        order.put(k)
+    assert order.order() == hashmap_iteration_order(keys)
+
+
+def test_find_coordinator_answers_with_this_node() -> None:
+    from random import Random
+
+    coordinator = GroupCoordinator(rng=Random(0), node_id=3, host="broker-3", port=19092)
+    result = coordinator.handle(0, Envelope("c", 7, FindCoordinatorRequest("any-group")))
+    assert [(r.connection, r.correlation_id) for r in result.replies] == [("c", 7)]
+    assert result.replies[0].body == FindCoordinatorResponse(ErrorCode.NONE, 3, "broker-3", 19092)
+    assert result.records == () and result.timers == ()
+
+
+def test_least_loaded_node_prefers_an_idle_ready_node_from_the_offset() -> None:
+    nodes = ["a", "b", "c", "d"]
+    states = dict.fromkeys(nodes, C.READY)
+    assert least_loaded_node(nodes, {}, states, offset=2) == "c"
+    assert least_loaded_node(nodes, {"c": 1}, states, offset=2) == "d"
+
+
+def test_least_loaded_node_takes_fewest_in_flight_first_found_on_ties() -> None:
+    nodes = ["a", "b", "c"]
+    states = dict.fromkeys(nodes, C.READY)
+    assert least_loaded_node(nodes, {"a": 3, "b": 1, "c": 1}, states, offset=0) == "b"
+    assert least_loaded_node(nodes, {"a": 3, "b": 1, "c": 1}, states, offset=2) == "c"
+
+
+def test_least_loaded_node_full_pipeline_counts_as_blocked() -> None:
+    nodes = ["a", "b"]
+    states = {"a": C.READY, "b": C.CONNECTING}
+    assert least_loaded_node(nodes, {"a": 5}, states, offset=0) == "b"
+    assert least_loaded_node(nodes, {"a": 4}, states, offset=0) == "a"
+
+
+def test_least_loaded_node_then_connecting_then_oldest_connect_attempt() -> None:
+    nodes = ["a", "b", "c", "d"]
+    states = {"a": C.DISCONNECTED, "b": C.CONNECTING, "c": C.BLOCKED, "d": C.CONNECTING}
+    # the last connecting node in scan order wins
+    assert least_loaded_node(nodes, {}, states, offset=0) == "d"
+    assert least_loaded_node(nodes, {}, states, offset=2) == "b"
+    states = {"a": C.DISCONNECTED, "b": C.DISCONNECTED, "c": C.BLOCKED, "d": C.DISCONNECTED}
+    attempts = {"a": 500, "b": 100, "d": 100}
+    assert least_loaded_node(nodes, {}, states, offset=0, last_connect_attempt_ms=attempts) == "b"
+    assert least_loaded_node(nodes, {}, states, offset=3, last_connect_attempt_ms=attempts) == "d"
+
+
+def test_least_loaded_node_none_when_nothing_qualifies() -> None:
+    assert least_loaded_node([], {}, {}, offset=0) is None
+    assert least_loaded_node(["a"], {}, {"a": C.BLOCKED}, offset=0) is None
