@@ -1,0 +1,37 @@
+"""``kgroup demo``: the main job, as a sequence of stages whose results make one report.
+
+Stages today: ``events`` (skewed synthetic events generated in Spark) and ``partitioning`` (every
+event's Kafka partition for two partition counts, skew, hot keys, what moves). A later stage adds
+rebalance simulations: write a class with ``name``, ``title`` and ``run(context)`` returning a
+:class:`~kgroup.demo.stages.StageResult`, and add it to :func:`default_stages`. See ``docs/demo.md``.
+"""
+
+from __future__ import annotations
+
+from kgroup.demo.stages import (
+    DemoConfig,
+    DemoContext,
+    DemoRun,
+    Stage,
+    StageResult,
+    build_report,
+    run_demo,
+)
+
+__all__ = [
+    "DemoConfig",
+    "DemoContext",
+    "DemoRun",
+    "Stage",
+    "StageResult",
+    "build_report",
+    "default_stages",
+    "run_demo",
+]
+
+
+def default_stages(config: DemoConfig) -> list[Stage]:
+    """The stages ``kgroup demo`` runs, in order."""
+    from kgroup.demo.partitioning import EventsStage, PartitioningStage
+
+    return [EventsStage(), PartitioningStage()]

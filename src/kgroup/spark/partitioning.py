@@ -1,0 +1,239 @@
+"""Kafka's producer partitioning as a DataFrame transformation, computed inside Spark over Arrow batches.
+
+:func:`with_kafka_partition` (one partition count) and :func:`with_kafka_partitions` (several) add
+the partition every record would get from a Kafka producer:
+
+* a keyed record: ``toPositive(murmur2(keyBytes)) % numPartitions``, exact to Kafka, computed by the
+  vectorised :func:`kgroup.partitioning.partitions_for_keys_multi` on each Arrow batch
+  (``DataFrame.mapInArrow`` — whole batches, never a row-at-a-time UDF); a string key is hashed as
+  its UTF-8 bytes (Kafka's ``StringSerializer``), a binary key as is;
+* a keyless record (null key): the named null-key strategy (``round-robin``, ``uniform-sticky``,
+  ``adaptive``, ``legacy-round-robin``), one partitioner instance per Spark task and per partition
+  count — as if each task were its own producer. Its ``random.Random`` is seeded from the user's
+  seed, the task's partition id and the partition count (:func:`task_seed`), so a run is
+  reproducible for the same input layout and seed.
+
+Usable from your own PySpark code::
+
+    from kgroup.spark import with_kafka_partition
+    df = with_kafka_partition(orders, "customer_id", 12)   # adds an int column "partition"
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from kgroup.model import KgroupError
+
+__all__ = [
+    "DEFAULT_NULL_KEY_STRATEGY",
+    "KeylessProducer",
+    "check_key_column",
+    "task_seed",
+    "with_kafka_partition",
+    "with_kafka_partitions",
+]
+
+#: Kafka 3.3+'s built-in behaviour for records without a key (KIP-794).
+DEFAULT_NULL_KEY_STRATEGY = "adaptive"
+
+
+def task_seed(seed: int, task_partition_id: int, num_partitions: int) -> int:
+    """The seed of the null-key partitioner of one Spark task for one partition count.
+
+    A stable hash (BLAKE2b of the three numbers), so two tasks — or two counts — never share a
+    random sequence, and the same inputs give the same seed on every machine and Python version.
+    """
+    digest = hashlib.blake2b(f"kgroup:{seed}:{task_partition_id}:{num_partitions}".encode(), digest_size=8)
+    return int.from_bytes(digest.digest(), "big")
+
+
+def _quoted(name: str) -> str:
+    """A column name as Spark SQL reads it, whatever characters it holds (dots, spaces …)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def check_key_column(df: Any, key_column: str) -> str:
+    """Validate that ``key_column`` exists and holds strings or bytes; return ``"string"``/``"binary"``."""
+    from pyspark.sql.types import BinaryType, StringType
+
+    fields = {f.name: f for f in df.schema.fields}
+    if key_column not in fields:
+        columns = ", ".join(repr(n) for n in fields) or "none"
+        raise KgroupError(
+            f"key column {key_column!r} is not in the data (columns: {columns}); "
+            "pass one of them as the key column"
+        )
+    data_type = fields[key_column].dataType
+    if isinstance(data_type, StringType):
+        return "string"
+    if isinstance(data_type, BinaryType):
+        return "binary"
+    raise KgroupError(
+        f"key column {key_column!r} has type {data_type.simpleString()}; Kafka hashes serialized key bytes, "
+        f"so give a string or binary column (e.g. cast it: df.withColumn({key_column!r}, col({key_column!r})"
+        ".cast('string')))"
+    )
+
+
+def _check_counts(partition_counts: Sequence[int]) -> list[int]:
+    counts = list(partition_counts)
+    if not counts:
+        raise KgroupError("partitions: no partition count given; give at least one, e.g. 12")
+    for n in counts:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise KgroupError(f"partitions: {n!r} is not a partition count; give whole numbers of 1 or more")
+    if len(set(counts)) != len(counts):
+        raise KgroupError(f"partitions: {counts} lists a count twice; give each partition count once")
+    return counts
+
+
+class KeylessProducer:
+    """One producer placing keyless records with a null-key strategy, its batches kept across calls.
+
+    Drives :class:`kgroup.partitioning.ProducerModel` as
+    :func:`kgroup.partitioning.spread_unkeyed` does — the broker keeps up: a batch is sent as soon
+    as it is full and the sender then shows the queue sizes to the partitioner — but keeps the
+    producer's state from one Arrow batch to the next, as a long-lived producer would.
+    """
+
+    TOPIC = "topic"
+
+    def __init__(
+        self, strategy: str, rng: random.Random, num_partitions: int, *, record_bytes: int, batch_size: int
+    ) -> None:
+        from kgroup.partitioning import ClusterView, ProducerModel, TopicState, create_partitioner
+
+        config: dict[str, object] = {"batch_size": batch_size} if strategy in ("adaptive", "keyed") else {}
+        partitioner = create_partitioner(strategy, rng=rng, **config)
+        self._model = ProducerModel(
+            partitioner, ClusterView({self.TOPIC: TopicState(num_partitions)}), batch_size=batch_size
+        )
+        self._record_bytes = record_bytes
+        self._batches = 0
+
+    def place(self, count: int) -> list[int]:
+        """The partitions of the next ``count`` keyless records."""
+        model = self._model
+        out: list[int] = []
+        for _ in range(count):
+            out.append(model.send(self.TOPIC, None, None, size_bytes=self._record_bytes))
+            if model.batches_created != self._batches:
+                self._batches = model.batches_created
+                model.drain(self.TOPIC, include_open=False)
+                model.sender_ready()
+        return out
+
+
+def _check_keyless_settings(strategy: str, record_bytes: int, batch_size: int) -> None:
+    """Fail on the driver, before any Spark job starts, for a bad strategy name or size."""
+    for name, value in (("record_bytes", record_bytes), ("batch_size", batch_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise KgroupError(f"{name}: {value!r}; give a size in bytes of 1 or more")
+    KeylessProducer(strategy, random.Random(0), 1, record_bytes=record_bytes, batch_size=batch_size)
+
+
+def with_kafka_partitions(
+    df: Any,
+    key_column: str,
+    partition_counts: Sequence[int],
+    null_key_strategy: str = DEFAULT_NULL_KEY_STRATEGY,
+    seed: int = 0,
+    output_columns: Sequence[str] | None = None,
+    *,
+    record_bytes: int = 100,
+    batch_size: int = 16384,
+) -> Any:
+    """``df`` with one int column per partition count: each record's Kafka partition.
+
+    ``output_columns`` defaults to ``partition_<N>`` for each count N. The key column must be a
+    string or binary column; other types raise :class:`~kgroup.model.KgroupError` naming the type.
+    Keyless records are modelled as ``record_bytes`` each, in batches of ``batch_size`` bytes
+    (``batch.size``; it decides when the sticky strategies switch partition).
+    Lazy, like any DataFrame transformation: nothing runs until an action.
+    """
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    counts = _check_counts(partition_counts)
+    check_key_column(df, key_column)
+    names = list(output_columns) if output_columns is not None else [f"partition_{n}" for n in counts]
+    if len(names) != len(counts):
+        raise KgroupError(
+            f"output_columns: {len(names)} names for {len(counts)} partition counts; give one name per count"
+        )
+    for name in names:
+        if name in df.columns:
+            raise KgroupError(
+                f"output column {name!r} already exists in the data; "
+                "rename that column or choose another output name"
+            )
+    if len(set(names)) != len(names):
+        raise KgroupError(f"output_columns: {names} repeats a name; give each partition column its own name")
+    _check_keyless_settings(null_key_strategy, record_bytes, batch_size)
+    key_index = df.columns.index(key_column)
+    out_schema = StructType(
+        [*df.schema.fields, *(StructField(name, IntegerType(), nullable=False) for name in names)]
+    )
+    user_seed = int(seed)
+
+    def partition_batches(batches: Iterator[Any]) -> Iterator[Any]:
+        # Runs in the Python worker of each Spark task.
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        from kgroup.partitioning import partitions_for_keys_multi
+
+        context = TaskContext.get()
+        task_id = context.partitionId() if context is not None else 0
+        producers: list[KeylessProducer] | None = None
+        for batch in batches:
+            keys = batch.column(key_index)
+            parts = partitions_for_keys_multi(keys, counts)
+            if keys.null_count:
+                if producers is None:  # one producer per task: created on its first keyless record
+                    producers = [
+                        KeylessProducer(
+                            null_key_strategy,
+                            random.Random(task_seed(user_seed, task_id, n)),
+                            n,
+                            record_bytes=record_bytes,
+                            batch_size=batch_size,
+                        )
+                        for n in counts
+                    ]
+                positions = np.flatnonzero(keys.is_null().to_numpy(zero_copy_only=False))
+                for row, producer in enumerate(producers):
+                    parts[row, positions] = producer.place(len(positions))
+            columns = [*batch.columns, *(pa.array(parts[row], type=pa.int32()) for row in range(len(counts)))]
+            yield pa.RecordBatch.from_arrays(columns, names=[*batch.schema.names, *names])
+
+    return df.mapInArrow(partition_batches, out_schema)
+
+
+def with_kafka_partition(
+    df: Any,
+    key_column: str,
+    num_partitions: int,
+    null_key_strategy: str = DEFAULT_NULL_KEY_STRATEGY,
+    seed: int = 0,
+    output_column: str = "partition",
+    **keyless: int,
+) -> Any:
+    """``df`` with an int column ``output_column``: each record's partition in a topic of
+    ``num_partitions`` partitions (see the module documentation for keys and keyless records).
+    ``keyless`` takes ``record_bytes`` and ``batch_size`` as in :func:`with_kafka_partitions`."""
+    return with_kafka_partitions(
+        df, key_column, [num_partitions], null_key_strategy, seed, [output_column], **keyless
+    )
+
+
+def key_column_expression(key_column: str) -> Any:
+    """The Spark column for ``key_column``, quoted so any name works."""
+    from pyspark.sql import functions as F
+
+    return F.col(_quoted(key_column))
