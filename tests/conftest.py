@@ -20,3 +20,17 @@ def load_vectors(kind: str) -> list[tuple[str, dict[str, Any]]]:
 @pytest.fixture(scope="session")
 def vectors_dir() -> Path:
     return VECTORS
+
+
+@pytest.fixture(scope="session")
+def spark() -> Any:
+    """The one local Spark session of the test run (``local[2]``, no UI, 4 shuffle partitions).
+
+    Every Spark test shares it; code under test that asks for a session (``get_spark``) gets this
+    one back and leaves it running. Stopped when the run ends.
+    """
+    from kgroup.spark.session import get_spark
+
+    session = get_spark("local[2]", app_name="kgroup-tests", shuffle_partitions=4)
+    yield session
+    session.stop()
