@@ -52,11 +52,17 @@ Int32Array = npt.NDArray[np.int32]
 
 
 def _key_bytes(key: Key) -> bytes:
+    if type(key) is bytes:
+        return key
     if isinstance(key, str):
         return key.encode("utf-8")
     if isinstance(key, (bytes, bytearray, memoryview)):
         return bytes(key)
     raise KgroupError(f"key: {type(key).__name__} is not bytes or str; serialize the key to bytes first")
+
+
+# Compiled struct formats for each number of 4-byte blocks seen so far (keys are usually short).
+_BLOCK_UNPACKERS: dict[int, Callable[[bytes], tuple[int, ...]]] = {}
 
 
 def murmur2(key: Key) -> int:
@@ -65,8 +71,11 @@ def murmur2(key: Key) -> int:
     length = len(data)
     h = (SEED ^ length) & _MASK32
     nblocks = length >> 2
+    unpack = _BLOCK_UNPACKERS.get(nblocks)
+    if unpack is None:
+        unpack = _BLOCK_UNPACKERS[nblocks] = struct.Struct(f"<{nblocks}I").unpack_from
     # Little-endian 4-byte blocks, exactly as Java assembles them from the byte array.
-    for k in struct.unpack_from(f"<{nblocks}I", data):
+    for k in unpack(data):
         k = (k * M) & _MASK32
         k ^= k >> R
         k = (k * M) & _MASK32
@@ -88,6 +97,8 @@ def murmur2(key: Key) -> int:
 
 def validate_num_partitions(num_partitions: int, field: str = "num_partitions") -> int:
     """Reject partition counts below 1 (and non-integers) with a one-line :class:`KgroupError`."""
+    if type(num_partitions) is int and 1 <= num_partitions <= 0x7FFFFFFF:
+        return num_partitions  # the common case, checked cheaply
     if isinstance(num_partitions, bool) or not isinstance(num_partitions, (int, np.integer)):
         raise KgroupError(f"{field}: {num_partitions!r} is not an integer; give a whole number >= 1")
     if num_partitions < 1:
