@@ -58,6 +58,8 @@ def partition_counts_chart(
 ) -> Image:
     """A bar chart of records per partition: hot partitions highlighted, the mean as a line."""
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     count = len(per_partition)
     mean = sum(per_partition) / count if count else 0.0
@@ -65,10 +67,13 @@ def partition_counts_chart(
     figure = Figure(figsize=(min(14.0, max(6.0, 0.35 * count + 2.0)), 3.6), dpi=100)
     axes = figure.add_subplot(1, 1, 1)
     colours = [HOT_COLOUR if p in hot_set else BAR_COLOUR for p in range(count)]
-    axes.bar(range(count), per_partition, color=colours, width=0.8, label="records")
-    axes.axhline(mean, color=MEAN_COLOUR, linestyle="--", linewidth=1.4, label=f"mean {mean:,.0f}")
+    axes.bar(range(count), per_partition, color=colours, width=0.8)
+    axes.axhline(mean, color=MEAN_COLOUR, linestyle="--", linewidth=1.4)
+    # Legend entries drawn explicitly: one swatch per colour, whatever the bars' order.
+    handles = [Patch(color=BAR_COLOUR, label="records")]
     if hot_set:
-        axes.bar([], [], color=HOT_COLOUR, label="hottest partitions")
+        handles.append(Patch(color=HOT_COLOUR, label="hottest partitions"))
+    handles.append(Line2D([], [], color=MEAN_COLOUR, linestyle="--", label=f"mean {mean:,.0f}"))
     axes.set_xlabel("partition")
     axes.set_ylabel("records")
     if count <= 64:
@@ -79,7 +84,7 @@ def partition_counts_chart(
     axes.spines[["top", "right"]].set_visible(False)
     if title:
         axes.set_title(title)
-    axes.legend(loc="upper right", fontsize=8, frameon=False)
+    axes.legend(handles=handles, loc="upper right", fontsize=8, frameon=False)
     figure.tight_layout()
     alt = title or f"records per partition over {count} partitions"
     return figure_to_image(figure, alt=alt, caption=caption, element_id=element_id, fmt=fmt)
