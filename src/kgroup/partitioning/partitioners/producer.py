@@ -79,6 +79,7 @@ class ProducerModel:
         self.partitioner = partitioner
         self.batch_size = size
         self._cluster = cluster
+        self._view: ClusterView | None = None
         self._queues: dict[str, dict[int, deque[_Batch]]] = {}
         self.batches_created = 0
         self.new_batch_calls = 0
@@ -88,6 +89,12 @@ class ProducerModel:
     @property
     def cluster(self) -> ClusterView:
         """The cluster as the partitioner sees it, with the model's current queue sizes."""
+        # Rebuilt only when a queue grew or shrank by a batch, or the metadata changed.
+        if self._view is None:
+            self._view = self._build_view()
+        return self._view
+
+    def _build_view(self) -> ClusterView:
         topics: dict[str, TopicState] = {}
         for name, state in self._cluster.topics.items():
             queues = self._queues.get(name, {})
@@ -102,9 +109,10 @@ class ProducerModel:
     def set_cluster(self, cluster: ClusterView) -> None:
         """New metadata (leaders, partition counts) or broker latency; queues are kept."""
         self._cluster = cluster
+        self._view = None
 
     def set_node_latency(self, node_latency: Mapping[int, NodeLatency]) -> None:
-        self._cluster = ClusterView(self._cluster.topics, dict(node_latency))
+        self.set_cluster(ClusterView(self._cluster.topics, dict(node_latency)))
 
     def queue_sizes(self, topic: str) -> list[int]:
         n = self._cluster.num_partitions(topic)
@@ -157,7 +165,10 @@ class ProducerModel:
         abort = abort and self.partitioner.aborts_on_new_batch
         queues = self._queues.setdefault(topic, {})
         while True:
-            dq = queues.setdefault(partition, deque())
+            dq = queues.get(partition)
+            if dq is None:
+                dq = queues[partition] = deque()
+                self._view = None  # a new queue: the partition now counts for the load stats
             cluster = self.cluster
             if routed and self.partitioner.before_append(
                 topic, key, partition, cluster, queue_all_full=self._all_full(dq)
@@ -176,6 +187,7 @@ class ProducerModel:
                     return None
                 dq.append(_Batch(BATCH_HEADER_BYTES + size_bytes, 1))
                 self.batches_created += 1
+                self._view = None
                 appended = BATCH_HEADER_BYTES + size_bytes
             if routed:
                 self.partitioner.record_appended(
@@ -207,6 +219,8 @@ class ProducerModel:
                 while dq and (include_open or dq[0].is_full(self.batch_size)):
                     dq.popleft()
                     sent += 1
+        if sent:
+            self._view = None
         return sent
 
     def sender_ready(self) -> None:
