@@ -370,6 +370,8 @@ def test_commit_errors() -> None:
     assert _commit(ctx, "stranger", 1) == [E.UNKNOWN_MEMBER_ID]
     assert _commit(ctx, member, 2) == [E.ILLEGAL_GENERATION]
     assert _commit(ctx, member, 1, committed_metadata="x" * 4097) == [E.OFFSET_METADATA_TOO_LARGE]
+    assert _commit(ctx, member, 1, committed_metadata="é" * 4096) == [E.NONE]  # Java length: chars
+    assert _commit(ctx, member, 1, committed_metadata="\U0001f600" * 2049) == [E.OFFSET_METADATA_TOO_LARGE]
     assert _commit(ctx, member, 1, 7) == [E.NONE]
     assert _fetch(ctx).partitions[0].committed_offset == 7
 
@@ -402,8 +404,11 @@ def test_fetch_from_unknown_and_dead_groups() -> None:
     assert _fetch(ctx).partitions[0].committed_offset == -1
     assert _fetch(ctx, None).partitions == ()
     _commit(ctx, "", -1)
+    assert _fetch(ctx).partitions[0].committed_offset == 10
     ctx.absorb(ctx.coordinator.unload(0))
-    assert _fetch(ctx).error_code is E.GROUP_ID_NOT_FOUND
+    dead = _fetch(ctx)
+    assert dead.error_code is E.NONE and dead.partitions[0].committed_offset == -1
+    assert _fetch(ctx, None).partitions == ()
 
 
 # --- DescribeGroups / ListGroups / delete / unload -------------------------------------------------
@@ -426,7 +431,11 @@ def test_describe_groups() -> None:
     assert (missing.error_code, missing.group_state, missing.members) == (E.NONE, "Dead", ())
     ctx.join(ids[0])  # leader rejoin: PreparingRebalance, members described without metadata
     preparing = _describe(ctx, GROUP).groups[0]
-    assert preparing.group_state == "PreparingRebalance"
+    assert (preparing.group_state, preparing.protocol_type, preparing.protocol_data) == (
+        "PreparingRebalance",
+        "consumer",
+        "",
+    )
     assert all(m.metadata is None for m in preparing.members)
 
 

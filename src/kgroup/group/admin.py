@@ -53,7 +53,8 @@ def _describe(group: GroupData) -> DescribedGroup:
         group_id=group.group_id,
         group_state=group.state.kafka_name,
         protocol_type=group.protocol_type or "",
-        protocol_data=group.protocol_name or "",
+        # Kafka fills in the protocol (and member metadata) only for a Stable group
+        protocol_data=(group.protocol_name or "") if stable else "",
         members=tuple(members),
     )
 

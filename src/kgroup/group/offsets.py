@@ -69,7 +69,11 @@ def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> N
     results: list[tuple[TopicPartition, ErrorCode]] = []
     for entry in req.offsets:
         metadata = entry.committed_metadata
-        if metadata is not None and len(metadata.encode("utf-8")) > txn.config.offset_metadata_max_bytes:
+        # Java's String.length(): UTF-16 code units, not bytes
+        if (
+            metadata is not None
+            and len(metadata.encode("utf-16-le")) // 2 > txn.config.offset_metadata_max_bytes
+        ):
             results.append((entry.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
             continue
         value = OffsetAndMetadata(
@@ -94,8 +98,7 @@ def handle_offset_fetch(txn: Txn, env: Envelope, req: OffsetFetchRequest) -> Non
         return
     group = txn.groups.get(req.group_id)
     if group is not None and group.in_state(S.DEAD):
-        txn.reply(env.connection, env.correlation_id, OffsetFetchResponse(ErrorCode.GROUP_ID_NOT_FOUND))
-        return
+        group = None  # a Dead group's offsets are not served: every partition reads as uncommitted
     if req.partitions is None:
         committed = [] if group is None else sorted(group.offsets, key=TopicPartition.java_key)
         partitions = tuple(_fetched(group, tp) for tp in committed)
