@@ -500,6 +500,8 @@ def test_stale_and_unknown_timers_do_nothing() -> None:
 def test_unknown_group_view_is_a_clear_error() -> None:
     with pytest.raises(KgroupError, match="group_id: no group 'nope'"):
         GroupCoordinator(rng=Random(0)).group("nope")
+    with pytest.raises(KeyError):
+        GroupCoordinator(rng=Random(0)).group("nope")
 
 
 def test_config_validation() -> None:

@@ -2,7 +2,7 @@
 replayable state machine. See ``docs/coordinator.md``."""
 
 from kgroup.group.config import CoordinatorConfig
-from kgroup.group.coordinator import CoordinatorSnapshot, GroupCoordinator
+from kgroup.group.coordinator import CoordinatorSnapshot, GroupCoordinator, UnknownGroupError
 from kgroup.group.discovery import ConnectionState, coordinator_partition, least_loaded_node
 from kgroup.group.group import GroupSnapshot, GroupView
 from kgroup.group.records import (
@@ -64,6 +64,7 @@ __all__ = [
     "TimerDisarmed",
     "TimerEffect",
     "TimerKey",
+    "UnknownGroupError",
     "coordinator_partition",
     "least_loaded_node",
     "mermaid_diagram",

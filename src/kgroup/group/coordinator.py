@@ -34,7 +34,14 @@ from kgroup.messages import (
 )
 from kgroup.model import ErrorCode, KgroupError
 
-__all__ = ["CoordinatorSnapshot", "GroupCoordinator"]
+__all__ = ["CoordinatorSnapshot", "GroupCoordinator", "UnknownGroupError"]
+
+
+class UnknownGroupError(KgroupError, KeyError):
+    """The coordinator has no such group: a :class:`KgroupError` that ``except KeyError`` also catches."""
+
+    def __str__(self) -> str:
+        return self.message
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,10 +163,10 @@ class GroupCoordinator:
             self._groups[record.group_id].apply(record)
 
     def group(self, group_id: str) -> GroupView:
-        """A read-only view of one group (KgroupError if the coordinator does not know it)."""
+        """A read-only view of one group (:class:`UnknownGroupError` if the coordinator has none)."""
         group = self._groups.get(group_id)
         if group is None:
-            raise KgroupError(f"group_id: no group {group_id!r} on this coordinator; join it first")
+            raise UnknownGroupError(f"group_id: no group {group_id!r} on this coordinator; join it first")
         return group.view()
 
     def has_group(self, group_id: str) -> bool:
