@@ -148,3 +148,24 @@ def test_vectorised_equals_scalar(
             assert hashes[i] == murmur2(key)
             for c, n in enumerate(counts):
                 assert table[c, i] == partition_for_key(key, n)
+
+
+def test_numba_kernels_are_cached_on_disk() -> None:
+    """A second process loads the compiled kernels from numba's cache instead of compiling."""
+    import subprocess
+    import sys
+
+    partitions_for_keys([b"warm", b"up"], 3)  # this process compiles or loads and saves the cache
+    probe = (
+        "import pyarrow as pa\n"
+        "from kgroup.partitioning import partitions_for_keys\n"
+        "from kgroup.partitioning import _murmur2_kernels as k\n"
+        "partitions_for_keys(pa.array([b'x']), 3)\n"
+        "print(sum(k.partition_kernel.stats.cache_hits.values()),"
+        " sum(k.partition_kernel.stats.cache_misses.values()))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=True
+    )
+    hits, misses = (int(x) for x in result.stdout.split())
+    assert hits >= 1 and misses == 0

@@ -121,68 +121,13 @@ def partition_for_key(key: Key, num_partitions: int) -> int:
 # Vectorised path
 # --------------------------------------------------------------------------------------------
 
-_KERNELS: dict[str, Callable[..., Any]] = {}
 
+def _kernels() -> Any:
+    """The numba kernels module, imported (and its machine code loaded from numba's cache, or
+    compiled once) on the first vectorised call."""
+    from kgroup.partitioning import _murmur2_kernels
 
-def _kernels() -> dict[str, Callable[..., Any]]:
-    """Compile (or load from numba's on-disk cache) the kernels on first use."""
-    if _KERNELS:
-        return _KERNELS
-    from numba import njit
-
-    # All 32-bit arithmetic is done in uint64 and masked: the product of two values below 2**32
-    # fits in 64 bits, and staying unsigned keeps numba from promoting mixed types to float.
-    @njit(cache=True, nogil=True, inline="always")
-    def hash_one(data: Any, start: Any, end: Any) -> Any:  # pragma: no cover - compiled
-        mask = np.uint64(0xFFFFFFFF)
-        m = np.uint64(0x5BD1E995)
-        length = np.uint64(end - start)
-        h = (np.uint64(0x9747B28C) ^ length) & mask
-        blocks_end = start + ((end - start) >> 2) * 4
-        j = start
-        while j < blocks_end:
-            k = (
-                np.uint64(data[j])
-                | (np.uint64(data[j + 1]) << np.uint64(8))
-                | (np.uint64(data[j + 2]) << np.uint64(16))
-                | (np.uint64(data[j + 3]) << np.uint64(24))
-            )
-            k = (k * m) & mask
-            k ^= k >> np.uint64(24)
-            k = (k * m) & mask
-            h = ((h * m) & mask) ^ k
-            j += 4
-        tail = end - blocks_end
-        if tail == 3:
-            h ^= np.uint64(data[j + 2]) << np.uint64(16)
-        if tail >= 2:
-            h ^= np.uint64(data[j + 1]) << np.uint64(8)
-        if tail >= 1:
-            h ^= np.uint64(data[j])
-            h = (h * m) & mask
-        h ^= h >> np.uint64(13)
-        h = (h * m) & mask
-        h ^= h >> np.uint64(15)
-        return h
-
-    @njit(cache=True, nogil=True)
-    def hash_kernel(data: Any, offsets: Any, out: Any) -> None:  # pragma: no cover - compiled
-        for i in range(out.shape[0]):
-            h = hash_one(data, offsets[i], offsets[i + 1])
-            # Reinterpret the low 32 bits as Java's signed int.
-            out[i] = np.int64(h) - np.int64(0x100000000) if h >= np.uint64(0x80000000) else np.int64(h)
-
-    @njit(cache=True, nogil=True)
-    def partition_kernel(data: Any, offsets: Any, counts: Any, out: Any) -> None:  # pragma: no cover
-        positive_mask = np.uint64(0x7FFFFFFF)
-        for i in range(out.shape[1]):
-            positive = hash_one(data, offsets[i], offsets[i + 1]) & positive_mask
-            for c in range(counts.shape[0]):
-                out[c, i] = np.int32(positive % np.uint64(counts[c]))
-
-    _KERNELS["hash"] = hash_kernel
-    _KERNELS["partition"] = partition_kernel
-    return _KERNELS
+    return _murmur2_kernels
 
 
 def keys_to_arrow(keys: Any) -> pa.Array | pa.ChunkedArray:
@@ -298,10 +243,10 @@ def _run(chunk: pa.Array, counts: npt.NDArray[np.int64] | None) -> npt.NDArray[n
     result: npt.NDArray[np.int32]
     if counts is None:
         result = np.empty(n, dtype=np.int32)
-        kernels["hash"](data, offsets, result)
+        kernels.hash_kernel(data, offsets, result)
     else:
         result = np.empty((len(counts), n), dtype=np.int32)
-        kernels["partition"](data, offsets, counts, result)
+        kernels.partition_kernel(data, offsets, counts, result)
     nulls = _null_mask(chunk)
     if nulls is not None:
         result[..., nulls] = -1
