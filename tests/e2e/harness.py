@@ -15,6 +15,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from random import Random
+from typing import TypeVar
 
 from kgroup.assignors.api import Assignor
 from kgroup.group import CancelTimer, CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupState
@@ -23,6 +24,8 @@ from kgroup.messages import Envelope, JoinGroupResponse, Reply
 from kgroup.model import TopicMetadata, TopicPartition
 
 __all__ = ["Node", "World"]
+
+E = TypeVar("E", bound=MemberEvent)
 
 
 @dataclass
@@ -117,16 +120,25 @@ class World:
         deadline = self.now + limit_ms
         while self.now < deadline:
             self.run_for(50)
-            if self.group_state() is GroupState.STABLE and all(
-                self.nodes[n].member.state is MemberState.STABLE and not self.nodes[n].member.rejoin_needed
-                for n in names
-            ):
+            if self.is_stable(names):
                 self.run_for(2 * self.latency_ms + 1)  # let in-flight answers settle
                 return
         states = {n: self.nodes[n].member.phase.name for n in names}
         raise AssertionError(f"not stable by {deadline} ms: group {self.group_state()}, members {states}")
 
     # --- looking at it -------------------------------------------------------------------------------
+
+    def is_stable(self, names: Sequence[str]) -> bool:
+        """The group is Stable and every named member is STABLE in its generation, nothing pending."""
+        if self.group_state() is not GroupState.STABLE:
+            return False
+        generation = self.group_generation()
+        return all(
+            self.nodes[n].member.state is MemberState.STABLE
+            and not self.nodes[n].member.rejoin_needed
+            and self.nodes[n].member.generation == generation
+            for n in names
+        )
 
     def group_state(self) -> GroupState | None:
         group_id = self._group_id()
@@ -140,9 +152,9 @@ class World:
     def assignment(self) -> dict[str, frozenset[TopicPartition]]:
         return {n: node.member.assignment() for n, node in self.nodes.items() if not node.crashed}
 
-    def events_of(self, name: str, kind: type | None = None) -> list[MemberEvent]:
+    def events_of(self, name: str, kind: type[E] | None = None) -> list[E]:
         events = self.nodes[name].events
-        return [e for e in events if kind is None or isinstance(e, kind)]
+        return [e for e in events if kind is None or isinstance(e, kind)]  # type: ignore[misc]
 
     def last_leader_join_response(self) -> JoinGroupResponse:
         for _, _, reply in reversed(self.replies):

@@ -275,6 +275,11 @@ class ConsumerMember:
         return self._is_leader
 
     @property
+    def assignor_names(self) -> tuple[str, ...]:
+        """The assignors this member offers in JoinGroup, in preference order."""
+        return tuple(self._assignors)
+
+    @property
     def protocol(self) -> RebalanceProtocol:
         """EAGER or COOPERATIVE, from the configured assignors (not from the group)."""
         return self._protocol
@@ -391,23 +396,19 @@ class ConsumerMember:
         """
         if self._phase in _TERMINAL:
             return None
-        times: list[int] = []
+        times: list[int | None] = []
         if self._phase is Phase.PREPARING and self._prepare_retry_at is not None:
-            times.append(self._prepare_retry_at)
+            times.append(self._when_sendable(self._prepare_retry_at))
         if self._phase is Phase.JOINING and self._join_send_at is not None and not self._join_in_flight():
-            times.append(
-                self._join_send_at if self._coordinator is not None else self._coordinator_retry_time()
-            )
+            times.append(self._when_sendable(self._join_send_at))
         if self._fetch_pending and not self._has_in_flight(_Kind.FETCH):
-            times.append(
-                self._fetch_retry_at if self._coordinator is not None else self._coordinator_retry_time()
-            )
+            times.append(self._when_sendable(self._fetch_retry_at))
         if self._phase in _HEARTBEAT_PHASES:
             if self._coordinator is None:
-                times.append(self._coordinator_retry_time())
+                times.append(self._when_sendable(0))
             else:
                 times += [self._session_deadline, self._poll_deadline, self._next_heartbeat_at]
-        finite = [t for t in times if t >= 0]
+        finite = [t for t in times if t is not None]
         return min(finite) if finite else None
 
     def close(self, now_ms: int) -> list[OutboundRequest]:
@@ -425,7 +426,7 @@ class ConsumerMember:
         owned = sorted_partitions(self._owned)
         if owned:
             if self._generation.is_reset or self._phase in (Phase.JOINING, Phase.SYNCING):
-                self._emit(PartitionsLost(tuple(owned), self.generation))
+                self._emit(PartitionsLost(tuple(owned), self._owned_generation))
             else:
                 self._commit_on_revoke(now_ms, owned, out)
                 self._emit(PartitionsRevoked(tuple(owned), self.generation))
@@ -488,8 +489,14 @@ class ConsumerMember:
             for f in self._in_flight.values()
         )
 
-    def _coordinator_retry_time(self) -> int:
-        return -1 if self._has_in_flight(_Kind.FIND) else self._find_retry_at
+    def _when_sendable(self, due_ms: int) -> int | None:
+        """When a request due at ``due_ms`` can go out: at once if the coordinator is known, else
+        when the next FindCoordinator may be sent (``None`` while one is in flight)."""
+        if self._coordinator is not None:
+            return due_ms
+        if self._has_in_flight(_Kind.FIND):
+            return None
+        return max(due_ms, self._find_retry_at)
 
     def _ensure_coordinator(self, now_ms: int, out: list[OutboundRequest]) -> None:
         if (
@@ -591,7 +598,7 @@ class ConsumerMember:
         owned = sorted_partitions(self._owned)
         if gen.is_reset:
             if owned:
-                self._emit(PartitionsLost(tuple(owned), gen.generation_id))
+                self._emit(PartitionsLost(tuple(owned), self._owned_generation))
                 self._set_assignment(set())
         elif self._protocol is RebalanceProtocol.EAGER:
             self._commit_on_revoke(now_ms, owned, out)
@@ -914,7 +921,7 @@ class ConsumerMember:
     def _fail(self, error: ErrorCode, reason: str, *, event: bool = True) -> None:
         owned = sorted_partitions(self._owned)
         if owned:
-            self._emit(PartitionsLost(tuple(owned), self.generation))
+            self._emit(PartitionsLost(tuple(owned), self._owned_generation))
             self._set_assignment(set())
         if event:
             self._emit(FatalError(error, reason))

@@ -3,7 +3,8 @@
 The member never calls back into the host; it queues these small frozen values and the host drains
 them (``ConsumerMember.drain_events``). ``generation`` is always the member's generation at the
 moment the event happened (for a cooperative revocation that is already the new generation, because
-Kafka revokes after SyncGroup).
+Kafka revokes after SyncGroup) — except for :class:`PartitionsLost`, which carries the generation the
+lost partitions were assigned in (the member's own generation is already reset then).
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ class PartitionsAssigned:
 
 @dataclass(frozen=True, slots=True)
 class PartitionsLost:
-    """``onPartitionsLost``: the member's generation was reset or fenced; others may own these already."""
+    """``onPartitionsLost``: the member's generation was reset or fenced; others may own these already.
+
+    ``generation`` is the generation these partitions were assigned in.
+    """
 
     partitions: tuple[TopicPartition, ...]
     generation: int
