@@ -43,7 +43,7 @@ def test_java_hash_order_follows_a_live_java_hashmap() -> None:
                 else:
                     order.remove(op[1:])
         else:
-            assert order.order() == payload.split()
+            assert list(order.order()) == payload.split()
             checked += 1
     assert checked == 6
     assert order.state()[0] == 32
@@ -54,7 +54,7 @@ def test_java_hash_order_without_removals_equals_javacompat() -> None:
     order = JavaHashOrder()
     for k in keys:
         order.put(k)
-    assert order.order() == hashmap_iteration_order(keys)
+    assert list(order.order()) == hashmap_iteration_order(keys)
 
 
 def test_find_coordinator_answers_with_this_node() -> None:

@@ -24,6 +24,7 @@ from kgroup.group.records import (
     OffsetCommitted,
     PendingMemberAdded,
     PendingMemberRemoved,
+    PendingSyncMemberRemoved,
     PendingSyncMembersSet,
 )
 from kgroup.group.states import GroupState, check_transition
@@ -43,6 +44,7 @@ GroupRecord = (
     | PendingMemberAdded
     | PendingMemberRemoved
     | PendingSyncMembersSet
+    | PendingSyncMemberRemoved
     | InitialDelayUpdated
     | OffsetCommitted
 )
@@ -93,6 +95,8 @@ class GroupSnapshot:
     previous_state: GroupState
     state_timestamp_ms: int
     member_order: tuple[int, tuple[str, ...]]
+    protocol_counts: tuple[tuple[str, int], ...]
+    awaiting_join_count: int
     new_member_added: bool
     initial_delay: tuple[int, int] | None
 
@@ -117,6 +121,20 @@ class GroupData:
     new_member_added: bool = False
     initial_delay: tuple[int, int] | None = None  # (delay, remaining) of an armed initial-delay join timer
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    # derived from the members, kept up to date by apply (Kafka's supportedProtocols and
+    # numMembersAwaitingJoinResponse): protocol name -> members listing it; members parked in JoinGroup
+    protocol_counts: dict[str, int] = field(default_factory=dict)
+    awaiting_join_count: int = 0
+
+    def _count(self, member: MemberState, sign: int) -> None:
+        for protocol in member.protocols:
+            n = self.protocol_counts.get(protocol.name, 0) + sign
+            if n:
+                self.protocol_counts[protocol.name] = n
+            else:
+                del self.protocol_counts[protocol.name]
+        if member.awaiting_join is not None:
+            self.awaiting_join_count += sign
 
     # --- replay ---------------------------------------------------------------------------------
 
@@ -136,8 +154,11 @@ class GroupData:
         elif isinstance(record, MemberUpserted):
             member = record.member
             old = self.members.get(member.member_id)
-            if old is not None and old.group_instance_id is not None:
-                self.static_members.pop(old.group_instance_id, None)
+            if old is not None:
+                self._count(old, -1)
+                if old.group_instance_id is not None:
+                    self.static_members.pop(old.group_instance_id, None)
+            self._count(member, +1)
             self.members[member.member_id] = member
             self.order.put(member.member_id)
             if member.group_instance_id is not None:
@@ -145,6 +166,8 @@ class GroupData:
             self.pending_join.discard(member.member_id)
         elif isinstance(record, MemberRemoved):
             removed = self.members.pop(record.member_id, None)
+            if removed is not None:
+                self._count(removed, -1)
             self.order.remove(record.member_id)
             instance = None if removed is None else removed.group_instance_id
             if instance is not None and self.static_members.get(instance) == record.member_id:
@@ -157,6 +180,8 @@ class GroupData:
             self.pending_join.discard(record.member_id)
         elif isinstance(record, PendingSyncMembersSet):
             self.pending_sync = set(record.member_ids)
+        elif isinstance(record, PendingSyncMemberRemoved):
+            self.pending_sync.discard(record.member_id)
         elif isinstance(record, InitialDelayUpdated):
             self.new_member_added = record.new_member_added
             if record.delay_ms is None or record.remaining_ms is None:
@@ -190,7 +215,7 @@ class GroupData:
         return member_id in self.pending_join
 
     def num_awaiting_join(self) -> int:
-        return sum(1 for m in self.members.values() if m.awaiting_join is not None)
+        return self.awaiting_join_count
 
     def has_all_members_joined(self) -> bool:
         return len(self.members) == self.num_awaiting_join() and not self.pending_join
@@ -198,13 +223,6 @@ class GroupData:
     def rebalance_timeout_ms(self) -> int:
         """The largest rebalance timeout of the members (0 without members)."""
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
-
-    def _protocol_counts(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for member in self.members.values():
-            for protocol in member.protocols:
-                counts[protocol.name] = counts.get(protocol.name, 0) + 1
-        return counts
 
     def supports_protocols(self, protocol_type: str, protocols: tuple[JoinGroupProtocol, ...]) -> bool:
         """Whether a member with these protocols may join (``ClassicGroup.supportsProtocols``).
@@ -215,7 +233,7 @@ class GroupData:
         names = {p.name for p in protocols}
         if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(names)
-        counts = self._protocol_counts()
+        counts = self.protocol_counts
         return self.protocol_type == protocol_type and any(
             counts.get(name, 0) == len(self.members) for name in names
         )
@@ -225,7 +243,7 @@ class GroupData:
         ``HashMap<String, Integer>`` order of the votes (``Stream.max`` keeps the first maximum)."""
         if not self.members:
             raise AssertionError(f"cannot select a protocol for empty group {self.group_id}")
-        counts = self._protocol_counts()
+        counts = self.protocol_counts
         candidates = frozenset(name for name, n in counts.items() if n == len(self.members))
         votes: dict[str, int] = {}
         for member in self.all_members():
@@ -285,6 +303,8 @@ class GroupData:
             previous_state=self.previous_state,
             state_timestamp_ms=self.state_timestamp_ms,
             member_order=self.order.state(),
+            protocol_counts=tuple(sorted(self.protocol_counts.items())),
+            awaiting_join_count=self.awaiting_join_count,
             new_member_added=self.new_member_added,
             initial_delay=self.initial_delay,
         )

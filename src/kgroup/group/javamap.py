@@ -26,12 +26,13 @@ def _spread(key: str) -> int:
 class JavaHashOrder:
     """Tracks which keys a Java ``HashMap`` holds and the order it iterates them."""
 
-    __slots__ = ("_capacity", "_entries", "_next_seq")
+    __slots__ = ("_cached", "_capacity", "_entries", "_next_seq")
 
     def __init__(self) -> None:
         self._capacity = _INITIAL_CAPACITY
         self._entries: dict[str, tuple[int, int]] = {}  # key -> (spread hash, insertion sequence)
         self._next_seq = 0
+        self._cached: tuple[str, ...] | None = None
 
     def put(self, key: str) -> None:
         """``map.put(key, …)``: a new key goes to its bucket's tail; an existing key keeps its place."""
@@ -39,12 +40,14 @@ class JavaHashOrder:
             return
         self._entries[key] = (_spread(key), self._next_seq)
         self._next_seq += 1
+        self._cached = None
         while len(self._entries) > _LOAD_FACTOR * self._capacity:
             self._capacity *= 2
 
     def remove(self, key: str) -> None:
         """``map.remove(key)``; the capacity stays (Java never shrinks a table)."""
-        self._entries.pop(key, None)
+        if self._entries.pop(key, None) is not None:
+            self._cached = None
 
     def __contains__(self, key: object) -> bool:
         return key in self._entries
@@ -52,11 +55,14 @@ class JavaHashOrder:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def order(self) -> list[str]:
+    def order(self) -> tuple[str, ...]:
         """The keys in Java's iteration order."""
-        mask = self._capacity - 1
-        return sorted(self._entries, key=lambda k: (self._entries[k][0] & mask, self._entries[k][1]))
+        if self._cached is None:
+            mask = self._capacity - 1
+            entries = self._entries
+            self._cached = tuple(sorted(entries, key=lambda k: (entries[k][0] & mask, entries[k][1])))
+        return self._cached
 
     def state(self) -> tuple[int, tuple[str, ...]]:
         """A comparable summary: capacity and the iteration order (what determines future orders)."""
-        return (self._capacity, tuple(self.order()))
+        return (self._capacity, self.order())

@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kgroup.group.group import GroupData
-from kgroup.group.records import GenerationStarted, InitialDelayUpdated, MemberState, PendingMemberRemoved
+from kgroup.group.records import (
+    GenerationStarted,
+    InitialDelayUpdated,
+    MemberState,
+    PendingMemberRemoved,
+    PendingSyncMemberRemoved,
+)
 from kgroup.group.states import ALLOWED_PREVIOUS_STATES, GroupState
 from kgroup.group.timers import heartbeat_key, join_key, sync_key
 from kgroup.group.txn import Txn
@@ -225,9 +231,7 @@ def _remove_sync_expiration(txn: Txn, group: GroupData) -> None:
 
 def remove_pending_sync_member(txn: Txn, group: GroupData, member_id: str) -> None:
     if member_id in group.pending_sync:
-        txn.set_pending_sync(
-            group, [m for m in group.order.order() if m in group.pending_sync and m != member_id]
-        )
+        txn.emit(PendingSyncMemberRemoved(group.group_id, member_id))
     key = sync_key(group.group_id, group.generation)
     if group.in_state(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync:
         txn.cancel(key)

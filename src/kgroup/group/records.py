@@ -35,6 +35,7 @@ __all__ = [
     "Parked",
     "PendingMemberAdded",
     "PendingMemberRemoved",
+    "PendingSyncMemberRemoved",
     "PendingSyncMembersSet",
     "Record",
     "TimerArmed",
@@ -168,6 +169,14 @@ class PendingSyncMembersSet:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingSyncMemberRemoved:
+    """One member of the current generation sent its SyncGroup."""
+
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class InitialDelayUpdated:
     """The initial-rebalance delay's progress: whether a member joined since the delay was armed, and the
     (delay, remaining) pair the armed join timer carries (None when the join timer is a plain one)."""
@@ -217,6 +226,7 @@ Record = (
     | PendingMemberAdded
     | PendingMemberRemoved
     | PendingSyncMembersSet
+    | PendingSyncMemberRemoved
     | InitialDelayUpdated
     | OffsetCommitted
     | GroupDeleted

@@ -7,7 +7,7 @@ coordinator's ``replay`` applies before the next line of the handler reads the g
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from random import Random
 
@@ -155,5 +155,5 @@ class Txn:
         self.answer(parked, response)
         return True
 
-    def set_pending_sync(self, group: GroupData, member_ids: list[str]) -> None:
+    def set_pending_sync(self, group: GroupData, member_ids: Sequence[str]) -> None:
         self.emit(PendingSyncMembersSet(group.group_id, tuple(member_ids)))
