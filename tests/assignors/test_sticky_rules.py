@@ -1,0 +1,161 @@
+"""Kafka's sticky rules, one readable case each (the vectors cover them in bulk)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgroup.assignors.api import AssignmentRequest
+from kgroup.assignors.sticky import CooperativeStickyAssignor, StickyAssignmentError, StickyAssignor
+from kgroup.assignors.sticky.userdata import encode_sticky_user_data
+from kgroup.javacompat import hashmap_iteration_order
+from kgroup.model import KgroupError, Member, TopicMetadata, TopicPartition
+
+
+def tps(topic: str, *numbers: int) -> list[TopicPartition]:
+    return [TopicPartition(topic, n) for n in numbers]
+
+
+def eager(
+    member_id: str, topics: tuple[str, ...], owned: list[TopicPartition], generation: int = 1
+) -> Member:
+    return Member(member_id, topics, user_data=encode_sticky_user_data(owned, generation))
+
+
+def test_hashmap_order_decides_who_keeps_max_quota() -> None:
+    """10 partitions, owned 3 / 3 / 4, one member joins: quotas 2..3, only two members may keep 3.
+
+    The members are visited in Java ``HashMap`` order (c3, c0, c1, c2 — buckets 0, 13, 14, 15), not
+    in the given order: c0 and c1 keep three, c2 (which owned four) is cut to two.
+    """
+    topics = {"t": TopicMetadata("t", 10)}
+    members = [
+        eager("c2", ("t",), tps("t", 6, 7, 8, 9)),
+        eager("c1", ("t",), tps("t", 3, 4, 5)),
+        eager("c0", ("t",), tps("t", 0, 1, 2)),
+        Member("c3", ("t",)),
+    ]
+    assert hashmap_iteration_order(m.member_id for m in members) == ["c3", "c0", "c1", "c2"]
+    request = AssignmentRequest(members, topics)
+    expected = {"c0": tps("t", 0, 1, 2), "c1": tps("t", 3, 4, 5), "c2": tps("t", 6, 7), "c3": tps("t", 8, 9)}
+    assert StickyAssignor().assign(request) == expected
+
+    owned = {"c2": tps("t", 6, 7, 8, 9), "c1": tps("t", 3, 4, 5), "c0": tps("t", 0, 1, 2), "c3": []}
+    cooperative = [Member(m, ("t",), tuple(ps), 1) for m, ps in owned.items()]
+    # cooperative: t-8 and t-9 leave c2 this round and reach c3 in the next
+    assert CooperativeStickyAssignor().assign(AssignmentRequest(cooperative, topics)) == {
+        **expected,
+        "c3": [],
+    }
+
+
+def test_owned_partitions_are_kept_partition_number_first() -> None:
+    """A member over quota keeps its owned partitions sorted by partition number, then topic."""
+    topics = {"a": TopicMetadata("a", 2), "b": TopicMetadata("b", 2)}
+    members = [eager("x", ("a", "b"), [*tps("b", 0), *tps("a", 1, 0)]), Member("y", ("a", "b"))]
+    result = StickyAssignor().assign(AssignmentRequest(members, topics))
+    assert result == {"x": [*tps("a", 0), *tps("b", 0)], "y": [*tps("a", 1), *tps("b", 1)]}
+
+
+def test_rack_mismatched_owned_partitions_move_and_cooperative_withholds_them() -> None:
+    racks = (frozenset({"a"}), frozenset({"b"}))
+    topics = {"t": TopicMetadata("t", 2, racks)}
+    members = [
+        Member("x", ("t",), tuple(tps("t", 1)), 1, rack_id="a"),
+        Member("y", ("t",), tuple(tps("t", 0)), 1, rack_id="b"),
+    ]
+    request = AssignmentRequest(members, topics)
+    # eager: each member gives up its partition on the other rack and takes the one on its own
+    eager_with_racks = [
+        Member("x", ("t",), rack_id="a", user_data=encode_sticky_user_data(tps("t", 1), 1)),
+        Member("y", ("t",), rack_id="b", user_data=encode_sticky_user_data(tps("t", 0), 1)),
+    ]
+    assert StickyAssignor().assign(AssignmentRequest(eager_with_racks, topics)) == {
+        "x": tps("t", 0),
+        "y": tps("t", 1),
+    }
+    # both partitions change owner, so the cooperative assignor withholds both for a follow-up round
+    assert CooperativeStickyAssignor().assign(request) == {"x": [], "y": []}
+    # without racks on the members nothing moves
+    no_racks = [Member(m.member_id, m.topics, m.owned, m.generation) for m in members]
+    assert CooperativeStickyAssignor().assign(AssignmentRequest(no_racks, topics)) == {
+        "x": tps("t", 1),
+        "y": tps("t", 0),
+    }
+
+
+def test_same_generation_double_claim_is_withheld_from_everyone_by_cooperative() -> None:
+    topics = {"t": TopicMetadata("t", 3)}
+    members = [
+        Member("a", ("t",), tuple(tps("t", 0, 1)), 4),
+        Member("b", ("t",), tuple(tps("t", 1, 2)), 4),
+        Member("c", ("t",), (), 4),
+    ]
+    result = CooperativeStickyAssignor().assign(AssignmentRequest(members, topics))
+    assert result["a"] == tps("t", 0) and result["b"] == tps("t", 2)
+    assert result["c"] == []  # t-1 was claimed twice in generation 4: nobody gets it this round
+
+
+def test_higher_generation_claim_wins() -> None:
+    topics = {"t": TopicMetadata("t", 2)}
+    members = [Member("a", ("t",), tuple(tps("t", 0, 1)), 3), Member("b", ("t",), tuple(tps("t", 1)), 5)]
+    assert CooperativeStickyAssignor().assign(AssignmentRequest(members, topics)) == {
+        "a": tps("t", 0),
+        "b": tps("t", 1),
+    }
+
+
+def test_unsubscribed_and_missing_topics_are_skipped_and_every_member_appears() -> None:
+    topics = {
+        "t": TopicMetadata("t", 2),
+        "empty": TopicMetadata("empty", 0),
+        "other": TopicMetadata("other", 5),
+    }
+    members = [Member("x", ("t", "ghost", "empty")), Member("y", ("t",)), Member("idle", ())]
+    result = StickyAssignor().assign(AssignmentRequest(members, topics))
+    assert set(result) == {"x", "y", "idle"}
+    assert sorted(tp for ps in result.values() for tp in ps) == tps("t", 0, 1)
+    assert result["idle"] == []
+
+
+def test_no_members_gives_an_empty_assignment() -> None:
+    # Kafka divides by zero here; a real group always has its leader, kgroup answers {}.
+    assert StickyAssignor().assign(AssignmentRequest([], {"t": TopicMetadata("t", 3)})) == {}
+
+
+def test_duplicate_member_ids_are_a_clear_error() -> None:
+    members = [Member("x", ("t",)), Member("x", ("t",))]
+    with pytest.raises(KgroupError, match="appears twice"):
+        StickyAssignor().assign(AssignmentRequest(members, {"t": TopicMetadata("t", 1)}))
+
+
+def test_kafka_failure_on_a_stale_owner_outside_reassignment_is_reproduced() -> None:
+    """Kafka's general path dereferences the previous owner's assignment without checking that the
+    owner is still part of the reassignment; when it is not (here c2 moved to topic u, of which it is
+    the only subscriber, after missing a generation in which it owned t-0) Kafka throws a
+    NullPointerException. kgroup raises the same failure as a one-line error."""
+    topics = {"t": TopicMetadata("t", 4), "u": TopicMetadata("u", 1)}
+    members = [
+        Member("c0", ("t",), tuple(tps("t", 0, 1, 2, 3)), 2),
+        Member("c1", ("t",), (), 2),
+        Member("c2", ("u",), tuple(tps("t", 0)), 1),
+    ]
+    with pytest.raises(StickyAssignmentError, match="NullPointerException") as failure:
+        CooperativeStickyAssignor().assign(AssignmentRequest(members, topics))
+    assert "\n" not in str(failure.value)
+    # with c2 on the current generation it is no previous owner, and the assignment completes
+    current = [*members[:2], Member("c2", ("u",), tuple(tps("t", 0)), 2)]
+    result = CooperativeStickyAssignor().assign(AssignmentRequest(current, topics))
+    assert result["c2"] == tps("u", 0)
+
+
+def test_protocols_and_names() -> None:
+    from kgroup.assignors import create_assignor
+    from kgroup.model import RebalanceProtocol
+
+    sticky, cooperative = create_assignor("sticky"), create_assignor("cooperative-sticky")
+    assert isinstance(sticky, StickyAssignor) and isinstance(cooperative, CooperativeStickyAssignor)
+    assert sticky.protocols == (RebalanceProtocol.EAGER,)
+    assert cooperative.protocols == (RebalanceProtocol.EAGER, RebalanceProtocol.COOPERATIVE)
+    assert cooperative.supports(RebalanceProtocol.COOPERATIVE) and not sticky.supports(
+        RebalanceProtocol.COOPERATIVE
+    )
