@@ -14,43 +14,54 @@ Each returns the requests to send now, in order (the coordinator handles one con
 in order, which is what makes "commit, then JoinGroup" synchronous). Rebalance callbacks and errors
 are queued as events (:mod:`kgroup.member.events`). Phases move only through the table in
 :mod:`kgroup.member.states`.
+
+The member is split in three layers: :mod:`kgroup.member.core` (state and primitives),
+:mod:`kgroup.member.offsets` (positions, commits, OffsetFetch) and this module (the rebalance,
+heartbeats, and the public driving calls).
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
-from kgroup.assignors.api import Assignor, create_assignor
 from kgroup.javacompat import hashmap_iteration_order
-from kgroup.member.config import MemberConfig, choose_protocol
+from kgroup.member.core import checked_topics
 from kgroup.member.events import (
     CommitFailed,
     FatalError,
     Fenced,
     JoinedGroup,
     LeftGroup,
-    MemberEvent,
-    OffsetsCommitted,
-    OffsetsFetched,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
-    RejoinRequested,
 )
 from kgroup.member.leader import (
     CooperativeViolation,
-    MetadataSnapshot,
     group_members,
     metadata_snapshot,
     run_assignment,
 )
-from kgroup.member.states import MemberState, Phase, Step, next_phase
+from kgroup.member.offsets import OffsetsMixin
+from kgroup.member.requests import (
+    COORDINATOR_MOVED,
+    FATAL_JOIN,
+    HEARTBEAT_PHASES,
+    NO_GENERATION,
+    PROTOCOL_TYPE,
+    RESPONSE_OF,
+    TERMINAL,
+    CommitPurpose,
+    Fatal,
+    Generation,
+    InFlight,
+    Kind,
+    OutboundRequest,
+)
+from kgroup.member.states import Phase, Step
 from kgroup.messages import (
     ConsumerAssignment,
     ConsumerSubscription,
-    FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -59,13 +70,8 @@ from kgroup.messages import (
     JoinGroupResponse,
     LeaveGroupMember,
     LeaveGroupRequest,
-    LeaveGroupResponse,
-    OffsetCommitPartition,
-    OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetFetchRequest,
     OffsetFetchResponse,
-    Request,
     Response,
     SyncGroupAssignment,
     SyncGroupRequest,
@@ -75,274 +81,21 @@ from kgroup.model import (
     ErrorCode,
     KgroupError,
     RebalanceProtocol,
-    TopicMetadata,
-    TopicPartition,
     sorted_partitions,
 )
 
 __all__ = ["ConsumerMember", "OutboundRequest"]
 
-PROTOCOL_TYPE = "consumer"
-_NO_GENERATION = -1
 
-
-@dataclass(frozen=True, slots=True)
-class OutboundRequest:
-    """A request for the host to send.
-
-    ``node_id`` is ``None`` for FindCoordinator (any broker: Kafka picks the least-loaded node) and
-    the coordinator's node id for every other request.
-    """
-
-    correlation_id: int
-    body: Request
-    node_id: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Generation:
-    """Kafka's ``Generation``: compared whole to decide whether a response is stale."""
-
-    generation_id: int = _NO_GENERATION
-    member_id: str = ""
-    protocol: str | None = None
-
-    @property
-    def is_reset(self) -> bool:
-        return self.generation_id == _NO_GENERATION or not self.member_id
-
-
-class _Kind(enum.Enum):
-    FIND = "FindCoordinator"
-    JOIN = "JoinGroup"
-    SYNC = "SyncGroup"
-    HEARTBEAT = "Heartbeat"
-    COMMIT = "OffsetCommit"
-    FETCH = "OffsetFetch"
-    LEAVE = "LeaveGroup"
-
-
-_RESPONSE_OF: dict[_Kind, type] = {
-    _Kind.FIND: FindCoordinatorResponse,
-    _Kind.JOIN: JoinGroupResponse,
-    _Kind.SYNC: SyncGroupResponse,
-    _Kind.HEARTBEAT: HeartbeatResponse,
-    _Kind.COMMIT: OffsetCommitResponse,
-    _Kind.FETCH: OffsetFetchResponse,
-    _Kind.LEAVE: LeaveGroupResponse,
-}
-
-
-class _CommitPurpose(enum.Enum):
-    AUTO = "auto"  # periodic auto-commit from poll()
-    PREPARE = "prepare"  # onJoinPrepare's commit; JoinGroup waits for it
-    REVOKE = "revoke"  # commit_on_revoke: the application's onPartitionsRevoked commit
-    CLOSE = "close"
-
-
-@dataclass(slots=True)
-class _InFlight:
-    kind: _Kind
-    generation: _Generation
-    attempt: int = 0
-    offsets: dict[TopicPartition, int] = field(default_factory=dict)
-    purpose: _CommitPurpose | None = None
-    partitions: tuple[TopicPartition, ...] = ()
-
-
-class _Fatal(Exception):
-    def __init__(self, error: ErrorCode, reason: str) -> None:
-        super().__init__(reason)
-        self.error = error
-        self.reason = reason
-
-
-# Errors of a commit after which Kafka retries (RetriableException subclasses).
-_RETRIABLE_COMMIT = frozenset(
-    {
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.REQUEST_TIMED_OUT,
-    }
-)
-_COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
-_FATAL_JOIN = frozenset(
-    {
-        ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-        ErrorCode.INVALID_SESSION_TIMEOUT,
-        ErrorCode.INVALID_GROUP_ID,
-        ErrorCode.GROUP_AUTHORIZATION_FAILED,
-        ErrorCode.GROUP_MAX_SIZE_REACHED,
-    }
-)
-# Kafka's heartbeat thread runs while the member is STABLE or COMPLETING_REBALANCE; PREPARING is
-# still Kafka's STABLE (the state changes only when JoinGroup is sent).
-_HEARTBEAT_PHASES = frozenset({Phase.PREPARING, Phase.SYNCING, Phase.STABLE})
-_TERMINAL = frozenset({Phase.FAILED, Phase.CLOSED})
-
-
-class ConsumerMember:
+class ConsumerMember(OffsetsMixin):
     """One consumer in a classic consumer group, driven by its host (see the module docstring)."""
 
-    def __init__(
-        self,
-        config: MemberConfig,
-        topics: Sequence[str],
-        *,
-        assignors: Sequence[Assignor] | None = None,
-    ) -> None:
-        self.config = config
-        self._topics = _checked_topics(topics)
-        chosen = list(assignors) if assignors is not None else [create_assignor(n) for n in config.assignors]
-        if not chosen:
-            raise KgroupError("assignors: empty; give the member at least one assignor")
-        self._assignors: dict[str, Assignor] = {}
-        for a in chosen:
-            if not a.name or a.name in self._assignors:
-                raise KgroupError(f"assignors: name {a.name!r} is empty or repeated; give each a unique name")
-            self._assignors[a.name] = a
-        self._protocol = choose_protocol(chosen)
-        self._metadata: dict[str, TopicMetadata] = {}
-
-        self._phase = Phase.UNJOINED
-        self._generation = _Generation()
-        self._coordinator: int | None = None
-        self._rejoin_needed = True  # Kafka starts with rejoinNeeded = true
-        self._rejoin_reason = ""
-        self._joined_subscription: frozenset[str] | None = None
-        self._is_leader = False
-        self._assignment_snapshot: tuple[frozenset[str], MetadataSnapshot] | None = None
-
-        self._owned: set[TopicPartition] = set()
-        self._owned_generation = _NO_GENERATION
-        self._last_assigned: tuple[tuple[TopicPartition, ...], int] = ((), _NO_GENERATION)
-        self._positions: dict[TopicPartition, int] = {}
-        self._committed: dict[TopicPartition, int] = {}
-        self._commit_sent: dict[TopicPartition, int] = {}
-
-        self._in_flight: dict[int, _InFlight] = {}
-        self._next_correlation = 1
-        self._attempt = 0  # bumped per JoinGroup attempt; stale join/sync answers are dropped
-        self._events: list[MemberEvent] = []
-
-        # timers (absolute virtual times in ms)
-        self._session_deadline = 0
-        self._poll_deadline = 0
-        self._next_heartbeat_at = 0
-        self._find_retry_at = 0
-        self._join_send_at: int | None = None  # JOINING: when to (re)send JoinGroup
-        self._next_auto_commit_at: int | None = None
-        # onJoinPrepare
-        self._prepare_generation = _Generation()
-        self._prepare_deadline = 0
-        self._prepare_commit: int | None = None  # correlation id of the pre-join commit in flight
-        self._prepare_retry_at: int | None = None
-        # OffsetFetch for newly assigned partitions
-        self._fetch_pending: set[TopicPartition] = set()
-        self._fetch_retry_at = 0
-        # The application is taken to wait inside poll() for what it started there: a join that had to
-        # find the coordinator first, and a rebalance the heartbeat thread reset mid-SyncGroup.
-        self._poll_wants_join = False
-        self._resume_on_sync: int | None = None
-
-    # --- read-only views -----------------------------------------------------------------------------
-
-    @property
-    def state(self) -> MemberState:
-        return self._phase.state
-
-    @property
-    def phase(self) -> Phase:
-        return self._phase
-
-    @property
-    def generation(self) -> int:
-        return self._generation.generation_id
-
-    @property
-    def member_id(self) -> str:
-        return self._generation.member_id
-
-    @property
-    def group_protocol(self) -> str | None:
-        """The assignor the group selected in the current generation."""
-        return self._generation.protocol
-
-    @property
-    def is_leader(self) -> bool:
-        return self._is_leader
-
-    @property
-    def assignor_names(self) -> tuple[str, ...]:
-        """The assignors this member offers in JoinGroup, in preference order."""
-        return tuple(self._assignors)
-
-    @property
-    def protocol(self) -> RebalanceProtocol:
-        """EAGER or COOPERATIVE, from the configured assignors (not from the group)."""
-        return self._protocol
-
-    @property
-    def coordinator(self) -> int | None:
-        return self._coordinator
-
-    @property
-    def subscription(self) -> tuple[str, ...]:
-        return self._topics
-
-    @property
-    def rejoin_needed(self) -> bool:
-        return self._rejoin_needed
-
-    def assignment(self) -> frozenset[TopicPartition]:
-        return frozenset(self._owned)
-
-    def pending_revocation(self) -> frozenset[TopicPartition]:
-        """EAGER members stop fetching their partitions while the pre-join commit is in flight."""
-        if self._phase is Phase.PREPARING and self._protocol is RebalanceProtocol.EAGER:
-            return frozenset(self._owned)
-        return frozenset()
-
-    def positions(self) -> Mapping[TopicPartition, int]:
-        """Next offset to process per assigned partition whose committed offset is known.
-
-        ``-1`` means nothing was committed: the host applies its ``auto.offset.reset`` policy (and may
-        :meth:`seek`). Partitions still waiting for OffsetFetch are absent.
-        """
-        return dict(self._positions)
-
-    def committed(self) -> Mapping[TopicPartition, int]:
-        """Committed offsets this member knows of (fetched or successfully committed)."""
-        return dict(self._committed)
-
-    def drain_events(self) -> list[MemberEvent]:
-        events, self._events = self._events, []
-        return events
-
     # --- the application's side -----------------------------------------------------------------------
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._check_assigned(tp, "seek")
-        if offset < 0:
-            raise KgroupError(f"seek offset: {offset} for {tp}; give an offset of 0 or more")
-        self._positions[tp] = offset
-
-    def record_processed(self, tp: TopicPartition, next_offset: int) -> None:
-        self._check_assigned(tp, "record_processed")
-        if next_offset < 0:
-            raise KgroupError(f"next_offset: {next_offset} for {tp}; give an offset of 0 or more")
-        self._positions[tp] = next_offset
-
-    def update_metadata(self, topics: Mapping[str, TopicMetadata]) -> None:
-        """Replace the cluster metadata (every topic the cluster has). The leader assigns from it."""
-        self._metadata = dict(topics)
 
     def subscribe(self, topics: Sequence[str]) -> None:
         """Change the subscription; a member that joined with another one rejoins at its next poll()."""
         self._check_open("subscribe")
-        self._topics = _checked_topics(topics)
+        self._topics = checked_topics(topics)
 
     def poll(self, now_ms: int) -> list[OutboundRequest]:
         """The application's ``poll()``: Kafka's ``ConsumerCoordinator.poll``."""
@@ -367,13 +120,13 @@ class ConsumerMember:
     def background(self, now_ms: int) -> list[OutboundRequest]:
         """Kafka's heartbeat thread, plus the protocol's retries that are due."""
         out: list[OutboundRequest] = []
-        if self._phase in _TERMINAL:
+        if self._phase in TERMINAL:
             return out
         self._drive(now_ms, out)
         # Several checks can fire at one instant (a session expiry marks the coordinator unknown, the
         # next turn of Kafka's loop looks it up); three turns cover every chain.
         for _ in range(3):
-            if self._phase not in _HEARTBEAT_PHASES:
+            if self._phase not in HEARTBEAT_PHASES:
                 break
             if self._coordinator is None:
                 self._ensure_coordinator(now_ms, out)
@@ -394,16 +147,16 @@ class ConsumerMember:
 
         Auto-commit is not included: it runs only from the application's :meth:`poll`, as in Kafka.
         """
-        if self._phase in _TERMINAL:
+        if self._phase in TERMINAL:
             return None
         times: list[int | None] = []
         if self._phase is Phase.PREPARING and self._prepare_retry_at is not None:
             times.append(self._when_sendable(self._prepare_retry_at))
         if self._phase is Phase.JOINING and self._join_send_at is not None and not self._join_in_flight():
             times.append(self._when_sendable(self._join_send_at))
-        if self._fetch_pending and not self._has_in_flight(_Kind.FETCH):
+        if self._fetch_pending and not self._has_in_flight(Kind.FETCH):
             times.append(self._when_sendable(self._fetch_retry_at))
-        if self._phase in _HEARTBEAT_PHASES:
+        if self._phase in HEARTBEAT_PHASES:
             if self._coordinator is None:
                 times.append(self._when_sendable(0))
             else:
@@ -421,7 +174,7 @@ class ConsumerMember:
             return out
         stable = self._phase in (Phase.STABLE, Phase.PREPARING) and not self._generation.is_reset
         if self.config.enable_auto_commit and stable:
-            self._send_commit(now_ms, self._consumed_offsets(), _CommitPurpose.CLOSE, out)
+            self._send_commit(now_ms, self._consumed_offsets(), CommitPurpose.CLOSE, out)
         # onLeavePrepare
         owned = sorted_partitions(self._owned)
         if owned:
@@ -443,19 +196,19 @@ class ConsumerMember:
         sent = self._in_flight.pop(correlation_id, None)
         if sent is None:
             return out  # abandoned (coordinator marked unknown) or already failed: Kafka drops it too
-        expected = _RESPONSE_OF[sent.kind]
+        expected = RESPONSE_OF[sent.kind]
         if not isinstance(response, expected):
             raise KgroupError(
                 f"correlation id {correlation_id}: got a {type(response).__name__} for a "
                 f"{sent.kind.value} request; deliver each response to the request it answers"
             )
-        if self._phase in _TERMINAL:
+        if self._phase in TERMINAL:
             if isinstance(response, OffsetCommitResponse):
                 self._record_commit_success(sent, response)
             return out
         try:
             self._dispatch(now_ms, sent, response, out)
-        except _Fatal as fatal:
+        except Fatal as fatal:
             self._fail(fatal.error, fatal.reason)
         return out
 
@@ -463,60 +216,14 @@ class ConsumerMember:
         """A request timed out or its connection dropped (Kafka's ``DisconnectException``)."""
         out: list[OutboundRequest] = []
         sent = self._in_flight.pop(correlation_id, None)
-        if sent is None or self._phase in _TERMINAL:
+        if sent is None or self._phase in TERMINAL:
             return out
-        if sent.kind is not _Kind.FIND:
+        if sent.kind is not Kind.FIND:
             self._mark_coordinator_unknown(now_ms, out)
         self._on_failure(now_ms, sent, out)
         return out
 
-    # --- internals: requests --------------------------------------------------------------------------
-
-    def _send(self, out: list[OutboundRequest], body: Request, sent: _InFlight) -> int:
-        cid = self._next_correlation
-        self._next_correlation += 1
-        self._in_flight[cid] = sent
-        node = None if sent.kind is _Kind.FIND else self._coordinator
-        out.append(OutboundRequest(cid, body, node))
-        return cid
-
-    def _has_in_flight(self, kind: _Kind) -> bool:
-        return any(f.kind is kind for f in self._in_flight.values())
-
-    def _join_in_flight(self) -> bool:
-        return any(
-            f.kind in (_Kind.JOIN, _Kind.SYNC) and f.attempt == self._attempt
-            for f in self._in_flight.values()
-        )
-
-    def _when_sendable(self, due_ms: int) -> int | None:
-        """When a request due at ``due_ms`` can go out: at once if the coordinator is known, else
-        when the next FindCoordinator may be sent (``None`` while one is in flight)."""
-        if self._coordinator is not None:
-            return due_ms
-        if self._has_in_flight(_Kind.FIND):
-            return None
-        return max(due_ms, self._find_retry_at)
-
-    def _ensure_coordinator(self, now_ms: int, out: list[OutboundRequest]) -> None:
-        if (
-            self._coordinator is None
-            and not self._has_in_flight(_Kind.FIND)
-            and now_ms >= self._find_retry_at
-        ):
-            self._send(
-                out, FindCoordinatorRequest(key=self.config.group_id), _InFlight(_Kind.FIND, self._generation)
-            )
-
-    def _mark_coordinator_unknown(self, now_ms: int, out: list[OutboundRequest]) -> None:
-        """Forget the coordinator and fail everything in flight to it (Kafka disconnects it)."""
-        if self._coordinator is None:
-            return
-        self._coordinator = None
-        for cid in [c for c, f in self._in_flight.items() if f.kind is not _Kind.FIND]:
-            sent = self._in_flight.pop(cid, None)
-            if sent is not None:
-                self._on_failure(now_ms, sent, out)
+    # --- internals: driving ---------------------------------------------------------------------------
 
     def _drive(self, now_ms: int, out: list[OutboundRequest]) -> None:
         """Send whatever the protocol is waiting to (re)send now."""
@@ -536,25 +243,13 @@ class ConsumerMember:
                 needs_coordinator = True
             else:
                 self._send_join(now_ms, out)
-        if self._fetch_pending and not self._has_in_flight(_Kind.FETCH) and now_ms >= self._fetch_retry_at:
+        if self._fetch_pending and not self._has_in_flight(Kind.FETCH) and now_ms >= self._fetch_retry_at:
             if self._coordinator is None:
                 needs_coordinator = True
             else:
                 self._send_fetch(out)
         if needs_coordinator:
             self._ensure_coordinator(now_ms, out)
-
-    def _move(self, step: Step) -> None:
-        self._phase = next_phase(self._phase, step)
-
-    def _emit(self, event: MemberEvent) -> None:
-        self._events.append(event)
-
-    def _request_rejoin(self, reason: str) -> None:
-        if not self._rejoin_needed:
-            self._emit(RejoinRequested(reason))
-        self._rejoin_needed = True
-        self._rejoin_reason = reason
 
     def _check_rejoin_conditions(self) -> None:
         """Kafka's ``rejoinNeededOrPending``: metadata changed under the leader, or a new subscription."""
@@ -588,7 +283,7 @@ class ConsumerMember:
         stable = not self._generation.is_reset and self._coordinator is not None
         offsets = self._consumed_offsets()
         if stable and offsets and now_ms < self._prepare_deadline:
-            self._prepare_commit = self._send_commit(now_ms, offsets, _CommitPurpose.PREPARE, out)
+            self._prepare_commit = self._send_commit(now_ms, offsets, CommitPurpose.PREPARE, out)
             if self._prepare_commit is not None:
                 return
         self._finish_prepare(now_ms, out)
@@ -648,7 +343,7 @@ class ConsumerMember:
             protocol_type=PROTOCOL_TYPE,
             reason=self._rejoin_reason or None,
         )
-        self._send(out, body, _InFlight(_Kind.JOIN, self._generation, attempt=self._attempt))
+        self._send(out, body, InFlight(Kind.JOIN, self._generation, attempt=self._attempt))
 
     def _rejoin_now(self, now_ms: int, out: list[OutboundRequest], backoff: bool) -> None:
         """JoinGroup again without a new onJoinPrepare (Kafka's ``continue`` / retry in joinGroupIfNeeded)."""
@@ -658,25 +353,25 @@ class ConsumerMember:
     def _reset_generation(self, reason: str, reset_member_id: bool) -> None:
         """Kafka's ``resetStateAndRejoin``: generation gone, so owned partitions will be lost."""
         member_id = "" if reset_member_id else self._generation.member_id
-        self._generation = _Generation(_NO_GENERATION, member_id, None)
+        self._generation = Generation(NO_GENERATION, member_id, None)
         if self._phase is Phase.SYNCING:
             self._resume_on_sync = self._attempt
         self._move(Step.RESET)
         self._request_rejoin(reason)
 
     def _on_join_response(
-        self, now_ms: int, sent: _InFlight, resp: JoinGroupResponse, out: list[OutboundRequest]
+        self, now_ms: int, sent: InFlight, resp: JoinGroupResponse, out: list[OutboundRequest]
     ) -> None:
         if self._phase is not Phase.JOINING or sent.attempt != self._attempt:
             return
         error = resp.error_code
         if error is ErrorCode.NONE:
             if resp.protocol_type is not None and resp.protocol_type != PROTOCOL_TYPE:
-                raise _Fatal(
+                raise Fatal(
                     ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                     f"JoinGroup answered protocol type {resp.protocol_type!r}",
                 )
-            self._generation = _Generation(resp.generation_id, resp.member_id, resp.protocol_name)
+            self._generation = Generation(resp.generation_id, resp.member_id, resp.protocol_name)
             self._move(Step.JOINED)
             self._reset_heartbeat_timers(now_ms)
             leader = resp.leader == resp.member_id
@@ -693,9 +388,9 @@ class ConsumerMember:
                 protocol_type=PROTOCOL_TYPE,
                 protocol_name=resp.protocol_name,
             )
-            self._send(out, body, _InFlight(_Kind.SYNC, self._generation, attempt=self._attempt))
+            self._send(out, body, InFlight(Kind.SYNC, self._generation, attempt=self._attempt))
         elif error is ErrorCode.MEMBER_ID_REQUIRED:
-            self._generation = _Generation(_NO_GENERATION, resp.member_id, None)
+            self._generation = Generation(NO_GENERATION, resp.member_id, None)
             self._move(Step.JOIN_RETRY)
             self._rejoin_now(now_ms, out, backoff=False)
         elif error is ErrorCode.UNKNOWN_MEMBER_ID:
@@ -708,23 +403,23 @@ class ConsumerMember:
         elif error is ErrorCode.REBALANCE_IN_PROGRESS:
             self._move(Step.JOIN_RETRY)
             self._rejoin_now(now_ms, out, backoff=False)
-        elif error in _COORDINATOR_MOVED or error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            if error in _COORDINATOR_MOVED:
+        elif error in COORDINATOR_MOVED or error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            if error in COORDINATOR_MOVED:
                 self._mark_coordinator_unknown(now_ms, out)
             self._move(Step.JOIN_RETRY)
             self._rejoin_now(now_ms, out, backoff=True)
         elif error is ErrorCode.FENCED_INSTANCE_ID:
             self._fenced()
-        elif error in _FATAL_JOIN:
-            raise _Fatal(error, f"JoinGroup failed: {error.name}")
+        elif error in FATAL_JOIN:
+            raise Fatal(error, f"JoinGroup failed: {error.name}")
         else:
-            raise _Fatal(error, f"unexpected error in JoinGroup response: {error.name}")
+            raise Fatal(error, f"unexpected error in JoinGroup response: {error.name}")
 
     def _on_leader_elected(self, resp: JoinGroupResponse) -> tuple[SyncGroupAssignment, ...]:
         name = resp.protocol_name or ""
         assignor = self._assignors.get(name)
         if assignor is None:
-            raise _Fatal(
+            raise Fatal(
                 ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                 f"coordinator selected assignor {name!r}, which this member did not offer",
             )
@@ -741,12 +436,12 @@ class ConsumerMember:
         try:
             assignments = run_assignment(assignor, members, self._metadata, self._protocol)
         except CooperativeViolation as violation:
-            raise _Fatal(ErrorCode.UNKNOWN_SERVER_ERROR, str(violation)) from None
+            raise Fatal(ErrorCode.UNKNOWN_SERVER_ERROR, str(violation)) from None
         self._assignment_snapshot = (watched, metadata_snapshot(self._metadata, watched, self.config.rack_id))
         return assignments
 
     def _on_sync_response(
-        self, now_ms: int, sent: _InFlight, resp: SyncGroupResponse, out: list[OutboundRequest]
+        self, now_ms: int, sent: InFlight, resp: SyncGroupResponse, out: list[OutboundRequest]
     ) -> None:
         if self._phase is Phase.UNJOINED and sent.attempt == self._resume_on_sync:
             # Kafka: the heartbeat thread reset the generation before this answer; rejoin at once.
@@ -757,12 +452,12 @@ class ConsumerMember:
         error = resp.error_code
         if error is ErrorCode.NONE:
             if resp.protocol_type is not None and resp.protocol_type != PROTOCOL_TYPE:
-                raise _Fatal(
+                raise Fatal(
                     ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                     f"SyncGroup answered protocol type {resp.protocol_type!r}",
                 )
             if resp.protocol_name is not None and resp.protocol_name != self._generation.protocol:
-                raise _Fatal(
+                raise Fatal(
                     ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                     f"SyncGroup answered protocol {resp.protocol_name!r}, JoinGroup "
                     f"{self._generation.protocol!r}",
@@ -783,14 +478,14 @@ class ConsumerMember:
             else:
                 self._move(Step.SYNC_RETRY)
                 self._rejoin_now(now_ms, out, backoff=False)
-        elif error in _COORDINATOR_MOVED:
+        elif error in COORDINATOR_MOVED:
             self._mark_coordinator_unknown(now_ms, out)
             self._move(Step.SYNC_RETRY)
             self._rejoin_now(now_ms, out, backoff=True)
         elif error is ErrorCode.FENCED_INSTANCE_ID:
             self._fenced()
         else:
-            raise _Fatal(error, f"SyncGroup failed: {error.name}")
+            raise Fatal(error, f"SyncGroup failed: {error.name}")
 
     def _on_join_complete(
         self, now_ms: int, assignment: ConsumerAssignment, out: list[OutboundRequest]
@@ -799,7 +494,7 @@ class ConsumerMember:
         gen = self._generation
         assignor = self._assignors.get(gen.protocol or "")
         if assignor is None:
-            raise _Fatal(
+            raise Fatal(
                 ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                 f"coordinator selected assignor {gen.protocol!r}, which this member did not offer",
             )
@@ -833,12 +528,6 @@ class ConsumerMember:
         if self._rejoin_needed:
             self._begin_rebalance(now_ms, out)
 
-    def _set_assignment(self, partitions: set[TopicPartition]) -> None:
-        self._owned = set(partitions)
-        for tp in [tp for tp in self._positions if tp not in self._owned]:
-            del self._positions[tp]
-        self._fetch_pending &= self._owned
-
     # --- internals: heartbeats, leaving, fatal errors -------------------------------------------------
 
     def _reset_heartbeat_timers(self, now_ms: int) -> None:
@@ -855,15 +544,15 @@ class ConsumerMember:
             member_id=self._generation.member_id,
             group_instance_id=self.config.group_instance_id,
         )
-        self._send(out, body, _InFlight(_Kind.HEARTBEAT, self._generation))
+        self._send(out, body, InFlight(Kind.HEARTBEAT, self._generation))
 
     def _on_heartbeat_response(
-        self, now_ms: int, sent: _InFlight, resp: HeartbeatResponse, out: list[OutboundRequest]
+        self, now_ms: int, sent: InFlight, resp: HeartbeatResponse, out: list[OutboundRequest]
     ) -> None:
         error = resp.error_code
         if error is ErrorCode.NONE:
             self._session_deadline = now_ms + self.config.session_timeout_ms
-        elif error in _COORDINATOR_MOVED:
+        elif error in COORDINATOR_MOVED:
             self._mark_coordinator_unknown(now_ms, out)
             self._next_heartbeat_at = now_ms + self.config.retry_backoff_ms
         elif error is ErrorCode.REBALANCE_IN_PROGRESS:
@@ -887,12 +576,12 @@ class ConsumerMember:
                     f"encountered {error.name} from HEARTBEAT response", error is ErrorCode.UNKNOWN_MEMBER_ID
                 )
         else:
-            raise _Fatal(error, f"unexpected error in heartbeat response: {error.name}")
+            raise Fatal(error, f"unexpected error in heartbeat response: {error.name}")
 
     def _maybe_leave_group(self, now_ms: int, reason: str, out: list[OutboundRequest]) -> None:
         """Kafka's ``maybeLeaveGroup``: LeaveGroup for dynamic members, and reset either way."""
         sent = self._send_leave_group(now_ms, reason, out)
-        self._generation = _Generation()
+        self._generation = Generation()
         self._move(Step.LEFT)
         self._request_rejoin(reason)
         self._emit(LeftGroup(reason, sent))
@@ -908,7 +597,7 @@ class ConsumerMember:
             body = LeaveGroupRequest(
                 self.config.group_id, (LeaveGroupMember(self._generation.member_id, reason=reason),)
             )
-            self._send(out, body, _InFlight(_Kind.LEAVE, self._generation))
+            self._send(out, body, InFlight(Kind.LEAVE, self._generation))
             return True
         return False
 
@@ -927,168 +616,9 @@ class ConsumerMember:
             self._emit(FatalError(error, reason))
         self._move(Step.FATAL)
 
-    # --- internals: offsets ---------------------------------------------------------------------------
-
-    def _consumed_offsets(self) -> dict[TopicPartition, int]:
-        """Kafka's ``allConsumed``: the positions of assigned partitions that have a valid one."""
-        return {tp: pos for tp, pos in self._positions.items() if pos >= 0 and tp in self._owned}
-
-    def _maybe_auto_commit(self, now_ms: int, out: list[OutboundRequest]) -> None:
-        if not self.config.enable_auto_commit or self._next_auto_commit_at is None:
-            return
-        if now_ms < self._next_auto_commit_at:
-            return
-        self._next_auto_commit_at = now_ms + self.config.auto_commit_interval_ms
-        self._send_commit(now_ms, self._consumed_offsets(), _CommitPurpose.AUTO, out)
-
-    def _commit_on_revoke(
-        self, now_ms: int, partitions: Sequence[TopicPartition], out: list[OutboundRequest]
-    ) -> None:
-        """``commit_on_revoke``: the application commits what it gives up (skipping what is already sent)."""
-        if not self.config.commit_on_revoke or self._generation.is_reset:
-            return
-        offsets = {
-            tp: pos
-            for tp, pos in self._consumed_offsets().items()
-            if tp in partitions and self._commit_sent.get(tp) != pos
-        }
-        self._send_commit(now_ms, offsets, _CommitPurpose.REVOKE, out)
-
-    def _send_commit(
-        self,
-        now_ms: int,
-        offsets: dict[TopicPartition, int],
-        purpose: _CommitPurpose,
-        out: list[OutboundRequest],
-    ) -> int | None:
-        """Send an OffsetCommit; ``None`` when there is nothing to send or no way to send it."""
-        if not offsets:
-            return None
-        if self._coordinator is None or self._generation.is_reset:
-            # Kafka fails the commit locally ("not part of an active group") or defers it until the
-            # coordinator is found; kgroup retries the auto-commit after the backoff.
-            if purpose is _CommitPurpose.AUTO:
-                self._next_auto_commit_at = now_ms + self.config.retry_backoff_ms
-            return None
-        ordered = sorted_partitions(offsets)
-        body = OffsetCommitRequest(
-            group_id=self.config.group_id,
-            generation_id=self._generation.generation_id,
-            member_id=self._generation.member_id,
-            offsets=tuple(OffsetCommitPartition(tp, offsets[tp]) for tp in ordered),
-            group_instance_id=self.config.group_instance_id,
-        )
-        self._commit_sent.update(offsets)
-        return self._send(
-            out, body, _InFlight(_Kind.COMMIT, self._generation, offsets=dict(offsets), purpose=purpose)
-        )
-
-    def _record_commit_success(self, sent: _InFlight, resp: OffsetCommitResponse) -> bool:
-        if any(err is not ErrorCode.NONE for _, err in resp.results):
-            return False
-        self._committed.update(sent.offsets)
-        self._emit(
-            OffsetsCommitted(
-                tuple((tp, sent.offsets[tp]) for tp in sorted_partitions(sent.offsets)),
-                sent.generation.generation_id,
-            )
-        )
-        return True
-
-    def _on_commit_response(
-        self, now_ms: int, sent: _InFlight, resp: OffsetCommitResponse, out: list[OutboundRequest]
-    ) -> None:
-        if self._record_commit_success(sent, resp):
-            self._after_commit(now_ms, sent, retriable=False, out=out)
-            return
-        error = next(err for _, err in resp.results if err is not ErrorCode.NONE)
-        for tp in sent.offsets:
-            if self._commit_sent.get(tp) == sent.offsets[tp]:
-                del self._commit_sent[tp]
-        self._emit(CommitFailed(error, tuple(sorted_partitions(sent.offsets))))
-        if error in _COORDINATOR_MOVED or error is ErrorCode.REQUEST_TIMED_OUT:
-            self._mark_coordinator_unknown(now_ms, out)
-        elif error is ErrorCode.FENCED_INSTANCE_ID:
-            if self._generation == sent.generation:
-                self._fenced()
-                return
-        elif error is ErrorCode.REBALANCE_IN_PROGRESS:
-            self._request_rejoin("offset commit failed since group is already rebalancing")
-        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
-            stale_during_join = self._generation != sent.generation and self._phase is Phase.JOINING
-            if not stale_during_join and not self._generation.is_reset:
-                self._reset_generation(
-                    f"encountered {error.name} from OFFSET_COMMIT response",
-                    error is ErrorCode.UNKNOWN_MEMBER_ID,
-                )
-        self._after_commit(now_ms, sent, retriable=error in _RETRIABLE_COMMIT, out=out)
-
-    def _after_commit(
-        self, now_ms: int, sent: _InFlight, *, retriable: bool, out: list[OutboundRequest]
-    ) -> None:
-        if sent.purpose is _CommitPurpose.AUTO and retriable and self._next_auto_commit_at is not None:
-            self._next_auto_commit_at = now_ms + self.config.retry_backoff_ms
-        if sent.purpose is _CommitPurpose.PREPARE and self._phase is Phase.PREPARING:
-            self._prepare_commit = None
-            if retriable and now_ms < self._prepare_deadline:
-                self._prepare_retry_at = now_ms + self.config.retry_backoff_ms
-            else:
-                self._finish_prepare(now_ms, out)
-
-    def _send_fetch(self, out: list[OutboundRequest]) -> None:
-        partitions = tuple(sorted_partitions(self._fetch_pending))
-        self._fetch_pending.clear()
-        self._send(
-            out,
-            OffsetFetchRequest(self.config.group_id, partitions),
-            _InFlight(_Kind.FETCH, self._generation, partitions=partitions),
-        )
-
-    def _on_fetch_response(
-        self, now_ms: int, sent: _InFlight, resp: OffsetFetchResponse, out: list[OutboundRequest]
-    ) -> None:
-        error = resp.error_code
-        if error is not ErrorCode.NONE:
-            if error is ErrorCode.NOT_COORDINATOR:
-                self._mark_coordinator_unknown(now_ms, out)
-            elif error is not ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-                raise _Fatal(error, f"unexpected error in fetch offset response: {error.name}")
-            self._retry_fetch(now_ms, sent.partitions)
-            return
-        by_tp = {p.partition: p for p in resp.partitions}
-        unstable = [tp for tp, p in by_tp.items() if p.error_code is ErrorCode.UNSTABLE_OFFSET_COMMIT]
-        failed = [
-            p
-            for p in by_tp.values()
-            if p.error_code not in (ErrorCode.NONE, ErrorCode.UNSTABLE_OFFSET_COMMIT)
-        ]
-        if failed:
-            raise _Fatal(
-                failed[0].error_code,
-                f"fetch offset failed for {failed[0].partition}: {failed[0].error_code.name}",
-            )
-        if unstable:
-            self._retry_fetch(now_ms, sent.partitions)
-            return
-        fetched: list[tuple[TopicPartition, int]] = []
-        for tp in sent.partitions:
-            entry = by_tp.get(tp)
-            offset = entry.committed_offset if entry is not None and entry.committed_offset >= 0 else -1
-            if offset >= 0:
-                self._committed[tp] = offset
-            if tp in self._owned and tp not in self._positions:
-                self._positions[tp] = offset
-                fetched.append((tp, offset))
-        if fetched:
-            self._emit(OffsetsFetched(tuple(fetched)))
-
-    def _retry_fetch(self, now_ms: int, partitions: Sequence[TopicPartition]) -> None:
-        self._fetch_pending |= {tp for tp in partitions if tp in self._owned and tp not in self._positions}
-        self._fetch_retry_at = now_ms + self.config.retry_backoff_ms
-
     # --- internals: dispatch --------------------------------------------------------------------------
 
-    def _dispatch(self, now_ms: int, sent: _InFlight, response: Response, out: list[OutboundRequest]) -> None:
+    def _dispatch(self, now_ms: int, sent: InFlight, response: Response, out: list[OutboundRequest]) -> None:
         if isinstance(response, FindCoordinatorResponse):
             self._on_find_response(now_ms, response)
             if (
@@ -1116,49 +646,30 @@ class ConsumerMember:
             self._coordinator = resp.node_id
             self._session_deadline = now_ms + self.config.session_timeout_ms  # resetSessionTimeout
         elif resp.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED:
-            raise _Fatal(resp.error_code, "FindCoordinator failed: GROUP_AUTHORIZATION_FAILED")
+            raise Fatal(resp.error_code, "FindCoordinator failed: GROUP_AUTHORIZATION_FAILED")
         else:
             self._find_retry_at = now_ms + self.config.retry_backoff_ms
 
-    def _on_failure(self, now_ms: int, sent: _InFlight, out: list[OutboundRequest]) -> None:
+    def _on_failure(self, now_ms: int, sent: InFlight, out: list[OutboundRequest]) -> None:
         """A request that will never be answered (disconnect, timeout, coordinator forgotten)."""
         kind = sent.kind
-        if kind is _Kind.FIND:
+        if kind is Kind.FIND:
             self._find_retry_at = now_ms + self.config.retry_backoff_ms
-        elif kind is _Kind.JOIN:
+        elif kind is Kind.JOIN:
             if self._phase is Phase.JOINING and sent.attempt == self._attempt:
                 self._move(Step.JOIN_RETRY)
                 self._join_send_at = now_ms + self.config.retry_backoff_ms
-        elif kind is _Kind.SYNC:
+        elif kind is Kind.SYNC:
             if self._phase is Phase.SYNCING and sent.attempt == self._attempt:
                 self._move(Step.SYNC_RETRY)
                 self._join_send_at = now_ms + self.config.retry_backoff_ms
-        elif kind is _Kind.HEARTBEAT:
+        elif kind is Kind.HEARTBEAT:
             self._next_heartbeat_at = now_ms + self.config.retry_backoff_ms
-        elif kind is _Kind.COMMIT:
+        elif kind is Kind.COMMIT:
             for tp in sent.offsets:
                 if self._commit_sent.get(tp) == sent.offsets[tp]:
                     del self._commit_sent[tp]
             self._emit(CommitFailed(ErrorCode.NETWORK_EXCEPTION, tuple(sorted_partitions(sent.offsets))))
             self._after_commit(now_ms, sent, retriable=True, out=out)
-        elif kind is _Kind.FETCH:
+        elif kind is Kind.FETCH:
             self._retry_fetch(now_ms, sent.partitions)
-
-    def _check_open(self, what: str) -> None:
-        if self._phase is Phase.CLOSED:
-            raise KgroupError(f"{what}: the member is closed; create a new ConsumerMember to rejoin")
-
-    def _check_assigned(self, tp: TopicPartition, what: str) -> None:
-        if tp not in self._owned:
-            raise KgroupError(f"{what}: {tp} is not assigned to this member; use one of assignment()")
-
-
-def _checked_topics(topics: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(topics, str):
-        raise KgroupError(f"topics: got the string {topics!r}; pass a list of topic names")
-    names = tuple(topics)
-    if not names:
-        raise KgroupError("topics: empty; subscribe to at least one topic (close() to leave the group)")
-    if any(not t for t in names):
-        raise KgroupError("topics: an empty topic name; give every topic a non-empty name")
-    return tuple(dict.fromkeys(names))

@@ -1,0 +1,226 @@
+"""The consumer member's offsets: positions, auto-commit, the pre-join commit, OffsetFetch.
+
+Kafka's ``ConsumerCoordinator`` commit and fetch paths; :class:`OffsetsMixin` is the offset half of
+:class:`~kgroup.member.ConsumerMember`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from kgroup.member.core import MemberCore
+from kgroup.member.events import (
+    CommitFailed,
+    OffsetsCommitted,
+    OffsetsFetched,
+)
+from kgroup.member.requests import (
+    COORDINATOR_MOVED,
+    RETRIABLE_COMMIT,
+    CommitPurpose,
+    Fatal,
+    InFlight,
+    Kind,
+    OutboundRequest,
+)
+from kgroup.member.states import Phase
+from kgroup.messages import (
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
+from kgroup.model import (
+    ErrorCode,
+    KgroupError,
+    TopicPartition,
+    sorted_partitions,
+)
+
+__all__ = ["OffsetsMixin"]
+
+
+class OffsetsMixin(MemberCore):
+    """Positions and committed offsets, and the OffsetCommit / OffsetFetch requests."""
+
+    def positions(self) -> Mapping[TopicPartition, int]:
+        """Next offset to process per assigned partition whose committed offset is known.
+
+        ``-1`` means nothing was committed: the host applies its ``auto.offset.reset`` policy (and may
+        :meth:`seek`). Partitions still waiting for OffsetFetch are absent.
+        """
+        return dict(self._positions)
+
+    def committed(self) -> Mapping[TopicPartition, int]:
+        """Committed offsets this member knows of (fetched or successfully committed)."""
+        return dict(self._committed)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self._check_assigned(tp, "seek")
+        if offset < 0:
+            raise KgroupError(f"seek offset: {offset} for {tp}; give an offset of 0 or more")
+        self._positions[tp] = offset
+
+    def record_processed(self, tp: TopicPartition, next_offset: int) -> None:
+        self._check_assigned(tp, "record_processed")
+        if next_offset < 0:
+            raise KgroupError(f"next_offset: {next_offset} for {tp}; give an offset of 0 or more")
+        self._positions[tp] = next_offset
+
+    def _consumed_offsets(self) -> dict[TopicPartition, int]:
+        """Kafka's ``allConsumed``: the positions of assigned partitions that have a valid one."""
+        return {tp: pos for tp, pos in self._positions.items() if pos >= 0 and tp in self._owned}
+
+    def _maybe_auto_commit(self, now_ms: int, out: list[OutboundRequest]) -> None:
+        if not self.config.enable_auto_commit or self._next_auto_commit_at is None:
+            return
+        if now_ms < self._next_auto_commit_at:
+            return
+        self._next_auto_commit_at = now_ms + self.config.auto_commit_interval_ms
+        self._send_commit(now_ms, self._consumed_offsets(), CommitPurpose.AUTO, out)
+
+    def _commit_on_revoke(
+        self, now_ms: int, partitions: Sequence[TopicPartition], out: list[OutboundRequest]
+    ) -> None:
+        """``commit_on_revoke``: the application commits what it gives up (skipping what is already sent)."""
+        if not self.config.commit_on_revoke or self._generation.is_reset:
+            return
+        offsets = {
+            tp: pos
+            for tp, pos in self._consumed_offsets().items()
+            if tp in partitions and self._commit_sent.get(tp) != pos
+        }
+        self._send_commit(now_ms, offsets, CommitPurpose.REVOKE, out)
+
+    def _send_commit(
+        self,
+        now_ms: int,
+        offsets: dict[TopicPartition, int],
+        purpose: CommitPurpose,
+        out: list[OutboundRequest],
+    ) -> int | None:
+        """Send an OffsetCommit; ``None`` when there is nothing to send or no way to send it."""
+        if not offsets:
+            return None
+        if self._coordinator is None or self._generation.is_reset:
+            # Kafka fails the commit locally ("not part of an active group") or defers it until the
+            # coordinator is found; kgroup retries the auto-commit after the backoff.
+            if purpose is CommitPurpose.AUTO:
+                self._next_auto_commit_at = now_ms + self.config.retry_backoff_ms
+            return None
+        ordered = sorted_partitions(offsets)
+        body = OffsetCommitRequest(
+            group_id=self.config.group_id,
+            generation_id=self._generation.generation_id,
+            member_id=self._generation.member_id,
+            offsets=tuple(OffsetCommitPartition(tp, offsets[tp]) for tp in ordered),
+            group_instance_id=self.config.group_instance_id,
+        )
+        self._commit_sent.update(offsets)
+        return self._send(
+            out, body, InFlight(Kind.COMMIT, self._generation, offsets=dict(offsets), purpose=purpose)
+        )
+
+    def _record_commit_success(self, sent: InFlight, resp: OffsetCommitResponse) -> bool:
+        if any(err is not ErrorCode.NONE for _, err in resp.results):
+            return False
+        self._committed.update(sent.offsets)
+        self._emit(
+            OffsetsCommitted(
+                tuple((tp, sent.offsets[tp]) for tp in sorted_partitions(sent.offsets)),
+                sent.generation.generation_id,
+            )
+        )
+        return True
+
+    def _on_commit_response(
+        self, now_ms: int, sent: InFlight, resp: OffsetCommitResponse, out: list[OutboundRequest]
+    ) -> None:
+        if self._record_commit_success(sent, resp):
+            self._after_commit(now_ms, sent, retriable=False, out=out)
+            return
+        error = next(err for _, err in resp.results if err is not ErrorCode.NONE)
+        for tp in sent.offsets:
+            if self._commit_sent.get(tp) == sent.offsets[tp]:
+                del self._commit_sent[tp]
+        self._emit(CommitFailed(error, tuple(sorted_partitions(sent.offsets))))
+        if error in COORDINATOR_MOVED or error is ErrorCode.REQUEST_TIMED_OUT:
+            self._mark_coordinator_unknown(now_ms, out)
+        elif error is ErrorCode.FENCED_INSTANCE_ID:
+            if self._generation == sent.generation:
+                self._fenced()
+                return
+        elif error is ErrorCode.REBALANCE_IN_PROGRESS:
+            self._request_rejoin("offset commit failed since group is already rebalancing")
+        elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            stale_during_join = self._generation != sent.generation and self._phase is Phase.JOINING
+            if not stale_during_join and not self._generation.is_reset:
+                self._reset_generation(
+                    f"encountered {error.name} from OFFSET_COMMIT response",
+                    error is ErrorCode.UNKNOWN_MEMBER_ID,
+                )
+        self._after_commit(now_ms, sent, retriable=error in RETRIABLE_COMMIT, out=out)
+
+    def _after_commit(
+        self, now_ms: int, sent: InFlight, *, retriable: bool, out: list[OutboundRequest]
+    ) -> None:
+        if sent.purpose is CommitPurpose.AUTO and retriable and self._next_auto_commit_at is not None:
+            self._next_auto_commit_at = now_ms + self.config.retry_backoff_ms
+        if sent.purpose is CommitPurpose.PREPARE and self._phase is Phase.PREPARING:
+            self._prepare_commit = None
+            if retriable and now_ms < self._prepare_deadline:
+                self._prepare_retry_at = now_ms + self.config.retry_backoff_ms
+            else:
+                self._finish_prepare(now_ms, out)
+
+    def _send_fetch(self, out: list[OutboundRequest]) -> None:
+        partitions = tuple(sorted_partitions(self._fetch_pending))
+        self._fetch_pending.clear()
+        self._send(
+            out,
+            OffsetFetchRequest(self.config.group_id, partitions),
+            InFlight(Kind.FETCH, self._generation, partitions=partitions),
+        )
+
+    def _on_fetch_response(
+        self, now_ms: int, sent: InFlight, resp: OffsetFetchResponse, out: list[OutboundRequest]
+    ) -> None:
+        error = resp.error_code
+        if error is not ErrorCode.NONE:
+            if error is ErrorCode.NOT_COORDINATOR:
+                self._mark_coordinator_unknown(now_ms, out)
+            elif error is not ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                raise Fatal(error, f"unexpected error in fetch offset response: {error.name}")
+            self._retry_fetch(now_ms, sent.partitions)
+            return
+        by_tp = {p.partition: p for p in resp.partitions}
+        unstable = [tp for tp, p in by_tp.items() if p.error_code is ErrorCode.UNSTABLE_OFFSET_COMMIT]
+        failed = [
+            p
+            for p in by_tp.values()
+            if p.error_code not in (ErrorCode.NONE, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        ]
+        if failed:
+            raise Fatal(
+                failed[0].error_code,
+                f"fetch offset failed for {failed[0].partition}: {failed[0].error_code.name}",
+            )
+        if unstable:
+            self._retry_fetch(now_ms, sent.partitions)
+            return
+        fetched: list[tuple[TopicPartition, int]] = []
+        for tp in sent.partitions:
+            entry = by_tp.get(tp)
+            offset = entry.committed_offset if entry is not None and entry.committed_offset >= 0 else -1
+            if offset >= 0:
+                self._committed[tp] = offset
+            if tp in self._owned and tp not in self._positions:
+                self._positions[tp] = offset
+                fetched.append((tp, offset))
+        if fetched:
+            self._emit(OffsetsFetched(tuple(fetched)))
+
+    def _retry_fetch(self, now_ms: int, partitions: Sequence[TopicPartition]) -> None:
+        self._fetch_pending |= {tp for tp in partitions if tp in self._owned and tp not in self._positions}
+        self._fetch_retry_at = now_ms + self.config.retry_backoff_ms
