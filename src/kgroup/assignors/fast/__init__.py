@@ -17,7 +17,10 @@ from kgroup.model import KgroupError
 __all__ = ["FAST_ASSIGNORS", "create_fast_assignor"]
 
 # name -> (module, class); imported only when used
-FAST_ASSIGNORS: dict[str, tuple[str, str]] = {}
+FAST_ASSIGNORS: dict[str, tuple[str, str]] = {
+    "sticky": ("kgroup.assignors.fast.sticky", "FastStickyAssignor"),
+    "cooperative-sticky": ("kgroup.assignors.fast.sticky", "FastCooperativeStickyAssignor"),
+}
 
 
 def create_fast_assignor(name: str) -> Assignor:
