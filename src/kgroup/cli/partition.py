@@ -100,7 +100,9 @@ def register(app: typer.Typer) -> None:
     @app.command("partition")
     def partition_command(
         keys: list[str] | None = typer.Argument(  # noqa: B008
-            None, metavar="[KEY]...", help="Keys (UTF-8 text, or hex bytes with --hex)."
+            None,
+            metavar="KEY",
+            help="Keys (UTF-8 text, or hex bytes with --hex); put -- before keys starting with -.",
         ),
         partitions: str | None = typer.Option(
             None, "--partitions", "-p", help="Partition count, or several: 6,12."
