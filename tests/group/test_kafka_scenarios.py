@@ -384,3 +384,73 @@ def test_every_scenario_replays_to_the_same_state() -> None:
         fresh.replay(record)
     assert fresh.group(GROUP) == ctx.coordinator.group(GROUP)
     assert len(ctx.records) > 10 and leader in member_ids and generation == 1
+
+
+def test_static_member_rejoin_with_leader_id_and_unknown_member_id() -> None:
+    """testStaticMemberRejoinWithLeaderIdAndUnknownMemberId (pre-v9 answer): the static leader comes
+    back with no member id: no rebalance, the old leader id in the answer; the old id is then fenced
+    on JoinGroup and SyncGroup, and without its instance id it is simply unknown."""
+    ctx = GroupTestContext()
+    (leader_id, _follower_id), _, generation = ctx.join_group_to_stable(2, static=True)
+    superset = protocols(("range", ["foo"]), ("roundrobin", ["foo"]))
+    rejoin = ctx.join_static("instance-0", protocols=superset)
+    assert rejoin.done and rejoin.join.error_code is ErrorCode.NONE
+    assert (rejoin.join.generation_id, rejoin.join.leader, rejoin.join.members) == (generation, leader_id, ())
+    assert ctx.state() is S.STABLE
+    old = ctx.join(leader_id, instance_id="instance-0", protocols=superset)
+    assert old.join.error_code is ErrorCode.FENCED_INSTANCE_ID
+    assert (
+        ctx.sync(leader_id, generation, instance_id="instance-0").sync.error_code
+        is ErrorCode.FENCED_INSTANCE_ID
+    )
+    assert ctx.sync(leader_id, generation).sync.error_code is ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_static_member_rejoin_with_leader_id_and_known_member_id() -> None:
+    """testStaticMemberRejoinWithLeaderIdAndKnownMemberId: the known static leader rejoining forces a
+    rebalance; the follower neither rejoins nor heartbeats, so its session ends and the leader alone
+    forms the next generation."""
+    ctx = GroupTestContext()
+    (leader_id, follower_id), _, generation = ctx.join_group_to_stable(
+        2, static=True, session_timeout_ms=6000, rebalance_timeout_ms=10_000
+    )
+    call = ctx.join(leader_id, instance_id="instance-0", session_timeout_ms=6000, rebalance_timeout_ms=10_000)
+    ctx.sleep_until(lambda: call.done)
+    assert call.join.error_code is ErrorCode.NONE
+    assert (call.join.generation_id, call.join.leader) == (generation + 1, leader_id)
+    assert [m.member_id for m in call.join.members] == [leader_id]
+    assert follower_id not in ctx.coordinator.group(GROUP).member_ids
+    assert ctx.state() is S.COMPLETING_REBALANCE
+
+
+def test_static_rejoin_unknown_id_change_of_protocol_selected_protocol_changed() -> None:
+    """testStaticMemberRejoinWithUnknownMemberIdAndChangeOfProtocolWithSelectedProtocolChanged: the
+    static follower returns with a new id and only roundrobin, so the vote changes: a rebalance; the
+    leader does not rejoin in time, so the returning follower leads, with roundrobin, and the old
+    leader stays in the group as a static member."""
+    ctx = GroupTestContext()
+    (leader_id, follower_id), _, generation = ctx.join_group_to_stable(
+        2,
+        static=True,
+        protocols=protocols(("range", ["foo"]), ("roundrobin", ["foo"])),
+        session_timeout_ms=15_000,
+        rebalance_timeout_ms=10_000,
+    )
+    call = ctx.join_static(
+        "instance-1",
+        protocols=protocols(("roundrobin", ["foo"])),
+        session_timeout_ms=15_000,
+        rebalance_timeout_ms=10_000,
+    )
+    assert not call.done and ctx.state() is S.PREPARING_REBALANCE
+    ctx.sleep(10_000)
+    response = call.join
+    assert response.error_code is ErrorCode.NONE
+    assert response.member_id != follower_id
+    assert (response.leader, response.protocol_name, response.generation_id) == (
+        response.member_id,
+        "roundrobin",
+        generation + 1,
+    )
+    assert {m.member_id for m in response.members} == {leader_id, response.member_id}
+    assert ctx.coordinator.group(GROUP).static_member_id("instance-0") == leader_id
