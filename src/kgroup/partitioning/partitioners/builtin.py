@@ -145,7 +145,7 @@ class LegacyRoundRobinPartitioner(Partitioner):
     partitions (all partitions if none is available). No ``onNewBatch`` existed then."""
 
     name = "legacy-round-robin"
-    models = "DefaultPartitioner null-key round robin, Kafka 0.8.2 – 2.3"
+    models = "DefaultPartitioner null-key round robin, Kafka 2.0 – 2.3 (older releases differ in details)"
 
     def __init__(self, *, rng: random.Random, ignore_keys: bool = False) -> None:
         self.rng = rng
