@@ -106,6 +106,12 @@ def main() -> None:
     args = parser.parse_args()
     import numba
 
+    try:
+        import kafka
+
+        print(f"kafka-python {kafka.__version__}: kafka.partitioner.default.murmur2")
+    except ImportError:
+        print("kafka-python not installed: its column is left out")
     threads = os.environ["NUMBA_NUM_THREADS"]
     print(f"numba {numba.__version__}, NUMBA_NUM_THREADS={threads}, pyarrow {pa.__version__}")
     print(f"load average at start: {os.getloadavg()[0]:.2f} (other work on the machine skews figures)")
