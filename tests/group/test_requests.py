@@ -507,3 +507,26 @@ def test_unknown_group_view_is_a_clear_error() -> None:
 def test_config_validation() -> None:
     with pytest.raises(KgroupError, match="group_max_size"):
         CoordinatorConfig(group_max_size=0)
+
+
+def test_static_replacement_before_sync_leaves_the_old_id_pending() -> None:
+    """Kafka's ``replaceStaticMember`` removes the old id from the member map only, so an old id that
+    had not sent SyncGroup yet stays pending: when the sync deadline passes the group rebalances even
+    though the new id synced."""
+    ctx = GroupTestContext()
+    calls = [
+        ctx.join_static(f"instance-{i}", connection=f"m{i}", session_timeout_ms=60_000) for i in range(2)
+    ]
+    ctx.sleep_until(lambda: all(c.done for c in calls))
+    leader, follower = calls[0].join.member_id, calls[1].join.member_id
+    ctx.sync(leader, 1, {leader: [TP0], follower: [TP1]}, instance_id="instance-0")
+    assert ctx.state() is S.STABLE
+    assert ctx.coordinator.group(GROUP).pending_sync_members == {follower}
+    rejoin = ctx.join_static("instance-1", connection="m1b", session_timeout_ms=60_000)
+    new_id = rejoin.join.member_id
+    assert rejoin.join.generation_id == 1 and ctx.state() is S.STABLE
+    assert ctx.sync(new_id, 1, instance_id="instance-1").sync.assignment.partitions == (TP1,)
+    assert ctx.coordinator.group(GROUP).pending_sync_members == {follower}
+    ctx.sleep(5000)
+    assert ctx.state() is S.PREPARING_REBALANCE
+    assert set(ctx.coordinator.group(GROUP).member_ids) == {leader, new_id}

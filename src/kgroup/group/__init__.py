@@ -24,6 +24,7 @@ from kgroup.group.records import (
     PendingSyncMemberRemoved,
     PendingSyncMembersSet,
     Record,
+    StaticMemberReplaced,
     TimerArmed,
     TimerDisarmed,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "PendingSyncMembersSet",
     "Record",
     "ScheduleTimer",
+    "StaticMemberReplaced",
     "TimerArmed",
     "TimerDisarmed",
     "TimerEffect",

@@ -26,6 +26,7 @@ from kgroup.group.records import (
     PendingMemberRemoved,
     PendingSyncMemberRemoved,
     PendingSyncMembersSet,
+    StaticMemberReplaced,
 )
 from kgroup.group.states import GroupState, check_transition
 from kgroup.javacompat import hashmap_iteration_order
@@ -41,6 +42,7 @@ GroupRecord = (
     | GroupProtocolTypeChanged
     | MemberUpserted
     | MemberRemoved
+    | StaticMemberReplaced
     | PendingMemberAdded
     | PendingMemberRemoved
     | PendingSyncMembersSet
@@ -174,6 +176,16 @@ class GroupData:
                 del self.static_members[instance]
             self.pending_join.discard(record.member_id)
             self.pending_sync.discard(record.member_id)
+        elif isinstance(record, StaticMemberReplaced):
+            old = self.members.pop(record.old_member_id)
+            self._count(old, -1)
+            self.order.remove(record.old_member_id)
+            new = record.member
+            self.members[new.member_id] = new
+            self._count(new, +1)
+            self.order.put(new.member_id)
+            if new.group_instance_id is not None:
+                self.static_members[new.group_instance_id] = new.member_id
         elif isinstance(record, PendingMemberAdded):
             self.pending_join.add(record.member_id)
         elif isinstance(record, PendingMemberRemoved):

@@ -14,10 +14,10 @@ from kgroup.group.rebalance import (
 from kgroup.group.records import (
     GroupCreated,
     InitialDelayUpdated,
-    MemberRemoved,
     MemberState,
     Parked,
     PendingMemberAdded,
+    StaticMemberReplaced,
 )
 from kgroup.group.states import GroupState
 from kgroup.group.timers import heartbeat_key
@@ -226,8 +226,7 @@ def _update_static_member(
         txn.answer(old.awaiting_sync, SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID))
     new = replace(old, member_id=new_member_id, awaiting_join=None, awaiting_sync=None, is_new=False)
     # Java removes the old id from the map and puts the new one (at its bucket's tail)
-    txn.emit(MemberRemoved(group.group_id, old_member_id))
-    txn.put_member(group, new)
+    txn.emit(StaticMemberReplaced(group.group_id, old_member_id, new))
     if current_leader == old_member_id:
         txn.set_leader(group, new_member_id)
     # the old id's session timer will fire harmlessly; the new id gets its own

@@ -38,6 +38,7 @@ __all__ = [
     "PendingSyncMemberRemoved",
     "PendingSyncMembersSet",
     "Record",
+    "StaticMemberReplaced",
     "TimerArmed",
     "TimerDisarmed",
 ]
@@ -147,6 +148,17 @@ class MemberRemoved:
 
 
 @dataclass(frozen=True, slots=True)
+class StaticMemberReplaced:
+    """A static member's new id takes the old one's place (``replaceStaticMember``): the old id leaves
+    the map and the new one is put at its bucket's tail. Unlike a removal, the pending-join and
+    pending-sync sets are not touched (Kafka leaves the old id in them)."""
+
+    group_id: str
+    old_member_id: str
+    member: MemberState
+
+
+@dataclass(frozen=True, slots=True)
 class PendingMemberAdded:
     """A member id handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394)."""
 
@@ -223,6 +235,7 @@ Record = (
     | GroupProtocolTypeChanged
     | MemberUpserted
     | MemberRemoved
+    | StaticMemberReplaced
     | PendingMemberAdded
     | PendingMemberRemoved
     | PendingSyncMembersSet
