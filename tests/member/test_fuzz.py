@@ -166,7 +166,6 @@ class Peer:
 
     def answer(self, req: OutboundRequest, data: st.DataObject) -> Response:
         body = req.body
-        m = self.member
         if isinstance(body, FindCoordinatorRequest):
             error = data.draw(st.sampled_from([E.NONE, E.NONE, E.COORDINATOR_NOT_AVAILABLE]))
             return FindCoordinatorResponse(error, data.draw(st.sampled_from([1, 2])))
@@ -211,7 +210,6 @@ class Peer:
                 error, tuple(OffsetFetchPartition(p, o) for p, o in zip(parts, offsets, strict=True))
             )
         assert isinstance(body, LeaveGroupRequest)
-        del m
         return LeaveGroupResponse(E.NONE)
 
 

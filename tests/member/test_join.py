@@ -323,3 +323,16 @@ def test_a_lost_join_is_retried() -> None:
     out = member.on_response(131, find.correlation_id, FindCoordinatorResponse(ErrorCode.NONE, COORDINATOR))
     assert kinds(out) == ["JoinGroupRequest"]
     assert not [e for e in member.drain_events() if isinstance(e, PartitionsLost)]
+
+
+def test_coordinator_lookup_started_by_poll_is_retried_until_found() -> None:
+    member = new_member()
+    find = only(member.poll(0), FindCoordinatorRequest)
+    out = member.on_response(
+        5, find.correlation_id, FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    )
+    assert out == [] and member.next_wakeup_ms() == 105
+    again = only(member.background(105), FindCoordinatorRequest)
+    # found: the join the application asked for goes out without another poll()
+    out = member.on_response(110, again.correlation_id, FindCoordinatorResponse(ErrorCode.NONE, COORDINATOR))
+    assert kinds(out) == ["JoinGroupRequest"]

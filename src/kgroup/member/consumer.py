@@ -156,6 +156,8 @@ class ConsumerMember(OffsetsMixin):
             times.append(self._when_sendable(self._join_send_at))
         if self._fetch_pending and not self._has_in_flight(Kind.FETCH):
             times.append(self._when_sendable(self._fetch_retry_at))
+        if self._poll_wants_join and self._coordinator is None:
+            times.append(self._when_sendable(0))
         if self._phase in HEARTBEAT_PHASES:
             if self._coordinator is None:
                 times.append(self._when_sendable(0))
@@ -227,7 +229,8 @@ class ConsumerMember(OffsetsMixin):
 
     def _drive(self, now_ms: int, out: list[OutboundRequest]) -> None:
         """Send whatever the protocol is waiting to (re)send now."""
-        needs_coordinator = False
+        # a poll() that found no coordinator keeps looking (Kafka's ensureCoordinatorReady loop)
+        needs_coordinator = self._poll_wants_join and self._coordinator is None
         if (
             self._phase is Phase.PREPARING
             and self._prepare_retry_at is not None
