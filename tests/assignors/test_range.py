@@ -150,3 +150,14 @@ def test_without_racks_lists_come_sorted(request: AssignmentRequest) -> None:
     got = RangeAssignor().assign(request)
     for partitions in got.values():
         assert partitions == sorted(partitions, key=TopicPartition.java_key)
+
+
+@pytest.mark.parametrize(("partitions", "members"), [(17, 2), (100, 3), (1001, 7), (5, 7), (64, 8), (63, 8)])
+def test_sliced_and_appended_splits_agree_with_the_reference(partitions: int, members: int) -> None:
+    topics = {"t": TopicMetadata("t", partitions), "u": TopicMetadata("u", partitions + 3)}
+    group = [Member(f"m{i}", ("t", "u")) for i in range(members)]
+    request = AssignmentRequest(group, topics)
+    got = RangeAssignor().assign(request)
+    want = reference_range(request)  # its lists follow a set's (hash-seeded) topic order
+    assert {m: sorted(ps) for m, ps in got.items()} == {m: sorted(ps) for m, ps in want.items()}
+    assert all(ps == sorted(ps) for ps in got.values())  # kgroup's come sorted already

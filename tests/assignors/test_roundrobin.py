@@ -93,3 +93,11 @@ def test_roundrobin_matches_the_literal_iterator(request: AssignmentRequest) -> 
 def test_equal_subscriptions_are_balanced_within_one(request: AssignmentRequest) -> None:
     got = RoundRobinAssignor().assign(request)
     assert check_balance_within_one(request.members, got) == []
+
+
+@pytest.mark.parametrize(("partitions", "members"), [(17, 2), (100, 3), (1001, 7), (5, 7), (64, 8), (63, 8)])
+def test_strided_and_appended_dealing_agree_with_the_reference(partitions: int, members: int) -> None:
+    topics = {"t": TopicMetadata("t", partitions), "u": TopicMetadata("u", partitions + 3)}
+    group = [Member(f"m{i}", ("t", "u") if i % 3 else ("u",)) for i in range(members)]
+    request = AssignmentRequest(group, topics)
+    assert RoundRobinAssignor().assign(request) == reference_roundrobin(request)

@@ -23,18 +23,25 @@ matches every partition.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain, repeat
 
 from kgroup.assignors.api import AssignmentRequest, Assignor
 from kgroup.assignors.common import (
     GroupLayout,
+    PartitionMaker,
     build_layout,
+    drain,
+    gc_paused,
     member_rack,
-    topic_partitions,
     use_rack_aware_assignment,
 )
 from kgroup.model import Assignment, RebalanceProtocol, TopicMetadata, TopicPartition
 
 __all__ = ["RangeAssignor"]
+
+#: from this many partitions per member on, a member's range is taken as one slice rather than
+#: appended partition by partition (slices cost an object each; appends cost per partition)
+_SLICED_FROM = 8
 
 
 class RangeAssignor(Assignor):
@@ -44,41 +51,43 @@ class RangeAssignor(Assignor):
     protocols = (RebalanceProtocol.EAGER,)
 
     def assign(self, request: AssignmentRequest) -> Assignment:
-        layout = build_layout(request.members, request.topics)
-        lists = layout.empty_lists()
-        states = _rack_aware_states(layout, request.prefer_rack_aware_logic)
-        if states is None:
-            for topic, subscribers in zip(layout.topics, layout.subscribers, strict=True):
-                _assign_plain_ranges(topic, subscribers, lists)
-        else:
-            _assign_with_rack_matching(layout, states, lists)
-            for topic, subscribers in zip(layout.topics, layout.subscribers, strict=True):
-                state = states.get(topic.name)
+        with gc_paused():
+            layout = build_layout(request.members, request.topics)
+            lists = layout.empty_lists()
+            make = PartitionMaker()
+            states = _rack_aware_states(layout, request.prefer_rack_aware_logic, make)
+            if states is not None:
+                _assign_with_rack_matching(states, lists)
+            for topic, member_lists in zip(layout.topics, layout.lists_by_subscribers(lists), strict=True):
+                state = states.get(topic.name) if states is not None else None
                 if state is None:
-                    _assign_plain_ranges(topic, subscribers, lists)
+                    _assign_plain_ranges(make(topic.name, topic.partitions), member_lists)
                 else:
                     _assign_ranges(state, lists, rack_matching=False)
-            rank = {topic.name: i for i, topic in enumerate(layout.topics)}
-            for partitions in lists:
-                partitions.sort(key=lambda tp: (rank[tp.topic], tp.partition))
-        return layout.to_assignment(request.members, lists)
+            if states is not None:
+                # the rack pass appends out of order; Kafka sorts every list in that case
+                rank = {topic.name: i for i, topic in enumerate(layout.topics)}
+                for partitions in lists:
+                    partitions.sort(key=lambda tp: (rank[tp.topic], tp.partition))
+            return layout.to_assignment(request.members, lists)
 
 
-def _assign_plain_ranges(
-    topic: TopicMetadata, subscribers: Sequence[int], lists: list[list[TopicPartition]]
-) -> None:
-    """The classic range split of one topic (no earlier rack pass touched it)."""
-    partitions = topic_partitions(topic.name, topic.partitions)
-    per_member, extra = divmod(topic.partitions, len(subscribers))
-    if per_member == 0:
-        for i in range(extra):
-            lists[subscribers[i]].append(partitions[i])
-        return
-    start = 0
-    for i, position in enumerate(subscribers):
-        end = start + per_member + (1 if i < extra else 0)
-        lists[position].extend(partitions[start:end])
-        start = end
+def _assign_plain_ranges(partitions: list[TopicPartition], member_lists: list[list[TopicPartition]]) -> None:
+    """The classic split of one topic (untouched by a rack pass): ``n = P // C`` each, the first
+    ``P % C`` subscribers one more. Dealt with C-level ``map`` calls, no Python loop per member."""
+    count, width = len(partitions), len(member_lists)
+    per_member, extra = divmod(count, width)
+    if per_member < _SLICED_FROM:
+        # a flat sequence naming, for each partition in order, the list it goes to
+        shares = chain(repeat(per_member + 1, extra), repeat(per_member, width - extra))
+        drain(map(list.append, chain.from_iterable(map(repeat, member_lists, shares)), partitions))
+    else:  # many partitions per member: one slice each
+        big = (per_member + 1) * extra  # the partitions of the members with one more
+        starts = chain(range(0, big, per_member + 1), range(big, count, per_member))
+        ends = chain(
+            range(per_member + 1, big + 1, per_member + 1), range(big + per_member, count + 1, per_member)
+        )
+        drain(map(list.extend, member_lists, map(partitions.__getitem__, map(slice, starts, ends))))
 
 
 class _TopicState:
@@ -113,11 +122,12 @@ class _TopicState:
         subscribers: tuple[int, ...],
         consumer_racks: list[str | None],
         prefer_rack_aware_logic: bool,
+        partitions: list[TopicPartition],
     ) -> None:
         self.topic = topic
         self.subscribers = subscribers
         self.consumer_racks = consumer_racks
-        self.partitions = topic_partitions(topic.name, topic.partitions)
+        self.partitions = partitions
         no_racks: frozenset[str] = frozenset()
         self.partition_racks: tuple[frozenset[str], ...] = (
             topic.racks if topic.racks is not None else (no_racks,) * topic.partitions
@@ -182,7 +192,9 @@ class _TopicState:
         return out
 
 
-def _rack_aware_states(layout: GroupLayout, prefer_rack_aware_logic: bool) -> dict[str, _TopicState] | None:
+def _rack_aware_states(
+    layout: GroupLayout, prefer_rack_aware_logic: bool, make: PartitionMaker
+) -> dict[str, _TopicState] | None:
     """States of the topics whose subscribers include a member with a rack, or ``None`` when no topic
     qualifies for rack-aware assignment (then Range is the plain split everywhere)."""
     racks = [member_rack(m) for m in layout.members]
@@ -192,15 +204,16 @@ def _rack_aware_states(layout: GroupLayout, prefer_rack_aware_logic: bool) -> di
     for topic, subscribers in zip(layout.topics, layout.subscribers, strict=True):
         consumer_racks = [racks[i] for i in subscribers]
         if any(consumer_racks):
-            states[topic.name] = _TopicState(topic, subscribers, consumer_racks, prefer_rack_aware_logic)
+            partitions = make(topic.name, topic.partitions)
+            states[topic.name] = _TopicState(
+                topic, subscribers, consumer_racks, prefer_rack_aware_logic, partitions
+            )
     if not any(state.needs_rack_aware for state in states.values()):
         return None
     return states
 
 
-def _assign_with_rack_matching(
-    layout: GroupLayout, states: dict[str, _TopicState], lists: list[list[TopicPartition]]
-) -> None:
+def _assign_with_rack_matching(states: dict[str, _TopicState], lists: list[list[TopicPartition]]) -> None:
     """Kafka's ``assignWithRackMatching``: group by (subscribers, partition count), then match racks.
 
     The order in which groups are visited does not matter: each group touches only its own topics.
