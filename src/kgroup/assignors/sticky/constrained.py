@@ -21,7 +21,9 @@ partitions count as given up, and the rack-aware pass counts members it fills to
 from __future__ import annotations
 
 from collections.abc import Mapping, Set
+from functools import lru_cache
 
+from kgroup.assignors.sticky._tp import new_partition
 from kgroup.assignors.sticky.errors import StickyAssignmentError
 from kgroup.assignors.sticky.racks import RackInfo
 from kgroup.javacompat import java_string_key
@@ -32,12 +34,15 @@ __all__ = ["ConstrainedResult", "constrained_assign"]
 ConstrainedResult = tuple[dict[str, list[TopicPartition]], dict[TopicPartition, str]]
 
 
+_topic_key = lru_cache(maxsize=65536)(java_string_key)
+
+
 def _owned_order(tp: TopicPartition) -> tuple[int, bytes]:
-    return (tp.partition, java_string_key(tp.topic))
+    return (tp.partition, _topic_key(tp.topic))
 
 
 def _sorted_topic_order(tp: TopicPartition) -> tuple[bytes, int]:
-    return (java_string_key(tp.topic), tp.partition)
+    return (_topic_key(tp.topic), tp.partition)
 
 
 class _ListIterator:
@@ -144,7 +149,7 @@ class _ConstrainedBuilder:
         """
         topics = sorted(self.partitions_per_topic, key=java_string_key)
         if not self.assigned:
-            return [TopicPartition(t, p) for t in topics for p in range(self.partitions_per_topic[t])]
+            return [new_partition((t, p)) for t in topics for p in range(self.partitions_per_topic[t])]
         assigned = sorted(self.assigned, key=_sorted_topic_order)
         out: list[TopicPartition] = []
         it = iter(assigned)
@@ -153,7 +158,7 @@ class _ConstrainedBuilder:
         for topic in topics:
             for p in range(self.partitions_per_topic[topic]):
                 if add_directly or next_assigned.topic != topic or next_assigned.partition != p:
-                    out.append(TopicPartition(topic, p))
+                    out.append(new_partition((topic, p)))
                 else:
                     following = next(it, None)
                     if following is None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Mapping, Sequence
 
+from kgroup.assignors.sticky._tp import new_partition
 from kgroup.assignors.sticky.errors import StickyAssignmentError
 from kgroup.assignors.sticky.movements import PartitionMovements
 from kgroup.assignors.sticky.owned import DEFAULT_GENERATION, MemberData
@@ -136,7 +137,7 @@ class _GeneralBuilder:
         }
         sorted_topics = sorted(self.topic_consumers, key=self.topic_order.__getitem__)
         self.sorted_all_partitions = [
-            TopicPartition(t, p) for t in sorted_topics for p in range(partitions_per_topic[t])
+            new_partition((t, p)) for t in sorted_topics for p in range(partitions_per_topic[t])
         ]
         self.sorted_members = _MembersBySize(sorted(member_order, key=java_string_key))
         # topic -> member -> how many of the topic's partitions it holds (for the balance check)

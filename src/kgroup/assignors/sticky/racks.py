@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kgroup.assignors.sticky._tp import new_partition
 from kgroup.model import Member, TopicMetadata, TopicPartition
 
 __all__ = ["RackInfo", "build_rack_info"]
@@ -82,12 +83,17 @@ def build_rack_info(
     for metadata in topics.values():
         for p in range(metadata.partitions):
             racks = metadata.racks[p] if metadata.racks is not None else _NO_RACKS
-            partition_racks[TopicPartition(metadata.name, p)] = racks
+            partition_racks[new_partition((metadata.name, p))] = racks
             all_partition_racks.update(racks)
 
-    consumers_on_racks = {
-        tp: sum(len(consumers_by_rack.get(r, ())) for r in racks) for tp, racks in partition_racks.items()
-    }
+    # many partitions share one rack set: count its members once
+    count_for: dict[frozenset[str], int] = {}
+    consumers_on_racks: dict[TopicPartition, int] = {}
+    for tp, racks in partition_racks.items():
+        count = count_for.get(racks)
+        if count is None:
+            count = count_for[racks] = sum(len(consumers_by_rack.get(r, ())) for r in racks)
+        consumers_on_racks[tp] = count
     if consumers_by_rack.keys().isdisjoint(all_partition_racks):
         use = False
     elif prefer_rack_aware_logic:

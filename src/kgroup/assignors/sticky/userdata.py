@@ -22,6 +22,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from kgroup.assignors.sticky._tp import new_partition
 from kgroup.javacompat import hashmap_iteration_order
 from kgroup.model import TopicPartition
 
@@ -73,7 +74,7 @@ class _Reader:
         self._data = data
         self._pos = 0
 
-    def _take(self, n: int) -> bytes:
+    def take(self, n: int) -> bytes:
         end = self._pos + n
         if end > len(self._data):
             raise ValueError(f"user data ends after {len(self._data)} bytes; needed {end}")
@@ -85,11 +86,11 @@ class _Reader:
         return len(self._data) - self._pos
 
     def int16(self) -> int:
-        value: int = _INT16.unpack(self._take(2))[0]
+        value: int = _INT16.unpack(self.take(2))[0]
         return value
 
     def int32(self) -> int:
-        value: int = _INT32.unpack(self._take(4))[0]
+        value: int = _INT32.unpack(self.take(4))[0]
         return value
 
     def array_size(self) -> int:
@@ -105,15 +106,16 @@ class _Reader:
         if length < 0:
             raise ValueError(f"string length {length} cannot be negative")
         # Java decodes malformed UTF-8 with replacement characters rather than failing.
-        return self._take(length).decode("utf-8", errors="replace")
+        return self.take(length).decode("utf-8", errors="replace")
 
 
 def _read_assignment(reader: _Reader) -> list[TopicPartition]:
     partitions: list[TopicPartition] = []
     for _ in range(reader.array_size()):
         topic = reader.string()
-        for _ in range(reader.array_size()):
-            partitions.append(TopicPartition(topic, reader.int32()))
+        count = reader.array_size()
+        numbers = struct.unpack(f">{count}i", reader.take(4 * count))
+        partitions.extend(new_partition((topic, n)) for n in numbers)
     return partitions
 
 
