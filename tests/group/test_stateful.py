@@ -1,6 +1,7 @@
 """Hypothesis stateful test: random clients join (dynamic and static, including a duplicate static
 instance; each syncs as soon as its join completes), heartbeat (sometimes with a stale generation),
-commit, leave and crash while time jumps; after every step the invariants below must hold."""
+commit, leave and crash while time jumps and the coordinator is now and then rebuilt from its
+records; after every step the invariants below must hold."""
 
 from __future__ import annotations
 
@@ -160,6 +161,16 @@ class CoordinatorMachine(RuleBasedStateMachine):
         c = self.clients[i]
         if c.join_call is None and c.sync_call is None:
             c.reset()
+
+    @rule()
+    def rebuild_from_records(self) -> None:
+        """Swap the coordinator for one rebuilt from the record log (as after a broker restart that
+        kept its log): the run goes on against the rebuilt one, with the host's timers as they were."""
+        rebuilt = self.ctx.rebuilt()
+        assert {t.key: t.deadline_ms for t in rebuilt.armed_timers()} == {
+            k: d for k, (d, _) in self.ctx.timers.items()
+        }
+        self.ctx.coordinator = rebuilt
 
     @rule(ms=st.sampled_from([1, 500, 2999, 3000, 4999, 5000, 6000, 12_000]))
     def sleep(self, ms: int) -> None:
