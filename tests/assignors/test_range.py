@@ -161,3 +161,26 @@ def test_sliced_and_appended_splits_agree_with_the_reference(partitions: int, me
     want = reference_range(request)  # its lists follow a set's (hash-seeded) topic order
     assert {m: sorted(ps) for m, ps in got.items()} == {m: sorted(ps) for m, ps in want.items()}
     assert all(ps == sorted(ps) for ps in got.values())  # kgroup's come sorted already
+
+
+def test_python_order_shortcut_is_used_only_where_it_equals_java_order() -> None:
+    from kgroup.assignors.common import python_order_is_java_order
+    from kgroup.javacompat import java_string_key
+
+    assert python_order_is_java_order(["t1", "t10", "t2", "é"])
+    assert python_order_is_java_order(["\ue000", "z"])  # no supplementary character: same order
+    assert python_order_is_java_order(["\U0001f600", "z"])  # no character at or above U+E000
+    mixed = ["\ue000x", "\U0001f600x"]
+    assert not python_order_is_java_order(mixed)
+    assert sorted(mixed) != sorted(mixed, key=java_string_key)  # why the shortcut must not apply
+
+
+def test_rack_aware_lists_are_sorted_in_java_topic_order() -> None:
+    names = ("\ue000x", "\U0001f600x", "t")
+    racks = (frozenset("a"), frozenset("b"))
+    topics = {n: TopicMetadata(n, 2, racks) for n in names}
+    members = [Member("c0", names, rack_id="b"), Member("c1", names, rack_id="a")]
+    result = RangeAssignor().assign(AssignmentRequest(members, topics))
+    for partitions in result.values():
+        assert partitions == sorted(partitions, key=TopicPartition.java_key)
+    assert [str(tp) for tp in result["c1"]] == ["t-0", "\U0001f600x-0", "\ue000x-0"]

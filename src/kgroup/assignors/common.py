@@ -34,6 +34,7 @@ __all__ = [
     "gc_paused",
     "member_info_order",
     "member_rack",
+    "python_order_is_java_order",
     "topic_partitions",
     "use_rack_aware_assignment",
 ]
@@ -223,11 +224,25 @@ def use_rack_aware_assignment(
     Rack-aware only if some consumer has a rack that some replica is on, and (unless the test-only
     ``prefer_rack_aware_logic`` forces it) not every partition has replicas on every rack in use.
     """
-    all_partition_racks: set[str] = set()
-    for racks in partition_racks:
-        all_partition_racks.update(racks)
+    all_partition_racks = frozenset[str]().union(*partition_racks)
     if not consumer_racks or consumer_racks.isdisjoint(all_partition_racks):
         return False
     if prefer_rack_aware_logic:
         return True
-    return not all(racks == all_partition_racks for racks in partition_racks)
+    # tuple.count compares in C: every partition has replicas on every rack in use
+    everywhere = tuple(partition_racks).count(all_partition_racks) == len(partition_racks)
+    return not everywhere
+
+
+def python_order_is_java_order(names: Iterable[str]) -> bool:
+    """Whether Python's ``str`` order equals Java's ``String.compareTo`` order on these strings.
+
+    They differ only between a supplementary character (UTF-16 surrogates D800-DBFF) and a BMP
+    character at or above U+E000; without one of the two kinds, plain tuple sorting is exact.
+    """
+    text = "".join(names)
+    if not text or max(text) < "\ue000":
+        return True
+    high_bmp = any("\ue000" <= ch <= "\uffff" for ch in text)
+    supplementary = any(ch > "\uffff" for ch in text)
+    return not (high_bmp and supplementary)

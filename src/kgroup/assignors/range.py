@@ -33,6 +33,7 @@ from kgroup.assignors.common import (
     drain,
     gc_paused,
     member_rack,
+    python_order_is_java_order,
     use_rack_aware_assignment,
 )
 from kgroup.model import Assignment, RebalanceProtocol, TopicMetadata, TopicPartition
@@ -66,9 +67,13 @@ class RangeAssignor(Assignor):
                     _assign_ranges(state, lists, rack_matching=False)
             if states is not None:
                 # the rack pass appends out of order; Kafka sorts every list in that case
-                rank = {topic.name: i for i, topic in enumerate(layout.topics)}
-                for partitions in lists:
-                    partitions.sort(key=lambda tp: (rank[tp.topic], tp.partition))
+                if python_order_is_java_order(topic.name for topic in layout.topics):
+                    for partitions in lists:
+                        partitions.sort()  # (topic, partition) tuples compare in C
+                else:
+                    rank = {topic.name: i for i, topic in enumerate(layout.topics)}
+                    for partitions in lists:
+                        partitions.sort(key=lambda tp: (rank[tp.topic], tp.partition))
             return layout.to_assignment(request.members, lists)
 
 
@@ -231,23 +236,55 @@ def _assign_with_rack_matching(states: dict[str, _TopicState], lists: list[list[
 def _assign_co_partitioned(
     group: list[_TopicState], partition_count: int, lists: list[list[TopicPartition]]
 ) -> None:
-    """Partition ``p`` of every topic in ``group`` to the first remaining member that matches all."""
-    remaining = list(range(len(group[0].subscribers)))
+    """Partition ``p`` of every topic in ``group`` to the first remaining member that matches all.
+
+    Kafka asks every topic's state "does the rack match, is there quota left" for each candidate.
+    The group's states start fresh and every step assigns the same index in all of them, so their
+    quotas move in lockstep: one shared count per member answers the quota question for all, and a
+    member's rack matches partition ``p`` of every topic iff it is in the intersection of their racks.
+    """
+    first = group[0]
+    racks = first.consumer_racks  # same subscribers in every state of the group
+    per_member, extra = first.per_member, first.remaining_extra
+    count = [0] * len(first.subscribers)
+    rack_sets = [state.partition_racks for state in group]
+    partition_lists = [state.partitions for state in group]
+    taken_flags = [state.taken for state in group]
+    remaining = list(range(len(first.subscribers)))
+    assigned = 0
     for p in range(partition_count):
+        quota = per_member + 1 if extra > 0 else per_member
+        common: frozenset[str] | None = None  # the racks holding p of every topic, when first needed
         chosen = -1
         for index, j in enumerate(remaining):
-            if all(s.racks_match(j, p) and s.max_assignable(j) > 0 for s in group):
-                chosen = index
-                break
+            if count[j] >= quota:
+                continue
+            rack = racks[j]
+            if rack is not None:
+                if common is None:
+                    common = frozenset.intersection(*(r[p] for r in rack_sets))
+                if rack not in common:
+                    continue
+            chosen = index
+            break
         if chosen < 0:
             continue
         j = remaining[chosen]
-        for state in group:
-            state.on_assigned(j, (p,), lists)
-        if not any(state.max_assignable(j) > 0 for state in group):
+        lists[first.subscribers[j]].extend([partitions[p] for partitions in partition_lists])
+        for taken in taken_flags:
+            taken[p] = 1
+        assigned += 1
+        count[j] += 1
+        if count[j] > per_member:
+            extra -= 1
+        if count[j] >= (per_member + 1 if extra > 0 else per_member):  # no quota left in any topic
             del remaining[chosen]
             if not remaining:
                 break
+    for state in group:
+        state.count = count.copy()
+        state.remaining_extra = extra
+        state.left -= assigned
 
 
 def _assign_ranges(state: _TopicState, lists: list[list[TopicPartition]], *, rack_matching: bool) -> None:
