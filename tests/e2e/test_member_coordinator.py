@@ -27,6 +27,8 @@ def exclusive(world: World, *, current_only: bool = False) -> None:
     group's current generation — a member that left while stalled still believes it holds its
     partitions until its next poll, exactly like Kafka's consumer)."""
     seen: dict[TopicPartition, str] = {}
+    if current_only and world.group_state() is None:
+        return  # no group yet, so no current generation
     generation = world.group_generation() if current_only else None
     for name, partitions in world.assignment().items():
         if generation is not None and world.nodes[name].member.generation != generation:
