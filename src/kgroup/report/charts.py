@@ -70,7 +70,7 @@ def partition_counts_chart(
     axes.bar(range(count), per_partition, color=colours, width=0.8)
     axes.axhline(mean, color=MEAN_COLOUR, linestyle="--", linewidth=1.4)
     # Legend entries drawn explicitly: one swatch per colour, whatever the bars' order.
-    handles = [Patch(color=BAR_COLOUR, label="records")]
+    handles: list[Any] = [Patch(color=BAR_COLOUR, label="records")]
     if hot_set:
         handles.append(Patch(color=HOT_COLOUR, label="hottest partitions"))
     handles.append(Line2D([], [], color=MEAN_COLOUR, linestyle="--", label=f"mean {mean:,.0f}"))

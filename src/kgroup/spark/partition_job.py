@@ -160,6 +160,7 @@ def summarize_partitions(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
+    counts = list(partition_counts)
     key = F.col(_quoted(key_column))
     part_cols = [F.col(_quoted(c)) for c in partition_columns]
     # One row per key (a key's partitions are a function of the key) and per keyless combination.
@@ -186,32 +187,44 @@ def summarize_partitions(
         keyed_records = int(totals["keyed_records"])
         distinct_keys = int(totals["distinct_keys"])
 
-        summaries: list[CountSummary] = []
-        for i, n in enumerate(partition_counts):
-            rows = grouped.groupBy(F.col(f"p{i}").alias("p")).agg(F.sum("n").alias("records")).collect()
-            per_partition = [0] * n
-            for row in rows:
-                per_partition[int(row["p"])] = int(row["records"])
-            hot = _hot_partitions(per_partition, hottest)
-            top: dict[int, list[KeyCount]] = {p: [] for p in hot}
-            if hot and top_keys > 0:
-                ranked = Window.partitionBy("p").orderBy(F.col("n").desc(), F.col("k").asc())
-                key_rows = (
-                    grouped.where(keyed & F.col(f"p{i}").isin(hot))
-                    .select(F.col(f"p{i}").alias("p"), "k", "n")
-                    .withColumn("rank", F.row_number().over(ranked))
-                    .where(F.col("rank") <= top_keys)
-                    .collect()
+        # One row per (count index, partition, key) — the counts stacked, so that one job answers
+        # for every partition count.
+        stacked = grouped.select(
+            F.explode(
+                F.array(
+                    *[F.struct(F.lit(i).alias("c"), F.col(f"p{i}").alias("p")) for i in range(len(counts))]
                 )
-                for row in sorted(key_rows, key=lambda r: (int(r["p"]), int(r["rank"]))):
-                    top[int(row["p"])].append(KeyCount(_render_key(row["k"]), int(row["n"])))
-            summaries.append(
-                CountSummary(
-                    num_partitions=n,
-                    per_partition=tuple(per_partition),
-                    hottest=tuple(HotPartition(p, per_partition[p], tuple(top[p])) for p in hot),
-                )
+            ).alias("cp"),
+            "k",
+            "n",
+        ).select("cp.c", "cp.p", "k", "n")
+        per_partition = [[0] * n for n in counts]
+        for row in stacked.groupBy("c", "p").agg(F.sum("n").alias("records")).collect():
+            per_partition[int(row["c"])][int(row["p"])] = int(row["records"])
+        hot = [_hot_partitions(per_partition[i], hottest) for i in range(len(counts))]
+        top: dict[tuple[int, int], list[KeyCount]] = {(i, p): [] for i in range(len(counts)) for p in hot[i]}
+        if top and top_keys > 0:
+            is_hot = F.lit(False)
+            for i in range(len(counts)):
+                if hot[i]:
+                    is_hot = is_hot | ((F.col("c") == i) & F.col("p").isin(hot[i]))
+            ranked = Window.partitionBy("c", "p").orderBy(F.col("n").desc(), F.col("k").asc())
+            key_rows = (
+                stacked.where(F.col("k").isNotNull() & is_hot)
+                .withColumn("rank", F.row_number().over(ranked))
+                .where(F.col("rank") <= top_keys)
+                .collect()
             )
+            for row in sorted(key_rows, key=lambda r: (int(r["c"]), int(r["p"]), int(r["rank"]))):
+                top[(int(row["c"]), int(row["p"]))].append(KeyCount(_render_key(row["k"]), int(row["n"])))
+        summaries = [
+            CountSummary(
+                num_partitions=n,
+                per_partition=tuple(per_partition[i]),
+                hottest=tuple(HotPartition(p, per_partition[i][p], tuple(top[(i, p)])) for p in hot[i]),
+            )
+            for i, n in enumerate(counts)
+        ]
         moved = tuple(
             MovedShare(
                 from_count=partition_counts[i],
