@@ -226,3 +226,22 @@ def test_partition_growth_is_picked_up_by_the_leader() -> None:
     world.run_for(5000)
     assert world.group_generation() == generation + 1
     assert len(owned_by_all(world)) == 13
+
+
+def test_eager_sticky_stays_sticky_through_its_user_data() -> None:
+    """EAGER members own nothing when they rejoin; StickyAssignor remembers through its user data."""
+    world = World({"t": 10})
+    cfg = MemberConfig("g", assignors=("sticky",))
+    for name in ("a", "b"):
+        world.start(name, cfg, ["t"])
+    run_checked(world, ["a", "b"])
+    before = world.assignment()
+    world.start("c", cfg, ["t"])
+    run_checked(world, ["a", "b", "c"])
+    after = world.assignment()
+    assert sorted(len(p) for p in after.values()) == [3, 3, 4]
+    kept = len(after["a"] & before["a"]) + len(after["b"] & before["b"])
+    assert kept == 7  # only the three partitions c needs moved
+    resp = world.last_leader_join_response()
+    assert all(m.metadata.owned_partitions == () for m in resp.members)  # eager: nothing owned
+    assert sum(m.metadata.user_data is not None for m in resp.members) == 2  # a and b remember
