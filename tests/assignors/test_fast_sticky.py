@@ -25,6 +25,7 @@ from kgroup.assignors.fast.sticky import FastCooperativeStickyAssignor, FastStic
 from kgroup.assignors.fileformat import parse_assignment_file
 from kgroup.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
 from kgroup.assignors.sticky.userdata import encode_sticky_user_data
+from kgroup.bench.cases import CASES, Phase, build_request, build_topics
 from kgroup.model import Assignment, Member, TopicMetadata, TopicPartition, sorted_partitions
 
 STICKY = ("sticky", "cooperative-sticky")
@@ -113,9 +114,10 @@ def test_fast_equals_reference_on_unequal_subscriptions(assignor: str, request: 
     assert _run(FAST[assignor], request) == _run(REFERENCE[assignor], request)
 
 
-def _large_group(seed: int, assignor: str) -> tuple[AssignmentRequest, AssignmentRequest]:
+def _large_group(seed: int, assignor: str, equal: bool = True) -> tuple[AssignmentRequest, AssignmentRequest]:
     """A seeded large group (hundreds of members, thousands of partitions) and its next rebalance:
-    members leave and join, some lose or gain partitions, some report an older generation."""
+    members leave and join, some lose or gain partitions, some report an older generation. With
+    ``equal`` false, members subscribe to one of a few different topic lists (the general path)."""
     rng = random.Random(seed)
     n_topics = rng.randint(3, 30)
     topics: dict[str, TopicMetadata] = {}
@@ -135,9 +137,13 @@ def _large_group(seed: int, assignor: str) -> tuple[AssignmentRequest, Assignmen
     ids = [f"member-{rng.randrange(10**6)}-{i}" for i in range(n_members)]
     member_racks = with_racks and rng.random() < 0.8
 
+    patterns = [tuple(names)]
+    if not equal:
+        patterns += [tuple(rng.sample(names, rng.randint(1, len(names)))) for _ in range(rng.randint(1, 3))]
+
     def member(mid: str) -> Member:
         rack = rng.choice(rack_names) if member_racks and rng.random() < 0.9 else None
-        return Member(mid, tuple(names), rack_id=rack)
+        return Member(mid, rng.choice(patterns), rack_id=rack)
 
     first = AssignmentRequest([member(m) for m in ids], topics, prefer_rack_aware_logic=rng.random() < 0.5)
     initial = REFERENCE[assignor]().assign(first)
@@ -170,6 +176,32 @@ def test_fast_equals_reference_on_large_random_groups(assignor: str, seed: int) 
         assert _run(FAST[assignor], request) == _run(REFERENCE[assignor], request)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("assignor", STICKY)
+@pytest.mark.parametrize("seed", range(8))
+def test_fast_equals_reference_on_large_random_groups_with_unequal_subscriptions(
+    assignor: str, seed: int
+) -> None:
+    """The general path: fast when the greedy result is balanced, the reference's loop otherwise;
+    equal to the reference either way."""
+    for request in _large_group(100 + seed, assignor, equal=False):
+        assert _run(FAST[assignor], request) == _run(REFERENCE[assignor], request)
+
+
+@pytest.mark.parametrize("assignor", STICKY)
+@pytest.mark.parametrize("case", list(CASES))
+def test_fast_equals_reference_on_the_benchmark_cases_scaled_down(assignor: str, case: str) -> None:
+    """Kafka's large test cases (``kgroup bench assign``), shrunk: the fast path runs and agrees."""
+    shape = CASES[case].scaled(0.04)
+    topics = build_topics(shape)
+    first = build_request(shape, assignor, Phase.INITIAL, topics=topics)
+    initial = REFERENCE[assignor]().assign(first)
+    second = build_request(shape, assignor, Phase.REASSIGN, topics=topics, initial=initial)
+    for request in (first, second):
+        assert FAST[assignor]()._fast_assign(request) is not None, "expected the fast path to run"
+        assert _run(FAST[assignor], request) == _run(REFERENCE[assignor], request)
+
+
 def test_fast_assignor_names_and_protocols_are_the_references() -> None:
     for name in STICKY:
         fast, reference = create_fast_assignor(name), REFERENCE[name]()
@@ -194,3 +226,14 @@ def test_claims_beyond_a_topic_fall_back_to_the_reference() -> None:
     fast = FastCooperativeStickyAssignor()
     assert fast._fast_assign(request) is None
     assert _run(FastCooperativeStickyAssignor, request) == _run(CooperativeStickyAssignor, request)
+
+
+@pytest.mark.slow
+def test_the_general_fast_path_runs_on_most_large_unequal_groups() -> None:
+    runs = [
+        FAST[assignor]()._fast_assign(request) is not None
+        for assignor in STICKY
+        for seed in range(8)
+        for request in _large_group(100 + seed, assignor, equal=False)
+    ]
+    assert sum(runs) >= len(runs) // 2, runs

@@ -263,8 +263,7 @@ class _FastConstrained:
         order = hashmap_iteration_order(ids)
         by_id = {m.member_id: m for m in members}
         ordered = [by_id[i] for i in order]
-        if not _all_subscriptions_equal(ordered):
-            return None
+        all_equal = _all_subscriptions_equal(ordered)
         topics = _assignable(members, request.topics)
         if topics.total == 0:
             return None
@@ -274,31 +273,59 @@ class _FastConstrained:
         racks = _racks(ordered, topics, request.prefer_rack_aware_logic)
         if racks is None:
             return None
+        by_id_order = sorted(range(len(order)), key=lambda i: java_string_key(order[i]))
         id_rank = np.empty(len(order), dtype=np.int64)
-        id_rank[
-            np.array(sorted(range(len(order)), key=lambda i: java_string_key(order[i])), dtype=np.int64)
-        ] = np.arange(len(order), dtype=np.int64)
-        from kgroup.assignors.fast.constrained_kernel import OK, constrained_kernel
+        id_rank[np.array(by_id_order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
+        if all_equal:
+            from kgroup.assignors.fast.constrained_kernel import OK, constrained_kernel
 
-        status, out_start, out_flat, out_src = constrained_kernel(
-            topics.total,
-            owned.start,
-            owned.flat,
-            owned.key,
-            id_rank,
-            racks.aware,
-            racks.member_rack,
-            racks.partition_mask,
-            racks.sort_key,
-            self.cooperative,
-        )
+            status, out_start, out_flat, out_src = constrained_kernel(
+                topics.total, owned.start, owned.flat, owned.key, id_rank, racks.aware,
+                racks.member_rack, racks.partition_mask, racks.sort_key, self.cooperative)
+        else:
+            from kgroup.assignors.fast.general_kernel import OK, general_kernel
+
+            subscribed = _subscription_matrix(ordered, topics)
+            if subscribed is None:
+                return None
+            subscribers = subscribed.sum(axis=0)
+            general_order = np.lexsort((np.arange(len(topics.names)), subscribers)).astype(np.int64)
+            topic_of = np.repeat(np.arange(len(topics.names), dtype=np.int64), topics.counts)
+            raw_owner = np.full(topics.total, -1, dtype=np.int64)
+            if self.cooperative:
+                raw_owner[owned.flat] = np.repeat(np.arange(len(order), dtype=np.int64), np.diff(owned.start))
+            status, out_start, out_flat, out_src = general_kernel(
+                topics.bases, topics.counts, topic_of, general_order, subscribed, owned.start, owned.flat,
+                id_rank, racks.aware, racks.member_rack, racks.partition_mask, raw_owner, self.cooperative)
         if status != OK:
-            return None  # Kafka throws here; the reference raises its error
+            return None  # Kafka throws, or rebalances by moving partitions: the reference does it
         # only now, as the reference does on success, carry the generation over
         self._max_generation = max(self._max_generation, max_generation)
         lists = _build_lists(out_start, out_flat, out_src, owned, topics)
         position = {member_id: i for i, member_id in enumerate(order)}
         return {m.member_id: lists[position[m.member_id]] for m in members}
+
+
+def _subscription_matrix(ordered: Sequence[Member], topics: _Topics) -> np.ndarray | None:
+    """bool[member, topic rank]: the assignable topics each member subscribes to; ``None`` when a
+    subscription lists a topic twice (Kafka then counts it twice: left to the reference)."""
+    rows: dict[int, np.ndarray | None] = {}
+    matrix = np.zeros((len(ordered), len(topics.names)), dtype=np.bool_)
+    for i, member in enumerate(ordered):
+        key = id(member.topics)
+        if key not in rows:
+            ranks = [r for r in map(topics.ranks.__getitem__, member.topics) if r >= 0]
+            if len(set(ranks)) != len(ranks):
+                rows[key] = None
+            else:
+                fresh = np.zeros(len(topics.names), dtype=np.bool_)
+                fresh[np.array(ranks, dtype=np.int64)] = True
+                rows[key] = fresh
+        row = rows[key]
+        if row is None:
+            return None
+        matrix[i] = row
+    return matrix
 
 
 class FastStickyAssignor(_FastConstrained, StickyAssignor):
