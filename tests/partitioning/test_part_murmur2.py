@@ -83,6 +83,16 @@ def test_vectorised_accepts_chunked_numpy_and_lists() -> None:
     assert partitions_for_keys(pa.array(KEYS).dictionary_encode(), 12).tolist() == expected
 
 
+def test_fixed_size_binary_keys() -> None:
+    fixed: list[bytes | None] = [k for k in KEYS if len(k) == 16][:20]
+    assert len(fixed) >= 5
+    fixed.append(None)
+    array = pa.array(fixed, type=pa.binary(16))
+    expected = [-1 if k is None else partition_for_key(k, 30) for k in fixed]
+    assert partitions_for_keys(array, 30).tolist() == expected
+    assert partitions_for_keys(array.slice(3), 30).tolist() == expected[3:]
+
+
 def test_nulls_give_minus_one() -> None:
     keys = pa.array([b"foobar", None, b"", None], type=pa.binary())
     expected = [partition_for_key(b"foobar", 7), -1, partition_for_key(b"", 7), -1]

@@ -133,7 +133,7 @@ def _kernels() -> Any:
 def keys_to_arrow(keys: Any) -> pa.Array | pa.ChunkedArray:
     """Turn accepted key containers into an Arrow array of binary/string type.
 
-    Accepts an Arrow Binary/String/LargeBinary/LargeString (or dictionary of those) array or
+    Accepts an Arrow Binary/String/LargeBinary/LargeString/FixedSizeBinary (or dictionary of those) array or
     ChunkedArray (returned as is), a numpy array of ``bytes``/``str`` objects, or any iterable of
     ``bytes``/``str``/``None`` (``None`` = null key). ``str`` keys become their UTF-8 bytes.
     """
@@ -178,6 +178,7 @@ def _check_arrow_type(arrow_type: Any) -> None:
         or pat.is_string(arrow_type)
         or pat.is_large_binary(arrow_type)
         or pat.is_large_string(arrow_type)
+        or pat.is_fixed_size_binary(arrow_type)
         or arrow_type == pa.null()
     ):
         raise KgroupError(
@@ -197,9 +198,15 @@ def _buffers(chunk: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray[Any]]:
     """The value bytes and the ``len + 1`` offsets of a (sliced) binary/string chunk, zero-copy."""
     import pyarrow.types as pat
 
-    offset_type = np.int64 if pat.is_large_binary(chunk.type) or pat.is_large_string(chunk.type) else np.int32
     buffers = chunk.buffers()
     n = len(chunk)
+    if pat.is_fixed_size_binary(chunk.type):  # e.g. 16-byte UUID keys: implicit offsets
+        width = chunk.type.byte_width
+        fixed_offsets = np.arange(chunk.offset, chunk.offset + n + 1, dtype=np.int64) * width
+        raw = buffers[1]
+        fixed_data = np.frombuffer(raw, dtype=np.uint8) if raw is not None else np.zeros(0, dtype=np.uint8)
+        return fixed_data, fixed_offsets
+    offset_type = np.int64 if pat.is_large_binary(chunk.type) or pat.is_large_string(chunk.type) else np.int32
     offsets_buffer, data_buffer = buffers[1], buffers[2]
     if offsets_buffer is None:  # an empty array may come without buffers
         offsets = np.zeros(n + 1, dtype=offset_type)
