@@ -122,7 +122,7 @@ def test_partition_chart_is_inline_svg_with_text_labels() -> None:
     image = partition_counts_chart(counts, hot=[1], title=title, element_id="c")
     assert image.svg is not None and image.png is None
     assert image.svg.startswith("<svg")
-    assert "<?xml" not in image.svg
+    assert "<?xml" not in image.svg and "<metadata>" not in image.svg
     assert "records per partition — 4 partitions" in image.svg
     assert "mean 150" in image.svg  # (100 + 300 + 50 + 150) / 4
     # each bar and each legend swatch is filled with its colour: 1 hot bar + its swatch,

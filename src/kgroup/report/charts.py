@@ -11,6 +11,7 @@ no date), so a chart's labels can be searched in the page and the same data give
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,9 +38,10 @@ def figure_to_image(
         with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "kgroup"}):
             FigureCanvasSVG(figure).print_svg(buffer, metadata={"Date": None})
         text = buffer.getvalue().decode("utf-8")
-        # Drop the XML prolog and DOCTYPE: the markup is inlined into an HTML page.
-        start = text.find("<svg")
-        return Image(alt=alt, svg=text[start:], caption=caption, element_id=element_id)
+        # Drop the XML prolog and DOCTYPE (the markup is inlined into an HTML page) and the RDF
+        # metadata block (matplotlib's name and version: noise in a report).
+        svg = re.sub(r"\s*<metadata>.*?</metadata>", "", text[text.find("<svg") :], count=1, flags=re.DOTALL)
+        return Image(alt=alt, svg=svg, caption=caption, element_id=element_id)
     if fmt == "png":
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 

@@ -1,0 +1,139 @@
+"""``kgroup demo`` end to end on local Spark with a small event count, and the stage framework."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kgroup.cli import main
+from kgroup.demo import DemoConfig, DemoContext, build_report, run_demo
+from kgroup.model import KgroupError
+from kgroup.partitioning import partition_for_key
+from kgroup.report import Paragraph, Section
+from kgroup.spark.results import NullProgress
+
+
+@pytest.mark.spark
+def test_demo_writes_a_report_consistent_with_its_json(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report_dir = tmp_path / "report"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--events", "20000", "--report", str(report_dir), "--seed", "5", "--json"])
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 0, captured.err
+    data = json.loads(captured.out)
+
+    index = report_dir / "index.html"
+    assert data["report"] == str(index)
+    page = index.read_text(encoding="utf-8")
+    summary_file = json.loads((report_dir / "summary.json").read_text())
+    assert summary_file["stages"] == data["stages"] and summary_file["config"] == data["config"]
+
+    assert data["config"]["events"] == 20_000 and data["config"]["seed"] == 5
+    events = data["stages"]["events"]
+    part = data["stages"]["partitioning"]
+    assert events["events"] == 20_000
+    assert part["records"] == 20_000
+    # ~10% keyless, drawn per event: far from 0 and far from everything
+    assert 1_500 < part["keyless_records"] < 2_500
+    assert part["keyed_records"] + part["keyless_records"] == 20_000
+    assert set(part["counts"]) == {"12", "16"}
+    for n in (12, 16):
+        count = part["counts"][str(n)]
+        assert len(count["per_partition"]) == n and sum(count["per_partition"]) == 20_000
+        hottest = count["hottest"]
+        assert [h["records"] for h in hottest] == sorted(count["per_partition"], reverse=True)[:3]
+        for h in hottest:
+            assert h["records"] == count["per_partition"][h["partition"]]
+            for key in h["top_keys"]:  # every top key really hashes to its partition
+                assert partition_for_key(key["key"], n) == h["partition"]
+        # the hottest customer (Zipf rank 1) is the top key of its partition
+        top_customer = "customer-000001"
+        top_partition = partition_for_key(top_customer, n)
+        [its_entry] = [h for h in hottest if h["partition"] == top_partition]
+        assert its_entry["top_keys"][0]["key"] == top_customer
+
+        # the report shows the same numbers: the chart, the skew, the hot partitions
+        assert f'<figure id="chart-{n}"' in page
+        chart = page.split(f'<figure id="chart-{n}"')[1].split("</figure>")[0]
+        assert "<svg" in chart and f"records per partition — {n} partitions" in chart
+        assert f"max/mean = {count['max_over_mean']:.2f}." in chart
+        assert f"mean {20_000 / n:,.0f}" in chart
+        for h in hottest:
+            assert f'<td class="num">{h["records"]:,}</td>' in page
+            assert html.escape(f"{h['top_keys'][0]['key']} ({h['top_keys'][0]['records']:,})") in page
+    [moved] = part["moved"]
+    assert (moved["from"], moved["to"]) == (12, 16)
+    assert f"{moved['keys_moved_share']:.1%}" in page
+    assert f"{moved['records_moved_share']:.1%}" in page
+    assert "<dd>20,000</dd>" in page  # the record count among the facts
+    # self-contained: nothing is fetched from elsewhere
+    assert 'src="http' not in page and 'href="http' not in page and "<metadata>" not in page
+
+
+class _Recorder:
+    def __init__(self, name: str, seen: list[str], needs: str | None = None) -> None:
+        self.name = name
+        self.title = f"stage {name}"
+        self._seen = seen
+        self._needs = needs
+
+    def run(self, context: DemoContext) -> Any:
+        if self._needs is not None:
+            context.result(self._needs)
+        self._seen.append(self.name)
+        return _Result(self.name)
+
+
+class _Result:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def summary_lines(self) -> list[str]:
+        return [self.name]
+
+    def report_sections(self) -> list[Section]:
+        return [Section(f"Section {self.name}", (Paragraph(f"from {self.name}"),))]
+
+
+def test_stages_run_in_order_and_each_adds_report_sections(tmp_path: Path) -> None:
+    seen: list[str] = []
+    ticks = iter(range(100))
+    context = DemoContext(spark=None, config=DemoConfig(events=10))
+    stages = [_Recorder("a", seen), _Recorder("b", seen, needs="a")]
+    run = run_demo(context, stages, NullProgress(), clock=lambda: float(next(ticks)))
+    assert seen == ["a", "b"]
+    assert run.to_json()["stages"] == {"a": {"name": "a"}, "b": {"name": "b"}}
+    assert run.seconds == (("a", 1.0), ("b", 1.0))
+    report = build_report(run)
+    titles = [s.title for s in report.sections]
+    assert titles == ["Section a", "Section b", "How this report was made"]
+    index = report.write(tmp_path)
+    assert json.loads((tmp_path / "summary.json").read_text())["stages"]["b"] == {"name": "b"}
+    assert "from b" in index.read_text()
+
+
+def test_a_stage_reading_a_missing_result_fails_clearly() -> None:
+    context = DemoContext(spark=None, config=DemoConfig(events=10))
+    with pytest.raises(KgroupError, match="demo stage 'a' has not run"):
+        run_demo(context, [_Recorder("b", [], needs="a")], NullProgress(), clock=lambda: 0.0)
+    with pytest.raises(KgroupError, match="a name is used twice"):
+        run_demo(context, [_Recorder("a", []), _Recorder("a", [])], NullProgress(), clock=lambda: 0.0)
+
+
+def test_demo_config_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(KgroupError, match="grow-to: 12"):
+        DemoConfig(partitions=12, grow_to=12)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["demo", "--events", "0"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err == "kgroup: error: events: 0; generate at least 1 event\n"
