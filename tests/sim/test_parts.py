@@ -66,6 +66,9 @@ class FakeMember:
     def positions(self) -> Mapping[TopicPartition, int]:
         return self.pos
 
+    def pending_revocation(self) -> frozenset[TopicPartition]:
+        return frozenset()
+
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self.pos[tp] = offset
 
@@ -94,7 +97,7 @@ def test_workload_catches_up_stalls_and_counts_reprocessing() -> None:
     assert other.pos[a] == 150
     assert w.records_reprocessed == 75
     w.on_commit(a, 150)
-    assert w.committed_lag([0, 1], 3000) == (150 + 300, 300)
+    assert w.lag([0, 1], 3000) == (150 + 300, 300, 300 - 150 + 300 - 75)
 
 
 def test_workload_latest_reset_skips_and_counts() -> None:

@@ -101,21 +101,16 @@ def run_local(scenario: Scenario, variants: Sequence[Variant], seeds: Sequence[i
     return [run_one(data, v, s) for v in variants for s in seeds]
 
 
-def summarize(rows: Iterable[dict[str, Any]], order: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """One row per variant: the number of runs and the mean of each metric (one decimal).
-
-    ``max_time_to_stable_ms`` averages the settled runs only; it is -1 if no run settled.
-    """
-    by_variant: dict[str, list[dict[str, Any]]] = {}
+def summarize(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (scenario, variant), in order of first appearance: the number of runs and the
+    mean of each metric (one decimal). ``max_time_to_stable_ms`` averages the runs whose
+    disturbances all settled; it is -1.0 if none did."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
-        by_variant.setdefault(row["variant"], []).append(row)
-    names = list(order) if order is not None else list(by_variant)
+        groups.setdefault((row["scenario"], row["variant"]), []).append(row)
     out: list[dict[str, Any]] = []
-    for name in names:
-        group = by_variant.get(name)
-        if not group:
-            continue
-        summary: dict[str, Any] = {"variant": name, "runs": len(group)}
+    for (scenario, variant), group in groups.items():
+        summary: dict[str, Any] = {"scenario": scenario, "variant": variant, "runs": len(group)}
         for metric in SUMMARY_METRICS:
             values = [r[metric] for r in group]
             if metric == "max_time_to_stable_ms":

@@ -31,7 +31,7 @@ METRIC_NAMES = (
 class LagSample:
     t_ms: int
     committed_lag: int  # sum over subscribed partitions of log end - committed offset
-    position_lag: int  # sum over subscribed partitions of log end - the owner's position
+    position_lag: int  # sum over subscribed partitions of log end - the furthest offset processed
 
 
 @dataclass(slots=True)

@@ -86,6 +86,7 @@ class WorkloadSpec:
     produce_per_partition_per_s: int = 100
     consume_per_consumer_per_s: int = 2000
     auto_offset_reset: str = "latest"  # Kafka's default
+    max_poll_records: int = 500  # Kafka's default: the records one poll() returns at most
     sample_interval_ms: int | None = None  # None: max(1000, duration / 600)
 
 
@@ -336,6 +337,8 @@ def _workload(value: Any) -> WorkloadSpec:
             kw[key] = raw
         elif key == "sample_interval_ms":
             kw[key] = None if raw is None else _int(raw, field, 1)
+        elif key == "max_poll_records":
+            kw[key] = _int(raw, field, 1, 1_000_000)
         else:
             kw[key] = _int(raw, field, 0, 10_000_000)
     return WorkloadSpec(**kw)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kgroup.model import TopicPartition
 from kgroup.sim.scenario import WorkloadSpec
@@ -23,20 +24,18 @@ from kgroup.sim.scenario import WorkloadSpec
 __all__ = ["ConsumerLoad", "ProcessingMember", "Workload"]
 
 
-class ProcessingMember:
-    """What the workload needs from a member (structural: ``kgroup.member.ConsumerMember`` fits)."""
+class ProcessingMember(Protocol):
+    """What the workload needs from a member (``kgroup.member.ConsumerMember`` fits)."""
 
-    def assignment(self) -> frozenset[TopicPartition]:  # pragma: no cover - protocol
-        raise NotImplementedError
+    def assignment(self) -> frozenset[TopicPartition]: ...
 
-    def positions(self) -> Mapping[TopicPartition, int]:  # pragma: no cover - protocol
-        raise NotImplementedError
+    def pending_revocation(self) -> frozenset[TopicPartition]: ...
 
-    def seek(self, tp: TopicPartition, offset: int) -> None:  # pragma: no cover - protocol
-        raise NotImplementedError
+    def positions(self) -> Mapping[TopicPartition, int]: ...
 
-    def record_processed(self, tp: TopicPartition, next_offset: int) -> None:  # pragma: no cover
-        raise NotImplementedError
+    def seek(self, tp: TopicPartition, offset: int) -> None: ...
+
+    def record_processed(self, tp: TopicPartition, next_offset: int) -> None: ...
 
 
 @dataclass(slots=True)
@@ -47,12 +46,25 @@ class ConsumerLoad:
     budget_milli: int = 0
     stalled_until_ms: int = -1
     processed: int = field(default=0)
+    busy_since_ms: int | None = None  # backlogged since (full batches back to back), None: caught up
+    # where in its batch cycle the process was when it fell behind: independent processes are not
+    # in step (drawn by the simulator from its seeded random stream)
+    batch_phase_ms: int = 0
+    # the member's assignment and the same sorted (processing order is by partition, not hash order)
+    sorted_for: frozenset[TopicPartition] = frozenset()
+    sorted_assignment: list[tuple[TopicPartition, int]] = field(default_factory=list)
 
 
 class Workload:
     def __init__(self, spec: WorkloadSpec) -> None:
         self.produce_rate = spec.produce_per_partition_per_s
         self.consume_rate = spec.consume_per_consumer_per_s
+        # one full poll() batch (max.poll.records) takes this long to process
+        self.batch_ms = (
+            -(-spec.max_poll_records * 1000 // spec.consume_per_consumer_per_s)
+            if spec.consume_per_consumer_per_s
+            else 0
+        )
         self.reset_latest = spec.auto_offset_reset == "latest"
         self.index: dict[TopicPartition, int] = {}
         self.partitions: list[TopicPartition] = []
@@ -84,15 +96,20 @@ class Workload:
         if i is not None and offset >= 0:
             self.committed[i] = offset
 
-    def committed_lag(self, subscribed: Iterable[int], now_ms: int) -> tuple[int, int]:
-        """(total, largest single partition) of log end - committed (nothing committed counts from 0)."""
-        total = 0
-        largest = 0
+    def lag(self, subscribed: Iterable[int], now_ms: int) -> tuple[int, int, int]:
+        """Over ``subscribed`` partitions: (total log end - committed, the largest single such lag,
+        total log end - furthest processed offset). Nothing committed counts from offset 0."""
+        rate = self.produce_rate
+        created, committed, high = self.created_ms, self.committed, self.high_water
+        total = largest = unprocessed = 0
         for i in subscribed:
-            lag = self.log_end(i, now_ms) - max(self.committed[i], 0)
+            end = (rate * (now_ms - created[i])) // 1000
+            lag = end - (committed[i] if committed[i] > 0 else 0)
             total += lag
-            largest = max(largest, lag)
-        return total, largest
+            if lag > largest:
+                largest = lag
+            unprocessed += end - high[i]
+        return total, largest, unprocessed
 
     # --- processing ----------------------------------------------------------------------------------
 
@@ -104,6 +121,7 @@ class Workload:
         load.last_ms = now_ms
         if member is None:
             load.budget_milli = 0
+            load.busy_since_ms = None
             return
         if load.stalled_until_ms > start:
             # the application loop is stuck: no processing until the stall ends
@@ -112,47 +130,74 @@ class Workload:
             start = stall_end
             if start >= now_ms:
                 return
+        # an EAGER member stops fetching while its pre-join commit is in flight
         assigned = member.assignment()
         if not assigned:
             load.budget_milli = 0
+            load.busy_since_ms = None
             return
+        paused = member.pending_revocation()
+        if assigned != load.sorted_for:
+            load.sorted_for = assigned
+            index = self.index
+            load.sorted_assignment = [(tp, index[tp]) for tp in sorted(assigned) if tp in index]
         positions = member.positions()
+        rate = self.produce_rate
+        created = self.created_ms
         backlog: list[tuple[int, TopicPartition, int, int]] = []  # (available, tp, index, position)
-        for tp in sorted(assigned):
+        total = 0
+        for tp, i in load.sorted_assignment:
             pos = positions.get(tp)
-            i = self.index.get(tp)
-            if pos is None or i is None:
-                continue  # position not known yet (offsets being fetched)
-            end = self.log_end(i, now_ms)
+            if pos is None or (paused and tp in paused):
+                continue  # position not known yet (offsets being fetched), or paused
+            end = (rate * (now_ms - created[i])) // 1000
             if pos < 0:
                 pos = self._reset(i, end)
                 member.seek(tp, pos)
             if end > pos:
                 backlog.append((end - pos, tp, i, pos))
+                total += end - pos
         if not backlog:
             load.budget_milli = 0
+            load.busy_since_ms = None
             return
         load.budget_milli += self.consume_rate * (now_ms - start)
         capacity = load.budget_milli // 1000
-        total = sum(b[0] for b in backlog)
         if total <= capacity:
             grants = [b[0] for b in backlog]
             load.budget_milli = 0  # caught up: idle capacity is not banked
+            load.busy_since_ms = None
         else:
             grants = _water_fill([b[0] for b in backlog], capacity)
             load.budget_milli -= capacity * 1000
+            if load.busy_since_ms is None:
+                load.busy_since_ms = start - load.batch_phase_ms
+        high = self.high_water
+        processed = reprocessed = 0
         for (_, tp, i, pos), grant in zip(backlog, grants, strict=True):
             if grant <= 0:
                 continue
             end = pos + grant
-            self.records_processed += grant
-            load.processed += grant
-            hw = self.high_water[i]
+            processed += grant
+            hw = high[i]
             if hw > pos:
-                self.records_reprocessed += min(end, hw) - pos
+                reprocessed += min(end, hw) - pos
             if end > hw:
-                self.high_water[i] = end
+                high[i] = end
             member.record_processed(tp, end)
+        self.records_processed += processed
+        self.records_reprocessed += reprocessed
+        load.processed += processed
+
+    def next_poll_ms(self, load: ConsumerLoad, now_ms: int) -> int:
+        """When the application next calls ``poll()``: now if it is caught up (it waits inside
+        poll() for records), else at the end of the batch it is processing (full batches of
+        ``max.poll.records`` back to back since it fell behind)."""
+        since = load.busy_since_ms
+        if since is None or self.batch_ms <= 0 or now_ms <= since:
+            return now_ms
+        batches = -(-(now_ms - since) // self.batch_ms)
+        return since + batches * self.batch_ms
 
     def _reset(self, i: int, end: int) -> int:
         if not self.reset_latest:

@@ -1,0 +1,160 @@
+"""``kgroup simulate``: run a scenario file through the deterministic simulator, or compare strategies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from kgroup.cli.output import console, emit_json, err_console
+from kgroup.model import KgroupError
+
+__all__ = ["register"]
+
+
+def _split(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise KgroupError(
+            "--assignors: give one or more assignor names, comma-separated (e.g. range,cooperative-sticky)"
+        )
+    return names
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("simulate")
+    def simulate_command(
+        scenario: Path = typer.Argument(..., help="scenario YAML file (see docs/simulator.md)"),  # noqa: B008
+        assignors: str | None = typer.Option(
+            None, "--assignors", help="override group.assignors: comma-separated, in preference order"
+        ),
+        protocol: str | None = typer.Option(
+            None, "--protocol", help="eager or cooperative (see docs/simulator.md)"
+        ),
+        static: bool | None = typer.Option(
+            None, "--static/--dynamic", help="make every consumer static (group.instance.id) or dynamic"
+        ),
+        seed: int | None = typer.Option(None, "--seed", help="override the scenario's seed"),
+        as_json: bool = typer.Option(False, "--json", help="print JSON (byte-identical for the same seed)"),
+        report: Path | None = typer.Option(  # noqa: B008
+            None, "--report", help="write an HTML report into this directory"
+        ),
+        compare: bool = typer.Option(
+            False, "--compare", help="run every strategy × protocol × static/dynamic and compare"
+        ),
+        seeds: int = typer.Option(1, "--seeds", help="--compare: seeds per variant (seed, seed+1, …)"),
+        engine: str = typer.Option(
+            "spark", "--engine", help="--compare: spark (default) or local (in-process)"
+        ),
+        master: str = typer.Option("local[*]", "--master", help="--compare on Spark: the Spark master URL"),
+    ) -> None:
+        """Simulate a consumer group's rebalances over virtual time (deterministic for a seed)."""
+        from kgroup.sim.scenario import load_scenario
+        from kgroup.sim.variants import with_overrides
+
+        base = load_scenario(scenario)
+        membership = None if static is None else ("static" if static else "dynamic")
+        if compare:
+            if assignors is not None or protocol is not None:
+                raise KgroupError("--compare runs every strategy and protocol; drop --assignors/--protocol")
+            if seeds < 1 or seeds > 1000:
+                raise KgroupError(f"--seeds: {seeds} is out of range; give 1..1000")
+            if engine not in ("spark", "local"):
+                raise KgroupError(f"--engine: {engine!r} is unknown; use spark or local")
+            start = base.seed if seed is None else seed
+            if start < 0:
+                raise KgroupError(f"--seed: {start} is negative; give a whole number >= 0")
+            _compare(base, membership, [start + k for k in range(seeds)], engine, master, as_json, report)
+            return
+        sc = with_overrides(
+            base, assignors=_split(assignors), protocol=protocol, membership=membership, seed=seed
+        )
+        from kgroup.sim.runner import simulate
+
+        result = simulate(sc)
+        if report is not None:
+            from kgroup.report.timeline import write_simulation_report
+
+            page = write_simulation_report(result, report)
+            err_console.print(f"report: {page}")
+        if as_json:
+            typer.echo(result.to_json(), nl=False)
+            return
+        _print_summary(result)
+
+
+def _print_summary(result: Any) -> None:
+    from rich.table import Table
+
+    m = result.metrics
+    sc = result.scenario
+    table = Table(
+        title=f"{sc.name} (seed {sc.seed}, {sc.duration_ms} ms, assignors {', '.join(sc.group.assignors)})"
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key, value in m.items():
+        if key in ("invariant_violations", "final_assignment", "time_to_stable_ms"):
+            continue
+        table.add_row(key, str(value))
+    times = ", ".join("never" if t is None else str(t) for t in m["time_to_stable_ms"]) or "-"
+    table.add_row("time_to_stable_ms", times)
+    table.add_row("invariant_violations", str(len(m["invariant_violations"])))
+    console.print(table)
+    for line in m["invariant_violations"][:10]:
+        console.print(f"[red]violation[/red] {line}")
+
+
+def _compare(
+    base: Any,
+    membership: str | None,
+    seeds: list[int],
+    engine: str,
+    master: str,
+    as_json: bool,
+    report: Path | None,
+) -> None:
+    from kgroup.sim.compare import SUMMARY_COLUMNS, run_local, summarize
+    from kgroup.sim.variants import MEMBERSHIPS, compare_variants
+
+    memberships: tuple[str | None, ...] = MEMBERSHIPS if membership is None else (membership,)
+    variants, skipped = compare_variants(memberships=memberships)
+    if engine == "spark":
+        from kgroup.spark.sweep import run_sweep
+
+        rows, summary = run_sweep([base], variants, seeds, master=master)
+    else:
+        rows = run_local(base, variants, seeds)
+        summary = summarize(rows)
+    skipped_out = [(v.label, why) for v, why in skipped]
+    if report is not None:
+        from kgroup.report.timeline import write_comparison_report
+
+        page = write_comparison_report(
+            f"kgroup simulate --compare: {base.name}", summary, SUMMARY_COLUMNS, skipped_out, report, rows
+        )
+        err_console.print(f"report: {page}")
+    if as_json:
+        emit_json(
+            {
+                "scenario": base.name,
+                "seeds": seeds,
+                "summary": summary,
+                "skipped": [{"variant": v, "reason": why} for v, why in skipped_out],
+                "runs": rows,
+            }
+        )
+        return
+    from rich.table import Table
+
+    table = Table(title=f"{base.name}: strategies compared (means over {len(seeds)} seed(s))")
+    for column in SUMMARY_COLUMNS:
+        table.add_column(column, justify="left" if column == "variant" else "right")
+    for row in summary:
+        table.add_row(*(str(row[c]) for c in SUMMARY_COLUMNS))
+    console.print(table)
+    for label, why in skipped_out:
+        console.print(f"not run: {label} — {why}")

@@ -1,0 +1,858 @@
+"""The simulator: kgroup's real coordinator and members driven over virtual time.
+
+The host loop owns everything Kafka leaves to the outside world — the clock, the network, the
+coordinator's timer queue, the consumer processes and their application threads — and nothing else:
+every protocol decision is made by :class:`kgroup.group.GroupCoordinator` and
+:class:`kgroup.member.ConsumerMember`, the same code the live broker runs.
+
+Per consumer process the host models two threads, as the Java consumer has: the *heartbeat thread*
+(``background()``, called whenever the member's ``next_wakeup_ms()`` comes due) and the *application
+loop* (``poll()``, called after every interaction unless the loop is stalled by a ``slow_poll``
+event; the records it processes are computed by :mod:`kgroup.sim.workload`).
+
+The run is event driven — the clock jumps from one event to the next — and deterministic: all
+randomness comes from ``random.Random`` streams seeded from the scenario's seed, and every queue
+tie is broken by scheduling order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgroup.group import CancelTimer, CoordinatorConfig, CoordinatorResult, GroupCoordinator, ScheduleTimer
+from kgroup.group.records import (
+    GenerationStarted,
+    GroupDeleted,
+    GroupStateChanged,
+    MemberRemoved,
+    MemberUpserted,
+    OffsetCommitted,
+    StaticMemberReplaced,
+)
+from kgroup.group.states import GroupState
+from kgroup.member import ConsumerMember, MemberConfig, MemberState, OutboundRequest
+from kgroup.member.events import (
+    OffsetsCommitted,
+    OffsetsFetched,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+)
+from kgroup.messages import (
+    Envelope,
+    JoinGroupRequest,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    Request,
+    Response,
+)
+from kgroup.model import ErrorCode, TopicMetadata, TopicPartition, compress_partitions, jsonable
+from kgroup.sim.network import Network
+from kgroup.sim.ownership import OwnershipTracker
+from kgroup.sim.result import LagSample, SimResult
+from kgroup.sim.scenario import ConsumerSpec, EventSpec, Scenario, scaled_ids
+from kgroup.sim.scheduler import EventQueue
+from kgroup.sim.workload import ConsumerLoad, Workload
+
+__all__ = ["Simulation", "simulate"]
+
+# queue item kinds
+_SCENARIO, _TO_COORD, _TO_MEMBER, _TIMEOUT, _COORD_TIMER, _WAKE = 0, 1, 2, 3, 4, 5
+_SAMPLE, _START, _UNSTALL, _HEAL, _RESTART, _APP_POLL = 6, 7, 8, 9, 10, 11
+
+# Kafka's JoinGroup request timeout: the rebalance timeout plus this lapse (AbstractCoordinator)
+_JOIN_TIMEOUT_LAPSE_MS = 5000
+_MAX_VIOLATIONS = 100
+_OWNERSHIP_KINDS = {
+    "PartitionsAssigned": "assigned",
+    "PartitionsRevoked": "revoked",
+    "PartitionsLost": "lost",
+}
+
+
+@dataclass(slots=True)
+class _Proc:
+    """One consumer process of the scenario (``id`` is stable across restarts)."""
+
+    index: int
+    id: str
+    topics: tuple[str, ...]
+    assignors: tuple[str, ...]
+    static: bool
+    rack: str | None
+    load: ConsumerLoad
+    member: ConsumerMember | None = None
+    incarnation: int = 0
+    conn: str = ""
+    deployed: bool = False
+    inflight: dict[int, Request] = field(default_factory=dict)
+    wake_at: int | None = None
+    wake_version: int = 0
+    claim: frozenset[int] = frozenset()
+    claim_current: bool = False
+    claim_key: tuple[frozenset[TopicPartition], int, str] | None = None
+    settled: bool = False
+    app_poll_at: int | None = None
+
+
+@dataclass(slots=True)
+class _Disturbance:
+    start_ms: int
+    ready_ms: int
+    resolved_ms: int | None = None
+
+
+class Simulation:
+    """One run of one scenario. ``Simulation(scenario).run()`` returns a :class:`SimResult`."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.sc = scenario
+        g = scenario.group
+        seed = scenario.seed
+        self.q = EventQueue()
+        self.net = Network(scenario.network, random.Random(f"kgroup-sim:{seed}:network"))
+        self.coord = GroupCoordinator(
+            CoordinatorConfig(group_initial_rebalance_delay_ms=g.initial_rebalance_delay_ms),
+            rng=random.Random(f"kgroup-sim:{seed}:coordinator"),
+        )
+        self.group_id = g.group_id
+        self.workload = Workload(scenario.workload)
+        self.workload_rng = random.Random(f"kgroup-sim:{seed}:workload")
+        self.own = OwnershipTracker()
+        self.topic_sizes: dict[str, int] = {}
+        self.procs: list[_Proc] = []
+        self.by_id: dict[str, _Proc] = {}
+        self.conn_owner: dict[str, tuple[int, int]] = {}
+        self.coord_timers: dict[tuple[str, ...], int] = {}
+        self.pending_commits: dict[tuple[str, int], OffsetCommitRequest] = {}
+        # group observation
+        self.g_state = GroupState.EMPTY
+        self.g_generation = 0
+        self.g_members: frozenset[str] = frozenset()
+        self.g_protocol: str | None = None
+        self.rebalances = 0
+        self.settled_count = 0
+        self.running_count = 0
+        # outputs
+        self.ownership: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.violations: list[str] = []
+        self.violation_count = 0
+        self.moved = 0
+        self.last_owner: dict[TopicPartition, str] = {}
+        self.disturbances: list[_Disturbance] = []
+        self.lag: list[LagSample] = []
+        self.max_lag = 0
+        self.max_partition_lag = 0
+        self.rebalance_starts: list[int] = []
+        self.stable_marks: list[int] = []
+        self.steps = 0
+        self.pending_starts = 0  # starts scheduled and not yet run (a restart's downtime)
+        self.commits_sent = 0
+        self._in_double = False
+        self._started = False
+
+        for name, count in scenario.topics:
+            self._add_topic_partitions(name, count, 0)
+        for spec in scenario.consumers:
+            self._new_proc(spec)
+
+    # --- set-up ---------------------------------------------------------------------------------------
+
+    def _new_proc(self, spec: ConsumerSpec) -> _Proc:
+        proc = _Proc(
+            index=len(self.procs),
+            id=spec.id,
+            topics=spec.topics,
+            assignors=spec.assignors or self.sc.group.assignors,
+            static=spec.static,
+            rack=spec.rack,
+            load=ConsumerLoad(last_ms=0),
+        )
+        self.procs.append(proc)
+        self.by_id[spec.id] = proc
+        return proc
+
+    def _add_topic_partitions(self, topic: str, count: int, now_ms: int) -> None:
+        first = self.topic_sizes.get(topic, 0)
+        self.topic_sizes[topic] = first + count
+        self.workload.add_partitions((TopicPartition(topic, p) for p in range(first, first + count)), now_ms)
+        self.own.add_partitions(count, now_ms)
+
+    def _metadata(self) -> dict[str, TopicMetadata]:
+        return {name: TopicMetadata(name, n) for name, n in self.topic_sizes.items()}
+
+    def _sample_interval(self) -> int:
+        given = self.sc.workload.sample_interval_ms
+        return given if given is not None else max(1000, self.sc.duration_ms // 600)
+
+    # --- the loop -------------------------------------------------------------------------------------
+
+    def run(self) -> SimResult:
+        if self._started:
+            raise RuntimeError("a Simulation runs once; make a new one")
+        self._started = True
+        q = self.q
+        for proc in self.procs:
+            if self.sc_spec(proc).autostart:
+                self.pending_starts += 1
+                q.push(0, _START, (proc.index, None))
+        for i, event in enumerate(self.sc.events):
+            q.push(event.at_ms, _SCENARIO, i)
+        q.push(0, _SAMPLE, None)
+        end = self.sc.duration_ms
+        handlers: dict[int, Callable[[Any], None]] = {
+            _SCENARIO: self._on_scenario,
+            _TO_COORD: self._on_to_coord,
+            _TO_MEMBER: self._on_to_member,
+            _TIMEOUT: self._on_timeout,
+            _COORD_TIMER: self._on_coord_timer,
+            _WAKE: self._on_wake,
+            _SAMPLE: self._on_sample,
+            _START: self._on_start,
+            _UNSTALL: self._on_unstall,
+            _HEAL: self._on_heal,
+            _RESTART: self._on_restart,
+            _APP_POLL: self._on_app_poll,
+        }
+        while q:
+            at = q.peek_time()
+            if at is None or at > end:
+                break
+            self.own.account(at)
+            kind, payload = q.pop()
+            self.steps += 1
+            handlers[kind](payload)
+            self._after_step()
+        q.now_ms = end
+        self.own.account(end)
+        for proc in self.procs:
+            if proc.member is not None:
+                self.workload.advance(proc.load, proc.member, end)
+        self._sample(end)
+        self.own.close(end)
+        return self._result()
+
+    def sc_spec(self, proc: _Proc) -> ConsumerSpec:
+        for spec in self.sc.consumers:
+            if spec.id == proc.id:
+                return spec
+        return ConsumerSpec(id=proc.id, topics=proc.topics)
+
+    @property
+    def now(self) -> int:
+        return self.q.now_ms
+
+    # --- consumer processes ---------------------------------------------------------------------------
+
+    def _member_config(self, proc: _Proc) -> MemberConfig:
+        g = self.sc.group
+        return MemberConfig(
+            group_id=g.group_id,
+            client_id=proc.id,
+            group_instance_id=proc.id if proc.static else None,
+            rack_id=proc.rack,
+            session_timeout_ms=g.session_timeout_ms,
+            heartbeat_interval_ms=g.heartbeat_interval_ms,
+            max_poll_interval_ms=g.max_poll_interval_ms,
+            enable_auto_commit=g.enable_auto_commit,
+            auto_commit_interval_ms=g.auto_commit_interval_ms,
+            assignors=proc.assignors,
+        )
+
+    def _start(self, proc: _Proc) -> None:
+        if proc.member is not None:
+            self._event("already_running", consumer=proc.id)
+            return
+        proc.incarnation += 1
+        proc.conn = f"{proc.id}#{proc.incarnation}"
+        self.conn_owner[proc.conn] = (proc.index, proc.incarnation)
+        proc.member = ConsumerMember(self._member_config(proc), proc.topics)
+        proc.member.update_metadata(self._metadata())
+        proc.load.last_ms = self.now
+        proc.load.budget_milli = 0
+        proc.load.stalled_until_ms = -1
+        proc.load.busy_since_ms = None
+        batch_ms = self.workload.batch_ms
+        proc.load.batch_phase_ms = self.workload_rng.randrange(batch_ms) if batch_ms > 0 else 0
+        if not proc.deployed:
+            proc.deployed = True
+            self._resubscribe()
+        self.running_count += 1
+        self.q.push(
+            self.now + self.sc.group.auto_commit_interval_ms, _APP_POLL, (proc.index, proc.incarnation)
+        )
+        self._send(proc, proc.member.poll(self.now))
+        self._after_member(proc)
+
+    def _stop(self, proc: _Proc, graceful: bool) -> None:
+        member = proc.member
+        if member is None:
+            return
+        self.workload.advance(proc.load, member, self.now)
+        if graceful:
+            self._send(proc, member.close(self.now))
+            self._drain(proc)
+        proc.member = None
+        proc.inflight.clear()
+        self.net.forget(proc.conn)
+        proc.wake_version += 1
+        proc.wake_at = None
+        self.running_count -= 1
+        if proc.settled:
+            proc.settled = False
+            self.settled_count -= 1
+        self._set_claim(proc, frozenset(), False)
+        proc.claim_key = None
+
+    def _send(self, proc: _Proc, requests: Sequence[OutboundRequest]) -> None:
+        now = self.now
+        for out in requests:
+            body = out.body
+            proc.inflight[out.correlation_id] = body
+            timeout = self.sc.group.request_timeout_ms
+            if isinstance(body, JoinGroupRequest):
+                timeout = max(timeout, body.rebalance_timeout_ms + _JOIN_TIMEOUT_LAPSE_MS)
+            self.q.push(now + timeout, _TIMEOUT, (proc.index, proc.incarnation, out.correlation_id))
+            if isinstance(body, OffsetCommitRequest):
+                # The application polls continuously; the member's next auto-commit falls due one
+                # interval after this one was sent, so the loop is looked at then.
+                self.commits_sent += 1
+                self.q.push(
+                    now + self.sc.group.auto_commit_interval_ms, _APP_POLL, (proc.index, proc.incarnation)
+                )
+            at = self.net.transit(proc.id, proc.conn, True, now)
+            if at is not None:
+                self.q.push(at, _TO_COORD, (proc.index, proc.conn, out.correlation_id, body))
+
+    def _poll(self, proc: _Proc) -> None:
+        """The application calls poll() now if it is waiting in poll(), else when its batch is done."""
+        member = proc.member
+        if member is None or proc.load.stalled_until_ms > self.now:
+            return
+        at = self.workload.next_poll_ms(proc.load, self.now)
+        if at > self.now:
+            if proc.app_poll_at is None or proc.app_poll_at <= self.now or proc.app_poll_at > at:
+                proc.app_poll_at = at
+                self.q.push(at, _APP_POLL, (proc.index, proc.incarnation))
+            return
+        self._send(proc, member.poll(self.now))
+
+    def _after_member(self, proc: _Proc) -> None:
+        """Collect what a member did: callbacks, ownership, its next wake-up."""
+        self._drain(proc)
+        member = proc.member
+        if member is None:
+            return
+        if member.state is MemberState.FAILED:
+            # A fatal error (e.g. FENCED_INSTANCE_ID) is thrown from Kafka's poll(): the process ends.
+            self._event("process_exited", consumer=proc.id, reason="the member failed")
+            self._stop(proc, graceful=False)
+            return
+        self._refresh_claim(proc)
+        wake = member.next_wakeup_ms()
+        if wake is not None and wake <= self.now:
+            wake = self.now + 1  # it was just run: never spin on one millisecond
+        if wake != proc.wake_at:
+            proc.wake_at = wake
+            proc.wake_version += 1
+            if wake is not None:
+                self.q.push(wake, _WAKE, (proc.index, proc.incarnation, proc.wake_version))
+
+    def _drain(self, proc: _Proc) -> None:
+        member = proc.member
+        if member is None:
+            return
+        for ev in member.drain_events():
+            if isinstance(ev, (OffsetsCommitted, OffsetsFetched)):
+                continue  # routine; commits are counted as they are sent
+            if not isinstance(ev, (PartitionsAssigned, PartitionsRevoked, PartitionsLost)):
+                fields = {k: jsonable(getattr(ev, k)) for k in getattr(ev, "__dataclass_fields__", {})}
+                self._event(_snake(type(ev).__name__), consumer=proc.id, **fields)
+                continue
+            kind = _OWNERSHIP_KINDS[type(ev).__name__]
+            parts = sorted(ev.partitions)
+            generation = ev.generation
+            if kind == "assigned":
+                for tp in parts:
+                    previous = self.last_owner.get(tp)
+                    if previous is not None and previous != proc.id:
+                        self.moved += 1
+                    self.last_owner[tp] = proc.id
+            last = self.ownership[-1] if self.ownership else None
+            if not (
+                last is not None
+                and last["t_ms"] == self.now
+                and last["member"] == proc.id
+                and last["generation"] == generation
+            ):
+                last = {"t_ms": self.now, "member": proc.id, "generation": generation,
+                        "assigned": [], "revoked": [], "lost": []}  # fmt: skip
+                self.ownership.append(last)
+            last[kind].extend(str(tp) for tp in parts)
+
+    # --- ownership ------------------------------------------------------------------------------------
+
+    def _refresh_claim(self, proc: _Proc) -> None:
+        member = proc.member
+        if member is None:
+            return
+        assigned = member.assignment()
+        key = (assigned, member.generation, member.member_id)
+        if key == proc.claim_key:
+            self._refresh_settled(proc)
+            return
+        proc.claim_key = key
+        index = self.workload.index
+        parts = frozenset(index[tp] for tp in assigned if tp in index)
+        current = member.generation == self.g_generation and member.member_id in self.g_members
+        self._set_claim(proc, parts, current)
+        self._refresh_settled(proc)
+
+    def _set_claim(self, proc: _Proc, parts: frozenset[int], current: bool) -> None:
+        if parts == proc.claim and current == proc.claim_current:
+            return
+        self.own.update_claims(proc.id, proc.claim, parts, current, proc.claim_current, self.now)
+        proc.claim = parts
+        proc.claim_current = current
+
+    def _refresh_settled(self, proc: _Proc) -> None:
+        member = proc.member
+        settled = (
+            member is not None
+            and member.state is MemberState.STABLE
+            and member.generation == self.g_generation
+            and member.member_id in self.g_members
+        )
+        if settled != proc.settled:
+            proc.settled = settled
+            self.settled_count += 1 if settled else -1
+
+    def _resubscribe(self) -> None:
+        topics = {t for p in self.procs if p.deployed for t in p.topics}
+        index = self.workload.index
+        self.own.set_subscribed(i for tp, i in index.items() if tp.topic in topics)
+
+    # --- the coordinator ------------------------------------------------------------------------------
+
+    def _apply(self, result: CoordinatorResult) -> None:
+        for timer in result.timers:
+            if isinstance(timer, ScheduleTimer):
+                version = self.coord_timers.get(timer.key, 0) + 1
+                self.coord_timers[timer.key] = version
+                self.q.push(timer.deadline_ms, _COORD_TIMER, (timer.key, version))
+            elif isinstance(timer, CancelTimer):
+                self.coord_timers.pop(timer.key, None)
+        changed = False
+        for record in result.records:
+            # The coordinator's records say everything the host needs to follow the group: its
+            # state, generation and members (no need to build a view after every request).
+            if isinstance(record, OffsetCommitted):
+                continue
+            if isinstance(record, GroupStateChanged):
+                self._state_changed(record.state)
+            elif isinstance(record, GenerationStarted):
+                if record.generation < self.g_generation:
+                    self._violation(f"generation went back from {self.g_generation} to {record.generation}")
+                self.g_generation = record.generation
+                self.g_protocol = record.protocol_name
+                changed = True
+            elif isinstance(record, MemberUpserted):
+                if record.member.member_id not in self.g_members:
+                    self.g_members = self.g_members | {record.member.member_id}
+                    changed = True
+            elif isinstance(record, MemberRemoved):
+                if record.member_id in self.g_members:
+                    self.g_members = self.g_members - {record.member_id}
+                    changed = True
+            elif isinstance(record, StaticMemberReplaced):
+                self.g_members = (self.g_members - {record.old_member_id}) | {record.member.member_id}
+                changed = True
+            elif isinstance(record, GroupDeleted):
+                self.g_members = frozenset()
+                changed = True
+        if changed:
+            self._group_changed()
+        for reply in result.replies:
+            body = reply.body
+            if isinstance(body, OffsetCommitResponse):
+                self._committed(reply.connection, reply.correlation_id, body)
+            owner = self.conn_owner.get(reply.connection)
+            if owner is None:
+                continue
+            proc = self.procs[owner[0]]
+            if proc.incarnation != owner[1] or proc.member is None:
+                continue  # the process that asked is gone
+            at = self.net.transit(proc.id, proc.conn, False, self.now)
+            if at is not None:
+                self.q.push(at, _TO_MEMBER, (proc.index, owner[1], reply.correlation_id, body))
+
+    def _committed(self, connection: str, correlation_id: int, response: OffsetCommitResponse) -> None:
+        request = self.pending_commits.pop((connection, correlation_id), None)
+        if request is None:
+            return
+        ok = {tp for tp, code in response.results if code is ErrorCode.NONE}
+        for entry in request.offsets:
+            if entry.partition in ok:
+                self.workload.on_commit(entry.partition, entry.committed_offset)
+
+    def _state_changed(self, state: GroupState) -> None:
+        self.g_state = state
+        if state is GroupState.PREPARING_REBALANCE:
+            self.rebalances += 1
+            self.rebalance_starts.append(self.now)
+        self._event("group_state", state=state.kafka_name, generation=self.g_generation)
+        if state is GroupState.STABLE:
+            self.stable_marks.append(self.now)
+            self.own.counting_unowned = True
+            view = self.coord.group(self.group_id)
+            self._check_stable_assignment(view.assignments)
+
+    def _group_changed(self) -> None:
+        """The generation or the member set changed: every claim may have become (non-)current."""
+        generation, members = self.g_generation, self.g_members
+        for proc in self.procs:
+            member = proc.member
+            if member is None:
+                continue
+            current = member.generation == generation and member.member_id in members
+            self._set_claim(proc, proc.claim, current)
+            self._refresh_settled(proc)
+
+    def _check_stable_assignment(self, assignments: dict[str, tuple[TopicPartition, ...]]) -> None:
+        seen: dict[TopicPartition, str] = {}
+        for member_id in sorted(assignments):
+            for tp in assignments[member_id]:
+                other = seen.get(tp)
+                if other is not None:
+                    self._violation(
+                        f"Stable generation {self.g_generation}: {tp} assigned to {other} and {member_id}"
+                    )
+                seen[tp] = member_id
+                if tp.partition >= self.topic_sizes.get(tp.topic, 0):
+                    self._violation(f"Stable generation {self.g_generation}: {tp} does not exist")
+
+    # --- handlers -------------------------------------------------------------------------------------
+
+    def _on_to_coord(self, payload: tuple[int, str, int, Request]) -> None:
+        index, conn, correlation_id, body = payload
+        proc = self.procs[index]
+        if self.net.is_cut(proc.id, self.now):
+            return  # it was in flight when the link went down
+        if isinstance(body, OffsetCommitRequest):
+            self.pending_commits[(conn, correlation_id)] = body
+        envelope = Envelope(connection=conn, correlation_id=correlation_id, body=body, client_id=proc.id)
+        self._apply(self.coord.handle(self.now, envelope))
+        self.pending_commits.pop((conn, correlation_id), None)
+
+    def _on_to_member(self, payload: tuple[int, int, int, Response]) -> None:
+        index, incarnation, correlation_id, body = payload
+        proc = self.procs[index]
+        member = proc.member
+        if member is None or proc.incarnation != incarnation or self.net.is_cut(proc.id, self.now):
+            return
+        if proc.inflight.pop(correlation_id, None) is None:
+            return  # it already timed out
+        self.workload.advance(proc.load, member, self.now)
+        self._send(proc, member.on_response(self.now, correlation_id, body))
+        self._poll(proc)
+        self._after_member(proc)
+
+    def _on_timeout(self, payload: tuple[int, int, int]) -> None:
+        index, incarnation, correlation_id = payload
+        proc = self.procs[index]
+        member = proc.member
+        if member is None or proc.incarnation != incarnation:
+            return
+        if proc.inflight.pop(correlation_id, None) is None:
+            return  # answered in time
+        self.workload.advance(proc.load, member, self.now)
+        self._send(proc, member.on_request_failed(self.now, correlation_id))
+        self._poll(proc)
+        self._after_member(proc)
+
+    def _on_coord_timer(self, payload: tuple[tuple[str, ...], int]) -> None:
+        key, version = payload
+        if self.coord_timers.get(key) != version:
+            return  # rescheduled or cancelled since
+        del self.coord_timers[key]
+        self._apply(self.coord.on_timer(self.now, key))
+
+    def _on_wake(self, payload: tuple[int, int, int]) -> None:
+        index, incarnation, version = payload
+        proc = self.procs[index]
+        member = proc.member
+        if member is None or proc.incarnation != incarnation or proc.wake_version != version:
+            return
+        proc.wake_at = None
+        self.workload.advance(proc.load, member, self.now)
+        self._send(proc, member.background(self.now))
+        self._poll(proc)
+        self._after_member(proc)
+
+    def _on_app_poll(self, payload: tuple[int, int]) -> None:
+        index, incarnation = payload
+        proc = self.procs[index]
+        member = proc.member
+        if member is None or proc.incarnation != incarnation:
+            return
+        self.workload.advance(proc.load, member, self.now)
+        self._poll(proc)
+        self._after_member(proc)
+
+    def _on_sample(self, _: None) -> None:
+        self._sample(self.now)
+        nxt = self.now + self._sample_interval()
+        if nxt < self.sc.duration_ms:
+            self.q.push(nxt, _SAMPLE, None)
+
+    def _sample(self, now: int) -> None:
+        for proc in self.procs:
+            member = proc.member
+            if member is not None:
+                self.workload.advance(proc.load, member, now)
+        subscribed = self.own.subscribed()
+        committed_total, largest, unprocessed = self.workload.lag(subscribed, now)
+        if self.lag and self.lag[-1].t_ms == now:
+            self.lag.pop()
+        self.lag.append(LagSample(now, committed_total, unprocessed))
+        self.max_lag = max(self.max_lag, committed_total)
+        self.max_partition_lag = max(self.max_partition_lag, largest)
+
+    def _on_start(self, payload: tuple[int, tuple[str, ...] | None]) -> None:
+        index, assignors = payload
+        self.pending_starts -= 1
+        proc = self.procs[index]
+        if assignors is not None:
+            proc.assignors = assignors
+        self._start(proc)
+
+    def _on_unstall(self, index: int) -> None:
+        proc = self.procs[index]
+        member = proc.member
+        if member is None or proc.load.stalled_until_ms > self.now:
+            return
+        self.workload.advance(proc.load, member, self.now)
+        self._event("poll_resumed", consumer=proc.id)
+        self._poll(proc)
+        self._after_member(proc)
+
+    def _on_heal(self, index: int) -> None:
+        proc = self.procs[index]
+        if not self.net.is_cut(proc.id, self.now):
+            self._event("network_healed", consumer=proc.id)
+
+    # --- scenario events ------------------------------------------------------------------------------
+
+    def _on_scenario(self, i: int) -> None:
+        ev = self.sc.events[i]
+        now = self.now
+        ready = now
+        kind = ev.kind
+        if kind == "start":
+            self._event("start", consumer=ev.consumer)
+            self._start(self._proc(ev.consumer))
+        elif kind == "stop":
+            self._event("stop", consumer=ev.consumer)
+            proc = self._proc(ev.consumer)
+            self._stop(proc, graceful=True)
+            proc.deployed = False
+            self._resubscribe()
+        elif kind == "crash":
+            self._event("crash", consumer=ev.consumer)
+            self._stop(self._proc(ev.consumer), graceful=False)
+        elif kind == "restart":
+            ready = self._restart(self._proc(ev.consumer), ev, now)
+        elif kind == "rolling_restart":
+            names = ev.consumers if ev.consumers is not None else [p.id for p in self.procs if p.deployed]
+            self._event(
+                "rolling_restart", consumers=list(names), gap_ms=ev.gap_ms, downtime_ms=ev.downtime_ms
+            )
+            for k, name in enumerate(names):
+                ready = max(ready, self._restart(self._proc(name), ev, now + k * ev.gap_ms))
+        elif kind == "scale":
+            self._scale(ev)
+        elif kind == "add_partitions":
+            assert ev.topic is not None
+            self._event("add_partitions", topic=ev.topic, count=ev.count)
+            self._add_topic_partitions(ev.topic, ev.count, now)
+            self._resubscribe()
+            metadata = self._metadata()
+            for proc in self.procs:
+                if proc.member is not None:
+                    self.workload.advance(proc.load, proc.member, now)
+                    proc.member.update_metadata(metadata)
+                    self._poll(proc)
+                    self._after_member(proc)
+        elif kind == "subscribe":
+            assert ev.topics is not None
+            self._event("subscribe", consumer=ev.consumer, topics=list(ev.topics))
+            proc = self._proc(ev.consumer)
+            proc.topics = ev.topics
+            self._resubscribe()
+            if proc.member is not None:
+                self.workload.advance(proc.load, proc.member, now)
+                proc.member.subscribe(ev.topics)
+                self._poll(proc)
+                self._after_member(proc)
+        elif kind == "slow_poll":
+            self._event("slow_poll", consumer=ev.consumer, duration_ms=ev.duration_ms)
+            proc = self._proc(ev.consumer)
+            if proc.member is not None:
+                self.workload.advance(proc.load, proc.member, now)
+                # the loop's last poll() returned the batch whose processing now gets stuck
+                self._send(proc, proc.member.poll(now))
+                self._after_member(proc)
+                proc.load.stalled_until_ms = now + ev.duration_ms
+                self.q.push(now + ev.duration_ms, _UNSTALL, proc.index)
+            ready = now + ev.duration_ms
+        elif kind == "network_partition":
+            self._event("network_partition", consumer=ev.consumer, duration_ms=ev.duration_ms)
+            proc = self._proc(ev.consumer)
+            self.net.cut(proc.id, now + ev.duration_ms)
+            self.q.push(now + ev.duration_ms, _HEAL, proc.index)
+            ready = now + ev.duration_ms
+        self.disturbances.append(_Disturbance(start_ms=now, ready_ms=ready))
+
+    def _proc(self, name: str | None) -> _Proc:
+        assert name is not None  # validated by the scenario parser
+        return self.by_id[name]
+
+    def _restart(self, proc: _Proc, ev: EventSpec, at_ms: int) -> int:
+        """Stop ``proc`` at ``at_ms`` and start it ``downtime_ms`` later; returns when it is back."""
+        self.q.push(at_ms, _RESTART, (proc.index, ev.graceful, ev.downtime_ms, ev.assignors))
+        return at_ms + ev.downtime_ms
+
+    def _on_restart(self, payload: tuple[int, bool, int, tuple[str, ...] | None]) -> None:
+        index, graceful, downtime_ms, assignors = payload
+        proc = self.procs[index]
+        self._event("restart", consumer=proc.id, downtime_ms=downtime_ms, graceful=graceful)
+        self._stop(proc, graceful=graceful)
+        self.pending_starts += 1
+        self.q.push(self.now + downtime_ms, _START, (index, assignors))
+
+    def _scale(self, ev: EventSpec) -> None:
+        if ev.count > 0:
+            assert ev.topics is not None
+            names = scaled_ids(ev, self.by_id)
+            self._event("scale", count=ev.count, consumers=names)
+            for name in names:
+                spec = ConsumerSpec(
+                    id=name, topics=ev.topics, static=ev.static, rack=ev.rack, assignors=ev.assignors
+                )
+                self._start(self._new_proc(spec))
+            return
+        running = [p for p in self.procs if p.deployed and p.member is not None]
+        victims = list(reversed(running))[: -ev.count]
+        self._event("scale", count=ev.count, consumers=[p.id for p in victims])
+        for proc in victims:
+            self._stop(proc, graceful=True)
+            proc.deployed = False
+        self._resubscribe()
+
+    # --- after every step: invariants and stability -------------------------------------------------------
+
+    def _after_step(self) -> None:
+        own = self.own
+        if own.n_double and not self._in_double:
+            for p, owners in own.double_owned()[:5]:
+                tp = self.workload.partitions[p]
+                self._violation(f"{tp} owned by {' and '.join(owners)} in generation {self.g_generation}")
+        self._in_double = own.n_double > 0
+        if not self.disturbances or self.disturbances[-1].resolved_ms is not None:
+            return
+        if not self._is_settled():
+            return
+        for d in self.disturbances:
+            if d.resolved_ms is None and d.ready_ms <= self.now:
+                d.resolved_ms = self.now
+
+    def _is_settled(self) -> bool:
+        if self.pending_starts:
+            return False
+        if self.running_count == 0:
+            return self.g_state in (GroupState.EMPTY, GroupState.DEAD)
+        return (
+            self.g_state is GroupState.STABLE
+            and self.own.n_unowned == 0
+            and self.settled_count == self.running_count
+        )
+
+    def _violation(self, text: str) -> None:
+        self.violation_count += 1
+        if len(self.violations) < _MAX_VIOLATIONS:
+            self.violations.append(f"t={self.now}ms: {text}")
+
+    def _event(self, kind: str, **fields: Any) -> None:
+        self.events.append({"t_ms": self.now, "kind": kind, **fields})
+
+    # --- the result -----------------------------------------------------------------------------------
+
+    def _result(self) -> SimResult:
+        end = self.sc.duration_ms
+        final: dict[str, str] = {}
+        idle = 0
+        for proc in self.procs:
+            member = proc.member
+            if member is None:
+                continue
+            assigned = member.assignment()
+            final[proc.id] = compress_partitions(assigned)
+            if not assigned:
+                idle += 1
+        metrics: dict[str, Any] = {
+            "rebalances": self.rebalances,
+            "generation": self.g_generation,
+            "unowned_partition_ms": self.own.unowned_ms,
+            "double_owned_ms": self.own.double_ms,
+            "zombie_owned_ms": self.own.zombie_ms,
+            "moved_partitions": self.moved,
+            "time_to_stable_ms": [
+                None if d.resolved_ms is None else d.resolved_ms - d.start_ms for d in self.disturbances
+            ],
+            "max_lag_records": self.max_lag,
+            "records_produced": self.workload.records_produced(end),
+            "records_processed": self.workload.records_processed,
+            "records_reprocessed": self.workload.records_reprocessed,
+            "invariant_violations": list(self.violations),
+            # extras (docs/simulator.md)
+            "invariant_violation_count": self.violation_count,
+            "max_partition_lag_records": self.max_partition_lag,
+            "records_skipped": self.workload.records_skipped,
+            "final_group_state": self.g_state.kafka_name,
+            "final_protocol": self.g_protocol,
+            "running_consumers": self.running_count,
+            "idle_consumers": idle,
+            "final_assignment": final,
+            "offset_commits_sent": self.commits_sent,
+            "steps": self.steps,
+        }
+        return SimResult(
+            scenario=self.sc,
+            metrics=metrics,
+            ownership=self.ownership,
+            events=self.events,
+            partitions=[str(tp) for tp in self.workload.partitions],
+            consumers=[p.id for p in self.procs],
+            intervals=sorted(self.own.intervals),
+            lag=self.lag,
+            rebalance_starts=self.rebalance_starts,
+            stable_marks=self.stable_marks,
+        )
+
+
+def _snake(name: str) -> str:
+    out: list[str] = []
+    for i, ch in enumerate(name):
+        if ch.isupper() and i:
+            out.append("_")
+        out.append(ch.lower())
+    return "".join(out)
+
+
+def simulate(scenario: Scenario) -> SimResult:
+    """Run ``scenario`` once (a pure function of the scenario, its seed included)."""
+    return Simulation(scenario).run()
