@@ -22,6 +22,7 @@ from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 
 from kgroup.assignors.api import AssignmentRequest, Assignor
+from kgroup.assignors.sticky._tp import topic_order
 from kgroup.assignors.sticky.constrained import constrained_assign
 from kgroup.assignors.sticky.general import general_assign
 from kgroup.assignors.sticky.owned import (
@@ -45,7 +46,6 @@ from kgroup.model import (
     RebalanceProtocol,
     TopicMetadata,
     TopicPartition,
-    sorted_partitions,
 )
 
 __all__ = ["AbstractStickyAssignor", "CooperativeStickyAssignor", "StickyAssignor"]
@@ -78,7 +78,7 @@ class AbstractStickyAssignor(Assignor):
 
     def assign(self, request: AssignmentRequest) -> Assignment:
         raw, _ = self.assign_with_transfers(request)
-        return {m.member_id: sorted_partitions(raw[m.member_id]) for m in request.members}
+        return {m.member_id: sorted(raw[m.member_id], key=topic_order) for m in request.members}
 
     def assign_with_transfers(
         self, request: AssignmentRequest
@@ -237,8 +237,10 @@ def _assignable_topics(
 ) -> dict[str, TopicMetadata]:
     """``AbstractPartitionAssignor``: subscribed topics that have partitions in the metadata."""
     out: dict[str, TopicMetadata] = {}
-    for member in members:
-        for name in member.topics:
+    # members often share one subscription tuple: look each distinct one up once
+    distinct = {id(m.topics): m.topics for m in members}
+    for subscription in distinct.values():
+        for name in subscription:
             metadata = topics.get(name)
             if metadata is not None and metadata.partitions > 0:
                 out[name] = metadata

@@ -21,9 +21,8 @@ partitions count as given up, and the rack-aware pass counts members it fills to
 from __future__ import annotations
 
 from collections.abc import Mapping, Set
-from functools import lru_cache
 
-from kgroup.assignors.sticky._tp import new_partition
+from kgroup.assignors.sticky._tp import new_partition, topic_key, topic_order
 from kgroup.assignors.sticky.errors import StickyAssignmentError
 from kgroup.assignors.sticky.racks import RackInfo
 from kgroup.javacompat import java_string_key
@@ -34,15 +33,8 @@ __all__ = ["ConstrainedResult", "constrained_assign"]
 ConstrainedResult = tuple[dict[str, list[TopicPartition]], dict[TopicPartition, str]]
 
 
-_topic_key = lru_cache(maxsize=65536)(java_string_key)
-
-
 def _owned_order(tp: TopicPartition) -> tuple[int, bytes]:
-    return (tp.partition, _topic_key(tp.topic))
-
-
-def _sorted_topic_order(tp: TopicPartition) -> tuple[bytes, int]:
-    return (_topic_key(tp.topic), tp.partition)
+    return (tp.partition, topic_key(tp.topic))
 
 
 class _ListIterator:
@@ -150,7 +142,7 @@ class _ConstrainedBuilder:
         topics = sorted(self.partitions_per_topic, key=java_string_key)
         if not self.assigned:
             return [new_partition((t, p)) for t in topics for p in range(self.partitions_per_topic[t])]
-        assigned = sorted(self.assigned, key=_sorted_topic_order)
+        assigned = sorted(self.assigned, key=topic_order)
         out: list[TopicPartition] = []
         it = iter(assigned)
         next_assigned = next(it)

@@ -65,76 +65,61 @@ def encode_sticky_user_data(partitions: Sequence[TopicPartition], generation: in
     return b"".join(out)
 
 
-class _Reader:
-    """Reads Kafka's ``Type`` primitives from a byte string, raising ``ValueError`` on any shortfall."""
-
-    __slots__ = ("_data", "_pos")
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._pos = 0
-
-    def take(self, n: int) -> bytes:
-        end = self._pos + n
-        if end > len(self._data):
-            raise ValueError(f"user data ends after {len(self._data)} bytes; needed {end}")
-        chunk = self._data[self._pos : end]
-        self._pos = end
-        return chunk
-
-    def remaining(self) -> int:
-        return len(self._data) - self._pos
-
-    def int16(self) -> int:
-        value: int = _INT16.unpack(self.take(2))[0]
-        return value
-
-    def int32(self) -> int:
-        value: int = _INT32.unpack(self.take(4))[0]
-        return value
-
-    def array_size(self) -> int:
-        size = self.int32()
-        if size < 0:
-            raise ValueError(f"array size {size} cannot be negative")
-        if size > self.remaining():
-            raise ValueError(f"array of size {size} but only {self.remaining()} bytes left")
-        return size
-
-    def string(self) -> str:
-        length = self.int16()
-        if length < 0:
-            raise ValueError(f"string length {length} cannot be negative")
-        # Java decodes malformed UTF-8 with replacement characters rather than failing.
-        return self.take(length).decode("utf-8", errors="replace")
+_unpack_int16 = _INT16.unpack_from
+_unpack_int32 = _INT32.unpack_from
 
 
-def _read_assignment(reader: _Reader) -> list[TopicPartition]:
-    partitions: list[TopicPartition] = []
-    for _ in range(reader.array_size()):
-        topic = reader.string()
-        count = reader.array_size()
-        numbers = struct.unpack(f">{count}i", reader.take(4 * count))
-        partitions.extend(new_partition((topic, n)) for n in numbers)
-    return partitions
+def _read_assignment(data: bytes) -> tuple[list[TopicPartition], int]:
+    """Read ``previous_assignment``; returns the partitions and the offset after it.
+
+    Reads Kafka's ``Type`` primitives as ``Schema.read`` does (an array size may not be negative nor
+    exceed the bytes left; a string length may not be negative) and raises ``ValueError`` on any
+    shortfall. One tight function: a leader decodes a user data per member, a million partitions
+    in large groups.
+    """
+    size = len(data)
+    try:
+        (topics,) = _unpack_int32(data, 0)
+        pos = 4
+        if topics < 0 or topics > size - pos:
+            raise ValueError(f"array size {topics} is negative or exceeds the {size - pos} bytes left")
+        partitions: list[TopicPartition] = []
+        extend = partitions.extend
+        for _ in range(topics):
+            (length,) = _unpack_int16(data, pos)
+            pos += 2
+            if length < 0 or pos + length > size:
+                raise ValueError(f"string length {length} is negative or exceeds the data")
+            # Java decodes malformed UTF-8 with replacement characters rather than failing.
+            topic = data[pos : pos + length].decode("utf-8", errors="replace")
+            pos += length
+            (count,) = _unpack_int32(data, pos)
+            pos += 4
+            if count < 0 or count > size - pos:
+                raise ValueError(f"array size {count} is negative or exceeds the {size - pos} bytes left")
+            numbers = struct.unpack_from(f">{count}i", data, pos)
+            pos += 4 * count
+            extend([new_partition((topic, n)) for n in numbers])
+    except struct.error as exc:
+        raise ValueError(f"user data ends early ({size} bytes)") from exc
+    return partitions, pos
 
 
 def decode_sticky_user_data(data: bytes) -> tuple[list[TopicPartition], int | None]:
     """``StickyAssignor.deserializeTopicPartitionAssignment``: (partitions, generation or ``None`` for V0).
 
     Raises ``ValueError`` when neither schema can read the bytes (Kafka then treats the member as
-    owning nothing, with generation -1).
+    owning nothing, with generation -1). V1 and V0 share the partition list, so it is read once: V1
+    when four more bytes follow it, else V0.
     """
     try:
-        reader = _Reader(data)
-        partitions = _read_assignment(reader)
-        return partitions, reader.int32()
-    except ValueError:
-        pass
-    try:
-        return _read_assignment(_Reader(data)), None
+        partitions, end = _read_assignment(data)
     except ValueError as exc:
         raise ValueError(f"not sticky assignor user data (V0 or V1): {exc}") from exc
+    if len(data) - end >= 4:
+        (generation,) = _unpack_int32(data, end)
+        return partitions, generation
+    return partitions, None
 
 
 def encode_cooperative_user_data(generation: int) -> bytes:
