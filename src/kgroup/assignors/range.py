@@ -82,7 +82,9 @@ def _assign_plain_ranges(partitions: list[TopicPartition], member_lists: list[li
     ``P % C`` subscribers one more. Dealt with C-level ``map`` calls, no Python loop per member."""
     count, width = len(partitions), len(member_lists)
     per_member, extra = divmod(count, width)
-    if per_member < _SLICED_FROM:
+    if per_member == 0 or (per_member == 1 and extra == 0):  # at most one each: pair them up
+        drain(map(list.append, member_lists, partitions))
+    elif per_member < _SLICED_FROM:
         # a flat sequence naming, for each partition in order, the list it goes to
         shares = chain(repeat(per_member + 1, extra), repeat(per_member, width - extra))
         drain(map(list.append, chain.from_iterable(map(repeat, member_lists, shares)), partitions))
