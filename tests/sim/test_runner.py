@@ -12,6 +12,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kgroup.assignors import AssignmentRequest, Assignor, register_assignor
+from kgroup.model import TopicPartition
 from kgroup.sim import METRIC_NAMES, parse_scenario, simulate
 
 from .conftest import EXAMPLES
@@ -192,3 +194,25 @@ def test_random_scenarios_never_double_own(
     replay = f"seed {seed}: scenario {json.dumps(data)}"
     assert m["double_owned_ms"] == 0, replay
     assert m["invariant_violations"] == [], replay
+
+
+class GreedyAssignor(Assignor):
+    """A broken plug-in: every member gets every partition (so the checks have something to catch)."""
+
+    name = "test-greedy"
+
+    def assign(self, request: AssignmentRequest) -> dict[str, list[TopicPartition]]:
+        everything = [
+            tp for t in sorted(request.topics.values(), key=lambda m: m.name) for tp in t.topic_partitions()
+        ]
+        return {m.member_id: list(everything) for m in request.members}
+
+
+def test_invariant_checks_catch_a_broken_assignor() -> None:
+    register_assignor(GreedyAssignor.name, GreedyAssignor)
+    result = simulate(parse_scenario(small(group={"assignors": [GreedyAssignor.name]})))
+    m = result.metrics
+    assert m["double_owned_ms"] > 0
+    texts = " | ".join(m["invariant_violations"])
+    assert "is assigned 3 times" in texts  # kgroup.assignors.invariants on the Stable assignment
+    assert "owned by c0 and c1" in texts  # the per-step ownership check

@@ -22,7 +22,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgroup.group import CancelTimer, CoordinatorConfig, CoordinatorResult, GroupCoordinator, ScheduleTimer
+from kgroup.assignors.invariants import check_coverage, check_members, check_subscriptions
+from kgroup.group import (
+    CancelTimer,
+    CoordinatorConfig,
+    CoordinatorResult,
+    GroupCoordinator,
+    GroupView,
+    ScheduleTimer,
+)
 from kgroup.group.records import (
     GenerationStarted,
     GroupDeleted,
@@ -49,7 +57,7 @@ from kgroup.messages import (
     Request,
     Response,
 )
-from kgroup.model import ErrorCode, TopicMetadata, TopicPartition, compress_partitions, jsonable
+from kgroup.model import ErrorCode, Member, TopicMetadata, TopicPartition, compress_partitions, jsonable
 from kgroup.sim.network import Network
 from kgroup.sim.ownership import OwnershipTracker
 from kgroup.sim.result import LagSample, SimResult
@@ -150,6 +158,7 @@ class Simulation:
         self.rebalance_starts: list[int] = []
         self.stable_marks: list[int] = []
         self.steps = 0
+        self.metadata_changed_ms = -1
         self.pending_starts = 0  # starts scheduled and not yet run (a restart's downtime)
         self.commits_sent = 0
         self._in_double = False
@@ -508,8 +517,7 @@ class Simulation:
         if state is GroupState.STABLE:
             self.stable_marks.append(self.now)
             self.own.counting_unowned = True
-            view = self.coord.group(self.group_id)
-            self._check_stable_assignment(view.assignments)
+            self._check_stable_assignment(self.coord.group(self.group_id))
 
     def _group_changed(self) -> None:
         """The generation or the member set changed: every claim may have become (non-)current."""
@@ -522,18 +530,32 @@ class Simulation:
             self._set_claim(proc, proc.claim, current)
             self._refresh_settled(proc)
 
-    def _check_stable_assignment(self, assignments: dict[str, tuple[TopicPartition, ...]]) -> None:
-        seen: dict[TopicPartition, str] = {}
-        for member_id in sorted(assignments):
-            for tp in assignments[member_id]:
-                other = seen.get(tp)
-                if other is not None:
-                    self._violation(
-                        f"Stable generation {self.g_generation}: {tp} assigned to {other} and {member_id}"
-                    )
-                seen[tp] = member_id
-                if tp.partition >= self.topic_sizes.get(tp.topic, 0):
-                    self._violation(f"Stable generation {self.g_generation}: {tp} does not exist")
+    def _check_stable_assignment(self, view: GroupView) -> None:
+        """The assignment a Stable generation runs on, checked by :mod:`kgroup.assignors.invariants`."""
+        protocol = view.protocol
+        if protocol is None:
+            return
+        members = []
+        for state in view.members:
+            sub = state.metadata(protocol)
+            members.append(
+                Member(
+                    member_id=state.member_id,
+                    topics=sub.topics,
+                    owned=sub.owned_partitions,
+                    generation=sub.generation_id,
+                    group_instance_id=state.group_instance_id,
+                    rack_id=sub.rack_id,
+                )
+            )
+        assignment = view.assignments
+        found = check_subscriptions(members, assignment) + check_members(members, assignment)
+        if self.metadata_changed_ms < (self.rebalance_starts[-1] if self.rebalance_starts else 0):
+            # (skipped when partitions were added during this rebalance: the leader assigned from
+            # the metadata it had then)
+            found += check_coverage(members, self._metadata(), assignment, cooperative=True)
+        for text in found:
+            self._violation(f"Stable generation {view.generation}: {text}")
 
     # --- handlers -------------------------------------------------------------------------------------
 
@@ -679,6 +701,7 @@ class Simulation:
             assert ev.topic is not None
             self._event("add_partitions", topic=ev.topic, count=ev.count)
             self._add_topic_partitions(ev.topic, ev.count, now)
+            self.metadata_changed_ms = now
             self._resubscribe()
             metadata = self._metadata()
             for proc in self.procs:
