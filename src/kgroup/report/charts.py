@@ -86,7 +86,7 @@ def partition_counts_chart(
     axes.spines[["top", "right"]].set_visible(False)
     if title:
         axes.set_title(title)
-    axes.legend(handles=handles, loc="upper right", fontsize=8, frameon=False)
+    axes.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
     figure.tight_layout()
     alt = title or f"records per partition over {count} partitions"
     return figure_to_image(figure, alt=alt, caption=caption, element_id=element_id, fmt=fmt)
