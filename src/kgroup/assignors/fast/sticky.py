@@ -15,13 +15,14 @@ import gc
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from itertools import chain, compress, repeat
+from itertools import chain, compress, pairwise, repeat
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from kgroup.assignors.api import AssignmentRequest
+from kgroup.assignors.common import PartitionMaker
 from kgroup.assignors.fast.userdata import TopicNameTable, decode_sticky_user_data_flat
 from kgroup.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
 from kgroup.assignors.sticky.owned import DEFAULT_GENERATION
@@ -197,31 +198,67 @@ def _racks(ordered: Sequence[Member], topics: _Topics, prefer: bool) -> _Racks |
     return _Racks(aware, np.array(member_bits, dtype=np.int64), partition_mask, sort_key)
 
 
-def _build_lists(
-    out_start: np.ndarray, out_flat: np.ndarray, out_src: np.ndarray, owned: _Owned, topics: _Topics
-) -> list[list[TopicPartition]]:
+def _build_lists(out_start: np.ndarray, out_flat: np.ndarray, out_src: np.ndarray, owned: _Owned,
+                 topics: _Topics) -> list[list[TopicPartition]]:
     """Partition objects for every member's flat numbers: the input's own objects where the member
-    kept a partition it claimed, new ones (built in output order, for memory locality) otherwise."""
-    if owned.objects is None or not (out_src >= 0).any():
-        objects = _new_partitions(out_flat, topics)
-    else:
-        kept = out_src >= 0
-        column = np.empty(out_flat.size, dtype=object)
-        # fromiter: an object column of tuples (np.array would unpack them into a 2-D array)
-        column[kept] = np.fromiter(owned.objects, dtype=object, count=len(owned.objects))[out_src[kept]]
-        if not kept.all():
-            fresh = _new_partitions(out_flat[~kept], topics)
-            column[~kept] = np.fromiter(fresh, dtype=object, count=len(fresh))
-        objects = column.tolist()
+    kept partitions it claimed, new ones otherwise.
+
+    A member that keeps a run of its claimed partitions, in order (the usual sticky outcome: the
+    claims were last round's sorted answer), gets a slice of the input's objects — one C copy.
+    """
     bounds = out_start.tolist()
-    return [objects[bounds[m] : bounds[m + 1]] for m in range(len(bounds) - 1)]
+    count = len(bounds) - 1
+    lists: list[list[TopicPartition] | None] = [None] * count
+    pending = np.ones(out_flat.size, dtype=bool)
+    if owned.objects is not None:
+        objects = owned.objects
+        src = out_src
+        for m, (a, b) in enumerate(pairwise(bounds)):
+            if b > a:
+                first, last = int(src[a]), int(src[b - 1])
+                if first >= 0 and last - first == b - a - 1 and (
+                        b - a == 1 or bool((np.diff(src[a:b]) == 1).all())):
+                    lists[m] = objects[first:last + 1]
+                    pending[a:b] = False
+            else:
+                lists[m] = []
+                continue
+    else:
+        for m, (a, b) in enumerate(pairwise(bounds)):
+            if a == b:
+                lists[m] = []
+    if pending.any():
+        column = np.empty(out_flat.size, dtype=object)
+        fresh = pending
+        if owned.objects is not None:
+            kept = pending & (out_src >= 0)
+            if kept.any():
+                # fromiter: an object column of tuples (np.array would unpack them into a 2-D array)
+                claimed = np.fromiter(owned.objects, dtype=object, count=len(owned.objects))
+                column[kept] = claimed[out_src[kept]]
+            fresh = pending & (out_src < 0)
+        if fresh.any():
+            column[fresh] = _new_partitions(out_flat[fresh], topics)
+        for m in range(count):
+            if lists[m] is None:
+                lists[m] = column[bounds[m]:bounds[m + 1]].tolist()
+    return lists  # type: ignore[return-value]
 
 
-def _new_partitions(flat: np.ndarray, topics: _Topics) -> list[TopicPartition]:
+def _new_partitions(flat: np.ndarray, topics: _Topics) -> np.ndarray:
+    """An object column of new partition objects for the flat numbers ``flat``."""
+    make = PartitionMaker()  # shares one int object per partition number across topics
+    if flat.size * 3 >= topics.total:
+        # most partitions: build every one, topic by topic (in C), then pick
+        every = list(chain.from_iterable(
+            make(name, int(count)) for name, count in zip(topics.names, topics.counts, strict=True)))
+        picked: np.ndarray = np.fromiter(every, dtype=object, count=len(every))[flat]
+        return picked
     ranks = np.searchsorted(topics.bases, flat, side="right") - 1
     numbers = (flat - topics.bases[ranks]).tolist()
     names = map(topics.names.__getitem__, ranks.tolist())
-    return list(map(_new_partition, zip(names, numbers, strict=True)))
+    made = list(map(_new_partition, zip(names, numbers, strict=True)))
+    return np.fromiter(made, dtype=object, count=len(made))
 
 
 class _GcPaused:
