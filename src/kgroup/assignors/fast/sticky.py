@@ -281,6 +281,9 @@ class _FastConstrained:
     """The fast constrained path shared by both assignors."""
 
     cooperative = False
+    #: below this many partitions the reference is already fast (milliseconds) and the kernels'
+    #: one-off compilation (seconds, then cached on disk) would not pay; 0 forces the fast path
+    fast_path_min_partitions = 5_000
     _max_generation: int
 
     def _member_claims(self, ordered: Sequence[Member], topics: _Topics) -> tuple[_Owned | None, int]:
@@ -302,7 +305,7 @@ class _FastConstrained:
         ordered = [by_id[i] for i in order]
         all_equal = _all_subscriptions_equal(ordered)
         topics = _assignable(members, request.topics)
-        if topics.total == 0:
+        if topics.total == 0 or topics.total < self.fast_path_min_partitions:
             return None
         owned, max_generation = self._member_claims(ordered, topics)
         if owned is None:
