@@ -8,19 +8,73 @@ filter it. Examples::
     python benchmarks/bench_assign.py --case uniform --assignor sticky --impl fast --impl kgroup
     python benchmarks/bench_assign.py --json > table.json
 
-Every argument is passed on to ``kgroup bench assign --all``.
+Every argument is passed on to ``kgroup bench assign --all``. One more mode merges saved JSON
+tables (from ``--json`` runs, one implementation each or several) into the Markdown table of
+``docs/performance.md``::
+
+    python benchmarks/bench_assign.py --markdown fast.json reference.json kafka-python.json
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
+from typing import Any
 
 from kgroup.cli import main
+
+_IMPLS = ("fast", "kgroup", "kafka-python")
 
 
 def run(argv: list[str]) -> None:
     main(["bench", "assign", "--all", *argv])
 
 
+def _cell(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "—"
+    if entry["status"] == "ok":
+        return f"{entry['median_ms']:.1f}"
+    if entry["status"] == "timeout":
+        return "timeout"
+    return entry["status"]
+
+
+def markdown(paths: list[str]) -> str:
+    """One Markdown table from saved ``--all --json`` outputs: per cell the best kgroup figure
+    (``fast`` when measured, else ``kgroup``), Java's, their ratio, peak RSS, the reference
+    (``kgroup``) and kafka-python."""
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for path in paths:
+        for row in json.loads(Path(path).read_text()):
+            key = (row["case"], row["assignor"], row["phase"])
+            merged = rows.setdefault(key, {"java_ms": row["java_ms"]})
+            for impl in _IMPLS:
+                if impl in row:
+                    merged[impl] = row[impl]
+    lines = [
+        "| case | assignor | phase | kgroup ms | Java ms | ratio | peak RSS MB | reference ms "
+        "| kafka-python ms |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for (case, assignor, phase), row in rows.items():
+        best = row.get("fast") or row.get("kgroup")
+        java = row["java_ms"]
+        ratio = "—"
+        if best is not None and best["status"] == "ok" and java:
+            ratio = f"{best['median_ms'] / java:.2f}"
+        rss = f"{best['peak_rss_mb']:.0f}" if best is not None and best.get("peak_rss_mb") else "—"
+        reference = _cell(row.get("kgroup")) if "fast" in row else "(same)"
+        lines.append(
+            f"| {case} | {assignor} | {phase} | {_cell(best)} | {java:g} | {ratio} | {rss} | "
+            f"{reference} | {_cell(row.get('kafka-python'))} |"
+        )
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
-    run(sys.argv[1:])
+    if sys.argv[1:2] == ["--markdown"]:
+        print(markdown(sys.argv[2:]))
+    else:
+        run(sys.argv[1:])
