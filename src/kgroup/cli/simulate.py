@@ -148,13 +148,16 @@ def _compare(
             }
         )
         return
+    from rich.console import Console
     from rich.table import Table
 
+    # the comparison is wide: never squeeze it into a narrow (or absent) terminal
+    wide = Console(highlight=False, width=max(console.width, 170))
     table = Table(title=f"{base.name}: strategies compared (means over {len(seeds)} seed(s))")
     for column in SUMMARY_COLUMNS:
         table.add_column(column, justify="left" if column == "variant" else "right")
     for row in summary:
         table.add_row(*(str(row[c]) for c in SUMMARY_COLUMNS))
-    console.print(table)
+    wide.print(table)
     for label, why in skipped_out:
-        console.print(f"not run: {label} — {why}")
+        wide.print(f"not run: {label} — {why}")

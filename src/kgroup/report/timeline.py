@@ -21,9 +21,12 @@ from typing import Any
 
 from kgroup.report.charts import figure_to_image
 from kgroup.report.html import Facts, Image, Paragraph, Report, Section, Table
+from kgroup.sim.compare import SUMMARY_COLUMNS
+from kgroup.sim.demo_stage import RebalanceStageData
 from kgroup.sim.result import SimResult
 
 __all__ = [
+    "RebalanceStageResult",
     "comparison_image",
     "comparison_sections",
     "lag_image",
@@ -58,7 +61,7 @@ def _time_unit(duration_ms: int) -> tuple[float, str]:
     return 1000.0, "time (s)"
 
 
-def timeline_image(result: SimResult) -> Image:
+def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image:
     """Each partition's owner over time, gaps and rebalances visible."""
     from matplotlib import colormaps
     from matplotlib.patches import Patch
@@ -93,7 +96,7 @@ def timeline_image(result: SimResult) -> Image:
         alt="partition owners over time",
         caption="Coloured: the consumer of the current generation owning the partition; pink: nobody "
         "(stop-the-world). Dashed red: a rebalance starts; dotted green: the group is Stable.",
-        element_id="sim-timeline",
+        element_id=element_id,
         fmt="png",
     )
 
@@ -223,3 +226,51 @@ def write_comparison_report(
     report.extend(comparison_sections("Strategies compared", summary, columns, skipped))
     report.attach("runs.json", json.dumps(list(rows), indent=2) + "\n")
     return report.write(out_dir)
+
+
+class RebalanceStageResult:
+    """The demo's rebalance stage as a ``kgroup.demo`` stage result (JSON, terminal lines, sections)."""
+
+    def __init__(self, data: RebalanceStageData) -> None:
+        self.data = data
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data.to_json()
+
+    def summary_lines(self) -> list[str]:
+        lines = [
+            f"rebalance simulations: {len(self.data.rows)} runs of {self.data.scenario.name} "
+            f"({len(self.data.summary)} variants × {len(self.data.seeds)} seeds)"
+        ]
+        best = min(self.data.summary, key=lambda r: r["unowned_partition_ms"], default=None)
+        worst = max(self.data.summary, key=lambda r: r["unowned_partition_ms"], default=None)
+        if best is not None and worst is not None:
+            lines.append(
+                f"least stop-the-world: {best['variant']} "
+                f"({best['unowned_partition_ms']:,.0f} partition-ms); "
+                f"most: {worst['variant']} ({worst['unowned_partition_ms']:,.0f})"
+            )
+        return lines
+
+    def report_sections(self) -> list[Section]:
+        data = self.data
+        sc = data.scenario
+        intro = Paragraph(
+            f"{len(sc.consumers)} consumers of {', '.join(f'{t} ({n} partitions)' for t, n in sc.topics)} "
+            "go through a rolling restart, a crash and a scale-out, simulated with kgroup's coordinator and "
+            f"members under every strategy and protocol Kafka can run, {len(data.seeds)} seed(s) each "
+            "(one Spark task per simulation). unowned_partition_ms is the stop-the-world cost: partition-"
+            "milliseconds with no owner in the current generation."
+        )
+        sections = comparison_sections("Rebalances compared", data.summary, SUMMARY_COLUMNS, data.skipped)
+        sections[0] = Section(sections[0].title, (intro, *sections[0].blocks), anchor="sim-rebalances")
+        for label, result in data.highlights:
+            slug = label.replace("/", "-")
+            sections.append(
+                Section(
+                    f"Timeline: {label}",
+                    (timeline_image(result, element_id=f"sim-timeline-{slug}"),),
+                    anchor=f"sim-timeline-{slug}",
+                )
+            )
+        return sections

@@ -52,10 +52,13 @@ from kgroup.member.events import (
 from kgroup.messages import (
     Envelope,
     JoinGroupRequest,
+    JoinGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     Request,
     Response,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, Member, TopicMetadata, TopicPartition, compress_partitions, jsonable
 from kgroup.sim.network import Network
@@ -96,7 +99,7 @@ class _Proc:
     incarnation: int = 0
     conn: str = ""
     deployed: bool = False
-    inflight: dict[int, Request] = field(default_factory=dict)
+    inflight: dict[int, int] = field(default_factory=dict)  # correlation id -> timeout deadline
     wake_at: int | None = None
     wake_version: int = 0
     claim: frozenset[int] = frozenset()
@@ -129,6 +132,9 @@ class Simulation:
         self.group_id = g.group_id
         self.workload = Workload(scenario.workload)
         self.workload_rng = random.Random(f"kgroup-sim:{seed}:workload")
+        net = scenario.network
+        # a round trip that can outlast a request timeout: arm every request's timeout up front
+        self.slow_network = 2 * (net.latency_ms + net.jitter_ms) >= min(g.request_timeout_ms, 30000)
         self.own = OwnershipTracker()
         self.topic_sizes: dict[str, int] = {}
         self.procs: list[_Proc] = []
@@ -321,11 +327,16 @@ class Simulation:
         now = self.now
         for out in requests:
             body = out.body
-            proc.inflight[out.correlation_id] = body
             timeout = self.sc.group.request_timeout_ms
             if isinstance(body, JoinGroupRequest):
                 timeout = max(timeout, body.rebalance_timeout_ms + _JOIN_TIMEOUT_LAPSE_MS)
-            self.q.push(now + timeout, _TIMEOUT, (proc.index, proc.incarnation, out.correlation_id))
+            proc.inflight[out.correlation_id] = now + timeout
+            # A JoinGroup or SyncGroup may be parked by the coordinator past its timeout, so its
+            # timeout is armed now; any other request is answered at once, and its timeout is armed
+            # only when the request or its answer is lost (fewer queue entries, same outcome).
+            parkable = self.slow_network or isinstance(body, (JoinGroupRequest, SyncGroupRequest))
+            if parkable:
+                self.q.push(now + timeout, _TIMEOUT, (proc.index, proc.incarnation, out.correlation_id))
             if isinstance(body, OffsetCommitRequest):
                 # The application polls continuously; the member's next auto-commit falls due one
                 # interval after this one was sent, so the loop is looked at then.
@@ -336,6 +347,15 @@ class Simulation:
             at = self.net.transit(proc.id, proc.conn, True, now)
             if at is not None:
                 self.q.push(at, _TO_COORD, (proc.index, proc.conn, out.correlation_id, body))
+            elif not parkable:
+                self._arm_timeout(proc, proc.incarnation, out.correlation_id)
+        # (a timeout armed twice fires once: the first firing removes the request from inflight)
+
+    def _arm_timeout(self, proc: _Proc, incarnation: int, correlation_id: int) -> None:
+        """The request or its answer was lost: the member hears of it when the request times out."""
+        deadline = proc.inflight.get(correlation_id)
+        if deadline is not None and proc.incarnation == incarnation:
+            self.q.push(deadline, _TIMEOUT, (proc.index, incarnation, correlation_id))
 
     def _poll(self, proc: _Proc) -> None:
         """The application calls poll() now if it is waiting in poll(), else when its batch is done."""
@@ -498,6 +518,8 @@ class Simulation:
             at = self.net.transit(proc.id, proc.conn, False, self.now)
             if at is not None:
                 self.q.push(at, _TO_MEMBER, (proc.index, owner[1], reply.correlation_id, body))
+            elif not self.slow_network and not isinstance(body, (JoinGroupResponse, SyncGroupResponse)):
+                self._arm_timeout(proc, owner[1], reply.correlation_id)
 
     def _committed(self, connection: str, correlation_id: int, response: OffsetCommitResponse) -> None:
         request = self.pending_commits.pop((connection, correlation_id), None)
@@ -563,7 +585,10 @@ class Simulation:
         index, conn, correlation_id, body = payload
         proc = self.procs[index]
         if self.net.is_cut(proc.id, self.now):
-            return  # it was in flight when the link went down
+            # it was in flight when the link went down
+            if not self.slow_network and not isinstance(body, (JoinGroupRequest, SyncGroupRequest)):
+                self._arm_timeout(proc, self.conn_owner[conn][1], correlation_id)
+            return
         if isinstance(body, OffsetCommitRequest):
             self.pending_commits[(conn, correlation_id)] = body
         envelope = Envelope(connection=conn, correlation_id=correlation_id, body=body, client_id=proc.id)
@@ -574,7 +599,11 @@ class Simulation:
         index, incarnation, correlation_id, body = payload
         proc = self.procs[index]
         member = proc.member
-        if member is None or proc.incarnation != incarnation or self.net.is_cut(proc.id, self.now):
+        if member is None or proc.incarnation != incarnation:
+            return
+        if self.net.is_cut(proc.id, self.now):
+            if not self.slow_network and not isinstance(body, (JoinGroupResponse, SyncGroupResponse)):
+                self._arm_timeout(proc, incarnation, correlation_id)
             return
         if proc.inflight.pop(correlation_id, None) is None:
             return  # it already timed out
