@@ -227,6 +227,20 @@ def _build_lists(out_start: np.ndarray, out_flat: np.ndarray, out_src: np.ndarra
         for m, (a, b) in enumerate(pairwise(bounds)):
             if a == b:
                 lists[m] = []
+    every: list[TopicPartition] | None = None
+    fresh_all = pending if owned.objects is None else pending & (out_src < 0)
+    if int(fresh_all.sum()) * 3 >= topics.total:
+        # most partitions are new: build every one once, topic by topic (in C); a member whose
+        # partitions are evenly spaced (what a round robin over new members gives) takes a
+        # strided slice of it, without touching each object more than once
+        every = _every_partition(topics)
+        for m, (a, b) in enumerate(pairwise(bounds)):
+            if b - a >= 2 and lists[m] is None and bool(fresh_all[a:b].all()):
+                steps = np.diff(out_flat[a:b])
+                step = int(steps[0])
+                if step > 0 and bool((steps == step).all()):
+                    lists[m] = every[int(out_flat[a]):int(out_flat[b - 1]) + 1:step]
+                    pending[a:b] = False
     if pending.any():
         column = np.empty(out_flat.size, dtype=object)
         fresh = pending
@@ -238,20 +252,25 @@ def _build_lists(out_start: np.ndarray, out_flat: np.ndarray, out_src: np.ndarra
                 column[kept] = claimed[out_src[kept]]
             fresh = pending & (out_src < 0)
         if fresh.any():
-            column[fresh] = _new_partitions(out_flat[fresh], topics)
+            column[fresh] = _new_partitions(out_flat[fresh], topics, every)
         for m in range(count):
             if lists[m] is None:
                 lists[m] = column[bounds[m]:bounds[m + 1]].tolist()
     return lists  # type: ignore[return-value]
 
 
-def _new_partitions(flat: np.ndarray, topics: _Topics) -> np.ndarray:
+def _every_partition(topics: _Topics) -> list[TopicPartition]:
+    """Every partition object, in flat order (one shared int object per partition number)."""
+    make = PartitionMaker()
+    return list(chain.from_iterable(
+        make(name, int(count)) for name, count in zip(topics.names, topics.counts, strict=True)))
+
+
+def _new_partitions(flat: np.ndarray, topics: _Topics, every: list[TopicPartition] | None) -> np.ndarray:
     """An object column of new partition objects for the flat numbers ``flat``."""
-    make = PartitionMaker()  # shares one int object per partition number across topics
-    if flat.size * 3 >= topics.total:
-        # most partitions: build every one, topic by topic (in C), then pick
-        every = list(chain.from_iterable(
-            make(name, int(count)) for name, count in zip(topics.names, topics.counts, strict=True)))
+    if every is None and flat.size * 3 >= topics.total:
+        every = _every_partition(topics)
+    if every is not None:
         picked: np.ndarray = np.fromiter(every, dtype=object, count=len(every))[flat]
         return picked
     ranks = np.searchsorted(topics.bases, flat, side="right") - 1
