@@ -337,6 +337,7 @@ class _GeneralBuilder:
             if not self._can_participate(consumer):
                 self.sorted_members.remove(consumer)
                 fixed[consumer] = self.current.pop(consumer)
+        self.version += 1  # the members taking part changed
 
         before = {c: list(p) for c, p in self.current.items()}
         owners_before = dict(self.partition_owner)
