@@ -255,3 +255,16 @@ def test_the_general_fast_path_runs_on_most_large_unequal_groups() -> None:
         for request in _large_group(100 + seed, assignor, equal=False)
     ]
     assert sum(runs) >= len(runs) // 2, runs
+
+
+def test_a_shared_subscription_listing_a_topic_twice_is_not_equal() -> None:
+    """Kafka compares list sizes with the first member's topic *set*: ("t", "t") twice is unequal,
+    even when both members share one tuple object."""
+    from kgroup.assignors.fast.sticky import _all_subscriptions_equal
+
+    twice = ("t", "t")
+    members = [Member("a", twice), Member("b", twice)]
+    assert not _all_subscriptions_equal(members)
+    request = AssignmentRequest(members, {"t": TopicMetadata("t", 6)})
+    for name in STICKY:
+        assert _run(FAST[name], request) == _run(REFERENCE[name], request)
