@@ -35,7 +35,9 @@ def assign_command(
     path: Annotated[
         Path | None,
         typer.Argument(
-            help="an assignment file (JSON); with --check also a folder of vectors", show_default=False
+            metavar="PATH",
+            help="an assignment file (JSON); with --check also a folder of vectors",
+            show_default=False,
         ),
     ] = None,
     assignor: Annotated[
@@ -53,7 +55,12 @@ def assign_command(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
 ) -> int:
-    """Assign partitions to a group's members with Kafka's assignors (exact to Kafka 4.0)."""
+    """Assign partitions to a group's members with Kafka's assignors (exact to Kafka 4.0).
+
+    Examples: 'kgroup assign group.json', 'kgroup assign --check tests/vectors',
+    'kgroup assign --compare group.json', 'kgroup assign --list'. The file format is
+    described in docs/assignors.md.
+    """
     modes = [
         name for name, on in (("--check", check), ("--compare", compare), ("--list", list_assignors)) if on
     ]
