@@ -109,3 +109,19 @@ def test_bench_help_lists_assign() -> None:
                             check=False)
     assert result.returncode == 0
     assert "assign" in result.stdout
+
+
+def test_register_calls_bench_simulate_when_it_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kgroup bench simulate`` plugs in through ``kgroup.cli.bench_simulate.register_bench``."""
+    import types
+
+    import typer
+
+    from kgroup.cli import bench
+
+    seen: list[typer.Typer] = []
+    fake = types.ModuleType("kgroup.cli.bench_simulate")
+    fake.register_bench = seen.append  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "kgroup.cli.bench_simulate", fake)
+    bench.register(typer.Typer())
+    assert seen == [bench.bench_app]
