@@ -213,3 +213,22 @@ def test_check_path_skips_non_assignor_files(tmp_path: Path) -> None:
     assert (report.exact, report.total, len(report.skipped)) == (1, 1, 2)
     with pytest.raises(KgroupError, match="no such file or folder"):
         check_path(tmp_path / "nope")
+
+
+class _FailingAssignor(Assignor):
+    name = "failing"
+
+    def assign(self, request: AssignmentRequest) -> Assignment:
+        raise KgroupError("members: cannot complete, as in Kafka")
+
+
+def test_an_expected_failure_counts_as_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(api._BUILTIN, "failing", _FailingAssignor)
+    members = [{"memberId": "c", "topics": ["t1"]}]
+    expected_error = _file(members, assignor="failing", expected={"error": "IllegalStateException: boom"})
+    assert check_vector(expected_error).exact
+    unexpected = check_vector(_file(members, assignor="failing", expected={"assignment": {"c": []}}))
+    assert not unexpected.exact
+    assert unexpected.error == "members: cannot complete, as in Kafka"
+    no_error = check_vector(_file(members, expected={"error": "IllegalStateException: boom"}))
+    assert not no_error.exact and no_error.error is not None and "expected the error" in no_error.error
