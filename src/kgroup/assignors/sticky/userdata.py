@@ -85,6 +85,7 @@ def _read_assignment(data: bytes) -> tuple[list[TopicPartition], int]:
             raise ValueError(f"array size {topics} is negative or exceeds the {size - pos} bytes left")
         partitions: list[TopicPartition] = []
         extend = partitions.extend
+        append = partitions.append
         for _ in range(topics):
             (length,) = _unpack_int16(data, pos)
             pos += 2
@@ -97,9 +98,11 @@ def _read_assignment(data: bytes) -> tuple[list[TopicPartition], int]:
             pos += 4
             if count < 0 or count > size - pos:
                 raise ValueError(f"array size {count} is negative or exceeds the {size - pos} bytes left")
-            numbers = struct.unpack_from(f">{count}i", data, pos)
+            if count == 1:  # the common case in large groups: one partition per topic entry
+                append(new_partition((topic, _unpack_int32(data, pos)[0])))
+            else:
+                extend([new_partition((topic, n)) for n in struct.unpack_from(f">{count}i", data, pos)])
             pos += 4 * count
-            extend([new_partition((topic, n)) for n in numbers])
     except struct.error as exc:
         raise ValueError(f"user data ends early ({size} bytes)") from exc
     return partitions, pos
