@@ -160,3 +160,13 @@ def test_legacy_roundrobin_is_balanced_over_threads(request: AssignmentRequest) 
     sizes = [len(ps) for ps in result.threads.values()]
     if sizes:
         assert max(sizes) - min(sizes) <= 1
+
+
+def test_equal_hash_codes_keep_topic_then_partition_order() -> None:
+    # "Aa" and "BB" have the same Java hash code, so "[Aa,0]" and "[BB,0]" tie; kgroup's documented
+    # tie order is topic (Java order), then partition
+    assert java_string_hash("[Aa,0]") == java_string_hash("[BB,0]")
+    topics = {"BB": TopicMetadata("BB", 1), "Aa": TopicMetadata("Aa", 1)}
+    members = [Member("c0", ("BB", "Aa")), Member("c1", ("Aa", "BB"))]
+    result = LegacyRoundRobinAssignor().assign(AssignmentRequest(members, topics))
+    assert _names(result) == {"c0": ["Aa-0"], "c1": ["BB-0"]}
