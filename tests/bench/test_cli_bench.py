@@ -125,3 +125,10 @@ def test_register_calls_bench_simulate_when_it_exists(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "kgroup.cli.bench_simulate", fake)
     bench.register(typer.Typer())
     assert seen == [bench.bench_app]
+
+
+def test_fast_column_reads_n_a_where_there_is_no_fast_implementation() -> None:
+    result = run("--all", "--case", "notimeout", "--assignor", "range", "--impl", "fast", "--json", *TINY)
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)
+    assert row["fast"]["status"] == "n/a"

@@ -29,6 +29,8 @@ class CellStatus(enum.Enum):
     TIMEOUT = "timeout"
     OUT_OF_MEMORY = "out of memory"
     ERROR = "error"
+    #: the implementation has no such assignor (e.g. ``--impl fast`` for range)
+    NOT_APPLICABLE = "n/a"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +97,12 @@ def run_cell(spec: CellSpec, timeout_s: float) -> CellResult:
     )
 
 
+def _fast_names() -> set[str]:
+    from kgroup.assignors.fast import FAST_ASSIGNORS
+
+    return set(FAST_ASSIGNORS)
+
+
 def cells(cases: Iterable[str] | None = None, assignors: Iterable[str] | None = None,
           phases: Iterable[str] | None = None) -> Iterator[tuple[str, str, str]]:
     """Every (case, assignor, phase) of the table that applies, in table order, filtered."""
@@ -149,7 +157,10 @@ def run_table(
         for impl in impls:
             spec = CellSpec(case=case, assignor=assignor, phase=phase, impl=impl, runs=runs, scale=scale,
                             memory_limit_mb=memory_limit_mb)
-            result = run_cell(spec, timeout_s)
+            if impl == "fast" and assignor not in _fast_names():
+                result = CellResult(spec, CellStatus.NOT_APPLICABLE, message="no fast implementation")
+            else:
+                result = run_cell(spec, timeout_s)
             row.results[impl] = result
             if on_result is not None:
                 on_result(result)
