@@ -59,13 +59,15 @@ def markdown(paths: list[str]) -> str:
         "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for (case, assignor, phase), row in rows.items():
-        best = row.get("fast") or row.get("kgroup")
+        fast = row.get("fast")
+        has_fast = fast is not None and fast["status"] != "n/a"
+        best = fast if has_fast else row.get("kgroup")
         java = row["java_ms"]
         ratio = "—"
         if best is not None and best["status"] == "ok" and java:
             ratio = f"{best['median_ms'] / java:.2f}"
         rss = f"{best['peak_rss_mb']:.0f}" if best is not None and best.get("peak_rss_mb") else "—"
-        reference = _cell(row.get("kgroup")) if "fast" in row else "(same)"
+        reference = _cell(row.get("kgroup")) if has_fast else "(same)"
         lines.append(
             f"| {case} | {assignor} | {phase} | {_cell(best)} | {java:g} | {ratio} | {rss} | "
             f"{reference} | {_cell(row.get('kafka-python'))} |"
