@@ -58,7 +58,13 @@ def markdown(paths: list[str]) -> str:
         "| kafka-python ms |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for (case, assignor, phase), row in rows.items():
+    from kgroup.bench.cases import ASSIGNORS, CASES
+
+    def table_order(key: tuple[str, str, str]) -> tuple[int, int, int]:
+        case, assignor, phase = key
+        return (list(CASES).index(case), list(ASSIGNORS).index(assignor), phase != "initial")
+
+    for (case, assignor, phase), row in sorted(rows.items(), key=lambda item: table_order(item[0])):
         fast = row.get("fast")
         has_fast = fast is not None and fast["status"] != "n/a"
         best = fast if has_fast else row.get("kgroup")
