@@ -37,7 +37,6 @@ from kgroup.group.records import (
     GroupStateChanged,
     MemberRemoved,
     MemberUpserted,
-    OffsetCommitted,
     StaticMemberReplaced,
 )
 from kgroup.group.states import GroupState
@@ -51,6 +50,7 @@ from kgroup.member.events import (
 )
 from kgroup.messages import (
     Envelope,
+    HeartbeatResponse,
     JoinGroupRequest,
     JoinGroupResponse,
     OffsetCommitRequest,
@@ -76,6 +76,10 @@ _SAMPLE, _START, _UNSTALL, _HEAL, _RESTART, _APP_POLL = 6, 7, 8, 9, 10, 11
 
 # Kafka's JoinGroup request timeout: the rebalance timeout plus this lapse (AbstractCoordinator)
 _JOIN_TIMEOUT_LAPSE_MS = 5000
+# the coordinator records the host follows
+_GROUP_RECORDS = frozenset(
+    {GroupStateChanged, GenerationStarted, MemberUpserted, MemberRemoved, StaticMemberReplaced, GroupDeleted}
+)
 _MAX_VIOLATIONS = 100
 _OWNERSHIP_KINDS = {
     "PartitionsAssigned": "assigned",
@@ -106,7 +110,8 @@ class _Proc:
     claim_current: bool = False
     claim_key: tuple[frozenset[TopicPartition], int, str] | None = None
     settled: bool = False
-    app_poll_at: int | None = None
+    app_poll_at: int | None = None  # the application's next poll() after its current batch
+    app_tick_at: int | None = None  # the loop's next periodic look (auto-commit, poll timer)
 
 
 @dataclass(slots=True)
@@ -202,7 +207,7 @@ class Simulation:
 
     def _sample_interval(self) -> int:
         given = self.sc.workload.sample_interval_ms
-        return given if given is not None else max(1000, self.sc.duration_ms // 600)
+        return given if given is not None else max(1000, self.sc.duration_ms // 300)
 
     # --- the loop -------------------------------------------------------------------------------------
 
@@ -297,9 +302,8 @@ class Simulation:
             proc.deployed = True
             self._resubscribe()
         self.running_count += 1
-        self.q.push(
-            self.now + self.sc.group.auto_commit_interval_ms, _APP_POLL, (proc.index, proc.incarnation)
-        )
+        proc.app_tick_at = None
+        self._schedule_tick(proc, self.now + self.sc.group.auto_commit_interval_ms)
         self._send(proc, proc.member.poll(self.now))
         self._after_member(proc)
 
@@ -341,9 +345,7 @@ class Simulation:
                 # The application polls continuously; the member's next auto-commit falls due one
                 # interval after this one was sent, so the loop is looked at then.
                 self.commits_sent += 1
-                self.q.push(
-                    now + self.sc.group.auto_commit_interval_ms, _APP_POLL, (proc.index, proc.incarnation)
-                )
+                self._schedule_tick(proc, now + self.sc.group.auto_commit_interval_ms)
             at = self.net.transit(proc.id, proc.conn, True, now)
             if at is not None:
                 self.q.push(at, _TO_COORD, (proc.index, proc.conn, out.correlation_id, body))
@@ -479,8 +481,8 @@ class Simulation:
         for record in result.records:
             # The coordinator's records say everything the host needs to follow the group: its
             # state, generation and members (no need to build a view after every request).
-            if isinstance(record, OffsetCommitted):
-                continue
+            if type(record) not in _GROUP_RECORDS:
+                continue  # offsets, timers, pending members …
             if isinstance(record, GroupStateChanged):
                 self._state_changed(record.state)
             elif isinstance(record, GenerationStarted):
@@ -607,9 +609,18 @@ class Simulation:
             return
         if proc.inflight.pop(correlation_id, None) is None:
             return  # it already timed out
-        self.workload.advance(proc.load, member, self.now)
+        # A successful heartbeat or commit changes neither what the member owns nor its positions:
+        # processing need not be brought up to date for it, nor the application loop woken.
+        routine = isinstance(body, OffsetCommitResponse) or (
+            isinstance(body, HeartbeatResponse) and body.error_code is ErrorCode.NONE
+        )
+        if not routine:
+            self.workload.advance(proc.load, member, self.now)
         self._send(proc, member.on_response(self.now, correlation_id, body))
-        self._poll(proc)
+        if routine:
+            self._poll_if_needed(proc)
+        else:
+            self._poll(proc)
         self._after_member(proc)
 
     def _on_timeout(self, payload: tuple[int, int, int]) -> None:
@@ -641,7 +652,7 @@ class Simulation:
         proc.wake_at = None
         self.workload.advance(proc.load, member, self.now)
         self._send(proc, member.background(self.now))
-        self._poll(proc)
+        self._poll_if_needed(proc)
         self._after_member(proc)
 
     def _on_app_poll(self, payload: tuple[int, int]) -> None:
@@ -650,9 +661,28 @@ class Simulation:
         member = proc.member
         if member is None or proc.incarnation != incarnation:
             return
+        if proc.app_tick_at == self.now:
+            # the loop's periodic look: the next one an auto-commit interval from now
+            self._schedule_tick(proc, self.now + self.sc.group.auto_commit_interval_ms, replace=True)
+        elif proc.app_poll_at != self.now:
+            return  # superseded
         self.workload.advance(proc.load, member, self.now)
         self._poll(proc)
         self._after_member(proc)
+
+    def _schedule_tick(self, proc: _Proc, at: int, *, replace: bool = False) -> None:
+        if replace or proc.app_tick_at is None or at < proc.app_tick_at:
+            proc.app_tick_at = at
+            self.q.push(at, _APP_POLL, (proc.index, proc.incarnation))
+
+    def _poll_if_needed(self, proc: _Proc) -> None:
+        """The application is inside poll() all the time, but a poll() matters only when the member
+        has something to do there (a rejoin, a rebalance in progress); auto-commits and the poll
+        timer are served by the loop's periodic look (:meth:`_on_app_poll`)."""
+        member = proc.member
+        if member is not None and (member.state is not MemberState.STABLE or member.rejoin_needed):
+            self.workload.advance(proc.load, member, self.now)
+            self._poll(proc)
 
     def _on_sample(self, _: None) -> None:
         self._sample(self.now)

@@ -87,7 +87,7 @@ class WorkloadSpec:
     consume_per_consumer_per_s: int = 2000
     auto_offset_reset: str = "latest"  # Kafka's default
     max_poll_records: int = 500  # Kafka's default: the records one poll() returns at most
-    sample_interval_ms: int | None = None  # None: max(1000, duration / 600)
+    sample_interval_ms: int | None = None  # None: max(1000, duration / 300)
 
 
 @dataclass(frozen=True, slots=True)
