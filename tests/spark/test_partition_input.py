@@ -139,8 +139,27 @@ def test_csv_folder_human_output(spark: Any, tmp_path: Path, capsys: pytest.Capt
     assert data["counts"]["5"]["hottest"] == expected_hottest(per_partition, all_keys, 5)
     assert data["moved"] == []
 
-    code, out, err = run_cli(capsys, "partition", "-p", "5", "--input", str(folder), "--key-column", "key")
+    out_dir = tmp_path / "by-partition"
+    code, out, err = run_cli(
+        capsys,
+        "partition",
+        "-p",
+        "5",
+        "--input",
+        str(folder),
+        "--key-column",
+        "key",
+        "--output",
+        str(out_dir),
+    )
     assert code == 0, err
+    # one count: the column is "partition" and the layout partition=<p>/
+    assert sorted(p.name for p in out_dir.iterdir() if p.is_dir()) == [
+        f"partition={p}" for p in range(5) if expected[p]
+    ]
+    written = spark.read.parquet(str(out_dir)).collect()
+    assert sorted(r["key"] for r in written) == sorted(all_keys)
+    assert all(r["partition"] == partition_for_key(r["key"], 5) for r in written)
     text = " ".join(out.split())  # rich wraps lines at the console width
     assert f"{len(all_keys):,} records" in text
     assert "5 partitions" in text and "max/mean" in text
