@@ -108,6 +108,19 @@ def _print_summary(result: Any) -> None:
         console.print(f"[red]violation[/red] {line}")
 
 
+# short headers for the terminal table (the JSON and the report keep the metric names)
+_SHORT = {
+    "unowned_partition_ms": "unowned_ms",
+    "double_owned_ms": "double_ms",
+    "zombie_owned_ms": "zombie_ms",
+    "moved_partitions": "moved",
+    "max_time_to_stable_ms": "to_stable_ms",
+    "max_lag_records": "max_lag",
+    "records_reprocessed": "reprocessed",
+    "invariant_violations": "violations",
+}
+
+
 def _compare(
     base: Any,
     membership: str | None,
@@ -155,7 +168,10 @@ def _compare(
     wide = Console(highlight=False, width=max(console.width, 170))
     table = Table(title=f"{base.name}: strategies compared (means over {len(seeds)} seed(s))")
     for column in SUMMARY_COLUMNS:
-        table.add_column(column, justify="left" if column == "variant" else "right")
+        if column == "variant":
+            table.add_column(column, no_wrap=True)
+        else:
+            table.add_column(_SHORT.get(column, column), justify="right")
     for row in summary:
         table.add_row(*(str(row[c]) for c in SUMMARY_COLUMNS))
     wide.print(table)

@@ -303,6 +303,7 @@ class Simulation:
             self._resubscribe()
         self.running_count += 1
         proc.app_tick_at = None
+        proc.app_poll_at = None
         self._schedule_tick(proc, self.now + self.sc.group.auto_commit_interval_ms)
         self._send(proc, proc.member.poll(self.now))
         self._after_member(proc)
