@@ -71,6 +71,8 @@ def test_demo_writes_a_report_consistent_with_its_json(
     assert (moved["from"], moved["to"]) == (12, 16)
     assert f"{moved['keys_moved_share']:.1%}" in page
     assert f"{moved['records_moved_share']:.1%}" in page
+    assert moved["uniform_keys_moved_share"] == 0.75  # 1 - min(12, 16) / lcm(12, 16)
+    assert "<td>75.0%</td>" in page
     assert "<dd>20,000</dd>" in page  # the record count among the facts
     # self-contained: nothing is fetched from elsewhere
     assert 'src="http' not in page and 'href="http' not in page and "<metadata>" not in page

@@ -120,3 +120,11 @@ def test_summary_figures() -> None:
     moved = MovedShare(6, 12, keys_moved=5, distinct_keys=10, records_moved=30, keyed_records=120)
     assert moved.keys_moved_share == 0.5 and moved.records_moved_share == 0.25
     assert moved.to_json()["from"] == 6 and moved.to_json()["to"] == 12
+
+
+@pytest.mark.parametrize(("a", "b"), [(6, 12), (12, 16), (12, 6), (5, 7), (1, 3), (10, 25)])
+def test_uniform_moved_share_counts_residues_over_one_period(a: int, b: int) -> None:
+    period = a * b  # a multiple of lcm(a, b): the pattern of h % a and h % b repeats within it
+    moved = sum(1 for h in range(period) if h % a != h % b) / period
+    share = MovedShare(a, b, 0, 1, 0, 1).uniform_keys_moved_share
+    assert share == pytest.approx(moved)

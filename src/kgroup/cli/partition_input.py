@@ -103,13 +103,16 @@ def print_partition_summary(summary: PartitionSummary, out: Console | None = Non
         table.add_column("from → to")
         table.add_column("keys moved", justify="right")
         table.add_column("records moved", justify="right")
+        table.add_column("uniform hash", justify="right")
         for m in summary.moved:
             table.add_row(
                 f"{m.from_count} → {m.to_count}",
                 f"{m.keys_moved:,} of {m.distinct_keys:,} ({m.keys_moved_share:.1%})",
                 f"{m.records_moved:,} of {m.keyed_records:,} ({m.records_moved_share:.1%})",
+                f"{m.uniform_keys_moved_share:.1%}",
             )
         out.print(table)
+        out.print("[dim]uniform hash: the share of keys expected to move if hashes were uniform[/dim]")
     if summary.output:
         out.print(f"\nrecords written to [bold]{summary.output}[/bold] (Parquet, partitioned by partition)")
 

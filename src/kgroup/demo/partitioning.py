@@ -197,6 +197,7 @@ def _moved_section(summary: PartitionSummary) -> Section:
             f"{m.from_count} → {m.to_count}",
             m.keys_moved,
             f"{m.keys_moved_share:.1%}",
+            f"{m.uniform_keys_moved_share:.1%}",
             m.records_moved,
             f"{m.records_moved_share:.1%}",
         )
@@ -208,10 +209,19 @@ def _moved_section(summary: PartitionSummary) -> Section:
             Paragraph(
                 "A key's partition is its hash modulo the partition count, so adding partitions moves "
                 "most keys: per-key ordering and any state kept per partition break across the change. "
-                "Only keyed records are counted; keyless records have no partition to keep."
+                "Only keyed records are counted; keyless records have no partition to keep. A key keeps "
+                "its partition only if hash % a == hash % b, which for uniformly spread hashes holds for "
+                "min(a, b) / lcm(a, b) of them — the expected share is 1 minus that."
             ),
             Table(
-                ("from → to", "keys moved", "share of keys", "records moved", "share of keyed records"),
+                (
+                    "from → to",
+                    "keys moved",
+                    "share of keys",
+                    "expected share (uniform hash)",
+                    "records moved",
+                    "share of keyed records",
+                ),
                 rows,
             ),
         ),

@@ -7,6 +7,7 @@ shape documented in ``docs/spark.md``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -102,6 +103,16 @@ class MovedShare:
     def records_moved_share(self) -> float:
         return self.records_moved / self.keyed_records if self.keyed_records else 0.0
 
+    @property
+    def uniform_keys_moved_share(self) -> float:
+        """The share of keys expected to move if hashes were uniform: ``1 - min(a, b) / lcm(a, b)``.
+
+        A hash ``h`` keeps its partition iff ``h % a == h % b``; over one period ``lcm(a, b)`` that
+        holds for exactly one ``h`` per common remainder ``0 .. min(a, b) - 1``.
+        """
+        a, b = self.from_count, self.to_count
+        return 1.0 - min(a, b) / math.lcm(a, b)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "from": self.from_count,
@@ -109,6 +120,7 @@ class MovedShare:
             "keys_moved": self.keys_moved,
             "distinct_keys": self.distinct_keys,
             "keys_moved_share": self.keys_moved_share,
+            "uniform_keys_moved_share": self.uniform_keys_moved_share,
             "records_moved": self.records_moved,
             "keyed_records": self.keyed_records,
             "records_moved_share": self.records_moved_share,
