@@ -165,6 +165,16 @@ EVENT = st.one_of(
     st.fixed_dictionaries(
         {"kind": st.just("add_partitions"), "topic": st.just("a"), "count": st.integers(1, 3)}
     ),
+    st.fixed_dictionaries(
+        {
+            "kind": st.just("subscribe"),
+            "consumer": st.sampled_from(["c0", "c1", "c2"]),
+            "topics": st.just(["a"]),
+        }
+    ),
+    st.fixed_dictionaries(
+        {"kind": st.just("scale"), "count": st.sampled_from([1, 2, -1]), "topics": st.just(["a", "b"])}
+    ),
 )
 
 
