@@ -409,6 +409,8 @@ class Simulation:
             parts = sorted(ev.partitions)
             generation = ev.generation
             if kind == "assigned":
+                # Kafka restarts the auto-commit timer when a join completes: look again then
+                self._schedule_tick(proc, self.now + self.sc.group.auto_commit_interval_ms)
                 for tp in parts:
                     previous = self.last_owner.get(tp)
                     if previous is not None and previous != proc.id:
