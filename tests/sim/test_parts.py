@@ -97,6 +97,8 @@ def test_workload_catches_up_stalls_and_counts_reprocessing() -> None:
     assert other.pos[a] == 150
     assert w.records_reprocessed == 75
     w.on_commit(a, 150)
+    assert w.lag([0, 1], 3000) == (150, 150, 300 - 150 + 300 - 75)  # b has nothing committed
+    w.on_commit(b, 0)
     assert w.lag([0, 1], 3000) == (150 + 300, 300, 300 - 150 + 300 - 75)
 
 

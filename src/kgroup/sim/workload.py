@@ -98,17 +98,21 @@ class Workload:
 
     def lag(self, subscribed: Iterable[int], now_ms: int) -> tuple[int, int, int]:
         """Over ``subscribed`` partitions: (total log end - committed, the largest single such lag,
-        total log end - furthest processed offset). Nothing committed counts from offset 0."""
+        total log end - furthest processed offset). A partition with nothing committed has no
+        committed lag (Kafka's ``kafka-consumer-groups`` shows ``-``); its records still count as
+        unprocessed."""
         rate = self.produce_rate
         created, committed, high = self.created_ms, self.committed, self.high_water
         total = largest = unprocessed = 0
         for i in subscribed:
             end = (rate * (now_ms - created[i])) // 1000
-            lag = end - (committed[i] if committed[i] > 0 else 0)
+            unprocessed += end - high[i]
+            if committed[i] < 0:
+                continue
+            lag = end - committed[i]
             total += lag
             if lag > largest:
                 largest = lag
-            unprocessed += end - high[i]
         return total, largest, unprocessed
 
     # --- processing ----------------------------------------------------------------------------------
