@@ -125,7 +125,9 @@ def test_fast_equals_reference_on_unequal_subscriptions(assignor: str, request: 
     assert _run(FAST[assignor], request) == _run(REFERENCE[assignor], request)
 
 
-def _large_group(seed: int, assignor: str, equal: bool = True) -> tuple[AssignmentRequest, AssignmentRequest]:
+def _large_group(
+    seed: int, assignor: str, equal: bool = True, own_lists: bool = False
+) -> tuple[AssignmentRequest, AssignmentRequest]:
     """A seeded large group (hundreds of members, thousands of partitions) and its next rebalance:
     members leave and join, some lose or gain partitions, some report an older generation. With
     ``equal`` false, members subscribe to one of a few different topic lists (the general path)."""
@@ -154,7 +156,10 @@ def _large_group(seed: int, assignor: str, equal: bool = True) -> tuple[Assignme
 
     def member(mid: str) -> Member:
         rack = rng.choice(rack_names) if member_racks and rng.random() < 0.9 else None
-        return Member(mid, rng.choice(patterns), rack_id=rack)
+        topics_list = rng.choice(patterns)
+        if own_lists:  # an equal but separate tuple per member (no sharing by identity)
+            topics_list = tuple(list(topics_list))
+        return Member(mid, topics_list, rack_id=rack)
 
     first = AssignmentRequest([member(m) for m in ids], topics, prefer_rack_aware_logic=rng.random() < 0.5)
     initial = REFERENCE[assignor]().assign(first)
@@ -244,6 +249,26 @@ def test_small_groups_use_the_reference_unless_asked() -> None:
     request = AssignmentRequest([Member("a", ("t",)), Member("b", ("t",))], topics)
     assert create_fast_assignor("sticky")._fast_assign(request) is None  # type: ignore[attr-defined]
     assert FAST["sticky"]()._fast_assign(request) is not None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignor", STICKY)
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_equals_reference_with_one_heap_for_many_member_groups(assignor: str, seed: int) -> None:
+    """Every member with its own subscription list object: too many groups, one shared heap."""
+    from kgroup.assignors.fast.sticky import _member_groups, _racks
+
+    for request in _large_group(200 + seed, assignor, equal=False, own_lists=True):
+        ordered = list(request.members)
+        racks = _racks(ordered, _topics_of(request), request.prefer_rack_aware_logic)
+        assert racks is not None and _member_groups(ordered, racks)[1] == 0
+        assert _run(FAST[assignor], request) == _run(REFERENCE[assignor], request)
+
+
+def _topics_of(request: AssignmentRequest) -> Any:
+    from kgroup.assignors.fast.sticky import _assignable
+
+    return _assignable(request.members, request.topics)
 
 
 @pytest.mark.slow

@@ -78,6 +78,119 @@ def _push(heap: np.ndarray, n: int, key: Any) -> int:
 
 
 @numba.njit(cache=True)
+def _rack_ok(rack_pass: bool, rack: Any, mask: Any) -> bool:
+    """Java's ``!racksMismatch`` in the rack-matching pass (a member without a rack always matches)."""
+    if not rack_pass or rack < 0:
+        return True
+    return bool((mask >> np.uint64(rack)) & np.uint64(1) != 0)
+
+
+@numba.njit(cache=True)
+def _greedy_one_heap(unassigned: np.ndarray, topic_of: np.ndarray, subscribed: np.ndarray, rack_aware: bool,
+                     member_rack: np.ndarray, partition_mask: np.ndarray, id_rank: np.ndarray,
+                     by_rank: np.ndarray, owner: np.ndarray, size: np.ndarray) -> Any:
+    """One heap of every member; members that do not qualify are popped and pushed back."""
+    C = size.shape[0]
+    heap = np.empty(C, np.int64)
+    n_heap = 0
+    for m in range(C):
+        n_heap = _push(heap, n_heap, size[m] * C + id_rank[m])
+    skipped = np.empty(C, np.int64)
+    passes = 2 if rack_aware else 1
+    todo = unassigned
+    for pass_no in range(passes):
+        rack_pass = rack_aware and pass_no == 0
+        left = np.empty(todo.shape[0], np.int64)
+        n_left = 0
+        for j in range(todo.shape[0]):
+            p = todo[j]
+            t = topic_of[p]
+            n_skipped = 0
+            chosen = -1
+            while n_heap > 0:
+                key, n_heap = _pop(heap, n_heap)
+                m = by_rank[key % C]
+                if subscribed[m, t] and _rack_ok(rack_pass, member_rack[m] if rack_aware else -1,
+                                                 partition_mask[p] if rack_aware else np.uint64(0)):
+                    chosen = m
+                    break
+                skipped[n_skipped] = key
+                n_skipped += 1
+            for s in range(n_skipped):
+                n_heap = _push(heap, n_heap, skipped[s])
+            if chosen < 0:
+                left[n_left] = p
+                n_left += 1
+                continue
+            owner[p] = chosen
+            size[chosen] += 1
+            n_heap = _push(heap, n_heap, size[chosen] * C + id_rank[chosen])
+        todo = left[:n_left]
+    return todo
+
+
+@numba.njit(cache=True)
+def _greedy_grouped(unassigned: np.ndarray, topic_of: np.ndarray, subscribed: np.ndarray, rack_aware: bool,
+                    member_rack: np.ndarray, partition_mask: np.ndarray, group_of: np.ndarray,
+                    group_count: int, id_rank: np.ndarray, by_rank: np.ndarray, owner: np.ndarray,
+                    size: np.ndarray) -> Any:
+    """One heap per group of alike members (same subscription, same rack): the first qualifying
+    member overall is the smallest top among the qualifying groups, so nobody is skipped over."""
+    C = size.shape[0]
+    G = group_count
+    start = np.zeros(G + 1, np.int64)
+    for m in range(C):
+        start[group_of[m] + 1] += 1
+    for g in range(G):
+        start[g + 1] += start[g]
+    representative = np.full(G, -1, np.int64)
+    for m in range(C):
+        if representative[group_of[m]] < 0:
+            representative[group_of[m]] = m
+    heaps = np.empty(C, np.int64)
+    n = np.zeros(G, np.int64)
+    for m in range(C):
+        g = group_of[m]
+        n[g] = _push(heaps[start[g]:start[g + 1]], n[g], size[m] * C + id_rank[m])
+    passes = 2 if rack_aware else 1
+    todo = unassigned
+    for pass_no in range(passes):
+        rack_pass = rack_aware and pass_no == 0
+        left = np.empty(todo.shape[0], np.int64)
+        n_left = 0
+        for j in range(todo.shape[0]):
+            p = todo[j]
+            t = topic_of[p]
+            best = -1
+            best_key = 0
+            for g in range(G):
+                if n[g] == 0:
+                    continue
+                r = representative[g]
+                if not subscribed[r, t]:
+                    continue
+                if not _rack_ok(rack_pass, member_rack[r] if rack_aware else -1,
+                                partition_mask[p] if rack_aware else np.uint64(0)):
+                    continue
+                key = heaps[start[g]]
+                if best < 0 or key < best_key:
+                    best = g
+                    best_key = key
+            if best < 0:
+                left[n_left] = p
+                n_left += 1
+                continue
+            heap = heaps[start[best]:start[best + 1]]
+            key, n[best] = _pop(heap, n[best])
+            m = by_rank[key % C]
+            owner[p] = m
+            size[m] += 1
+            n[best] = _push(heap, n[best], size[m] * C + id_rank[m])
+        todo = left[:n_left]
+    return todo
+
+
+@numba.njit(cache=True)
 def general_kernel(
     bases: np.ndarray,          # int64[T]: flat number of partition 0 of each topic (Java topic order)
     counts: np.ndarray,         # int64[T]
@@ -92,6 +205,8 @@ def general_kernel(
     partition_mask: np.ndarray,  # uint64[P] (read only when rack_aware)
     raw_owner: np.ndarray,      # int64[P]: the member whose subscription claims the partition, or -1
     cooperative: bool,
+    group_of: np.ndarray,       # int64[C]: members with the same subscription (and rack) share a group
+    group_count: int,           # number of groups; 0: one heap for everyone
 ) -> Any:
     """Returns (status, out_start, out_flat, out_src) as the constrained kernel does."""
     T = counts.shape[0]
@@ -152,43 +267,12 @@ def general_kernel(
     by_rank = np.empty(C, np.int64)
     for m in range(C):
         by_rank[id_rank[m]] = m
-    heap = np.empty(C, np.int64)
-    n_heap = 0
-    for m in range(C):
-        n_heap = _push(heap, n_heap, size[m] * C + id_rank[m])
-    skipped = np.empty(C, np.int64)
-    passes = 2 if rack_aware else 1
-    todo = unassigned
-    for pass_no in range(passes):
-        rack_pass = rack_aware and pass_no == 0
-        left = np.empty(todo.shape[0], np.int64)
-        n_left = 0
-        for j in range(todo.shape[0]):
-            p = todo[j]
-            t = topic_of[p]
-            n_skipped = 0
-            chosen = -1
-            while n_heap > 0:
-                key, n_heap = _pop(heap, n_heap)
-                m = by_rank[key % C]
-                ok = subscribed[m, t]
-                if ok and rack_pass and member_rack[m] >= 0:
-                    ok = (partition_mask[p] >> np.uint64(member_rack[m])) & np.uint64(1) != 0
-                if ok:
-                    chosen = m
-                    break
-                skipped[n_skipped] = key
-                n_skipped += 1
-            for s in range(n_skipped):
-                n_heap = _push(heap, n_heap, skipped[s])
-            if chosen < 0:
-                left[n_left] = p
-                n_left += 1
-                continue
-            owner[p] = chosen
-            size[chosen] += 1
-            n_heap = _push(heap, n_heap, size[chosen] * C + id_rank[chosen])
-        todo = left[:n_left]
+    if group_count > 0:
+        todo = _greedy_grouped(unassigned, topic_of, subscribed, rack_aware, member_rack, partition_mask,
+                               group_of, group_count, id_rank, by_rank, owner, size)
+    else:
+        todo = _greedy_one_heap(unassigned, topic_of, subscribed, rack_aware, member_rack, partition_mask,
+                                id_rank, by_rank, owner, size)
     if todo.shape[0] > 0:
         return UNASSIGNED_LEFT, owned_start, owned_idx, owned_idx
 

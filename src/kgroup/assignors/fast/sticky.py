@@ -359,9 +359,11 @@ class _FastConstrained:
             raw_owner = np.full(topics.total, -1, dtype=np.int64)
             if self.cooperative:
                 raw_owner[owned.flat] = np.repeat(np.arange(len(order), dtype=np.int64), np.diff(owned.start))
+            group_of, group_count = _member_groups(ordered, racks)
             status, out_start, out_flat, out_src = general_kernel(
                 topics.bases, topics.counts, topic_of, general_order, subscribed, owned.start, owned.flat,
-                id_rank, racks.aware, racks.member_rack, racks.partition_mask, raw_owner, self.cooperative)
+                id_rank, racks.aware, racks.member_rack, racks.partition_mask, raw_owner, self.cooperative,
+                group_of, group_count)
         if status != OK:
             return None  # Kafka throws, or rebalances by moving partitions: the reference does it
         # only now, as the reference does on success, carry the generation over
@@ -369,6 +371,22 @@ class _FastConstrained:
         lists = _build_lists(out_start, out_flat, out_src, owned, topics)
         position = {member_id: i for i, member_id in enumerate(order)}
         return {m.member_id: lists[position[m.member_id]] for m in members}
+
+
+#: above this many groups of alike members, one heap for everyone is cheaper than a scan of groups
+_MAX_GROUPS = 32
+
+
+def _member_groups(ordered: Sequence[Member], racks: _Racks) -> tuple[np.ndarray, int]:
+    """Group members by (subscription list object, rack when rack-aware); ``(…, 0)`` when too many."""
+    index: dict[tuple[int, int], int] = {}
+    group_of = np.empty(len(ordered), dtype=np.int64)
+    for i, member in enumerate(ordered):
+        rack = int(racks.member_rack[i]) if racks.aware else -1
+        group_of[i] = index.setdefault((id(member.topics), rack), len(index))
+        if len(index) > _MAX_GROUPS:
+            return group_of, 0
+    return group_of, len(index)
 
 
 def _subscription_matrix(ordered: Sequence[Member], topics: _Topics) -> np.ndarray | None:
