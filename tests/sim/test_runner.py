@@ -226,3 +226,27 @@ def test_invariant_checks_catch_a_broken_assignor() -> None:
     texts = " | ".join(m["invariant_violations"])
     assert "is assigned 3 times" in texts  # kgroup.assignors.invariants on the Stable assignment
     assert "owned by c0 and c1" in texts  # the per-step ownership check
+
+
+def test_time_to_stable_for_overlapping_events() -> None:
+    """A crash during a long rolling restart: both settle, each measured from its own start."""
+    scenario = parse_scenario(
+        small(
+            duration_ms=300_000,
+            consumers=[{"count": 4, "prefix": "c", "topics": ["a", "b"]}],
+            events=[
+                {
+                    "at_ms": 30_000,
+                    "kind": "rolling_restart",
+                    "consumers": ["c0", "c1", "c2"],
+                    "gap_ms": 30_000,
+                },
+                {"at_ms": 40_000, "kind": "crash", "consumer": "c3"},
+            ],
+        )
+    )
+    times = simulate(scenario).metrics["time_to_stable_ms"]
+    assert len(times) == 2 and None not in times
+    rolling, crash = times
+    assert rolling >= 60_000  # not before its last restart at 90 s
+    assert 40_000 <= crash <= 60_000  # about a session timeout after the crash

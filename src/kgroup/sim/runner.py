@@ -163,6 +163,7 @@ class Simulation:
         self.moved = 0
         self.last_owner: dict[TopicPartition, str] = {}
         self.disturbances: list[_Disturbance] = []
+        self.open_disturbances: list[_Disturbance] = []  # not settled yet
         self.lag: list[LagSample] = []
         self.max_lag = 0
         self.max_partition_lag = 0
@@ -800,7 +801,9 @@ class Simulation:
             self.net.cut(proc.id, now + ev.duration_ms)
             self.q.push(now + ev.duration_ms, _HEAL, proc.index)
             ready = now + ev.duration_ms
-        self.disturbances.append(_Disturbance(start_ms=now, ready_ms=ready))
+        disturbance = _Disturbance(start_ms=now, ready_ms=ready)
+        self.disturbances.append(disturbance)
+        self.open_disturbances.append(disturbance)
 
     def _proc(self, name: str | None) -> _Proc:
         assert name is not None  # validated by the scenario parser
@@ -847,13 +850,12 @@ class Simulation:
                 tp = self.workload.partitions[p]
                 self._violation(f"{tp} owned by {' and '.join(owners)} in generation {self.g_generation}")
         self._in_double = own.n_double > 0
-        if not self.disturbances or self.disturbances[-1].resolved_ms is not None:
+        if not self.open_disturbances or not self._is_settled():
             return
-        if not self._is_settled():
-            return
-        for d in self.disturbances:
-            if d.resolved_ms is None and d.ready_ms <= self.now:
+        for d in self.open_disturbances[:]:
+            if d.ready_ms <= self.now:
                 d.resolved_ms = self.now
+                self.open_disturbances.remove(d)
 
     def _is_settled(self) -> bool:
         if self.pending_starts:
