@@ -654,7 +654,11 @@ class Simulation:
         if member is None or proc.incarnation != incarnation or proc.wake_version != version:
             return
         proc.wake_at = None
-        self.workload.advance(proc.load, member, self.now)
+        # A STABLE member with nothing in flight cannot lose partitions in its heartbeat thread (a
+        # session or poll timeout there only sends or resets); otherwise bring processing up to date
+        # first, so that what it owned until now is processed with the assignment it had.
+        if member.state is not MemberState.STABLE or member.rejoin_needed or proc.inflight:
+            self.workload.advance(proc.load, member, self.now)
         self._send(proc, member.background(self.now))
         self._poll_if_needed(proc)
         self._after_member(proc)
