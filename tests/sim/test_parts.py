@@ -129,3 +129,9 @@ def test_ownership_clocks() -> None:
     assert own.zombie_ms == 1000 and own.unowned_ms == 1500
     own.close(2000)
     assert (2, "y", 1000, 1500) in own.intervals and (0, "x", 0, 2000) in own.intervals
+
+
+def test_a_consumer_may_have_its_own_link() -> None:
+    net = Network(NetworkSpec(latency_ms=1), random.Random(0), {"far": NetworkSpec(latency_ms=80, loss=0.0)})
+    assert net.transit("near", "near#1", True, 0) == 1
+    assert net.transit("far", "far#1", True, 0) == 80

@@ -67,6 +67,17 @@ def test_defaults_are_kafkas() -> None:
     assert sc.workload.auto_offset_reset == "latest"
 
 
+def test_per_consumer_network_round_trips() -> None:
+    data = base()
+    data["consumers"] = [{"id": "a", "topics": ["t"], "network": {"latency_ms": 40, "loss": 0.1}}]
+    sc = parse_scenario(data)
+    assert sc.consumers[0].network is not None and sc.consumers[0].network.latency_ms == 40
+    assert parse_scenario(sc.to_data()) == sc
+    data["consumers"] = [{"id": "a", "topics": ["t"], "network": {"loss": 3}}]
+    with pytest.raises(KgroupError, match=r"^consumers\[0\]\.network\.loss: is 3; give a probability"):
+        parse_scenario(data)
+
+
 def test_events_are_sorted_by_time_stably() -> None:
     data = base()
     data["events"] = [

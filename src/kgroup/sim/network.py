@@ -1,5 +1,7 @@
 """The network between the consumers and the coordinator: latency, jitter, loss and cuts.
 
+Every consumer's link has the scenario's latency, jitter and loss unless the consumer has its own.
+
 Each connection is a pair of FIFO pipes (TCP keeps order): a message is delivered after the
 latency plus a uniform jitter, never before the message sent ahead of it on the same pipe. A
 message is lost with probability ``loss`` (each direction independently), and every message to or
@@ -17,12 +19,13 @@ __all__ = ["Network"]
 
 
 class Network:
-    __slots__ = ("_cut_until", "_last_delivery", "_rng", "jitter_ms", "latency_ms", "loss")
+    __slots__ = ("_cut_until", "_last_delivery", "_links", "_rng", "default")
 
-    def __init__(self, spec: NetworkSpec, rng: random.Random) -> None:
-        self.latency_ms = spec.latency_ms
-        self.jitter_ms = spec.jitter_ms
-        self.loss = spec.loss
+    def __init__(
+        self, spec: NetworkSpec, rng: random.Random, links: dict[str, NetworkSpec] | None = None
+    ) -> None:
+        self.default = spec
+        self._links = dict(links or {})  # consumer -> its own link (latency, jitter, loss)
         self._rng = rng
         self._cut_until: dict[str, int] = {}
         self._last_delivery: dict[tuple[str, bool], int] = {}
@@ -38,12 +41,13 @@ class Network:
         """When a message sent now arrives, or ``None`` if it is lost or the link is cut."""
         if self._cut_until.get(consumer, -1) > now_ms:
             return None
+        spec = self._links.get(consumer, self.default)
         # Draw in a fixed order (loss, then jitter) so the random stream does not depend on outcomes.
-        if self.loss > 0.0 and self._rng.random() < self.loss:
+        if spec.loss > 0.0 and self._rng.random() < spec.loss:
             return None
-        delay = self.latency_ms
-        if self.jitter_ms:
-            delay += self._rng.randint(0, self.jitter_ms)
+        delay = spec.latency_ms
+        if spec.jitter_ms:
+            delay += self._rng.randint(0, spec.jitter_ms)
         pipe = (connection, to_coordinator)
         at = max(now_ms + delay, self._last_delivery.get(pipe, 0))
         self._last_delivery[pipe] = at

@@ -129,7 +129,11 @@ class Simulation:
         g = scenario.group
         seed = scenario.seed
         self.q = EventQueue()
-        self.net = Network(scenario.network, random.Random(f"kgroup-sim:{seed}:network"))
+        self.net = Network(
+            scenario.network,
+            random.Random(f"kgroup-sim:{seed}:network"),
+            {c.id: c.network for c in scenario.consumers if c.network is not None},
+        )
         self.coord = GroupCoordinator(
             CoordinatorConfig(group_initial_rebalance_delay_ms=g.initial_rebalance_delay_ms),
             rng=random.Random(f"kgroup-sim:{seed}:coordinator"),
@@ -137,9 +141,10 @@ class Simulation:
         self.group_id = g.group_id
         self.workload = Workload(scenario.workload)
         self.workload_rng = random.Random(f"kgroup-sim:{seed}:workload")
-        net = scenario.network
         # a round trip that can outlast a request timeout: arm every request's timeout up front
-        self.slow_network = 2 * (net.latency_ms + net.jitter_ms) >= min(g.request_timeout_ms, 30000)
+        links = [scenario.network, *(c.network for c in scenario.consumers if c.network is not None)]
+        worst = max(n.latency_ms + n.jitter_ms for n in links)
+        self.slow_network = 2 * worst >= min(g.request_timeout_ms, 30000)
         self.own = OwnershipTracker()
         self.topic_sizes: dict[str, int] = {}
         self.procs: list[_Proc] = []

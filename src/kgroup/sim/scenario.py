@@ -63,6 +63,13 @@ class GroupSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class NetworkSpec:
+    latency_ms: int = 1
+    jitter_ms: int = 0
+    loss: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerSpec:
     """One consumer process. ``id`` names it in every output, across restarts."""
 
@@ -72,13 +79,7 @@ class ConsumerSpec:
     rack: str | None = None
     assignors: tuple[str, ...] | None = None  # None: the group's list
     autostart: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class NetworkSpec:
-    latency_ms: int = 1
-    jitter_ms: int = 0
-    loss: float = 0.0
+    network: NetworkSpec | None = None  # this consumer's link; None: the scenario's network
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +143,9 @@ def _plain(obj: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
-        if value is not None:
+        if isinstance(value, NetworkSpec):
+            out[f.name] = _plain(value)
+        elif value is not None:
             out[f.name] = list(value) if isinstance(value, tuple) else value
     return out
 
@@ -266,7 +269,7 @@ def _group(value: Any) -> GroupSpec:
     return spec
 
 
-_CONSUMER_FIELDS = ("id", "count", "prefix", "topics", "static", "rack", "assignors", "autostart")
+_CONSUMER_FIELDS = ("id", "count", "prefix", "topics", "static", "rack", "assignors", "autostart", "network")
 
 
 def _consumers(value: Any, topics: Mapping[str, int]) -> tuple[ConsumerSpec, ...]:
@@ -288,6 +291,8 @@ def _consumers(value: Any, topics: Mapping[str, int]) -> tuple[ConsumerSpec, ...
             common["assignors"] = _assignor_list(data["assignors"], f"{field}.assignors")
         if "autostart" in data:
             common["autostart"] = _bool(data["autostart"], f"{field}.autostart")
+        if "network" in data:
+            common["network"] = _network(data["network"], f"{field}.network")
         if ("id" in data) == ("count" in data):
             raise _fail(
                 field, "needs exactly one of 'id' or 'count'", "give id: NAME, or count: N with prefix"
@@ -308,18 +313,18 @@ def _consumers(value: Any, topics: Mapping[str, int]) -> tuple[ConsumerSpec, ...
     return tuple(out)
 
 
-def _network(value: Any) -> NetworkSpec:
-    data = _mapping(value, "network", ("latency_ms", "jitter_ms", "loss"))
+def _network(value: Any, field: str = "network") -> NetworkSpec:
+    data = _mapping(value, field, ("latency_ms", "jitter_ms", "loss"))
     kw: dict[str, Any] = {}
     if "latency_ms" in data:
-        kw["latency_ms"] = _int(data["latency_ms"], "network.latency_ms", 0, 600_000)
+        kw["latency_ms"] = _int(data["latency_ms"], f"{field}.latency_ms", 0, 600_000)
     if "jitter_ms" in data:
-        kw["jitter_ms"] = _int(data["jitter_ms"], "network.jitter_ms", 0, 600_000)
+        kw["jitter_ms"] = _int(data["jitter_ms"], f"{field}.jitter_ms", 0, 600_000)
     if "loss" in data:
         loss = data["loss"]
         if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not 0.0 <= loss < 1.0:
             raise _fail(
-                "network.loss", f"is {_show(loss)}", "give a probability from 0.0 up to (not incl.) 1.0"
+                f"{field}.loss", f"is {_show(loss)}", "give a probability from 0.0 up to (not incl.) 1.0"
             )
         kw["loss"] = float(loss)
     return NetworkSpec(**kw)
