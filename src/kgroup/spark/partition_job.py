@@ -10,7 +10,7 @@ that table. Only those small answers reach the driver.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -326,11 +326,7 @@ def run_partition_job(spark: Any, job: PartitionJob, progress: Progress | None =
     finally:
         if output is not None:
             partitioned.unpersist()
-    return PartitionSummary(**{**_fields(summary), "output": str(output) if output is not None else None})
-
-
-def _fields(summary: PartitionSummary) -> dict[str, Any]:
-    return {name: getattr(summary, name) for name in PartitionSummary.__dataclass_fields__}
+    return replace(summary, output=str(output) if output is not None else None)
 
 
 def _spark_errors_as_input_errors(action: Any, path: Path, fmt: str) -> PartitionSummary:
