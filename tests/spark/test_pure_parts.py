@@ -128,3 +128,20 @@ def test_uniform_moved_share_counts_residues_over_one_period(a: int, b: int) -> 
     moved = sum(1 for h in range(period) if h % a != h % b) / period
     share = MovedShare(a, b, 0, 1, 0, 1).uniform_keys_moved_share
     assert share == pytest.approx(moved)
+
+
+def test_importing_the_packages_loads_no_heavy_modules() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, kgroup.spark, kgroup.spark.partition_job, kgroup.spark.events, kgroup.demo, "
+        "kgroup.demo.partitioning, kgroup.report, kgroup.cli.demo, kgroup.cli.partition_input\n"
+        "heavy = sorted(m for m in ('pyspark', 'matplotlib', 'numba', 'pyarrow') if m in sys.modules)\n"
+        "print(','.join(heavy))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
