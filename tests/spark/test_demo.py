@@ -134,6 +134,8 @@ def test_a_stage_reading_a_missing_result_fails_clearly() -> None:
 def test_demo_config_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(KgroupError, match="grow-to: 12"):
         DemoConfig(partitions=12, grow_to=12)
+    with pytest.raises(KgroupError, match="partitioner 'sticky' is unknown; choose one of: adaptive"):
+        DemoConfig(null_key_strategy="sticky")
     with pytest.raises(SystemExit) as exit_info:
         main(["demo", "--events", "0"])
     err = capsys.readouterr().err

@@ -13,6 +13,7 @@ from kgroup.spark.events import EVENT_TYPES, EventSpec, event_columns
 from kgroup.spark.partition_job import _hot_partitions, detect_format
 from kgroup.spark.partitioning import task_seed
 from kgroup.spark.results import CountSummary, MovedShare
+from kgroup.spark.session import check_master
 
 
 @pytest.mark.parametrize(
@@ -145,3 +146,16 @@ def test_importing_the_packages_loads_no_heavy_modules() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    "master", ["local", "local[*]", "local[2]", "local[4,2]", "spark://h:7077", "yarn", "k8s://h:443"]
+)
+def test_master_urls_spark_accepts(master: str) -> None:
+    check_master(master)
+
+
+@pytest.mark.parametrize("master", ["", "bogus", "local[x]", "spark://", "mesos://h:5050", " local[*]"])
+def test_other_master_urls_are_refused_before_spark_starts(master: str) -> None:
+    with pytest.raises(KgroupError, match=r"is not a Spark master URL; use local\[\*\], local\[N\]"):
+        check_master(master)

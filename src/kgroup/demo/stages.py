@@ -52,6 +52,9 @@ class DemoConfig:
                 f"grow-to: {self.grow_to}; give a partition count of 1 or more that differs from "
                 f"--partitions ({self.partitions})"
             )
+        from kgroup.partitioning import create_partitioner
+
+        create_partitioner(self.null_key_strategy)  # an unknown name fails here, before Spark starts
 
     def partition_counts(self) -> tuple[int, int]:
         return (self.partitions, self.grow_to)

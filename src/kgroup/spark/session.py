@@ -8,6 +8,7 @@ as the driver (so they import the same kgroup), and Spark's own logging cut down
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from typing import Any
 
 from kgroup.model import KgroupError
 
-__all__ = ["DEFAULT_MASTER", "get_spark", "spark_session"]
+__all__ = ["DEFAULT_MASTER", "check_master", "get_spark", "spark_session"]
 
 DEFAULT_MASTER = "local[*]"
 
@@ -58,6 +59,19 @@ def _prepare_environment() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+# What spark-submit accepts (anything else makes the JVM print a stack trace and exit).
+_MASTER_PATTERN = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[.+\]|yarn|(spark|k8s)://\S+")
+
+
+def check_master(master: str) -> None:
+    """Reject a master URL Spark would not accept, with the forms it does."""
+    if not _MASTER_PATTERN.fullmatch(master or ""):
+        raise KgroupError(
+            f"master: {master!r} is not a Spark master URL; use local[*], local[N], spark://HOST:PORT, "
+            "yarn or k8s://HOST:PORT"
+        )
+
+
 def get_spark(
     master: str = DEFAULT_MASTER, app_name: str = "kgroup", shuffle_partitions: int | None = None
 ) -> Any:
@@ -68,10 +82,7 @@ def get_spark(
     then has no effect. ``shuffle_partitions`` defaults to 8 for local masters (small data, few
     cores) and to Spark's own default elsewhere.
     """
-    if not master or not master.strip():
-        raise KgroupError(
-            "master: empty Spark master URL; use local[*] or a cluster URL such as spark://host:7077"
-        )
+    check_master(master)
     _prepare_environment()
     try:
         from pyspark.sql import SparkSession
