@@ -31,3 +31,19 @@ def test_sweep_on_spark_matches_the_local_run(spark: Any) -> None:
     assert summary == summarize(local)
     assert [s["variant"] for s in summary] == ["range/eager/dynamic", "cooperative-sticky/cooperative/static"]
     assert all(r["double_owned_ms"] == 0 and r["invariant_violations"] == 0 for r in rows)
+
+
+@pytest.mark.spark
+def test_demo_stage_runs_its_sweep_on_spark(spark: Any) -> None:
+    """How kgroup demo wires the stage: the Spark sweep injected as the runner."""
+    from functools import partial
+
+    from kgroup.sim.demo_stage import run_rebalance_stage
+    from kgroup.spark.sweep import run_sweep
+
+    scenario = load_scenario(EXAMPLES / "scale-out.yaml")
+    data = run_rebalance_stage(
+        scenario=scenario, seeds=1, runner=partial(run_sweep, spark=spark), highlights=False
+    )
+    assert len(data.rows) == 10 and data.summary[0]["variant"] == "range/eager/dynamic"
+    assert all(r["invariant_violations"] == 0 for r in data.rows)
