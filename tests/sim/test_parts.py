@@ -25,6 +25,9 @@ def test_queue_orders_by_time_then_scheduling_order() -> None:
     assert q.now_ms == 10
     q.push(3, 1, "late")  # the past runs now
     assert q.peek_time() == 10
+    q.push(20, 2, "later")
+    assert q.pop_due(15) == (10, 1, "late")
+    assert q.pop_due(15) is None and len(q) == 1 and q.now_ms == 10
 
 
 def test_network_keeps_fifo_order_and_cuts() -> None:

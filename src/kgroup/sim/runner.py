@@ -20,6 +20,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from kgroup.assignors.invariants import check_coverage, check_members, check_subscriptions
@@ -244,15 +245,18 @@ class Simulation:
             _RESTART: self._on_restart,
             _APP_POLL: self._on_app_poll,
         }
-        while q:
-            at = q.peek_time()
-            if at is None or at > end:
+        account, after_step = self.own.account, self._after_step
+        steps = 0
+        while True:
+            item = q.pop_due(end)
+            if item is None:
                 break
-            self.own.account(at)
-            kind, payload = q.pop()
-            self.steps += 1
+            at, kind, payload = item
+            account(at)
+            steps += 1
             handlers[kind](payload)
-            self._after_step()
+            after_step()
+        self.steps = steps
         q.now_ms = end
         self.own.account(end)
         for proc in self.procs:
@@ -940,6 +944,7 @@ class Simulation:
         )
 
 
+@cache
 def _snake(name: str) -> str:
     out: list[str] = []
     for i, ch in enumerate(name):

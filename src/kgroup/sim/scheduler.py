@@ -38,5 +38,14 @@ class EventQueue:
         self.now_ms = at_ms
         return kind, payload
 
+    def pop_due(self, until_ms: int) -> tuple[int, int, Any] | None:
+        """Pop the next event if it is due by ``until_ms``: ``(time, kind, payload)``, else ``None``."""
+        heap = self._heap
+        if not heap or heap[0][0] > until_ms:
+            return None
+        at_ms, _, kind, payload = heapq.heappop(heap)
+        self.now_ms = at_ms
+        return at_ms, kind, payload
+
     def __len__(self) -> int:
         return len(self._heap)
