@@ -23,7 +23,21 @@ def test_demo_writes_a_report_consistent_with_its_json(
 ) -> None:
     report_dir = tmp_path / "report"
     with pytest.raises(SystemExit) as exit_info:
-        main(["demo", "--events", "20000", "--report", str(report_dir), "--seed", "5", "--json"])
+        # the rebalance stage is tested on its own below, on a small group
+        main(
+            [
+                "demo",
+                "--events",
+                "20000",
+                "--report",
+                str(report_dir),
+                "--seed",
+                "5",
+                "--rebalance-seeds",
+                "0",
+                "--json",
+            ]
+        )
     captured = capsys.readouterr()
     assert exit_info.value.code == 0, captured.err
     data = json.loads(captured.out)
@@ -35,6 +49,7 @@ def test_demo_writes_a_report_consistent_with_its_json(
     assert summary_file["stages"] == data["stages"] and summary_file["config"] == data["config"]
 
     assert data["config"]["events"] == 20_000 and data["config"]["seed"] == 5
+    assert list(data["stages"]) == ["events", "partitioning"]
     events = data["stages"]["events"]
     part = data["stages"]["partitioning"]
     assert events["events"] == 20_000
@@ -141,3 +156,42 @@ def test_demo_config_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert err == "kgroup: error: events: 0; generate at least 1 event\n"
+
+
+@pytest.mark.spark
+def test_rebalance_stage_runs_the_sweep_on_spark_into_the_report(spark: Any, tmp_path: Path) -> None:
+    from kgroup.demo.rebalance import RebalanceStage
+    from kgroup.sim import parse_scenario
+
+    scenario = parse_scenario(
+        {
+            "name": "mini",
+            "duration_ms": 60_000,
+            "topics": {"t": 6},
+            "consumers": [{"count": 3, "prefix": "c", "topics": ["t"]}],
+            "events": [{"at_ms": 20_000, "kind": "restart", "consumer": "c1", "downtime_ms": 2_000}],
+        }
+    )
+    context = DemoContext(spark=spark, config=DemoConfig(events=10, rebalance_seeds=1))
+    ticks = iter(range(10))
+    run = run_demo(
+        context, [RebalanceStage(seeds=1, scenario=scenario)], NullProgress(), lambda: float(next(ticks))
+    )
+    data = run.to_json()["stages"]["rebalance"]
+    assert len(data["runs"]) == len(data["summary"]) == 10  # one run per strategy x protocol x membership
+    assert all(r["double_owned_ms"] == 0 and r["invariant_violations"] == 0 for r in data["runs"])
+    lines = run.result("rebalance").summary_lines()
+    assert lines[0].startswith("rebalance simulations: 10 runs of mini")
+    page = build_report(run).write(tmp_path).read_text()
+    assert '<section id="sim-rebalances">' in page
+    for row in data["summary"]:
+        assert html.escape(row["variant"]) in page
+
+
+def test_default_stages_follow_the_config() -> None:
+    from kgroup.demo import default_stages
+
+    assert [s.name for s in default_stages(DemoConfig())] == ["events", "partitioning", "rebalance"]
+    assert [s.name for s in default_stages(DemoConfig(rebalance_seeds=0))] == ["events", "partitioning"]
+    with pytest.raises(KgroupError, match="rebalance-seeds: -1"):
+        DemoConfig(rebalance_seeds=-1)

@@ -1,4 +1,4 @@
-"""``kgroup demo``: generate skewed events, partition them as Kafka would on Spark, write a report."""
+"""``kgroup demo``: partition skewed events as Kafka would and simulate rebalances, on Spark; a report."""
 
 from __future__ import annotations
 
@@ -37,12 +37,20 @@ def demo_command(
             help="How keyless events are spread: adaptive, uniform-sticky, round-robin, legacy-round-robin.",
         ),
     ] = "adaptive",
+    rebalance_seeds: Annotated[
+        int,
+        typer.Option(
+            "--rebalance-seeds",
+            help="Seeds per strategy in the rebalance simulations (0 skips that stage).",
+        ),
+    ] = 2,
     report: Annotated[Path, typer.Option("--report", help="Folder for the HTML report (index.html).")] = Path(
         "kgroup-report"
     ),
     json_output: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> int:
-    """Run the demo on local Spark: ~1M skewed events, partitioned exactly as Kafka would, with a report.
+    """Run the demo on local Spark: ~1M skewed events partitioned exactly as Kafka would, and a consumer
+    group's rebalances simulated under every strategy, with a report.
 
     Writes REPORT/index.html (charts and tables, self-contained) and REPORT/summary.json.
     """
@@ -58,6 +66,7 @@ def demo_command(
         seed=seed,
         master=master,
         null_key_strategy=null_key_strategy,
+        rebalance_seeds=rebalance_seeds,
     )
     if report.exists() and not report.is_dir():
         raise KgroupError(f"report: {report} exists and is not a directory; choose a folder path")

@@ -1,9 +1,10 @@
 """``kgroup demo``: the main job, as a sequence of stages whose results make one report.
 
-Stages today: ``events`` (skewed synthetic events generated in Spark) and ``partitioning`` (every
-event's Kafka partition for two partition counts, skew, hot keys, what moves). A later stage adds
-rebalance simulations: write a class with ``name``, ``title`` and ``run(context)`` returning a
-:class:`~kgroup.demo.stages.StageResult`, and add it to :func:`default_stages`. See ``docs/demo.md``.
+Stages today: ``events`` (skewed synthetic events generated in Spark), ``partitioning`` (every
+event's Kafka partition for two partition counts, skew, hot keys, what moves) and ``rebalance``
+(the simulator's strategy sweep on Spark). To add one, write a class with ``name``, ``title`` and
+``run(context)`` returning a :class:`~kgroup.demo.stages.StageResult`, and add it to
+:func:`default_stages`. See ``docs/demo.md``.
 """
 
 from __future__ import annotations
@@ -34,4 +35,9 @@ def default_stages(config: DemoConfig) -> list[Stage]:
     """The stages ``kgroup demo`` runs, in order."""
     from kgroup.demo.partitioning import EventsStage, PartitioningStage
 
-    return [EventsStage(), PartitioningStage()]
+    stages: list[Stage] = [EventsStage(), PartitioningStage()]
+    if config.rebalance_seeds > 0:
+        from kgroup.demo.rebalance import RebalanceStage
+
+        stages.append(RebalanceStage(seeds=config.rebalance_seeds))
+    return stages

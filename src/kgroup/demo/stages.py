@@ -41,6 +41,7 @@ class DemoConfig:
     customers: int = 100_000
     zipf_exponent: float = 1.1
     keyless_share: float = 0.1
+    rebalance_seeds: int = 2
 
     def __post_init__(self) -> None:
         if self.events < 1:
@@ -51,6 +52,10 @@ class DemoConfig:
             raise KgroupError(
                 f"grow-to: {self.grow_to}; give a partition count of 1 or more that differs from "
                 f"--partitions ({self.partitions})"
+            )
+        if self.rebalance_seeds < 0:
+            raise KgroupError(
+                f"rebalance-seeds: {self.rebalance_seeds}; give 0 (skip the rebalance stage) or more"
             )
         from kgroup.partitioning import create_partitioner
 
@@ -159,7 +164,13 @@ def build_report(run: DemoRun, title: str = "kgroup demo") -> Report:
         title=title,
         subtitle=(
             f"{config.events:,} synthetic events partitioned exactly as a Kafka 4.0 producer would, "
-            f"for {config.partitions} and {config.grow_to} partitions, on Spark ({config.master})."
+            f"for {config.partitions} and {config.grow_to} partitions"
+            + (
+                ", and a consumer group's rebalances simulated under every strategy"
+                if config.rebalance_seeds
+                else ""
+            )
+            + f", on Spark ({config.master})."
         ),
     )
     for _name, result in run.results:
