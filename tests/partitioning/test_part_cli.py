@@ -235,3 +235,18 @@ def test_subprocess_error_is_one_line() -> None:
         "kgroup: error: KEY '0g': not valid hex bytes (need an even number of 0-9a-f digits); "
         "fix it or drop --hex"
     )
+
+
+def test_commands_and_library_import_without_heavy_modules() -> None:
+    """numba and pyarrow load only on the first vectorised call, so `kgroup --help` stays fast."""
+    probe = (
+        "import sys\n"
+        "import kgroup.cli.partition, kgroup.cli.place, kgroup.partitioning\n"
+        "from kgroup.partitioning import partition_for_key, assign_replicas\n"
+        "partition_for_key(b'k', 3); assign_replicas([1, 2], 2, 2, fixed_start_index=0)\n"
+        "print(sorted(m for m in ('numba', 'pyarrow', 'pyspark', 'matplotlib') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]"
