@@ -61,19 +61,28 @@ from kgroup.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from kgroup.model import ErrorCode, Member, TopicMetadata, TopicPartition, compress_partitions, jsonable
+from kgroup.model import ErrorCode, Member, TopicMetadata, TopicPartition, jsonable
+from kgroup.sim.actions import apply_scenario_event, build_result
 from kgroup.sim.network import Network
 from kgroup.sim.ownership import OwnershipTracker
 from kgroup.sim.result import LagSample, SimResult
-from kgroup.sim.scenario import ConsumerSpec, EventSpec, Scenario, scaled_ids
+from kgroup.sim.scenario import ConsumerSpec, Scenario
+from kgroup.sim.scheduler import APP_POLL as _APP_POLL
+from kgroup.sim.scheduler import COORD_TIMER as _COORD_TIMER
+from kgroup.sim.scheduler import HEAL as _HEAL
+from kgroup.sim.scheduler import RESTART as _RESTART
+from kgroup.sim.scheduler import SAMPLE as _SAMPLE
+from kgroup.sim.scheduler import SCENARIO as _SCENARIO
+from kgroup.sim.scheduler import START as _START
+from kgroup.sim.scheduler import TIMEOUT as _TIMEOUT
+from kgroup.sim.scheduler import TO_COORD as _TO_COORD
+from kgroup.sim.scheduler import TO_MEMBER as _TO_MEMBER
+from kgroup.sim.scheduler import UNSTALL as _UNSTALL
+from kgroup.sim.scheduler import WAKE as _WAKE
 from kgroup.sim.scheduler import EventQueue
 from kgroup.sim.workload import ConsumerLoad, Workload
 
 __all__ = ["Simulation", "simulate"]
-
-# queue item kinds
-_SCENARIO, _TO_COORD, _TO_MEMBER, _TIMEOUT, _COORD_TIMER, _WAKE = 0, 1, 2, 3, 4, 5
-_SAMPLE, _START, _UNSTALL, _HEAL, _RESTART, _APP_POLL = 6, 7, 8, 9, 10, 11
 
 # Kafka's JoinGroup request timeout: the rebalance timeout plus this lapse (AbstractCoordinator)
 _JOIN_TIMEOUT_LAPSE_MS = 5000
@@ -743,77 +752,12 @@ class Simulation:
         if not self.net.is_cut(proc.id, self.now):
             self._event("network_healed", consumer=proc.id)
 
-    # --- scenario events ------------------------------------------------------------------------------
+    # --- scenario events (kgroup.sim.actions) -----------------------------------------------------------
 
     def _on_scenario(self, i: int) -> None:
         ev = self.sc.events[i]
         now = self.now
-        ready = now
-        kind = ev.kind
-        if kind == "start":
-            self._event("start", consumer=ev.consumer)
-            self._start(self._proc(ev.consumer))
-        elif kind == "stop":
-            self._event("stop", consumer=ev.consumer)
-            proc = self._proc(ev.consumer)
-            self._stop(proc, graceful=True)
-            proc.deployed = False
-            self._resubscribe()
-        elif kind == "crash":
-            self._event("crash", consumer=ev.consumer)
-            self._stop(self._proc(ev.consumer), graceful=False)
-        elif kind == "restart":
-            ready = self._restart(self._proc(ev.consumer), ev, now)
-        elif kind == "rolling_restart":
-            names = ev.consumers if ev.consumers is not None else [p.id for p in self.procs if p.deployed]
-            self._event(
-                "rolling_restart", consumers=list(names), gap_ms=ev.gap_ms, downtime_ms=ev.downtime_ms
-            )
-            for k, name in enumerate(names):
-                ready = max(ready, self._restart(self._proc(name), ev, now + k * ev.gap_ms))
-        elif kind == "scale":
-            self._scale(ev)
-        elif kind == "add_partitions":
-            assert ev.topic is not None
-            self._event("add_partitions", topic=ev.topic, count=ev.count)
-            self._add_topic_partitions(ev.topic, ev.count, now)
-            self.metadata_changed_ms = now
-            self._resubscribe()
-            metadata = self._metadata()
-            for proc in self.procs:
-                if proc.member is not None:
-                    self.workload.advance(proc.load, proc.member, now)
-                    proc.member.update_metadata(metadata)
-                    self._poll(proc)
-                    self._after_member(proc)
-        elif kind == "subscribe":
-            assert ev.topics is not None
-            self._event("subscribe", consumer=ev.consumer, topics=list(ev.topics))
-            proc = self._proc(ev.consumer)
-            proc.topics = ev.topics
-            self._resubscribe()
-            if proc.member is not None:
-                self.workload.advance(proc.load, proc.member, now)
-                proc.member.subscribe(ev.topics)
-                self._poll(proc)
-                self._after_member(proc)
-        elif kind == "slow_poll":
-            self._event("slow_poll", consumer=ev.consumer, duration_ms=ev.duration_ms)
-            proc = self._proc(ev.consumer)
-            if proc.member is not None:
-                self.workload.advance(proc.load, proc.member, now)
-                # the loop's last poll() returned the batch whose processing now gets stuck
-                self._send(proc, proc.member.poll(now))
-                self._after_member(proc)
-                proc.load.stalled_until_ms = now + ev.duration_ms
-                self.q.push(now + ev.duration_ms, _UNSTALL, proc.index)
-            ready = now + ev.duration_ms
-        elif kind == "network_partition":
-            self._event("network_partition", consumer=ev.consumer, duration_ms=ev.duration_ms)
-            proc = self._proc(ev.consumer)
-            self.net.cut(proc.id, now + ev.duration_ms)
-            self.q.push(now + ev.duration_ms, _HEAL, proc.index)
-            ready = now + ev.duration_ms
+        ready = apply_scenario_event(self, ev)
         disturbance = _Disturbance(start_ms=now, ready_ms=ready)
         self.disturbances.append(disturbance)
         self.open_disturbances.append(disturbance)
@@ -822,11 +766,6 @@ class Simulation:
         assert name is not None  # validated by the scenario parser
         return self.by_id[name]
 
-    def _restart(self, proc: _Proc, ev: EventSpec, at_ms: int) -> int:
-        """Stop ``proc`` at ``at_ms`` and start it ``downtime_ms`` later; returns when it is back."""
-        self.q.push(at_ms, _RESTART, (proc.index, ev.graceful, ev.downtime_ms, ev.assignors))
-        return at_ms + ev.downtime_ms
-
     def _on_restart(self, payload: tuple[int, bool, int, tuple[str, ...] | None]) -> None:
         index, graceful, downtime_ms, assignors = payload
         proc = self.procs[index]
@@ -834,25 +773,6 @@ class Simulation:
         self._stop(proc, graceful=graceful)
         self.pending_starts += 1
         self.q.push(self.now + downtime_ms, _START, (index, assignors))
-
-    def _scale(self, ev: EventSpec) -> None:
-        if ev.count > 0:
-            assert ev.topics is not None
-            names = scaled_ids(ev, self.by_id)
-            self._event("scale", count=ev.count, consumers=names)
-            for name in names:
-                spec = ConsumerSpec(
-                    id=name, topics=ev.topics, static=ev.static, rack=ev.rack, assignors=ev.assignors
-                )
-                self._start(self._new_proc(spec))
-            return
-        running = [p for p in self.procs if p.deployed and p.member is not None]
-        victims = list(reversed(running))[: -ev.count]
-        self._event("scale", count=ev.count, consumers=[p.id for p in victims])
-        for proc in victims:
-            self._stop(proc, graceful=True)
-            proc.deployed = False
-        self._resubscribe()
 
     # --- after every step: invariants and stability -------------------------------------------------------
 
@@ -892,56 +812,7 @@ class Simulation:
     # --- the result -----------------------------------------------------------------------------------
 
     def _result(self) -> SimResult:
-        end = self.sc.duration_ms
-        final: dict[str, str] = {}
-        idle = 0
-        for proc in self.procs:
-            member = proc.member
-            if member is None:
-                continue
-            assigned = member.assignment()
-            final[proc.id] = compress_partitions(assigned)
-            if not assigned:
-                idle += 1
-        metrics: dict[str, Any] = {
-            "rebalances": self.rebalances,
-            "generation": self.g_generation,
-            "unowned_partition_ms": self.own.unowned_ms,
-            "double_owned_ms": self.own.double_ms,
-            "zombie_owned_ms": self.own.zombie_ms,
-            "moved_partitions": self.moved,
-            "time_to_stable_ms": [
-                None if d.resolved_ms is None else d.resolved_ms - d.start_ms for d in self.disturbances
-            ],
-            "max_lag_records": self.max_lag,
-            "records_produced": self.workload.records_produced(end),
-            "records_processed": self.workload.records_processed,
-            "records_reprocessed": self.workload.records_reprocessed,
-            "invariant_violations": list(self.violations),
-            # extras (docs/simulator.md)
-            "invariant_violation_count": self.violation_count,
-            "max_partition_lag_records": self.max_partition_lag,
-            "records_skipped": self.workload.records_skipped,
-            "final_group_state": self.g_state.kafka_name,
-            "final_protocol": self.g_protocol,
-            "running_consumers": self.running_count,
-            "idle_consumers": idle,
-            "final_assignment": final,
-            "offset_commits_sent": self.commits_sent,
-            "steps": self.steps,
-        }
-        return SimResult(
-            scenario=self.sc,
-            metrics=metrics,
-            ownership=self.ownership,
-            events=self.events,
-            partitions=[str(tp) for tp in self.workload.partitions],
-            consumers=[p.id for p in self.procs],
-            intervals=sorted(self.own.intervals),
-            lag=self.lag,
-            rebalance_starts=self.rebalance_starts,
-            stable_marks=self.stable_marks,
-        )
+        return build_result(self)
 
 
 @cache
