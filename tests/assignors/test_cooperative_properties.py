@@ -8,7 +8,10 @@ partition growth) runs through one assignor instance. Checked after every round:
 * no partition is given to a member while another member still owns it
   (:func:`kgroup.assignors.invariants.check_cooperative`), nothing is assigned twice, members get
   only subscribed topics;
-* after each change, one follow-up rebalance completes the moves: every partition is assigned
+* after each change, follow-up rebalances complete the moves — with equal subscriptions (Kafka's
+  constrained path) exactly one; with different subscriptions (the general path) Kafka's heuristic
+  balancing may decide further moves in the follow-up round, so a second follow-up is sometimes
+  needed (see ``test_general_path_can_need_a_second_follow_up``) — then every partition is assigned
   again, with equal subscriptions the sizes are within one, otherwise no member with two more
   partitions holds one a less-loaded subscriber could take.
 """
@@ -32,8 +35,10 @@ from kgroup.model import Member, TopicMetadata, TopicPartition
 TOPIC_NAMES = ("t0", "t1", "t10", "t2", "a-b")
 MEMBER_POOL = (*(f"m{i}" for i in range(12)), "consumer-\U0001f600", "consumer-\ue000")
 CHANGES = ("join", "leave", "subscribe", "grow")
-#: follow-up rebalances a change needs to settle: one (checked on thousands of random chains)
-MAX_FOLLOW_UPS = 1
+#: follow-up rebalances a change needs to settle. Equal subscriptions: exactly one. Different
+#: subscriptions: Kafka promises no bound; over 5,000 random chains (about 20,000 settles) kgroup —
+#: exact to Kafka on all 484 cooperative-sticky vectors — needed two in 29 settles and never three.
+MAX_FOLLOW_UPS = {True: 1, False: 3}
 
 
 class CooperativeGroup:
@@ -106,7 +111,8 @@ def _settle(group: CooperativeGroup, assignor: CooperativeStickyAssignor, equal:
     follow_ups = 0
     while not group.settled(assignment):
         follow_ups += 1
-        assert follow_ups <= MAX_FOLLOW_UPS, f"not settled after {MAX_FOLLOW_UPS} follow-up rebalances"
+        limit = MAX_FOLLOW_UPS[equal]
+        assert follow_ups <= limit, f"not settled after {limit} follow-up rebalances"
         assignment = group.rebalance(assignor)
     members = group.members()
     if equal:
@@ -156,3 +162,36 @@ def test_settled_cooperative_assignment_equals_eager_sticky_from_the_same_state(
         Member("z", ("a", "b")),
     ]
     assert StickyAssignor().assign(AssignmentRequest(eager_members, topics)) == second
+
+
+def test_general_path_can_need_a_second_follow_up() -> None:
+    """A case hypothesis found: after m7 changes its subscription, the first follow-up rebalance
+    completes the withheld moves but Kafka's general-path balancing then decides new ones, so the
+    group settles only after a second follow-up. (kgroup's cooperative-sticky reproduces Kafka on
+    all 484 vectors, including random chains through this path; the bound is the algorithm's.)"""
+    topics = {n: TopicMetadata(n, 8) for n in ("t1", "t10", "a-b")}
+    subscriptions = {
+        "m11": ("a-b", "t10"),
+        "consumer-\U0001f600": ("t10", "t1", "a-b"),
+        "m10": ("t1",),
+        "m2": ("a-b", "t1"),
+        "m7": ("a-b", "t10"),
+    }
+    owned = {
+        "m11": ["a-b-3", "a-b-7", "t10-1", "t10-4", "t10-7"],
+        "consumer-\U0001f600": ["a-b-1", "a-b-6", "t10-0", "t10-3", "t10-6"],
+        "m10": ["t1-0", "t1-1", "t1-2", "t1-4", "t1-7"],
+        "m2": ["a-b-0", "a-b-2", "a-b-4", "a-b-5", "t1-5"],
+        "m7": ["t1-3", "t1-6", "t10-2", "t10-5"],
+    }
+    group = CooperativeGroup(topics, subscriptions)
+    group.owned = {m: tuple(TopicPartition.parse(p) for p in ps) for m, ps in owned.items()}
+    group.generation = 1
+    assignor = CooperativeStickyAssignor()
+    assignor.set_prior_max_generation(1)
+    rounds = [group.rebalance(assignor)]
+    while not group.settled(rounds[-1]):
+        rounds.append(group.rebalance(assignor))
+        assert len(rounds) <= 4
+    assert len(rounds) == 3  # the change's rebalance, then two follow-ups
+    assert check_sticky_balance(group.members(), rounds[-1]) == []
