@@ -37,7 +37,8 @@ def _cell(entry: dict[str, Any] | None) -> str:
     if entry["status"] == "ok":
         return f"{entry['median_ms']:.1f}"
     if entry["status"] == "timeout":
-        return "timeout"
+        limit = entry.get("timeout_s")
+        return f"> {limit:g} s" if limit else "timeout"
     return entry["status"]
 
 

@@ -38,7 +38,8 @@ def _row_json(row: Any, impls: list[str]) -> dict[str, Any]:
     for impl in impls:
         r = row.results[impl]
         out[impl] = {"status": r.status.value, "median_ms": r.median_ms, "runs_ms": list(r.runs_ms),
-                     "peak_rss_mb": r.peak_rss_mb, "ratio_to_java": row.ratio(impl), "message": r.message}
+                     "peak_rss_mb": r.peak_rss_mb, "ratio_to_java": row.ratio(impl), "message": r.message,
+                     "timeout_s": r.timeout_s or None}
     return out
 
 
