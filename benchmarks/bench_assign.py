@@ -72,7 +72,8 @@ def markdown(paths: list[str]) -> str:
         java = row["java_ms"]
         ratio = "—"
         if best is not None and best["status"] == "ok" and java:
-            ratio = f"{best['median_ms'] / java:.2f}"
+            value = best["median_ms"] / java
+            ratio = f"{value:.2f}" if value >= 0.1 else f"{value:.3f}"
         rss = f"{best['peak_rss_mb']:.0f}" if best is not None and best.get("peak_rss_mb") else "—"
         reference = _cell(row.get("kgroup")) if has_fast else "(same)"
         lines.append(
