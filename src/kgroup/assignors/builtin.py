@@ -11,8 +11,10 @@ from kgroup.assignors.api import Assignor, register_assignor
 BUILTIN_ASSIGNORS: dict[str, tuple[str, str]] = {
     "range": ("kgroup.assignors.range", "RangeAssignor"),
     "roundrobin": ("kgroup.assignors.roundrobin", "RoundRobinAssignor"),
-    "sticky": ("kgroup.assignors.sticky", "StickyAssignor"),
-    "cooperative-sticky": ("kgroup.assignors.sticky", "CooperativeStickyAssignor"),
+    # The fast sticky assignors return exactly the reference's answers (kgroup.assignors.sticky; proven
+    # on every vector and on large random groups) with integer layouts and numba kernels for large groups.
+    "sticky": ("kgroup.assignors.fast.sticky", "FastStickyAssignor"),
+    "cooperative-sticky": ("kgroup.assignors.fast.sticky", "FastCooperativeStickyAssignor"),
     "legacy-range": ("kgroup.assignors.legacy", "LegacyRangeAssignor"),
     "legacy-roundrobin": ("kgroup.assignors.legacy", "LegacyRoundRobinAssignor"),
 }
