@@ -8,6 +8,7 @@ group ids with ``String.hashCode`` and iterates members in ``java.util.HashMap``
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 __all__ = [
     "hashmap_iteration_order",
@@ -44,6 +45,7 @@ def _utf16_units(text: str) -> bytes:
     return text.encode("utf-16-be", "surrogatepass")
 
 
+@lru_cache(maxsize=65536)  # ids and topic names repeat: hashing them once pays in the hot loops
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, int32 wrap."""
     units = _utf16_units(text)
@@ -53,6 +55,7 @@ def java_string_hash(text: str) -> int:
     return int32(h)
 
 
+@lru_cache(maxsize=65536)
 def java_string_key(text: str) -> bytes:
     """A sort key that orders strings exactly as Java's ``String.compareTo``.
 
