@@ -8,14 +8,14 @@
   the same over a rack-alternated broker list with followers steered onto racks not yet used.
 
 Pure: the random start index Kafka draws when ``fixed_start_index < 0`` comes from an injected
-:class:`random.Random`.
+:class:`Random`.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from random import Random
 
 from kgroup.javacompat import java_string_key
 from kgroup.model import KgroupError
@@ -113,7 +113,7 @@ def assign_replicas(
     *,
     fixed_start_index: int = -1,
     start_partition_id: int = -1,
-    rng: random.Random | None = None,
+    rng: Random | None = None,
 ) -> Placement:
     """``AdminUtils.assignReplicasToBrokers(brokers, partitions, rf, fixedStartIndex, startPartitionId)``.
 
@@ -130,7 +130,7 @@ def assign_replicas(
     _validate(broker_list, partitions, replication_factor)
     if fixed_start_index < 0 and rng is None:
         raise KgroupError(
-            "fixed_start_index: negative means a random start; pass rng=random.Random(seed) or a start >= 0"
+            "fixed_start_index: negative means a random start; pass rng=Random(seed) or a start >= 0"
         )
     with_rack = [b for b in broker_list if b.rack is not None]
     if not with_rack:
@@ -146,7 +146,7 @@ def assign_replicas(
     return _rack_aware(racks, partitions, replication_factor, fixed_start_index, start_partition_id, rng)
 
 
-def _start(fixed_start_index: int, n: int, rng: random.Random | None) -> int:
+def _start(fixed_start_index: int, n: int, rng: Random | None) -> int:
     if fixed_start_index >= 0:
         return fixed_start_index
     assert rng is not None
@@ -159,7 +159,7 @@ def _rack_unaware(
     replication_factor: int,
     fixed_start_index: int,
     start_partition_id: int,
-    rng: random.Random | None,
+    rng: Random | None,
 ) -> Placement:
     n = len(ids)
     start_index = _start(fixed_start_index, n, rng)
@@ -184,7 +184,7 @@ def _rack_aware(
     replication_factor: int,
     fixed_start_index: int,
     start_partition_id: int,
-    rng: random.Random | None,
+    rng: Random | None,
 ) -> Placement:
     num_racks = len(set(racks.values()))
     arranged = rack_alternated_brokers(racks)

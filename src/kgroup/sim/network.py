@@ -11,7 +11,7 @@ out, as a Kafka client does (``request.timeout.ms``).
 
 from __future__ import annotations
 
-import random
+from random import Random
 
 from kgroup.sim.scenario import NetworkSpec
 
@@ -22,7 +22,7 @@ class Network:
     __slots__ = ("_cut_until", "_last_delivery", "_links", "_rng", "default")
 
     def __init__(
-        self, spec: NetworkSpec, rng: random.Random, links: dict[str, NetworkSpec] | None = None
+        self, spec: NetworkSpec, rng: Random, links: dict[str, NetworkSpec] | None = None
     ) -> None:
         self.default = spec
         self._links = dict(links or {})  # consumer -> its own link (latency, jitter, loss)

@@ -11,16 +11,16 @@ loop* (``poll()``, called after every interaction unless the loop is stalled by 
 event; the records it processes are computed by :mod:`kgroup.sim.workload`).
 
 The run is event driven — the clock jumps from one event to the next — and deterministic: all
-randomness comes from ``random.Random`` streams seeded from the scenario's seed, and every queue
+randomness comes from ``Random`` streams seeded from the scenario's seed, and every queue
 tie is broken by scheduling order.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from random import Random
 from typing import Any
 
 from kgroup.assignors.invariants import check_coverage, check_members, check_subscriptions
@@ -141,16 +141,16 @@ class Simulation:
         self.q = EventQueue()
         self.net = Network(
             scenario.network,
-            random.Random(f"kgroup-sim:{seed}:network"),
+            Random(f"kgroup-sim:{seed}:network"),
             {c.id: c.network for c in scenario.consumers if c.network is not None},
         )
         self.coord = GroupCoordinator(
             CoordinatorConfig(group_initial_rebalance_delay_ms=g.initial_rebalance_delay_ms),
-            rng=random.Random(f"kgroup-sim:{seed}:coordinator"),
+            rng=Random(f"kgroup-sim:{seed}:coordinator"),
         )
         self.group_id = g.group_id
         self.workload = Workload(scenario.workload)
-        self.workload_rng = random.Random(f"kgroup-sim:{seed}:workload")
+        self.workload_rng = Random(f"kgroup-sim:{seed}:workload")
         # a round trip that can outlast a request timeout: arm every request's timeout up front
         links = [scenario.network, *(c.network for c in scenario.consumers if c.network is not None)]
         worst = max(n.latency_ms + n.jitter_ms for n in links)

@@ -4,16 +4,16 @@ A partitioner decides the partition of a record that does not name one. Kafka's 
 in a fixed order (see :func:`partition_record`): a partition given on the record always wins; then
 the partitioner. Everything a partitioner needs arrives as arguments — a :class:`ClusterView`
 snapshot (partition counts, which partitions have a leader, queued batches per partition, how long
-each leader has kept data waiting) and an injected :class:`random.Random` — so a run is a pure
+each leader has kept data waiting) and an injected :class:`Random` — so a run is a pure
 function of its inputs and seed.
 """
 
 from __future__ import annotations
 
-import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from random import Random
 from typing import Any, ClassVar
 
 from kgroup.javacompat import int32
@@ -37,7 +37,7 @@ __all__ = [
 RecordKey = bytes | str | None
 
 
-def java_next_int(rng: random.Random) -> int:
+def java_next_int(rng: Random) -> int:
     """One ``Random.nextInt()`` draw (a uniform signed 32-bit int) from the injected generator."""
     return int32(rng.getrandbits(32))
 
@@ -256,15 +256,15 @@ def partitioner_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def create_partitioner(name: str, rng: random.Random | None = None, **config: Any) -> Partitioner:
+def create_partitioner(name: str, rng: Random | None = None, **config: Any) -> Partitioner:
     """A new partitioner by registry name. ``rng`` is its only source of randomness (default
-    ``random.Random(0)``); ``config`` takes keyword names or Kafka's (``"batch.size"`` …)."""
+    ``Random(0)``); ``config`` takes keyword names or Kafka's (``"batch.size"`` …)."""
     factory = _REGISTRY.get(name)
     if factory is None:
         raise KgroupError(f"partitioner {name!r} is unknown; choose one of: {', '.join(partitioner_names())}")
     kwargs = {_KAFKA_CONFIG_NAMES.get(k, k).replace(".", "_"): v for k, v in config.items()}
     try:
-        return factory(rng=rng if rng is not None else random.Random(0), **kwargs)
+        return factory(rng=rng if rng is not None else Random(0), **kwargs)
     except TypeError as exc:
         raise KgroupError(
             f"partitioner {name!r}: bad configuration ({exc}); see docs/partitioning.md"

@@ -9,14 +9,14 @@
   available partitions.
 * ``legacy-round-robin`` — ``DefaultPartitioner`` before Kafka 2.4: counter from a random start.
 
-Random draws are ``Random.nextInt()`` equivalents from the injected :class:`random.Random`.
+Random draws are ``Random.nextInt()`` equivalents from the injected :class:`Random`.
 """
 
 from __future__ import annotations
 
-import random
 from bisect import bisect_right
 from dataclasses import dataclass
+from random import Random
 
 from kgroup.javacompat import int32, to_positive
 from kgroup.model import KgroupError
@@ -56,7 +56,7 @@ class KeyedPartitioner(Partitioner):
     def __init__(
         self,
         *,
-        rng: random.Random,
+        rng: Random,
         null_key: str | Partitioner = "adaptive",
         ignore_keys: bool = False,
         **null_key_config: object,
@@ -121,7 +121,7 @@ class RoundRobinPartitioner(Partitioner):
     name = "round-robin"
     models = "RoundRobinPartitioner (Kafka 2.4 – 4.0 trunk 1eb7644, with the KAFKA-9965 double call)"
 
-    def __init__(self, *, rng: random.Random, double_call_on_new_batch: bool = True) -> None:
+    def __init__(self, *, rng: Random, double_call_on_new_batch: bool = True) -> None:
         del rng  # deterministic
         self.double_call_on_new_batch = double_call_on_new_batch
         self._counters: dict[str, int] = {}
@@ -147,7 +147,7 @@ class LegacyRoundRobinPartitioner(Partitioner):
     name = "legacy-round-robin"
     models = "DefaultPartitioner null-key round robin, Kafka 2.0 – 2.3 (older releases differ in details)"
 
-    def __init__(self, *, rng: random.Random, ignore_keys: bool = False) -> None:
+    def __init__(self, *, rng: Random, ignore_keys: bool = False) -> None:
         self.rng = rng
         self.ignore_keys = ignore_keys
         self._counters: dict[str, int] = {}
@@ -184,7 +184,7 @@ class UniformStickyPartitioner(Partitioner):
     name = "uniform-sticky"
     models = "UniformStickyPartitioner / StickyPartitionCache (KIP-480), Kafka 2.4 – 3.2"
 
-    def __init__(self, *, rng: random.Random, ignore_keys: bool = True) -> None:
+    def __init__(self, *, rng: Random, ignore_keys: bool = True) -> None:
         self.rng = rng
         self.ignore_keys = ignore_keys
         self._sticky: dict[str, int] = {}
@@ -257,7 +257,7 @@ class AdaptivePartitioner(Partitioner):
     def __init__(
         self,
         *,
-        rng: random.Random,
+        rng: Random,
         batch_size: int = DEFAULT_BATCH_SIZE,
         adaptive_partitioning_enable: bool = True,
         availability_timeout_ms: int = 0,

@@ -18,10 +18,10 @@ records land" question.
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from random import Random
 
 import numpy as np
 import numpy.typing as npt
@@ -234,7 +234,7 @@ def null_key_chooser(
     strategy: str | Partitioner,
     num_partitions: int,
     *,
-    rng: random.Random,
+    rng: Random,
     record_bytes: int = 100,
     batch_size: int = 16384,
     topic: str = "topic",
@@ -287,7 +287,7 @@ def spread_unkeyed(
     if count and int(sizes.min()) < 1:
         raise KgroupError("record_bytes: a size below 1; a record occupies at least 1 byte")
     choose = null_key_chooser(
-        strategy, num_partitions, rng=random.Random(seed), record_bytes=1, batch_size=batch_size
+        strategy, num_partitions, rng=Random(seed), record_bytes=1, batch_size=batch_size
     )
     out = np.empty(count, dtype=np.int32)
     for i in range(count):
