@@ -9,6 +9,8 @@ Per consumer process the host models two threads, as the Java consumer has: the 
 (``background()``, called whenever the member's ``next_wakeup_ms()`` comes due) and the *application
 loop* (``poll()``, called after every interaction unless the loop is stalled by a ``slow_poll``
 event; the records it processes are computed by :mod:`kgroup.sim.workload`).
+What the coordinator returns (timers, group records, replies) is carried out by
+:mod:`kgroup.sim.coordinator_results`.
 
 The run is event driven — the clock jumps from one event to the next — and deterministic: all
 randomness comes from ``Random`` streams seeded from the scenario's seed, and every queue
@@ -23,23 +25,7 @@ from functools import cache
 from random import Random
 from typing import Any
 
-from kgroup.assignors.invariants import check_coverage, check_members, check_subscriptions
-from kgroup.group import (
-    CancelTimer,
-    CoordinatorConfig,
-    CoordinatorResult,
-    GroupCoordinator,
-    GroupView,
-    ScheduleTimer,
-)
-from kgroup.group.records import (
-    GenerationStarted,
-    GroupDeleted,
-    GroupStateChanged,
-    MemberRemoved,
-    MemberUpserted,
-    StaticMemberReplaced,
-)
+from kgroup.group import CoordinatorConfig, GroupCoordinator
 from kgroup.group.states import GroupState
 from kgroup.member import ConsumerMember, MemberConfig, MemberState, OutboundRequest
 from kgroup.member.events import (
@@ -61,8 +47,9 @@ from kgroup.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from kgroup.model import ErrorCode, Member, TopicMetadata, TopicPartition, jsonable
+from kgroup.model import ErrorCode, TopicMetadata, TopicPartition, jsonable
 from kgroup.sim.actions import apply_scenario_event, build_result
+from kgroup.sim.coordinator_results import apply_coordinator_result
 from kgroup.sim.network import Network
 from kgroup.sim.ownership import OwnershipTracker
 from kgroup.sim.result import LagSample, SimResult
@@ -86,10 +73,6 @@ __all__ = ["Simulation", "simulate"]
 
 # Kafka's JoinGroup request timeout: the rebalance timeout plus this lapse (AbstractCoordinator)
 _JOIN_TIMEOUT_LAPSE_MS = 5000
-# the coordinator records the host follows
-_GROUP_RECORDS = frozenset(
-    {GroupStateChanged, GenerationStarted, MemberUpserted, MemberRemoved, StaticMemberReplaced, GroupDeleted}
-)
 _MAX_VIOLATIONS = 100
 _OWNERSHIP_KINDS = {
     "PartitionsAssigned": "assigned",
@@ -489,82 +472,6 @@ class Simulation:
         index = self.workload.index
         self.own.set_subscribed(i for tp, i in index.items() if tp.topic in topics)
 
-    # --- the coordinator ------------------------------------------------------------------------------
-
-    def _apply(self, result: CoordinatorResult) -> None:
-        for timer in result.timers:
-            if isinstance(timer, ScheduleTimer):
-                version = self.coord_timers.get(timer.key, 0) + 1
-                self.coord_timers[timer.key] = version
-                self.q.push(timer.deadline_ms, _COORD_TIMER, (timer.key, version))
-            elif isinstance(timer, CancelTimer):
-                self.coord_timers.pop(timer.key, None)
-        changed = False
-        for record in result.records:
-            # The coordinator's records say everything the host needs to follow the group: its
-            # state, generation and members (no need to build a view after every request).
-            if type(record) not in _GROUP_RECORDS:
-                continue  # offsets, timers, pending members …
-            if isinstance(record, GroupStateChanged):
-                self._state_changed(record.state)
-            elif isinstance(record, GenerationStarted):
-                if record.generation < self.g_generation:
-                    self._violation(f"generation went back from {self.g_generation} to {record.generation}")
-                self.g_generation = record.generation
-                self.g_protocol = record.protocol_name
-                changed = True
-            elif isinstance(record, MemberUpserted):
-                if record.member.member_id not in self.g_members:
-                    self.g_members = self.g_members | {record.member.member_id}
-                    changed = True
-            elif isinstance(record, MemberRemoved):
-                if record.member_id in self.g_members:
-                    self.g_members = self.g_members - {record.member_id}
-                    changed = True
-            elif isinstance(record, StaticMemberReplaced):
-                self.g_members = (self.g_members - {record.old_member_id}) | {record.member.member_id}
-                changed = True
-            elif isinstance(record, GroupDeleted):
-                self.g_members = frozenset()
-                changed = True
-        if changed:
-            self._group_changed()
-        for reply in result.replies:
-            body = reply.body
-            if isinstance(body, OffsetCommitResponse):
-                self._committed(reply.connection, reply.correlation_id, body)
-            owner = self.conn_owner.get(reply.connection)
-            if owner is None:
-                continue
-            proc = self.procs[owner[0]]
-            if proc.incarnation != owner[1] or proc.member is None:
-                continue  # the process that asked is gone
-            at = self.net.transit(proc.id, proc.conn, False, self.now)
-            if at is not None:
-                self.q.push(at, _TO_MEMBER, (proc.index, owner[1], reply.correlation_id, body))
-            elif not self.slow_network and not isinstance(body, (JoinGroupResponse, SyncGroupResponse)):
-                self._arm_timeout(proc, owner[1], reply.correlation_id)
-
-    def _committed(self, connection: str, correlation_id: int, response: OffsetCommitResponse) -> None:
-        request = self.pending_commits.pop((connection, correlation_id), None)
-        if request is None:
-            return
-        ok = {tp for tp, code in response.results if code is ErrorCode.NONE}
-        for entry in request.offsets:
-            if entry.partition in ok:
-                self.workload.on_commit(entry.partition, entry.committed_offset)
-
-    def _state_changed(self, state: GroupState) -> None:
-        self.g_state = state
-        if state is GroupState.PREPARING_REBALANCE:
-            self.rebalances += 1
-            self.rebalance_starts.append(self.now)
-        self._event("group_state", state=state.kafka_name, generation=self.g_generation)
-        if state is GroupState.STABLE:
-            self.stable_marks.append(self.now)
-            self.own.counting_unowned = True
-            self._check_stable_assignment(self.coord.group(self.group_id))
-
     def _group_changed(self) -> None:
         """The generation or the member set changed: every claim may have become (non-)current."""
         generation, members = self.g_generation, self.g_members
@@ -575,33 +482,6 @@ class Simulation:
             current = member.generation == generation and member.member_id in members
             self._set_claim(proc, proc.claim, current)
             self._refresh_settled(proc)
-
-    def _check_stable_assignment(self, view: GroupView) -> None:
-        """The assignment a Stable generation runs on, checked by :mod:`kgroup.assignors.invariants`."""
-        protocol = view.protocol
-        if protocol is None:
-            return
-        members = []
-        for state in view.members:
-            sub = state.metadata(protocol)
-            members.append(
-                Member(
-                    member_id=state.member_id,
-                    topics=sub.topics,
-                    owned=sub.owned_partitions,
-                    generation=sub.generation_id,
-                    group_instance_id=state.group_instance_id,
-                    rack_id=sub.rack_id,
-                )
-            )
-        assignment = view.assignments
-        found = check_subscriptions(members, assignment) + check_members(members, assignment)
-        if self.metadata_changed_ms < (self.rebalance_starts[-1] if self.rebalance_starts else 0):
-            # (skipped when partitions were added during this rebalance: the leader assigned from
-            # the metadata it had then)
-            found += check_coverage(members, self._metadata(), assignment, cooperative=True)
-        for text in found:
-            self._violation(f"Stable generation {view.generation}: {text}")
 
     # --- handlers -------------------------------------------------------------------------------------
 
@@ -616,7 +496,7 @@ class Simulation:
         if isinstance(body, OffsetCommitRequest):
             self.pending_commits[(conn, correlation_id)] = body
         envelope = Envelope(connection=conn, correlation_id=correlation_id, body=body, client_id=proc.id)
-        self._apply(self.coord.handle(self.now, envelope))
+        apply_coordinator_result(self, self.coord.handle(self.now, envelope))
         self.pending_commits.pop((conn, correlation_id), None)
 
     def _on_to_member(self, payload: tuple[int, int, int, Response]) -> None:
@@ -663,7 +543,7 @@ class Simulation:
         if self.coord_timers.get(key) != version:
             return  # rescheduled or cancelled since
         del self.coord_timers[key]
-        self._apply(self.coord.on_timer(self.now, key))
+        apply_coordinator_result(self, self.coord.on_timer(self.now, key))
 
     def _on_wake(self, payload: tuple[int, int, int]) -> None:
         index, incarnation, version = payload
