@@ -15,6 +15,7 @@ from kgroup.group.records import (
     GenerationStarted,
     GroupLeaderChanged,
     GroupProtocolTypeChanged,
+    GroupRecord,
     GroupStateChanged,
     InitialDelayUpdated,
     MemberRemoved,
@@ -35,21 +36,6 @@ from kgroup.model import ErrorCode, TopicPartition
 
 __all__ = ["GroupData", "GroupSnapshot", "GroupView"]
 
-GroupRecord = (
-    GroupStateChanged
-    | GenerationStarted
-    | GroupLeaderChanged
-    | GroupProtocolTypeChanged
-    | MemberUpserted
-    | MemberRemoved
-    | StaticMemberReplaced
-    | PendingMemberAdded
-    | PendingMemberRemoved
-    | PendingSyncMembersSet
-    | PendingSyncMemberRemoved
-    | InitialDelayUpdated
-    | OffsetCommitted
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ __all__ = [
     "GroupDeleted",
     "GroupLeaderChanged",
     "GroupProtocolTypeChanged",
+    "GroupRecord",
     "GroupStateChanged",
     "InitialDelayUpdated",
     "MemberRemoved",
@@ -227,9 +228,9 @@ class TimerDisarmed:
     key: TimerKey
 
 
-Record = (
-    GroupCreated
-    | GroupStateChanged
+#: records that change one existing group's state (``ClassicGroup.apply``)
+GroupRecord = (
+    GroupStateChanged
     | GenerationStarted
     | GroupLeaderChanged
     | GroupProtocolTypeChanged
@@ -242,7 +243,6 @@ Record = (
     | PendingSyncMemberRemoved
     | InitialDelayUpdated
     | OffsetCommitted
-    | GroupDeleted
-    | TimerArmed
-    | TimerDisarmed
 )
+#: every record the coordinator writes
+Record = GroupCreated | GroupRecord | GroupDeleted | TimerArmed | TimerDisarmed
