@@ -17,6 +17,7 @@ __all__ = [
     "ErrorCode",
     "KgroupError",
     "Member",
+    "PeerError",
     "RebalanceProtocol",
     "TopicMetadata",
     "TopicPartition",
@@ -36,6 +37,19 @@ class KgroupError(ValueError):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class PeerError(Exception):
+    """A misbehaving peer: bytes or a request that break Kafka's protocol (never the user's input).
+
+    Adapters answer it on the wire (``error_code``, Kafka's number for the fault) or close the
+    connection; it never reaches a user as a :class:`KgroupError` and never crashes a server.
+    """
+
+    def __init__(self, message: str, error_code: int = 2) -> None:  # 2 = CORRUPT_MESSAGE
+        super().__init__(message)
+        self.message = message
+        self.error_code = error_code
 
 
 class TopicPartition(NamedTuple):

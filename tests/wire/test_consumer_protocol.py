@@ -1,0 +1,129 @@
+"""The consumer protocol codec: Kafka's byte layout, Java's orderings, forward compatibility, bad bytes."""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kgroup.messages import ConsumerAssignment, ConsumerSubscription
+from kgroup.model import PeerError, TopicPartition
+from kgroup.wire.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+
+
+def _string(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def test_v0_layout_is_kafkas_version_header_then_topics_then_user_data() -> None:
+    raw = encode_subscription(ConsumerSubscription(("b", "a"), b"u"), version=0)
+    expected = struct.pack(">hi", 0, 2) + _string("a") + _string("b") + struct.pack(">i", 1) + b"u"
+    assert raw == expected
+
+
+def test_v3_layout_sorts_owned_partitions_and_writes_generation_and_rack() -> None:
+    sub = ConsumerSubscription(
+        ("t",), None, (TopicPartition("t", 2), TopicPartition("s", 0), TopicPartition("t", 1)), 7, "r"
+    )
+    raw = encode_subscription(sub)
+    expected = (
+        struct.pack(">hi", 3, 1)
+        + _string("t")
+        + struct.pack(">i", -1)  # null user data
+        + struct.pack(">i", 2)
+        + _string("s")
+        + struct.pack(">ii", 1, 0)
+        + _string("t")
+        + struct.pack(">iii", 2, 1, 2)
+        + struct.pack(">i", 7)
+        + _string("r")
+    )
+    assert raw == expected
+
+
+def test_topics_sort_in_java_string_order_not_code_point_order() -> None:
+    # U+FF5E (BMP, >= U+E000) sorts after a supplementary character in Java (UTF-16 units)
+    sub = ConsumerSubscription(("\uff5e", "\U0001f600"))
+    assert decode_subscription(encode_subscription(sub)).topics == ("\U0001f600", "\uff5e")
+
+
+def test_newer_version_reads_as_v3_and_ignores_trailing_fields() -> None:
+    sub = ConsumerSubscription(("a",), b"x", (TopicPartition("a", 0),), 4, "rack")
+    raw = encode_subscription(sub)
+    future = struct.pack(">h", 9) + raw[2:] + b"future-field"
+    assert decode_subscription(future) == sub
+
+
+def test_empty_rack_is_no_rack_and_old_versions_lose_new_fields() -> None:
+    sub = ConsumerSubscription(("a",), None, (TopicPartition("a", 0),), 4, "")
+    assert decode_subscription(encode_subscription(sub)).rack_id is None
+    v1 = decode_subscription(encode_subscription(sub, version=1))
+    assert v1.owned_partitions == (TopicPartition("a", 0),)
+    assert v1.generation_id == -1
+
+
+def test_assignment_groups_by_first_appearance() -> None:
+    assignment = ConsumerAssignment((TopicPartition("y", 1), TopicPartition("x", 0), TopicPartition("y", 0)))
+    raw = encode_assignment(assignment)
+    expected = (
+        struct.pack(">hi", 3, 2)
+        + _string("y")
+        + struct.pack(">iii", 2, 1, 0)
+        + _string("x")
+        + struct.pack(">ii", 1, 0)
+        + struct.pack(">i", -1)
+    )
+    assert raw == expected
+    assert decode_assignment(raw).partitions == (
+        TopicPartition("y", 1),
+        TopicPartition("y", 0),
+        TopicPartition("x", 0),
+    )
+    assert decode_assignment(b"") == ConsumerAssignment()
+
+
+@pytest.mark.parametrize(
+    "raw", [b"", b"\x00", b"\x00\x03", b"\x00\x03\x00\x00\x00\x05\x00", b"\xff\xff\x00\x00"]
+)
+def test_bad_subscription_bytes_raise_peer_error(raw: bytes) -> None:
+    with pytest.raises(PeerError):
+        decode_subscription(raw)
+
+
+_names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8)
+_tps = st.builds(TopicPartition, _names, st.integers(0, 2**31 - 1))
+
+
+@given(
+    topics=st.lists(_names, unique=True, max_size=5),
+    user_data=st.none() | st.binary(max_size=16),
+    owned=st.lists(_tps, unique=True, max_size=8),
+    generation=st.integers(-1, 2**31 - 1),
+    rack=st.none() | _names,
+)
+def test_round_trip(
+    topics: list[str], user_data: bytes | None, owned: list[TopicPartition], generation: int, rack: str | None
+) -> None:
+    sub = ConsumerSubscription(tuple(topics), user_data, tuple(owned), generation, rack)
+    back = decode_subscription(encode_subscription(sub))
+    assert sorted(back.topics) == sorted(topics)
+    assert sorted(back.owned_partitions) == sorted(owned)
+    assert (back.user_data, back.generation_id, back.rack_id) == (user_data, generation, rack)
+    assignment = ConsumerAssignment(tuple(owned), user_data)
+    assert sorted(decode_assignment(encode_assignment(assignment)).partitions) == sorted(owned)
+
+
+@given(st.binary(max_size=64))
+def test_garbage_is_decoded_or_rejected_as_peer_error(raw: bytes) -> None:
+    for decode in (decode_subscription, decode_assignment):
+        with contextlib.suppress(PeerError):
+            decode(raw)
