@@ -129,3 +129,48 @@ def test_the_core_never_imports_the_clients() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout.split()[-1]) > 100  # the walk really imported kgroup's modules
+
+
+def test_a_kafka_python_leader_reads_every_subscription_version_as_java_does() -> None:
+    """Members of every client generation: v0 (no owned partitions) up to v3 (rack)."""
+    from kafka.protocol.consumer.group import JoinGroupResponse
+
+    from kgroup.assignors.api import AssignmentRequest, create_assignor
+    from kgroup.messages import ConsumerSubscription
+    from kgroup.model import Member, TopicMetadata
+    from kgroup.wire.consumer_protocol import encode_subscription
+
+    from .callshape import decoded, kafka_python_cluster
+
+    topics = {"orders": TopicMetadata("orders", 9)}
+    sent = {
+        "v0": ConsumerSubscription(("orders",), struct.pack(">i", 2)),
+        "v1": ConsumerSubscription(("orders",), struct.pack(">i", 2), (TP("orders", 0), TP("orders", 1))),
+        "v2": ConsumerSubscription(("orders",), struct.pack(">i", 2), (TP("orders", 2),), 2),
+        "v3": ConsumerSubscription(
+            ("orders",), struct.pack(">i", 2), (TP("orders", 3), TP("orders", 4)), 2, "r1"
+        ),
+    }
+    members = [
+        JoinGroupResponse.JoinGroupResponseMember(
+            member_id=name,
+            group_instance_id=None,
+            metadata=ConsumerProtocolSubscription.decode(encode_subscription(sub, int(name[1]))),
+        )
+        for name, sub in sent.items()
+    ]
+    got = decoded(kp.CooperativeSticky().assign(kafka_python_cluster(topics), members))
+    # Java's leader sees what each version carries: v0 no owned partitions, v1 no generation field
+    seen = [
+        Member("v0", ("orders",), user_data=sent["v0"].user_data),
+        Member("v1", ("orders",), owned=sent["v1"].owned_partitions, user_data=sent["v1"].user_data),
+        Member(
+            "v2", ("orders",), owned=sent["v2"].owned_partitions, generation=2, user_data=sent["v2"].user_data
+        ),
+        Member(
+            "v3", ("orders",), sent["v3"].owned_partitions, 2, rack_id="r1", user_data=sent["v3"].user_data
+        ),
+    ]
+    java = create_assignor("cooperative-sticky").assign(AssignmentRequest(seen, topics))
+    assert got == java
+    assert set(got["v3"]) >= {TP("orders", 3), TP("orders", 4)}  # kept what it owned
