@@ -36,6 +36,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
+from kgroup.wire.consumer_protocol import encode_assignment, encode_subscription
 
 GROUP = "group-id"
 TOPIC = "foo"
@@ -43,7 +44,10 @@ TOPIC = "foo"
 
 def protocols(*entries: tuple[str, Sequence[str]]) -> tuple[JoinGroupProtocol, ...]:
     """``protocols(("range", ["foo"]), ("roundrobin", ["foo"]))``"""
-    return tuple(JoinGroupProtocol(name, ConsumerSubscription(tuple(topics))) for name, topics in entries)
+    return tuple(
+        JoinGroupProtocol(name, encode_subscription(ConsumerSubscription(tuple(topics))))
+        for name, topics in entries
+    )
 
 
 DEFAULT_PROTOCOLS = protocols(("range", [TOPIC]))
@@ -109,9 +113,12 @@ class GroupTestContext:
                 self.timers[effect.key] = (effect.deadline_ms, self._timer_seq)
         self.records.extend(result.records)
 
-    def send(self, body: Request, connection: str = "conn", client_id: str = "consumer") -> Call:
+    def send(
+        self, body: Request, connection: str = "conn", client_id: str = "consumer", api_version: int = -1
+    ) -> Call:
+        """Send ``body`` with ``api_version`` (default: the version Kafka 4.0's consumer sends)."""
         self._correlation += 1
-        env = Envelope(connection, self._correlation, body, client_id=client_id)
+        env = Envelope(connection, self._correlation, body, client_id=client_id, api_version=api_version)
         self.absorb(self.coordinator.handle(self.time_ms, env))
         return Call(self, connection, self._correlation)
 
@@ -162,6 +169,7 @@ class GroupTestContext:
         connection: str = "conn",
         client_id: str = "consumer",
         protocol_type: str = "consumer",
+        api_version: int = -1,
     ) -> Call:
         req = JoinGroupRequest(
             group_id=group_id,
@@ -172,7 +180,7 @@ class GroupTestContext:
             group_instance_id=instance_id,
             protocol_type=protocol_type,
         )
-        return self.send(req, connection, client_id)
+        return self.send(req, connection, client_id, api_version)
 
     def join_dynamic(self, **kwargs: object) -> Call:
         """A new dynamic member: MEMBER_ID_REQUIRED, then the real join with the id it was given."""
@@ -194,7 +202,7 @@ class GroupTestContext:
         connection: str = "conn",
     ) -> Call:
         entries = tuple(
-            SyncGroupAssignment(m, ConsumerAssignment(tuple(parts)))
+            SyncGroupAssignment(m, encode_assignment(ConsumerAssignment(tuple(parts))))
             for m, parts in (assignments or {}).items()
         )
         req = SyncGroupRequest(group_id, generation, member_id, entries, group_instance_id=instance_id)

@@ -26,6 +26,7 @@ from kgroup.group.states import GroupState
 from kgroup.messages import JoinGroupResponse, OffsetCommitResponse, SyncGroupResponse
 from kgroup.model import ErrorCode, Member
 from kgroup.sim.scheduler import COORD_TIMER, TO_MEMBER
+from kgroup.wire.consumer_protocol import decode_assignment, decode_subscription
 
 if TYPE_CHECKING:
     from kgroup.sim.runner import Simulation
@@ -122,8 +123,10 @@ def _check_stable_assignment(sim: Simulation, view: GroupView) -> None:
     if protocol is None:
         return
     members = []
+    # the coordinator keeps metadata and assignments as opaque bytes; the simulator observes them as
+    # a consumer would, through the consumer protocol's codec
     for state in view.members:
-        sub = state.metadata(protocol)
+        sub = decode_subscription(state.metadata(protocol))
         members.append(
             Member(
                 member_id=state.member_id,
@@ -134,7 +137,7 @@ def _check_stable_assignment(sim: Simulation, view: GroupView) -> None:
                 rack_id=sub.rack_id,
             )
         )
-    assignment = view.assignments
+    assignment = {member_id: decode_assignment(raw).partitions for member_id, raw in view.assignments.items()}
     found = check_subscriptions(members, assignment) + check_members(members, assignment)
     if sim.metadata_changed_ms < (sim.rebalance_starts[-1] if sim.rebalance_starts else 0):
         # (skipped when partitions were added during this rebalance: the leader assigned from
