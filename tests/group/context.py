@@ -8,13 +8,12 @@ from dataclasses import dataclass, field
 from random import Random
 
 from kgroup.group import (
-    CancelTimer,
     CoordinatorConfig,
     CoordinatorResult,
     GroupCoordinator,
     GroupState,
     Record,
-    TimerKey,
+    TimerTable,
 )
 from kgroup.messages import (
     UNKNOWN_MEMBER_ID,
@@ -90,8 +89,7 @@ class GroupTestContext:
 
     def __post_init__(self) -> None:
         self.coordinator = GroupCoordinator(self.config, rng=Random(self.seed))
-        self.timers: dict[TimerKey, tuple[int, int]] = {}  # key -> (deadline, scheduling sequence)
-        self._timer_seq = 0
+        self.timers = TimerTable()
         self._correlation = 0
         self.records: list[Record] = []
         self.answers: dict[tuple[str, int], Response] = {}
@@ -105,12 +103,7 @@ class GroupTestContext:
             self.answer_count[key] = self.answer_count.get(key, 0) + 1
             assert self.answer_count[key] == 1, f"request {key} answered twice"
             self.answers[key] = reply.body
-        for effect in result.timers:
-            if isinstance(effect, CancelTimer):
-                self.timers.pop(effect.key, None)
-            else:
-                self._timer_seq += 1
-                self.timers[effect.key] = (effect.deadline_ms, self._timer_seq)
+        self.timers.apply(result.timers)
         self.records.extend(result.records)
 
     def send(
@@ -125,20 +118,15 @@ class GroupTestContext:
     def sleep(self, ms: int) -> None:
         """Advance the clock and fire every due timer, earliest first (ties in scheduling order)."""
         self.time_ms += ms
-        while True:
-            due = [(d, s, k) for k, (d, s) in self.timers.items() if d <= self.time_ms]
-            if not due:
-                return
-            _, _, key = min(due)
-            del self.timers[key]
+        while (key := self.timers.pop_due(self.time_ms)) is not None:
             self.absorb(self.coordinator.on_timer(self.time_ms, key))
 
     def sleep_until(self, condition: Callable[[], bool], limit_ms: int = 3_600_000) -> None:
         """Jump from timer deadline to timer deadline until ``condition()`` holds."""
         start = self.time_ms
         while not condition():
-            assert self.timers, "nothing scheduled, and the condition does not hold"
-            deadline = min(d for d, _ in self.timers.values())
+            deadline = self.timers.next_deadline()
+            assert deadline is not None, "nothing scheduled, and the condition does not hold"
             assert deadline - start <= limit_ms, f"condition not met within {limit_ms} ms"
             self.sleep(max(deadline - self.time_ms, 0))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from random import Random
 
 from group.context import GROUP, GroupTestContext, protocols
-from kgroup.group import CoordinatorConfig, GroupCoordinator, GroupState
+from kgroup.group import CoordinatorConfig, GroupCoordinator, GroupState, TimerTable
 from kgroup.messages import UNKNOWN_MEMBER_ID, LeaveGroupMember
 from kgroup.model import ErrorCode
 
@@ -257,8 +257,7 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
     for record in big.records:
         ctx.coordinator.replay(record)
     ctx.records = list(big.records)
-    for timer in ctx.coordinator.armed_timers():
-        ctx.timers[timer.key] = (timer.deadline_ms, 0)
+    ctx.timers = TimerTable.from_armed(ctx.coordinator.armed_timers())
     rejoin_order = [leader] + [m for m in member_ids if m != leader]
     calls = [ctx.join(m, rebalance_timeout_ms=10_000, connection=f"r{i}") for i, m in enumerate(rejoin_order)]
     assert ctx.state() is S.PREPARING_REBALANCE

@@ -56,7 +56,7 @@ def test_join_rejected_before_anything_happens(kwargs: dict[str, object], error:
     ctx = GroupTestContext()
     call = ctx.join(**kwargs)  # type: ignore[arg-type]
     assert call.join.error_code is error
-    assert ctx.timers == {}
+    assert ctx.timers.armed() == {}
 
 
 def test_join_session_timeout_limits_are_inclusive() -> None:
@@ -477,7 +477,7 @@ def test_unload_answers_parked_requests_not_coordinator() -> None:
     parked = ctx.join_dynamic()
     ctx.absorb(ctx.coordinator.unload(ctx.time_ms))
     assert parked.join.error_code is E.NOT_COORDINATOR
-    assert ctx.state() is S.DEAD and ctx.timers == {}
+    assert ctx.state() is S.DEAD and ctx.timers.armed() == {}
     assert ctx.join().join.error_code is E.COORDINATOR_NOT_AVAILABLE
     assert ctx.sync("m", 0).sync.error_code is E.COORDINATOR_NOT_AVAILABLE
 

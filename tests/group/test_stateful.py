@@ -169,7 +169,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         kept its log): the run goes on against the rebuilt one, with the host's timers as they were."""
         rebuilt = self.ctx.rebuilt()
         assert {t.key: t.deadline_ms for t in rebuilt.armed_timers()} == {
-            k: d for k, (d, _) in self.ctx.timers.items()
+            k: d for k, d in self.ctx.timers.armed().items()
         }
         self.ctx.coordinator = rebuilt
 
