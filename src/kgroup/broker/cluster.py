@@ -68,7 +68,7 @@ class Cluster:
         self.alive: set[int] = set(self.broker_ids)
         self.topics: dict[str, TopicInfo] = {}
         for name, count in logs.topics().items():
-            self.topics[name] = self._info(name, count, {})
+            self.topics[name] = self._info(name, count, logs.topic_configs(name))
 
     # --- placement -------------------------------------------------------------------------------
 

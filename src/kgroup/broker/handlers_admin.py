@@ -8,6 +8,7 @@ from typing import Any
 
 from kgroup.broker.cluster import OFFSETS_TOPIC, TopicInfo, topic_name_error
 from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
+from kgroup.log.errors import LogError
 
 log = logging.getLogger("kgroup.broker")
 
@@ -224,7 +225,11 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if request.validate_only:
                 info = TopicInfo(name, uuid.UUID(int=0), ((),) * partitions, configs)
             else:
-                info = cluster.create_topic(name, partitions, rf, configs)
+                try:
+                    info = cluster.create_topic(name, partitions, rf, configs)
+                except LogError as exc:  # a bad topic config: INVALID_CONFIG and its message
+                    results.append(_created(name, exc.error_code, exc.message, None, 0, 0))
+                    continue
                 log.info("created topic %s with %d partition(s)", name, partitions)
             results.append(_created(name, NONE, None, info, partitions, rf))
     return {"throttle_time": 0, "topics": results}

@@ -204,11 +204,6 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
             return _fetch_once(ctx, request)[0]
 
 
-LATEST = -1
-EARLIEST = -2
-MAX_TIMESTAMP = -3
-
-
 @register(2)
 async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
     topics = []
@@ -228,16 +223,12 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if code == NONE:
                 plog = ctx.broker.cluster.partition_log(topic.name, index)
                 assert plog is not None
-                ts = int(part.timestamp)
                 entry["leader_epoch"] = LEADER_EPOCH
-                if ts == LATEST:
-                    entry["offset"] = plog.high_watermark
-                elif ts == EARLIEST:
-                    entry["offset"] = plog.log_start_offset
-                else:
-                    found = plog.offset_for_timestamp(ts)
-                    if found is not None:
-                        entry["offset"], entry["timestamp"] = found
+                # -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered, else
+                # the first record at or after the timestamp (UnifiedLog.fetchOffsetByTimestamp)
+                found = plog.offset_for_timestamp(int(part.timestamp))
+                if found is not None:
+                    entry["timestamp"], entry["offset"] = found
             entry["error_code"] = code
             partitions.append(entry)
         topics.append({"name": topic.name, "partitions": partitions})

@@ -16,21 +16,12 @@ __all__ = ["open_logs", "run_broker", "serve"]
 log = logging.getLogger("kgroup.broker")
 
 
-def open_logs(data_dir: Path | None, fsync: str = "interval") -> LogManagerLike:
-    """The log manager for ``data_dir`` (``None``: in memory)."""
-    from kgroup.broker.memory_log import MemoryLogManager
+def open_logs(data_dir: Path, fsync: str = "interval") -> LogManagerLike:
+    """The on-disk log manager for ``data_dir`` (recovering a torn tail left by a crash)."""
+    from kgroup.log import FsyncPolicy, LogConfig, LogManager
 
-    if data_dir is None:
-        return MemoryLogManager()
-    try:
-        from kgroup.log import FsyncPolicy, LogConfig, LogManager  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - until the on-disk log lands
-        log.warning("kgroup.log is not available: keeping data in memory")
-        return MemoryLogManager()
-    policy = {"always": FsyncPolicy.ALWAYS, "interval": FsyncPolicy.INTERVAL, "never": FsyncPolicy.NEVER}[
-        fsync
-    ]
-    manager: LogManagerLike = LogManager(data_dir, LogConfig(fsync=policy))
+    policies = {"always": FsyncPolicy.ALWAYS, "interval": FsyncPolicy.INTERVAL, "never": FsyncPolicy.NEVER}
+    manager: LogManagerLike = LogManager(data_dir, LogConfig(fsync=policies[fsync]))
     return manager
 
 

@@ -14,7 +14,7 @@ __all__ = ["API_NAMES", "SUPPORTED_VERSIONS", "supported"]
 SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     0: (3, 12),  # Produce (Kafka 4.0 removed v0-v2)
     1: (4, 12),  # Fetch (v13+ address topics by id)
-    2: (1, 6),  # ListOffsets (v7+ add MAX_TIMESTAMP and tiered-storage specs)
+    2: (1, 9),  # ListOffsets
     3: (0, 12),  # Metadata
     8: (2, 9),  # OffsetCommit
     9: (1, 9),  # OffsetFetch
