@@ -10,6 +10,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kgroup.broker.cluster import Cluster, topic_name_error
 from kgroup.broker.config import BrokerConfig
@@ -43,6 +44,7 @@ class Broker:
         self._appended: asyncio.Future[None] | None = None
         self._next_producer_id = (wall_clock_ms() << 12) & ((1 << 62) - 1)
         self._tick_task: asyncio.Task[None] | None = None
+        self._connection_tasks: set[asyncio.Task[Any]] = set()
         from kgroup.broker.groups import GroupAdapter  # a late import: groups import the broker's types
 
         self.groups = GroupAdapter(self)
@@ -69,7 +71,14 @@ class Broker:
             port = 0 if self.config.port == 0 else self.config.port + broker_id
 
         async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await serve_connection(self, broker_id, reader, writer)
+            task = asyncio.current_task()
+            if task is not None:
+                self._connection_tasks.add(task)
+            try:
+                await serve_connection(self, broker_id, reader, writer)
+            finally:
+                if task is not None:
+                    self._connection_tasks.discard(task)
 
         try:
             server = await asyncio.start_server(on_connect, self.config.host, port, reuse_address=True)
@@ -107,6 +116,10 @@ class Broker:
             for writer in list(self.connections[broker_id]):
                 writer.close()
             await server.wait_closed()
+        tasks = list(self._connection_tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         self.groups.close()
         self.logs.flush()
         self.logs.close()
