@@ -9,6 +9,7 @@ from typing import Any
 from kgroup.broker.cluster import OFFSETS_TOPIC, TopicInfo, topic_name_error
 from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
 from kgroup.log.errors import LogError
+from kgroup.model import PeerError
 
 log = logging.getLogger("kgroup.broker")
 
@@ -26,6 +27,8 @@ INVALID_CONFIG = 40
 UNKNOWN_TOPIC_ID = 100
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 ZERO_UUID = uuid.UUID(int=0)
+#: kgroup's own limit (Kafka has none): a request for more partitions gets INVALID_PARTITIONS
+MAX_PARTITIONS_PER_TOPIC = 10_000
 
 #: topic configs a client may ask for (DescribeConfigs): Kafka's defaults
 TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
@@ -105,6 +108,9 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
         allow_auto = getattr(request, "allow_auto_topic_creation", True)
         for wanted in requested:
             name = wanted.name
+            if name is None and ctx.version < 12:
+                # MetadataRequest: topic ids (and so a topic without a name) only from v12
+                raise PeerError("Metadata request before v12 names a topic by id only", INVALID_REQUEST)
             if name is None:
                 topic_id = getattr(wanted, "topic_id", None)
                 info = cluster.topic_by_id(topic_id) if topic_id is not None else None
@@ -197,12 +203,14 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             results.append(
                 _created(name, TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", None, 0, 0)
             )
-        elif partitions <= 0:
+        elif partitions <= 0 or partitions > MAX_PARTITIONS_PER_TOPIC:
             results.append(
                 _created(
                     name,
                     INVALID_PARTITIONS,
-                    "Number of partitions was set to an invalid non-positive value.",
+                    "Number of partitions was set to an invalid non-positive value."
+                    if partitions <= 0
+                    else f"kgroup creates at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic.",
                     None,
                     0,
                     0,

@@ -155,6 +155,17 @@ class KafkaBroker:
             raise KgroupError("KafkaBroker: not running; use it inside `with KafkaBroker() as kafka:`")
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=START_TIMEOUT_S)
 
+    def run_in_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the broker's loop and wait for its result (for tests of the broker)."""
+        return self._call(coro)
+
+    @property
+    def broker(self) -> Any:
+        """The running :class:`kgroup.broker.Broker` (for tests of the broker itself)."""
+        if self._broker is None:
+            raise KgroupError("KafkaBroker: not running; use it inside `with KafkaBroker() as kafka:`")
+        return self._broker
+
     @property
     def bootstrap_servers(self) -> str:
         """``host:port[,host:port…]`` of the live brokers, for ``bootstrap.servers``."""

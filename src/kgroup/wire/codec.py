@@ -32,6 +32,7 @@ from kio.serial.errors import SerialError
 from kio.static.constants import EntityType
 
 from kgroup.model import PeerError
+from kgroup.wire.guard import check_body
 
 __all__ = [
     "API_VERSIONS_KEY",
@@ -178,9 +179,19 @@ def decode_request(frame: bytes, header: RequestHeader) -> DecodedRequest:
     cls = request_class(header.api_key, header.api_version)
     if cls is None:
         raise PeerError(f"no schema for api key {header.api_key} v{header.api_version}", 42)
+    check_body(cls, frame, header.size)  # kio's native reader must never see an implausible length
     try:
         body, _size = _reader(cls)(frame, header.size)
-    except (SerialError, ValueError, TypeError, UnicodeDecodeError, OverflowError, IndexError) as exc:
+    except (
+        SerialError,
+        ValueError,
+        TypeError,
+        UnicodeDecodeError,
+        OverflowError,
+        IndexError,
+        KeyError,
+    ) as exc:
+        # KeyError: kio refuses a tagged field it does not know (Kafka would skip it)
         name = api_key_map.get(header.api_key, str(header.api_key))
         raise PeerError(f"malformed {name} v{header.api_version} request: {exc}", 42) from None
     return DecodedRequest(header, body)
