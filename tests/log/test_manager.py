@@ -169,3 +169,14 @@ def test_bad_log_config_is_a_user_error(tmp_path: Path) -> None:
         LogConfig(retention_ms=-5)
     with pytest.raises(KgroupError, match="fsync"):
         LogConfig(fsync="sometimes")  # type: ignore[arg-type]
+
+
+def test_unreadable_topic_metadata_is_a_clear_user_error(tmp_path: Path) -> None:
+    with LogManager(tmp_path) as manager:
+        manager.create_topic("t", 1)
+    (tmp_path / "meta" / "topics" / "t.json").write_text("{not json")
+    with pytest.raises(KgroupError, match=r"t\.json is unreadable"):
+        LogManager(tmp_path)
+    (tmp_path / "meta" / "topics" / "t.json").unlink()
+    with LogManager(tmp_path) as manager:  # the failed open released the directory
+        assert manager.topics() == {}
