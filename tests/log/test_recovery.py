@@ -9,6 +9,7 @@ import pytest
 from tests.log.batches import client_batch, decode, kio_batch
 from tests.log.conftest import OpenLog
 
+from kgroup.log import LogStorageError
 from kgroup.log.batch import HEADER_SIZE
 
 
@@ -147,3 +148,27 @@ def test_recovery_scans_a_long_segment_in_chunks(open_log: OpenLog, tmp_path: Pa
     assert reopened.recovery.truncated_bytes == len(big) - 1000
     assert len(reopened.read(9, 1)) == len(big)
     assert HEADER_SIZE == 61
+
+
+@pytest.mark.timeout(30)
+def test_damage_inside_an_older_segment_is_a_storage_error_never_a_hang(
+    open_log: OpenLog, tmp_path: Path
+) -> None:
+    log = open_log(segment_bytes=2000, index_interval_bytes=100)
+    for n in range(20):
+        log.append(kio_batch([b"v" * 100, b"n%d" % n]), now_ms=1)
+    bases = log.segment_base_offsets
+    log.close()
+    first = tmp_path / "t-0" / f"{bases[0]:020d}.log"
+    data = bytearray(first.read_bytes())
+    second_batch = int.from_bytes(data[8:12], "big") + 12
+    data[second_batch + 8 : second_batch + 12] = (-40).to_bytes(4, "big", signed=True)  # bit rot in a length
+    first.write_bytes(bytes(data))
+    # a clean open checks only each segment's tail after its last index entry: the damage is not seen
+    reopened = open_log(segment_bytes=2000, index_interval_bytes=100, recover_tail=False)
+    assert reopened.log_end_offset == 40
+    assert decode(reopened.read(0, 1))[0][0] == 0  # the batch before the damage is still served
+    with pytest.raises(LogStorageError) as info:
+        reopened.read(2, 1 << 20)  # the damaged batch is never served, nor skipped over
+    assert info.value.error_code == 56
+    assert decode(reopened.read(bases[1], 1))[0][0] == bases[1]  # later segments are unaffected
