@@ -89,20 +89,19 @@ class PartitionMachine(RuleBasedStateMachine):
         self.log.close()
         data = active.read_bytes()
         if data:
-            last_size = len(self.log_last_batch(data))
-            cut = len(data) - last_size + int(last_size * keep)
-            active.write_bytes(data[:cut] + (b"\0" * 64 if zeros else b""))
-            self.batch_ends.pop()
-            del self.model[self.batch_ends[-1] if self.batch_ends else 0 :]
-            if self.last_idempotent is not None and self.last_idempotent[1] >= len(self.model):
-                self.last_idempotent = None  # the torn batch is gone; the producer would retry it
-                self.sequence = -1  # unknown: resynchronise from the log
+            last = self.log_last_batch(data)
+            start = len(data) - len(last)
+            torn = data[: start + int(len(last) * keep)] + (b"\0" * 64 if zeros else b"")
+            active.write_bytes(torn)
+            # a batch whose last bytes were zeros anyway is whole again after a zero fill: it stays
+            if torn[start : start + len(last)] != last:
+                self.batch_ends.pop()
+                del self.model[self.batch_ends[-1] if self.batch_ends else 0 :]
         self.log = PartitionLog(self.directory, partition_settings(**SETTINGS), recover_tail=True)
-        if self.sequence == -1:
-            entry = self.log.producers.entry(PID)
-            self.sequence = entry.last_seq + 1 if entry is not None else 0
-            if entry is None:
-                self.last_idempotent = None
+        # the producer learns where its sequence stands (a retry of a lost batch would be accepted)
+        entry = self.log.producers.entry(PID)
+        self.sequence = entry.last_seq + 1 if entry is not None else 0
+        self.last_idempotent = None
 
     @staticmethod
     def log_last_batch(data: bytes) -> bytes:
