@@ -70,7 +70,10 @@ def client_batch(
     base_sequence: int = -1,
     timestamp_ms: int = BASE_TIME_MS,
 ) -> bytes:
-    """A batch from kafka-python's own encoder (gzip by default), base offset 0."""
+    """A batch from kafka-python's own encoder (gzip by default), base offset 0.
+
+    Like its producer, kafka-python sends the batch uncompressed when gzip would not make it smaller.
+    """
     builder = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=compression,

@@ -203,3 +203,28 @@ def test_mutated_batches_raise_peer_error_or_pass_never_anything_else(data: st.D
         validate(bytes(raw[:cut]))
     except PeerError as error:
         assert error.error_code in set(LogErrorCode)
+
+
+def test_a_gzip_bomb_is_not_inflated_for_a_timestamp_lookup() -> None:
+    import gzip
+
+    from kgroup.log import batch as batch_module
+
+    raw = bytearray(client_batch([b"a"]))
+    bomb = gzip.compress(b"\0" * (batch_module.MAX_INFLATED_BYTES + 1024))
+    stored = bytearray(raw[:HEADER_SIZE]) + bomb
+    struct.pack_into(">i", stored, 8, len(stored) - 12)
+    struct.pack_into(">h", stored, 21, 1)  # gzip
+    header = parse_header(with_crc(stored))
+    assert record_timestamps(bytes(stored), header) is None
+
+
+def test_garbage_inside_a_gzip_batch_leaves_timestamp_lookup_at_batch_granularity() -> None:
+    import gzip
+
+    raw = bytearray(client_batch([b"a"]))
+    stored = bytearray(raw[:HEADER_SIZE]) + gzip.compress(b"\x7f" * 50)
+    struct.pack_into(">i", stored, 8, len(stored) - 12)
+    struct.pack_into(">h", stored, 21, 1)  # gzip
+    checked = validate(with_crc(stored))  # accepted: a compressed payload is not decompressed on append
+    assert record_timestamps(checked.data, parse_header(checked.data)) is None  # type: ignore[attr-defined]

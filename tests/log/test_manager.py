@@ -47,12 +47,14 @@ def test_topics_persist_across_reopen(tmp_path: Path) -> None:
 def test_errors_carry_kafka_codes(tmp_path: Path) -> None:
     with LogManager(tmp_path) as manager:
         manager.create_topic("t", 2)
+        manager.create_topic("a.b", 1)
         cases: list[tuple[type[LogError], int, object]] = [
             (TopicExists, 36, lambda: manager.create_topic("t", 1)),
             (InvalidPartitions, 37, lambda: manager.create_topic("u", 0)),
             (InvalidTopic, 17, lambda: manager.create_topic("bad/name", 1)),
             (InvalidTopic, 17, lambda: manager.create_topic("..", 1)),
             (InvalidTopic, 17, lambda: manager.create_topic("x" * 250, 1)),
+            (InvalidTopic, 17, lambda: manager.create_topic("a_b", 1)),  # collides with a.b
             (InvalidConfig, 40, lambda: manager.create_topic("u", 1, {"no.such.config": "1"})),
             (InvalidConfig, 40, lambda: manager.create_topic("u", 1, {"segment.bytes": "ten"})),
             (InvalidConfig, 40, lambda: manager.create_topic("u", 1, {"message.timestamp.type": "Now"})),
@@ -66,7 +68,7 @@ def test_errors_carry_kafka_codes(tmp_path: Path) -> None:
             with pytest.raises(kind) as info:
                 call()  # type: ignore[operator]
             assert info.value.error_code == code
-        assert manager.topics() == {"t": 2}  # nothing half-created
+        assert manager.topics() == {"t": 2, "a.b": 1}  # nothing half-created
         assert not (tmp_path / "u-0").exists()
 
 

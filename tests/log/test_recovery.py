@@ -18,7 +18,7 @@ def fill(log_dir_log: OpenLog, batches: int, **overrides: object) -> tuple[list[
     log = log_dir_log(**overrides)
     ends = []
     for n in range(batches):
-        values = [b"r%d-%d" % (n, i) for i in range(n % 3 + 1)]
+        values = [b"r%d-%d-" % (n, i) + b"z" * 200 for i in range(n % 3 + 1)]  # gzip pays for them
         raw = kio_batch(values) if n % 2 else client_batch(values)
         ends.append(log.append(raw, now_ms=1).last_offset + 1)
     return ends, log.read(0, 1 << 30)

@@ -245,6 +245,9 @@ class LogManager:
         validate_topic_name(name)
         if name in self._topics:
             raise TopicExists(f"topic '{name}' already exists")
+        for existing in self._topics:  # Kafka's Topic.hasCollision: '.' and '_' clash in metric names
+            if existing.replace(".", "_") == name.replace(".", "_"):
+                raise InvalidTopic(f"topic '{name}' collides with existing topic: {existing}")
         if partitions <= 0:
             raise InvalidPartitions(f"number of partitions must be larger than 0, not {partitions}")
         topic_configs = dict(configs or {})
