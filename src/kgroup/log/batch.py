@@ -54,6 +54,7 @@ TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 COMPRESSION_NONE = 0
 COMPRESSION_GZIP = 1
+MAX_INFLATED_BYTES = 64 << 20  # a timestamp lookup inflates a gzip batch up to this size
 
 _BASE_OFFSET = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -326,13 +327,21 @@ def record_timestamps(batch: bytes, header: BatchHeader) -> list[tuple[int, int]
     if header.compression == COMPRESSION_NONE:
         payload, start = batch, HEADER_SIZE
     elif header.compression == COMPRESSION_GZIP:
+        inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
         try:
-            payload, start = zlib.decompress(batch[HEADER_SIZE:], wbits=zlib.MAX_WBITS | 16), 0
+            payload, start = inflater.decompress(batch[HEADER_SIZE:], MAX_INFLATED_BYTES), 0
         except zlib.error:
             return None
+        if inflater.unconsumed_tail or len(payload) >= MAX_INFLATED_BYTES:
+            return None  # larger than any real batch inflates to: not worth the memory
     else:
         return None
-    entries = _record_entries(payload, start, header.records_count, header.base_timestamp)
+    try:
+        entries = _record_entries(payload, start, header.records_count, header.base_timestamp)
+    except PeerError:
+        # records inside a compressed batch are not checked on append (its payload is kept as
+        # produced); ones that do not parse leave the lookup at batch granularity
+        return None
     if header.is_log_append_time:
         return [(header.base_offset + delta, header.max_timestamp) for delta, _ in entries]
     return [(header.base_offset + delta, timestamp) for delta, timestamp in entries]

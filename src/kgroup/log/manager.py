@@ -185,7 +185,12 @@ class LogManager:
         self._coordinator_logs: dict[str, CoordinatorLog] = {}
         self._last_flush_ms: int | None = None
         self._last_retention_ms: int | None = None
-        self._load()
+        try:
+            self._load()
+        except BaseException:
+            self._close_files()
+            os.close(self._lock_fd)
+            raise
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -198,8 +203,14 @@ class LogManager:
             if path.suffix != ".json":
                 path.unlink()  # a temp file of an interrupted write: the rename never happened
                 continue
-            meta = json.loads(path.read_text())
-            name, count, configs = meta["name"], int(meta["partitions"]), dict(meta["configs"])
+            try:
+                meta = json.loads(path.read_text())
+                name, count, configs = meta["name"], int(meta["partitions"]), dict(meta["configs"])
+            except (ValueError, KeyError, TypeError) as error:
+                raise KgroupError(
+                    f"data dir {self.data_dir}: topic metadata {path} is unreadable ({error}); "
+                    "restore it from a backup or delete it and the topic's partition directories"
+                ) from None
             settings = self._settings(configs)
             partitions = [
                 PartitionLog(self.data_dir / f"{name}-{number}", settings, recover_tail=not self.clean_start)
@@ -234,6 +245,9 @@ class LogManager:
         validate_topic_name(name)
         if name in self._topics:
             raise TopicExists(f"topic '{name}' already exists")
+        for existing in self._topics:  # Kafka's Topic.hasCollision: '.' and '_' clash in metric names
+            if existing.replace(".", "_") == name.replace(".", "_"):
+                raise InvalidTopic(f"topic '{name}' collides with existing topic: {existing}")
         if partitions <= 0:
             raise InvalidPartitions(f"number of partitions must be larger than 0, not {partitions}")
         topic_configs = dict(configs or {})
@@ -342,6 +356,12 @@ class LogManager:
         if self._lock_fd < 0:
             return
         self.flush()
+        self._close_files()
+        _write_atomically(self.data_dir / CLEAN_SHUTDOWN_FILE, b"")
+        os.close(self._lock_fd)
+        self._lock_fd = -1
+
+    def _close_files(self) -> None:
         for topic in self._topics.values():
             for log in topic.partitions:
                 log.close()
@@ -349,9 +369,6 @@ class LogManager:
             coordinator.close()
         self._topics.clear()
         self._coordinator_logs.clear()
-        _write_atomically(self.data_dir / CLEAN_SHUTDOWN_FILE, b"")
-        os.close(self._lock_fd)
-        self._lock_fd = -1
 
     def __enter__(self) -> LogManager:
         return self

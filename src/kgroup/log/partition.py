@@ -187,8 +187,10 @@ class PartitionLog:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def append(self, records: bytes, *, now_ms: int) -> AppendResult:
+    def append(self, records: bytes | None, *, now_ms: int) -> AppendResult:
         """Append the ``records`` of a Produce request (one RecordBatch v2, as Kafka requires).
+
+        ``None`` (a null records field) is treated as no batch at all (INVALID_RECORD), as in Kafka.
 
         Raises :class:`PeerError` (Kafka's code) for a batch Kafka would refuse; nothing is written
         then. On return the bytes were handed to the OS (and fsynced under ``FsyncPolicy.ALWAYS``).
@@ -196,7 +198,9 @@ class PartitionLog:
         """
         settings = self.settings
         batch = validate_produce_records(
-            records, max_message_bytes=settings.max_message_bytes, log_append_time=settings.log_append_time
+            records or b"",
+            max_message_bytes=settings.max_message_bytes,
+            log_append_time=settings.log_append_time,
         )
         if len(batch.data) > settings.segment_bytes:
             raise PeerError(
