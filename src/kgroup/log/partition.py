@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgroup.log.batch import (
+    NO_BOUNDS,
     BatchHeader,
+    TimestampBounds,
     ValidatedBatch,
     parse_header,
     record_timestamps,
@@ -89,6 +91,7 @@ class PartitionSettings:
     retention_bytes: int | None
     retention_ms: int | None
     fsync: FsyncPolicy
+    timestamp_bounds: TimestampBounds = NO_BOUNDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +204,8 @@ class PartitionLog:
             records or b"",
             max_message_bytes=settings.max_message_bytes,
             log_append_time=settings.log_append_time,
+            now_ms=now_ms,
+            bounds=settings.timestamp_bounds,
         )
         if len(batch.data) > settings.segment_bytes:
             raise PeerError(
