@@ -79,8 +79,12 @@ def test_delete_and_add_partitions(tmp_path: Path) -> None:
         manager.add_partitions("t", 3)
         manager.partition("t", 2).append(kio_batch([b"c"]), now_ms=1)
         manager.create_topic("gone", 2)
+        held = manager.partition("gone", 1)  # e.g. by a fetch waiting for data
         manager.delete_topic("gone")
         assert not (tmp_path / "gone-0").exists()
+        for call in (lambda: held.read(0, 100), lambda: held.append(kio_batch([b"x"]), now_ms=1)):
+            with pytest.raises(UnknownTopicOrPartition):
+                call()
     with LogManager(tmp_path) as manager:
         assert manager.topics() == {"t": 3}
         assert manager.partition("t", 2).log_end_offset == 1

@@ -27,7 +27,7 @@ from kgroup.log.batch import (
     stamp_batch,
     validate_produce_records,
 )
-from kgroup.log.errors import LogErrorCode, OffsetOutOfRange
+from kgroup.log.errors import LogErrorCode, OffsetOutOfRange, UnknownTopicOrPartition
 from kgroup.log.producer_state import ProducerStateManager
 from kgroup.log.segment import INT32_MAX, Segment, SegmentRecovery
 from kgroup.model import PeerError
@@ -127,11 +127,17 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return self._open()[0].base_offset
 
     @property
     def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
+        return self._open()[-1].next_offset
+
+    def _open(self) -> list[Segment]:
+        """The segments; a closed log (its topic deleted, or the manager closed) raises."""
+        if not self._segments:
+            raise UnknownTopicOrPartition(f"partition log {self.directory.name} is closed")
+        return self._segments
 
     @property
     def high_watermark(self) -> int:
@@ -200,6 +206,7 @@ class PartitionLog:
         Raises ``OSError`` when the write fails; the log is then as before the call.
         """
         settings = self.settings
+        self._open()
         batch = validate_produce_records(
             records or b"",
             max_message_bytes=settings.max_message_bytes,
@@ -266,6 +273,7 @@ class PartitionLog:
         ``b""`` at the log end. Reads stay within one segment, as Kafka's do. Raises
         :class:`OffsetOutOfRange` for an offset below the log start or beyond the log end.
         """
+        self._open()
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRange(
                 f"offset {offset} is out of range [{self.log_start_offset}, {self.log_end_offset}]"
@@ -285,6 +293,7 @@ class PartitionLog:
         otherwise the first record whose timestamp is >= ``timestamp``
         (``UnifiedLog.fetchOffsetByTimestamp``).
         """
+        self._open()
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return NO_TIMESTAMP, self.log_start_offset
         if timestamp == LATEST_TIMESTAMP:
