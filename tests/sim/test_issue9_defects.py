@@ -35,3 +35,29 @@ def test_restarted_static_leader_notices_new_partitions() -> None:
     assert m["final_assignment"] == {"c0": "t[0-2]", "c1": "t[3-5]"}  # the new t-4, t-5 are owned
     assert m["invariant_violation_count"] == 0, m["invariant_violations"]
     assert m["time_to_stable_ms"][-1] is not None  # the partition change settled
+
+
+def test_cooperative_sticky_with_message_loss_never_double_owns() -> None:
+    """Defect 1, the smallest case found: a member whose pre-join commit was held up learned from a
+    heartbeat that it had been removed (UNKNOWN_MEMBER_ID); Kafka's onJoinPrepare, called again with
+    the current (reset) generation, gives its partitions up as lost before rejoining. kgroup decided
+    from the generation captured when the prepare began, kept them, and rejoined owning partitions the
+    group had already given to the other member."""
+    scenario = parse_scenario(
+        {
+            "seed": 9,
+            "duration_ms": 300_000,
+            "topics": {"t": 4},
+            "group": {
+                "assignors": ["cooperative-sticky"],
+                "session_timeout_ms": 6000,
+                "heartbeat_interval_ms": 600,
+                "max_poll_interval_ms": 10_000,
+            },
+            "consumers": [{"count": 2, "prefix": "c", "topics": ["t"]}],
+            "network": {"latency_ms": 20, "loss": 0.02},
+        }
+    )
+    m = simulate(scenario).metrics
+    assert m["double_owned_ms"] == 0 and m["invariant_violation_count"] == 0, m["invariant_violations"]
+    assert m["rebalances"] >= 2  # the losses did disturb the group
