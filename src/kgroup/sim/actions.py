@@ -83,7 +83,7 @@ def apply_scenario_event(sim: Simulation, ev: EventSpec) -> int:
     elif kind == "network_partition":
         sim._event("network_partition", consumer=ev.consumer, duration_ms=ev.duration_ms)
         proc = sim._proc(ev.consumer)
-        sim.net.cut(proc.id, now + ev.duration_ms)
+        sim.net.cut(proc.id, now, now + ev.duration_ms)  # (registered ahead; idempotent)
         sim.q.push(now + ev.duration_ms, HEAL, proc.index)
         ready = now + ev.duration_ms
     return ready
