@@ -146,6 +146,7 @@ def build_result(sim: Simulation) -> SimResult:
         # extras (docs/simulator.md)
         "invariant_violation_count": sim.violation_count,
         "max_partition_lag_records": sim.max_partition_lag,
+        "zombie_overlap_ms": sim.own.zombie_overlap_ms,
         "records_skipped": sim.workload.records_skipped,
         "final_group_state": sim.g_state.kafka_name,
         "final_protocol": sim.g_protocol,
