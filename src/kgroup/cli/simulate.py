@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from kgroup.cli.output import console, emit_json, err_console
+from kgroup.cli.output import console, emit_json, err_console, prepare_report_dir
 from kgroup.model import KgroupError
 
 __all__ = ["register"]
@@ -34,9 +34,8 @@ def register(app: typer.Typer) -> None:
         protocol: str | None = typer.Option(
             None, "--protocol", help="eager or cooperative (see docs/simulator.md)"
         ),
-        static: bool | None = typer.Option(
-            None, "--static/--dynamic", help="make every consumer static (group.instance.id) or dynamic"
-        ),
+        static: bool = typer.Option(False, "--static", help="make every consumer static (group.instance.id)"),
+        dynamic: bool = typer.Option(False, "--dynamic", help="make every consumer dynamic"),
         seed: int | None = typer.Option(None, "--seed", help="override the scenario's seed"),
         as_json: bool = typer.Option(False, "--json", help="print JSON (byte-identical for the same seed)"),
         report: Path | None = typer.Option(  # noqa: B008
@@ -45,19 +44,29 @@ def register(app: typer.Typer) -> None:
         compare: bool = typer.Option(
             False, "--compare", help="run every strategy × protocol × static/dynamic and compare"
         ),
-        seeds: int = typer.Option(1, "--seeds", help="--compare: seeds per variant (seed, seed+1, …)"),
-        engine: str = typer.Option(
-            "spark", "--engine", help="--compare: spark (default) or local (in-process)"
+        seeds: int | None = typer.Option(
+            None, "--seeds", help="--compare: seeds per variant (seed, seed+1, …; default 1)"
         ),
-        master: str = typer.Option("local[*]", "--master", help="--compare on Spark: the Spark master URL"),
+        engine: str | None = typer.Option(
+            None, "--engine", help="--compare: spark (default) or local (in-process)"
+        ),
+        master: str | None = typer.Option(
+            None, "--master", help="--compare on Spark: the Spark master URL (default local[*])"
+        ),
     ) -> None:
         """Simulate a consumer group's rebalances over virtual time (deterministic for a seed)."""
         from kgroup.sim.scenario import load_scenario
         from kgroup.sim.variants import with_overrides
 
+        _check_options(static, dynamic, compare, seeds, engine, master)
         base = load_scenario(scenario)
-        membership = None if static is None else ("static" if static else "dynamic")
+        if report is not None:
+            prepare_report_dir(report)
+        membership = "static" if static else "dynamic" if dynamic else None
         if compare:
+            seeds = 1 if seeds is None else seeds
+            engine = engine or "spark"
+            master = master or "local[*]"
             if assignors is not None or protocol is not None:
                 raise KgroupError("--compare runs every strategy and protocol; drop --assignors/--protocol")
             if seeds < 1 or seeds > 1000:
@@ -84,6 +93,25 @@ def register(app: typer.Typer) -> None:
             typer.echo(result.to_json(), nl=False)
             return
         _print_summary(result)
+
+
+def _check_options(
+    static: bool, dynamic: bool, compare: bool, seeds: int | None, engine: str | None, master: str | None
+) -> None:
+    """Options that contradict each other, or that only --compare reads, fail before any work."""
+    if static and dynamic:
+        raise KgroupError("--static and --dynamic: choose one (or neither, to keep the file's own)")
+    if not compare:
+        given = [name for name, value in (("--seeds", seeds), ("--engine", engine), ("--master", master))
+                 if value is not None]
+        if given:
+            raise KgroupError(f"{given[0]}: only applies with --compare; add --compare or drop it")
+    elif engine == "local" and master is not None:
+        raise KgroupError("--master: only applies with --engine spark; drop it")
+    if master is not None:
+        from kgroup.spark.session import check_master
+
+        check_master(master)
 
 
 def _print_summary(result: Any) -> None:
