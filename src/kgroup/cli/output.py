@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,6 +30,7 @@ __all__ = [
     "err_console",
     "prepare_report_dir",
     "print_table",
+    "step_progress",
 ]
 
 console = Console(highlight=False)
@@ -128,3 +130,32 @@ def prepare_report_dir(path: Path, option: str = "--report") -> None:
         raise KgroupError(
             f"{option}: cannot write to {path} ({exc.strerror or exc}); choose a writable folder"
         ) from None
+
+
+@contextmanager
+def step_progress(description: str, total: int, enabled: bool = True) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr for ``total`` steps, shown only when ``enabled`` (not ``--json``)
+    and stderr is a terminal (logs and pipes get nothing). Yields ``done(n)``: ``n`` steps are
+    complete; it may be called from another thread (rich's progress is locked)."""
+    if not (enabled and err_console.is_terminal):
+        yield lambda n: None
+        return
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.update(task, completed=n)

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from kgroup.cli.output import console, emit_json, err_console, prepare_report_dir
+from kgroup.cli.output import console, emit_json, err_console, prepare_report_dir, step_progress
 from kgroup.model import KgroupError
 
 __all__ = ["register"]
@@ -163,19 +163,42 @@ def _compare(
 
     memberships: tuple[str | None, ...] = MEMBERSHIPS if membership is None else (membership,)
     variants, skipped = compare_variants(memberships=memberships)
+    runs = len(variants) * len(seeds)
+    what = f"simulating {runs} runs ({len(variants)} variants × {len(seeds)} seed(s))"
     if engine == "spark":
+        from contextlib import ExitStack
+
+        from kgroup.cli.partition_input import StageProgress
+        from kgroup.spark.progress import watch_tasks
+        from kgroup.spark.session import spark_session
         from kgroup.spark.sweep import run_sweep
 
-        rows, summary = run_sweep([base], variants, seeds, master=master)
+        with ExitStack() as stack:
+            with StageProgress(enabled=not as_json).stage(f"starting Spark ({master})"):
+                spark = stack.enter_context(spark_session(master, app_name="kgroup-simulate-sweep"))
+            with step_progress(f"{what} on Spark", runs, enabled=not as_json) as done:
+                with watch_tasks(spark, lambda completed, total: done(completed) if total == runs else None):
+                    rows, summary = run_sweep([base], variants, seeds, spark=spark)
+                done(runs)
     else:
-        rows = run_local(base, variants, seeds)
+        with step_progress(what, runs, enabled=not as_json) as done:
+            rows = run_local(base, variants, seeds, on_run=done)
         summary = summarize(rows)
     skipped_out = [(v.label, why) for v, why in skipped]
     if report is not None:
         from kgroup.report.timeline import write_comparison_report
 
         page = write_comparison_report(
-            f"kgroup simulate --compare: {base.name}", summary, SUMMARY_COLUMNS, skipped_out, report, rows
+            f"kgroup simulate --compare: {base.name}",
+            summary,
+            SUMMARY_COLUMNS,
+            skipped_out,
+            report,
+            rows,
+            scenario=base,
+            seeds=seeds,
+            how=f"Every strategy × protocol × membership Kafka can run, {len(seeds)} seed(s) each, "
+            + ("one Spark task per simulation." if engine == "spark" else "in one process."),
         )
         err_console.print(f"report: {page}")
     if as_json:
@@ -200,8 +223,10 @@ def _compare(
             table.add_column(column, no_wrap=True)
         else:
             table.add_column(_SHORT.get(column, column), justify="right")
+    from kgroup.report.html import format_cell
+
     for row in summary:
-        table.add_row(*(str(row[c]) for c in SUMMARY_COLUMNS))
+        table.add_row(*(format_cell(row[c]) for c in SUMMARY_COLUMNS))
     wide.print(table)
     for label, why in skipped_out:
         wide.print(f"not run: {label} — {why}")

@@ -204,7 +204,10 @@ def build_report(run: DemoRun, title: str = "kgroup demo") -> Report:
                     "into tasks (one modelled producer per task)."
                 ),
                 Facts(
-                    tuple((k, v if not isinstance(v, bool) else str(v)) for k, v in config.to_json().items())
+                    tuple(
+                        (k.replace("_", " "), v if not isinstance(v, bool) else str(v))
+                        for k, v in config.to_json().items()
+                    )
                 ),
                 Table(
                     ("stage", "seconds"),
