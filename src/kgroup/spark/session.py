@@ -104,6 +104,11 @@ def get_spark(
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
         .config("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
     )
+    from kgroup.spark.jvm import kgroup_jar
+
+    jar = kgroup_jar()  # kgroup's JVM partitioning function, compiled once per machine
+    if jar is not None:
+        builder = builder.config("spark.jars", jar)
     if shuffle_partitions is None and master.startswith("local"):
         shuffle_partitions = 8
     if shuffle_partitions is not None:
