@@ -25,6 +25,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd  # module level: pandas_udf resolves its type hints in this module's globals
+
 PARTITIONS = 12
 
 
@@ -46,7 +48,6 @@ def frames(spark: Any, rows: int) -> tuple[Any, Any]:
 
 
 def pandas_kafka_python(df: Any) -> Any:
-    import pandas as pd
     from pyspark.sql import functions as F
 
     @F.pandas_udf("int")  # type: ignore[call-overload,misc]
