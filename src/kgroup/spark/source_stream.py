@@ -67,7 +67,10 @@ class KgroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"options": self.options}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["options"])
+        self.options = state["options"]
+        self._lookup = None
+        self._available_now = None
+        self._report = data_loss_reporter(self.options.fail_on_data_loss, LOG.warning)
 
     @property
     def lookup(self) -> OffsetLookup:
