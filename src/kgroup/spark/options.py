@@ -80,6 +80,8 @@ _SINK_OPTIONS = {
     "nullkeyseed": "nullKeySeed",
 }
 _STRATEGIES = ("assign", "subscribe", "subscribepattern")
+# Options Spark itself adds to a streaming source's or sink's options.
+_SPARK_ADDED = ("checkpointlocation",)
 
 # Kafka consumer configs Spark refuses (it manages offsets and deserialisation itself), with why.
 _REFUSED_CONSUMER_CONFIGS = {
@@ -354,7 +356,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     ``validateStreamOptions``) and return them parsed. Raises :class:`KgroupError`."""
     lowered = _lower(options)
     for key in lowered:
-        if key.startswith("kafka."):
+        if key.startswith("kafka.") or key in _SPARK_ADDED:
             continue
         if key in _SPARK_ONLY_SOURCE_OPTIONS:
             raise KgroupError(
@@ -482,7 +484,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
 
     lowered = _lower(options)
     for key in lowered:
-        if key.startswith("kafka.") or key in _SINK_OPTIONS:
+        if key.startswith("kafka.") or key in _SINK_OPTIONS or key in _SPARK_ADDED:
             continue
         raise _unknown(key, [*_SINK_OPTIONS.values(), "kafka.*"], "sink")
     config, timeout_ms = _client_options(lowered, _REFUSED_PRODUCER_CONFIGS)
