@@ -35,12 +35,16 @@ def test_batch_write_partitions_like_a_java_producer(kgroup_spark: Any, kafka_cl
     topic = kafka_cluster.new_topic("sink")
     ids = kgroup_spark.range(0, 3_000, 1, 1)  # one task: its keyless records follow one producer
     df = ids.select(
-        F.when(F.col("id") % 5 == 0, F.lit(None)).otherwise(F.concat(F.lit("user-"), F.col("id"))).alias("key"),
+        F.when(F.col("id") % 5 == 0, F.lit(None))
+        .otherwise(F.concat(F.lit("user-"), F.col("id")))
+        .alias("key"),
         F.concat(F.lit("v"), F.lpad(F.col("id").cast("string"), 6, "0")).alias("value"),
         F.when(F.col("id") % 11 == 1, (F.col("id") % 4).cast("int")).alias("partition"),
         F.when(
             F.col("id") % 3 == 0,
-            F.array(F.struct(F.lit("id").alias("key"), F.col("id").cast("string").cast("binary").alias("value"))),
+            F.array(
+                F.struct(F.lit("id").alias("key"), F.col("id").cast("string").cast("binary").alias("value"))
+            ),
         ).alias("headers"),
     )
     (
@@ -69,7 +73,9 @@ def test_batch_write_partitions_like_a_java_producer(kgroup_spark: Any, kafka_cl
         else:
             keyless.append((i, r["partition"]))
     # keyless records: the partitions one round-robin producer (task 0, seeded) gives, in order
-    choose = null_key_chooser("round-robin", TOPIC_PARTITIONS, rng=random.Random(task_seed(5, 0, TOPIC_PARTITIONS)))
+    choose = null_key_chooser(
+        "round-robin", TOPIC_PARTITIONS, rng=random.Random(task_seed(5, 0, TOPIC_PARTITIONS))
+    )
     expected = [choose(7) for _ in keyless]  # every value is 7 bytes
     assert [p for _i, p in sorted(keyless)] == expected
     assert len(set(expected)) >= 2  # spread, not stuck on one partition

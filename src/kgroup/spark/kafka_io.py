@@ -34,6 +34,11 @@ __all__ = [
 ]
 
 LOG = logging.getLogger("kgroup.spark")
+# librdkafka's own log lines (a refused connection is logged at every retry): kept out of the
+# task's stderr; what matters reaches the user as an error from the client's calls.
+CLIENT_LOG = logging.getLogger("kgroup.spark.librdkafka")
+CLIENT_LOG.addHandler(logging.NullHandler())
+CLIENT_LOG.propagate = False
 
 #: Rows per Arrow batch handed to Spark by a reading task.
 ARROW_BATCH_ROWS = 10_000
@@ -43,7 +48,7 @@ ARROW_BATCH_ROWS = 10_000
 _TIMESTAMP_TYPE = {0: -1, 1: 0, 2: 1}
 
 
-def consumer_config(options: SourceOptions, role: str) -> dict[str, str]:
+def consumer_config(options: SourceOptions, role: str) -> dict[str, Any]:
     """librdkafka consumer settings for one task or the driver: no group is ever joined (``assign``
     only, nothing committed); offsets out of range are errors, not silent resets; uncommitted
     records are read as Kafka's Java consumer does by default (``isolation.level``)."""
@@ -51,7 +56,7 @@ def consumer_config(options: SourceOptions, role: str) -> dict[str, str]:
         "group.id": f"kgroup-spark-{uuid.uuid4()}-{role}",
         "isolation.level": "read_uncommitted",
         "enable.partition.eof": "true",
-        "log_level": "3",
+        "logger": CLIENT_LOG,
         **options.client_dict(),
     }
     config.update(
@@ -64,8 +69,8 @@ def consumer_config(options: SourceOptions, role: str) -> dict[str, str]:
     return config
 
 
-def producer_config(client_config: Mapping[str, str]) -> dict[str, str]:
-    return {"log_level": "3", **client_config}
+def producer_config(client_config: Mapping[str, str]) -> dict[str, Any]:
+    return {"logger": CLIENT_LOG, **client_config}
 
 
 class OffsetLookup:
@@ -80,7 +85,7 @@ class OffsetLookup:
         config = consumer_config(options, "driver")
         check_client_config(config, Consumer)  # librdkafka names a bad kafka.* option at once
         admin_config: dict[str, Any] = dict(options.client_dict())
-        admin_config["log_level"] = "3"
+        admin_config["logger"] = CLIENT_LOG
         self._isolation = config.get("isolation.level", "read_uncommitted")
         self._admin = AdminClient(admin_config)
 

@@ -30,6 +30,7 @@ __all__ = [
     "Subscription",
     "TopicPartition",
     "check_client_config",
+    "check_read_options_early",
     "offsets_from_json",
     "offsets_to_json",
     "parse_sink_options",
@@ -351,10 +352,22 @@ def check_client_config(config: Mapping[str, str], make_client: Any) -> None:
         close()
 
 
+def check_read_options_early(options: Mapping[str, str]) -> None:
+    """What can be checked while a DataFrame is being defined (``load()``), before Spark says whether
+    the read is a batch or a stream: names, the strategy, numbers, ``consume``. Options that name no
+    read strategy are left alone here (they may be a write's)."""
+    lowered = _lower(options)
+    if any(k in lowered for k in _STRATEGIES):
+        _parse(lowered, streaming=None)
+
+
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
     """Check a read's options as Spark's Kafka source does (``validateBatchOptions`` /
     ``validateStreamOptions``) and return them parsed. Raises :class:`KgroupError`."""
-    lowered = _lower(options)
+    return _parse(_lower(options), streaming=streaming)
+
+
+def _parse(lowered: dict[str, str], *, streaming: bool | None) -> SourceOptions:
     for key in lowered:
         if key.startswith("kafka.") or key in _SPARK_ADDED:
             continue
@@ -382,7 +395,10 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     subscription = _subscription(lowered)
     config, timeout_ms = _client_options(lowered, _REFUSED_CONSUMER_CONFIGS)
 
-    if streaming:
+    if streaming is None:  # not known yet: only the JSON's form
+        starting = _offset_spec("startingOffsets", lowered.get("startingoffsets"), "earliest")
+        ending = _offset_spec("endingOffsets", lowered.get("endingoffsets"), "latest")
+    elif streaming:
         if "endingoffsets" in lowered:
             raise KgroupError("endingOffsets: not valid in streaming queries; remove it (streams never end)")
         starting = _offset_spec("startingOffsets", lowered.get("startingoffsets"), "latest")

@@ -17,7 +17,12 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kgroup.spark.kafka_io import OffsetLookup, fetch_range
-from kgroup.spark.options import SourceOptions, parse_sink_options, parse_source_options
+from kgroup.spark.options import (
+    SourceOptions,
+    check_read_options_early,
+    parse_sink_options,
+    parse_source_options,
+)
 from kgroup.spark.ranges import OffsetRange, data_loss_reporter, resolve_offsets, split_ranges
 
 __all__ = ["KAFKA_SCHEMA", "KgroupDataSource", "RangePartition", "register"]
@@ -91,6 +96,8 @@ class KgroupDataSource(DataSource):
         return str(self.options.get("includeHeaders", "false")).strip().lower() == "true"
 
     def schema(self) -> str:
+        # Called by load(): a read's bad options fail here, while the DataFrame is being defined.
+        check_read_options_early(self.options)
         return KAFKA_SCHEMA + (", " + HEADERS_COLUMN if self._include_headers() else "")
 
     def reader(self, schema: Any) -> DataSourceReader:
