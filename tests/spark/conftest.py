@@ -1,10 +1,6 @@
-"""A Kafka-protocol broker for the data source tests, started by the tests themselves.
-
-kgroup's own embedded broker (``kgroup.testing``) is used when this build has it; until then the
-tests run against librdkafka's mock cluster — a real Kafka-protocol server on loopback TCP ports,
-shipped inside confluent-kafka (``test.mock.num.brokers``), living as long as the client that
-created it. The mock cluster creates a topic on first use with 4 partitions.
-"""
+"""A Kafka broker for the data source tests, started by the tests themselves: kgroup's own embedded
+broker (:class:`kgroup.testing.KafkaBroker`, in this process, on a loopback port), one for the whole
+session; every test makes its own topics of 4 partitions."""
 
 from __future__ import annotations
 
@@ -24,15 +20,12 @@ class KafkaCluster:
     """A running broker: its bootstrap address and helpers to make topics and records."""
 
     bootstrap: str
+    broker: Any
 
     def new_topic(self, prefix: str) -> str:
-        """A fresh topic of ``TOPIC_PARTITIONS`` partitions (its metadata is fetched, creating it)."""
-        from confluent_kafka import Producer
-
+        """A fresh topic of ``TOPIC_PARTITIONS`` partitions."""
         name = f"{prefix}-{next(_names)}"
-        producer = Producer({"bootstrap.servers": self.bootstrap, "log_level": 3})
-        metadata = producer.list_topics(topic=name, timeout=10)
-        assert len(metadata.topics[name].partitions) == TOPIC_PARTITIONS
+        self.broker.create_topic(name, TOPIC_PARTITIONS)
         return name
 
     def produce(
@@ -63,14 +56,11 @@ class KafkaCluster:
 
 @pytest.fixture(scope="session")
 def kafka_cluster() -> Iterator[KafkaCluster]:
-    from confluent_kafka.admin import AdminClient
+    from kgroup.testing import KafkaBroker
 
-    holder = AdminClient({"test.mock.num.brokers": 1, "log_level": 3})
-    metadata = holder.list_topics(timeout=10)
-    bootstrap = ",".join(f"{b.host}:{b.port}" for b in metadata.brokers.values())
-    assert bootstrap.startswith("127.0.0.1:")
-    yield KafkaCluster(bootstrap)
-    del holder  # the mock cluster stops with the client that created it
+    with KafkaBroker(num_partitions=TOPIC_PARTITIONS, auto_create_topics=False) as broker:
+        assert broker.bootstrap_servers.startswith("127.0.0.1:")
+        yield KafkaCluster(broker.bootstrap_servers, broker)
 
 
 @pytest.fixture(scope="session")
