@@ -1,0 +1,202 @@
+"""kgroup.client against librdkafka's mock cluster: an independent coordinator, real sockets.
+
+Each test runs its own event loop with a time bound and closes every consumer it starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from kgroup.client import ClientError, GroupConsumer
+from kgroup.member import MemberConfig
+from kgroup.member.events import PartitionsAssigned, PartitionsLost, PartitionsRevoked
+from kgroup.model import KgroupError, TopicPartition
+
+from .mock_cluster import mock_cluster
+
+FAST = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 20000}
+
+
+def run(coro: Callable[[], Awaitable[Any]], timeout_s: float = 60) -> Any:
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro(), timeout_s)
+
+    return asyncio.run(bounded())
+
+
+def _config(**overrides: Any) -> MemberConfig:
+    values: dict[str, Any] = {"group_id": "g", "enable_auto_commit": False, **FAST}
+    values.update(overrides)
+    return MemberConfig(**values)
+
+
+async def _all_stable(consumers: list[GroupConsumer], timeout_s: float = 30) -> dict[str, frozenset[TopicPartition]]:
+    """Poll every consumer until all are stable in one generation with nothing left to rebalance."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        for c in consumers:
+            await c.poll()
+        await asyncio.sleep(0.05)
+        gens = {c.generation for c in consumers}
+        if len(gens) == 1 and all(c.phase.value == "stable" and not c.member.rejoin_needed for c in consumers):
+            return {c.member_id: c.assignment for c in consumers}
+    raise AssertionError(f"not stable: {[(c.phase, c.generation) for c in consumers]}")
+
+
+def _check_partitioned(owned: dict[str, frozenset[TopicPartition]], topic: str, partitions: int) -> None:
+    everything = [tp for parts in owned.values() for tp in parts]
+    assert sorted(everything) == [TopicPartition(topic, p) for p in range(partitions)]  # each exactly once
+
+
+def test_range_group_of_two_splits_the_topic() -> None:
+    with mock_cluster(topics=("orders",)) as bootstrap:
+
+        async def scenario() -> None:
+            a = GroupConsumer(bootstrap, _config(client_id="a", assignors=("range",)), topics=["orders"])
+            b = GroupConsumer(bootstrap, _config(client_id="b", assignors=("range",)), topics=["orders"])
+            async with a, b:
+                owned = await _all_stable([a, b])
+                _check_partitioned(owned, "orders", 4)
+                assert sorted(len(p) for p in owned.values()) == [2, 2]
+                # Range over members sorted by id: the smaller id takes partitions 0-1
+                first = min(owned)
+                assert owned[first] == frozenset(TopicPartition("orders", p) for p in range(2))
+
+        run(scenario)
+
+
+def test_cooperative_join_moves_partitions_without_double_ownership() -> None:
+    with mock_cluster(topics=("t",)) as bootstrap:
+        owned_now: dict[str, set[TopicPartition]] = {}
+        double: list[tuple[str, TopicPartition]] = []
+
+        def tracker(name: str) -> Callable[[Any], None]:
+            owned_now[name] = set()
+
+            def on_event(event: Any) -> None:
+                if isinstance(event, PartitionsAssigned):
+                    for tp in event.partitions:
+                        if any(tp in parts for other, parts in owned_now.items() if other != name):
+                            double.append((name, tp))
+                    owned_now[name].update(event.partitions)
+                elif isinstance(event, (PartitionsRevoked, PartitionsLost)):
+                    owned_now[name].difference_update(event.partitions)
+
+            return on_event
+
+        async def scenario() -> None:
+            cfg = {"assignors": ("cooperative-sticky",)}
+            a = GroupConsumer(bootstrap, _config(client_id="a", **cfg), topics=["t"], on_event=tracker("a"))
+            async with a:
+                first = await _all_stable([a])
+                assert len(first[a.member_id]) == 4
+                b = GroupConsumer(bootstrap, _config(client_id="b", **cfg), topics=["t"], on_event=tracker("b"))
+                async with b:
+                    owned = await _all_stable([a, b])
+                    _check_partitioned(owned, "t", 4)
+                    assert sorted(len(p) for p in owned.values()) == [2, 2]
+                    # a kept what it keeps: sticky, and it revoked only what moved to b
+                    assert owned[a.member_id] <= first[a.member_id]
+
+        run(scenario)
+        assert double == []
+
+
+def test_static_member_restart_gets_its_partitions_back_without_a_rebalance() -> None:
+    with mock_cluster(topics=("s",)) as bootstrap:
+
+        async def scenario() -> None:
+            def static(name: str) -> GroupConsumer:
+                cfg = _config(client_id=name, group_instance_id=name, assignors=("range",))
+                return GroupConsumer(bootstrap, cfg, topics=["s"])
+
+            a, b = static("a"), static("b")
+            async with a, b:
+                owned = await _all_stable([a, b])
+                generation = a.generation
+                b_before = owned[b.member_id]
+                await b.close()  # static: no LeaveGroup
+                b2 = static("b")
+                async with b2:
+                    again = await _all_stable([a, b2])
+                    assert b2.assignment == b_before
+                    assert b2.generation == generation == a.generation  # no rebalance happened
+                    assert again[a.member_id] == owned[a.member_id]
+
+        run(scenario)
+
+
+def test_committed_offsets_survive_a_member_restart() -> None:
+    with mock_cluster(topics=("c",)) as bootstrap:
+
+        async def scenario() -> None:
+            a = GroupConsumer(bootstrap, _config(client_id="a", assignors=("range",)), topics=["c"])
+            async with a:
+                await _all_stable([a])
+                await a.commit({TopicPartition("c", 0): 42, TopicPartition("c", 1): 7})
+            b = GroupConsumer(bootstrap, _config(client_id="b", assignors=("range",)), topics=["c"])
+            async with b:
+                await _all_stable([b])
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + 10
+                while len(b.member.positions()) < 2 and loop.time() < deadline:
+                    await b.poll(20)
+                assert b.member.positions() == {TopicPartition("c", 0): 42, TopicPartition("c", 1): 7}
+
+        run(scenario)
+
+
+def test_rolling_upgrade_from_range_to_cooperative_sticky() -> None:
+    """Kafka's documented upgrade: every member goes to [cooperative-sticky, range] (still EAGER, range
+    chosen), then one by one to [cooperative-sticky] — the group switches protocol with no member
+    owning a partition another owns."""
+    with mock_cluster(topics=("u",)) as bootstrap:
+
+        async def scenario() -> None:
+            def member(name: str, assignors: tuple[str, ...]) -> GroupConsumer:
+                return GroupConsumer(bootstrap, _config(client_id=name, assignors=assignors), topics=["u"])
+
+            a, b = member("a", ("cooperative-sticky", "range")), member("b", ("cooperative-sticky", "range"))
+            async with a, b:
+                owned = await _all_stable([a, b])
+                _check_partitioned(owned, "u", 4)
+                assert a.member.group_protocol == "cooperative-sticky"  # voted first by both
+                await b.close()
+                b2 = member("b2", ("cooperative-sticky",))
+                async with b2:
+                    owned = await _all_stable([a, b2])
+                    _check_partitioned(owned, "u", 4)
+                    assert b2.member.group_protocol == "cooperative-sticky"
+
+        run(scenario)
+
+
+def test_pattern_subscription_and_bad_input() -> None:
+    with pytest.raises(KgroupError, match="bootstrap servers"):
+        GroupConsumer("nohost", _config(), topics=["t"])
+    with pytest.raises(KgroupError, match="topics or a pattern"):
+        GroupConsumer("127.0.0.1:1", _config(), topics=["t"], pattern="t.*")
+    with pytest.raises(KgroupError, match="pattern"):
+        GroupConsumer("127.0.0.1:1", _config(), pattern="(")
+
+    async def unreachable() -> None:
+        c = GroupConsumer("127.0.0.1:1", _config(), topics=["t"], request_timeout_ms=2000)
+        with pytest.raises(ClientError, match="no broker reachable"):
+            await c.start()
+
+    run(unreachable)
+
+    with mock_cluster(topics=("p-1", "p-2", "other")) as bootstrap:
+
+        async def scenario() -> None:
+            a = GroupConsumer(bootstrap, _config(assignors=("range",)), pattern=r"p-\d")
+            async with a:
+                owned = await _all_stable([a])
+                assert sorted(map(str, owned[a.member_id])) == [f"p-{t}-{p}" for t in (1, 2) for p in range(4)]
+
+        run(scenario)
