@@ -34,7 +34,9 @@ def _config(**overrides: Any) -> MemberConfig:
     return MemberConfig(**values)
 
 
-async def _all_stable(consumers: list[GroupConsumer], timeout_s: float = 30) -> dict[str, frozenset[TopicPartition]]:
+async def _all_stable(
+    consumers: list[GroupConsumer], timeout_s: float = 30
+) -> dict[str, frozenset[TopicPartition]]:
     """Poll every consumer until all are stable in one generation with nothing left to rebalance."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
@@ -43,7 +45,8 @@ async def _all_stable(consumers: list[GroupConsumer], timeout_s: float = 30) -> 
             await c.poll()
         await asyncio.sleep(0.05)
         gens = {c.generation for c in consumers}
-        if len(gens) == 1 and all(c.phase.value == "stable" and not c.member.rejoin_needed for c in consumers):
+        settled = all(c.phase.value == "stable" and not c.member.rejoin_needed for c in consumers)
+        if len(gens) == 1 and settled:
             return {c.member_id: c.assignment for c in consumers}
     raise AssertionError(f"not stable: {[(c.phase, c.generation) for c in consumers]}")
 
@@ -95,7 +98,8 @@ def test_cooperative_join_moves_partitions_without_double_ownership() -> None:
             async with a:
                 first = await _all_stable([a])
                 assert len(first[a.member_id]) == 4
-                b = GroupConsumer(bootstrap, _config(client_id="b", **cfg), topics=["t"], on_event=tracker("b"))
+                cfg_b = _config(client_id="b", **cfg)
+                b = GroupConsumer(bootstrap, cfg_b, topics=["t"], on_event=tracker("b"))
                 async with b:
                     owned = await _all_stable([a, b])
                     _check_partitioned(owned, "t", 4)
@@ -197,6 +201,7 @@ def test_pattern_subscription_and_bad_input() -> None:
             a = GroupConsumer(bootstrap, _config(assignors=("range",)), pattern=r"p-\d")
             async with a:
                 owned = await _all_stable([a])
-                assert sorted(map(str, owned[a.member_id])) == [f"p-{t}-{p}" for t in (1, 2) for p in range(4)]
+                expected = [f"p-{t}-{p}" for t in (1, 2) for p in range(4)]
+                assert sorted(map(str, owned[a.member_id])) == expected
 
         run(scenario)
