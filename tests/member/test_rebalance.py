@@ -28,6 +28,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, KgroupError, RebalanceProtocol, TopicMetadata, TopicPartition
+from kgroup.wire.consumer_protocol import decode_subscription, encode_assignment
 
 from .helpers import (
     TOPICS,
@@ -155,7 +156,7 @@ def test_cooperative_keeps_partitions_and_revokes_only_the_difference() -> None:
     assert member.drain_events() == []  # nothing revoked before JoinGroup
     assert member.assignment() == {tp("t", 0), tp("t", 1), tp("t", 2)}
     assert isinstance(join.body, JoinGroupRequest)
-    sub = join.body.protocols[0].metadata
+    sub = decode_subscription(join.body.protocols[0].metadata)
     assert (sub.owned_partitions, sub.generation_id) == ((tp("t", 0), tp("t", 1), tp("t", 2)), 1)
     sync = only(
         member.on_response(
@@ -168,7 +169,9 @@ def test_cooperative_keeps_partitions_and_revokes_only_the_difference() -> None:
     out = member.on_response(
         4300,
         sync.correlation_id,
-        SyncGroupResponse(ErrorCode.NONE, ConsumerAssignment((tp("t", 0), tp("t", 1), tp("u", 1)))),
+        SyncGroupResponse(
+            ErrorCode.NONE, encode_assignment(ConsumerAssignment((tp("t", 0), tp("t", 1), tp("u", 1))))
+        ),
     )
     # revoked t-2 → rejoin at once (second rebalance); u-1 is new → OffsetFetch
     assert kinds(out) == ["OffsetFetchRequest", "JoinGroupRequest"]
@@ -195,7 +198,9 @@ def test_commit_on_revoke_commits_what_is_given_up_first() -> None:
         SyncGroupRequest,
     )
     out = member.on_response(
-        4300, sync.correlation_id, SyncGroupResponse(ErrorCode.NONE, ConsumerAssignment((tp("t", 0),)))
+        4300,
+        sync.correlation_id,
+        SyncGroupResponse(ErrorCode.NONE, encode_assignment(ConsumerAssignment((tp("t", 0),)))),
     )
     assert kinds(out) == ["OffsetCommitRequest", "JoinGroupRequest"]
     body = out[0].body
@@ -212,7 +217,9 @@ def test_subscription_change_rejoins_and_cooperative_revokes_dropped_topics() ->
         RejoinRequested("subscription has changed"),
         PartitionsRevoked((tp("u", 0),), 1),
     ]
-    assert isinstance(join.body, JoinGroupRequest) and join.body.protocols[0].metadata.topics == ("t",)
+    assert isinstance(join.body, JoinGroupRequest) and decode_subscription(
+        join.body.protocols[0].metadata
+    ).topics == ("t",)
 
 
 def test_partition_count_change_makes_only_the_leader_rejoin() -> None:
@@ -229,7 +236,9 @@ def test_partition_count_change_makes_only_the_leader_rejoin() -> None:
     )
     sync = only(leader.on_response(1, join.correlation_id, resp), SyncGroupRequest)
     leader.on_response(
-        2, sync.correlation_id, SyncGroupResponse(ErrorCode.NONE, ConsumerAssignment((tp("t", 0),)))
+        2,
+        sync.correlation_id,
+        SyncGroupResponse(ErrorCode.NONE, encode_assignment(ConsumerAssignment((tp("t", 0),)))),
     )
     follower = stable(new_member(("t",)), [tp("t", 1)])
     assert leader.poll(100) == []  # the metadata it assigned from has not changed

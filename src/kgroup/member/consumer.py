@@ -80,9 +80,11 @@ from kgroup.messages import (
 from kgroup.model import (
     ErrorCode,
     KgroupError,
+    PeerError,
     RebalanceProtocol,
     sorted_partitions,
 )
+from kgroup.wire.consumer_protocol import decode_assignment, encode_subscription
 
 __all__ = ["ConsumerMember", "OutboundRequest"]
 
@@ -326,12 +328,14 @@ class ConsumerMember(OffsetsMixin):
         protocols = tuple(
             JoinGroupProtocol(
                 name,
-                ConsumerSubscription(
-                    topics=topics,
-                    user_data=assignor.subscription_user_data(last_partitions, last_generation),
-                    owned_partitions=owned,
-                    generation_id=self._generation.generation_id,
-                    rack_id=self.config.rack_id,
+                encode_subscription(
+                    ConsumerSubscription(
+                        topics=topics,
+                        user_data=assignor.subscription_user_data(last_partitions, last_generation),
+                        owned_partitions=owned,
+                        generation_id=self._generation.generation_id,
+                        rack_id=self.config.rack_id,
+                    )
                 ),
             )
             for name, assignor in self._assignors.items()
@@ -426,7 +430,12 @@ class ConsumerMember(OffsetsMixin):
                 ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                 f"coordinator selected assignor {name!r}, which this member did not offer",
             )
-        members = group_members(resp.members)
+        try:
+            members = group_members(resp.members)
+        except PeerError as bad:
+            # Kafka's onLeaderElected fails the join future with the SchemaException, and poll()
+            # throws it to the application (not retriable)
+            raise Fatal(ErrorCode.CORRUPT_MESSAGE, f"JoinGroup response: {bad.message}") from None
         watched = frozenset(self._topics).union(*(m.topics for m in members))
         self._is_leader = True
         if resp.skip_assignment:
@@ -465,10 +474,16 @@ class ConsumerMember(OffsetsMixin):
                     f"SyncGroup answered protocol {resp.protocol_name!r}, JoinGroup "
                     f"{self._generation.protocol!r}",
                 )
+            try:
+                assignment = decode_assignment(resp.assignment)
+            except PeerError as bad:
+                # Kafka's onJoinComplete throws the SchemaException out of poll() to the application
+                # (every later poll() throws it again): the member stops, as for a fatal error
+                raise Fatal(ErrorCode.CORRUPT_MESSAGE, f"SyncGroup response: {bad.message}") from None
             self._move(Step.SYNCED)
             self._rejoin_needed = False
             self._rejoin_reason = ""
-            self._on_join_complete(now_ms, resp.assignment, out)
+            self._on_join_complete(now_ms, assignment, out)
         elif error is ErrorCode.REBALANCE_IN_PROGRESS:
             self._move(Step.SYNC_RETRY)
             self._rejoin_now(now_ms, out, backoff=False)

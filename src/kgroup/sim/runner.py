@@ -25,7 +25,7 @@ from functools import cache
 from random import Random
 from typing import Any
 
-from kgroup.group import CoordinatorConfig, GroupCoordinator
+from kgroup.group import CoordinatorConfig, GroupCoordinator, TimerTable
 from kgroup.group.states import GroupState
 from kgroup.member import ConsumerMember, MemberConfig, MemberState, OutboundRequest
 from kgroup.member.events import (
@@ -55,7 +55,6 @@ from kgroup.sim.ownership import OwnershipTracker
 from kgroup.sim.result import LagSample, SimResult
 from kgroup.sim.scenario import ConsumerSpec, Scenario
 from kgroup.sim.scheduler import APP_POLL as _APP_POLL
-from kgroup.sim.scheduler import COORD_TIMER as _COORD_TIMER
 from kgroup.sim.scheduler import HEAL as _HEAL
 from kgroup.sim.scheduler import RESTART as _RESTART
 from kgroup.sim.scheduler import SAMPLE as _SAMPLE
@@ -143,7 +142,7 @@ class Simulation:
         self.procs: list[_Proc] = []
         self.by_id: dict[str, _Proc] = {}
         self.conn_owner: dict[str, tuple[int, int]] = {}
-        self.coord_timers: dict[tuple[str, ...], int] = {}
+        self.coord_timers = TimerTable(sequence=self.q.next_seq)
         self.pending_commits: dict[tuple[str, int], OffsetCommitRequest] = {}
         # group observation
         self.g_state = GroupState.EMPTY
@@ -228,7 +227,6 @@ class Simulation:
             _TO_COORD: self._on_to_coord,
             _TO_MEMBER: self._on_to_member,
             _TIMEOUT: self._on_timeout,
-            _COORD_TIMER: self._on_coord_timer,
             _WAKE: self._on_wake,
             _SAMPLE: self._on_sample,
             _START: self._on_start,
@@ -238,8 +236,21 @@ class Simulation:
             _APP_POLL: self._on_app_poll,
         }
         account, after_step = self.own.account, self._after_step
+        timers, coord = self.coord_timers, self.coord
         steps = 0
         while True:
+            # the next step: the coordinator's next timer or the queue's next event, whichever was
+            # scheduled for the earlier time (or, at the same time, scheduled first)
+            timer = timers.peek()
+            if timer is not None and timer[0] <= end and ((queued := q.peek_key()) is None or timer < queued):
+                at = q.now_ms = timer[0]
+                account(at)
+                steps += 1
+                key = timers.pop_due(at)
+                assert key is not None
+                apply_coordinator_result(self, coord.on_timer(at, key))
+                after_step()
+                continue
             item = q.pop_due(end)
             if item is None:
                 break
@@ -537,13 +548,6 @@ class Simulation:
         self._send(proc, member.on_request_failed(self.now, correlation_id))
         self._poll(proc)
         self._after_member(proc)
-
-    def _on_coord_timer(self, payload: tuple[tuple[str, ...], int]) -> None:
-        key, version = payload
-        if self.coord_timers.get(key) != version:
-            return  # rescheduled or cancelled since
-        del self.coord_timers[key]
-        apply_coordinator_result(self, self.coord.on_timer(self.now, key))
 
     def _on_wake(self, payload: tuple[int, int, int]) -> None:
         index, incarnation, version = payload

@@ -27,6 +27,19 @@ class EventQueue:
         self._seq = 0
         self.now_ms = 0
 
+    def next_seq(self) -> int:
+        """Take a sequence number (shared with the coordinator's timer table, so a timer and an
+        event scheduled for the same millisecond run in the order they were scheduled)."""
+        self._seq += 1
+        return self._seq
+
+    def peek_key(self) -> tuple[int, int] | None:
+        """``(time, sequence)`` of the next event, or ``None`` when the queue is empty."""
+        if not self._heap:
+            return None
+        at_ms, seq, _, _ = self._heap[0]
+        return at_ms, seq
+
     def push(self, at_ms: int, kind: int, payload: Any = None) -> None:
         if at_ms < self.now_ms:
             # the past cannot be scheduled: an event "now or earlier" runs now, after what is queued
