@@ -8,6 +8,7 @@ the address so that kgroup's client, and any other client, can connect over loop
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -42,7 +43,7 @@ def mock_cluster(brokers: int = 1, topics: tuple[str, ...] = ()) -> Iterator[str
     logger.propagate = False
     logger.addHandler(capture)
     logger.setLevel(logging.DEBUG)
-    holder = confluent_kafka.Producer({"test.mock.num.brokers": brokers, "debug": "mock", "logger": logger})
+    holder = confluent_kafka.Producer({"test.mock.num.brokers": brokers, "debug": os.environ.get("KGROUP_MOCK_DEBUG", "mock"), "logger": logger})
     try:
         deadline = time.monotonic() + 10
         bootstrap = None
@@ -53,7 +54,8 @@ def mock_cluster(brokers: int = 1, topics: tuple[str, ...] = ()) -> Iterator[str
                 if match:
                     bootstrap = match.group(1)
         assert bootstrap is not None, "librdkafka did not report its mock cluster's address"
-        logger.removeHandler(capture)
+        if not os.environ.get("KGROUP_MOCK_DEBUG"):
+            logger.removeHandler(capture)
         for topic in topics:
             holder.produce(topic, b"")
         assert holder.flush(10) == 0, "the mock cluster did not take the topic-creating records"

@@ -148,7 +148,13 @@ class BrokerConnection:
                     )
                 response_cls, future = entry
                 del self._in_flight[correlation_id]
-                response = self._parse(response_cls, data)
+                try:
+                    response = self._parse(response_cls, data)
+                except PeerError as exc:
+                    if not future.done():
+                        future.set_exception(ConnectionLost(exc.message))
+                        future.exception()
+                    raise
                 if not future.done():
                     future.set_result(response)
         except (asyncio.IncompleteReadError, ConnectionError, OSError):

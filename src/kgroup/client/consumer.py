@@ -84,7 +84,9 @@ class GroupConsumer:
     ``topics`` or ``pattern`` (a Python regular expression matched against whole topic names, like
     Java's ``Pattern.matcher().matches()``) is the subscription. ``assignors`` overrides the instances
     built from ``config.assignors`` (e.g. plug-ins with state). ``on_event`` receives every member
-    event (rebalance callbacks, commits, errors) as it happens.
+    event (rebalance callbacks, commits, errors) as it happens. ``max_versions`` caps the version of
+    an API by name (e.g. ``{"JoinGroup": 5}``) for a broker that advertises a version it mishandles
+    (librdkafka's mock cluster advertises flexible group API versions it misreads).
     """
 
     def __init__(
@@ -98,6 +100,7 @@ class GroupConsumer:
         request_timeout_ms: int = 30000,
         metadata_max_age_ms: int = 300000,
         on_event: Callable[[MemberEvent], None] | None = None,
+        max_versions: Mapping[str, int] | None = None,
     ) -> None:
         if topics and pattern is not None:
             raise KgroupError("subscription: give topics or a pattern, not both")
@@ -113,6 +116,17 @@ class GroupConsumer:
         for name, value in timeouts:
             if value <= 0:
                 raise KgroupError(f"{name}: {value}; give a positive number of milliseconds")
+        self._caps: dict[int, int] = {}
+        by_name = {name: key for key, name in API_NAMES.items()}
+        for name, cap in (max_versions or {}).items():
+            low, high = CLIENT_RANGES.get(by_name.get(name, -1), (0, -1))
+            if not low <= cap <= high:
+                low_high = {n: CLIENT_RANGES[k] for n, k in by_name.items()}
+                raise KgroupError(
+                    f"max_versions: {name}={cap} is not an API and version the client speaks; "
+                    f"give one of {low_high}"
+                )
+            self._caps[by_name[name]] = cap
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self.config = config
         self.member = ConsumerMember(config, list(topics), assignors=assignors)
@@ -480,7 +494,8 @@ class GroupConsumer:
                 continue
             if int(response.error_code) != ErrorCode.NONE:
                 raise UnsupportedApi(f"ApiVersions answered error {int(response.error_code)}")
-            return choose_versions(ranges, f"{connection.host}:{connection.port}")
+            chosen = choose_versions(ranges, f"{connection.host}:{connection.port}")
+            return {key: min(version, self._caps.get(key, version)) for key, version in chosen.items()}
         raise UnsupportedApi("the broker refused every ApiVersions version")
 
     def _version(self, entry: _Node, api_key: int) -> int:

@@ -22,7 +22,7 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
     12: (3, 4),  # Heartbeat
     13: (3, 5),  # LeaveGroup (v3+: batched members)
     8: (7, 9),  # OffsetCommit
-    9: (6, 9),  # OffsetFetch (v8+: batched groups)
+    9: (1, 9),  # OffsetFetch (v8+: batched groups)
 }
 API_NAMES = {
     18: "ApiVersions",
