@@ -43,7 +43,13 @@ def mock_cluster(brokers: int = 1, topics: tuple[str, ...] = ()) -> Iterator[str
     logger.propagate = False
     logger.addHandler(capture)
     logger.setLevel(logging.DEBUG)
-    holder = confluent_kafka.Producer({"test.mock.num.brokers": brokers, "debug": os.environ.get("KGROUP_MOCK_DEBUG", "mock"), "logger": logger})
+    holder = confluent_kafka.Producer(
+        {
+            "test.mock.num.brokers": brokers,
+            "debug": os.environ.get("KGROUP_MOCK_DEBUG", "mock"),
+            "logger": logger,
+        }
+    )
     try:
         deadline = time.monotonic() + 10
         bootstrap = None

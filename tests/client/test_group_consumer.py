@@ -1,12 +1,18 @@
-"""kgroup.client against librdkafka's mock cluster: an independent coordinator, real sockets.
+"""kgroup.client over real sockets, against kgroup's own broker and librdkafka's mock cluster.
 
-Each test runs its own event loop with a time bound and closes every consumer it starts.
+librdkafka's mock cluster is an independent coordinator implementation; it answers a follower's
+SyncGroup that arrives after the leader's with INVALID_REQUEST and a null assignment (its group goes
+"Up" as soon as the leader has synced — Kafka instead answers a Stable group's SyncGroup with the
+member's assignment), so groups of several kgroup members race there: multi-member scenarios run
+against kgroup's broker, single-member ones against both. Each test runs its own event loop with a
+time bound and closes every consumer and broker it starts.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -15,14 +21,22 @@ from kgroup.client import ClientError, GroupConsumer
 from kgroup.member import MemberConfig
 from kgroup.member.events import PartitionsAssigned, PartitionsLost, PartitionsRevoked
 from kgroup.model import KgroupError, TopicPartition
+from kgroup.testing import KafkaBroker
 
-from .mock_cluster import mock_cluster
+from .mock_cluster import MOCK_PARTITIONS, mock_cluster
 
 FAST = {"session_timeout_ms": 6000, "heartbeat_interval_ms": 500, "max_poll_interval_ms": 20000}
 #: librdkafka's mock cluster advertises flexible versions of the group APIs (JoinGroup v6, SyncGroup v4,
 #: ...) but misreads them (it closes the connection on JoinGroup v6 and reports a buffer underflow on
 #: SyncGroup v4; seen with librdkafka 2.16, whose own client sends the non-flexible versions)
-MOCK_CAPS = {"JoinGroup": 5, "SyncGroup": 3, "Heartbeat": 3, "LeaveGroup": 3, "OffsetCommit": 7, "OffsetFetch": 5}
+MOCK_CAPS = {
+    "JoinGroup": 5,
+    "SyncGroup": 3,
+    "Heartbeat": 3,
+    "LeaveGroup": 3,
+    "OffsetCommit": 7,
+    "OffsetFetch": 5,
+}
 
 
 def run(coro: Callable[[], Awaitable[Any]], timeout_s: float = 60) -> Any:
@@ -32,8 +46,27 @@ def run(coro: Callable[[], Awaitable[Any]], timeout_s: float = 60) -> Any:
     return asyncio.run(bounded())
 
 
+_MOCKS: set[str] = set()
+
+
+@contextmanager
+def cluster(kind: str, topics: tuple[str, ...]) -> Iterator[str]:
+    """A broker of ``kind`` ("kgroup" or "mock") with ``topics`` of 4 partitions each."""
+    if kind == "mock":
+        with mock_cluster(topics=topics) as bootstrap:
+            _MOCKS.add(bootstrap)
+            try:
+                yield bootstrap
+            finally:
+                _MOCKS.discard(bootstrap)
+    else:
+        with KafkaBroker(topics=dict.fromkeys(topics, MOCK_PARTITIONS)) as broker:
+            yield broker.bootstrap_servers
+
+
 def _consumer(bootstrap: str, config: MemberConfig, **kwargs: Any) -> GroupConsumer:
-    return GroupConsumer(bootstrap, config, max_versions=MOCK_CAPS, **kwargs)
+    caps = MOCK_CAPS if bootstrap in _MOCKS else None
+    return GroupConsumer(bootstrap, config, max_versions=caps, **kwargs)
 
 
 def _config(**overrides: Any) -> MemberConfig:
@@ -65,7 +98,7 @@ def _check_partitioned(owned: dict[str, frozenset[TopicPartition]], topic: str, 
 
 
 def test_range_group_of_two_splits_the_topic() -> None:
-    with mock_cluster(topics=("orders",)) as bootstrap:
+    with cluster("kgroup", ("orders",)) as bootstrap:
 
         async def scenario() -> None:
             a = _consumer(bootstrap, _config(client_id="a", assignors=("range",)), topics=["orders"])
@@ -82,7 +115,7 @@ def test_range_group_of_two_splits_the_topic() -> None:
 
 
 def test_cooperative_join_moves_partitions_without_double_ownership() -> None:
-    with mock_cluster(topics=("t",)) as bootstrap:
+    with cluster("kgroup", ("t",)) as bootstrap:
         owned_now: dict[str, set[TopicPartition]] = {}
         double: list[tuple[str, TopicPartition]] = []
 
@@ -120,7 +153,7 @@ def test_cooperative_join_moves_partitions_without_double_ownership() -> None:
 
 
 def test_static_member_restart_gets_its_partitions_back_without_a_rebalance() -> None:
-    with mock_cluster(topics=("s",)) as bootstrap:
+    with cluster("kgroup", ("s",)) as bootstrap:
 
         async def scenario() -> None:
             def static(name: str) -> GroupConsumer:
@@ -143,8 +176,9 @@ def test_static_member_restart_gets_its_partitions_back_without_a_rebalance() ->
         run(scenario)
 
 
-def test_committed_offsets_survive_a_member_restart() -> None:
-    with mock_cluster(topics=("c",)) as bootstrap:
+@pytest.mark.parametrize("kind", ["kgroup", "mock"])
+def test_committed_offsets_survive_a_member_restart(kind: str) -> None:
+    with cluster(kind, ("c",)) as bootstrap:
 
         async def scenario() -> None:
             a = _consumer(bootstrap, _config(client_id="a", assignors=("range",)), topics=["c"])
@@ -156,36 +190,49 @@ def test_committed_offsets_survive_a_member_restart() -> None:
                 await _all_stable([b])
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + 10
-                while len(b.member.positions()) < 2 and loop.time() < deadline:
+                while len(b.member.positions()) < 4 and loop.time() < deadline:
                     await b.poll(20)
-                assert b.member.positions() == {TopicPartition("c", 0): 42, TopicPartition("c", 1): 7}
+                expected = {TopicPartition("c", 0): 42, TopicPartition("c", 1): 7}
+                expected |= {TopicPartition("c", 2): -1, TopicPartition("c", 3): -1}  # nothing committed
+                assert b.member.positions() == expected
 
         run(scenario)
 
 
 def test_rolling_upgrade_from_range_to_cooperative_sticky() -> None:
-    """Kafka's documented upgrade: every member goes to [cooperative-sticky, range] (still EAGER, range
-    chosen), then one by one to [cooperative-sticky] — the group switches protocol with no member
-    owning a partition another owns."""
-    with mock_cluster(topics=("u",)) as bootstrap:
+    """Kafka's documented upgrade: members bounce from [range] to [cooperative-sticky, range] (the group
+    keeps range until every member supports cooperative-sticky, and stays EAGER because range is in
+    every list), then to [cooperative-sticky] (COOPERATIVE once every member has only it) — every
+    partition owned exactly once after each step."""
+    with cluster("kgroup", ("u",)) as bootstrap:
 
         async def scenario() -> None:
             def member(name: str, assignors: tuple[str, ...]) -> GroupConsumer:
                 return _consumer(bootstrap, _config(client_id=name, assignors=assignors), topics=["u"])
 
-            a, b = member("a", ("cooperative-sticky", "range")), member("b", ("cooperative-sticky", "range"))
-            async with a, b:
-                owned = await _all_stable([a, b])
+            both = ("cooperative-sticky", "range")
+            members = {"a": member("a", ("range",)), "b": member("b", ("range",))}
+            for c in members.values():
+                await c.start()
+            try:
+                owned = await _all_stable(list(members.values()))
                 _check_partitioned(owned, "u", 4)
-                assert a.member.group_protocol == "cooperative-sticky"  # voted first by both
-                await b.close()
-                b2 = member("b2", ("cooperative-sticky",))
-                async with b2:
-                    owned = await _all_stable([a, b2])
+                steps = [("b", both, "range"), ("a", both, "cooperative-sticky")]
+                steps += [("b", ("cooperative-sticky",), "cooperative-sticky")]
+                steps += [("a", ("cooperative-sticky",), "cooperative-sticky")]
+                for name, assignors, chosen in steps:
+                    await members[name].close()
+                    members[name] = member(name, assignors)
+                    await members[name].start()
+                    owned = await _all_stable(list(members.values()))
                     _check_partitioned(owned, "u", 4)
-                    assert b2.member.group_protocol == "cooperative-sticky"
+                    assert {c.member.group_protocol for c in members.values()} == {chosen}
+                assert {c.member.protocol.name for c in members.values()} == {"COOPERATIVE"}
+            finally:
+                for c in members.values():
+                    await c.close()
 
-        run(scenario)
+        run(scenario, timeout_s=120)
 
 
 def test_pattern_subscription_and_bad_input() -> None:
@@ -203,13 +250,17 @@ def test_pattern_subscription_and_bad_input() -> None:
 
     run(unreachable)
 
-    with mock_cluster(topics=("p-1", "p-2", "other")) as bootstrap:
+    for kind in ("kgroup", "mock"):
+        with cluster(kind, ("p-1", "p-2", "other")) as bootstrap:
+            _pattern_scenario(bootstrap)
 
-        async def scenario() -> None:
-            a = _consumer(bootstrap, _config(assignors=("range",)), pattern=r"p-\d")
-            async with a:
-                owned = await _all_stable([a])
-                expected = [f"p-{t}-{p}" for t in (1, 2) for p in range(4)]
-                assert sorted(map(str, owned[a.member_id])) == expected
 
-        run(scenario)
+def _pattern_scenario(bootstrap: str) -> None:
+    async def scenario() -> None:
+        a = _consumer(bootstrap, _config(assignors=("range",)), pattern=r"p-\d")
+        async with a:
+            owned = await _all_stable([a])
+            expected = [f"p-{t}-{p}" for t in (1, 2) for p in range(4)]
+            assert sorted(map(str, owned[a.member_id])) == expected
+
+    run(scenario)

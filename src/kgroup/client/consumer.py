@@ -107,6 +107,7 @@ class GroupConsumer:
         if not topics and pattern is None:
             raise KgroupError("subscription: empty; give the topics to consume or a pattern")
         self._pattern = None
+        self._pattern_text = pattern
         if pattern is not None:
             try:
                 self._pattern = re.compile(pattern)
@@ -129,7 +130,10 @@ class GroupConsumer:
             self._caps[by_name[name]] = cap
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self.config = config
-        self.member = ConsumerMember(config, list(topics), assignors=assignors)
+        self._assignors = assignors
+        # with a pattern, the member is made once a topic matches (kgroup's member has no empty
+        # subscription; Kafka's consumer joins with an empty one and gets nothing)
+        self._member = ConsumerMember(config, list(topics), assignors=assignors) if topics else None
         self._request_timeout_s = request_timeout_ms / 1000
         self._metadata_max_age_ms = metadata_max_age_ms
         self._on_event = on_event
@@ -181,8 +185,8 @@ class GroupConsumer:
         """Kafka's ``close()``: commit (auto-commit), revoke, LeaveGroup unless static, then disconnect."""
         if self._closed:
             return
-        if self._loop is not None and self._fatal is None:
-            self._dispatch(self.member.close(self._now()))
+        if self._loop is not None and self._fatal is None and self._member is not None:
+            self._dispatch(self._member.close(self._now()))
             deadline = self._now() + timeout_ms
             while self._has_in_flight() and self._now() < deadline:
                 await asyncio.sleep(0.01)
@@ -202,20 +206,31 @@ class GroupConsumer:
     # --- the application's side ---------------------------------------------------------------------
 
     @property
+    def member(self) -> ConsumerMember:
+        """The pure member this client drives (:class:`ClientError` while a pattern matches nothing)."""
+        if self._member is None:
+            raise ClientError(
+                f"pattern {self._pattern_text!r} matches no topic yet; the member has not joined"
+            )
+        return self._member
+
+    @property
     def assignment(self) -> frozenset[TopicPartition]:
+        if self._member is None:
+            return frozenset()
         return self.member.assignment()
 
     @property
     def generation(self) -> int:
-        return self.member.generation
+        return -1 if self._member is None else self._member.generation
 
     @property
     def member_id(self) -> str:
-        return self.member.member_id
+        return "" if self._member is None else self._member.member_id
 
     @property
     def phase(self) -> Phase:
-        return self.member.phase
+        return Phase.UNJOINED if self._member is None else self._member.phase
 
     @property
     def cluster(self) -> ClusterView | None:
@@ -225,7 +240,8 @@ class GroupConsumer:
         """The application's poll: join or rejoin if needed, then let the protocol run for up to
         ``timeout_ms``; returns the member's events since the last call."""
         self._check_usable()
-        self._dispatch(self.member.poll(self._now()))
+        if self._member is not None:
+            self._dispatch(self._member.poll(self._now()))
         self._wake.set()
         if timeout_ms > 0:
             await asyncio.sleep(timeout_ms / 1000)
@@ -239,13 +255,14 @@ class GroupConsumer:
         deadline = self._now() + timeout_ms
         while True:
             await self.poll()
-            settled = not self.member.rejoin_needed and not self._has_in_flight()
-            if self.member.phase is Phase.STABLE and settled:
+            member = self._member
+            settled = member is not None and not member.rejoin_needed and not self._has_in_flight()
+            if member is not None and member.phase is Phase.STABLE and settled:
                 return self.assignment
             if self._now() >= deadline:
                 raise ClientError(
                     f"group {self.config.group_id}: not stable after {timeout_ms} ms "
-                    f"(phase {self.member.phase.value}); is the coordinator reachable?"
+                    f"(phase {self.phase.value}); is the coordinator reachable?"
                 )
             await asyncio.sleep(poll_interval_ms / 1000)
 
@@ -279,7 +296,10 @@ class GroupConsumer:
 
     def subscribe(self, topics: Sequence[str]) -> None:
         self._pattern = None
-        self.member.subscribe(topics)
+        if self._member is None:
+            self._member = ConsumerMember(self.config, list(topics), assignors=self._assignors)
+        else:
+            self._member.subscribe(topics)
         self._metadata_due_ms = 0
 
     # --- metadata ------------------------------------------------------------------------------------
@@ -304,9 +324,12 @@ class GroupConsumer:
             self._addresses[broker.node_id] = (broker.host, broker.port)
         if self._pattern is not None:
             matched = sorted(t for t in cluster.topics if self._pattern.fullmatch(t))
-            if tuple(matched) != self.member.subscription:
-                self.member.subscribe(matched)
-        self.member.update_metadata(cluster.topics)
+            if matched and self._member is None:
+                self._member = ConsumerMember(self.config, matched, assignors=self._assignors)
+            elif matched and self._member is not None and tuple(matched) != self._member.subscription:
+                self._member.subscribe(matched)
+        if self._member is not None:
+            self._member.update_metadata(cluster.topics)
         self._metadata_due_ms = self._now() + self._metadata_max_age_ms
         return cluster
 
@@ -329,7 +352,9 @@ class GroupConsumer:
         return len(self._events)
 
     def _collect_events(self) -> None:
-        for event in self.member.drain_events():
+        if self._member is None:
+            return
+        for event in self._member.drain_events():
             self._events.append(event)
             if isinstance(event, FatalError):
                 self._fatal = f"group {self.config.group_id}: {event.error.name}: {event.reason}"
@@ -350,15 +375,16 @@ class GroupConsumer:
         """Kafka's heartbeat thread and metadata refresh, on the loop."""
         while not self._closed:
             now = self._now()
-            self._dispatch(self.member.background(now))
+            if self._member is not None:
+                self._dispatch(self._member.background(now))
             self._collect_events()
             if now >= self._metadata_due_ms:
                 try:
                     await self.refresh_metadata()
                 except (ConnectionLost, TimeoutError, PeerError, UnsupportedApi) as exc:
                     log.info("metadata refresh failed: %s", exc)
-                    self._metadata_due_ms = self._now() + self.member.config.retry_backoff_ms
-            wake = self.member.next_wakeup_ms()
+                    self._metadata_due_ms = self._now() + self.config.retry_backoff_ms
+            wake = self._member.next_wakeup_ms() if self._member is not None else None
             due = min(x for x in (wake, self._metadata_due_ms) if x is not None)
             delay = max(0.0, min((due - self._now()) / 1000, 1.0))
             self._wake.clear()
