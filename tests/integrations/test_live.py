@@ -8,6 +8,7 @@ they are they run as written.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -41,15 +42,26 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 @pytest.fixture
 def started() -> Iterator[list[Member]]:
-    """Members a test starts; every one is stopped at the end, whatever happened."""
+    """Members a test starts; every one is stopped at the end, whatever happened (see :func:`_broker`)."""
     members: list[Member] = []
     yield members
+    _stop_all(members)
+
+
+def _stop_all(members: list[Member]) -> None:
     for member in reversed(members):
         member.stop()
+    members.clear()
 
 
-def _broker(topics: dict[str, int]) -> Any:
-    return testing.KafkaBroker(topics=topics)
+@contextmanager
+def _broker(topics: dict[str, int], members: list[Member]) -> Iterator[Any]:
+    """kgroup's broker for one test; the test's members stop (and leave) before it does."""
+    with testing.KafkaBroker(topics=topics) as broker:
+        try:
+            yield broker
+        finally:
+            _stop_all(members)
 
 
 def _require_groups(bootstrap: str) -> None:
@@ -65,7 +77,7 @@ def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_rest
     started: list[Member],
 ) -> None:
     topic, partitions = "orders", 12
-    with _broker({topic: partitions}) as broker:
+    with _broker({topic: partitions}, started) as broker:
         bootstrap = broker.bootstrap_servers
         _require_groups(bootstrap)
         written = produce(bootstrap, topic, 240)
@@ -122,9 +134,7 @@ def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_rest
             return produced <= seen
 
         wait_until(all_consumed, 60, "every record consumed")
-        for member in reversed(started):
-            member.stop()
-        started.clear()
+        _stop_all(started)
         assert ledger.violations == []
 
 
@@ -144,7 +154,7 @@ class RecordingCooperativeSticky(kp.CooperativeSticky):
 
 def test_a_kafka_python_leader_without_every_topic_converges_to_javas_answer(started: list[Member]) -> None:
     topics = {"t1": 4, "t2": 6}
-    with _broker(topics) as broker:
+    with _broker(topics, started) as broker:
         bootstrap = broker.bootstrap_servers
         _require_groups(bootstrap)
         ledger = Ledger()
@@ -173,7 +183,10 @@ def test_a_kafka_python_leader_without_every_topic_converges_to_javas_answer(sta
         assert {f"{t}-{p}": owner for (t, p), owner in final.items()} == {
             str(tp): member for member, tps in java.items() for tp in tps
         }
-        assert leader_assignor.holds and leader_assignor.holds[0] == {"t2"}  # the hold ran once
         assert ledger.revocations.get("leader", []) == []  # the leader never gave up t1 on the way
+        # the hold ran when "other" joined (and possibly at the very start, if the leader's first
+        # JoinGroup completed before its first metadata answer covered its own topic)
+        assert frozenset({"t2"}) in leader_assignor.holds
+        assert set(leader_assignor.holds) <= {frozenset({"t1"}), frozenset({"t2"})}
         assert ledger.violations == []
         assert _errors(started) == []
