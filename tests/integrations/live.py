@@ -18,7 +18,8 @@ from typing import Any
 
 TP = tuple[str, int]
 
-SESSION_TIMEOUT_MS = 10_000
+# generous: the broker runs in the test's own process and shares its GIL with every client thread
+SESSION_TIMEOUT_MS = 30_000
 HEARTBEAT_MS = 500
 POLL_S = 0.1
 
@@ -65,17 +66,20 @@ class Ledger:
             return time.monotonic() - self.changed_at
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+def wait_until(
+    condition: Callable[[], bool], timeout_s: float, what: str, state: Callable[[], object] | None = None
+) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+    now = f"; now: {state()}" if state is not None else ""
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}{now}")
 
 
 def wait_stable(
-    ledger: Ledger, partitions: set[TP], members: set[str], timeout_s: float = 90.0
+    ledger: Ledger, partitions: set[TP], members: set[str], timeout_s: float = 120.0
 ) -> dict[TP, str]:
     """Every partition held, by the expected members only, every one of them holding some, quiet 3 s."""
 
@@ -83,7 +87,7 @@ def wait_stable(
         owners = ledger.owners()
         return set(owners) == partitions and set(owners.values()) == members and ledger.quiet_for() >= 3.0
 
-    wait_until(stable, timeout_s, f"{len(partitions)} partitions held by {sorted(members)}")
+    wait_until(stable, timeout_s, f"{len(partitions)} partitions held by {sorted(members)}", ledger.owners)
     return ledger.owners()
 
 

@@ -37,7 +37,7 @@ from .live import (  # noqa: E402
     wait_until,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 @pytest.fixture
