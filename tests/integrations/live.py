@@ -31,6 +31,8 @@ class Ledger:
         self._lock = threading.Lock()
         self._owner: dict[TP, str] = {}
         self.violations: list[str] = []
+        #: exceptions that ended a member's thread, reported in any timeout message
+        self.member_errors: list[str] = []
         self.revocations: dict[str, list[TP]] = {}
         self.changed_at = time.monotonic()
 
@@ -87,7 +89,12 @@ def wait_stable(
         owners = ledger.owners()
         return set(owners) == partitions and set(owners.values()) == members and ledger.quiet_for() >= 3.0
 
-    wait_until(stable, timeout_s, f"{len(partitions)} partitions held by {sorted(members)}", ledger.owners)
+    wait_until(
+        stable,
+        timeout_s,
+        f"{len(partitions)} partitions held by {sorted(members)}",
+        lambda: (ledger.owners(), ledger.member_errors),
+    )
     return ledger.owners()
 
 
@@ -117,6 +124,7 @@ class Member:
             self.run(self._stop)
         except BaseException as exc:  # reported by the test, never lost in a thread
             self.errors.append(exc)
+            self.ledger.member_errors.append(f"{self.name}: {exc!r}")
 
     def run(self, stop: threading.Event) -> None:
         raise NotImplementedError
