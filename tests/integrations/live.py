@@ -80,8 +80,24 @@ def wait_until(
     raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}{now}")
 
 
+def coordinator_state(member: Any) -> str:
+    """kafka-python's view of its group membership (for a timeout message)."""
+    coordinator = getattr(getattr(member, "consumer", None), "_coordinator", None)
+    if coordinator is None:
+        return "no consumer"
+    state = getattr(coordinator, "state", "?")
+    generation = getattr(coordinator, "_generation", "?")
+    rejoining = getattr(coordinator, "rejoining", "?")
+    join_task = getattr(coordinator, "_join_task", "?")
+    return f"state={state} generation={generation} rejoining={rejoining} join_task={join_task}"
+
+
 def wait_stable(
-    ledger: Ledger, partitions: set[TP], members: set[str], timeout_s: float = 120.0
+    ledger: Ledger,
+    partitions: set[TP],
+    members: set[str],
+    timeout_s: float = 120.0,
+    extra: Callable[[], object] | None = None,
 ) -> dict[TP, str]:
     """Every partition held, by the expected members only, every one of them holding some, quiet 3 s."""
 
@@ -93,7 +109,7 @@ def wait_stable(
         stable,
         timeout_s,
         f"{len(partitions)} partitions held by {sorted(members)}",
-        lambda: (ledger.owners(), ledger.member_errors),
+        lambda: (ledger.owners(), ledger.member_errors, extra() if extra is not None else None),
     )
     return ledger.owners()
 
@@ -152,7 +168,7 @@ class KafkaPythonMember(Member):
             def on_partitions_lost(self, lost: Any) -> None:
                 ledger.revoked(name, [(tp.topic, tp.partition) for tp in lost])
 
-        consumer = KafkaConsumer(
+        self.consumer = consumer = KafkaConsumer(
             bootstrap_servers=self.bootstrap,
             group_id=self.group,
             client_id=name,

@@ -31,6 +31,7 @@ from .live import (  # noqa: E402
     Ledger,
     LibrdkafkaMember,
     Member,
+    coordinator_state,
     produce,
     serves_consumer_groups,
     wait_stable,
@@ -144,9 +145,12 @@ class RecordingCooperativeSticky(kp.CooperativeSticky):
     def __init__(self) -> None:
         super().__init__()
         self.holds: list[frozenset[str]] = []
+        self.calls: list[str] = []
 
     def assign(self, cluster: Any, members: Any) -> dict[str, bytes]:
+        self.calls.append(f"assign({len(members)} members)")
         result = super().assign(cluster, members)
+        self.calls.append(f"-> {sorted(len(raw) for raw in result.values())} bytes")
         if self.last_hold is not None:
             self.holds.append(self.last_hold.missing_topics)
         return result
@@ -162,7 +166,7 @@ def test_a_kafka_python_leader_without_every_topic_converges_to_javas_answer(sta
         leader = KafkaPythonMember("leader", ledger, bootstrap, "partial", ["t1"], leader_assignor).start()
         started.append(leader)
         t1 = {("t1", p) for p in range(4)}
-        wait_stable(ledger, t1, {"leader"})
+        wait_stable(ledger, t1, {"leader"}, extra=lambda: (leader_assignor.calls, coordinator_state(leader)))
         other = KafkaPythonMember("other", ledger, bootstrap, "partial", ["t1", "t2"], kp.CooperativeSticky())
         started.append(other.start())
         everything = t1 | {("t2", p) for p in range(6)}
