@@ -117,9 +117,10 @@ class GroupAdapter:
         self.rebuild()
         self._timer_task = asyncio.get_running_loop().create_task(self._run_timers())
 
-    def close(self) -> None:
+    async def close(self) -> None:
         if self._timer_task is not None:
             self._timer_task.cancel()
+            await asyncio.gather(self._timer_task, return_exceptions=True)
         for future in self._waiting.values():
             if not future.done():
                 future.cancel()

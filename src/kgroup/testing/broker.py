@@ -195,6 +195,19 @@ class KafkaBroker:
 
         self._call(create())
 
+    def group(self, group_id: str) -> Any:
+        """The coordinator's view of a group (:class:`kgroup.group.GroupView`: state, generation,
+        members, offsets), or ``None`` if no broker coordinates such a group."""
+
+        async def view() -> Any:
+            node = self._broker.cluster.coordinator_for(group_id)
+            coordinator = self._broker.groups.coordinators.get(node)
+            if coordinator is None or not coordinator.has_group(group_id):
+                return None
+            return coordinator.group(group_id)
+
+        return self._call(view())
+
     def stop_broker(self, broker_id: int) -> None:
         """Take broker ``broker_id`` down (its leaderships and groups move to the other brokers)."""
         self._check_broker(broker_id)
