@@ -89,7 +89,7 @@ class KafkaBroker:
             try:
                 self._broker = Broker(self._config, logs)
                 if self._record_dir is not None:
-                    from kgroup.broker.recorder import GroupRecorder  # type: ignore[import-not-found,unused-ignore]
+                    from kgroup.broker.recorder import GroupRecorder
 
                     self._recorder = GroupRecorder(self._record_dir)
                     self._broker.groups.recorder = self._recorder
