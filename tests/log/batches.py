@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import datetime
 import io
+import warnings
 from collections.abc import Sequence
 
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kio.records.schema import NewRecordBatch, Record, RecordHeader
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
+
+with warnings.catch_warnings():
+    # kafka-python loads its protocol schemas with a deprecated importlib.resources call
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+    from kafka.record.memory_records import MemoryRecords
 
 BASE_TIME_MS = 1_700_000_000_000
 
@@ -64,7 +70,10 @@ def client_batch(
     base_sequence: int = -1,
     timestamp_ms: int = BASE_TIME_MS,
 ) -> bytes:
-    """A batch from kafka-python's own encoder (gzip by default), base offset 0."""
+    """A batch from kafka-python's own encoder (gzip by default), base offset 0.
+
+    Like its producer, kafka-python sends the batch uncompressed when gzip would not make it smaller.
+    """
     builder = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=compression,
@@ -81,8 +90,6 @@ def client_batch(
 
 def decode(fetched: bytes) -> list[tuple[int, int, bytes | None, bytes | None]]:
     """(offset, timestamp, key, value) of every record in fetched bytes, read by kafka-python's reader."""
-    from kafka.record.memory_records import MemoryRecords
-
     out = []
     records = MemoryRecords(fetched)
     while (batch := records.next_batch()) is not None:

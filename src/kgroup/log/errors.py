@@ -18,6 +18,7 @@ __all__ = [
     "InvalidTopic",
     "LogError",
     "LogErrorCode",
+    "LogStorageError",
     "OffsetOutOfRange",
     "TopicExists",
     "UnknownTopicOrPartition",
@@ -40,6 +41,7 @@ class LogErrorCode(enum.IntEnum):
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45
     INVALID_PRODUCER_EPOCH = 47
     INVALID_TXN_STATE = 48
+    KAFKA_STORAGE_ERROR = 56
     INVALID_RECORD = 87
 
 
@@ -75,3 +77,12 @@ class UnknownTopicOrPartition(LogError):
 
 class OffsetOutOfRange(LogError):
     error_code = LogErrorCode.OFFSET_OUT_OF_RANGE
+
+
+class LogStorageError(LogError):
+    """Bytes on disk that are no batch where a batch must be (damage after recovery, e.g. bit rot).
+
+    Kafka answers a log it cannot read with KAFKA_STORAGE_ERROR; the data is not served.
+    """
+
+    error_code = LogErrorCode.KAFKA_STORAGE_ERROR

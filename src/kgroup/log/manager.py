@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kgroup.log.batch import TimestampBounds
 from kgroup.log.coordinator import CoordinatorLog
 from kgroup.log.errors import (
     InvalidConfig,
@@ -47,8 +48,9 @@ _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # message.max.bytes: 1 MiB + the 12-byte log overhead
 
 # Kafka's topic-level config names (org.apache.kafka.common.config.TopicConfig). All are accepted and
-# stored; message.timestamp.type, segment.bytes, index.interval.bytes, max.message.bytes,
-# retention.bytes and retention.ms change what the log does, the others are kept for DescribeConfigs.
+# stored; message.timestamp.type, message.timestamp.before/after.max.ms, segment.bytes,
+# index.interval.bytes, max.message.bytes, retention.bytes and retention.ms change what the log does;
+# the others are kept for DescribeConfigs.
 TOPIC_CONFIG_NAMES = frozenset(
     """
     segment.bytes segment.ms segment.jitter.ms segment.index.bytes flush.messages flush.ms retention.bytes
@@ -137,6 +139,8 @@ def _validate_topic_configs(configs: Mapping[str, str]) -> None:
     _long(configs, "index.interval.bytes", 0)
     _long(configs, "retention.ms", -1)
     _long(configs, "retention.bytes", -(2**63))
+    _long(configs, "message.timestamp.before.max.ms", 0)
+    _long(configs, "message.timestamp.after.max.ms", 0)
     kind = configs.get("message.timestamp.type")
     if kind is not None and kind not in ("CreateTime", "LogAppendTime"):
         raise InvalidConfig(f"invalid value {kind!r} for configuration message.timestamp.type")
@@ -185,7 +189,12 @@ class LogManager:
         self._coordinator_logs: dict[str, CoordinatorLog] = {}
         self._last_flush_ms: int | None = None
         self._last_retention_ms: int | None = None
-        self._load()
+        try:
+            self._load()
+        except BaseException:
+            self._close_files()
+            os.close(self._lock_fd)
+            raise
 
     # -- opening -------------------------------------------------------------------------------
 
@@ -198,8 +207,14 @@ class LogManager:
             if path.suffix != ".json":
                 path.unlink()  # a temp file of an interrupted write: the rename never happened
                 continue
-            meta = json.loads(path.read_text())
-            name, count, configs = meta["name"], int(meta["partitions"]), dict(meta["configs"])
+            try:
+                meta = json.loads(path.read_text())
+                name, count, configs = meta["name"], int(meta["partitions"]), dict(meta["configs"])
+            except (ValueError, KeyError, TypeError) as error:
+                raise KgroupError(
+                    f"data dir {self.data_dir}: topic metadata {path} is unreadable ({error}); "
+                    "restore it from a backup or delete it and the topic's partition directories"
+                ) from None
             settings = self._settings(configs)
             partitions = [
                 PartitionLog(self.data_dir / f"{name}-{number}", settings, recover_tail=not self.clean_start)
@@ -225,6 +240,10 @@ class LogManager:
             retention_bytes=_retention(_long(configs, "retention.bytes", -(2**63)), config.retention_bytes),
             retention_ms=_retention(_long(configs, "retention.ms", -1), config.retention_ms),
             fsync=config.fsync,
+            timestamp_bounds=TimestampBounds(
+                _long(configs, "message.timestamp.before.max.ms", 0),
+                _long(configs, "message.timestamp.after.max.ms", 0),
+            ),
         )
 
     # -- topics --------------------------------------------------------------------------------
@@ -234,6 +253,9 @@ class LogManager:
         validate_topic_name(name)
         if name in self._topics:
             raise TopicExists(f"topic '{name}' already exists")
+        for existing in self._topics:  # Kafka's Topic.hasCollision: '.' and '_' clash in metric names
+            if existing.replace(".", "_") == name.replace(".", "_"):
+                raise InvalidTopic(f"topic '{name}' collides with existing topic: {existing}")
         if partitions <= 0:
             raise InvalidPartitions(f"number of partitions must be larger than 0, not {partitions}")
         topic_configs = dict(configs or {})
@@ -342,6 +364,12 @@ class LogManager:
         if self._lock_fd < 0:
             return
         self.flush()
+        self._close_files()
+        _write_atomically(self.data_dir / CLEAN_SHUTDOWN_FILE, b"")
+        os.close(self._lock_fd)
+        self._lock_fd = -1
+
+    def _close_files(self) -> None:
         for topic in self._topics.values():
             for log in topic.partitions:
                 log.close()
@@ -349,9 +377,6 @@ class LogManager:
             coordinator.close()
         self._topics.clear()
         self._coordinator_logs.clear()
-        _write_atomically(self.data_dir / CLEAN_SHUTDOWN_FILE, b"")
-        os.close(self._lock_fd)
-        self._lock_fd = -1
 
     def __enter__(self) -> LogManager:
         return self

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgroup.log.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, BatchHeader, batch_crc_ok, parse_header
+from kgroup.log.errors import LogStorageError
 
 __all__ = ["Segment", "SegmentRecovery", "segment_file_name"]
 
@@ -262,9 +263,7 @@ class Segment:
         slot = bisect.bisect_right(self._index_offsets, offset) - 1
         position = self._index_positions[slot] if slot >= 0 else 0
         while position < self.size:
-            header = self._header_at(position)
-            if header is None:
-                return None
+            header = self._valid_header_at(position)
             if header.last_offset >= offset:
                 return position
             position += header.size
@@ -276,13 +275,17 @@ class Segment:
         start_offset = self._time_offsets[slot] if slot >= 0 else self.base_offset
         position = self.position_for_offset(start_offset)
         while position is not None and position < self.size:
-            header = self._header_at(position)
-            if header is None:
-                return None
+            header = self._valid_header_at(position)
             if header.max_timestamp >= timestamp:
                 return position
             position += header.size
         return None
+
+    def _valid_header_at(self, position: int) -> BatchHeader:
+        header = self._header_at(position)
+        if header is None or header.size < HEADER_SIZE or position + header.size > self.size:
+            raise LogStorageError(f"{self.log_path}: no record batch at position {position} (damaged file)")
+        return header
 
     def iter_headers(self) -> Iterator[BatchHeader]:
         """Every batch header in file order, read in chunks (batch bodies are skipped, not read)."""
@@ -292,6 +295,8 @@ class Segment:
             if position + HEADER_SIZE > buffer_start + len(buffer):
                 buffer, buffer_start = self._chunk_at(position, HEADER_SIZE), position
             header = parse_header(buffer, position - buffer_start)
+            if header.size < HEADER_SIZE:
+                return
             yield header
             position += header.size
 
@@ -308,12 +313,14 @@ class Segment:
         want = min(self.size - position, max(max_bytes, HEADER_SIZE))
         data = os.pread(self._fd, want, position)
         first = _LENGTH.unpack_from(data, 8)[0] + LOG_OVERHEAD
+        if first < HEADER_SIZE or position + first > self.size:
+            raise LogStorageError(f"{self.log_path}: no record batch at position {position} (damaged file)")
         if first > len(data):
             return os.pread(self._fd, first, position)
         end = first
         while end + LOG_OVERHEAD <= len(data):
             size = _LENGTH.unpack_from(data, end + 8)[0] + LOG_OVERHEAD
-            if end + size > len(data):
+            if size < HEADER_SIZE or end + size > len(data):
                 break
             end += size
         return data[:end]
