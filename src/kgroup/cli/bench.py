@@ -179,3 +179,4 @@ def register(app: typer.Typer) -> None:
             raise
         return
     module.register_bench(bench_app)
+    import_module("kgroup.cli.bench_broker").register_bench(bench_app)
