@@ -98,9 +98,7 @@ def register(app: typer.Typer) -> None:
         sc = with_overrides(
             base, assignors=_split(assignors), protocol=protocol, membership=membership, seed=seed
         )
-        from kgroup.sim.runner import simulate
-
-        result = simulate(sc)
+        result = _run_with_progress(sc, show=not as_json and err_console.is_terminal)
         if report is not None:
             from kgroup.report.timeline import write_simulation_report
 
@@ -110,6 +108,38 @@ def register(app: typer.Typer) -> None:
             typer.echo(result.to_json(), nl=False)
             return
         _print_summary(result)
+
+
+def _run_with_progress(scenario: Any, *, show: bool) -> Any:
+    """Run one simulation; on a terminal, a progress line (virtual time, wall time, an estimate)."""
+    from kgroup.sim.runner import simulate
+
+    if not show:
+        return simulate(scenario)
+    import time
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("simulating"),
+        BarColumn(),
+        TextColumn("{task.fields[virtual]} of {task.fields[length]} virtual"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        total_s = scenario.duration_ms // 1000
+        task = bar.add_task("run", total=scenario.duration_ms, virtual="0 s", length=f"{total_s} s")
+        last = [0.0]
+
+        def progress(now_ms: int, duration_ms: int) -> None:
+            wall = time.perf_counter()
+            if wall - last[0] >= 0.2:  # redraw at most five times a second
+                last[0] = wall
+                bar.update(task, completed=now_ms, virtual=f"{now_ms // 1000} s")
+
+        return simulate(scenario, progress)
 
 
 def _print_summary(result: Any) -> None:

@@ -156,6 +156,14 @@ def build_result(sim: Simulation) -> SimResult:
         "offset_commits_sent": sim.commits_sent,
         "steps": sim.steps,
     }
+    # bounded memory on long runs: say what the logs left out (only when they did)
+    for key, dropped in (
+        ("events_dropped", sim.events_dropped),
+        ("ownership_dropped", sim.ownership_dropped),
+        ("intervals_dropped", sim.own.intervals_dropped),
+    ):
+        if dropped:
+            metrics[key] = dropped
     return SimResult(
         scenario=sim.sc,
         metrics=metrics,

@@ -72,6 +72,11 @@ __all__ = ["Simulation", "simulate"]
 # Kafka's JoinGroup request timeout: the rebalance timeout plus this lapse (AbstractCoordinator)
 _JOIN_TIMEOUT_LAPSE_MS = 5000
 _MAX_VIOLATIONS = 100
+#: bounded memory on long runs: the event and ownership logs keep their first entries (and the
+#: metrics count what was left out), so 10 h of 1,000 consumers does not grow without end
+MAX_LOG_ENTRIES = 200_000
+#: how often (in steps) a long run reports its progress to the host
+PROGRESS_EVERY_STEPS = 16_384
 _OWNERSHIP_KINDS = {
     "PartitionsAssigned": "assigned",
     "PartitionsRevoked": "revoked",
@@ -160,6 +165,8 @@ class Simulation:
         self.events: list[dict[str, Any]] = []
         self.violations: list[str] = []
         self.violation_count = 0
+        self.events_dropped = 0
+        self.ownership_dropped = 0
         self.moved = 0
         self.last_owner: dict[TopicPartition, str] = {}
         self.disturbances: list[_Disturbance] = []
@@ -212,7 +219,9 @@ class Simulation:
 
     # --- the loop -------------------------------------------------------------------------------------
 
-    def run(self) -> SimResult:
+    def run(self, progress: Callable[[int, int], None] | None = None) -> SimResult:
+        """Run to the end. ``progress(virtual_now_ms, duration_ms)`` is called every
+        :data:`PROGRESS_EVERY_STEPS` steps (the host may show it; the simulator reads no clock)."""
         if self._started:
             raise RuntimeError("a Simulation runs once; make a new one")
         self._started = True
@@ -263,6 +272,8 @@ class Simulation:
             steps += 1
             handlers[kind](payload)
             after_step()
+            if progress is not None and not steps % PROGRESS_EVERY_STEPS:
+                progress(at, end)
         self.steps = steps
         q.now_ms = end
         self.own.account(end)
@@ -468,6 +479,9 @@ class Simulation:
             ):
                 last = {"t_ms": self.now, "member": proc.id, "generation": generation,
                         "assigned": [], "revoked": [], "lost": []}  # fmt: skip
+                if len(self.ownership) >= MAX_LOG_ENTRIES:
+                    self.ownership_dropped += 1
+                    continue
                 self.ownership.append(last)
             last[kind].extend(str(tp) for tp in parts)
 
@@ -726,6 +740,9 @@ class Simulation:
             self.violations.append(f"t={self.now}ms: {text}")
 
     def _event(self, kind: str, **fields: Any) -> None:
+        if len(self.events) >= MAX_LOG_ENTRIES:
+            self.events_dropped += 1
+            return
         self.events.append({"t_ms": self.now, "kind": kind, **fields})
 
     # --- the result -----------------------------------------------------------------------------------
@@ -744,6 +761,7 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
-def simulate(scenario: Scenario) -> SimResult:
-    """Run ``scenario`` once (a pure function of the scenario, its seed included)."""
-    return Simulation(scenario).run()
+def simulate(scenario: Scenario, progress: Callable[[int, int], None] | None = None) -> SimResult:
+    """Run ``scenario`` once (a pure function of the scenario, its seed included); ``progress`` as
+    :meth:`Simulation.run`."""
+    return Simulation(scenario).run(progress)
