@@ -71,6 +71,24 @@ def register(app: typer.Typer) -> None:
         if campaign is not None:
             if scenario is not None or compare:
                 raise KgroupError("--campaign draws its own scenarios; drop the scenario file and --compare")
+            given = [
+                name
+                for name, value in (
+                    ("--assignors", assignors),
+                    ("--protocol", protocol),
+                    ("--static", static or None),
+                    ("--dynamic", dynamic or None),
+                    ("--seeds", seeds),
+                    ("--report", report),
+                )
+                if value is not None
+            ]
+            if given:
+                raise KgroupError(
+                    f"{given[0]}: does not apply to --campaign (each seed draws its own); drop it"
+                )
+            if engine == "local" and master is not None:
+                raise KgroupError("--master: only applies with --engine spark; drop it")
             if not 1 <= campaign <= 1_000_000:
                 raise KgroupError(f"--campaign: {campaign} is out of range; give 1..1000000 scenarios")
             engine = engine or "spark"
@@ -106,9 +124,7 @@ def register(app: typer.Typer) -> None:
         sc = with_overrides(
             base, assignors=_split(assignors), protocol=protocol, membership=membership, seed=seed
         )
-        from kgroup.sim.runner import simulate
-
-        result = simulate(sc)
+        result = _run_with_progress(sc, show=not as_json and err_console.is_terminal)
         if report is not None:
             from kgroup.report.timeline import write_simulation_report
 
@@ -120,6 +136,38 @@ def register(app: typer.Typer) -> None:
         _print_summary(result)
 
 
+def _run_with_progress(scenario: Any, *, show: bool) -> Any:
+    """Run one simulation; on a terminal, a progress line (virtual time, wall time, an estimate)."""
+    from kgroup.sim.runner import simulate
+
+    if not show:
+        return simulate(scenario)
+    import time
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("simulating"),
+        BarColumn(),
+        TextColumn("{task.fields[virtual]} of {task.fields[length]} virtual"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        total_s = scenario.duration_ms // 1000
+        task = bar.add_task("run", total=scenario.duration_ms, virtual="0 s", length=f"{total_s} s")
+        last = [0.0]
+
+        def progress(now_ms: int, duration_ms: int) -> None:
+            wall = time.perf_counter()
+            if wall - last[0] >= 0.2:  # redraw at most five times a second
+                last[0] = wall
+                bar.update(task, completed=now_ms, virtual=f"{now_ms // 1000} s")
+
+        return simulate(scenario, progress)
+
+
 def _check_options(
     static: bool, dynamic: bool, compare: bool, seeds: int | None, engine: str | None, master: str | None
 ) -> None:
@@ -127,8 +175,11 @@ def _check_options(
     if static and dynamic:
         raise KgroupError("--static and --dynamic: choose one (or neither, to keep the file's own)")
     if not compare:
-        given = [name for name, value in (("--seeds", seeds), ("--engine", engine), ("--master", master))
-                 if value is not None]
+        given = [
+            name
+            for name, value in (("--seeds", seeds), ("--engine", engine), ("--master", master))
+            if value is not None
+        ]
         if given:
             raise KgroupError(f"{given[0]}: only applies with --compare; add --compare or drop it")
     elif engine == "local" and master is not None:
