@@ -27,7 +27,9 @@ def _split(text: str | None) -> list[str] | None:
 def register(app: typer.Typer) -> None:
     @app.command("simulate")
     def simulate_command(
-        scenario: Path = typer.Argument(..., help="scenario YAML file (see docs/simulator.md)"),  # noqa: B008
+        scenario: Path | None = typer.Argument(  # noqa: B008
+            None, help="scenario YAML file (see docs/simulator.md); not with --campaign"
+        ),
         assignors: str | None = typer.Option(
             None, "--assignors", help="override group.assignors: comma-separated, in preference order"
         ),
@@ -48,16 +50,39 @@ def register(app: typer.Typer) -> None:
             None, "--seeds", help="--compare: seeds per variant (seed, seed+1, …; default 1)"
         ),
         engine: str | None = typer.Option(
-            None, "--engine", help="--compare: spark (default) or local (in-process)"
+            None, "--engine", help="--compare / --campaign: spark (default) or local (in-process)"
         ),
         master: str | None = typer.Option(
-            None, "--master", help="--compare on Spark: the Spark master URL (default local[*])"
+            None, "--master", help="--compare / --campaign on Spark: the Spark master URL (default local[*])"
+        ),
+        campaign: int | None = typer.Option(
+            None,
+            "--campaign",
+            help="run N random fault scenarios (seeds --seed .. --seed+N-1) and check them",
+        ),
+        failures_dir: Path = typer.Option(  # noqa: B008
+            Path("campaign-failures"), "--failures-dir", help="--campaign: where shrunk failing scenarios go"
         ),
     ) -> None:
         """Simulate a consumer group's rebalances over virtual time (deterministic for a seed)."""
         from kgroup.sim.scenario import load_scenario
         from kgroup.sim.variants import with_overrides
 
+        if campaign is not None:
+            if scenario is not None or compare:
+                raise KgroupError("--campaign draws its own scenarios; drop the scenario file and --compare")
+            if not 1 <= campaign <= 1_000_000:
+                raise KgroupError(f"--campaign: {campaign} is out of range; give 1..1000000 scenarios")
+            engine = engine or "spark"
+            if engine not in ("spark", "local"):
+                raise KgroupError(f"--engine: {engine!r} is unknown; use spark or local")
+            start = 0 if seed is None else seed
+            if start < 0:
+                raise KgroupError(f"--seed: {start} is negative; give a whole number >= 0")
+            _campaign(campaign, start, engine, master or "local[*]", as_json, failures_dir)
+            return
+        if scenario is None:
+            raise KgroupError("scenario: missing; give a scenario YAML file (or --campaign N)")
         _check_options(static, dynamic, compare, seeds, engine, master)
         base = load_scenario(scenario)
         if report is not None:
@@ -134,6 +159,98 @@ def _print_summary(result: Any) -> None:
     console.print(table)
     for line in m["invariant_violations"][:10]:
         console.print(f"[red]violation[/red] {line}")
+
+
+def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failures_dir: Path) -> None:
+    import time
+
+    import yaml
+
+    from kgroup.sim.campaign import (
+        CampaignRun,
+        check_scenario,
+        check_seed,
+        random_scenario,
+        run_on_spark,
+        shrink,
+    )
+
+    seeds = list(range(start, start + n))
+    began = time.perf_counter()
+    runs: list[CampaignRun]
+    if engine == "spark":
+        from kgroup.spark.session import get_spark
+
+        if not as_json:
+            err_console.print(f"campaign: {n} scenarios on Spark ({master}) …")
+        runs = run_on_spark(get_spark(master, app_name="kgroup-simulate-campaign"), seeds)
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        runs = []
+        with Progress(
+            TextColumn("campaign"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[bad]} failing"),
+            TimeRemainingColumn(),
+            console=err_console,
+            disable=as_json or not err_console.is_terminal,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("runs", total=n, bad=0)
+            for s in seeds:
+                runs.append(check_seed(s))
+                progress.update(task, advance=1, bad=sum(r.failed for r in runs))
+    wall_s = time.perf_counter() - began
+    failures: list[dict[str, Any]] = []
+    for run in (r for r in runs if r.failed):
+        crashed = run.crashed is not None
+
+        def still_fails(data: dict[str, Any], crashed: bool = crashed) -> bool:
+            again = check_scenario(data)
+            return (again.crashed is not None) if crashed else again.failed
+
+        shrunk = shrink(random_scenario(run.seed), still_fails)
+        failures_dir.mkdir(parents=True, exist_ok=True)
+        path = failures_dir / f"campaign-seed-{run.seed}.yaml"
+        path.write_text(yaml.safe_dump(shrunk, sort_keys=False), encoding="utf-8")
+        failures.append(
+            {
+                "seed": run.seed,
+                "crashed": run.crashed,
+                "violations": list(run.violations),
+                "scenario_file": str(path),
+                "replay": f"kgroup simulate {path}",
+            }
+        )
+    summary = {
+        "scenarios": n,
+        "seeds": [start, start + n - 1],
+        "engine": engine,
+        "failed": len(failures),
+        "crashed": sum(1 for r in runs if r.crashed is not None),
+        "with_violations": sum(1 for r in runs if r.violation_count > 0 or r.double_owned_ms > 0),
+        "unsettled_disturbances": sum(r.unsettled for r in runs),
+        "zombie_owned_ms": sum(r.zombie_owned_ms for r in runs),
+        "wall_s": round(wall_s, 1),
+        "failures": failures,
+    }
+    if as_json:
+        emit_json(summary)
+    else:
+        console.print(
+            f"campaign: {n} scenarios (seeds {start}..{start + n - 1}, {engine}) in {wall_s:.1f} s: "
+            f"{len(failures)} failing ({summary['crashed']} crashed, {summary['with_violations']} with "
+            f"invariant violations); {summary['unsettled_disturbances']} disturbances never settled"
+        )
+        for failure in failures:
+            what = failure["crashed"] or "; ".join(failure["violations"][:2])
+            console.print(f"[red]seed {failure['seed']}[/red]: {what}")
+            console.print(f"  shrunk scenario: {failure['scenario_file']}")
+            console.print(f"  replay: {failure['replay']}")
+    if failures:
+        raise typer.Exit(1)
 
 
 # short headers for the terminal table (the JSON and the report keep the metric names)

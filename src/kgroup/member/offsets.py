@@ -167,7 +167,7 @@ class OffsetsMixin(MemberCore):
     ) -> None:
         if sent.purpose is CommitPurpose.AUTO and retriable and self._next_auto_commit_at is not None:
             self._next_auto_commit_at = now_ms + self.config.retry_backoff_ms
-        if sent.purpose is CommitPurpose.PREPARE and self._phase is Phase.PREPARING:
+        if sent is self._prepare_commit and self._phase is Phase.PREPARING:
             self._prepare_commit = None
             if retriable and now_ms < self._prepare_deadline:
                 self._prepare_retry_at = now_ms + self.config.retry_backoff_ms

@@ -66,7 +66,8 @@ class GroupSpec:
 class NetworkSpec:
     latency_ms: int = 1
     jitter_ms: int = 0
-    loss: float = 0.0
+    loss: float = 0.0  # per message: a lost segment is retransmitted (a delay), never dropped
+    resets_per_hour: float | None = None  # connection resets per connection-hour (None: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,7 +315,7 @@ def _consumers(value: Any, topics: Mapping[str, int]) -> tuple[ConsumerSpec, ...
 
 
 def _network(value: Any, field: str = "network") -> NetworkSpec:
-    data = _mapping(value, field, ("latency_ms", "jitter_ms", "loss"))
+    data = _mapping(value, field, ("latency_ms", "jitter_ms", "loss", "resets_per_hour"))
     kw: dict[str, Any] = {}
     if "latency_ms" in data:
         kw["latency_ms"] = _int(data["latency_ms"], f"{field}.latency_ms", 0, 600_000)
@@ -327,6 +328,15 @@ def _network(value: Any, field: str = "network") -> NetworkSpec:
                 f"{field}.loss", f"is {_show(loss)}", "give a probability from 0.0 up to (not incl.) 1.0"
             )
         kw["loss"] = float(loss)
+    if "resets_per_hour" in data:
+        rate = data["resets_per_hour"]
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 3600.0:
+            raise _fail(
+                f"{field}.resets_per_hour",
+                f"is {_show(rate)}",
+                "give a rate from 0 to 3600 connection resets per hour",
+            )
+        kw["resets_per_hour"] = float(rate)
     return NetworkSpec(**kw)
 
 
