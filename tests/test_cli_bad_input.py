@@ -348,3 +348,40 @@ def test_simulate_duplicate_yaml_key_is_an_error(capsys: pytest.CaptureFixture[s
         "scenario: key 'duration_ms' appears twice in one mapping at line 4; keep one (YAML would silently "
         "take the last)"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--static",), "--static: does not apply to --campaign (it draws its settings); drop"),
+        (("--seeds", "2"), "--seeds: does not apply to --campaign (it draws its settings); drop"),
+        (("--report", "out"), "--report: does not apply to --campaign (it draws its settings); drop"),
+        (
+            ("--engine", "local", "--master", "local[2]"),
+            "--master: only applies with --engine spark; drop it",
+        ),
+    ],
+)
+def test_simulate_campaign_options_it_does_not_read_are_errors(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    assert one_line_error(capsys, "simulate", "--campaign", "2", *args) == message
+
+
+def test_simulate_warns_about_events_that_do_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "noop.yaml"
+    path.write_text(
+        "duration_ms: 20000\ntopics: {t: 2}\nconsumers: [{count: 3, prefix: c, topics: [t]}]\n"
+        "events:\n  - {at_ms: 1000, kind: crash, consumer: c1}\n"
+        "  - {at_ms: 2000, kind: crash, consumer: c1}\n"
+        "  - {at_ms: 3000, kind: scale, count: -10}\n"
+    )
+    code, out, err = run(capsys, "simulate", str(path), "--json")
+    assert code == 0
+    assert err.splitlines() == [
+        "kgroup: warning: crash of 'c1' at 2000 ms does nothing: it is crashed earlier and not started since",
+        "kgroup: warning: scale -10 at 3000 ms stops at most 3: only 3 consumer(s) are deployed then",
+    ]
+    assert json.loads(out)["metrics"]["invariant_violations"] == []

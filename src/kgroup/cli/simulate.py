@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,19 @@ def register(app: typer.Typer) -> None:
         if campaign is not None:
             if scenario is not None or compare:
                 raise KgroupError("--campaign draws its own scenarios; drop the scenario file and --compare")
+            unused = (
+                ("--assignors", assignors is not None),
+                ("--protocol", protocol is not None),
+                ("--static", static),
+                ("--dynamic", dynamic),
+                ("--report", report is not None),
+                ("--seeds", seeds is not None),
+            )
+            for name, given in unused:
+                if given:
+                    raise KgroupError(f"{name}: does not apply to --campaign (it draws its settings); drop")
+            if engine == "local" and master is not None:
+                raise KgroupError("--master: only applies with --engine spark; drop it")
             if not 1 <= campaign <= 1_000_000:
                 raise KgroupError(f"--campaign: {campaign} is out of range; give 1..1000000 scenarios")
             engine = engine or "spark"
@@ -85,6 +99,10 @@ def register(app: typer.Typer) -> None:
             raise KgroupError("scenario: missing; give a scenario YAML file (or --campaign N)")
         _check_options(static, dynamic, compare, seeds, engine, master)
         base = load_scenario(scenario)
+        from kgroup.sim.scenario import no_op_events
+
+        for note in no_op_events(base):  # valid, but in a hand-written file most likely a mistake
+            sys.stderr.write(f"kgroup: warning: {note}\n")
         if report is not None:
             prepare_report_dir(report)
         membership = "static" if static else "dynamic" if dynamic else None
