@@ -227,6 +227,17 @@ def test_partition_input_options_without_input_are_errors(
     )
 
 
+def _strategies() -> str:
+    """The null-key strategies a message lists: the four built-in ones (plus any a test registered),
+    never the keyed partitioner."""
+    from kgroup.partitioning.partitioners.api import null_key_strategy_names
+
+    names = null_key_strategy_names()
+    assert {"adaptive", "legacy-round-robin", "round-robin", "uniform-sticky"} <= set(names)
+    assert "keyed" not in names
+    return ", ".join(names)
+
+
 def test_partition_input_is_validated_before_spark(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -234,10 +245,7 @@ def test_partition_input_is_validated_before_spark(
     data.write_text("key\na\n")
     assert one_line_error(
         capsys, "partition", "-p", "6", "--input", str(data), "--null-key-strategy", "keyed"
-    ) == (
-        "--null-key-strategy: 'keyed' is not a null-key strategy; choose one of: adaptive, "
-        "legacy-round-robin, round-robin, uniform-sticky"
-    )
+    ) == f"--null-key-strategy: 'keyed' is not a null-key strategy; choose one of: {_strategies()}"
     assert one_line_error(capsys, "partition", "-p", "2147483647", "--input", str(data)).startswith(
         "--partitions: 2,147,483,647 is more than a --input job counts (1,000,000"
     )
@@ -274,6 +282,12 @@ def test_partition_keys_that_are_not_utf8_are_hashed_as_their_bytes() -> None:
 # --- kgroup demo (validated before Spark starts) ------------------------------------------------
 
 
+def test_demo_null_key_strategy_keyed_fails_before_spark(capsys: pytest.CaptureFixture[str]) -> None:
+    assert one_line_error(capsys, "demo", "--events", "10", "--null-key-strategy", "keyed") == (
+        f"null-key-strategy: 'keyed' is not a null-key strategy; choose one of: {_strategies()}"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -281,11 +295,6 @@ def test_partition_keys_that_are_not_utf8_are_hashed_as_their_bytes() -> None:
             ("--partitions", "2147483648"),
             "partitions: 2147483648; give a partition count from 1 to 1,000,000 (the demo counts every "
             "partition's records)",
-        ),
-        (
-            ("--null-key-strategy", "keyed"),
-            "null-key-strategy: 'keyed' is not a null-key strategy; choose one of: adaptive, "
-            "legacy-round-robin, round-robin, uniform-sticky",
         ),
         (("--seed", "-1"), "seed: -1; give a whole number from 0 to 9,223,372,036,854,775,807"),
         (("--report", "/proc/kgroup-report"), "--report: cannot write to /proc/kgroup-report"),
