@@ -148,6 +148,11 @@ def get_spark(
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
         "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
     }
+    from kgroup.spark.jvm import kgroup_jar
+
+    jar = kgroup_jar()  # kgroup's JVM partitioning function, compiled once per machine
+    if jar is not None:
+        options["spark.jars"] = jar
     if shuffle_partitions is None and master.startswith("local"):
         shuffle_partitions = 8
     if shuffle_partitions is not None:
