@@ -306,8 +306,9 @@ def test_demo_options_fail_before_spark_starts(
 ) -> None:
     import pyspark.sql
 
+    before = pyspark.sql.SparkSession.getActiveSession()  # the suite's shared session, if it runs
     assert one_line_error(capsys, "demo", "--events", "10", *args).startswith(message)
-    assert pyspark.sql.SparkSession.getActiveSession() is None
+    assert pyspark.sql.SparkSession.getActiveSession() is before  # no session was started
 
 
 # --- kgroup simulate ------------------------------------------------------------------------------
