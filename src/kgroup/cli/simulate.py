@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +104,10 @@ def register(app: typer.Typer) -> None:
             raise KgroupError("scenario: missing; give a scenario YAML file (or --campaign N)")
         _check_options(static, dynamic, compare, seeds, engine, master)
         base = load_scenario(scenario)
+        from kgroup.sim.scenario import no_op_events
+
+        for note in no_op_events(base):  # valid, but in a hand-written file most likely a mistake
+            sys.stderr.write(f"kgroup: warning: {note}\n")
         if report is not None:
             prepare_report_dir(report)
         membership = "static" if static else "dynamic" if dynamic else None
@@ -304,19 +309,6 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
         raise typer.Exit(1)
 
 
-# short headers for the terminal table (the JSON and the report keep the metric names)
-_SHORT = {
-    "unowned_partition_ms": "unowned_ms",
-    "double_owned_ms": "double_ms",
-    "zombie_owned_ms": "zombie_ms",
-    "moved_partitions": "moved",
-    "max_time_to_stable_ms": "to_stable_ms",
-    "max_lag_records": "max_lag",
-    "records_reprocessed": "reprocessed",
-    "invariant_violations": "violations",
-}
-
-
 def _compare(
     base: Any,
     membership: str | None,
@@ -384,17 +376,23 @@ def _compare(
     from rich.table import Table
 
     # the comparison is wide: never squeeze it into a narrow (or absent) terminal
-    wide = Console(highlight=False, width=max(console.width, 170))
-    table = Table(title=f"{base.name}: strategies compared (means over {len(seeds)} seed(s))")
+    wide = Console(highlight=False, width=max(console.width, 200))
+    table = Table(
+        title=f"{base.name}: strategies compared (means over {len(seeds)} seed(s); "
+        "partition-s = partition-seconds)"
+    )
+    # the report's column names and units (the JSON keeps the metric names)
+    from kgroup.report.html import format_cell
+    from kgroup.report.timeline import metric_label, metric_value
+
     for column in SUMMARY_COLUMNS:
         if column == "variant":
-            table.add_column(column, no_wrap=True)
+            table.add_column(metric_label(column), no_wrap=True)
         else:
-            table.add_column(_SHORT.get(column, column), justify="right")
-    from kgroup.report.html import format_cell
-
+            # wide enough for the longest word of a header, so headers wrap at spaces, never cut
+            table.add_column(metric_label(column), justify="right", min_width=14)
     for row in summary:
-        table.add_row(*(format_cell(row[c]) for c in SUMMARY_COLUMNS))
+        table.add_row(*(format_cell(metric_value(c, row[c])) for c in SUMMARY_COLUMNS))
     wide.print(table)
     for label, why in skipped_out:
         wide.print(f"not run: {label} — {why}")
