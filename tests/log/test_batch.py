@@ -228,3 +228,28 @@ def test_garbage_inside_a_gzip_batch_leaves_timestamp_lookup_at_batch_granularit
     struct.pack_into(">h", stored, 21, 1)  # gzip
     checked = validate(with_crc(stored))  # accepted: a compressed payload is not decompressed on append
     assert record_timestamps(checked.data, parse_header(checked.data)) is None  # type: ignore[attr-defined]
+
+
+def test_timestamp_bounds_as_log_validator_checks_them() -> None:
+    from kgroup.log.batch import TimestampBounds
+
+    now = BASE_TIME_MS + 10_000
+    raw = kio_batch([b"a", b"b"], timestamps=[BASE_TIME_MS, now + 500])
+
+    def check(before: int | None, after: int | None, *, lat: bool = False, records: bytes = raw) -> object:
+        try:
+            validate_produce_records(
+                records, max_message_bytes=MAX, log_append_time=lat, now_ms=now,
+                bounds=TimestampBounds(before, after),
+            )  # fmt: skip
+        except PeerError as error:
+            return error.error_code
+        return None
+
+    assert check(None, None) is None
+    assert check(10_000, 500) is None  # both records exactly on the bounds
+    assert check(9_999, None) == LogErrorCode.INVALID_TIMESTAMP  # the first record is too old
+    assert check(None, 499) == LogErrorCode.INVALID_TIMESTAMP  # the second is too far ahead
+    assert check(1, 1, lat=True) is None  # LogAppendTime topics overwrite timestamps: no check
+    gzipped = client_batch([b"x" * 300, b"y" * 300], timestamp_ms=now + 2_000)
+    assert check(None, 1_000, records=gzipped) == LogErrorCode.INVALID_TIMESTAMP  # from the header

@@ -79,8 +79,12 @@ def test_delete_and_add_partitions(tmp_path: Path) -> None:
         manager.add_partitions("t", 3)
         manager.partition("t", 2).append(kio_batch([b"c"]), now_ms=1)
         manager.create_topic("gone", 2)
+        held = manager.partition("gone", 1)  # e.g. by a fetch waiting for data
         manager.delete_topic("gone")
         assert not (tmp_path / "gone-0").exists()
+        for call in (lambda: held.read(0, 100), lambda: held.append(kio_batch([b"x"]), now_ms=1)):
+            with pytest.raises(UnknownTopicOrPartition):
+                call()
     with LogManager(tmp_path) as manager:
         assert manager.topics() == {"t": 3}
         assert manager.partition("t", 2).log_end_offset == 1
@@ -182,3 +186,18 @@ def test_unreadable_topic_metadata_is_a_clear_user_error(tmp_path: Path) -> None
     (tmp_path / "meta" / "topics" / "t.json").unlink()
     with LogManager(tmp_path) as manager:  # the failed open released the directory
         assert manager.topics() == {}
+
+
+def test_timestamp_bounds_from_topic_configs(tmp_path: Path) -> None:
+    from kgroup.model import PeerError
+
+    with LogManager(tmp_path) as manager:
+        manager.create_topic("t", 1, {"message.timestamp.after.max.ms": "1000"})
+        log = manager.partition("t", 0)
+        on_the_bound = kio_batch([b"ok"], timestamp_ms=BASE_TIME_MS + 1000)
+        assert log.append(on_the_bound, now_ms=BASE_TIME_MS).base_offset == 0
+        with pytest.raises(PeerError) as info:
+            log.append(kio_batch([b"late"], timestamp_ms=BASE_TIME_MS + 1001), now_ms=BASE_TIME_MS)
+        assert info.value.error_code == 32
+        with pytest.raises(InvalidConfig):
+            manager.create_topic("u", 1, {"message.timestamp.before.max.ms": "-1"})

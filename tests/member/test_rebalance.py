@@ -272,3 +272,42 @@ def test_lost_partitions_are_not_committed() -> None:
     out = member.poll(4100)
     assert kinds(out) == ["JoinGroupRequest"]
     assert PartitionsLost((tp("t", 0),), 1) in member.drain_events()
+
+
+def test_reset_while_the_prepare_commit_waits_loses_the_partitions() -> None:
+    """Issue 9 defect 1: Kafka calls onJoinPrepare again from every poll() while its commit is pending,
+    with the *current* generation. When the heartbeat thread learns UNKNOWN_MEMBER_ID meanwhile, the
+    prepare that goes on sees a reset generation: the partitions are lost (onPartitionsLost), not kept,
+    and JoinGroup goes out with no member id and no owned partitions."""
+    member = stable(coop_member(), [tp("t", 0), tp("t", 1)])
+    member.record_processed(tp("t", 0), 20)
+    rebalance_requested(member, 4000)
+    commit = only(member.poll(4100), OffsetCommitRequest)
+    assert member.phase is Phase.PREPARING
+    heartbeat = only(member.background(7000), HeartbeatRequest)
+    member.on_response(7010, heartbeat.correlation_id, HeartbeatResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+    assert member.phase is Phase.PREPARING and member.member_id == ""
+    join = commit_ok(member, commit, 7020)
+    assert kinds(join) == ["JoinGroupRequest"]  # type: ignore[arg-type]
+    events = [e for e in member.drain_events() if isinstance(e, (PartitionsLost, PartitionsRevoked))]
+    assert events == [PartitionsLost((tp("t", 0), tp("t", 1)), 1)]
+    assert member.assignment() == frozenset()
+    body = join[0].body  # type: ignore[attr-defined]
+    assert isinstance(body, JoinGroupRequest) and body.member_id == ""
+    sub = decode_subscription(body.protocols[0].metadata)
+    assert (sub.owned_partitions, sub.generation_id) == ((), -1)
+
+
+def test_prepare_goes_on_when_its_timer_expires_with_the_commit_in_flight() -> None:
+    """onJoinPrepare's joinPrepareTimer (the rebalance timeout, max.poll.interval.ms): when it expires
+    with the commit still unanswered, Kafka goes on to join; a late answer is an ordinary commit's."""
+    member = stable(coop_member(max_poll_interval_ms=10_000), [tp("t", 0)])
+    member.record_processed(tp("t", 0), 20)
+    rebalance_requested(member, 4000)
+    commit = only(member.poll(4100), OffsetCommitRequest)
+    assert member.next_wakeup_ms() is not None and member.next_wakeup_ms() <= 14_100  # type: ignore[operator]
+    out = member.background(14_100)
+    assert "JoinGroupRequest" in kinds(out) and member.phase is Phase.JOINING
+    assert member.assignment() == {tp("t", 0)}  # cooperative: nothing revoked (still subscribed)
+    late = commit_ok(member, commit, 14_200)
+    assert late == [] and member.phase is Phase.JOINING

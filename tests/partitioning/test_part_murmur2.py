@@ -179,3 +179,40 @@ def test_numba_kernels_are_cached_on_disk() -> None:
     )
     hits, misses = (int(x) for x in result.stdout.split())
     assert hits >= 1 and misses == 0
+
+
+@pytest.mark.parametrize("arrow_type", [pa.binary(), pa.large_binary()])
+def test_parallel_kernels_match_every_vector(arrow_type: pa.DataType) -> None:
+    """Past ``PARALLEL_MIN_KEYS`` keys the kernels run over all of numba's threads: still exact.
+
+    The 1,000 vectors are repeated past the threshold (a sliced array, so the offsets start mid-buffer)
+    and must give Kafka's answer at every partition count, in one count and several at once; the
+    serial kernels, called directly on the same buffers, must agree.
+    """
+    import numba
+
+    from kgroup.partitioning import _murmur2_kernels as kernels
+
+    repeats = kernels.PARALLEL_MIN_KEYS // len(KEYS) + 2
+    keys = pa.array([b"x", *KEYS * repeats], type=arrow_type).slice(1)
+    assert len(keys) >= kernels.PARALLEL_MIN_KEYS
+    previous = numba.get_num_threads()
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    try:
+        hashes = murmur2_array(keys)
+        table = partitions_for_keys_multi(keys, COUNTS)
+        single = {n: partitions_for_keys(keys, n) for n in COUNTS}
+    finally:
+        numba.set_num_threads(previous)
+    expected_hashes = np.tile(np.array([v["expected"]["murmur2"] for v in VECTORS], dtype=np.int32), repeats)
+    assert np.array_equal(hashes, expected_hashes)
+    for c, n in enumerate(COUNTS):
+        once = np.array([v["expected"]["partitions"][str(n)] for v in VECTORS], dtype=np.int32)
+        expected = np.tile(once, repeats)
+        assert np.array_equal(table[c], expected), n
+        assert np.array_equal(single[n], expected), n
+    serial = np.empty(len(keys), dtype=np.int32)
+    offset_type = np.int64 if arrow_type == pa.large_binary() else np.int32
+    offsets = np.frombuffer(keys.buffers()[1], dtype=offset_type)[keys.offset : keys.offset + len(keys) + 1]
+    kernels.hash_kernel(np.frombuffer(keys.buffers()[2], dtype=np.uint8), offsets, serial)
+    assert np.array_equal(serial, expected_hashes)

@@ -149,8 +149,12 @@ def test_a_stage_reading_a_missing_result_fails_clearly() -> None:
 def test_demo_config_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(KgroupError, match="grow-to: 12"):
         DemoConfig(partitions=12, grow_to=12)
-    with pytest.raises(KgroupError, match="partitioner 'sticky' is unknown; choose one of: adaptive"):
+    with pytest.raises(
+        KgroupError, match=r"^null-key-strategy: 'sticky' is not a null-key strategy; choose one of: adaptive"
+    ):
         DemoConfig(null_key_strategy="sticky")
+    with pytest.raises(KgroupError, match=r"^null-key-strategy: 'keyed' is not a null-key strategy"):
+        DemoConfig(null_key_strategy="keyed")  # a partitioner, but it hands null keys to a strategy
     with pytest.raises(SystemExit) as exit_info:
         main(["demo", "--events", "0"])
     err = capsys.readouterr().err

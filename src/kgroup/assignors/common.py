@@ -14,10 +14,8 @@ topics).
 
 from __future__ import annotations
 
-import gc
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
 
@@ -31,7 +29,6 @@ __all__ = [
     "build_layout",
     "check_unique_member_ids",
     "drain",
-    "gc_paused",
     "member_info_order",
     "member_rack",
     "python_order_is_java_order",
@@ -64,24 +61,6 @@ class PartitionMaker:
 def topic_partitions(topic: str, count: int) -> list[TopicPartition]:
     """``[TopicPartition(topic, 0), ..., TopicPartition(topic, count - 1)]``, built fast."""
     return PartitionMaker()(topic, count)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a large assignment is built.
-
-    An assignment of a million partitions allocates a million small tuples and lists, none of which
-    form reference cycles; with the collector running, its full passes over every object alive
-    (including the request's metadata) cost more than building the result. Reference counting still
-    frees everything; the collector is re-enabled (if it was enabled) on exit.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def drain(iterator: Iterator[object]) -> None:

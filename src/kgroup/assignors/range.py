@@ -31,7 +31,6 @@ from kgroup.assignors.common import (
     PartitionMaker,
     build_layout,
     drain,
-    gc_paused,
     member_rack,
     python_order_is_java_order,
     use_rack_aware_assignment,
@@ -52,29 +51,28 @@ class RangeAssignor(Assignor):
     protocols = (RebalanceProtocol.EAGER,)
 
     def assign(self, request: AssignmentRequest) -> Assignment:
-        with gc_paused():
-            layout = build_layout(request.members, request.topics)
-            lists = layout.empty_lists()
-            make = PartitionMaker()
-            states = _rack_aware_states(layout, request.prefer_rack_aware_logic, make)
-            if states is not None:
-                _assign_with_rack_matching(states, lists)
-            for topic, member_lists in zip(layout.topics, layout.lists_by_subscribers(lists), strict=True):
-                state = states.get(topic.name) if states is not None else None
-                if state is None:
-                    _assign_plain_ranges(make(topic.name, topic.partitions), member_lists)
-                else:
-                    _assign_ranges(state, lists, rack_matching=False)
-            if states is not None:
-                # the rack pass appends out of order; Kafka sorts every list in that case
-                if python_order_is_java_order(topic.name for topic in layout.topics):
-                    for partitions in lists:
-                        partitions.sort()  # (topic, partition) tuples compare in C
-                else:
-                    rank = {topic.name: i for i, topic in enumerate(layout.topics)}
-                    for partitions in lists:
-                        partitions.sort(key=lambda tp: (rank[tp.topic], tp.partition))
-            return layout.to_assignment(request.members, lists)
+        layout = build_layout(request.members, request.topics)
+        lists = layout.empty_lists()
+        make = PartitionMaker()
+        states = _rack_aware_states(layout, request.prefer_rack_aware_logic, make)
+        if states is not None:
+            _assign_with_rack_matching(states, lists)
+        for topic, member_lists in zip(layout.topics, layout.lists_by_subscribers(lists), strict=True):
+            state = states.get(topic.name) if states is not None else None
+            if state is None:
+                _assign_plain_ranges(make(topic.name, topic.partitions), member_lists)
+            else:
+                _assign_ranges(state, lists, rack_matching=False)
+        if states is not None:
+            # the rack pass appends out of order; Kafka sorts every list in that case
+            if python_order_is_java_order(topic.name for topic in layout.topics):
+                for partitions in lists:
+                    partitions.sort()  # (topic, partition) tuples compare in C
+            else:
+                rank = {topic.name: i for i, topic in enumerate(layout.topics)}
+                for partitions in lists:
+                    partitions.sort(key=lambda tp: (rank[tp.topic], tp.partition))
+        return layout.to_assignment(request.members, lists)
 
 
 def _assign_plain_ranges(partitions: list[TopicPartition], member_lists: list[list[TopicPartition]]) -> None:

@@ -2,7 +2,8 @@
 
 Measured on a machine of this project's kind (2 vCPU Xeon VM, 23 GiB, OpenJDK 17.0.15, ``-Xmx16g``),
 median of 5 runs after one warm-up, one call of the assignor's public entry point on prepared inputs
-(``/work/shared/spec/PERFORMANCE.md``).
+(``/work/shared/spec/PERFORMANCE.md``), with the cells it re-measured side by side taken from that
+re-measurement.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ def _row(case: str, range_ms: float, roundrobin_ms: float, sticky: tuple[float, 
     JAVA_MEDIAN_MS[(case, "cooperative-sticky", "reassign")] = coop[1]
 
 
-_row("uniform", 1575, 1827, (209, 6403), (157, 3617))
-_row("uniform-rack", 424, 35, (547, 508), (716, 378))
-_row("nonequal", 1593, 1134, (6600, 10889), (12272, 10930))
+# PERFORMANCE.md's re-measurement (same machine kind, side by side with kgroup) replaces the first
+# table where they differ: uniform sticky initial / reassign 125 / 2,704 ms, cooperative-sticky
+# initial 121 ms; nonequal cooperative-sticky initial 6,199 ms; roundrobin uniform-rack 25 ms.
+_row("uniform", 1575, 1827, (125, 2704), (121, 3617))
+_row("uniform-rack", 424, 25, (547, 508), (716, 378))
+_row("nonequal", 1593, 1134, (6600, 10889), (6199, 10930))
 _row("nonequal-rack", 302, 22, (365, 470), (555, 381))
 _row("notimeout", 111, 24, (4479, 5104), (4769, 3519))
 _row("notimeout-rack", 46, 9, (1150, 705), (1066, 719))

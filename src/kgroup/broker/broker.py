@@ -76,6 +76,9 @@ class Broker:
                 self._connection_tasks.add(task)
             try:
                 await serve_connection(self, broker_id, reader, writer)
+            except asyncio.CancelledError:
+                # shutdown: end quietly (asyncio's server callback would log a cancelled task)
+                return
             finally:
                 if task is not None:
                     self._connection_tasks.discard(task)

@@ -43,6 +43,8 @@ async def serve_connection(
         writer.close()
         return
     connections.add(writer)
+    connection_id = broker.groups.new_connection_id(node_id, where)
+    client_host = f"/{peer[0]}" if isinstance(peer, tuple) else "/127.0.0.1"
     try:
         while True:
             try:
@@ -72,7 +74,7 @@ async def serve_connection(
                 )
                 return
             try:
-                response = await dispatch(broker, node_id, frame)
+                response = await dispatch(broker, node_id, frame, connection_id, client_host)
             except (PeerError, CloseConnection) as exc:
                 log.warning("broker %d: closing connection from %s: %s", node_id, where, exc)
                 return

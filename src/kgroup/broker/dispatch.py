@@ -40,6 +40,8 @@ class RequestContext:
     broker: Broker
     node_id: int
     header: RequestHeader
+    connection: str  # unique per connection: where the coordinator addresses its replies
+    client_host: str
 
     @property
     def version(self) -> int:
@@ -73,7 +75,9 @@ def _unsupported_api_versions(correlation_id: int) -> bytes:
     return encode_response(correlation_id, response)
 
 
-async def dispatch(broker: Broker, node_id: int, frame: bytes) -> bytes | None:
+async def dispatch(
+    broker: Broker, node_id: int, frame: bytes, connection: str = "-", client_host: str = "/127.0.0.1"
+) -> bytes | None:
     header = decode_request_header(frame)
     if header.api_key == API_VERSIONS_KEY and not supported(header.api_key, header.api_version):
         return _unsupported_api_versions(header.correlation_id)
@@ -88,7 +92,7 @@ async def dispatch(broker: Broker, node_id: int, frame: bytes) -> bytes | None:
     if handler is None:
         raise CloseConnection(f"api key {header.api_key} has no handler")
     request = decode_request(frame, header)
-    data = await handler(RequestContext(broker, node_id, header), request.body)
+    data = await handler(RequestContext(broker, node_id, header, connection, client_host), request.body)
     if data is None:
         return None
     cls = response_class(header.api_key, header.api_version)

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from kgroup.cli.output import console, emit_json
+from kgroup.cli.output import console, emit_json, prepare_report_dir
 
 __all__ = ["register"]
 
@@ -34,7 +34,8 @@ def demo_command(
         str,
         typer.Option(
             "--null-key-strategy",
-            help="How keyless events are spread: adaptive, uniform-sticky, round-robin, legacy-round-robin.",
+            help="How keyless events are spread: adaptive, uniform-sticky, round-robin, "
+            "legacy-round-robin.",
         ),
     ] = "adaptive",
     rebalance_seeds: Annotated[
@@ -56,7 +57,6 @@ def demo_command(
     """
     from kgroup.cli.partition_input import StageProgress
     from kgroup.demo import DemoConfig, DemoContext, build_report, default_stages, run_demo
-    from kgroup.model import KgroupError
     from kgroup.spark.session import spark_session
 
     config = DemoConfig(
@@ -68,8 +68,7 @@ def demo_command(
         null_key_strategy=null_key_strategy,
         rebalance_seeds=rebalance_seeds,
     )
-    if report.exists() and not report.is_dir():
-        raise KgroupError(f"report: {report} exists and is not a directory; choose a folder path")
+    prepare_report_dir(report)
     progress = StageProgress(enabled=not json_output)
     stages = default_stages(config)
     with ExitStack() as stack:

@@ -28,7 +28,9 @@ from kgroup.model import PeerError
 __all__ = [
     "HEADER_SIZE",
     "LOG_OVERHEAD",
+    "NO_BOUNDS",
     "BatchHeader",
+    "TimestampBounds",
     "ValidatedBatch",
     "batch_crc_ok",
     "parse_header",
@@ -151,8 +153,24 @@ class ValidatedBatch:
     records_max_timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class TimestampBounds:
+    """``message.timestamp.before.max.ms`` / ``after.max.ms`` (None: unbounded, Kafka's default)."""
+
+    before_max_ms: int | None = None
+    after_max_ms: int | None = None
+
+
+NO_BOUNDS = TimestampBounds()
+
+
 def validate_produce_records(
-    records: bytes, *, max_message_bytes: int, log_append_time: bool
+    records: bytes,
+    *,
+    max_message_bytes: int,
+    log_append_time: bool,
+    now_ms: int = 0,
+    bounds: TimestampBounds = NO_BOUNDS,
 ) -> ValidatedBatch:
     """The checks Kafka runs on one partition's ``records`` of a Produce request (v3+), in its order.
 
@@ -235,10 +253,33 @@ def validate_produce_records(
             "producer should not set timestamp type to LogAppendTime", LogErrorCode.INVALID_TIMESTAMP
         )
     data = bytes(view[:size])
-    max_timestamp = header.max_timestamp
     if header.compression == COMPRESSION_NONE:
-        max_timestamp = _walk_uncompressed_records(data, header)
+        stamps = [
+            stamp
+            for _, stamp in _record_entries(data, HEADER_SIZE, header.records_count, header.base_timestamp)
+        ]
+        max_timestamp = max(stamps, default=NO_TIMESTAMP)
+    else:
+        # a compressed payload is not inflated: its first and max timestamps stand for its records
+        stamps, max_timestamp = [header.base_timestamp, header.max_timestamp], header.max_timestamp
+    if not log_append_time and bounds != NO_BOUNDS:
+        _check_timestamp_bounds(stamps, now_ms, bounds)
     return ValidatedBatch(header=header, data=data, records_max_timestamp=max_timestamp)
+
+
+def _check_timestamp_bounds(stamps: list[int], now_ms: int, bounds: TimestampBounds) -> None:
+    """``LogValidator.validateTimestamp`` for a CreateTime topic: records without a timestamp pass."""
+    before, after = bounds.before_max_ms, bounds.after_max_ms
+    for stamp in stamps:
+        if stamp == NO_TIMESTAMP:
+            continue
+        if (before is not None and now_ms - stamp > before) or (after is not None and stamp - now_ms > after):
+            low = "-inf" if before is None else now_ms - before
+            high = "inf" if after is None else now_ms + after
+            raise PeerError(
+                f"timestamp {stamp} of a record is out of range: it should be within [{low}, {high}]",
+                LogErrorCode.INVALID_TIMESTAMP,
+            )
 
 
 def _whole_batch_sizes(view: memoryview) -> list[int]:
@@ -309,12 +350,6 @@ def _record_entries(records: bytes, start: int, count: int, base_timestamp: int)
             LogErrorCode.INVALID_RECORD,
         )
     return entries
-
-
-def _walk_uncompressed_records(batch: bytes, header: BatchHeader) -> int:
-    """Check an uncompressed batch's records chain exactly to its end; return their max timestamp."""
-    entries = _record_entries(batch, HEADER_SIZE, header.records_count, header.base_timestamp)
-    return max((timestamp for _, timestamp in entries), default=NO_TIMESTAMP)
 
 
 def record_timestamps(batch: bytes, header: BatchHeader) -> list[tuple[int, int]] | None:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kgroup.log.batch import TimestampBounds
 from kgroup.log.coordinator import CoordinatorLog
 from kgroup.log.errors import (
     InvalidConfig,
@@ -47,8 +48,9 @@ _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # message.max.bytes: 1 MiB + the 12-byte log overhead
 
 # Kafka's topic-level config names (org.apache.kafka.common.config.TopicConfig). All are accepted and
-# stored; message.timestamp.type, segment.bytes, index.interval.bytes, max.message.bytes,
-# retention.bytes and retention.ms change what the log does, the others are kept for DescribeConfigs.
+# stored; message.timestamp.type, message.timestamp.before/after.max.ms, segment.bytes,
+# index.interval.bytes, max.message.bytes, retention.bytes and retention.ms change what the log does;
+# the others are kept for DescribeConfigs.
 TOPIC_CONFIG_NAMES = frozenset(
     """
     segment.bytes segment.ms segment.jitter.ms segment.index.bytes flush.messages flush.ms retention.bytes
@@ -137,6 +139,8 @@ def _validate_topic_configs(configs: Mapping[str, str]) -> None:
     _long(configs, "index.interval.bytes", 0)
     _long(configs, "retention.ms", -1)
     _long(configs, "retention.bytes", -(2**63))
+    _long(configs, "message.timestamp.before.max.ms", 0)
+    _long(configs, "message.timestamp.after.max.ms", 0)
     kind = configs.get("message.timestamp.type")
     if kind is not None and kind not in ("CreateTime", "LogAppendTime"):
         raise InvalidConfig(f"invalid value {kind!r} for configuration message.timestamp.type")
@@ -236,6 +240,10 @@ class LogManager:
             retention_bytes=_retention(_long(configs, "retention.bytes", -(2**63)), config.retention_bytes),
             retention_ms=_retention(_long(configs, "retention.ms", -1), config.retention_ms),
             fsync=config.fsync,
+            timestamp_bounds=TimestampBounds(
+                _long(configs, "message.timestamp.before.max.ms", 0),
+                _long(configs, "message.timestamp.after.max.ms", 0),
+            ),
         )
 
     # -- topics --------------------------------------------------------------------------------

@@ -18,14 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgroup.log.batch import (
+    NO_BOUNDS,
     BatchHeader,
+    TimestampBounds,
     ValidatedBatch,
     parse_header,
     record_timestamps,
     stamp_batch,
     validate_produce_records,
 )
-from kgroup.log.errors import LogErrorCode, OffsetOutOfRange
+from kgroup.log.errors import LogErrorCode, OffsetOutOfRange, UnknownTopicOrPartition
 from kgroup.log.producer_state import ProducerStateManager
 from kgroup.log.segment import INT32_MAX, Segment, SegmentRecovery
 from kgroup.model import PeerError
@@ -89,6 +91,7 @@ class PartitionSettings:
     retention_bytes: int | None
     retention_ms: int | None
     fsync: FsyncPolicy
+    timestamp_bounds: TimestampBounds = NO_BOUNDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,11 +127,17 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return self._open()[0].base_offset
 
     @property
     def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
+        return self._open()[-1].next_offset
+
+    def _open(self) -> list[Segment]:
+        """The segments; a closed log (its topic deleted, or the manager closed) raises."""
+        if not self._segments:
+            raise UnknownTopicOrPartition(f"partition log {self.directory.name} is closed")
+        return self._segments
 
     @property
     def high_watermark(self) -> int:
@@ -197,10 +206,13 @@ class PartitionLog:
         Raises ``OSError`` when the write fails; the log is then as before the call.
         """
         settings = self.settings
+        self._open()
         batch = validate_produce_records(
             records or b"",
             max_message_bytes=settings.max_message_bytes,
             log_append_time=settings.log_append_time,
+            now_ms=now_ms,
+            bounds=settings.timestamp_bounds,
         )
         if len(batch.data) > settings.segment_bytes:
             raise PeerError(
@@ -261,6 +273,7 @@ class PartitionLog:
         ``b""`` at the log end. Reads stay within one segment, as Kafka's do. Raises
         :class:`OffsetOutOfRange` for an offset below the log start or beyond the log end.
         """
+        self._open()
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRange(
                 f"offset {offset} is out of range [{self.log_start_offset}, {self.log_end_offset}]"
@@ -280,6 +293,7 @@ class PartitionLog:
         otherwise the first record whose timestamp is >= ``timestamp``
         (``UnifiedLog.fetchOffsetByTimestamp``).
         """
+        self._open()
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             return NO_TIMESTAMP, self.log_start_offset
         if timestamp == LATEST_TIMESTAMP:

@@ -154,6 +154,8 @@ class ConsumerMember(OffsetsMixin):
         times: list[int | None] = []
         if self._phase is Phase.PREPARING and self._prepare_retry_at is not None:
             times.append(self._when_sendable(self._prepare_retry_at))
+        if self._phase is Phase.PREPARING and self._prepare_commit is not None:
+            times.append(self._prepare_deadline)
         if self._phase is Phase.JOINING and self._join_send_at is not None and not self._join_in_flight():
             times.append(self._when_sendable(self._join_send_at))
         if self._fetch_pending and not self._has_in_flight(Kind.FETCH):
@@ -235,6 +237,14 @@ class ConsumerMember(OffsetsMixin):
         needs_coordinator = self._poll_wants_join and self._coordinator is None
         if (
             self._phase is Phase.PREPARING
+            and self._prepare_commit is not None
+            and now_ms >= self._prepare_deadline
+        ):
+            # onJoinPrepare's timer (the rebalance timeout) expired with the commit still in flight:
+            # Kafka goes on to join (the commit's answer, if it comes, is an ordinary commit's)
+            self._finish_prepare(now_ms, out)
+        if (
+            self._phase is Phase.PREPARING
             and self._prepare_retry_at is not None
             and now_ms >= self._prepare_retry_at
         ):
@@ -275,7 +285,6 @@ class ConsumerMember(OffsetsMixin):
         self._poll_wants_join = False
         self._resume_on_sync = None
         self._move(Step.BEGIN_REBALANCE)
-        self._prepare_generation = self._generation
         self._prepare_deadline = now_ms + self.config.max_poll_interval_ms
         self._prepare_retry_at = None
         self._prepare_commit = None
@@ -288,13 +297,17 @@ class ConsumerMember(OffsetsMixin):
         stable = not self._generation.is_reset and self._coordinator is not None
         offsets = self._consumed_offsets()
         if stable and offsets and now_ms < self._prepare_deadline:
-            self._prepare_commit = self._send_commit(now_ms, offsets, CommitPurpose.PREPARE, out)
-            if self._prepare_commit is not None:
+            cid = self._send_commit(now_ms, offsets, CommitPurpose.PREPARE, out)
+            if cid is not None:
+                self._prepare_commit = self._in_flight[cid]
                 return
         self._finish_prepare(now_ms, out)
 
     def _finish_prepare(self, now_ms: int, out: list[OutboundRequest]) -> None:
-        gen = self._prepare_generation
+        # Kafka calls onJoinPrepare again from every poll() while its commit is pending, each time with
+        # the *current* generation; the call that goes on decides revoke-or-lose from it. So a reset
+        # by the heartbeat thread (or the commit's answer) while the commit was pending means lost.
+        gen = self._generation
         owned = sorted_partitions(self._owned)
         if gen.is_reset:
             if owned:

@@ -9,7 +9,8 @@ Two paths with identical answers:
 
 numba and pyarrow are imported lazily, on the first vectorised call, so ``import kgroup`` stays fast.
 The kernels are compiled with ``cache=True``: the first run on a machine compiles them once and
-later processes load the machine code from numba's cache.
+later processes load the machine code from numba's cache. From ``PARALLEL_MIN_KEYS`` keys per Arrow
+chunk on, the keys are hashed on every thread numba may use (``NUMBA_NUM_THREADS=1`` keeps it to one).
 """
 
 from __future__ import annotations
@@ -130,6 +131,14 @@ def _kernels() -> Any:
     return _murmur2_kernels
 
 
+def _threads() -> int:
+    """The threads numba may use (``NUMBA_NUM_THREADS``, or ``numba.set_num_threads``)."""
+    import numba
+
+    threads: int = numba.get_num_threads()
+    return threads
+
+
 def keys_to_arrow(keys: Any) -> pa.Array | pa.ChunkedArray:
     """Turn accepted key containers into an Arrow array of binary/string type.
 
@@ -247,13 +256,15 @@ def _run(chunk: pa.Array, counts: npt.NDArray[np.int64] | None) -> npt.NDArray[n
         return gathered
     data, offsets = _buffers(chunk)
     kernels = _kernels()
+    parallel = n >= kernels.PARALLEL_MIN_KEYS and _threads() > 1
     result: npt.NDArray[np.int32]
     if counts is None:
         result = np.empty(n, dtype=np.int32)
-        kernels.hash_kernel(data, offsets, result)
+        (kernels.hash_kernel_parallel if parallel else kernels.hash_kernel)(data, offsets, result)
     else:
         result = np.empty((len(counts), n), dtype=np.int32)
-        kernels.partition_kernel(data, offsets, counts, result)
+        run = kernels.partition_kernel_parallel if parallel else kernels.partition_kernel
+        run(data, offsets, counts, result)
     nulls = _null_mask(chunk)
     if nulls is not None:
         result[..., nulls] = -1

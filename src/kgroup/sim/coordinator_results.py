@@ -83,10 +83,15 @@ def apply_coordinator_result(sim: Simulation, result: CoordinatorResult) -> None
         proc = sim.procs[owner[0]]
         if proc.incarnation != owner[1] or proc.member is None:
             continue  # the process that asked is gone
+        if proc.conn != reply.connection:
+            continue  # that connection closed: the answer is lost with it
         at = sim.net.transit(proc.id, proc.conn, False, sim.now)
         if at is not None:
-            sim.q.push(at, TO_MEMBER, (proc.index, owner[1], reply.correlation_id, body))
-        elif not sim.slow_network and not isinstance(body, (JoinGroupResponse, SyncGroupResponse)):
+            sim.q.push(at, TO_MEMBER, (proc.index, proc.conn, reply.correlation_id, body))
+        deadline = proc.inflight.get(reply.correlation_id)
+        if (at is None or (deadline is not None and at >= deadline)) and not isinstance(
+            body, (JoinGroupResponse, SyncGroupResponse)
+        ):
             sim._arm_timeout(proc, owner[1], reply.correlation_id)
 
 

@@ -14,7 +14,7 @@ __all__ = ["EventQueue"]
 
 # What the simulator's queue items are (the payload's shape depends on the kind; see runner.py).
 SCENARIO, TO_COORD, TO_MEMBER, TIMEOUT, COORD_TIMER, WAKE = 0, 1, 2, 3, 4, 5
-SAMPLE, START, UNSTALL, HEAL, RESTART, APP_POLL = 6, 7, 8, 9, 10, 11
+SAMPLE, START, UNSTALL, HEAL, RESTART, APP_POLL, RESET = 6, 7, 8, 9, 10, 11, 12
 
 
 class EventQueue:

@@ -32,6 +32,7 @@ from kgroup.model import KgroupError
 
 __all__ = [
     "DEFAULT_NULL_KEY_STRATEGY",
+    "JVM_FUNCTION_NAME",
     "KeylessProducer",
     "check_key_column",
     "task_seed",
@@ -41,6 +42,10 @@ __all__ = [
 
 #: Kafka 3.3+'s built-in behaviour for records without a key (KIP-794).
 DEFAULT_NULL_KEY_STRATEGY = "adaptive"
+#: a topic's partition count is a Java int
+_MAX_PARTITIONS = 0x7FFFFFFF
+#: the name kgroup's JVM function is registered under in a session
+JVM_FUNCTION_NAME = "kgroup_kafka_partition"
 
 
 def task_seed(seed: int, task_partition_id: int, num_partitions: int) -> int:
@@ -88,6 +93,8 @@ def _check_counts(partition_counts: Sequence[int]) -> list[int]:
     for n in counts:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise KgroupError(f"partitions: {n!r} is not a partition count; give whole numbers of 1 or more")
+        if n > _MAX_PARTITIONS:
+            raise KgroupError(f"partitions: {n} does not fit Java's int; give at most {_MAX_PARTITIONS}")
     if len(set(counts)) != len(counts):
         raise KgroupError(f"partitions: {counts} lists a count twice; give each partition count once")
     return counts
@@ -142,7 +149,7 @@ def with_kafka_partitions(
     df: Any,
     key_column: str,
     partition_counts: Sequence[int],
-    null_key_strategy: str = DEFAULT_NULL_KEY_STRATEGY,
+    null_key_strategy: str | None = DEFAULT_NULL_KEY_STRATEGY,
     seed: int = 0,
     output_columns: Sequence[str] | None = None,
     *,
@@ -155,7 +162,15 @@ def with_kafka_partitions(
     string or binary column; other types raise :class:`~kgroup.model.KgroupError` naming the type.
     Keyless records are modelled as ``record_bytes`` each, in batches of ``batch_size`` bytes
     (``batch.size``; it decides when the sticky strategies switch partition).
+    ``null_key_strategy=None`` (beyond Kafka, whose producer always places a keyless record) says
+    the keys are never null: a null key then gets a null partition.
     Lazy, like any DataFrame transformation: nothing runs until an action.
+
+    Where it runs: when no null-key strategy can be needed — the key column cannot hold nulls (its
+    schema says so) or ``null_key_strategy`` is ``None`` — and the session has kgroup's JVM function
+    (:mod:`kgroup.spark.jvm`; every session kgroup starts has it), each row's partition is computed
+    inside Spark's JVM, and no row goes to Python. Otherwise whole Arrow batches go through the
+    Python workers (``mapInArrow``), where the null-key strategies run. Both are exact to Kafka.
     """
     from pyspark.sql.types import IntegerType, StructField, StructType
 
@@ -174,10 +189,22 @@ def with_kafka_partitions(
             )
     if len(set(names)) != len(names):
         raise KgroupError(f"output_columns: {names} repeats a name; give each partition column its own name")
-    _check_keyless_settings(null_key_strategy, record_bytes, batch_size)
+    if null_key_strategy is not None:
+        _check_keyless_settings(null_key_strategy, record_bytes, batch_size)
+    keyless_possible = null_key_strategy is not None and _key_nullable(df, key_column)
+    if not keyless_possible and _register_jvm_function(df):
+        # every key is present: Kafka's partition per row inside the JVM, no row leaves it
+        from pyspark.sql import functions as F
+
+        key = F.col(_quoted(key_column)).cast("binary")  # a string's UTF-8 bytes, as StringSerializer
+        pairs = zip(names, counts, strict=True)
+        return df.withColumns({name: F.call_udf(JVM_FUNCTION_NAME, key, F.lit(n)) for name, n in pairs})
     key_index = df.columns.index(key_column)
     out_schema = StructType(
-        [*df.schema.fields, *(StructField(name, IntegerType(), nullable=False) for name in names)]
+        [
+            *df.schema.fields,
+            *(StructField(name, IntegerType(), nullable=null_key_strategy is None) for name in names),
+        ]
     )
     user_seed = int(seed)
 
@@ -194,7 +221,16 @@ def with_kafka_partitions(
         for batch in batches:
             keys = batch.column(key_index)
             parts = partitions_for_keys_multi(keys, counts)
+            if keys.null_count and null_key_strategy is None:  # no strategy: a null partition
+                missing = keys.is_null().to_numpy(zero_copy_only=False)
+                columns = [
+                    *batch.columns,
+                    *(pa.array(parts[row], type=pa.int32(), mask=missing) for row in range(len(counts))),
+                ]
+                yield pa.RecordBatch.from_arrays(columns, names=[*batch.schema.names, *names])
+                continue
             if keys.null_count:
+                assert null_key_strategy is not None  # for mypy: handled just above
                 if producers is None:  # one producer per task: created on its first keyless record
                     producers = [
                         KeylessProducer(
@@ -215,11 +251,31 @@ def with_kafka_partitions(
     return df.mapInArrow(partition_batches, out_schema)
 
 
+def _key_nullable(df: Any, key_column: str) -> bool:
+    """Whether the schema lets the key column hold nulls (after ``filter(col(k).isNotNull())`` it
+    does not)."""
+    return bool(next(f.nullable for f in df.schema.fields if f.name == key_column))
+
+
+def _register_jvm_function(df: Any) -> bool:
+    """Register kgroup's JVM function in ``df``'s session; ``False`` when the session cannot load it
+    (its jar is not on the session's class path: a session kgroup did not start, or no JDK)."""
+    from pyspark.sql.types import IntegerType
+
+    from kgroup.spark.jvm import JAVA_CLASS
+
+    try:
+        df.sparkSession.udf.registerJavaFunction(JVM_FUNCTION_NAME, JAVA_CLASS, IntegerType())
+    except Exception:  # the class is not there: the Arrow path is exact too
+        return False
+    return True
+
+
 def with_kafka_partition(
     df: Any,
     key_column: str,
     num_partitions: int,
-    null_key_strategy: str = DEFAULT_NULL_KEY_STRATEGY,
+    null_key_strategy: str | None = DEFAULT_NULL_KEY_STRATEGY,
     seed: int = 0,
     output_column: str = "partition",
     **keyless: int,

@@ -11,18 +11,16 @@ fast path equal on every Kafka vector and on large random groups.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
-from itertools import chain, compress, pairwise, repeat
+from itertools import chain, compress, repeat
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from kgroup.assignors.api import AssignmentRequest
-from kgroup.assignors.common import PartitionMaker
+from kgroup.assignors.fast.partition_list import FlatPartitionList, TopicTable
 from kgroup.assignors.fast.userdata import TopicNameTable, decode_sticky_user_data_flat
 from kgroup.assignors.sticky import CooperativeStickyAssignor, StickyAssignor
 from kgroup.assignors.sticky.owned import DEFAULT_GENERATION
@@ -31,7 +29,6 @@ from kgroup.model import Assignment, Member, TopicMetadata, TopicPartition
 
 __all__ = ["FastCooperativeStickyAssignor", "FastStickyAssignor"]
 
-_new_partition = partial(tuple.__new__, TopicPartition)
 _topic_of = itemgetter(0)
 _partition_of = itemgetter(1)
 #: more rack names than fit in a 64-bit mask: leave it to the reference
@@ -206,100 +203,45 @@ def _racks(ordered: Sequence[Member], topics: _Topics, prefer: bool) -> _Racks |
 
 def _build_lists(out_start: np.ndarray, out_flat: np.ndarray, out_src: np.ndarray, owned: _Owned,
                  topics: _Topics) -> list[list[TopicPartition]]:
-    """Partition objects for every member's flat numbers: the input's own objects where the member
-    kept partitions it claimed, new ones otherwise.
+    """Every member's list: the input's own objects where the member kept a run of its claimed
+    partitions, in order (the usual sticky outcome: the claims were last round's sorted answer) — one
+    C copy of a slice; otherwise a :class:`FlatPartitionList` that builds its ``TopicPartition``
+    objects only when it is first read.
 
-    A member that keeps a run of its claimed partitions, in order (the usual sticky outcome: the
-    claims were last round's sorted answer), gets a slice of the input's objects — one C copy.
+    No partition object is created here: an initial assignment of a million partitions returns in
+    the time of its integer kernel, and the cyclic garbage collector never sees a million new tuples.
     """
     bounds = out_start.tolist()
     count = len(bounds) - 1
-    lists: list[list[TopicPartition] | None] = [None] * count
-    pending = np.ones(out_flat.size, dtype=bool)
-    if owned.objects is not None:
-        objects = owned.objects
-        src = out_src
-        for m, (a, b) in enumerate(pairwise(bounds)):
-            if b > a:
-                first, last = int(src[a]), int(src[b - 1])
-                if first >= 0 and last - first == b - a - 1 and (
-                        b - a == 1 or bool((np.diff(src[a:b]) == 1).all())):
-                    lists[m] = objects[first:last + 1]
-                    pending[a:b] = False
-            else:
-                lists[m] = []
-                continue
-    else:
-        for m, (a, b) in enumerate(pairwise(bounds)):
-            if a == b:
-                lists[m] = []
-    every: list[TopicPartition] | None = None
-    fresh_all = pending if owned.objects is None else pending & (out_src < 0)
-    if int(fresh_all.sum()) * 3 >= topics.total:
-        # most partitions are new: build every one once, topic by topic (in C); a member whose
-        # partitions are evenly spaced (what a round robin over new members gives) takes a
-        # strided slice of it, without touching each object more than once
-        every = _every_partition(topics)
-        for m, (a, b) in enumerate(pairwise(bounds)):
-            if b - a >= 2 and lists[m] is None and bool(fresh_all[a:b].all()):
-                steps = np.diff(out_flat[a:b])
-                step = int(steps[0])
-                if step > 0 and bool((steps == step).all()):
-                    lists[m] = every[int(out_flat[a]):int(out_flat[b - 1]) + 1:step]
-                    pending[a:b] = False
-    if pending.any():
-        column = np.empty(out_flat.size, dtype=object)
-        fresh = pending
-        if owned.objects is not None:
-            kept = pending & (out_src >= 0)
-            if kept.any():
-                # fromiter: an object column of tuples (np.array would unpack them into a 2-D array)
-                claimed = np.fromiter(owned.objects, dtype=object, count=len(owned.objects))
-                column[kept] = claimed[out_src[kept]]
-            fresh = pending & (out_src < 0)
-        if fresh.any():
-            column[fresh] = _new_partitions(out_flat[fresh], topics, every)
-        for m in range(count):
-            if lists[m] is None:
-                lists[m] = column[bounds[m]:bounds[m + 1]].tolist()
-    return lists  # type: ignore[return-value]
+    table = TopicTable(topics.names, topics.bases)
+    kept_run = _kept_runs(out_start, out_src) if owned.objects is not None else None
+    lists: list[list[TopicPartition]] = []
+    for m in range(count):
+        a, b = bounds[m], bounds[m + 1]
+        if a == b:
+            lists.append([])
+        elif kept_run is not None and kept_run[m]:
+            first = int(out_src[a])
+            lists.append(owned.objects[first:first + b - a])  # type: ignore[index]
+        else:
+            lists.append(FlatPartitionList(out_flat[a:b], table))
+    return lists
 
 
-def _every_partition(topics: _Topics) -> list[TopicPartition]:
-    """Every partition object, in flat order (one shared int object per partition number)."""
-    make = PartitionMaker()
-    return list(chain.from_iterable(
-        make(name, int(count)) for name, count in zip(topics.names, topics.counts, strict=True)))
-
-
-def _new_partitions(flat: np.ndarray, topics: _Topics, every: list[TopicPartition] | None) -> np.ndarray:
-    """An object column of new partition objects for the flat numbers ``flat``."""
-    if every is None and flat.size * 3 >= topics.total:
-        every = _every_partition(topics)
-    if every is not None:
-        picked: np.ndarray = np.fromiter(every, dtype=object, count=len(every))[flat]
-        return picked
-    ranks = np.searchsorted(topics.bases, flat, side="right") - 1
-    numbers = (flat - topics.bases[ranks]).tolist()
-    names = map(topics.names.__getitem__, ranks.tolist())
-    made = list(map(_new_partition, zip(names, numbers, strict=True)))
-    return np.fromiter(made, dtype=object, count=len(made))
-
-
-class _GcPaused:
-    """Pause the cyclic garbage collector while a million tuples are built.
-
-    Building that many container objects triggers full collections that walk every live object
-    (seconds at this size); tuples of strings and ints never form cycles, so nothing is lost.
-    """
-
-    def __enter__(self) -> None:
-        self._was_enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc: object) -> None:
-        if self._was_enabled:
-            gc.enable()
+def _kept_runs(out_start: np.ndarray, out_src: np.ndarray) -> list[bool]:
+    """Per member: its output is a non-empty run of consecutive claimed partitions (``out_src``
+    ascending by one from a position >= 0), computed for all members at once."""
+    starts, ends = out_start[:-1], out_start[1:]
+    nonempty = ends > starts
+    if out_src.size == 0:
+        return [False] * int(starts.size)
+    # breaks[i] = how many of out_src[0..i] do not continue the run before them
+    breaks = np.concatenate(([0], np.cumsum(np.diff(out_src) != 1)))
+    first = np.where(nonempty, out_src[np.minimum(starts, out_src.size - 1)], -1)
+    last_index = np.maximum(ends - 1, 0)
+    unbroken = breaks[last_index] == breaks[np.minimum(starts, out_src.size - 1)]
+    result: list[bool] = (nonempty & (first >= 0) & unbroken).tolist()
+    return result
 
 
 class _FastConstrained:
@@ -315,10 +257,6 @@ class _FastConstrained:
         raise NotImplementedError
 
     def _fast_assign(self, request: AssignmentRequest) -> Assignment | None:
-        with _GcPaused():
-            return self._fast_assign_unpaused(request)
-
-    def _fast_assign_unpaused(self, request: AssignmentRequest) -> Assignment | None:
         members = request.members
         if not members:
             return None
