@@ -366,7 +366,7 @@ def _measure_peer(config: BrokerBenchConfig, peer: RunningPeer, run: int, stage:
     try:
         reason = group_support(peer.bootstrap_servers)
         if reason is None:
-            with stage(f"{prefix}: create {len(group_topics)} topics for the groups"):
+            with stage(f"{prefix}: create the groups' {len(group_topics)} topic(s)"):
                 peer.create_topics({t: MOCK_PARTITIONS for t in group_topics}, config.timeout_s)
     except (PeerUnavailable, OSError) as exc:
         reason = exc.reason if isinstance(exc, PeerUnavailable) else f"ApiVersions failed: {exc}"
@@ -405,9 +405,10 @@ def render_table(result: BrokerBenchResult) -> Any:
 
     config = result.config
     load = ", ".join(f"{x:.2f}" for x in result.load_average)
-    table = Table(title=f"kgroup bench broker — median of {config.runs} run(s): {config.records} records × "
-                        f"{config.record_bytes} B; groups over {config.group_partitions} partitions, "
-                        f"session.timeout.ms={config.session_timeout_ms}; load average {load}")
+    heading = (f"kgroup bench broker — median of {config.runs} run(s): {config.records} records × "
+               f"{config.record_bytes} B; groups over {config.group_partitions} partitions, "
+               f"session.timeout.ms={config.session_timeout_ms}; load average {load}")
+    table = Table()
     table.add_column("metric")
     for peer in config.peers:
         table.add_column(peer, justify="right")
@@ -426,4 +427,4 @@ def render_table(result: BrokerBenchResult) -> Any:
         table.add_row(*row)
     lines = [f"[{i}] {reason}" for i, reason in enumerate(footnotes, 1)]
     lines += [f"{peer}: {note}" for peer, peer_notes in result.notes.items() for note in peer_notes]
-    return Group(table, *(Text(line) for line in lines))
+    return Group(Text(heading, style="bold"), table, *(Text(line) for line in lines))
