@@ -3,11 +3,29 @@
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Annotated
 
 import typer
 
 __all__ = ["register_bench"]
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so the brokers and clients the benchmark started are stopped."""
+
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def register_bench(bench_app: typer.Typer) -> None:
@@ -42,7 +60,8 @@ def register_bench(bench_app: typer.Typer) -> None:
             timeout_s=timeout,
         )
         progress = StageProgress(enabled=not json_out, stream=err_console)
-        result = run_broker_bench(config, progress.stage)
+        with _sigterm_as_interrupt():
+            result = run_broker_bench(config, progress.stage)
         if json_out:
             emit_json(result.to_json())
             return
