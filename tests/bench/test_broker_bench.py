@@ -7,14 +7,23 @@ end to end with real confluent-kafka clients and that the result has the documen
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
 
-from kgroup.bench.broker import BrokerBenchConfig, metric_names, render_table, run_broker_bench
+from kgroup.bench.broker import (
+    BrokerBenchConfig,
+    group_support,
+    metric_names,
+    render_table,
+    run_broker_bench,
+)
 from kgroup.bench.broker_peers import GROUP_APIS, offered_apis
 from kgroup.model import KgroupError
 from kgroup.testing import KafkaBroker
@@ -23,11 +32,6 @@ pytestmark = pytest.mark.timeout(240)
 
 TINY = BrokerBenchConfig(peers=("kgroup-inproc",), records=300, record_bytes=1024, group_sizes=(2,),
                          group_topics=1, runs=2, timeout_s=60)
-
-
-def broker_has_groups() -> bool:
-    with KafkaBroker() as kafka:
-        return set(GROUP_APIS) <= set(offered_apis(kafka.bootstrap_servers))
 
 
 def test_tiny_run_against_the_in_process_broker_has_every_cell() -> None:
@@ -54,13 +58,9 @@ def test_tiny_run_against_the_in_process_broker_has_every_cell() -> None:
         assert all(d.startswith(f"{TINY.records} records in ") for d in cell.details), cell.details
     group = result.cells[("kgroup-inproc", "group of 2 stable")]
     assert group.unit == "s"
-    if broker_has_groups():
-        assert group.failures == [], group.failures
-        assert all(v > 0 for v in group.values)
-        assert all(d == "2 consumers own 4 partitions" for d in group.details)
-    else:  # until the broker serves the group APIs, the cell says why instead of a number
-        assert group.values == []
-        assert all("ApiVersions offers no" in f and "JoinGroup (11)" in f for f in group.failures)
+    assert group.failures == [], group.failures
+    assert all(v > 0 for v in group.values)
+    assert all(d == "2 consumers own 4 partitions" for d in group.details)
     assert any("produce 300 × 1024 B" in s for s in stages)
     assert any(s.endswith("kgroup-inproc: stop") for s in stages)
     assert result.notes["kgroup-inproc"], "the peer's configuration is stated"
@@ -90,6 +90,45 @@ def test_cli_json_and_table() -> None:
     assert "load average" in table.stdout
     # stderr is not a terminal here: no spinner lines
     assert "run 1/1" not in table.stderr
+
+
+def test_the_group_apis_are_read_from_api_versions() -> None:
+    with KafkaBroker() as kafka:
+        apis = offered_apis(kafka.bootstrap_servers)
+        assert set(GROUP_APIS) <= set(apis)
+        assert group_support(kafka.bootstrap_servers) is None
+
+
+def test_a_broker_without_group_apis_gets_a_reason_not_a_number() -> None:
+    """A listener answering ApiVersions v0 with Produce/Fetch/Metadata/ApiVersions only."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(10)
+    port = listener.getsockname()[1]
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            size = struct.unpack(">i", conn.recv(4))[0]
+            request = b""
+            while len(request) < size:
+                request += conn.recv(size - len(request))
+            correlation = request[4:8]
+            apis = [(0, 0, 9), (1, 0, 12), (3, 0, 12), (18, 0, 3)]
+            body = correlation + struct.pack(">hi", 0, len(apis))
+            body += b"".join(struct.pack(">hhh", *api) for api in apis)
+            conn.sendall(struct.pack(">i", len(body)) + body)
+
+    server = threading.Thread(target=answer, daemon=True)
+    server.start()
+    try:
+        reason = group_support(f"127.0.0.1:{port}")
+    finally:
+        server.join(timeout=10)
+        listener.close()
+    assert reason == ("its ApiVersions offers no FindCoordinator (10), JoinGroup (11), Heartbeat (12), "
+                      "LeaveGroup (13), SyncGroup (14): no consumer groups")
 
 
 def test_bad_input_is_one_line() -> None:

@@ -49,7 +49,12 @@ __all__ = [
     "BrokerBenchConfig",
     "BrokerBenchResult",
     "CellOutcome",
+    "group_support",
+    "measure_fetch",
+    "measure_group",
+    "measure_produce",
     "metric_names",
+    "render_table",
     "run_broker_bench",
 ]
 
