@@ -49,7 +49,18 @@ def test_demo_writes_a_report_consistent_with_its_json(
     assert summary_file["stages"] == data["stages"] and summary_file["config"] == data["config"]
 
     assert data["config"]["events"] == 20_000 and data["config"]["seed"] == 5
-    assert list(data["stages"]) == ["events", "partitioning"]
+    assert list(data["stages"]) == ["events", "partitioning", "pipeline"]
+    pipeline = data["stages"]["pipeline"]
+    # every event went through the embedded broker and came back exactly once
+    assert pipeline["produced"] == 20_000 == sum(pipeline["records_per_partition"])
+    assert len(pipeline["records_per_partition"]) == 12
+    [partition_read] = [r for r in pipeline["reads"] if r["mode"] == "partition"]
+    assert partition_read["records"] == 20_000
+    assert partition_read["key_count_mismatches"] == 0
+    assert partition_read["duplicate_offsets"] == 0
+    assert partition_read["misplaced_keyed"] == 0
+    assert partition_read["exactly_once"] is True
+    assert partition_read["batches"] >= 4  # maxOffsetsPerTrigger bounds each micro-batch
     events = data["stages"]["events"]
     part = data["stages"]["partitioning"]
     assert events["events"] == 20_000
@@ -195,7 +206,11 @@ def test_rebalance_stage_runs_the_sweep_on_spark_into_the_report(spark: Any, tmp
 def test_default_stages_follow_the_config() -> None:
     from kgroup.demo import default_stages
 
-    assert [s.name for s in default_stages(DemoConfig())] == ["events", "partitioning", "rebalance"]
-    assert [s.name for s in default_stages(DemoConfig(rebalance_seeds=0))] == ["events", "partitioning"]
+    everything = ["events", "partitioning", "pipeline", "rebalance"]
+    assert [s.name for s in default_stages(DemoConfig())] == everything
+    no_sweep = default_stages(DemoConfig(rebalance_seeds=0))
+    assert [s.name for s in no_sweep] == ["events", "partitioning", "pipeline"]
+    no_kafka = default_stages(DemoConfig(rebalance_seeds=0, pipeline=False))
+    assert [s.name for s in no_kafka] == ["events", "partitioning"]
     with pytest.raises(KgroupError, match="rebalance-seeds: -1"):
         DemoConfig(rebalance_seeds=-1)

@@ -45,6 +45,13 @@ def demo_command(
             help="Seeds per strategy in the rebalance simulations (0 skips that stage).",
         ),
     ] = 2,
+    pipeline: Annotated[
+        bool,
+        typer.Option(
+            "--pipeline/--no-pipeline",
+            help="Produce the events to the embedded Kafka broker and read them back on Spark.",
+        ),
+    ] = True,
     report: Annotated[Path, typer.Option("--report", help="Folder for the HTML report (index.html).")] = Path(
         "kgroup-report"
     ),
@@ -67,6 +74,7 @@ def demo_command(
         master=master,
         null_key_strategy=null_key_strategy,
         rebalance_seeds=rebalance_seeds,
+        pipeline=pipeline,
     )
     prepare_report_dir(report)
     progress = StageProgress(enabled=not json_output)

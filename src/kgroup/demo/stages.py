@@ -48,6 +48,7 @@ class DemoConfig:
     zipf_exponent: float = 1.1
     keyless_share: float = 0.1
     rebalance_seeds: int = 2
+    pipeline: bool = True
 
     def __post_init__(self) -> None:
         # Every option is checked here, before Spark starts: a bad value never costs a JVM start.
