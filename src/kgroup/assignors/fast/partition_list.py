@@ -25,7 +25,7 @@ import numpy as np
 
 from kgroup.model import TopicPartition
 
-__all__ = ["FlatPartitionList", "TopicTable"]
+__all__ = ["FlatPartitionList", "TopicTable", "flat_numbering", "lists_by_owner", "owner_array"]
 
 
 class TopicTable:
@@ -119,3 +119,34 @@ _LIST_METHODS = (
 for _name in _LIST_METHODS:
     setattr(FlatPartitionList, _name, _filling(_name))
 del _name
+
+
+#: up to this many members, member positions fit an int16, which numpy's stable sort radix-sorts
+_INT16_MEMBERS = 32_767
+
+
+def flat_numbering(counts: Sequence[int], names: Sequence[str]) -> tuple[np.ndarray, TopicTable]:
+    """Partition counts as an array and the table numbering all partitions flat, topic after topic."""
+    count_array = np.array(counts, dtype=np.int64)
+    bases = np.zeros(count_array.size, dtype=np.int64)
+    if count_array.size > 1:
+        np.cumsum(count_array[:-1], out=bases[1:])
+    return count_array, TopicTable(names, bases)
+
+
+def owner_array(total: int, member_count: int) -> np.ndarray:
+    """An uninitialised array for the receiving member position of each of ``total`` partitions."""
+    return np.empty(total, dtype=np.int16 if member_count <= _INT16_MEMBERS else np.int64)
+
+
+def lists_by_owner(owner: np.ndarray, member_count: int, table: TopicTable) -> list[list[TopicPartition]]:
+    """Each member position's partitions (flat order: topic, then partition), given the receiving
+    member of every flat partition; one stable sort by member (a radix sort on int16)."""
+    flat = np.argsort(owner, kind="stable")
+    ends = np.cumsum(np.bincount(owner, minlength=member_count)).tolist()
+    lists: list[list[TopicPartition]] = []
+    start = 0
+    for end in ends:
+        lists.append(FlatPartitionList(flat[start:end], table) if end > start else [])
+        start = end
+    return lists
