@@ -29,7 +29,11 @@ def test_contents_types_and_length_without_materialising() -> None:
     assert len(x) == 4 and bool(x)
     assert not x.is_materialised()
     assert list(x) == PLAIN
+    assert not x.is_materialised()  # iterating builds objects for that pass only
+    assert list(x) == PLAIN
+    assert x[0] == PLAIN[0]
     assert x.is_materialised()
+    assert list(x) == PLAIN and x[0] is x[0]
     assert all(type(tp) is TopicPartition for tp in x)
     assert [tp.topic for tp in x] == ["a", "a", "c", "c"]
     assert not FlatPartitionList(np.zeros(0, dtype=np.int64), TABLE)
