@@ -1,9 +1,16 @@
 """Typed requests and responses of the classic group protocol, mirroring Kafka's message fields.
 
 Field names follow Kafka's JSON message schemas (``JoinGroupRequest.json`` …) in snake_case, so a
-wire codec maps onto them one to one. The consumer protocol's subscription and assignment (the
-``metadata`` of a JoinGroup protocol and the bytes of a SyncGroup assignment) are typed too:
-:class:`ConsumerSubscription` (versions 0–3) and :class:`ConsumerAssignment`.
+wire codec maps onto them one to one. As in Kafka, the ``metadata`` of a JoinGroup protocol and the
+assignment of a SyncGroup are **opaque bytes**: the coordinator stores and forwards them untouched
+(a group of any protocol type works). Consumers encode and decode them with
+:mod:`kgroup.wire.consumer_protocol`; the decoded forms are :class:`ConsumerSubscription` (versions
+0–3) and :class:`ConsumerAssignment`.
+
+Every request carries the API version it was sent with (:attr:`Envelope.api_version`); by default
+the version Kafka 4.0's Java consumer sends (:data:`CONSUMER_API_VERSIONS`), because some answers
+depend on it (MEMBER_ID_REQUIRED from JoinGroup v4, ``skip_assignment`` from v9, GROUP_ID_NOT_FOUND
+from OffsetCommit v9, the protocol fields of SyncGroup v5).
 
 Requests travel inside an :class:`Envelope` that says which connection sent them; the coordinator
 answers with :class:`Reply` objects addressed to that connection and correlation id, possibly much
@@ -17,6 +24,7 @@ from dataclasses import dataclass
 from kgroup.model import ErrorCode, TopicPartition
 
 __all__ = [
+    "CONSUMER_API_VERSIONS",
     "NO_GENERATION",
     "UNKNOWN_MEMBER_ID",
     "ConsumerAssignment",
@@ -111,7 +119,7 @@ class JoinGroupProtocol:
     """One assignor the member supports (``name``) with its subscription for it."""
 
     name: str
-    metadata: ConsumerSubscription
+    metadata: bytes  # opaque to the coordinator (a consumer's encoded subscription)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +137,7 @@ class JoinGroupRequest:
 @dataclass(frozen=True, slots=True)
 class JoinGroupMember:
     member_id: str
-    metadata: ConsumerSubscription
+    metadata: bytes  # exactly the bytes the member sent for the selected protocol
     group_instance_id: str | None = None
 
 
@@ -151,7 +159,7 @@ class JoinGroupResponse:
 @dataclass(frozen=True, slots=True)
 class SyncGroupAssignment:
     member_id: str
-    assignment: ConsumerAssignment
+    assignment: bytes  # opaque to the coordinator (a consumer's encoded assignment)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +176,7 @@ class SyncGroupRequest:
 @dataclass(frozen=True, slots=True)
 class SyncGroupResponse:
     error_code: ErrorCode
-    assignment: ConsumerAssignment = ConsumerAssignment()
+    assignment: bytes = b""  # the bytes the leader sent for this member (empty: none, or an error)
     protocol_type: str | None = None
     protocol_name: str | None = None
 
@@ -278,8 +286,8 @@ class DescribedMember:
     group_instance_id: str | None
     client_id: str
     client_host: str
-    metadata: ConsumerSubscription | None
-    assignment: ConsumerAssignment | None
+    metadata: bytes  # empty unless the group is Stable (Kafka's describeNoMetadata)
+    assignment: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,15 +347,38 @@ Response = (
 )
 
 
+#: The version of each API that Kafka 4.0's Java consumer (classic protocol) sends to a Kafka 4.0
+#: broker: the highest stable version of each schema in ``clients/src/main/resources/common/message``
+#: (the consumer's request builders do not enable unstable versions).
+CONSUMER_API_VERSIONS: dict[type, int] = {
+    FindCoordinatorRequest: 6,
+    JoinGroupRequest: 9,
+    SyncGroupRequest: 5,
+    HeartbeatRequest: 4,
+    LeaveGroupRequest: 5,
+    OffsetCommitRequest: 9,
+    OffsetFetchRequest: 9,
+    DescribeGroupsRequest: 5,
+    ListGroupsRequest: 5,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Envelope:
-    """A request as it arrives: which connection sent it, its correlation id, the client's id and host."""
+    """A request as it arrives: which connection sent it, its correlation id, the client's id and host,
+    and the API version it was sent with (``-1``: the version Kafka 4.0's Java consumer sends for this
+    request, :data:`CONSUMER_API_VERSIONS`)."""
 
     connection: str
     correlation_id: int
     body: Request
     client_id: str = "consumer"
     client_host: str = "/127.0.0.1"
+    api_version: int = -1
+
+    def __post_init__(self) -> None:
+        if self.api_version < 0:
+            object.__setattr__(self, "api_version", CONSUMER_API_VERSIONS.get(type(self.body), 0))
 
 
 @dataclass(frozen=True, slots=True)

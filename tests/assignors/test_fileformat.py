@@ -18,6 +18,7 @@ from kgroup.assignors.fileformat import (
     parse_assignment_file,
     run_assignment_file,
 )
+from kgroup.assignors.sticky import StickyAssignmentError
 from kgroup.assignors.sticky.userdata import encode_cooperative_user_data, encode_sticky_user_data
 from kgroup.model import Assignment, KgroupError, TopicPartition
 
@@ -50,7 +51,7 @@ def test_parse_members_topics_racks_and_options() -> None:
             },
             {"memberId": "c2", "topics": ["t1"], "rackId": ""},
         ],
-        [{"name": "t1", "partitions": 2, "racks": [["a", None], [None]]}, {"name": "a-b", "partitions": 0}],
+        [{"name": "t1", "partitions": 2, "racks": [["a", None], [None]]}, {"name": "a-b", "partitions": 2}],
     )
     data["input"]["priorMaxGeneration"] = 7
     data["input"]["preferRackAwareLogic"] = True
@@ -217,18 +218,54 @@ def test_check_path_skips_non_assignor_files(tmp_path: Path) -> None:
 
 class _FailingAssignor(Assignor):
     name = "failing"
+    raises: ClassVar[Exception] = KgroupError("members: cannot complete")
 
     def assign(self, request: AssignmentRequest) -> Assignment:
-        raise KgroupError("members: cannot complete, as in Kafka")
+        raise self.raises
 
 
-def test_an_expected_failure_counts_as_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_expected_failure_matches_only_the_same_java_exception(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(api._BUILTIN, "failing", _FailingAssignor)
     members = [{"memberId": "c", "topics": ["t1"]}]
-    expected_error = _file(members, assignor="failing", expected={"error": "IllegalStateException: boom"})
-    assert check_vector(expected_error).exact
+    expected_ise = _file(members, assignor="failing", expected={"error": "IllegalStateException: boom"})
+    monkeypatch.setattr(_FailingAssignor, "raises", StickyAssignmentError("IllegalStateException: boom"))
+    assert check_vector(expected_ise).exact
+    # Kafka's own IllegalStateException texts carry no prefix
+    kafka_text = StickyAssignmentError("No more unfilled consumers to be assigned.")
+    monkeypatch.setattr(_FailingAssignor, "raises", kafka_text)
+    assert check_vector(expected_ise).exact
+    monkeypatch.setattr(_FailingAssignor, "raises", StickyAssignmentError("NullPointerException: x"))
+    other_kind = check_vector(expected_ise)
+    assert not other_kind.exact
+    assert other_kind.error == "expected Java's IllegalStateException, got NullPointerException"
+    # an error that is not one of Kafka's (bad input, a bug) never matches an expected exception
+    monkeypatch.setattr(_FailingAssignor, "raises", KgroupError("members: cannot complete"))
+    not_kafkas = check_vector(expected_ise)
+    assert not not_kafkas.exact
+    assert not_kafkas.error == "expected Java's IllegalStateException, got members: cannot complete"
     unexpected = check_vector(_file(members, assignor="failing", expected={"assignment": {"c": []}}))
     assert not unexpected.exact
-    assert unexpected.error == "members: cannot complete, as in Kafka"
+    assert unexpected.error == "members: cannot complete"
     no_error = check_vector(_file(members, expected={"error": "IllegalStateException: boom"}))
     assert not no_error.exact and no_error.error is not None and "expected the error" in no_error.error
+
+
+def test_a_real_kafka_null_pointer_failure_is_checked_by_kind() -> None:
+    """The stale-owner case of test_sticky_rules: Kafka's cooperative-sticky throws a
+    NullPointerException; a vector expecting it is exact, one expecting another exception is not."""
+    data = {
+        "assignor": "cooperative-sticky",
+        "input": {
+            "topics": [{"name": "t", "partitions": 4}, {"name": "u", "partitions": 1}],
+            "members": [
+                {"memberId": "c0", "topics": ["t"], "owned": ["t-0", "t-1", "t-2", "t-3"], "generation": 2},
+                {"memberId": "c1", "topics": ["t"], "generation": 2},
+                {"memberId": "c2", "topics": ["u"], "owned": ["t-0"], "generation": 1},
+            ],
+        },
+    }
+    npe = check_vector({**data, "expected": {"error": "NullPointerException: Cannot invoke size()"}})
+    assert npe.exact, npe
+    ise = check_vector({**data, "expected": {"error": "IllegalStateException: something else"}})
+    assert not ise.exact
+    assert ise.error == "expected Java's IllegalStateException, got NullPointerException"

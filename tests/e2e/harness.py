@@ -18,7 +18,7 @@ from random import Random
 from typing import TypeVar
 
 from kgroup.assignors.api import Assignor
-from kgroup.group import CancelTimer, CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupState
+from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupState, TimerTable
 from kgroup.member import ConsumerMember, MemberConfig, MemberEvent, MemberState, OutboundRequest
 from kgroup.messages import Envelope, JoinGroupResponse, Reply
 from kgroup.model import TopicMetadata, TopicPartition
@@ -59,7 +59,7 @@ class World:
         self.nodes: dict[str, Node] = {}
         self.by_connection: dict[str, Node] = {}
         self.replies: list[tuple[int, str, Reply]] = []  # (time, connection, reply) as delivered
-        self._timers: dict[tuple[str, ...], int] = {}
+        self._timers = TimerTable()
         self._queue: list[tuple[int, int, Callable[[], None]]] = []
         self._seq = itertools.count()
         self._incarnations = itertools.count(1)
@@ -206,18 +206,14 @@ class World:
     def _apply(self, result: CoordinatorResult) -> None:
         for reply in result.replies:
             self._at(self.now + self.latency_ms, lambda reply=reply: self._deliver(reply))
-        for effect in result.timers:
-            if isinstance(effect, CancelTimer):
-                self._timers.pop(effect.key, None)
-            else:
-                self._timers[effect.key] = effect.deadline_ms
-                self._at(effect.deadline_ms, lambda key=effect.key: self._fire(key))
+        self._timers.apply(result.timers)
+        deadline = self._timers.next_deadline()
+        if deadline is not None:
+            self._at(deadline, self._fire)  # (a wake-up with nothing due does nothing)
 
-    def _fire(self, key: tuple[str, ...]) -> None:
-        if self._timers.get(key) != self.now:
-            return
-        del self._timers[key]
-        self._apply(self.coordinator.on_timer(self.now, key))
+    def _fire(self) -> None:
+        if (key := self._timers.pop_due(self.now)) is not None:
+            self._apply(self.coordinator.on_timer(self.now, key))
 
     def _deliver(self, reply: Reply) -> None:
         node = self.by_connection.get(reply.connection)

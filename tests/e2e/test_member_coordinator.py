@@ -16,6 +16,7 @@ from kgroup.member import (
 from kgroup.member.leader import group_members
 from kgroup.messages import LeaveGroupResponse
 from kgroup.model import RebalanceProtocol, TopicPartition
+from kgroup.wire.consumer_protocol import decode_subscription
 
 from .harness import World
 
@@ -243,5 +244,6 @@ def test_eager_sticky_stays_sticky_through_its_user_data() -> None:
     kept = len(after["a"] & before["a"]) + len(after["b"] & before["b"])
     assert kept == 7  # only the three partitions c needs moved
     resp = world.last_leader_join_response()
-    assert all(m.metadata.owned_partitions == () for m in resp.members)  # eager: nothing owned
-    assert sum(m.metadata.user_data is not None for m in resp.members) == 2  # a and b remember
+    subscriptions = [decode_subscription(m.metadata) for m in resp.members]
+    assert all(sub.owned_partitions == () for sub in subscriptions)  # eager: nothing owned
+    assert sum(sub.user_data is not None for sub in subscriptions) == 2  # a and b remember

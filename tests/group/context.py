@@ -8,13 +8,12 @@ from dataclasses import dataclass, field
 from random import Random
 
 from kgroup.group import (
-    CancelTimer,
     CoordinatorConfig,
     CoordinatorResult,
     GroupCoordinator,
     GroupState,
     Record,
-    TimerKey,
+    TimerTable,
 )
 from kgroup.messages import (
     UNKNOWN_MEMBER_ID,
@@ -36,6 +35,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
+from kgroup.wire.consumer_protocol import encode_assignment, encode_subscription
 
 GROUP = "group-id"
 TOPIC = "foo"
@@ -43,7 +43,10 @@ TOPIC = "foo"
 
 def protocols(*entries: tuple[str, Sequence[str]]) -> tuple[JoinGroupProtocol, ...]:
     """``protocols(("range", ["foo"]), ("roundrobin", ["foo"]))``"""
-    return tuple(JoinGroupProtocol(name, ConsumerSubscription(tuple(topics))) for name, topics in entries)
+    return tuple(
+        JoinGroupProtocol(name, encode_subscription(ConsumerSubscription(tuple(topics))))
+        for name, topics in entries
+    )
 
 
 DEFAULT_PROTOCOLS = protocols(("range", [TOPIC]))
@@ -86,8 +89,7 @@ class GroupTestContext:
 
     def __post_init__(self) -> None:
         self.coordinator = GroupCoordinator(self.config, rng=Random(self.seed))
-        self.timers: dict[TimerKey, tuple[int, int]] = {}  # key -> (deadline, scheduling sequence)
-        self._timer_seq = 0
+        self.timers = TimerTable()
         self._correlation = 0
         self.records: list[Record] = []
         self.answers: dict[tuple[str, int], Response] = {}
@@ -101,37 +103,30 @@ class GroupTestContext:
             self.answer_count[key] = self.answer_count.get(key, 0) + 1
             assert self.answer_count[key] == 1, f"request {key} answered twice"
             self.answers[key] = reply.body
-        for effect in result.timers:
-            if isinstance(effect, CancelTimer):
-                self.timers.pop(effect.key, None)
-            else:
-                self._timer_seq += 1
-                self.timers[effect.key] = (effect.deadline_ms, self._timer_seq)
+        self.timers.apply(result.timers)
         self.records.extend(result.records)
 
-    def send(self, body: Request, connection: str = "conn", client_id: str = "consumer") -> Call:
+    def send(
+        self, body: Request, connection: str = "conn", client_id: str = "consumer", api_version: int = -1
+    ) -> Call:
+        """Send ``body`` with ``api_version`` (default: the version Kafka 4.0's consumer sends)."""
         self._correlation += 1
-        env = Envelope(connection, self._correlation, body, client_id=client_id)
+        env = Envelope(connection, self._correlation, body, client_id=client_id, api_version=api_version)
         self.absorb(self.coordinator.handle(self.time_ms, env))
         return Call(self, connection, self._correlation)
 
     def sleep(self, ms: int) -> None:
         """Advance the clock and fire every due timer, earliest first (ties in scheduling order)."""
         self.time_ms += ms
-        while True:
-            due = [(d, s, k) for k, (d, s) in self.timers.items() if d <= self.time_ms]
-            if not due:
-                return
-            _, _, key = min(due)
-            del self.timers[key]
+        while (key := self.timers.pop_due(self.time_ms)) is not None:
             self.absorb(self.coordinator.on_timer(self.time_ms, key))
 
     def sleep_until(self, condition: Callable[[], bool], limit_ms: int = 3_600_000) -> None:
         """Jump from timer deadline to timer deadline until ``condition()`` holds."""
         start = self.time_ms
         while not condition():
-            assert self.timers, "nothing scheduled, and the condition does not hold"
-            deadline = min(d for d, _ in self.timers.values())
+            deadline = self.timers.next_deadline()
+            assert deadline is not None, "nothing scheduled, and the condition does not hold"
             assert deadline - start <= limit_ms, f"condition not met within {limit_ms} ms"
             self.sleep(max(deadline - self.time_ms, 0))
 
@@ -162,6 +157,7 @@ class GroupTestContext:
         connection: str = "conn",
         client_id: str = "consumer",
         protocol_type: str = "consumer",
+        api_version: int = -1,
     ) -> Call:
         req = JoinGroupRequest(
             group_id=group_id,
@@ -172,7 +168,7 @@ class GroupTestContext:
             group_instance_id=instance_id,
             protocol_type=protocol_type,
         )
-        return self.send(req, connection, client_id)
+        return self.send(req, connection, client_id, api_version)
 
     def join_dynamic(self, **kwargs: object) -> Call:
         """A new dynamic member: MEMBER_ID_REQUIRED, then the real join with the id it was given."""
@@ -194,7 +190,7 @@ class GroupTestContext:
         connection: str = "conn",
     ) -> Call:
         entries = tuple(
-            SyncGroupAssignment(m, ConsumerAssignment(tuple(parts)))
+            SyncGroupAssignment(m, encode_assignment(ConsumerAssignment(tuple(parts))))
             for m, parts in (assignments or {}).items()
         )
         req = SyncGroupRequest(group_id, generation, member_id, entries, group_instance_id=instance_id)

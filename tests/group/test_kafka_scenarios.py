@@ -10,7 +10,7 @@ from __future__ import annotations
 from random import Random
 
 from group.context import GROUP, GroupTestContext, protocols
-from kgroup.group import CoordinatorConfig, GroupCoordinator, GroupState
+from kgroup.group import CoordinatorConfig, GroupCoordinator, GroupState, TimerTable
 from kgroup.messages import UNKNOWN_MEMBER_ID, LeaveGroupMember
 from kgroup.model import ErrorCode
 
@@ -46,7 +46,11 @@ def test_replace_static_member_in_stable_state_no_error() -> None:
     assert ctx.state() is S.STABLE
     new_protocols = protocols(("range", ["foo"]), ("roundrobin", ["foo"]))
     rejoin = ctx.join_static(
-        "group-instance-id", protocols=new_protocols, rebalance_timeout_ms=7000, session_timeout_ms=6000
+        "group-instance-id",
+        protocols=new_protocols,
+        rebalance_timeout_ms=7000,
+        session_timeout_ms=6000,
+        api_version=8,
     )
     assert rejoin.done
     response = rejoin.join
@@ -64,6 +68,53 @@ def test_replace_static_member_in_stable_state_no_error() -> None:
     assert view.member_ids == (response.member_id,)
     # the old id is fenced from now on
     assert ctx.heartbeat(old_id, 1, instance_id="group-instance-id") is ErrorCode.FENCED_INSTANCE_ID
+
+
+def test_replace_static_leader_in_stable_state_skips_assignment_from_join_group_v9() -> None:
+    """testReplaceStaticMemberInStableStateNoError with supportSkippingAssignment (KIP-814, JoinGroup
+    v9, what Kafka 4.0's consumer sends): the returning static leader is named leader under its new
+    id, gets the member list with the exact metadata bytes, and is told to skip the assignor."""
+    ctx = GroupTestContext()
+    first = ctx.join_static("group-instance-id", protocols=protocols(("range", ["foo"])))
+    ctx.sleep_until(lambda: first.done)
+    old_id = first.join.member_id
+    ctx.sync(old_id, 1, {old_id: []}, instance_id="group-instance-id")
+    new_protocols = protocols(("range", ["foo"]), ("roundrobin", ["foo"]))
+    rejoin = ctx.join_static("group-instance-id", protocols=new_protocols, api_version=9)
+    response = rejoin.join
+    assert response.error_code is ErrorCode.NONE and response.generation_id == 1
+    assert response.member_id != old_id
+    assert response.leader == response.member_id
+    assert response.skip_assignment is True
+    assert [(m.member_id, m.group_instance_id, m.metadata) for m in response.members] == [
+        (response.member_id, "group-instance-id", new_protocols[0].metadata)
+    ]
+    assert ctx.state() is S.STABLE and ctx.generation() == 1
+
+
+def test_returning_static_follower_v9_gets_no_members_and_no_skip() -> None:
+    """KIP-814 only concerns the leader: a returning static follower gets the current generation with
+    the (unchanged) leader id, no members and skip_assignment false."""
+    ctx = GroupTestContext()
+    ids, leader, generation = ctx.join_group_to_stable(2, static=True)
+    follower_index = 1 if ids[0] == leader else 0
+    rejoin = ctx.join_static(f"instance-{follower_index}", connection="again", api_version=9)
+    response = rejoin.join
+    assert response.error_code is ErrorCode.NONE and response.generation_id == generation
+    assert response.leader == leader and response.members == () and response.skip_assignment is False
+
+
+def test_join_group_before_v4_adds_new_dynamic_member_directly() -> None:
+    """JoinGroupRequest.requiresKnownMemberId: before v4 a new dynamic member is not asked for
+    MEMBER_ID_REQUIRED; it is added with a new id and the group rebalances."""
+    ctx = GroupTestContext()
+    call = ctx.join(api_version=3)
+    assert not call.done  # parked in the initial rebalance, not answered MEMBER_ID_REQUIRED
+    ctx.sleep_until(lambda: call.done)
+    assert call.join.error_code is ErrorCode.NONE and call.join.member_id.startswith("consumer-")
+    assert call.join.leader == call.join.member_id and ctx.state() is S.COMPLETING_REBALANCE
+    v4 = ctx.join(api_version=4, connection="other")
+    assert v4.join.error_code is ErrorCode.MEMBER_ID_REQUIRED
 
 
 def test_replace_static_member_in_stable_state_with_updated_protocol_triggers_rebalance() -> None:
@@ -206,8 +257,7 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
     for record in big.records:
         ctx.coordinator.replay(record)
     ctx.records = list(big.records)
-    for timer in ctx.coordinator.armed_timers():
-        ctx.timers[timer.key] = (timer.deadline_ms, 0)
+    ctx.timers = TimerTable.from_armed(ctx.coordinator.armed_timers())
     rejoin_order = [leader] + [m for m in member_ids if m != leader]
     calls = [ctx.join(m, rebalance_timeout_ms=10_000, connection=f"r{i}") for i, m in enumerate(rejoin_order)]
     assert ctx.state() is S.PREPARING_REBALANCE
@@ -393,7 +443,7 @@ def test_static_member_rejoin_with_leader_id_and_unknown_member_id() -> None:
     ctx = GroupTestContext()
     (leader_id, _follower_id), _, generation = ctx.join_group_to_stable(2, static=True)
     superset = protocols(("range", ["foo"]), ("roundrobin", ["foo"]))
-    rejoin = ctx.join_static("instance-0", protocols=superset)
+    rejoin = ctx.join_static("instance-0", protocols=superset, api_version=8)
     assert rejoin.done and rejoin.join.error_code is ErrorCode.NONE
     assert (rejoin.join.generation_id, rejoin.join.leader, rejoin.join.members) == (generation, leader_id, ())
     assert ctx.state() is S.STABLE

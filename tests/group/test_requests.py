@@ -32,6 +32,7 @@ from kgroup.messages import (
 )
 from kgroup.messages import LeaveGroupMember as Leave
 from kgroup.model import ErrorCode, KgroupError, TopicPartition
+from kgroup.wire.consumer_protocol import decode_assignment, decode_subscription
 
 S = GroupState
 E = ErrorCode
@@ -55,7 +56,7 @@ def test_join_rejected_before_anything_happens(kwargs: dict[str, object], error:
     ctx = GroupTestContext()
     call = ctx.join(**kwargs)  # type: ignore[arg-type]
     assert call.join.error_code is error
-    assert ctx.timers == {}
+    assert ctx.timers.armed() == {}
 
 
 def test_join_session_timeout_limits_are_inclusive() -> None:
@@ -127,7 +128,7 @@ def test_leader_is_first_to_join_and_alone_gets_the_members_in_java_map_order() 
     assert {c.join.leader for c in calls} == {ids[0]}
     leader_members = calls[0].join.members
     assert [m.member_id for m in leader_members] == hashmap_iteration_order(ids)
-    assert all(m.metadata.topics == (TOPIC,) for m in leader_members)
+    assert all(decode_subscription(m.metadata).topics == (TOPIC,) for m in leader_members)
     assert all(c.join.members == () for c in calls[1:])
 
 
@@ -187,11 +188,11 @@ def test_followers_wait_for_the_leader_and_omitted_members_get_nothing() -> None
     follower_sync = ctx.sync(a, 1, connection="m1")
     assert not follower_sync.done and ctx.state() is S.COMPLETING_REBALANCE
     leader_sync = ctx.sync(leader, 1, {leader: [TP0], a: [TP1]}, connection="m0")
-    assert leader_sync.sync.assignment.partitions == (TP0,)
-    assert follower_sync.sync.assignment.partitions == (TP1,)
+    assert decode_assignment(leader_sync.sync.assignment).partitions == (TP0,)
+    assert decode_assignment(follower_sync.sync.assignment).partitions == (TP1,)
     assert ctx.state() is S.STABLE
     late = ctx.sync(b, 1, connection="m2")
-    assert late.sync.error_code is E.NONE and late.sync.assignment.partitions == ()
+    assert late.sync.error_code is E.NONE and decode_assignment(late.sync.assignment).partitions == ()
 
 
 def test_leader_failure_in_sync_group() -> None:
@@ -325,13 +326,15 @@ def test_new_leader_is_first_member_in_java_map_order_after_the_leader_leaves() 
 def _commit(
     ctx: GroupTestContext, member: str, generation: int, offset: int = 10, **kw: object
 ) -> list[ErrorCode]:
+    api_version = int(kw.pop("api_version", -1))  # type: ignore[call-overload]
     body = ctx.send(
         OffsetCommitRequest(
             kw.pop("group_id", GROUP),  # type: ignore[arg-type]
             generation,
             member,
             (OffsetCommitPartition(TP0, offset, **kw),),  # type: ignore[arg-type]
-        )
+        ),
+        api_version=api_version,
     ).body
     assert isinstance(body, OffsetCommitResponse)
     return [error for _, error in body.results]
@@ -359,7 +362,9 @@ def test_simple_commit_creates_an_empty_group_and_is_fetched() -> None:
 
 def test_commit_errors() -> None:
     ctx = GroupTestContext()
-    assert _commit(ctx, "m", 3) == [E.ILLEGAL_GENERATION]  # no group, generation given
+    # no group, generation given: GROUP_ID_NOT_FOUND from OffsetCommit v9, ILLEGAL_GENERATION before
+    assert _commit(ctx, "m", 3, api_version=8) == [E.ILLEGAL_GENERATION]
+    assert _commit(ctx, "m", 3) == [E.GROUP_ID_NOT_FOUND]
     assert _commit(ctx, "", -1, group_id="") == [E.INVALID_GROUP_ID]
     calls = [ctx.join_dynamic(connection="a")]
     ctx.sleep_until(lambda: calls[0].done)
@@ -427,7 +432,7 @@ def test_describe_groups() -> None:
     stable, missing = described
     assert (stable.group_state, stable.protocol_type, stable.protocol_data) == ("Stable", "consumer", "range")
     assert {m.member_id for m in stable.members} == set(ids)
-    assert all(m.metadata is not None and m.assignment is not None for m in stable.members)
+    assert all(m.metadata != b"" and m.assignment != b"" for m in stable.members)
     assert (missing.error_code, missing.group_state, missing.members) == (E.NONE, "Dead", ())
     ctx.join(ids[0])  # leader rejoin: PreparingRebalance, members described without metadata
     preparing = _describe(ctx, GROUP).groups[0]
@@ -436,7 +441,7 @@ def test_describe_groups() -> None:
         "consumer",
         "",
     )
-    assert all(m.metadata is None for m in preparing.members)
+    assert all(m.metadata == b"" for m in preparing.members)  # Kafka's describeNoMetadata
 
 
 def test_list_groups_with_states_filter() -> None:
@@ -472,7 +477,7 @@ def test_unload_answers_parked_requests_not_coordinator() -> None:
     parked = ctx.join_dynamic()
     ctx.absorb(ctx.coordinator.unload(ctx.time_ms))
     assert parked.join.error_code is E.NOT_COORDINATOR
-    assert ctx.state() is S.DEAD and ctx.timers == {}
+    assert ctx.state() is S.DEAD and ctx.timers.armed() == {}
     assert ctx.join().join.error_code is E.COORDINATOR_NOT_AVAILABLE
     assert ctx.sync("m", 0).sync.error_code is E.COORDINATOR_NOT_AVAILABLE
 
@@ -525,7 +530,9 @@ def test_static_replacement_before_sync_leaves_the_old_id_pending() -> None:
     rejoin = ctx.join_static("instance-1", connection="m1b", session_timeout_ms=60_000)
     new_id = rejoin.join.member_id
     assert rejoin.join.generation_id == 1 and ctx.state() is S.STABLE
-    assert ctx.sync(new_id, 1, instance_id="instance-1").sync.assignment.partitions == (TP1,)
+    assert decode_assignment(ctx.sync(new_id, 1, instance_id="instance-1").sync.assignment).partitions == (
+        TP1,
+    )
     assert ctx.coordinator.group(GROUP).pending_sync_members == {follower}
     ctx.sleep(5000)
     assert ctx.state() is S.PREPARING_REBALANCE

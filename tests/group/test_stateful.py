@@ -22,6 +22,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
+from kgroup.wire.consumer_protocol import decode_assignment
 
 PARTITIONS = [TopicPartition(TOPIC, p) for p in range(5)]
 # three dynamic clients, and static clients where two processes share instance "s0" (fencing)
@@ -168,7 +169,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         kept its log): the run goes on against the rebuilt one, with the host's timers as they were."""
         rebuilt = self.ctx.rebuilt()
         assert {t.key: t.deadline_ms for t in rebuilt.armed_timers()} == {
-            k: d for k, (d, _) in self.ctx.timers.items()
+            k: d for k, d in self.ctx.timers.armed().items()
         }
         self.ctx.coordinator = rebuilt
 
@@ -201,13 +202,21 @@ class CoordinatorMachine(RuleBasedStateMachine):
     def no_partition_has_two_owners(self) -> None:
         if not self.ctx.coordinator.has_group(GROUP):
             return
-        owned = [tp for parts in self.ctx.coordinator.group(GROUP).assignments.values() for tp in parts]
+        owned = [
+            tp
+            for raw in self.ctx.coordinator.group(GROUP).assignments.values()
+            for tp in decode_assignment(raw).partitions
+        ]
         assert len(owned) == len(set(owned)), owned
 
     @invariant()
     def stable_assignment_covers_every_partition(self) -> None:
         if self.ctx.coordinator.has_group(GROUP) and self.ctx.state() is GroupState.STABLE:
-            owned = {tp for parts in self.ctx.coordinator.group(GROUP).assignments.values() for tp in parts}
+            owned = {
+                tp
+                for raw in self.ctx.coordinator.group(GROUP).assignments.values()
+                for tp in decode_assignment(raw).partitions
+            }
             assert owned == set(PARTITIONS)
 
     @invariant()

@@ -8,6 +8,7 @@ from kgroup.assignors.api import AssignmentRequest, Assignor
 from kgroup.member import ConsumerMember, MemberConfig, OutboundRequest
 from kgroup.messages import (
     ConsumerAssignment,
+    ConsumerSubscription,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     JoinGroupMember,
@@ -21,6 +22,19 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import Assignment, ErrorCode, RebalanceProtocol, TopicMetadata, TopicPartition
+from kgroup.wire.consumer_protocol import decode_subscription, encode_assignment, encode_subscription
+
+
+def assigned(*partitions: TopicPartition) -> bytes:
+    """A SyncGroup assignment as the coordinator forwards it: the consumer protocol's bytes."""
+    return encode_assignment(ConsumerAssignment(tuple(partitions)))
+
+
+def subscription(request: OutboundRequest, index: int = 0) -> ConsumerSubscription:
+    """The decoded subscription of a JoinGroup request's ``index``-th protocol."""
+    assert isinstance(request.body, JoinGroupRequest)
+    return decode_subscription(request.body.protocols[index].metadata)
+
 
 COORDINATOR = 3
 TOPICS = {"t": TopicMetadata("t", 4), "u": TopicMetadata("u", 2)}
@@ -109,7 +123,7 @@ def join_as_follower(
     return member.on_response(
         now,
         sync.correlation_id,
-        SyncGroupResponse(ErrorCode.NONE, ConsumerAssignment(tuple(partitions)), "consumer", protocol),
+        SyncGroupResponse(ErrorCode.NONE, assigned(*partitions), "consumer", protocol),
     )
 
 
@@ -130,6 +144,7 @@ def answer_fetch(
 def join_member(
     member_id: str, topics: Sequence[str], owned: Sequence[TopicPartition] = (), generation: int = -1
 ) -> JoinGroupMember:
-    from kgroup.messages import ConsumerSubscription
 
-    return JoinGroupMember(member_id, ConsumerSubscription(tuple(topics), None, tuple(owned), generation))
+    return JoinGroupMember(
+        member_id, encode_subscription(ConsumerSubscription(tuple(topics), None, tuple(owned), generation))
+    )

@@ -47,6 +47,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, RebalanceProtocol, TopicMetadata, TopicPartition
+from kgroup.wire.consumer_protocol import decode_subscription, encode_assignment
 
 from .helpers import FixedAssignor, join_member
 
@@ -148,7 +149,7 @@ class Peer:
                 assert all(p.committed_offset >= 0 for p in body.offsets)
             if isinstance(body, JoinGroupRequest):
                 for protocol in body.protocols:
-                    assert set(protocol.metadata.owned_partitions) == m.assignment()
+                    assert set(decode_subscription(protocol.metadata).owned_partitions) == m.assignment()
             self.in_flight[req.correlation_id] = req
         self.check_events()
 
@@ -177,7 +178,10 @@ class Peer:
                 return JoinGroupResponse(error, member_id=member_id)
             leader = data.draw(st.booleans())
             members = (
-                (join_member(member_id, list(body.protocols[0].metadata.topics)), join_member("other", ["t"]))
+                (
+                    join_member(member_id, list(decode_subscription(body.protocols[0].metadata).topics)),
+                    join_member("other", ["t"]),
+                )
                 if leader
                 else ()
             )
@@ -196,7 +200,7 @@ class Peer:
                 TopicPartition(t, p) for t in self.partitions for p in range(self.partitions[t])
             )
             chosen = data.draw(st.lists(st.sampled_from(candidates), unique=True, max_size=5))
-            return SyncGroupResponse(error, ConsumerAssignment(tuple(chosen)))
+            return SyncGroupResponse(error, encode_assignment(ConsumerAssignment(tuple(chosen))))
         if isinstance(body, HeartbeatRequest):
             return HeartbeatResponse(data.draw(st.sampled_from(HEARTBEAT_ERRORS)))
         if isinstance(body, OffsetCommitRequest):

@@ -25,6 +25,7 @@ from kgroup.messages import (
     OffsetFetchRequest,
 )
 from kgroup.model import ErrorCode, KgroupError
+from kgroup.wire.consumer_protocol import decode_subscription
 
 from .helpers import COORDINATOR, answer_fetch, join_as_follower, kinds, new_member, only, tp
 
@@ -66,7 +67,7 @@ def test_rebalance_in_progress_rejoins_at_next_poll_eager_revokes_first() -> Non
     assert member.drain_events() == [PartitionsRevoked((tp("t", 0), tp("t", 1)), 1)]
     assert member.assignment() == frozenset()
     assert isinstance(join.body, JoinGroupRequest)
-    sub = join.body.protocols[0].metadata
+    sub = decode_subscription(join.body.protocols[0].metadata)
     assert (join.body.member_id, sub.generation_id, sub.owned_partitions) == ("m-1", 1, ())
     assert join.body.reason == "group is already rebalancing"
 
@@ -83,7 +84,7 @@ def test_generation_errors_reset_and_lose_partitions(error: ErrorCode, member_id
     join = only(member.poll(4100), JoinGroupRequest)  # no commit: the generation is gone
     assert PartitionsLost((tp("t", 0), tp("t", 1)), 1) in member.drain_events()
     assert isinstance(join.body, JoinGroupRequest) and join.body.member_id == member_id
-    assert join.body.protocols[0].metadata.generation_id == -1
+    assert decode_subscription(join.body.protocols[0].metadata).generation_id == -1
 
 
 def test_answers_to_stale_heartbeats_are_ignored() -> None:

@@ -20,23 +20,32 @@ from kgroup.member import (
 from kgroup.member.leader import group_members
 from kgroup.messages import (
     ConsumerAssignment,
+    ConsumerSubscription,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupMember,
     JoinGroupRequest,
     JoinGroupResponse,
     OffsetFetchRequest,
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from kgroup.model import ErrorCode, KgroupError, RebalanceProtocol
+from kgroup.model import ErrorCode, KgroupError, RebalanceProtocol, TopicMetadata
+from kgroup.wire.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 
 from .helpers import (
     COORDINATOR,
     TOPICS,
     FixedAssignor,
     answer_fetch,
+    assigned,
     find_coordinator,
     join_as_follower,
     join_member,
@@ -61,7 +70,7 @@ def test_first_join_with_member_id_required_as_follower() -> None:
         "consumer",
     )
     [protocol] = body.protocols
-    sub = protocol.metadata
+    sub = decode_subscription(protocol.metadata)
     assert protocol.name == "range"
     # subscription v3: topics (Java HashSet order), owned partitions, generation, rack
     assert sub.topics == tuple(hashmap_iteration_order(["t", "u"]))
@@ -128,7 +137,7 @@ def test_leader_runs_the_assignor_in_join_response_order() -> None:
     assert request.members[1].owned == (tp("t", 1),) and request.members[1].generation == 4
     assert request.topics == TOPICS
     assert isinstance(sync.body, SyncGroupRequest)
-    sent = {a.member_id: a.assignment.partitions for a in sync.body.assignments}
+    sent = {a.member_id: decode_assignment(a.assignment).partitions for a in sync.body.assignments}
     assert sent == {"z": (tp("t", 3),), "a": (tp("t", 1), tp("t", 2)), "b": (tp("t", 0),)}
     assert [a.member_id for a in sync.body.assignments] == hashmap_iteration_order(["z", "a", "b"])
 
@@ -143,7 +152,9 @@ def test_leader_with_real_range_matches_the_assignor_called_directly() -> None:
     sync = only(member.on_response(1, join.correlation_id, resp), SyncGroupRequest)
     expected = create_assignor("range").assign(AssignmentRequest(group_members(members), TOPICS))
     assert isinstance(sync.body, SyncGroupRequest)
-    assert {a.member_id: list(a.assignment.partitions) for a in sync.body.assignments} == expected
+    assert {
+        a.member_id: list(decode_assignment(a.assignment).partitions) for a in sync.body.assignments
+    } == expected
 
 
 def test_static_leader_skipping_assignment_sends_empty_sync() -> None:
@@ -164,6 +175,65 @@ def test_static_leader_skipping_assignment_sends_empty_sync() -> None:
     sync = only(member.on_response(1, join.correlation_id, resp), SyncGroupRequest)
     assert isinstance(sync.body, SyncGroupRequest) and sync.body.assignments == ()
     assert recorder.requests == [] and member.is_leader
+
+
+def test_skip_assignment_leader_watches_metadata_and_rejoins_on_a_partition_change() -> None:
+    """Kafka 4.0's onLeaderElected with skipAssignment: no assignor call, but the leader keeps the
+    metadata snapshot, so a later partition count change makes it rejoin from poll() (issue 9 defect 2)."""
+    recorder = FixedAssignor("range")
+    member = new_member(assignors=[recorder], group_instance_id="i-1")
+    join = only(find_coordinator(member), JoinGroupRequest)
+    resp = JoinGroupResponse(
+        ErrorCode.NONE, 7, "consumer", "range", leader="a", skip_assignment=True, member_id="a",
+        members=(join_member("a", ["t"]), join_member("b", ["t"])),
+    )  # fmt: skip
+    sync = only(member.on_response(1, join.correlation_id, resp), SyncGroupRequest)
+    after = member.on_response(
+        2, sync.correlation_id, SyncGroupResponse(ErrorCode.NONE, assigned(tp("t", 0)), "consumer", "range")
+    )
+    assert member.state is MemberState.STABLE and member.assignment() == {tp("t", 0)}
+    assert kinds(after) == ["OffsetFetchRequest"]
+    assert kinds(member.poll(3)) == []  # same metadata: nothing to do
+    member.update_metadata({**TOPICS, "t": TopicMetadata("t", 6)})
+    out = member.poll(4)
+    assert "JoinGroupRequest" in kinds(out) and recorder.requests == []
+
+
+def test_malformed_assignment_bytes_stop_the_member_without_raising() -> None:
+    """A SyncGroup answer whose bytes are not a consumer assignment: Kafka's onJoinComplete throws the
+    SchemaException out of poll() to the application; the member reports it and stops."""
+    member = new_member()
+    join = only(find_coordinator(member), JoinGroupRequest)
+    resp = JoinGroupResponse(ErrorCode.NONE, 1, "consumer", "range", leader="x", member_id="m")
+    sync = only(member.on_response(1, join.correlation_id, resp), SyncGroupRequest)
+    out = member.on_response(2, sync.correlation_id, SyncGroupResponse(ErrorCode.NONE, b"\x00\x03\xff"))
+    assert out == [] and member.state is MemberState.FAILED
+    [fatal] = [e for e in member.drain_events() if isinstance(e, FatalError)]
+    assert fatal.error is ErrorCode.CORRUPT_MESSAGE and "SyncGroup response" in fatal.reason
+
+
+def test_malformed_member_metadata_at_the_leader_stops_the_member() -> None:
+    """The leader cannot decode a member's subscription bytes (onLeaderElected's SchemaException)."""
+    recorder = FixedAssignor("range")
+    member = new_member(assignors=[recorder])
+    join = only(find_coordinator(member), JoinGroupRequest)
+    resp = JoinGroupResponse(
+        ErrorCode.NONE, 1, "consumer", "range", leader="a", member_id="a",
+        members=(join_member("a", ["t"]), JoinGroupMember("b", b"\x00")),
+    )  # fmt: skip
+    assert member.on_response(1, join.correlation_id, resp) == []
+    assert member.state is MemberState.FAILED and recorder.requests == []
+    [fatal] = [e for e in member.drain_events() if isinstance(e, FatalError)]
+    assert fatal.error is ErrorCode.CORRUPT_MESSAGE
+
+
+def test_join_group_carries_the_exact_subscription_bytes() -> None:
+    """The member's metadata is the consumer protocol's v3 Subscription, byte for byte."""
+    member = new_member(("u", "t"), rack_id="r1")
+    join = only(find_coordinator(member), JoinGroupRequest)
+    assert isinstance(join.body, JoinGroupRequest)
+    expected = encode_subscription(ConsumerSubscription(("t", "u"), None, (), -1, "r1"))
+    assert join.body.protocols[0].metadata == expected
 
 
 def test_cooperative_violation_by_a_custom_assignor_is_fatal() -> None:
@@ -266,7 +336,7 @@ def test_sync_rebalance_in_progress_rejoins_without_a_new_prepare() -> None:
         JoinGroupRequest,
     )
     assert isinstance(rejoin.body, JoinGroupRequest) and rejoin.body.member_id == "m"
-    assert rejoin.body.protocols[0].metadata.generation_id == 1
+    assert decode_subscription(rejoin.body.protocols[0].metadata).generation_id == 1
 
 
 def test_sync_unknown_member_resets_and_rejoins_with_empty_id() -> None:
@@ -285,7 +355,10 @@ def test_sync_unknown_member_resets_and_rejoins_with_empty_id() -> None:
         JoinGroupRequest,
     )
     assert isinstance(rejoin.body, JoinGroupRequest)
-    assert (rejoin.body.member_id, rejoin.body.protocols[0].metadata.generation_id) == ("", -1)
+    assert (rejoin.body.member_id, decode_subscription(rejoin.body.protocols[0].metadata).generation_id) == (
+        "",
+        -1,
+    )
 
 
 def test_assignment_outside_the_subscription_triggers_a_rejoin() -> None:
@@ -300,7 +373,9 @@ def test_assignment_outside_the_subscription_triggers_a_rejoin() -> None:
         SyncGroupRequest,
     )
     out = member.on_response(
-        2, sync.correlation_id, SyncGroupResponse(ErrorCode.NONE, ConsumerAssignment((tp("u", 0),)))
+        2,
+        sync.correlation_id,
+        SyncGroupResponse(ErrorCode.NONE, encode_assignment(ConsumerAssignment((tp("u", 0),)))),
     )
     assert kinds(out) == ["JoinGroupRequest"]
     assert member.assignment() == frozenset()

@@ -28,6 +28,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, KgroupError, RebalanceProtocol, TopicMetadata, TopicPartition
+from kgroup.wire.consumer_protocol import decode_subscription, encode_assignment
 
 from .helpers import (
     TOPICS,
@@ -155,7 +156,7 @@ def test_cooperative_keeps_partitions_and_revokes_only_the_difference() -> None:
     assert member.drain_events() == []  # nothing revoked before JoinGroup
     assert member.assignment() == {tp("t", 0), tp("t", 1), tp("t", 2)}
     assert isinstance(join.body, JoinGroupRequest)
-    sub = join.body.protocols[0].metadata
+    sub = decode_subscription(join.body.protocols[0].metadata)
     assert (sub.owned_partitions, sub.generation_id) == ((tp("t", 0), tp("t", 1), tp("t", 2)), 1)
     sync = only(
         member.on_response(
@@ -168,7 +169,9 @@ def test_cooperative_keeps_partitions_and_revokes_only_the_difference() -> None:
     out = member.on_response(
         4300,
         sync.correlation_id,
-        SyncGroupResponse(ErrorCode.NONE, ConsumerAssignment((tp("t", 0), tp("t", 1), tp("u", 1)))),
+        SyncGroupResponse(
+            ErrorCode.NONE, encode_assignment(ConsumerAssignment((tp("t", 0), tp("t", 1), tp("u", 1))))
+        ),
     )
     # revoked t-2 → rejoin at once (second rebalance); u-1 is new → OffsetFetch
     assert kinds(out) == ["OffsetFetchRequest", "JoinGroupRequest"]
@@ -195,7 +198,9 @@ def test_commit_on_revoke_commits_what_is_given_up_first() -> None:
         SyncGroupRequest,
     )
     out = member.on_response(
-        4300, sync.correlation_id, SyncGroupResponse(ErrorCode.NONE, ConsumerAssignment((tp("t", 0),)))
+        4300,
+        sync.correlation_id,
+        SyncGroupResponse(ErrorCode.NONE, encode_assignment(ConsumerAssignment((tp("t", 0),)))),
     )
     assert kinds(out) == ["OffsetCommitRequest", "JoinGroupRequest"]
     body = out[0].body
@@ -212,7 +217,9 @@ def test_subscription_change_rejoins_and_cooperative_revokes_dropped_topics() ->
         RejoinRequested("subscription has changed"),
         PartitionsRevoked((tp("u", 0),), 1),
     ]
-    assert isinstance(join.body, JoinGroupRequest) and join.body.protocols[0].metadata.topics == ("t",)
+    assert isinstance(join.body, JoinGroupRequest) and decode_subscription(
+        join.body.protocols[0].metadata
+    ).topics == ("t",)
 
 
 def test_partition_count_change_makes_only_the_leader_rejoin() -> None:
@@ -229,7 +236,9 @@ def test_partition_count_change_makes_only_the_leader_rejoin() -> None:
     )
     sync = only(leader.on_response(1, join.correlation_id, resp), SyncGroupRequest)
     leader.on_response(
-        2, sync.correlation_id, SyncGroupResponse(ErrorCode.NONE, ConsumerAssignment((tp("t", 0),)))
+        2,
+        sync.correlation_id,
+        SyncGroupResponse(ErrorCode.NONE, encode_assignment(ConsumerAssignment((tp("t", 0),)))),
     )
     follower = stable(new_member(("t",)), [tp("t", 1)])
     assert leader.poll(100) == []  # the metadata it assigned from has not changed
@@ -263,3 +272,42 @@ def test_lost_partitions_are_not_committed() -> None:
     out = member.poll(4100)
     assert kinds(out) == ["JoinGroupRequest"]
     assert PartitionsLost((tp("t", 0),), 1) in member.drain_events()
+
+
+def test_reset_while_the_prepare_commit_waits_loses_the_partitions() -> None:
+    """Issue 9 defect 1: Kafka calls onJoinPrepare again from every poll() while its commit is pending,
+    with the *current* generation. When the heartbeat thread learns UNKNOWN_MEMBER_ID meanwhile, the
+    prepare that goes on sees a reset generation: the partitions are lost (onPartitionsLost), not kept,
+    and JoinGroup goes out with no member id and no owned partitions."""
+    member = stable(coop_member(), [tp("t", 0), tp("t", 1)])
+    member.record_processed(tp("t", 0), 20)
+    rebalance_requested(member, 4000)
+    commit = only(member.poll(4100), OffsetCommitRequest)
+    assert member.phase is Phase.PREPARING
+    heartbeat = only(member.background(7000), HeartbeatRequest)
+    member.on_response(7010, heartbeat.correlation_id, HeartbeatResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+    assert member.phase is Phase.PREPARING and member.member_id == ""
+    join = commit_ok(member, commit, 7020)
+    assert kinds(join) == ["JoinGroupRequest"]  # type: ignore[arg-type]
+    events = [e for e in member.drain_events() if isinstance(e, (PartitionsLost, PartitionsRevoked))]
+    assert events == [PartitionsLost((tp("t", 0), tp("t", 1)), 1)]
+    assert member.assignment() == frozenset()
+    body = join[0].body  # type: ignore[attr-defined]
+    assert isinstance(body, JoinGroupRequest) and body.member_id == ""
+    sub = decode_subscription(body.protocols[0].metadata)
+    assert (sub.owned_partitions, sub.generation_id) == ((), -1)
+
+
+def test_prepare_goes_on_when_its_timer_expires_with_the_commit_in_flight() -> None:
+    """onJoinPrepare's joinPrepareTimer (the rebalance timeout, max.poll.interval.ms): when it expires
+    with the commit still unanswered, Kafka goes on to join; a late answer is an ordinary commit's."""
+    member = stable(coop_member(max_poll_interval_ms=10_000), [tp("t", 0)])
+    member.record_processed(tp("t", 0), 20)
+    rebalance_requested(member, 4000)
+    commit = only(member.poll(4100), OffsetCommitRequest)
+    assert member.next_wakeup_ms() is not None and member.next_wakeup_ms() <= 14_100  # type: ignore[operator]
+    out = member.background(14_100)
+    assert "JoinGroupRequest" in kinds(out) and member.phase is Phase.JOINING
+    assert member.assignment() == {tp("t", 0)}  # cooperative: nothing revoked (still subscribed)
+    late = commit_ok(member, commit, 14_200)
+    assert late == [] and member.phase is Phase.JOINING

@@ -143,3 +143,15 @@ def test_partition_chart_is_reproducible_and_png_works() -> None:
     assert png.png is not None and png.png.startswith(b"\x89PNG\r\n\x1a\n")
     with pytest.raises(ValueError, match="fmt"):
         partition_counts_chart([1], fmt="gif")
+
+
+def test_numbers_never_print_in_exponent_form() -> None:
+    from kgroup.report import format_number
+
+    assert format_cell(1_513_000.0) == "1,513,000"
+    assert format_number(1_234_567.8) == "1,234,568"
+    assert format_number(12.5) == "12.5"
+    assert format_number(3.0) == "3"
+    assert format_number(-1.0) == "-1"
+    assert format_number(0.1234) == "0.1234"
+    assert "e" not in format_number(98_765_432_101.5)

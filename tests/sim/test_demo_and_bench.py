@@ -36,11 +36,14 @@ def test_rebalance_stage_renders_a_comparison_and_two_timelines() -> None:
     sections = result.report_sections()
     assert [s.title for s in sections] == [
         "Rebalances compared",
+        "Scenario",
         "Timeline: range/eager/dynamic",
         "Timeline: cooperative-sticky/cooperative/dynamic",
     ]
     assert any(isinstance(b, Table) for b in sections[0].blocks)
-    assert all(isinstance(s.blocks[0], Image) for s in sections[1:])
+    events = [b for b in sections[1].blocks if isinstance(b, Table)]
+    assert events and events[0].rows == (("20 s", "restart c1, 2 s down"),)
+    assert all(isinstance(s.blocks[0], Image) for s in sections[2:])
     report = Report(title="demo")
     report.extend(sections)
     assert "Rebalances compared" in report.to_html()

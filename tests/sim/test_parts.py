@@ -30,25 +30,45 @@ def test_queue_orders_by_time_then_scheduling_order() -> None:
     assert q.pop_due(15) is None and len(q) == 1 and q.now_ms == 10
 
 
-def test_network_keeps_fifo_order_and_cuts() -> None:
+def test_network_keeps_fifo_order_and_holds_messages_through_cuts() -> None:
     net = Network(NetworkSpec(latency_ms=5, jitter_ms=20, loss=0.0), random.Random(1))
     times = [net.transit("c", "c#1", True, t) for t in range(0, 50, 2)]
     assert all(t is not None for t in times)
     assert times == sorted(times)  # type: ignore[type-var]
     assert all(t is not None and t >= s + 5 for t, s in zip(times, range(0, 50, 2), strict=True))
-    net.cut("c", 100)
-    assert net.transit("c", "c#1", True, 99) is None
-    assert net.is_cut("c", 99) and not net.is_cut("c", 100)
-    assert net.transit("c", "c#1", False, 100) is not None
+    net.cut("c", 60, 100)
+    assert net.is_cut("c", 99) and not net.is_cut("c", 100) and not net.is_cut("c", 59)
+    # TCP: a segment sent into the cut is retransmitted (RTO max(200, 2*5 + 4*20) = 200 ms, doubling)
+    # and arrives after the cut heals, never dropped
+    held = net.transit("c", "c#2", True, 99)
+    assert held is not None and 299 + 5 <= held <= 299 + 25
+    assert net.transit("c", "c#2", False, 100) is not None
 
 
-def test_network_loss_is_seeded() -> None:
-    def lost(seed: int) -> list[bool]:
+def test_network_loss_is_retransmission_delay_with_backoff() -> None:
+    def delays(seed: int) -> list[int]:
         net = Network(NetworkSpec(latency_ms=1, loss=0.3), random.Random(seed))
-        return [net.transit("c", "x", True, t) is None for t in range(200)]
+        out = []
+        for t in range(0, 200_000, 1000):
+            at = net.transit("c", f"x{t}", True, t)  # a connection each: no head-of-line blocking
+            assert at is not None  # TCP never drops a message
+            out.append(at - t)
+        return out
 
-    assert lost(4) == lost(4)
-    assert 30 < sum(lost(4)) < 90
+    assert delays(4) == delays(4)
+    got = delays(4)
+    assert set(got) <= {1, 201, 601, 1401, 3001, 6201, 12601}  # 200, +400, +800 … (RTO backoff)
+    assert 30 < sum(d > 1 for d in got) < 90  # about 30 % of messages needed a retransmission
+    assert any(d >= 601 for d in got)  # some needed two or more
+
+
+def test_network_resets_are_a_seeded_poisson_process() -> None:
+    net = Network(NetworkSpec(resets_per_hour=60.0), random.Random(0), reset_rng=random.Random(3))
+    gaps = [net.next_reset_ms("c", 0) for _ in range(400)]
+    assert all(g is not None and g > 0 for g in gaps)
+    mean = sum(g for g in gaps if g is not None) / len(gaps)
+    assert 45_000 < mean < 75_000  # one a minute on average
+    assert Network(NetworkSpec(), random.Random(0)).next_reset_ms("c", 0) is None
 
 
 def test_water_fill_is_fair_and_exact() -> None:

@@ -190,3 +190,104 @@ def test_compare_variants_skip_what_kafka_cannot_run() -> None:
         "sticky/cooperative",
     ]
     assert len(runnable) == 10
+
+
+def _with_events(*events: dict[str, Any], consumers: int = 3) -> dict[str, Any]:
+    data = base()
+    data["consumers"] = [{"count": consumers, "prefix": "c", "topics": ["t"]}]
+    data["events"] = list(events)
+    return data
+
+
+def test_scaling_down_more_consumers_than_are_deployed_is_an_error() -> None:
+    with pytest.raises(
+        KgroupError,
+        match=r"^events\[0\]\.count: is -10 but at most 3 consumer\(s\) are deployed at 1000 ms; "
+        r"give -1\.\.-3$",
+    ):
+        parse_scenario(_with_events({"at_ms": 1000, "kind": "scale", "count": -10}))
+    # stopped consumers are not deployed; scale-ups are
+    with pytest.raises(
+        KgroupError,
+        match=r"^events\[2\]\.count: is -3 but at most 1 consumer\(s\) are deployed at 3000 ms; give -1$",
+    ):
+        parse_scenario(
+            _with_events(
+                {"at_ms": 1000, "kind": "stop", "consumer": "c0"},
+                {"at_ms": 2000, "kind": "stop", "consumer": "c1"},
+                {"at_ms": 3000, "kind": "scale", "count": -3},
+            )
+        )
+    ok = _with_events(
+        {"at_ms": 1000, "kind": "scale", "count": 2, "topics": ["t"]},
+        {"at_ms": 2000, "kind": "scale", "count": -5},
+    )
+    assert [e.count for e in parse_scenario(ok).events] == [2, -5]
+
+
+def test_crashing_a_consumer_that_is_already_down_is_an_error() -> None:
+    with pytest.raises(
+        KgroupError,
+        match=r"^events\[1\]\.consumer: 'c1' is already down \(crashed earlier\) at 2000 ms, so crashing it "
+        r"does nothing; start or restart it first, or remove the event$",
+    ):
+        parse_scenario(
+            _with_events(
+                {"at_ms": 1000, "kind": "crash", "consumer": "c1"},
+                {"at_ms": 2000, "kind": "crash", "consumer": "c1"},
+            )
+        )
+    with pytest.raises(KgroupError, match=r"^events\[1\]\.consumer: 'c1' is already stopped at 2000 ms"):
+        parse_scenario(
+            _with_events(
+                {"at_ms": 1000, "kind": "stop", "consumer": "c1"},
+                {"at_ms": 2000, "kind": "crash", "consumer": "c1"},
+            )
+        )
+    data = _with_events({"at_ms": 1000, "kind": "crash", "consumer": "c0"})
+    data["consumers"] = [{"id": "c0", "topics": ["t"], "autostart": False}]
+    with pytest.raises(KgroupError, match=r"^events\[0\]\.consumer: 'c0' is already stopped at 1000 ms"):
+        parse_scenario(data)
+    # after a start, a restart or a rolling restart the consumer is up again and may crash
+    again = _with_events(
+        {"at_ms": 1000, "kind": "crash", "consumer": "c1"},
+        {"at_ms": 2000, "kind": "start", "consumer": "c1"},
+        {"at_ms": 3000, "kind": "crash", "consumer": "c1"},
+        {"at_ms": 4000, "kind": "rolling_restart", "consumers": "all", "gap_ms": 100},
+        {"at_ms": 6000, "kind": "crash", "consumer": "c1"},
+        {"at_ms": 7000, "kind": "restart", "consumer": "c1"},
+        {"at_ms": 8000, "kind": "crash", "consumer": "c1"},
+    )
+    assert len(parse_scenario(again).events) == 7
+
+
+def test_subscribing_a_stopped_consumer_changes_what_it_subscribes_to_when_it_starts() -> None:
+    """Documented behaviour (docs/simulator.md): not an error — stop, subscribe, start is how a
+    consumer is redeployed with another subscription."""
+    from kgroup.sim.runner import simulate
+
+    data = _with_events(
+        {"at_ms": 1000, "kind": "stop", "consumer": "c0"},
+        {"at_ms": 2000, "kind": "subscribe", "consumer": "c0", "topics": ["u"]},
+        {"at_ms": 3000, "kind": "start", "consumer": "c0"},
+        consumers=1,
+    )
+    data["topics"] = {"t": 2, "u": 3}
+    data["duration_ms"] = 20000
+    result = simulate(parse_scenario(data))
+    final = result.metrics["final_assignment"]
+    assert final == {"c0": "u[0-2]"}  # the new subscription only: t is no longer subscribed
+
+
+def test_a_key_given_twice_is_an_error_but_yaml_merge_keys_still_work() -> None:
+    with pytest.raises(
+        KgroupError, match=r"^scenario: key 'loss' appears twice in one mapping at line 5; keep one"
+    ):
+        scenario_from_text(
+            "duration_ms: 1000\ntopics: {t: 1}\nconsumers: [{id: a, topics: [t]}]\n"
+            "network: {loss: 0.1,\n  loss: 0.2}\n"
+        )
+    sc = scenario_from_text(
+        "duration_ms: 1000\ntopics: {t: 1}\nconsumers:\n  - &c {id: a, topics: [t]}\n  - {<<: *c, id: b}\n"
+    )
+    assert [c.id for c in sc.consumers] == ["a", "b"]

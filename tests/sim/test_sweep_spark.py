@@ -47,3 +47,12 @@ def test_demo_stage_runs_its_sweep_on_spark(spark: Any) -> None:
     )
     assert len(data.rows) == 10 and data.summary[0]["variant"] == "range/eager/dynamic"
     assert all(r["invariant_violations"] == 0 for r in data.rows)
+
+
+@pytest.mark.spark
+def test_campaign_on_spark_matches_the_local_run(spark: Any) -> None:
+    """--campaign --engine spark: one task per seed (at most four slices a core), the same runs."""
+    from kgroup.sim.campaign import check_seed, run_on_spark
+
+    seeds = list(range(40, 46))
+    assert run_on_spark(spark, seeds) == [check_seed(s) for s in seeds]

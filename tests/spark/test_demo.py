@@ -49,7 +49,18 @@ def test_demo_writes_a_report_consistent_with_its_json(
     assert summary_file["stages"] == data["stages"] and summary_file["config"] == data["config"]
 
     assert data["config"]["events"] == 20_000 and data["config"]["seed"] == 5
-    assert list(data["stages"]) == ["events", "partitioning"]
+    assert list(data["stages"]) == ["events", "partitioning", "pipeline"]
+    pipeline = data["stages"]["pipeline"]
+    # every event went through the embedded broker and came back exactly once
+    assert pipeline["produced"] == 20_000 == sum(pipeline["records_per_partition"])
+    assert len(pipeline["records_per_partition"]) == 12
+    [partition_read] = [r for r in pipeline["reads"] if r["mode"] == "partition"]
+    assert partition_read["records"] == 20_000
+    assert partition_read["key_count_mismatches"] == 0
+    assert partition_read["duplicate_offsets"] == 0
+    assert partition_read["misplaced_keyed"] == 0
+    assert partition_read["exactly_once"] is True
+    assert partition_read["batches"] >= 4  # maxOffsetsPerTrigger bounds each micro-batch
     events = data["stages"]["events"]
     part = data["stages"]["partitioning"]
     assert events["events"] == 20_000
@@ -149,8 +160,12 @@ def test_a_stage_reading_a_missing_result_fails_clearly() -> None:
 def test_demo_config_is_checked(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(KgroupError, match="grow-to: 12"):
         DemoConfig(partitions=12, grow_to=12)
-    with pytest.raises(KgroupError, match="partitioner 'sticky' is unknown; choose one of: adaptive"):
+    with pytest.raises(
+        KgroupError, match=r"^null-key-strategy: 'sticky' is not a null-key strategy; choose one of: adaptive"
+    ):
         DemoConfig(null_key_strategy="sticky")
+    with pytest.raises(KgroupError, match=r"^null-key-strategy: 'keyed' is not a null-key strategy"):
+        DemoConfig(null_key_strategy="keyed")  # a partitioner, but it hands null keys to a strategy
     with pytest.raises(SystemExit) as exit_info:
         main(["demo", "--events", "0"])
     err = capsys.readouterr().err
@@ -191,7 +206,11 @@ def test_rebalance_stage_runs_the_sweep_on_spark_into_the_report(spark: Any, tmp
 def test_default_stages_follow_the_config() -> None:
     from kgroup.demo import default_stages
 
-    assert [s.name for s in default_stages(DemoConfig())] == ["events", "partitioning", "rebalance"]
-    assert [s.name for s in default_stages(DemoConfig(rebalance_seeds=0))] == ["events", "partitioning"]
+    everything = ["events", "partitioning", "pipeline", "rebalance"]
+    assert [s.name for s in default_stages(DemoConfig())] == everything
+    no_sweep = default_stages(DemoConfig(rebalance_seeds=0))
+    assert [s.name for s in no_sweep] == ["events", "partitioning", "pipeline"]
+    no_kafka = default_stages(DemoConfig(rebalance_seeds=0, pipeline=False))
+    assert [s.name for s in no_kafka] == ["events", "partitioning"]
     with pytest.raises(KgroupError, match="rebalance-seeds: -1"):
         DemoConfig(rebalance_seeds=-1)

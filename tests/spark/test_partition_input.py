@@ -232,7 +232,10 @@ def test_bad_input_gives_one_line_and_exit_2(
             ["--input", str(good), "--output", str(taken)],
             "already exists; remove it or choose a new directory",
         ),
-        (["--input", str(good), "--null-key-strategy", "zzz"], "partitioner 'zzz' is unknown"),
+        (
+            ["--input", str(good), "--null-key-strategy", "zzz"],
+            "--null-key-strategy: 'zzz' is not a null-key strategy; choose one of: adaptive",
+        ),
     ]
     for extra, needle in cases:
         err = _one_line_error(capsys, "partition", "-p", "4", *extra)

@@ -41,7 +41,9 @@ __all__ = [
     "check_path",
     "check_vector",
     "compare_assignments",
+    "decode_json",
     "dump_assignment",
+    "java_exception_of",
     "load_assignment_file",
     "make_assignor",
     "parse_assignment_file",
@@ -49,6 +51,11 @@ __all__ = [
 ]
 
 _TOP_KEYS = {"assignor", "input", "expected", "source", "description"}
+#: Java's Integer.MAX_VALUE: a partition count or number is an ``int`` in Kafka
+JAVA_INT_MAX = 2**31 - 1
+#: the most partitions (summed over topics) one file may hold: a million is already beyond the
+#: largest groups Kafka runs; ten million still fits a few GB of memory (docs/assignors.md)
+MAX_TOTAL_PARTITIONS = 10_000_000
 _INPUT_KEYS = {"topics", "members", "preferRackAwareLogic", "priorMaxGeneration"}
 _TOPIC_KEYS = {"name", "partitions", "racks"}
 _MEMBER_KEYS = {
@@ -131,13 +138,23 @@ def load_assignment_file(path: str | Path, *, assignor: str | None = None) -> As
         raise KgroupError(f"{path}: cannot read the file ({exc.strerror or exc}); check the path") from None
     except UnicodeDecodeError:
         raise KgroupError(f"{path}: is not UTF-8 text; give a JSON assignment file") from None
+    data = decode_json(text, str(path))
+    return parse_assignment_file(data, source=str(path), assignor=assignor)
+
+
+def decode_json(text: str, source: str) -> Any:
+    """JSON text → data; malformed or absurdly nested JSON is one :class:`KgroupError` line."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise KgroupError(
-            f"{path}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; fix the JSON syntax"
+            f"{source}: malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; "
+            "fix the JSON syntax"
         ) from None
-    return parse_assignment_file(data, source=str(path), assignor=assignor)
+    except RecursionError:
+        raise KgroupError(
+            f"{source}: JSON nested too deeply to read; give an assignment file (see docs/assignors.md)"
+        ) from None
 
 
 def parse_assignment_file(data: Any, *, source: str = "input", assignor: str | None = None) -> AssignmentFile:
@@ -157,8 +174,12 @@ def parse_assignment_file(data: Any, *, source: str = "input", assignor: str | N
     raw = data["input"]
     _expect_type(raw, dict, f"{where}: 'input'", "an object with 'topics' and 'members'")
     _reject_unknown(raw, _INPUT_KEYS, f"{where}: 'input'")
-    topics = _parse_topics(raw.get("topics", []), f"{where}: input.topics")
-    members = _parse_members(raw.get("members"), f"{where}: input.members")
+    if "topics" not in raw:
+        raise KgroupError(
+            f'{where}: input.topics: is missing; add "topics": [{{"name": "t1", "partitions": 3}}]'
+        )
+    topics = _parse_topics(raw["topics"], f"{where}: input.topics")
+    members = _parse_members(raw.get("members"), f"{where}: input.members", topics)
     prefer = raw.get("preferRackAwareLogic", False)
     _expect_type(prefer, bool, f"{where}: input.preferRackAwareLogic", "true or false")
     prior = raw.get("priorMaxGeneration")
@@ -180,6 +201,7 @@ def parse_assignment_file(data: Any, *, source: str = "input", assignor: str | N
 def _parse_topics(raw: Any, where: str) -> dict[str, TopicMetadata]:
     _expect_type(raw, list, where, 'a list of {"name": ..., "partitions": N}')
     topics: dict[str, TopicMetadata] = {}
+    total = 0
     for i, entry in enumerate(raw):
         here = f"{where}[{i}]"
         _expect_type(entry, dict, here, "an object with 'name' and 'partitions'")
@@ -194,6 +216,16 @@ def _parse_topics(raw: Any, where: str) -> dict[str, TopicMetadata]:
         _expect_int(count, f"{here}.partitions")
         if count < 0:
             raise KgroupError(f"{here}.partitions: is {count}; a partition count must be 0 or more")
+        if count > JAVA_INT_MAX:
+            raise KgroupError(
+                f"{here}.partitions: is {count}, beyond Java's int; give at most {JAVA_INT_MAX:,}"
+            )
+        total += count
+        if total > MAX_TOTAL_PARTITIONS:
+            raise KgroupError(
+                f"{here}.partitions: the file's topics hold {total:,} partitions, more than kgroup assigns "
+                f"in one run ({MAX_TOTAL_PARTITIONS:,}); give fewer partitions"
+            )
         racks: tuple[frozenset[str], ...] | None = None
         if entry.get("racks") is not None:
             racks = _parse_racks(entry["racks"], count, f"{here}.racks")
@@ -217,7 +249,9 @@ def _parse_racks(raw: Any, count: int, where: str) -> tuple[frozenset[str], ...]
     return tuple(out)
 
 
-def _parse_members(raw: Any, where: str) -> tuple[MemberSpec, ...]:
+def _parse_members(
+    raw: Any, where: str, known_topics: Mapping[str, TopicMetadata]
+) -> tuple[MemberSpec, ...]:
     if raw is None:
         raise KgroupError(f'{where}: is missing; add "members": [{{"memberId": "c1", "topics": [...]}}]')
     _expect_type(raw, list, where, "a list of members")
@@ -244,6 +278,15 @@ def _parse_members(raw: Any, where: str) -> tuple[MemberSpec, ...]:
         owned_raw = entry.get("owned", [])
         _expect_type(owned_raw, list, f"{here}.owned", 'a list of "topic-N" strings')
         owned = tuple(_parse_partition(s, f"{here}.owned") for s in owned_raw)
+        for tp in owned:
+            # A topic absent from 'topics' may have been deleted (Kafka drops those claims); a
+            # partition beyond a listed topic's count never existed (Kafka cannot shrink a topic).
+            if tp.topic in known_topics and tp.partition >= (count := known_topics[tp.topic].partitions):
+                numbered = f", numbered 0..{count - 1}" if count else ""
+                raise KgroupError(
+                    f"{here}.owned: {tp} does not exist ({tp.topic!r} has {count} partitions{numbered}); "
+                    "fix or drop it"
+                )
         generation = entry.get("generation", -1)
         if generation is None:
             generation = -1
@@ -446,13 +489,17 @@ class Mismatch:
 
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """The outcome of running one vector: exact, or the differing members, or the error raised."""
+    """The outcome of running one vector: exact, or the differing members, or the error raised.
+
+    ``invalid`` marks a file that could not be checked at all (unreadable, malformed, no
+    ``expected``): bad input, not a disagreement with Kafka."""
 
     name: str
     assignor: str
     exact: bool
     mismatches: tuple[Mismatch, ...] = ()
     error: str | None = None
+    invalid: bool = False
 
 
 def compare_assignments(expected: Assignment, got: Assignment) -> list[Mismatch]:
@@ -479,27 +526,52 @@ def check_vector(path_or_data: str | Path | Mapping[str, Any], *, name: str | No
         else:
             af = parse_assignment_file(dict(path_or_data), source=label)
         if af.assignor is None:
-            return CheckResult(label, "?", False, error="the file names no 'assignor'")
+            return CheckResult(
+                label, "?", False, error=f"{label}: 'assignor' is missing; add one", invalid=True
+            )
         assignor = af.assignor
         if af.expected is None and af.expected_error is None:
-            return CheckResult(label, assignor, False, error="the file has no 'expected' to compare with")
+            return CheckResult(
+                label,
+                assignor,
+                False,
+                error=f"{label}: 'expected' is missing; add Kafka's answer to check against "
+                '("expected": {"assignment": {...}}), or run it without --check',
+                invalid=True,
+            )
         instance = make_assignor(assignor, af.prior_max_generation)
         request = af.request_for(assignor)
         try:
             got = instance.assign(request)
         except Exception as exc:  # the assignor failed, as Kafka's may (expected.error)
+            thrown = java_exception_of(exc)
             if af.expected_error is not None:
-                return CheckResult(label, assignor, True)
-            message = exc.message if isinstance(exc, KgroupError) else f"{type(exc).__name__}: {exc}"
-            return CheckResult(label, assignor, False, error=message)
+                wanted = af.expected_error.partition(":")[0].strip()
+                if thrown == wanted:
+                    return CheckResult(label, assignor, True)
+                return CheckResult(
+                    label, assignor, False, error=f"expected Java's {wanted}, got {thrown or _describe(exc)}"
+                )
+            return CheckResult(label, assignor, False, error=_describe(exc))
         if af.expected is None:
             return CheckResult(label, assignor, False, error=f"expected the error {af.expected_error!r}")
         mismatches = compare_assignments(af.expected, got)
         return CheckResult(label, assignor, not mismatches, tuple(mismatches))
     except KgroupError as exc:
-        return CheckResult(label, "?", False, error=exc.message)
+        return CheckResult(label, "?", False, error=exc.message, invalid=True)
     except ImportError as exc:
-        return CheckResult(label, "?", False, error=f"assignor not available: {exc}")
+        return CheckResult(label, "?", False, error=f"assignor not available: {exc}", invalid=True)
+
+
+def java_exception_of(exc: BaseException) -> str | None:
+    """The Java exception class Kafka's assignor throws where ``exc`` was raised, if known: kgroup's
+    assignors name it (``StickyAssignmentError.java_exception``); anything else is not Kafka's."""
+    kind = getattr(exc, "java_exception", None)
+    return kind if isinstance(kind, str) else None
+
+
+def _describe(exc: BaseException) -> str:
+    return exc.message if isinstance(exc, KgroupError) else f"{type(exc).__name__}: {exc}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -549,9 +621,12 @@ def check_path(path: str | Path) -> CheckReport:
             results.append(check_vector(file))
             continue
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            results.append(CheckResult(label, "?", False, error=f"unreadable: {exc}"))
+            data = decode_json(file.read_text(encoding="utf-8"), label)
+        except (OSError, UnicodeDecodeError) as exc:
+            results.append(CheckResult(label, "?", False, error=f"{label}: unreadable ({exc})", invalid=True))
+            continue
+        except KgroupError as exc:
+            results.append(CheckResult(label, "?", False, error=exc.message, invalid=True))
             continue
         if not isinstance(data, dict) or data.get("assignor") not in known:
             skipped.append(label)

@@ -54,6 +54,9 @@ def assign_command(
         bool, typer.Option("--threads", help="legacy-* assignors: show partitions per consumer thread")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="print every member (tables stop at 50 rows otherwise)")
+    ] = False,
 ) -> int:
     """Assign partitions to a group's members with Kafka's assignors (exact to Kafka 4.0).
 
@@ -80,7 +83,7 @@ def assign_command(
     if compare:
         _compare(path, as_json)
         return 0
-    _assign(path, assignor, threads, as_json)
+    _assign(path, assignor, threads, as_json, full)
     return 0
 
 
@@ -95,7 +98,7 @@ def _require_known(name: str, field: str = "--assignor") -> None:
 # --- kgroup assign FILE -------------------------------------------------------------------------
 
 
-def _assign(path: Path, assignor: str | None, threads: bool, as_json: bool) -> None:
+def _assign(path: Path, assignor: str | None, threads: bool, as_json: bool, full: bool) -> None:
     from kgroup.assignors.fileformat import dump_assignment, load_assignment_file, make_assignor
     from kgroup.cli.output import emit_json
 
@@ -113,29 +116,46 @@ def _assign(path: Path, assignor: str | None, threads: bool, as_json: bool) -> N
         if as_json:
             emit_json({"threads": dump_assignment(by_thread)["assignment"]})
         else:
-            _print_assignment(name, by_thread, "thread")
+            _print_assignment(name, by_thread, "thread", full)
         return
     result = instance.assign(request)
     if as_json:
         emit_json(dump_assignment(result))
     else:
-        _print_assignment(name, result, "member")
+        _print_assignment(name, result, "member", full, _subscribed_partitions(request))
 
 
-def _print_assignment(assignor: str, assignment: dict[str, Any], who: str) -> None:
-    from rich.table import Table
+def _subscribed_partitions(request: Any) -> int:
+    """How many partitions the members subscribe to (of topics that exist): what could be assigned."""
+    subscribed = {t for m in request.members for t in m.topics if t in request.topics}
+    return sum(request.topics[t].partitions for t in subscribed)
 
-    from kgroup.cli.output import console
+
+def _print_assignment(
+    assignor: str, assignment: dict[str, Any], who: str, full: bool, subscribed: int | None = None
+) -> None:
+    from kgroup.cli.output import Column, print_table
     from kgroup.model import compress_partitions
 
     total = sum(len(ps) for ps in assignment.values())
-    table = Table(title=f"{assignor}: {total} partitions over {len(assignment)} {who}s")
-    table.add_column(who)
-    table.add_column("count", justify="right")
-    table.add_column("partitions")
-    for member, partitions in assignment.items():
-        table.add_row(member, str(len(partitions)), compress_partitions(partitions) or "—")
-    console.print(table)
+    title = f"{assignor}: {total:,} partitions over {len(assignment):,} {who}s"
+    if subscribed is not None and subscribed != total:
+        withheld = subscribed - total
+        why = (
+            "they change owner, so the follow-up rebalance assigns them"
+            if assignor == "cooperative-sticky"
+            else "not assigned"
+        )
+        title = (
+            f"{assignor}: {total:,} of {subscribed:,} subscribed partitions over {len(assignment):,} {who}s; "
+            f"{withheld:,} withheld ({why})"
+        )
+    rows = [
+        [member, f"{len(partitions):,}", compress_partitions(partitions) or "—"]
+        for member, partitions in assignment.items()
+    ]
+    columns = (Column(who), Column("count", right=True), Column("partitions"))
+    print_table(title, columns, rows, full=full, what=f"{who}s")
 
 
 # --- kgroup assign --check PATH -----------------------------------------------------------------
@@ -146,6 +166,15 @@ def _check(path: Path, as_json: bool) -> int:
     from kgroup.cli.output import emit_json
 
     report = check_path(path)
+    if not path.is_dir() and report.total == 1 and report.results[0].invalid:
+        # one file that cannot be checked at all is bad input: one line, exit 2
+        raise KgroupError(report.results[0].error or f"{path}: cannot be checked")
+    if report.total == 0:
+        skipped = f" ({len(report.skipped)} JSON files there are other vectors)" if report.skipped else ""
+        raise KgroupError(
+            f"--check: no consumer-assignor vectors under {path}{skipped}; give a vector file or a "
+            "folder of them, e.g. tests/vectors"
+        )
     failed = [r for r in report.results if not r.exact]
     if as_json:
         emit_json(
@@ -187,7 +216,8 @@ def _print_failure(result: Any) -> None:
     from kgroup.model import compress_partitions
 
     if result.error is not None:
-        typer.echo(f"ERROR {result.name} ({result.assignor}): {result.error}")
+        message = result.error.removeprefix(f"{result.name}: ")
+        typer.echo(f"ERROR {result.name} ({result.assignor}): {message}")
         return
     typer.echo(f"MISMATCH {result.name} ({result.assignor})")
     for m in result.mismatches[:5]:

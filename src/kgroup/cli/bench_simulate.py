@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from kgroup.cli.output import console, emit_json
+from kgroup.cli.output import console, emit_json, step_progress
 from kgroup.model import KgroupError
 
 __all__ = ["bench_scenario", "register_bench"]
@@ -74,11 +74,14 @@ def register_bench(bench_app: typer.Typer) -> None:
         seconds: list[float] = []
         cpu_seconds: list[float] = []
         metrics: dict[str, Any] = {}
-        for _ in range(runs):
-            start, cpu_start = time.perf_counter(), time.process_time()
-            metrics = simulate(scenario).metrics
-            seconds.append(time.perf_counter() - start)
-            cpu_seconds.append(time.process_time() - cpu_start)
+        label = f"timing {scenario.name} ({minutes} min virtual)"
+        with step_progress(label, runs, enabled=not as_json) as done:
+            for k in range(runs):
+                start, cpu_start = time.perf_counter(), time.process_time()
+                metrics = simulate(scenario).metrics
+                seconds.append(time.perf_counter() - start)
+                cpu_seconds.append(time.process_time() - cpu_start)
+                done(k + 1)
         median = statistics.median(seconds)
         cpu_median = statistics.median(cpu_seconds)
         out = {

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from kgroup.cli.output import console, emit_json
+from kgroup.cli.output import console, emit_json, prepare_report_dir
 
 __all__ = ["register"]
 
@@ -34,7 +34,8 @@ def demo_command(
         str,
         typer.Option(
             "--null-key-strategy",
-            help="How keyless events are spread: adaptive, uniform-sticky, round-robin, legacy-round-robin.",
+            help="How keyless events are spread: adaptive, uniform-sticky, round-robin, "
+            "legacy-round-robin.",
         ),
     ] = "adaptive",
     rebalance_seeds: Annotated[
@@ -44,6 +45,13 @@ def demo_command(
             help="Seeds per strategy in the rebalance simulations (0 skips that stage).",
         ),
     ] = 2,
+    pipeline: Annotated[
+        bool,
+        typer.Option(
+            "--pipeline/--no-pipeline",
+            help="Produce the events to the embedded Kafka broker and read them back on Spark.",
+        ),
+    ] = True,
     report: Annotated[Path, typer.Option("--report", help="Folder for the HTML report (index.html).")] = Path(
         "kgroup-report"
     ),
@@ -56,7 +64,6 @@ def demo_command(
     """
     from kgroup.cli.partition_input import StageProgress
     from kgroup.demo import DemoConfig, DemoContext, build_report, default_stages, run_demo
-    from kgroup.model import KgroupError
     from kgroup.spark.session import spark_session
 
     config = DemoConfig(
@@ -67,9 +74,9 @@ def demo_command(
         master=master,
         null_key_strategy=null_key_strategy,
         rebalance_seeds=rebalance_seeds,
+        pipeline=pipeline,
     )
-    if report.exists() and not report.is_dir():
-        raise KgroupError(f"report: {report} exists and is not a directory; choose a folder path")
+    prepare_report_dir(report)
     progress = StageProgress(enabled=not json_output)
     stages = default_stages(config)
     with ExitStack() as stack:

@@ -15,6 +15,9 @@ import typer
 from kgroup.model import KgroupError
 
 INPUT_FORMATS = ("auto", "parquet", "csv", "json")
+#: the most partitions a Spark job (``--input``, the demo) counts records for: the per-partition
+#: counts are collected to the driver and shown; a Kafka topic rarely has more than a few thousand
+MAX_SPARK_PARTITIONS = 1_000_000
 
 
 def parse_partition_counts(text: str | None) -> list[int]:
@@ -42,7 +45,9 @@ def parse_partition_counts(text: str | None) -> list[int]:
 
 def _key_bytes(key: str, hex_keys: bool) -> bytes:
     if not hex_keys:
-        return key.encode("utf-8")
+        # Kafka keys are bytes. Python decodes argv with surrogateescape, so bytes that are not
+        # UTF-8 come back as the very bytes the shell passed (docs/partitioning.md).
+        return key.encode("utf-8", "surrogateescape")
     text = key[2:] if key.lower().startswith("0x") else key
     try:
         return binascii.unhexlify(text)
@@ -52,15 +57,25 @@ def _key_bytes(key: str, hex_keys: bool) -> bytes:
         ) from None
 
 
+def _shown_key(key: str) -> str:
+    """The key as text: itself, or — when its bytes are not UTF-8 — with each such byte as ``\\xNN``."""
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return key.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return key
+
+
 def run_keys_mode(keys: list[str], counts: list[int], hex_keys: bool, json_output: bool) -> int:
     from kgroup.partitioning.murmur2 import murmur2
 
     rows: list[dict[str, Any]] = []
     for key in keys:
-        h = murmur2(_key_bytes(key, hex_keys))
+        raw = _key_bytes(key, hex_keys)
+        h = murmur2(raw)
         positive = h & 0x7FFFFFFF
         parts = {n: positive % n for n in counts}
-        rows.append({"key": key, "murmur2": h, "parts": parts})
+        rows.append({"key": _shown_key(key), "murmur2": h, "parts": parts, "hex": raw.hex()})
     if json_output:
         from kgroup.cli.output import emit_json
 
@@ -71,12 +86,13 @@ def run_keys_mode(keys: list[str], counts: list[int], hex_keys: bool, json_outpu
                 "keys": [
                     {
                         "key": r["key"],
+                        **({"keyHex": r["hex"]} if r["key"] != keys[i] else {}),
                         "partition": r["parts"][counts[0]]
                         if single
                         else {str(n): p for n, p in r["parts"].items()},
                         "murmur2": r["murmur2"],
                     }
-                    for r in rows
+                    for i, r in enumerate(rows)
                 ],
             }
         )
@@ -112,17 +128,22 @@ def register(app: typer.Typer) -> None:
         input_path: Path | None = typer.Option(  # noqa: B008
             None, "--input", help="Dataset to partition on Spark (Parquet/CSV/JSON file or folder)."
         ),
-        key_column: str = typer.Option("key", "--key-column", help="Key column of --input."),
+        key_column: str | None = typer.Option(
+            None, "--key-column", help="Key column of --input (default key)."
+        ),
         output_dir: Path | None = typer.Option(  # noqa: B008
             None, "--output", help="Write --input's records with their partition, partitioned by it."
         ),
-        null_key_strategy: str = typer.Option(
-            "adaptive", "--null-key-strategy", help="How keyless records of --input are spread."
+        null_key_strategy: str | None = typer.Option(
+            None,
+            "--null-key-strategy",
+            help="How keyless records of --input are spread: adaptive (default), uniform-sticky, "
+            "round-robin, legacy-round-robin.",
         ),
-        seed: int = typer.Option(0, "--seed", help="Seed of the null-key strategy."),
-        master: str = typer.Option("local[*]", "--master", help="Spark master URL."),
-        input_format: str = typer.Option(
-            "auto", "--format", help="Format of --input: auto, parquet, csv or json."
+        seed: int | None = typer.Option(None, "--seed", help="Seed of the null-key strategy (default 0)."),
+        master: str | None = typer.Option(None, "--master", help="Spark master URL (default local[*])."),
+        input_format: str | None = typer.Option(
+            None, "--format", help="Format of --input: auto (default), parquet, csv or json."
         ),
     ) -> int:
         """Print the partition of each KEY as Kafka's producer computes it (murmur2), or partition a
@@ -136,22 +157,47 @@ def register(app: typer.Typer) -> None:
             raise KgroupError("no keys; give KEY arguments, or --input PATH to partition a dataset on Spark")
         if input_path is None:
             assert keys is not None
+            input_only = (
+                ("--key-column", key_column),
+                ("--output", output_dir),
+                ("--null-key-strategy", null_key_strategy),
+                ("--seed", seed),
+                ("--master", master),
+                ("--format", input_format),
+            )
+            for name, value in input_only:
+                if value is not None:
+                    raise KgroupError(f"{name}: only applies with --input PATH; drop it or add --input")
             return run_keys_mode(list(keys), counts, hex_keys, json_output)
         if hex_keys:
             raise KgroupError("--hex applies to KEY arguments only; drop it with --input")
+        input_format = input_format or "auto"
         if input_format not in INPUT_FORMATS:
             raise KgroupError(f"--format: {input_format!r} is not one of {', '.join(INPUT_FORMATS)}")
+        from kgroup.partitioning.partitioners.api import check_null_key_strategy
+        from kgroup.spark.session import check_master
+
+        null_key_strategy = null_key_strategy or "adaptive"
+        check_null_key_strategy(null_key_strategy, "--null-key-strategy")
+        master = master or "local[*]"
+        check_master(master)
+        for n in counts:
+            if n > MAX_SPARK_PARTITIONS:
+                raise KgroupError(
+                    f"--partitions: {n:,} is more than a --input job counts ({MAX_SPARK_PARTITIONS:,}: one "
+                    "row of counts per partition); give fewer"
+                )
         from kgroup.cli.partition_input import (  # type: ignore[import-not-found,unused-ignore]
             run_input_mode,
         )
 
         code: int = run_input_mode(
             input_path=input_path,
-            key_column=key_column,
+            key_column="key" if key_column is None else key_column,
             partition_counts=counts,
             output_dir=output_dir,
             null_key_strategy=null_key_strategy,
-            seed=seed,
+            seed=0 if seed is None else seed,
             master=master,
             input_format=input_format,
             json_output=json_output,

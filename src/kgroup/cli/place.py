@@ -10,10 +10,15 @@ from typing import Any
 
 import typer
 
+from kgroup.cli.output import SUMMARY_ROWS
 from kgroup.model import KgroupError
 
 RULES = ("kafka", "seed")
 MAX_MISMATCHES_SHOWN = 10
+JAVA_INT_MAX = 2**31 - 1
+#: the most partitions ``kgroup place`` computes at once: the answer is held in memory (and
+#: printed), ~300 bytes a partition; a million is more than a whole Kafka cluster usually holds
+MAX_PLACE_PARTITIONS = 1_000_000
 
 
 def parse_brokers(brokers: str | None, racks: str | None) -> list[Any]:
@@ -29,6 +34,10 @@ def parse_brokers(brokers: str | None, racks: str | None) -> list[Any]:
             raise KgroupError(
                 f"--brokers: {item.strip()!r} is not a broker id; give integers like 1,2,3"
             ) from None
+        if not 0 <= ids[-1] <= JAVA_INT_MAX:
+            raise KgroupError(
+                f"--brokers: {ids[-1]} is not a broker id (Kafka's node.id is 0..{JAVA_INT_MAX:,}); fix it"
+            )
     if racks is None:
         return [Broker(i) for i in ids]
     rack_list = [r.strip() for r in racks.split(",")]
@@ -131,8 +140,23 @@ def run_place(
     start_partition_id: int,
     seed: int,
     json_output: bool,
+    full: bool = False,
 ) -> int:
     from kgroup.partitioning.placement import assign_replicas, assign_replicas_seed_rule
+
+    if partitions > MAX_PLACE_PARTITIONS:
+        raise KgroupError(
+            f"--partitions: {partitions:,} is more than kgroup places in one run ({MAX_PLACE_PARTITIONS:,}, "
+            "already beyond the partitions a Kafka cluster holds); give fewer"
+        )
+    for name, value in (("--start-index", start_index), ("--start-partition-id", start_partition_id)):
+        if not -(2**31) <= value <= JAVA_INT_MAX:
+            raise KgroupError(f"{name}: {value} does not fit Java's int; give -1 or 0..{JAVA_INT_MAX:,}")
+    if start_partition_id >= 0 and start_partition_id + partitions - 1 > JAVA_INT_MAX:
+        raise KgroupError(
+            f"--start-partition-id: {start_partition_id} + {partitions:,} partitions runs past Java's int; "
+            "give a smaller start"
+        )
 
     if rule == "seed":
         if start_index >= 0 or start_partition_id >= 0:
@@ -167,34 +191,33 @@ def run_place(
             }
         )
         return 0
-    from rich.table import Table
-
-    from kgroup.cli.output import console
+    from kgroup.cli.output import Column, print_table
 
     title = "seeds' rule" if rule == "seed" else "Kafka AdminUtils"
-    table = Table(title=f"Replica placement ({title})", title_justify="left")
-    table.add_column("partition", justify="right")
-    table.add_column("replicas")
-    table.add_column("leader", justify="right")
     show_racks = any(r is not None for r in racks.values())
+    columns = [Column("partition", right=True), Column("replicas"), Column("leader", right=True)]
     if show_racks:
-        table.add_column("racks")
+        columns.append(Column("racks"))
+    rows: list[list[str]] = []
     for p, replicas in sorted(placement.items()):
         row = [str(p), ",".join(str(b) for b in replicas), str(replicas[0])]
         if show_racks:
             row.append(",".join(str(racks[b]) for b in replicas))
-        table.add_row(*row)
-    console.print(table)
-    per_broker = Table(title="Per broker", title_justify="left")
-    per_broker.add_column("broker", justify="right")
-    if show_racks:
-        per_broker.add_column("rack")
-    per_broker.add_column("replicas", justify="right")
-    per_broker.add_column("leaders", justify="right")
-    for broker_id, v in load.items():
-        cells = [str(broker_id)] + ([str(v["rack"])] if show_racks else [])
-        per_broker.add_row(*cells, str(v["replicas"]), str(v["leaders"]))
-    console.print(per_broker)
+        rows.append(row)
+    print_table(
+        f"Replica placement ({title}): {partitions:,} partitions × {replication_factor} replicas",
+        columns,
+        rows,
+        full=full,
+        what="partitions",
+    )
+    per_broker = [Column("broker", right=True)] + ([Column("rack")] if show_racks else [])
+    per_broker += [Column("replicas", right=True), Column("leaders", right=True)]
+    broker_rows = [
+        [str(broker_id), *([str(v["rack"])] if show_racks else []), f"{v['replicas']:,}", f"{v['leaders']:,}"]
+        for broker_id, v in load.items()
+    ]
+    print_table("Per broker", per_broker, broker_rows, full=full, what="brokers")
     return 0
 
 
@@ -221,6 +244,9 @@ def register(app: typer.Typer) -> None:
             None, "--check", help="Check replica vectors (a file or a folder) against Kafka's answers."
         ),
         json_output: bool = typer.Option(False, "--json", help="Print JSON for machines."),
+        full: bool = typer.Option(
+            False, "--full", help=f"Print every partition (tables stop at {SUMMARY_ROWS} rows otherwise)."
+        ),
     ) -> int:
         """Place the replicas of a new topic's partitions on brokers, as Kafka does (or the seeds' rule)."""
         if check is not None:
@@ -229,6 +255,8 @@ def register(app: typer.Typer) -> None:
             return run_check(check, json_output)
         if rule not in RULES:
             raise KgroupError(f"--rule: {rule!r} is not one of {', '.join(RULES)}")
+        if rule == "seed" and racks is not None:
+            raise KgroupError("--racks: the seeds' rule ignores racks; drop --racks or use --rule kafka")
         broker_list = parse_brokers(brokers, racks)
         if partitions is None:
             raise KgroupError("--partitions: missing; give the number of partitions, e.g. --partitions 6")
@@ -243,4 +271,5 @@ def register(app: typer.Typer) -> None:
             start_partition_id,
             seed,
             json_output,
+            full,
         )

@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from kgroup.cli.output import console, emit_json, err_console
+from kgroup.cli.output import console, emit_json, err_console, prepare_report_dir, step_progress
 from kgroup.model import KgroupError
 
 __all__ = ["register"]
@@ -27,16 +27,17 @@ def _split(text: str | None) -> list[str] | None:
 def register(app: typer.Typer) -> None:
     @app.command("simulate")
     def simulate_command(
-        scenario: Path = typer.Argument(..., help="scenario YAML file (see docs/simulator.md)"),  # noqa: B008
+        scenario: Path | None = typer.Argument(  # noqa: B008
+            None, help="scenario YAML file (see docs/simulator.md); not with --campaign"
+        ),
         assignors: str | None = typer.Option(
             None, "--assignors", help="override group.assignors: comma-separated, in preference order"
         ),
         protocol: str | None = typer.Option(
             None, "--protocol", help="eager or cooperative (see docs/simulator.md)"
         ),
-        static: bool | None = typer.Option(
-            None, "--static/--dynamic", help="make every consumer static (group.instance.id) or dynamic"
-        ),
+        static: bool = typer.Option(False, "--static", help="make every consumer static (group.instance.id)"),
+        dynamic: bool = typer.Option(False, "--dynamic", help="make every consumer dynamic"),
         seed: int | None = typer.Option(None, "--seed", help="override the scenario's seed"),
         as_json: bool = typer.Option(False, "--json", help="print JSON (byte-identical for the same seed)"),
         report: Path | None = typer.Option(  # noqa: B008
@@ -45,19 +46,52 @@ def register(app: typer.Typer) -> None:
         compare: bool = typer.Option(
             False, "--compare", help="run every strategy × protocol × static/dynamic and compare"
         ),
-        seeds: int = typer.Option(1, "--seeds", help="--compare: seeds per variant (seed, seed+1, …)"),
-        engine: str = typer.Option(
-            "spark", "--engine", help="--compare: spark (default) or local (in-process)"
+        seeds: int | None = typer.Option(
+            None, "--seeds", help="--compare: seeds per variant (seed, seed+1, …; default 1)"
         ),
-        master: str = typer.Option("local[*]", "--master", help="--compare on Spark: the Spark master URL"),
+        engine: str | None = typer.Option(
+            None, "--engine", help="--compare / --campaign: spark (default) or local (in-process)"
+        ),
+        master: str | None = typer.Option(
+            None, "--master", help="--compare / --campaign on Spark: the Spark master URL (default local[*])"
+        ),
+        campaign: int | None = typer.Option(
+            None,
+            "--campaign",
+            help="run N random fault scenarios (seeds --seed .. --seed+N-1) and check them",
+        ),
+        failures_dir: Path = typer.Option(  # noqa: B008
+            Path("campaign-failures"), "--failures-dir", help="--campaign: where shrunk failing scenarios go"
+        ),
     ) -> None:
         """Simulate a consumer group's rebalances over virtual time (deterministic for a seed)."""
         from kgroup.sim.scenario import load_scenario
         from kgroup.sim.variants import with_overrides
 
+        if campaign is not None:
+            if scenario is not None or compare:
+                raise KgroupError("--campaign draws its own scenarios; drop the scenario file and --compare")
+            if not 1 <= campaign <= 1_000_000:
+                raise KgroupError(f"--campaign: {campaign} is out of range; give 1..1000000 scenarios")
+            engine = engine or "spark"
+            if engine not in ("spark", "local"):
+                raise KgroupError(f"--engine: {engine!r} is unknown; use spark or local")
+            start = 0 if seed is None else seed
+            if start < 0:
+                raise KgroupError(f"--seed: {start} is negative; give a whole number >= 0")
+            _campaign(campaign, start, engine, master or "local[*]", as_json, failures_dir)
+            return
+        if scenario is None:
+            raise KgroupError("scenario: missing; give a scenario YAML file (or --campaign N)")
+        _check_options(static, dynamic, compare, seeds, engine, master)
         base = load_scenario(scenario)
-        membership = None if static is None else ("static" if static else "dynamic")
+        if report is not None:
+            prepare_report_dir(report)
+        membership = "static" if static else "dynamic" if dynamic else None
         if compare:
+            seeds = 1 if seeds is None else seeds
+            engine = engine or "spark"
+            master = master or "local[*]"
             if assignors is not None or protocol is not None:
                 raise KgroupError("--compare runs every strategy and protocol; drop --assignors/--protocol")
             if seeds < 1 or seeds > 1000:
@@ -86,6 +120,25 @@ def register(app: typer.Typer) -> None:
         _print_summary(result)
 
 
+def _check_options(
+    static: bool, dynamic: bool, compare: bool, seeds: int | None, engine: str | None, master: str | None
+) -> None:
+    """Options that contradict each other, or that only --compare reads, fail before any work."""
+    if static and dynamic:
+        raise KgroupError("--static and --dynamic: choose one (or neither, to keep the file's own)")
+    if not compare:
+        given = [name for name, value in (("--seeds", seeds), ("--engine", engine), ("--master", master))
+                 if value is not None]
+        if given:
+            raise KgroupError(f"{given[0]}: only applies with --compare; add --compare or drop it")
+    elif engine == "local" and master is not None:
+        raise KgroupError("--master: only applies with --engine spark; drop it")
+    if master is not None:
+        from kgroup.spark.session import check_master
+
+        check_master(master)
+
+
 def _print_summary(result: Any) -> None:
     from rich.table import Table
 
@@ -106,6 +159,98 @@ def _print_summary(result: Any) -> None:
     console.print(table)
     for line in m["invariant_violations"][:10]:
         console.print(f"[red]violation[/red] {line}")
+
+
+def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failures_dir: Path) -> None:
+    import time
+
+    import yaml
+
+    from kgroup.sim.campaign import (
+        CampaignRun,
+        check_scenario,
+        check_seed,
+        random_scenario,
+        run_on_spark,
+        shrink,
+    )
+
+    seeds = list(range(start, start + n))
+    began = time.perf_counter()
+    runs: list[CampaignRun]
+    if engine == "spark":
+        from kgroup.spark.session import get_spark
+
+        if not as_json:
+            err_console.print(f"campaign: {n} scenarios on Spark ({master}) …")
+        runs = run_on_spark(get_spark(master, app_name="kgroup-simulate-campaign"), seeds)
+    else:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        runs = []
+        with Progress(
+            TextColumn("campaign"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[bad]} failing"),
+            TimeRemainingColumn(),
+            console=err_console,
+            disable=as_json or not err_console.is_terminal,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("runs", total=n, bad=0)
+            for s in seeds:
+                runs.append(check_seed(s))
+                progress.update(task, advance=1, bad=sum(r.failed for r in runs))
+    wall_s = time.perf_counter() - began
+    failures: list[dict[str, Any]] = []
+    for run in (r for r in runs if r.failed):
+        crashed = run.crashed is not None
+
+        def still_fails(data: dict[str, Any], crashed: bool = crashed) -> bool:
+            again = check_scenario(data)
+            return (again.crashed is not None) if crashed else again.failed
+
+        shrunk = shrink(random_scenario(run.seed), still_fails)
+        failures_dir.mkdir(parents=True, exist_ok=True)
+        path = failures_dir / f"campaign-seed-{run.seed}.yaml"
+        path.write_text(yaml.safe_dump(shrunk, sort_keys=False), encoding="utf-8")
+        failures.append(
+            {
+                "seed": run.seed,
+                "crashed": run.crashed,
+                "violations": list(run.violations),
+                "scenario_file": str(path),
+                "replay": f"kgroup simulate {path}",
+            }
+        )
+    summary = {
+        "scenarios": n,
+        "seeds": [start, start + n - 1],
+        "engine": engine,
+        "failed": len(failures),
+        "crashed": sum(1 for r in runs if r.crashed is not None),
+        "with_violations": sum(1 for r in runs if r.violation_count > 0 or r.double_owned_ms > 0),
+        "unsettled_disturbances": sum(r.unsettled for r in runs),
+        "zombie_owned_ms": sum(r.zombie_owned_ms for r in runs),
+        "wall_s": round(wall_s, 1),
+        "failures": failures,
+    }
+    if as_json:
+        emit_json(summary)
+    else:
+        console.print(
+            f"campaign: {n} scenarios (seeds {start}..{start + n - 1}, {engine}) in {wall_s:.1f} s: "
+            f"{len(failures)} failing ({summary['crashed']} crashed, {summary['with_violations']} with "
+            f"invariant violations); {summary['unsettled_disturbances']} disturbances never settled"
+        )
+        for failure in failures:
+            what = failure["crashed"] or "; ".join(failure["violations"][:2])
+            console.print(f"[red]seed {failure['seed']}[/red]: {what}")
+            console.print(f"  shrunk scenario: {failure['scenario_file']}")
+            console.print(f"  replay: {failure['replay']}")
+    if failures:
+        raise typer.Exit(1)
 
 
 # short headers for the terminal table (the JSON and the report keep the metric names)
@@ -135,19 +280,42 @@ def _compare(
 
     memberships: tuple[str | None, ...] = MEMBERSHIPS if membership is None else (membership,)
     variants, skipped = compare_variants(memberships=memberships)
+    runs = len(variants) * len(seeds)
+    what = f"simulating {runs} runs ({len(variants)} variants × {len(seeds)} seed(s))"
     if engine == "spark":
+        from contextlib import ExitStack
+
+        from kgroup.cli.partition_input import StageProgress
+        from kgroup.spark.progress import watch_tasks
+        from kgroup.spark.session import spark_session
         from kgroup.spark.sweep import run_sweep
 
-        rows, summary = run_sweep([base], variants, seeds, master=master)
+        with ExitStack() as stack:
+            with StageProgress(enabled=not as_json).stage(f"starting Spark ({master})"):
+                spark = stack.enter_context(spark_session(master, app_name="kgroup-simulate-sweep"))
+            with step_progress(f"{what} on Spark", runs, enabled=not as_json) as done:
+                with watch_tasks(spark, lambda completed, total: done(completed) if total == runs else None):
+                    rows, summary = run_sweep([base], variants, seeds, spark=spark)
+                done(runs)
     else:
-        rows = run_local(base, variants, seeds)
+        with step_progress(what, runs, enabled=not as_json) as done:
+            rows = run_local(base, variants, seeds, on_run=done)
         summary = summarize(rows)
     skipped_out = [(v.label, why) for v, why in skipped]
     if report is not None:
         from kgroup.report.timeline import write_comparison_report
 
         page = write_comparison_report(
-            f"kgroup simulate --compare: {base.name}", summary, SUMMARY_COLUMNS, skipped_out, report, rows
+            f"kgroup simulate --compare: {base.name}",
+            summary,
+            SUMMARY_COLUMNS,
+            skipped_out,
+            report,
+            rows,
+            scenario=base,
+            seeds=seeds,
+            how=f"Every strategy × protocol × membership Kafka can run, {len(seeds)} seed(s) each, "
+            + ("one Spark task per simulation." if engine == "spark" else "in one process."),
         )
         err_console.print(f"report: {page}")
     if as_json:
@@ -172,8 +340,10 @@ def _compare(
             table.add_column(column, no_wrap=True)
         else:
             table.add_column(_SHORT.get(column, column), justify="right")
+    from kgroup.report.html import format_cell
+
     for row in summary:
-        table.add_row(*(str(row[c]) for c in SUMMARY_COLUMNS))
+        table.add_row(*(format_cell(row[c]) for c in SUMMARY_COLUMNS))
     wide.print(table)
     for label, why in skipped_out:
         wide.print(f"not run: {label} — {why}")

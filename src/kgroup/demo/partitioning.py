@@ -229,17 +229,26 @@ def _moved_section(summary: PartitionSummary) -> Section:
     )
 
 
+#: the per-partition table lists at most this many partitions (the full counts are in summary.json)
+PER_PARTITION_ROWS = 256
+
+
 def _per_partition_section(summary: PartitionSummary) -> Section:
     width = max(c.num_partitions for c in summary.counts)
     rows = tuple(
         (p, *(c.per_partition[p] if p < c.num_partitions else None for c in summary.counts))
-        for p in range(width)
+        for p in range(min(width, PER_PARTITION_ROWS))
     )
-    return Section(
-        "Records per partition",
-        (Table(("partition", *(f"{c.num_partitions} partitions" for c in summary.counts)), rows),),
-        anchor="per-partition",
-    )
+    blocks: list[Any] = [
+        Table(("partition", *(f"{c.num_partitions} partitions" for c in summary.counts)), rows)
+    ]
+    if width > PER_PARTITION_ROWS:
+        blocks.append(
+            Paragraph(
+                f"The first {PER_PARTITION_ROWS} of {width:,} partitions; summary.json has every count."
+            )
+        )
+    return Section("Records per partition", tuple(blocks), anchor="per-partition")
 
 
 class PartitioningStage:

@@ -28,6 +28,12 @@ __all__ = [
 ]
 
 
+#: Java's Long.MAX_VALUE: Spark counts events and seeds in longs
+JAVA_LONG_MAX = 2**63 - 1
+#: the most partitions the demo counts records for (the same limit as ``partition --input``)
+MAX_DEMO_PARTITIONS = 1_000_000
+
+
 @dataclass(frozen=True, slots=True)
 class DemoConfig:
     """Everything the demo's stages read. The defaults are the embedded demo."""
@@ -42,24 +48,38 @@ class DemoConfig:
     zipf_exponent: float = 1.1
     keyless_share: float = 0.1
     rebalance_seeds: int = 2
+    pipeline: bool = True
 
     def __post_init__(self) -> None:
+        # Every option is checked here, before Spark starts: a bad value never costs a JVM start.
         if self.events < 1:
             raise KgroupError(f"events: {self.events}; generate at least 1 event")
-        if self.partitions < 1:
-            raise KgroupError(f"partitions: {self.partitions}; a topic has at least 1 partition")
-        if self.grow_to < 1 or self.grow_to == self.partitions:
+        if self.events > JAVA_LONG_MAX:
+            raise KgroupError(
+                f"events: {self.events} does not fit Spark's long; give at most {JAVA_LONG_MAX:,}"
+            )
+        for name, count in (("partitions", self.partitions), ("grow-to", self.grow_to)):
+            if not 1 <= count <= MAX_DEMO_PARTITIONS:
+                raise KgroupError(
+                    f"{name}: {count}; give a partition count from 1 to {MAX_DEMO_PARTITIONS:,} "
+                    "(the demo counts every partition's records)"
+                )
+        if self.grow_to == self.partitions:
             raise KgroupError(
                 f"grow-to: {self.grow_to}; give a partition count of 1 or more that differs from "
                 f"--partitions ({self.partitions})"
             )
-        if self.rebalance_seeds < 0:
+        if not 0 <= self.seed <= JAVA_LONG_MAX:
+            raise KgroupError(f"seed: {self.seed}; give a whole number from 0 to {JAVA_LONG_MAX:,}")
+        if not 0 <= self.rebalance_seeds <= 1000:
             raise KgroupError(
-                f"rebalance-seeds: {self.rebalance_seeds}; give 0 (skip the rebalance stage) or more"
+                f"rebalance-seeds: {self.rebalance_seeds}; give 0 (skip the rebalance stage) to 1000"
             )
-        from kgroup.partitioning import create_partitioner
+        from kgroup.partitioning.partitioners.api import check_null_key_strategy
+        from kgroup.spark.session import check_master
 
-        create_partitioner(self.null_key_strategy)  # an unknown name fails here, before Spark starts
+        check_null_key_strategy(self.null_key_strategy)
+        check_master(self.master)
 
     def partition_counts(self) -> tuple[int, int]:
         return (self.partitions, self.grow_to)
@@ -185,7 +205,10 @@ def build_report(run: DemoRun, title: str = "kgroup demo") -> Report:
                     "into tasks (one modelled producer per task)."
                 ),
                 Facts(
-                    tuple((k, v if not isinstance(v, bool) else str(v)) for k, v in config.to_json().items())
+                    tuple(
+                        (k.replace("_", " "), v if not isinstance(v, bool) else str(v))
+                        for k, v in config.to_json().items()
+                    )
                 ),
                 Table(
                     ("stage", "seconds"),

@@ -29,6 +29,7 @@ from kgroup.group.records import (
     TimerDisarmed,
 )
 from kgroup.group.states import ALLOWED_PREVIOUS_STATES, GroupState, IllegalStateTransition, mermaid_diagram
+from kgroup.group.timer_table import TimerTable
 from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKey
 from kgroup.group.txn import CoordinatorResult
 
@@ -68,6 +69,7 @@ __all__ = [
     "TimerDisarmed",
     "TimerEffect",
     "TimerKey",
+    "TimerTable",
     "UnknownGroupError",
     "coordinator_partition",
     "least_loaded_node",

@@ -42,7 +42,8 @@ def _describe(group: GroupData) -> DescribedGroup:
     members: list[DescribedMember] = []
     stable = group.in_state(S.STABLE)
     for m in group.all_members():
-        metadata = m.metadata(group.protocol_name) if stable and group.protocol_name is not None else None
+        # Kafka's describeNoMetadata outside Stable: no metadata (empty bytes), the assignment always
+        metadata = m.metadata(group.protocol_name) if stable and group.protocol_name is not None else b""
         members.append(
             DescribedMember(
                 m.member_id, m.group_instance_id, m.client_id, m.client_host, metadata, m.assignment

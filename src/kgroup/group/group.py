@@ -31,11 +31,10 @@ from kgroup.group.records import (
 )
 from kgroup.group.states import GroupState, check_transition
 from kgroup.javacompat import hashmap_iteration_order
-from kgroup.messages import ConsumerAssignment, JoinGroupMember, JoinGroupProtocol
+from kgroup.messages import JoinGroupMember, JoinGroupProtocol
 from kgroup.model import ErrorCode, TopicPartition
 
 __all__ = ["GroupData", "GroupSnapshot", "GroupView"]
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +57,10 @@ class GroupView:
         return tuple(m.member_id for m in self.members)
 
     @property
-    def assignments(self) -> dict[str, tuple[TopicPartition, ...]]:
-        """member id -> assigned partitions (from the last completed SyncGroup)."""
-        return {m.member_id: m.assignment.partitions for m in self.members}
+    def assignments(self) -> dict[str, bytes]:
+        """member id -> the assignment bytes of the last completed SyncGroup (opaque to the coordinator;
+        a consumer group's decode with :func:`kgroup.wire.consumer_protocol.decode_assignment`)."""
+        return {m.member_id: m.assignment for m in self.members}
 
     def member(self, member_id: str) -> MemberState:
         for m in self.members:
@@ -276,7 +276,7 @@ class GroupData:
             for m in self.all_members()
         )
 
-    def assignment_of(self, member_id: str) -> ConsumerAssignment:
+    def assignment_of(self, member_id: str) -> bytes:
         return self.members[member_id].assignment
 
     # --- views ------------------------------------------------------------------------------------

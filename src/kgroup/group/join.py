@@ -35,6 +35,12 @@ __all__ = ["handle_join"]
 
 S = GroupState
 
+#: ``JoinGroupRequest.requiresKnownMemberId``: from v4 a new dynamic member gets MEMBER_ID_REQUIRED
+_REQUIRES_KNOWN_MEMBER_ID_VERSION = 4
+#: ``JoinGroupRequest.supportsSkippingAssignment``: from v9 a returning static leader is told to keep
+#: leading without running the assignor (KIP-814)
+_SKIP_ASSIGNMENT_VERSION = 9
+
 
 def handle_join(txn: Txn, env: Envelope, req: JoinGroupRequest) -> None:
     def fail(error: ErrorCode, member_id: str = req.member_id) -> None:
@@ -98,6 +104,10 @@ def _join_new_member(txn: Txn, env: Envelope, req: JoinGroupRequest, group: Grou
             _update_static_member(txn, env, req, group, existing, new_member_id)
         else:
             _add_member_and_rebalance(txn, env, req, group, new_member_id)
+        return
+    if env.api_version < _REQUIRES_KNOWN_MEMBER_ID_VERSION:
+        # before JoinGroup v4 the member cannot be asked to rejoin with an id: it is added directly
+        _add_member_and_rebalance(txn, env, req, group, new_member_id)
         return
     # KIP-394: hand out an id and ask the member to come back with it
     txn.emit(PendingMemberAdded(group.group_id, new_member_id))
@@ -238,11 +248,24 @@ def _update_static_member(
     if group.in_state(S.STABLE):
         if group.protocol_name == group.select_protocol():
             # KIP-345: the selected protocol stays, so no rebalance: hand back the current generation.
-            # The old leader id is returned, so a returning leader does not run the assignor again.
-            txn.complete_join(
-                group,
-                group.member(new_member_id),
-                JoinGroupResponse(
+            if env.api_version >= _SKIP_ASSIGNMENT_VERSION:
+                # KIP-814: a returning leader learns it leads (and gets the members) but is told to
+                # skip the assignor, so it keeps watching metadata for a later rebalance
+                is_leader = group.is_leader(new_member_id)
+                response = JoinGroupResponse(
+                    error_code=ErrorCode.NONE,
+                    generation_id=group.generation,
+                    protocol_type=group.protocol_type,
+                    protocol_name=group.protocol_name,
+                    leader=group.leader or "",
+                    skip_assignment=is_leader,
+                    member_id=new_member_id,
+                    members=group.join_response_members() if is_leader else (),
+                )
+            else:
+                # before v9 the old leader id is returned, so a returning leader does not run the
+                # assignor again (and does not know it leads)
+                response = JoinGroupResponse(
                     error_code=ErrorCode.NONE,
                     generation_id=group.generation,
                     protocol_type=group.protocol_type,
@@ -250,8 +273,8 @@ def _update_static_member(
                     leader=current_leader or "",
                     skip_assignment=False,
                     member_id=new_member_id,
-                ),
-            )
+                )
+            txn.complete_join(group, group.member(new_member_id), response)
         else:
             maybe_prepare_rebalance_or_complete_join(txn, group)
     elif group.in_state(S.COMPLETING_REBALANCE):

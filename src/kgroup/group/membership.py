@@ -19,7 +19,6 @@ from kgroup.group.timers import heartbeat_key
 from kgroup.group.txn import Txn
 from kgroup.messages import (
     UNKNOWN_MEMBER_ID,
-    ConsumerAssignment,
     Envelope,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -36,12 +35,15 @@ __all__ = ["handle_heartbeat", "handle_leave", "handle_sync"]
 
 S = GroupState
 
+#: SyncGroup v5 added the protocol type and name the coordinator checks (INCONSISTENT_GROUP_PROTOCOL)
+_SYNC_PROTOCOL_FIELDS_VERSION = 5
+
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:
     return requested is not None and current is not None and requested != current
 
 
-def _validate_sync(group: GroupData, req: SyncGroupRequest) -> ErrorCode | None:
+def _validate_sync(group: GroupData, req: SyncGroupRequest, api_version: int) -> ErrorCode | None:
     if group.in_state(S.DEAD):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     error = group.validate_member(req.member_id, req.group_instance_id)
@@ -49,6 +51,8 @@ def _validate_sync(group: GroupData, req: SyncGroupRequest) -> ErrorCode | None:
         return error
     if req.generation_id != group.generation:
         return ErrorCode.ILLEGAL_GENERATION
+    if api_version < _SYNC_PROTOCOL_FIELDS_VERSION:
+        return None  # the request has no protocol type or name before v5
     if _inconsistent(req.protocol_type, group.protocol_type) or _inconsistent(
         req.protocol_name, group.protocol_name
     ):
@@ -65,7 +69,7 @@ def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
     group = txn.groups.get(req.group_id)
     if group is None or group.in_state(S.EMPTY):
         return answer(ErrorCode.UNKNOWN_MEMBER_ID)
-    error = _validate_sync(group, req)
+    error = _validate_sync(group, req, env.api_version)
     if error is not None:
         return answer(error)
     if group.in_state(S.PREPARING_REBALANCE):
@@ -77,7 +81,7 @@ def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
         if group.is_leader(req.member_id):
             # the leader's assignment; a later entry for the same member wins, as in Java's HashMap,
             # and members the leader left out get an empty assignment
-            assignment: dict[str, ConsumerAssignment] = {}
+            assignment: dict[str, bytes] = {}
             for entry in req.assignments:
                 assignment[entry.member_id] = entry.assignment
             set_and_propagate_assignment(txn, group, assignment)

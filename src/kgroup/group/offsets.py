@@ -25,6 +25,9 @@ __all__ = ["handle_offset_commit", "handle_offset_fetch"]
 
 S = GroupState
 
+#: from OffsetCommit v9 a commit with a generation for a group that does not exist gets GROUP_ID_NOT_FOUND
+_GROUP_ID_NOT_FOUND_VERSION = 9
+
 
 def _validate_commit(group: GroupData, req: OffsetCommitRequest) -> ErrorCode | None:
     """``ClassicGroup.validateOffsetCommit`` for a (non-transactional) OffsetCommit."""
@@ -57,6 +60,8 @@ def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> N
     if group is None:
         if req.generation_id >= 0:
             # Kafka answers GROUP_ID_NOT_FOUND from OffsetCommit v9; older versions ILLEGAL_GENERATION
+            if env.api_version >= _GROUP_ID_NOT_FOUND_VERSION:
+                return answer_all(ErrorCode.GROUP_ID_NOT_FOUND)
             return answer_all(ErrorCode.ILLEGAL_GENERATION)
         txn.emit(GroupCreated(req.group_id, txn.now_ms))  # a "simple" group, created by the commit
         group = txn.groups[req.group_id]

@@ -16,7 +16,7 @@ from kgroup.group.records import (
 from kgroup.group.states import ALLOWED_PREVIOUS_STATES, GroupState
 from kgroup.group.timers import heartbeat_key, join_key, sync_key
 from kgroup.group.txn import Txn
-from kgroup.messages import UNKNOWN_MEMBER_ID, ConsumerAssignment, JoinGroupResponse, SyncGroupResponse
+from kgroup.messages import UNKNOWN_MEMBER_ID, JoinGroupResponse, SyncGroupResponse
 from kgroup.model import ErrorCode
 
 __all__ = [
@@ -192,18 +192,16 @@ def _reset_and_propagate_assignment_with_error(txn: Txn, group: GroupData, error
     if not group.in_state(S.COMPLETING_REBALANCE):
         raise AssertionError(f"group {group.group_id} must be CompletingRebalance, is {group.state}")
     for member in group.all_members():
-        if member.assignment != ConsumerAssignment():
-            txn.put_member(group, replace(member, assignment=ConsumerAssignment()))
+        if member.assignment:
+            txn.put_member(group, replace(member, assignment=b""))
     _propagate_assignment(txn, group, error)
 
 
-def set_and_propagate_assignment(
-    txn: Txn, group: GroupData, assignment: dict[str, ConsumerAssignment]
-) -> None:
+def set_and_propagate_assignment(txn: Txn, group: GroupData, assignment: dict[str, bytes]) -> None:
     if not group.in_state(S.COMPLETING_REBALANCE):
         raise AssertionError("the group must be CompletingRebalance to set and propagate an assignment")
     for member in group.all_members():
-        new = assignment.get(member.member_id, ConsumerAssignment())
+        new = assignment.get(member.member_id, b"")
         if member.assignment != new:
             txn.put_member(group, replace(member, assignment=new))
     _propagate_assignment(txn, group, ErrorCode.NONE)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kgroup.group.states import GroupState
 from kgroup.group.timers import TimerKey
-from kgroup.messages import ConsumerAssignment, ConsumerSubscription, JoinGroupProtocol
+from kgroup.messages import JoinGroupProtocol
 from kgroup.model import TopicPartition
 
 __all__ = [
@@ -65,15 +65,15 @@ class MemberState:
     session_timeout_ms: int
     protocol_type: str
     protocols: tuple[JoinGroupProtocol, ...]
-    assignment: ConsumerAssignment = ConsumerAssignment()  # noqa: RUF009 - frozen, safe to share
+    assignment: bytes = b""  # the leader's bytes for this member (opaque to the coordinator)
     awaiting_join: Parked | None = None
     awaiting_sync: Parked | None = None
     #: joined in the current rebalance and not yet answered: its session timer is the long
     #: new-member join timeout and it may expire even while waiting
     is_new: bool = False
 
-    def metadata(self, protocol_name: str) -> ConsumerSubscription:
-        """The subscription the member sent for ``protocol_name`` (its first protocol of that name)."""
+    def metadata(self, protocol_name: str) -> bytes:
+        """The metadata bytes the member sent for ``protocol_name`` (its first protocol of that name)."""
         for protocol in self.protocols:
             if protocol.name == protocol_name:
                 return protocol.metadata

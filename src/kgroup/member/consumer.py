@@ -80,9 +80,11 @@ from kgroup.messages import (
 from kgroup.model import (
     ErrorCode,
     KgroupError,
+    PeerError,
     RebalanceProtocol,
     sorted_partitions,
 )
+from kgroup.wire.consumer_protocol import decode_assignment, encode_subscription
 
 __all__ = ["ConsumerMember", "OutboundRequest"]
 
@@ -152,6 +154,8 @@ class ConsumerMember(OffsetsMixin):
         times: list[int | None] = []
         if self._phase is Phase.PREPARING and self._prepare_retry_at is not None:
             times.append(self._when_sendable(self._prepare_retry_at))
+        if self._phase is Phase.PREPARING and self._prepare_commit is not None:
+            times.append(self._prepare_deadline)
         if self._phase is Phase.JOINING and self._join_send_at is not None and not self._join_in_flight():
             times.append(self._when_sendable(self._join_send_at))
         if self._fetch_pending and not self._has_in_flight(Kind.FETCH):
@@ -233,6 +237,14 @@ class ConsumerMember(OffsetsMixin):
         needs_coordinator = self._poll_wants_join and self._coordinator is None
         if (
             self._phase is Phase.PREPARING
+            and self._prepare_commit is not None
+            and now_ms >= self._prepare_deadline
+        ):
+            # onJoinPrepare's timer (the rebalance timeout) expired with the commit still in flight:
+            # Kafka goes on to join (the commit's answer, if it comes, is an ordinary commit's)
+            self._finish_prepare(now_ms, out)
+        if (
+            self._phase is Phase.PREPARING
             and self._prepare_retry_at is not None
             and now_ms >= self._prepare_retry_at
         ):
@@ -273,7 +285,6 @@ class ConsumerMember(OffsetsMixin):
         self._poll_wants_join = False
         self._resume_on_sync = None
         self._move(Step.BEGIN_REBALANCE)
-        self._prepare_generation = self._generation
         self._prepare_deadline = now_ms + self.config.max_poll_interval_ms
         self._prepare_retry_at = None
         self._prepare_commit = None
@@ -286,13 +297,17 @@ class ConsumerMember(OffsetsMixin):
         stable = not self._generation.is_reset and self._coordinator is not None
         offsets = self._consumed_offsets()
         if stable and offsets and now_ms < self._prepare_deadline:
-            self._prepare_commit = self._send_commit(now_ms, offsets, CommitPurpose.PREPARE, out)
-            if self._prepare_commit is not None:
+            cid = self._send_commit(now_ms, offsets, CommitPurpose.PREPARE, out)
+            if cid is not None:
+                self._prepare_commit = self._in_flight[cid]
                 return
         self._finish_prepare(now_ms, out)
 
     def _finish_prepare(self, now_ms: int, out: list[OutboundRequest]) -> None:
-        gen = self._prepare_generation
+        # Kafka calls onJoinPrepare again from every poll() while its commit is pending, each time with
+        # the *current* generation; the call that goes on decides revoke-or-lose from it. So a reset
+        # by the heartbeat thread (or the commit's answer) while the commit was pending means lost.
+        gen = self._generation
         owned = sorted_partitions(self._owned)
         if gen.is_reset:
             if owned:
@@ -326,12 +341,14 @@ class ConsumerMember(OffsetsMixin):
         protocols = tuple(
             JoinGroupProtocol(
                 name,
-                ConsumerSubscription(
-                    topics=topics,
-                    user_data=assignor.subscription_user_data(last_partitions, last_generation),
-                    owned_partitions=owned,
-                    generation_id=self._generation.generation_id,
-                    rack_id=self.config.rack_id,
+                encode_subscription(
+                    ConsumerSubscription(
+                        topics=topics,
+                        user_data=assignor.subscription_user_data(last_partitions, last_generation),
+                        owned_partitions=owned,
+                        generation_id=self._generation.generation_id,
+                        rack_id=self.config.rack_id,
+                    )
                 ),
             )
             for name, assignor in self._assignors.items()
@@ -426,7 +443,12 @@ class ConsumerMember(OffsetsMixin):
                 ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                 f"coordinator selected assignor {name!r}, which this member did not offer",
             )
-        members = group_members(resp.members)
+        try:
+            members = group_members(resp.members)
+        except PeerError as bad:
+            # Kafka's onLeaderElected fails the join future with the SchemaException, and poll()
+            # throws it to the application (not retriable)
+            raise Fatal(ErrorCode.CORRUPT_MESSAGE, f"JoinGroup response: {bad.message}") from None
         watched = frozenset(self._topics).union(*(m.topics for m in members))
         self._is_leader = True
         if resp.skip_assignment:
@@ -465,10 +487,16 @@ class ConsumerMember(OffsetsMixin):
                     f"SyncGroup answered protocol {resp.protocol_name!r}, JoinGroup "
                     f"{self._generation.protocol!r}",
                 )
+            try:
+                assignment = decode_assignment(resp.assignment)
+            except PeerError as bad:
+                # Kafka's onJoinComplete throws the SchemaException out of poll() to the application
+                # (every later poll() throws it again): the member stops, as for a fatal error
+                raise Fatal(ErrorCode.CORRUPT_MESSAGE, f"SyncGroup response: {bad.message}") from None
             self._move(Step.SYNCED)
             self._rejoin_needed = False
             self._rejoin_reason = ""
-            self._on_join_complete(now_ms, resp.assignment, out)
+            self._on_join_complete(now_ms, assignment, out)
         elif error is ErrorCode.REBALANCE_IN_PROGRESS:
             self._move(Step.SYNC_RETRY)
             self._rejoin_now(now_ms, out, backoff=False)

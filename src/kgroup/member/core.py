@@ -91,9 +91,8 @@ class MemberCore:
         self._join_send_at: int | None = None  # JOINING: when to (re)send JoinGroup
         self._next_auto_commit_at: int | None = None
         # onJoinPrepare
-        self._prepare_generation = Generation()
         self._prepare_deadline = 0
-        self._prepare_commit: int | None = None  # correlation id of the pre-join commit in flight
+        self._prepare_commit: InFlight | None = None  # the pre-join commit in flight
         self._prepare_retry_at: int | None = None
         # OffsetFetch for newly assigned partitions
         self._fetch_pending: set[TopicPartition] = set()

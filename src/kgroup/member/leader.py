@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from kgroup.assignors.api import AssignmentRequest, Assignor
 from kgroup.javacompat import hashmap_iteration_order
 from kgroup.messages import ConsumerAssignment, JoinGroupMember, SyncGroupAssignment
-from kgroup.model import KgroupError, Member, RebalanceProtocol, TopicMetadata, TopicPartition
+from kgroup.model import ErrorCode, Member, PeerError, RebalanceProtocol, TopicMetadata, TopicPartition
+from kgroup.wire.consumer_protocol import decode_subscription, encode_assignment
 
 __all__ = [
     "COOPERATIVE_STICKY",
@@ -37,14 +38,16 @@ class CooperativeViolation(Exception):
 
 
 def group_members(members: Sequence[JoinGroupMember]) -> list[Member]:
-    """The JoinGroup members as the assignor sees them, in JoinGroup response order."""
+    """The JoinGroup members as the assignor sees them, in JoinGroup response order; each member's
+    metadata bytes are decoded as a consumer subscription (:class:`PeerError` if they are not one)."""
     out: list[Member] = []
     for m in members:
         if not m.member_id:
-            raise KgroupError(
-                "JoinGroup response: a member has an empty member id; the coordinator is broken"
+            raise PeerError(
+                "JoinGroup response: a member has an empty member id; the coordinator is broken",
+                ErrorCode.INVALID_REQUEST,
             )
-        sub = m.metadata
+        sub = decode_subscription(m.metadata)
         out.append(
             Member(
                 member_id=m.member_id,
@@ -104,6 +107,8 @@ def run_assignment(
         _validate_cooperative(members, result)
     order = hashmap_iteration_order(result.keys())
     return tuple(
-        SyncGroupAssignment(member_id, ConsumerAssignment(partitions=tuple(result[member_id])))
+        SyncGroupAssignment(
+            member_id, encode_assignment(ConsumerAssignment(partitions=tuple(result[member_id])))
+        )
         for member_id in order
     )

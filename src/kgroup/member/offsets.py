@@ -68,6 +68,25 @@ class OffsetsMixin(MemberCore):
             raise KgroupError(f"next_offset: {next_offset} for {tp}; give an offset of 0 or more")
         self._positions[tp] = next_offset
 
+    def commit(self, now_ms: int, offsets: Mapping[TopicPartition, int]) -> list[OutboundRequest]:
+        """The application's ``commitAsync(offsets)`` with the member's current generation.
+
+        Returns the OffsetCommit to send; its outcome arrives as :class:`OffsetsCommitted` or
+        :class:`CommitFailed` (errors handled as for every commit: a stale generation resets it, a
+        rebalance in progress asks for a rejoin). Nothing is sent — an empty list — when the member is
+        not in an active generation or has no coordinator (Kafka fails such a commit at once with
+        ``CommitFailedException`` / a retriable coordinator error).
+        """
+        self._check_open("commit")
+        for tp, offset in offsets.items():
+            if offset < 0:
+                raise KgroupError(f"commit offset: {offset} for {tp}; give an offset of 0 or more")
+        out: list[OutboundRequest] = []
+        if self._phase is Phase.FAILED or not offsets:
+            return out
+        self._send_commit(now_ms, dict(offsets), CommitPurpose.USER, out)
+        return out
+
     def _consumed_offsets(self) -> dict[TopicPartition, int]:
         """Kafka's ``allConsumed``: the positions of assigned partitions that have a valid one."""
         return {tp: pos for tp, pos in self._positions.items() if pos >= 0 and tp in self._owned}
@@ -167,7 +186,7 @@ class OffsetsMixin(MemberCore):
     ) -> None:
         if sent.purpose is CommitPurpose.AUTO and retriable and self._next_auto_commit_at is not None:
             self._next_auto_commit_at = now_ms + self.config.retry_backoff_ms
-        if sent.purpose is CommitPurpose.PREPARE and self._phase is Phase.PREPARING:
+        if sent is self._prepare_commit and self._phase is Phase.PREPARING:
             self._prepare_commit = None
             if retriable and now_ms < self._prepare_deadline:
                 self._prepare_retry_at = now_ms + self.config.retry_backoff_ms

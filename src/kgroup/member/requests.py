@@ -97,6 +97,7 @@ class CommitPurpose(enum.Enum):
     PREPARE = "prepare"  # onJoinPrepare's commit; JoinGroup waits for it
     REVOKE = "revoke"  # commit_on_revoke: the application's onPartitionsRevoked commit
     CLOSE = "close"
+    USER = "user"  # the application's own commit (commit())
 
 
 @dataclass(slots=True)

@@ -77,8 +77,8 @@ TRANSITIONS: dict[tuple[Phase, Step], Phase] = {
     (Phase.JOINING, Step.JOIN_RETRY): Phase.JOINING,
     (Phase.SYNCING, Step.SYNCED): Phase.STABLE,
     (Phase.SYNCING, Step.SYNC_RETRY): Phase.JOINING,
-    # A reset while onJoinPrepare waits for its commit does not stop the prepare (Kafka decides
-    # revoke-or-lose from the generation it captured when the prepare began).
+    # A reset while onJoinPrepare waits for its commit does not stop the prepare; when the prepare
+    # goes on, Kafka decides revoke-or-lose from the generation current then (so: lost).
     (Phase.UNJOINED, Step.RESET): Phase.UNJOINED,
     (Phase.PREPARING, Step.RESET): Phase.PREPARING,
     (Phase.JOINING, Step.RESET): Phase.UNJOINED,

@@ -37,12 +37,21 @@ class Broker:
     rack: str | None = None
 
 
+#: Java's Integer.MAX_VALUE: broker ids and partition counts are ints in Kafka
+JAVA_INT_MAX = 2**31 - 1
+
 #: partition id -> replica broker ids; the first replica is the preferred leader.
 Placement = dict[int, list[int]]
 
 
 def _brokers(brokers: Iterable[Broker | int]) -> list[Broker]:
     out = [b if isinstance(b, Broker) else Broker(int(b)) for b in brokers]
+    for b in out:
+        # a KRaft broker's node.id is a Java int and must be 0 or more (KafkaConfig refuses a negative one)
+        if not 0 <= b.id <= JAVA_INT_MAX:
+            raise KgroupError(
+                f"brokers: broker id {b.id} is not a Kafka node id; give ids from 0 to {JAVA_INT_MAX:,}"
+            )
     seen: set[int] = set()
     repeated: set[int] = set()
     for b in out:
@@ -60,6 +69,8 @@ def _validate(brokers: Sequence[Broker], partitions: int, replication_factor: in
         raise KgroupError("brokers: none given; list at least one broker id")
     if partitions <= 0:
         raise KgroupError(f"partitions: {partitions}; the number of partitions must be larger than 0")
+    if partitions > JAVA_INT_MAX:
+        raise KgroupError(f"partitions: {partitions} does not fit Java's int; give at most {JAVA_INT_MAX:,}")
     if replication_factor <= 0:
         raise KgroupError(
             f"replication_factor: {replication_factor}; the replication factor must be larger than 0"

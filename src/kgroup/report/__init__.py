@@ -13,6 +13,7 @@ from kgroup.report.html import (
     Section,
     Table,
     format_cell,
+    format_number,
     table_from_records,
 )
 
@@ -26,5 +27,6 @@ __all__ = [
     "Section",
     "Table",
     "format_cell",
+    "format_number",
     "table_from_records",
 ]

@@ -30,11 +30,12 @@ __all__ = [
     "Section",
     "Table",
     "format_cell",
+    "format_number",
     "table_from_records",
 ]
 
-#: A table cell or fact value. ``int`` renders with thousands separators (``1,000,000``), ``float``
-#: with four significant digits, ``None`` as an empty cell, strings as given (escaped).
+#: A table cell or fact value. Numbers render with thousands separators and never in exponent
+#: form (``1,513,000``, ``12.5``, ``0.1234``), ``None`` as an empty cell, strings as given (escaped).
 Cell = str | int | float | None
 
 
@@ -47,8 +48,19 @@ def format_cell(value: Cell) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:,.4g}"
+        return format_number(value)
     return value
+
+
+def format_number(value: float) -> str:
+    """A float for people: whole numbers and anything from 1,000 up without decimals (thousands
+    separated), smaller ones with four significant digits; never ``1.513e+06``."""
+    if value != value or value in (float("inf"), float("-inf")):  # NaN, infinities
+        return str(value)
+    size = abs(value)
+    if size >= 1000 or value == int(value):
+        return f"{value:,.0f}"
+    return f"{value:.4g}" if size >= 1e-4 else f"{value:.2e}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,14 +132,16 @@ class Section:
 
 
 _STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 70rem;
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 76rem;
        padding: 0 1rem; color: #1d2430; line-height: 1.45; }
 h1 { margin-bottom: 0.2rem; } .subtitle { color: #5b6575; margin-top: 0; }
 nav ul { padding-left: 1.2rem; } section { margin-top: 2.2rem; }
 h2 { border-bottom: 2px solid #e3e7ee; padding-bottom: 0.3rem; }
 table { border-collapse: collapse; margin: 0.8rem 0; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid #d5dae3; padding: 0.25rem 0.6rem; }
-th { background: #f3f5f9; text-align: left; } td.num { text-align: right; }
+th { background: #f3f5f9; text-align: left; vertical-align: bottom; } td.num { text-align: right; }
+table.wide { width: 100%; font-size: 0.88rem; } table.wide th { font-size: 0.82rem; }
+td.label { white-space: nowrap; }
 tr.hot td { background: #fff1e6; font-weight: 600; }
 caption { caption-side: top; text-align: left; color: #5b6575; padding-bottom: 0.3rem; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: 0.2rem 1.2rem; }
@@ -154,17 +168,21 @@ def _render_block(block: Block) -> str:
     if isinstance(block, Table):
         head = "".join(f"<th>{html.escape(c)}</th>" for c in block.columns)
         body: list[str] = []
+        # in a wide table the first column names the row: kept on one line, never broken at a dash
+        first = ' class="label"' if len(block.columns) >= 7 else ""
         for index, row in enumerate(block.rows):
             cells = "".join(
                 f'<td class="num">{html.escape(format_cell(v))}</td>'
                 if _is_number(v)
-                else f"<td>{html.escape(format_cell(v))}</td>"
-                for v in row
+                else f"<td{first if k == 0 else ''}>{html.escape(format_cell(v))}</td>"
+                for k, v in enumerate(row)
             )
             row_class = ' class="hot"' if index in block.highlight else ""
             body.append(f"<tr{row_class}>{cells}</tr>")
         caption = f"<caption>{html.escape(block.caption)}</caption>" if block.caption else ""
-        return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        # a table of many columns takes the page's width and a smaller font instead of overflowing
+        wide = ' class="wide"' if len(block.columns) >= 7 else ""
+        return f"<table{wide}>{caption}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
     # Image
     id_attr = f' id="{html.escape(block.element_id)}"' if block.element_id else ""
     if block.svg is not None:

@@ -30,14 +30,56 @@ __all__ = [
     "comparison_image",
     "comparison_sections",
     "lag_image",
+    "metric_label",
+    "metric_value",
+    "scenario_section",
     "simulation_sections",
     "timeline_image",
     "write_comparison_report",
     "write_simulation_report",
 ]
 
-_GAP_COLOUR = "#f6d5d5"
+#: "no owner": white with grey hatching, so it cannot be taken for any consumer's colour
+_GAP_FACE = "#ffffff"
+_GAP_HATCH_COLOUR = "#9a9a9a"
 _MAX_MARKERS = 400
+#: tab20 without its two greys (so no consumer looks like the hatched "no owner")
+_CONSUMER_PALETTE = tuple(i for i in range(20) if i not in (14, 15))
+_LABEL_SIZE = 10
+_TICK_SIZE = 9
+
+#: how the comparison's columns read in a report: (header, how a value in the row's unit is
+#: converted to the unit shown). Durations in partition-milliseconds are shown in
+#: partition-seconds, times in seconds.
+METRIC_LABELS: dict[str, tuple[str, float]] = {
+    "variant": ("strategy / protocol / membership", 1.0),
+    "runs": ("runs", 1.0),
+    "rebalances": ("rebalances", 1.0),
+    "unowned_partition_ms": ("stop-the-world (partition-s without owner)", 1000.0),
+    "double_owned_ms": ("double-owned (partition-s)", 1000.0),
+    "zombie_owned_ms": ("zombie-owned (partition-s)", 1000.0),
+    "moved_partitions": ("partitions moved", 1.0),
+    "max_time_to_stable_ms": ("slowest recovery (s)", 1000.0),
+    "max_lag_records": ("peak lag (records)", 1.0),
+    "records_reprocessed": ("records reprocessed", 1.0),
+    "invariant_violations": ("invariant violations", 1.0),
+}
+
+
+def metric_label(column: str) -> str:
+    """The header a report shows for a comparison column (the column name when it has none)."""
+    return METRIC_LABELS.get(column, (column.replace("_", " "), 1.0))[0]
+
+
+def metric_value(column: str, value: Any) -> Any:
+    """A comparison cell in the unit :func:`metric_label` names (``max_time_to_stable_ms`` of -1:
+    no run settled, shown as "never")."""
+    if column == "max_time_to_stable_ms" and isinstance(value, (int, float)) and value < 0:
+        return "never"
+    divisor = METRIC_LABELS.get(column, ("", 1.0))[1]
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and divisor != 1.0:
+        return round(value / divisor, 1)
+    return value
 
 
 def _figure(width: float, height: float) -> Any:
@@ -61,6 +103,27 @@ def _time_unit(duration_ms: int) -> tuple[float, str]:
     return 1000.0, "time (s)"
 
 
+def _unowned(result: SimResult, scale: float, duration: float) -> dict[int, list[tuple[float, float]]]:
+    """Per partition row, the (start, width) spans no owner interval covers, in chart units."""
+    owned: dict[int, list[tuple[int, int]]] = {}
+    for p, _owner, start, end in result.intervals:
+        owned.setdefault(p, []).append((start, end))
+    gaps: dict[int, list[tuple[float, float]]] = {}
+    end_ms = result.scenario.duration_ms
+    for p in range(len(result.partitions)):
+        at = 0
+        spans: list[tuple[float, float]] = []
+        for start, end in sorted(owned.get(p, [])):
+            if start > at:
+                spans.append((at / scale, (start - at) / scale))
+            at = max(at, end)
+        if at < end_ms:
+            spans.append((at / scale, min(duration, (end_ms - at) / scale)))
+        if spans:
+            gaps[p] = spans
+    return gaps
+
+
 def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image:
     """Each partition's owner over time, gaps and rebalances visible."""
     from matplotlib import colormaps
@@ -68,34 +131,54 @@ def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image
 
     n = max(1, len(result.partitions))
     scale, unit = _time_unit(result.scenario.duration_ms)
-    fig = _figure(12, min(18.0, max(3.0, 0.22 * n + 1.5)))
+    fig = _figure(12, min(18.0, max(3.2, 0.28 * n + 1.8)))
     ax = fig.add_subplot()
-    ax.set_facecolor(_GAP_COLOUR)
+    duration = result.scenario.duration_ms / scale
+    ax.set_facecolor(_GAP_FACE)
     cmap = colormaps["tab20"]
-    colours = {c: cmap(i % 20) for i, c in enumerate(result.consumers)}
+    colours = {c: cmap(_CONSUMER_PALETTE[i % len(_CONSUMER_PALETTE)]) for i, c in enumerate(result.consumers)}
     spans: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for p, owner, start, end in result.intervals:
         spans.setdefault((owner, p), []).append((start / scale, (end - start) / scale))
     for (owner, p), bars in spans.items():
         ax.broken_barh(bars, (p - 0.45, 0.9), facecolors=colours.get(owner, "#888888"), linewidth=0)
+    # where nobody owns a partition: hatched, unlike any consumer's colour
+    for p, gaps in _unowned(result, scale, duration).items():
+        ax.broken_barh(
+            gaps,
+            (p - 0.45, 0.9),
+            facecolors=_GAP_FACE,
+            edgecolors=_GAP_HATCH_COLOUR,
+            hatch="///",
+            linewidth=0,
+        )
     _markers(ax, result, scale)
-    ax.set_xlim(0, result.scenario.duration_ms / scale)
+    ax.set_xlim(0, duration)
     ax.set_ylim(n - 0.5, -0.5)
     if n <= 60:
         ax.set_yticks(range(n))
-        ax.set_yticklabels(result.partitions, fontsize=7)
+        ax.set_yticklabels(result.partitions, fontsize=_TICK_SIZE if n <= 30 else _TICK_SIZE - 1)
     else:
-        ax.set_ylabel(f"{n} partitions")
-    ax.set_xlabel(unit)
+        ax.set_ylabel(f"{n} partitions", fontsize=_LABEL_SIZE)
+    ax.set_xlabel(unit, fontsize=_LABEL_SIZE)
+    ax.tick_params(axis="x", labelsize=_TICK_SIZE)
     owners = {owner for owner, _ in spans}
     handles = [Patch(facecolor=colours[c], label=c) for c in result.consumers if c in owners][:30]
-    handles.append(Patch(facecolor=_GAP_COLOUR, label="no owner"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    handles.append(Patch(facecolor=_GAP_FACE, edgecolor=_GAP_HATCH_COLOUR, hatch="///", label="no owner"))
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=_LABEL_SIZE,
+        frameon=False,
+        title="owner",
+        title_fontsize=_LABEL_SIZE,
+    )
     return figure_to_image(
         fig,
         alt="partition owners over time",
-        caption="Coloured: the consumer of the current generation owning the partition; pink: nobody "
-        "(stop-the-world). Dashed red: a rebalance starts; dotted green: the group is Stable.",
+        caption="Coloured: the consumer of the current generation owning the partition; white, hatched: "
+        "nobody (stop-the-world). Dashed red: a rebalance starts; dotted green: the group is Stable.",
         element_id=element_id,
         fmt="png",
     )
@@ -111,9 +194,13 @@ def lag_image(result: SimResult) -> Image:
     ax.plot(ts, [s.position_lag for s in result.lag], label="log end - position", linewidth=1.2)
     _markers(ax, result, scale)
     ax.set_xlim(0, result.scenario.duration_ms / scale)
-    ax.set_xlabel(unit)
-    ax.set_ylabel("records")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.set_xlabel(unit, fontsize=_LABEL_SIZE)
+    ax.set_ylabel("records", fontsize=_LABEL_SIZE)
+    ax.tick_params(labelsize=_TICK_SIZE)
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
+    ax.legend(loc="upper left", fontsize=_LABEL_SIZE)
     return figure_to_image(
         fig,
         alt="consumer lag over time",
@@ -125,15 +212,22 @@ def lag_image(result: SimResult) -> Image:
 
 def comparison_image(summary: Sequence[dict[str, Any]], metrics: Sequence[str]) -> Image:
     """Horizontal bars per variant, one panel per metric."""
+    from matplotlib.ticker import FuncFormatter
+
     labels = [str(r["variant"]) for r in summary]
-    fig = _figure(4.2 * len(metrics), 0.35 * len(labels) + 1.5)
+    fig = _figure(12, 0.42 * len(labels) + 1.6)
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for k, (ax, metric) in enumerate(zip(axes, metrics, strict=True)):
-        ax.barh(range(len(labels)), [float(r[metric]) for r in summary], color="#4c78a8")
+        values = [metric_value(metric, r[metric]) for r in summary]
+        ax.barh(
+            range(len(labels)), [v if isinstance(v, (int, float)) else 0 for v in values], color="#4c78a8"
+        )
         ax.set_yticks(range(len(labels)))
-        ax.set_yticklabels(labels if k == 0 else [], fontsize=8)
+        ax.set_yticklabels(labels if k == 0 else [], fontsize=_TICK_SIZE)
         ax.invert_yaxis()
-        ax.set_title(metric, fontsize=9)
+        ax.set_title(metric_label(metric), fontsize=_LABEL_SIZE, wrap=True)
+        ax.tick_params(axis="x", labelsize=_TICK_SIZE - 1)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: f"{value:,.0f}"))
     return figure_to_image(fig, alt="strategies compared", element_id="sim-compare", fmt="png")
 
 
@@ -141,6 +235,80 @@ def _cell(value: Any) -> Any:
     if value is None or isinstance(value, (int, float, str)):
         return value
     return json.dumps(value)
+
+
+def _duration(ms: int) -> str:
+    if ms == 0:
+        return "0 s"
+    if ms % 3_600_000 == 0:
+        return f"{ms // 3_600_000} h"
+    if ms % 60_000 == 0:
+        return f"{ms // 60_000} min"
+    return f"{ms / 1000:g} s"
+
+
+def _event_text(event: Any) -> str:
+    kind = event.kind
+    who = event.consumer or (", ".join(event.consumers) if event.consumers else "all consumers")
+    if kind == "scale":
+        return f"scale {event.count:+d} consumers"
+    if kind == "add_partitions":
+        return f"add {event.count} partitions to {event.topic}"
+    if kind == "rolling_restart":
+        gap, down = _duration(event.gap_ms), _duration(event.downtime_ms)
+        return f"rolling restart of {who}, {gap} apart, {down} down each"
+    if kind == "restart":
+        return f"restart {who}, {_duration(event.downtime_ms)} down" + ("" if event.graceful else " (crash)")
+    if kind in ("slow_poll", "network_partition"):
+        return f"{kind.replace('_', ' ')} of {who} for {_duration(event.duration_ms)}"
+    if kind == "subscribe":
+        return f"{who} subscribes to {', '.join(event.topics or ())}"
+    return f"{kind} {who}"
+
+
+def scenario_section(scenario: Any, seeds: Sequence[int], how: str = "") -> Section:
+    """What was simulated: the group, its consumers, its settings and its events in time order."""
+    g = scenario.group
+    statics = sum(1 for c in scenario.consumers if c.static)
+    facts = Facts(
+        (
+            ("scenario", scenario.name),
+            ("virtual time", _duration(scenario.duration_ms)),
+            ("topics", ", ".join(f"{t} ({n} partitions)" for t, n in scenario.topics)),
+            (
+                "consumers",
+                f"{len(scenario.consumers)} ({statics} static)" if statics else len(scenario.consumers),
+            ),
+            ("seeds", ", ".join(str(s) for s in seeds)),
+            ("session.timeout.ms", g.session_timeout_ms),
+            ("heartbeat.interval.ms", g.heartbeat_interval_ms),
+            ("max.poll.interval.ms", g.max_poll_interval_ms),
+            ("group.initial.rebalance.delay.ms", g.initial_rebalance_delay_ms),
+            (
+                "network latency",
+                f"{scenario.network.latency_ms} ms (jitter {scenario.network.jitter_ms} ms, "
+                f"loss {scenario.network.loss:.1%})",
+            ),
+            (
+                "workload",
+                f"{scenario.workload.produce_per_partition_per_s:,} records/s per partition produced, "
+                f"{scenario.workload.consume_per_consumer_per_s:,} records/s per consumer consumed",
+            ),
+        )
+    )
+    blocks: list[Any] = []
+    if how:
+        blocks.append(Paragraph(how))
+    blocks.append(facts)
+    if scenario.events:
+        blocks.append(
+            Table(
+                ("at", "event"),
+                tuple((_duration(e.at_ms), _event_text(e)) for e in scenario.events),
+                caption="the scenario's events, in time order",
+            )
+        )
+    return Section("Scenario", tuple(blocks), anchor="sim-scenario")
 
 
 def simulation_sections(result: SimResult) -> list[Section]:
@@ -194,7 +362,9 @@ def comparison_sections(
     charts = [c for c in ("unowned_partition_ms", "rebalances", "records_reprocessed") if c in columns]
     blocks: list[Any] = [
         Table(
-            tuple(columns), tuple(tuple(r[c] for c in columns) for r in summary), caption="means over seeds"
+            tuple(metric_label(c) for c in columns),
+            tuple(tuple(metric_value(c, r[c]) for c in columns) for r in summary),
+            caption="means over the seeds; partition-s: partition-seconds (one partition for one second)",
         ),
     ]
     if summary and charts:
@@ -220,9 +390,15 @@ def write_comparison_report(
     skipped: Sequence[tuple[str, str]],
     out_dir: str | Path,
     rows: Sequence[dict[str, Any]] = (),
+    scenario: Any = None,
+    seeds: Sequence[int] = (),
+    how: str = "",
 ) -> Path:
-    """A report folder for a comparison (``index.html`` + ``runs.json``); returns the page's path."""
+    """A report folder for a comparison (``index.html`` + ``runs.json``); returns the page's path.
+    With ``scenario`` (and the ``seeds`` run) the page opens with what was simulated."""
     report = Report(title=title, subtitle="kgroup simulate --compare")
+    if scenario is not None:
+        report.add(scenario_section(scenario, seeds, how))
     report.extend(comparison_sections("Strategies compared", summary, columns, skipped))
     report.attach("runs.json", json.dumps(list(rows), indent=2) + "\n")
     return report.write(out_dir)
@@ -247,8 +423,8 @@ class RebalanceStageResult:
         if best is not None and worst is not None:
             lines.append(
                 f"least stop-the-world: {best['variant']} "
-                f"({best['unowned_partition_ms']:,.0f} partition-ms); "
-                f"most: {worst['variant']} ({worst['unowned_partition_ms']:,.0f})"
+                f"({best['unowned_partition_ms'] / 1000:,.0f} partition-s); "
+                f"most: {worst['variant']} ({worst['unowned_partition_ms'] / 1000:,.0f} partition-s)"
             )
         return lines
 
@@ -259,11 +435,12 @@ class RebalanceStageResult:
             f"{len(sc.consumers)} consumers of {', '.join(f'{t} ({n} partitions)' for t, n in sc.topics)} "
             "go through a rolling restart, a crash and a scale-out, simulated with kgroup's coordinator and "
             f"members under every strategy and protocol Kafka can run, {len(data.seeds)} seed(s) each "
-            "(one Spark task per simulation). unowned_partition_ms is the stop-the-world cost: partition-"
-            "milliseconds with no owner in the current generation."
+            "(one Spark task per simulation). Stop-the-world is the cost of a rebalance: partition-seconds "
+            "(one partition for one second) with no owner in the current generation."
         )
         sections = comparison_sections("Rebalances compared", data.summary, SUMMARY_COLUMNS, data.skipped)
         sections[0] = Section(sections[0].title, (intro, *sections[0].blocks), anchor="sim-rebalances")
+        sections.insert(1, scenario_section(sc, data.seeds))
         for label, result in data.highlights:
             slug = label.replace("/", "-")
             sections.append(

@@ -83,7 +83,7 @@ def apply_scenario_event(sim: Simulation, ev: EventSpec) -> int:
     elif kind == "network_partition":
         sim._event("network_partition", consumer=ev.consumer, duration_ms=ev.duration_ms)
         proc = sim._proc(ev.consumer)
-        sim.net.cut(proc.id, now + ev.duration_ms)
+        sim.net.cut(proc.id, now, now + ev.duration_ms)  # (registered ahead; idempotent)
         sim.q.push(now + ev.duration_ms, HEAL, proc.index)
         ready = now + ev.duration_ms
     return ready
@@ -146,6 +146,7 @@ def build_result(sim: Simulation) -> SimResult:
         # extras (docs/simulator.md)
         "invariant_violation_count": sim.violation_count,
         "max_partition_lag_records": sim.max_partition_lag,
+        "zombie_overlap_ms": sim.own.zombie_overlap_ms,
         "records_skipped": sim.workload.records_skipped,
         "final_group_state": sim.g_state.kafka_name,
         "final_protocol": sim.g_protocol,

@@ -6,7 +6,7 @@ The same functions serve the in-process comparison and the Spark sweep
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kgroup.sim.result import SimResult
@@ -95,10 +95,21 @@ def run_one(scenario_data: dict[str, Any], variant: Variant, seed: int) -> dict[
     return result_row(scenario, variant, simulate(scenario))
 
 
-def run_local(scenario: Scenario, variants: Sequence[Variant], seeds: Sequence[int]) -> list[dict[str, Any]]:
-    """Every variant × seed in this process, in order."""
+def run_local(
+    scenario: Scenario,
+    variants: Sequence[Variant],
+    seeds: Sequence[int],
+    on_run: Callable[[int], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Every variant × seed in this process, in order; ``on_run(n)`` after the n-th run (progress)."""
     data = scenario.to_data()
-    return [run_one(data, v, s) for v in variants for s in seeds]
+    rows: list[dict[str, Any]] = []
+    for v in variants:
+        for s in seeds:
+            rows.append(run_one(data, v, s))
+            if on_run is not None:
+                on_run(len(rows))
+    return rows
 
 
 def summarize(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

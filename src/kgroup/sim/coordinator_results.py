@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kgroup.assignors.invariants import check_coverage, check_members, check_subscriptions
-from kgroup.group import CancelTimer, CoordinatorResult, GroupView, ScheduleTimer
+from kgroup.group import CoordinatorResult, GroupView
 from kgroup.group.records import (
     GenerationStarted,
     GroupDeleted,
@@ -25,7 +25,8 @@ from kgroup.group.records import (
 from kgroup.group.states import GroupState
 from kgroup.messages import JoinGroupResponse, OffsetCommitResponse, SyncGroupResponse
 from kgroup.model import ErrorCode, Member
-from kgroup.sim.scheduler import COORD_TIMER, TO_MEMBER
+from kgroup.sim.scheduler import TO_MEMBER
+from kgroup.wire.consumer_protocol import decode_assignment, decode_subscription
 
 if TYPE_CHECKING:
     from kgroup.sim.runner import Simulation
@@ -40,13 +41,8 @@ _GROUP_RECORDS = frozenset(
 
 def apply_coordinator_result(sim: Simulation, result: CoordinatorResult) -> None:
     """Carry out one coordinator result: its timers, then its records, then its replies."""
-    for timer in result.timers:
-        if isinstance(timer, ScheduleTimer):
-            version = sim.coord_timers.get(timer.key, 0) + 1
-            sim.coord_timers[timer.key] = version
-            sim.q.push(timer.deadline_ms, COORD_TIMER, (timer.key, version))
-        elif isinstance(timer, CancelTimer):
-            sim.coord_timers.pop(timer.key, None)
+    if result.timers:
+        sim.coord_timers.apply(result.timers)
     changed = False
     for record in result.records:
         # The coordinator's records say everything the host needs to follow the group: its
@@ -87,10 +83,15 @@ def apply_coordinator_result(sim: Simulation, result: CoordinatorResult) -> None
         proc = sim.procs[owner[0]]
         if proc.incarnation != owner[1] or proc.member is None:
             continue  # the process that asked is gone
+        if proc.conn != reply.connection:
+            continue  # that connection closed: the answer is lost with it
         at = sim.net.transit(proc.id, proc.conn, False, sim.now)
         if at is not None:
-            sim.q.push(at, TO_MEMBER, (proc.index, owner[1], reply.correlation_id, body))
-        elif not sim.slow_network and not isinstance(body, (JoinGroupResponse, SyncGroupResponse)):
+            sim.q.push(at, TO_MEMBER, (proc.index, proc.conn, reply.correlation_id, body))
+        deadline = proc.inflight.get(reply.correlation_id)
+        if (at is None or (deadline is not None and at >= deadline)) and not isinstance(
+            body, (JoinGroupResponse, SyncGroupResponse)
+        ):
             sim._arm_timeout(proc, owner[1], reply.correlation_id)
 
 
@@ -122,8 +123,10 @@ def _check_stable_assignment(sim: Simulation, view: GroupView) -> None:
     if protocol is None:
         return
     members = []
+    # the coordinator keeps metadata and assignments as opaque bytes; the simulator observes them as
+    # a consumer would, through the consumer protocol's codec
     for state in view.members:
-        sub = state.metadata(protocol)
+        sub = decode_subscription(state.metadata(protocol))
         members.append(
             Member(
                 member_id=state.member_id,
@@ -134,7 +137,7 @@ def _check_stable_assignment(sim: Simulation, view: GroupView) -> None:
                 rack_id=sub.rack_id,
             )
         )
-    assignment = view.assignments
+    assignment = {member_id: decode_assignment(raw).partitions for member_id, raw in view.assignments.items()}
     found = check_subscriptions(members, assignment) + check_members(members, assignment)
     if sim.metadata_changed_ms < (sim.rebalance_starts[-1] if sim.rebalance_starts else 0):
         # (skipped when partitions were added during this rebalance: the leader assigned from

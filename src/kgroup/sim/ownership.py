@@ -9,7 +9,10 @@ claimants and integrates over virtual time:
 * ``unowned_ms``  – partitions subscribed by the group with no current claimant (from the first
   Stable on: before the group ever formed, nobody is expected to own anything);
 * ``double_ms``   – partitions with two or more current claimants (must stay 0);
-* ``zombie_ms``   – partitions with at least one zombie claimant.
+* ``zombie_ms``   – partitions with at least one zombie claimant;
+* ``zombie_overlap_ms`` – partitions with a zombie claimant *and* a current one: two processes
+  working on one partition at once. Kafka's classic protocol has this window (``docs/member.md``):
+  it is reported on its own, never inside ``double_ms``.
 
 All three are partition-milliseconds (a 2-partition gap of 1 s counts 2000). The tracker also keeps
 each partition's owner intervals for the timeline chart.
@@ -29,6 +32,7 @@ class OwnershipTracker:
         "_claimants",
         "_current_count",
         "_last_ms",
+        "_overlap",
         "_owner",
         "_owner_since",
         "_subscribed",
@@ -37,16 +41,19 @@ class OwnershipTracker:
         "double_ms",
         "intervals",
         "n_double",
+        "n_overlap",
         "n_unowned",
         "n_zombie",
         "unowned_ms",
         "zombie_ms",
+        "zombie_overlap_ms",
     )
 
     def __init__(self) -> None:
         self._claimants: list[dict[str, bool]] = []  # partition -> consumer -> current?
         self._current_count: list[int] = []
         self._zombie: list[bool] = []
+        self._overlap: list[bool] = []
         self._subscribed: list[bool] = []
         self._owner: list[str] = []
         self._owner_since: list[int] = []
@@ -54,9 +61,11 @@ class OwnershipTracker:
         self.n_unowned = 0  # subscribed partitions without a current claimant
         self.n_double = 0
         self.n_zombie = 0
+        self.n_overlap = 0
         self.unowned_ms = 0
         self.double_ms = 0
         self.zombie_ms = 0
+        self.zombie_overlap_ms = 0
         self.counting_unowned = False
         self._last_ms = 0
 
@@ -65,6 +74,7 @@ class OwnershipTracker:
             self._claimants.append({})
             self._current_count.append(0)
             self._zombie.append(False)
+            self._overlap.append(False)
             self._subscribed.append(False)
             self._owner.append(NO_OWNER)
             self._owner_since.append(now_ms)
@@ -81,6 +91,7 @@ class OwnershipTracker:
             self.unowned_ms += dt * self.n_unowned
         self.double_ms += dt * self.n_double
         self.zombie_ms += dt * self.n_zombie
+        self.zombie_overlap_ms += dt * self.n_overlap
 
     # --- subscription --------------------------------------------------------------------------------
 
@@ -132,6 +143,10 @@ class OwnershipTracker:
         if zombie != self._zombie[p]:
             self.n_zombie += 1 if zombie else -1
             self._zombie[p] = zombie
+        overlap = zombie and current > 0
+        if overlap != self._overlap[p]:
+            self.n_overlap += 1 if overlap else -1
+            self._overlap[p] = overlap
         owner = NO_OWNER
         if current:
             owner = min(c for c, is_current in claims.items() if is_current)

@@ -25,7 +25,7 @@ from functools import cache
 from random import Random
 from typing import Any
 
-from kgroup.group import CoordinatorConfig, GroupCoordinator
+from kgroup.group import CoordinatorConfig, GroupCoordinator, TimerTable
 from kgroup.group.states import GroupState
 from kgroup.member import ConsumerMember, MemberConfig, MemberState, OutboundRequest
 from kgroup.member.events import (
@@ -39,13 +39,11 @@ from kgroup.messages import (
     Envelope,
     HeartbeatResponse,
     JoinGroupRequest,
-    JoinGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     Request,
     Response,
     SyncGroupRequest,
-    SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicMetadata, TopicPartition, jsonable
 from kgroup.sim.actions import apply_scenario_event, build_result
@@ -55,8 +53,8 @@ from kgroup.sim.ownership import OwnershipTracker
 from kgroup.sim.result import LagSample, SimResult
 from kgroup.sim.scenario import ConsumerSpec, Scenario
 from kgroup.sim.scheduler import APP_POLL as _APP_POLL
-from kgroup.sim.scheduler import COORD_TIMER as _COORD_TIMER
 from kgroup.sim.scheduler import HEAL as _HEAL
+from kgroup.sim.scheduler import RESET as _RESET
 from kgroup.sim.scheduler import RESTART as _RESTART
 from kgroup.sim.scheduler import SAMPLE as _SAMPLE
 from kgroup.sim.scheduler import SCENARIO as _SCENARIO
@@ -105,6 +103,8 @@ class _Proc:
     settled: bool = False
     app_poll_at: int | None = None  # the application's next poll() after its current batch
     app_tick_at: int | None = None  # the loop's next periodic look (auto-commit, poll timer)
+    reconnects: int = 0  # connections this incarnation reopened (a timeout or reset closed one)
+    conn_ready_at: int = 0  # when the current connection can carry requests
 
 
 @dataclass(slots=True)
@@ -126,7 +126,12 @@ class Simulation:
             scenario.network,
             Random(f"kgroup-sim:{seed}:network"),
             {c.id: c.network for c in scenario.consumers if c.network is not None},
+            reset_rng=Random(f"kgroup-sim:{seed}:resets"),
         )
+        for ev in scenario.events:
+            if ev.kind == "network_partition" and ev.consumer is not None:
+                # cuts are known ahead, so a delivery time drawn at send time is exact
+                self.net.cut(ev.consumer, ev.at_ms, ev.at_ms + ev.duration_ms)
         self.coord = GroupCoordinator(
             CoordinatorConfig(group_initial_rebalance_delay_ms=g.initial_rebalance_delay_ms),
             rng=Random(f"kgroup-sim:{seed}:coordinator"),
@@ -134,16 +139,13 @@ class Simulation:
         self.group_id = g.group_id
         self.workload = Workload(scenario.workload)
         self.workload_rng = Random(f"kgroup-sim:{seed}:workload")
-        # a round trip that can outlast a request timeout: arm every request's timeout up front
-        links = [scenario.network, *(c.network for c in scenario.consumers if c.network is not None)]
-        worst = max(n.latency_ms + n.jitter_ms for n in links)
-        self.slow_network = 2 * worst >= min(g.request_timeout_ms, 30000)
         self.own = OwnershipTracker()
         self.topic_sizes: dict[str, int] = {}
         self.procs: list[_Proc] = []
         self.by_id: dict[str, _Proc] = {}
         self.conn_owner: dict[str, tuple[int, int]] = {}
-        self.coord_timers: dict[tuple[str, ...], int] = {}
+        self.broken_conns: set[str] = set()  # connections a timeout or reset closed
+        self.coord_timers = TimerTable(sequence=self.q.next_seq)
         self.pending_commits: dict[tuple[str, int], OffsetCommitRequest] = {}
         # group observation
         self.g_state = GroupState.EMPTY
@@ -228,7 +230,6 @@ class Simulation:
             _TO_COORD: self._on_to_coord,
             _TO_MEMBER: self._on_to_member,
             _TIMEOUT: self._on_timeout,
-            _COORD_TIMER: self._on_coord_timer,
             _WAKE: self._on_wake,
             _SAMPLE: self._on_sample,
             _START: self._on_start,
@@ -236,10 +237,24 @@ class Simulation:
             _HEAL: self._on_heal,
             _RESTART: self._on_restart,
             _APP_POLL: self._on_app_poll,
+            _RESET: self._on_reset,
         }
         account, after_step = self.own.account, self._after_step
+        timers, coord = self.coord_timers, self.coord
         steps = 0
         while True:
+            # the next step: the coordinator's next timer or the queue's next event, whichever was
+            # scheduled for the earlier time (or, at the same time, scheduled first)
+            timer = timers.peek()
+            if timer is not None and timer[0] <= end and ((queued := q.peek_key()) is None or timer < queued):
+                at = q.now_ms = timer[0]
+                account(at)
+                steps += 1
+                key = timers.pop_due(at)
+                assert key is not None
+                apply_coordinator_result(self, coord.on_timer(at, key))
+                after_step()
+                continue
             item = q.pop_due(end)
             if item is None:
                 break
@@ -291,7 +306,10 @@ class Simulation:
             return
         proc.incarnation += 1
         proc.conn = f"{proc.id}#{proc.incarnation}"
+        proc.reconnects = 0
+        proc.conn_ready_at = self.now
         self.conn_owner[proc.conn] = (proc.index, proc.incarnation)
+        self._schedule_reset(proc)
         proc.member = ConsumerMember(self._member_config(proc), proc.topics)
         proc.member.update_metadata(self._metadata())
         proc.load.last_ms = self.now
@@ -337,30 +355,53 @@ class Simulation:
             timeout = self.sc.group.request_timeout_ms
             if isinstance(body, JoinGroupRequest):
                 timeout = max(timeout, body.rebalance_timeout_ms + _JOIN_TIMEOUT_LAPSE_MS)
-            proc.inflight[out.correlation_id] = now + timeout
-            # A JoinGroup or SyncGroup may be parked by the coordinator past its timeout, so its
-            # timeout is armed now; any other request is answered at once, and its timeout is armed
-            # only when the request or its answer is lost (fewer queue entries, same outcome).
-            parkable = self.slow_network or isinstance(body, (JoinGroupRequest, SyncGroupRequest))
-            if parkable:
-                self.q.push(now + timeout, _TIMEOUT, (proc.index, proc.incarnation, out.correlation_id))
+            deadline = now + timeout
+            proc.inflight[out.correlation_id] = deadline
             if isinstance(body, OffsetCommitRequest):
                 # The application polls continuously; the member's next auto-commit falls due one
                 # interval after this one was sent, so the loop is looked at then.
                 self.commits_sent += 1
                 self._schedule_tick(proc, now + self.sc.group.auto_commit_interval_ms)
-            at = self.net.transit(proc.id, proc.conn, True, now)
+            at = self.net.transit(proc.id, proc.conn, True, max(now, proc.conn_ready_at))
+            # A JoinGroup or SyncGroup may be parked by the coordinator past its timeout, so its
+            # timeout is armed now; any other request is answered at once, and its timeout is armed
+            # only when the request (here) or its answer (coordinator_results) arrives too late
+            # (fewer queue entries, same outcome).
+            if at is None or at >= deadline or isinstance(body, (JoinGroupRequest, SyncGroupRequest)):
+                self.q.push(deadline, _TIMEOUT, (proc.index, proc.incarnation, out.correlation_id))
             if at is not None:
                 self.q.push(at, _TO_COORD, (proc.index, proc.conn, out.correlation_id, body))
-            elif not parkable:
-                self._arm_timeout(proc, proc.incarnation, out.correlation_id)
         # (a timeout armed twice fires once: the first firing removes the request from inflight)
 
     def _arm_timeout(self, proc: _Proc, incarnation: int, correlation_id: int) -> None:
-        """The request or its answer was lost: the member hears of it when the request times out."""
+        """The answer will come too late: the member hears of it when the request times out."""
         deadline = proc.inflight.get(correlation_id)
         if deadline is not None and proc.incarnation == incarnation:
             self.q.push(deadline, _TIMEOUT, (proc.index, incarnation, correlation_id))
+
+    def _schedule_reset(self, proc: _Proc) -> None:
+        at = self.net.next_reset_ms(proc.id, self.now)
+        if at is not None:
+            self.q.push(at, _RESET, (proc.index, proc.conn))
+
+    def _disconnect(self, proc: _Proc) -> None:
+        """The connection closes (a request timed out, or it was reset): every request in flight on it
+        fails at once (Kafka's disconnect) and the client reconnects on a new connection."""
+        member = proc.member
+        if member is None:
+            return
+        self.net.forget(proc.conn)
+        self.broken_conns.add(proc.conn)
+        proc.reconnects += 1
+        proc.conn = f"{proc.id}#{proc.incarnation}.{proc.reconnects}"
+        proc.conn_ready_at = self.net.reconnect_ready_ms(proc.id, self.now)
+        self.conn_owner[proc.conn] = (proc.index, proc.incarnation)
+        self._schedule_reset(proc)
+        failed = list(proc.inflight)
+        proc.inflight.clear()
+        self.workload.advance(proc.load, member, self.now)
+        for correlation_id in failed:
+            self._send(proc, member.on_request_failed(self.now, correlation_id))
 
     def _poll(self, proc: _Proc) -> None:
         """The application calls poll() now if it is waiting in poll(), else when its batch is done."""
@@ -488,27 +529,21 @@ class Simulation:
     def _on_to_coord(self, payload: tuple[int, str, int, Request]) -> None:
         index, conn, correlation_id, body = payload
         proc = self.procs[index]
-        if self.net.is_cut(proc.id, self.now):
-            # it was in flight when the link went down
-            if not self.slow_network and not isinstance(body, (JoinGroupRequest, SyncGroupRequest)):
-                self._arm_timeout(proc, self.conn_owner[conn][1], correlation_id)
-            return
+        if conn in self.broken_conns:
+            return  # its connection broke (timeout, reset) while it was in transit: it is gone
+        # (what a stopped process sent before it closed its socket is still delivered)
         if isinstance(body, OffsetCommitRequest):
             self.pending_commits[(conn, correlation_id)] = body
         envelope = Envelope(connection=conn, correlation_id=correlation_id, body=body, client_id=proc.id)
         apply_coordinator_result(self, self.coord.handle(self.now, envelope))
         self.pending_commits.pop((conn, correlation_id), None)
 
-    def _on_to_member(self, payload: tuple[int, int, int, Response]) -> None:
-        index, incarnation, correlation_id, body = payload
+    def _on_to_member(self, payload: tuple[int, str, int, Response]) -> None:
+        index, conn, correlation_id, body = payload
         proc = self.procs[index]
         member = proc.member
-        if member is None or proc.incarnation != incarnation:
-            return
-        if self.net.is_cut(proc.id, self.now):
-            if not self.slow_network and not isinstance(body, (JoinGroupResponse, SyncGroupResponse)):
-                self._arm_timeout(proc, incarnation, correlation_id)
-            return
+        if member is None or proc.conn != conn:
+            return  # the process or its connection is gone
         if proc.inflight.pop(correlation_id, None) is None:
             return  # it already timed out
         # A successful heartbeat or commit changes neither what the member owns nor its positions:
@@ -531,19 +566,23 @@ class Simulation:
         member = proc.member
         if member is None or proc.incarnation != incarnation:
             return
-        if proc.inflight.pop(correlation_id, None) is None:
-            return  # answered in time
-        self.workload.advance(proc.load, member, self.now)
-        self._send(proc, member.on_request_failed(self.now, correlation_id))
+        deadline = proc.inflight.get(correlation_id)
+        if deadline is None or deadline > self.now:
+            return  # answered in time (or failed with its connection already)
+        # Kafka's NetworkClient closes the connection of a timed-out request
+        self._disconnect(proc)
         self._poll(proc)
         self._after_member(proc)
 
-    def _on_coord_timer(self, payload: tuple[tuple[str, ...], int]) -> None:
-        key, version = payload
-        if self.coord_timers.get(key) != version:
-            return  # rescheduled or cancelled since
-        del self.coord_timers[key]
-        apply_coordinator_result(self, self.coord.on_timer(self.now, key))
+    def _on_reset(self, payload: tuple[int, str]) -> None:
+        index, conn = payload
+        proc = self.procs[index]
+        if proc.member is None or proc.conn != conn:
+            return  # that connection is closed already
+        self._event("connection_reset", consumer=proc.id)
+        self._disconnect(proc)
+        self._poll(proc)
+        self._after_member(proc)
 
     def _on_wake(self, payload: tuple[int, int, int]) -> None:
         index, incarnation, version = payload

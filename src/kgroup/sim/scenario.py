@@ -66,7 +66,8 @@ class GroupSpec:
 class NetworkSpec:
     latency_ms: int = 1
     jitter_ms: int = 0
-    loss: float = 0.0
+    loss: float = 0.0  # per message: a lost segment is retransmitted (a delay), never dropped
+    resets_per_hour: float | None = None  # connection resets per connection-hour (None: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,7 +315,7 @@ def _consumers(value: Any, topics: Mapping[str, int]) -> tuple[ConsumerSpec, ...
 
 
 def _network(value: Any, field: str = "network") -> NetworkSpec:
-    data = _mapping(value, field, ("latency_ms", "jitter_ms", "loss"))
+    data = _mapping(value, field, ("latency_ms", "jitter_ms", "loss", "resets_per_hour"))
     kw: dict[str, Any] = {}
     if "latency_ms" in data:
         kw["latency_ms"] = _int(data["latency_ms"], f"{field}.latency_ms", 0, 600_000)
@@ -327,6 +328,15 @@ def _network(value: Any, field: str = "network") -> NetworkSpec:
                 f"{field}.loss", f"is {_show(loss)}", "give a probability from 0.0 up to (not incl.) 1.0"
             )
         kw["loss"] = float(loss)
+    if "resets_per_hour" in data:
+        rate = data["resets_per_hour"]
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 3600.0:
+            raise _fail(
+                f"{field}.resets_per_hour",
+                f"is {_show(rate)}",
+                "give a rate from 0 to 3600 connection resets per hour",
+            )
+        kw["resets_per_hour"] = float(rate)
     return NetworkSpec(**kw)
 
 
@@ -496,8 +506,11 @@ def parse_scenario(data: Any, *, name: str = "scenario") -> Scenario:
     live_topics = dict(topics)
     indexed = sorted(enumerate(raw_events), key=lambda item: _at(item[1]))
     parsed: list[tuple[int, EventSpec]] = []
+    lifecycle = _Lifecycle({c.id: "up" if c.autostart else "stopped" for c in consumers})
     for i, raw in indexed:
-        parsed.append((i, _event(raw, f"events[{i}]", duration, live_topics, known)))
+        event = _event(raw, f"events[{i}]", duration, live_topics, known)
+        lifecycle.apply(event, f"events[{i}]", known)
+        parsed.append((i, event))
     events = tuple(e for _, e in sorted(parsed, key=lambda item: (item[1].at_ms, item[0])))
     scenario_name = _name(doc.get("name", name), "name")
     return Scenario(
@@ -513,6 +526,58 @@ def parse_scenario(data: Any, *, name: str = "scenario") -> Scenario:
     )
 
 
+class _Lifecycle:
+    """What the file itself says about each consumer's process, to catch events that cannot do
+    anything (crashing a consumer that is already down, scaling down more consumers than are
+    deployed). States: ``up``, ``crashed``, ``stopped`` (not deployed) and ``unknown`` (after a
+    scale-down, which stops the most recently created *running* consumers: which ones depends on
+    the run). Only certain mistakes are errors; restarts count as up (the runner brings them back).
+    """
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: dict[str, str]) -> None:
+        self.state = state
+
+    def apply(self, event: EventSpec, field: str, known: Mapping[str, object]) -> None:
+        kind, name = event.kind, event.consumer
+        if kind == "crash" and name is not None:
+            now = self.state.get(name, "unknown")
+            if now in ("crashed", "stopped"):
+                raise _fail(
+                    f"{field}.consumer",
+                    f"{name!r} is already {'down (crashed earlier)' if now == 'crashed' else 'stopped'} "
+                    f"at {event.at_ms} ms, so crashing it does nothing",
+                    "start or restart it first, or remove the event",
+                )
+            self.state[name] = "crashed"
+        elif kind in ("start", "restart") and name is not None:
+            self.state[name] = "up"
+        elif kind == "stop" and name is not None:
+            self.state[name] = "stopped"
+        elif kind == "rolling_restart":
+            if event.consumers is not None:
+                self.state.update(dict.fromkeys(event.consumers, "up"))
+            else:  # 'all' = the deployed consumers at that moment: the crashed ones come back
+                self.state.update({n: "up" for n, s in self.state.items() if s == "crashed"})
+        elif kind == "scale" and event.count > 0:
+            for n in known:
+                self.state.setdefault(n, "up")
+        elif kind == "scale":
+            deployed = [n for n, s in self.state.items() if s != "stopped"]
+            if -event.count > len(deployed):
+                raise _fail(
+                    f"{field}.count",
+                    f"is {event.count} but at most {len(deployed)} consumer(s) are deployed at "
+                    f"{event.at_ms} ms",
+                    (f"give -1..-{len(deployed)}" if len(deployed) > 1 else "give -1")
+                    if deployed
+                    else "scale up or start one first, or remove the event",
+                )
+            for n in deployed:
+                self.state[n] = "unknown"
+
+
 def _at(raw: Any) -> int:
     # events are validated in time order so that 'scale' ids exist before later events use them
     at = raw.get("at_ms") if isinstance(raw, Mapping) else None
@@ -524,7 +589,14 @@ def scenario_from_text(text: str, *, name: str = "scenario") -> Scenario:
     import yaml
 
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_strict_loader())
+    except _DuplicateKey as exc:
+        raise KgroupError(
+            f"scenario: key {exc.key!r} appears twice in one mapping at line {exc.line}; "
+            "keep one (YAML would silently take the last)"
+        ) from None
+    except RecursionError:
+        raise KgroupError("scenario: nested too deeply to read; give a scenario file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
@@ -535,9 +607,50 @@ def scenario_from_text(text: str, *, name: str = "scenario") -> Scenario:
     return parse_scenario(data, name=name)
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: object, line: int) -> None:
+        super().__init__(key, line)
+        self.key = key
+        self.line = line
+
+
+def _strict_loader() -> Any:
+    """PyYAML's SafeLoader, except that a key given twice in one mapping is an error (a typo such
+    as a second ``duration_ms`` must not silently replace the first)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: set[object] = set()
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":  # '<<': merged keys may be overridden
+                        continue
+                    key = self.construct_object(key_node, deep=deep)
+                    try:
+                        duplicate = key in seen
+                        seen.add(key)
+                    except TypeError:  # an unhashable key: the base class reports it
+                        continue
+                    if duplicate:
+                        raise _DuplicateKey(key, key_node.start_mark.line + 1)
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
+
+
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file."""
     p = Path(path)
     if not p.is_file():
         raise KgroupError(f"scenario: {str(p)!r} is not a file; give the path of a scenario YAML file")
-    return scenario_from_text(p.read_text(encoding="utf-8"), name=p.stem)
+    raw = p.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KgroupError(
+            f"scenario: {str(p)!r} is not UTF-8 text (byte {exc.start}); give a scenario YAML file"
+        ) from None
+    if "\x00" in text:
+        raise KgroupError(f"scenario: {str(p)!r} is binary (it holds NUL bytes); give a scenario YAML file")
+    return scenario_from_text(text, name=p.stem)

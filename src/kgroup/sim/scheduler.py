@@ -14,7 +14,7 @@ __all__ = ["EventQueue"]
 
 # What the simulator's queue items are (the payload's shape depends on the kind; see runner.py).
 SCENARIO, TO_COORD, TO_MEMBER, TIMEOUT, COORD_TIMER, WAKE = 0, 1, 2, 3, 4, 5
-SAMPLE, START, UNSTALL, HEAL, RESTART, APP_POLL = 6, 7, 8, 9, 10, 11
+SAMPLE, START, UNSTALL, HEAL, RESTART, APP_POLL, RESET = 6, 7, 8, 9, 10, 11, 12
 
 
 class EventQueue:
@@ -26,6 +26,19 @@ class EventQueue:
         self._heap: list[tuple[int, int, int, Any]] = []
         self._seq = 0
         self.now_ms = 0
+
+    def next_seq(self) -> int:
+        """Take a sequence number (shared with the coordinator's timer table, so a timer and an
+        event scheduled for the same millisecond run in the order they were scheduled)."""
+        self._seq += 1
+        return self._seq
+
+    def peek_key(self) -> tuple[int, int] | None:
+        """``(time, sequence)`` of the next event, or ``None`` when the queue is empty."""
+        if not self._heap:
+            return None
+        at_ms, seq, _, _ = self._heap[0]
+        return at_ms, seq
 
     def push(self, at_ms: int, kind: int, payload: Any = None) -> None:
         if at_ms < self.now_ms:

@@ -6,7 +6,9 @@ The only package of kgroup that imports pyspark — and only when a function her
 * :func:`get_spark` / :func:`spark_session` — a SparkSession (``local[*]`` by default);
 * :func:`with_kafka_partition` / :func:`with_kafka_partitions` — add each record's Kafka partition;
 * :func:`run_partition_job` / :func:`summarize_partitions` — the ``kgroup partition --input`` job;
-* :func:`generate_events` — the demo's skewed synthetic events.
+* :func:`generate_events` — the demo's skewed synthetic events;
+* :func:`register` — the ``kgroup`` data source on a session: ``spark.read.format("kgroup")``,
+  ``readStream``, ``write`` and ``writeStream``, with the options and schema of Spark's Kafka source.
 
 See ``docs/spark.md``.
 """
@@ -31,6 +33,8 @@ _EXPORTS = {
     "EventSpec": "kgroup.spark.events",
     "generate_events": "kgroup.spark.events",
     "PartitionSummary": "kgroup.spark.results",
+    "KgroupDataSource": "kgroup.spark.source",
+    "register": "kgroup.spark.source",
 }
 
 __all__ = sorted(_EXPORTS)

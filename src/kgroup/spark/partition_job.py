@@ -121,11 +121,17 @@ def read_input(spark: Any, path: Path | str, fmt: str = "auto") -> tuple[Any, st
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line[:300]
+    """The one line of a Spark failure that says what went wrong: py4j's "An error occurred while
+    calling o42.parquet." says nothing, the Java exception's own message (``[ERROR_CLASS] …``) does."""
+    import re
+
+    for line in str(exc).strip().splitlines():
+        line = line.strip().removeprefix(": ")
+        if not line or line.startswith("An error occurred while calling"):
+            continue
+        # "org.apache.spark.SparkException: [FAILED_READ_FILE…] …" -> "[FAILED_READ_FILE…] …"
+        line = re.sub(r"^(?:[\w$]+\.)+[\w$]*(?:Exception|Error): ", "", line)
+        return line[:240]
     return type(exc).__name__
 
 

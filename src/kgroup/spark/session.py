@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kgroup.model import KgroupError
 
@@ -35,20 +35,64 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = spark: %p %c{1}: %m%n
 appender.console.filter.threshold.type = ThresholdFilter
-appender.console.filter.threshold.level = error
+appender.console.filter.threshold.level = {threshold}
 logger.repl.name = org.apache.spark.repl.Main
 logger.repl.level = warn
 """
 
+#: what the JVM prints on its own that says nothing to a kgroup user: Spark 4 starts the JVM with
+#: ``--add-modules jdk.incubator.vector`` and the JDK announces it on every start, with no switch
+#: to turn that off; so the JVM's stderr goes through :func:`_forward_jvm_stderr`, which drops it.
+_JVM_NOISE = (b"WARNING: Using incubator modules:",)
+
 
 def _log4j_config_file() -> Path:
+    # Spark's own failures reach the user as kgroup's one-line errors (the exception travels back
+    # to Python); its log lines would only repeat them with a Java stack. KGROUP_DEBUG=1 lets
+    # Spark's errors through to stderr again.
+    threshold = "error" if os.environ.get("KGROUP_DEBUG") else "off"
+    text = _LOG4J2_PROPERTIES.replace("{threshold}", threshold)
     path = (
         Path(tempfile.gettempdir())
-        / f"kgroup-log4j2-{os.getuid() if hasattr(os, 'getuid') else 0}.properties"
+        / f"kgroup-log4j2-{threshold}-{os.getuid() if hasattr(os, 'getuid') else 0}.properties"
     )
-    if not path.exists() or path.read_text() != _LOG4J2_PROPERTIES:
-        path.write_text(_LOG4J2_PROPERTIES)
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
     return path
+
+
+def _forward_jvm_stderr(pipe: IO[bytes], target_fd: int) -> None:
+    """Copy the JVM's stderr (and its Python workers') to ``target_fd``, line by line, without
+    the lines of :data:`_JVM_NOISE`. Runs in a daemon thread for as long as the JVM lives."""
+    with pipe:
+        for line in iter(pipe.readline, b""):
+            if not line.startswith(_JVM_NOISE):
+                try:
+                    os.write(target_fd, line)
+                except OSError:  # our stderr is gone (closed pipe): nothing left to tell
+                    return
+
+
+def _launch_jvm(options: dict[str, str]) -> None:
+    """Start the JVM the way PySpark does, but with its stderr piped through
+    :func:`_forward_jvm_stderr` (``popen_kwargs`` is PySpark's hook for capturing the JVM's
+    output). Sessions started later in this process reuse this JVM, as PySpark's own do."""
+    import subprocess
+    import threading
+
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return  # a JVM is already running (or given to us): nothing to launch
+    conf = SparkConf(loadDefaults=False).setAll(list(options.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    process = getattr(gateway, "proc", None)
+    if process is not None and process.stderr is not None:
+        threading.Thread(
+            target=_forward_jvm_stderr, args=(process.stderr, 2), name="kgroup-jvm-stderr", daemon=True
+        ).start()
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def _prepare_environment() -> None:
@@ -95,29 +139,32 @@ def get_spark(
     if active is not None:
         return active
     log4j = _log4j_config_file()
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
-        .config("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
-    )
+    options = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+        "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
+    }
     from kgroup.spark.jvm import kgroup_jar
 
     jar = kgroup_jar()  # kgroup's JVM partitioning function, compiled once per machine
     if jar is not None:
-        builder = builder.config("spark.jars", jar)
+        options["spark.jars"] = jar
     if shuffle_partitions is None and master.startswith("local"):
         shuffle_partitions = 8
     if shuffle_partitions is not None:
-        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+        options["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     if master.startswith("local"):
-        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config(
-            "spark.driver.host", "127.0.0.1"
-        )
+        options["spark.driver.bindAddress"] = "127.0.0.1"
+        options["spark.driver.host"] = "127.0.0.1"
+    builder = SparkSession.builder
+    for key, value in options.items():
+        builder = builder.config(key, value)
     try:
+        _launch_jvm(options)
         spark = builder.getOrCreate()
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -15,6 +15,10 @@ class StickyAssignmentError(KgroupError):
     """
 
     def __init__(self, kafka_message: str) -> None:
+        kind, sep, _ = kafka_message.partition(":")
+        #: the class of the exception Kafka's Java assignor throws at the same point; a message
+        #: without a ``Name:`` prefix is one of Kafka's own ``IllegalStateException`` texts
+        self.java_exception = kind.strip() if sep and kind.strip().isidentifier() else "IllegalStateException"
         super().__init__(
             f"members: the sticky assignment cannot complete, as in Kafka ({kafka_message}); "
             "check the members' owned partitions and generations"

@@ -393,7 +393,8 @@ class _GeneralBuilder:
     def _reassign_to_least_loaded(self, tp: TopicPartition) -> None:
         new = self.sorted_members.first_matching(self._subscribed(tp.topic))
         if new is None:
-            raise StickyAssignmentError(f"no member left to take {tp}")
+            # Java asserts newConsumer != null; without -ea it goes on with null and fails there
+            raise StickyAssignmentError(f"NullPointerException: no member left to take {tp}")
         self._reassign(tp, new)
 
     def _reassign(self, tp: TopicPartition, new: str) -> None:

@@ -26,8 +26,10 @@ __all__ = [
     "PartitionerFactory",
     "RecordKey",
     "TopicState",
+    "check_null_key_strategy",
     "create_partitioner",
     "java_next_int",
+    "null_key_strategy_names",
     "partition_record",
     "partitioner_names",
     "register_partitioner",
@@ -254,6 +256,25 @@ def register_partitioner(name: str, factory: PartitionerFactory, *, replace: boo
 
 def partitioner_names() -> list[str]:
     return sorted(_REGISTRY)
+
+
+#: partitioners that are not a way to spread keyless records: ``keyed`` hands them to a null-key strategy
+_NOT_NULL_KEY_STRATEGIES = frozenset({"keyed"})
+
+
+def null_key_strategy_names() -> list[str]:
+    """The registered partitioners that can spread keyless records (all but ``keyed``, which
+    delegates its null keys to one of these)."""
+    return [n for n in partitioner_names() if n not in _NOT_NULL_KEY_STRATEGIES]
+
+
+def check_null_key_strategy(name: str, field: str = "null-key-strategy") -> None:
+    """Fail with one line, before any work, when ``name`` is not a null-key strategy."""
+    if name not in null_key_strategy_names():
+        raise KgroupError(
+            f"{field}: {name!r} is not a null-key strategy; "
+            f"choose one of: {', '.join(null_key_strategy_names())}"
+        )
 
 
 def create_partitioner(name: str, rng: Random | None = None, **config: Any) -> Partitioner:

@@ -1,0 +1,158 @@
+"""The broker process: listeners (one per broker id), the cluster state, the logs and the waiters.
+
+Everything runs on one asyncio loop. ``kgroup serve`` runs it in the main thread;
+``kgroup.testing.KafkaBroker`` runs it in a background thread with its own loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kgroup.broker.cluster import Cluster, topic_name_error
+from kgroup.broker.config import BrokerConfig
+from kgroup.broker.logapi import LogManagerLike
+from kgroup.model import KgroupError
+
+__all__ = ["Broker", "wall_clock_ms"]
+
+log = logging.getLogger("kgroup.broker")
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Broker:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        logs: LogManagerLike,
+        *,
+        clock_ms: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.config = config
+        self.logs = logs
+        self.clock_ms = clock_ms
+        self.cluster = Cluster(config, logs)
+        self.ports: dict[int, int] = {}
+        self.connections: dict[int, set[asyncio.StreamWriter]] = {b: set() for b in self.cluster.broker_ids}
+        self._servers: dict[int, asyncio.Server] = {}
+        self._appended: asyncio.Future[None] | None = None
+        self._next_producer_id = (wall_clock_ms() << 12) & ((1 << 62) - 1)
+        self._tick_task: asyncio.Task[None] | None = None
+        self._connection_tasks: set[asyncio.Task[Any]] = set()
+        from kgroup.broker.groups import GroupAdapter  # a late import: groups import the broker's types
+
+        self.groups = GroupAdapter(self)
+        for name, partitions in config.topics:
+            error = topic_name_error(name)
+            if error is not None:
+                raise KgroupError(f"topic: {error}")
+            if name not in self.cluster.topics:
+                self.cluster.create_topic(name, partitions, config.replication_factor, {})
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        for broker_id in self.cluster.broker_ids:
+            await self.start_listener(broker_id)
+        self.groups.start()
+        self._tick_task = asyncio.get_running_loop().create_task(self._tick())
+
+    async def start_listener(self, broker_id: int) -> None:
+        from kgroup.broker.connection import serve_connection
+
+        port = self.ports.get(broker_id)
+        if port is None:
+            port = 0 if self.config.port == 0 else self.config.port + broker_id
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            if task is not None:
+                self._connection_tasks.add(task)
+            try:
+                await serve_connection(self, broker_id, reader, writer)
+            except asyncio.CancelledError:
+                # shutdown: end quietly (asyncio's server callback would log a cancelled task)
+                return
+            finally:
+                if task is not None:
+                    self._connection_tasks.discard(task)
+
+        try:
+            server = await asyncio.start_server(on_connect, self.config.host, port, reuse_address=True)
+        except OSError as exc:
+            raise KgroupError(
+                f"port: cannot listen on {self.config.host}:{port} ({exc.strerror}); "
+                f"pick another with --port (0 picks a free one)"
+            ) from None
+        self._servers[broker_id] = server
+        self.ports[broker_id] = server.sockets[0].getsockname()[1]
+        self.cluster.alive.add(broker_id)
+
+    async def stop_listener(self, broker_id: int) -> None:
+        """Take one broker down: stop listening, drop its connections, move its leaderships."""
+        server = self._servers.pop(broker_id, None)
+        self.cluster.alive.discard(broker_id)
+        if server is not None:
+            server.close()
+        for writer in list(self.connections[broker_id]):
+            writer.close()
+        if server is not None:
+            await server.wait_closed()
+        self.groups.on_brokers_changed()
+
+    async def restart_listener(self, broker_id: int) -> None:
+        await self.start_listener(broker_id)
+        self.groups.on_brokers_changed()
+
+    async def close(self) -> None:
+        if self._tick_task is not None:
+            self._tick_task.cancel()
+        for broker_id in list(self._servers):
+            server = self._servers.pop(broker_id)
+            server.close()
+            for writer in list(self.connections[broker_id]):
+                writer.close()
+            await server.wait_closed()
+        tasks = list(self._connection_tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self.groups.close()
+        self.logs.flush()
+        self.logs.close()
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                self.logs.tick(self.clock_ms())
+            except OSError:
+                log.exception("log maintenance failed")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{self.config.host}:{self.ports[b]}" for b in sorted(self.ports))
+
+    # --- shared services for handlers ------------------------------------------------------------
+
+    def allocate_producer_id(self) -> int:
+        # Unique across restarts without a persisted counter: the start time in ms, shifted.
+        self._next_producer_id += 1
+        return self._next_producer_id
+
+    def notify_appended(self) -> None:
+        if self._appended is not None and not self._appended.done():
+            self._appended.set_result(None)
+        self._appended = None
+
+    def appended(self) -> asyncio.Future[None]:
+        """A future resolved at the next append to any partition (long-polling fetches wait on it)."""
+        if self._appended is None or self._appended.done():
+            self._appended = asyncio.get_running_loop().create_future()
+        return self._appended

@@ -1,0 +1,130 @@
+"""Cluster and topic state: which brokers are up, which topics exist, who leads each partition.
+
+One process, one copy of the data: replica lists follow the placement rule (seed 000:
+partition ``i`` on brokers ``i, i+1, …`` mod n) for the Metadata answer, and a partition's leader is
+its first replica whose broker is up. Stopping a broker moves its leaderships to the next replica; no
+data moves, because there is only one copy.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from kgroup.broker.config import BrokerConfig
+from kgroup.broker.logapi import LogManagerLike, PartitionLogLike
+from kgroup.group.discovery import coordinator_partition
+from kgroup.partitioning.placement import assign_replicas_seed_rule
+
+__all__ = ["OFFSETS_TOPIC", "Cluster", "TopicInfo", "topic_name_error"]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+_TOPIC_ID_NAMESPACE = uuid.UUID("6b67726f-7570-4b61-666b-612d746f7069")
+
+
+def topic_name_error(name: str) -> str | None:
+    """Kafka's ``Topic.validate``: why ``name`` is not a legal topic name, or ``None``."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > 249:
+        return f"Topic name is illegal, the length of '{name}' is longer than the max allowed length 249"
+    if not _LEGAL.match(name):
+        return (
+            f"Topic name is illegal, '{name}' contains a character other than ASCII alphanumerics, "
+            f"'.', '_' and '-'"
+        )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    replicas: tuple[tuple[int, ...], ...]  # per partition, preferred leader first
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def partitions(self) -> int:
+        return len(self.replicas)
+
+
+def topic_id_for(name: str) -> uuid.UUID:
+    """A stable id per topic name (survives restarts without a metadata file)."""
+    return uuid.uuid5(_TOPIC_ID_NAMESPACE, name)
+
+
+class Cluster:
+    """Topics and broker liveness over one log manager."""
+
+    def __init__(self, config: BrokerConfig, logs: LogManagerLike) -> None:
+        self.config = config
+        self.logs = logs
+        self.broker_ids: tuple[int, ...] = tuple(range(config.brokers))
+        self.alive: set[int] = set(self.broker_ids)
+        self.topics: dict[str, TopicInfo] = {}
+        for name, count in logs.topics().items():
+            self.topics[name] = self._info(name, count, logs.topic_configs(name))
+
+    # --- placement -------------------------------------------------------------------------------
+
+    def _placement(self, partitions: int, replication_factor: int) -> tuple[tuple[int, ...], ...]:
+        placement = assign_replicas_seed_rule(self.broker_ids, partitions, replication_factor)
+        return tuple(tuple(placement[p]) for p in range(partitions))
+
+    def _info(self, name: str, partitions: int, configs: Mapping[str, str]) -> TopicInfo:
+        return TopicInfo(
+            name, topic_id_for(name), self._placement(partitions, self.config.replication_factor), configs
+        )
+
+    def leader(self, replicas: tuple[int, ...]) -> int:
+        """The first live replica, or -1 (no leader: every replica's broker is down)."""
+        for broker in replicas:
+            if broker in self.alive:
+                return broker
+        return -1
+
+    def partition_leader(self, topic: str, partition: int) -> int:
+        info = self.topics.get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            return -1
+        return self.leader(info.replicas[partition])
+
+    def coordinator_for(self, key: str) -> int:
+        """The leader of ``abs(hashCode(key)) % offsets.topic.num.partitions`` of the offsets topic."""
+        n = self.config.offsets_topic_partitions
+        index = coordinator_partition(key, n)
+        placement = self._placement(n, self.config.replication_factor)
+        return self.leader(placement[index])
+
+    # --- topics ----------------------------------------------------------------------------------
+
+    def create_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
+    ) -> TopicInfo:
+        self.logs.create_topic(name, partitions, dict(configs))
+        info = TopicInfo(
+            name, topic_id_for(name), self._placement(partitions, replication_factor), dict(configs)
+        )
+        self.topics[name] = info
+        return info
+
+    def delete_topic(self, name: str) -> None:
+        self.logs.delete_topic(name)
+        self.topics.pop(name, None)
+
+    def partition_log(self, topic: str, partition: int) -> PartitionLogLike | None:
+        info = self.topics.get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            return None
+        return self.logs.partition(topic, partition)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        for info in self.topics.values():
+            if info.topic_id == topic_id:
+                return info
+        return None

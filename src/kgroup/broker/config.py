@@ -1,0 +1,78 @@
+"""The broker's settings, named after Kafka's broker configs where one exists."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kgroup.model import KgroupError
+
+__all__ = ["BrokerConfig", "parse_topic_spec"]
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    host: str = "127.0.0.1"
+    #: the first broker's port (0: pick free ports); broker ``i`` of a cluster listens on ``port + i``
+    #: when ``port`` is not 0
+    port: int = 9092
+    brokers: int = 1
+    #: ``socket.request.max.bytes``
+    max_request_bytes: int = 100 * MIB
+    #: ``max.connections`` (per broker listener)
+    max_connections: int = 1000
+    #: ``auto.create.topics.enable``
+    auto_create_topics: bool = True
+    #: ``num.partitions``
+    num_partitions: int = 1
+    #: ``default.replication.factor`` (0: brokers, at most 3; failover needs replicas)
+    default_replication_factor: int = 0
+    #: ``offsets.topic.num.partitions`` (decides which broker coordinates a group)
+    offsets_topic_partitions: int = 50
+    #: ``group.initial.rebalance.delay.ms``
+    group_initial_rebalance_delay_ms: int = 3000
+    #: ``group.min.session.timeout.ms`` / ``group.max.session.timeout.ms``
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    cluster_id: str = "kgroup-cluster"
+    #: topics created at start: name -> partition count
+    topics: tuple[tuple[str, int], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise KgroupError(f"port: {self.port} is not a TCP port; use 0..65535 (0 picks a free one)")
+        if not 1 <= self.brokers <= 32:
+            raise KgroupError(f"brokers: {self.brokers}; use 1..32")
+        if self.max_request_bytes < 1024:
+            raise KgroupError(f"max_request_bytes: {self.max_request_bytes}; use at least 1024")
+        if self.max_connections < 1:
+            raise KgroupError(f"max_connections: {self.max_connections}; use at least 1")
+        if self.num_partitions < 1:
+            raise KgroupError(f"num_partitions: {self.num_partitions}; use at least 1")
+        if self.offsets_topic_partitions < 1:
+            raise KgroupError(f"offsets_topic_partitions: {self.offsets_topic_partitions}; use at least 1")
+
+    @property
+    def replication_factor(self) -> int:
+        if self.default_replication_factor > 0:
+            return self.default_replication_factor
+        return min(self.brokers, 3)
+
+
+def parse_topic_spec(spec: str) -> tuple[str, int]:
+    """``orders:12`` -> ("orders", 12); ``orders`` -> ("orders", 1)."""
+    name, sep, count = spec.rpartition(":")
+    if not sep:
+        name, count = spec, "1"
+    if not name:
+        raise KgroupError(f"topic: {spec!r} has no name; write NAME:PARTITIONS, e.g. orders:12")
+    try:
+        partitions = int(count)
+    except ValueError:
+        raise KgroupError(
+            f"topic: {spec!r}: {count!r} is not a partition count; write NAME:PARTITIONS"
+        ) from None
+    if partitions < 1:
+        raise KgroupError(f"topic: {spec!r}: the partition count must be at least 1")
+    return name, partitions

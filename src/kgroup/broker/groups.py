@@ -1,0 +1,263 @@
+"""The group adapter: the broker's side of :class:`kgroup.group.GroupCoordinator`.
+
+One coordinator per broker id, each owning the groups whose offsets-topic partition
+(``abs(hashCode(group.id)) % offsets.topic.num.partitions``) that broker leads. The adapter is the
+host the simulator also is:
+
+* ``now_ms`` is the wall clock in milliseconds (records carry commit timestamps that must survive a
+  restart); the coordinator's timers live in one :class:`kgroup.group.TimerTable` per coordinator
+  and fire from a task on the event loop;
+* **persist, then apply**: the records of a call are encoded with
+  :mod:`kgroup.wire.group_records` and appended to the coordinator log (durable when ``append``
+  returns) before any reply of that call is released; if the write fails, the coordinator is rebuilt
+  from the log — undoing the call — and the requests of the call are answered with
+  COORDINATOR_NOT_AVAILABLE;
+* on start, and whenever a broker stops or starts, every coordinator is rebuilt **by replaying the
+  log** — recovery, failover and rollback are one code path.
+
+A request waits (its connection muted, as Kafka's is) until the coordinator's reply for its
+correlation id arrives: at once, or when a parked JoinGroup/SyncGroup completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from random import Random
+from typing import TYPE_CHECKING, Any
+
+from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, TimerTable
+from kgroup.group.records import Record, TimerArmed, TimerDisarmed
+from kgroup.messages import (
+    Envelope,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    Request,
+    Response,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kgroup.model import ErrorCode, PeerError
+from kgroup.wire.group_records import decode_record, encode_record
+
+if TYPE_CHECKING:
+    from kgroup.broker.broker import Broker
+
+__all__ = ["GroupAdapter", "error_response", "group_of"]
+
+log = logging.getLogger("kgroup.broker")
+
+
+def group_of(record: Record) -> str:
+    if isinstance(record, TimerArmed | TimerDisarmed):
+        return record.key[1]
+    group_id: str = record.group_id
+    return group_id
+
+
+def error_response(body: Request, code: ErrorCode) -> Response:
+    """The answer to ``body`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE …)."""
+    if isinstance(body, JoinGroupRequest):
+        return JoinGroupResponse(code, member_id=body.member_id)
+    if isinstance(body, SyncGroupRequest):
+        return SyncGroupResponse(code)
+    if isinstance(body, HeartbeatRequest):
+        return HeartbeatResponse(code)
+    if isinstance(body, LeaveGroupRequest):
+        return LeaveGroupResponse(
+            code,
+            tuple(LeaveGroupMemberResponse(m.member_id, m.group_instance_id, code) for m in body.members),
+        )
+    if isinstance(body, OffsetCommitRequest):
+        return OffsetCommitResponse(tuple((o.partition, code) for o in body.offsets))
+    if isinstance(body, OffsetFetchRequest):
+        return OffsetFetchResponse(code)
+    raise TypeError(f"no error answer for {type(body).__name__}")
+
+
+class GroupAdapter:
+    """Coordinators, their timers and their log, driven from the broker's event loop."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        config = broker.config
+        self.config = CoordinatorConfig(
+            group_min_session_timeout_ms=config.group_min_session_timeout_ms,
+            group_max_session_timeout_ms=config.group_max_session_timeout_ms,
+            group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+            offsets_topic_num_partitions=config.offsets_topic_partitions,
+        )
+        self.log = broker.logs.coordinator_log()
+        # member ids come from the coordinator's Random: seeded per process so that ids differ
+        # between runs, as Kafka's UUIDs do
+        self._rng = Random(broker.clock_ms())
+        self.coordinators: dict[int, GroupCoordinator] = {}
+        self.timers: dict[int, TimerTable] = {}
+        self._waiting: dict[tuple[str, int], asyncio.Future[Response]] = {}
+        self._connection_ids = itertools.count(1)
+        self._timer_task: asyncio.Task[None] | None = None
+        self._timers_changed: asyncio.Event | None = None
+        self.recorder: Any = None  # kgroup.broker.recorder.GroupRecorder when --record is given
+
+    # --- lifecycle and rebuilding -----------------------------------------------------------------
+
+    def start(self) -> None:
+        self._timers_changed = asyncio.Event()
+        self.rebuild()
+        self._timer_task = asyncio.get_running_loop().create_task(self._run_timers())
+
+    def close(self) -> None:
+        if self._timer_task is not None:
+            self._timer_task.cancel()
+        for future in self._waiting.values():
+            if not future.done():
+                future.cancel()
+        self._waiting.clear()
+
+    def new_connection_id(self, node_id: int, peer: str) -> str:
+        return f"{node_id}/{peer}/{next(self._connection_ids)}"
+
+    def rebuild(self) -> None:
+        """Every live broker's coordinator, rebuilt by replaying the coordinator log."""
+        cluster = self.broker.cluster
+        coordinators = {
+            node: GroupCoordinator(
+                self.config,
+                rng=self._rng,
+                node_id=node,
+                host=self.broker.config.host,
+                port=self.broker.ports.get(node, 0),
+            )
+            for node in sorted(cluster.alive)
+        }
+        owner: dict[str, int] = {}
+        count = 0
+        for key, value in self.log.replay():
+            record = decode_record(key, value)
+            group_id = group_of(record)
+            node = owner.get(group_id)
+            if node is None:
+                node = owner[group_id] = cluster.coordinator_for(group_id)
+            coordinator = coordinators.get(node)
+            if coordinator is not None:
+                coordinator.replay(record)
+                count += 1
+        self.coordinators = coordinators
+        self.timers = {node: TimerTable.from_armed(c.armed_timers()) for node, c in coordinators.items()}
+        if count:
+            log.info("rebuilt %d group(s) from %d coordinator record(s)", len(owner), count)
+        self._wake_timers()
+
+    def on_brokers_changed(self) -> None:
+        """A broker stopped or started: its groups move; the old coordinator's parked requests get
+        NOT_COORDINATOR (``unload``, whose records describe losing the groups, not the groups, and are
+        not persisted); then every coordinator is rebuilt from the log."""
+        now = self.broker.clock_ms()
+        for node, coordinator in self.coordinators.items():
+            if node not in self.broker.cluster.alive:
+                self._release(coordinator.unload(now).replies)
+        self.rebuild()
+
+    # --- handling requests ------------------------------------------------------------------------
+
+    async def call(self, node_id: int, envelope: Envelope) -> Response:
+        """Hand one request to the coordinator of ``node_id`` and wait for its answer."""
+        coordinator = self.coordinators.get(node_id)
+        if coordinator is None:
+            return error_response(envelope.body, ErrorCode.NOT_COORDINATOR)
+        key = (envelope.connection, envelope.correlation_id)
+        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
+        self._waiting[key] = future
+        try:
+            result = coordinator.handle(self.broker.clock_ms(), envelope)
+        except PeerError:
+            self._waiting.pop(key, None)
+            raise
+        self.apply(node_id, result, (envelope,))
+        try:
+            return await future
+        finally:
+            self._waiting.pop(key, None)
+
+    def apply(self, node_id: int, result: CoordinatorResult, requests: tuple[Envelope, ...] = ()) -> None:
+        """Persist the result's records, then its timers, then release its replies."""
+        if result.records:
+            try:
+                self.log.append([encode_record(record) for record in result.records])
+            except OSError as exc:
+                log.error("coordinator log write failed (%s): rolling back by replaying the log", exc)
+                self.rebuild()
+                for envelope in requests:
+                    self._answer(
+                        envelope.connection,
+                        envelope.correlation_id,
+                        error_response(envelope.body, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                    )
+                return
+            if self.recorder is not None:
+                self.recorder.on_records(self.broker.clock_ms(), node_id, result.records)
+        if result.timers:
+            timers = self.timers.get(node_id)
+            if timers is not None:
+                timers.apply(result.timers)
+                self._wake_timers()
+        self._release(result.replies)
+
+    def _release(self, replies: Any) -> None:
+        for reply in replies:
+            self._answer(reply.connection, reply.correlation_id, reply.body)
+
+    def _answer(self, connection: str, correlation_id: int, body: Response) -> None:
+        future = self._waiting.get((connection, correlation_id))
+        if future is not None and not future.done():
+            future.set_result(body)
+        # else: the connection that asked is gone (Kafka drops such a response too)
+
+    def delete_group(self, node_id: int, group_id: str) -> ErrorCode:
+        coordinator = self.coordinators.get(node_id)
+        if coordinator is None:
+            return ErrorCode.NOT_COORDINATOR
+        code, result = coordinator.delete_group(self.broker.clock_ms(), group_id)
+        self.apply(node_id, result)
+        return code
+
+    # --- timers -------------------------------------------------------------------------------------
+
+    def _wake_timers(self) -> None:
+        if self._timers_changed is not None:
+            self._timers_changed.set()
+
+    async def _run_timers(self) -> None:
+        assert self._timers_changed is not None
+        while True:
+            deadlines = [d for t in self.timers.values() if (d := t.next_deadline()) is not None]
+            self._timers_changed.clear()
+            now = self.broker.clock_ms()
+            if deadlines and min(deadlines) <= now:
+                self._fire_due(now)
+                continue
+            timeout = (min(deadlines) - now) / 1000 if deadlines else None
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._timers_changed.wait(), timeout)
+
+    def _fire_due(self, now: int) -> None:
+        for node, table in list(self.timers.items()):
+            while (key := table.pop_due(now)) is not None:
+                coordinator = self.coordinators.get(node)
+                if coordinator is None or self.timers.get(node) is not table:
+                    break  # rebuilt meanwhile
+                try:
+                    self.apply(node, coordinator.on_timer(now, key))
+                except Exception:  # a bug: log it, keep the loop (and every other group) alive
+                    log.exception("coordinator timer %s failed", key)

@@ -1,0 +1,352 @@
+"""ApiVersions, Metadata, CreateTopics, DeleteTopics and DescribeConfigs (as ``KafkaApis`` answers them)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from kgroup.broker.cluster import OFFSETS_TOPIC, TopicInfo, topic_name_error
+from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
+from kgroup.log.errors import LogError
+from kgroup.model import PeerError
+
+log = logging.getLogger("kgroup.broker")
+
+__all__: list[str] = []
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+LEADER_NOT_AVAILABLE = 5
+INVALID_TOPIC_EXCEPTION = 17
+TOPIC_ALREADY_EXISTS = 36
+INVALID_PARTITIONS = 37
+INVALID_REPLICATION_FACTOR = 38
+INVALID_REQUEST = 42
+INVALID_CONFIG = 40
+UNKNOWN_TOPIC_ID = 100
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+ZERO_UUID = uuid.UUID(int=0)
+#: kgroup's own limit (Kafka has none): a request for more partitions gets INVALID_PARTITIONS
+MAX_PARTITIONS_PER_TOPIC = 10_000
+
+#: topic configs a client may ask for (DescribeConfigs): Kafka's defaults
+TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
+    "cleanup.policy": "delete",
+    "compression.type": "producer",
+    "max.message.bytes": "1048588",
+    "message.timestamp.type": "CreateTime",
+    "min.insync.replicas": "1",
+    "retention.bytes": "-1",
+    "retention.ms": "604800000",
+    "segment.bytes": "1073741824",
+}
+
+
+@register(18)
+async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    return {"error_code": NONE, "api_keys": api_version_ranges(), "throttle_time": 0}
+
+
+def _broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
+    broker = ctx.broker
+    return [
+        {"node_id": b, "host": broker.config.host, "port": broker.ports[b], "rack": None}
+        for b in sorted(broker.cluster.alive)
+        if b in broker.ports
+    ]
+
+
+def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
+    cluster = ctx.broker.cluster
+    partitions = []
+    for index, replicas in enumerate(info.replicas):
+        leader = cluster.leader(replicas)
+        live = [r for r in replicas if r in cluster.alive]
+        partitions.append(
+            {
+                "error_code": NONE if leader >= 0 else LEADER_NOT_AVAILABLE,
+                "partition_index": index,
+                "leader_id": leader,
+                "leader_epoch": 0,
+                "replica_nodes": list(replicas),
+                "isr_nodes": live,
+                "offline_replicas": [r for r in replicas if r not in cluster.alive],
+            }
+        )
+    return {
+        "error_code": NONE,
+        "name": info.name,
+        "topic_id": info.topic_id,
+        "is_internal": False,
+        "partitions": partitions,
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": topic_id,
+        "is_internal": name == OFFSETS_TOPIC,
+        "partitions": [],
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+@register(3)
+async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    cluster = broker.cluster
+    topics: list[dict[str, Any]] = []
+    requested = request.topics
+    # v0: an empty list means every topic; v1+: null means every topic, empty means none
+    if requested is None or (ctx.version == 0 and not requested):
+        topics = [_topic_entry(ctx, cluster.topics[name]) for name in sorted(cluster.topics)]
+    else:
+        allow_auto = getattr(request, "allow_auto_topic_creation", True)
+        for wanted in requested:
+            name = wanted.name
+            if name is None and ctx.version < 12:
+                # MetadataRequest: topic ids (and so a topic without a name) only from v12
+                raise PeerError("Metadata request before v12 names a topic by id only", INVALID_REQUEST)
+            if name is None:
+                topic_id = getattr(wanted, "topic_id", None)
+                info = cluster.topic_by_id(topic_id) if topic_id is not None else None
+                if info is None:
+                    topics.append(_error_topic(None, UNKNOWN_TOPIC_ID, topic_id or ZERO_UUID))
+                else:
+                    topics.append(_topic_entry(ctx, info))
+                continue
+            info = cluster.topics.get(name)
+            if info is not None:
+                topics.append(_topic_entry(ctx, info))
+            elif topic_name_error(name) is not None:
+                topics.append(_error_topic(name, INVALID_TOPIC_EXCEPTION))
+            elif allow_auto and broker.config.auto_create_topics and name != OFFSETS_TOPIC:
+                # Kafka hands the creation to the controller and answers LEADER_NOT_AVAILABLE; the
+                # client asks again and finds the topic (created here at once).
+                cluster.create_topic(name, broker.config.num_partitions, broker.config.replication_factor, {})
+                log.info("auto-created topic %s with %d partition(s)", name, broker.config.num_partitions)
+                topics.append(_error_topic(name, LEADER_NOT_AVAILABLE))
+            else:
+                topics.append(_error_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
+    return {
+        "throttle_time": 0,
+        "brokers": _broker_entries(ctx),
+        "cluster_id": broker.config.cluster_id,
+        "controller_id": min(cluster.alive) if cluster.alive else -1,
+        "topics": topics,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+def _created(
+    name: str, code: int, message: str | None, info: TopicInfo | None, partitions: int, rf: int
+) -> dict[str, Any]:
+    configs = None
+    if info is not None:
+        merged = {**TOPIC_CONFIG_DEFAULTS, **info.configs}
+        configs = [
+            {"name": k, "value": v, "read_only": False, "config_source": 5, "is_sensitive": False}
+            for k, v in sorted(merged.items())
+        ]
+    return {
+        "name": name,
+        "topic_id": info.topic_id if info is not None else ZERO_UUID,
+        "error_code": code,
+        "error_message": message,
+        "topic_config_error_code": 0,
+        "num_partitions": partitions if code == NONE else -1,
+        "replication_factor": rf if code == NONE else -1,
+        "configs": configs,
+    }
+
+
+@register(19)
+async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    cluster = broker.cluster
+    results: list[dict[str, Any]] = []
+    names = [t.name for t in request.topics]
+    for topic in request.topics:
+        name = topic.name
+        partitions = int(topic.num_partitions)
+        rf = int(topic.replication_factor)
+        if topic.assignments:
+            if partitions != -1 or rf != -1:
+                results.append(
+                    _created(
+                        name,
+                        INVALID_REQUEST,
+                        "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                        "Both cannot be used at the same time.",
+                        None,
+                        0,
+                        0,
+                    )
+                )
+                continue
+            partitions = len(topic.assignments)
+            rf = len(topic.assignments[0].broker_ids)
+        if partitions == -1:
+            partitions = broker.config.num_partitions
+        if rf == -1:
+            rf = broker.config.replication_factor
+        error = topic_name_error(name)
+        if names.count(name) > 1:
+            results.append(_created(name, INVALID_REQUEST, "Duplicate topic name.", None, 0, 0))
+        elif error is not None:
+            results.append(_created(name, INVALID_TOPIC_EXCEPTION, error, None, 0, 0))
+        elif name in cluster.topics:
+            results.append(
+                _created(name, TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", None, 0, 0)
+            )
+        elif partitions <= 0 or partitions > MAX_PARTITIONS_PER_TOPIC:
+            results.append(
+                _created(
+                    name,
+                    INVALID_PARTITIONS,
+                    "Number of partitions was set to an invalid non-positive value."
+                    if partitions <= 0
+                    else f"kgroup creates at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic.",
+                    None,
+                    0,
+                    0,
+                )
+            )
+        elif rf <= 0 or rf > len(cluster.alive):
+            results.append(
+                _created(
+                    name,
+                    INVALID_REPLICATION_FACTOR,
+                    f"Unable to replicate the partition {rf} time(s): The target replication factor of "
+                    f"{rf} cannot be reached because only {len(cluster.alive)} broker(s) are registered.",
+                    None,
+                    0,
+                    0,
+                )
+            )
+        else:
+            configs = {c.name: c.value for c in topic.configs if c.value is not None}
+            if request.validate_only:
+                info = TopicInfo(name, uuid.UUID(int=0), ((),) * partitions, configs)
+            else:
+                try:
+                    info = cluster.create_topic(name, partitions, rf, configs)
+                except LogError as exc:  # a bad topic config: INVALID_CONFIG and its message
+                    results.append(_created(name, exc.error_code, exc.message, None, 0, 0))
+                    continue
+                log.info("created topic %s with %d partition(s)", name, partitions)
+            results.append(_created(name, NONE, None, info, partitions, rf))
+    return {"throttle_time": 0, "topics": results}
+
+
+@register(20)
+async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    cluster = ctx.broker.cluster
+    wanted: list[tuple[str | None, uuid.UUID | None]]
+    if ctx.version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        info: TopicInfo | None
+        if name is None and topic_id is not None and topic_id != ZERO_UUID:
+            info = cluster.topic_by_id(topic_id)
+            missing = UNKNOWN_TOPIC_ID
+        else:
+            info = cluster.topics.get(name or "")
+            missing = UNKNOWN_TOPIC_OR_PARTITION
+        if info is None:
+            results.append(
+                {
+                    "name": name,
+                    "topic_id": topic_id or ZERO_UUID,
+                    "error_code": missing,
+                    "error_message": None,
+                }
+            )
+            continue
+        cluster.delete_topic(info.name)
+        log.info("deleted topic %s", info.name)
+        results.append(
+            {"name": info.name, "topic_id": info.topic_id, "error_code": NONE, "error_message": None}
+        )
+    return {"throttle_time": 0, "responses": results}
+
+
+@register(32)
+async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    cluster = ctx.broker.cluster
+    results = []
+    for resource in request.resources:
+        overridden: set[str]
+        values: dict[str, str]
+        keys = resource.configuration_keys
+        rtype = int(resource.resource_type)
+        if rtype == 2:  # TOPIC
+            info = cluster.topics.get(resource.resource_name)
+            if info is None:
+                results.append(
+                    {
+                        "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                        "error_message": None,
+                        "resource_type": rtype,
+                        "resource_name": resource.resource_name,
+                        "configs": [],
+                    }
+                )
+                continue
+            values = {**TOPIC_CONFIG_DEFAULTS, **info.configs}
+            overridden = set(info.configs)
+        elif rtype == 4:  # BROKER
+            config = ctx.broker.config
+            values = {
+                "auto.create.topics.enable": str(config.auto_create_topics).lower(),
+                "num.partitions": str(config.num_partitions),
+                "default.replication.factor": str(config.replication_factor),
+                "offsets.topic.num.partitions": str(config.offsets_topic_partitions),
+                "socket.request.max.bytes": str(config.max_request_bytes),
+                "group.initial.rebalance.delay.ms": str(config.group_initial_rebalance_delay_ms),
+            }
+            overridden = set()
+        else:
+            results.append(
+                {
+                    "error_code": INVALID_REQUEST,
+                    "error_message": f"Unsupported resource type {rtype}",
+                    "resource_type": rtype,
+                    "resource_name": resource.resource_name,
+                    "configs": [],
+                }
+            )
+            continue
+        configs: list[dict[str, Any]] = [
+            {
+                "name": k,
+                "value": v,
+                "read_only": rtype == 4,
+                "is_default": k not in overridden,
+                # DescribeConfigs v1+: DYNAMIC_TOPIC_CONFIG (1) for an override, DEFAULT_CONFIG (5) otherwise
+                "config_source": 1 if k in overridden else 5,
+                "is_sensitive": False,
+                "synonyms": [],
+                "config_type": 0,
+                "documentation": None,
+            }
+            for k, v in sorted(values.items())
+            if keys is None or k in keys
+        ]
+        results.append(
+            {
+                "error_code": NONE,
+                "error_message": None,
+                "resource_type": rtype,
+                "resource_name": resource.resource_name,
+                "configs": configs,
+            }
+        )
+    return {"throttle_time": 0, "results": results}

@@ -1,0 +1,252 @@
+"""Produce, Fetch, ListOffsets and InitProducerId (as ``KafkaApis`` / ``ReplicaManager`` answer them).
+
+Simplifications (documented in docs/broker.md): one copy of the data, so acks=-1 is acknowledged once
+the leader's log has the batch (its fsync policy decides durability); no transactions (a
+transactional id is refused); fetch sessions are not kept — every answer carries session id 0,
+which tells the client to send full fetches, as a Kafka broker whose session cache is full does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kgroup.broker.dispatch import CloseConnection, RequestContext, register
+from kgroup.model import PeerError
+
+log = logging.getLogger("kgroup.broker")
+
+__all__: list[str] = []
+
+NONE = 0
+OFFSET_OUT_OF_RANGE = 1
+CORRUPT_MESSAGE = 2
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+INVALID_REQUIRED_ACKS = 21
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+FETCH_SESSION_ID_NOT_FOUND = 70
+UNKNOWN_LEADER_EPOCH = 75
+FENCED_LEADER_EPOCH = 74
+NO_EPOCH = -1
+INVALID_SESSION_ID = 0
+LEADER_EPOCH = 0  # one copy, one leader epoch
+
+
+def _leader_check(ctx: RequestContext, topic: str, partition: int) -> int:
+    cluster = ctx.broker.cluster
+    info = cluster.topics.get(topic)
+    if info is None or not 0 <= partition < info.partitions:
+        return UNKNOWN_TOPIC_OR_PARTITION
+    if cluster.partition_leader(topic, partition) != ctx.node_id:
+        return NOT_LEADER_OR_FOLLOWER
+    return NONE
+
+
+def _epoch_check(current_leader_epoch: int) -> int:
+    if current_leader_epoch in (NO_EPOCH, LEADER_EPOCH):
+        return NONE
+    return UNKNOWN_LEADER_EPOCH if current_leader_epoch > LEADER_EPOCH else FENCED_LEADER_EPOCH
+
+
+def _current_leader(ctx: RequestContext, topic: str, partition: int) -> dict[str, int]:
+    return {"leader_id": ctx.broker.cluster.partition_leader(topic, partition), "leader_epoch": LEADER_EPOCH}
+
+
+@register(0)
+async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
+    broker = ctx.broker
+    acks = int(request.acks)
+    responses = []
+    failed = False
+    now_ms = broker.clock_ms()
+    appended = False
+    for topic in request.topic_data:
+        partition_responses = []
+        for part in topic.partition_data:
+            index = int(part.index)
+            entry: dict[str, Any] = {
+                "index": index,
+                "base_offset": -1,
+                "log_append_time": None,
+                "log_start_offset": -1,
+                "record_errors": [],
+                "error_message": None,
+                "current_leader": {"leader_id": -1, "leader_epoch": -1},
+            }
+            code = NONE
+            if request.transactional_id is not None:
+                code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            elif acks not in (-1, 0, 1):
+                code = INVALID_REQUIRED_ACKS
+            else:
+                code = _leader_check(ctx, topic.name, index)
+            if code == NOT_LEADER_OR_FOLLOWER:
+                entry["current_leader"] = _current_leader(ctx, topic.name, index)
+            if code == NONE:
+                plog = broker.cluster.partition_log(topic.name, index)
+                assert plog is not None
+                try:
+                    result = plog.append(bytes(part.records or b""), now_ms=now_ms)
+                except PeerError as exc:
+                    code = exc.error_code
+                    entry["error_message"] = exc.message
+                    log.info("produce to %s-%d rejected: %s", topic.name, index, exc.message)
+                else:
+                    appended = appended or not result.duplicate
+                    entry["base_offset"] = result.base_offset
+                    entry["log_start_offset"] = result.log_start_offset
+                    if result.log_append_time >= 0:
+                        entry["log_append_time"] = result.log_append_time
+            entry["error_code"] = code
+            failed = failed or code != NONE
+            partition_responses.append(entry)
+        responses.append({"name": topic.name, "partition_responses": partition_responses})
+    if appended:
+        broker.notify_appended()
+    if acks == 0:
+        if failed:  # Kafka closes the connection so that an acks=0 producer notices and refreshes metadata
+            raise CloseConnection("acks=0 produce request failed")
+        return None
+    return {"responses": responses, "throttle_time": 0, "node_endpoints": []}
+
+
+def _fetch_partition(
+    ctx: RequestContext, topic: str, part: Any, read_committed: bool, budget: int
+) -> tuple[dict[str, Any], int]:
+    index = int(part.partition)
+    entry: dict[str, Any] = {
+        "partition_index": index,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "diverging_epoch": {"epoch": -1, "end_offset": -1},
+        "current_leader": {"leader_id": -1, "leader_epoch": -1},
+        "snapshot_id": {"end_offset": -1, "epoch": -1},
+        "aborted_transactions": [] if read_committed else None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    }
+    code = _leader_check(ctx, topic, index)
+    if code == NOT_LEADER_OR_FOLLOWER:
+        entry["current_leader"] = _current_leader(ctx, topic, index)
+    if code == NONE:
+        code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
+    if code != NONE:
+        entry["error_code"] = code
+        return entry, 0
+    plog = ctx.broker.cluster.partition_log(topic, index)
+    assert plog is not None
+    hw = plog.high_watermark
+    entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
+    offset = int(part.fetch_offset)
+    if offset < plog.log_start_offset or offset > plog.log_end_offset:
+        entry["error_code"] = OFFSET_OUT_OF_RANGE
+        return entry, 0
+    entry["error_code"] = NONE
+    if offset >= hw or budget <= 0:
+        return entry, 0
+    data = plog.read(offset, min(int(part.partition_max_bytes), budget))
+    entry["records"] = data
+    return entry, len(data)
+
+
+def _fetch_once(ctx: RequestContext, request: Any) -> tuple[dict[str, Any], int]:
+    read_committed = int(getattr(request, "isolation_level", 0)) == 1
+    budget = int(getattr(request, "max_bytes", 0x7FFFFFFF))
+    total = 0
+    responses = []
+    for topic in request.topics:
+        partitions = []
+        for part in topic.partitions:
+            # KIP-74: the first non-empty partition is returned even if larger than max_bytes
+            entry, size = _fetch_partition(
+                ctx, topic.topic, part, read_committed, budget if total else max(budget, 1)
+            )
+            total += size
+            budget -= size
+            partitions.append(entry)
+        responses.append({"topic": topic.topic, "partitions": partitions})
+    return {
+        "throttle_time": 0,
+        "error_code": NONE,
+        "session_id": INVALID_SESSION_ID,
+        "responses": responses,
+    }, total
+
+
+@register(1)
+async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    session_id = int(getattr(request, "session_id", 0))
+    if session_id != INVALID_SESSION_ID:
+        # No session was ever handed out: Kafka answers an unknown session id so
+        return {
+            "throttle_time": 0,
+            "error_code": FETCH_SESSION_ID_NOT_FOUND,
+            "session_id": 0,
+            "responses": [],
+        }
+    loop = asyncio.get_running_loop()
+    max_wait_s = request.max_wait.total_seconds()
+    deadline = loop.time() + max(0.0, max_wait_s)
+    min_bytes = int(request.min_bytes)
+    while True:
+        waiter = ctx.broker.appended()
+        answer, total = _fetch_once(ctx, request)
+        errors = any(p["error_code"] != NONE for t in answer["responses"] for p in t["partitions"])
+        remaining = deadline - loop.time()
+        if total >= min_bytes or errors or remaining <= 0 or not request.topics:
+            return answer
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout=remaining)
+        except TimeoutError:
+            return _fetch_once(ctx, request)[0]
+
+
+@register(2)
+async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for part in topic.partitions:
+            index = int(part.partition_index)
+            entry: dict[str, Any] = {
+                "partition_index": index,
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": -1,
+            }
+            code = _leader_check(ctx, topic.name, index)
+            if code == NONE:
+                code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
+            if code == NONE:
+                plog = ctx.broker.cluster.partition_log(topic.name, index)
+                assert plog is not None
+                entry["leader_epoch"] = LEADER_EPOCH
+                # -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered, else
+                # the first record at or after the timestamp (UnifiedLog.fetchOffsetByTimestamp)
+                found = plog.offset_for_timestamp(int(part.timestamp))
+                if found is not None:
+                    entry["timestamp"], entry["offset"] = found
+            entry["error_code"] = code
+            partitions.append(entry)
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time": 0, "topics": topics}
+
+
+@register(22)
+async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if request.transactional_id is not None:
+        return {
+            "throttle_time": 0,
+            "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+    return {
+        "throttle_time": 0,
+        "error_code": NONE,
+        "producer_id": ctx.broker.allocate_producer_id(),
+        "producer_epoch": 0,
+    }

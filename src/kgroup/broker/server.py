@@ -1,0 +1,60 @@
+"""Starting and stopping a broker: the logs for a data directory, the listeners, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from kgroup.broker.broker import Broker
+from kgroup.broker.config import BrokerConfig
+from kgroup.broker.logapi import LogManagerLike
+
+__all__ = ["open_logs", "run_broker", "serve"]
+
+log = logging.getLogger("kgroup.broker")
+
+
+def open_logs(data_dir: Path, fsync: str = "interval") -> LogManagerLike:
+    """The on-disk log manager for ``data_dir`` (recovering a torn tail left by a crash)."""
+    from kgroup.log import FsyncPolicy, LogConfig, LogManager
+
+    policies = {"always": FsyncPolicy.ALWAYS, "interval": FsyncPolicy.INTERVAL, "never": FsyncPolicy.NEVER}
+    manager: LogManagerLike = LogManager(data_dir, LogConfig(fsync=policies[fsync]))
+    return manager
+
+
+async def serve(
+    broker: Broker,
+    stop: asyncio.Event,
+    on_started: Callable[[Broker], None] | None = None,
+) -> None:
+    """Run ``broker`` until ``stop`` is set, then close it (flush and close the logs)."""
+    await broker.start()
+    try:
+        if on_started is not None:
+            on_started(broker)
+        await stop.wait()
+    finally:
+        await broker.close()
+
+
+def run_broker(
+    config: BrokerConfig,
+    logs: LogManagerLike,
+    on_started: Callable[[Broker], None] | None = None,
+    install_signal_handlers: bool = True,
+) -> None:
+    """Run a broker in this thread until SIGINT/SIGTERM (the ``kgroup serve`` process)."""
+    import signal
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        if install_signal_handlers:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+        await serve(Broker(config, logs), stop, on_started)
+
+    asyncio.run(main())

@@ -1,0 +1,92 @@
+"""``kgroup serve``: run a Kafka-wire-protocol broker on 127.0.0.1 until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from kgroup.model import KgroupError
+
+FSYNC_POLICIES = ("always", "interval", "never")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve_command(
+        port: int = typer.Option(
+            9092, "--port", help="Port of broker 0 (broker i: port + i); 0 picks free ports."
+        ),
+        host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+        topic: list[str] = typer.Option(  # noqa: B008
+            [], "--topic", help="Create a topic at start: NAME:PARTITIONS (repeatable)."
+        ),
+        data_dir: Path | None = typer.Option(  # noqa: B008
+            None, "--data-dir", help="Where partition logs and group records live (default: a new temp dir)."
+        ),
+        fsync: str = typer.Option(
+            "interval", "--fsync", help="always | interval | never (see docs/broker.md)."
+        ),
+        brokers: int = typer.Option(1, "--brokers", help="Brokers in this process (one listener each)."),
+        num_partitions: int = typer.Option(
+            1, "--num-partitions", help="num.partitions for auto-created topics."
+        ),
+        auto_create: bool = typer.Option(
+            True, "--auto-create/--no-auto-create", help="auto.create.topics.enable."
+        ),
+        max_request_bytes: int = typer.Option(
+            100 * 1024 * 1024, "--max-request-bytes", help="socket.request.max.bytes."
+        ),
+        max_connections: int = typer.Option(1000, "--max-connections", help="max.connections per broker."),
+        record: Path | None = typer.Option(  # noqa: B008
+            None, "--record", help="Write the groups' events here for `kgroup report DIR`."
+        ),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="Log warnings only."),
+    ) -> None:
+        """Run a Kafka-protocol broker (produce, fetch, topics, consumer groups) on this machine."""
+        from kgroup.broker import BrokerConfig, parse_topic_spec
+        from kgroup.broker.server import open_logs, run_broker
+
+        if fsync not in FSYNC_POLICIES:
+            raise KgroupError(f"--fsync: {fsync!r} is not one of {', '.join(FSYNC_POLICIES)}")
+        topics = tuple(parse_topic_spec(spec) for spec in topic)
+        config = BrokerConfig(
+            host=host,
+            port=port,
+            brokers=brokers,
+            max_request_bytes=max_request_bytes,
+            max_connections=max_connections,
+            auto_create_topics=auto_create,
+            num_partitions=num_partitions,
+            topics=topics,
+        )
+        logging.basicConfig(
+            level=logging.WARNING if quiet else logging.INFO,
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            stream=sys.stderr,
+        )
+        if data_dir is None:
+            data_dir = Path(tempfile.mkdtemp(prefix="kgroup-serve-"))
+        data_dir.mkdir(parents=True, exist_ok=True)
+        logs = open_logs(data_dir, fsync)
+        recorder: Any = None
+        if record is not None:
+            from kgroup.broker.recorder import GroupRecorder  # type: ignore[import-not-found,unused-ignore]
+
+            recorder = GroupRecorder(record)
+
+        def started(broker: Any) -> None:
+            if recorder is not None:
+                broker.groups.recorder = recorder
+            for broker_id in sorted(broker.ports):
+                typer.echo(f"broker {broker_id} listening on {host}:{broker.ports[broker_id]}")
+            typer.echo(f"bootstrap.servers={broker.bootstrap_servers}  data-dir={data_dir}", err=False)
+            sys.stdout.flush()
+
+        run_broker(config, logs, started)
+        if recorder is not None:
+            recorder.close()

@@ -1,0 +1,205 @@
+"""One TCP connection to a Kafka-protocol broker: framing, headers, correlation ids, in-flight requests.
+
+Kafka's framing: every request and response is a big-endian int32 size followed by that many bytes.
+A request starts with its header (v1, or v2 with tagged fields when the API version is flexible), a
+response with its header (v0, or v1 when flexible — except ApiVersions, whose response header is always
+v0 so that a client can read it whatever version it asked for). ``kio``'s generated classes carry
+those rules (``__header_schema__``) and the message layouts of every version.
+
+A broken connection fails every in-flight request at once with :class:`ConnectionLost` (Kafka's
+``NetworkClient`` disconnect); a response that does not parse is a :class:`~kgroup.model.PeerError`
+and closes the connection, as Kafka's client does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+
+from kgroup.model import PeerError
+
+__all__ = ["BrokerConnection", "ConnectionLost"]
+
+_SIZE = struct.Struct(">i")
+#: responses larger than this are refused (Kafka's client has ``receive.buffer`` limits per request
+#: type; a fetch is the only large answer and kgroup's client does not fetch records)
+MAX_RESPONSE_BYTES = 100 * 1024 * 1024
+
+_writers: dict[type, Callable[[Any, Any], None]] = {}
+_readers: dict[type, Callable[[bytes, int], tuple[Any, int]]] = {}
+
+
+def _write(buffer: io.BytesIO, entity: Any) -> None:
+    cls = type(entity)
+    writer = _writers.get(cls)
+    if writer is None:
+        writer = _writers[cls] = entity_writer(cls)
+    writer(buffer, entity)
+
+
+def _read(cls: type, data: bytes, offset: int) -> tuple[Any, int]:
+    reader = _readers.get(cls)
+    if reader is None:
+        reader = _readers[cls] = entity_reader(cls)
+    return reader(data, offset)
+
+
+class ConnectionLost(ConnectionError):
+    """The connection closed or failed before the response came (Kafka's ``DisconnectException``)."""
+
+
+class BrokerConnection:
+    """A connection to one broker; :meth:`request` sends and awaits the matching response."""
+
+    def __init__(
+        self, host: str, port: int, *, client_id: str = "kgroup", node_id: int | None = None
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.node_id = node_id
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._next_correlation = 0
+        self._in_flight: dict[int, tuple[type, asyncio.Future[Any]]] = {}
+        self._read_task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._in_flight)
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and not self._closed
+
+    async def open(self, timeout_s: float = 10.0) -> None:
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), timeout_s
+            )
+        except (OSError, TimeoutError) as exc:
+            self._closed = True
+            raise ConnectionLost(f"cannot connect to {self.host}:{self.port}: {exc}") from None
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    def send(self, body: Any) -> asyncio.Future[Any]:
+        """Write one request (a kio request entity) now; the future gets its response entity.
+
+        Requests are written in call order, which is what lets a group member rely on the broker
+        handling one connection's requests in order ("commit, then JoinGroup").
+        """
+        if self._writer is None or self._closed:
+            raise ConnectionLost(f"connection to {self.host}:{self.port} is closed")
+        api_key = int(body.__api_key__)
+        version = int(body.__version__)
+        correlation_id = self._next_correlation
+        self._next_correlation = (self._next_correlation + 1) & 0x7FFFFFFF
+        header = body.__header_schema__(
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=correlation_id,
+            client_id=self.client_id,
+        )
+        buffer = io.BytesIO()
+        buffer.write(b"\0\0\0\0")
+        _write(buffer, header)
+        _write(buffer, body)
+        frame = buffer.getbuffer()
+        _SIZE.pack_into(frame, 0, len(frame) - 4)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._in_flight[correlation_id] = (load_response_schema(api_key, version), future)
+        self._writer.write(bytes(frame))
+        return future
+
+    async def request(self, body: Any, *, timeout_s: float = 30.0) -> Any:
+        """Send one request and await its response; after ``timeout_s`` (``request.timeout.ms``) the
+        connection is closed, failing every other request on it, as Kafka's client does."""
+        future = self.send(body)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout_s)
+        except TimeoutError:
+            self.close(ConnectionLost(f"request to {self.host}:{self.port} timed out after {timeout_s} s"))
+            raise
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        error: Exception = ConnectionLost(f"connection to {self.host}:{self.port} closed by the broker")
+        try:
+            while True:
+                size_bytes = await self._reader.readexactly(4)
+                (size,) = _SIZE.unpack(size_bytes)
+                if size < 4 or size > MAX_RESPONSE_BYTES:
+                    raise PeerError(f"broker {self.host}:{self.port} sent a frame of {size} bytes")
+                data = await self._reader.readexactly(size)
+                (correlation_id,) = _SIZE.unpack_from(data, 0)
+                entry = self._in_flight.get(correlation_id)
+                if entry is None:
+                    raise PeerError(
+                        f"broker {self.host}:{self.port} answered unknown correlation id {correlation_id}"
+                    )
+                response_cls, future = entry
+                del self._in_flight[correlation_id]
+                try:
+                    response = self._parse(response_cls, data)
+                except PeerError as exc:
+                    if not future.done():
+                        future.set_exception(ConnectionLost(exc.message))
+                        future.exception()
+                    raise
+                if not future.done():
+                    future.set_result(response)
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass
+        except PeerError as exc:
+            error = ConnectionLost(exc.message)
+        except asyncio.CancelledError:
+            error = ConnectionLost(f"connection to {self.host}:{self.port} closed")
+        self._fail_all(error)
+        self._closed = True
+        if self._writer is not None:
+            self._writer.close()
+
+    def _parse(self, response_cls: type, data: bytes) -> Any:
+        try:
+            _header, offset = _read(response_cls.__header_schema__, data, 0)  # type: ignore[attr-defined]
+            response, _ = _read(response_cls, data, offset)
+            return response
+        except (SerialError, ValueError, UnicodeDecodeError, OverflowError) as exc:
+            if int(response_cls.__api_key__) == 18 and int(response_cls.__version__) > 0:  # type: ignore[attr-defined]
+                # A broker that does not support our ApiVersions version answers in v0's layout with
+                # UNSUPPORTED_VERSION and its ranges (KIP-511); read it as v0.
+                return self._parse(load_response_schema(18, 0), data)
+            raise PeerError(f"broker {self.host}:{self.port} sent a malformed response: {exc}") from None
+
+    def _fail_all(self, error: Exception) -> None:
+        for _cls, future in list(self._in_flight.values()):
+            if not future.done():
+                future.set_exception(error)
+                future.exception()  # retrieved: no "never retrieved" warning for abandoned requests
+        self._in_flight.clear()
+
+    def close(self, error: Exception | None = None) -> None:
+        if self._closed and self._writer is None:
+            return
+        self._closed = True
+        self._fail_all(error or ConnectionLost(f"connection to {self.host}:{self.port} closed"))
+        if self._read_task is not None and not self._read_task.done():
+            self._read_task.cancel()
+        if self._writer is not None:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+        self._writer = None
+
+    async def wait_closed(self) -> None:
+        if self._read_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._read_task

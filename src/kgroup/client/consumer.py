@@ -1,0 +1,536 @@
+"""``GroupConsumer``: kgroup's pure :class:`~kgroup.member.ConsumerMember` over a real network.
+
+The member decides everything (when to join, what to send, how to react to each error); this adapter
+only moves its requests to brokers and their answers back, keeps the clock (``now_ms`` is the event
+loop's), and keeps the member's cluster metadata fresh:
+
+* a request for a node goes out on that node's connection in the order the member produced it (one
+  connection per node, opened on first use, with ApiVersions first to pick versions); FindCoordinator
+  goes to the least-loaded known node (fewest in-flight requests, connected first), as Kafka's client;
+* a response is translated back and given to ``member.on_response``; a timeout
+  (``request.timeout.ms``, after which the connection is closed) or a disconnect fails every request
+  on that connection through ``member.on_request_failed``;
+* the member's :meth:`~kgroup.member.ConsumerMember.background` runs at its own
+  ``next_wakeup_ms`` (Kafka's heartbeat thread), :meth:`poll` is the application's poll;
+* metadata (all topics, as a pattern subscription and the group leader need) is refreshed every
+  ``metadata_max_age_ms`` and when the subscription changes; a pattern subscription is re-matched on
+  every refresh, so new matching topics and added partitions are noticed as Kafka's consumer does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import load_request_schema
+
+from kgroup.assignors.api import Assignor
+from kgroup.client.cluster import ClusterView, cluster_from_metadata
+from kgroup.client.connection import BrokerConnection, ConnectionLost
+from kgroup.client.translate import API_KEY, from_wire, to_wire
+from kgroup.client.versions import API_NAMES, CLIENT_RANGES, UnsupportedApi, choose_versions
+from kgroup.member import ConsumerMember, MemberConfig
+from kgroup.member.events import CommitFailed, FatalError, MemberEvent, OffsetsCommitted
+from kgroup.member.requests import OutboundRequest
+from kgroup.member.states import Phase
+from kgroup.messages import FindCoordinatorResponse
+from kgroup.model import ErrorCode, KgroupError, PeerError, TopicPartition
+
+__all__ = ["ClientError", "GroupConsumer", "parse_bootstrap"]
+
+log = logging.getLogger("kgroup.client")
+
+_BOOTSTRAP_NODE = -1
+_COORDINATOR_BASE = 2**31 - 1  # Kafka's coordinator connection id: Integer.MAX_VALUE - node id
+
+
+class ClientError(ConnectionError):
+    """The client cannot reach the cluster, or the group failed fatally (the message says which)."""
+
+
+def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
+    """``kafka.bootstrap.servers``: ``host:port[,host:port...]`` (KgroupError naming the bad entry)."""
+    out: list[tuple[str, int]] = []
+    for entry in (s.strip() for s in servers.split(",")):
+        if not entry:
+            continue
+        host, sep, port = entry.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise KgroupError(
+                f"bootstrap servers: {entry!r} is not host:port; give e.g. 127.0.0.1:9092 (comma-separated)"
+            )
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise KgroupError("bootstrap servers: empty; give at least one host:port, e.g. 127.0.0.1:9092")
+    return out
+
+
+@dataclass(slots=True)
+class _Node:
+    connection: BrokerConnection | None = None
+    versions: dict[int, int] | None = None
+    opening: asyncio.Task[None] | None = None
+
+
+class GroupConsumer:
+    """A consumer-group member on the wire. Use ``async with GroupConsumer(...) as c`` or start/close.
+
+    ``topics`` or ``pattern`` (a Python regular expression matched against whole topic names, like
+    Java's ``Pattern.matcher().matches()``) is the subscription. ``assignors`` overrides the instances
+    built from ``config.assignors`` (e.g. plug-ins with state). ``on_event`` receives every member
+    event (rebalance callbacks, commits, errors) as it happens. ``max_versions`` caps the version of
+    an API by name (e.g. ``{"JoinGroup": 5}``) for a broker that advertises a version it mishandles
+    (librdkafka's mock cluster advertises flexible group API versions it misreads).
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        config: MemberConfig,
+        *,
+        topics: Sequence[str] = (),
+        pattern: str | None = None,
+        assignors: Sequence[Assignor] | None = None,
+        request_timeout_ms: int = 30000,
+        metadata_max_age_ms: int = 300000,
+        on_event: Callable[[MemberEvent], None] | None = None,
+        max_versions: Mapping[str, int] | None = None,
+    ) -> None:
+        if topics and pattern is not None:
+            raise KgroupError("subscription: give topics or a pattern, not both")
+        if not topics and pattern is None:
+            raise KgroupError("subscription: empty; give the topics to consume or a pattern")
+        self._pattern = None
+        self._pattern_text = pattern
+        if pattern is not None:
+            try:
+                self._pattern = re.compile(pattern)
+            except re.error as exc:
+                raise KgroupError(f"pattern: {pattern!r} is not a regular expression ({exc})") from None
+        timeouts = (("request_timeout_ms", request_timeout_ms), ("metadata_max_age_ms", metadata_max_age_ms))
+        for name, value in timeouts:
+            if value <= 0:
+                raise KgroupError(f"{name}: {value}; give a positive number of milliseconds")
+        self._caps: dict[int, int] = {}
+        by_name = {name: key for key, name in API_NAMES.items()}
+        for name, cap in (max_versions or {}).items():
+            low, high = CLIENT_RANGES.get(by_name.get(name, -1), (0, -1))
+            if not low <= cap <= high:
+                low_high = {n: CLIENT_RANGES[k] for n, k in by_name.items()}
+                raise KgroupError(
+                    f"max_versions: {name}={cap} is not an API and version the client speaks; "
+                    f"give one of {low_high}"
+                )
+            self._caps[by_name[name]] = cap
+        self._bootstrap = parse_bootstrap(bootstrap_servers)
+        self.config = config
+        self._assignors = assignors
+        # with a pattern, the member is made once a topic matches (kgroup's member has no empty
+        # subscription; Kafka's consumer joins with an empty one and gets nothing)
+        self._member = ConsumerMember(config, list(topics), assignors=assignors) if topics else None
+        self._request_timeout_s = request_timeout_ms / 1000
+        self._metadata_max_age_ms = metadata_max_age_ms
+        self._on_event = on_event
+        self._nodes: dict[int, _Node] = {}
+        self._addresses: dict[int, tuple[str, int]] = {}
+        self._pending: dict[int, deque[OutboundRequest]] = {}
+        self._senders: dict[int, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._events: list[MemberEvent] = []
+        self._cluster: ClusterView | None = None
+        self._metadata_due_ms = 0
+        self._wake = asyncio.Event()
+        self._driver: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._fatal: str | None = None
+        self._closed = False
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> GroupConsumer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Reach the cluster (first bootstrap server that answers) and load metadata."""
+        self._loop = asyncio.get_running_loop()
+        errors: list[str] = []
+        for index, (host, port) in enumerate(self._bootstrap):
+            node = _BOOTSTRAP_NODE - index
+            self._addresses[node] = (host, port)
+            try:
+                await self._ensure_node(node)
+                break
+            except (ConnectionLost, UnsupportedApi, TimeoutError, PeerError) as exc:
+                errors.append(f"{host}:{port}: {exc}")
+        else:
+            raise ClientError(
+                "kafka.bootstrap.servers: no broker reachable ("
+                + "; ".join(errors)
+                + "); check that the broker runs and the address is right"
+            )
+        await self.refresh_metadata()
+        self._driver = self._loop.create_task(self._drive())
+
+    async def close(self, timeout_ms: int = 5000) -> None:
+        """Kafka's ``close()``: commit (auto-commit), revoke, LeaveGroup unless static, then disconnect."""
+        if self._closed:
+            return
+        if self._loop is not None and self._fatal is None and self._member is not None:
+            self._dispatch(self._member.close(self._now()))
+            deadline = self._now() + timeout_ms
+            while self._has_in_flight() and self._now() < deadline:
+                await asyncio.sleep(0.01)
+        self._closed = True
+        if self._driver is not None:
+            self._driver.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._driver
+        for task in list(self._senders.values()) + list(self._tasks):
+            task.cancel()
+        for node in self._nodes.values():
+            if node.connection is not None:
+                node.connection.close()
+                await node.connection.wait_closed()
+        self._collect_events()
+
+    # --- the application's side ---------------------------------------------------------------------
+
+    @property
+    def member(self) -> ConsumerMember:
+        """The pure member this client drives (:class:`ClientError` while a pattern matches nothing)."""
+        if self._member is None:
+            raise ClientError(
+                f"pattern {self._pattern_text!r} matches no topic yet; the member has not joined"
+            )
+        return self._member
+
+    @property
+    def assignment(self) -> frozenset[TopicPartition]:
+        if self._member is None:
+            return frozenset()
+        return self.member.assignment()
+
+    @property
+    def generation(self) -> int:
+        return -1 if self._member is None else self._member.generation
+
+    @property
+    def member_id(self) -> str:
+        return "" if self._member is None else self._member.member_id
+
+    @property
+    def phase(self) -> Phase:
+        return Phase.UNJOINED if self._member is None else self._member.phase
+
+    @property
+    def cluster(self) -> ClusterView | None:
+        return self._cluster
+
+    async def poll(self, timeout_ms: int = 0) -> list[MemberEvent]:
+        """The application's poll: join or rejoin if needed, then let the protocol run for up to
+        ``timeout_ms``; returns the member's events since the last call."""
+        self._check_usable()
+        if self._member is not None:
+            self._dispatch(self._member.poll(self._now()))
+        self._wake.set()
+        if timeout_ms > 0:
+            await asyncio.sleep(timeout_ms / 1000)
+        self._check_usable()
+        return self._take_events()
+
+    async def wait_stable(
+        self, timeout_ms: int = 30000, poll_interval_ms: int = 50
+    ) -> frozenset[TopicPartition]:
+        """Poll until the member is in a stable group with nothing left to revoke or fetch, or time out."""
+        deadline = self._now() + timeout_ms
+        while True:
+            await self.poll()
+            member = self._member
+            settled = member is not None and not member.rejoin_needed and not self._has_in_flight()
+            if member is not None and member.phase is Phase.STABLE and settled:
+                return self.assignment
+            if self._now() >= deadline:
+                raise ClientError(
+                    f"group {self.config.group_id}: not stable after {timeout_ms} ms "
+                    f"(phase {self.phase.value}); is the coordinator reachable?"
+                )
+            await asyncio.sleep(poll_interval_ms / 1000)
+
+    async def commit(self, offsets: Mapping[TopicPartition, int], timeout_ms: int = 30000) -> None:
+        """``commitSync(offsets)`` with the member's current generation (raises :class:`ClientError`)."""
+        self._check_usable()
+        correlation = self._next_commit_id()
+        out = self.member.commit(self._now(), dict(offsets))
+        if not out:
+            raise ClientError(
+                f"commit: member of {self.config.group_id} is not in an active generation; "
+                "poll until stable first"
+            )
+        self._dispatch(out)
+        deadline = self._now() + timeout_ms
+        while self._now() < deadline:
+            for event in self._events[correlation:]:
+                if isinstance(event, OffsetsCommitted) and dict(event.offsets) == dict(offsets):
+                    return
+                if isinstance(event, CommitFailed) and set(event.partitions) == set(offsets):
+                    raise ClientError(f"commit failed: {event.error.name}")
+            await asyncio.sleep(0.005)
+            self._collect_events()
+        raise ClientError(f"commit: no answer within {timeout_ms} ms")
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.member.seek(tp, offset)
+
+    def record_processed(self, tp: TopicPartition, next_offset: int) -> None:
+        self.member.record_processed(tp, next_offset)
+
+    def subscribe(self, topics: Sequence[str]) -> None:
+        self._pattern = None
+        if self._member is None:
+            self._member = ConsumerMember(self.config, list(topics), assignors=self._assignors)
+        else:
+            self._member.subscribe(topics)
+        self._metadata_due_ms = 0
+
+    # --- metadata ------------------------------------------------------------------------------------
+
+    async def refresh_metadata(self) -> ClusterView:
+        node = self._least_loaded()
+        await self._ensure_node(node)
+        entry = self._nodes[node]
+        assert entry.connection is not None and entry.versions is not None
+        version = self._version(entry, 3)
+        cls: Any = load_request_schema(3, version)
+        if version >= 8:
+            body = cls(
+                topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+            )
+        else:
+            body = cls(topics=None, allow_auto_topic_creation=False)
+        response = await entry.connection.request(body, timeout_s=self._request_timeout_s)
+        cluster = cluster_from_metadata(response)
+        self._cluster = cluster
+        for broker in cluster.brokers.values():
+            self._addresses[broker.node_id] = (broker.host, broker.port)
+        if self._pattern is not None:
+            matched = sorted(t for t in cluster.topics if self._pattern.fullmatch(t))
+            if matched and self._member is None:
+                self._member = ConsumerMember(self.config, matched, assignors=self._assignors)
+            elif matched and self._member is not None and tuple(matched) != self._member.subscription:
+                self._member.subscribe(matched)
+        if self._member is not None:
+            self._member.update_metadata(cluster.topics)
+        self._metadata_due_ms = self._now() + self._metadata_max_age_ms
+        return cluster
+
+    # --- internals -----------------------------------------------------------------------------------
+
+    def _now(self) -> int:
+        assert self._loop is not None
+        return int(self._loop.time() * 1000)
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise ClientError("the consumer is closed")
+        if self._loop is None:
+            raise ClientError("the consumer is not started; call start() or use 'async with'")
+        if self._fatal is not None:
+            raise ClientError(self._fatal)
+
+    def _next_commit_id(self) -> int:
+        self._collect_events()
+        return len(self._events)
+
+    def _collect_events(self) -> None:
+        if self._member is None:
+            return
+        for event in self._member.drain_events():
+            self._events.append(event)
+            if isinstance(event, FatalError):
+                self._fatal = f"group {self.config.group_id}: {event.error.name}: {event.reason}"
+            if self._on_event is not None:
+                self._on_event(event)
+
+    def _take_events(self) -> list[MemberEvent]:
+        self._collect_events()
+        events, self._events = self._events, []
+        return events
+
+    def _has_in_flight(self) -> bool:
+        return any(self._pending.values()) or any(
+            n.connection is not None and n.connection.in_flight for n in self._nodes.values()
+        )
+
+    async def _drive(self) -> None:
+        """Kafka's heartbeat thread and metadata refresh, on the loop."""
+        while not self._closed:
+            now = self._now()
+            if self._member is not None:
+                self._dispatch(self._member.background(now))
+            self._collect_events()
+            if now >= self._metadata_due_ms:
+                try:
+                    await self.refresh_metadata()
+                except (ConnectionLost, TimeoutError, PeerError, UnsupportedApi) as exc:
+                    log.info("metadata refresh failed: %s", exc)
+                    self._metadata_due_ms = self._now() + self.config.retry_backoff_ms
+            wake = self._member.next_wakeup_ms() if self._member is not None else None
+            due = min(x for x in (wake, self._metadata_due_ms) if x is not None)
+            delay = max(0.0, min((due - self._now()) / 1000, 1.0))
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)
+
+    def _least_loaded(self) -> int:
+        """Kafka's ``leastLoadedNode``: fewest in-flight requests, preferring connected nodes."""
+        candidates = [n for n in self._addresses if n < _COORDINATOR_BASE - 2**30]
+
+        def load(node_id: int) -> tuple[int, int, int]:
+            node = self._nodes.get(node_id)
+            connected = node is not None and node.connection is not None and node.connection.connected
+            in_flight = node.connection.in_flight if connected and node and node.connection else 0
+            return (0 if connected else 1, in_flight, node_id)
+
+        return min(candidates, key=load)
+
+    def _dispatch(self, out: list[OutboundRequest]) -> None:
+        for request in out:
+            if request.node_id is None:
+                node = self._least_loaded()
+            else:
+                node = _COORDINATOR_BASE - request.node_id
+                if node not in self._addresses:
+                    address = self._addresses.get(request.node_id)
+                    if address is not None:
+                        self._addresses[node] = address
+            self._pending.setdefault(node, deque()).append(request)
+            sender = self._senders.get(node)
+            if sender is None or sender.done():
+                assert self._loop is not None
+                self._senders[node] = self._loop.create_task(self._send_pending(node))
+        self._collect_events()
+
+    async def _send_pending(self, node: int) -> None:
+        try:
+            await self._ensure_node(node)
+        except (ConnectionLost, UnsupportedApi, TimeoutError, PeerError, KeyError) as exc:
+            log.info("node %s unreachable: %s", node, exc)
+            await asyncio.sleep(0.05)  # reconnect.backoff.ms
+            self._fail_pending(node)
+            return
+        entry = self._nodes[node]
+        queue = self._pending.get(node, deque())
+        assert entry.connection is not None and self._loop is not None
+        while queue:
+            request = queue.popleft()
+            api_key = API_KEY[type(request.body)]
+            try:
+                version = self._version(entry, api_key)
+                future = entry.connection.send(to_wire(request.body, version))
+            except (ConnectionLost, UnsupportedApi) as exc:
+                log.info("cannot send %s: %s", API_NAMES.get(api_key), exc)
+                self._failed(request)
+                continue
+            task = self._loop.create_task(self._await_response(entry.connection, request, future))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _fail_pending(self, node: int) -> None:
+        queue = self._pending.get(node, deque())
+        while queue:
+            self._failed(queue.popleft())
+
+    def _failed(self, request: OutboundRequest) -> None:
+        if self._closed:
+            return
+        self._dispatch(self.member.on_request_failed(self._now(), request.correlation_id))
+        self._wake.set()
+
+    async def _await_response(
+        self, connection: BrokerConnection, request: OutboundRequest, future: asyncio.Future[Any]
+    ) -> None:
+        try:
+            response = await asyncio.wait_for(asyncio.shield(future), self._request_timeout_s)
+        except TimeoutError:
+            connection.close(ConnectionLost("request timed out"))
+            self._failed(request)
+            return
+        except (ConnectionLost, OSError):
+            self._failed(request)
+            return
+        try:
+            typed = from_wire(request.body, response)
+        except PeerError as exc:
+            log.warning("bad response: %s", exc)
+            connection.close(ConnectionLost(exc.message))
+            self._failed(request)
+            return
+        if self._closed and self.member.phase is Phase.CLOSED:
+            self.member.on_response(self._now(), request.correlation_id, typed)
+            return
+        if isinstance(typed, FindCoordinatorResponse) and typed.error_code is ErrorCode.NONE:
+            self._addresses[typed.node_id] = (typed.host, typed.port)
+            self._addresses[_COORDINATOR_BASE - typed.node_id] = (typed.host, typed.port)
+        self._dispatch(self.member.on_response(self._now(), request.correlation_id, typed))
+        self._wake.set()
+
+    async def _ensure_node(self, node: int) -> None:
+        entry = self._nodes.setdefault(node, _Node())
+        if entry.connection is not None and entry.connection.connected and entry.versions is not None:
+            return
+        if entry.opening is None or entry.opening.done():
+            entry.opening = asyncio.get_running_loop().create_task(self._open(node, entry))
+        await asyncio.shield(entry.opening)
+
+    async def _open(self, node: int, entry: _Node) -> None:
+        host, port = self._addresses[node]
+        connection = BrokerConnection(host, port, client_id=self.config.client_id, node_id=node)
+        await connection.open(timeout_s=self._request_timeout_s)
+        try:
+            entry.versions = await self._negotiate(connection)
+        except BaseException:
+            connection.close()
+            raise
+        entry.connection = connection
+
+    async def _negotiate(self, connection: BrokerConnection) -> dict[int, int]:
+        version = CLIENT_RANGES[18][1]
+        for _ in range(3):
+            cls: Any = load_request_schema(18, version)
+            if version >= 3:
+                body = cls(client_software_name="kgroup", client_software_version="0.1")
+            else:
+                body = cls()
+            response = await connection.request(body, timeout_s=self._request_timeout_s)
+            ranges = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in response.api_keys}
+            if int(response.error_code) == ErrorCode.UNSUPPORTED_VERSION and version > 0:
+                # Kafka's NetworkClient: retry with the broker's highest ApiVersions version if it
+                # told us, else with v0 (which every broker answers)
+                version = min(version - 1, ranges[18][1]) if 18 in ranges else 0
+                continue
+            if int(response.error_code) != ErrorCode.NONE:
+                raise UnsupportedApi(f"ApiVersions answered error {int(response.error_code)}")
+            chosen = choose_versions(ranges, f"{connection.host}:{connection.port}")
+            return {key: min(version, self._caps.get(key, version)) for key, version in chosen.items()}
+        raise UnsupportedApi("the broker refused every ApiVersions version")
+
+    def _version(self, entry: _Node, api_key: int) -> int:
+        assert entry.versions is not None
+        version = entry.versions.get(api_key)
+        if version is None:
+            low, high = CLIENT_RANGES[api_key]
+            raise UnsupportedApi(
+                f"the broker supports no version {low}-{high} of {API_NAMES[api_key]}, "
+                "which kgroup's client needs"
+            )
+        return version

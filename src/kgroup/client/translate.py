@@ -1,0 +1,261 @@
+"""kgroup's typed group messages (:mod:`kgroup.messages`) to and from kio's wire types, for a client.
+
+The member speaks :mod:`kgroup.messages`; the wire speaks Kafka's versions. :func:`to_wire` builds the
+kio request of a chosen version (fields a version lacks are dropped, as Kafka's generated
+``write`` would refuse only non-default ones); :func:`from_wire` turns a kio response back into the
+typed response the member expects. Protocol metadata and assignments are opaque bytes both ways.
+"""
+
+from __future__ import annotations
+
+import datetime
+import sys
+from dataclasses import fields
+from typing import Any
+
+from kio.index import load_request_schema
+from kio.static.primitive import i32Timedelta
+
+from kgroup.messages import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupMember,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchPartition,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    Request,
+    Response,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kgroup.model import ErrorCode, PeerError, TopicPartition
+
+__all__ = ["API_KEY", "from_wire", "to_wire"]
+
+#: Kafka's API key of each request type the member sends
+API_KEY: dict[type, int] = {
+    OffsetCommitRequest: 8,
+    OffsetFetchRequest: 9,
+    FindCoordinatorRequest: 10,
+    JoinGroupRequest: 11,
+    HeartbeatRequest: 12,
+    LeaveGroupRequest: 13,
+    SyncGroupRequest: 14,
+}
+
+
+def _error(code: int) -> ErrorCode:
+    try:
+        return ErrorCode(int(code))
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def _timedelta(ms: int) -> Any:
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
+
+
+def _ms(value: Any) -> int:
+    if isinstance(value, datetime.timedelta):
+        return int(value / datetime.timedelta(milliseconds=1))
+    return int(value)
+
+
+def _make(cls: type, **values: Any) -> Any:
+    """Build a kio entity from the values its version has (others must be at their defaults)."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def _nested(request_cls: type, name: str) -> type:
+    cls = getattr(sys.modules[request_cls.__module__], name, None)
+    if not isinstance(cls, type):
+        raise AssertionError(f"{request_cls.__name__} v{request_cls.__version__} has no {name}")  # type: ignore[attr-defined]
+    return cls
+
+
+def to_wire(body: Request, version: int) -> Any:
+    """The kio request of ``version`` carrying ``body``."""
+    api_key = API_KEY.get(type(body))
+    if api_key is None:
+        raise TypeError(f"{type(body).__name__} is not a request kgroup's client sends")
+    cls: Any = load_request_schema(api_key, version)
+    if isinstance(body, FindCoordinatorRequest):
+        return _make(cls, key=body.key, key_type=body.key_type, coordinator_keys=(body.key,))
+    if isinstance(body, JoinGroupRequest):
+        protocol_cls = _nested(cls, "JoinGroupRequestProtocol")
+        return _make(
+            cls,
+            group_id=body.group_id,
+            session_timeout=_timedelta(body.session_timeout_ms),
+            rebalance_timeout=_timedelta(body.rebalance_timeout_ms),
+            member_id=body.member_id,
+            group_instance_id=body.group_instance_id,
+            protocol_type=body.protocol_type,
+            protocols=tuple(protocol_cls(name=p.name, metadata=bytes(p.metadata)) for p in body.protocols),
+            reason=body.reason,
+        )
+    if isinstance(body, SyncGroupRequest):
+        assignment_cls = _nested(cls, "SyncGroupRequestAssignment")
+        return _make(
+            cls,
+            group_id=body.group_id,
+            generation_id=body.generation_id,
+            member_id=body.member_id,
+            group_instance_id=body.group_instance_id,
+            protocol_type=body.protocol_type,
+            protocol_name=body.protocol_name,
+            assignments=tuple(
+                assignment_cls(member_id=a.member_id, assignment=bytes(a.assignment))
+                for a in body.assignments
+            ),
+        )
+    if isinstance(body, HeartbeatRequest):
+        return _make(
+            cls,
+            group_id=body.group_id,
+            generation_id=body.generation_id,
+            member_id=body.member_id,
+            group_instance_id=body.group_instance_id,
+        )
+    if isinstance(body, LeaveGroupRequest):
+        identity_cls = _nested(cls, "MemberIdentity")
+        return _make(
+            cls,
+            group_id=body.group_id,
+            members=tuple(
+                _make(
+                    identity_cls,
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    reason=m.reason,
+                )
+                for m in body.members
+            ),
+        )
+    if isinstance(body, OffsetCommitRequest):
+        topic_cls = _nested(cls, "OffsetCommitRequestTopic")
+        partition_cls = _nested(cls, "OffsetCommitRequestPartition")
+        by_topic: dict[str, list[Any]] = {}
+        for entry in body.offsets:
+            by_topic.setdefault(entry.partition.topic, []).append(
+                _make(
+                    partition_cls,
+                    partition_index=entry.partition.partition,
+                    committed_offset=entry.committed_offset,
+                    committed_leader_epoch=entry.committed_leader_epoch,
+                    committed_metadata=entry.committed_metadata,
+                )
+            )
+        return _make(
+            cls,
+            group_id=body.group_id,
+            generation_id_or_member_epoch=body.generation_id,
+            member_id=body.member_id,
+            group_instance_id=body.group_instance_id,
+            topics=tuple(topic_cls(name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+        )
+    if isinstance(body, OffsetFetchRequest):
+        topics: tuple[Any, ...] | None = None
+        if version >= 8:
+            group_cls = _nested(cls, "OffsetFetchRequestGroup")
+            topic_cls = _nested(cls, "OffsetFetchRequestTopics")
+        else:
+            topic_cls = _nested(cls, "OffsetFetchRequestTopic")
+        if body.partitions is not None:
+            grouped: dict[str, list[int]] = {}
+            for tp in body.partitions:
+                grouped.setdefault(tp.topic, []).append(tp.partition)
+            topics = tuple(topic_cls(name=t, partition_indexes=tuple(ps)) for t, ps in grouped.items())
+        if version >= 8:
+            group = _make(group_cls, group_id=body.group_id, member_id=None, member_epoch=-1, topics=topics)
+            return _make(cls, groups=(group,), require_stable=True)
+        return _make(cls, group_id=body.group_id, topics=topics, require_stable=True)
+    raise TypeError(f"{type(body).__name__} is not a request kgroup's client sends")
+
+
+def from_wire(request: Request, response: Any) -> Response:
+    """The typed response to ``request`` from its kio response (:class:`PeerError` if it cannot be)."""
+    if isinstance(request, FindCoordinatorRequest):
+        coordinators = getattr(response, "coordinators", None)
+        if coordinators is not None:  # v4+: batched
+            if len(coordinators) != 1:
+                raise PeerError(f"FindCoordinator: {len(coordinators)} coordinators for one key")
+            response = coordinators[0]
+        return FindCoordinatorResponse(
+            _error(response.error_code), int(response.node_id), response.host, int(response.port)
+        )
+    if isinstance(request, JoinGroupRequest):
+        return JoinGroupResponse(
+            error_code=_error(response.error_code),
+            generation_id=int(response.generation_id),
+            protocol_type=getattr(response, "protocol_type", None),
+            protocol_name=response.protocol_name,
+            leader=response.leader,
+            skip_assignment=bool(getattr(response, "skip_assignment", False)),
+            member_id=response.member_id,
+            members=tuple(
+                JoinGroupMember(m.member_id, bytes(m.metadata), getattr(m, "group_instance_id", None))
+                for m in response.members
+            ),
+        )
+    if isinstance(request, SyncGroupRequest):
+        return SyncGroupResponse(
+            error_code=_error(response.error_code),
+            assignment=bytes(response.assignment),
+            protocol_type=getattr(response, "protocol_type", None),
+            protocol_name=getattr(response, "protocol_name", None),
+        )
+    if isinstance(request, HeartbeatRequest):
+        return HeartbeatResponse(_error(response.error_code))
+    if isinstance(request, LeaveGroupRequest):
+        return LeaveGroupResponse(
+            _error(response.error_code),
+            tuple(
+                LeaveGroupMemberResponse(m.member_id, m.group_instance_id, _error(m.error_code))
+                for m in response.members
+            ),
+        )
+    if isinstance(request, OffsetCommitRequest):
+        return OffsetCommitResponse(
+            tuple(
+                (TopicPartition(t.name, int(p.partition_index)), _error(p.error_code))
+                for t in response.topics
+                for p in t.partitions
+            )
+        )
+    if isinstance(request, OffsetFetchRequest):
+        groups = getattr(response, "groups", None)
+        if groups is not None:  # v8+: batched
+            if len(groups) != 1:
+                raise PeerError(f"OffsetFetch: {len(groups)} groups in the answer for one")
+            response = groups[0]
+        return OffsetFetchResponse(
+            _error(response.error_code),
+            tuple(
+                OffsetFetchPartition(
+                    TopicPartition(t.name, int(p.partition_index)),
+                    int(p.committed_offset),
+                    p.metadata,
+                    _error(p.error_code),
+                    int(p.committed_leader_epoch),
+                )
+                for t in response.topics
+                for p in t.partitions
+            ),
+        )
+    raise TypeError(f"{type(request).__name__} is not a request kgroup's client sends")
+
+
+def throttle_ms(response: Any) -> int:
+    value = getattr(response, "throttle_time", None)
+    return 0 if value is None else _ms(value)

@@ -1,0 +1,117 @@
+"""The coordinator's timer table: the one place a host keeps the timers a coordinator asks for.
+
+:class:`~kgroup.group.GroupCoordinator` never keeps a clock; each :class:`CoordinatorResult` carries
+timer effects (:class:`~kgroup.group.timers.ScheduleTimer` replaces a key's deadline,
+:class:`~kgroup.group.timers.CancelTimer` forgets it — Kafka's ``CoordinatorTimer`` semantics). A
+host applies them here and asks which key is due next; the simulator, the tests and the broker's
+asyncio loop all drive the coordinator through this table.
+
+Pure: no clock, no I/O. Keys due at the same millisecond come out in the order they were scheduled
+(a sequence number breaks ties), so a run is deterministic. A host that also keeps its own event
+queue can pass its queue's sequence counter, so a timer and a queued event scheduled for the same
+millisecond keep the order in which they were scheduled.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterable
+
+from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKey
+
+__all__ = ["TimerTable"]
+
+
+class TimerTable:
+    """Armed coordinator timers: ``key -> deadline``, popped in (deadline, scheduling order)."""
+
+    __slots__ = ("_armed", "_heap", "_sequence")
+
+    def __init__(self, sequence: Callable[[], int] | None = None) -> None:
+        #: key -> (deadline, sequence) of its live entry
+        self._armed: dict[TimerKey, tuple[int, int]] = {}
+        #: (deadline, sequence, key), with stale entries skipped lazily
+        self._heap: list[tuple[int, int, TimerKey]] = []
+        self._sequence = sequence if sequence is not None else itertools.count(1).__next__
+
+    @classmethod
+    def from_armed(
+        cls, timers: Iterable[ScheduleTimer], sequence: Callable[[], int] | None = None
+    ) -> TimerTable:
+        """A table holding ``timers`` (e.g. ``GroupCoordinator.armed_timers()`` after a rebuild by
+        replay); ties are ordered by key, since their original scheduling order is not known."""
+        table = cls(sequence)
+        for timer in sorted(timers, key=lambda t: (t.deadline_ms, t.key)):
+            table.schedule(timer.key, timer.deadline_ms)
+        return table
+
+    # --- effects ------------------------------------------------------------------------------------
+
+    def schedule(self, key: TimerKey, deadline_ms: int) -> None:
+        """Arm ``key`` for ``deadline_ms``, replacing any earlier deadline."""
+        seq = self._sequence()
+        self._armed[key] = (deadline_ms, seq)
+        heapq.heappush(self._heap, (deadline_ms, seq, key))
+
+    def cancel(self, key: TimerKey) -> None:
+        """Forget ``key`` (harmless if it is not armed)."""
+        self._armed.pop(key, None)
+
+    def apply(self, effects: Iterable[TimerEffect]) -> None:
+        """Apply a :class:`~kgroup.group.CoordinatorResult`'s ``timers``, in order."""
+        for effect in effects:
+            if isinstance(effect, ScheduleTimer):
+                self.schedule(effect.key, effect.deadline_ms)
+            elif isinstance(effect, CancelTimer):
+                self.cancel(effect.key)
+
+    # --- reading and firing ---------------------------------------------------------------------------
+
+    def _drop_stale(self) -> None:
+        heap, armed = self._heap, self._armed
+        while heap:
+            deadline, seq, key = heap[0]
+            if armed.get(key) == (deadline, seq):
+                return
+            heapq.heappop(heap)
+
+    def peek(self) -> tuple[int, int] | None:
+        """``(deadline, sequence)`` of the next timer to fire, or ``None`` when nothing is armed."""
+        self._drop_stale()
+        if not self._heap:
+            return None
+        deadline, seq, _ = self._heap[0]
+        return deadline, seq
+
+    def next_deadline(self) -> int | None:
+        """When the next timer is due (``None``: nothing armed)."""
+        top = self.peek()
+        return None if top is None else top[0]
+
+    def pop_due(self, now_ms: int) -> TimerKey | None:
+        """Disarm and return the earliest key due by ``now_ms`` (``None`` if none is due).
+
+        Call it until it returns ``None``: firing a key (``GroupCoordinator.on_timer``) may arm new
+        keys that are already due, and they come out in their turn.
+        """
+        top = self.peek()
+        if top is None or top[0] > now_ms:
+            return None
+        _, _, key = heapq.heappop(self._heap)
+        del self._armed[key]
+        return key
+
+    def deadline(self, key: TimerKey) -> int | None:
+        entry = self._armed.get(key)
+        return None if entry is None else entry[0]
+
+    def armed(self) -> dict[TimerKey, int]:
+        """Every armed key and its deadline (compare with ``GroupCoordinator.armed_timers()``)."""
+        return {key: deadline for key, (deadline, _) in self._armed.items()}
+
+    def __len__(self) -> int:
+        return len(self._armed)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._armed

@@ -1,0 +1,412 @@
+"""The data directory: topics, their partition logs, the coordinator logs; recovery on open.
+
+Layout (see ``docs/log.md``)::
+
+    <data dir>/
+      .lock                          flock'ed while a LogManager has the directory open
+      .kgroup-clean-shutdown         written by close(); absent after a crash -> full tail recovery
+      meta/topics/<topic>.json       name, partition count, configs (written: temp, fsync, rename)
+      <topic>-<partition>/           Kafka's partition directory: <base offset>.log/.index/.timeindex
+      coordinator/<name>.log         the coordinator's record logs
+
+A topic exists exactly when its JSON exists: partition directories are made before the JSON is
+written and removed after it is deleted, and on open a partition directory of no topic is removed.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgroup.log.batch import TimestampBounds
+from kgroup.log.coordinator import CoordinatorLog
+from kgroup.log.errors import (
+    InvalidConfig,
+    InvalidPartitions,
+    InvalidTopic,
+    TopicExists,
+    UnknownTopicOrPartition,
+)
+from kgroup.log.partition import FsyncPolicy, PartitionLog, PartitionSettings
+from kgroup.model import KgroupError
+
+__all__ = ["TOPIC_CONFIG_NAMES", "LogConfig", "LogManager", "validate_topic_name"]
+
+CLEAN_SHUTDOWN_FILE = ".kgroup-clean-shutdown"
+LOCK_FILE = ".lock"
+META_DIR = "meta"
+COORDINATOR_DIR = "coordinator"
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+_PARTITION_DIR = re.compile(r"(.+)-(\d+)")
+DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # message.max.bytes: 1 MiB + the 12-byte log overhead
+
+# Kafka's topic-level config names (org.apache.kafka.common.config.TopicConfig). All are accepted and
+# stored; message.timestamp.type, message.timestamp.before/after.max.ms, segment.bytes,
+# index.interval.bytes, max.message.bytes, retention.bytes and retention.ms change what the log does;
+# the others are kept for DescribeConfigs.
+TOPIC_CONFIG_NAMES = frozenset(
+    """
+    segment.bytes segment.ms segment.jitter.ms segment.index.bytes flush.messages flush.ms retention.bytes
+    retention.ms remote.storage.enable local.retention.ms local.retention.bytes remote.log.copy.disable
+    remote.log.delete.on.disable max.message.bytes index.interval.bytes file.delete.delay.ms
+    delete.retention.ms min.compaction.lag.ms max.compaction.lag.ms min.cleanable.dirty.ratio cleanup.policy
+    unclean.leader.election.enable min.insync.replicas compression.type compression.gzip.level
+    compression.lz4.level compression.zstd.level preallocate message.format.version message.timestamp.type
+    message.timestamp.difference.max.ms message.timestamp.before.max.ms message.timestamp.after.max.ms
+    message.downconversion.enable
+    """.split()  # noqa: SIM905 (one name per word reads better than 34 quoted strings)
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Broker-wide log settings (Kafka's ``log.*`` defaults); topics may override the starred ones.
+
+    ``segment_bytes``* (``log.segment.bytes``, 1 GiB), ``index_interval_bytes``* (4096),
+    ``retention_bytes``* / ``retention_ms``* (None: keep everything), ``max_message_bytes``*
+    (``message.max.bytes``), ``log_append_time``* (``log.message.timestamp.type=LogAppendTime``),
+    ``retention_check_interval_ms`` (``log.retention.check.interval.ms``, 5 minutes).
+    """
+
+    fsync: FsyncPolicy = FsyncPolicy.INTERVAL
+    fsync_interval_ms: int = 1000
+    segment_bytes: int = 1 << 30
+    index_interval_bytes: int = 4096
+    retention_bytes: int | None = None
+    retention_ms: int | None = None
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    log_append_time: bool = False
+    retention_check_interval_ms: int = 300_000
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fsync, FsyncPolicy):
+            raise KgroupError(f"fsync: {self.fsync!r} is not one of always, interval, never")
+        for name in (
+            "fsync_interval_ms",
+            "segment_bytes",
+            "max_message_bytes",
+            "retention_check_interval_ms",
+        ):
+            if getattr(self, name) <= 0:
+                raise KgroupError(f"{name}: {getattr(self, name)} must be a positive number")
+        if self.index_interval_bytes < 0:
+            raise KgroupError(f"index_interval_bytes: {self.index_interval_bytes} must be 0 or more")
+        for name in ("retention_bytes", "retention_ms"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise KgroupError(f"{name}: {value} must be 0 or more, or None to keep everything")
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's ``Topic.validate``: 1..249 characters of [a-zA-Z0-9._-], not "." or ".."."""
+    if not name or name in (".", ".."):
+        raise InvalidTopic(f"topic name {name!r} is illegal, it can't be empty, '.' or '..'")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopic(f"topic name is longer than {MAX_TOPIC_NAME_LENGTH} characters: {name!r}")
+    if not _LEGAL_NAME.fullmatch(name):
+        raise InvalidTopic(f"topic name {name!r} is illegal: only ASCII alphanumerics, '.', '_' and '-'")
+
+
+def _long(configs: Mapping[str, str], name: str, minimum: int) -> int | None:
+    if name not in configs:
+        return None
+    try:
+        value = int(configs[name])
+    except ValueError:
+        raise InvalidConfig(
+            f"invalid value {configs[name]!r} for configuration {name}: not a number"
+        ) from None
+    if value < minimum:
+        raise InvalidConfig(
+            f"invalid value {value} for configuration {name}: value must be at least {minimum}"
+        )
+    return value
+
+
+def _validate_topic_configs(configs: Mapping[str, str]) -> None:
+    for name in configs:
+        if name not in TOPIC_CONFIG_NAMES:
+            raise InvalidConfig(f"unknown topic config name: {name}")
+    _long(configs, "segment.bytes", 14)
+    _long(configs, "max.message.bytes", 0)
+    _long(configs, "index.interval.bytes", 0)
+    _long(configs, "retention.ms", -1)
+    _long(configs, "retention.bytes", -(2**63))
+    _long(configs, "message.timestamp.before.max.ms", 0)
+    _long(configs, "message.timestamp.after.max.ms", 0)
+    kind = configs.get("message.timestamp.type")
+    if kind is not None and kind not in ("CreateTime", "LogAppendTime"):
+        raise InvalidConfig(f"invalid value {kind!r} for configuration message.timestamp.type")
+
+
+def _retention(configured: int | None, default: int | None) -> int | None:
+    if configured is None:
+        return default
+    return None if configured < 0 else configured  # -1: unlimited, as in Kafka
+
+
+@dataclass(slots=True)
+class _Topic:
+    partitions: list[PartitionLog]
+    configs: dict[str, str]
+    settings: PartitionSettings
+
+
+class LogManager:
+    """Every topic's partition logs and the coordinator logs in one data directory."""
+
+    def __init__(self, data_dir: Path, config: LogConfig = LogConfig()) -> None:
+        """Open ``data_dir`` (created if missing) and recover whatever is on disk.
+
+        After an unclean shutdown (no clean-shutdown marker) the last segment of every partition is
+        re-read and CRC-checked whole; otherwise only its tail after the last index entry.
+        """
+        self.data_dir = Path(data_dir)
+        self.config = config
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(self.data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise KgroupError(
+                f"data dir {self.data_dir} is in use by another kgroup broker; "
+                "stop it or pick another --data-dir"
+            ) from None
+        marker = self.data_dir / CLEAN_SHUTDOWN_FILE
+        self.clean_start = marker.exists()
+        marker.unlink(missing_ok=True)
+        (self.data_dir / META_DIR / "topics").mkdir(parents=True, exist_ok=True)
+        _sync_directory(self.data_dir)
+        self._topics: dict[str, _Topic] = {}
+        self._coordinator_logs: dict[str, CoordinatorLog] = {}
+        self._last_flush_ms: int | None = None
+        self._last_retention_ms: int | None = None
+        try:
+            self._load()
+        except BaseException:
+            self._close_files()
+            os.close(self._lock_fd)
+            raise
+
+    # -- opening -------------------------------------------------------------------------------
+
+    @property
+    def _meta_dir(self) -> Path:
+        return self.data_dir / META_DIR / "topics"
+
+    def _load(self) -> None:
+        for path in sorted(self._meta_dir.iterdir()):
+            if path.suffix != ".json":
+                path.unlink()  # a temp file of an interrupted write: the rename never happened
+                continue
+            try:
+                meta = json.loads(path.read_text())
+                name, count, configs = meta["name"], int(meta["partitions"]), dict(meta["configs"])
+            except (ValueError, KeyError, TypeError) as error:
+                raise KgroupError(
+                    f"data dir {self.data_dir}: topic metadata {path} is unreadable ({error}); "
+                    "restore it from a backup or delete it and the topic's partition directories"
+                ) from None
+            settings = self._settings(configs)
+            partitions = [
+                PartitionLog(self.data_dir / f"{name}-{number}", settings, recover_tail=not self.clean_start)
+                for number in range(count)
+            ]
+            self._topics[name] = _Topic(partitions, configs, settings)
+        for path in self.data_dir.iterdir():
+            match = _PARTITION_DIR.fullmatch(path.name)
+            if not path.is_dir() or match is None or path.name in (META_DIR, COORDINATOR_DIR):
+                continue
+            topic = self._topics.get(match.group(1))
+            if topic is None or int(match.group(2)) >= len(topic.partitions):
+                shutil.rmtree(path)  # an interrupted create, delete or add_partitions
+
+    def _settings(self, configs: Mapping[str, str]) -> PartitionSettings:
+        config = self.config
+        kind = configs.get("message.timestamp.type")
+        return PartitionSettings(
+            segment_bytes=_or(_long(configs, "segment.bytes", 14), config.segment_bytes),
+            index_interval_bytes=_or(_long(configs, "index.interval.bytes", 0), config.index_interval_bytes),
+            max_message_bytes=_or(_long(configs, "max.message.bytes", 0), config.max_message_bytes),
+            log_append_time=config.log_append_time if kind is None else kind == "LogAppendTime",
+            retention_bytes=_retention(_long(configs, "retention.bytes", -(2**63)), config.retention_bytes),
+            retention_ms=_retention(_long(configs, "retention.ms", -1), config.retention_ms),
+            fsync=config.fsync,
+            timestamp_bounds=TimestampBounds(
+                _long(configs, "message.timestamp.before.max.ms", 0),
+                _long(configs, "message.timestamp.after.max.ms", 0),
+            ),
+        )
+
+    # -- topics --------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
+        """Create a topic of ``partitions`` empty partitions; persisted before this returns."""
+        validate_topic_name(name)
+        if name in self._topics:
+            raise TopicExists(f"topic '{name}' already exists")
+        for existing in self._topics:  # Kafka's Topic.hasCollision: '.' and '_' clash in metric names
+            if existing.replace(".", "_") == name.replace(".", "_"):
+                raise InvalidTopic(f"topic '{name}' collides with existing topic: {existing}")
+        if partitions <= 0:
+            raise InvalidPartitions(f"number of partitions must be larger than 0, not {partitions}")
+        topic_configs = dict(configs or {})
+        _validate_topic_configs(topic_configs)
+        settings = self._settings(topic_configs)
+        logs = [self._new_partition(name, number, settings) for number in range(partitions)]
+        self._write_meta(name, partitions, topic_configs)
+        self._topics[name] = _Topic(logs, topic_configs, settings)
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic and its data (the metadata goes first: a crash midway leaves no topic)."""
+        topic = self._topic(name)
+        (self._meta_dir / f"{name}.json").unlink()
+        _sync_directory(self._meta_dir)
+        del self._topics[name]
+        for number, log in enumerate(topic.partitions):
+            log.close()
+            shutil.rmtree(self.data_dir / f"{name}-{number}", ignore_errors=True)
+
+    def add_partitions(self, name: str, total: int) -> None:
+        """Grow a topic to ``total`` partitions (CreatePartitions); fewer or equal is refused as in Kafka."""
+        topic = self._topic(name)
+        current = len(topic.partitions)
+        if total == current:
+            raise InvalidPartitions(f"topic already has {current} partitions")
+        if total < current:
+            raise InvalidPartitions(
+                f"topic currently has {current} partitions, which is higher than the requested {total}"
+            )
+        new = [self._new_partition(name, number, topic.settings) for number in range(current, total)]
+        self._write_meta(name, total, topic.configs)
+        topic.partitions.extend(new)
+
+    def topics(self) -> dict[str, int]:
+        """Topic name -> partition count."""
+        return {name: len(topic.partitions) for name, topic in self._topics.items()}
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        """The configs the topic was created with (not the defaults)."""
+        return dict(self._topic(name).configs)
+
+    def partition(self, topic: str, partition: int) -> PartitionLog:
+        logs = self._topic(topic).partitions
+        if not 0 <= partition < len(logs):
+            raise UnknownTopicOrPartition(f"topic '{topic}' has no partition {partition}")
+        return logs[partition]
+
+    def _topic(self, name: str) -> _Topic:
+        topic = self._topics.get(name)
+        if topic is None:
+            raise UnknownTopicOrPartition(f"topic '{name}' does not exist")
+        return topic
+
+    def _new_partition(self, name: str, number: int, settings: PartitionSettings) -> PartitionLog:
+        directory = self.data_dir / f"{name}-{number}"
+        if directory.exists():
+            shutil.rmtree(directory)  # left by an earlier, interrupted attempt
+        return PartitionLog(directory, settings, recover_tail=False)
+
+    def _write_meta(self, name: str, partitions: int, configs: Mapping[str, str]) -> None:
+        meta = {"version": 1, "name": name, "partitions": partitions, "configs": dict(configs)}
+        _write_atomically(self._meta_dir / f"{name}.json", json.dumps(meta, sort_keys=True).encode())
+        _sync_directory(self.data_dir)  # the new partition directories
+
+    # -- the coordinator's logs ----------------------------------------------------------------
+
+    def coordinator_log(self, name: str = "__consumer_offsets") -> CoordinatorLog:
+        """The coordinator log ``name`` (opened and recovered on first use, then the same object)."""
+        log = self._coordinator_logs.get(name)
+        if log is None:
+            validate_topic_name(name)
+            path = self.data_dir / COORDINATOR_DIR / f"{name}.log"
+            log = self._coordinator_logs[name] = CoordinatorLog(path, fsync=self.config.fsync)
+        return log
+
+    # -- time, flushing, closing ---------------------------------------------------------------
+
+    def tick(self, now_ms: int) -> None:
+        """Periodic work, ``now_ms`` being wall-clock milliseconds: interval fsync and retention."""
+        config = self.config
+        if config.fsync is FsyncPolicy.INTERVAL:
+            if self._last_flush_ms is None:
+                self._last_flush_ms = now_ms
+            elif now_ms - self._last_flush_ms >= config.fsync_interval_ms:
+                self.flush()
+                self._last_flush_ms = now_ms
+        if (
+            self._last_retention_ms is None
+            or now_ms - self._last_retention_ms >= config.retention_check_interval_ms
+        ):
+            self._last_retention_ms = now_ms
+            for topic in self._topics.values():
+                for log in topic.partitions:
+                    log.apply_retention(now_ms)
+
+    def flush(self) -> None:
+        """fsync every file written since its last fsync."""
+        for topic in self._topics.values():
+            for log in topic.partitions:
+                log.flush()
+        for coordinator in self._coordinator_logs.values():
+            coordinator.flush()
+
+    def close(self) -> None:
+        """Flush, close every file, mark the shutdown clean and release the directory."""
+        if self._lock_fd < 0:
+            return
+        self.flush()
+        self._close_files()
+        _write_atomically(self.data_dir / CLEAN_SHUTDOWN_FILE, b"")
+        os.close(self._lock_fd)
+        self._lock_fd = -1
+
+    def _close_files(self) -> None:
+        for topic in self._topics.values():
+            for log in topic.partitions:
+                log.close()
+        for coordinator in self._coordinator_logs.values():
+            coordinator.close()
+        self._topics.clear()
+        self._coordinator_logs.clear()
+
+    def __enter__(self) -> LogManager:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write a temp file, fsync it, rename it over ``path``, fsync the directory."""
+    temp = path.with_name(path.name + ".tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+    _sync_directory(path.parent)
+
+
+def _sync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,354 @@
+"""One log segment: ``<base offset>.log`` and its sparse ``.index`` / ``.timeindex``, Kafka's layout.
+
+* ``.log`` — record batches back to back, exactly the bytes the log stored.
+* ``.index`` — 8-byte entries (offset - base as int32, file position as int32): every time more than
+  ``index_interval_bytes`` were appended since the last entry, the batch just appended is indexed by
+  its *last* offset (``LogSegment.append``). A lookup takes the greatest entry <= the target and
+  scans batch headers forward from its position.
+* ``.timeindex`` — 12-byte entries (max timestamp so far as int64, its offset - base as int32),
+  written beside an offset-index entry when the segment's max timestamp grew.
+
+The indexes are caches of the log: on open they are checked against the log and rebuilt from it when
+they disagree. Batches are found by their length field and checked by CRC-32C; a torn tail is cut off.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgroup.log.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, BatchHeader, batch_crc_ok, parse_header
+from kgroup.log.errors import LogStorageError
+
+__all__ = ["Segment", "SegmentRecovery", "segment_file_name"]
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_LENGTH = struct.Struct(">i")
+_READ_CHUNK = 1 << 20  # the recovery scan reads the log in chunks of this size
+INT32_MAX = 2**31 - 1
+
+
+def segment_file_name(base_offset: int, suffix: str) -> str:
+    """Kafka's name: the base offset as 20 zero-padded digits (``LogFileUtils.filenamePrefixFromOffset``)."""
+    return f"{base_offset:020d}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRecovery:
+    """What opening a segment found: bytes cut from a torn tail; whether the indexes were rebuilt."""
+
+    truncated_bytes: int
+    indexes_rebuilt: bool
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+class Segment:
+    """An open segment: its file descriptors and the in-memory copy of its indexes.
+
+    Single-threaded: one caller (the broker's event loop) at a time.
+    """
+
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+        self.base_offset = base_offset
+        self.log_path = directory / segment_file_name(base_offset, ".log")
+        self.index_path = directory / segment_file_name(base_offset, ".index")
+        self.time_index_path = directory / segment_file_name(base_offset, ".timeindex")
+        self._index_interval_bytes = index_interval_bytes
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._time_fd = os.open(self.time_index_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset - 1
+        self._index_offsets: list[int] = []  # absolute last offsets
+        self._index_positions: list[int] = []
+        self._time_stamps: list[int] = []
+        self._time_offsets: list[int] = []
+        self._bytes_since_index = 0
+        self.dirty = False  # written since the last fsync
+
+    # -- opening -------------------------------------------------------------------------------
+
+    def open_existing(self, *, full_recovery: bool) -> SegmentRecovery:
+        """Load the indexes and find the end; a full recovery re-reads and re-checks every batch."""
+        if not full_recovery and self._load_indexes():
+            start = self._index_positions[-1] if self._index_positions else 0
+            truncated = self._scan(start, rebuild=False)
+            if not self._index_positions or self._index_positions[-1] < self.size:
+                return SegmentRecovery(truncated, indexes_rebuilt=False)
+            # the indexed batch itself was torn: its entry is stale, so rebuild from the start
+            self._reset_indexes()
+            return SegmentRecovery(truncated + self._scan(0, rebuild=True), self._rewrite_index_files())
+        self._reset_indexes()
+        truncated = self._scan(0, rebuild=True)
+        return SegmentRecovery(truncated, indexes_rebuilt=self._rewrite_index_files())
+
+    def _reset_indexes(self) -> None:
+        self._index_offsets.clear()
+        self._index_positions.clear()
+        self._time_stamps.clear()
+        self._time_offsets.clear()
+        self._bytes_since_index = 0
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = self.base_offset - 1
+
+    def _load_indexes(self) -> bool:
+        """Read both index files; False (rebuild) when they do not agree with the log."""
+        raw = _read_file(self._index_fd)
+        times = _read_file(self._time_fd)
+        if len(raw) % _OFFSET_ENTRY.size or len(times) % _TIME_ENTRY.size:
+            return False
+        offsets: list[int] = []
+        positions: list[int] = []
+        for relative, position in _OFFSET_ENTRY.iter_unpack(raw):
+            offset = self.base_offset + relative
+            if relative < 0 or position < 0 or position >= self.size:
+                return False
+            if offsets and (offset <= offsets[-1] or position <= positions[-1]):
+                return False
+            offsets.append(offset)
+            positions.append(position)
+        stamps: list[int] = []
+        stamp_offsets: list[int] = []
+        for timestamp, relative in _TIME_ENTRY.iter_unpack(times):
+            offset = self.base_offset + relative
+            if stamps and (timestamp <= stamps[-1] or offset < stamp_offsets[-1]):
+                return False
+            if not offsets or offset > offsets[-1]:
+                return False  # a time entry is written only beside an offset entry
+            stamps.append(timestamp)
+            stamp_offsets.append(offset)
+        if offsets:
+            header = self._header_at(positions[-1])
+            if header is None or header.last_offset != offsets[-1] or header.base_offset < self.base_offset:
+                return False
+        self._index_offsets, self._index_positions = offsets, positions
+        self._time_stamps, self._time_offsets = stamps, stamp_offsets
+        if stamps:
+            self.max_timestamp, self.offset_of_max_timestamp = stamps[-1], stamp_offsets[-1]
+        return True
+
+    def _scan(self, start: int, *, rebuild: bool) -> int:
+        """Walk whole, CRC-valid batches from ``start``; cut the file after the last one.
+
+        With ``rebuild`` the offset and time indexes are re-derived as appends would have written
+        them; otherwise (the tail after the last loaded index entry) the batches are only counted.
+        Returns the number of bytes cut.
+        """
+        position = start
+        expected_base: int | None = self.base_offset if start == 0 else None
+        self._bytes_since_index = 0
+        buffer, buffer_start = b"", start
+        while position + HEADER_SIZE <= self.size:
+            if position + HEADER_SIZE > buffer_start + len(buffer):
+                buffer, buffer_start = self._chunk_at(position, HEADER_SIZE), position
+                if len(buffer) < HEADER_SIZE:
+                    break
+            header = parse_header(buffer, position - buffer_start)
+            size = header.size
+            if header.magic != MAGIC_V2 or size < HEADER_SIZE or position + size > self.size:
+                break  # a torn length, a zero-filled tail or foreign bytes
+            if header.last_offset_delta < 0 or header.base_offset < self.base_offset:
+                break
+            if expected_base is not None and header.base_offset < expected_base:
+                break  # offsets never go backwards in a log
+            if header.last_offset - self.base_offset > INT32_MAX:
+                break
+            if position + size > buffer_start + len(buffer):
+                buffer, buffer_start = self._chunk_at(position, size), position
+                if len(buffer) < size:
+                    break
+            relative = position - buffer_start
+            if not batch_crc_ok(memoryview(buffer)[relative : relative + size], header):
+                break
+            self._note_batch(header, position, size, index=rebuild)
+            if not rebuild:
+                self._bytes_since_index += size
+            expected_base = header.last_offset + 1
+            position += size
+        truncated = self.size - position
+        if truncated:
+            os.ftruncate(self._fd, position)
+            self.size = position
+            self.dirty = True
+        return truncated
+
+    def _chunk_at(self, position: int, at_least: int) -> bytes:
+        return os.pread(self._fd, max(_READ_CHUNK, at_least), position)
+
+    def _header_at(self, position: int) -> BatchHeader | None:
+        raw = os.pread(self._fd, HEADER_SIZE, position)
+        return parse_header(raw) if len(raw) == HEADER_SIZE else None
+
+    def _rewrite_index_files(self) -> bool:
+        os.ftruncate(self._index_fd, 0)
+        os.ftruncate(self._time_fd, 0)
+        index = b"".join(
+            _OFFSET_ENTRY.pack(offset - self.base_offset, position)
+            for offset, position in zip(self._index_offsets, self._index_positions, strict=True)
+        )
+        times = b"".join(
+            _TIME_ENTRY.pack(stamp, offset - self.base_offset)
+            for stamp, offset in zip(self._time_stamps, self._time_offsets, strict=True)
+        )
+        os.pwrite(self._index_fd, index, 0)
+        os.pwrite(self._time_fd, times, 0)
+        self.dirty = True
+        return True
+
+    # -- appending -----------------------------------------------------------------------------
+
+    def append(self, data: bytes, header: BatchHeader) -> None:
+        """Write the batch at the end with write(2): in the OS's hands (not yet on disk) on return.
+
+        A failed or short write is cut back off so the log never holds half a batch it acknowledged.
+        """
+        position = self.size
+        try:
+            os.lseek(self._fd, position, os.SEEK_SET)
+            _write_all(self._fd, data)
+        except OSError:
+            try:
+                os.ftruncate(self._fd, position)
+            finally:
+                raise
+        self.size = position + len(data)
+        self.dirty = True
+        entries_before = len(self._index_offsets), len(self._time_stamps)
+        self._note_batch(header, position, len(data), index=True)
+        if len(self._index_offsets) > entries_before[0]:
+            _write_all_at_end(
+                self._index_fd, _OFFSET_ENTRY.pack(header.last_offset - self.base_offset, position)
+            )
+        if len(self._time_stamps) > entries_before[1]:
+            _write_all_at_end(
+                self._time_fd,
+                _TIME_ENTRY.pack(self._time_stamps[-1], self._time_offsets[-1] - self.base_offset),
+            )
+
+    def _note_batch(self, header: BatchHeader, position: int, size: int, *, index: bool) -> None:
+        """Account for a batch at ``position``: end offset, max timestamp and (``index``) index entries."""
+        self.next_offset = header.last_offset + 1
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.last_offset
+        if not index:
+            return
+        if self._bytes_since_index > self._index_interval_bytes:
+            self._index_offsets.append(header.last_offset)
+            self._index_positions.append(position)
+            if not self._time_stamps or self.max_timestamp > self._time_stamps[-1]:
+                self._time_stamps.append(self.max_timestamp)
+                self._time_offsets.append(self.offset_of_max_timestamp)
+            self._bytes_since_index = 0
+        self._bytes_since_index += size
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def position_for_offset(self, offset: int) -> int | None:
+        """The file position of the batch holding ``offset`` (or the first batch after it), or None."""
+        slot = bisect.bisect_right(self._index_offsets, offset) - 1
+        position = self._index_positions[slot] if slot >= 0 else 0
+        while position < self.size:
+            header = self._valid_header_at(position)
+            if header.last_offset >= offset:
+                return position
+            position += header.size
+        return None
+
+    def position_for_timestamp(self, timestamp: int) -> int | None:
+        """The position of the first batch whose max timestamp is >= ``timestamp``, or None."""
+        slot = bisect.bisect_right(self._time_stamps, timestamp) - 1
+        start_offset = self._time_offsets[slot] if slot >= 0 else self.base_offset
+        position = self.position_for_offset(start_offset)
+        while position is not None and position < self.size:
+            header = self._valid_header_at(position)
+            if header.max_timestamp >= timestamp:
+                return position
+            position += header.size
+        return None
+
+    def _valid_header_at(self, position: int) -> BatchHeader:
+        header = self._header_at(position)
+        if header is None or header.size < HEADER_SIZE or position + header.size > self.size:
+            raise LogStorageError(f"{self.log_path}: no record batch at position {position} (damaged file)")
+        return header
+
+    def iter_headers(self) -> Iterator[BatchHeader]:
+        """Every batch header in file order, read in chunks (batch bodies are skipped, not read)."""
+        position = 0
+        buffer, buffer_start = b"", 0
+        while position + HEADER_SIZE <= self.size:
+            if position + HEADER_SIZE > buffer_start + len(buffer):
+                buffer, buffer_start = self._chunk_at(position, HEADER_SIZE), position
+            header = parse_header(buffer, position - buffer_start)
+            if header.size < HEADER_SIZE:
+                return
+            yield header
+            position += header.size
+
+    def header_at(self, position: int) -> BatchHeader | None:
+        return self._header_at(position) if position < self.size else None
+
+    def read_batch(self, position: int, header: BatchHeader) -> bytes:
+        return os.pread(self._fd, header.size, position)
+
+    def read(self, position: int, max_bytes: int) -> bytes:
+        """Whole batches from ``position``: the first always whole, then as many as fit in ``max_bytes``."""
+        if position >= self.size:
+            return b""
+        want = min(self.size - position, max(max_bytes, HEADER_SIZE))
+        data = os.pread(self._fd, want, position)
+        first = _LENGTH.unpack_from(data, 8)[0] + LOG_OVERHEAD
+        if first < HEADER_SIZE or position + first > self.size:
+            raise LogStorageError(f"{self.log_path}: no record batch at position {position} (damaged file)")
+        if first > len(data):
+            return os.pread(self._fd, first, position)
+        end = first
+        while end + LOG_OVERHEAD <= len(data):
+            size = _LENGTH.unpack_from(data, end + 8)[0] + LOG_OVERHEAD
+            if size < HEADER_SIZE or end + size > len(data):
+                break
+            end += size
+        return data[:end]
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        if self.dirty:
+            os.fsync(self._fd)
+            os.fsync(self._index_fd)
+            os.fsync(self._time_fd)
+            self.dirty = False
+
+    def close(self) -> None:
+        for fd in (self._fd, self._index_fd, self._time_fd):
+            os.close(fd)
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            path.unlink(missing_ok=True)
+
+
+def _read_file(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    return os.pread(fd, size, 0) if size else b""
+
+
+def _write_all_at_end(fd: int, data: bytes) -> None:
+    os.lseek(fd, 0, os.SEEK_END)
+    _write_all(fd, data)

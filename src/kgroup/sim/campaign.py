@@ -1,0 +1,307 @@
+"""Fault campaigns: many random scenarios, each checked against the invariants, failures shrunk.
+
+``kgroup simulate --campaign N --seed S`` runs the scenarios :func:`random_scenario` draws for seeds
+``S .. S+N-1`` (locally or one Spark task each), checks every run (:func:`check_scenario`), and for
+every failing seed shrinks the scenario (:func:`shrink`) to a small file that still fails, with the
+command that replays it. Everything here is pure and deterministic: a seed always draws the same
+scenario, and the simulator is a pure function of its scenario.
+
+The distribution (documented in ``docs/simulator.md``):
+
+* 2–20 consumers (three in four runs 2–8), in one or two groups subscribing to different topic
+  lists; 1–4 topics of 1–24 partitions; 2–10 minutes of virtual time;
+* the assignor list: ``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``, or an upgrade
+  list (``[range, cooperative-sticky]``, ``[cooperative-sticky, range]``); a quarter of the runs are
+  an *upgrade*: they start on ``[range]`` or ``[sticky]`` and roll to the two-assignor list and then
+  to ``[cooperative-sticky]``;
+* static membership in 30 % of runs; session timeout 6–45 s (heartbeat a third of it), poll
+  interval 10 s–5 min; auto-commit on in 80 % of runs;
+* network: latency 1–50 ms, jitter 0–20 ms; loss (0, or up to 5 %) in half the runs; connection
+  resets (up to 30 per connection-hour) in a quarter;
+* 0–6 events, each kind as likely: crash, restart (downtime 0–60 s, graceful or not), rolling
+  restart, scale out / in, slow poll, network partition (1–40 s), add partitions, subscribe, stop,
+  start.
+
+A run *fails* when the simulator raises, or reports an invariant violation (a partition with two
+current owners, a Stable assignment that breaks the assignor invariants, a generation going back).
+Disturbances that never settle are counted, not failed (a scenario may end mid-rebalance).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from random import Random
+from typing import Any
+
+from kgroup.model import KgroupError
+from kgroup.sim.runner import simulate
+from kgroup.sim.scenario import parse_scenario
+
+__all__ = [
+    "ASSIGNOR_LISTS",
+    "CampaignRun",
+    "check_scenario",
+    "check_seed",
+    "random_scenario",
+    "run_on_spark",
+    "shrink",
+]
+
+#: the assignor lists a campaign draws from (the last two are the upgrade lists)
+ASSIGNOR_LISTS: tuple[tuple[str, ...], ...] = (
+    ("range",),
+    ("roundrobin",),
+    ("sticky",),
+    ("cooperative-sticky",),
+    ("range", "cooperative-sticky"),
+    ("cooperative-sticky", "range"),
+)
+_EVENT_KINDS = (
+    "crash",
+    "restart",
+    "rolling_restart",
+    "scale",
+    "slow_poll",
+    "network_partition",
+    "add_partitions",
+    "subscribe",
+    "stop",
+    "start",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignRun:
+    """One checked run: its seed, whether it failed and why, and a few metrics."""
+
+    seed: int
+    violation_count: int
+    violations: tuple[str, ...]
+    crashed: str | None  # the exception, if the simulator raised
+    unsettled: int  # disturbances that never settled
+    double_owned_ms: int
+    zombie_owned_ms: int
+
+    @property
+    def failed(self) -> bool:
+        return self.crashed is not None or self.violation_count > 0 or self.double_owned_ms > 0
+
+
+# --- the distribution ----------------------------------------------------------------------------------
+
+
+def random_scenario(seed: int) -> dict[str, Any]:
+    """The scenario (plain data, as a YAML file holds it) that ``seed`` draws."""
+    rng = Random(f"kgroup-campaign:{seed}")
+    duration = rng.randint(120, 600) * 1000
+    n_topics = rng.randint(1, 4)
+    topics = {f"t{k}": rng.randint(1, 24) for k in range(n_topics)}
+    names = list(topics)
+    n_consumers = rng.randint(2, 8) if rng.random() < 0.75 else rng.randint(9, 20)
+    static = rng.random() < 0.3
+    upgrade = rng.random() < 0.25
+    assignors = list(rng.choice((("range",), ("sticky",)))) if upgrade else list(rng.choice(ASSIGNOR_LISTS))
+    session = rng.randint(6, 45) * 1000
+    group: dict[str, Any] = {
+        "assignors": assignors,
+        "session_timeout_ms": session,
+        "heartbeat_interval_ms": session // 3,
+        "max_poll_interval_ms": rng.choice((10_000, 30_000, 60_000, 300_000)),
+        "enable_auto_commit": rng.random() < 0.8,
+    }
+    first_topics = sorted(rng.sample(names, rng.randint(1, n_topics)))
+    consumers: list[dict[str, Any]] = []
+    split = rng.randint(1, n_consumers - 1) if n_consumers > 2 and rng.random() < 0.3 else n_consumers
+    consumers.append({"count": split, "prefix": "c", "topics": first_topics, "static": static})
+    if split < n_consumers:
+        other = sorted(rng.sample(names, rng.randint(1, n_topics)))
+        consumers.append({"count": n_consumers - split, "prefix": "d", "topics": other, "static": static})
+    ids = [f"c{k}" for k in range(split)] + [f"d{k}" for k in range(n_consumers - split)]
+    network: dict[str, Any] = {"latency_ms": rng.randint(1, 50), "jitter_ms": rng.randint(0, 20)}
+    if rng.random() < 0.5:
+        network["loss"] = round(rng.uniform(0.0, 0.05), 4)
+    if rng.random() < 0.25:
+        network["resets_per_hour"] = rng.randint(1, 30)
+    events: list[dict[str, Any]] = []
+    if upgrade:
+        # roll to the two-assignor list, then to cooperative-sticky alone (KIP-429's upgrade path)
+        gap = rng.randint(5, 40) * 1000
+        first = rng.randint(10, 60) * 1000
+        for k, step in enumerate(([assignors[0], "cooperative-sticky"], ["cooperative-sticky"])):
+            events.append(
+                {
+                    "at_ms": min(first + k * (gap * len(ids) + 30_000), duration - 1),
+                    "kind": "rolling_restart",
+                    "gap_ms": gap,
+                    "assignors": step,
+                }
+            )
+    scaled = 0
+    for _ in range(rng.randint(0, 6)):
+        events.append(_random_event(rng, duration, ids, topics, scaled))
+        if events[-1]["kind"] == "scale" and events[-1]["count"] > 0:
+            scaled += 1
+    events.sort(key=lambda e: e["at_ms"])
+    return {
+        "name": f"campaign-{seed}",
+        "seed": seed,
+        "duration_ms": duration,
+        "topics": topics,
+        "group": group,
+        "consumers": consumers,
+        "network": network,
+        "events": events,
+    }
+
+
+def _random_event(
+    rng: Random, duration: int, ids: list[str], topics: dict[str, int], scaled: int
+) -> dict[str, Any]:
+    kind = rng.choice(_EVENT_KINDS)
+    at = rng.randint(5, max(6, duration // 1000 - 30)) * 1000
+    who = rng.choice(ids)
+    names = list(topics)
+    if kind in ("crash", "stop", "start"):
+        return {"at_ms": at, "kind": kind, "consumer": who}
+    if kind == "restart":
+        return {
+            "at_ms": at,
+            "kind": kind,
+            "consumer": who,
+            "downtime_ms": rng.choice((0, rng.randint(1, 60) * 1000)),
+            "graceful": rng.random() < 0.5,
+        }
+    if kind == "rolling_restart":
+        return {
+            "at_ms": at,
+            "kind": kind,
+            "gap_ms": rng.randint(2, 30) * 1000,
+            "downtime_ms": rng.randint(0, 10) * 1000,
+        }
+    if kind == "scale":
+        if rng.random() < 0.5:
+            topics_for = sorted(rng.sample(names, rng.randint(1, len(names))))
+            # a distinct prefix per scale-out keeps the new ids apart from every other id
+            return {"at_ms": at, "kind": kind, "count": rng.randint(1, 3), "topics": topics_for,
+                    "prefix": f"s{scaled}-"}  # fmt: skip
+        return {"at_ms": at, "kind": kind, "count": -rng.randint(1, 2)}
+    if kind == "slow_poll":
+        return {"at_ms": at, "kind": kind, "consumer": who, "duration_ms": rng.randint(1, 90) * 1000}
+    if kind == "network_partition":
+        return {"at_ms": at, "kind": kind, "consumer": who, "duration_ms": rng.randint(1, 40) * 1000}
+    if kind == "add_partitions":
+        return {"at_ms": at, "kind": kind, "topic": rng.choice(names), "count": rng.randint(1, 6)}
+    # subscribe
+    return {
+        "at_ms": at,
+        "kind": kind,
+        "consumer": who,
+        "topics": sorted(rng.sample(names, rng.randint(1, len(names)))),
+    }
+
+
+# --- checking --------------------------------------------------------------------------------------------
+
+
+def check_scenario(data: dict[str, Any], seed: int = 0) -> CampaignRun:
+    """Run one scenario and check it. A scenario the parser refuses is a bug in the generator."""
+    scenario = parse_scenario(copy.deepcopy(data), name=str(data.get("name", "campaign")))
+    try:
+        result = simulate(scenario)
+    except Exception as exc:  # any exception out of the simulator is the finding
+        return CampaignRun(seed, 0, (), f"{type(exc).__name__}: {exc}", 0, 0, 0)
+    m = result.metrics
+    return CampaignRun(
+        seed=seed,
+        violation_count=int(m["invariant_violation_count"]),
+        violations=tuple(m["invariant_violations"][:5]),
+        crashed=None,
+        unsettled=sum(1 for t in m["time_to_stable_ms"] if t is None),
+        double_owned_ms=int(m["double_owned_ms"]),
+        zombie_owned_ms=int(m["zombie_owned_ms"]),
+    )
+
+
+def check_seed(seed: int) -> CampaignRun:
+    """Draw the seed's scenario and check it (the unit of work of a campaign: one Spark task)."""
+    return check_scenario(random_scenario(seed), seed)
+
+
+def run_on_spark(spark: Any, seeds: list[int]) -> list[CampaignRun]:
+    """Check ``seeds`` as Spark tasks on the given session (its ``sparkContext``; nothing here imports
+    pyspark). Up to four slices per core, so uneven runs balance; results in seed order."""
+    context = spark.sparkContext
+    slices = max(1, min(len(seeds), 4 * int(context.defaultParallelism)))
+    runs: list[CampaignRun] = context.parallelize(seeds, numSlices=slices).map(check_seed).collect()
+    return sorted(runs, key=lambda r: r.seed)
+
+
+# --- shrinking -------------------------------------------------------------------------------------------
+
+
+def _candidates(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """Smaller versions of ``data``, most promising first (each may fail to parse: then it is skipped)."""
+    out: list[dict[str, Any]] = []
+
+    def copied() -> dict[str, Any]:
+        new = copy.deepcopy(data)
+        out.append(new)
+        return new
+
+    events = data.get("events", [])
+    for k in range(len(events) - 1, -1, -1):
+        copied()["events"].pop(k)
+    last = max((e["at_ms"] for e in events), default=0)
+    if data["duration_ms"] > last + 60_000:
+        copied()["duration_ms"] = max(last + 60_000, 60_000)
+    for k, group in enumerate(data["consumers"]):
+        count = group.get("count", 1)
+        if count > 1:
+            copied()["consumers"][k]["count"] = count - 1
+            if count > 3:
+                copied()["consumers"][k]["count"] = count // 2
+    if len(data["consumers"]) > 1:
+        copied()["consumers"].pop()
+    for name, n in data["topics"].items():
+        if n > 1:
+            copied()["topics"][name] = max(1, n // 2)
+    network = data.get("network", {})
+    for key in ("resets_per_hour", "loss", "jitter_ms"):
+        if network.get(key):
+            copied()["network"].pop(key)
+    if network.get("latency_ms", 1) > 1:
+        copied()["network"]["latency_ms"] = 1
+    assignors = data["group"]["assignors"]
+    if len(assignors) > 1:
+        for name in assignors:
+            copied()["group"]["assignors"] = [name]
+    for k, group in enumerate(data["consumers"]):
+        if group.get("static"):
+            copied()["consumers"][k]["static"] = False
+    return out
+
+
+def shrink(
+    data: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool], *, budget: int = 150
+) -> dict[str, Any]:
+    """Greedily make ``data`` smaller while ``still_fails`` holds (at most ``budget`` checks)."""
+    current = copy.deepcopy(data)
+    checks = 0
+    improved = True
+    while improved and checks < budget:
+        improved = False
+        for candidate in _candidates(current):
+            if checks >= budget:
+                break
+            try:
+                parse_scenario(copy.deepcopy(candidate))
+            except KgroupError:
+                continue  # e.g. an event names a consumer that no longer exists
+            checks += 1
+            if still_fails(candidate):
+                current = candidate
+                improved = True
+                break
+    return current

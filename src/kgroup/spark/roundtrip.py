@@ -1,0 +1,114 @@
+"""Records through Kafka and back on Spark: produce a DataFrame with the sink, read it back with a
+streaming query, and check that every record was read exactly once (the demo's pipeline stage).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["log_end_offsets", "produce_events", "read_back_and_check"]
+
+
+def produce_events(
+    spark: Any, events: Any, key_column: str, bootstrap: str, topic: str, strategy: str, seed: int
+) -> float:
+    """Write ``events`` (key: ``key_column``, value: the other columns as JSON) to ``topic`` through
+    the ``kgroup`` sink; returns the seconds it took."""
+    from pyspark.sql import functions as F
+
+    from kgroup.spark.source import register
+
+    register(spark)
+    others = [c for c in events.columns if c != key_column]
+    rows = events.select(F.col(key_column).alias("key"), F.to_json(F.struct(*others)).alias("value"))
+    started = time.perf_counter()
+    (
+        rows.write.format("kgroup")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", topic)
+        .option("nullKeyStrategy", strategy)
+        .option("nullKeySeed", str(seed))
+        .mode("append")
+        .save()
+    )
+    return time.perf_counter() - started
+
+
+def log_end_offsets(bootstrap: str, topic: str, partitions: int) -> list[int]:
+    """Each partition's log end offset (its record count for a topic that was only appended to)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "kgroup-watermarks"})
+    try:
+        return [
+            consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)
+        ]
+    finally:
+        consumer.close()
+
+
+def _input_rows(progress: Any) -> int:
+    value = getattr(progress, "numInputRows", None)
+    if value is None and isinstance(progress, dict):
+        value = progress.get("numInputRows")
+    return int(value or 0)
+
+
+def read_back_and_check(
+    spark: Any,
+    events: Any,
+    key_column: str,
+    folder: Path,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    per_batch: int,
+    extra_options: dict[str, str],
+) -> dict[str, Any]:
+    """Read ``topic`` from the earliest offsets with a ``Trigger.AvailableNow`` streaming query into a
+    Parquet file sink under ``folder``, then compare with ``events``: per-key counts (null key
+    included), (partition, offset) pairs read twice, keyed records off murmur2's partition."""
+    from pyspark.sql import functions as F
+
+    from kgroup.spark.partitioning import with_kafka_partition
+    from kgroup.spark.source import register
+
+    register(spark)
+    reader = (
+        spark.readStream.format("kgroup")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(per_batch))
+    )
+    for name, value in extra_options.items():
+        reader = reader.option(name, value)
+    started = time.perf_counter()
+    query = (
+        reader.load()
+        .select(F.col("key").cast("string").alias("key"), "partition", "offset")
+        .writeStream.format("parquet")
+        .option("checkpointLocation", str(folder / "checkpoint"))
+        .trigger(availableNow=True)
+        .start(str(folder / "records"))
+    )
+    query.awaitTermination()
+    seconds = time.perf_counter() - started
+    batches = sum(1 for p in query.recentProgress if _input_rows(p) > 0)
+    read = spark.read.parquet(str(folder / "records"))
+    expected = events.groupBy(key_column).count().withColumnRenamed(key_column, "key")
+    got = read.groupBy("key").count().withColumnRenamed("count", "read")
+    joined = expected.join(got, expected["key"].eqNullSafe(got["key"]), "full_outer")
+    keyed = read.where(F.col("key").isNotNull())
+    placed = with_kafka_partition(keyed, "key", partitions, null_key_strategy=None, output_column="murmur2")
+    return {
+        "mode": extra_options.get("consume", "partition"),
+        "records": read.count(),
+        "batches": batches,
+        "seconds": seconds,
+        "key_count_mismatches": joined.where(~F.col("count").eqNullSafe(F.col("read"))).count(),
+        "duplicate_offsets": read.groupBy("partition", "offset").count().where("count > 1").count(),
+        "misplaced_keyed": placed.where(F.col("murmur2") != F.col("partition")).count(),
+    }

@@ -1,0 +1,212 @@
+"""``KafkaBroker``: an in-process ``kgroup serve`` for tests and scripts.
+
+The broker runs on its own asyncio loop in a background thread, bound to 127.0.0.1 on free ports, so
+any Kafka client in the calling process (or a subprocess) can use ``.bootstrap_servers``. Nothing
+process-wide is touched: no signal handlers, no logging configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import threading
+from collections.abc import Coroutine, Mapping
+from concurrent.futures import Future
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from kgroup.model import KgroupError
+
+__all__ = ["KafkaBroker"]
+
+T = TypeVar("T")
+START_TIMEOUT_S = 30.0
+
+
+class KafkaBroker:
+    """A broker (or a cluster of ``brokers`` in one process) for tests.
+
+    >>> with KafkaBroker(topics={"orders": 3}) as kafka:  # doctest: +SKIP
+    ...     producer = confluent_kafka.Producer({"bootstrap.servers": kafka.bootstrap_servers})
+
+    ``data_dir=None`` keeps the data in a temporary directory removed at :meth:`stop`; give a path
+    to keep it (and to restart a broker on the same data).
+    """
+
+    def __init__(
+        self,
+        topics: Mapping[str, int] | None = None,
+        data_dir: str | Path | None = None,
+        brokers: int = 1,
+        *,
+        num_partitions: int = 1,
+        auto_create_topics: bool = True,
+        group_initial_rebalance_delay_ms: int = 0,
+        fsync: str = "never",
+        record_dir: str | Path | None = None,
+        max_connections: int = 1000,
+        max_request_bytes: int = 100 * 1024 * 1024,
+    ) -> None:
+        from kgroup.broker.config import BrokerConfig
+
+        self._config = BrokerConfig(
+            port=0,
+            brokers=brokers,
+            num_partitions=num_partitions,
+            auto_create_topics=auto_create_topics,
+            group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
+            topics=tuple((topics or {}).items()),
+            max_connections=max_connections,
+            max_request_bytes=max_request_bytes,
+        )
+        self._owns_dir = data_dir is None
+        self.data_dir = (
+            Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kgroup-broker-"))
+        )
+        self._fsync = fsync
+        self._record_dir = Path(record_dir) if record_dir is not None else None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stop: asyncio.Event | None = None
+        self._broker: Any = None
+        self._recorder: Any = None
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> KafkaBroker:
+        if self._thread is not None:
+            raise KgroupError("KafkaBroker: already started; call stop() first")
+        from kgroup.broker.broker import Broker
+        from kgroup.broker.server import open_logs
+
+        started: Future[None] = Future()
+        logs = open_logs(self.data_dir, self._fsync)
+
+        async def main() -> None:
+            self._stop = asyncio.Event()
+            try:
+                self._broker = Broker(self._config, logs)
+                if self._record_dir is not None:
+                    from kgroup.broker.recorder import GroupRecorder  # type: ignore[import-not-found,unused-ignore]
+
+                    self._recorder = GroupRecorder(self._record_dir)
+                    self._broker.groups.recorder = self._recorder
+                await self._broker.start()
+            except BaseException as exc:
+                logs.close()
+                started.set_exception(exc)
+                return
+            started.set_result(None)
+            try:
+                await self._stop.wait()
+            finally:
+                await self._broker.close()
+                if self._recorder is not None:
+                    self._recorder.close()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(main())
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="kgroup-broker", daemon=True)
+        self._thread.start()
+        try:
+            started.result(timeout=START_TIMEOUT_S)
+        except BaseException:
+            self._thread.join(timeout=START_TIMEOUT_S)
+            self._thread = None
+            self._cleanup_dir()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop every broker, flush and close the logs, remove the temporary data directory."""
+        thread, loop, stop = self._thread, self._loop, self._stop
+        if thread is None or loop is None or stop is None:
+            return
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=START_TIMEOUT_S)
+        self._thread = None
+        self._cleanup_dir()
+
+    def _cleanup_dir(self) -> None:
+        if self._owns_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> KafkaBroker:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # --- use -------------------------------------------------------------------------------------
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._loop is None or self._thread is None:
+            coro.close()
+            raise KgroupError("KafkaBroker: not running; use it inside `with KafkaBroker() as kafka:`")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=START_TIMEOUT_S)
+
+    def run_in_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the broker's loop and wait for its result (for tests of the broker)."""
+        return self._call(coro)
+
+    @property
+    def broker(self) -> Any:
+        """The running :class:`kgroup.broker.Broker` (for tests of the broker itself)."""
+        if self._broker is None:
+            raise KgroupError("KafkaBroker: not running; use it inside `with KafkaBroker() as kafka:`")
+        return self._broker
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port[,host:port…]`` of the live brokers, for ``bootstrap.servers``."""
+        if self._broker is None:
+            raise KgroupError("KafkaBroker: not running; use it inside `with KafkaBroker() as kafka:`")
+        text: str = self._broker.bootstrap_servers
+        return text
+
+    def port(self, broker_id: int = 0) -> int:
+        port: int = self._broker.ports[broker_id]
+        return port
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Create a topic (as CreateTopics would); :class:`KgroupError` if it exists or is invalid."""
+        from kgroup.broker.cluster import topic_name_error
+
+        async def create() -> None:
+            error = topic_name_error(name)
+            if error is not None:
+                raise KgroupError(f"name: {error}")
+            if partitions < 1:
+                raise KgroupError(f"partitions: {partitions}; use at least 1")
+            cluster = self._broker.cluster
+            if name in cluster.topics:
+                raise KgroupError(f"name: topic {name!r} already exists")
+            cluster.create_topic(name, partitions, self._broker.config.replication_factor, {})
+
+        self._call(create())
+
+    def stop_broker(self, broker_id: int) -> None:
+        """Take broker ``broker_id`` down (its leaderships and groups move to the other brokers)."""
+        self._check_broker(broker_id)
+        self._call(self._broker.stop_listener(broker_id))
+
+    def start_broker(self, broker_id: int) -> None:
+        """Bring a stopped broker back on its old port."""
+        self._check_broker(broker_id)
+        self._call(self._broker.restart_listener(broker_id))
+
+    def _check_broker(self, broker_id: int) -> None:
+        if self._broker is None:
+            raise KgroupError("KafkaBroker: not running; use it inside `with KafkaBroker() as kafka:`")
+        if broker_id not in self._broker.cluster.broker_ids:
+            raise KgroupError(f"broker_id: {broker_id} is not one of {list(self._broker.cluster.broker_ids)}")

@@ -1,0 +1,305 @@
+"""Requests in, responses out: Kafka's request header (v1/v2), request bodies and responses on ``kio``.
+
+The request header version follows from the API key and version (Kafka's
+``ApiKeys.requestHeaderVersion``): v2 (with tagged fields) for a flexible version, v1 otherwise.
+The response header is v1 for a flexible version and v0 otherwise — except ApiVersions, whose
+response header is always v0 so that a client can read it before it knows the broker's versions.
+
+:func:`build` makes a ``kio`` entity of one version from version-free plain data (dicts, lists and
+ints): fields the version does not have are dropped, nested entities are built recursively,
+millisecond ints become ``timedelta`` and error numbers become ``ErrorCode``. Handlers thus write
+one answer for every version of their API, as Kafka's ``*ResponseData`` classes do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import struct
+import types
+import typing
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+from kio.static.constants import EntityType
+
+from kgroup.model import PeerError
+from kgroup.wire.guard import check_body
+
+__all__ = [
+    "API_VERSIONS_KEY",
+    "DecodedRequest",
+    "RequestHeader",
+    "build",
+    "decode_request",
+    "decode_request_header",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "request_class",
+    "response_class",
+]
+
+API_VERSIONS_KEY = 18
+_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id: the first fields of every header
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    """The fields of Kafka's ``RequestHeader`` (a null client id reads as ``""``, as in Kafka)."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str
+    size: int  # header bytes, so the body starts at this offset of the frame
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRequest:
+    header: RequestHeader
+    body: Any  # a kio request entity of ``header.api_version``
+
+
+def _load(name: str, version: int, kind: EntityType) -> type[Any] | None:
+    try:
+        path = schema_name_map[name][version][kind]  # type: ignore[index]
+    except KeyError:
+        return None
+    module_name, _, attr = path.partition(":")
+    module = __import__(module_name, fromlist=[attr])
+    cls: type[Any] = getattr(module, attr)
+    return cls
+
+
+@cache
+def request_class(api_key: int, version: int) -> type[Any] | None:
+    """The ``kio`` request entity of an API key and version, or ``None`` if kio has no such version."""
+    name = api_key_map.get(api_key)
+    return None if name is None else _load(name, version, EntityType.request)
+
+
+@cache
+def response_class(api_key: int, version: int) -> type[Any] | None:
+    name = api_key_map.get(api_key)
+    return None if name is None else _load(name, version, EntityType.response)
+
+
+_READERS: dict[type[Any], Callable[[bytes, int], tuple[Any, int]]] = {}
+_WRITERS: dict[type[Any], Callable[[Any, Any], None]] = {}
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+_FIELDS: dict[type[Any], tuple[dataclasses.Field[Any], ...]] = {}
+
+
+def _reader(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
+    reader = _READERS.get(cls)
+    if reader is None:
+        reader = _READERS[cls] = entity_reader(cls)
+    return reader
+
+
+def _writer(cls: type[Any]) -> Callable[[Any, Any], None]:
+    writer = _WRITERS.get(cls)
+    if writer is None:
+        writer = _WRITERS[cls] = entity_writer(cls)
+    return writer
+
+
+def _read_varint(frame: bytes, offset: int) -> tuple[int, int]:
+    value = 0
+    shift = 0
+    while True:
+        if offset >= len(frame):
+            raise PeerError("request header: truncated unsigned varint", 42)
+        byte = frame[offset]
+        offset += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, offset
+        shift += 7
+        if shift > 28:
+            raise PeerError("request header: unsigned varint longer than 5 bytes", 42)
+
+
+def _skip_tagged_fields(frame: bytes, offset: int) -> int:
+    count, offset = _read_varint(frame, offset)
+    for _ in range(count):
+        _tag, offset = _read_varint(frame, offset)
+        size, offset = _read_varint(frame, offset)
+        offset += size
+        if offset > len(frame):
+            raise PeerError("request header: tagged field runs past the end of the frame", 42)
+    return offset
+
+
+def _is_flexible(api_key: int, version: int) -> bool:
+    cls = request_class(api_key, version)
+    if cls is not None:
+        return bool(cls.__flexible__)
+    # A version kio does not know (only ApiVersions is answered at such a version): Kafka parses
+    # the header of an unknown-but-newer version as flexible (ApiVersions v3+ is flexible).
+    return api_key == API_VERSIONS_KEY and version >= 3
+
+
+def decode_request_header(frame: bytes) -> RequestHeader:
+    """Kafka's ``RequestHeader.parse``; :class:`PeerError` (INVALID_REQUEST) if it cannot be read."""
+    if len(frame) < _PREFIX.size + 2:
+        raise PeerError(f"request header: {len(frame)} bytes is too short", 42)
+    api_key, api_version, correlation_id = _PREFIX.unpack_from(frame, 0)
+    offset = _PREFIX.size
+    (length,) = _INT16.unpack_from(frame, offset)
+    offset += 2
+    client_id = ""
+    if length >= 0:
+        raw = frame[offset : offset + length]
+        if len(raw) != length:
+            raise PeerError("request header: client id runs past the end of the frame", 42)
+        try:
+            client_id = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise PeerError("request header: client id is not UTF-8", 42) from None
+        offset += length
+    if _is_flexible(api_key, api_version):
+        offset = _skip_tagged_fields(frame, offset)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, offset)
+
+
+def decode_request(frame: bytes, header: RequestHeader) -> DecodedRequest:
+    """Read the body of a request whose version is supported; :class:`PeerError` if malformed."""
+    cls = request_class(header.api_key, header.api_version)
+    if cls is None:
+        raise PeerError(f"no schema for api key {header.api_key} v{header.api_version}", 42)
+    check_body(cls, frame, header.size)  # kio's native reader must never see an implausible length
+    try:
+        body, _size = _reader(cls)(frame, header.size)
+    except (
+        SerialError,
+        ValueError,
+        TypeError,
+        UnicodeDecodeError,
+        OverflowError,
+        IndexError,
+        KeyError,
+    ) as exc:
+        # KeyError: kio refuses a tagged field it does not know (Kafka would skip it)
+        name = api_key_map.get(header.api_key, str(header.api_key))
+        raise PeerError(f"malformed {name} v{header.api_version} request: {exc}", 42) from None
+    return DecodedRequest(header, body)
+
+
+def encode_response(correlation_id: int, response: Any) -> bytes:
+    """Header (v0 or v1, as the response's schema says) + body, without the size prefix."""
+    buffer = io.BytesIO()
+    buffer.write(_INT32.pack(correlation_id))
+    if response.__header_schema__.__flexible__:
+        buffer.write(b"\x00")  # no tagged fields in the response header
+    _writer(type(response))(buffer, response)
+    return buffer.getvalue()
+
+
+# --- building responses from version-free data -------------------------------------------------
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
+def _fields(cls: type[Any]) -> tuple[dataclasses.Field[Any], ...]:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = _FIELDS[cls] = dataclasses.fields(cls)
+    return fields
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _convert(args[0], value)
+    if origin is tuple:
+        (item, _ellipsis) = typing.get_args(hint)
+        return tuple(_convert(item, v) for v in value)
+    if origin is frozenset:
+        (item,) = typing.get_args(hint)
+        return frozenset(_convert(item, v) for v in value)
+    if isinstance(hint, type):
+        if dataclasses.is_dataclass(hint):
+            if isinstance(value, Mapping):
+                return build(hint, value)
+            return value
+        if issubclass(hint, ErrorCode):
+            return value if isinstance(value, ErrorCode) else ErrorCode(int(value))
+        if issubclass(hint, datetime.timedelta):
+            if isinstance(value, datetime.timedelta):
+                return value
+            return datetime.timedelta(milliseconds=int(value))
+        if issubclass(hint, datetime.datetime) and isinstance(value, int):
+            return datetime.datetime.fromtimestamp(value / 1000, tz=datetime.UTC)
+        if issubclass(hint, uuid.UUID) and not isinstance(value, uuid.UUID):
+            return uuid.UUID(int=int(value)) if isinstance(value, int) else value
+        if issubclass(hint, bytes) and isinstance(value, bytearray | memoryview):
+            return bytes(value)
+    return value
+
+
+def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    """The ``kio`` entity ``cls`` from plain data; keys ``cls`` has no field for are ignored.
+
+    A required field missing from ``data`` is a bug in the caller (:class:`KeyError`).
+    """
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for field in _fields(cls):
+        if field.name in data:
+            kwargs[field.name] = _convert(hints[field.name], data[field.name])
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise KeyError(f"{cls.__module__}.{cls.__qualname__}: no value for required field {field.name!r}")
+    return cls(**kwargs)
+
+
+# --- the client side (tests, benchmarks, kgroup's own client) ----------------------------------
+
+
+def encode_request(request: Any, correlation_id: int, client_id: str | None = "kgroup") -> bytes:
+    """Request header (v1, or v2 for a flexible version) + body, without the size prefix."""
+    buffer = io.BytesIO()
+    buffer.write(_PREFIX.pack(int(request.__api_key__), int(request.__version__), correlation_id))
+    if client_id is None:
+        buffer.write(_INT16.pack(-1))
+    else:
+        raw = client_id.encode("utf-8")
+        buffer.write(_INT16.pack(len(raw)) + raw)
+    if request.__flexible__:
+        buffer.write(b"\x00")
+    _writer(type(request))(buffer, request)
+    return buffer.getvalue()
+
+
+def decode_response(frame: bytes, response_type: type[Any]) -> tuple[int, Any]:
+    """(correlation id, response) of a response frame; :class:`PeerError` if malformed."""
+    if len(frame) < 4:
+        raise PeerError("response: shorter than a correlation id", 2)
+    (correlation_id,) = _INT32.unpack_from(frame, 0)
+    offset = 4
+    if response_type.__header_schema__.__flexible__:
+        offset = _skip_tagged_fields(frame, offset)
+    try:
+        body, _size = _reader(response_type)(frame, offset)
+    except (SerialError, ValueError, TypeError, UnicodeDecodeError, OverflowError, IndexError) as exc:
+        raise PeerError(f"malformed {response_type.__qualname__}: {exc}", 2) from None
+    return correlation_id, body

@@ -1,0 +1,457 @@
+"""The coordinator's records as bytes: what the broker appends to its group log and replays on start.
+
+``encode_record(record) -> (key, value)`` and ``decode_record(key, value) -> record``; a ``None`` value
+is a tombstone. The layouts are big-endian with Kafka's primitive encodings (int16-length strings,
+``-1`` for null; int32-length bytes; int32-count arrays):
+
+* :class:`~kgroup.group.OffsetCommitted` is Kafka's own ``__consumer_offsets`` record, byte for byte
+  what Kafka 4.0 writes: ``OffsetCommitKey`` v1 (group, topic, partition) and ``OffsetCommitValue`` v3
+  (offset, leader epoch, metadata, commit timestamp). Decoding also reads key v0 and values v0–v3
+  (v1's expire timestamp is read and dropped; v0–v2 have no leader epoch: -1).
+* :class:`~kgroup.group.GroupDeleted` is Kafka's group tombstone: ``GroupMetadataKey`` v2 with no value.
+* Every other record is kgroup's own (Kafka persists only a whole-group ``GroupMetadataValue`` per
+  completed rebalance; kgroup's log is a finer-grained superset, see ``docs/coordinator.md``). Its key
+  starts with key version :data:`KGROUP_KEY_VERSION` (1000: Kafka's record keys use 0–15, so the two
+  never collide), then an int16 record type and the group id; its value starts with an int16 value
+  version (:data:`KGROUP_VALUE_VERSION`, 0) and then the record's fields in declaration order.
+
+kgroup's records are deltas, applied in order: a log of them must be replayed whole, never compacted
+by key. Corrupt bytes (short, trailing garbage, unknown versions or types, bad UTF-8) raise
+:class:`~kgroup.model.PeerError`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import TypeVar
+
+from kgroup.group.records import (
+    GenerationStarted,
+    GroupCreated,
+    GroupDeleted,
+    GroupLeaderChanged,
+    GroupProtocolTypeChanged,
+    GroupStateChanged,
+    InitialDelayUpdated,
+    MemberRemoved,
+    MemberState,
+    MemberUpserted,
+    OffsetAndMetadata,
+    OffsetCommitted,
+    Parked,
+    PendingMemberAdded,
+    PendingMemberRemoved,
+    PendingSyncMemberRemoved,
+    PendingSyncMembersSet,
+    Record,
+    StaticMemberReplaced,
+    TimerArmed,
+    TimerDisarmed,
+)
+from kgroup.group.states import GroupState
+from kgroup.messages import JoinGroupProtocol
+from kgroup.model import PeerError, TopicPartition
+
+__all__ = [
+    "GROUP_METADATA_KEY_VERSION",
+    "KGROUP_KEY_VERSION",
+    "KGROUP_VALUE_VERSION",
+    "OFFSET_COMMIT_KEY_VERSION",
+    "OFFSET_COMMIT_VALUE_VERSION",
+    "decode_record",
+    "encode_record",
+]
+
+#: ``OffsetCommitKey`` version Kafka 4.0 writes (v0 is read too)
+OFFSET_COMMIT_KEY_VERSION = 1
+#: ``OffsetCommitValue`` version Kafka 4.0 writes without an expire timestamp
+OFFSET_COMMIT_VALUE_VERSION = 3
+#: ``GroupMetadataKey``'s only version
+GROUP_METADATA_KEY_VERSION = 2
+#: the key version of kgroup's own records (Kafka's keys use 0–15)
+KGROUP_KEY_VERSION = 1000
+#: the value version of kgroup's own records
+KGROUP_VALUE_VERSION = 0
+
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+
+T = TypeVar("T")
+
+
+# --- primitives --------------------------------------------------------------------------------------
+
+
+class _Writer:
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def i8(self, v: int) -> None:
+        self.parts.append(_I8.pack(v))
+
+    def i16(self, v: int) -> None:
+        self.parts.append(_I16.pack(v))
+
+    def i32(self, v: int) -> None:
+        self.parts.append(_I32.pack(v))
+
+    def i64(self, v: int) -> None:
+        self.parts.append(_I64.pack(v))
+
+    def boolean(self, v: bool) -> None:
+        self.i8(1 if v else 0)
+
+    def string(self, v: str | None) -> None:
+        if v is None:
+            self.i16(-1)
+            return
+        data = v.encode("utf-8")
+        if len(data) > 0x7FFF:
+            raise ValueError(f"string of {len(data)} bytes does not fit an int16 length")
+        self.i16(len(data))
+        self.parts.append(data)
+
+    def raw(self, v: bytes | None) -> None:
+        if v is None:
+            self.i32(-1)
+            return
+        self.i32(len(v))
+        self.parts.append(bytes(v))
+
+    def optional_i64(self, v: int | None) -> None:
+        self.boolean(v is not None)
+        if v is not None:
+            self.i64(v)
+
+    def strings(self, values: tuple[str, ...]) -> None:
+        self.i32(len(values))
+        for v in values:
+            self.string(v)
+
+    def bytes(self) -> bytes:
+        return b"".join(self.parts)
+
+
+class _Reader:
+    __slots__ = ("data", "pos", "what")
+
+    def __init__(self, data: bytes, what: str) -> None:
+        self.data = bytes(data)
+        self.pos = 0
+        self.what = what
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.data):
+            raise PeerError(f"{self.what}: {len(self.data)} bytes end before the record does")
+        chunk = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return chunk
+
+    def _unpack(self, fmt: struct.Struct) -> int:
+        value: int = fmt.unpack(self._take(fmt.size))[0]
+        return value
+
+    def i8(self) -> int:
+        return self._unpack(_I8)
+
+    def i16(self) -> int:
+        return self._unpack(_I16)
+
+    def i32(self) -> int:
+        return self._unpack(_I32)
+
+    def i64(self) -> int:
+        return self._unpack(_I64)
+
+    def boolean(self) -> bool:
+        flag = self.i8()
+        if flag not in (0, 1):
+            raise PeerError(f"{self.what}: boolean byte {flag} is neither 0 nor 1")
+        return flag == 1
+
+    def nullable_string(self) -> str | None:
+        n = self.i16()
+        if n == -1:
+            return None
+        try:
+            return self._take(n).decode("utf-8")
+        except UnicodeDecodeError:
+            raise PeerError(f"{self.what}: a string is not valid UTF-8") from None
+
+    def string(self) -> str:
+        v = self.nullable_string()
+        if v is None:
+            raise PeerError(f"{self.what}: a non-nullable string is null")
+        return v
+
+    def nullable_raw(self) -> bytes | None:
+        n = self.i32()
+        if n == -1:
+            return None
+        return self._take(n)
+
+    def raw(self) -> bytes:
+        v = self.nullable_raw()
+        if v is None:
+            raise PeerError(f"{self.what}: non-nullable bytes are null")
+        return v
+
+    def optional_i64(self) -> int | None:
+        return self.i64() if self.boolean() else None
+
+    def array(self, item: Callable[[], T]) -> tuple[T, ...]:
+        n = self.i32()
+        if n < 0 or n > len(self.data) - self.pos:  # every item takes at least one byte
+            raise PeerError(f"{self.what}: array length {n} does not fit the record")
+        return tuple(item() for _ in range(n))
+
+    def end(self) -> None:
+        if self.pos != len(self.data):
+            raise PeerError(f"{self.what}: {len(self.data) - self.pos} bytes after the end of the record")
+
+
+# --- kgroup's own records ------------------------------------------------------------------------------
+
+# record type numbers: stable, never reused (a new field means a new value version)
+_TYPES: dict[type, int] = {
+    GroupCreated: 1,
+    GroupStateChanged: 2,
+    GenerationStarted: 3,
+    GroupLeaderChanged: 4,
+    GroupProtocolTypeChanged: 5,
+    MemberUpserted: 6,
+    MemberRemoved: 7,
+    StaticMemberReplaced: 8,
+    PendingMemberAdded: 9,
+    PendingMemberRemoved: 10,
+    PendingSyncMembersSet: 11,
+    PendingSyncMemberRemoved: 12,
+    InitialDelayUpdated: 13,
+    TimerArmed: 14,
+    TimerDisarmed: 15,
+}
+_STATES = {state.kafka_name: state for state in GroupState}
+
+
+def _write_parked(w: _Writer, parked: Parked | None) -> None:
+    w.boolean(parked is not None)
+    if parked is not None:
+        w.string(parked.connection)
+        w.i32(parked.correlation_id)
+
+
+def _read_parked(r: _Reader) -> Parked | None:
+    if not r.boolean():
+        return None
+    return Parked(r.string(), r.i32())
+
+
+def _write_member(w: _Writer, m: MemberState) -> None:
+    w.string(m.member_id)
+    w.string(m.group_instance_id)
+    w.string(m.client_id)
+    w.string(m.client_host)
+    w.i32(m.rebalance_timeout_ms)
+    w.i32(m.session_timeout_ms)
+    w.string(m.protocol_type)
+    w.i32(len(m.protocols))
+    for protocol in m.protocols:
+        w.string(protocol.name)
+        w.raw(protocol.metadata)
+    w.raw(m.assignment)
+    _write_parked(w, m.awaiting_join)
+    _write_parked(w, m.awaiting_sync)
+    w.boolean(m.is_new)
+
+
+def _read_member(r: _Reader) -> MemberState:
+    return MemberState(
+        member_id=r.string(),
+        group_instance_id=r.nullable_string(),
+        client_id=r.string(),
+        client_host=r.string(),
+        rebalance_timeout_ms=r.i32(),
+        session_timeout_ms=r.i32(),
+        protocol_type=r.string(),
+        protocols=r.array(lambda: JoinGroupProtocol(r.string(), r.raw())),
+        assignment=r.raw(),
+        awaiting_join=_read_parked(r),
+        awaiting_sync=_read_parked(r),
+        is_new=r.boolean(),
+    )
+
+
+def _group_of(record: Record) -> str:
+    if isinstance(record, (TimerArmed, TimerDisarmed)):
+        return record.key[1] if len(record.key) > 1 else ""
+    return record.group_id
+
+
+def _write_kgroup_value(w: _Writer, record: Record) -> None:
+    if isinstance(record, GroupCreated):
+        w.i64(record.timestamp_ms)
+    elif isinstance(record, GroupStateChanged):
+        w.string(record.state.kafka_name)
+        w.i64(record.timestamp_ms)
+    elif isinstance(record, GenerationStarted):
+        w.i32(record.generation)
+        w.string(record.protocol_name)
+    elif isinstance(record, GroupLeaderChanged):
+        w.string(record.leader)
+    elif isinstance(record, GroupProtocolTypeChanged):
+        w.string(record.protocol_type)
+    elif isinstance(record, MemberUpserted):
+        _write_member(w, record.member)
+    elif isinstance(record, StaticMemberReplaced):
+        w.string(record.old_member_id)
+        _write_member(w, record.member)
+    elif isinstance(
+        record, (MemberRemoved, PendingMemberAdded, PendingMemberRemoved, PendingSyncMemberRemoved)
+    ):
+        w.string(record.member_id)
+    elif isinstance(record, PendingSyncMembersSet):
+        w.strings(record.member_ids)
+    elif isinstance(record, InitialDelayUpdated):
+        w.boolean(record.new_member_added)
+        w.optional_i64(record.delay_ms)
+        w.optional_i64(record.remaining_ms)
+    elif isinstance(record, TimerArmed):
+        w.strings(record.key)
+        w.i64(record.deadline_ms)
+    elif isinstance(record, TimerDisarmed):
+        w.strings(record.key)
+    else:  # pragma: no cover - _TYPES and this chain list the same records
+        raise AssertionError(f"no kgroup layout for {type(record).__name__}")
+
+
+def _read_kgroup_value(kind: int, group_id: str, r: _Reader) -> Record:
+    if kind == 1:
+        return GroupCreated(group_id, r.i64())
+    if kind == 2:
+        name = r.string()
+        state = _STATES.get(name)
+        if state is None:
+            raise PeerError(f"{r.what}: unknown group state {name!r}")
+        return GroupStateChanged(group_id, state, r.i64())
+    if kind == 3:
+        return GenerationStarted(group_id, r.i32(), r.nullable_string())
+    if kind == 4:
+        return GroupLeaderChanged(group_id, r.nullable_string())
+    if kind == 5:
+        return GroupProtocolTypeChanged(group_id, r.nullable_string())
+    if kind == 6:
+        return MemberUpserted(group_id, _read_member(r))
+    if kind == 7:
+        return MemberRemoved(group_id, r.string())
+    if kind == 8:
+        return StaticMemberReplaced(group_id, r.string(), _read_member(r))
+    if kind == 9:
+        return PendingMemberAdded(group_id, r.string())
+    if kind == 10:
+        return PendingMemberRemoved(group_id, r.string())
+    if kind == 11:
+        return PendingSyncMembersSet(group_id, r.array(r.string))
+    if kind == 12:
+        return PendingSyncMemberRemoved(group_id, r.string())
+    if kind == 13:
+        return InitialDelayUpdated(group_id, r.boolean(), r.optional_i64(), r.optional_i64())
+    if kind == 14:
+        return TimerArmed(r.array(r.string), r.i64())
+    if kind == 15:
+        return TimerDisarmed(r.array(r.string))
+    raise PeerError(f"{r.what}: unknown kgroup record type {kind}")
+
+
+# --- the two entry points ------------------------------------------------------------------------------
+
+
+def encode_record(record: Record) -> tuple[bytes, bytes | None]:
+    """The record's key and value bytes (``None``: a tombstone)."""
+    key = _Writer()
+    if isinstance(record, OffsetCommitted):
+        key.i16(OFFSET_COMMIT_KEY_VERSION)
+        key.string(record.group_id)
+        key.string(record.partition.topic)
+        key.i32(record.partition.partition)
+        value = _Writer()
+        value.i16(OFFSET_COMMIT_VALUE_VERSION)
+        v = record.value
+        value.i64(v.offset)
+        value.i32(v.leader_epoch)
+        value.string(v.metadata if v.metadata is not None else "")  # Kafka's metadata is never null
+        value.i64(v.commit_timestamp_ms)
+        return key.bytes(), value.bytes()
+    if isinstance(record, GroupDeleted):
+        key.i16(GROUP_METADATA_KEY_VERSION)
+        key.string(record.group_id)
+        return key.bytes(), None
+    kind = _TYPES.get(type(record))
+    if kind is None:
+        raise TypeError(f"record: {type(record).__name__} is not a coordinator record")
+    key.i16(KGROUP_KEY_VERSION)
+    key.i16(kind)
+    key.string(_group_of(record))
+    value = _Writer()
+    value.i16(KGROUP_VALUE_VERSION)
+    _write_kgroup_value(value, record)
+    return key.bytes(), value.bytes()
+
+
+def _decode_offset_commit(key: _Reader, value: bytes | None) -> Record:
+    group_id = key.string()
+    topic = key.string()
+    partition = key.i32()
+    key.end()
+    if value is None:
+        raise PeerError("record key: an offset commit tombstone (offset deletion) is not a kgroup record")
+    r = _Reader(value, "offset commit value")
+    version = r.i16()
+    if not 0 <= version <= 3:
+        raise PeerError(f"offset commit value: unsupported version {version}; kgroup reads 0-3")
+    offset = r.i64()
+    leader_epoch = r.i32() if version >= 3 else -1
+    metadata = r.string()
+    commit_timestamp = r.i64()
+    if version == 1:
+        r.i64()  # the expire timestamp, which Kafka 4.0 no longer honours
+    r.end()
+    return OffsetCommitted(
+        group_id,
+        TopicPartition(topic, partition),
+        OffsetAndMetadata(offset, leader_epoch, metadata, commit_timestamp),
+    )
+
+
+def decode_record(key: bytes, value: bytes | None) -> Record:
+    """The record ``encode_record`` made of these bytes (:class:`PeerError` when they are corrupt)."""
+    k = _Reader(key, "record key")
+    version = k.i16()
+    if version in (0, OFFSET_COMMIT_KEY_VERSION):
+        return _decode_offset_commit(k, value)
+    if version == GROUP_METADATA_KEY_VERSION:
+        group_id = k.string()
+        k.end()
+        if value is not None:
+            raise PeerError(
+                "record value: a group metadata value is not a kgroup record (only its tombstone is)"
+            )
+        return GroupDeleted(group_id)
+    if version != KGROUP_KEY_VERSION:
+        raise PeerError(f"record key: unknown key version {version}")
+    kind = k.i16()
+    group_id = k.string()
+    k.end()
+    if value is None:
+        raise PeerError(f"record value: kgroup record type {kind} has no tombstone")
+    r = _Reader(value, f"kgroup record type {kind}")
+    value_version = r.i16()
+    if value_version != KGROUP_VALUE_VERSION:
+        raise PeerError(f"{r.what}: unknown value version {value_version}")
+    record = _read_kgroup_value(kind, group_id, r)
+    r.end()
+    return record

@@ -1,0 +1,61 @@
+"""The API versions ``kgroup serve`` answers: Kafka 4.0's ranges, capped where a newer version needs
+something kgroup does not implement (topic ids in Fetch v13+ / OffsetCommit v10 / OffsetFetch v10,
+Produce v13, ListOffsets v10+ timeout semantics). A client picks the highest version both sides
+support, so a cap only changes which layout is spoken, not what a client can do.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["API_NAMES", "SUPPORTED_VERSIONS", "supported"]
+
+#: api key -> (min version, max version) as listed in the ApiVersions answer
+SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
+    0: (3, 12),  # Produce (Kafka 4.0 removed v0-v2)
+    1: (4, 12),  # Fetch (v13+ address topics by id)
+    2: (1, 9),  # ListOffsets
+    3: (0, 12),  # Metadata
+    8: (2, 9),  # OffsetCommit
+    9: (1, 9),  # OffsetFetch
+    10: (0, 6),  # FindCoordinator
+    11: (0, 9),  # JoinGroup
+    12: (0, 4),  # Heartbeat
+    13: (0, 5),  # LeaveGroup
+    14: (0, 5),  # SyncGroup
+    15: (0, 5),  # DescribeGroups
+    16: (0, 5),  # ListGroups
+    18: (0, 4),  # ApiVersions
+    19: (2, 7),  # CreateTopics
+    20: (1, 6),  # DeleteTopics
+    22: (0, 5),  # InitProducerId
+    32: (1, 4),  # DescribeConfigs
+    42: (0, 2),  # DeleteGroups
+}
+
+API_NAMES: Final[dict[int, str]] = {
+    0: "Produce",
+    1: "Fetch",
+    2: "ListOffsets",
+    3: "Metadata",
+    8: "OffsetCommit",
+    9: "OffsetFetch",
+    10: "FindCoordinator",
+    11: "JoinGroup",
+    12: "Heartbeat",
+    13: "LeaveGroup",
+    14: "SyncGroup",
+    15: "DescribeGroups",
+    16: "ListGroups",
+    18: "ApiVersions",
+    19: "CreateTopics",
+    20: "DeleteTopics",
+    22: "InitProducerId",
+    32: "DescribeConfigs",
+    42: "DeleteGroups",
+}
+
+
+def supported(api_key: int, version: int) -> bool:
+    span = SUPPORTED_VERSIONS.get(api_key)
+    return span is not None and span[0] <= version <= span[1]

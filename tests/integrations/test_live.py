@@ -1,0 +1,179 @@
+"""Live: the plug-ins in real kafka-python / aiokafka consumers, beside librdkafka's, on kgroup's broker.
+
+Guard: these tests need ``kgroup.testing`` (the in-process broker) and a broker that serves consumer
+groups (JoinGroup and SyncGroup in its ApiVersions); until both are there they are skipped, and once
+they are they run as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kgroup.assignors.api import AssignmentRequest, create_assignor
+from kgroup.model import Member as KMember
+from kgroup.model import TopicMetadata, TopicPartition
+
+pytest.importorskip("kafka")
+pytest.importorskip("aiokafka")
+pytest.importorskip("confluent_kafka")
+testing = pytest.importorskip("kgroup.testing")
+
+from kgroup.integrations import aiokafka as aio  # noqa: E402
+from kgroup.integrations import kafka_python as kp  # noqa: E402
+
+from .live import (  # noqa: E402
+    AiokafkaMember,
+    KafkaPythonMember,
+    Ledger,
+    LibrdkafkaMember,
+    Member,
+    produce,
+    serves_consumer_groups,
+    wait_stable,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def started() -> Iterator[list[Member]]:
+    """Members a test starts; every one is stopped at the end, whatever happened."""
+    members: list[Member] = []
+    yield members
+    for member in reversed(members):
+        member.stop()
+
+
+def _broker(topics: dict[str, int]) -> Any:
+    return testing.KafkaBroker(topics=topics)
+
+
+def _require_groups(bootstrap: str) -> None:
+    if not serves_consumer_groups(bootstrap):
+        pytest.skip("kgroup's broker does not serve consumer groups yet (JoinGroup/SyncGroup)")
+
+
+def _errors(members: list[Member]) -> list[str]:
+    return [f"{m.name}: {e!r}" for m in members for e in m.errors]
+
+
+def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_restart(
+    started: list[Member],
+) -> None:
+    topic, partitions = "orders", 12
+    with _broker({topic: partitions}) as broker:
+        bootstrap = broker.bootstrap_servers
+        _require_groups(bootstrap)
+        written = produce(bootstrap, topic, 240)
+        ledger = Ledger()
+        group = "mixed"
+        every = {(topic, p) for p in range(partitions)}
+
+        def kafka_python(name: str) -> Member:
+            m = KafkaPythonMember(name, ledger, bootstrap, group, [topic], kp.CooperativeSticky()).start()
+            started.append(m)
+            return m
+
+        def librdkafka(name: str) -> Member:
+            m = LibrdkafkaMember(name, ledger, bootstrap, group, [topic]).start()
+            started.append(m)
+            return m
+
+        # the first member to join leads the group: a kafka-python member with kgroup's plug-in
+        kafka_python("kp-1")
+        wait_stable(ledger, every, {"kp-1"})
+        kafka_python("kp-2")
+        librdkafka("rd-1")
+        restarted = librdkafka("rd-2")
+        started.append(
+            AiokafkaMember("aio-1", ledger, bootstrap, group, [topic], aio.CooperativeSticky()).start()
+        )
+        names = {"kp-1", "kp-2", "rd-1", "rd-2", "aio-1"}
+        before = wait_stable(ledger, every, names)
+        assert ledger.violations == []
+        assert _errors(started) == []
+        counts = sorted(list(before.values()).count(n) for n in names)
+        assert counts == [2, 2, 2, 3, 3]  # balanced: 12 partitions over 5 members
+
+        restarted.stop()
+        started.remove(restarted)
+        wait_stable(ledger, every, names - {"rd-2"})
+        librdkafka("rd-2")
+        after = wait_stable(ledger, every, names)
+        assert ledger.violations == []
+        assert _errors(started) == []
+        # cooperative stickiness: a partition held by a cooperative member that stayed is, after the
+        # restart, held by the same member, or by the restarted one, or by the eager aiokafka member
+        # (which claims nothing when it rejoins) — never moved between two members that stayed
+        stayed = {"kp-1", "kp-2", "rd-1"}
+        moved = {tp: (before[tp], after[tp]) for tp in every if before[tp] in stayed and after[tp] in stayed}
+        assert {tp: pair for tp, pair in moved.items() if pair[0] != pair[1]} == {}
+
+        produced = {(topic, p, o) for p, n in written.items() for o in range(n)}
+
+        def all_consumed() -> bool:
+            seen: set[tuple[str, int, int]] = set()
+            for m in started:
+                seen |= m.consumed
+            return produced <= seen
+
+        wait_until(all_consumed, 60, "every record consumed")
+        for member in reversed(started):
+            member.stop()
+        started.clear()
+        assert ledger.violations == []
+
+
+class RecordingCooperativeSticky(kp.CooperativeSticky):
+    """kgroup's plug-in, remembering every hold it handed out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holds: list[frozenset[str]] = []
+
+    def assign(self, cluster: Any, members: Any) -> dict[str, bytes]:
+        result = super().assign(cluster, members)
+        if self.last_hold is not None:
+            self.holds.append(self.last_hold.missing_topics)
+        return result
+
+
+def test_a_kafka_python_leader_without_every_topic_converges_to_javas_answer(started: list[Member]) -> None:
+    topics = {"t1": 4, "t2": 6}
+    with _broker(topics) as broker:
+        bootstrap = broker.bootstrap_servers
+        _require_groups(bootstrap)
+        ledger = Ledger()
+        leader_assignor = RecordingCooperativeSticky()
+        leader = KafkaPythonMember("leader", ledger, bootstrap, "partial", ["t1"], leader_assignor).start()
+        started.append(leader)
+        t1 = {("t1", p) for p in range(4)}
+        wait_stable(ledger, t1, {"leader"})
+        other = KafkaPythonMember("other", ledger, bootstrap, "partial", ["t1", "t2"], kp.CooperativeSticky())
+        started.append(other.start())
+        everything = t1 | {("t2", p) for p in range(6)}
+        final = wait_stable(ledger, everything, {"leader", "other"})
+
+        # Java's leader, on the JoinGroup where "other" arrived (leader owning t1, other new), with
+        # metadata for both topics:
+        request = AssignmentRequest(
+            [
+                KMember(
+                    "leader", ("t1",), owned=tuple(TopicPartition("t1", p) for p in range(4)), generation=1
+                ),
+                KMember("other", ("t1", "t2")),
+            ],
+            {name: TopicMetadata(name, n) for name, n in topics.items()},
+        )
+        java = create_assignor("cooperative-sticky").assign(request)
+        assert {f"{t}-{p}": owner for (t, p), owner in final.items()} == {
+            str(tp): member for member, tps in java.items() for tp in tps
+        }
+        assert leader_assignor.holds and leader_assignor.holds[0] == {"t2"}  # the hold ran once
+        assert ledger.revocations.get("leader", []) == []  # the leader never gave up t1 on the way
+        assert ledger.violations == []
+        assert _errors(started) == []

@@ -1,0 +1,160 @@
+"""CoordinatorLog: append and replay, tombstones, torn tails, compaction, failed writes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kgroup.log import CoordinatorLog, FsyncPolicy
+
+Entries = list[tuple[bytes, bytes | None]]
+
+
+def test_append_and_replay_in_order(tmp_path: Path) -> None:
+    log = CoordinatorLog(tmp_path / "c.log")
+    log.append([(b"g1", b"meta-1"), (b"g1/t-0", b"offset 5")])
+    log.append([(b"g1/t-0", b"offset 9"), (b"g2", None)])
+    log.append([])  # nothing to write
+    expected = [(b"g1", b"meta-1"), (b"g1/t-0", b"offset 5"), (b"g1/t-0", b"offset 9"), (b"g2", None)]
+    assert list(log.replay()) == expected
+    log.close()
+    reopened = CoordinatorLog(tmp_path / "c.log")
+    assert list(reopened.replay()) == expected
+    assert reopened.truncated_bytes == 0
+    reopened.close()
+
+
+def test_torn_tail_at_every_byte_of_the_last_frame(tmp_path: Path) -> None:
+    path = tmp_path / "c.log"
+    log = CoordinatorLog(path)
+    log.append([(b"a", b"1")])
+    log.append([(b"b", b"2"), (b"c", None)])
+    good = path.stat().st_size
+    log.append([(b"d", b"4" * 50), (b"e", b"5")])  # the frame a crash tears
+    log.close()
+    full = path.read_bytes()
+    for cut in range(good, len(full)):
+        path.write_bytes(full[:cut])
+        reopened = CoordinatorLog(path)
+        assert list(reopened.replay()) == [(b"a", b"1"), (b"b", b"2"), (b"c", None)], cut
+        assert reopened.truncated_bytes == cut - good and path.stat().st_size == good
+        reopened.append([(b"f", b"6")])
+        assert list(reopened.replay())[-1] == (b"f", b"6")
+        reopened.close()
+
+
+@pytest.mark.parametrize("offset_from_end", [1, 10, 25])
+def test_a_flipped_bit_drops_the_frame_and_everything_after(tmp_path: Path, offset_from_end: int) -> None:
+    path = tmp_path / "c.log"
+    log = CoordinatorLog(path)
+    log.append([(b"a", b"1")])
+    log.append([(b"b", b"x" * 30)])
+    log.close()
+    data = bytearray(path.read_bytes())
+    data[-offset_from_end] ^= 0x04
+    path.write_bytes(bytes(data))
+    reopened = CoordinatorLog(path)
+    assert list(reopened.replay()) == [(b"a", b"1")]
+    reopened.close()
+
+
+def test_zero_filled_tail(tmp_path: Path) -> None:
+    path = tmp_path / "c.log"
+    log = CoordinatorLog(path)
+    log.append([(b"a", b"1")])
+    log.close()
+    with path.open("ab") as handle:
+        handle.write(b"\0" * 100)
+    reopened = CoordinatorLog(path)
+    assert list(reopened.replay()) == [(b"a", b"1")] and reopened.truncated_bytes == 100
+    reopened.close()
+
+
+def test_compaction_keeps_the_last_value_of_each_key_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "c.log"
+    log = CoordinatorLog(path, compact_min_bytes=2000)
+    for round_ in range(40):
+        log.append([(b"group", b"gen %d" % round_), (b"offset/%d" % (round_ % 3), b"%d" % round_)])
+    log.append([(b"offset/0", None)])
+    assert path.stat().st_size < 2000 * 2  # compacted at least once along the way
+    replayed = list(log.replay())
+    state: dict[bytes, bytes | None] = {}
+    for key, value in replayed:
+        state[key] = value
+    live = {k: v for k, v in state.items() if v is not None}
+    assert live == {b"group": b"gen 39", b"offset/1": b"37", b"offset/2": b"38"}
+    log.close()
+    reopened = CoordinatorLog(path)
+    assert list(reopened.replay()) == replayed
+    reopened.close()
+
+
+def test_explicit_compaction_is_atomic_and_reopens_cleanly(tmp_path: Path) -> None:
+    path = tmp_path / "c.log"
+    log = CoordinatorLog(path)
+    log.append([(b"a", b"1"), (b"b", b"2")])
+    log.append([(b"a", None), (b"b", b"3")])
+    log.compact()
+    assert list(log.replay()) == [(b"b", b"3")]
+    assert not path.with_name("c.log.compacting").exists()
+    log.append([(b"c", b"4")])
+    log.close()
+    assert list(CoordinatorLog(path).replay()) == [(b"b", b"3"), (b"c", b"4")]
+
+
+def test_a_failed_write_raises_os_error_and_leaves_the_file_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.log"
+    log = CoordinatorLog(path, fsync=FsyncPolicy.ALWAYS)
+    log.append([(b"a", b"1")])
+    size = path.stat().st_size
+    real_write = os.write
+    calls = {"n": 0}
+
+    def half_then_fail(fd: int, data: bytes) -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return real_write(fd, bytes(data)[:5])  # a short write...
+        raise OSError(28, "No space left on device")  # ...then the disk is full
+
+    monkeypatch.setattr(os, "write", half_then_fail)
+    with pytest.raises(OSError):
+        log.append([(b"b", b"2" * 100)])
+    monkeypatch.setattr(os, "write", real_write)
+    assert path.stat().st_size == size
+    log.append([(b"c", b"3")])
+    log.close()
+    assert list(CoordinatorLog(path).replay()) == [(b"a", b"1"), (b"c", b"3")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    frames=st.lists(
+        st.lists(st.tuples(st.binary(max_size=20), st.none() | st.binary(max_size=40)), max_size=5),
+        max_size=8,
+    ),
+    cut=st.integers(0, 10_000),
+)
+def test_replay_after_any_cut_is_a_prefix_of_whole_frames(
+    tmp_path_factory: pytest.TempPathFactory, frames: list[Entries], cut: int
+) -> None:
+    path = tmp_path_factory.mktemp("coord") / "c.log"
+    log = CoordinatorLog(path, fsync=FsyncPolicy.NEVER)
+    ends = [0]
+    for frame in frames:
+        log.append(frame)
+        ends.append(path.stat().st_size)
+    log.close()
+    data = path.read_bytes()
+    cut = min(cut, len(data))
+    path.write_bytes(data[:cut])
+    whole = max(n for n, end in enumerate(ends) if end <= cut)
+    reopened = CoordinatorLog(path)
+    expected = [entry for frame in frames[:whole] if frame for entry in frame]
+    assert list(reopened.replay()) == expected
+    reopened.close()

@@ -1,0 +1,182 @@
+"""The data source's options and offset planning without Spark: Spark's Kafka rules, kgroup's errors
+(one line naming the option and the fix), maxOffsetsPerTrigger's sharing and minPartitions' split."""
+
+from __future__ import annotations
+
+import pytest
+
+from kgroup.model import KgroupError
+from kgroup.spark.options import (
+    OffsetSpec,
+    check_read_options_early,
+    offsets_to_json,
+    parse_sink_options,
+    parse_source_options,
+)
+from kgroup.spark.ranges import OffsetRange, plan_ranges, rate_limit, resolve_offsets, split_ranges
+
+BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
+
+
+def _source(streaming: bool = False, **options: str) -> object:
+    return parse_source_options({**BOOT, **options}, streaming=streaming)
+
+
+@pytest.mark.parametrize(
+    ("options", "streaming", "message"),
+    [
+        ({"subscribe": "a", "assign": '{"a":[0]}'}, False, "assign, subscribe: only one of the options"),
+        ({}, False, "subscribe: no topics given"),
+        ({"subscribe": " , "}, False, "subscribe: no topics to subscribe to"),
+        ({"assign": "a:0"}, False, "assign: no topic partitions to assign"),
+        ({"subscribePattern": "("}, False, "subscribePattern: '(' is not a regular expression"),
+        ({"subscribe": "a", "subscrib": "b"}, False, "did you mean 'subscribe'?"),
+        ({"subscribe": "a", "startingTimestamp": "5"}, False, "startingTimestamp: an option of Spark's"),
+        ({"subscribe": "a", "consume": "group"}, True, "kafka.group.id: consume=group needs"),
+        (
+            {"subscribe": "a", "consume": "group", "kafka.group.id": "g"},
+            True,
+            "consume: 'group' is not available",
+        ),
+        ({"subscribe": "a", "consume": "members"}, False, "consume: 'members'; give partition"),
+        (
+            {"subscribe": "a", "startingOffsets": "latest"},
+            False,
+            "startingOffsets: can't be latest for batch",
+        ),
+        ({"subscribe": "a", "endingOffsets": "earliest"}, False, "endingOffsets: can't be earliest"),
+        ({"subscribe": "a", "endingOffsets": "latest"}, True, "endingOffsets: not valid in streaming"),
+        ({"subscribe": "a", "startingOffsets": '{"a":{"0":-1}}'}, False, "a-0 can't be latest (-1)"),
+        ({"subscribe": "a", "startingOffsets": '{"b":{"0":1}}'}, False, "JSON offsets name topics ['b']"),
+        ({"assign": '{"a":[0,1]}', "startingOffsets": '{"a":{"0":1}}'}, False, "must name every assigned"),
+        (
+            {"assign": '{"a":[0]}', "startingOffsets": '{"a":{"0":9}}', "endingOffsets": '{"a":{"0":5}}'},
+            False,
+            "a-0 starts at 9, after its endingOffsets 5",
+        ),
+        ({"subscribe": "a", "startingOffsets": "{x"}, True, "startingOffsets: not valid JSON"),
+        ({"subscribe": "a", "startingOffsets": "first"}, True, "startingOffsets: 'first'; give earliest"),
+        ({"subscribe": "a", "maxOffsetsPerTrigger": "0"}, True, "maxOffsetsPerTrigger: 0 must be positive"),
+        ({"subscribe": "a", "minPartitions": "x"}, False, "minPartitions: 'x' is not a whole number"),
+        ({"subscribe": "a", "failOnDataLoss": "yes"}, False, "failOnDataLoss: 'yes' is not a boolean"),
+        (
+            {"subscribe": "a", "kafka.auto.offset.reset": "earliest"},
+            True,
+            "set the source option 'startingOffsets'",
+        ),
+        (
+            {"subscribe": "a", "kafka.enable.auto.commit": "true"},
+            True,
+            "kafka.enable.auto.commit: not supported",
+        ),
+    ],
+)
+def test_bad_source_options_name_the_option_and_the_fix(
+    options: dict[str, str], streaming: bool, message: str
+) -> None:
+    with pytest.raises(KgroupError) as caught:
+        _source(streaming, **options)
+    assert message in caught.value.message
+    assert "\n" not in caught.value.message
+
+
+def test_bootstrap_servers_required_and_options_case_insensitive() -> None:
+    with pytest.raises(KgroupError, match=r"kafka\.bootstrap\.servers: must be set"):
+        parse_source_options({"subscribe": "a"}, streaming=False)
+    parsed = parse_source_options(
+        {
+            "KAFKA.BOOTSTRAP.SERVERS": "h:1",
+            "SUBSCRIBE": "a, b,a",
+            "MaxOffsetsPerTrigger": "7",
+            "kafka.client.id": "c",
+        },
+        streaming=True,
+    )
+    assert parsed.subscription.topics == ("a", "b")
+    assert parsed.max_offsets_per_trigger == 7
+    assert parsed.starting == OffsetSpec("latest")  # streaming default; batch's is earliest
+    assert parsed.client_dict() == {"bootstrap.servers": "h:1", "client.id": "c"}
+    assert parse_source_options({**BOOT, "subscribe": "a"}, streaming=False).starting == OffsetSpec(
+        "earliest"
+    )
+
+
+def test_early_check_only_judges_reads() -> None:
+    check_read_options_early({**BOOT, "topic": "t"})  # a write's options: not judged here
+    with pytest.raises(KgroupError, match="only one of the options"):
+        check_read_options_early({**BOOT, "subscribe": "a", "subscribePattern": "a.*"})
+
+
+def test_sink_options() -> None:
+    parsed = parse_sink_options(
+        {**BOOT, "topic": " t ", "nullKeyStrategy": "round-robin", "nullKeySeed": "3"}
+    )
+    assert (parsed.topic, parsed.null_key_strategy, parsed.null_key_seed) == ("t", "round-robin", 3)
+    with pytest.raises(
+        KgroupError, match="'topics' is not an option of the kgroup sink; did you mean 'topic'"
+    ):
+        parse_sink_options({**BOOT, "topics": "t"})
+    with pytest.raises(KgroupError, match=r"kafka\.key\.serializer: not supported"):
+        parse_sink_options({**BOOT, "kafka.key.serializer": "x"})
+
+
+def test_rate_limit_shares_as_spark_does() -> None:
+    start = {("t", 0): 0, ("t", 1): 0, ("t", 2): 10}
+    until = {("t", 0): 1000, ("t", 1): 2, ("t", 2): 10}
+    # 300 over a backlog of 1002: partition 0 gets floor(299.4), partition 1 ceil(0.6) -> not starved
+    assert rate_limit(300, start, until) == {("t", 0): 299, ("t", 1): 1, ("t", 2): 10}
+    until[("t", 1)] = 10  # a share of 2.97 is rounded down
+    assert rate_limit(300, start, until)[("t", 1)] == 2
+    assert rate_limit(300, until, until) == until  # nothing new: the end stays
+    assert rate_limit(5, {("t", 0): 0, ("t", 1): 0}, {("t", 0): 1, ("t", 1): 1}) == {("t", 0): 1, ("t", 1): 1}
+
+
+def test_split_ranges_as_spark_does() -> None:
+    ranges = [OffsetRange("t", 0, 0, 100), OffsetRange("t", 1, 5, 5), OffsetRange("t", 2, 0, 300)]
+    assert split_ranges(ranges, None) == [ranges[0], ranges[2]]  # empty ranges dropped
+    assert split_ranges(ranges, 2) == [ranges[0], ranges[2]]
+    # 8 pieces: round(100/400*8) = 2 and round(300/400*8) = 6; the last piece takes the remainder
+    pieces = split_ranges(ranges, 8)
+    assert [(p.partition, p.from_offset, p.until_offset) for p in pieces] == [
+        (0, 0, 50), (0, 50, 100),
+        (2, 0, 50), (2, 50, 100), (2, 100, 150), (2, 150, 200), (2, 200, 250), (2, 250, 300),
+    ]  # fmt: skip
+    # Scala's round: half rounds up (2.5 -> 3 pieces)
+    assert len(split_ranges([OffsetRange("t", 0, 0, 10), OffsetRange("t", 1, 0, 10)], 5)) == 6
+
+
+def test_resolve_and_plan_report_data_loss() -> None:
+    losses: list[str] = []
+    tps = [("t", 0), ("t", 1)]
+    earliest, latest = {("t", 0): 5, ("t", 1): 0}, {("t", 0): 50, ("t", 1): 20}
+    spec = OffsetSpec("specific", ((("t", 0), 2), (("t", 1), -1)))
+    assert resolve_offsets("startingOffsets", spec, tps, earliest, latest, losses.append) == {
+        ("t", 0): 5,
+        ("t", 1): 20,
+    }
+    assert losses and "startingOffsets for t-0 was 2 but the earliest offset kept is 5" in losses[0]
+    with pytest.raises(
+        KgroupError, match=r"offset 99 of t-1 is out of range \(the partition holds offsets 0 to 20\)"
+    ):
+        resolve_offsets(
+            "startingOffsets",
+            OffsetSpec("specific", ((("t", 0), 5), (("t", 1), 99))),
+            tps,
+            earliest,
+            latest,
+            print,
+        )
+    losses.clear()
+    ranges = plan_ranges(
+        {("t", 0): 10, ("t", 9): 3}, {("t", 0): 8, ("t", 1): 4}, {("t", 1): 2}, losses.append
+    )
+    assert ranges == [OffsetRange("t", 1, 2, 4)]
+    assert [m.split(" ")[0:2] for m in losses] == [
+        ["partitions", "[('t',"],
+        ["partition", "t-0's"],
+        ["added", "partition"],
+    ]
+    assert offsets_to_json({("b", 1): 3, ("a", 10): 1, ("a", 2): 0}) == {
+        "a": {"2": 0, "10": 1},
+        "b": {"1": 3},
+    }

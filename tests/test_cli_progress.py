@@ -1,0 +1,92 @@
+"""Long work is visible: a progress bar on stderr when stderr is a terminal, nothing extra in a
+pipe or with ``--json`` (issue 10). The terminal is a real pseudo-terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+KGROUP = [sys.executable, "-m", "kgroup"]
+EXAMPLES = Path(__file__).parents[1] / "examples"
+
+pytestmark = pytest.mark.skipif(not hasattr(pty, "openpty"), reason="needs a pseudo-terminal")
+
+
+def run_with_terminal_stderr(*args: str, timeout_s: float = 300) -> tuple[int, str, str]:
+    """Run kgroup with stdout to a pipe and stderr to a pseudo-terminal; (code, stdout, stderr)."""
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([*KGROUP, *args], stdout=subprocess.PIPE, stderr=slave, env=env)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # the child closed the terminal
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break
+        out = proc.stdout.read() if proc.stdout is not None else b""
+        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        os.close(master)
+    return code, out.decode(), b"".join(chunks).decode(errors="replace")
+
+
+BENCH = ("bench", "simulate", "--members", "3", "--partitions", "6", "--minutes", "1", "--runs", "2")
+
+
+def test_bench_simulate_shows_progress_on_a_terminal() -> None:
+    code, out, err = run_with_terminal_stderr(*BENCH)
+    assert code == 0, err
+    assert "timing bench-3x6 (1 min virtual)" in err
+    assert "2/2" in err  # the bar ends complete
+    assert out.startswith("simulate bench-3x6, 1 min virtual")
+
+
+def test_bench_simulate_json_on_a_terminal_prints_nothing_extra() -> None:
+    code, out, err = run_with_terminal_stderr(*BENCH, "--json")
+    assert code == 0
+    assert err == ""
+    assert json.loads(out)["runs"] and len(json.loads(out)["runs"]) == 2
+
+
+def test_bench_simulate_in_a_pipe_prints_no_progress() -> None:
+    result = subprocess.run([*KGROUP, *BENCH], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0
+    assert result.stderr == ""
+
+
+def test_simulate_compare_shows_progress_on_a_terminal_and_nothing_with_json() -> None:
+    scenario = str(EXAMPLES / "crash.yaml")
+    code, out, err = run_with_terminal_stderr("simulate", scenario, "--compare", "--engine", "local")
+    assert code == 0, err
+    assert "simulating 10 runs (10 variants × 1 seed(s))" in err
+    assert "10/10" in err
+    code, out, err = run_with_terminal_stderr(
+        "simulate", scenario, "--compare", "--engine", "local", "--json"
+    )
+    assert code == 0
+    assert err == ""
+    assert len(json.loads(out)["runs"]) == 10
