@@ -40,6 +40,7 @@ def test_kill_9_mid_stream_keeps_every_acknowledged_record(tmp_path: Path) -> No
     data = tmp_path / "data"
     acked = tmp_path / "acked.txt"
     broker = BrokerProcess(data, "--topic", "crash:2", "--fsync", "never")
+    committer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "crash-committer"})
     producer = subprocess.Popen([sys.executable, "-c", PRODUCER, broker.bootstrap_servers, str(acked)])
     try:
         deadline = time.monotonic() + 60
@@ -47,9 +48,14 @@ def test_kill_9_mid_stream_keeps_every_acknowledged_record(tmp_path: Path) -> No
             if acked.exists() and acked.read_text().count("\n") >= 3000:
                 break
             time.sleep(0.05)
+        # a group commits offsets (synchronously: acknowledged) while the producer keeps going
+        wanted_commits = [TopicPartition("crash", 0, 1000), TopicPartition("crash", 1, 1200)]
+        committed_ok = committer.commit(offsets=wanted_commits, asynchronous=False)
+        assert all(tp.error is None for tp in committed_ok)
         broker.kill()
     finally:
         broker.kill()
+        committer.close()
         time.sleep(0.3)
         producer.kill()
         producer.wait(timeout=30)
@@ -63,7 +69,7 @@ def test_kill_9_mid_stream_keeps_every_acknowledged_record(tmp_path: Path) -> No
         consumer = Consumer(
             {
                 "bootstrap.servers": restarted.bootstrap_servers,
-                "group.id": "crash-check",
+                "group.id": "crash-committer",
                 "enable.auto.commit": False,
             }
         )
@@ -80,10 +86,12 @@ def test_kill_9_mid_stream_keeps_every_acknowledged_record(tmp_path: Path) -> No
             stored[(message.partition(), message.offset())] = message.key().decode()
             if message.offset() + 1 >= ends[message.partition()]:
                 done[message.partition()] = True
+        committed = consumer.committed([TopicPartition("crash", 0), TopicPartition("crash", 1)], timeout=20)
         consumer.close()
     finally:
         restarted.terminate()
     assert wanted >= 0
+    assert [(tp.partition, tp.offset) for tp in committed] == [(0, 1000), (1, 1200)]  # every committed offset
     for position, key in acknowledged.items():
         assert stored.get(position) == key, f"acknowledged record {key} at {position} missing after restart"
     keys = list(stored.values())

@@ -113,6 +113,7 @@ class Broker:
     async def close(self) -> None:
         if self._tick_task is not None:
             self._tick_task.cancel()
+            await asyncio.gather(self._tick_task, return_exceptions=True)
         for broker_id in list(self._servers):
             server = self._servers.pop(broker_id)
             server.close()
@@ -123,7 +124,7 @@ class Broker:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        self.groups.close()
+        await self.groups.close()
         self.logs.flush()
         self.logs.close()
 

@@ -25,10 +25,11 @@ import asyncio
 import contextlib
 import itertools
 import logging
+from collections.abc import Callable
 from random import Random
 from typing import TYPE_CHECKING, Any
 
-from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, TimerTable
+from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupView, TimerTable
 from kgroup.group.records import Record, TimerArmed, TimerDisarmed
 from kgroup.messages import (
     Envelope,
@@ -117,9 +118,10 @@ class GroupAdapter:
         self.rebuild()
         self._timer_task = asyncio.get_running_loop().create_task(self._run_timers())
 
-    def close(self) -> None:
+    async def close(self) -> None:
         if self._timer_task is not None:
             self._timer_task.cancel()
+            await asyncio.gather(self._timer_task, return_exceptions=True)
         for future in self._waiting.values():
             if not future.done():
                 future.cancel()
@@ -206,13 +208,22 @@ class GroupAdapter:
                     )
                 return
             if self.recorder is not None:
-                self.recorder.on_records(self.broker.clock_ms(), node_id, result.records)
+                self.recorder.on_records(self.broker.clock_ms(), result.records, self._view_of(node_id))
         if result.timers:
             timers = self.timers.get(node_id)
             if timers is not None:
                 timers.apply(result.timers)
                 self._wake_timers()
         self._release(result.replies)
+
+    def _view_of(self, node_id: int) -> Callable[[str], GroupView | None]:
+        def view(group_id: str) -> GroupView | None:
+            coordinator = self.coordinators.get(node_id)
+            if coordinator is None or not coordinator.has_group(group_id):
+                return None
+            return coordinator.group(group_id)
+
+        return view
 
     def _release(self, replies: Any) -> None:
         for reply in replies:

@@ -196,7 +196,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         answer, total = _fetch_once(ctx, request)
         errors = any(p["error_code"] != NONE for t in answer["responses"] for p in t["partitions"])
         remaining = deadline - loop.time()
-        if total >= min_bytes or errors or remaining <= 0 or not request.topics:
+        if total >= min_bytes or errors or remaining <= 0:
             return answer
         try:
             await asyncio.wait_for(asyncio.shield(waiter), timeout=remaining)

@@ -75,7 +75,7 @@ def register(app: typer.Typer) -> None:
         logs = open_logs(data_dir, fsync)
         recorder: Any = None
         if record is not None:
-            from kgroup.broker.recorder import GroupRecorder  # type: ignore[import-not-found,unused-ignore]
+            from kgroup.broker.recorder import GroupRecorder
 
             recorder = GroupRecorder(record)
 

@@ -89,7 +89,7 @@ class KafkaBroker:
             try:
                 self._broker = Broker(self._config, logs)
                 if self._record_dir is not None:
-                    from kgroup.broker.recorder import GroupRecorder  # type: ignore[import-not-found,unused-ignore]
+                    from kgroup.broker.recorder import GroupRecorder
 
                     self._recorder = GroupRecorder(self._record_dir)
                     self._broker.groups.recorder = self._recorder
@@ -194,6 +194,19 @@ class KafkaBroker:
             cluster.create_topic(name, partitions, self._broker.config.replication_factor, {})
 
         self._call(create())
+
+    def group(self, group_id: str) -> Any:
+        """The coordinator's view of a group (:class:`kgroup.group.GroupView`: state, generation,
+        members, offsets), or ``None`` if no broker coordinates such a group."""
+
+        async def view() -> Any:
+            node = self._broker.cluster.coordinator_for(group_id)
+            coordinator = self._broker.groups.coordinators.get(node)
+            if coordinator is None or not coordinator.has_group(group_id):
+                return None
+            return coordinator.group(group_id)
+
+        return self._call(view())
 
     def stop_broker(self, broker_id: int) -> None:
         """Take broker ``broker_id`` down (its leaderships and groups move to the other brokers)."""

@@ -1,0 +1,60 @@
+"""`kgroup serve` as a process: a free port printed, graceful shutdown on SIGINT/SIGTERM, bad input."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.broker.procs import BrokerProcess
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_serve_stops_cleanly_and_keeps_its_topics(tmp_path: Path, sig: signal.Signals) -> None:
+    from confluent_kafka import Producer
+
+    broker = BrokerProcess(tmp_path, "--topic", "kept:3")
+    try:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        producer.produce("kept", value=b"v", partition=2)
+        assert producer.flush(20) == 0
+    finally:
+        broker.proc.send_signal(sig)
+        assert broker.proc.wait(timeout=30) == 0
+        assert broker.proc.stdout is not None
+        broker.proc.stdout.close()
+    again = BrokerProcess(tmp_path)
+    try:
+        from confluent_kafka import Consumer
+
+        consumer = Consumer({"bootstrap.servers": again.bootstrap_servers, "group.id": "g"})
+        metadata = consumer.list_topics("kept", timeout=20)
+        assert len(metadata.topics["kept"].partitions) == 3
+        low, high = consumer.get_watermark_offsets(
+            __import__("confluent_kafka").TopicPartition("kept", 2), timeout=20
+        )
+        assert (low, high) == (0, 1)
+        consumer.close()
+    finally:
+        assert again.terminate() == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--topic", "orders:zero"], "topic"),
+        (["--topic", "bad name:3"], "topic"),
+        (["--fsync", "sometimes"], "--fsync"),
+        (["--port", "70000"], "port"),
+    ],
+)
+def test_bad_options_are_one_line_errors(args: list[str], message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kgroup", "serve", *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("kgroup: error:") and message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
