@@ -314,3 +314,44 @@ def produce(bootstrap: str, topic: str, count: int) -> dict[int, int]:
     left = producer.flush(30)
     assert left == 0 and not errors, (left, errors[:3])
     return written
+
+
+class KgroupClientMember(Member):
+    """kgroup's own group client (``kgroup.client.GroupConsumer``), cooperative-sticky; it joins and
+    rebalances but fetches no records."""
+
+    def __init__(self, name: str, ledger: Ledger, bootstrap: str, group: str, topics: list[str]):
+        super().__init__(name, ledger)
+        self.bootstrap, self.group, self.topics = bootstrap, group, topics
+
+    def run(self, stop: threading.Event) -> None:
+        asyncio.run(self._main(stop))
+
+    async def _main(self, stop: threading.Event) -> None:
+        from kgroup.client import GroupConsumer
+        from kgroup.member.config import MemberConfig
+        from kgroup.member.events import PartitionsAssigned, PartitionsLost, PartitionsRevoked
+
+        ledger, name = self.ledger, self.name
+
+        def on_event(event: object) -> None:
+            if isinstance(event, PartitionsAssigned):
+                ledger.assigned(name, [(tp.topic, tp.partition) for tp in event.partitions])
+            elif isinstance(event, (PartitionsRevoked, PartitionsLost)):
+                ledger.revoked(name, [(tp.topic, tp.partition) for tp in event.partitions])
+
+        config = MemberConfig(
+            group_id=self.group,
+            client_id=name,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            assignors=("cooperative-sticky",),
+        )
+        consumer = GroupConsumer(self.bootstrap, config, topics=self.topics, on_event=on_event)
+        await consumer.start()
+        try:
+            while not stop.is_set():
+                await consumer.poll(int(POLL_S * 1000))
+        finally:
+            ledger.release_all(name)
+            await consumer.close()

@@ -28,6 +28,7 @@ from kgroup.integrations import kafka_python as kp  # noqa: E402
 from .live import (  # noqa: E402
     AiokafkaMember,
     KafkaPythonMember,
+    KgroupClientMember,
     Ledger,
     LibrdkafkaMember,
     Member,
@@ -105,12 +106,13 @@ def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_rest
         started.append(
             AiokafkaMember("aio-1", ledger, bootstrap, group, [topic], aio.CooperativeSticky()).start()
         )
-        names = {"kp-1", "kp-2", "rd-1", "rd-2", "aio-1"}
+        started.append(KgroupClientMember("kg-1", ledger, bootstrap, group, [topic]).start())
+        names = {"kp-1", "kp-2", "rd-1", "rd-2", "aio-1", "kg-1"}
         before = wait_stable(ledger, every, names)
         assert ledger.violations == []
         assert _errors(started) == []
         counts = sorted(list(before.values()).count(n) for n in names)
-        assert counts == [2, 2, 2, 3, 3]  # balanced: 12 partitions over 5 members
+        assert counts == [2, 2, 2, 2, 2, 2]  # balanced: 12 partitions over 6 members
 
         restarted.stop()
         started.remove(restarted)
@@ -122,7 +124,7 @@ def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_rest
         # cooperative stickiness: a partition held by a cooperative member that stayed is, after the
         # restart, held by the same member, or by the restarted one, or by the eager aiokafka member
         # (which claims nothing when it rejoins) — never moved between two members that stayed
-        stayed = {"kp-1", "kp-2", "rd-1"}
+        stayed = {"kp-1", "kp-2", "rd-1", "kg-1"}
         moved = {tp: (before[tp], after[tp]) for tp in every if before[tp] in stayed and after[tp] in stayed}
         assert {tp: pair for tp, pair in moved.items() if pair[0] != pair[1]} == {}
 
