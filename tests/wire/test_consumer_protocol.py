@@ -127,3 +127,13 @@ def test_garbage_is_decoded_or_rejected_as_peer_error(raw: bytes) -> None:
     for decode in (decode_subscription, decode_assignment):
         with contextlib.suppress(PeerError):
             decode(raw)
+
+
+def test_a_huge_array_length_is_a_peer_error_not_an_allocation() -> None:
+    """kio's native reader reserves memory from the length on the wire; 2^31 topics in a few bytes
+    must be refused before it reads (it would abort the process)."""
+    huge = struct.pack(">hi", 3, 2**31 - 1) + b"\x00\x01a"
+    with pytest.raises(PeerError):
+        decode_subscription(huge)
+    with pytest.raises(PeerError):
+        decode_assignment(struct.pack(">hi", 3, 2**31 - 1))
