@@ -127,3 +127,88 @@ def test_garbage_is_decoded_or_rejected_as_peer_error(raw: bytes) -> None:
     for decode in (decode_subscription, decode_assignment):
         with contextlib.suppress(PeerError):
             decode(raw)
+
+
+def _kio_subscription(sub: ConsumerSubscription, version: int) -> bytes:
+    """The reference: the same message written by kio's generic writer from Kafka's schema."""
+    import io
+
+    from kio.schema.consumer_protocol_subscription.v0 import data as v0
+    from kio.schema.consumer_protocol_subscription.v1 import data as v1
+    from kio.schema.consumer_protocol_subscription.v2 import data as v2
+    from kio.schema.consumer_protocol_subscription.v3 import data as v3
+    from kio.serial import entity_writer
+    from kio.static.primitive import i32
+
+    from kgroup.javacompat import java_string_key
+
+    module = (v0, v1, v2, v3)[version]
+    fields: dict[str, object] = {
+        "topics": tuple(sorted(sub.topics, key=java_string_key)),
+        "user_data": sub.user_data,
+    }
+    if version >= 1:
+        grouped: list[tuple[str, list[int]]] = []
+        for tp in sorted(sub.owned_partitions, key=lambda t: (java_string_key(t.topic), t.partition)):
+            if not grouped or grouped[-1][0] != tp.topic:
+                grouped.append((tp.topic, []))
+            grouped[-1][1].append(tp.partition)
+        fields["owned_partitions"] = tuple(
+            module.TopicPartition(topic=t, partitions=tuple(i32(p) for p in ps)) for t, ps in grouped
+        )
+    if version >= 2:
+        fields["generation_id"] = i32(sub.generation_id)
+    if version >= 3:
+        fields["rack_id"] = sub.rack_id
+    buffer = io.BytesIO()
+    buffer.write(struct.pack(">h", version))
+    entity_writer(module.ConsumerProtocolSubscription)(buffer, module.ConsumerProtocolSubscription(**fields))
+    return buffer.getvalue()
+
+
+def _kio_assignment(assignment: ConsumerAssignment, version: int) -> bytes:
+    import io
+
+    from kio.schema.consumer_protocol_assignment.v0 import data as v0
+    from kio.schema.consumer_protocol_assignment.v1 import data as v1
+    from kio.schema.consumer_protocol_assignment.v2 import data as v2
+    from kio.schema.consumer_protocol_assignment.v3 import data as v3
+    from kio.serial import entity_writer
+    from kio.static.primitive import i32
+
+    module = (v0, v1, v2, v3)[version]
+    grouped: dict[str, list[int]] = {}
+    for tp in assignment.partitions:
+        grouped.setdefault(tp.topic, []).append(tp.partition)
+    message = module.ConsumerProtocolAssignment(
+        assigned_partitions=tuple(
+            module.TopicPartition(topic=t, partitions=tuple(i32(p) for p in ps)) for t, ps in grouped.items()
+        ),
+        user_data=assignment.user_data,
+    )
+    buffer = io.BytesIO()
+    buffer.write(struct.pack(">h", version))
+    entity_writer(module.ConsumerProtocolAssignment)(buffer, message)
+    return buffer.getvalue()
+
+
+@given(
+    topics=st.lists(_names, unique=True, max_size=5),
+    user_data=st.none() | st.binary(max_size=16),
+    owned=st.lists(_tps, unique=True, max_size=8),
+    generation=st.integers(-(2**31), 2**31 - 1),
+    rack=st.none() | st.text(max_size=6),
+    version=st.integers(0, 3),
+)
+def test_encoders_write_exactly_what_kio_writes_from_kafkas_schemas(
+    topics: list[str],
+    user_data: bytes | None,
+    owned: list[TopicPartition],
+    generation: int,
+    rack: str | None,
+    version: int,
+) -> None:
+    sub = ConsumerSubscription(tuple(topics), user_data, tuple(owned), generation, rack)
+    assert encode_subscription(sub, version) == _kio_subscription(sub, version)
+    assignment = ConsumerAssignment(tuple(owned), user_data)
+    assert encode_assignment(assignment, version) == _kio_assignment(assignment, version)
