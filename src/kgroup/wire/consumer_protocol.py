@@ -15,19 +15,6 @@ kafka-python / aiokafka plug-ins) encode and decode them here. The layout is Kaf
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
-from typing import Any
-
-from kio.schema.consumer_protocol_assignment.v0 import data as assignment_v0
-from kio.schema.consumer_protocol_assignment.v1 import data as assignment_v1
-from kio.schema.consumer_protocol_assignment.v2 import data as assignment_v2
-from kio.schema.consumer_protocol_assignment.v3 import data as assignment_v3
-from kio.schema.consumer_protocol_subscription.v0 import data as subscription_v0
-from kio.schema.consumer_protocol_subscription.v1 import data as subscription_v1
-from kio.schema.consumer_protocol_subscription.v2 import data as subscription_v2
-from kio.schema.consumer_protocol_subscription.v3 import data as subscription_v3
-from kio.serial import entity_reader
-from kio.serial.errors import SerialError
 
 from kgroup.javacompat import java_string_key
 from kgroup.messages import NO_GENERATION, ConsumerAssignment, ConsumerSubscription
@@ -47,21 +34,10 @@ SUBSCRIPTION_VERSION = 3
 #: ``ConsumerProtocolAssignment.HIGHEST_SUPPORTED_VERSION``
 ASSIGNMENT_VERSION = 3
 
-_SUBSCRIPTION_MODULES = (subscription_v0, subscription_v1, subscription_v2, subscription_v3)
-_ASSIGNMENT_MODULES = (assignment_v0, assignment_v1, assignment_v2, assignment_v3)
 _VERSION = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _NULL16 = _VERSION.pack(-1)
 _NULL32 = _INT32.pack(-1)
-
-_readers: dict[tuple[str, int], Callable[[bytes, int], tuple[Any, int]]] = {}
-
-
-def _reader(kind: str, version: int, cls: type) -> Callable[[bytes, int], tuple[Any, int]]:
-    key = (kind, version)
-    if key not in _readers:
-        _readers[key] = entity_reader(cls)
-    return _readers[key]
 
 
 def _check_encode_version(version: int, highest: int, what: str) -> int:
@@ -81,10 +57,6 @@ def _read_version(data: bytes, what: str) -> int:
 
 def _topic_partition_key(tp: TopicPartition) -> tuple[bytes, int]:
     return (java_string_key(tp.topic), tp.partition)
-
-
-def _partitions(entries: Any) -> tuple[TopicPartition, ...]:
-    return tuple(TopicPartition(entry.topic, int(p)) for entry in entries for p in entry.partitions)
 
 
 def _put_string(parts: list[bytes], text: str | None, what: str) -> None:
@@ -149,27 +121,102 @@ def encode_subscription(subscription: ConsumerSubscription, version: int = SUBSC
     return b"".join(parts)
 
 
+class _Reader:
+    """Kafka's non-flexible primitives, read big-endian; anything short or garbled is a PeerError
+    (Java's generated readers throw a SchemaException there, e.g. for a null non-nullable field)."""
+
+    __slots__ = ("data", "pos", "what")
+
+    def __init__(self, data: bytes, what: str) -> None:
+        self.data = data
+        self.pos = 2  # after the version header
+        self.what = what
+
+    def _fail(self, problem: str) -> PeerError:
+        return PeerError(f"{self.what}: {problem}")
+
+    def int32(self) -> int:
+        end = self.pos + 4
+        if end > len(self.data):
+            raise self._fail(f"{len(self.data)} bytes end inside a field")
+        (value,) = _INT32.unpack_from(self.data, self.pos)
+        self.pos = end
+        return int(value)
+
+    def nullable_string(self) -> str | None:
+        end = self.pos + 2
+        if end > len(self.data):
+            raise self._fail(f"{len(self.data)} bytes end inside a field")
+        (length,) = _VERSION.unpack_from(self.data, self.pos)
+        self.pos = end
+        if length < 0:
+            return None
+        end = self.pos + length
+        if end > len(self.data):
+            raise self._fail(f"a string of {length} bytes runs past the end")
+        try:
+            text = self.data[self.pos : end].decode("utf-8")
+        except UnicodeDecodeError:
+            raise self._fail("a string is not valid UTF-8") from None
+        self.pos = end
+        return text
+
+    def string(self) -> str:
+        text = self.nullable_string()
+        if text is None:
+            raise self._fail("a non-nullable string is null")
+        return text
+
+    def nullable_bytes(self) -> bytes | None:
+        length = self.int32()
+        if length < 0:
+            return None
+        end = self.pos + length
+        if end > len(self.data):
+            raise self._fail(f"{length} bytes of data run past the end")
+        chunk = self.data[self.pos : end]
+        self.pos = end
+        return chunk
+
+    def count(self) -> int:
+        n = self.int32()
+        if n < 0:
+            raise self._fail("a non-nullable array is null")
+        if n > len(self.data) - self.pos:  # every element takes at least one byte
+            raise self._fail(f"an array of {n} elements does not fit in {len(self.data)} bytes")
+        return n
+
+    def partitions(self) -> tuple[TopicPartition, ...]:
+        out: list[TopicPartition] = []
+        for _ in range(self.count()):
+            topic = self.string()
+            n = self.count()
+            if self.pos + 4 * n > len(self.data):
+                raise self._fail(f"{n} partition numbers run past the end")
+            out.extend(TopicPartition(topic, p) for p in struct.unpack_from(f">{n}i", self.data, self.pos))
+            self.pos += 4 * n
+        return tuple(out)
+
+
 def decode_subscription(data: bytes) -> ConsumerSubscription:
     """Kafka's ``ConsumerProtocol.deserializeSubscription`` (:class:`PeerError` on bad bytes)."""
     data = bytes(data)
     version = min(_read_version(data, "subscription"), SUBSCRIPTION_VERSION)
-    cls = _SUBSCRIPTION_MODULES[version].ConsumerProtocolSubscription
-    try:
-        message, _size = _reader("subscription", version, cls)(data, 2)
-    except (SerialError, ValueError, UnicodeDecodeError, OverflowError) as exc:
-        raise PeerError(f"subscription: malformed consumer protocol subscription v{version}: {exc}") from None
+    r = _Reader(data, f"subscription: malformed consumer protocol subscription v{version}")
+    topics = tuple(r.string() for _ in range(r.count()))
+    user_data = r.nullable_bytes()
     owned: tuple[TopicPartition, ...] = ()
     generation = NO_GENERATION
     rack: str | None = None
     if version >= 1:
-        owned = _partitions(message.owned_partitions)
+        owned = r.partitions()
     if version >= 2:
-        generation = int(message.generation_id)
-    if version >= 3 and message.rack_id:
-        rack = message.rack_id
+        generation = r.int32()
+    if version >= 3:
+        rack = r.nullable_string() or None  # an empty rack id means no rack
     return ConsumerSubscription(
-        topics=tuple(message.topics),
-        user_data=message.user_data,
+        topics=topics,
+        user_data=user_data,
         owned_partitions=owned,
         generation_id=generation,
         rack_id=rack,
@@ -198,12 +245,6 @@ def decode_assignment(data: bytes) -> ConsumerAssignment:
     if not data:
         return ConsumerAssignment()
     version = min(_read_version(data, "assignment"), ASSIGNMENT_VERSION)
-    cls = _ASSIGNMENT_MODULES[version].ConsumerProtocolAssignment
-    try:
-        message, _size = _reader("assignment", version, cls)(data, 2)
-    except (SerialError, ValueError, UnicodeDecodeError, OverflowError) as exc:
-        raise PeerError(f"assignment: malformed consumer protocol assignment v{version}: {exc}") from None
-    return ConsumerAssignment(
-        partitions=_partitions(message.assigned_partitions),
-        user_data=message.user_data,
-    )
+    r = _Reader(data, f"assignment: malformed consumer protocol assignment v{version}")
+    partitions = r.partitions()
+    return ConsumerAssignment(partitions=partitions, user_data=r.nullable_bytes())
