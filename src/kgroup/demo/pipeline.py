@@ -125,7 +125,7 @@ class PipelineResult:
                             ("produce time", f"{self.produce_seconds:.1f} s"),
                             (
                                 "records per partition (log end offsets)",
-                                ", ".join(map(str, self.records_per_partition)),
+                                ", ".join(f"{n:,}" for n in self.records_per_partition),
                             ),
                         )
                     ),
