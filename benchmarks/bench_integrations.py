@@ -88,13 +88,14 @@ def _kafka_python_sent(member: Member, assignor: str) -> bytes:
     return bytes(sent.encode())
 
 
-def _kgroup_sent(member: Member) -> bytes:
-    """What a kafka-python member with kgroup's plug-in sends: Java's ConsumerProtocolSubscription v3."""
+def _kgroup_sent(member: Member, assignor: str) -> bytes:
+    """What a kafka-python member with kgroup's plug-in sends: Java's ConsumerProtocolSubscription v3
+    (owned partitions only under the cooperative protocol: an eager member revoked them before joining)."""
     return encode_subscription(
         ConsumerSubscription(
             topics=member.topics,
             user_data=member.user_data,
-            owned_partitions=member.owned,
+            owned_partitions=member.owned if assignor == "cooperative-sticky" else (),
             generation_id=member.generation,
             rack_id=member.rack_id,
         ),
@@ -117,7 +118,7 @@ def _prepare(case: str, assignor: str, phase: str, impl: str, scale: float) -> t
         del initial
     members = []
     for m in request.members:
-        raw = _kafka_python_sent(m, assignor) if impl == "kafka-python" else _kgroup_sent(m)
+        raw = _kafka_python_sent(m, assignor) if impl == "kafka-python" else _kgroup_sent(m, assignor)
         members.append(
             JoinGroupResponse.JoinGroupResponseMember(
                 member_id=m.member_id,
@@ -234,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds one kafka-python call may take")
     parser.add_argument("--memory-limit-mb", type=float, default=4096.0, help="kill a cell above this RSS")
     parser.add_argument("--scale", type=float, default=1.0, help="shrink the cases (for a quick look)")
+    parser.add_argument("--impl", action="append", choices=IMPLS, help="default both")
     parser.add_argument("--json", action="store_true", help="print the results as JSON only")
     args = parser.parse_args(argv)
     if args.child:
@@ -243,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     phases = args.phase or [p.value for p in Phase]
     assignors = args.assignor or ["sticky"]
     results: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = defaultdict(dict)
-    cells = [(a, c, p, i) for a in assignors for c in cases for p in phases for i in IMPLS]
+    impls = args.impl or list(IMPLS)
+    cells = [(a, c, p, i) for a in assignors for c in cases for p in phases for i in impls]
     for n, (assignor, case, phase, impl) in enumerate(cells, start=1):
         shape = case_by_name(case).scaled(args.scale)
         spec = {
@@ -287,8 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [header]
     for (assignor, case, phase), cell in results.items():
         shape = case_by_name(case).scaled(args.scale)
-        kp_time, kp_mb = _fmt(cell["kafka-python"])
-        kg_time, kg_mb = _fmt(cell["kgroup-plugin"])
+        kp_time, kp_mb = _fmt(cell.get("kafka-python", {"error": "not run"}))
+        kg_time, kg_mb = _fmt(cell.get("kgroup-plugin", {"error": "not run"}))
         size = f"{shape.total_partitions:,} x {shape.consumers:,}"
         rows.append((assignor, case, phase, size, kp_time, kp_mb, kg_time, kg_mb))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]

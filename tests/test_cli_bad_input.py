@@ -227,6 +227,17 @@ def test_partition_input_options_without_input_are_errors(
     )
 
 
+def _strategies() -> str:
+    """The null-key strategies a message lists: the four built-in ones (plus any a test registered),
+    never the keyed partitioner."""
+    from kgroup.partitioning.partitioners.api import null_key_strategy_names
+
+    names = null_key_strategy_names()
+    assert {"adaptive", "legacy-round-robin", "round-robin", "uniform-sticky"} <= set(names)
+    assert "keyed" not in names
+    return ", ".join(names)
+
+
 def test_partition_input_is_validated_before_spark(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -234,10 +245,7 @@ def test_partition_input_is_validated_before_spark(
     data.write_text("key\na\n")
     assert one_line_error(
         capsys, "partition", "-p", "6", "--input", str(data), "--null-key-strategy", "keyed"
-    ) == (
-        "--null-key-strategy: 'keyed' is not a null-key strategy; choose one of: adaptive, "
-        "legacy-round-robin, round-robin, uniform-sticky"
-    )
+    ) == f"--null-key-strategy: 'keyed' is not a null-key strategy; choose one of: {_strategies()}"
     assert one_line_error(capsys, "partition", "-p", "2147483647", "--input", str(data)).startswith(
         "--partitions: 2,147,483,647 is more than a --input job counts (1,000,000"
     )
@@ -274,6 +282,12 @@ def test_partition_keys_that_are_not_utf8_are_hashed_as_their_bytes() -> None:
 # --- kgroup demo (validated before Spark starts) ------------------------------------------------
 
 
+def test_demo_null_key_strategy_keyed_fails_before_spark(capsys: pytest.CaptureFixture[str]) -> None:
+    assert one_line_error(capsys, "demo", "--events", "10", "--null-key-strategy", "keyed") == (
+        f"null-key-strategy: 'keyed' is not a null-key strategy; choose one of: {_strategies()}"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -281,11 +295,6 @@ def test_partition_keys_that_are_not_utf8_are_hashed_as_their_bytes() -> None:
             ("--partitions", "2147483648"),
             "partitions: 2147483648; give a partition count from 1 to 1,000,000 (the demo counts every "
             "partition's records)",
-        ),
-        (
-            ("--null-key-strategy", "keyed"),
-            "null-key-strategy: 'keyed' is not a null-key strategy; choose one of: adaptive, "
-            "legacy-round-robin, round-robin, uniform-sticky",
         ),
         (("--seed", "-1"), "seed: -1; give a whole number from 0 to 9,223,372,036,854,775,807"),
         (("--report", "/proc/kgroup-report"), "--report: cannot write to /proc/kgroup-report"),
@@ -297,8 +306,9 @@ def test_demo_options_fail_before_spark_starts(
 ) -> None:
     import pyspark.sql
 
+    before = pyspark.sql.SparkSession.getActiveSession()  # the suite's shared session, if it runs
     assert one_line_error(capsys, "demo", "--events", "10", *args).startswith(message)
-    assert pyspark.sql.SparkSession.getActiveSession() is None
+    assert pyspark.sql.SparkSession.getActiveSession() is before  # no session was started
 
 
 # --- kgroup simulate ------------------------------------------------------------------------------
@@ -348,3 +358,40 @@ def test_simulate_duplicate_yaml_key_is_an_error(capsys: pytest.CaptureFixture[s
         "scenario: key 'duration_ms' appears twice in one mapping at line 4; keep one (YAML would silently "
         "take the last)"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--static",), "--static: does not apply to --campaign (it draws its settings); drop"),
+        (("--seeds", "2"), "--seeds: does not apply to --campaign (it draws its settings); drop"),
+        (("--report", "out"), "--report: does not apply to --campaign (it draws its settings); drop"),
+        (
+            ("--engine", "local", "--master", "local[2]"),
+            "--master: only applies with --engine spark; drop it",
+        ),
+    ],
+)
+def test_simulate_campaign_options_it_does_not_read_are_errors(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], message: str
+) -> None:
+    assert one_line_error(capsys, "simulate", "--campaign", "2", *args) == message
+
+
+def test_simulate_warns_about_events_that_do_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "noop.yaml"
+    path.write_text(
+        "duration_ms: 20000\ntopics: {t: 2}\nconsumers: [{count: 3, prefix: c, topics: [t]}]\n"
+        "events:\n  - {at_ms: 1000, kind: crash, consumer: c1}\n"
+        "  - {at_ms: 2000, kind: crash, consumer: c1}\n"
+        "  - {at_ms: 3000, kind: scale, count: -10}\n"
+    )
+    code, out, err = run(capsys, "simulate", str(path), "--json")
+    assert code == 0
+    assert err.splitlines() == [
+        "kgroup: warning: crash of 'c1' at 2000 ms does nothing: it is crashed earlier and not started since",
+        "kgroup: warning: scale -10 at 3000 ms stops at most 3: only 3 consumer(s) are deployed then",
+    ]
+    assert json.loads(out)["metrics"]["invariant_violations"] == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -51,7 +52,8 @@ def run_with_terminal_stderr(*args: str, timeout_s: float = 300) -> tuple[int, s
         if proc.stdout is not None:
             proc.stdout.close()
         os.close(master)
-    return code, out.decode(), b"".join(chunks).decode(errors="replace")
+    terminal = b"".join(chunks).decode(errors="replace")
+    return code, out.decode(), re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", terminal)  # colours and cursor moves
 
 
 BENCH = ("bench", "simulate", "--members", "3", "--partitions", "6", "--minutes", "1", "--runs", "2")
@@ -90,3 +92,28 @@ def test_simulate_compare_shows_progress_on_a_terminal_and_nothing_with_json() -
     assert code == 0
     assert err == ""
     assert len(json.loads(out)["runs"]) == 10
+
+
+def test_assigning_a_large_file_shows_its_stages_on_a_terminal(tmp_path: Path) -> None:
+    partitions = 500_000
+    owned = [f"t1-{p}" for p in range(partitions)]
+    data = {
+        "assignor": "range",
+        "input": {
+            "topics": [{"name": "t1", "partitions": partitions}],
+            "members": [
+                {"memberId": "a", "topics": ["t1"], "owned": owned},
+                {"memberId": "b", "topics": ["t1"]},
+            ],
+        },
+    }
+    path = tmp_path / "large.json"
+    path.write_text(json.dumps(data))
+    assert path.stat().st_size > 5_000_000
+    code, out, err = run_with_terminal_stderr("assign", str(path))
+    assert code == 0, err
+    assert f"✓ reading {path}" in err and "✓ assigning with range" in err
+    assert "range: 500,000 partitions over 2 members" in out
+    code, out, err = run_with_terminal_stderr("assign", str(path), "--json")
+    assert code == 0 and err == ""
+    assert len(json.loads(out)["assignment"]["a"]) == 250_000

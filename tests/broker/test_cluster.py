@@ -80,15 +80,25 @@ def test_group_keeps_consuming_while_its_coordinator_stops_and_restarts() -> Non
                         "auto.commit.interval.ms": 200,
                     }
                 )
-                consumer.subscribe([TOPIC])
+                # Ownership as the rebalance callbacks report it, when they run: a partition is
+                # owned from on_assign until on_revoke/on_lost (sampling assignment() in the poll
+                # loop would compare one consumer's fresh view with the other's stale one).
+                def on_assign(_consumer: Any, partitions: list[Any]) -> None:
+                    with lock:
+                        got = {tp.partition for tp in partitions}
+                        other = owned["c2" if name == "c1" else "c1"]
+                        if got & other:
+                            double_owned.append(f"{name}: {sorted(got & other)}")
+                        owned[name] |= got
+
+                def on_release(_consumer: Any, partitions: list[Any]) -> None:
+                    with lock:
+                        owned[name] -= {tp.partition for tp in partitions}
+
+                consumer.subscribe([TOPIC], on_assign=on_assign, on_revoke=on_release, on_lost=on_release)
                 while not stop.is_set():
                     message = consumer.poll(0.2)
-                    mine = {tp.partition for tp in consumer.assignment()}
                     with lock:
-                        owned[name] = mine
-                        other = owned["c2" if name == "c1" else "c1"]
-                        if mine & other:
-                            double_owned.append(f"{name}: {sorted(mine & other)}")
                         if message is not None and message.error() is None:
                             seen[name].append(int(message.value()))
                 consumer.close()

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kgroup.assignors.api import AssignmentRequest
-from kgroup.messages import ConsumerSubscription
+from kgroup.messages import ConsumerAssignment, ConsumerSubscription
 from kgroup.model import Member, TopicMetadata, TopicPartition
-from kgroup.wire.consumer_protocol import decode_assignment, encode_subscription
+from kgroup.wire.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
 
 RACKLESS_BROKER = 0
 
@@ -146,5 +146,12 @@ def aiokafka_members(request: AssignmentRequest, version: int) -> dict[str, Any]
 
 
 def decoded(result: Mapping[str, Any]) -> dict[str, list[TopicPartition]]:
-    """The plug-in's answer (bytes per member) read back with kgroup's own decoder."""
-    return {member: list(decode_assignment(raw).partitions) for member, raw in result.items()}
+    """The plug-in's answer (bytes per member) read back with kgroup's own decoder.
+
+    Each member's bytes must also be exactly what kgroup's consumer-protocol codec writes for that
+    assignment (the plug-in packs them itself, for speed).
+    """
+    out = {member: list(decode_assignment(raw).partitions) for member, raw in result.items()}
+    for member, raw in result.items():
+        assert raw == encode_assignment(ConsumerAssignment(partitions=tuple(out[member]))), member
+    return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from kgroup.report.html import format_cell
 from kgroup.report.timeline import (
     _CONSUMER_PALETTE,
     _GAP_FACE,
@@ -67,3 +68,18 @@ def test_no_owner_is_distinct_from_every_consumer_colour() -> None:
         colour = cmap(index)[:3]
         distance = sum((a - b) ** 2 for a, b in zip(colour, gap, strict=True)) ** 0.5
         assert distance > 0.25, (index, colour)  # and the gap is hatched besides
+
+
+def test_simulation_report_shows_metrics_with_units_and_both_charts(tmp_path: Path) -> None:
+    from kgroup.report.timeline import write_simulation_report
+    from kgroup.sim.runner import simulate
+
+    result = simulate(SCENARIO)
+    page = write_simulation_report(result, tmp_path).read_text()
+    assert 'id="sim-timeline"' in page and 'id="sim-lag"' in page
+    unowned = result.metrics["unowned_partition_ms"]
+    shown = format_cell(round(unowned / 1000, 1))  # partition-ms shown as partition-seconds
+    assert f'<td>stop-the-world (partition-s without owner)</td><td class="num">{shown}</td>' in page
+    assert "<td>unowned_partition_ms</td>" not in page
+    assert "white, hatched: nobody (stop-the-world)" in page
+    assert (tmp_path / "result.json").read_text() == result.to_json()

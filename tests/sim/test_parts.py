@@ -158,3 +158,31 @@ def test_a_consumer_may_have_its_own_link() -> None:
     net = Network(NetworkSpec(latency_ms=1), random.Random(0), {"far": NetworkSpec(latency_ms=80, loss=0.0)})
     assert net.transit("near", "near#1", True, 0) == 1
     assert net.transit("far", "far#1", True, 0) == 80
+
+
+def test_group_observer_follows_the_coordinators_records() -> None:
+    """The pure observer: the group's state, generation, protocol and members from records alone,
+    checked against the coordinator's own view after a real run of joins, a sync and a leave."""
+    from group.context import GroupTestContext
+    from kgroup.messages import LeaveGroupMember
+    from kgroup.sim.observer import GroupObserver
+
+    ctx = GroupTestContext()
+    ids, _, _ = ctx.join_group_to_stable(3)
+    ctx.leave(LeaveGroupMember(ids[0]))
+    observer = GroupObserver()
+    seen = observer.observe(ctx.records)
+    view = ctx.coordinator.group("group-id")
+    assert (observer.state, observer.generation, observer.protocol) == (
+        view.state,
+        view.generation,
+        view.protocol,
+    )
+    assert observer.members == frozenset(view.member_ids)
+    assert [s.kafka_name for s, _ in seen.states][:3] == [
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+    ]
+    assert seen.membership_changed and seen.generation_went_back == []
+    assert observer.is_current(view.generation, ids[1]) and not observer.is_current(view.generation, ids[0])

@@ -153,3 +153,17 @@ def test_stream_and_sink_errors(kgroup_spark: Any, kafka_cluster: Any, tmp_path:
         ),
         "nullKeyStrategy:",
     )
+
+
+def test_sink_refuses_a_partition_the_topic_does_not_have(kgroup_spark: Any, kafka_cluster: Any) -> None:
+    topic = kafka_cluster.new_topic("bad-partition")
+    frame = kgroup_spark.createDataFrame([("k", "v", 9)], "key string, value string, partition int")
+    with pytest.raises(Exception) as caught:
+        (
+            frame.write.format("kgroup")
+            .option("kafka.bootstrap.servers", kafka_cluster.bootstrap)
+            .option("topic", topic)
+            .mode("append")
+            .save()
+        )
+    assert f"partition: 9 is not a partition of topic '{topic}' (it has 4: 0 to 3)" in str(caught.value)

@@ -180,3 +180,17 @@ def test_resolve_and_plan_report_data_loss() -> None:
         "a": {"2": 0, "10": 1},
         "b": {"1": 3},
     }
+
+
+def test_a_property_librdkafka_refuses_is_named() -> None:
+    from confluent_kafka import Consumer
+
+    from kgroup.spark.options import check_client_config
+
+    config = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "no.such.property": "1"}
+    with pytest.raises(KgroupError, match=r"^kafka\.no\.such\.property: the Kafka client refused it"):
+        check_client_config(config, Consumer)
+    with pytest.raises(KgroupError, match=r"^kafka\.fetch\.max\.bytes: the Kafka client refused it"):
+        check_client_config(
+            {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "fetch.max.bytes": "lots"}, Consumer
+        )

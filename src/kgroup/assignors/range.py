@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import chain, repeat
 
+import numpy as np
+
 from kgroup.assignors.api import AssignmentRequest, Assignor
 from kgroup.assignors.common import (
     GroupLayout,
@@ -35,7 +37,8 @@ from kgroup.assignors.common import (
     python_order_is_java_order,
     use_rack_aware_assignment,
 )
-from kgroup.model import Assignment, RebalanceProtocol, TopicMetadata, TopicPartition
+from kgroup.assignors.fast.partition_list import flat_numbering, lists_by_owner, owner_array
+from kgroup.model import Assignment, Member, RebalanceProtocol, TopicMetadata, TopicPartition
 
 __all__ = ["RangeAssignor"]
 
@@ -55,6 +58,8 @@ class RangeAssignor(Assignor):
         lists = layout.empty_lists()
         make = PartitionMaker()
         states = _rack_aware_states(layout, request.prefer_rack_aware_logic, make)
+        if states is None:
+            return _plain_assignment(layout, request.members)
         if states is not None:
             _assign_with_rack_matching(states, lists)
         for topic, member_lists in zip(layout.topics, layout.lists_by_subscribers(lists), strict=True):
@@ -73,6 +78,27 @@ class RangeAssignor(Assignor):
                 for partitions in lists:
                     partitions.sort(key=lambda tp: (rank[tp.topic], tp.partition))
         return layout.to_assignment(request.members, lists)
+
+
+def _plain_assignment(layout: GroupLayout, request_members: Sequence[Member]) -> Assignment:
+    """Range without rack matching, on integers: the receiving member of every partition, per topic
+    ``n = P // C`` each and the first ``P % C`` subscribers one more; the lists are
+    ``FlatPartitionList``s, whose ``TopicPartition`` objects are built when first read."""
+    counts, table = flat_numbering([t.partitions for t in layout.topics], [t.name for t in layout.topics])
+    owner = owner_array(int(counts.sum()), len(layout.members))
+    shares: dict[tuple[int, int], np.ndarray] = {}  # (subscribers, count) -> owner of each partition
+    bases = table.bases.tolist()
+    for topic, subscribers, base in zip(layout.topics, layout.subscribers, bases, strict=True):
+        count = topic.partitions
+        dealt = shares.get((id(subscribers), count))
+        if dealt is None:
+            per_member, extra = divmod(count, len(subscribers))
+            sizes = np.full(len(subscribers), per_member, dtype=np.int64)
+            sizes[:extra] += 1
+            dealt = np.repeat(np.array(subscribers, dtype=owner.dtype), sizes)
+            shares[(id(subscribers), count)] = dealt
+        owner[base:base + count] = dealt
+    return layout.to_assignment(request_members, lists_by_owner(owner, len(layout.members), table))
 
 
 def _assign_plain_ranges(partitions: list[TopicPartition], member_lists: list[list[TopicPartition]]) -> None:

@@ -25,13 +25,11 @@ import numpy as np
 
 from kgroup.assignors.api import AssignmentRequest, Assignor
 from kgroup.assignors.common import build_layout
-from kgroup.assignors.fast.partition_list import FlatPartitionList, TopicTable
-from kgroup.model import Assignment, RebalanceProtocol, TopicPartition
+from kgroup.assignors.fast.partition_list import flat_numbering, lists_by_owner, owner_array
+from kgroup.model import Assignment, RebalanceProtocol
 
 __all__ = ["RoundRobinAssignor"]
 
-#: up to this many members, member positions fit an int16, which numpy's stable sort radix-sorts
-_INT16_MEMBERS = 32_767
 
 
 class RoundRobinAssignor(Assignor):
@@ -42,19 +40,16 @@ class RoundRobinAssignor(Assignor):
 
     def assign(self, request: AssignmentRequest) -> Assignment:
         layout = build_layout(request.members, request.topics)
-        counts = np.array([topic.partitions for topic in layout.topics], dtype=np.int64)
-        bases = np.zeros(counts.size, dtype=np.int64)
-        if counts.size > 1:
-            np.cumsum(counts[:-1], out=bases[1:])
-        total = int(counts.sum())
+        counts, table = flat_numbering([t.partitions for t in layout.topics], [t.name for t in layout.topics])
         member_count = len(layout.members)
         # owner[p]: the member position that receives flat partition p (topics in Java order,
         # partitions ascending: the order the shared iterator deals them)
-        owner = np.empty(total, dtype=np.int16 if member_count <= _INT16_MEMBERS else np.int64)
+        owner = owner_array(int(counts.sum()), member_count)
         steps = np.arange(int(counts.max()) if counts.size else 0, dtype=np.int64)
         as_array: dict[int, np.ndarray] = {}
         cursor = 0  # position of the member the shared iterator's peek() would return
-        for topic, subscribers, base in zip(layout.topics, layout.subscribers, bases.tolist(), strict=True):
+        bases = table.bases.tolist()
+        for topic, subscribers, base in zip(layout.topics, layout.subscribers, bases, strict=True):
             count = topic.partitions
             width = len(subscribers)
             first = bisect_left(subscribers, cursor) % width  # skip members not subscribed
@@ -64,13 +59,5 @@ class RoundRobinAssignor(Assignor):
             # partition i goes to subscribers[(first + i) % width]
             owner[base:base + count] = positions[(steps[:count] + first) % width]
             cursor = subscribers[(first + count - 1) % width] + 1
-        # each member's flat partitions, ascending: a stable sort by owner (a radix sort on int16)
-        flat = np.argsort(owner, kind="stable")
-        ends = np.cumsum(np.bincount(owner, minlength=member_count)).tolist()
-        table = TopicTable([topic.name for topic in layout.topics], bases)
-        lists: list[list[TopicPartition]] = []
-        start = 0
-        for end in ends:
-            lists.append(FlatPartitionList(flat[start:end], table) if end > start else [])
-            start = end
+        lists = lists_by_owner(owner, member_count, table)
         return layout.to_assignment(request.members, lists)

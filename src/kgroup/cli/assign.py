@@ -25,6 +25,8 @@ __all__ = ["COMPARED_STRATEGIES", "register"]
 COMPARED_STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 #: how many mismatching vectors ``--check`` lists in full
 SHOWN_MISMATCHES = 10
+#: from this size on, reading and assigning a file shows its progress on a terminal
+LARGE_FILE_BYTES = 5_000_000
 
 
 def register(app: typer.Typer) -> None:
@@ -101,8 +103,13 @@ def _require_known(name: str, field: str = "--assignor") -> None:
 def _assign(path: Path, assignor: str | None, threads: bool, as_json: bool, full: bool) -> None:
     from kgroup.assignors.fileformat import dump_assignment, load_assignment_file, make_assignor
     from kgroup.cli.output import emit_json
+    from kgroup.cli.partition_input import StageProgress
 
-    af = load_assignment_file(path, assignor=assignor)
+    # a large file takes seconds to read and assign: say so on a terminal (never with --json)
+    large = path.is_file() and path.stat().st_size > LARGE_FILE_BYTES
+    progress = StageProgress(enabled=large and not as_json)
+    with progress.stage(f"reading {path}"):
+        af = load_assignment_file(path, assignor=assignor)
     request = af.request  # raises if the file names no assignor and none was given
     name = af.assignor or ""
     _require_known(name, f"{af.source}: assignor")
@@ -118,7 +125,8 @@ def _assign(path: Path, assignor: str | None, threads: bool, as_json: bool, full
         else:
             _print_assignment(name, by_thread, "thread", full)
         return
-    result = instance.assign(request)
+    with progress.stage(f"assigning with {name}"):
+        result = instance.assign(request)
     if as_json:
         emit_json(dump_assignment(result))
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,24 @@ def register(app: typer.Typer) -> None:
         if campaign is not None:
             if scenario is not None or compare:
                 raise KgroupError("--campaign draws its own scenarios; drop the scenario file and --compare")
+            given = [
+                name
+                for name, value in (
+                    ("--assignors", assignors),
+                    ("--protocol", protocol),
+                    ("--static", static or None),
+                    ("--dynamic", dynamic or None),
+                    ("--seeds", seeds),
+                    ("--report", report),
+                )
+                if value is not None
+            ]
+            if given:
+                raise KgroupError(
+                    f"{given[0]}: does not apply to --campaign (each seed draws its own); drop it"
+                )
+            if engine == "local" and master is not None:
+                raise KgroupError("--master: only applies with --engine spark; drop it")
             if not 1 <= campaign <= 1_000_000:
                 raise KgroupError(f"--campaign: {campaign} is out of range; give 1..1000000 scenarios")
             engine = engine or "spark"
@@ -85,6 +104,10 @@ def register(app: typer.Typer) -> None:
             raise KgroupError("scenario: missing; give a scenario YAML file (or --campaign N)")
         _check_options(static, dynamic, compare, seeds, engine, master)
         base = load_scenario(scenario)
+        from kgroup.sim.scenario import no_op_events
+
+        for note in no_op_events(base):  # valid, but in a hand-written file most likely a mistake
+            sys.stderr.write(f"kgroup: warning: {note}\n")
         if report is not None:
             prepare_report_dir(report)
         membership = "static" if static else "dynamic" if dynamic else None
@@ -106,9 +129,7 @@ def register(app: typer.Typer) -> None:
         sc = with_overrides(
             base, assignors=_split(assignors), protocol=protocol, membership=membership, seed=seed
         )
-        from kgroup.sim.runner import simulate
-
-        result = simulate(sc)
+        result = _run_with_progress(sc, show=not as_json and err_console.is_terminal)
         if report is not None:
             from kgroup.report.timeline import write_simulation_report
 
@@ -120,6 +141,38 @@ def register(app: typer.Typer) -> None:
         _print_summary(result)
 
 
+def _run_with_progress(scenario: Any, *, show: bool) -> Any:
+    """Run one simulation; on a terminal, a progress line (virtual time, wall time, an estimate)."""
+    from kgroup.sim.runner import simulate
+
+    if not show:
+        return simulate(scenario)
+    import time
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress(
+        TextColumn("simulating"),
+        BarColumn(),
+        TextColumn("{task.fields[virtual]} of {task.fields[length]} virtual"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        total_s = scenario.duration_ms // 1000
+        task = bar.add_task("run", total=scenario.duration_ms, virtual="0 s", length=f"{total_s} s")
+        last = [0.0]
+
+        def progress(now_ms: int, duration_ms: int) -> None:
+            wall = time.perf_counter()
+            if wall - last[0] >= 0.2:  # redraw at most five times a second
+                last[0] = wall
+                bar.update(task, completed=now_ms, virtual=f"{now_ms // 1000} s")
+
+        return simulate(scenario, progress)
+
+
 def _check_options(
     static: bool, dynamic: bool, compare: bool, seeds: int | None, engine: str | None, master: str | None
 ) -> None:
@@ -127,8 +180,11 @@ def _check_options(
     if static and dynamic:
         raise KgroupError("--static and --dynamic: choose one (or neither, to keep the file's own)")
     if not compare:
-        given = [name for name, value in (("--seeds", seeds), ("--engine", engine), ("--master", master))
-                 if value is not None]
+        given = [
+            name
+            for name, value in (("--seeds", seeds), ("--engine", engine), ("--master", master))
+            if value is not None
+        ]
         if given:
             raise KgroupError(f"{given[0]}: only applies with --compare; add --compare or drop it")
     elif engine == "local" and master is not None:
@@ -253,19 +309,6 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
         raise typer.Exit(1)
 
 
-# short headers for the terminal table (the JSON and the report keep the metric names)
-_SHORT = {
-    "unowned_partition_ms": "unowned_ms",
-    "double_owned_ms": "double_ms",
-    "zombie_owned_ms": "zombie_ms",
-    "moved_partitions": "moved",
-    "max_time_to_stable_ms": "to_stable_ms",
-    "max_lag_records": "max_lag",
-    "records_reprocessed": "reprocessed",
-    "invariant_violations": "violations",
-}
-
-
 def _compare(
     base: Any,
     membership: str | None,
@@ -333,17 +376,23 @@ def _compare(
     from rich.table import Table
 
     # the comparison is wide: never squeeze it into a narrow (or absent) terminal
-    wide = Console(highlight=False, width=max(console.width, 170))
-    table = Table(title=f"{base.name}: strategies compared (means over {len(seeds)} seed(s))")
+    wide = Console(highlight=False, width=max(console.width, 200))
+    table = Table(
+        title=f"{base.name}: strategies compared (means over {len(seeds)} seed(s); "
+        "partition-s = partition-seconds)"
+    )
+    # the report's column names and units (the JSON keeps the metric names)
+    from kgroup.report.html import format_cell
+    from kgroup.report.timeline import metric_label, metric_value
+
     for column in SUMMARY_COLUMNS:
         if column == "variant":
-            table.add_column(column, no_wrap=True)
+            table.add_column(metric_label(column), no_wrap=True)
         else:
-            table.add_column(_SHORT.get(column, column), justify="right")
-    from kgroup.report.html import format_cell
-
+            # wide enough for the longest word of a header, so headers wrap at spaces, never cut
+            table.add_column(metric_label(column), justify="right", min_width=14)
     for row in summary:
-        table.add_row(*(format_cell(row[c]) for c in SUMMARY_COLUMNS))
+        table.add_row(*(format_cell(metric_value(c, row[c])) for c in SUMMARY_COLUMNS))
     wide.print(table)
     for label, why in skipped_out:
         wide.print(f"not run: {label} — {why}")

@@ -34,7 +34,7 @@ from kgroup.assignors.api import Assignor
 from kgroup.client.cluster import ClusterView, cluster_from_metadata
 from kgroup.client.connection import BrokerConnection, ConnectionLost
 from kgroup.client.translate import API_KEY, from_wire, to_wire
-from kgroup.client.versions import API_NAMES, CLIENT_RANGES, UnsupportedApi, choose_versions
+from kgroup.client.versions import API_NAMES, CLIENT_RANGES, UnsupportedApi, negotiate
 from kgroup.member import ConsumerMember, MemberConfig
 from kgroup.member.events import CommitFailed, FatalError, MemberEvent, OffsetsCommitted
 from kgroup.member.requests import OutboundRequest
@@ -215,6 +215,22 @@ class GroupConsumer:
         return self._member
 
     @property
+    def has_member(self) -> bool:
+        """False while a pattern subscription matches no topic (no member exists yet)."""
+        return self._member is not None
+
+    @property
+    def settled(self) -> bool:
+        """In a stable generation with nothing to rejoin for and no request in flight."""
+        member = self._member
+        return (
+            member is not None
+            and member.phase is Phase.STABLE
+            and not member.rejoin_needed
+            and not self._has_in_flight()
+        )
+
+    @property
     def assignment(self) -> frozenset[TopicPartition]:
         if self._member is None:
             return frozenset()
@@ -255,9 +271,7 @@ class GroupConsumer:
         deadline = self._now() + timeout_ms
         while True:
             await self.poll()
-            member = self._member
-            settled = member is not None and not member.rejoin_needed and not self._has_in_flight()
-            if member is not None and member.phase is Phase.STABLE and settled:
+            if self.settled:
                 return self.assignment
             if self._now() >= deadline:
                 raise ClientError(
@@ -504,25 +518,8 @@ class GroupConsumer:
         entry.connection = connection
 
     async def _negotiate(self, connection: BrokerConnection) -> dict[int, int]:
-        version = CLIENT_RANGES[18][1]
-        for _ in range(3):
-            cls: Any = load_request_schema(18, version)
-            if version >= 3:
-                body = cls(client_software_name="kgroup", client_software_version="0.1")
-            else:
-                body = cls()
-            response = await connection.request(body, timeout_s=self._request_timeout_s)
-            ranges = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in response.api_keys}
-            if int(response.error_code) == ErrorCode.UNSUPPORTED_VERSION and version > 0:
-                # Kafka's NetworkClient: retry with the broker's highest ApiVersions version if it
-                # told us, else with v0 (which every broker answers)
-                version = min(version - 1, ranges[18][1]) if 18 in ranges else 0
-                continue
-            if int(response.error_code) != ErrorCode.NONE:
-                raise UnsupportedApi(f"ApiVersions answered error {int(response.error_code)}")
-            chosen = choose_versions(ranges, f"{connection.host}:{connection.port}")
-            return {key: min(version, self._caps.get(key, version)) for key, version in chosen.items()}
-        raise UnsupportedApi("the broker refused every ApiVersions version")
+        chosen = await negotiate(connection, self._request_timeout_s)
+        return {key: min(version, self._caps.get(key, version)) for key, version in chosen.items()}
 
     def _version(self, entry: _Node, api_key: int) -> int:
         assert entry.versions is not None

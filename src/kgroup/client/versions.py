@@ -9,8 +9,16 @@ that supports none of a range gets a clear error, not a guess.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["API_NAMES", "CLIENT_RANGES", "UnsupportedApi", "choose_versions"]
+from kio.index import load_request_schema
+
+from kgroup.model import ErrorCode
+
+if TYPE_CHECKING:
+    from kgroup.client.connection import BrokerConnection
+
+__all__ = ["API_NAMES", "CLIENT_RANGES", "UnsupportedApi", "choose_versions", "negotiate"]
 
 #: api key -> (lowest, highest) version kgroup's client implements
 CLIENT_RANGES: dict[int, tuple[int, int]] = {
@@ -55,3 +63,24 @@ def choose_versions(broker: Mapping[int, tuple[int, int]], where: str) -> dict[i
             continue
         chosen[api_key] = top
     return chosen
+
+
+async def negotiate(connection: BrokerConnection, timeout_s: float) -> dict[int, int]:
+    """ApiVersions on a fresh connection, then :func:`choose_versions`.
+
+    Kafka's ``NetworkClient`` rule: a broker that refuses our ApiVersions version is asked again
+    with the highest version it names, or with v0 (which every broker answers) if it names none.
+    """
+    version = CLIENT_RANGES[18][1]
+    for _ in range(3):
+        cls: Any = load_request_schema(18, version)
+        body = cls(client_software_name="kgroup", client_software_version="0.1") if version >= 3 else cls()
+        response = await connection.request(body, timeout_s=timeout_s)
+        ranges = {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in response.api_keys}
+        if int(response.error_code) == ErrorCode.UNSUPPORTED_VERSION and version > 0:
+            version = min(version - 1, ranges[18][1]) if 18 in ranges else 0
+            continue
+        if int(response.error_code) != ErrorCode.NONE:
+            raise UnsupportedApi(f"ApiVersions answered error {int(response.error_code)}")
+        return choose_versions(ranges, f"{connection.host}:{connection.port}")
+    raise UnsupportedApi("the broker refused every ApiVersions version")

@@ -36,6 +36,9 @@ from kgroup.model import ErrorCode, KgroupError
 
 __all__ = ["CoordinatorSnapshot", "GroupCoordinator", "UnknownGroupError"]
 
+#: the records about timers and whole groups; every other record changes one existing group
+_COORDINATOR_RECORDS = frozenset({TimerArmed, TimerDisarmed, GroupCreated, GroupDeleted})
+
 
 class UnknownGroupError(KgroupError, KeyError):
     """The coordinator has no such group: a :class:`KgroupError` that ``except KeyError`` also catches."""
@@ -149,7 +152,9 @@ class GroupCoordinator:
 
     def replay(self, record: Record) -> None:
         """Apply one record: the only way the coordinator's state changes."""
-        if isinstance(record, TimerArmed):
+        if type(record) not in _COORDINATOR_RECORDS:
+            self._groups[record.group_id].apply(record)  # type: ignore[union-attr, arg-type]
+        elif isinstance(record, TimerArmed):
             self._armed[record.key] = record.deadline_ms
         elif isinstance(record, TimerDisarmed):
             self._armed.pop(record.key, None)
@@ -159,8 +164,6 @@ class GroupCoordinator:
             self._groups[record.group_id] = GroupData(record.group_id, state_timestamp_ms=record.timestamp_ms)
         elif isinstance(record, GroupDeleted):
             self._groups.pop(record.group_id, None)
-        else:
-            self._groups[record.group_id].apply(record)
 
     def group(self, group_id: str) -> GroupView:
         """A read-only view of one group (:class:`UnknownGroupError` if the coordinator has none)."""

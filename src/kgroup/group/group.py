@@ -127,7 +127,9 @@ class GroupData:
     # --- replay ---------------------------------------------------------------------------------
 
     def apply(self, record: GroupRecord) -> None:
-        if isinstance(record, GroupStateChanged):
+        if type(record) is OffsetCommitted:  # by far the most frequent record: one per committed offset
+            self.offsets[record.partition] = record.value
+        elif isinstance(record, GroupStateChanged):
             check_transition(self.state, record.state)
             self.previous_state = self.state
             self.state = record.state

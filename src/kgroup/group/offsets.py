@@ -76,7 +76,8 @@ def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> N
         metadata = entry.committed_metadata
         # Java's String.length(): UTF-16 code units, not bytes
         if (
-            metadata is not None
+            metadata
+            and len(metadata) * 2 > txn.config.offset_metadata_max_bytes  # (a UTF-16 unit per char at least)
             and len(metadata.encode("utf-16-le")) // 2 > txn.config.offset_metadata_max_bytes
         ):
             results.append((entry.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))

@@ -30,6 +30,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "kgroup.integrations.kafka_python needs kafka-python; pip install 'kgroup[kafka-python]'"
     ) from exc
 
+from kgroup.assignors.sticky._tp import new_partition
 from kgroup.integrations._plugin import ClusterView, Hold, Joined, PluginCore
 from kgroup.messages import NO_GENERATION, ConsumerSubscription
 
@@ -118,7 +119,7 @@ def _joined(member: Any) -> Joined:
     """kafka-python's ``JoinGroupResponseMember`` (metadata decoded) as the leader's input."""
     metadata = member.metadata
     owned = tuple(
-        TopicPartition(entry.topic, int(p))
+        new_partition((entry.topic, int(p)))
         for entry in (getattr(metadata, "owned_partitions", None) or ())
         for p in entry.partitions
     )

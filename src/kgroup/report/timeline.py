@@ -58,6 +58,7 @@ METRIC_LABELS: dict[str, tuple[str, float]] = {
     "unowned_partition_ms": ("stop-the-world (partition-s without owner)", 1000.0),
     "double_owned_ms": ("double-owned (partition-s)", 1000.0),
     "zombie_owned_ms": ("zombie-owned (partition-s)", 1000.0),
+    "zombie_overlap_ms": ("zombie and owner at once (partition-s)", 1000.0),
     "moved_partitions": ("partitions moved", 1.0),
     "max_time_to_stable_ms": ("slowest recovery (s)", 1000.0),
     "max_lag_records": ("peak lag (records)", 1.0),
@@ -327,7 +328,12 @@ def simulation_sections(result: SimResult) -> list[Section]:
             ("max.poll.interval.ms", g.max_poll_interval_ms),
         )
     )
-    scalar = tuple((k, _cell(v)) for k, v in m.items() if not isinstance(v, (list, dict)))
+    # known metrics read as in the comparison (names with units); the others by their JSON name
+    scalar = tuple(
+        (metric_label(k), _cell(metric_value(k, v))) if k in METRIC_LABELS else (k, _cell(v))
+        for k, v in m.items()
+        if not isinstance(v, (list, dict))
+    )
     times = ", ".join("never" if t is None else f"{t} ms" for t in m["time_to_stable_ms"]) or "(no events)"
     violations = m["invariant_violations"]
     checks: list[Paragraph] = (
@@ -342,7 +348,7 @@ def simulation_sections(result: SimResult) -> list[Section]:
         Section(
             "Metrics",
             (
-                Table(("metric", "value"), scalar),
+                Table(("metric", "value"), scalar, caption="partition-s: partition-seconds"),
                 Paragraph(f"Time to stable after each scenario event: {times}."),
                 Paragraph("Definitions of every metric: docs/simulator.md."),
             ),

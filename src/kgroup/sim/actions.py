@@ -1,121 +1,121 @@
 """The simulator's scenario events and its result, kept apart from the event loop (runner.py).
 
-Functions here act on a :class:`kgroup.sim.runner.Simulation` through its host methods (start and
-stop processes, schedule, log); they hold no state of their own.
+Functions here act through the small host protocols of :mod:`kgroup.sim.host` (start and stop
+processes, schedule, log), which :class:`kgroup.sim.runner.Simulation` implements; they hold no
+state of their own and do not import the runner.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kgroup.model import compress_partitions
+from kgroup.sim.host import ResultSource, ScenarioHost
+from kgroup.sim.process import ConsumerProcess
 from kgroup.sim.result import SimResult
 from kgroup.sim.scenario import ConsumerSpec, EventSpec, scaled_ids
 from kgroup.sim.scheduler import HEAL, RESTART, UNSTALL
 
-if TYPE_CHECKING:
-    from kgroup.sim.runner import Simulation, _Proc
-
 __all__ = ["apply_scenario_event", "build_result", "scale", "schedule_restart"]
 
 
-def apply_scenario_event(sim: Simulation, ev: EventSpec) -> int:
+def apply_scenario_event(sim: ScenarioHost, ev: EventSpec) -> int:
     """Apply one scenario event now; return when its last action is done (for time to stable)."""
     now = sim.now
     ready = now
     kind = ev.kind
     if kind == "start":
-        sim._event("start", consumer=ev.consumer)
-        sim._start(sim._proc(ev.consumer))
+        sim.log_event("start", consumer=ev.consumer)
+        sim.start_process(sim.process_named(ev.consumer))
     elif kind == "stop":
-        sim._event("stop", consumer=ev.consumer)
-        proc = sim._proc(ev.consumer)
-        sim._stop(proc, graceful=True)
+        sim.log_event("stop", consumer=ev.consumer)
+        proc = sim.process_named(ev.consumer)
+        sim.stop_process(proc, graceful=True)
         proc.deployed = False
-        sim._resubscribe()
+        sim.resubscribe()
     elif kind == "crash":
-        sim._event("crash", consumer=ev.consumer)
-        sim._stop(sim._proc(ev.consumer), graceful=False)
+        sim.log_event("crash", consumer=ev.consumer)
+        sim.stop_process(sim.process_named(ev.consumer), graceful=False)
     elif kind == "restart":
-        ready = schedule_restart(sim, sim._proc(ev.consumer), ev, now)
+        ready = schedule_restart(sim, sim.process_named(ev.consumer), ev, now)
     elif kind == "rolling_restart":
         names = ev.consumers if ev.consumers is not None else [p.id for p in sim.procs if p.deployed]
-        sim._event("rolling_restart", consumers=list(names), gap_ms=ev.gap_ms, downtime_ms=ev.downtime_ms)
+        sim.log_event("rolling_restart", consumers=list(names), gap_ms=ev.gap_ms, downtime_ms=ev.downtime_ms)
         for k, name in enumerate(names):
-            ready = max(ready, schedule_restart(sim, sim._proc(name), ev, now + k * ev.gap_ms))
+            ready = max(ready, schedule_restart(sim, sim.process_named(name), ev, now + k * ev.gap_ms))
     elif kind == "scale":
         scale(sim, ev)
     elif kind == "add_partitions":
         assert ev.topic is not None
-        sim._event("add_partitions", topic=ev.topic, count=ev.count)
-        sim._add_topic_partitions(ev.topic, ev.count, now)
+        sim.log_event("add_partitions", topic=ev.topic, count=ev.count)
+        sim.add_topic_partitions(ev.topic, ev.count, now)
         sim.metadata_changed_ms = now
-        sim._resubscribe()
-        metadata = sim._metadata()
+        sim.resubscribe()
+        metadata = sim.metadata()
         for proc in sim.procs:
             if proc.member is not None:
                 sim.workload.advance(proc.load, proc.member, now)
                 proc.member.update_metadata(metadata)
-                sim._poll(proc)
-                sim._after_member(proc)
+                sim.poll_process(proc)
+                sim.after_member(proc)
     elif kind == "subscribe":
         assert ev.topics is not None
-        sim._event("subscribe", consumer=ev.consumer, topics=list(ev.topics))
-        proc = sim._proc(ev.consumer)
+        sim.log_event("subscribe", consumer=ev.consumer, topics=list(ev.topics))
+        proc = sim.process_named(ev.consumer)
         proc.topics = ev.topics
-        sim._resubscribe()
+        sim.resubscribe()
         if proc.member is not None:
             sim.workload.advance(proc.load, proc.member, now)
             proc.member.subscribe(ev.topics)
-            sim._poll(proc)
-            sim._after_member(proc)
+            sim.poll_process(proc)
+            sim.after_member(proc)
     elif kind == "slow_poll":
-        sim._event("slow_poll", consumer=ev.consumer, duration_ms=ev.duration_ms)
-        proc = sim._proc(ev.consumer)
+        sim.log_event("slow_poll", consumer=ev.consumer, duration_ms=ev.duration_ms)
+        proc = sim.process_named(ev.consumer)
         if proc.member is not None:
             sim.workload.advance(proc.load, proc.member, now)
             # the loop's last poll() returned the batch whose processing now gets stuck
-            sim._send(proc, proc.member.poll(now))
-            sim._after_member(proc)
+            sim.send_requests(proc, proc.member.poll(now))
+            sim.after_member(proc)
             proc.load.stalled_until_ms = now + ev.duration_ms
             sim.q.push(now + ev.duration_ms, UNSTALL, proc.index)
         ready = now + ev.duration_ms
     elif kind == "network_partition":
-        sim._event("network_partition", consumer=ev.consumer, duration_ms=ev.duration_ms)
-        proc = sim._proc(ev.consumer)
+        sim.log_event("network_partition", consumer=ev.consumer, duration_ms=ev.duration_ms)
+        proc = sim.process_named(ev.consumer)
         sim.net.cut(proc.id, now, now + ev.duration_ms)  # (registered ahead; idempotent)
         sim.q.push(now + ev.duration_ms, HEAL, proc.index)
         ready = now + ev.duration_ms
     return ready
 
 
-def schedule_restart(sim: Simulation, proc: _Proc, ev: EventSpec, at_ms: int) -> int:
+def schedule_restart(sim: ScenarioHost, proc: ConsumerProcess, ev: EventSpec, at_ms: int) -> int:
     """Stop ``proc`` at ``at_ms`` and start it ``downtime_ms`` later; returns when it is back."""
     sim.q.push(at_ms, RESTART, (proc.index, ev.graceful, ev.downtime_ms, ev.assignors))
     return at_ms + ev.downtime_ms
 
 
-def scale(sim: Simulation, ev: EventSpec) -> None:
+def scale(sim: ScenarioHost, ev: EventSpec) -> None:
     if ev.count > 0:
         assert ev.topics is not None
         names = scaled_ids(ev, sim.by_id)
-        sim._event("scale", count=ev.count, consumers=names)
+        sim.log_event("scale", count=ev.count, consumers=names)
         for name in names:
             spec = ConsumerSpec(
                 id=name, topics=ev.topics, static=ev.static, rack=ev.rack, assignors=ev.assignors
             )
-            sim._start(sim._new_proc(spec))
+            sim.start_process(sim.new_process(spec))
         return
     running = [p for p in sim.procs if p.deployed and p.member is not None]
     victims = list(reversed(running))[: -ev.count]
-    sim._event("scale", count=ev.count, consumers=[p.id for p in victims])
+    sim.log_event("scale", count=ev.count, consumers=[p.id for p in victims])
     for proc in victims:
-        sim._stop(proc, graceful=True)
+        sim.stop_process(proc, graceful=True)
         proc.deployed = False
-    sim._resubscribe()
+    sim.resubscribe()
 
 
-def build_result(sim: Simulation) -> SimResult:
+def build_result(sim: ResultSource) -> SimResult:
     """The run's metrics, logs and chart data (docs/simulator.md defines every metric)."""
     end = sim.sc.duration_ms
     final: dict[str, str] = {}
@@ -130,7 +130,7 @@ def build_result(sim: Simulation) -> SimResult:
             idle += 1
     metrics: dict[str, Any] = {
         "rebalances": sim.rebalances,
-        "generation": sim.g_generation,
+        "generation": sim.group.generation,
         "unowned_partition_ms": sim.own.unowned_ms,
         "double_owned_ms": sim.own.double_ms,
         "zombie_owned_ms": sim.own.zombie_ms,
@@ -148,14 +148,22 @@ def build_result(sim: Simulation) -> SimResult:
         "max_partition_lag_records": sim.max_partition_lag,
         "zombie_overlap_ms": sim.own.zombie_overlap_ms,
         "records_skipped": sim.workload.records_skipped,
-        "final_group_state": sim.g_state.kafka_name,
-        "final_protocol": sim.g_protocol,
+        "final_group_state": sim.group.state.kafka_name,
+        "final_protocol": sim.group.protocol,
         "running_consumers": sim.running_count,
         "idle_consumers": idle,
         "final_assignment": final,
         "offset_commits_sent": sim.commits_sent,
         "steps": sim.steps,
     }
+    # bounded memory on long runs: say what the logs left out (only when they did)
+    for key, dropped in (
+        ("events_dropped", sim.events_dropped),
+        ("ownership_dropped", sim.ownership_dropped),
+        ("intervals_dropped", sim.own.intervals_dropped),
+    ):
+        if dropped:
+            metrics[key] = dropped
     return SimResult(
         scenario=sim.sc,
         metrics=metrics,

@@ -2,77 +2,39 @@
 
 Every request the simulator delivers and every coordinator timer it fires yields a
 :class:`kgroup.group.CoordinatorResult`; :func:`apply_coordinator_result` carries it out on a
-:class:`kgroup.sim.runner.Simulation` — it schedules and cancels the coordinator's timers, follows
-the group (state, generation, members) through the coordinator's records, checks the assignment each
-Stable generation runs on, and sends the replies back over the network to the processes that asked.
+:class:`kgroup.sim.host.CoordinatorHost` (the simulation) — it schedules and cancels the
+coordinator's timers, follows the group (state, generation, members) through the coordinator's
+records with :class:`kgroup.sim.observer.GroupObserver`, checks the assignment each Stable
+generation runs on, and sends the replies back over the network to the processes that asked.
 Like :mod:`kgroup.sim.actions`, it holds no state of its own.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from kgroup.assignors.invariants import check_coverage, check_members, check_subscriptions
 from kgroup.group import CoordinatorResult, GroupView
-from kgroup.group.records import (
-    GenerationStarted,
-    GroupDeleted,
-    GroupStateChanged,
-    MemberRemoved,
-    MemberUpserted,
-    StaticMemberReplaced,
-)
 from kgroup.group.states import GroupState
 from kgroup.messages import JoinGroupResponse, OffsetCommitResponse, SyncGroupResponse
 from kgroup.model import ErrorCode, Member
+from kgroup.sim.host import CoordinatorHost
 from kgroup.sim.scheduler import TO_MEMBER
 from kgroup.wire.consumer_protocol import decode_assignment, decode_subscription
 
-if TYPE_CHECKING:
-    from kgroup.sim.runner import Simulation
-
 __all__ = ["apply_coordinator_result"]
 
-# the coordinator records the host follows
-_GROUP_RECORDS = frozenset(
-    {GroupStateChanged, GenerationStarted, MemberUpserted, MemberRemoved, StaticMemberReplaced, GroupDeleted}
-)
 
-
-def apply_coordinator_result(sim: Simulation, result: CoordinatorResult) -> None:
+def apply_coordinator_result(sim: CoordinatorHost, result: CoordinatorResult) -> None:
     """Carry out one coordinator result: its timers, then its records, then its replies."""
     if result.timers:
         sim.coord_timers.apply(result.timers)
-    changed = False
-    for record in result.records:
-        # The coordinator's records say everything the host needs to follow the group: its
-        # state, generation and members (no need to build a view after every request).
-        if type(record) not in _GROUP_RECORDS:
-            continue  # offsets, timers, pending members …
-        if isinstance(record, GroupStateChanged):
-            _state_changed(sim, record.state)
-        elif isinstance(record, GenerationStarted):
-            if record.generation < sim.g_generation:
-                sim._violation(f"generation went back from {sim.g_generation} to {record.generation}")
-            sim.g_generation = record.generation
-            sim.g_protocol = record.protocol_name
-            changed = True
-        elif isinstance(record, MemberUpserted):
-            if record.member.member_id not in sim.g_members:
-                sim.g_members = sim.g_members | {record.member.member_id}
-                changed = True
-        elif isinstance(record, MemberRemoved):
-            if record.member_id in sim.g_members:
-                sim.g_members = sim.g_members - {record.member_id}
-                changed = True
-        elif isinstance(record, StaticMemberReplaced):
-            sim.g_members = (sim.g_members - {record.old_member_id}) | {record.member.member_id}
-            changed = True
-        elif isinstance(record, GroupDeleted):
-            sim.g_members = frozenset()
-            changed = True
-    if changed:
-        sim._group_changed()
+    if result.records:
+        seen = sim.group.observe(result.records)
+        for before, after in seen.generation_went_back:
+            sim.violation(f"generation went back from {before} to {after}")
+        for state, generation in seen.states:
+            _state_changed(sim, state, generation)
+        if seen.membership_changed:
+            sim.group_changed()
     for reply in result.replies:
         body = reply.body
         if isinstance(body, OffsetCommitResponse):
@@ -92,10 +54,12 @@ def apply_coordinator_result(sim: Simulation, result: CoordinatorResult) -> None
         if (at is None or (deadline is not None and at >= deadline)) and not isinstance(
             body, (JoinGroupResponse, SyncGroupResponse)
         ):
-            sim._arm_timeout(proc, owner[1], reply.correlation_id)
+            sim.arm_timeout(proc, owner[1], reply.correlation_id)
 
 
-def _committed(sim: Simulation, connection: str, correlation_id: int, response: OffsetCommitResponse) -> None:
+def _committed(
+    sim: CoordinatorHost, connection: str, correlation_id: int, response: OffsetCommitResponse
+) -> None:
     request = sim.pending_commits.pop((connection, correlation_id), None)
     if request is None:
         return
@@ -105,19 +69,18 @@ def _committed(sim: Simulation, connection: str, correlation_id: int, response: 
             sim.workload.on_commit(entry.partition, entry.committed_offset)
 
 
-def _state_changed(sim: Simulation, state: GroupState) -> None:
-    sim.g_state = state
+def _state_changed(sim: CoordinatorHost, state: GroupState, generation: int) -> None:
     if state is GroupState.PREPARING_REBALANCE:
         sim.rebalances += 1
         sim.rebalance_starts.append(sim.now)
-    sim._event("group_state", state=state.kafka_name, generation=sim.g_generation)
+    sim.log_event("group_state", state=state.kafka_name, generation=generation)
     if state is GroupState.STABLE:
         sim.stable_marks.append(sim.now)
         sim.own.counting_unowned = True
         _check_stable_assignment(sim, sim.coord.group(sim.group_id))
 
 
-def _check_stable_assignment(sim: Simulation, view: GroupView) -> None:
+def _check_stable_assignment(sim: CoordinatorHost, view: GroupView) -> None:
     """The assignment a Stable generation runs on, checked by :mod:`kgroup.assignors.invariants`."""
     protocol = view.protocol
     if protocol is None:
@@ -142,6 +105,6 @@ def _check_stable_assignment(sim: Simulation, view: GroupView) -> None:
     if sim.metadata_changed_ms < (sim.rebalance_starts[-1] if sim.rebalance_starts else 0):
         # (skipped when partitions were added during this rebalance: the leader assigned from
         # the metadata it had then)
-        found += check_coverage(members, sim._metadata(), assignment, cooperative=True)
+        found += check_coverage(members, sim.metadata(), assignment, cooperative=True)
     for text in found:
-        sim._violation(f"Stable generation {view.generation}: {text}")
+        sim.violation(f"Stable generation {view.generation}: {text}")

@@ -25,6 +25,8 @@ from collections.abc import Iterable
 __all__ = ["OwnershipTracker"]
 
 NO_OWNER = ""
+#: owner intervals kept for the timeline chart (bounded memory on long runs)
+MAX_INTERVALS = 500_000
 
 
 class OwnershipTracker:
@@ -40,6 +42,7 @@ class OwnershipTracker:
         "counting_unowned",
         "double_ms",
         "intervals",
+        "intervals_dropped",
         "n_double",
         "n_overlap",
         "n_unowned",
@@ -58,6 +61,7 @@ class OwnershipTracker:
         self._owner: list[str] = []
         self._owner_since: list[int] = []
         self.intervals: list[tuple[int, str, int, int]] = []  # (partition, consumer, start, end)
+        self.intervals_dropped = 0
         self.n_unowned = 0  # subscribed partitions without a current claimant
         self.n_double = 0
         self.n_zombie = 0
@@ -152,9 +156,15 @@ class OwnershipTracker:
             owner = min(c for c, is_current in claims.items() if is_current)
         if owner != self._owner[p]:
             if self._owner[p] != NO_OWNER and now_ms > self._owner_since[p]:
-                self.intervals.append((p, self._owner[p], self._owner_since[p], now_ms))
+                self._interval(p, self._owner[p], self._owner_since[p], now_ms)
             self._owner[p] = owner
             self._owner_since[p] = now_ms
+
+    def _interval(self, p: int, owner: str, start: int, end: int) -> None:
+        if len(self.intervals) >= MAX_INTERVALS:
+            self.intervals_dropped += 1  # bounded memory: the chart keeps the first intervals
+            return
+        self.intervals.append((p, owner, start, end))
 
     def double_owned(self) -> list[tuple[int, list[str]]]:
         """Partitions with two or more current claimants, with them (for invariant messages)."""
@@ -168,5 +178,5 @@ class OwnershipTracker:
         """End every open owner interval at ``now_ms`` (the end of the simulation)."""
         for p, owner in enumerate(self._owner):
             if owner != NO_OWNER and now_ms > self._owner_since[p]:
-                self.intervals.append((p, owner, self._owner_since[p], now_ms))
+                self._interval(p, owner, self._owner_since[p], now_ms)
             self._owner_since[p] = now_ms

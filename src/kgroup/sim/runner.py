@@ -20,7 +20,7 @@ tie is broken by scheduling order.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from random import Random
 from typing import Any
@@ -49,7 +49,9 @@ from kgroup.model import ErrorCode, TopicMetadata, TopicPartition, jsonable
 from kgroup.sim.actions import apply_scenario_event, build_result
 from kgroup.sim.coordinator_results import apply_coordinator_result
 from kgroup.sim.network import Network
+from kgroup.sim.observer import GroupObserver
 from kgroup.sim.ownership import OwnershipTracker
+from kgroup.sim.process import ConsumerProcess
 from kgroup.sim.result import LagSample, SimResult
 from kgroup.sim.scenario import ConsumerSpec, Scenario
 from kgroup.sim.scheduler import APP_POLL as _APP_POLL
@@ -72,39 +74,16 @@ __all__ = ["Simulation", "simulate"]
 # Kafka's JoinGroup request timeout: the rebalance timeout plus this lapse (AbstractCoordinator)
 _JOIN_TIMEOUT_LAPSE_MS = 5000
 _MAX_VIOLATIONS = 100
+#: bounded memory on long runs: the event and ownership logs keep their first entries (and the
+#: metrics count what was left out), so 10 h of 1,000 consumers does not grow without end
+MAX_LOG_ENTRIES = 200_000
+#: how often (in steps) a long run reports its progress to the host
+PROGRESS_EVERY_STEPS = 16_384
 _OWNERSHIP_KINDS = {
     "PartitionsAssigned": "assigned",
     "PartitionsRevoked": "revoked",
     "PartitionsLost": "lost",
 }
-
-
-@dataclass(slots=True)
-class _Proc:
-    """One consumer process of the scenario (``id`` is stable across restarts)."""
-
-    index: int
-    id: str
-    topics: tuple[str, ...]
-    assignors: tuple[str, ...]
-    static: bool
-    rack: str | None
-    load: ConsumerLoad
-    member: ConsumerMember | None = None
-    incarnation: int = 0
-    conn: str = ""
-    deployed: bool = False
-    inflight: dict[int, int] = field(default_factory=dict)  # correlation id -> timeout deadline
-    wake_at: int | None = None
-    wake_version: int = 0
-    claim: frozenset[int] = frozenset()
-    claim_current: bool = False
-    claim_key: tuple[frozenset[TopicPartition], int, str] | None = None
-    settled: bool = False
-    app_poll_at: int | None = None  # the application's next poll() after its current batch
-    app_tick_at: int | None = None  # the loop's next periodic look (auto-commit, poll timer)
-    reconnects: int = 0  # connections this incarnation reopened (a timeout or reset closed one)
-    conn_ready_at: int = 0  # when the current connection can carry requests
 
 
 @dataclass(slots=True)
@@ -141,17 +120,14 @@ class Simulation:
         self.workload_rng = Random(f"kgroup-sim:{seed}:workload")
         self.own = OwnershipTracker()
         self.topic_sizes: dict[str, int] = {}
-        self.procs: list[_Proc] = []
-        self.by_id: dict[str, _Proc] = {}
+        self.procs: list[ConsumerProcess] = []
+        self.by_id: dict[str, ConsumerProcess] = {}
         self.conn_owner: dict[str, tuple[int, int]] = {}
         self.broken_conns: set[str] = set()  # connections a timeout or reset closed
         self.coord_timers = TimerTable(sequence=self.q.next_seq)
         self.pending_commits: dict[tuple[str, int], OffsetCommitRequest] = {}
         # group observation
-        self.g_state = GroupState.EMPTY
-        self.g_generation = 0
-        self.g_members: frozenset[str] = frozenset()
-        self.g_protocol: str | None = None
+        self.group = GroupObserver()  # the group as its coordinator's records show it
         self.rebalances = 0
         self.settled_count = 0
         self.running_count = 0
@@ -160,6 +136,8 @@ class Simulation:
         self.events: list[dict[str, Any]] = []
         self.violations: list[str] = []
         self.violation_count = 0
+        self.events_dropped = 0
+        self.ownership_dropped = 0
         self.moved = 0
         self.last_owner: dict[TopicPartition, str] = {}
         self.disturbances: list[_Disturbance] = []
@@ -177,14 +155,14 @@ class Simulation:
         self._started = False
 
         for name, count in scenario.topics:
-            self._add_topic_partitions(name, count, 0)
+            self.add_topic_partitions(name, count, 0)
         for spec in scenario.consumers:
-            self._new_proc(spec)
+            self.new_process(spec)
 
     # --- set-up ---------------------------------------------------------------------------------------
 
-    def _new_proc(self, spec: ConsumerSpec) -> _Proc:
-        proc = _Proc(
+    def new_process(self, spec: ConsumerSpec) -> ConsumerProcess:
+        proc = ConsumerProcess(
             index=len(self.procs),
             id=spec.id,
             topics=spec.topics,
@@ -197,13 +175,13 @@ class Simulation:
         self.by_id[spec.id] = proc
         return proc
 
-    def _add_topic_partitions(self, topic: str, count: int, now_ms: int) -> None:
+    def add_topic_partitions(self, topic: str, count: int, now_ms: int) -> None:
         first = self.topic_sizes.get(topic, 0)
         self.topic_sizes[topic] = first + count
         self.workload.add_partitions((TopicPartition(topic, p) for p in range(first, first + count)), now_ms)
         self.own.add_partitions(count, now_ms)
 
-    def _metadata(self) -> dict[str, TopicMetadata]:
+    def metadata(self) -> dict[str, TopicMetadata]:
         return {name: TopicMetadata(name, n) for name, n in self.topic_sizes.items()}
 
     def _sample_interval(self) -> int:
@@ -212,7 +190,9 @@ class Simulation:
 
     # --- the loop -------------------------------------------------------------------------------------
 
-    def run(self) -> SimResult:
+    def run(self, progress: Callable[[int, int], None] | None = None) -> SimResult:
+        """Run to the end. ``progress(virtual_now_ms, duration_ms)`` is called every
+        :data:`PROGRESS_EVERY_STEPS` steps (the host may show it; the simulator reads no clock)."""
         if self._started:
             raise RuntimeError("a Simulation runs once; make a new one")
         self._started = True
@@ -263,6 +243,8 @@ class Simulation:
             steps += 1
             handlers[kind](payload)
             after_step()
+            if progress is not None and not steps % PROGRESS_EVERY_STEPS:
+                progress(at, end)
         self.steps = steps
         q.now_ms = end
         self.own.account(end)
@@ -273,7 +255,7 @@ class Simulation:
         self.own.close(end)
         return self._result()
 
-    def sc_spec(self, proc: _Proc) -> ConsumerSpec:
+    def sc_spec(self, proc: ConsumerProcess) -> ConsumerSpec:
         for spec in self.sc.consumers:
             if spec.id == proc.id:
                 return spec
@@ -285,7 +267,7 @@ class Simulation:
 
     # --- consumer processes ---------------------------------------------------------------------------
 
-    def _member_config(self, proc: _Proc) -> MemberConfig:
+    def _member_config(self, proc: ConsumerProcess) -> MemberConfig:
         g = self.sc.group
         return MemberConfig(
             group_id=g.group_id,
@@ -300,9 +282,9 @@ class Simulation:
             assignors=proc.assignors,
         )
 
-    def _start(self, proc: _Proc) -> None:
+    def start_process(self, proc: ConsumerProcess) -> None:
         if proc.member is not None:
-            self._event("already_running", consumer=proc.id)
+            self.log_event("already_running", consumer=proc.id)
             return
         proc.incarnation += 1
         proc.conn = f"{proc.id}#{proc.incarnation}"
@@ -311,7 +293,7 @@ class Simulation:
         self.conn_owner[proc.conn] = (proc.index, proc.incarnation)
         self._schedule_reset(proc)
         proc.member = ConsumerMember(self._member_config(proc), proc.topics)
-        proc.member.update_metadata(self._metadata())
+        proc.member.update_metadata(self.metadata())
         proc.load.last_ms = self.now
         proc.load.budget_milli = 0
         proc.load.stalled_until_ms = -1
@@ -320,21 +302,21 @@ class Simulation:
         proc.load.batch_phase_ms = self.workload_rng.randrange(batch_ms) if batch_ms > 0 else 0
         if not proc.deployed:
             proc.deployed = True
-            self._resubscribe()
+            self.resubscribe()
         self.running_count += 1
         proc.app_tick_at = None
         proc.app_poll_at = None
         self._schedule_tick(proc, self.now + self.sc.group.auto_commit_interval_ms)
-        self._send(proc, proc.member.poll(self.now))
-        self._after_member(proc)
+        self.send_requests(proc, proc.member.poll(self.now))
+        self.after_member(proc)
 
-    def _stop(self, proc: _Proc, graceful: bool) -> None:
+    def stop_process(self, proc: ConsumerProcess, graceful: bool) -> None:
         member = proc.member
         if member is None:
             return
         self.workload.advance(proc.load, member, self.now)
         if graceful:
-            self._send(proc, member.close(self.now))
+            self.send_requests(proc, member.close(self.now))
             self._drain(proc)
         proc.member = None
         proc.inflight.clear()
@@ -348,7 +330,7 @@ class Simulation:
         self._set_claim(proc, frozenset(), False)
         proc.claim_key = None
 
-    def _send(self, proc: _Proc, requests: Sequence[OutboundRequest]) -> None:
+    def send_requests(self, proc: ConsumerProcess, requests: Sequence[OutboundRequest]) -> None:
         now = self.now
         for out in requests:
             body = out.body
@@ -373,18 +355,18 @@ class Simulation:
                 self.q.push(at, _TO_COORD, (proc.index, proc.conn, out.correlation_id, body))
         # (a timeout armed twice fires once: the first firing removes the request from inflight)
 
-    def _arm_timeout(self, proc: _Proc, incarnation: int, correlation_id: int) -> None:
+    def arm_timeout(self, proc: ConsumerProcess, incarnation: int, correlation_id: int) -> None:
         """The answer will come too late: the member hears of it when the request times out."""
         deadline = proc.inflight.get(correlation_id)
         if deadline is not None and proc.incarnation == incarnation:
             self.q.push(deadline, _TIMEOUT, (proc.index, incarnation, correlation_id))
 
-    def _schedule_reset(self, proc: _Proc) -> None:
+    def _schedule_reset(self, proc: ConsumerProcess) -> None:
         at = self.net.next_reset_ms(proc.id, self.now)
         if at is not None:
             self.q.push(at, _RESET, (proc.index, proc.conn))
 
-    def _disconnect(self, proc: _Proc) -> None:
+    def _disconnect(self, proc: ConsumerProcess) -> None:
         """The connection closes (a request timed out, or it was reset): every request in flight on it
         fails at once (Kafka's disconnect) and the client reconnects on a new connection."""
         member = proc.member
@@ -401,9 +383,9 @@ class Simulation:
         proc.inflight.clear()
         self.workload.advance(proc.load, member, self.now)
         for correlation_id in failed:
-            self._send(proc, member.on_request_failed(self.now, correlation_id))
+            self.send_requests(proc, member.on_request_failed(self.now, correlation_id))
 
-    def _poll(self, proc: _Proc) -> None:
+    def poll_process(self, proc: ConsumerProcess) -> None:
         """The application calls poll() now if it is waiting in poll(), else when its batch is done."""
         member = proc.member
         if member is None or proc.load.stalled_until_ms > self.now:
@@ -414,9 +396,9 @@ class Simulation:
                 proc.app_poll_at = at
                 self.q.push(at, _APP_POLL, (proc.index, proc.incarnation))
             return
-        self._send(proc, member.poll(self.now))
+        self.send_requests(proc, member.poll(self.now))
 
-    def _after_member(self, proc: _Proc) -> None:
+    def after_member(self, proc: ConsumerProcess) -> None:
         """Collect what a member did: callbacks, ownership, its next wake-up."""
         self._drain(proc)
         member = proc.member
@@ -424,8 +406,8 @@ class Simulation:
             return
         if member.state is MemberState.FAILED:
             # A fatal error (e.g. FENCED_INSTANCE_ID) is thrown from Kafka's poll(): the process ends.
-            self._event("process_exited", consumer=proc.id, reason="the member failed")
-            self._stop(proc, graceful=False)
+            self.log_event("process_exited", consumer=proc.id, reason="the member failed")
+            self.stop_process(proc, graceful=False)
             return
         self._refresh_claim(proc)
         wake = member.next_wakeup_ms()
@@ -437,7 +419,7 @@ class Simulation:
             if wake is not None:
                 self.q.push(wake, _WAKE, (proc.index, proc.incarnation, proc.wake_version))
 
-    def _drain(self, proc: _Proc) -> None:
+    def _drain(self, proc: ConsumerProcess) -> None:
         member = proc.member
         if member is None:
             return
@@ -446,7 +428,7 @@ class Simulation:
                 continue  # routine; commits are counted as they are sent
             if not isinstance(ev, (PartitionsAssigned, PartitionsRevoked, PartitionsLost)):
                 fields = {k: jsonable(getattr(ev, k)) for k in getattr(ev, "__dataclass_fields__", {})}
-                self._event(_snake(type(ev).__name__), consumer=proc.id, **fields)
+                self.log_event(_snake(type(ev).__name__), consumer=proc.id, **fields)
                 continue
             kind = _OWNERSHIP_KINDS[type(ev).__name__]
             parts = sorted(ev.partitions)
@@ -468,12 +450,15 @@ class Simulation:
             ):
                 last = {"t_ms": self.now, "member": proc.id, "generation": generation,
                         "assigned": [], "revoked": [], "lost": []}  # fmt: skip
+                if len(self.ownership) >= MAX_LOG_ENTRIES:
+                    self.ownership_dropped += 1
+                    continue
                 self.ownership.append(last)
             last[kind].extend(str(tp) for tp in parts)
 
     # --- ownership ------------------------------------------------------------------------------------
 
-    def _refresh_claim(self, proc: _Proc) -> None:
+    def _refresh_claim(self, proc: ConsumerProcess) -> None:
         member = proc.member
         if member is None:
             return
@@ -485,42 +470,41 @@ class Simulation:
         proc.claim_key = key
         index = self.workload.index
         parts = frozenset(index[tp] for tp in assigned if tp in index)
-        current = member.generation == self.g_generation and member.member_id in self.g_members
+        current = self.group.is_current(member.generation, member.member_id)
         self._set_claim(proc, parts, current)
         self._refresh_settled(proc)
 
-    def _set_claim(self, proc: _Proc, parts: frozenset[int], current: bool) -> None:
+    def _set_claim(self, proc: ConsumerProcess, parts: frozenset[int], current: bool) -> None:
         if parts == proc.claim and current == proc.claim_current:
             return
         self.own.update_claims(proc.id, proc.claim, parts, current, proc.claim_current, self.now)
         proc.claim = parts
         proc.claim_current = current
 
-    def _refresh_settled(self, proc: _Proc) -> None:
+    def _refresh_settled(self, proc: ConsumerProcess) -> None:
         member = proc.member
         settled = (
             member is not None
             and member.state is MemberState.STABLE
-            and member.generation == self.g_generation
-            and member.member_id in self.g_members
+            and self.group.is_current(member.generation, member.member_id)
         )
         if settled != proc.settled:
             proc.settled = settled
             self.settled_count += 1 if settled else -1
 
-    def _resubscribe(self) -> None:
+    def resubscribe(self) -> None:
         topics = {t for p in self.procs if p.deployed for t in p.topics}
         index = self.workload.index
         self.own.set_subscribed(i for tp, i in index.items() if tp.topic in topics)
 
-    def _group_changed(self) -> None:
+    def group_changed(self) -> None:
         """The generation or the member set changed: every claim may have become (non-)current."""
-        generation, members = self.g_generation, self.g_members
+        is_current = self.group.is_current
         for proc in self.procs:
             member = proc.member
             if member is None:
                 continue
-            current = member.generation == generation and member.member_id in members
+            current = is_current(member.generation, member.member_id)
             self._set_claim(proc, proc.claim, current)
             self._refresh_settled(proc)
 
@@ -553,12 +537,12 @@ class Simulation:
         )
         if not routine:
             self.workload.advance(proc.load, member, self.now)
-        self._send(proc, member.on_response(self.now, correlation_id, body))
+        self.send_requests(proc, member.on_response(self.now, correlation_id, body))
         if routine:
             self._poll_if_needed(proc)
         else:
-            self._poll(proc)
-        self._after_member(proc)
+            self.poll_process(proc)
+        self.after_member(proc)
 
     def _on_timeout(self, payload: tuple[int, int, int]) -> None:
         index, incarnation, correlation_id = payload
@@ -571,18 +555,18 @@ class Simulation:
             return  # answered in time (or failed with its connection already)
         # Kafka's NetworkClient closes the connection of a timed-out request
         self._disconnect(proc)
-        self._poll(proc)
-        self._after_member(proc)
+        self.poll_process(proc)
+        self.after_member(proc)
 
     def _on_reset(self, payload: tuple[int, str]) -> None:
         index, conn = payload
         proc = self.procs[index]
         if proc.member is None or proc.conn != conn:
             return  # that connection is closed already
-        self._event("connection_reset", consumer=proc.id)
+        self.log_event("connection_reset", consumer=proc.id)
         self._disconnect(proc)
-        self._poll(proc)
-        self._after_member(proc)
+        self.poll_process(proc)
+        self.after_member(proc)
 
     def _on_wake(self, payload: tuple[int, int, int]) -> None:
         index, incarnation, version = payload
@@ -596,9 +580,9 @@ class Simulation:
         # first, so that what it owned until now is processed with the assignment it had.
         if member.state is not MemberState.STABLE or member.rejoin_needed or proc.inflight:
             self.workload.advance(proc.load, member, self.now)
-        self._send(proc, member.background(self.now))
+        self.send_requests(proc, member.background(self.now))
         self._poll_if_needed(proc)
-        self._after_member(proc)
+        self.after_member(proc)
 
     def _on_app_poll(self, payload: tuple[int, int]) -> None:
         index, incarnation = payload
@@ -612,22 +596,22 @@ class Simulation:
         elif proc.app_poll_at != self.now:
             return  # superseded
         self.workload.advance(proc.load, member, self.now)
-        self._poll(proc)
-        self._after_member(proc)
+        self.poll_process(proc)
+        self.after_member(proc)
 
-    def _schedule_tick(self, proc: _Proc, at: int, *, replace: bool = False) -> None:
+    def _schedule_tick(self, proc: ConsumerProcess, at: int, *, replace: bool = False) -> None:
         if replace or proc.app_tick_at is None or at < proc.app_tick_at:
             proc.app_tick_at = at
             self.q.push(at, _APP_POLL, (proc.index, proc.incarnation))
 
-    def _poll_if_needed(self, proc: _Proc) -> None:
+    def _poll_if_needed(self, proc: ConsumerProcess) -> None:
         """The application is inside poll() all the time, but a poll() matters only when the member
         has something to do there (a rejoin, a rebalance in progress); auto-commits and the poll
         timer are served by the loop's periodic look (:meth:`_on_app_poll`)."""
         member = proc.member
         if member is not None and (member.state is not MemberState.STABLE or member.rejoin_needed):
             self.workload.advance(proc.load, member, self.now)
-            self._poll(proc)
+            self.poll_process(proc)
 
     def _on_sample(self, _: None) -> None:
         self._sample(self.now)
@@ -654,7 +638,7 @@ class Simulation:
         proc = self.procs[index]
         if assignors is not None:
             proc.assignors = assignors
-        self._start(proc)
+        self.start_process(proc)
 
     def _on_unstall(self, index: int) -> None:
         proc = self.procs[index]
@@ -662,14 +646,14 @@ class Simulation:
         if member is None or proc.load.stalled_until_ms > self.now:
             return
         self.workload.advance(proc.load, member, self.now)
-        self._event("poll_resumed", consumer=proc.id)
-        self._poll(proc)
-        self._after_member(proc)
+        self.log_event("poll_resumed", consumer=proc.id)
+        self.poll_process(proc)
+        self.after_member(proc)
 
     def _on_heal(self, index: int) -> None:
         proc = self.procs[index]
         if not self.net.is_cut(proc.id, self.now):
-            self._event("network_healed", consumer=proc.id)
+            self.log_event("network_healed", consumer=proc.id)
 
     # --- scenario events (kgroup.sim.actions) -----------------------------------------------------------
 
@@ -681,15 +665,15 @@ class Simulation:
         self.disturbances.append(disturbance)
         self.open_disturbances.append(disturbance)
 
-    def _proc(self, name: str | None) -> _Proc:
+    def process_named(self, name: str | None) -> ConsumerProcess:
         assert name is not None  # validated by the scenario parser
         return self.by_id[name]
 
     def _on_restart(self, payload: tuple[int, bool, int, tuple[str, ...] | None]) -> None:
         index, graceful, downtime_ms, assignors = payload
         proc = self.procs[index]
-        self._event("restart", consumer=proc.id, downtime_ms=downtime_ms, graceful=graceful)
-        self._stop(proc, graceful=graceful)
+        self.log_event("restart", consumer=proc.id, downtime_ms=downtime_ms, graceful=graceful)
+        self.stop_process(proc, graceful=graceful)
         self.pending_starts += 1
         self.q.push(self.now + downtime_ms, _START, (index, assignors))
 
@@ -700,7 +684,7 @@ class Simulation:
         if own.n_double and not self._in_double:
             for p, owners in own.double_owned()[:5]:
                 tp = self.workload.partitions[p]
-                self._violation(f"{tp} owned by {' and '.join(owners)} in generation {self.g_generation}")
+                self.violation(f"{tp} owned by {' and '.join(owners)} in generation {self.group.generation}")
         self._in_double = own.n_double > 0
         if not self.open_disturbances or not self._is_settled():
             return
@@ -713,19 +697,22 @@ class Simulation:
         if self.pending_starts:
             return False
         if self.running_count == 0:
-            return self.g_state in (GroupState.EMPTY, GroupState.DEAD)
+            return self.group.state in (GroupState.EMPTY, GroupState.DEAD)
         return (
-            self.g_state is GroupState.STABLE
+            self.group.state is GroupState.STABLE
             and self.own.n_unowned == 0
             and self.settled_count == self.running_count
         )
 
-    def _violation(self, text: str) -> None:
+    def violation(self, text: str) -> None:
         self.violation_count += 1
         if len(self.violations) < _MAX_VIOLATIONS:
             self.violations.append(f"t={self.now}ms: {text}")
 
-    def _event(self, kind: str, **fields: Any) -> None:
+    def log_event(self, kind: str, **fields: Any) -> None:
+        if len(self.events) >= MAX_LOG_ENTRIES:
+            self.events_dropped += 1
+            return
         self.events.append({"t_ms": self.now, "kind": kind, **fields})
 
     # --- the result -----------------------------------------------------------------------------------
@@ -744,6 +731,7 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
-def simulate(scenario: Scenario) -> SimResult:
-    """Run ``scenario`` once (a pure function of the scenario, its seed included)."""
-    return Simulation(scenario).run()
+def simulate(scenario: Scenario, progress: Callable[[int, int], None] | None = None) -> SimResult:
+    """Run ``scenario`` once (a pure function of the scenario, its seed included); ``progress`` as
+    :meth:`Simulation.run`."""
+    return Simulation(scenario).run(progress)

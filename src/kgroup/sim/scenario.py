@@ -25,6 +25,7 @@ __all__ = [
     "Scenario",
     "WorkloadSpec",
     "load_scenario",
+    "no_op_events",
     "parse_scenario",
     "scenario_from_text",
 ]
@@ -506,11 +507,8 @@ def parse_scenario(data: Any, *, name: str = "scenario") -> Scenario:
     live_topics = dict(topics)
     indexed = sorted(enumerate(raw_events), key=lambda item: _at(item[1]))
     parsed: list[tuple[int, EventSpec]] = []
-    lifecycle = _Lifecycle({c.id: "up" if c.autostart else "stopped" for c in consumers})
     for i, raw in indexed:
-        event = _event(raw, f"events[{i}]", duration, live_topics, known)
-        lifecycle.apply(event, f"events[{i}]", known)
-        parsed.append((i, event))
+        parsed.append((i, _event(raw, f"events[{i}]", duration, live_topics, known)))
     events = tuple(e for _, e in sorted(parsed, key=lambda item: (item[1].at_ms, item[0])))
     scenario_name = _name(doc.get("name", name), "name")
     return Scenario(
@@ -526,56 +524,50 @@ def parse_scenario(data: Any, *, name: str = "scenario") -> Scenario:
     )
 
 
-class _Lifecycle:
-    """What the file itself says about each consumer's process, to catch events that cannot do
-    anything (crashing a consumer that is already down, scaling down more consumers than are
-    deployed). States: ``up``, ``crashed``, ``stopped`` (not deployed) and ``unknown`` (after a
-    scale-down, which stops the most recently created *running* consumers: which ones depends on
-    the run). Only certain mistakes are errors; restarts count as up (the runner brings them back).
+def no_op_events(scenario: Scenario) -> list[str]:
+    """Events that, from the file alone, can do nothing: crashing a consumer that is already down
+    (crashed and not started or restarted since, stopped, or ``autostart: false`` and never
+    started), and ``scale: -N`` with N above the consumers deployed at that time.
+
+    They are valid — the simulator treats them as documented (docs/simulator.md: a crash of a
+    down process does nothing; a scale-down stops at most the consumers running) and kgroup's
+    own random campaigns draw them on purpose — but in a hand-written file they are most likely
+    mistakes, so ``kgroup simulate FILE`` prints each as a warning. States: ``up``, ``crashed``,
+    ``stopped`` and ``unknown`` (after a scale-down, which stops the most recently created
+    *running* consumers: which ones depends on the run); restarts count as up.
     """
-
-    __slots__ = ("state",)
-
-    def __init__(self, state: dict[str, str]) -> None:
-        self.state = state
-
-    def apply(self, event: EventSpec, field: str, known: Mapping[str, object]) -> None:
-        kind, name = event.kind, event.consumer
+    state = {c.id: "up" if c.autostart else "stopped" for c in scenario.consumers}
+    notes: list[str] = []
+    for event in scenario.events:
+        kind, name, at = event.kind, event.consumer, event.at_ms
         if kind == "crash" and name is not None:
-            now = self.state.get(name, "unknown")
+            now = state.get(name, "unknown")
             if now in ("crashed", "stopped"):
-                raise _fail(
-                    f"{field}.consumer",
-                    f"{name!r} is already {'down (crashed earlier)' if now == 'crashed' else 'stopped'} "
-                    f"at {event.at_ms} ms, so crashing it does nothing",
-                    "start or restart it first, or remove the event",
-                )
-            self.state[name] = "crashed"
+                why = "crashed earlier and not started since" if now == "crashed" else "stopped"
+                notes.append(f"crash of {name!r} at {at} ms does nothing: it is {why}")
+            state[name] = "crashed"
         elif kind in ("start", "restart") and name is not None:
-            self.state[name] = "up"
+            state[name] = "up"
         elif kind == "stop" and name is not None:
-            self.state[name] = "stopped"
+            state[name] = "stopped"
         elif kind == "rolling_restart":
             if event.consumers is not None:
-                self.state.update(dict.fromkeys(event.consumers, "up"))
+                state.update(dict.fromkeys(event.consumers, "up"))
             else:  # 'all' = the deployed consumers at that moment: the crashed ones come back
-                self.state.update({n: "up" for n, s in self.state.items() if s == "crashed"})
+                state.update({n: "up" for n, s in state.items() if s == "crashed"})
         elif kind == "scale" and event.count > 0:
-            for n in known:
-                self.state.setdefault(n, "up")
+            for n in scaled_ids(event, state):
+                state[n] = "up"
         elif kind == "scale":
-            deployed = [n for n, s in self.state.items() if s != "stopped"]
+            deployed = [n for n, s in state.items() if s != "stopped"]
             if -event.count > len(deployed):
-                raise _fail(
-                    f"{field}.count",
-                    f"is {event.count} but at most {len(deployed)} consumer(s) are deployed at "
-                    f"{event.at_ms} ms",
-                    (f"give -1..-{len(deployed)}" if len(deployed) > 1 else "give -1")
-                    if deployed
-                    else "scale up or start one first, or remove the event",
+                notes.append(
+                    f"scale {event.count} at {at} ms stops at most {len(deployed)}: only "
+                    f"{len(deployed)} consumer(s) are deployed then"
                 )
             for n in deployed:
-                self.state[n] = "unknown"
+                state[n] = "unknown"
+    return notes
 
 
 def _at(raw: Any) -> int:

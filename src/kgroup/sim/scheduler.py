@@ -8,13 +8,32 @@ scheduled (a sequence number breaks ties), so a run is a pure function of its sc
 from __future__ import annotations
 
 import heapq
-from typing import Any
 
-__all__ = ["EventQueue"]
+from kgroup.messages import Request, Response
 
-# What the simulator's queue items are (the payload's shape depends on the kind; see runner.py).
+__all__ = ["EventQueue", "Payload"]
+
+# What the simulator's queue items are; the payload's shape depends on the kind:
+#   SCENARIO: event index · TO_COORD: (process, connection, correlation id, request) ·
+#   TO_MEMBER: (process, connection, correlation id, response) · TIMEOUT: (process, incarnation,
+#   correlation id) · WAKE: (process, incarnation, wake version) · SAMPLE: None ·
+#   START: (process, assignors or None) · UNSTALL, HEAL: process · RESTART: (process, graceful,
+#   downtime, assignors or None) · APP_POLL: (process, incarnation) · RESET: (process, connection)
 SCENARIO, TO_COORD, TO_MEMBER, TIMEOUT, COORD_TIMER, WAKE = 0, 1, 2, 3, 4, 5
 SAMPLE, START, UNSTALL, HEAL, RESTART, APP_POLL, RESET = 6, 7, 8, 9, 10, 11, 12
+
+#: every payload shape a queue entry can carry (see the kinds above)
+Payload = (
+    int
+    | None
+    | tuple[int, str, int, Request]
+    | tuple[int, str, int, Response]
+    | tuple[int, int, int]
+    | tuple[int, tuple[str, ...] | None]
+    | tuple[int, bool, int, tuple[str, ...] | None]
+    | tuple[int, int]
+    | tuple[int, str]
+)
 
 
 class EventQueue:
@@ -23,7 +42,7 @@ class EventQueue:
     __slots__ = ("_heap", "_seq", "now_ms")
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, int, Any]] = []
+        self._heap: list[tuple[int, int, int, Payload]] = []
         self._seq = 0
         self.now_ms = 0
 
@@ -40,7 +59,7 @@ class EventQueue:
         at_ms, seq, _, _ = self._heap[0]
         return at_ms, seq
 
-    def push(self, at_ms: int, kind: int, payload: Any = None) -> None:
+    def push(self, at_ms: int, kind: int, payload: Payload = None) -> None:
         if at_ms < self.now_ms:
             # the past cannot be scheduled: an event "now or earlier" runs now, after what is queued
             at_ms = self.now_ms
@@ -50,12 +69,12 @@ class EventQueue:
     def peek_time(self) -> int | None:
         return self._heap[0][0] if self._heap else None
 
-    def pop(self) -> tuple[int, Any]:
+    def pop(self) -> tuple[int, Payload]:
         at_ms, _, kind, payload = heapq.heappop(self._heap)
         self.now_ms = at_ms
         return kind, payload
 
-    def pop_due(self, until_ms: int) -> tuple[int, int, Any] | None:
+    def pop_due(self, until_ms: int) -> tuple[int, int, Payload] | None:
         """Pop the next event if it is due by ``until_ms``: ``(time, kind, payload)``, else ``None``."""
         heap = self._heap
         if not heap or heap[0][0] > until_ms:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kgroup.model import KgroupError
+from kgroup.spark.group_options import GROUP_CONFIGS, GroupSettings, parse_group_settings
 
 __all__ = [
     "EARLIEST",
@@ -152,6 +153,8 @@ class SourceOptions:
     api_timeout_ms: int
     consume: Literal["partition", "group"]
     client_config: tuple[tuple[str, str], ...] = field(default=())
+    #: consume=group: the group the query's members join
+    group: GroupSettings | None = None
 
     def client_dict(self) -> dict[str, str]:
         """The ``kafka.*`` options without their prefix, for confluent-kafka (librdkafka)."""
@@ -386,14 +389,24 @@ def _parse(lowered: dict[str, str], *, streaming: bool | None) -> SourceOptions:
             raise KgroupError(
                 "kafka.group.id: consume=group needs the consumer group's id; set kafka.group.id"
             )
-        raise KgroupError(
-            "consume: 'group' is not available yet (it needs kgroup.client, not in this build); "
-            "use consume=partition, the default"
-        )
-    if "groupmembers" in lowered:
+        if streaming is False:
+            raise KgroupError(
+                "consume: group is for streaming reads (spark.readStream), where the group's offsets "
+                "follow the query's batches; use consume=partition (the default) for batch reads"
+            )
+    elif "groupmembers" in lowered:
         raise KgroupError("groupMembers: only used with consume=group; remove it")
     subscription = _subscription(lowered)
     config, timeout_ms = _client_options(lowered, _REFUSED_CONSUMER_CONFIGS)
+    group: GroupSettings | None = None
+    if consume == "group":
+        if subscription.kind == "assign":
+            raise KgroupError(
+                "assign: consume=group reads the partitions the group gives its members; use subscribe or "
+                "subscribePattern (or consume=partition to name partitions with assign)"
+            )
+        group = parse_group_settings(config, lowered.get("groupmembers"))
+        config = {k: v for k, v in config.items() if k not in GROUP_CONFIGS}
 
     if streaming is None:  # not known yet: only the JSON's form
         starting = _offset_spec("startingOffsets", lowered.get("startingoffsets"), "earliest")
@@ -453,8 +466,9 @@ def _parse(lowered: dict[str, str], *, streaming: bool | None) -> SourceOptions:
             lowered.get("kafkaconsumer.polltimeoutms", str(DEFAULT_POLL_TIMEOUT_MS)),
         ),
         api_timeout_ms=timeout_ms,
-        consume="partition",
+        consume="group" if group is not None else "partition",
         client_config=tuple(sorted(config.items())),
+        group=group,
     )
 
 

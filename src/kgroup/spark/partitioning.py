@@ -229,8 +229,7 @@ def with_kafka_partitions(
                 ]
                 yield pa.RecordBatch.from_arrays(columns, names=[*batch.schema.names, *names])
                 continue
-            if keys.null_count:
-                assert null_key_strategy is not None  # for mypy: handled just above
+            if keys.null_count and null_key_strategy is not None:
                 if producers is None:  # one producer per task: created on its first keyless record
                     producers = [
                         KeylessProducer(

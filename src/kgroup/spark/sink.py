@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -116,7 +117,10 @@ class _TaskProducer:
         self.columns = columns
         self.task_id = task_id
         self.timeout_s = options.api_timeout_ms / 1000
-        self.producer = Producer(producer_config(options.client_dict()))
+        # Only failed deliveries are reported (delivery.report.only.error): no Python call per record.
+        config = {"delivery.report.only.error": True, **producer_config(options.client_dict())}
+        config["on_delivery"] = self._on_delivery
+        self.producer = Producer(config)
         self.partition_counts: dict[str, int] = {}
         self.choosers: dict[str, Callable[..., int]] = {}
         self.counts: dict[tuple[str, int], int] = {}
@@ -184,6 +188,9 @@ class _TaskProducer:
         if self.columns.has_partition:
             given = column("partition")
             partitions = np.asarray(given.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+            if int(partitions.min()) < -1 or given.null_count < int((partitions == -1).sum()):
+                raise KgroupError("partition: a negative partition number; give 0 or more, or null to choose")
+            self._check_given_partitions(topics, partitions)
         else:
             partitions = np.full(n, -1, dtype=np.int64)
         missing = partitions < 0
@@ -203,44 +210,66 @@ class _TaskProducer:
                         keyed[i] = choose(max(int(size), 1))
                 partitions[rows] = keyed
         key_list = keys.to_pylist()
-        value_list = values.to_pylist()
-        header_list = column("headers").to_pylist() if self.columns.has_headers else [None] * n
+        value_list = values.to_pylist()  # str values are produced as UTF-8 by the client
+        partition_list = partitions.tolist()
         produce = self.producer.produce
-        for i in range(n):
-            headers = header_list[i]
-            kwargs: dict[str, Any] = {}
-            if headers:
-                kwargs["headers"] = [(h["key"], h["value"]) for h in headers]
-            value = value_list[i]
-            key = key_list[i]
-            topic = topics[i]
-            partition = int(partitions[i])
-            self._produce(produce, topic, value, key, partition, kwargs)
-            tp = (topic, partition)
-            self.counts[tp] = self.counts.get(tp, 0) + 1
+        if self.columns.has_headers:
+            header_list = [
+                [(h["key"], h["value"]) for h in headers] if headers else None
+                for headers in column("headers").to_pylist()
+            ]
+            for topic, value, key, partition, headers in zip(
+                topics, value_list, key_list, partition_list, header_list, strict=True
+            ):
+                try:
+                    produce(topic, value, key, partition, headers=headers)
+                except BufferError:
+                    self._produce_when_room(topic, value, key, partition, headers)
+        else:
+            for topic, value, key, partition in zip(
+                topics, value_list, key_list, partition_list, strict=True
+            ):
+                try:
+                    produce(topic, value, key, partition)
+                except BufferError:
+                    self._produce_when_room(topic, value, key, partition, None)
+        for tp, count in Counter(zip(topics, partition_list, strict=True)).items():
+            self.counts[tp] = self.counts.get(tp, 0) + count
         self.producer.poll(0)  # serve delivery reports as they come
+        self.fail_if_error()
 
-    def _produce(
-        self, produce: Any, topic: str, value: Any, key: Any, partition: int, kwargs: dict[str, Any]
-    ) -> None:
-        if isinstance(value, str):
-            value = value.encode()
+    def _check_given_partitions(self, topics: list[str], partitions: Any) -> None:
+        """A Java producer refuses a record for a partition the topic does not have; so does this."""
+        import numpy as np
+
+        given = partitions >= 0
+        if not given.any():
+            return
+        topic_array = np.asarray(topics, dtype=object)
+        for topic in sorted(set(topic_array[given].tolist())):
+            highest = int(partitions[given & (topic_array == topic)].max())
+            count = self.partitions_of(topic)
+            if highest >= count:
+                raise KgroupError(
+                    f"partition: {highest} is not a partition of topic {topic!r} (it has {count}: 0 to "
+                    f"{count - 1}); fix the partition column or leave it null to choose"
+                )
+
+    def _produce_when_room(self, topic: str, value: Any, key: Any, partition: int, headers: Any) -> None:
+        """Produce once the local queue has room (deliveries drain it), waiting at most the API timeout."""
         deadline = time.monotonic() + self.timeout_s
         while True:
+            self.producer.poll(0.05)
+            self.fail_if_error()
             try:
-                produce(topic, value, key, partition, on_delivery=self._on_delivery, **kwargs)
+                self.producer.produce(topic, value, key, partition, headers=headers)
                 return
-            except BufferError:  # the local queue is full: let deliveries drain it
+            except BufferError:
                 if time.monotonic() > deadline:
                     raise KgroupError(
                         "kafka.bootstrap.servers: the producer's queue stayed full for "
-                        f"{self.timeout_s:g} s; "
-                        "check that the broker is reachable"
+                        f"{self.timeout_s:g} s; check that the broker is reachable"
                     ) from None
-                self.producer.poll(0.05)
-            if self.first_error is not None:
-                break
-        self.fail_if_error()
 
     def fail_if_error(self) -> None:
         if self.first_error is not None:

@@ -104,9 +104,14 @@ class KgroupDataSource(DataSource):
         return KgroupBatchReader(parse_source_options(self.options, streaming=False))
 
     def streamReader(self, schema: Any) -> Any:
+        options = parse_source_options(self.options, streaming=True)
+        if options.consume == "group":
+            from kgroup.spark.group_source import KgroupGroupStreamReader
+
+            return KgroupGroupStreamReader(options)
         from kgroup.spark.source_stream import KgroupStreamReader
 
-        return KgroupStreamReader(parse_source_options(self.options, streaming=True))
+        return KgroupStreamReader(options)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
         from kgroup.spark.sink import KgroupBatchWriter, check_sink_schema
@@ -127,6 +132,17 @@ class KgroupDataSource(DataSource):
         return KgroupStreamWriter(options, check_sink_schema(schema, options))
 
 
+_COMMITTERS: dict[int, Any] = {}
+
+
 def register(spark: Any) -> None:
-    """Register the ``kgroup`` format on a SparkSession (``spark.read.format("kgroup")`` …)."""
+    """Register the ``kgroup`` format on a SparkSession (``spark.read.format("kgroup")`` …), and the
+    listener that commits a finished ``consume=group`` batch to its group (once per session)."""
     spark.dataSource.register(KgroupDataSource)
+    key = id(spark)
+    if key not in _COMMITTERS:
+        from kgroup.spark.group_source import GroupOffsetCommitter
+
+        committer = GroupOffsetCommitter()
+        spark.streams.addListener(committer)
+        _COMMITTERS[key] = committer

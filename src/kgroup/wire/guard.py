@@ -71,7 +71,7 @@ def _fixed(size: int) -> Step:
     return step
 
 
-def _sized(flexible: bool, legacy_prefix: struct.Struct) -> Step:
+def _sized(flexible: bool, legacy_prefix: struct.Struct, nullable: bool = True) -> Step:
     def step(data: bytes, offset: int, end: int) -> int:
         if flexible:
             length, offset = _uvarint(data, offset, end)
@@ -81,13 +81,15 @@ def _sized(flexible: bool, legacy_prefix: struct.Struct) -> Step:
             (length,) = legacy_prefix.unpack_from(data, offset)
             offset += legacy_prefix.size
         if length < 0:
+            if not nullable:  # Java's reader: "non-nullable field ... was serialized as null"
+                raise _fail("null in a non-nullable string/bytes field")
             return offset  # null
         return _need(offset, length, end, "string/bytes")
 
     return step
 
 
-def _array(flexible: bool, element: Step) -> Step:
+def _array(flexible: bool, element: Step, nullable: bool = True) -> Step:
     def step(data: bytes, offset: int, end: int) -> int:
         if flexible:
             count, offset = _uvarint(data, offset, end)
@@ -97,6 +99,8 @@ def _array(flexible: bool, element: Step) -> Step:
             (count,) = _I32.unpack_from(data, offset)
             offset += 4
         if count < 0:
+            if not nullable:  # Java's reader refuses a null non-nullable array (INVALID_REQUEST)
+                raise _fail("null for a non-nullable array")
             return offset  # null array
         if count > end - offset:  # every element takes at least one byte
             raise _fail(f"array of {count} elements in {end - offset} bytes")
@@ -144,15 +148,16 @@ def _field_step(field: dataclasses.Field[Any], hint: Any, flexible: bool, is_tag
             element = _nullable_struct(element)
     else:
         kafka_type = field.metadata.get("kafka_type")
+        value_nullable = optional and not is_array  # array elements are never null in Kafka
         if kafka_type in _FIXED:
             element = _fixed(_FIXED[kafka_type])
         elif kafka_type == "string":
-            element = _sized(flexible, _I16)
+            element = _sized(flexible, _I16, value_nullable or is_tag)
         elif kafka_type in ("bytes", "records"):
-            element = _sized(flexible, _I32)
+            element = _sized(flexible, _I32, value_nullable or is_tag or kafka_type == "records")
         else:
             raise _fail(f"unknown kafka type {kafka_type!r}")
-    return _array(flexible, element) if is_array else element
+    return _array(flexible, element, optional or is_tag) if is_array else element
 
 
 def _entity_step(cls: type[Any], *, flexible: bool) -> Step:

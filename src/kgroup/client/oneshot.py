@@ -1,0 +1,75 @@
+"""One-off group requests outside a running member: commit offsets as a given member.
+
+Kafka's coordinator checks an OffsetCommit by member id and generation, not by connection, so any
+process that knows a member's id and generation can commit for it (the Spark source's query
+listener commits a finished batch this way). A stale generation is refused by the coordinator
+(``ILLEGAL_GENERATION`` / ``UNKNOWN_MEMBER_ID``) and nothing is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from kgroup.client.connection import BrokerConnection
+from kgroup.client.consumer import parse_bootstrap
+from kgroup.client.translate import from_wire, to_wire
+from kgroup.client.versions import negotiate
+from kgroup.messages import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    OffsetCommitPartition,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+)
+from kgroup.model import ErrorCode, TopicPartition
+
+__all__ = ["commit_as_member"]
+
+
+async def _open(host: str, port: int, timeout_s: float) -> tuple[BrokerConnection, dict[int, int]]:
+    connection = BrokerConnection(host, port, client_id="kgroup-committer")
+    await connection.open(timeout_s)
+    try:
+        return connection, await negotiate(connection, timeout_s)
+    except BaseException:
+        connection.close()
+        raise
+
+
+async def commit_as_member(
+    bootstrap: str,
+    group_id: str,
+    member_id: str,
+    generation: int,
+    group_instance_id: str | None,
+    offsets: Mapping[TopicPartition, int],
+    timeout_s: float = 30.0,
+) -> bool:
+    """Commit ``offsets`` for ``member_id`` of ``generation``; True when every partition was stored."""
+    host, port = parse_bootstrap(bootstrap)[0]
+    connection, versions = await asyncio.wait_for(_open(host, port, timeout_s), timeout_s)
+    try:
+        find = FindCoordinatorRequest(group_id)
+        raw = await connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
+        found = from_wire(find, raw)
+        assert isinstance(found, FindCoordinatorResponse)
+        if found.error_code is not ErrorCode.NONE:
+            return False
+    finally:
+        connection.close()
+    coordinator, versions = await asyncio.wait_for(_open(found.host, found.port, timeout_s), timeout_s)
+    try:
+        request = OffsetCommitRequest(
+            group_id=group_id,
+            generation_id=generation,
+            member_id=member_id,
+            offsets=tuple(OffsetCommitPartition(tp, off) for tp, off in sorted(offsets.items())),
+            group_instance_id=group_instance_id,
+        )
+        raw = await coordinator.request(to_wire(request, versions[8]), timeout_s=timeout_s)
+        answer = from_wire(request, raw)
+        assert isinstance(answer, OffsetCommitResponse)
+        return all(error is ErrorCode.NONE for _, error in answer.results)
+    finally:
+        coordinator.close()

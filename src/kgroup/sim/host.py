@@ -1,0 +1,118 @@
+"""What the simulator's parts need from their host, as small protocols (no import of the runner).
+
+:mod:`kgroup.sim.actions` (scenario events), :mod:`kgroup.sim.coordinator_results` (carrying out
+what the coordinator returns) and the result builder each depend only on the protocol here that
+lists what they use; :class:`kgroup.sim.runner.Simulation` implements all three. So the modules do
+not import each other in a circle, and a part can be driven by a test host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from kgroup.group import GroupCoordinator, TimerTable
+from kgroup.member import OutboundRequest
+from kgroup.messages import OffsetCommitRequest
+from kgroup.model import TopicMetadata
+from kgroup.sim.network import Network
+from kgroup.sim.observer import GroupObserver
+from kgroup.sim.ownership import OwnershipTracker
+from kgroup.sim.process import ConsumerProcess
+from kgroup.sim.result import LagSample
+from kgroup.sim.scenario import ConsumerSpec, Scenario
+from kgroup.sim.scheduler import EventQueue
+from kgroup.sim.workload import Workload
+
+__all__ = ["CoordinatorHost", "Disturbance", "ResultSource", "ScenarioHost"]
+
+
+class Disturbance(Protocol):
+    start_ms: int
+    ready_ms: int
+    resolved_ms: int | None
+
+
+class _Common(Protocol):
+    q: EventQueue
+    net: Network
+    workload: Workload
+    procs: list[ConsumerProcess]
+    group: GroupObserver
+    own: OwnershipTracker
+    metadata_changed_ms: int
+
+    @property
+    def now(self) -> int: ...
+
+    def log_event(self, kind: str, **fields: Any) -> None: ...
+
+    def metadata(self) -> dict[str, TopicMetadata]: ...
+
+
+class ScenarioHost(_Common, Protocol):
+    """What a scenario event (:func:`kgroup.sim.actions.apply_scenario_event`) acts through."""
+
+    by_id: dict[str, ConsumerProcess]
+
+    def process_named(self, name: str | None) -> ConsumerProcess: ...
+
+    def new_process(self, spec: ConsumerSpec) -> ConsumerProcess: ...
+
+    def start_process(self, proc: ConsumerProcess) -> None: ...
+
+    def stop_process(self, proc: ConsumerProcess, graceful: bool) -> None: ...
+
+    def send_requests(self, proc: ConsumerProcess, requests: Sequence[OutboundRequest]) -> None: ...
+
+    def poll_process(self, proc: ConsumerProcess) -> None: ...
+
+    def after_member(self, proc: ConsumerProcess) -> None: ...
+
+    def resubscribe(self) -> None: ...
+
+    def add_topic_partitions(self, topic: str, count: int, now_ms: int) -> None: ...
+
+
+class CoordinatorHost(_Common, Protocol):
+    """What carrying out a :class:`~kgroup.group.CoordinatorResult` acts through."""
+
+    coord: GroupCoordinator
+    coord_timers: TimerTable
+    group_id: str
+    conn_owner: dict[str, tuple[int, int]]
+    pending_commits: dict[tuple[str, int], OffsetCommitRequest]
+    rebalances: int
+    rebalance_starts: list[int]
+    stable_marks: list[int]
+
+    def violation(self, text: str) -> None: ...
+
+    def group_changed(self) -> None: ...
+
+    def arm_timeout(self, proc: ConsumerProcess, incarnation: int, correlation_id: int) -> None: ...
+
+
+class ResultSource(_Common, Protocol):
+    """What the run's result (:func:`kgroup.sim.actions.build_result`) is built from."""
+
+    sc: Scenario
+    rebalances: int
+    moved: int
+    max_lag: int
+    max_partition_lag: int
+    commits_sent: int
+    steps: int
+    running_count: int
+    violation_count: int
+    violations: list[str]
+    events_dropped: int
+    ownership_dropped: int
+    ownership: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    lag: list[LagSample]
+    rebalance_starts: list[int]
+    stable_marks: list[int]
+
+    @property
+    def disturbances(self) -> Sequence[Disturbance]: ...

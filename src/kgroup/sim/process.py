@@ -1,0 +1,42 @@
+"""One consumer process of a simulation: its member, its connection, its claims, its threads' timers.
+
+The host (:class:`kgroup.sim.runner.Simulation`) owns these; the scenario actions receive them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kgroup.member import ConsumerMember
+from kgroup.model import TopicPartition
+from kgroup.sim.workload import ConsumerLoad
+
+__all__ = ["ConsumerProcess"]
+
+
+@dataclass(slots=True)
+class ConsumerProcess:
+    """One consumer process of the scenario (``id`` is stable across restarts)."""
+
+    index: int
+    id: str
+    topics: tuple[str, ...]
+    assignors: tuple[str, ...]
+    static: bool
+    rack: str | None
+    load: ConsumerLoad
+    member: ConsumerMember | None = None
+    incarnation: int = 0
+    conn: str = ""
+    deployed: bool = False
+    inflight: dict[int, int] = field(default_factory=dict)  # correlation id -> timeout deadline
+    wake_at: int | None = None
+    wake_version: int = 0
+    claim: frozenset[int] = frozenset()
+    claim_current: bool = False
+    claim_key: tuple[frozenset[TopicPartition], int, str] | None = None
+    settled: bool = False
+    app_poll_at: int | None = None  # the application's next poll() after its current batch
+    app_tick_at: int | None = None  # the loop's next periodic look (auto-commit, poll timer)
+    reconnects: int = 0  # connections this incarnation reopened (a timeout or reset closed one)
+    conn_ready_at: int = 0  # when the current connection can carry requests

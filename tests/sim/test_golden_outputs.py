@@ -1,0 +1,52 @@
+"""Speed work must not change results: every example's `--json` (and a few fault scenarios') is
+pinned by its SHA-256. A change of behaviour (a fixed defect) regenerates the file on purpose:
+
+    .venv/bin/python tests/sim/test_golden_outputs.py --update
+
+and says in its commit message which result changed and why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from kgroup.cli.bench_simulate import bench_scenario
+from kgroup.sim import Scenario, load_scenario, simulate
+from kgroup.sim.campaign import random_scenario
+from kgroup.sim.scenario import parse_scenario
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parents[1] / "examples"
+GOLDEN = HERE / "golden_outputs.json"
+CAMPAIGN_SEEDS = (9, 11, 41, 53, 56)  # loss, resets, cuts, static, scale, subscribe among them
+
+
+def _scenarios() -> dict[str, Scenario]:
+    out = {f"examples/{p.name}": load_scenario(p) for p in sorted(EXAMPLES.glob("*.yaml"))}
+    out["bench 20x200 10min"] = bench_scenario(20, 200, 600_000)
+    for seed in CAMPAIGN_SEEDS:
+        out[f"campaign seed {seed}"] = parse_scenario(random_scenario(seed), name=f"campaign-{seed}")
+    return out
+
+
+def _digest(scenario: Scenario) -> str:
+    return hashlib.sha256(simulate(scenario).to_json().encode()).hexdigest()
+
+
+@pytest.mark.parametrize("name", sorted(_scenarios()))
+def test_json_output_is_byte_identical(name: str) -> None:
+    expected = json.loads(GOLDEN.read_text())
+    assert name in expected, f"{name} is not pinned; run this file with --update"
+    assert _digest(_scenarios()[name]) == expected[name]
+
+
+if __name__ == "__main__":  # pragma: no cover - the regeneration command
+    if sys.argv[1:] != ["--update"]:
+        raise SystemExit("usage: python tests/sim/test_golden_outputs.py --update")
+    GOLDEN.write_text(json.dumps({n: _digest(s) for n, s in sorted(_scenarios().items())}, indent=2) + "\n")
+    print(f"wrote {GOLDEN}")
