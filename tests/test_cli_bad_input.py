@@ -363,9 +363,9 @@ def test_simulate_duplicate_yaml_key_is_an_error(capsys: pytest.CaptureFixture[s
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--static",), "--static: does not apply to --campaign (it draws its settings); drop"),
-        (("--seeds", "2"), "--seeds: does not apply to --campaign (it draws its settings); drop"),
-        (("--report", "out"), "--report: does not apply to --campaign (it draws its settings); drop"),
+        (("--static",), "--static: does not apply to --campaign (each seed draws its own); drop it"),
+        (("--seeds", "2"), "--seeds: does not apply to --campaign (each seed draws its own); drop it"),
+        (("--report", "out"), "--report: does not apply to --campaign (each seed draws its own); drop it"),
         (
             ("--engine", "local", "--master", "local[2]"),
             "--master: only applies with --engine spark; drop it",

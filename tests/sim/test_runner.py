@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kgroup.assignors import AssignmentRequest, Assignor, register_assignor
 from kgroup.model import TopicPartition
 from kgroup.sim import METRIC_NAMES, parse_scenario, simulate
+from kgroup.sim.campaign import without_pointless_events
 
 from .conftest import EXAMPLES
 
@@ -197,8 +198,10 @@ def test_random_scenarios_never_double_own(
         group={"assignors": assignors, "max_poll_interval_ms": 60_000},
         consumers=[{"count": 3, "prefix": "c", "topics": ["a", "b"], "static": static}],
         network={"latency_ms": 2, "jitter_ms": 3, "loss": loss},
-        events=[{"at_ms": at, **event} for at, event in events],
+        events=sorted(({"at_ms": at, **event} for at, event in events), key=lambda e: e["at_ms"]),
     )
+    # drawn events the parser refuses as doing nothing (a second crash of a crashed consumer …)
+    data = without_pointless_events(data)
     result = simulate(parse_scenario(data))
     m = result.metrics
     replay = f"seed {seed}: scenario {json.dumps(data)}"

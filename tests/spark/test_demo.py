@@ -61,6 +61,15 @@ def test_demo_writes_a_report_consistent_with_its_json(
     assert partition_read["misplaced_keyed"] == 0
     assert partition_read["exactly_once"] is True
     assert partition_read["batches"] >= 4  # maxOffsetsPerTrigger bounds each micro-batch
+    # per group: 3 Spark members plus a plain confluent-kafka consumer joining mid-stream
+    [group_read] = [r for r in pipeline["reads"] if r["mode"] == "group"]
+    assert group_read["exactly_once"] is True and group_read["records"] == 20_000
+    assert group_read["records_read_by_spark"] + group_read["records_read_by_the_plain_consumer"] == 20_000
+    assert group_read["records_read_by_the_plain_consumer"] > 0  # it took partitions away
+    assert group_read["partitions_the_plain_consumer_took"] == [9, 10, 11]  # range over 4 members
+    recorded = pipeline["group_recording"]
+    assert recorded is not None and recorded["rebalances"] >= 2  # the first join, then the newcomer
+    assert "The Spark job&#x27;s consumer group" in page or "The Spark job's consumer group" in page
     events = data["stages"]["events"]
     part = data["stages"]["partitioning"]
     assert events["events"] == 20_000

@@ -102,3 +102,12 @@ def test_the_jar_is_compiled_once_into_the_cache(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(jvm, "_state", {})
     monkeypatch.setattr(jvm, "_javac", lambda: None)  # a second start finds the cached jar
     assert jvm.kgroup_jar() == jar
+
+
+def test_an_unwritable_cache_means_no_jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))  # the cache directory cannot be created
+    monkeypatch.setattr(jvm, "_state", {})
+    assert jvm.kgroup_jar() is None
+    assert "could not write the jar" in (jvm.jar_problem() or "")

@@ -137,25 +137,32 @@ def test_a_consumer_joining_mid_stream_takes_partitions_and_nothing_is_read_twic
         }
     )
 
+    assigned: list[int] = []
+
+    def on_assign(_consumer: Any, partitions: list[Any]) -> None:
+        assigned.extend(tp.partition for tp in partitions)
+
     def consume() -> None:
+        # every call on the consumer stays on this thread: confluent-kafka's Consumer must not be
+        # used from two threads at once (assignment() beside poll() blocked the caller here)
+        consumer.subscribe([topic], on_assign=on_assign)
         while not stop.is_set():
             message = consumer.poll(0.2)
             if message is not None and message.error() is None:
                 plain_read.append((message.partition(), message.offset()))
                 consumer.commit(message, asynchronous=False)
 
+    worker = threading.Thread(target=consume, name="plain-consumer", daemon=True)
     try:
         deadline = time.monotonic() + 120
         while sum(p.numInputRows for p in query.recentProgress) < 200 and time.monotonic() < deadline:
             time.sleep(0.2)
         assert sum(p.numInputRows for p in query.recentProgress) == 200
-        consumer.subscribe([topic])
-        worker = threading.Thread(target=consume, daemon=True)
         worker.start()
         deadline = time.monotonic() + 60
-        while not consumer.assignment() and time.monotonic() < deadline:
+        while not assigned and time.monotonic() < deadline:
             time.sleep(0.2)
-        taken = sorted(tp.partition for tp in consumer.assignment())
+        taken = sorted(assigned)
         assert taken, "the plain consumer never got partitions"
         _produce(kafka_cluster, topic, 200, 200)
         deadline = time.monotonic() + 120
@@ -166,6 +173,8 @@ def test_a_consumer_joining_mid_stream_takes_partitions_and_nothing_is_read_twic
             time.sleep(0.3)
     finally:
         stop.set()
+        if worker.is_alive():
+            worker.join(30)
         query.stop()
         consumer.close()
     rows = kgroup_spark.read.parquet(str(tmp_path / "out")).collect()

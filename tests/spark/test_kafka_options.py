@@ -35,8 +35,13 @@ def _source(streaming: bool = False, **options: str) -> object:
         ({"subscribe": "a", "consume": "group"}, True, "kafka.group.id: consume=group needs"),
         (
             {"subscribe": "a", "consume": "group", "kafka.group.id": "g"},
+            False,
+            "consume: group is for streaming reads",
+        ),
+        (
+            {"subscribe": "a", "consume": "group", "kafka.group.id": "g", "groupMembers": "101"},
             True,
-            "consume: 'group' is not available",
+            "groupMembers: 101",
         ),
         ({"subscribe": "a", "consume": "members"}, False, "consume: 'members'; give partition"),
         (

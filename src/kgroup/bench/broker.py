@@ -353,28 +353,28 @@ def _measure_peer(config: BrokerBenchConfig, peer: RunningPeer, run: int, stage:
     prefix = f"run {run}/{config.runs} {peer.name}"
     topic = f"kgroup-bench-{run}"
     group_topics = [f"kgroup-bench-{run}-g{i}" for i in range(config.group_topics)]
-    try:
-        with stage(f"{prefix}: create topics"):
-            peer.create_topics({topic: config.topic_partitions}, config.timeout_s)
-    except PeerUnavailable as exc:
-        yield "produce", exc.reason
-        yield "fetch", exc.reason
+    reason = _reason_of(stage, f"{prefix}: create topics",
+                        partial(peer.create_topics, {topic: config.topic_partitions}, config.timeout_s))
+    if reason is not None:
+        yield "produce", reason
+        yield "fetch", reason
     else:
         produced = _attempt(stage, f"{prefix}: produce {config.records} × {config.record_bytes} B",
-                            lambda: measure_produce(peer.bootstrap_servers, topic, config.records,
-                                                    config.record_bytes, config.timeout_s))
+                            partial(measure_produce, peer.bootstrap_servers, topic, config.records,
+                                    config.record_bytes, config.timeout_s))
         yield "produce", produced
-        yield "fetch", _attempt(stage, f"{prefix}: fetch",
-                                lambda: measure_fetch(peer.bootstrap_servers, topic, config.topic_partitions,
-                                                      config.timeout_s))
+        if isinstance(produced, str):
+            yield "fetch", "not measured: the produce before it failed"
+        else:
+            yield "fetch", _attempt(stage, f"{prefix}: fetch",
+                                    partial(measure_fetch, peer.bootstrap_servers, topic,
+                                            config.topic_partitions, config.timeout_s))
     group_metrics = [(size, f"group of {size} stable") for size in config.group_sizes]
-    try:
-        reason = group_support(peer.bootstrap_servers)
-        if reason is None:
-            with stage(f"{prefix}: create the groups' {len(group_topics)} topic(s)"):
-                peer.create_topics({t: MOCK_PARTITIONS for t in group_topics}, config.timeout_s)
-    except (PeerUnavailable, OSError) as exc:
-        reason = exc.reason if isinstance(exc, PeerUnavailable) else f"ApiVersions failed: {exc}"
+    reason = _reason_of(stage, f"{prefix}: ApiVersions", partial(_no_group_support, peer.bootstrap_servers))
+    if reason is None:
+        reason = _reason_of(stage, f"{prefix}: create the groups' {len(group_topics)} topic(s)",
+                            partial(peer.create_topics, {t: MOCK_PARTITIONS for t in group_topics},
+                                    config.timeout_s))
     for size, metric in group_metrics:
         if reason is not None:
             yield metric, reason
@@ -384,17 +384,40 @@ def _measure_peer(config: BrokerBenchConfig, peer: RunningPeer, run: int, stage:
                                        size, config.session_timeout_ms, config.timeout_s))
 
 
+def _no_group_support(bootstrap: str) -> None:
+    reason = group_support(bootstrap)
+    if reason is not None:
+        raise _CellFailed(reason)
+
+
+def _reason_of(stage: ProgressFn, description: str, step: Callable[[], None]) -> str | None:
+    """None when the step (a topic creation, a check) succeeds, else the one-line reason it did not."""
+    try:
+        with stage(description):
+            step()
+    except Exception as exc:
+        return _reason(exc, description)
+    return None
+
+
 def _attempt(stage: ProgressFn, description: str, measure: Callable[[], _Measured]) -> _Measured | str:
     """The measurement, or the one-line reason it could not be made (a peer's fault is data here)."""
     try:
         with stage(description):
             return measure()
-    except _CellFailed as exc:
-        return str(exc)
-    except PeerUnavailable as exc:
-        return exc.reason
     except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
+        return _reason(exc, description)
+
+
+def _reason(exc: Exception, description: str) -> str:
+    if isinstance(exc, _CellFailed):
+        return str(exc)
+    if isinstance(exc, PeerUnavailable):
+        return exc.reason
+    step = description.rpartition(": ")[2]
+    if isinstance(exc, OSError):
+        return f"{step} failed: {exc}"
+    return f"{step}: {type(exc).__name__}: {exc}"
 
 
 # --- the table ---------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from kgroup.partitioning.placement import assign_replicas_seed_rule
 __all__ = ["OFFSETS_TOPIC", "Cluster", "TopicInfo", "topic_name_error"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 _TOPIC_ID_NAMESPACE = uuid.UUID("6b67726f-7570-4b61-666b-612d746f7069")
 
 
@@ -33,7 +33,7 @@ def topic_name_error(name: str) -> str | None:
         return 'Topic name cannot be "." or ".."'
     if len(name) > 249:
         return f"Topic name is illegal, the length of '{name}' is longer than the max allowed length 249"
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):  # (not match with "$": that accepts a trailing newline)
         return (
             f"Topic name is illegal, '{name}' contains a character other than ASCII alphanumerics, "
             f"'.', '_' and '-'"

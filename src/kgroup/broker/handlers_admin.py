@@ -127,7 +127,13 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             elif allow_auto and broker.config.auto_create_topics and name != OFFSETS_TOPIC:
                 # Kafka hands the creation to the controller and answers LEADER_NOT_AVAILABLE; the
                 # client asks again and finds the topic (created here at once).
-                cluster.create_topic(name, broker.config.num_partitions, broker.config.replication_factor, {})
+                try:
+                    cluster.create_topic(
+                        name, broker.config.num_partitions, broker.config.replication_factor, {}
+                    )
+                except LogError as exc:  # the log refused it: answer its error for this topic
+                    topics.append(_error_topic(name, exc.error_code))
+                    continue
                 log.info("auto-created topic %s with %d partition(s)", name, broker.config.num_partitions)
                 topics.append(_error_topic(name, LEADER_NOT_AVAILABLE))
             else:

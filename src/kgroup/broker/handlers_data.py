@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from kgroup.broker.dispatch import CloseConnection, RequestContext, register
+from kgroup.log.errors import LogError
 from kgroup.model import PeerError
 
 log = logging.getLogger("kgroup.broker")
@@ -25,6 +26,7 @@ CORRUPT_MESSAGE = 2
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
 INVALID_REQUIRED_ACKS = 21
+KAFKA_STORAGE_ERROR = 56
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 FETCH_SESSION_ID_NOT_FOUND = 70
 UNKNOWN_LEADER_EPOCH = 75
@@ -89,10 +91,14 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 assert plog is not None
                 try:
                     result = plog.append(bytes(part.records or b""), now_ms=now_ms)
-                except PeerError as exc:
+                except (PeerError, LogError) as exc:
                     code = exc.error_code
                     entry["error_message"] = exc.message
                     log.info("produce to %s-%d rejected: %s", topic.name, index, exc.message)
+                except OSError as exc:  # the disk write failed: Kafka's KafkaStorageException
+                    code = KAFKA_STORAGE_ERROR
+                    entry["error_message"] = f"write failed: {exc.strerror or exc}"
+                    log.error("produce to %s-%d: write failed: %s", topic.name, index, exc)
                 else:
                     appended = appended or not result.duplicate
                     entry["base_offset"] = result.base_offset
@@ -147,7 +153,16 @@ def _fetch_partition(
     entry["error_code"] = NONE
     if offset >= hw or budget <= 0:
         return entry, 0
-    data = plog.read(offset, min(int(part.partition_max_bytes), budget))
+    try:
+        data = plog.read(offset, min(int(part.partition_max_bytes), budget))
+    except LogError as exc:  # damaged bytes (KAFKA_STORAGE_ERROR), a topic deleted meanwhile …
+        log.error("fetch from %s-%d at %d: %s", topic, index, offset, exc.message)
+        entry["error_code"] = exc.error_code
+        return entry, 0
+    except OSError as exc:
+        log.error("fetch from %s-%d at %d: read failed: %s", topic, index, offset, exc)
+        entry["error_code"] = KAFKA_STORAGE_ERROR
+        return entry, 0
     entry["records"] = data
     return entry, len(data)
 
@@ -226,7 +241,12 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 entry["leader_epoch"] = LEADER_EPOCH
                 # -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered, else
                 # the first record at or after the timestamp (UnifiedLog.fetchOffsetByTimestamp)
-                found = plog.offset_for_timestamp(int(part.timestamp))
+                try:
+                    found = plog.offset_for_timestamp(int(part.timestamp))
+                except LogError as exc:
+                    code, found = exc.error_code, None
+                except OSError:
+                    code, found = KAFKA_STORAGE_ERROR, None
                 if found is not None:
                     entry["timestamp"], entry["offset"] = found
             entry["error_code"] = code

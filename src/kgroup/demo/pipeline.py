@@ -23,6 +23,9 @@ from kgroup.report import Facts, Paragraph, Section, Table
 __all__ = ["PipelineResult", "PipelineStage", "ReadCheck"]
 
 TOPIC = "demo-events"
+#: the consumer group of the per-group read, and the members the Spark query holds in it
+GROUP = "demo-spark-group"
+GROUP_MEMBERS = 3
 #: a micro-batch reads at most this share of the topic, so the streaming read takes several batches
 BATCHES_PER_READ = 4
 
@@ -67,6 +70,8 @@ class PipelineResult:
     records_per_partition: tuple[int, ...]
     reads: tuple[ReadCheck, ...]
     notes: tuple[str, ...] = field(default=())
+    #: the per-group read's group as the broker recorded it (``kgroup serve --record``), if it did
+    recording: Any = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +82,7 @@ class PipelineResult:
             "records_per_partition": list(self.records_per_partition),
             "reads": [r.to_json() for r in self.reads],
             "notes": list(self.notes),
+            "group_recording": None if self.recording is None else self.recording.metrics,
         }
 
     def summary_lines(self) -> list[str]:
@@ -125,7 +131,7 @@ class PipelineResult:
                             ("produce time", f"{self.produce_seconds:.1f} s"),
                             (
                                 "records per partition (log end offsets)",
-                                ", ".join(map(str, self.records_per_partition)),
+                                ", ".join(f"{n:,}" for n in self.records_per_partition),
                             ),
                         )
                     ),
@@ -145,8 +151,30 @@ class PipelineResult:
                     *(Paragraph(note) for note in self.notes),
                 ),
                 anchor="pipeline",
-            )
+            ),
+            *self._group_sections(),
         ]
+
+    def _group_sections(self) -> list[Section]:
+        """The per-group read's rebalances as the broker recorded them (``kgroup serve --record``)."""
+        if self.recording is None:
+            return []
+        from kgroup.report.recording import recording_sections
+
+        intro = Section(
+            "The Spark job's consumer group, as the broker saw it",
+            (
+                Paragraph(
+                    f"The per-group read: the Spark query's {GROUP_MEMBERS} members joined the group "
+                    f"{GROUP!r}; a plain confluent-kafka consumer joined mid-stream, the group rebalanced "
+                    "between two micro-batches, and the job's later batches read only its own partitions. "
+                    "kgroup's broker recorded every join, generation and assignment (kgroup serve --record); "
+                    "the timeline below is that recording, drawn as the simulator draws its runs."
+                ),
+            ),
+            anchor="pipeline-group",
+        )
+        return [intro, *recording_sections(self.recording, title_prefix="Group: ", events=False)]
 
 
 class PipelineStage:
@@ -155,7 +183,12 @@ class PipelineStage:
 
     def run(self, context: DemoContext) -> PipelineResult:
         from kgroup.demo.partitioning import KEY_COLUMN
-        from kgroup.spark.roundtrip import log_end_offsets, produce_events, read_back_and_check
+        from kgroup.spark.roundtrip import (
+            log_end_offsets,
+            produce_events,
+            read_back_and_check,
+            read_back_in_group,
+        )
         from kgroup.testing import KafkaBroker
 
         spark = context.spark
@@ -163,7 +196,7 @@ class PipelineStage:
         events = context.result("events").dataframe  # type: ignore[attr-defined]
         with (
             tempfile.TemporaryDirectory(prefix="kgroup-demo-") as tmp,
-            KafkaBroker(topics={TOPIC: config.partitions}) as broker,
+            KafkaBroker(topics={TOPIC: config.partitions}, record_dir=Path(tmp) / "recording") as broker,
         ):
             bootstrap = broker.bootstrap_servers
             produce_seconds = produce_events(
@@ -182,8 +215,22 @@ class PipelineStage:
                     config.partitions,
                     per_batch,
                     {},
-                )
+                ),
+                read_back_in_group(
+                    spark,
+                    events,
+                    KEY_COLUMN,
+                    Path(tmp) / "group",
+                    bootstrap,
+                    TOPIC,
+                    config.partitions,
+                    max(1, config.events // (2 * BATCHES_PER_READ)),
+                    GROUP,
+                    GROUP_MEMBERS,
+                ),
             ]
+            broker.stop()  # the recorder writes the group's recording when the broker stops
+            recording = _load_recording(Path(tmp) / "recording", GROUP)
         return PipelineResult(
             topic=TOPIC,
             partitions=config.partitions,
@@ -191,4 +238,12 @@ class PipelineStage:
             produce_seconds=produce_seconds,
             records_per_partition=tuple(per_partition),
             reads=tuple(ReadCheck(**check) for check in checks),
+            recording=recording,
         )
+
+
+def _load_recording(folder: Path, group: str) -> Any:
+    from kgroup.report.recording import load_recording
+
+    path = folder / group / "result.json"
+    return load_recording(path) if path.exists() else None

@@ -48,6 +48,7 @@ __all__ = [
     "random_scenario",
     "run_on_spark",
     "shrink",
+    "without_pointless_events",
 ]
 
 #: the assignor lists a campaign draws from (the last two are the upgrade lists)
@@ -156,10 +157,10 @@ def random_scenario(seed: int) -> dict[str, Any]:
         "network": network,
         "events": events,
     }
-    return _without_pointless_events(data)
+    return without_pointless_events(data)
 
 
-def _without_pointless_events(data: dict[str, Any]) -> dict[str, Any]:
+def without_pointless_events(data: dict[str, Any]) -> dict[str, Any]:
     """Drop the events the scenario parser refuses as doing nothing (crashing a consumer that is
     already down, scaling in more consumers than are deployed …), one at a time, deterministically."""
     for _ in range(len(data["events"]) + 1):

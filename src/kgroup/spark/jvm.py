@@ -69,6 +69,8 @@ def kgroup_jar() -> str | None:
         jar = _build()
     except _NoJar as exc:
         _state["problem"] = str(exc)
+    except OSError as exc:  # e.g. a read-only cache directory: go on without the JVM function
+        _state["problem"] = f"could not write the jar: {exc}"
     _state["jar"] = jar
     return jar
 

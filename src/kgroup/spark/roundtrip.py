@@ -112,3 +112,126 @@ def read_back_and_check(
         "duplicate_offsets": read.groupBy("partition", "offset").count().where("count > 1").count(),
         "misplaced_keyed": placed.where(F.col("murmur2") != F.col("partition")).count(),
     }
+
+
+def read_back_in_group(
+    spark: Any,
+    events: Any,
+    key_column: str,
+    folder: Path,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    per_batch: int,
+    group_id: str,
+    members: int,
+    timeout_s: float = 600.0,
+) -> dict[str, Any]:
+    """Read ``topic`` per consumer group: a ``consume=group`` streaming query with ``members`` members,
+    joined mid-stream by one plain confluent-kafka consumer of the same group (a real rebalance), until
+    the two together have read every record; then check the union exactly as
+    :func:`read_back_and_check` checks one read (per-key counts, offsets read twice, murmur2)."""
+    import threading
+
+    from confluent_kafka import Consumer
+    from pyspark.sql import functions as F
+
+    from kgroup.spark.partitioning import with_kafka_partition
+    from kgroup.spark.source import register
+
+    register(spark)
+    total = events.count()
+    started = time.perf_counter()
+    query = (
+        spark.readStream.format("kgroup")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(per_batch))
+        .option("consume", "group")
+        .option("kafka.group.id", group_id)
+        .option("groupMembers", str(members))
+        .option("kafka.partition.assignment.strategy", "range")
+        .option("kafka.session.timeout.ms", "10000")
+        .option("kafka.heartbeat.interval.ms", "1000")
+        .load()
+        .select(F.col("key").cast("string").alias("key"), "partition", "offset")
+        .writeStream.format("parquet")
+        .option("checkpointLocation", str(folder / "checkpoint"))
+        .trigger(processingTime="500 milliseconds")
+        .start(str(folder / "records"))
+    )
+    plain: list[tuple[str | None, int, int]] = []
+    stop = threading.Event()
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "client.id": "plain-confluent-kafka",
+            "partition.assignment.strategy": "range",
+            "session.timeout.ms": 10000,
+            "heartbeat.interval.ms": 1000,
+            "enable.auto.commit": True,  # commits what poll() returned: exactly what it read
+            "log_level": 3,
+        }
+    )
+
+    def consume() -> None:
+        while not stop.is_set():
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                key = message.key()
+                plain.append(
+                    (
+                        None if key is None else key.decode(),
+                        int(message.partition() or 0),
+                        int(message.offset() or 0),
+                    )
+                )
+
+    def spark_rows() -> int:
+        return sum(int(getattr(p, "numInputRows", 0) or 0) for p in query.recentProgress)
+
+    worker = threading.Thread(target=consume, name="plain-consumer", daemon=True)
+    deadline = time.monotonic() + timeout_s
+    try:
+        # the plain consumer joins once the job has read a couple of batches: mid-stream
+        while spark_rows() < min(total, 2 * per_batch) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        consumer.subscribe([topic])
+        worker.start()
+        while spark_rows() + len(plain) < total and time.monotonic() < deadline:
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        if worker.is_alive():
+            worker.join(10)
+        consumer.close()  # commits what it read and leaves the group
+        query.stop()
+    seconds = time.perf_counter() - started
+    batches = sum(1 for p in query.recentProgress if _input_rows(p) > 0)
+    job = spark.read.parquet(str(folder / "records"))
+    mine = spark.createDataFrame(plain, "key string, partition int, offset long") if plain else None
+    read = job if mine is None else job.unionByName(mine)
+    expected = events.groupBy(key_column).count().withColumnRenamed(key_column, "key")
+    got = read.groupBy("key").count().withColumnRenamed("count", "read")
+    joined = expected.join(got, expected["key"].eqNullSafe(got["key"]), "full_outer")
+    keyed = read.where(F.col("key").isNotNull())
+    placed = with_kafka_partition(keyed, "key", partitions, null_key_strategy=None, output_column="murmur2")
+    taken = sorted({p for _, p, _ in plain})
+    return {
+        "mode": "group",
+        "records": read.count(),
+        "batches": batches,
+        "seconds": seconds,
+        "key_count_mismatches": joined.where(~F.col("count").eqNullSafe(F.col("read"))).count(),
+        "duplicate_offsets": read.groupBy("partition", "offset").count().where("count > 1").count(),
+        "misplaced_keyed": placed.where(F.col("murmur2") != F.col("partition")).count(),
+        "extra": (
+            ("group_id", group_id),
+            ("spark_members", members),
+            ("records_read_by_spark", job.count()),
+            ("records_read_by_the_plain_consumer", len(plain)),
+            ("partitions_the_plain_consumer_took", taken),
+        ),
+    }
