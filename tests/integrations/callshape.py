@@ -149,7 +149,7 @@ def decoded(result: Mapping[str, Any]) -> dict[str, list[TopicPartition]]:
     """The plug-in's answer (bytes per member) read back with kgroup's own decoder.
 
     Each member's bytes must also be exactly what kgroup's consumer-protocol codec writes for that
-    assignment (the plug-in packs them itself, for speed).
+    assignment (one grouping per topic, in order of first appearance, as Java's leader writes them).
     """
     out = {member: list(decode_assignment(raw).partitions) for member, raw in result.items()}
     for member, raw in result.items():

@@ -16,7 +16,6 @@ objects to :class:`Joined` members and a :class:`ClusterView`.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,11 +24,11 @@ from kgroup.assignors.sticky.assignors import AbstractStickyAssignor
 from kgroup.assignors.sticky.owned import MemberData, validate_owned_partitions
 from kgroup.assignors.sticky.userdata import encode_sticky_user_data
 from kgroup.javacompat import hashmap_iteration_order, java_string_key
-from kgroup.messages import NO_GENERATION, ConsumerSubscription
+from kgroup.messages import NO_GENERATION, ConsumerAssignment, ConsumerSubscription
 from kgroup.model import Assignment, Member, TopicMetadata, TopicPartition
-from kgroup.wire.consumer_protocol import ASSIGNMENT_VERSION, encode_subscription
+from kgroup.wire.consumer_protocol import encode_assignment, encode_subscription
 
-__all__ = ["ClusterView", "Hold", "Joined", "PluginCore", "encode_assignment_v3"]
+__all__ = ["ClusterView", "Hold", "Joined", "PluginCore", "encode_all"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,46 +230,9 @@ class PluginCore:
         return MemberData(member.owned, None if member.generation < 0 else member.generation)
 
 
-_INT16 = struct.Struct(">h")
-_INT32 = struct.Struct(">i")
-_NULL_BYTES = _INT32.pack(-1)
-_ONE_PARTITION = struct.Struct(">ii")
-
-
-def encode_assignment_v3(
-    partitions: Sequence[TopicPartition], names: dict[str, bytes] | None = None
-) -> bytes:
-    """``encode_assignment(ConsumerAssignment(partitions))`` (version 3, no user data), struct-packed.
-
-    The bytes are :func:`kgroup.wire.consumer_protocol.encode_assignment`'s (the tests compare them on
-    every vector's answer); the codec's generic kio writer costs ~45 µs per topic entry, which made a
-    million-partition assignment spend 90 % of the leader's time encoding. ``names`` caches each
-    topic's encoded STRING across the members of one assignment.
-    """
-    if names is None:
-        names = {}
-    grouped: dict[str, list[int]] = {}
-    for tp in partitions:
-        grouped.setdefault(tp.topic, []).append(tp.partition)
-    out = [_INT16.pack(ASSIGNMENT_VERSION), _INT32.pack(len(grouped))]
-    append = out.append
-    for topic, numbers in grouped.items():
-        name = names.get(topic)
-        if name is None:
-            raw = topic.encode("utf-8")
-            name = names[topic] = _INT16.pack(len(raw)) + raw
-        append(name)
-        if len(numbers) == 1:
-            append(_ONE_PARTITION.pack(1, numbers[0]))
-        else:
-            append(struct.pack(f">{len(numbers) + 1}i", len(numbers), *numbers))
-    append(_NULL_BYTES)
-    return b"".join(out)
-
-
 def encode_all(assignment: Mapping[str, Sequence[TopicPartition]]) -> dict[str, bytes]:
     """Java's leader: ``ConsumerProtocol.serializeAssignment`` (version 3) for every member."""
-    names: dict[str, bytes] = {}
     return {
-        member_id: encode_assignment_v3(partitions, names) for member_id, partitions in assignment.items()
+        member_id: encode_assignment(ConsumerAssignment(partitions=tuple(partitions)))
+        for member_id, partitions in assignment.items()
     }
