@@ -29,21 +29,30 @@ def run_with_terminal_stderr(*args: str, timeout_s: float = 300) -> tuple[int, s
     proc = subprocess.Popen([*KGROUP, *args], stdout=subprocess.PIPE, stderr=slave, env=env)
     os.close(slave)
     chunks: list[bytes] = []
+    out_chunks: list[bytes] = []
     deadline = time.monotonic() + timeout_s
+    assert proc.stdout is not None
+    stdout_fd = proc.stdout.fileno()
+    open_fds = {master, stdout_fd}
     try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
+        # stdout and the terminal are read together: a child writing more than a pipe holds (a large
+        # --json answer) would otherwise block until the deadline
+        while open_fds and time.monotonic() < deadline:
+            ready, _, _ = select.select(list(open_fds), [], [], 0.2)
+            for fd in ready:
                 try:
-                    data = os.read(master, 65536)
+                    data = os.read(fd, 65536)
                 except OSError:  # the child closed the terminal
-                    break
+                    data = b""
                 if not data:
-                    break
-                chunks.append(data)
-            elif proc.poll() is not None:
-                break
-        out = proc.stdout.read() if proc.stdout is not None else b""
+                    open_fds.discard(fd)
+                elif fd == master:
+                    chunks.append(data)
+                else:
+                    out_chunks.append(data)
+            if not ready and proc.poll() is not None and master in open_fds:
+                open_fds.discard(master)
+        out = b"".join(out_chunks)
         code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
         if proc.poll() is None:
