@@ -13,3 +13,8 @@ from kgroup.testing import KafkaBroker
 def broker() -> Iterator[KafkaBroker]:
     with KafkaBroker(topics={"orders": 3}) as kafka:
         yield kafka
+
+
+from kafka_python_sockets import _collect_refused_client_sockets  # noqa: E402
+
+__all__ = ["_collect_refused_client_sockets", "broker"]
