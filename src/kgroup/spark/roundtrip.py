@@ -72,7 +72,6 @@ def read_back_and_check(
     included), (partition, offset) pairs read twice, keyed records off murmur2's partition."""
     from pyspark.sql import functions as F
 
-    from kgroup.spark.partitioning import with_kafka_partition
     from kgroup.spark.source import register
 
     register(spark)
@@ -98,16 +97,29 @@ def read_back_and_check(
     seconds = time.perf_counter() - started
     batches = sum(1 for p in query.recentProgress if _input_rows(p) > 0)
     read = spark.read.parquet(str(folder / "records"))
+    return {
+        "mode": extra_options.get("consume", "partition"),
+        "batches": batches,
+        "seconds": seconds,
+        **_checks(read, events, key_column, partitions),
+    }
+
+
+def _checks(read: Any, events: Any, key_column: str, partitions: int) -> dict[str, int]:
+    """What was read (key, partition, offset) against the generated ``events``: records, keys whose
+    count differs (the null key included), (partition, offset) pairs read twice, and keyed records
+    off murmur2's partition."""
+    from pyspark.sql import functions as F
+
+    from kgroup.spark.partitioning import with_kafka_partition
+
     expected = events.groupBy(key_column).count().withColumnRenamed(key_column, "key")
     got = read.groupBy("key").count().withColumnRenamed("count", "read")
     joined = expected.join(got, expected["key"].eqNullSafe(got["key"]), "full_outer")
     keyed = read.where(F.col("key").isNotNull())
     placed = with_kafka_partition(keyed, "key", partitions, null_key_strategy=None, output_column="murmur2")
     return {
-        "mode": extra_options.get("consume", "partition"),
         "records": read.count(),
-        "batches": batches,
-        "seconds": seconds,
         "key_count_mismatches": joined.where(~F.col("count").eqNullSafe(F.col("read"))).count(),
         "duplicate_offsets": read.groupBy("partition", "offset").count().where("count > 1").count(),
         "misplaced_keyed": placed.where(F.col("murmur2") != F.col("partition")).count(),
@@ -136,7 +148,6 @@ def read_back_in_group(
     from confluent_kafka import Consumer
     from pyspark.sql import functions as F
 
-    from kgroup.spark.partitioning import with_kafka_partition
     from kgroup.spark.source import register
 
     register(spark)
@@ -213,20 +224,12 @@ def read_back_in_group(
     job = spark.read.parquet(str(folder / "records"))
     mine = spark.createDataFrame(plain, "key string, partition int, offset long") if plain else None
     read = job if mine is None else job.unionByName(mine)
-    expected = events.groupBy(key_column).count().withColumnRenamed(key_column, "key")
-    got = read.groupBy("key").count().withColumnRenamed("count", "read")
-    joined = expected.join(got, expected["key"].eqNullSafe(got["key"]), "full_outer")
-    keyed = read.where(F.col("key").isNotNull())
-    placed = with_kafka_partition(keyed, "key", partitions, null_key_strategy=None, output_column="murmur2")
     taken = sorted({p for _, p, _ in plain})
     return {
         "mode": "group",
-        "records": read.count(),
         "batches": batches,
         "seconds": seconds,
-        "key_count_mismatches": joined.where(~F.col("count").eqNullSafe(F.col("read"))).count(),
-        "duplicate_offsets": read.groupBy("partition", "offset").count().where("count > 1").count(),
-        "misplaced_keyed": placed.where(F.col("murmur2") != F.col("partition")).count(),
+        **_checks(read, events, key_column, partitions),
         "extra": (
             ("group_id", group_id),
             ("spark_members", members),
