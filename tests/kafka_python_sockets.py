@@ -1,8 +1,8 @@
 """kafka-python 3.0.12 leaves the socket of a refused connection (a broker stopped under its consumer)
 to the garbage collector. With warnings as errors, the ResourceWarning of such a socket fails whichever
 unrelated test happens to be running when it is collected. The fixture below collects it right after
-the test that used kafka-python, ignoring only that warning: an unconnected client socket
-(``laddr=('0.0.0.0', …)``), which kgroup itself never creates (its servers and clients are asyncio).
+the test that used kafka-python, ignoring only that warning: an unconnected client socket (its local
+address is the wildcard address), which kgroup itself never creates (its servers and clients are asyncio).
 """
 
 from __future__ import annotations
