@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgroup.model import ErrorCode, TopicPartition
+from kgroup.valuetypes import fast_init
 
 __all__ = [
     "CONSUMER_API_VERSIONS",
@@ -72,6 +73,7 @@ NO_GENERATION = -1
 # --- the consumer protocol (ConsumerProtocolSubscription / ConsumerProtocolAssignment) ---------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerSubscription:
     """``ConsumerProtocolSubscription`` v0–v3: what a consumer puts in a JoinGroup protocol's metadata.
@@ -86,6 +88,7 @@ class ConsumerSubscription:
     rack_id: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ConsumerAssignment:
     """``ConsumerProtocolAssignment``: the partitions a member gets in SyncGroup, plus user data."""
@@ -97,12 +100,14 @@ class ConsumerAssignment:
 # --- FindCoordinator -----------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FindCoordinatorRequest:
     key: str
     key_type: int = 0  # 0 = group, 1 = transaction
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FindCoordinatorResponse:
     error_code: ErrorCode
@@ -114,6 +119,7 @@ class FindCoordinatorResponse:
 # --- JoinGroup -------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JoinGroupProtocol:
     """One assignor the member supports (``name``) with its subscription for it."""
@@ -122,6 +128,7 @@ class JoinGroupProtocol:
     metadata: bytes  # opaque to the coordinator (a consumer's encoded subscription)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JoinGroupRequest:
     group_id: str
@@ -134,6 +141,7 @@ class JoinGroupRequest:
     reason: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JoinGroupMember:
     member_id: str
@@ -141,6 +149,7 @@ class JoinGroupMember:
     group_instance_id: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JoinGroupResponse:
     error_code: ErrorCode
@@ -156,12 +165,14 @@ class JoinGroupResponse:
 # --- SyncGroup -------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SyncGroupAssignment:
     member_id: str
     assignment: bytes  # opaque to the coordinator (a consumer's encoded assignment)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SyncGroupRequest:
     group_id: str
@@ -173,6 +184,7 @@ class SyncGroupRequest:
     protocol_name: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SyncGroupResponse:
     error_code: ErrorCode
@@ -184,6 +196,7 @@ class SyncGroupResponse:
 # --- Heartbeat -------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class HeartbeatRequest:
     group_id: str
@@ -192,6 +205,7 @@ class HeartbeatRequest:
     group_instance_id: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class HeartbeatResponse:
     error_code: ErrorCode
@@ -200,6 +214,7 @@ class HeartbeatResponse:
 # --- LeaveGroup ------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaveGroupMember:
     member_id: str
@@ -207,12 +222,14 @@ class LeaveGroupMember:
     reason: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaveGroupRequest:
     group_id: str
     members: tuple[LeaveGroupMember, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaveGroupMemberResponse:
     member_id: str
@@ -220,6 +237,7 @@ class LeaveGroupMemberResponse:
     error_code: ErrorCode
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeaveGroupResponse:
     error_code: ErrorCode
@@ -229,6 +247,7 @@ class LeaveGroupResponse:
 # --- OffsetCommit / OffsetFetch --------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitPartition:
     partition: TopicPartition
@@ -237,6 +256,7 @@ class OffsetCommitPartition:
     committed_leader_epoch: int = -1
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitRequest:
     group_id: str
@@ -246,17 +266,20 @@ class OffsetCommitRequest:
     group_instance_id: str | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitResponse:
     results: tuple[tuple[TopicPartition, ErrorCode], ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetFetchRequest:
     group_id: str
     partitions: tuple[TopicPartition, ...] | None = None  # None = every committed partition
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetFetchPartition:
     partition: TopicPartition
@@ -266,6 +289,7 @@ class OffsetFetchPartition:
     committed_leader_epoch: int = -1
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetFetchResponse:
     error_code: ErrorCode
@@ -275,11 +299,13 @@ class OffsetFetchResponse:
 # --- DescribeGroups / ListGroups -------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class DescribeGroupsRequest:
     groups: tuple[str, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class DescribedMember:
     member_id: str
@@ -290,6 +316,7 @@ class DescribedMember:
     assignment: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class DescribedGroup:
     error_code: ErrorCode
@@ -300,16 +327,19 @@ class DescribedGroup:
     members: tuple[DescribedMember, ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class DescribeGroupsResponse:
     groups: tuple[DescribedGroup, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ListGroupsRequest:
     states_filter: tuple[str, ...] = ()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ListedGroup:
     group_id: str
@@ -317,6 +347,7 @@ class ListedGroup:
     group_state: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ListGroupsResponse:
     error_code: ErrorCode
@@ -363,6 +394,7 @@ CONSUMER_API_VERSIONS: dict[type, int] = {
 }
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Envelope:
     """A request as it arrives: which connection sent it, its correlation id, the client's id and host,
@@ -381,6 +413,7 @@ class Envelope:
             object.__setattr__(self, "api_version", CONSUMER_API_VERSIONS.get(type(self.body), 0))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Reply:
     """A response addressed to the connection and correlation id of the request it answers."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from kgroup.javacompat import java_string_key
@@ -80,7 +81,23 @@ class TopicPartition(NamedTuple):
 
 def sorted_partitions(partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
     """Partitions sorted by topic (Java order) then partition number, as the vectors list them."""
-    return sorted(partitions, key=TopicPartition.java_key)
+    # Java's String.compareTo orders UTF-16 code units, Python's str code points: the two agree on
+    # every string without characters beyond U+FFFF, so the usual case sorts the tuples themselves.
+    out = sorted(partitions)
+    topic = None
+    for tp in out:
+        if tp[0] is not topic:
+            topic = tp[0]
+            if not _code_units_order(topic):
+                out.sort(key=TopicPartition.java_key)
+                break
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _code_units_order(text: str) -> bool:
+    """Whether ``text`` sorts the same by code points as by UTF-16 code units (no astral characters)."""
+    return not text or max(text) < "\U00010000"
 
 
 def compress_partitions(partitions: Iterable[TopicPartition]) -> str:

@@ -18,6 +18,7 @@ from kgroup.group.states import GroupState
 from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import TopicPartition
+from kgroup.valuetypes import fast_init
 
 __all__ = [
     "GenerationStarted",
@@ -45,6 +46,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Parked:
     """A JoinGroup or SyncGroup waiting for its answer: where to send it when it comes."""
@@ -53,6 +55,7 @@ class Parked:
     correlation_id: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemberState:
     """One member of a classic group (Kafka's ``ClassicGroupMember``)."""
@@ -87,6 +90,7 @@ class MemberState:
         raise AssertionError(f"member {self.member_id} supports none of {sorted(candidates)}")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetAndMetadata:
     """A committed offset (Kafka's ``OffsetAndMetadata``)."""
@@ -100,12 +104,14 @@ class OffsetAndMetadata:
 # --- group records ---------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GroupCreated:
     group_id: str
     timestamp_ms: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GroupStateChanged:
     group_id: str
@@ -113,6 +119,7 @@ class GroupStateChanged:
     timestamp_ms: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GenerationStarted:
     """``initNextGeneration``: the new generation id and the protocol chosen for it (None when Empty)."""
@@ -122,18 +129,21 @@ class GenerationStarted:
     protocol_name: str | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GroupLeaderChanged:
     group_id: str
     leader: str | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GroupProtocolTypeChanged:
     group_id: str
     protocol_type: str | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemberUpserted:
     """Put a member (a new id is appended to Java's map order; a known id keeps its place)."""
@@ -142,12 +152,14 @@ class MemberUpserted:
     member: MemberState
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class MemberRemoved:
     group_id: str
     member_id: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StaticMemberReplaced:
     """A static member's new id takes the old one's place (``replaceStaticMember``): the old id leaves
@@ -159,6 +171,7 @@ class StaticMemberReplaced:
     member: MemberState
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PendingMemberAdded:
     """A member id handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394)."""
@@ -167,12 +180,14 @@ class PendingMemberAdded:
     member_id: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PendingMemberRemoved:
     group_id: str
     member_id: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PendingSyncMembersSet:
     """The members of the current generation that have not sent SyncGroup yet."""
@@ -181,6 +196,7 @@ class PendingSyncMembersSet:
     member_ids: tuple[str, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PendingSyncMemberRemoved:
     """One member of the current generation sent its SyncGroup."""
@@ -189,6 +205,7 @@ class PendingSyncMemberRemoved:
     member_id: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class InitialDelayUpdated:
     """The initial-rebalance delay's progress: whether a member joined since the delay was armed, and the
@@ -200,6 +217,7 @@ class InitialDelayUpdated:
     remaining_ms: int | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetCommitted:
     group_id: str
@@ -207,6 +225,7 @@ class OffsetCommitted:
     value: OffsetAndMetadata
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class GroupDeleted:
     """Tombstone: the group and its offsets are gone."""
@@ -217,12 +236,14 @@ class GroupDeleted:
 # --- timers ----------------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TimerArmed:
     key: TimerKey
     deadline_ms: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TimerDisarmed:
     key: TimerKey

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kgroup.valuetypes import fast_init
+
 __all__ = [
     "CancelTimer",
     "ScheduleTimer",
@@ -23,6 +25,7 @@ __all__ = [
 TimerKey = tuple[str, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ScheduleTimer:
     """Call ``on_timer(now, key)`` once the clock reaches ``deadline_ms`` (replacing an earlier one)."""
@@ -31,6 +34,7 @@ class ScheduleTimer:
     deadline_ms: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CancelTimer:
     """Forget ``key``: it must not fire."""

@@ -149,7 +149,13 @@ class ConsumerMember(OffsetsMixin):
 
         Auto-commit is not included: it runs only from the application's :meth:`poll`, as in Kafka.
         """
-        if self._phase in TERMINAL:
+        phase = self._phase
+        if phase is Phase.STABLE and not self._fetch_pending and not self._poll_wants_join:
+            # the common case, answered without building a list: a stable member's three timers
+            if self._coordinator is None:
+                return self._when_sendable(0)
+            return min(self._session_deadline, self._poll_deadline, self._next_heartbeat_at)
+        if phase in TERMINAL:
             return None
         times: list[int | None] = []
         if self._phase is Phase.PREPARING and self._prepare_retry_at is not None:

@@ -38,6 +38,8 @@ from kgroup.model import (
 
 __all__ = ["MemberCore", "checked_topics"]
 
+_NOTHING: frozenset[TopicPartition] = frozenset()
+
 
 class MemberCore:
     """The state of one consumer member (the host uses :class:`~kgroup.member.ConsumerMember`)."""
@@ -71,7 +73,8 @@ class MemberCore:
         self._is_leader = False
         self._assignment_snapshot: tuple[frozenset[str], MetadataSnapshot] | None = None
 
-        self._owned: set[TopicPartition] = set()
+        # frozen, so assignment() hands out this very object: a host compares it by identity cheaply
+        self._owned: frozenset[TopicPartition] = frozenset()
         self._owned_generation = NO_GENERATION
         self._last_assigned: tuple[tuple[TopicPartition, ...], int] = ((), NO_GENERATION)
         self._positions: dict[TopicPartition, int] = {}
@@ -152,13 +155,14 @@ class MemberCore:
         return self._rejoin_needed
 
     def assignment(self) -> frozenset[TopicPartition]:
-        return frozenset(self._owned)
+        """The partitions the member owns (the same object until the assignment changes)."""
+        return self._owned
 
     def pending_revocation(self) -> frozenset[TopicPartition]:
         """EAGER members stop fetching their partitions while the pre-join commit is in flight."""
         if self._phase is Phase.PREPARING and self._protocol is RebalanceProtocol.EAGER:
-            return frozenset(self._owned)
-        return frozenset()
+            return self._owned
+        return _NOTHING
 
     def drain_events(self) -> list[MemberEvent]:
         events, self._events = self._events, []
@@ -223,8 +227,8 @@ class MemberCore:
         self._rejoin_needed = True
         self._rejoin_reason = reason
 
-    def _set_assignment(self, partitions: set[TopicPartition]) -> None:
-        self._owned = set(partitions)
+    def _set_assignment(self, partitions: set[TopicPartition] | frozenset[TopicPartition]) -> None:
+        self._owned = frozenset(partitions)
         for tp in [tp for tp in self._positions if tp not in self._owned]:
             del self._positions[tp]
         self._fetch_pending &= self._owned

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgroup.model import ErrorCode, TopicPartition
+from kgroup.valuetypes import fast_init
 
 __all__ = [
     "CommitFailed",
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PartitionsRevoked:
     """``onPartitionsRevoked``: the member gives these up cleanly (its generation was still valid)."""
@@ -37,6 +39,7 @@ class PartitionsRevoked:
     generation: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PartitionsAssigned:
     """``onPartitionsAssigned``: partitions newly added by this rebalance (may be empty, as in Kafka)."""
@@ -45,6 +48,7 @@ class PartitionsAssigned:
     generation: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class PartitionsLost:
     """``onPartitionsLost``: the member's generation was reset or fenced; others may own these already.
@@ -56,6 +60,7 @@ class PartitionsLost:
     generation: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class JoinedGroup:
     """A JoinGroup succeeded: the member is in ``generation`` and will now SyncGroup."""
@@ -66,6 +71,7 @@ class JoinedGroup:
     protocol: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LeftGroup:
     """The member left the group (close, or ``max.poll.interval.ms`` expired).
@@ -78,6 +84,7 @@ class LeftGroup:
     leave_group_sent: bool = True
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RejoinRequested:
     """The member decided it must rejoin (heartbeat said REBALANCE_IN_PROGRESS, subscription changed …)."""
@@ -85,6 +92,7 @@ class RejoinRequested:
     reason: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetsCommitted:
     """An OffsetCommit succeeded for these offsets."""
@@ -93,6 +101,7 @@ class OffsetsCommitted:
     generation: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CommitFailed:
     """An OffsetCommit failed with ``error`` (the offsets were not stored)."""
@@ -101,6 +110,7 @@ class CommitFailed:
     partitions: tuple[TopicPartition, ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OffsetsFetched:
     """Committed offsets fetched for newly assigned partitions (``-1``: nothing committed)."""
@@ -108,6 +118,7 @@ class OffsetsFetched:
     offsets: tuple[tuple[TopicPartition, int], ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Fenced:
     """FENCED_INSTANCE_ID: another instance with the same ``group.instance.id`` replaced this one.
@@ -120,6 +131,7 @@ class Fenced:
     group_instance_id: str | None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class FatalError:
     """An error Kafka's consumer would throw from ``poll()``; the member stops (state FAILED)."""

@@ -128,29 +128,29 @@ class OffsetsMixin(MemberCore):
             if purpose is CommitPurpose.AUTO:
                 self._next_auto_commit_at = now_ms + self.config.retry_backoff_ms
             return None
-        ordered = sorted_partitions(offsets)
+        # the in-flight record keeps the offsets in the request's (Java) order, so the answer's
+        # event lists them without sorting again
+        ordered = {tp: offsets[tp] for tp in sorted_partitions(offsets)}
         body = OffsetCommitRequest(
             group_id=self.config.group_id,
             generation_id=self._generation.generation_id,
             member_id=self._generation.member_id,
-            offsets=tuple(OffsetCommitPartition(tp, offsets[tp]) for tp in ordered),
+            offsets=tuple([OffsetCommitPartition(tp, offset) for tp, offset in ordered.items()]),
             group_instance_id=self.config.group_instance_id,
         )
-        self._commit_sent.update(offsets)
+        self._commit_sent.update(ordered)
         return self._send(
-            out, body, InFlight(Kind.COMMIT, self._generation, offsets=dict(offsets), purpose=purpose)
+            out, body, InFlight(Kind.COMMIT, self._generation, offsets=ordered, purpose=purpose)
         )
 
     def _record_commit_success(self, sent: InFlight, resp: OffsetCommitResponse) -> bool:
-        if any(err is not ErrorCode.NONE for _, err in resp.results):
-            return False
+        none = ErrorCode.NONE
+        for _, err in resp.results:
+            if err is not none:
+                return False
         self._committed.update(sent.offsets)
-        self._emit(
-            OffsetsCommitted(
-                tuple((tp, sent.offsets[tp]) for tp in sorted_partitions(sent.offsets)),
-                sent.generation.generation_id,
-            )
-        )
+        # a commit's offsets are kept in the request's sorted order (_send_commit)
+        self._emit(OffsetsCommitted(tuple(sent.offsets.items()), sent.generation.generation_id))
         return True
 
     def _on_commit_response(

@@ -23,6 +23,7 @@ from kgroup.model import (
     ErrorCode,
     TopicPartition,
 )
+from kgroup.valuetypes import fast_init
 
 __all__ = [
     "COORDINATOR_MOVED",
@@ -45,6 +46,7 @@ PROTOCOL_TYPE = "consumer"
 NO_GENERATION = -1
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class OutboundRequest:
     """A request for the host to send.
@@ -58,6 +60,7 @@ class OutboundRequest:
     node_id: int | None = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Generation:
     """Kafka's ``Generation``: compared whole to decide whether a response is stale."""

@@ -27,7 +27,7 @@ from typing import Any
 
 from kgroup.group import CoordinatorConfig, GroupCoordinator, TimerTable
 from kgroup.group.states import GroupState
-from kgroup.member import ConsumerMember, MemberConfig, MemberState, OutboundRequest
+from kgroup.member import ConsumerMember, MemberConfig, MemberState, OutboundRequest, Phase
 from kgroup.member.events import (
     OffsetsCommitted,
     OffsetsFetched,
@@ -423,7 +423,10 @@ class Simulation:
         member = proc.member
         if member is None:
             return
-        for ev in member.drain_events():
+        events = member.drain_events()
+        if not events:
+            return
+        for ev in events:
             if isinstance(ev, (OffsetsCommitted, OffsetsFetched)):
                 continue  # routine; commits are counted as they are sent
             if not isinstance(ev, (PartitionsAssigned, PartitionsRevoked, PartitionsLost)):
@@ -462,11 +465,13 @@ class Simulation:
         member = proc.member
         if member is None:
             return
-        assigned = member.assignment()
-        key = (assigned, member.generation, member.member_id)
+        # assignment() is the same object until the member's assignment changes: the comparison is
+        # by identity in the common case
+        key = (member.assignment(), member.generation, member.member_id)
         if key == proc.claim_key:
             self._refresh_settled(proc)
             return
+        assigned = key[0]
         proc.claim_key = key
         index = self.workload.index
         parts = frozenset(index[tp] for tp in assigned if tp in index)
@@ -485,7 +490,7 @@ class Simulation:
         member = proc.member
         settled = (
             member is not None
-            and member.state is MemberState.STABLE
+            and member.phase is Phase.STABLE
             and self.group.is_current(member.generation, member.member_id)
         )
         if settled != proc.settled:
