@@ -7,6 +7,7 @@ clock and the timer queue; ids come from the injected ``random.Random``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
 
@@ -17,7 +18,7 @@ from kgroup.group.join import handle_join
 from kgroup.group.membership import handle_heartbeat, handle_leave, handle_sync
 from kgroup.group.offsets import handle_offset_commit, handle_offset_fetch
 from kgroup.group.rebalance import expire_heartbeat, expire_pending_sync, on_join_timer
-from kgroup.group.records import GroupCreated, GroupDeleted, Record, TimerArmed, TimerDisarmed
+from kgroup.group.records import GroupCreated, GroupDeleted, MemberState, Record, TimerArmed, TimerDisarmed
 from kgroup.group.timers import ScheduleTimer, TimerKey
 from kgroup.group.txn import CoordinatorResult, Txn
 from kgroup.messages import (
@@ -38,6 +39,30 @@ __all__ = ["CoordinatorSnapshot", "GroupCoordinator", "UnknownGroupError"]
 
 #: the records about timers and whole groups; every other record changes one existing group
 _COORDINATOR_RECORDS = frozenset({TimerArmed, TimerDisarmed, GroupCreated, GroupDeleted})
+
+
+#: request type -> its handler (``handle_find_coordinator`` also takes the coordinator's node)
+_HANDLERS: dict[type, Callable[..., None]] = {
+    JoinGroupRequest: handle_join,
+    SyncGroupRequest: handle_sync,
+    HeartbeatRequest: handle_heartbeat,
+    LeaveGroupRequest: handle_leave,
+    OffsetCommitRequest: handle_offset_commit,
+    OffsetFetchRequest: handle_offset_fetch,
+    DescribeGroupsRequest: handle_describe,
+    ListGroupsRequest: handle_list,
+    FindCoordinatorRequest: handle_find_coordinator,
+}
+
+
+def _handler_of(body: object) -> Callable[..., None]:
+    for request_type, handler in _HANDLERS.items():
+        if isinstance(body, request_type):
+            return handler
+    raise KgroupError(
+        f"envelope.body: {type(body).__name__} is not a group request; "
+        "send one of the requests in kgroup.messages"
+    )
 
 
 class UnknownGroupError(KgroupError, KeyError):
@@ -87,31 +112,15 @@ class GroupCoordinator:
 
     def handle(self, now_ms: int, envelope: Envelope) -> CoordinatorResult:
         """Process one request; its answer is in ``replies`` unless the request is parked."""
-        txn = self._txn(now_ms)
         body = envelope.body
-        if isinstance(body, JoinGroupRequest):
-            handle_join(txn, envelope, body)
-        elif isinstance(body, SyncGroupRequest):
-            handle_sync(txn, envelope, body)
-        elif isinstance(body, HeartbeatRequest):
-            handle_heartbeat(txn, envelope, body)
-        elif isinstance(body, LeaveGroupRequest):
-            handle_leave(txn, envelope, body)
-        elif isinstance(body, OffsetCommitRequest):
-            handle_offset_commit(txn, envelope, body)
-        elif isinstance(body, OffsetFetchRequest):
-            handle_offset_fetch(txn, envelope, body)
-        elif isinstance(body, DescribeGroupsRequest):
-            handle_describe(txn, envelope, body)
-        elif isinstance(body, ListGroupsRequest):
-            handle_list(txn, envelope, body)
-        elif isinstance(body, FindCoordinatorRequest):
-            handle_find_coordinator(txn, envelope, body, self.node)
+        handler = _HANDLERS.get(type(body))
+        if handler is None:
+            handler = _handler_of(body)  # a subclass of a request type
+        txn = self._txn(now_ms)
+        if handler is handle_find_coordinator:
+            handle_find_coordinator(txn, envelope, body, self.node)  # type: ignore[arg-type]
         else:
-            raise KgroupError(
-                f"envelope.body: {type(body).__name__} is not a group request; "
-                "send one of the requests in kgroup.messages"
-            )
+            handler(txn, envelope, body)
         return txn.result()
 
     def on_timer(self, now_ms: int, key: TimerKey) -> CoordinatorResult:
@@ -171,6 +180,14 @@ class GroupCoordinator:
         if group is None:
             raise UnknownGroupError(f"group_id: no group {group_id!r} on this coordinator; join it first")
         return group.view()
+
+    def group_members(self, group_id: str) -> tuple[MemberState, ...]:
+        """The members of one group in Kafka's iteration order (what :meth:`group` lists, without
+        building the rest of the view); :class:`UnknownGroupError` if the coordinator has no such group."""
+        group = self._groups.get(group_id)
+        if group is None:
+            raise UnknownGroupError(f"group_id: no group {group_id!r} on this coordinator; join it first")
+        return tuple(group.all_members())
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self._groups

@@ -103,28 +103,34 @@ def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
     return None
 
 
-def handle_heartbeat(txn: Txn, env: Envelope, req: HeartbeatRequest) -> None:
-    def answer(error: ErrorCode) -> None:
-        txn.reply(env.connection, env.correlation_id, HeartbeatResponse(error))
+#: the answers are values: one of each kind serves every heartbeat
+_HEARTBEAT_ANSWERS = {error: HeartbeatResponse(error) for error in ErrorCode}
 
+
+def handle_heartbeat(txn: Txn, env: Envelope, req: HeartbeatRequest) -> None:
+    txn.reply(env.connection, env.correlation_id, _HEARTBEAT_ANSWERS[_heartbeat(txn, req)])
+
+
+def _heartbeat(txn: Txn, req: HeartbeatRequest) -> ErrorCode:
     if not req.group_id:
-        return answer(ErrorCode.INVALID_GROUP_ID)
+        return ErrorCode.INVALID_GROUP_ID
     group = txn.groups.get(req.group_id)
     if group is None:
-        return answer(ErrorCode.UNKNOWN_MEMBER_ID)
-    if group.in_state(S.DEAD):
-        return answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    state = group.state
+    if state is S.DEAD:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
     error = group.validate_member(req.member_id, req.group_instance_id)
     if error is not None:
-        return answer(error)
+        return error
     if req.generation_id != group.generation:
-        return answer(ErrorCode.ILLEGAL_GENERATION)
-    if group.in_state(S.EMPTY):
-        return answer(ErrorCode.UNKNOWN_MEMBER_ID)
+        return ErrorCode.ILLEGAL_GENERATION
+    if state is S.EMPTY:
+        return ErrorCode.UNKNOWN_MEMBER_ID
     reschedule_heartbeat(txn, group, req.member_id)
-    if group.in_state(S.PREPARING_REBALANCE):
-        return answer(ErrorCode.REBALANCE_IN_PROGRESS)
-    return answer(ErrorCode.NONE)
+    if state is S.PREPARING_REBALANCE:
+        return ErrorCode.REBALANCE_IN_PROGRESS
+    return ErrorCode.NONE
 
 
 def _remove_current_member(txn: Txn, group: GroupData, member_id: str) -> None:

@@ -49,43 +49,45 @@ def _validate_commit(group: GroupData, req: OffsetCommitRequest) -> ErrorCode | 
     return None
 
 
-def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> None:
-    def answer_all(error: ErrorCode) -> None:
-        body = OffsetCommitResponse(tuple((p.partition, error) for p in req.offsets))
-        txn.reply(env.connection, env.correlation_id, body)
+def _answer_all(txn: Txn, env: Envelope, req: OffsetCommitRequest, error: ErrorCode) -> None:
+    body = OffsetCommitResponse(tuple([(p.partition, error) for p in req.offsets]))
+    txn.reply(env.connection, env.correlation_id, body)
 
+
+def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> None:
     if not req.group_id:
-        return answer_all(ErrorCode.INVALID_GROUP_ID)
+        return _answer_all(txn, env, req, ErrorCode.INVALID_GROUP_ID)
     group = txn.groups.get(req.group_id)
     if group is None:
         if req.generation_id >= 0:
             # Kafka answers GROUP_ID_NOT_FOUND from OffsetCommit v9; older versions ILLEGAL_GENERATION
             if env.api_version >= _GROUP_ID_NOT_FOUND_VERSION:
-                return answer_all(ErrorCode.GROUP_ID_NOT_FOUND)
-            return answer_all(ErrorCode.ILLEGAL_GENERATION)
+                return _answer_all(txn, env, req, ErrorCode.GROUP_ID_NOT_FOUND)
+            return _answer_all(txn, env, req, ErrorCode.ILLEGAL_GENERATION)
         txn.emit(GroupCreated(req.group_id, txn.now_ms))  # a "simple" group, created by the commit
         group = txn.groups[req.group_id]
     error = _validate_commit(group, req)
     if error is not None:
-        return answer_all(error)
-    if group.in_state(S.STABLE, S.PREPARING_REBALANCE) and group.has_member(req.member_id):
+        return _answer_all(txn, env, req, error)
+    if (group.state is S.STABLE or group.state is S.PREPARING_REBALANCE) and req.member_id in group.members:
         # in the classic protocol an offset commit also keeps the member's session alive
         reschedule_heartbeat(txn, group, req.member_id)
     results: list[tuple[TopicPartition, ErrorCode]] = []
+    emit, now_ms, group_id = txn.emit, txn.now_ms, group.group_id
+    max_bytes = txn.config.offset_metadata_max_bytes
     for entry in req.offsets:
         metadata = entry.committed_metadata
         # Java's String.length(): UTF-16 code units, not bytes
         if (
             metadata
-            and len(metadata) * 2 > txn.config.offset_metadata_max_bytes  # (a UTF-16 unit per char at least)
-            and len(metadata.encode("utf-16-le")) // 2 > txn.config.offset_metadata_max_bytes
+            and len(metadata) * 2 > max_bytes  # (a UTF-16 unit per char at least)
+            and len(metadata.encode("utf-16-le")) // 2 > max_bytes
         ):
             results.append((entry.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
             continue
-        value = OffsetAndMetadata(
-            entry.committed_offset, entry.committed_leader_epoch, metadata or "", txn.now_ms
-        )
-        txn.emit(OffsetCommitted(group.group_id, entry.partition, value))
+        epoch = entry.committed_leader_epoch
+        value = OffsetAndMetadata(entry.committed_offset, epoch, metadata or "", now_ms)
+        emit(OffsetCommitted(group_id, entry.partition, value))
         results.append((entry.partition, ErrorCode.NONE))
     txn.reply(env.connection, env.correlation_id, OffsetCommitResponse(tuple(results)))
     return None

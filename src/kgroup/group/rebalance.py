@@ -42,10 +42,9 @@ def can_rebalance(group: GroupData) -> bool:
 
 def reschedule_heartbeat(txn: Txn, group: GroupData, member_id: str, timeout_ms: int | None = None) -> None:
     """(Re)arm the member's session expiry: its session timeout, or ``timeout_ms`` if given."""
-    member = group.member(member_id)
     txn.schedule(
-        heartbeat_key(group.group_id, member_id),
-        member.session_timeout_ms if timeout_ms is None else timeout_ms,
+        ("heartbeat", group.group_id, member_id),  # heartbeat_key, inlined: this runs for every heartbeat
+        group.members[member_id].session_timeout_ms if timeout_ms is None else timeout_ms,
     )
 
 

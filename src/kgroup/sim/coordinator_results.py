@@ -12,11 +12,13 @@ Like :mod:`kgroup.sim.actions`, it holds no state of its own.
 from __future__ import annotations
 
 from kgroup.assignors.invariants import check_coverage, check_members, check_subscriptions
-from kgroup.group import CoordinatorResult, GroupView
+from kgroup.group import CoordinatorResult
+from kgroup.group.records import OffsetCommitted
 from kgroup.group.states import GroupState
-from kgroup.messages import JoinGroupResponse, OffsetCommitResponse, SyncGroupResponse
-from kgroup.model import ErrorCode, Member
+from kgroup.messages import JoinGroupResponse, SyncGroupResponse
+from kgroup.model import Member
 from kgroup.sim.host import CoordinatorHost
+from kgroup.sim.observer import FOLLOWED
 from kgroup.sim.scheduler import TO_MEMBER
 from kgroup.wire.consumer_protocol import decode_assignment, decode_subscription
 
@@ -27,27 +29,36 @@ def apply_coordinator_result(sim: CoordinatorHost, result: CoordinatorResult) ->
     """Carry out one coordinator result: its timers, then its records, then its replies."""
     if result.timers:
         sim.coord_timers.apply(result.timers)
-    if result.records:
-        seen = sim.group.observe(result.records)
-        for before, after in seen.generation_went_back:
-            sim.violation(f"generation went back from {before} to {after}")
-        for state, generation in seen.states:
-            _state_changed(sim, state, generation)
-        if seen.membership_changed:
-            sim.group_changed()
+    records = result.records
+    if records:
+        followed = False
+        on_commit = sim.workload.on_commit
+        for record in records:
+            if type(record) is OffsetCommitted:
+                # a committed offset (only successful ones are records): new owners start there
+                on_commit(record.partition, record.value.offset)
+            elif type(record) in FOLLOWED:
+                followed = True
+        if followed:
+            seen = sim.group.observe(records)
+            for before, after in seen.generation_went_back:
+                sim.violation(f"generation went back from {before} to {after}")
+            for state, generation in seen.states:
+                _state_changed(sim, state, generation)
+            if seen.membership_changed:
+                sim.group_changed()
+    procs, conn_owner, now = sim.procs, sim.conn_owner, sim.now
     for reply in result.replies:
-        body = reply.body
-        if isinstance(body, OffsetCommitResponse):
-            _committed(sim, reply.connection, reply.correlation_id, body)
-        owner = sim.conn_owner.get(reply.connection)
+        owner = conn_owner.get(reply.connection)
         if owner is None:
             continue
-        proc = sim.procs[owner[0]]
+        proc = procs[owner[0]]
         if proc.incarnation != owner[1] or proc.member is None:
             continue  # the process that asked is gone
         if proc.conn != reply.connection:
             continue  # that connection closed: the answer is lost with it
-        at = sim.net.transit(proc.id, proc.conn, False, sim.now)
+        body = reply.body
+        at = sim.net.transit(proc.id, proc.conn, False, now)
         if at is not None:
             sim.q.push(at, TO_MEMBER, (proc.index, proc.conn, reply.correlation_id, body))
         deadline = proc.inflight.get(reply.correlation_id)
@@ -55,18 +66,6 @@ def apply_coordinator_result(sim: CoordinatorHost, result: CoordinatorResult) ->
             body, (JoinGroupResponse, SyncGroupResponse)
         ):
             sim.arm_timeout(proc, owner[1], reply.correlation_id)
-
-
-def _committed(
-    sim: CoordinatorHost, connection: str, correlation_id: int, response: OffsetCommitResponse
-) -> None:
-    request = sim.pending_commits.pop((connection, correlation_id), None)
-    if request is None:
-        return
-    ok = {tp for tp, code in response.results if code is ErrorCode.NONE}
-    for entry in request.offsets:
-        if entry.partition in ok:
-            sim.workload.on_commit(entry.partition, entry.committed_offset)
 
 
 def _state_changed(sim: CoordinatorHost, state: GroupState, generation: int) -> None:
@@ -77,18 +76,19 @@ def _state_changed(sim: CoordinatorHost, state: GroupState, generation: int) -> 
     if state is GroupState.STABLE:
         sim.stable_marks.append(sim.now)
         sim.own.counting_unowned = True
-        _check_stable_assignment(sim, sim.coord.group(sim.group_id))
+        _check_stable_assignment(sim)
 
 
-def _check_stable_assignment(sim: CoordinatorHost, view: GroupView) -> None:
+def _check_stable_assignment(sim: CoordinatorHost) -> None:
     """The assignment a Stable generation runs on, checked by :mod:`kgroup.assignors.invariants`."""
-    protocol = view.protocol
+    protocol = sim.group.protocol
     if protocol is None:
         return
     members = []
+    assignment = {}
     # the coordinator keeps metadata and assignments as opaque bytes; the simulator observes them as
     # a consumer would, through the consumer protocol's codec
-    for state in view.members:
+    for state in sim.coord.group_members(sim.group_id):
         sub = decode_subscription(state.metadata(protocol))
         members.append(
             Member(
@@ -100,11 +100,11 @@ def _check_stable_assignment(sim: CoordinatorHost, view: GroupView) -> None:
                 rack_id=sub.rack_id,
             )
         )
-    assignment = {member_id: decode_assignment(raw).partitions for member_id, raw in view.assignments.items()}
+        assignment[state.member_id] = decode_assignment(state.assignment).partitions
     found = check_subscriptions(members, assignment) + check_members(members, assignment)
     if sim.metadata_changed_ms < (sim.rebalance_starts[-1] if sim.rebalance_starts else 0):
         # (skipped when partitions were added during this rebalance: the leader assigned from
         # the metadata it had then)
         found += check_coverage(members, sim.metadata(), assignment, cooperative=True)
     for text in found:
-        sim.violation(f"Stable generation {view.generation}: {text}")
+        sim.violation(f"Stable generation {sim.group.generation}: {text}")

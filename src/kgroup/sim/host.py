@@ -13,7 +13,6 @@ from typing import Any, Protocol
 
 from kgroup.group import GroupCoordinator, TimerTable
 from kgroup.member import OutboundRequest
-from kgroup.messages import OffsetCommitRequest
 from kgroup.model import TopicMetadata
 from kgroup.sim.network import Network
 from kgroup.sim.observer import GroupObserver
@@ -81,7 +80,6 @@ class CoordinatorHost(_Common, Protocol):
     coord_timers: TimerTable
     group_id: str
     conn_owner: dict[str, tuple[int, int]]
-    pending_commits: dict[tuple[str, int], OffsetCommitRequest]
     rebalances: int
     rebalance_starts: list[int]
     stable_marks: list[int]

@@ -21,10 +21,10 @@ from kgroup.group.records import (
 )
 from kgroup.group.states import GroupState
 
-__all__ = ["GroupObserver", "Observation"]
+__all__ = ["FOLLOWED", "GroupObserver", "Observation"]
 
-# the records that change what the observer follows (offsets, timers, pending members do not)
-_FOLLOWED = frozenset(
+#: the records that change what the observer follows (offsets, timers, pending members do not)
+FOLLOWED = frozenset(
     {GroupStateChanged, GenerationStarted, MemberUpserted, MemberRemoved, StaticMemberReplaced, GroupDeleted}
 )
 
@@ -59,7 +59,7 @@ class GroupObserver:
     def observe(self, records: Iterable[Record]) -> Observation:
         seen = Observation()
         for record in records:
-            if type(record) not in _FOLLOWED:
+            if type(record) not in FOLLOWED:
                 continue
             if isinstance(record, GroupStateChanged):
                 self.state = record.state

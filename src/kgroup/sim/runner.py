@@ -125,7 +125,6 @@ class Simulation:
         self.conn_owner: dict[str, tuple[int, int]] = {}
         self.broken_conns: set[str] = set()  # connections a timeout or reset closed
         self.coord_timers = TimerTable(sequence=self.q.next_seq)
-        self.pending_commits: dict[tuple[str, int], OffsetCommitRequest] = {}
         # group observation
         self.group = GroupObserver()  # the group as its coordinator's records show it
         self.rebalances = 0
@@ -521,11 +520,8 @@ class Simulation:
         if conn in self.broken_conns:
             return  # its connection broke (timeout, reset) while it was in transit: it is gone
         # (what a stopped process sent before it closed its socket is still delivered)
-        if isinstance(body, OffsetCommitRequest):
-            self.pending_commits[(conn, correlation_id)] = body
-        envelope = Envelope(connection=conn, correlation_id=correlation_id, body=body, client_id=proc.id)
+        envelope = Envelope(conn, correlation_id, body, proc.id)
         apply_coordinator_result(self, self.coord.handle(self.now, envelope))
-        self.pending_commits.pop((conn, correlation_id), None)
 
     def _on_to_member(self, payload: tuple[int, str, int, Response]) -> None:
         index, conn, correlation_id, body = payload

@@ -15,6 +15,7 @@ kafka-python / aiokafka plug-ins) encode and decode them here. The layout is Kaf
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 
 from kgroup.javacompat import java_string_key
 from kgroup.messages import NO_GENERATION, ConsumerAssignment, ConsumerSubscription
@@ -198,9 +199,35 @@ class _Reader:
         return tuple(out)
 
 
+#: Decoding is memoized: in a group the same bytes are decoded several times (the leader, then every
+#: host that checks or records the generation, and an unchanged assignment again in the next
+#: generation), and the decoded values are frozen, so sharing them is safe. Bounded: payloads up to
+#: this many bytes, this many of each kind (a few MiB at most).
+MEMO_MAX_BYTES = 4096
+MEMO_ENTRIES = 1024
+
+
 def decode_subscription(data: bytes) -> ConsumerSubscription:
     """Kafka's ``ConsumerProtocol.deserializeSubscription`` (:class:`PeerError` on bad bytes)."""
     data = bytes(data)
+    if len(data) <= MEMO_MAX_BYTES:
+        return _memo_subscription(data)
+    return _decode_subscription(data)
+
+
+def decode_assignment(data: bytes) -> ConsumerAssignment:
+    """Kafka's ``ConsumerProtocol.deserializeAssignment``; empty bytes are an empty assignment.
+
+    (A SyncGroup answer with no bytes — a member the leader left out, or a group that failed — is an
+    empty assignment to the consumer, as ``ConsumerCoordinator.onJoinComplete`` treats it.)
+    """
+    data = bytes(data)
+    if len(data) <= MEMO_MAX_BYTES:
+        return _memo_assignment(data)
+    return _decode_assignment(data)
+
+
+def _decode_subscription(data: bytes) -> ConsumerSubscription:
     version = min(_read_version(data, "subscription"), SUBSCRIPTION_VERSION)
     r = _Reader(data, f"subscription: malformed consumer protocol subscription v{version}")
     topics = tuple(r.string() for _ in range(r.count()))
@@ -235,16 +262,14 @@ def encode_assignment(assignment: ConsumerAssignment, version: int = ASSIGNMENT_
     return b"".join(parts)
 
 
-def decode_assignment(data: bytes) -> ConsumerAssignment:
-    """Kafka's ``ConsumerProtocol.deserializeAssignment``; empty bytes are an empty assignment.
-
-    (A SyncGroup answer with no bytes — a member the leader left out, or a group that failed — is an
-    empty assignment to the consumer, as ``ConsumerCoordinator.onJoinComplete`` treats it.)
-    """
-    data = bytes(data)
+def _decode_assignment(data: bytes) -> ConsumerAssignment:
     if not data:
         return ConsumerAssignment()
     version = min(_read_version(data, "assignment"), ASSIGNMENT_VERSION)
     r = _Reader(data, f"assignment: malformed consumer protocol assignment v{version}")
     partitions = r.partitions()
     return ConsumerAssignment(partitions=partitions, user_data=r.nullable_bytes())
+
+
+_memo_subscription = lru_cache(maxsize=MEMO_ENTRIES)(_decode_subscription)
+_memo_assignment = lru_cache(maxsize=MEMO_ENTRIES)(_decode_assignment)
