@@ -98,6 +98,7 @@ class ConsumerMember(OffsetsMixin):
         """Change the subscription; a member that joined with another one rejoins at its next poll()."""
         self._check_open("subscribe")
         self._topics = checked_topics(topics)
+        self._topic_set = frozenset(self._topics)
 
     def poll(self, now_ms: int) -> list[OutboundRequest]:
         """The application's ``poll()``: Kafka's ``ConsumerCoordinator.poll``."""
@@ -276,11 +277,14 @@ class ConsumerMember(OffsetsMixin):
         """Kafka's ``rejoinNeededOrPending``: metadata changed under the leader, or a new subscription."""
         if self._phase is not Phase.STABLE and self._phase is not Phase.UNJOINED:
             return
-        if self._assignment_snapshot is not None:
+        if self._assignment_snapshot is not None and self._snapshot_matches is not self._metadata:
             watched, snap = self._assignment_snapshot
             if metadata_snapshot(self._metadata, watched, self.config.rack_id) != snap:
                 self._request_rejoin("cached metadata has changed")
-        if self._joined_subscription is not None and self._joined_subscription != frozenset(self._topics):
+            else:
+                self._snapshot_matches = self._metadata
+        joined = self._joined_subscription
+        if joined is not None and joined is not self._topic_set and joined != self._topic_set:
             self._request_rejoin("subscription has changed")
 
     # --- internals: the rebalance ---------------------------------------------------------------------
@@ -340,7 +344,7 @@ class ConsumerMember(OffsetsMixin):
     def _send_join(self, now_ms: int, out: list[OutboundRequest]) -> None:
         self._join_send_at = None
         self._attempt += 1
-        self._joined_subscription = frozenset(self._topics)
+        self._joined_subscription = self._topic_set
         topics = tuple(hashmap_iteration_order(self._topics))  # Kafka's HashSet of topics
         owned = tuple(sorted_partitions(self._owned))
         last_partitions, last_generation = self._last_assigned
@@ -455,21 +459,24 @@ class ConsumerMember(OffsetsMixin):
             # Kafka's onLeaderElected fails the join future with the SchemaException, and poll()
             # throws it to the application (not retriable)
             raise Fatal(ErrorCode.CORRUPT_MESSAGE, f"JoinGroup response: {bad.message}") from None
-        watched = frozenset(self._topics).union(*(m.topics for m in members))
+        watched = self._topic_set.union(*(m.topics for m in members))
         self._is_leader = True
         if resp.skip_assignment:
             # A returning static leader keeps the current assignment and only watches metadata.
-            self._assignment_snapshot = (
-                watched,
-                metadata_snapshot(self._metadata, watched, self.config.rack_id),
-            )
+            self._take_snapshot(watched)
             return ()
         try:
             assignments = run_assignment(assignor, members, self._metadata, self._protocol)
         except CooperativeViolation as violation:
             raise Fatal(ErrorCode.UNKNOWN_SERVER_ERROR, str(violation)) from None
-        self._assignment_snapshot = (watched, metadata_snapshot(self._metadata, watched, self.config.rack_id))
+        self._take_snapshot(watched)
         return assignments
+
+    def _take_snapshot(self, watched: frozenset[str]) -> None:
+        """What the leader assigned from, watched for changes at every poll() (Kafka's
+        ``assignmentSnapshot``)."""
+        self._assignment_snapshot = (watched, metadata_snapshot(self._metadata, watched, self.config.rack_id))
+        self._snapshot_matches = self._metadata
 
     def _on_sync_response(
         self, now_ms: int, sent: InFlight, resp: SyncGroupResponse, out: list[OutboundRequest]
@@ -656,7 +663,18 @@ class ConsumerMember(OffsetsMixin):
     # --- internals: dispatch --------------------------------------------------------------------------
 
     def _dispatch(self, now_ms: int, sent: InFlight, response: Response, out: list[OutboundRequest]) -> None:
-        if isinstance(response, FindCoordinatorResponse):
+        # (the most frequent answers first)
+        if isinstance(response, HeartbeatResponse):
+            self._on_heartbeat_response(now_ms, sent, response, out)
+        elif isinstance(response, OffsetCommitResponse):
+            self._on_commit_response(now_ms, sent, response, out)
+        elif isinstance(response, JoinGroupResponse):
+            self._on_join_response(now_ms, sent, response, out)
+        elif isinstance(response, SyncGroupResponse):
+            self._on_sync_response(now_ms, sent, response, out)
+        elif isinstance(response, OffsetFetchResponse):
+            self._on_fetch_response(now_ms, sent, response, out)
+        elif isinstance(response, FindCoordinatorResponse):
             self._on_find_response(now_ms, response)
             if (
                 self._coordinator is not None
@@ -666,16 +684,6 @@ class ConsumerMember(OffsetsMixin):
             ):
                 self._begin_rebalance(now_ms, out)
             self._drive(now_ms, out)
-        elif isinstance(response, JoinGroupResponse):
-            self._on_join_response(now_ms, sent, response, out)
-        elif isinstance(response, SyncGroupResponse):
-            self._on_sync_response(now_ms, sent, response, out)
-        elif isinstance(response, HeartbeatResponse):
-            self._on_heartbeat_response(now_ms, sent, response, out)
-        elif isinstance(response, OffsetCommitResponse):
-            self._on_commit_response(now_ms, sent, response, out)
-        elif isinstance(response, OffsetFetchResponse):
-            self._on_fetch_response(now_ms, sent, response, out)
         # LeaveGroup answers change nothing: leaving is best effort, as in Kafka.
 
     def _on_find_response(self, now_ms: int, resp: FindCoordinatorResponse) -> None:

@@ -53,6 +53,7 @@ class MemberCore:
     ) -> None:
         self.config = config
         self._topics = checked_topics(topics)
+        self._topic_set = frozenset(self._topics)
         chosen = list(assignors) if assignors is not None else [create_assignor(n) for n in config.assignors]
         if not chosen:
             raise KgroupError("assignors: empty; give the member at least one assignor")
@@ -72,6 +73,9 @@ class MemberCore:
         self._joined_subscription: frozenset[str] | None = None
         self._is_leader = False
         self._assignment_snapshot: tuple[frozenset[str], MetadataSnapshot] | None = None
+        # the metadata the snapshot was last found equal to (update_metadata replaces the dict, so
+        # the same dict means the same metadata and the comparison need not be made again)
+        self._snapshot_matches: dict[str, TopicMetadata] | None = None
 
         # frozen, so assignment() hands out this very object: a host compares it by identity cheaply
         self._owned: frozenset[TopicPartition] = frozenset()

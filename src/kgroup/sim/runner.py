@@ -29,6 +29,7 @@ from kgroup.group import CoordinatorConfig, GroupCoordinator, TimerTable
 from kgroup.group.states import GroupState
 from kgroup.member import ConsumerMember, MemberConfig, MemberState, OutboundRequest, Phase
 from kgroup.member.events import (
+    MemberEvent,
     OffsetsCommitted,
     OffsetsFetched,
     PartitionsAssigned,
@@ -399,19 +400,21 @@ class Simulation:
 
     def after_member(self, proc: ConsumerProcess) -> None:
         """Collect what a member did: callbacks, ownership, its next wake-up."""
-        self._drain(proc)
         member = proc.member
         if member is None:
             return
-        if member.state is MemberState.FAILED:
+        events = member.drain_events()
+        if events:
+            self._log_member_events(proc, events)
+        if member.phase is Phase.FAILED:
             # A fatal error (e.g. FENCED_INSTANCE_ID) is thrown from Kafka's poll(): the process ends.
             self.log_event("process_exited", consumer=proc.id, reason="the member failed")
             self.stop_process(proc, graceful=False)
             return
         self._refresh_claim(proc)
         wake = member.next_wakeup_ms()
-        if wake is not None and wake <= self.now:
-            wake = self.now + 1  # it was just run: never spin on one millisecond
+        if wake is not None and wake <= self.q.now_ms:
+            wake = self.q.now_ms + 1  # it was just run: never spin on one millisecond
         if wake != proc.wake_at:
             proc.wake_at = wake
             proc.wake_version += 1
@@ -423,8 +426,11 @@ class Simulation:
         if member is None:
             return
         events = member.drain_events()
-        if not events:
-            return
+        if events:
+            self._log_member_events(proc, events)
+
+    def _log_member_events(self, proc: ConsumerProcess, events: list[MemberEvent]) -> None:
+        """The member's callbacks go to the ownership log, its other events to the event log."""
         for ev in events:
             if isinstance(ev, (OffsetsCommitted, OffsetsFetched)):
                 continue  # routine; commits are counted as they are sent
@@ -464,24 +470,26 @@ class Simulation:
         member = proc.member
         if member is None:
             return
-        # assignment() is the same object until the member's assignment changes: the comparison is
-        # by identity in the common case
-        key = (member.assignment(), member.generation, member.member_id)
-        if key == proc.claim_key:
-            self._refresh_settled(proc)
-            return
-        assigned = key[0]
-        proc.claim_key = key
-        index = self.workload.index
-        parts = frozenset(index[tp] for tp in assigned if tp in index)
-        current = self.group.is_current(member.generation, member.member_id)
-        self._set_claim(proc, parts, current)
-        self._refresh_settled(proc)
+        assigned = member.assignment()
+        generation = member.generation
+        member_id = member.member_id
+        key = proc.claim_key
+        # assignment() is the same object until the member's assignment changes: in the common case
+        # nothing changed and only whether the member is settled needs a look
+        if key is None or key[0] is not assigned or key[1] != generation or key[2] != member_id:
+            proc.claim_key = (assigned, generation, member_id)
+            index = self.workload.index
+            parts = frozenset([index[tp] for tp in assigned if tp in index])
+            self._set_claim(proc, parts, self.group.is_current(generation, member_id))
+        settled = member.phase is Phase.STABLE and self.group.is_current(generation, member_id)
+        if settled is not proc.settled:
+            proc.settled = settled
+            self.settled_count += 1 if settled else -1
 
     def _set_claim(self, proc: ConsumerProcess, parts: frozenset[int], current: bool) -> None:
-        if parts == proc.claim and current == proc.claim_current:
+        if current is proc.claim_current and (parts is proc.claim or parts == proc.claim):
             return
-        self.own.update_claims(proc.id, proc.claim, parts, current, proc.claim_current, self.now)
+        self.own.update_claims(proc.id, proc.claim, parts, current, proc.claim_current, self.q.now_ms)
         proc.claim = parts
         proc.claim_current = current
 
