@@ -73,7 +73,7 @@ def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> N
         # in the classic protocol an offset commit also keeps the member's session alive
         reschedule_heartbeat(txn, group, req.member_id)
     results: list[tuple[TopicPartition, ErrorCode]] = []
-    emit, now_ms, group_id = txn.emit, txn.now_ms, group.group_id
+    emit, now_ms, group_id = txn.emit_to, txn.now_ms, group.group_id
     max_bytes = txn.config.offset_metadata_max_bytes
     for entry in req.offsets:
         metadata = entry.committed_metadata
@@ -87,7 +87,7 @@ def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> N
             continue
         epoch = entry.committed_leader_epoch
         value = OffsetAndMetadata(entry.committed_offset, epoch, metadata or "", now_ms)
-        emit(OffsetCommitted(group_id, entry.partition, value))
+        emit(group, OffsetCommitted(group_id, entry.partition, value))
         results.append((entry.partition, ErrorCode.NONE))
     txn.reply(env.connection, env.correlation_id, OffsetCommitResponse(tuple(results)))
     return None

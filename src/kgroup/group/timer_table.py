@@ -29,8 +29,8 @@ class TimerTable:
     __slots__ = ("_armed", "_heap", "_sequence")
 
     def __init__(self, sequence: Callable[[], int] | None = None) -> None:
-        #: key -> (deadline, sequence) of its live entry
-        self._armed: dict[TimerKey, tuple[int, int]] = {}
+        #: key -> its live heap entry (the very tuple: an entry is live when it *is* this one)
+        self._armed: dict[TimerKey, tuple[int, int, TimerKey]] = {}
         #: (deadline, sequence, key), with stale entries skipped lazily
         self._heap: list[tuple[int, int, TimerKey]] = []
         self._sequence = sequence if sequence is not None else itertools.count(1).__next__
@@ -50,9 +50,9 @@ class TimerTable:
 
     def schedule(self, key: TimerKey, deadline_ms: int) -> None:
         """Arm ``key`` for ``deadline_ms``, replacing any earlier deadline."""
-        seq = self._sequence()
-        self._armed[key] = (deadline_ms, seq)
-        heapq.heappush(self._heap, (deadline_ms, seq, key))
+        entry = (deadline_ms, self._sequence(), key)
+        self._armed[key] = entry
+        heapq.heappush(self._heap, entry)
 
     def cancel(self, key: TimerKey) -> None:
         """Forget ``key`` (harmless if it is not armed)."""
@@ -60,29 +60,32 @@ class TimerTable:
 
     def apply(self, effects: Iterable[TimerEffect]) -> None:
         """Apply a :class:`~kgroup.group.CoordinatorResult`'s ``timers``, in order."""
+        armed, heap, sequence = self._armed, self._heap, self._sequence
         for effect in effects:
-            if isinstance(effect, ScheduleTimer):
-                self.schedule(effect.key, effect.deadline_ms)
+            if isinstance(effect, ScheduleTimer):  # schedule(), inlined: once per heartbeat and commit
+                key = effect.key
+                entry = (effect.deadline_ms, sequence(), key)
+                armed[key] = entry
+                heapq.heappush(heap, entry)
             elif isinstance(effect, CancelTimer):
-                self.cancel(effect.key)
+                armed.pop(effect.key, None)
 
     # --- reading and firing ---------------------------------------------------------------------------
 
-    def _drop_stale(self) -> None:
+    def head(self) -> tuple[int, int, TimerKey] | None:
+        """``(deadline, sequence, key)`` of the next timer to fire (without firing it), or ``None``."""
         heap, armed = self._heap, self._armed
         while heap:
-            deadline, seq, key = heap[0]
-            if armed.get(key) == (deadline, seq):
-                return
-            heapq.heappop(heap)
+            entry = heap[0]
+            if armed.get(entry[2]) is entry:
+                return entry
+            heapq.heappop(heap)  # replaced or cancelled: dropped lazily
+        return None
 
     def peek(self) -> tuple[int, int] | None:
         """``(deadline, sequence)`` of the next timer to fire, or ``None`` when nothing is armed."""
-        self._drop_stale()
-        if not self._heap:
-            return None
-        deadline, seq, _ = self._heap[0]
-        return deadline, seq
+        entry = self.head()
+        return None if entry is None else (entry[0], entry[1])
 
     def next_deadline(self) -> int | None:
         """When the next timer is due (``None``: nothing armed)."""
@@ -95,7 +98,7 @@ class TimerTable:
         Call it until it returns ``None``: firing a key (``GroupCoordinator.on_timer``) may arm new
         keys that are already due, and they come out in their turn.
         """
-        top = self.peek()
+        top = self.head()
         if top is None or top[0] > now_ms:
             return None
         _, _, key = heapq.heappop(self._heap)
@@ -108,7 +111,7 @@ class TimerTable:
 
     def armed(self) -> dict[TimerKey, int]:
         """Every armed key and its deadline (compare with ``GroupCoordinator.armed_timers()``)."""
-        return {key: deadline for key, (deadline, _) in self._armed.items()}
+        return {key: entry[0] for key, entry in self._armed.items()}
 
     def __len__(self) -> int:
         return len(self._armed)

@@ -16,6 +16,7 @@ from kgroup.group.group import GroupData
 from kgroup.group.records import (
     GroupLeaderChanged,
     GroupProtocolTypeChanged,
+    GroupRecord,
     GroupStateChanged,
     MemberRemoved,
     MemberState,
@@ -74,6 +75,12 @@ class Txn:
 
     def emit(self, record: Record) -> None:
         self._replay(record)
+        self.records.append(record)
+
+    def emit_to(self, group: GroupData, record: GroupRecord) -> None:
+        """:meth:`emit` for a record of ``group`` (which exists): the group replays it, exactly as the
+        coordinator's ``replay`` would hand it over (one call less on the hottest path, commits)."""
+        group.apply(record)
         self.records.append(record)
 
     def reply(self, connection: str, correlation_id: int, body: Response) -> None:

@@ -6,7 +6,7 @@ Kafka's ``ConsumerCoordinator`` commit and fetch paths; :class:`OffsetsMixin` is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from kgroup.member.core import MemberCore
 from kgroup.member.events import (
@@ -67,6 +67,16 @@ class OffsetsMixin(MemberCore):
         if next_offset < 0:
             raise KgroupError(f"next_offset: {next_offset} for {tp}; give an offset of 0 or more")
         self._positions[tp] = next_offset
+
+    def record_processed_many(self, processed: Iterable[tuple[TopicPartition, int]]) -> None:
+        """:meth:`record_processed` for each ``(partition, next_offset)`` in turn."""
+        owned, positions = self._owned, self._positions
+        for tp, next_offset in processed:
+            if tp not in owned:
+                self._check_assigned(tp, "record_processed")
+            if next_offset < 0:
+                raise KgroupError(f"next_offset: {next_offset} for {tp}; give an offset of 0 or more")
+            positions[tp] = next_offset
 
     def commit(self, now_ms: int, offsets: Mapping[TopicPartition, int]) -> list[OutboundRequest]:
         """The application's ``commitAsync(offsets)`` with the member's current generation.

@@ -32,11 +32,15 @@ def apply_coordinator_result(sim: CoordinatorHost, result: CoordinatorResult) ->
     records = result.records
     if records:
         followed = False
-        on_commit = sim.workload.on_commit
+        committed, index = sim.workload.committed, sim.workload.index
         for record in records:
             if type(record) is OffsetCommitted:
                 # a committed offset (only successful ones are records): new owners start there
-                on_commit(record.partition, record.value.offset)
+                # (Workload.on_commit, inlined)
+                i = index.get(record.partition)
+                offset = record.value.offset
+                if i is not None and offset >= 0:
+                    committed[i] = offset
             elif type(record) in FOLLOWED:
                 followed = True
         if followed:

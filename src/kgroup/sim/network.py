@@ -96,10 +96,19 @@ class Network:
 
     def transit(self, consumer: str, connection: str, to_coordinator: bool, now_ms: int) -> int | None:
         """When a message sent now arrives (``None``: the connection broke after every retransmission)."""
-        spec = self.link(consumer)
+        spec = self._links.get(consumer, self.default)
         rng = self._rng
         loss, latency, jitter = spec.loss, spec.latency_ms, spec.jitter_ms
         cuts = consumer in self._cuts
+        pipe = (connection, to_coordinator)
+        if not loss and not cuts:
+            # a clean link (the usual case): one segment, on time, and the same draws as below
+            arrives = now_ms + (latency + rng.randint(0, jitter) if jitter else latency)
+            last = self._last_delivery.get(pipe, 0)
+            if last > arrives:
+                arrives = last
+            self._last_delivery[pipe] = arrives
+            return arrives
         rto = 0
         sent = now_ms
         at: int | None = None
@@ -115,7 +124,6 @@ class Network:
             sent += min(rto << attempt, RTO_MAX_MS)
         if at is None:
             return None
-        pipe = (connection, to_coordinator)
         at = max(at, self._last_delivery.get(pipe, 0))
         self._last_delivery[pipe] = at
         return at

@@ -27,7 +27,7 @@ from typing import Any
 
 from kgroup.group import CoordinatorConfig, GroupCoordinator, TimerTable
 from kgroup.group.states import GroupState
-from kgroup.member import ConsumerMember, MemberConfig, MemberState, OutboundRequest, Phase
+from kgroup.member import ConsumerMember, MemberConfig, OutboundRequest, Phase
 from kgroup.member.events import (
     MemberEvent,
     OffsetsCommitted,
@@ -221,21 +221,24 @@ class Simulation:
         }
         account, after_step = self.own.account, self._after_step
         timers, coord = self.coord_timers, self.coord
+        timer_head, queue_head, pop_due = timers.head, q.head, q.pop_due
         steps = 0
         while True:
             # the next step: the coordinator's next timer or the queue's next event, whichever was
             # scheduled for the earlier time (or, at the same time, scheduled first)
-            timer = timers.peek()
-            if timer is not None and timer[0] <= end and ((queued := q.peek_key()) is None or timer < queued):
-                at = q.now_ms = timer[0]
-                account(at)
-                steps += 1
-                key = timers.pop_due(at)
-                assert key is not None
-                apply_coordinator_result(self, coord.on_timer(at, key))
-                after_step()
-                continue
-            item = q.pop_due(end)
+            timer = timer_head()
+            if timer is not None and (at := timer[0]) <= end:
+                queued = queue_head()
+                if queued is None or at < queued[0] or (at == queued[0] and timer[1] < queued[1]):
+                    q.now_ms = at
+                    account(at)
+                    steps += 1
+                    key = timers.pop_due(at)
+                    assert key is not None
+                    apply_coordinator_result(self, coord.on_timer(at, key))
+                    after_step()
+                    continue
+            item = pop_due(end)
             if item is None:
                 break
             at, kind, payload = item
@@ -331,10 +334,14 @@ class Simulation:
         proc.claim_key = None
 
     def send_requests(self, proc: ConsumerProcess, requests: Sequence[OutboundRequest]) -> None:
-        now = self.now
+        if not requests:
+            return
+        q = self.q
+        now = q.now_ms
+        group = self.sc.group
         for out in requests:
             body = out.body
-            timeout = self.sc.group.request_timeout_ms
+            timeout = group.request_timeout_ms
             if isinstance(body, JoinGroupRequest):
                 timeout = max(timeout, body.rebalance_timeout_ms + _JOIN_TIMEOUT_LAPSE_MS)
             deadline = now + timeout
@@ -343,16 +350,17 @@ class Simulation:
                 # The application polls continuously; the member's next auto-commit falls due one
                 # interval after this one was sent, so the loop is looked at then.
                 self.commits_sent += 1
-                self._schedule_tick(proc, now + self.sc.group.auto_commit_interval_ms)
-            at = self.net.transit(proc.id, proc.conn, True, max(now, proc.conn_ready_at))
+                self._schedule_tick(proc, now + group.auto_commit_interval_ms)
+            ready = proc.conn_ready_at
+            at = self.net.transit(proc.id, proc.conn, True, now if now >= ready else ready)
             # A JoinGroup or SyncGroup may be parked by the coordinator past its timeout, so its
             # timeout is armed now; any other request is answered at once, and its timeout is armed
             # only when the request (here) or its answer (coordinator_results) arrives too late
             # (fewer queue entries, same outcome).
             if at is None or at >= deadline or isinstance(body, (JoinGroupRequest, SyncGroupRequest)):
-                self.q.push(deadline, _TIMEOUT, (proc.index, proc.incarnation, out.correlation_id))
+                q.push(deadline, _TIMEOUT, (proc.index, proc.incarnation, out.correlation_id))
             if at is not None:
-                self.q.push(at, _TO_COORD, (proc.index, proc.conn, out.correlation_id, body))
+                q.push(at, _TO_COORD, (proc.index, proc.conn, out.correlation_id, body))
         # (a timeout armed twice fires once: the first firing removes the request from inflight)
 
     def arm_timeout(self, proc: ConsumerProcess, incarnation: int, correlation_id: int) -> None:
@@ -388,15 +396,16 @@ class Simulation:
     def poll_process(self, proc: ConsumerProcess) -> None:
         """The application calls poll() now if it is waiting in poll(), else when its batch is done."""
         member = proc.member
-        if member is None or proc.load.stalled_until_ms > self.now:
+        now = self.q.now_ms
+        if member is None or proc.load.stalled_until_ms > now:
             return
-        at = self.workload.next_poll_ms(proc.load, self.now)
-        if at > self.now:
-            if proc.app_poll_at is None or proc.app_poll_at <= self.now or proc.app_poll_at > at:
+        at = self.workload.next_poll_ms(proc.load, now)
+        if at > now:
+            if proc.app_poll_at is None or proc.app_poll_at <= now or proc.app_poll_at > at:
                 proc.app_poll_at = at
                 self.q.push(at, _APP_POLL, (proc.index, proc.incarnation))
             return
-        self.send_requests(proc, member.poll(self.now))
+        self.send_requests(proc, member.poll(now))
 
     def after_member(self, proc: ConsumerProcess) -> None:
         """Collect what a member did: callbacks, ownership, its next wake-up."""
@@ -524,12 +533,11 @@ class Simulation:
 
     def _on_to_coord(self, payload: tuple[int, str, int, Request]) -> None:
         index, conn, correlation_id, body = payload
-        proc = self.procs[index]
         if conn in self.broken_conns:
             return  # its connection broke (timeout, reset) while it was in transit: it is gone
         # (what a stopped process sent before it closed its socket is still delivered)
-        envelope = Envelope(conn, correlation_id, body, proc.id)
-        apply_coordinator_result(self, self.coord.handle(self.now, envelope))
+        envelope = Envelope(conn, correlation_id, body, self.procs[index].id)
+        apply_coordinator_result(self, self.coord.handle(self.q.now_ms, envelope))
 
     def _on_to_member(self, payload: tuple[int, str, int, Response]) -> None:
         index, conn, correlation_id, body = payload
@@ -539,14 +547,15 @@ class Simulation:
             return  # the process or its connection is gone
         if proc.inflight.pop(correlation_id, None) is None:
             return  # it already timed out
+        now = self.q.now_ms
         # A successful heartbeat or commit changes neither what the member owns nor its positions:
         # processing need not be brought up to date for it, nor the application loop woken.
         routine = isinstance(body, OffsetCommitResponse) or (
             isinstance(body, HeartbeatResponse) and body.error_code is ErrorCode.NONE
         )
         if not routine:
-            self.workload.advance(proc.load, member, self.now)
-        self.send_requests(proc, member.on_response(self.now, correlation_id, body))
+            self.workload.advance(proc.load, member, now)
+        self.send_requests(proc, member.on_response(now, correlation_id, body))
         if routine:
             self._poll_if_needed(proc)
         else:
@@ -584,12 +593,13 @@ class Simulation:
         if member is None or proc.incarnation != incarnation or proc.wake_version != version:
             return
         proc.wake_at = None
+        now = self.q.now_ms
         # A STABLE member with nothing in flight cannot lose partitions in its heartbeat thread (a
         # session or poll timeout there only sends or resets); otherwise bring processing up to date
         # first, so that what it owned until now is processed with the assignment it had.
-        if member.state is not MemberState.STABLE or member.rejoin_needed or proc.inflight:
-            self.workload.advance(proc.load, member, self.now)
-        self.send_requests(proc, member.background(self.now))
+        if member.phase is not Phase.STABLE or member.rejoin_needed or proc.inflight:
+            self.workload.advance(proc.load, member, now)
+        self.send_requests(proc, member.background(now))
         self._poll_if_needed(proc)
         self.after_member(proc)
 
@@ -599,12 +609,13 @@ class Simulation:
         member = proc.member
         if member is None or proc.incarnation != incarnation:
             return
-        if proc.app_tick_at == self.now:
+        now = self.q.now_ms
+        if proc.app_tick_at == now:
             # the loop's periodic look: the next one an auto-commit interval from now
-            self._schedule_tick(proc, self.now + self.sc.group.auto_commit_interval_ms, replace=True)
-        elif proc.app_poll_at != self.now:
+            self._schedule_tick(proc, now + self.sc.group.auto_commit_interval_ms, replace=True)
+        elif proc.app_poll_at != now:
             return  # superseded
-        self.workload.advance(proc.load, member, self.now)
+        self.workload.advance(proc.load, member, now)
         self.poll_process(proc)
         self.after_member(proc)
 
@@ -618,8 +629,8 @@ class Simulation:
         has something to do there (a rejoin, a rebalance in progress); auto-commits and the poll
         timer are served by the loop's periodic look (:meth:`_on_app_poll`)."""
         member = proc.member
-        if member is not None and (member.state is not MemberState.STABLE or member.rejoin_needed):
-            self.workload.advance(proc.load, member, self.now)
+        if member is not None and (member.phase is not Phase.STABLE or member.rejoin_needed):
+            self.workload.advance(proc.load, member, self.q.now_ms)
             self.poll_process(proc)
 
     def _on_sample(self, _: None) -> None:

@@ -59,6 +59,10 @@ class EventQueue:
         at_ms, seq, _, _ = self._heap[0]
         return at_ms, seq
 
+    def head(self) -> tuple[int, int, int, Payload] | None:
+        """The next entry ``(time, sequence, kind, payload)`` without popping it (``None``: empty)."""
+        return self._heap[0] if self._heap else None
+
     def push(self, at_ms: int, kind: int, payload: Payload = None) -> None:
         if at_ms < self.now_ms:
             # the past cannot be scheduled: an event "now or earlier" runs now, after what is queued

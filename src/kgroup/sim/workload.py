@@ -37,6 +37,8 @@ class ProcessingMember(Protocol):
 
     def record_processed(self, tp: TopicPartition, next_offset: int) -> None: ...
 
+    def record_processed_many(self, processed: Iterable[tuple[TopicPartition, int]]) -> None: ...
+
 
 @dataclass(slots=True)
 class ConsumerLoad:
@@ -141,7 +143,7 @@ class Workload:
             load.busy_since_ms = None
             return
         paused = member.pending_revocation()
-        if assigned != load.sorted_for:
+        if assigned is not load.sorted_for and assigned != load.sorted_for:
             load.sorted_for = assigned
             index = self.index
             load.sorted_assignment = [(tp, index[tp]) for tp in sorted(assigned) if tp in index]
@@ -167,28 +169,39 @@ class Workload:
             return
         load.budget_milli += self.consume_rate * (now_ms - start)
         capacity = load.budget_milli // 1000
+        high = self.high_water
+        processed = reprocessed = 0
+        done: list[tuple[TopicPartition, int]] = []
         if total <= capacity:
-            grants = [b[0] for b in backlog]
-            load.budget_milli = 0  # caught up: idle capacity is not banked
+            # caught up: every partition is processed to its log end (idle capacity is not banked)
+            load.budget_milli = 0
             load.busy_since_ms = None
+            processed = total
+            for wanted, tp, i, pos in backlog:
+                end = pos + wanted
+                hw = high[i]
+                if hw > pos:
+                    reprocessed += min(end, hw) - pos
+                if end > hw:
+                    high[i] = end
+                done.append((tp, end))
         else:
             grants = _water_fill([b[0] for b in backlog], capacity)
             load.budget_milli -= capacity * 1000
             if load.busy_since_ms is None:
                 load.busy_since_ms = start - load.batch_phase_ms
-        high = self.high_water
-        processed = reprocessed = 0
-        for (_, tp, i, pos), grant in zip(backlog, grants, strict=True):
-            if grant <= 0:
-                continue
-            end = pos + grant
-            processed += grant
-            hw = high[i]
-            if hw > pos:
-                reprocessed += min(end, hw) - pos
-            if end > hw:
-                high[i] = end
-            member.record_processed(tp, end)
+            for (_, tp, i, pos), grant in zip(backlog, grants, strict=True):
+                if grant <= 0:
+                    continue
+                end = pos + grant
+                processed += grant
+                hw = high[i]
+                if hw > pos:
+                    reprocessed += min(end, hw) - pos
+                if end > hw:
+                    high[i] = end
+                done.append((tp, end))
+        member.record_processed_many(done)
         self.records_processed += processed
         self.records_reprocessed += reprocessed
         load.processed += processed
