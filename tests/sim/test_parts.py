@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from kgroup.model import TopicPartition
 from kgroup.sim.network import Network
@@ -95,8 +95,9 @@ class FakeMember:
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self.pos[tp] = offset
 
-    def record_processed(self, tp: TopicPartition, next_offset: int) -> None:
-        self.pos[tp] = next_offset
+    def record_processed_many(self, processed: Iterable[tuple[TopicPartition, int]]) -> None:
+        for tp, next_offset in processed:
+            self.pos[tp] = next_offset
 
 
 def test_workload_catches_up_stalls_and_counts_reprocessing() -> None:
