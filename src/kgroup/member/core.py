@@ -34,6 +34,7 @@ from kgroup.model import (
     RebalanceProtocol,
     TopicMetadata,
     TopicPartition,
+    sorted_partitions,
 )
 
 __all__ = ["MemberCore", "checked_topics"]
@@ -79,6 +80,7 @@ class MemberCore:
 
         # frozen, so assignment() hands out this very object: a host compares it by identity cheaply
         self._owned: frozenset[TopicPartition] = frozenset()
+        self._owned_order: tuple[TopicPartition, ...] = ()  # the same, in Java order (commits list so)
         self._owned_generation = NO_GENERATION
         self._last_assigned: tuple[tuple[TopicPartition, ...], int] = ((), NO_GENERATION)
         self._positions: dict[TopicPartition, int] = {}
@@ -233,6 +235,7 @@ class MemberCore:
 
     def _set_assignment(self, partitions: set[TopicPartition] | frozenset[TopicPartition]) -> None:
         self._owned = frozenset(partitions)
+        self._owned_order = tuple(sorted_partitions(self._owned))
         for tp in [tp for tp in self._positions if tp not in self._owned]:
             del self._positions[tp]
         self._fetch_pending &= self._owned

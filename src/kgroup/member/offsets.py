@@ -72,9 +72,8 @@ class OffsetsMixin(MemberCore):
         """:meth:`record_processed` for each ``(partition, next_offset)`` in turn."""
         owned, positions = self._owned, self._positions
         for tp, next_offset in processed:
-            if tp not in owned:
+            if next_offset < 0 or tp not in owned:
                 self._check_assigned(tp, "record_processed")
-            if next_offset < 0:
                 raise KgroupError(f"next_offset: {next_offset} for {tp}; give an offset of 0 or more")
             positions[tp] = next_offset
 
@@ -98,8 +97,10 @@ class OffsetsMixin(MemberCore):
         return out
 
     def _consumed_offsets(self) -> dict[TopicPartition, int]:
-        """Kafka's ``allConsumed``: the positions of assigned partitions that have a valid one."""
-        return {tp: pos for tp, pos in self._positions.items() if pos >= 0 and tp in self._owned}
+        """Kafka's ``allConsumed``: the positions of assigned partitions that have a valid one, in
+        the (Java) order a commit lists them."""
+        positions = self._positions
+        return {tp: pos for tp in self._owned_order if (pos := positions.get(tp, -1)) >= 0}
 
     def _maybe_auto_commit(self, now_ms: int, out: list[OutboundRequest]) -> None:
         if not self.config.enable_auto_commit or self._next_auto_commit_at is None:
@@ -107,7 +108,7 @@ class OffsetsMixin(MemberCore):
         if now_ms < self._next_auto_commit_at:
             return
         self._next_auto_commit_at = now_ms + self.config.auto_commit_interval_ms
-        self._send_commit(now_ms, self._consumed_offsets(), CommitPurpose.AUTO, out)
+        self._send_commit(now_ms, self._consumed_offsets(), CommitPurpose.AUTO, out, in_order=True)
 
     def _commit_on_revoke(
         self, now_ms: int, partitions: Sequence[TopicPartition], out: list[OutboundRequest]
@@ -115,12 +116,13 @@ class OffsetsMixin(MemberCore):
         """``commit_on_revoke``: the application commits what it gives up (skipping what is already sent)."""
         if not self.config.commit_on_revoke or self._generation.is_reset:
             return
+        given = set(partitions)
         offsets = {
             tp: pos
             for tp, pos in self._consumed_offsets().items()
-            if tp in partitions and self._commit_sent.get(tp) != pos
+            if tp in given and self._commit_sent.get(tp) != pos
         }
-        self._send_commit(now_ms, offsets, CommitPurpose.REVOKE, out)
+        self._send_commit(now_ms, offsets, CommitPurpose.REVOKE, out, in_order=True)
 
     def _send_commit(
         self,
@@ -128,8 +130,11 @@ class OffsetsMixin(MemberCore):
         offsets: dict[TopicPartition, int],
         purpose: CommitPurpose,
         out: list[OutboundRequest],
+        *,
+        in_order: bool = False,
     ) -> int | None:
-        """Send an OffsetCommit; ``None`` when there is nothing to send or no way to send it."""
+        """Send an OffsetCommit; ``None`` when there is nothing to send or no way to send it.
+        ``in_order``: ``offsets`` are already in Java order (:meth:`_consumed_offsets`)."""
         if not offsets:
             return None
         if self._coordinator is None or self._generation.is_reset:
@@ -140,18 +145,17 @@ class OffsetsMixin(MemberCore):
             return None
         # the in-flight record keeps the offsets in the request's (Java) order, so the answer's
         # event lists them without sorting again
-        ordered = {tp: offsets[tp] for tp in sorted_partitions(offsets)}
+        ordered = offsets if in_order else {tp: offsets[tp] for tp in sorted_partitions(offsets)}
+        generation = self._generation
         body = OffsetCommitRequest(
-            group_id=self.config.group_id,
-            generation_id=self._generation.generation_id,
-            member_id=self._generation.member_id,
-            offsets=tuple([OffsetCommitPartition(tp, offset) for tp, offset in ordered.items()]),
-            group_instance_id=self.config.group_instance_id,
+            self.config.group_id,
+            generation.generation_id,
+            generation.member_id,
+            tuple([OffsetCommitPartition(tp, offset) for tp, offset in ordered.items()]),
+            self.config.group_instance_id,
         )
         self._commit_sent.update(ordered)
-        return self._send(
-            out, body, InFlight(Kind.COMMIT, self._generation, offsets=ordered, purpose=purpose)
-        )
+        return self._send(out, body, InFlight(Kind.COMMIT, generation, offsets=ordered, purpose=purpose))
 
     def _record_commit_success(self, sent: InFlight, resp: OffsetCommitResponse) -> bool:
         none = ErrorCode.NONE

@@ -148,7 +148,8 @@ class Workload:
         positions = member.positions()
         rate = self.produce_rate
         created = self.created_ms
-        backlog: list[tuple[int, TopicPartition, int, int]] = []  # (available, tp, index, position)
+        # what each partition has waiting: (partition, index, position, log end)
+        backlog: list[tuple[TopicPartition, int, int, int]] = []
         total = 0
         for tp, i in load.sorted_assignment:
             pos = positions.get(tp)
@@ -159,7 +160,7 @@ class Workload:
                 pos = self._reset(i, end)
                 member.seek(tp, pos)
             if end > pos:
-                backlog.append((end - pos, tp, i, pos))
+                backlog.append((tp, i, pos, end))
                 total += end - pos
         if not backlog:
             load.budget_milli = 0
@@ -168,34 +169,34 @@ class Workload:
         load.budget_milli += self.consume_rate * (now_ms - start)
         capacity = load.budget_milli // 1000
         high = self.high_water
-        processed = reprocessed = 0
+        reprocessed = 0
         done: list[tuple[TopicPartition, int]] = []
         if total <= capacity:
             # caught up: every partition is processed to its log end (idle capacity is not banked)
             load.budget_milli = 0
             load.busy_since_ms = None
             processed = total
-            for wanted, tp, i, pos in backlog:
-                end = pos + wanted
+            for tp, i, pos, end in backlog:
                 hw = high[i]
                 if hw > pos:
-                    reprocessed += min(end, hw) - pos
+                    reprocessed += (end if end < hw else hw) - pos
                 if end > hw:
                     high[i] = end
                 done.append((tp, end))
         else:
-            grants = _water_fill([b[0] for b in backlog], capacity)
+            grants = _water_fill([end - pos for _, _, pos, end in backlog], capacity)
             load.budget_milli -= capacity * 1000
             if load.busy_since_ms is None:
                 load.busy_since_ms = start - load.batch_phase_ms
-            for (_, tp, i, pos), grant in zip(backlog, grants, strict=True):
+            processed = 0
+            for (tp, i, pos, _), grant in zip(backlog, grants, strict=True):
                 if grant <= 0:
                     continue
                 end = pos + grant
                 processed += grant
                 hw = high[i]
                 if hw > pos:
-                    reprocessed += min(end, hw) - pos
+                    reprocessed += (end if end < hw else hw) - pos
                 if end > hw:
                     high[i] = end
                 done.append((tp, end))
