@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from kgroup.group.group import GroupData
 from kgroup.group.rebalance import (
     maybe_complete_join_phase,
@@ -30,6 +28,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode
+from kgroup.valuetypes import replace
 
 __all__ = ["handle_heartbeat", "handle_leave", "handle_sync"]
 

@@ -3,8 +3,6 @@ expire sessions and syncs (the classic parts of Kafka's ``GroupMetadataManager``
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from kgroup.group.group import GroupData
 from kgroup.group.records import (
     GenerationStarted,
@@ -18,6 +16,7 @@ from kgroup.group.timers import heartbeat_key, join_key, sync_key
 from kgroup.group.txn import Txn
 from kgroup.messages import UNKNOWN_MEMBER_ID, JoinGroupResponse, SyncGroupResponse
 from kgroup.model import ErrorCode
+from kgroup.valuetypes import replace
 
 __all__ = [
     "can_rebalance",

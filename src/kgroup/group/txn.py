@@ -8,7 +8,7 @@ coordinator's ``replay`` applies before the next line of the handler reads the g
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from random import Random
 
 from kgroup.group.config import CoordinatorConfig
@@ -30,6 +30,7 @@ from kgroup.group.records import (
 from kgroup.group.states import GroupState
 from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKey
 from kgroup.messages import JoinGroupResponse, Reply, Response, SyncGroupResponse
+from kgroup.valuetypes import replace
 
 __all__ = ["CoordinatorResult", "Txn"]
 

@@ -125,39 +125,55 @@ class OwnershipTracker:
         """``consumer`` claimed ``old`` (current = ``was_current``) and now claims ``new`` (``current``)."""
         touched: Iterable[int]
         touched = old ^ new if current == was_current else old | new
+        claimants = self._claimants
+        refresh = self._refresh
         for p in touched:
-            claims = self._claimants[p]
+            claims = claimants[p]
             if p in new:
                 claims[consumer] = current
             else:
                 claims.pop(consumer, None)
-            self._refresh(p, now_ms)
+            refresh(p, now_ms)
 
     def _refresh(self, p: int, now_ms: int) -> None:
         claims = self._claimants[p]
-        current = sum(1 for c in claims.values() if c)
-        zombie = len(claims) > current
-        old_current = self._current_count[p]
+        n = len(claims)
+        # the usual partition has one claimant (or none): no need to count or search
+        if n == 1:
+            [(only, is_current)] = claims.items()
+            if is_current:
+                current, zombie, owner = 1, False, only
+            else:
+                current, zombie, owner = 0, True, NO_OWNER
+        elif n == 0:
+            current, zombie, owner = 0, False, NO_OWNER
+        else:
+            current = sum(1 for c in claims.values() if c)
+            zombie = n > current
+            owner = min(c for c, is_current in claims.items() if is_current) if current else NO_OWNER
+        counts = self._current_count
+        old_current = counts[p]
         if old_current != current:
-            if self._subscribed[p] and (old_current == 0) != (current == 0):
+            if (old_current == 0 or current == 0) and self._subscribed[p]:
                 self.n_unowned += 1 if current == 0 else -1
             if (old_current >= 2) != (current >= 2):
                 self.n_double += 1 if current >= 2 else -1
-            self._current_count[p] = current
-        if zombie != self._zombie[p]:
+            counts[p] = current
+        zombies = self._zombie
+        if zombie is not zombies[p]:
             self.n_zombie += 1 if zombie else -1
-            self._zombie[p] = zombie
+            zombies[p] = zombie
         overlap = zombie and current > 0
-        if overlap != self._overlap[p]:
+        overlaps = self._overlap
+        if overlap is not overlaps[p]:
             self.n_overlap += 1 if overlap else -1
-            self._overlap[p] = overlap
-        owner = NO_OWNER
-        if current:
-            owner = min(c for c, is_current in claims.items() if is_current)
-        if owner != self._owner[p]:
-            if self._owner[p] != NO_OWNER and now_ms > self._owner_since[p]:
-                self._interval(p, self._owner[p], self._owner_since[p], now_ms)
-            self._owner[p] = owner
+            overlaps[p] = overlap
+        owners = self._owner
+        previous = owners[p]
+        if owner != previous:
+            if previous != NO_OWNER and now_ms > self._owner_since[p]:
+                self._interval(p, previous, self._owner_since[p], now_ms)
+            owners[p] = owner
             self._owner_since[p] = now_ms
 
     def _interval(self, p: int, owner: str, start: int, end: int) -> None:

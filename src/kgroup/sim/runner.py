@@ -219,10 +219,15 @@ class Simulation:
             _APP_POLL: self._on_app_poll,
             _RESET: self._on_reset,
         }
-        account, after_step = self.own.account, self._after_step
+        own = self.own
+        account, after_step = own.account, self._after_step
+        # (after_step has work only while partitions are double-owned, just were, or a disturbance
+        # waits to settle; the loop checks that itself)
+        open_disturbances = self.open_disturbances
         timers, coord = self.coord_timers, self.coord
         timer_head, queue_head, pop_due = timers.head, q.head, q.pop_due
         steps = 0
+        accounted = -1  # the ownership clocks are integrated up to here (once per millisecond)
         while True:
             # the next step: the coordinator's next timer or the queue's next event, whichever was
             # scheduled for the earlier time (or, at the same time, scheduled first)
@@ -231,21 +236,27 @@ class Simulation:
                 queued = queue_head()
                 if queued is None or at < queued[0] or (at == queued[0] and timer[1] < queued[1]):
                     q.now_ms = at
-                    account(at)
+                    if at != accounted:
+                        account(at)
+                        accounted = at
                     steps += 1
                     key = timers.pop_due(at)
                     assert key is not None
                     apply_coordinator_result(self, coord.on_timer(at, key))
-                    after_step()
+                    if open_disturbances or own.n_double or self._in_double:
+                        after_step()
                     continue
             item = pop_due(end)
             if item is None:
                 break
             at, kind, payload = item
-            account(at)
+            if at != accounted:
+                account(at)
+                accounted = at
             steps += 1
             handlers[kind](payload)
-            after_step()
+            if open_disturbances or own.n_double or self._in_double:
+                after_step()
             if progress is not None and not steps % PROGRESS_EVERY_STEPS:
                 progress(at, end)
         self.steps = steps
