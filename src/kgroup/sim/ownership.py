@@ -127,6 +127,11 @@ class OwnershipTracker:
         touched = old ^ new if current == was_current else old | new
         claimants = self._claimants
         refresh = self._refresh
+        if current != was_current and (old is new or old == new):
+            # The same partitions change standing (a new generation, a member rejoining): where the
+            # consumer is the only claimant, the outcome is known without a full refresh.
+            self._flip(consumer, touched, current, now_ms)
+            return
         for p in touched:
             claims = claimants[p]
             if p in new:
@@ -134,6 +139,36 @@ class OwnershipTracker:
             else:
                 claims.pop(consumer, None)
             refresh(p, now_ms)
+
+    def _flip(self, consumer: str, partitions: Iterable[int], current: bool, now_ms: int) -> None:
+        """``consumer``'s claim on ``partitions`` becomes current (or stops being): what
+        :meth:`_refresh` would conclude, done directly where it is the partition's only claimant."""
+        claimants, counts, subscribed = self._claimants, self._current_count, self._subscribed
+        zombies, owners, since = self._zombie, self._owner, self._owner_since
+        for p in partitions:
+            claims = claimants[p]
+            sole = len(claims) == 1 and consumer in claims
+            claims[consumer] = current
+            if not sole:
+                self._refresh(p, now_ms)
+            elif current:  # zombie -> owner
+                counts[p] = 1
+                if subscribed[p]:
+                    self.n_unowned -= 1
+                zombies[p] = False
+                self.n_zombie -= 1
+                owners[p] = consumer
+                since[p] = now_ms
+            else:  # owner -> zombie
+                counts[p] = 0
+                if subscribed[p]:
+                    self.n_unowned += 1
+                zombies[p] = True
+                self.n_zombie += 1
+                if now_ms > since[p]:
+                    self._interval(p, consumer, since[p], now_ms)
+                owners[p] = NO_OWNER
+                since[p] = now_ms
 
     def _refresh(self, p: int, now_ms: int) -> None:
         claims = self._claimants[p]
