@@ -498,8 +498,11 @@ class Simulation:
         # nothing changed and only whether the member is settled needs a look
         if key is None or key[0] is not assigned or key[1] != generation or key[2] != member_id:
             proc.claim_key = (assigned, generation, member_id)
-            index = self.workload.index
-            parts = frozenset([index[tp] for tp in assigned if tp in index])
+            if key is not None and key[0] is assigned:
+                parts = proc.claim  # the same assignment in a new generation
+            else:
+                index = self.workload.index
+                parts = frozenset([index[tp] for tp in assigned if tp in index])
             self._set_claim(proc, parts, self.group.is_current(generation, member_id))
         settled = member.phase is Phase.STABLE and self.group.is_current(generation, member_id)
         if settled is not proc.settled:
