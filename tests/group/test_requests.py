@@ -358,6 +358,12 @@ def test_simple_commit_creates_an_empty_group_and_is_fetched() -> None:
         (TP1, -1, ""),
     ]
     assert [p.partition for p in _fetch(ctx, None).partitions] == [TP0]
+    # the coordinator's read-only view of the same offsets (what the simulator samples lag from)
+    view = ctx.coordinator.committed_offsets(GROUP)
+    assert {tp: (v.offset, v.metadata) for tp, v in view.items()} == {TP0: (42, "m")}
+    with pytest.raises(TypeError):
+        view[TP1] = view[TP0]  # type: ignore[index]
+    assert dict(ctx.coordinator.committed_offsets("no-such-group")) == {}
 
 
 def test_commit_errors() -> None:

@@ -7,9 +7,10 @@ clock and the timer queue; ids come from the injected ``random.Random``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from random import Random
+from types import MappingProxyType
 
 from kgroup.group.admin import delete_group, handle_describe, handle_find_coordinator, handle_list, unload
 from kgroup.group.config import CoordinatorConfig
@@ -18,7 +19,15 @@ from kgroup.group.join import handle_join
 from kgroup.group.membership import handle_heartbeat, handle_leave, handle_sync
 from kgroup.group.offsets import handle_offset_commit, handle_offset_fetch
 from kgroup.group.rebalance import expire_heartbeat, expire_pending_sync, on_join_timer
-from kgroup.group.records import GroupCreated, GroupDeleted, MemberState, Record, TimerArmed, TimerDisarmed
+from kgroup.group.records import (
+    GroupCreated,
+    GroupDeleted,
+    MemberState,
+    OffsetAndMetadata,
+    Record,
+    TimerArmed,
+    TimerDisarmed,
+)
 from kgroup.group.timers import ScheduleTimer, TimerKey
 from kgroup.group.txn import CoordinatorResult, Txn
 from kgroup.messages import (
@@ -33,7 +42,7 @@ from kgroup.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from kgroup.model import ErrorCode, KgroupError
+from kgroup.model import ErrorCode, KgroupError, TopicPartition
 
 __all__ = ["CoordinatorSnapshot", "GroupCoordinator", "UnknownGroupError"]
 
@@ -188,6 +197,11 @@ class GroupCoordinator:
         if group is None:
             raise UnknownGroupError(f"group_id: no group {group_id!r} on this coordinator; join it first")
         return tuple(group.all_members())
+
+    def committed_offsets(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
+        """The offsets committed in one group (a read-only view; empty if there is no such group)."""
+        group = self._groups.get(group_id)
+        return MappingProxyType(group.offsets) if group is not None else MappingProxyType({})
 
     def has_group(self, group_id: str) -> bool:
         return group_id in self._groups

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kgroup.group.group import GroupData
 from kgroup.group.rebalance import reschedule_heartbeat
-from kgroup.group.records import GroupCreated, OffsetAndMetadata, OffsetCommitted
+from kgroup.group.records import GroupCreated, GroupRecord, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.states import GroupState
 from kgroup.group.txn import Txn
 from kgroup.messages import (
@@ -73,7 +73,8 @@ def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> N
         # in the classic protocol an offset commit also keeps the member's session alive
         reschedule_heartbeat(txn, group, req.member_id)
     results: list[tuple[TopicPartition, ErrorCode]] = []
-    emit, now_ms, group_id = txn.emit_to, txn.now_ms, group.group_id
+    committed: list[GroupRecord] = []
+    now_ms, group_id = txn.now_ms, group.group_id
     max_bytes = txn.config.offset_metadata_max_bytes
     for entry in req.offsets:
         metadata = entry.committed_metadata
@@ -87,8 +88,10 @@ def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> N
             continue
         epoch = entry.committed_leader_epoch
         value = OffsetAndMetadata(entry.committed_offset, epoch, metadata or "", now_ms)
-        emit(group, OffsetCommitted(group_id, entry.partition, value))
+        committed.append(OffsetCommitted(group_id, entry.partition, value))
         results.append((entry.partition, ErrorCode.NONE))
+    if committed:
+        txn.emit_all_to(group, committed)
     txn.reply(env.connection, env.correlation_id, OffsetCommitResponse(tuple(results)))
     return None
 

@@ -78,11 +78,13 @@ class Txn:
         self._replay(record)
         self.records.append(record)
 
-    def emit_to(self, group: GroupData, record: GroupRecord) -> None:
-        """:meth:`emit` for a record of ``group`` (which exists): the group replays it, exactly as the
-        coordinator's ``replay`` would hand it over (one call less on the hottest path, commits)."""
-        group.apply(record)
-        self.records.append(record)
+    def emit_all_to(self, group: GroupData, records: list[GroupRecord]) -> None:
+        """:meth:`emit` for each of ``records`` of ``group`` (which exists), in order: the group
+        replays them, exactly as the coordinator's ``replay`` would hand them over (commits)."""
+        apply = group.apply
+        for record in records:
+            apply(record)
+        self.records.extend(records)
 
     def reply(self, connection: str, correlation_id: int, body: Response) -> None:
         self.replies.append(Reply(connection, correlation_id, body))

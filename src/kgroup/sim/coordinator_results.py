@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from kgroup.assignors.invariants import check_coverage, check_members, check_subscriptions
 from kgroup.group import CoordinatorResult
-from kgroup.group.records import OffsetCommitted
 from kgroup.group.states import GroupState
 from kgroup.messages import JoinGroupResponse, SyncGroupResponse
 from kgroup.model import Member
@@ -30,27 +29,16 @@ def apply_coordinator_result(sim: CoordinatorHost, result: CoordinatorResult) ->
     if result.timers:
         sim.coord_timers.apply(result.timers)
     records = result.records
-    if records:
-        followed = False
-        committed, index = sim.workload.committed, sim.workload.index
-        for record in records:
-            if type(record) is OffsetCommitted:
-                # a committed offset (only successful ones are records): new owners start there
-                # (Workload.on_commit, inlined)
-                i = index.get(record.partition)
-                offset = record.value.offset
-                if i is not None and offset >= 0:
-                    committed[i] = offset
-            elif type(record) in FOLLOWED:
-                followed = True
-        if followed:
-            seen = sim.group.observe(records)
-            for before, after in seen.generation_went_back:
-                sim.violation(f"generation went back from {before} to {after}")
-            for state, generation in seen.states:
-                _state_changed(sim, state, generation)
-            if seen.membership_changed:
-                sim.group_changed()
+    # (committed offsets are read from the coordinator when the lag is sampled; only records that
+    # change the group's state, generation or members need a look here)
+    if records and not FOLLOWED.isdisjoint(map(type, records)):
+        seen = sim.group.observe(records)
+        for before, after in seen.generation_went_back:
+            sim.violation(f"generation went back from {before} to {after}")
+        for state, generation in seen.states:
+            _state_changed(sim, state, generation)
+        if seen.membership_changed:
+            sim.group_changed()
     procs, conn_owner, now = sim.procs, sim.conn_owner, sim.now
     for reply in result.replies:
         owner = conn_owner.get(reply.connection)

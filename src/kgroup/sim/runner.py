@@ -658,6 +658,10 @@ class Simulation:
             member = proc.member
             if member is not None:
                 self.workload.advance(proc.load, member, now)
+        # the group's committed offsets as the coordinator holds them (new owners start there)
+        on_commit = self.workload.on_commit
+        for tp, value in self.coord.committed_offsets(self.group_id).items():
+            on_commit(tp, value.offset)
         subscribed = self.own.subscribed()
         committed_total, largest, unprocessed = self.workload.lag(subscribed, now)
         if self.lag and self.lag[-1].t_ms == now:
