@@ -264,3 +264,32 @@ def _pattern_scenario(bootstrap: str) -> None:
             assert sorted(map(str, owned[a.member_id])) == expected
 
     run(scenario)
+
+
+def test_a_refused_join_is_thrown_once_and_the_next_poll_tries_again() -> None:
+    """As Kafka's consumer: a JoinGroup refused with INCONSISTENT_GROUP_PROTOCOL (the group runs
+    range, this member offers only roundrobin) is raised from one poll(); the member has asked to
+    rejoin, so once the range member leaves, a later poll() joins."""
+    with cluster("kgroup", ("p",)) as bootstrap:
+
+        async def scenario() -> None:
+            a = _consumer(bootstrap, _config(client_id="a", assignors=("range",)), topics=["p"])
+            b = _consumer(bootstrap, _config(client_id="b", assignors=("roundrobin",)), topics=["p"])
+            async with a:
+                await _all_stable([a])
+                async with b:
+                    loop = asyncio.get_running_loop()
+                    deadline = loop.time() + 20
+                    raised: list[str] = []
+                    while not raised and loop.time() < deadline:
+                        await a.poll()
+                        try:
+                            await b.poll(20)
+                        except ClientError as error:
+                            raised.append(str(error))
+                    assert raised and "INCONSISTENT_GROUP_PROTOCOL" in raised[0]
+                    await a.close()  # dynamic: LeaveGroup, the group is empty again
+                    owned = await _all_stable([b])  # the next polls join: b is usable
+                    assert owned[b.member_id] == frozenset(TopicPartition("p", i) for i in range(4))
+
+        run(scenario)

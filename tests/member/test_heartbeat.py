@@ -153,7 +153,7 @@ def test_dynamic_member_leaves_when_poll_interval_expires() -> None:
     assert isinstance(leave.body, LeaveGroupRequest)
     assert [m.member_id for m in leave.body.members] == ["m-1"]
     assert member.drain_events() == [
-        RejoinRequested("consumer poll timeout has expired."),
+        RejoinRequested("consumer pro-actively leaving the group"),  # resetGenerationOnLeaveGroup
         LeftGroup("consumer poll timeout has expired.", True),
     ]
     assert member.phase is Phase.UNJOINED and member.member_id == "" and member.next_wakeup_ms() is None

@@ -212,8 +212,9 @@ def test_malformed_assignment_bytes_stop_the_member_without_raising() -> None:
     assert fatal.error is ErrorCode.CORRUPT_MESSAGE and "SyncGroup response" in fatal.reason
 
 
-def test_malformed_member_metadata_at_the_leader_stops_the_member() -> None:
-    """The leader cannot decode a member's subscription bytes (onLeaderElected's SchemaException)."""
+def test_malformed_member_metadata_at_the_leader_fails_that_join() -> None:
+    """The leader cannot decode a member's subscription bytes: onLeaderElected's SchemaException fails
+    the join, which Kafka throws out of that poll() only; the next poll() joins again."""
     recorder = FixedAssignor("range")
     member = new_member(assignors=[recorder])
     join = only(find_coordinator(member), JoinGroupRequest)
@@ -222,9 +223,12 @@ def test_malformed_member_metadata_at_the_leader_stops_the_member() -> None:
         members=(join_member("a", ["t"]), JoinGroupMember("b", b"\x00")),
     )  # fmt: skip
     assert member.on_response(1, join.correlation_id, resp) == []
-    assert member.state is MemberState.FAILED and recorder.requests == []
+    assert member.phase is Phase.SYNCING and recorder.requests == []
     [fatal] = [e for e in member.drain_events() if isinstance(e, FatalError)]
     assert fatal.error is ErrorCode.CORRUPT_MESSAGE
+    again = only(member.poll(2), JoinGroupRequest)
+    assert isinstance(again.body, JoinGroupRequest)
+    assert (again.body.member_id, again.body.reason) == ("a", "rebalance failed due to SchemaException")
 
 
 def test_join_group_carries_the_exact_subscription_bytes() -> None:
@@ -246,9 +250,12 @@ def test_cooperative_violation_by_a_custom_assignor_is_fatal() -> None:
         ErrorCode.NONE, 2, "consumer", "custom", leader="a", member_id="a", members=members
     )
     assert member.on_response(1, join.correlation_id, resp) == []
-    assert member.state is MemberState.FAILED
+    assert member.state is MemberState.REBALANCING  # thrown out of poll(); the member goes on
     [event] = [e for e in member.drain_events() if isinstance(e, FatalError)]
     assert "COOPERATIVE" in event.reason
+    again = only(member.poll(2), JoinGroupRequest)
+    assert isinstance(again.body, JoinGroupRequest)
+    assert again.body.reason == "rebalance failed due to IllegalStateException"
 
 
 @pytest.mark.parametrize("error", [ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.MEMBER_ID_REQUIRED])
@@ -284,13 +291,19 @@ def test_join_coordinator_moved_retries_after_rediscovery_and_backoff() -> None:
         ErrorCode.INVALID_SESSION_TIMEOUT,
     ],
 )
-def test_fatal_join_errors_stop_the_member(error: ErrorCode) -> None:
+def test_fatal_join_errors_are_thrown_and_the_next_poll_joins_again(error: ErrorCode) -> None:
+    """Kafka's joinGroupIfNeeded throws these out of poll() after requesting a rejoin; nothing is
+    retried by itself, and the next poll() sends JoinGroup again."""
     member = new_member()
     join = only(find_coordinator(member), JoinGroupRequest)
     assert member.on_response(5, join.correlation_id, JoinGroupResponse(error)) == []
-    assert member.state is MemberState.FAILED
+    assert member.state is MemberState.REBALANCING and member.next_wakeup_ms() is None
     assert member.drain_events()[-1] == FatalError(error, f"JoinGroup failed: {error.name}")
-    assert member.poll(6) == [] and member.next_wakeup_ms() is None
+    assert member.background(10_000) == []
+    again = only(member.poll(10_001), JoinGroupRequest)
+    assert isinstance(again.body, JoinGroupRequest) and again.body.reason.startswith(
+        "rebalance failed due to "
+    )
 
 
 def test_fenced_in_sync_loses_partitions_and_stops() -> None:

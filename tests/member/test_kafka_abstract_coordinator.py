@@ -491,10 +491,6 @@ def test_rejoin_reason_is_cleared_by_a_successful_sync() -> None:
     assert body_of_join(rejoin).reason == "subscription has changed"
 
 
-@pytest.mark.xfail(
-    reason='kgroup sends reason=None in the first JoinGroup; Kafka sends maybeTruncateReason("") = ""',
-    strict=True,
-)
 def test_first_join_group_carries_an_empty_reason() -> None:
     """testRejoinReason ("test initial reason"): the first JoinGroup's reason is the empty string."""
     member = kafka_member()
@@ -502,11 +498,6 @@ def test_first_join_group_carries_an_empty_reason() -> None:
     assert body_of_join(join).reason == ""
 
 
-@pytest.mark.xfail(
-    reason="kgroup keeps the previous reason (or its own wording) for a retried JoinGroup; Kafka's "
-    "joinGroupIfNeeded sets 'rebalance failed due to <Exception>' (or the MEMBER_ID_REQUIRED text)",
-    strict=True,
-)
 @pytest.mark.parametrize(
     ("error", "reason"),
     [
@@ -529,11 +520,6 @@ def test_retried_join_group_says_why_the_last_attempt_failed(error: ErrorCode, r
     assert body_of_join(next_join(member, out, 5)).reason == reason
 
 
-@pytest.mark.xfail(
-    reason="kgroup stops for good (FAILED) after a fatal JoinGroup error; Kafka throws it from that "
-    "poll() only, and the next poll() joins again with reason 'rebalance failed due to ...'",
-    strict=True,
-)
 def test_next_poll_after_group_max_size_reached_joins_again() -> None:
     """testRejoinReason ("max group size reached"): GROUP_MAX_SIZE_REACHED is thrown out of the
     application's poll(), but the member is not dead: the next poll() sends JoinGroup again, with the
@@ -673,11 +659,6 @@ def test_heartbeat_error_for_an_old_generation_is_ignored(error: ErrorCode, newe
     assert kinds(member.background(6000)) == ["HeartbeatRequest"]
 
 
-@pytest.mark.xfail(
-    reason="kgroup drops a stale heartbeat error without touching the session timer; Kafka completes "
-    "the heartbeat future successfully, so receiveHeartbeat() restarts the session",
-    strict=True,
-)
 def test_ignored_heartbeat_error_still_counts_as_a_heartbeat_answer() -> None:
     """testHeartbeatIllegalGenerationResponseWithOldGeneration, the session side: the ignored answer
     completes the heartbeat (``future.complete(null)``), and the heartbeat thread's success listener
@@ -752,11 +733,6 @@ def test_heartbeat_coordinator_errors_rediscover_and_keep_the_generation(error: 
     assert member.drain_events() == []
 
 
-@pytest.mark.xfail(
-    reason="kgroup makes an unexpected (or GROUP_AUTHORIZATION_FAILED) heartbeat answer fatal (FAILED); "
-    "Kafka's heartbeat thread only backs off (failHeartbeat) and heartbeats again",
-    strict=True,
-)
 @pytest.mark.parametrize("error", [ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.GROUP_AUTHORIZATION_FAILED])
 def test_unexpected_heartbeat_error_only_backs_off(error: ErrorCode) -> None:
     """AbstractCoordinator.HeartbeatResponseHandler + HeartbeatThread (the UNKNOWN_SERVER_ERROR
@@ -896,11 +872,6 @@ def test_leave_group_answers_change_nothing(answer: LeaveGroupResponse) -> None:
     assert body_of_join(only(member.poll(now + 2), JoinGroupRequest)).member_id == ""
 
 
-@pytest.mark.xfail(
-    reason="kgroup's JoinGroup after a poll-timeout leave carries 'consumer poll timeout has expired.'; "
-    "Kafka's resetGenerationOnLeaveGroup sets 'consumer pro-actively leaving the group'",
-    strict=True,
-)
 def test_join_group_after_leaving_carries_the_leave_reset_reason() -> None:
     """testHandleNormalLeaveGroupResponse's maybeLeaveGroup, then the rejoin: ``maybeLeaveGroup``
     ends with ``resetGenerationOnLeaveGroup()``, i.e. ``requestRejoin("consumer pro-actively leaving

@@ -315,7 +315,8 @@ def test_perform_assignment_validates_cooperative_assignment(protocol: Rebalance
         1, join.correlation_id, join_response(member, 1, "consumer", "consumer", claiming_members())
     )
     if protocol is COOPERATIVE:
-        assert out == [] and member.state is MemberState.FAILED
+        # validateCooperativeAssignment's IllegalStateException fails the join (thrown from poll())
+        assert out == [] and member.state is MemberState.REBALANCING
         [fatal] = [e for e in member.drain_events() if isinstance(e, FatalError)]
         assert "COOPERATIVE" in fatal.reason
     else:
@@ -351,10 +352,6 @@ def test_on_leader_elected_should_skip_assignment(protocol: RebalanceProtocol) -
     assert member.assignment() == {T0} and kinds(out) == ["OffsetFetchRequest"]
 
 
-@pytest.mark.xfail(
-    reason="the leader does not watch topics a custom assignor assigned outside every subscription",
-    strict=True,
-)
 def test_leader_watches_topics_its_custom_assignor_added() -> None:
     """testPerformAssignmentShouldUpdateGroupSubscriptionAfterAssignmentIfNeeded: when a custom
     (non built-in) assignor assigns a topic no member subscribes to, Kafka's leader adds it to the
@@ -578,10 +575,6 @@ def test_rebalance_after_topic_unavailable_with_subscribe() -> None:
     assert callbacks(member.drain_events()) == [PartitionsRevoked((), 1), PartitionsAssigned((T0,), 2)]
 
 
-@pytest.mark.xfail(
-    reason="metadata changed during the rebalance restarts it at the SyncGroup answer, not the next poll",
-    strict=True,
-)
 def test_metadata_change_during_rebalance_rejoins_at_the_next_poll() -> None:
     """testUpdateMetadataDuringRebalance / testMetadataRefreshDuringRebalance ("rejoin will only be set
     in the next poll call"): Kafka compares the assignment snapshot with ``metadataSnapshot``, which only
@@ -840,30 +833,31 @@ def test_update_last_heartbeat_poll_when_coordinator_unknown() -> None:
 )
 def test_fatal_join_group_errors(error: ErrorCode) -> None:
     """testGroupReadUnauthorized / testJoinGroupInvalidGroupId / testInvalidSessionTimeout: these
-    JoinGroup errors are thrown to the application (kgroup: a FatalError event, nothing sent)."""
+    JoinGroup errors are thrown to the application (kgroup: a FatalError event, nothing sent); the
+    consumer stays usable: the next poll() joins again."""
     member = member_for(EAGER)
     join = only(find_coordinator(member), JoinGroupRequest)
     assert member.on_response(1, join.correlation_id, JoinGroupResponse(error)) == []
-    assert member.state is MemberState.FAILED
+    assert member.state is MemberState.REBALANCING
     assert [e.error for e in member.drain_events() if isinstance(e, FatalError)] == [error]
+    the(member.poll(100), JoinGroupRequest)
 
 
 def test_group_describe_unauthorized() -> None:
     """testGroupDescribeUnauthorized: GROUP_AUTHORIZATION_FAILED to FindCoordinator is thrown to the
-    application."""
+    application (ensureCoordinatorReady), not retried by that poll(); the next poll() looks the
+    coordinator up again."""
     member = member_for(EAGER)
     find = only(member.poll(0), FindCoordinatorRequest)
     member.on_response(1, find.correlation_id, FindCoordinatorResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED))
-    assert member.state is MemberState.FAILED and member.coordinator is None
+    assert member.state is MemberState.UNJOINED and member.coordinator is None
     assert [e.error for e in member.drain_events() if isinstance(e, FatalError)] == [
         ErrorCode.GROUP_AUTHORIZATION_FAILED
     ]
+    assert member.next_wakeup_ms() is None
+    only(member.poll(200), FindCoordinatorRequest)
 
 
-@pytest.mark.xfail(
-    reason="a fatal JoinGroup error stops the member for good; Kafka's next poll() joins again",
-    strict=True,
-)
 def test_subscription_change_with_authorization_failure() -> None:
     """testSubscriptionChangeWithAuthorizationFailure: GROUP_AUTHORIZATION_FAILED to JoinGroup is thrown
     from that poll() (``joinGroupIfNeeded`` rethrows the non-retriable failure after requesting a
@@ -883,15 +877,30 @@ def test_subscription_change_with_authorization_failure() -> None:
     assert member.assignment() == {T0} and member.subscription == ("t",)
 
 
-def test_unexpected_error_on_sync_group() -> None:
-    """testUnexpectedErrorOnSyncGroup: an unexpected SyncGroup error is thrown to the application."""
+@pytest.mark.parametrize(
+    ("error", "exception"),
+    [
+        (ErrorCode.UNKNOWN_SERVER_ERROR, "KafkaException"),
+        (ErrorCode.GROUP_AUTHORIZATION_FAILED, "GroupAuthorizationException"),
+    ],
+)
+def test_unexpected_error_on_sync_group(error: ErrorCode, exception: str) -> None:
+    """testUnexpectedErrorOnSyncGroup: an unexpected SyncGroup error (and GROUP_AUTHORIZATION_FAILED)
+    is thrown to the application. The member stays in COMPLETING_REBALANCE, heartbeating, and the
+    next poll() sends JoinGroup again with the reason naming the exception."""
     member = member_for(EAGER)
     join = only(find_coordinator(member), JoinGroupRequest)
     sync = answer_join(member, join, join_response(member, 1, "consumer", "leader"))
-    assert answer_sync(member, sync, [], 10, ErrorCode.UNKNOWN_SERVER_ERROR) == []
-    assert [e.error for e in member.drain_events() if isinstance(e, FatalError)] == [
-        ErrorCode.UNKNOWN_SERVER_ERROR
-    ]
+    assert member.error_pending is False
+    assert answer_sync(member, sync, [], 10, error) == []
+    assert member.error_pending is True
+    assert [e.error for e in member.drain_events() if isinstance(e, FatalError)] == [error]
+    assert member.error_pending is False
+    assert member.phase is Phase.SYNCING and member.next_wakeup_ms() == 3000
+    only(member.background(3000), HeartbeatRequest)
+    again = only(member.poll(3001), JoinGroupRequest)
+    assert isinstance(again.body, JoinGroupRequest)
+    assert (again.body.member_id, again.body.reason) == ("consumer", f"rebalance failed due to {exception}")
 
 
 @pytest.mark.parametrize(
@@ -1092,19 +1101,18 @@ def test_join_prepare_goes_on_after_non_retriable_commit_error(protocol: Rebalan
 
 
 @BOTH_PROTOCOLS
-@pytest.mark.xfail(
-    reason="onJoinPrepare decides revoke-or-lose from the generation current when the commit is answered",
-    strict=True,
-)
-def test_join_prepare_decides_from_the_generation_it_was_called_with(protocol: RebalanceProtocol) -> None:
-    """testJoinPrepareAndCommitWithUnknownMemberId (what the prepare then does): Kafka's
-    ``onJoinPrepare(timer, generation, memberId)`` waits for its commit inside the same call
-    (``client.poll(autoCommitOffsetRequestFuture, pollTimer)``) and then decides revoke-or-lose from its
-    *arguments*, the generation it was called with — the commit's UNKNOWN_MEMBER_ID has reset the
-    coordinator's generation meanwhile, but not those. So EAGER revokes (onPartitionsRevoked, not
-    onPartitionsLost) and COOPERATIVE keeps its partitions; the JoinGroup then goes out with the reset
-    generation (no member id, generation -1 in the subscription) claiming what it still owns. Only a
-    prepare whose commit outlives the poll() that started it sees the reset generation on the next call."""
+def test_join_prepare_decides_from_the_generation_when_the_commit_is_answered(
+    protocol: RebalanceProtocol,
+) -> None:
+    """testJoinPrepareAndCommitWithUnknownMemberId, as Kafka's consumer runs it. The test calls
+    ``onJoinPrepare(timer, generation, memberId)`` directly with a long timer, so its commit is
+    answered inside that call and revoke-or-lose is decided from the arguments. ``KafkaConsumer.poll``
+    never does that: ``ClassicKafkaConsumer.poll`` calls ``updateAssignmentMetadataIfNeeded(timer,
+    false)``, and ``ConsumerCoordinator.poll`` then runs ``ensureActiveGroup`` with a zero timer
+    (``waitForJoinGroup ? timer : time.timer(0L)``), so ``onJoinPrepare`` returns false while its commit
+    is in flight, and the call after the answer passes the generation current then — which the
+    commit's UNKNOWN_MEMBER_ID has reset. The partitions are lost in both protocols, and the
+    JoinGroup goes out with no member id and nothing owned."""
     member = auto_committing(protocol)
     commit = only(member.poll(4100), OffsetCommitRequest)
     join = only(
@@ -1112,13 +1120,9 @@ def test_join_prepare_decides_from_the_generation_it_was_called_with(protocol: R
         JoinGroupRequest,
     )
     assert isinstance(join.body, JoinGroupRequest) and join.body.member_id == ""
-    if protocol is EAGER:
-        assert callbacks(member.drain_events()) == [PartitionsRevoked((T0,), 1)]
-        assert subscription(join).owned_partitions == ()
-    else:
-        assert callbacks(member.drain_events()) == []
-        assert member.assignment() == {T0}
-        assert (subscription(join).owned_partitions, subscription(join).generation_id) == ((T0,), -1)
+    assert callbacks(member.drain_events()) == [PartitionsLost((T0,), 1)]
+    assert member.assignment() == frozenset()
+    assert (subscription(join).owned_partitions, subscription(join).generation_id) == ((), -1)
 
 
 @BOTH_PROTOCOLS
@@ -1387,10 +1391,6 @@ def test_commit_generation_error_with_reset_generation(error: ErrorCode) -> None
     assert (member.generation, member.member_id) == (-1, "")
 
 
-@pytest.mark.xfail(
-    reason="UNKNOWN_MEMBER_ID to a stale commit does not reset the member id once the generation is reset",
-    strict=True,
-)
 def test_commit_unknown_member_after_generation_reset_resets_the_member_id() -> None:
     """testCommitOffsetUnknownMemberWithResetGeneration (with the member id kept by the earlier reset):
     Kafka's OffsetCommitResponseHandler resets on UNKNOWN_MEMBER_ID / ILLEGAL_GENERATION unless the
@@ -1475,10 +1475,6 @@ def test_commit_offset_rebalance_in_progress_before_the_first_join() -> None:
     assert member.commit(10, {T0: 100}) == []
 
 
-@pytest.mark.xfail(
-    reason="a commit during a rejoin (JOINING/SYNCING) is sent instead of failing locally",
-    strict=True,
-)
 @pytest.mark.parametrize("phase", [Phase.JOINING, Phase.SYNCING])
 def test_commit_offset_rebalance_in_progress_during_a_rejoin(phase: Phase) -> None:
     """testCommitOffsetRebalanceInProgress: Kafka commits only with ``generationIfStable()``, which is
@@ -1574,30 +1570,13 @@ def test_refresh_offset_with_pending_transactions() -> None:
     assert member.positions() == {T0: 100}
 
 
-def _fetch_error_is_fatal_in_kgroup(error: ErrorCode) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(
-        reason=f"OffsetFetch {error.name} (group level) is fatal; Kafka retries (RetriableException)",
-        strict=True,
-    )
-
-
 @pytest.mark.parametrize(
     ("error", "relookup"),
     [
         pytest.param(ErrorCode.NOT_COORDINATOR, True, id="NOT_COORDINATOR"),
-        pytest.param(
-            ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            True,
-            id="COORDINATOR_NOT_AVAILABLE",
-            marks=_fetch_error_is_fatal_in_kgroup(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-        ),
+        pytest.param(ErrorCode.COORDINATOR_NOT_AVAILABLE, True, id="COORDINATOR_NOT_AVAILABLE"),
         pytest.param(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, False, id="COORDINATOR_LOAD_IN_PROGRESS"),
-        pytest.param(
-            ErrorCode.NETWORK_EXCEPTION,
-            False,
-            id="NETWORK_EXCEPTION",
-            marks=_fetch_error_is_fatal_in_kgroup(ErrorCode.NETWORK_EXCEPTION),
-        ),
+        pytest.param(ErrorCode.NETWORK_EXCEPTION, False, id="NETWORK_EXCEPTION"),
     ],
 )
 def test_refresh_offset_retriable_error_coordinator_lookup(error: ErrorCode, relookup: bool) -> None:
@@ -1650,6 +1629,13 @@ def test_offset_fetch_errors_thrown_to_the_application(
         partition_error if group_error is ErrorCode.NONE else group_error
     ]
     assert member.positions() == {}
+    # fetchCommittedOffsets threw out of that poll(); the partition still waits for its offset, and
+    # the next poll() fetches it again (nothing before: the heartbeat thread does not fetch)
+    assert member.next_wakeup_ms() == 4000  # the next heartbeat, no fetch
+    assert kinds(member.background(4000)) == ["HeartbeatRequest"]
+    again = only(member.poll(5000), OffsetFetchRequest)
+    member.on_response(5001, again.correlation_id, fetch_answer(OffsetFetchPartition(T0, 100)))
+    assert member.positions() == {T0: 100}
 
 
 # --- close and leaving ----------------------------------------------------------------------------

@@ -88,7 +88,7 @@ def test_retain_member_id_after_sync_group_disconnect() -> None:
 def test_join_group_protocol_type_and_name() -> None:
     """testJoinGroupProtocolTypeAndName: SyncGroup carries the protocol type and the name the
     JoinGroup answer selected; a SyncGroup answer naming another protocol is
-    INCONSISTENT_GROUP_PROTOCOL (fatal)."""
+    INCONSISTENT_GROUP_PROTOCOL, thrown out of poll() (the next poll() joins again)."""
     member = new_member()
     join = only(find_coordinator(member), JoinGroupRequest)
     resp = JoinGroupResponse(ErrorCode.NONE, 1, "consumer", "range", leader="x", member_id="m")
@@ -98,18 +98,24 @@ def test_join_group_protocol_type_and_name() -> None:
     member.on_response(
         2, sync.correlation_id, SyncGroupResponse(ErrorCode.NONE, assigned(), "consumer", "other")
     )
-    assert member.state is MemberState.FAILED
+    assert member.state is MemberState.REBALANCING
     [fatal] = [e for e in member.drain_events() if isinstance(e, FatalError)]
     assert fatal.error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert kinds(member.poll(3)) == ["JoinGroupRequest"]
 
 
-def test_join_group_answer_with_another_protocol_type_is_fatal() -> None:
-    """testJoinGroupProtocolTypeAndName, JoinGroup half: a protocol type other than ``consumer``."""
+def test_join_group_answer_with_another_protocol_type_is_thrown() -> None:
+    """testJoinGroupProtocolTypeAndName, JoinGroup half: a protocol type other than ``consumer`` is
+    INCONSISTENT_GROUP_PROTOCOL, thrown out of poll(); the next poll() joins again."""
     member = new_member()
     join = only(find_coordinator(member), JoinGroupRequest)
     resp = JoinGroupResponse(ErrorCode.NONE, 1, "connect", "range", leader="x", member_id="m")
     assert member.on_response(1, join.correlation_id, resp) == []
-    assert member.state is MemberState.FAILED
+    assert member.state is MemberState.REBALANCING
+    assert [e.error for e in member.drain_events() if isinstance(e, FatalError)] == [
+        ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    ]
+    assert kinds(member.poll(2)) == ["JoinGroupRequest"]
 
 
 def test_heartbeat_sent_when_completing_rebalance() -> None:

@@ -185,7 +185,7 @@ class GroupConsumer:
         """Kafka's ``close()``: commit (auto-commit), revoke, LeaveGroup unless static, then disconnect."""
         if self._closed:
             return
-        if self._loop is not None and self._fatal is None and self._member is not None:
+        if self._loop is not None and self._member is not None and self._member.phase is not Phase.FAILED:
             self._dispatch(self._member.close(self._now()))
             deadline = self._now() + timeout_ms
             while self._has_in_flight() and self._now() < deadline:
@@ -359,7 +359,12 @@ class GroupConsumer:
         if self._loop is None:
             raise ClientError("the consumer is not started; call start() or use 'async with'")
         if self._fatal is not None:
-            raise ClientError(self._fatal)
+            message = self._fatal
+            if self._member is None or self._member.phase is not Phase.FAILED:
+                # Kafka's poll() throws such an error once; the next call tries again (the member
+                # has already asked to rejoin). A fenced member stays failed.
+                self._fatal = None
+            raise ClientError(message)
 
     def _next_commit_id(self) -> int:
         self._collect_events()

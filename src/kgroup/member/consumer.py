@@ -15,9 +15,10 @@ in order, which is what makes "commit, then JoinGroup" synchronous). Rebalance c
 are queued as events (:mod:`kgroup.member.events`). Phases move only through the table in
 :mod:`kgroup.member.states`.
 
-The member is split in three layers: :mod:`kgroup.member.core` (state and primitives),
-:mod:`kgroup.member.offsets` (positions, commits, OffsetFetch) and this module (the rebalance,
-heartbeats, and the public driving calls).
+The member is split in layers: :mod:`kgroup.member.core` (state and primitives),
+:mod:`kgroup.member.offsets` (positions, commits, OffsetFetch), :mod:`kgroup.member.heartbeat`
+(heartbeats, the poll-timeout LeaveGroup, failing for good) and this module (the rebalance and the
+public driving calls).
 """
 
 from __future__ import annotations
@@ -26,23 +27,28 @@ from collections.abc import Sequence
 
 from kgroup.javacompat import hashmap_iteration_order
 from kgroup.member.core import checked_topics
+from kgroup.member.errors import (
+    DISCONNECT,
+    KAFKA_EXCEPTION,
+    SYNC_GROUP_ERRORS,
+    exception_name,
+    truncate_reason,
+)
 from kgroup.member.events import (
     CommitFailed,
-    FatalError,
-    Fenced,
     JoinedGroup,
     LeftGroup,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
 )
+from kgroup.member.heartbeat import HeartbeatMixin
 from kgroup.member.leader import (
     CooperativeViolation,
     group_members,
     metadata_snapshot,
     run_assignment,
 )
-from kgroup.member.offsets import OffsetsMixin
 from kgroup.member.requests import (
     COORDINATOR_MOVED,
     FATAL_JOIN,
@@ -55,6 +61,7 @@ from kgroup.member.requests import (
     Fatal,
     Generation,
     InFlight,
+    JoinFailed,
     Kind,
     OutboundRequest,
 )
@@ -63,13 +70,10 @@ from kgroup.messages import (
     ConsumerAssignment,
     ConsumerSubscription,
     FindCoordinatorResponse,
-    HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupProtocol,
     JoinGroupRequest,
     JoinGroupResponse,
-    LeaveGroupMember,
-    LeaveGroupRequest,
     OffsetCommitResponse,
     OffsetFetchResponse,
     Response,
@@ -89,7 +93,7 @@ from kgroup.wire.consumer_protocol import decode_assignment, encode_subscription
 __all__ = ["ConsumerMember", "OutboundRequest"]
 
 
-class ConsumerMember(OffsetsMixin):
+class ConsumerMember(HeartbeatMixin):
     """One consumer in a classic consumer group, driven by its host (see the module docstring)."""
 
     # --- the application's side -----------------------------------------------------------------------
@@ -107,6 +111,12 @@ class ConsumerMember(OffsetsMixin):
         if self._phase is Phase.FAILED:
             return out
         self._poll_deadline = now_ms + self.config.max_poll_interval_ms
+        self._metadata_seen = self._metadata  # maybeUpdateSubscriptionMetadata
+        if self._fetch_on_poll:
+            self._fetch_on_poll = False  # the OffsetFetch that threw out of the last poll()
+            self._fetch_retry_at = now_ms
+        if self._join_on_poll:
+            self._resume_failed_join(now_ms)
         if self._coordinator is None:
             self._poll_wants_join = self._phase in (Phase.UNJOINED, Phase.STABLE) and self._rejoin_needed
             self._ensure_coordinator(now_ms, out)
@@ -165,7 +175,7 @@ class ConsumerMember(OffsetsMixin):
             times.append(self._prepare_deadline)
         if self._phase is Phase.JOINING and self._join_send_at is not None and not self._join_in_flight():
             times.append(self._when_sendable(self._join_send_at))
-        if self._fetch_pending and not self._has_in_flight(Kind.FETCH):
+        if self._fetch_pending and not self._fetch_on_poll and not self._has_in_flight(Kind.FETCH):
             times.append(self._when_sendable(self._fetch_retry_at))
         if self._poll_wants_join and self._coordinator is None:
             times.append(self._when_sendable(0))
@@ -265,7 +275,12 @@ class ConsumerMember(OffsetsMixin):
                 needs_coordinator = True
             else:
                 self._send_join(now_ms, out)
-        if self._fetch_pending and not self._has_in_flight(Kind.FETCH) and now_ms >= self._fetch_retry_at:
+        if (
+            self._fetch_pending
+            and not self._fetch_on_poll
+            and not self._has_in_flight(Kind.FETCH)
+            and now_ms >= self._fetch_retry_at
+        ):
             if self._coordinator is None:
                 needs_coordinator = True
             else:
@@ -274,18 +289,23 @@ class ConsumerMember(OffsetsMixin):
             self._ensure_coordinator(now_ms, out)
 
     def _check_rejoin_conditions(self) -> None:
-        """Kafka's ``rejoinNeededOrPending``: metadata changed under the leader, or a new subscription."""
+        """Kafka's ``rejoinNeededOrPending``: metadata changed under the leader, or a new subscription.
+
+        The leader compares its assignment snapshot with the metadata as of the last ``poll()``
+        (Kafka refreshes ``metadataSnapshot`` only there), so a change seen while its SyncGroup is in
+        flight is acted on at the next ``poll()``."""
         if self._phase is not Phase.STABLE and self._phase is not Phase.UNJOINED:
             return
-        if self._assignment_snapshot is not None and self._snapshot_matches is not self._metadata:
+        seen = self._metadata_seen
+        if self._assignment_snapshot is not None and self._snapshot_matches is not seen:
             watched, snap = self._assignment_snapshot
-            if metadata_snapshot(self._metadata, watched, self.config.rack_id) != snap:
-                self._request_rejoin("cached metadata has changed")
+            if metadata_snapshot(seen, watched, self.config.rack_id) != snap:
+                self._request_rejoin_if_necessary("cached metadata has changed")
             else:
-                self._snapshot_matches = self._metadata
+                self._snapshot_matches = seen
         joined = self._joined_subscription
         if joined is not None and joined is not self._topic_set and joined != self._topic_set:
-            self._request_rejoin("subscription has changed")
+            self._request_rejoin_if_necessary("subscription has changed")
 
     # --- internals: the rebalance ---------------------------------------------------------------------
 
@@ -294,6 +314,7 @@ class ConsumerMember(OffsetsMixin):
         was_stable = self._phase is Phase.STABLE and not self._generation.is_reset
         self._poll_wants_join = False
         self._resume_on_sync = None
+        self._join_on_poll = False
         self._move(Step.BEGIN_REBALANCE)
         self._prepare_deadline = now_ms + self.config.max_poll_interval_ms
         self._prepare_retry_at = None
@@ -371,7 +392,7 @@ class ConsumerMember(OffsetsMixin):
             protocols=protocols,
             group_instance_id=self.config.group_instance_id,
             protocol_type=PROTOCOL_TYPE,
-            reason=self._rejoin_reason or None,
+            reason=truncate_reason(self._rejoin_reason),
         )
         self._send(out, body, InFlight(Kind.JOIN, self._generation, attempt=self._attempt))
 
@@ -379,6 +400,24 @@ class ConsumerMember(OffsetsMixin):
         """JoinGroup again without a new onJoinPrepare (Kafka's ``continue`` / retry in joinGroupIfNeeded)."""
         self._join_send_at = now_ms + (self.config.retry_backoff_ms if backoff else 0)
         self._drive(now_ms, out)
+
+    def _join_failed(self, failed: JoinFailed) -> None:
+        """``joinGroupIfNeeded`` throws a non-retriable failure out of ``poll()`` after asking for a
+        rejoin: the application sees it, and the next ``poll()`` sends JoinGroup again (no new
+        onJoinPrepare), with the same member id and a reason naming the exception."""
+        self._rebalance_failed(failed.exception)
+        self._join_send_at = None
+        self._join_on_poll = True
+        self._throw(failed.error, failed.reason)
+
+    def _resume_failed_join(self, now_ms: int) -> None:
+        """The ``poll()`` after a failed join: JoinGroup again (from COMPLETING_REBALANCE too: the leader's
+        assignment or the SyncGroup failed there)."""
+        self._join_on_poll = False
+        if self._phase is Phase.SYNCING:
+            self._move(Step.SYNC_RETRY)
+        if self._phase is Phase.JOINING:
+            self._join_send_at = now_ms
 
     def _reset_generation(self, reason: str, reset_member_id: bool) -> None:
         """Kafka's ``resetStateAndRejoin``: generation gone, so owned partitions will be lost."""
@@ -397,10 +436,14 @@ class ConsumerMember(OffsetsMixin):
         error = resp.error_code
         if error is ErrorCode.NONE:
             if resp.protocol_type is not None and resp.protocol_type != PROTOCOL_TYPE:
-                raise Fatal(
-                    ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                    f"JoinGroup answered protocol type {resp.protocol_type!r}",
+                self._join_failed(
+                    JoinFailed(
+                        ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                        f"JoinGroup answered protocol type {resp.protocol_type!r}",
+                        exception_name(ErrorCode.INCONSISTENT_GROUP_PROTOCOL),
+                    )
                 )
+                return
             self._generation = Generation(resp.generation_id, resp.member_id, resp.protocol_name)
             self._move(Step.JOINED)
             self._reset_heartbeat_timers(now_ms)
@@ -408,7 +451,11 @@ class ConsumerMember(OffsetsMixin):
             self._emit(JoinedGroup(resp.generation_id, resp.member_id, leader, resp.protocol_name or ""))
             assignments: tuple[SyncGroupAssignment, ...] = ()
             if leader:
-                assignments = self._on_leader_elected(resp)
+                try:
+                    assignments = self._on_leader_elected(resp)
+                except JoinFailed as failed:
+                    self._join_failed(failed)  # still COMPLETING_REBALANCE, as in Kafka
+                    return
             body = SyncGroupRequest(
                 group_id=self.config.group_id,
                 generation_id=resp.generation_id,
@@ -421,60 +468,78 @@ class ConsumerMember(OffsetsMixin):
             self._send(out, body, InFlight(Kind.SYNC, self._generation, attempt=self._attempt))
         elif error is ErrorCode.MEMBER_ID_REQUIRED:
             self._generation = Generation(NO_GENERATION, resp.member_id, None)
+            # (joinGroupIfNeeded keeps this reason: it does not name MemberIdRequiredException)
+            self._request_rejoin(f"need to re-join with the given member-id: {resp.member_id}")
             self._move(Step.JOIN_RETRY)
             self._rejoin_now(now_ms, out, backoff=False)
         elif error is ErrorCode.UNKNOWN_MEMBER_ID:
             if self._generation == sent.generation:
                 self._reset_generation("encountered UNKNOWN_MEMBER_ID from JOIN_GROUP response", True)
+                self._rebalance_failed(exception_name(error))
                 self._begin_rebalance(now_ms, out)
             else:
+                self._rebalance_failed(exception_name(error))
                 self._move(Step.JOIN_RETRY)
                 self._rejoin_now(now_ms, out, backoff=False)
         elif error is ErrorCode.REBALANCE_IN_PROGRESS:
+            self._rebalance_failed(exception_name(error))
             self._move(Step.JOIN_RETRY)
             self._rejoin_now(now_ms, out, backoff=False)
         elif error in COORDINATOR_MOVED or error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             if error in COORDINATOR_MOVED:
                 self._mark_coordinator_unknown(now_ms, out)
+            self._rebalance_failed(exception_name(error))
             self._move(Step.JOIN_RETRY)
             self._rejoin_now(now_ms, out, backoff=True)
         elif error is ErrorCode.FENCED_INSTANCE_ID:
             self._fenced()
-        elif error in FATAL_JOIN:
-            raise Fatal(error, f"JoinGroup failed: {error.name}")
+        elif error in FATAL_JOIN or error is ErrorCode.UNSUPPORTED_VERSION:
+            self._join_failed(JoinFailed(error, f"JoinGroup failed: {error.name}", exception_name(error)))
         else:
-            raise Fatal(error, f"unexpected error in JoinGroup response: {error.name}")
+            self._join_failed(
+                JoinFailed(error, f"unexpected error in JoinGroup response: {error.name}", KAFKA_EXCEPTION)
+            )
 
     def _on_leader_elected(self, resp: JoinGroupResponse) -> tuple[SyncGroupAssignment, ...]:
+        """Kafka's ``onLeaderElected``; what it throws fails the join (:class:`JoinFailed`)."""
         name = resp.protocol_name or ""
         assignor = self._assignors.get(name)
         if assignor is None:
-            raise Fatal(
+            raise JoinFailed(
                 ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
                 f"coordinator selected assignor {name!r}, which this member did not offer",
+                "IllegalStateException",
             )
         try:
             members = group_members(resp.members)
         except PeerError as bad:
-            # Kafka's onLeaderElected fails the join future with the SchemaException, and poll()
-            # throws it to the application (not retriable)
-            raise Fatal(ErrorCode.CORRUPT_MESSAGE, f"JoinGroup response: {bad.message}") from None
+            # ConsumerProtocol.deserializeSubscription's SchemaException fails the join
+            raise JoinFailed(
+                ErrorCode.CORRUPT_MESSAGE, f"JoinGroup response: {bad.message}", "SchemaException"
+            ) from None
+        # updateGroupSubscription: the leader watches every member's topics, with fresh metadata
         watched = self._topic_set.union(*(m.topics for m in members))
+        self._metadata_seen = self._metadata
         self._is_leader = True
         if resp.skip_assignment:
             # A returning static leader keeps the current assignment and only watches metadata.
             self._take_snapshot(watched)
             return ()
         try:
-            assignments = run_assignment(assignor, members, self._metadata, self._protocol)
+            assignments, unsubscribed = run_assignment(assignor, members, self._metadata, self._protocol)
         except CooperativeViolation as violation:
-            raise Fatal(ErrorCode.UNKNOWN_SERVER_ERROR, str(violation)) from None
-        self._take_snapshot(watched)
+            # validateCooperativeAssignment's IllegalStateException fails the join
+            raise JoinFailed(
+                ErrorCode.UNKNOWN_SERVER_ERROR, str(violation), "IllegalStateException"
+            ) from None
+        # maybeUpdateGroupSubscription: topics a custom assignor handed out although nobody subscribes
+        # to them are watched too (added before the snapshot is taken)
+        self._take_snapshot(watched | unsubscribed)
         return assignments
 
     def _take_snapshot(self, watched: frozenset[str]) -> None:
         """What the leader assigned from, watched for changes at every poll() (Kafka's
-        ``assignmentSnapshot``)."""
+        ``assignmentSnapshot``, taken from ``metadataSnapshot`` just refreshed)."""
         self._assignment_snapshot = (watched, metadata_snapshot(self._metadata, watched, self.config.rack_id))
         self._snapshot_matches = self._metadata
 
@@ -482,24 +547,25 @@ class ConsumerMember(OffsetsMixin):
         self, now_ms: int, sent: InFlight, resp: SyncGroupResponse, out: list[OutboundRequest]
     ) -> None:
         if self._phase is Phase.UNJOINED and sent.attempt == self._resume_on_sync:
-            # Kafka: the heartbeat thread reset the generation before this answer; rejoin at once.
+            # Kafka: the heartbeat thread reset the generation before this answer; the SyncGroup fails
+            # (a successful answer as ILLEGAL_GENERATION) and the member rejoins at once.
+            self._rebalance_failed(_sync_exception(resp))
             self._begin_rebalance(now_ms, out)
             return
         if self._phase is not Phase.SYNCING or sent.attempt != self._attempt:
             return
         error = resp.error_code
         if error is ErrorCode.NONE:
-            if resp.protocol_type is not None and resp.protocol_type != PROTOCOL_TYPE:
-                raise Fatal(
-                    ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                    f"SyncGroup answered protocol type {resp.protocol_type!r}",
+            inconsistent = _inconsistent_protocol(resp, self._generation.protocol)
+            if inconsistent is not None:
+                self._join_failed(
+                    JoinFailed(
+                        ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                        inconsistent,
+                        exception_name(ErrorCode.INCONSISTENT_GROUP_PROTOCOL),
+                    )
                 )
-            if resp.protocol_name is not None and resp.protocol_name != self._generation.protocol:
-                raise Fatal(
-                    ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                    f"SyncGroup answered protocol {resp.protocol_name!r}, JoinGroup "
-                    f"{self._generation.protocol!r}",
-                )
+                return
             try:
                 assignment = decode_assignment(resp.assignment)
             except PeerError as bad:
@@ -511,6 +577,7 @@ class ConsumerMember(OffsetsMixin):
             self._rejoin_reason = ""
             self._on_join_complete(now_ms, assignment, out)
         elif error is ErrorCode.REBALANCE_IN_PROGRESS:
+            self._rebalance_failed(exception_name(error))
             self._move(Step.SYNC_RETRY)
             self._rejoin_now(now_ms, out, backoff=False)
         elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
@@ -518,18 +585,23 @@ class ConsumerMember(OffsetsMixin):
                 self._reset_generation(
                     f"encountered {error.name} from SYNC_GROUP response", error is ErrorCode.UNKNOWN_MEMBER_ID
                 )
+                self._rebalance_failed(exception_name(error))
                 self._begin_rebalance(now_ms, out)
             else:
+                self._rebalance_failed(exception_name(error))
                 self._move(Step.SYNC_RETRY)
                 self._rejoin_now(now_ms, out, backoff=False)
         elif error in COORDINATOR_MOVED:
             self._mark_coordinator_unknown(now_ms, out)
+            self._rebalance_failed(exception_name(error))
             self._move(Step.SYNC_RETRY)
             self._rejoin_now(now_ms, out, backoff=True)
         elif error is ErrorCode.FENCED_INSTANCE_ID:
             self._fenced()
         else:
-            raise Fatal(error, f"SyncGroup failed: {error.name}")
+            # GROUP_AUTHORIZATION_FAILED and unexpected errors: thrown out of poll(), still
+            # COMPLETING_REBALANCE (heartbeating); the next poll() joins again
+            self._join_failed(JoinFailed(error, f"SyncGroup failed: {error.name}", _sync_exception(resp)))
 
     def _on_join_complete(
         self, now_ms: int, assignment: ConsumerAssignment, out: list[OutboundRequest]
@@ -567,98 +639,11 @@ class ConsumerMember(OffsetsMixin):
         self._emit(PartitionsAssigned(tuple(added), gen.generation_id))
         self._fetch_pending |= {tp for tp in added if tp not in self._positions}
         self._fetch_retry_at = now_ms
+        self._fetch_on_poll = False  # the poll() completing this join fetches (updateFetchPositions)
         self._drive(now_ms, out)
         self._check_rejoin_conditions()
         if self._rejoin_needed:
             self._begin_rebalance(now_ms, out)
-
-    # --- internals: heartbeats, leaving, fatal errors -------------------------------------------------
-
-    def _reset_heartbeat_timers(self, now_ms: int) -> None:
-        """Kafka's ``heartbeat.resetTimeouts()`` when the heartbeat thread is enabled."""
-        self._session_deadline = now_ms + self.config.session_timeout_ms
-        self._poll_deadline = now_ms + self.config.max_poll_interval_ms
-        self._next_heartbeat_at = now_ms + self.config.heartbeat_interval_ms
-
-    def _send_heartbeat(self, now_ms: int, out: list[OutboundRequest]) -> None:
-        self._next_heartbeat_at = now_ms + self.config.heartbeat_interval_ms
-        body = HeartbeatRequest(
-            group_id=self.config.group_id,
-            generation_id=self._generation.generation_id,
-            member_id=self._generation.member_id,
-            group_instance_id=self.config.group_instance_id,
-        )
-        self._send(out, body, InFlight(Kind.HEARTBEAT, self._generation))
-
-    def _on_heartbeat_response(
-        self, now_ms: int, sent: InFlight, resp: HeartbeatResponse, out: list[OutboundRequest]
-    ) -> None:
-        error = resp.error_code
-        if error is ErrorCode.NONE:
-            self._session_deadline = now_ms + self.config.session_timeout_ms
-        elif error in COORDINATOR_MOVED:
-            self._mark_coordinator_unknown(now_ms, out)
-            self._next_heartbeat_at = now_ms + self.config.retry_backoff_ms
-        elif error is ErrorCode.REBALANCE_IN_PROGRESS:
-            # Still a live session: the coordinator keeps the member through the rebalance.
-            self._session_deadline = now_ms + self.config.session_timeout_ms
-            if self._phase in (Phase.STABLE, Phase.PREPARING):
-                self._request_rejoin("group is already rebalancing")
-        elif error in (
-            ErrorCode.ILLEGAL_GENERATION,
-            ErrorCode.UNKNOWN_MEMBER_ID,
-            ErrorCode.FENCED_INSTANCE_ID,
-        ):
-            if self._generation != sent.generation:
-                return  # a stale heartbeat's answer: Kafka ignores it
-            if error is ErrorCode.FENCED_INSTANCE_ID:
-                self._fenced()
-                return
-            self._next_heartbeat_at = now_ms + self.config.retry_backoff_ms
-            if self._phase is not Phase.UNJOINED:
-                self._reset_generation(
-                    f"encountered {error.name} from HEARTBEAT response", error is ErrorCode.UNKNOWN_MEMBER_ID
-                )
-        else:
-            raise Fatal(error, f"unexpected error in heartbeat response: {error.name}")
-
-    def _maybe_leave_group(self, now_ms: int, reason: str, out: list[OutboundRequest]) -> None:
-        """Kafka's ``maybeLeaveGroup``: LeaveGroup for dynamic members, and reset either way."""
-        sent = self._send_leave_group(now_ms, reason, out)
-        self._generation = Generation()
-        self._move(Step.LEFT)
-        self._request_rejoin(reason)
-        self._emit(LeftGroup(reason, sent))
-
-    def _send_leave_group(self, now_ms: int, reason: str, out: list[OutboundRequest]) -> bool:
-        dynamic = self.config.group_instance_id is None
-        if (
-            dynamic
-            and self._coordinator is not None
-            and self._phase is not Phase.UNJOINED
-            and self._generation.member_id
-        ):
-            body = LeaveGroupRequest(
-                self.config.group_id, (LeaveGroupMember(self._generation.member_id, reason=reason),)
-            )
-            self._send(out, body, InFlight(Kind.LEAVE, self._generation))
-            return True
-        return False
-
-    def _fenced(self) -> None:
-        self._emit(Fenced(self.generation, self.member_id, self.config.group_instance_id))
-        self._fail(
-            ErrorCode.FENCED_INSTANCE_ID, "group.instance.id was fenced by another instance", event=False
-        )
-
-    def _fail(self, error: ErrorCode, reason: str, *, event: bool = True) -> None:
-        owned = sorted_partitions(self._owned)
-        if owned:
-            self._emit(PartitionsLost(tuple(owned), self._owned_generation))
-            self._set_assignment(set())
-        if event:
-            self._emit(FatalError(error, reason))
-        self._move(Step.FATAL)
 
     # --- internals: dispatch --------------------------------------------------------------------------
 
@@ -690,10 +675,13 @@ class ConsumerMember(OffsetsMixin):
         if resp.error_code is ErrorCode.NONE:
             self._coordinator = resp.node_id
             self._session_deadline = now_ms + self.config.session_timeout_ms  # resetSessionTimeout
-        elif resp.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED:
-            raise Fatal(resp.error_code, "FindCoordinator failed: GROUP_AUTHORIZATION_FAILED")
         else:
             self._find_retry_at = now_ms + self.config.retry_backoff_ms
+            if resp.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED:
+                # not retriable: ensureCoordinatorReady throws it out of poll(); the next poll() (or
+                # the heartbeat thread, after the backoff) looks the coordinator up again
+                self._poll_wants_join = False
+                self._throw(resp.error_code, "FindCoordinator failed: GROUP_AUTHORIZATION_FAILED")
 
     def _on_failure(self, now_ms: int, sent: InFlight, out: list[OutboundRequest]) -> None:
         """A request that will never be answered (disconnect, timeout, coordinator forgotten)."""
@@ -702,10 +690,12 @@ class ConsumerMember(OffsetsMixin):
             self._find_retry_at = now_ms + self.config.retry_backoff_ms
         elif kind is Kind.JOIN:
             if self._phase is Phase.JOINING and sent.attempt == self._attempt:
+                self._rebalance_failed(DISCONNECT)
                 self._move(Step.JOIN_RETRY)
                 self._join_send_at = now_ms + self.config.retry_backoff_ms
         elif kind is Kind.SYNC:
             if self._phase is Phase.SYNCING and sent.attempt == self._attempt:
+                self._rebalance_failed(DISCONNECT)
                 self._move(Step.SYNC_RETRY)
                 self._join_send_at = now_ms + self.config.retry_backoff_ms
         elif kind is Kind.HEARTBEAT:
@@ -718,3 +708,26 @@ class ConsumerMember(OffsetsMixin):
             self._after_commit(now_ms, sent, retriable=True, out=out)
         elif kind is Kind.FETCH:
             self._retry_fetch(now_ms, sent.partitions)
+
+
+def _inconsistent_protocol(resp: SyncGroupResponse, protocol: str | None) -> str | None:
+    """SyncGroupResponseHandler's protocol checks: what is inconsistent, or ``None``."""
+    if resp.protocol_type is not None and resp.protocol_type != PROTOCOL_TYPE:
+        return f"SyncGroup answered protocol type {resp.protocol_type!r}"
+    if resp.protocol_name is not None and resp.protocol_name != protocol:
+        return f"SyncGroup answered protocol {resp.protocol_name!r}, JoinGroup {protocol!r}"
+    return None
+
+
+def _sync_exception(resp: SyncGroupResponse) -> str:
+    """The exception a SyncGroup answer fails the join with (``SyncGroupResponseHandler``); a
+    successful answer after the generation was reset fails it as ILLEGAL_GENERATION."""
+    error = resp.error_code
+    if error is ErrorCode.NONE:
+        if resp.protocol_type is not None and resp.protocol_type != PROTOCOL_TYPE:
+            error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        else:
+            error = ErrorCode.ILLEGAL_GENERATION
+    if error in SYNC_GROUP_ERRORS:
+        return exception_name(error)
+    return KAFKA_EXCEPTION

@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 
 from kgroup.assignors.api import Assignor, create_assignor
 from kgroup.member.config import MemberConfig, choose_protocol
+from kgroup.member.errors import rebalance_failed
 from kgroup.member.events import (
+    FatalError,
     MemberEvent,
     RejoinRequested,
 )
@@ -30,6 +32,7 @@ from kgroup.messages import (
     Request,
 )
 from kgroup.model import (
+    ErrorCode,
     KgroupError,
     RebalanceProtocol,
     TopicMetadata,
@@ -65,6 +68,9 @@ class MemberCore:
             self._assignors[a.name] = a
         self._protocol = choose_protocol(chosen)
         self._metadata: dict[str, TopicMetadata] = {}
+        # Kafka's metadataSnapshot: the metadata as of the last poll() (or the leader's assignment),
+        # which the leader's assignment snapshot is compared with
+        self._metadata_seen: dict[str, TopicMetadata] = self._metadata
 
         self._phase = Phase.UNJOINED
         self._generation = Generation()
@@ -91,6 +97,7 @@ class MemberCore:
         self._next_correlation = 1
         self._attempt = 0  # bumped per JoinGroup attempt; stale join/sync answers are dropped
         self._events: list[MemberEvent] = []
+        self._error_pending = False  # a FatalError is among the events not yet drained
 
         # timers (absolute virtual times in ms)
         self._session_deadline = 0
@@ -110,6 +117,10 @@ class MemberCore:
         # find the coordinator first, and a rebalance the heartbeat thread reset mid-SyncGroup.
         self._poll_wants_join = False
         self._resume_on_sync: int | None = None
+        # A failure Kafka throws out of poll() (FatalError) ends that poll(); what it was doing goes on
+        # at the next one: a failed join is sent again, a failed OffsetFetch is retried.
+        self._join_on_poll = False
+        self._fetch_on_poll = False
 
     # --- read-only views -----------------------------------------------------------------------------
 
@@ -172,7 +183,15 @@ class MemberCore:
 
     def drain_events(self) -> list[MemberEvent]:
         events, self._events = self._events, []
+        self._error_pending = False
         return events
+
+    @property
+    def error_pending(self) -> bool:
+        """A :class:`~kgroup.member.FatalError` waits among the events not yet drained: Kafka's
+        ``poll()`` would throw it now. A host whose application does not catch it stops before it
+        polls again (the member itself would go on: see ``docs/member.md``, Errors)."""
+        return self._error_pending
 
     def update_metadata(self, topics: Mapping[str, TopicMetadata]) -> None:
         """Replace the cluster metadata (every topic the cluster has). The leader assigns from it."""
@@ -227,11 +246,26 @@ class MemberCore:
     def _emit(self, event: MemberEvent) -> None:
         self._events.append(event)
 
+    def _throw(self, error: ErrorCode, reason: str) -> None:
+        """What Kafka throws out of ``poll()``: a :class:`FatalError` event."""
+        self._events.append(FatalError(error, reason))
+        self._error_pending = True
+
     def _request_rejoin(self, reason: str) -> None:
+        """Kafka's ``requestRejoin``: the next JoinGroup carries ``reason``."""
         if not self._rejoin_needed:
             self._emit(RejoinRequested(reason))
         self._rejoin_needed = True
         self._rejoin_reason = reason
+
+    def _request_rejoin_if_necessary(self, reason: str) -> None:
+        """Kafka's ``requestRejoinIfNecessary``: a rejoin already asked for keeps its reason."""
+        if not self._rejoin_needed:
+            self._request_rejoin(reason)
+
+    def _rebalance_failed(self, exception: str) -> None:
+        """Kafka's ``joinGroupIfNeeded`` after a failed JoinGroup / SyncGroup: rejoin, and say why."""
+        self._request_rejoin(rebalance_failed(exception))
 
     def _set_assignment(self, partitions: set[TopicPartition] | frozenset[TopicPartition]) -> None:
         self._owned = frozenset(partitions)

@@ -134,7 +134,13 @@ class Fenced:
 @fast_init
 @dataclass(frozen=True, slots=True)
 class FatalError:
-    """An error Kafka's consumer would throw from ``poll()``; the member stops (state FAILED)."""
+    """An error Kafka's consumer would throw from ``poll()``.
+
+    The member goes on as Kafka's consumer does when the application catches it (a failed join is
+    sent again at the next ``poll()``, a failed OffsetFetch is fetched again); only when Kafka would
+    throw it again from every later ``poll()`` (an assignment ``onJoinComplete`` cannot take) does
+    the member stop (state FAILED).
+    """
 
     error: ErrorCode
     reason: str

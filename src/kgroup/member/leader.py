@@ -17,6 +17,7 @@ from kgroup.model import ErrorCode, Member, PeerError, RebalanceProtocol, TopicM
 from kgroup.wire.consumer_protocol import decode_subscription, encode_assignment
 
 __all__ = [
+    "ASSIGN_FROM_SUBSCRIBED",
     "COOPERATIVE_STICKY",
     "CooperativeViolation",
     "MetadataSnapshot",
@@ -27,6 +28,10 @@ __all__ = [
 
 #: Kafka skips the cooperative validation for its own cooperative-sticky assignor
 COOPERATIVE_STICKY = "cooperative-sticky"
+
+#: ``ConsumerConfig.ASSIGN_FROM_SUBSCRIBED_ASSIGNORS``: the built-in assignors, which assign only
+#: subscribed topics (the leader's ``maybeUpdateGroupSubscription`` skips them)
+ASSIGN_FROM_SUBSCRIBED = frozenset({"range", "roundrobin", "sticky", COOPERATIVE_STICKY})
 
 #: topic -> partition count, or (with a client rack) the racks of every partition, as Kafka's
 #: ``MetadataSnapshot`` compares them
@@ -100,15 +105,24 @@ def run_assignment(
     members: Sequence[Member],
     topics: Mapping[str, TopicMetadata],
     protocol: RebalanceProtocol,
-) -> tuple[SyncGroupAssignment, ...]:
-    """Run ``assignor`` and return the SyncGroup assignments in Kafka's ``HashMap`` order."""
+) -> tuple[tuple[SyncGroupAssignment, ...], frozenset[str]]:
+    """Run ``assignor``; the SyncGroup assignments in Kafka's ``HashMap`` order, and — for a custom
+    assignor only (:data:`ASSIGN_FROM_SUBSCRIBED` assign subscribed topics alone) — the topics it
+    assigned that no member subscribes to (Kafka's ``maybeUpdateGroupSubscription``)."""
     result = assignor.assign(AssignmentRequest(members=members, topics=topics))
     if protocol is RebalanceProtocol.COOPERATIVE and assignor.name != COOPERATIVE_STICKY:
         _validate_cooperative(members, result)
     order = hashmap_iteration_order(result.keys())
-    return tuple(
+    assignments = tuple(
         SyncGroupAssignment(
             member_id, encode_assignment(ConsumerAssignment(partitions=tuple(result[member_id])))
         )
         for member_id in order
     )
+    unsubscribed: frozenset[str] = frozenset()
+    if assignor.name not in ASSIGN_FROM_SUBSCRIBED:
+        subscribed = set().union(*(m.topics for m in members))
+        unsubscribed = frozenset(
+            tp.topic for partitions in result.values() for tp in partitions if tp.topic not in subscribed
+        )
+    return assignments, unsubscribed

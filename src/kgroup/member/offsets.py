@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from kgroup.member.core import MemberCore
+from kgroup.member.errors import RETRIABLE
 from kgroup.member.events import (
     CommitFailed,
     OffsetsCommitted,
@@ -18,7 +19,6 @@ from kgroup.member.requests import (
     COORDINATOR_MOVED,
     RETRIABLE_COMMIT,
     CommitPurpose,
-    Fatal,
     InFlight,
     Kind,
     OutboundRequest,
@@ -28,6 +28,7 @@ from kgroup.messages import (
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetFetchPartition,
     OffsetFetchRequest,
     OffsetFetchResponse,
 )
@@ -39,6 +40,11 @@ from kgroup.model import (
 )
 
 __all__ = ["OffsetsMixin"]
+
+# Kafka's state is not STABLE (generationIfStable() is null, so a commit fails locally): a JoinGroup or
+# SyncGroup in flight (PREPARING_REBALANCE / COMPLETING_REBALANCE), or a failed member. (kgroup's
+# PREPARING is still Kafka's STABLE; UNJOINED has no generation.)
+_NOT_STABLE = frozenset({Phase.JOINING, Phase.SYNCING, Phase.FAILED})
 
 
 class OffsetsMixin(MemberCore):
@@ -83,15 +89,16 @@ class OffsetsMixin(MemberCore):
         Returns the OffsetCommit to send; its outcome arrives as :class:`OffsetsCommitted` or
         :class:`CommitFailed` (errors handled as for every commit: a stale generation resets it, a
         rebalance in progress asks for a rejoin). Nothing is sent — an empty list — when the member is
-        not in an active generation or has no coordinator (Kafka fails such a commit at once with
-        ``CommitFailedException`` / a retriable coordinator error).
+        not in an active generation, is rebalancing (JoinGroup or SyncGroup in flight: Kafka's
+        ``generationIfStable()`` is null) or has no coordinator (Kafka fails such a commit at once with
+        ``CommitFailedException``, ``RebalanceInProgressException`` or a retriable coordinator error).
         """
         self._check_open("commit")
         for tp, offset in offsets.items():
             if offset < 0:
                 raise KgroupError(f"commit offset: {offset} for {tp}; give an offset of 0 or more")
         out: list[OutboundRequest] = []
-        if self._phase is Phase.FAILED or not offsets:
+        if self._phase in _NOT_STABLE or not offsets:
             return out
         self._send_commit(now_ms, dict(offsets), CommitPurpose.USER, out)
         return out
@@ -187,8 +194,11 @@ class OffsetsMixin(MemberCore):
         elif error is ErrorCode.REBALANCE_IN_PROGRESS:
             self._request_rejoin("offset commit failed since group is already rebalancing")
         elif error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION):
+            # reset unless the generation moved on and the member is rejoining with it (Kafka:
+            # RebalanceInProgressException then); also when it is already reset, so UNKNOWN_MEMBER_ID
+            # still drops a member id an earlier ILLEGAL_GENERATION kept
             stale_during_join = self._generation != sent.generation and self._phase is Phase.JOINING
-            if not stale_during_join and not self._generation.is_reset:
+            if not stale_during_join:
                 self._reset_generation(
                     f"encountered {error.name} from OFFSET_COMMIT response",
                     error is ErrorCode.UNKNOWN_MEMBER_ID,
@@ -219,26 +229,38 @@ class OffsetsMixin(MemberCore):
     def _on_fetch_response(
         self, now_ms: int, sent: InFlight, resp: OffsetFetchResponse, out: list[OutboundRequest]
     ) -> None:
+        """Kafka's ``OffsetFetchResponseHandler`` and ``fetchCommittedOffsets``: a retriable failure is
+        retried after the backoff; any other is thrown out of ``poll()`` (a :class:`FatalError` here)
+        and the next ``poll()`` fetches again, as the partitions still wait for their positions."""
         error = resp.error_code
         if error is not ErrorCode.NONE:
-            if error is ErrorCode.NOT_COORDINATOR:
+            if error in COORDINATOR_MOVED:
                 self._mark_coordinator_unknown(now_ms, out)
-            elif error is not ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-                raise Fatal(error, f"unexpected error in fetch offset response: {error.name}")
-            self._retry_fetch(now_ms, sent.partitions)
+            if error in RETRIABLE:
+                self._retry_fetch(now_ms, sent.partitions)
+            else:
+                self._fetch_thrown(now_ms, sent.partitions, error, f"fetch offset failed: {error.name}")
             return
         by_tp = {p.partition: p for p in resp.partitions}
-        unstable = [tp for tp, p in by_tp.items() if p.error_code is ErrorCode.UNSTABLE_OFFSET_COMMIT]
-        failed = [
-            p
-            for p in by_tp.values()
-            if p.error_code not in (ErrorCode.NONE, ErrorCode.UNSTABLE_OFFSET_COMMIT)
-        ]
-        if failed:
-            raise Fatal(
-                failed[0].error_code,
-                f"fetch offset failed for {failed[0].partition}: {failed[0].error_code.name}",
+        unstable = False
+        unauthorized: OffsetFetchPartition | None = None
+        for p in by_tp.values():
+            if p.error_code is ErrorCode.UNSTABLE_OFFSET_COMMIT:
+                unstable = True
+            elif p.error_code is ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                unauthorized = unauthorized or p
+            elif p.error_code is not ErrorCode.NONE:
+                reason = f"fetch offset failed for {p.partition}: {p.error_code.name}"
+                self._fetch_thrown(now_ms, sent.partitions, p.error_code, reason)
+                return
+        if unauthorized is not None:
+            self._fetch_thrown(
+                now_ms,
+                sent.partitions,
+                unauthorized.error_code,
+                f"fetch offset failed for {unauthorized.partition}: {unauthorized.error_code.name}",
             )
+            return
         if unstable:
             self._retry_fetch(now_ms, sent.partitions)
             return
@@ -253,6 +275,14 @@ class OffsetsMixin(MemberCore):
                 fetched.append((tp, offset))
         if fetched:
             self._emit(OffsetsFetched(tuple(fetched)))
+
+    def _fetch_thrown(
+        self, now_ms: int, partitions: Sequence[TopicPartition], error: ErrorCode, reason: str
+    ) -> None:
+        """A failed OffsetFetch Kafka throws out of ``poll()``: reported; fetched again at the next one."""
+        self._retry_fetch(now_ms, partitions)
+        self._fetch_on_poll = True
+        self._throw(error, reason)
 
     def _retry_fetch(self, now_ms: int, partitions: Sequence[TopicPartition]) -> None:
         self._fetch_pending |= {tp for tp in partitions if tp in self._owned and tp not in self._positions}

@@ -38,6 +38,7 @@ __all__ = [
     "Fatal",
     "Generation",
     "InFlight",
+    "JoinFailed",
     "Kind",
     "OutboundRequest",
 ]
@@ -114,10 +115,25 @@ class InFlight:
 
 
 class Fatal(Exception):
+    """An error after which Kafka's consumer cannot go on (every later ``poll()`` throws it again):
+    the member reports it and stops (FAILED)."""
+
     def __init__(self, error: ErrorCode, reason: str) -> None:
         super().__init__(reason)
         self.error = error
         self.reason = reason
+
+
+class JoinFailed(Exception):
+    """A join that failed with an exception Kafka's ``joinGroupIfNeeded`` throws out of ``poll()``
+    (not retriable): the member reports it (``FatalError``) and sends JoinGroup again at the next
+    ``poll()``. ``exception`` is the simple name of Kafka's exception (the next JoinGroup's reason)."""
+
+    def __init__(self, error: ErrorCode, reason: str, exception: str) -> None:
+        super().__init__(reason)
+        self.error = error
+        self.reason = reason
+        self.exception = exception
 
 
 # Errors of a commit after which Kafka retries (RetriableException subclasses).

@@ -62,7 +62,7 @@ class Step(enum.Enum):
     SYNC_RETRY = "sync retry"  # SyncGroup failed (REBALANCE_IN_PROGRESS, coordinator moved …)
     RESET = "reset generation"  # ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID: owned partitions become lost
     LEFT = "left"  # max.poll.interval.ms expired: LeaveGroup (dynamic members) and reset
-    FATAL = "fatal"  # FENCED_INSTANCE_ID and Kafka's other fatal errors
+    FATAL = "fatal"  # FENCED_INSTANCE_ID, or an assignment onJoinComplete cannot take
     CLOSE = "close"
 
 

@@ -408,8 +408,8 @@ class Simulation:
         """The application calls poll() now if it is waiting in poll(), else when its batch is done."""
         member = proc.member
         now = self.q.now_ms
-        if member is None or proc.load.stalled_until_ms > now:
-            return
+        if member is None or proc.load.stalled_until_ms > now or member.error_pending:
+            return  # (a poll() that throws ends the application: it does not poll again)
         at = self.workload.next_poll_ms(proc.load, now)
         if at > now:
             if proc.app_poll_at is None or proc.app_poll_at <= now or proc.app_poll_at > at:
@@ -423,11 +423,14 @@ class Simulation:
         member = proc.member
         if member is None:
             return
+        thrown = member.error_pending
         events = member.drain_events()
         if events:
             self._log_member_events(proc, events)
-        if member.phase is Phase.FAILED:
-            # A fatal error (e.g. FENCED_INSTANCE_ID) is thrown from Kafka's poll(): the process ends.
+        if thrown or member.phase is Phase.FAILED:
+            # An error Kafka's poll() throws (a FatalError; FENCED_INSTANCE_ID, which also fails the
+            # member) is not caught by the simulated application: the process ends. (Kafka's consumer
+            # would mostly be usable again at the next poll(); this application does not try.)
             self.log_event("process_exited", consumer=proc.id, reason="the member failed")
             self.stop_process(proc, graceful=False)
             return
