@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from unittest.mock import patch
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kgroup.assignors import invariants
 from kgroup.assignors.invariants import (
     check_all,
     check_balance,
@@ -101,3 +107,58 @@ def test_violation_lists_are_bounded() -> None:
     problems = check_coverage([Member("a", ("big",))], topics, {"a": []})
     assert len(problems) == 21
     assert problems[-1] == "... and 980 more"
+
+
+_member_ids = st.sampled_from(["a", "b", "c"])
+_topic_names = st.sampled_from(["t1", "t2", "zz"])
+_partitions = st.builds(TP, _topic_names, st.integers(-1, 4))
+
+
+@st.composite
+def _cases(draw: st.DrawFn) -> tuple[list[Member], dict[str, list[TopicPartition]], bool]:
+    """Members and an assignment near a sound one: every partition of the subscribed topics handed
+    out, then some dropped (a few of them still owned), repeated, or replaced by unknown ones."""
+    subscriptions = draw(st.dictionaries(_member_ids, st.lists(_topic_names, max_size=3), min_size=1))
+    ids = sorted(subscriptions)
+    wanted = sorted({t for ts in subscriptions.values() for t in ts if t in TOPICS})
+    assignment: dict[str, list[TopicPartition]] = {m: [] for m in ids}
+    owned: list[TopicPartition] = []
+    for topic in wanted:
+        for p in range(TOPICS[topic].partitions):
+            fate = draw(st.sampled_from(["keep", "keep", "keep", "drop", "owned", "twice"]))
+            if fate == "drop":
+                continue
+            if fate == "owned":
+                owned.append(TP(topic, p))
+                continue
+            for _ in range(2 if fate == "twice" else 1):
+                assignment[draw(st.sampled_from(ids))].append(TP(topic, p))
+    for extra in draw(st.lists(_partitions, max_size=2)):
+        assignment[draw(st.sampled_from(ids))].append(extra)
+    members = [
+        Member(m, tuple(ts), owned=tuple(owned) if m == ids[0] else ()) for m, ts in subscriptions.items()
+    ]
+    return members, assignment, draw(st.booleans())
+
+
+@settings(max_examples=500, deadline=None)
+@given(case=_cases())
+def test_fast_paths_agree_with_the_checks_one_by_one(
+    case: tuple[list[Member], dict[str, list[TopicPartition]], bool],
+) -> None:
+    """check_coverage and check_subscriptions answer "nothing wrong" with set operations when they
+    can; that shortcut is taken exactly when going through the partitions one by one finds nothing."""
+    members, assignment, cooperative = case
+    with_shortcut = (
+        check_coverage(members, TOPICS, assignment, cooperative=cooperative),
+        check_subscriptions(members, assignment),
+    )
+    with (
+        patch.object(invariants, "_covered_exactly", return_value=False),
+        patch.object(invariants, "_TOPIC", side_effect=lambda tp: "\0never a topic"),
+    ):
+        one_by_one = (
+            check_coverage(members, TOPICS, assignment, cooperative=cooperative),
+            check_subscriptions(members, assignment),
+        )
+    assert with_shortcut == one_by_one
