@@ -168,38 +168,33 @@ class Workload:
             return
         load.budget_milli += self.consume_rate * (now_ms - start)
         capacity = load.budget_milli // 1000
-        high = self.high_water
-        reprocessed = 0
-        done: list[tuple[TopicPartition, int]] = []
         if total <= capacity:
             # caught up: every partition is processed to its log end (idle capacity is not banked)
             load.budget_milli = 0
             load.busy_since_ms = None
             processed = total
-            for tp, i, pos, end in backlog:
-                hw = high[i]
-                if hw > pos:
-                    reprocessed += (end if end < hw else hw) - pos
-                if end > hw:
-                    high[i] = end
-                done.append((tp, end))
+            reached = backlog
         else:
             grants = _water_fill([end - pos for _, _, pos, end in backlog], capacity)
             load.budget_milli -= capacity * 1000
             if load.busy_since_ms is None:
                 load.busy_since_ms = start - load.batch_phase_ms
-            processed = 0
-            for (tp, i, pos, _), grant in zip(backlog, grants, strict=True):
-                if grant <= 0:
-                    continue
-                end = pos + grant
-                processed += grant
-                hw = high[i]
-                if hw > pos:
-                    reprocessed += (end if end < hw else hw) - pos
-                if end > hw:
-                    high[i] = end
-                done.append((tp, end))
+            processed = sum(grants)
+            reached = [
+                (tp, i, pos, pos + grant)
+                for (tp, i, pos, _), grant in zip(backlog, grants, strict=True)
+                if grant > 0
+            ]
+        high = self.high_water
+        reprocessed = 0
+        done: list[tuple[TopicPartition, int]] = []
+        for tp, i, pos, end in reached:
+            hw = high[i]
+            if hw > pos:
+                reprocessed += (end if end < hw else hw) - pos  # below what was processed before
+            if end > hw:
+                high[i] = end
+            done.append((tp, end))
         member.record_processed_many(done)
         self.records_processed += processed
         self.records_reprocessed += reprocessed
