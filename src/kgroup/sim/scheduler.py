@@ -52,13 +52,6 @@ class EventQueue:
         self._seq += 1
         return self._seq
 
-    def peek_key(self) -> tuple[int, int] | None:
-        """``(time, sequence)`` of the next event, or ``None`` when the queue is empty."""
-        if not self._heap:
-            return None
-        at_ms, seq, _, _ = self._heap[0]
-        return at_ms, seq
-
     def head(self) -> tuple[int, int, int, Payload] | None:
         """The next entry ``(time, sequence, kind, payload)`` without popping it (``None``: empty)."""
         return self._heap[0] if self._heap else None

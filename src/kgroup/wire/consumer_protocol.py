@@ -202,8 +202,9 @@ class _Reader:
 #: Decoding is memoized: in a group the same bytes are decoded several times (the leader, then every
 #: host that checks or records the generation, and an unchanged assignment again in the next
 #: generation), and the decoded values are frozen, so sharing them is safe. Bounded: payloads up to
-#: this many bytes, this many of each kind (a few MiB at most).
-MEMO_MAX_BYTES = 4096
+#: this many bytes (about 250 partitions), this many of each kind — at most about 18 MiB per kind
+#: (a 1 KiB assignment decodes to about 18 KiB of objects, measured with tracemalloc).
+MEMO_MAX_BYTES = 1024
 MEMO_ENTRIES = 1024
 
 
