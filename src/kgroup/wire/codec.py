@@ -33,6 +33,7 @@ from kio.static.constants import EntityType
 
 from kgroup.model import PeerError
 from kgroup.wire.guard import check_body
+from kgroup.wire.piecewise import read_piecewise
 
 __all__ = [
     "API_VERSIONS_KEY",
@@ -174,14 +175,25 @@ def decode_request_header(frame: bytes) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, offset)
 
 
-def decode_request(frame: bytes, header: RequestHeader) -> DecodedRequest:
-    """Read the body of a request whose version is supported; :class:`PeerError` if malformed."""
+def decode_request(
+    frame: bytes, header: RequestHeader, *, max_elements: int | None = None, piecewise: bool = False
+) -> DecodedRequest:
+    """Read the body of a request whose version is supported; :class:`PeerError` if malformed.
+
+    ``max_elements`` refuses a body whose arrays hold more elements in all (a limit of the broker's);
+    ``piecewise`` reads it with many short native calls instead of one (:mod:`kgroup.wire.piecewise`:
+    for a large body read in a worker thread, so that the GIL is handed back between elements).
+    """
     cls = request_class(header.api_key, header.api_version)
     if cls is None:
         raise PeerError(f"no schema for api key {header.api_key} v{header.api_version}", 42)
-    check_body(cls, frame, header.size)  # kio's native reader must never see an implausible length
+    # kio's native reader must never see an implausible length
+    check_body(cls, frame, header.size, max_elements=max_elements)
     try:
-        body, _size = _reader(cls)(frame, header.size)
+        if piecewise:
+            body = read_piecewise(cls, frame, header.size)
+        else:
+            body, _size = _reader(cls)(frame, header.size)
     except (
         SerialError,
         ValueError,

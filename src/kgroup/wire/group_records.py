@@ -23,7 +23,7 @@ by key. Corrupt bytes (short, trailing garbage, unknown versions or types, bad U
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from kgroup.group.records import (
@@ -61,6 +61,7 @@ __all__ = [
     "OFFSET_COMMIT_VALUE_VERSION",
     "decode_record",
     "encode_record",
+    "offset_commit_batch_bytes",
 ]
 
 #: ``OffsetCommitKey`` version Kafka 4.0 writes (v0 is read too)
@@ -455,3 +456,60 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
     record = _read_kgroup_value(kind, group_id, r)
     r.end()
     return record
+
+
+# --- what Kafka's coordinator would write: the size of a commit's batch --------------------------------
+
+#: ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD``
+_RECORD_BATCH_OVERHEAD = 61
+#: the tagged topic id Kafka 4.4 writes into ``OffsetCommitValue`` v4: field count, tag, size, uuid
+_TOPIC_ID_TAG_BYTES = 1 + 1 + 1 + 16
+
+
+def _varint_size(value: int) -> int:
+    """``ByteUtils.sizeOfVarint`` / ``sizeOfVarlong``: bytes of the zig-zag varint of ``value``."""
+    raw = (value << 1) ^ (value >> 63)
+    size = 1
+    while raw >= 0x80:
+        raw >>= 7
+        size += 1
+    return size
+
+
+def offset_commit_batch_bytes(
+    group_id: str, commits: Iterable[tuple[str, str]], *, stop_above: int | None = None
+) -> int:
+    """The size Kafka 4.4's coordinator estimates for the batch of a commit's offset records.
+
+    ``commits`` are (topic, metadata) of the offsets that will be written, in order. Each record is
+    ``OffsetCommitKey`` v1 and ``OffsetCommitValue`` v4 (v3's fields with a compact metadata string and
+    the topic id as a tagged field), sized as ``DefaultRecordBatch.sizeInBytes`` sizes a batch
+    (timestamp delta 0, no headers). ``CoordinatorRuntime`` refuses a write whose estimate exceeds
+    the offsets topic's ``max.message.bytes`` with ``RecordTooLargeException`` before it changes any
+    state, and the commit is answered UNKNOWN_SERVER_ERROR. With ``stop_above`` the sum stops as
+    soon as it exceeds that many bytes (a commit of millions of offsets is sized in constant time).
+    """
+    group_bytes = len(group_id.encode("utf-8"))
+    total = _RECORD_BATCH_OVERHEAD
+    topic_sizes: dict[str, int] = {}
+    for delta, (topic, metadata) in enumerate(commits):
+        topic_bytes = topic_sizes.get(topic)
+        if topic_bytes is None:
+            topic_bytes = topic_sizes[topic] = len(topic.encode("utf-8"))
+        key_size = 2 + 2 + group_bytes + 2 + topic_bytes + 4
+        metadata_bytes = len(metadata.encode("utf-8")) if metadata else 0
+        value_size = 2 + 8 + 4 + _varint_size(metadata_bytes + 1) + metadata_bytes + 8 + _TOPIC_ID_TAG_BYTES
+        body = (
+            1  # attributes
+            + _varint_size(delta)
+            + 1  # timestamp delta 0
+            + _varint_size(key_size)
+            + key_size
+            + _varint_size(value_size)
+            + value_size
+            + 1  # no headers
+        )
+        total += body + _varint_size(body)
+        if stop_above is not None and total > stop_above:
+            return total
+    return total
