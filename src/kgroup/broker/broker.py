@@ -7,19 +7,24 @@ Everything runs on one asyncio loop. ``kgroup serve`` runs it in the main thread
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ParamSpec, TypeVar
 
 from kgroup.broker.cluster import Cluster, topic_name_error
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.logapi import LogManagerLike
+from kgroup.broker.waiters import AppendWatchers, FetchWaiter
 from kgroup.model import KgroupError
 
 __all__ = ["Broker", "wall_clock_ms"]
 
 log = logging.getLogger("kgroup.broker")
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def wall_clock_ms() -> int:
@@ -41,10 +46,16 @@ class Broker:
         self.ports: dict[int, int] = {}
         self.connections: dict[int, set[asyncio.StreamWriter]] = {b: set() for b in self.cluster.broker_ids}
         self._servers: dict[int, asyncio.Server] = {}
-        self._appended: asyncio.Future[None] | None = None
+        self.fetch_waiters = AppendWatchers()
         self._next_producer_id = (wall_clock_ms() << 12) & ((1 << 62) - 1)
         self._tick_task: asyncio.Task[None] | None = None
         self._connection_tasks: set[asyncio.Task[Any]] = set()
+        # one thread for decoding and encoding large requests and responses (pure functions of bytes
+        # and immutable values: no broker state is touched there)
+        self._codec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-codec")
+        from kgroup.broker.connection import CloseLog
+
+        self.close_log = CloseLog()
         from kgroup.broker.groups import GroupAdapter  # a late import: groups import the broker's types
 
         self.groups = GroupAdapter(self)
@@ -125,6 +136,8 @@ class Broker:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.groups.close()
+        self.close_log.flush()
+        self._codec.shutdown(wait=True, cancel_futures=True)
         self.logs.flush()
         self.logs.close()
 
@@ -142,18 +155,23 @@ class Broker:
 
     # --- shared services for handlers ------------------------------------------------------------
 
+    async def off_loop(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``function(*args, **kwargs)`` in the codec thread: a pure function of its arguments only."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._codec, functools.partial(function, *args, **kwargs))
+
     def allocate_producer_id(self) -> int:
         # Unique across restarts without a persisted counter: the start time in ms, shifted.
         self._next_producer_id += 1
         return self._next_producer_id
 
-    def notify_appended(self) -> None:
-        if self._appended is not None and not self._appended.done():
-            self._appended.set_result(None)
-        self._appended = None
+    def watch_appends(self, waiter: FetchWaiter) -> None:
+        """Park a fetch: ``waiter`` hears of every append to its partitions until unwatched."""
+        self.fetch_waiters.watch(waiter)
 
-    def appended(self) -> asyncio.Future[None]:
-        """A future resolved at the next append to any partition (long-polling fetches wait on it)."""
-        if self._appended is None or self._appended.done():
-            self._appended = asyncio.get_running_loop().create_future()
-        return self._appended
+    def unwatch_appends(self, waiter: FetchWaiter) -> None:
+        self.fetch_waiters.unwatch(waiter)
+
+    def notify_appended(self, topic: str, partition: int, size: int) -> None:
+        """A batch of ``size`` bytes was appended to ``topic``-``partition``: tell its parked fetches."""
+        self.fetch_waiters.appended(topic, partition, size)

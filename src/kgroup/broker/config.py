@@ -20,8 +20,16 @@ class BrokerConfig:
     brokers: int = 1
     #: ``socket.request.max.bytes``
     max_request_bytes: int = 100 * MIB
+    #: kgroup's own limit: the array elements one request may hold in all (partitions, topics,
+    #: groups …); a body with more is refused unread and its connection closed. Kafka has none (its
+    #: heap bounds it); kgroup keeps one request's memory and time bounded with it
+    max_request_elements: int = 100_000
     #: ``max.connections`` (per broker listener)
     max_connections: int = 1000
+    #: ``max.message.bytes`` of Kafka's ``__consumer_offsets`` (its ``message.max.bytes`` default): the
+    #: largest batch of records one coordinator write may append (Kafka's ``CoordinatorRuntime``
+    #: refuses a larger one; an OffsetCommit is then answered UNKNOWN_SERVER_ERROR)
+    offsets_max_message_bytes: int = 1024 * 1024 + 12
     #: ``auto.create.topics.enable``
     auto_create_topics: bool = True
     #: ``num.partitions``
@@ -46,6 +54,12 @@ class BrokerConfig:
             raise KgroupError(f"brokers: {self.brokers}; use 1..32")
         if self.max_request_bytes < 1024:
             raise KgroupError(f"max_request_bytes: {self.max_request_bytes}; use at least 1024")
+        if self.max_request_elements < 1:
+            raise KgroupError(f"max_request_elements: {self.max_request_elements}; use at least 1")
+        if self.offsets_max_message_bytes < 1024:
+            raise KgroupError(
+                f"offsets_max_message_bytes: {self.offsets_max_message_bytes}; use at least 1024"
+            )
         if self.max_connections < 1:
             raise KgroupError(f"max_connections: {self.max_connections}; use at least 1")
         if self.num_partitions < 1:

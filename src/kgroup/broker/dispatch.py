@@ -4,12 +4,26 @@ Kafka's rules (``SocketServer``, ``RequestContext``): an unknown API key, a vers
 not enable or a body that cannot be parsed is an ``InvalidRequestException`` and the connection is
 closed; the one exception is ApiVersions at an unsupported version, answered with
 ``UNSUPPORTED_VERSION`` and the supported ranges in the v0 layout so the client can downgrade.
+
+No request may hold the event loop for long, whatever its size (Kafka serves connections from
+several threads; kgroup's broker has one loop, so a heavy request must give the others their turns):
+
+* a frame larger than :data:`LARGE_FRAME_BYTES` is decoded in the broker's codec thread, in short
+  native calls (:mod:`kgroup.wire.piecewise`), and so is a response of many entries built and
+  encoded there — the interpreter hands the GIL back to the loop every few milliseconds;
+* a body whose arrays hold more than ``max_request_elements`` elements is refused before it is
+  decoded (the connection is closed, as for a frame over ``socket.request.max.bytes``), which bounds
+  the memory and time one request can take;
+* handlers that loop over a request's elements call :meth:`Pacer.due` and, every
+  :data:`Pacer.SLICE_S`, give the loop a turn.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.api_versions.v0.response import ApiVersionsResponse
@@ -28,11 +42,50 @@ from kgroup.wire.versions import API_NAMES, SUPPORTED_VERSIONS, supported
 if TYPE_CHECKING:
     from kgroup.broker.broker import Broker
 
-__all__ = ["CloseConnection", "Handler", "RequestContext", "dispatch", "register"]
+__all__ = [
+    "LARGE_FRAME_BYTES",
+    "CloseConnection",
+    "Handler",
+    "Pacer",
+    "RequestContext",
+    "dispatch",
+    "register",
+]
+
+#: frames above this size are decoded off the event loop (a body of this size is read natively in
+#: about 10 ms at worst: some 7,000 array elements)
+LARGE_FRAME_BYTES = 128 * 1024
+#: a response with more entries than this (array elements, counted until this is reached) is built
+#: and encoded off the event loop
+LARGE_RESPONSE_ENTRIES = 2_000
 
 
 class CloseConnection(Exception):
     """Close the connection without an answer (Kafka does so e.g. for a failed acks=0 produce)."""
+
+
+class Pacer:
+    """Tells a handler looping over a request's elements when to give the event loop a turn.
+
+    ``if ctx.pacer.due(): await ctx.pacer.pause()`` once per element: ``due`` is true once
+    :data:`SLICE_S` has passed since the request started or last paused (a clock read, some 60 ns:
+    a request holds at most ``max_request_elements`` elements).
+    """
+
+    SLICE_S = 0.005
+    __slots__ = ("_since", "pauses")
+
+    def __init__(self) -> None:
+        self._since = time.monotonic()
+        self.pauses = 0
+
+    def due(self) -> bool:
+        return time.monotonic() - self._since >= self.SLICE_S
+
+    async def pause(self) -> None:
+        await asyncio.sleep(0)
+        self.pauses += 1
+        self._since = time.monotonic()
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +95,7 @@ class RequestContext:
     header: RequestHeader
     connection: str  # unique per connection: where the coordinator addresses its replies
     client_host: str
+    pacer: Pacer = field(default_factory=Pacer)
 
     @property
     def version(self) -> int:
@@ -91,10 +145,42 @@ async def dispatch(
     handler = _HANDLERS.get(header.api_key)
     if handler is None:
         raise CloseConnection(f"api key {header.api_key} has no handler")
-    request = decode_request(frame, header)
+    limit = broker.config.max_request_elements
+    large = len(frame) > LARGE_FRAME_BYTES
+    if large:
+        request = await broker.off_loop(decode_request, frame, header, max_elements=limit, piecewise=True)
+    else:
+        request = decode_request(frame, header, max_elements=limit)
     data = await handler(RequestContext(broker, node_id, header, connection, client_host), request.body)
     if data is None:
         return None
     cls = response_class(header.api_key, header.api_version)
     assert cls is not None  # supported versions all have a schema
+    if large or not _fewer_entries_than(data, LARGE_RESPONSE_ENTRIES):
+        return await broker.off_loop(_build_and_encode, header.correlation_id, cls, data)
     return encode_response(header.correlation_id, build(cls, data))
+
+
+def _build_and_encode(correlation_id: int, cls: type[Any], data: Mapping[str, Any]) -> bytes:
+    return encode_response(correlation_id, build(cls, data))
+
+
+def _fewer_entries_than(data: Any, limit: int) -> bool:
+    """Whether the response data holds fewer than ``limit`` array elements (it stops counting there).
+
+    An iterator (a lazily made array) counts as many: it is made where the response is built.
+    """
+    left = limit
+    stack: list[Any] = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Mapping):
+            stack.extend(v for v in value.values() if isinstance(v, Mapping | list | tuple | Iterator))
+        elif isinstance(value, list | tuple):
+            left -= len(value)
+            if left <= 0:
+                return False
+            stack.extend(v for v in value if isinstance(v, Mapping | list | tuple | Iterator))
+        elif isinstance(value, Iterator):
+            return False
+    return True

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import struct
 from collections.abc import Callable
 from random import Random
 from typing import TYPE_CHECKING, Any
@@ -193,19 +194,26 @@ class GroupAdapter:
             self._waiting.pop(key, None)
 
     def apply(self, node_id: int, result: CoordinatorResult, requests: tuple[Envelope, ...] = ()) -> None:
-        """Persist the result's records, then its timers, then release its replies."""
+        """Persist the result's records, then its timers, then release its replies.
+
+        Nothing of the call is visible before its records are written: ``handle`` and ``apply`` run
+        without a suspension point between them, and a call whose records cannot be encoded or
+        written is undone (the coordinator is rebuilt from the log) before anything else runs.
+        """
         if result.records:
             try:
-                self.log.append([encode_record(record) for record in result.records])
+                entries = [encode_record(record) for record in result.records]
+            except (ValueError, OverflowError, struct.error) as exc:
+                # Kafka fails such a write (its serializer throws) and answers UNKNOWN_SERVER_ERROR;
+                # the handlers refuse the inputs known to lead here before they reach the coordinator
+                log.error("a coordinator record cannot be encoded (%s): rolling back by replaying", exc)
+                self._roll_back(requests, ErrorCode.UNKNOWN_SERVER_ERROR)
+                return
+            try:
+                self.log.append(entries)
             except OSError as exc:
                 log.error("coordinator log write failed (%s): rolling back by replaying the log", exc)
-                self.rebuild()
-                for envelope in requests:
-                    self._answer(
-                        envelope.connection,
-                        envelope.correlation_id,
-                        error_response(envelope.body, ErrorCode.COORDINATOR_NOT_AVAILABLE),
-                    )
+                self._roll_back(requests, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 return
             if self.recorder is not None:
                 self.recorder.on_records(self.broker.clock_ms(), result.records, self._view_of(node_id))
@@ -215,6 +223,11 @@ class GroupAdapter:
                 timers.apply(result.timers)
                 self._wake_timers()
         self._release(result.replies)
+
+    def _roll_back(self, requests: tuple[Envelope, ...], code: ErrorCode) -> None:
+        self.rebuild()
+        for envelope in requests:
+            self._answer(envelope.connection, envelope.correlation_id, error_response(envelope.body, code))
 
     def _view_of(self, node_id: int) -> Callable[[str], GroupView | None]:
         def view(group_id: str) -> GroupView | None:

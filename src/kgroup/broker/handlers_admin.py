@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import Counter
 from typing import Any
 
 from kgroup.broker.cluster import OFFSETS_TOPIC, TopicInfo, topic_name_error
@@ -102,11 +103,17 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     topics: list[dict[str, Any]] = []
     requested = request.topics
     # v0: an empty list means every topic; v1+: null means every topic, empty means none
+    pacer = ctx.pacer
     if requested is None or (ctx.version == 0 and not requested):
-        topics = [_topic_entry(ctx, cluster.topics[name]) for name in sorted(cluster.topics)]
+        for name in sorted(cluster.topics):
+            topics.append(_topic_entry(ctx, cluster.topics[name]))
+            if pacer.due():
+                await pacer.pause()
     else:
         allow_auto = getattr(request, "allow_auto_topic_creation", True)
         for wanted in requested:
+            if pacer.due():
+                await pacer.pause()
             name = wanted.name
             if name is None and ctx.version < 12:
                 # MetadataRequest: topic ids (and so a topic without a name) only from v12
@@ -175,8 +182,10 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     cluster = broker.cluster
     results: list[dict[str, Any]] = []
-    names = [t.name for t in request.topics]
+    names = Counter(t.name for t in request.topics)
     for topic in request.topics:
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
         name = topic.name
         partitions = int(topic.num_partitions)
         rf = int(topic.replication_factor)
@@ -201,7 +210,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         if rf == -1:
             rf = broker.config.replication_factor
         error = topic_name_error(name)
-        if names.count(name) > 1:
+        if names[name] > 1:
             results.append(_created(name, INVALID_REQUEST, "Duplicate topic name.", None, 0, 0))
         elif error is not None:
             results.append(_created(name, INVALID_TOPIC_EXCEPTION, error, None, 0, 0))
@@ -259,6 +268,8 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         wanted = [(name, None) for name in request.topic_names]
     results = []
     for name, topic_id in wanted:
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
         info: TopicInfo | None
         if name is None and topic_id is not None and topic_id != ZERO_UUID:
             info = cluster.topic_by_id(topic_id)
@@ -289,6 +300,8 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     cluster = ctx.broker.cluster
     results = []
     for resource in request.resources:
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
         overridden: set[str]
         values: dict[str, str]
         keys = resource.configuration_keys

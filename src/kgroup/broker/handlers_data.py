@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from kgroup.broker.dispatch import CloseConnection, RequestContext, register
+from kgroup.broker.waiters import FetchWaiter
 from kgroup.log.errors import LogError
 from kgroup.model import PeerError
 
@@ -63,10 +64,12 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     responses = []
     failed = False
     now_ms = broker.clock_ms()
-    appended = False
+    appended: list[tuple[str, int, int]] = []
     for topic in request.topic_data:
         partition_responses = []
         for part in topic.partition_data:
+            if ctx.pacer.due():
+                await ctx.pacer.pause()
             index = int(part.index)
             entry: dict[str, Any] = {
                 "index": index,
@@ -100,7 +103,8 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                     entry["error_message"] = f"write failed: {exc.strerror or exc}"
                     log.error("produce to %s-%d: write failed: %s", topic.name, index, exc)
                 else:
-                    appended = appended or not result.duplicate
+                    if not result.duplicate:
+                        appended.append((topic.name, index, result.valid_bytes))
                     entry["base_offset"] = result.base_offset
                     entry["log_start_offset"] = result.log_start_offset
                     if result.log_append_time >= 0:
@@ -109,8 +113,8 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             failed = failed or code != NONE
             partition_responses.append(entry)
         responses.append({"name": topic.name, "partition_responses": partition_responses})
-    if appended:
-        broker.notify_appended()
+    for name, index, size in appended:
+        broker.notify_appended(name, index, size)
     if acks == 0:
         if failed:  # Kafka closes the connection so that an acks=0 producer notices and refreshes metadata
             raise CloseConnection("acks=0 produce request failed")
@@ -167,11 +171,18 @@ def _fetch_partition(
     return entry, len(data)
 
 
-def _fetch_once(ctx: RequestContext, request: Any) -> tuple[dict[str, Any], int]:
+async def _fetch_once(
+    ctx: RequestContext, request: Any
+) -> tuple[dict[str, Any], int, bool, dict[tuple[str, int], int]]:
+    """One read of every partition: the answer, its bytes, whether a partition has an error, and the
+    bytes read per partition."""
     read_committed = int(getattr(request, "isolation_level", 0)) == 1
     budget = int(getattr(request, "max_bytes", 0x7FFFFFFF))
     total = 0
+    errors = False
+    sizes: dict[tuple[str, int], int] = {}
     responses = []
+    pacer = ctx.pacer
     for topic in request.topics:
         partitions = []
         for part in topic.partitions:
@@ -181,18 +192,31 @@ def _fetch_once(ctx: RequestContext, request: Any) -> tuple[dict[str, Any], int]
             )
             total += size
             budget -= size
+            errors = errors or entry["error_code"] != NONE
+            sizes[(topic.topic, int(part.partition))] = size
             partitions.append(entry)
+            if pacer.due():
+                await pacer.pause()
         responses.append({"topic": topic.topic, "partitions": partitions})
-    return {
+    answer = {
         "throttle_time": 0,
         "error_code": NONE,
         "session_id": INVALID_SESSION_ID,
         "responses": responses,
-    }, total
+    }
+    return answer, total, errors, sizes
 
 
 @register(1)
 async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """Answer at once when ``min_bytes`` are there (or a partition has an error), else park the fetch.
+
+    A parked fetch is Kafka's ``DelayedFetch``: it does not read the log again until it completes. It
+    starts from the bytes its first read found per partition and adds the size of each batch appended
+    to one of its partitions afterwards (each partition counting up to its ``partition_max_bytes``);
+    once ``min_bytes`` are reached, or ``max_wait`` has passed, the partitions are read once more and
+    answered. So a fetch waiting for more bytes than will ever arrive costs nothing while it waits.
+    """
     session_id = int(getattr(request, "session_id", 0))
     if session_id != INVALID_SESSION_ID:
         # No session was ever handed out: Kafka answers an unknown session id so
@@ -203,20 +227,25 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "responses": [],
         }
     loop = asyncio.get_running_loop()
-    max_wait_s = request.max_wait.total_seconds()
-    deadline = loop.time() + max(0.0, max_wait_s)
+    deadline = loop.time() + max(0.0, request.max_wait.total_seconds())
     min_bytes = int(request.min_bytes)
-    while True:
-        waiter = ctx.broker.appended()
-        answer, total = _fetch_once(ctx, request)
-        errors = any(p["error_code"] != NONE for t in answer["responses"] for p in t["partitions"])
-        remaining = deadline - loop.time()
-        if total >= min_bytes or errors or remaining <= 0:
-            return answer
-        try:
-            await asyncio.wait_for(asyncio.shield(waiter), timeout=remaining)
-        except TimeoutError:
-            return _fetch_once(ctx, request)[0]
+    answer, total, errors, sizes = await _fetch_once(ctx, request)
+    if total >= min_bytes or errors or loop.time() >= deadline:
+        return answer
+    caps = {
+        (topic.topic, int(part.partition)): int(part.partition_max_bytes)
+        for topic in request.topics
+        for part in topic.partitions
+    }
+    waiter = FetchWaiter(min_bytes, caps, sizes, loop.create_future())
+    ctx.broker.watch_appends(waiter)
+    try:
+        await asyncio.wait_for(asyncio.shield(waiter.done), timeout=deadline - loop.time())
+    except TimeoutError:
+        pass
+    finally:
+        ctx.broker.unwatch_appends(waiter)
+    return (await _fetch_once(ctx, request))[0]
 
 
 @register(2)
@@ -225,6 +254,8 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
     for topic in request.topics:
         partitions = []
         for part in topic.partitions:
+            if ctx.pacer.due():
+                await ctx.pacer.pause()
             index = int(part.partition_index)
             entry: dict[str, Any] = {
                 "partition_index": index,

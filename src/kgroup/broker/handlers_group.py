@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgroup.broker.dispatch import RequestContext, register
+from kgroup.broker.dispatch import Pacer, RequestContext, register
 from kgroup.broker.groups import error_response
 from kgroup.messages import (
     DescribeGroupsRequest,
@@ -37,6 +37,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
+from kgroup.wire.group_records import offset_commit_batch_bytes
 
 __all__: list[str] = []
 
@@ -68,6 +69,8 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
     key_type = int(getattr(request, "key_type", GROUP_KEY))
     coordinators = []
     for key in keys:
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
         if key_type != GROUP_KEY:  # no transactions in kgroup
             entry = {
                 "key": key,
@@ -103,8 +106,39 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, **coordinators[0]}
 
 
+#: a new member's id is its prefix (group instance id, else client id), "-" and a 36-character UUID
+_MEMBER_ID_SUFFIX_BYTES = 1 + 36
+#: the longest string Kafka's records (and kgroup's) carry: an int16 length
+_MAX_RECORD_STRING_BYTES = 0x7FFF
+
+
+def _member_id_too_long(ctx: RequestContext, request: Any) -> bool:
+    """Whether the member id the coordinator would make cannot be written into a record.
+
+    Kafka answers such a JoinGroup UNKNOWN_SERVER_ERROR (its write fails); refusing it here keeps the
+    coordinator from ever holding a member it cannot persist.
+    """
+    if request.member_id:
+        return False
+    instance = getattr(request, "group_instance_id", None)
+    prefix = instance if instance is not None else ctx.header.client_id
+    return len(prefix.encode("utf-8")) + _MEMBER_ID_SUFFIX_BYTES > _MAX_RECORD_STRING_BYTES
+
+
 @register(11)
 async def join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if _member_id_too_long(ctx, request):
+        return {
+            "throttle_time": 0,
+            "error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR),
+            "generation_id": -1,
+            "protocol_type": None,
+            "protocol_name": None if ctx.version >= 7 else "",
+            "leader": "",
+            "skip_assignment": False,
+            "member_id": "",
+            "members": [],
+        }
     session = _ms(request.session_timeout)
     # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout
     rebalance = _ms(request.rebalance_timeout) if hasattr(request, "rebalance_timeout") else session
@@ -202,29 +236,100 @@ async def leave_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(8)
 async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    offsets = tuple(
-        OffsetCommitPartition(
-            TopicPartition(topic.name, int(p.partition_index)),
-            int(p.committed_offset),
-            p.committed_metadata,
-            int(getattr(p, "committed_leader_epoch", -1)),
+    """Kafka's checks before the coordinator (``KafkaApis.handleOffsetCommitRequest``, then
+    ``CoordinatorRuntime``'s batch limit), then the coordinator's answer for the partitions left.
+
+    A partition of a topic the broker does not have gets UNKNOWN_TOPIC_OR_PARTITION and never reaches
+    the coordinator; with none left the coordinator is not asked at all. A commit whose offset records
+    would make a batch larger than the offsets topic's ``max.message.bytes`` is answered
+    UNKNOWN_SERVER_ERROR for every partition before any state changes, as Kafka's runtime refuses it
+    (``RecordTooLargeException``) before replaying the records. The answer has one entry per
+    partition of the request, in its order, grouped by topic.
+    """
+    broker, pacer = ctx.broker, ctx.pacer
+    topics = broker.cluster.topics
+    metadata_limit = broker.groups.config.offset_metadata_max_bytes
+    batch_limit = broker.config.offsets_max_message_bytes
+    codes: list[int] = []  # per request partition; -2 marks one the coordinator answers
+    candidates: list[tuple[str, Any]] = []  # (topic name, kio partition) for the coordinator
+    sized: list[tuple[str, str]] = []  # (topic, metadata) of each offset record a commit would write
+    for topic in request.topics:
+        info = topics.get(topic.name)
+        for p in topic.partitions:
+            if info is None or not 0 <= int(p.partition_index) < info.partitions:
+                codes.append(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            else:
+                codes.append(_ASKED)
+                candidates.append((topic.name, p))
+                if len(sized) * _MIN_OFFSET_RECORD_BYTES <= batch_limit and not _metadata_too_large(
+                    p.committed_metadata, metadata_limit
+                ):
+                    sized.append((topic.name, p.committed_metadata or ""))
+            if pacer.due():
+                await pacer.pause()
+    answers: list[int]
+    if not candidates:
+        answers = []
+    elif offset_commit_batch_bytes(request.group_id, sized, stop_above=batch_limit) > batch_limit:
+        answers = [int(ErrorCode.UNKNOWN_SERVER_ERROR)] * len(candidates)
+    else:
+        body = OffsetCommitRequest(
+            group_id=request.group_id,
+            generation_id=int(request.generation_id_or_member_epoch),
+            member_id=request.member_id,
+            offsets=tuple(
+                OffsetCommitPartition(
+                    TopicPartition(name, int(p.partition_index)),
+                    int(p.committed_offset),
+                    p.committed_metadata,
+                    int(getattr(p, "committed_leader_epoch", -1)),
+                )
+                for name, p in candidates
+            ),
+            group_instance_id=getattr(request, "group_instance_id", None),
         )
-        for topic in request.topics
-        for p in topic.partitions
-    )
-    body = OffsetCommitRequest(
-        group_id=request.group_id,
-        generation_id=int(request.generation_id_or_member_epoch),
-        member_id=request.member_id,
-        offsets=offsets,
-        group_instance_id=getattr(request, "group_instance_id", None),
-    )
-    answer = await _call(ctx, request.group_id, body)
-    assert isinstance(answer, OffsetCommitResponse)
-    topics: dict[str, list[dict[str, int]]] = {}
-    for tp, code in answer.results:
-        topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": int(code)})
-    return {"throttle_time": 0, "topics": [{"name": n, "partitions": p} for n, p in topics.items()]}
+        answer = await _call(ctx, request.group_id, body)
+        assert isinstance(answer, OffsetCommitResponse)
+        answers = [int(code) for _, code in answer.results]
+    # made where the response is built: a commit of a million partitions is not a million dicts
+    # made on the event loop
+    return {"throttle_time": 0, "topics": await _commit_topics(request, codes, answers, pacer)}
+
+
+#: a placeholder in the codes of an OffsetCommit: the coordinator's answer goes here
+_ASKED = -2
+#: fewer bytes than the smallest offset record Kafka writes (1-byte group id and topic: 61 bytes):
+#: once this many records times the limit are sized, the batch is known to be too large
+_MIN_OFFSET_RECORD_BYTES = 50
+
+
+def _metadata_too_large(metadata: str | None, limit: int) -> bool:
+    """``offset.metadata.max.bytes`` as the coordinator checks it (Java's String.length()): such an
+    offset is refused by the coordinator and writes no record."""
+    if not metadata or len(metadata) * 2 <= limit:
+        return False
+    return len(metadata.encode("utf-16-le")) // 2 > limit
+
+
+async def _commit_topics(
+    request: Any, codes: list[int], answers: list[int], pacer: Pacer
+) -> list[dict[str, Any]]:
+    """The response's topics: each partition of the request with its code, grouped by topic name."""
+    by_topic: dict[str, list[tuple[int, int]]] = {}
+    asked = iter(answers)
+    position = 0
+    for topic in request.topics:
+        entries = by_topic.setdefault(topic.name, [])
+        for p in topic.partitions:
+            code = codes[position]
+            entries.append((int(p.partition_index), next(asked) if code == _ASKED else code))
+            position += 1
+            if pacer.due():
+                await pacer.pause()
+    return [
+        {"name": name, "partitions": ({"partition_index": i, "error_code": c} for i, c in entries)}
+        for name, entries in by_topic.items()
+    ]
 
 
 async def _fetch_group(ctx: RequestContext, group_id: str, topics: Any) -> OffsetFetchResponse:
@@ -256,6 +361,8 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.version >= 8:
         groups = []
         for group in request.groups:
+            if ctx.pacer.due():
+                await ctx.pacer.pause()
             answer = await _fetch_group(ctx, group.group_id, group.topics)
             groups.append(
                 {
@@ -273,6 +380,8 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
 async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     described = []
     for group_id in request.groups:
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
         if ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
             described.append(
                 {
@@ -344,6 +453,8 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
 async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     results = []
     for group_id in request.groups_names:
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
         if ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
             code = ErrorCode.NOT_COORDINATOR
         else:

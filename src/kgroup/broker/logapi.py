@@ -1,4 +1,4 @@
-"""What the broker needs from a log (``kgroup.log`` provides it on disk; :mod:`.memory_log` in memory).
+"""What the broker needs from a log (``kgroup.log`` provides it on disk).
 
 Typed as protocols so the broker depends on the interface, not on one storage.
 """
@@ -22,6 +22,8 @@ class AppendResultLike(Protocol):
     def duplicate(self) -> bool: ...
     @property
     def log_start_offset(self) -> int: ...
+    @property
+    def valid_bytes(self) -> int: ...
 
 
 class PartitionLogLike(Protocol):

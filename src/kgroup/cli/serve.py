@@ -41,6 +41,11 @@ def register(app: typer.Typer) -> None:
         max_request_bytes: int = typer.Option(
             100 * 1024 * 1024, "--max-request-bytes", help="socket.request.max.bytes."
         ),
+        max_request_elements: int = typer.Option(
+            100_000,
+            "--max-request-elements",
+            help="Array elements one request may hold in all (kgroup's limit; see docs/broker.md).",
+        ),
         max_connections: int = typer.Option(1000, "--max-connections", help="max.connections per broker."),
         record: Path | None = typer.Option(  # noqa: B008
             None, "--record", help="Write the groups' events here for `kgroup report DIR`."
@@ -59,6 +64,7 @@ def register(app: typer.Typer) -> None:
             port=port,
             brokers=brokers,
             max_request_bytes=max_request_bytes,
+            max_request_elements=max_request_elements,
             max_connections=max_connections,
             auto_create_topics=auto_create,
             num_partitions=num_partitions,

@@ -78,6 +78,7 @@ class AppendResult:
     log_append_time: int = -1  # the stamped time for a LogAppendTime topic; -1 for CreateTime
     duplicate: bool = False  # a retried batch of an idempotent producer: acknowledged, not re-appended
     log_start_offset: int
+    valid_bytes: int = 0  # the bytes appended (Kafka's LogAppendInfo.validBytes); 0 for a duplicate
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -248,6 +249,7 @@ class PartitionLog:
             last_offset=header.last_offset,
             log_append_time=-1 if log_append_time is None else log_append_time,
             log_start_offset=self.log_start_offset,
+            valid_bytes=len(data),
         )
 
     def _maybe_roll(self, size: int, header: BatchHeader) -> Segment:

@@ -48,6 +48,7 @@ class KafkaBroker:
         record_dir: str | Path | None = None,
         max_connections: int = 1000,
         max_request_bytes: int = 100 * 1024 * 1024,
+        max_request_elements: int = 100_000,
     ) -> None:
         from kgroup.broker.config import BrokerConfig
 
@@ -60,6 +61,7 @@ class KafkaBroker:
             topics=tuple((topics or {}).items()),
             max_connections=max_connections,
             max_request_bytes=max_request_bytes,
+            max_request_elements=max_request_elements,
         )
         self._owns_dir = data_dir is None
         self.data_dir = (
