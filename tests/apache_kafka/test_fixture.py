@@ -33,14 +33,20 @@ def _alive(pid: int) -> bool:
 
 def test_one_node_serves_produce_consume_and_a_group(apache_kafka: ApacheKafka) -> None:
     apache_kafka.create_topic("fixture-roundtrip", 3)
-    producer = Producer({"bootstrap.servers": apache_kafka.bootstrap_servers, "partitioner": "murmur2_random"})
+    producer = Producer(
+        {"bootstrap.servers": apache_kafka.bootstrap_servers, "partitioner": "murmur2_random"}
+    )
     for i in range(30):
         producer.produce("fixture-roundtrip", key=f"k{i}".encode(), value=f"v{i}".encode())
     assert producer.flush(30) == 0
-    consumer = Consumer({
-        "bootstrap.servers": apache_kafka.bootstrap_servers, "group.id": "fixture-group",
-        "auto.offset.reset": "earliest", "enable.auto.commit": False,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": apache_kafka.bootstrap_servers,
+            "group.id": "fixture-group",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         consumer.subscribe(["fixture-roundtrip"])
         seen: dict[bytes, int] = {}
@@ -93,7 +99,9 @@ def test_a_node_that_dies_is_reported_in_one_line() -> None:
         deadline = time.monotonic() + 10
         while kafka.pid(1) is not None and time.monotonic() < deadline:
             time.sleep(0.05)
-        with pytest.raises(KafkaNodeDied, match=r"^Apache Kafka node 1 \(pid \d+\) exited with code -9: ") as info:
+        with pytest.raises(
+            KafkaNodeDied, match=r"^Apache Kafka node 1 \(pid \d+\) exited with code -9: "
+        ) as info:
             kafka.check_alive()
         assert "\n" not in str(info.value)
 
@@ -121,7 +129,9 @@ def test_without_maven_the_reason_is_one_line(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setenv("KGROUP_KAFKA_HOME", str(tmp_path / "home"))
-    with pytest.raises(KafkaUnavailable, match=f"^Apache Kafka {KAFKA_VERSION} needs Maven to fetch its jars"):
+    with pytest.raises(
+        KafkaUnavailable, match=f"^Apache Kafka {KAFKA_VERSION} needs Maven to fetch its jars"
+    ):
         kafka_libs()
 
 
@@ -132,17 +142,23 @@ def test_an_unreachable_registry_is_one_line(monkeypatch: pytest.MonkeyPatch, tm
     bin_dir.mkdir()
     os.symlink(kafka_libs(resolve=False).java, bin_dir / "java")
     # what mvn prints when Maven Central cannot be reached, shortened
-    _fake_tool(bin_dir, "mvn", "echo '[INFO] Scanning for projects...'\n"
-               "echo '[ERROR] Failed to execute goal on project apache-kafka: Could not resolve dependencies: "
-               "Could not transfer artifact org.apache.kafka:kafka_2.13:jar:4.4.0: Network is unreachable'\n"
-               "exit 1\n")
+    _fake_tool(
+        bin_dir,
+        "mvn",
+        "echo '[INFO] Scanning for projects...'\n"
+        "echo '[ERROR] Failed to execute goal on project apache-kafka: Could not resolve dependencies: "
+        "Could not transfer artifact org.apache.kafka:kafka_2.13:jar:4.4.0: Network is unreachable'\n"
+        "exit 1\n",
+    )
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setenv("KGROUP_KAFKA_HOME", str(tmp_path / "home"))
     with pytest.raises(KafkaUnavailable) as info:
         kafka_libs()
     message = str(info.value)
-    assert message.startswith(f"mvn could not resolve Apache Kafka {KAFKA_VERSION}'s jars (Failed to execute goal")
+    assert message.startswith(
+        f"mvn could not resolve Apache Kafka {KAFKA_VERSION}'s jars (Failed to execute goal"
+    )
     assert "Network is unreachable" in message and message.endswith("check that Maven Central can be reached")
     assert "\n" not in message
     assert not (tmp_path / "home" / "libs").exists()
