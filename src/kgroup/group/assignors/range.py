@@ -1,0 +1,117 @@
+"""Kafka's server-side ``RangeAssignor`` (``range``): contiguous ranges of each topic, members in order.
+
+Members are ordered by instance id (static members first), then member id (``String.compareTo``); each
+topic's partitions are split into consecutive ranges, the first ``partitions % subscribers`` members
+getting one more. It does not look at the current assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from kgroup.group.assignors.api import (
+    GroupAssignment,
+    GroupSpec,
+    PartitionAssignorError,
+    ServerAssignor,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+    TopicId,
+)
+from kgroup.group.assignors.common import topic_hash
+from kgroup.javacompat import JavaHashMap, capacity_over_load_factor, java_string_key
+
+__all__ = ["RangeAssignor"]
+
+
+class _Topic:
+    """``RangeAssignor.TopicMetadata``: the topic's quota and where the next range starts."""
+
+    __slots__ = ("extra", "members", "min_quota", "next_start", "partitions", "topic_id")
+
+    def __init__(self, topic_id: TopicId, partitions: int, members: int) -> None:
+        self.topic_id = topic_id
+        self.partitions = partitions
+        self.members = members
+        self.min_quota = -1
+        self.extra = -1
+        self.next_start = 0
+
+    def next_range(self) -> range:
+        if self.min_quota == -1:
+            self.min_quota, self.extra = divmod(self.partitions, self.members)
+        quota = self.min_quota
+        if self.extra > 0:
+            quota += 1
+            self.extra -= 1
+        start = self.next_start
+        end = min(start + quota, self.partitions)
+        self.next_start = end
+        return range(start, end)
+
+
+def _sorted_members(group: GroupSpec) -> list[str]:
+    def key(member_id: str) -> tuple[int, bytes]:
+        instance_id = group.members[member_id].instance_id
+        if instance_id is not None:
+            return (0, java_string_key(instance_id))
+        return (1, java_string_key(member_id))
+
+    return sorted(group.members, key=key)  # stable, as List.sort is
+
+
+def _partition_count(topics: SubscribedTopicDescriber, topic: TopicId) -> int:
+    count = topics.num_partitions(topic)
+    if count == -1:
+        raise PartitionAssignorError("Member is subscribed to a non-existent topic")
+    return count
+
+
+def _member_assignment(ranges: list[tuple[TopicId, range]], capacity: int) -> dict[TopicId, tuple[int, ...]]:
+    # a HashMap sized by Kafka's formula; RangeSet iterates its partitions in ascending order
+    by_topic: JavaHashMap[TopicId, range] = JavaHashMap(topic_hash, capacity)
+    for topic, partitions in ranges:
+        if len(partitions):
+            by_topic.put(topic, partitions)
+    return {topic: tuple(partitions) for topic, partitions in by_topic.items()}
+
+
+class RangeAssignor(ServerAssignor):
+    """``org.apache.kafka.coordinator.group.assignor.RangeAssignor``."""
+
+    name = "range"
+
+    def assign(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+        if not group.members:
+            return {}
+        if group.subscription_type is SubscriptionType.HOMOGENEOUS:
+            return self._homogeneous(group, topics)
+        return self._heterogeneous(group, topics)
+
+    @staticmethod
+    def _homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+        member_ids = _sorted_members(group)
+        subscription: Collection[TopicId] = group.members[member_ids[0]].subscribed_topic_ids
+        metadata = [_Topic(t, _partition_count(topics, t), len(member_ids)) for t in subscription]
+        capacity = capacity_over_load_factor(len(metadata))
+        result: GroupAssignment = {}
+        for member_id in member_ids:
+            result[member_id] = _member_assignment([(m.topic_id, m.next_range()) for m in metadata], capacity)
+        return result
+
+    @staticmethod
+    def _heterogeneous(group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+        member_ids = _sorted_members(group)
+        metadata: dict[TopicId, _Topic] = {}
+        for member_id in member_ids:
+            for topic in group.members[member_id].subscribed_topic_ids:
+                found = metadata.get(topic)
+                if found is None:
+                    found = metadata[topic] = _Topic(topic, _partition_count(topics, topic), 0)
+                found.members += 1
+        result: GroupAssignment = {}
+        for member_id in member_ids:
+            subscription = group.members[member_id].subscribed_topic_ids
+            ranges = [(t, metadata[t].next_range()) for t in subscription]
+            result[member_id] = _member_assignment(ranges, capacity_over_load_factor(len(subscription)))
+        return result
