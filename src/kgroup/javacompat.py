@@ -115,9 +115,10 @@ def sorted_java(strings: Sequence[str]) -> list[str]:
 # JDK 17's (the JDK Kafka 4 runs on and kgroup's harness uses): a table of power-of-two buckets, bucket
 # ``spread(hash) & (capacity - 1)``, ``put`` appends to its bucket's chain, ``computeIfAbsent`` prepends
 # to it, a table doubles when the size passes 0.75 × capacity (``put`` checks after inserting,
-# ``computeIfAbsent`` before), or when a chain reaches 9 (8 for ``computeIfAbsent``) while the table
-# is under 64 buckets; a resize keeps each chain's relative order. Chains of 9+ in a table of 64+
-# become trees in Java, whose order is not modelled: :attr:`JavaHashMap.treeified` says when that happened.
+# ``computeIfAbsent`` before, on every call), or when a chain reaches 9 (8 for ``computeIfAbsent``)
+# while the table is under 64 buckets; a resize keeps each chain's relative order. Chains of 9+ in a
+# table of 64+ become trees in Java, whose order is not modelled: :attr:`JavaHashMap.treeified` says
+# when that happened.
 
 _TREEIFY_THRESHOLD = 8
 _MIN_TREEIFY_CAPACITY = 64
@@ -183,6 +184,7 @@ class JavaHashMap(Generic[_K, _V]):
                 buckets[spread(java_hash(key)) & mask].append(key)
         self._buckets = buckets
         self._threshold = (capacity * 3) // 4
+        self._order = None
 
     def _grow_long_chain(self, chain_length: int, limit: int) -> None:
         if chain_length > limit:
@@ -206,11 +208,12 @@ class JavaHashMap(Generic[_K, _V]):
             self._resize()
 
     def compute_if_absent(self, key: _K, make: Callable[[], _V]) -> _V:
-        """``map.computeIfAbsent``: a new key goes to the head of its chain (Java's own quirk)."""
-        if key in self._values:
-            return self._values[key]
+        """``map.computeIfAbsent``: a new key goes to the head of its chain (Java's own quirk), and an
+        overfull table is resized first, even when the key is there already."""
         if self._size > self._threshold:
             self._resize()
+        if key in self._values:
+            return self._values[key]
         chain = self._buckets[java_spread(self._hash(key)) & (len(self._buckets) - 1)]
         chain.insert(0, key)
         value = make()

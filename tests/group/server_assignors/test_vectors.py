@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.group.server_assignors.vectors import all_paths, assignment_strings, load
 
 from kgroup.group.assignors import create_server_assignor
-
-from .vectors import all_paths, assignment_strings, load
 
 PATHS = all_paths()
 

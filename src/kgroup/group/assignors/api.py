@@ -22,7 +22,7 @@ from enum import Enum
 from typing import Protocol
 
 from kgroup.assignors.api import NamedRegistry
-from kgroup.javacompat import JavaHashMap, JavaHashSet, java_integer_hash, java_string_hash
+from kgroup.javacompat import JavaHashMap, JavaHashSet, int32, java_integer_hash, java_string_hash
 
 __all__ = [
     "GroupAssignment",
@@ -66,7 +66,7 @@ class TopicId:
         object.__setattr__(self, "msb", msb)
         object.__setattr__(self, "lsb", lsb)
         xor = (msb ^ lsb) & _MASK64
-        object.__setattr__(self, "java_hash", (xor >> 32) ^ (xor & 0xFFFFFFFF))
+        object.__setattr__(self, "java_hash", int32((xor >> 32) ^ xor))
 
     @classmethod
     def from_int(cls, value: int) -> TopicId:
