@@ -153,42 +153,63 @@ class JavaHashMap(Generic[_K, _V]):
 
     ``java_hash`` is the keys' ``hashCode``; ``initial_capacity`` is the ``HashMap(int)`` argument
     (``None`` for ``new HashMap<>()``, 16 buckets). Iterating yields keys in Java's order.
+
+    No bucket array is kept (a map sized for 1,000 keys may hold 2): each key has a sequence number,
+    rising for a tail insert and falling for a head insert, so a chain's order is its keys' sequence
+    order, which a resize keeps; the iteration order is (bucket, sequence).
     """
 
-    __slots__ = ("_buckets", "_hash", "_order", "_size", "_threshold", "_values", "treeified")
+    __slots__ = (
+        "_capacity",
+        "_chains",
+        "_hash",
+        "_head",
+        "_order",
+        "_spread",
+        "_tail",
+        "_threshold",
+        "_values",
+        "treeified",
+    )
 
     def __init__(self, java_hash: Callable[[_K], int], initial_capacity: int | None = None) -> None:
         capacity = 16 if initial_capacity is None else table_size_for(initial_capacity)
         self._hash = java_hash
-        self._buckets: list[list[_K]] = [[] for _ in range(capacity)]
+        self._capacity = capacity
         self._threshold = (capacity * 3) // 4
         self._values: dict[_K, _V] = {}
-        self._size = 0
+        self._spread: dict[_K, tuple[int, int]] = {}  # key -> (spread hash, sequence)
+        self._chains: dict[int, int] = {}  # bucket -> chain length
+        self._head = 0
+        self._tail = 0
         self._order: list[_K] | None = None
         #: True once a chain grew long enough that Java would have made it a tree (order not modelled)
         self.treeified = False
 
     @property
     def capacity(self) -> int:
-        return len(self._buckets)
+        return self._capacity
 
     def _resize(self) -> None:
-        old = self._buckets
-        capacity = min(len(old) * 2, _MAX_CAPACITY)
-        mask = capacity - 1
-        buckets: list[list[_K]] = [[] for _ in range(capacity)]
-        spread = java_spread
-        java_hash = self._hash
-        for chain in old:
-            for key in chain:
-                buckets[spread(java_hash(key)) & mask].append(key)
-        self._buckets = buckets
-        self._threshold = (capacity * 3) // 4
+        self._capacity = min(self._capacity * 2, _MAX_CAPACITY)
+        self._threshold = (self._capacity * 3) // 4
+        mask = self._capacity - 1
+        chains: dict[int, int] = {}
+        for spread, _ in self._spread.values():
+            chains[spread & mask] = chains.get(spread & mask, 0) + 1
+        self._chains = chains
         self._order = None
 
-    def _grow_long_chain(self, chain_length: int, limit: int) -> None:
-        if chain_length > limit:
-            if len(self._buckets) < _MIN_TREEIFY_CAPACITY:
+    def _insert(self, key: _K, value: _V, sequence: int, limit: int) -> None:
+        spread = java_spread(self._hash(key))
+        bucket = spread & (self._capacity - 1)
+        length = self._chains.get(bucket, 0) + 1
+        self._chains[bucket] = length
+        self._values[key] = value
+        self._spread[key] = (spread, sequence)
+        self._order = None
+        if length > limit:
+            if self._capacity < _MIN_TREEIFY_CAPACITY:
                 self._resize()
             else:
                 self.treeified = True
@@ -198,37 +219,29 @@ class JavaHashMap(Generic[_K, _V]):
         if key in self._values:
             self._values[key] = value
             return
-        chain = self._buckets[java_spread(self._hash(key)) & (len(self._buckets) - 1)]
-        chain.append(key)
-        self._values[key] = value
-        self._order = None
-        self._grow_long_chain(len(chain), _TREEIFY_THRESHOLD)  # putVal: the 9th entry of a chain
-        self._size += 1
-        if self._size > self._threshold:
+        self._tail += 1
+        self._insert(key, value, self._tail, _TREEIFY_THRESHOLD)  # putVal: the 9th entry of a chain
+        if len(self._values) > self._threshold:
             self._resize()
 
     def compute_if_absent(self, key: _K, make: Callable[[], _V]) -> _V:
         """``map.computeIfAbsent``: a new key goes to the head of its chain (Java's own quirk), and an
         overfull table is resized first, even when the key is there already."""
-        if self._size > self._threshold:
+        if len(self._values) > self._threshold:
             self._resize()
         if key in self._values:
             return self._values[key]
-        chain = self._buckets[java_spread(self._hash(key)) & (len(self._buckets) - 1)]
-        chain.insert(0, key)
         value = make()
-        self._values[key] = value
-        self._order = None
-        self._grow_long_chain(len(chain), _TREEIFY_THRESHOLD - 1)  # computeIfAbsent: already the 8th
-        self._size += 1
+        self._head -= 1
+        self._insert(key, value, self._head, _TREEIFY_THRESHOLD - 1)  # computeIfAbsent: already the 8th
         return value
 
     def remove(self, key: _K) -> None:
         """``map.remove``; the table never shrinks."""
         if key in self._values:
             del self._values[key]
-            self._buckets[java_spread(self._hash(key)) & (len(self._buckets) - 1)].remove(key)
-            self._size -= 1
+            spread, _ = self._spread.pop(key)
+            self._chains[spread & (self._capacity - 1)] -= 1
             self._order = None
 
     def get(self, key: _K) -> _V | None:
@@ -241,12 +254,17 @@ class JavaHashMap(Generic[_K, _V]):
         return key in self._values
 
     def __len__(self) -> int:
-        return self._size
+        return len(self._values)
 
     def keys_in_order(self) -> list[_K]:
         """The keys in Java's iteration order."""
         if self._order is None:
-            self._order = [key for chain in self._buckets for key in chain]
+            mask = self._capacity - 1
+            entries = self._spread
+            if len(entries) < 2:
+                self._order = list(entries)
+            else:
+                self._order = sorted(entries, key=lambda k: (entries[k][0] & mask, entries[k][1]))
         return self._order
 
     def __iter__(self) -> Iterator[_K]:

@@ -69,6 +69,8 @@ def _partition_count(topics: SubscribedTopicDescriber, topic: TopicId) -> int:
 
 def _member_assignment(ranges: list[tuple[TopicId, range]], capacity: int) -> dict[TopicId, tuple[int, ...]]:
     # a HashMap sized by Kafka's formula; RangeSet iterates its partitions in ascending order
+    if len(ranges) == 1:  # one key: its order needs no map
+        return {topic: tuple(partitions) for topic, partitions in ranges if len(partitions)}
     by_topic: JavaHashMap[TopicId, range] = JavaHashMap(topic_hash, capacity)
     for topic, partitions in ranges:
         if len(partitions):
@@ -92,12 +94,20 @@ class RangeAssignor(ServerAssignor):
     def _homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
         member_ids = _sorted_members(group)
         subscription: Collection[TopicId] = group.members[member_ids[0]].subscribed_topic_ids
-        metadata = [_Topic(t, _partition_count(topics, t), len(member_ids)) for t in subscription]
-        capacity = capacity_over_load_factor(len(metadata))
-        result: GroupAssignment = {}
-        for member_id in member_ids:
-            result[member_id] = _member_assignment([(m.topic_id, m.next_range()) for m in metadata], capacity)
-        return result
+        counts = [(t, _partition_count(topics, t)) for t in subscription]
+        # Kafka walks members × topics; only the first min(members, partitions) members of a topic get
+        # a non-empty range, so walk topics × those members (each member's topics stay in topic order)
+        member_count = len(member_ids)
+        ranges: dict[str, list[tuple[TopicId, range]]] = {}
+        for topic, count in counts:
+            quota, extra = divmod(count, member_count)
+            start = 0
+            for rank in range(member_count if quota else extra):
+                end = start + quota + (1 if rank < extra else 0)
+                ranges.setdefault(member_ids[rank], []).append((topic, range(start, end)))
+                start = end
+        capacity = capacity_over_load_factor(len(counts))
+        return {m: _member_assignment(ranges[m], capacity) if m in ranges else {} for m in member_ids}
 
     @staticmethod
     def _heterogeneous(group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:

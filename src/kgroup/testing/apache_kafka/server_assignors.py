@@ -65,14 +65,21 @@ class OracleAnswer:
 def kgroup_group_spec(
     members: Sequence[OracleMember], subscription: SubscriptionType | None = None
 ) -> GroupSpec:
-    """kgroup's GroupSpec built from the rows exactly as the harness builds Kafka's."""
+    """kgroup's GroupSpec built from the rows exactly as the harness builds Kafka's (members whose
+    ``topics`` is the same tuple object share one set, as they share one ``HashSet`` in the harness)."""
+    sets: dict[int, tuple[TopicId, ...]] = {}
+
+    def subscribed(topics: tuple[TopicId, ...]) -> tuple[TopicId, ...]:
+        found = sets.get(id(topics))
+        if found is None:
+            found = sets[id(topics)] = topic_id_set(topics)
+        return found
+
     return group_spec(
         (
             (
                 m.member_id,
-                MemberSpec(
-                    topic_id_set(m.topics), assignment_from_record(m.record), m.instance_id, m.rack_id
-                ),
+                MemberSpec(subscribed(m.topics), assignment_from_record(m.record), m.instance_id, m.rack_id),
             )
             for m in members
         ),
@@ -159,19 +166,28 @@ class ServerAssignorOracle:
         self.start()
         process = self._process
         assert process is not None and process.stdin is not None and process.stdout is not None
+        # members with the same subscription (the same tuple object) share it, in the request and in Java
+        subscriptions: dict[int, int] = {}
+        shared: list[list[str]] = []
+        rows: list[dict[str, Any]] = []
+        for m in members:
+            row: dict[str, Any] = {
+                "id": m.member_id,
+                "assignment": [[str(t), list(ps)] for t, ps in m.record],
+                "instanceId": m.instance_id,
+                "rackId": m.rack_id,
+            }
+            index = subscriptions.get(id(m.topics))
+            if index is None:
+                index = subscriptions[id(m.topics)] = len(shared)
+                shared.append([str(t) for t in m.topics])
+            row["subscription"] = index
+            rows.append(row)
         request: dict[str, Any] = {
             "assignor": assignor,
             "topics": [{"id": str(t), "partitions": n} for t, n in topics.items()],
-            "members": [
-                {
-                    "id": m.member_id,
-                    "topics": [str(t) for t in m.topics],
-                    "assignment": [[str(t), list(ps)] for t, ps in m.record],
-                    "instanceId": m.instance_id,
-                    "rackId": m.rack_id,
-                }
-                for m in members
-            ],
+            "subscriptions": shared,
+            "members": rows,
             "warmup": warmup,
             "repeat": repeat,
         }

@@ -10,6 +10,8 @@
 //            "members": [{"id": "m1", "topics": ["<id>"], "assignment": [["<id>", [0, 2]]],
 //                         "instanceId": null, "rackId": null}],
 //            "subscriptionType": "HOMOGENEOUS" (optional; default: ModernGroup.subscriptionType's rule),
+//            "subscriptions": [["<id>", ...]] (optional: a member may give "subscription": <index> instead of
+//                             "topics"; members sharing one share one HashSet, as cheap as Kafka's TopicIds view),
 //            "warmup": 0, "repeat": 0 (optional: time assign() inside the JVM)}
 // Answer:   {"memberIds": [...], "subscriptionType": "...",
 //            "assignment": {"m1": [["<id>", [0, 2]]]}  (every list in the order Kafka's collections iterate),
@@ -84,6 +86,14 @@ public final class ServerAssignorOracle {
         return value == null || value.isNull() ? null : value.asText();
     }
 
+    private static Set<Uuid> topicIdSet(JsonNode ids) {
+        List<Uuid> topicIds = new ArrayList<>();
+        for (JsonNode id : ids) {
+            topicIds.add(Uuid.fromString(id.asText()));
+        }
+        return new HashSet<>(topicIds);
+    }
+
     private static ObjectNode handle(JsonNode request) {
         ConsumerGroupPartitionAssignor assignor = assignor(request.get("assignor").asText());
         Map<Uuid, Integer> partitionCounts = new HashMap<>();
@@ -93,14 +103,16 @@ public final class ServerAssignorOracle {
         Map<String, MemberSubscriptionAndAssignmentImpl> memberSpecs = new HashMap<>();
         Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
         Map<Uuid, Integer> subscriberCounts = new HashMap<>();
+        List<Set<Uuid>> shared = new ArrayList<>();
+        for (JsonNode subscription : request.path("subscriptions")) {
+            shared.add(topicIdSet(subscription));
+        }
         int memberCount = 0;
         for (JsonNode member : request.get("members")) {
             String memberId = member.get("id").asText();
-            List<Uuid> topicIds = new ArrayList<>();
-            for (JsonNode id : member.get("topics")) {
-                topicIds.add(Uuid.fromString(id.asText()));
-            }
-            Set<Uuid> subscribed = new HashSet<>(topicIds);
+            Set<Uuid> subscribed = member.has("subscription")
+                ? shared.get(member.get("subscription").asInt())
+                : topicIdSet(member.get("topics"));
             for (Uuid id : subscribed) {
                 subscriberCounts.merge(id, 1, Integer::sum);
             }
