@@ -125,8 +125,9 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             elif topic_name_error(name) is not None:
                 topics.append(_error_topic(name, INVALID_TOPIC_EXCEPTION))
             elif allow_auto and broker.config.auto_create_topics and name != OFFSETS_TOPIC:
-                # Kafka hands the creation to the controller and answers LEADER_NOT_AVAILABLE; the
-                # client asks again and finds the topic (created here at once).
+                # Kafka (KRaft) hands the creation to the controller and answers
+                # UNKNOWN_TOPIC_OR_PARTITION; the client asks again and finds the topic (created
+                # here at once). ZooKeeper-era Kafka answered LEADER_NOT_AVAILABLE.
                 try:
                     cluster.create_topic(
                         name, broker.config.num_partitions, broker.config.replication_factor, {}
@@ -135,7 +136,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     topics.append(_error_topic(name, exc.error_code))
                     continue
                 log.info("auto-created topic %s with %d partition(s)", name, broker.config.num_partitions)
-                topics.append(_error_topic(name, LEADER_NOT_AVAILABLE))
+                topics.append(_error_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 topics.append(_error_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
     return {
