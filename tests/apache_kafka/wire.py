@@ -279,7 +279,7 @@ def stable_member(
 
 
 def create_topic(raw: Raw, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
-    """CreateTopics v7 on this connection's broker (and wait until Metadata shows a leader per partition)."""
+    """CreateTopics v7 on this connection's broker, then wait (bounded) until every partition serves."""
     answer = raw.call(
         "CreateTopics",
         7,
@@ -302,7 +302,27 @@ def create_topic(raw: Raw, name: str, partitions: int, configs: Mapping[str, str
     while True:
         topics = metadata(raw, [name], auto_create=False)["topics"]
         if topics[0]["error_code"] == 0 and all(p["leader_id"] >= 0 for p in topics[0]["partitions"]):
-            return
+            # Kafka's metadata can name the leader before the leader has the partition's log: wait
+            # until ListOffsets answers for every partition (NOT_LEADER_OR_FOLLOWER until then)
+            answer = raw.call(
+                "ListOffsets",
+                9,
+                {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [
+                        {
+                            "name": name,
+                            "partitions": [
+                                {"partition_index": index, "current_leader_epoch": -1, "timestamp": -1}
+                                for index in range(partitions)
+                            ],
+                        }
+                    ],
+                },
+            )
+            if all(p["error_code"] == 0 for p in answer["topics"][0]["partitions"]):
+                return
         assert time.monotonic() < deadline, f"topic {name} has no leaders after 30 s"
         time.sleep(0.1)
 

@@ -254,7 +254,7 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     code, found = KAFKA_STORAGE_ERROR, None
                 if found is not None:
                     entry["timestamp"], entry["offset"] = found
-                elif code == NONE:
+                if code == NONE and entry["offset"] < 0:
                     entry["leader_epoch"] = NO_EPOCH  # no offset found: Kafka's answer has no epoch
             entry["error_code"] = code
             partitions.append(entry)
