@@ -338,3 +338,27 @@ def metadata(raw: Raw, topics: list[str] | None, *, auto_create: bool) -> Any:
             "include_topic_authorized_operations": False,
         },
     )
+
+
+def offset_fetch(
+    raw: Raw, group_id: str, partitions: Mapping[str, list[int]] | None
+) -> dict[tuple[str, int], tuple[int, str | None, int]]:
+    """OffsetFetch v9 for one group: ``{(topic, partition): (offset, metadata, error code)}``."""
+    topics = (
+        None if partitions is None else [{"name": t, "partition_indexes": ps} for t, ps in partitions.items()]
+    )
+    answer = raw.call(
+        "OffsetFetch",
+        9,
+        {
+            "groups": [{"group_id": group_id, "member_id": None, "member_epoch": -1, "topics": topics}],
+            "require_stable": False,
+        },
+    )
+    (group,) = answer["groups"]
+    assert group["error_code"] == 0, group
+    return {
+        (t["name"], p["partition_index"]): (p["committed_offset"], p["metadata"], p["error_code"])
+        for t in group["topics"]
+        for p in t["partitions"]
+    }

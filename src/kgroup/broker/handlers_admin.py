@@ -43,6 +43,12 @@ TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
 }
 
 
+#: topic configs Kafka 4.x's controller keeps as cluster-wide dynamic defaults: with eligible leader
+#: replicas (KIP-966, finalized on a fresh 4.4.0 cluster) the cluster's min.insync.replicas is written as a
+#: config record, so a topic describes it as DYNAMIC_DEFAULT_BROKER_CONFIG, not as a default
+CLUSTER_DEFAULT_TOPIC_CONFIGS = frozenset({"min.insync.replicas"})
+
+
 @register(18)
 async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"error_code": NONE, "api_keys": api_version_ranges(), "throttle_time": 0}
@@ -309,6 +315,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 continue
             values = {**TOPIC_CONFIG_DEFAULTS, **info.configs}
             overridden = set(info.configs)
+            cluster_defaults: frozenset[str] = CLUSTER_DEFAULT_TOPIC_CONFIGS - overridden
         elif rtype == 4:  # BROKER
             config = ctx.broker.config
             values = {
@@ -320,6 +327,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "group.initial.rebalance.delay.ms": str(config.group_initial_rebalance_delay_ms),
             }
             overridden = set()
+            cluster_defaults = frozenset()
         else:
             results.append(
                 {
@@ -336,9 +344,10 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "name": k,
                 "value": v,
                 "read_only": rtype == 4,
-                "is_default": k not in overridden,
-                # DescribeConfigs v1+: DYNAMIC_TOPIC_CONFIG (1) for an override, DEFAULT_CONFIG (5) otherwise
-                "config_source": 1 if k in overridden else 5,
+                "is_default": k not in overridden and k not in cluster_defaults,
+                # DescribeConfigs v1+: DYNAMIC_TOPIC_CONFIG (1) for an override,
+                # DYNAMIC_DEFAULT_BROKER_CONFIG (3) for a cluster-wide default, DEFAULT_CONFIG (5) otherwise
+                "config_source": 1 if k in overridden else 3 if k in cluster_defaults else 5,
                 "is_sensitive": False,
                 "synonyms": [],
                 "config_type": 0,
