@@ -475,3 +475,29 @@ def test_data_errors(target: Target, names: str) -> None:
         "list offsets, unknown topic": {"partition_index": 0, **missing},
         "list offsets, unknown partition": {"partition_index": 5, **missing},
     }
+
+
+def test_metadata_with_auto_creation_off_on_the_broker(target: Target, names: str) -> None:
+    """``auto.create.topics.enable=false`` on the broker: an unknown topic stays unknown even when the
+    request allows creation (a broker of its own on each side; the shared node has it on)."""
+    from kgroup.testing import KafkaBroker
+    from kgroup.testing.apache_kafka import ApacheKafka
+
+    broker: KafkaBroker | ApacheKafka = (
+        ApacheKafka(configs={"auto.create.topics.enable": False})
+        if target.kind == "apache"
+        else KafkaBroker(auto_create_topics=False)
+    )
+    with broker, Raw(broker.bootstrap_servers) as raw:
+        first = metadata(raw, [f"{names}-t"], auto_create=True)["topics"]
+        time.sleep(0.5)  # long enough for Kafka's controller to have created it, had it been asked to
+        again = metadata(raw, [f"{names}-t"], auto_create=True)["topics"]
+    absent = {
+        "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+        "name": f"{names}-t",
+        "topic_id": None,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+    assert first == again == [absent]
