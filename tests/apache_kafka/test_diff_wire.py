@@ -233,7 +233,7 @@ def test_the_offsets_topic_in_metadata(request: pytest.FixtureRequest, target: T
                     "topic: Metadata does not list it and answers UNKNOWN_TOPIC_OR_PARTITION for it",
                 )
             )
-        deadline = time.monotonic() + 10  # Apache Kafka has it within a second
+        deadline = time.monotonic() + 5  # Apache Kafka has it within a second
         while (found := metadata(raw, ["__consumer_offsets"], auto_create=False)["topics"][0])[
             "error_code"
         ] != NONE:
