@@ -202,26 +202,38 @@ async def leave_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(8)
 async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    offsets = tuple(
-        OffsetCommitPartition(
-            TopicPartition(topic.name, int(p.partition_index)),
-            int(p.committed_offset),
-            p.committed_metadata,
-            int(getattr(p, "committed_leader_epoch", -1)),
-        )
-        for topic in request.topics
-        for p in topic.partitions
-    )
+    topics: dict[str, list[dict[str, int]]] = {}
+    cluster = ctx.broker.cluster
+    offsets: list[OffsetCommitPartition] = []
+    for topic in request.topics:
+        info = cluster.topics.get(topic.name)
+        for p in topic.partitions:
+            index = int(p.partition_index)
+            if info is None or not 0 <= index < info.partitions:
+                # KafkaApis answers a partition it has no metadata for itself; the rest go to the coordinator
+                topics.setdefault(topic.name, []).append(
+                    {"partition_index": index, "error_code": int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)}
+                )
+                continue
+            offsets.append(
+                OffsetCommitPartition(
+                    TopicPartition(topic.name, index),
+                    int(p.committed_offset),
+                    p.committed_metadata,
+                    int(getattr(p, "committed_leader_epoch", -1)),
+                )
+            )
+    if not offsets:
+        return {"throttle_time": 0, "topics": [{"name": n, "partitions": p} for n, p in topics.items()]}
     body = OffsetCommitRequest(
         group_id=request.group_id,
         generation_id=int(request.generation_id_or_member_epoch),
         member_id=request.member_id,
-        offsets=offsets,
+        offsets=tuple(offsets),
         group_instance_id=getattr(request, "group_instance_id", None),
     )
     answer = await _call(ctx, request.group_id, body)
     assert isinstance(answer, OffsetCommitResponse)
-    topics: dict[str, list[dict[str, int]]] = {}
     for tp, code in answer.results:
         topics.setdefault(tp.topic, []).append({"partition_index": tp.partition, "error_code": int(code)})
     return {"throttle_time": 0, "topics": [{"name": n, "partitions": p} for n, p in topics.items()]}
