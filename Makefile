@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean-venv
+.PHONY: demo test lint bench kafka clean-venv
 
 $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -15,7 +15,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/kgroup demo
 
+# Apache Kafka's jars (the pinned release, kgroup's reference) into ~/.cache/kgroup with mvn; CI must
+# have them, elsewhere the tests that need them skip with the reason
+kafka: $(STAMP)
+	$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch
+
 test: $(STAMP)
+	@$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch || test -z "$$CI"
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/python -m pytest

@@ -7,17 +7,27 @@ group ids with ``String.hashCode`` and iterates members in ``java.util.HashMap``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from functools import lru_cache
+from typing import Generic, TypeVar
+
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
 
 __all__ = [
+    "JavaHashMap",
+    "JavaHashSet",
+    "capacity_over_load_factor",
     "hashmap_iteration_order",
     "int32",
     "java_abs",
     "java_compare",
+    "java_integer_hash",
+    "java_spread",
     "java_string_hash",
     "java_string_key",
     "sorted_java",
+    "table_size_for",
     "to_positive",
 ]
 
@@ -96,3 +106,188 @@ def hashmap_iteration_order(keys: Iterable[str]) -> list[str]:
 def sorted_java(strings: Sequence[str]) -> list[str]:
     """Strings sorted as Java's ``Collections.sort`` would sort them."""
     return sorted(strings, key=java_string_key)
+
+
+# --- java.util.HashMap / HashSet, for keys of any type ------------------------------------------------
+#
+# Kafka's KIP-848 assignors walk HashMaps and HashSets keyed by topic Uuids and partition Integers, and
+# copy and grow them as they go; which partitions a member keeps depends on that order. The rules are
+# JDK 17's (the JDK Kafka 4 runs on and kgroup's harness uses): a table of power-of-two buckets, bucket
+# ``spread(hash) & (capacity - 1)``, ``put`` appends to its bucket's chain, ``computeIfAbsent`` prepends
+# to it, a table doubles when the size passes 0.75 × capacity (``put`` checks after inserting,
+# ``computeIfAbsent`` before, on every call), or when a chain reaches 9 (8 for ``computeIfAbsent``)
+# while the table is under 64 buckets; a resize keeps each chain's relative order. Chains of 9+ in a
+# table of 64+ become trees in Java, whose order is not modelled: :attr:`JavaHashMap.treeified` says
+# when that happened.
+
+_TREEIFY_THRESHOLD = 8
+_MIN_TREEIFY_CAPACITY = 64
+_MAX_CAPACITY = 1 << 30
+
+
+def java_spread(hash_code: int) -> int:
+    """``HashMap.hash``: the hash code with its high half folded into the low half."""
+    h = hash_code & _MASK32
+    return h ^ (h >> 16)
+
+
+def java_integer_hash(value: int) -> int:
+    """``Integer.hashCode``: the value itself."""
+    return value
+
+
+def table_size_for(capacity: int) -> int:
+    """``HashMap.tableSizeFor``: the smallest power of two ≥ ``capacity`` (at least 1)."""
+    if capacity <= 1:
+        return 1
+    return min(1 << (capacity - 1).bit_length(), _MAX_CAPACITY)
+
+
+def capacity_over_load_factor(count: int) -> int:
+    """``(int) (count / 0.75f + 1.0f)`` — the sizing Kafka writes out by hand (exact for counts < 2^22)."""
+    return (4 * count) // 3 + 1
+
+
+class JavaHashMap(Generic[_K, _V]):
+    """A ``java.util.HashMap`` whose iteration order is Java's (see the rules above).
+
+    ``java_hash`` is the keys' ``hashCode``; ``initial_capacity`` is the ``HashMap(int)`` argument
+    (``None`` for ``new HashMap<>()``, 16 buckets). Iterating yields keys in Java's order.
+
+    No bucket array is kept (a map sized for 1,000 keys may hold 2): each key has a sequence number,
+    rising for a tail insert and falling for a head insert, so a chain's order is its keys' sequence
+    order, which a resize keeps; the iteration order is (bucket, sequence).
+    """
+
+    __slots__ = (
+        "_capacity",
+        "_chains",
+        "_hash",
+        "_head",
+        "_order",
+        "_spread",
+        "_tail",
+        "_threshold",
+        "_values",
+        "treeified",
+    )
+
+    def __init__(self, java_hash: Callable[[_K], int], initial_capacity: int | None = None) -> None:
+        capacity = 16 if initial_capacity is None else table_size_for(initial_capacity)
+        self._hash = java_hash
+        self._capacity = capacity
+        self._threshold = (capacity * 3) // 4
+        self._values: dict[_K, _V] = {}
+        self._spread: dict[_K, tuple[int, int]] = {}  # key -> (spread hash, sequence)
+        self._chains: dict[int, int] = {}  # bucket -> chain length
+        self._head = 0
+        self._tail = 0
+        self._order: list[_K] | None = None
+        #: True once a chain grew long enough that Java would have made it a tree (order not modelled)
+        self.treeified = False
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def _resize(self) -> None:
+        self._capacity = min(self._capacity * 2, _MAX_CAPACITY)
+        self._threshold = (self._capacity * 3) // 4
+        mask = self._capacity - 1
+        chains: dict[int, int] = {}
+        for spread, _ in self._spread.values():
+            chains[spread & mask] = chains.get(spread & mask, 0) + 1
+        self._chains = chains
+        self._order = None
+
+    def _insert(self, key: _K, value: _V, sequence: int, limit: int) -> None:
+        spread = java_spread(self._hash(key))
+        bucket = spread & (self._capacity - 1)
+        length = self._chains.get(bucket, 0) + 1
+        self._chains[bucket] = length
+        self._values[key] = value
+        self._spread[key] = (spread, sequence)
+        self._order = None
+        if length > limit:
+            if self._capacity < _MIN_TREEIFY_CAPACITY:
+                self._resize()
+            else:
+                self.treeified = True
+
+    def put(self, key: _K, value: _V) -> None:
+        """``map.put``: a new key goes to the tail of its chain."""
+        if key in self._values:
+            self._values[key] = value
+            return
+        self._tail += 1
+        self._insert(key, value, self._tail, _TREEIFY_THRESHOLD)  # putVal: the 9th entry of a chain
+        if len(self._values) > self._threshold:
+            self._resize()
+
+    def compute_if_absent(self, key: _K, make: Callable[[], _V]) -> _V:
+        """``map.computeIfAbsent``: a new key goes to the head of its chain (Java's own quirk), and an
+        overfull table is resized first, even when the key is there already."""
+        if len(self._values) > self._threshold:
+            self._resize()
+        if key in self._values:
+            return self._values[key]
+        value = make()
+        self._head -= 1
+        self._insert(key, value, self._head, _TREEIFY_THRESHOLD - 1)  # computeIfAbsent: already the 8th
+        return value
+
+    def remove(self, key: _K) -> None:
+        """``map.remove``; the table never shrinks."""
+        if key in self._values:
+            del self._values[key]
+            spread, _ = self._spread.pop(key)
+            self._chains[spread & (self._capacity - 1)] -= 1
+            self._order = None
+
+    def get(self, key: _K) -> _V | None:
+        return self._values.get(key)
+
+    def __getitem__(self, key: _K) -> _V:
+        return self._values[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def keys_in_order(self) -> list[_K]:
+        """The keys in Java's iteration order."""
+        if self._order is None:
+            mask = self._capacity - 1
+            entries = self._spread
+            if len(entries) < 2:
+                self._order = list(entries)
+            else:
+                self._order = sorted(entries, key=lambda k: (entries[k][0] & mask, entries[k][1]))
+        return self._order
+
+    def __iter__(self) -> Iterator[_K]:
+        return iter(self.keys_in_order())
+
+    def items(self) -> Iterator[tuple[_K, _V]]:
+        values = self._values
+        return ((key, values[key]) for key in self.keys_in_order())
+
+
+class JavaHashSet(JavaHashMap[_K, None]):
+    """A ``java.util.HashSet`` (a HashMap with no values): ``add`` is ``put``."""
+
+    __slots__ = ()
+
+    def add(self, key: _K) -> None:
+        self.put(key, None)
+
+    @classmethod
+    def copy_of(cls, java_hash: Callable[[_K], int], items: Iterable[_K]) -> JavaHashSet[_K]:
+        """``new HashSet<>(collection)`` on JDK 17: ``max((int) (n / .75f) + 1, 16)`` buckets, ``addAll``."""
+        listed = list(items)
+        copy = cls(java_hash, max((4 * len(listed)) // 3 + 1, 16))
+        for item in listed:
+            copy.put(item, None)
+        return copy

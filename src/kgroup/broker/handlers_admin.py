@@ -44,6 +44,12 @@ TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
 }
 
 
+#: topic configs Kafka 4.x's controller keeps as cluster-wide dynamic defaults: with eligible leader
+#: replicas (KIP-966, finalized on a fresh 4.4.0 cluster) the cluster's min.insync.replicas is written as a
+#: config record, so a topic describes it as DYNAMIC_DEFAULT_BROKER_CONFIG, not as a default
+CLUSTER_DEFAULT_TOPIC_CONFIGS = frozenset({"min.insync.replicas"})
+
+
 @register(18)
 async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"error_code": NONE, "api_keys": api_version_ranges(), "throttle_time": 0}
@@ -132,8 +138,9 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             elif topic_name_error(name) is not None:
                 topics.append(_error_topic(name, INVALID_TOPIC_EXCEPTION))
             elif allow_auto and broker.config.auto_create_topics and name != OFFSETS_TOPIC:
-                # Kafka hands the creation to the controller and answers LEADER_NOT_AVAILABLE; the
-                # client asks again and finds the topic (created here at once).
+                # Kafka (KRaft) hands the creation to the controller and answers
+                # UNKNOWN_TOPIC_OR_PARTITION; the client asks again and finds the topic (created
+                # here at once). ZooKeeper-era Kafka answered LEADER_NOT_AVAILABLE.
                 try:
                     cluster.create_topic(
                         name, broker.config.num_partitions, broker.config.replication_factor, {}
@@ -142,7 +149,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     topics.append(_error_topic(name, exc.error_code))
                     continue
                 log.info("auto-created topic %s with %d partition(s)", name, broker.config.num_partitions)
-                topics.append(_error_topic(name, LEADER_NOT_AVAILABLE))
+                topics.append(_error_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 topics.append(_error_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
     return {
@@ -321,6 +328,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 continue
             values = {**TOPIC_CONFIG_DEFAULTS, **info.configs}
             overridden = set(info.configs)
+            cluster_defaults: frozenset[str] = CLUSTER_DEFAULT_TOPIC_CONFIGS - overridden
         elif rtype == 4:  # BROKER
             config = ctx.broker.config
             values = {
@@ -332,6 +340,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "group.initial.rebalance.delay.ms": str(config.group_initial_rebalance_delay_ms),
             }
             overridden = set()
+            cluster_defaults = frozenset()
         else:
             results.append(
                 {
@@ -348,9 +357,10 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "name": k,
                 "value": v,
                 "read_only": rtype == 4,
-                "is_default": k not in overridden,
-                # DescribeConfigs v1+: DYNAMIC_TOPIC_CONFIG (1) for an override, DEFAULT_CONFIG (5) otherwise
-                "config_source": 1 if k in overridden else 5,
+                "is_default": k not in overridden and k not in cluster_defaults,
+                # DescribeConfigs v1+: DYNAMIC_TOPIC_CONFIG (1) for an override,
+                # DYNAMIC_DEFAULT_BROKER_CONFIG (3) for a cluster-wide default, DEFAULT_CONFIG (5) otherwise
+                "config_source": 1 if k in overridden else 3 if k in cluster_defaults else 5,
                 "is_sensitive": False,
                 "synonyms": [],
                 "config_type": 0,

@@ -139,6 +139,10 @@ def _fetch_partition(
         "records": b"",
     }
     code = _leader_check(ctx, topic, index)
+    if code == UNKNOWN_TOPIC_OR_PARTITION:
+        # KafkaApis answers an unknown partition before the replica manager reads, with the
+        # response's default (an empty aborted-transactions list, not null)
+        entry["aborted_transactions"] = []
     if code == NOT_LEADER_OR_FOLLOWER:
         entry["current_leader"] = _current_leader(ctx, topic, index)
     if code == NONE:
@@ -149,11 +153,12 @@ def _fetch_partition(
     plog = ctx.broker.cluster.partition_log(topic, index)
     assert plog is not None
     hw = plog.high_watermark
-    entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
     offset = int(part.fetch_offset)
     if offset < plog.log_start_offset or offset > plog.log_end_offset:
+        # as Kafka's failed read: no high watermark, stable offset or log start offset (-1)
         entry["error_code"] = OFFSET_OUT_OF_RANGE
         return entry, 0
+    entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
     entry["error_code"] = NONE
     if offset >= hw or budget <= 0:
         return entry, 0
@@ -280,6 +285,8 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     code, found = KAFKA_STORAGE_ERROR, None
                 if found is not None:
                     entry["timestamp"], entry["offset"] = found
+                if code == NONE and entry["offset"] < 0:
+                    entry["leader_epoch"] = NO_EPOCH  # no offset found: Kafka's answer has no epoch
             entry["error_code"] = code
             partitions.append(entry)
         topics.append({"name": topic.name, "partitions": partitions})

@@ -13,21 +13,15 @@ then runs in the Python workers over Arrow (exact as well, only slower). The rea
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
-import zipfile
 from pathlib import Path
+
+from kgroup.javatools import CompileFailed, JavaToolMissing, cache_root, compile_jar, find_java_tool
 
 __all__ = ["JAVA_CLASS", "jar_problem", "kgroup_jar"]
 
 #: the UDF's class, as Spark registers it
 JAVA_CLASS = "kgroup.spark.KafkaPartition"
 _SOURCE = Path(__file__).parent / "jvm" / "KafkaPartition.java"
-#: javac is a JVM start plus one small file: well under this on any machine
-_COMPILE_TIMEOUT_S = 120
 
 _state: dict[str, str | None] = {}
 
@@ -38,8 +32,7 @@ def jar_problem() -> str | None:
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kgroup" / "jvm"
+    return cache_root() / "jvm"
 
 
 def _spark_jars() -> Path | None:
@@ -52,12 +45,10 @@ def _spark_jars() -> Path | None:
 
 
 def _javac() -> str | None:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home:
-        candidate = Path(java_home) / "bin" / "javac"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return shutil.which("javac")
+    try:
+        return find_java_tool("javac")
+    except JavaToolMissing:
+        return None
 
 
 def kgroup_jar() -> str | None:
@@ -87,36 +78,14 @@ def _build() -> str:
     classpath = sorted(jars.glob("spark-sql*.jar"))
     if not classpath:
         raise _NoJar(f"no spark-sql jar in {jars}")
-    source = _SOURCE.read_bytes()
-    digest = hashlib.sha256(source + "|".join(p.name for p in classpath).encode()).hexdigest()[:16]
-    target = _cache_dir() / f"kgroup-spark-{digest}.jar"
-    if target.is_file():
-        return str(target)
-    javac = _javac()
-    if javac is None:
-        raise _NoJar("no javac (a JDK) on JAVA_HOME or PATH")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kgroup-javac-") as work:
-        classes = Path(work) / "classes"
-        command = [
-            javac, "--release", "17", "-nowarn", "-encoding", "UTF-8",
-            "-cp", os.pathsep.join(str(p) for p in classpath),
-            "-d", str(classes), str(_SOURCE),
-        ]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise _NoJar(f"javac did not run: {exc}") from exc
-        if result.returncode != 0:
-            last = (result.stderr.strip().splitlines() or ["no output"])[0]
-            raise _NoJar(f"javac failed: {last}")
-        # a jar is a zip of the class files; written beside the target, then moved in one step so
-        # two processes compiling at once never see half a jar
-        partial = Path(work) / "kgroup-spark.jar"
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in sorted(classes.rglob("*.class")):
-                archive.write(path, path.relative_to(classes).as_posix())
-        staged = target.with_suffix(f".{os.getpid()}.tmp")
-        shutil.copyfile(partial, staged)
-        os.replace(staged, target)
-    return str(target)
+
+    def javac() -> str:
+        found = _javac()
+        if found is None:
+            raise _NoJar("no javac (a JDK) on JAVA_HOME or PATH")
+        return found
+
+    try:
+        return str(compile_jar([_SOURCE], classpath, _cache_dir(), "kgroup-spark", javac=javac))
+    except (CompileFailed, JavaToolMissing) as exc:
+        raise _NoJar(str(exc)) from exc

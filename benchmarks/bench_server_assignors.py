@@ -1,0 +1,156 @@
+"""KIP-848 server assignors at KIP-848's published scale: kgroup against Apache Kafka's own classes.
+
+5,000 members × 10 partitions per member over 1,000 topics, and 10,000 members (the same 1,000 topics,
+so 100 partitions each). For each case both sides get the same group (built as the coordinator builds
+it); kgroup is timed around ``assign`` in this process, Kafka inside its JVM around ``assign()`` (after
+warm-up calls), and the medians are printed. Each case also checks that the answers are equal.
+Benchmarks are not tests: nothing here asserts a time. ::
+
+    python benchmarks/bench_server_assignors.py [--members 5000 10000] [--repeat 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kgroup.group.assignors import (
+    SubscriptionType,
+    TopicDescriber,
+    TopicId,
+    create_server_assignor,
+    subscription_type,
+)
+from kgroup.testing.apache_kafka.server_assignors import OracleMember, ServerAssignorOracle, kgroup_group_spec
+
+TOPICS = 1000
+PARTITIONS_PER_MEMBER = 10
+
+
+@dataclass
+class Case:
+    name: str
+    assignor: str
+    members: int
+    build: Callable[[ServerAssignorOracle], tuple[dict[TopicId, int], list[OracleMember]]]
+
+
+def _topics(members: int, rng: random.Random) -> dict[TopicId, int]:
+    per_topic = members * PARTITIONS_PER_MEMBER // TOPICS
+    return {TopicId.from_int(rng.getrandbits(128)): per_topic for _ in range(TOPICS)}
+
+
+def _ids(count: int, rng: random.Random) -> list[str]:
+    # client-chosen member ids of the consumer protocol are Uuid strings (base64 here)
+    return [str(TopicId.from_int(rng.getrandbits(128))) for _ in range(count)]
+
+
+def _homogeneous(members: int, seed: int) -> tuple[dict[TopicId, int], list[OracleMember]]:
+    rng = random.Random(seed)
+    topics = _topics(members, rng)
+    subscription = tuple(topics)
+    return topics, [OracleMember(m, subscription) for m in _ids(members, rng)]
+
+
+def _heterogeneous(members: int, seed: int) -> tuple[dict[TopicId, int], list[OracleMember]]:
+    # two overlapping halves: members subscribe to topics 0-599 or 400-999
+    rng = random.Random(seed)
+    topics = _topics(members, rng)
+    ordered = list(topics)
+    low, high = tuple(ordered[:600]), tuple(ordered[400:])
+    return topics, [OracleMember(m, low if i % 2 else high) for i, m in enumerate(_ids(members, rng))]
+
+
+def _fresh(
+    kind: Callable[[int, int], tuple[dict[TopicId, int], list[OracleMember]]], members: int
+) -> Callable[[ServerAssignorOracle], tuple[dict[TopicId, int], list[OracleMember]]]:
+    return lambda oracle: kind(members, 1)
+
+
+def _one_joins(
+    assignor: str, members: int
+) -> Callable[[ServerAssignorOracle], tuple[dict[TopicId, int], list[OracleMember]]]:
+    """A stable homogeneous group (Kafka's target as the current assignment) that one member joins."""
+
+    def build(oracle: ServerAssignorOracle) -> tuple[dict[TopicId, int], list[OracleMember]]:
+        topics, rows = _homogeneous(members, 2)
+        previous = oracle.assign(assignor, topics, rows, SubscriptionType.HOMOGENEOUS)
+        subscription = rows[0].topics
+        stable = [
+            OracleMember(r.member_id, subscription, previous.assignment.get(r.member_id, ())) for r in rows
+        ]
+        return topics, [*stable, OracleMember("joiner", subscription)]
+
+    return build
+
+
+def cases(sizes: list[int]) -> list[Case]:
+    found: list[Case] = []
+    for members in sizes:
+        found += [
+            Case("uniform homogeneous, new group", "uniform", members, _fresh(_homogeneous, members)),
+            Case("uniform homogeneous, one member joins", "uniform", members, _one_joins("uniform", members)),
+            Case("uniform heterogeneous, new group", "uniform", members, _fresh(_heterogeneous, members)),
+            Case("range homogeneous", "range", members, _fresh(_homogeneous, members)),
+            Case("range heterogeneous", "range", members, _fresh(_heterogeneous, members)),
+        ]
+    return found
+
+
+def run(case: Case, oracle: ServerAssignorOracle, repeat: int, warmup: int) -> dict[str, object]:
+    topics, rows = case.build(oracle)
+    kind = subscription_type([r.topics for r in rows])
+    kafka = oracle.assign(case.assignor, topics, rows, kind, warmup=warmup, repeat=repeat)
+    spec = kgroup_group_spec(rows, kind)
+    describer = TopicDescriber(topics)
+    assignor = create_server_assignor(case.assignor)
+    times = []
+    result = {}
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = assignor.assign(spec, describer)
+        times.append(time.perf_counter() - start)
+    exact = {m: tuple(a.items()) for m, a in result.items()} == kafka.assignment
+    kgroup_ms = statistics.median(times) * 1e3
+    kafka_ms = statistics.median(kafka.nanos) / 1e6
+    return {
+        "case": case.name,
+        "members": case.members,
+        "partitions": sum(topics.values()),
+        "kgroup_ms": round(kgroup_ms, 1),
+        "kafka_ms": round(kafka_ms, 1),
+        "ratio": round(kgroup_ms / kafka_ms, 1) if kafka_ms else None,
+        "exact": exact,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--members", type=int, nargs="+", default=[5000, 10000])
+    parser.add_argument("--repeat", type=int, default=5, help="timed calls per side (median reported)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed JVM calls first (JIT)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    rows = []
+    with ServerAssignorOracle() as oracle:
+        for case in cases(args.members):
+            row = run(case, oracle, args.repeat, args.warmup)
+            rows.append(row)
+            if not args.json:
+                print(
+                    f"{row['case']:<40} {row['members']:>6} members {row['partitions']:>7} partitions  "
+                    f"kgroup {row['kgroup_ms']:>8} ms  Kafka {row['kafka_ms']:>7} ms  "
+                    f"×{row['ratio']}  exact={row['exact']}",
+                    flush=True,
+                )
+    if args.json:
+        print(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""KIP-848 server-side assignors, exact to the pinned Apache Kafka (``docs/server-assignors.md``).
+
+Built-in names: ``uniform`` (Kafka's default) and ``range``; plug-ins come from the
+``kgroup.server_assignors`` entry-point group.
+"""
+
+from kgroup.group.assignors.api import (
+    GroupAssignment,
+    GroupSpec,
+    MemberAssignment,
+    MemberSpec,
+    PartitionAssignorError,
+    ServerAssignor,
+    SubscribedTopicDescriber,
+    SubscriptionType,
+    TopicDescriber,
+    TopicId,
+    assignment_from_record,
+    available_server_assignors,
+    create_server_assignor,
+    group_spec,
+    register_server_assignor,
+    subscription_type,
+    topic_id_set,
+)
+from kgroup.group.assignors.range import RangeAssignor
+from kgroup.group.assignors.uniform import UniformAssignor
+
+register_server_assignor(UniformAssignor.name, UniformAssignor)
+register_server_assignor(RangeAssignor.name, RangeAssignor)
+
+#: Kafka's ``group.consumer.assignors`` default: the first is the one used when a member names none
+DEFAULT_SERVER_ASSIGNORS = ("uniform", "range")
+
+__all__ = [
+    "DEFAULT_SERVER_ASSIGNORS",
+    "GroupAssignment",
+    "GroupSpec",
+    "MemberAssignment",
+    "MemberSpec",
+    "PartitionAssignorError",
+    "RangeAssignor",
+    "ServerAssignor",
+    "SubscribedTopicDescriber",
+    "SubscriptionType",
+    "TopicDescriber",
+    "TopicId",
+    "UniformAssignor",
+    "assignment_from_record",
+    "available_server_assignors",
+    "create_server_assignor",
+    "group_spec",
+    "register_server_assignor",
+    "subscription_type",
+    "topic_id_set",
+]

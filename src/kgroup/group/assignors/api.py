@@ -1,0 +1,275 @@
+"""The KIP-848 server-side assignor interface, as Kafka's ``ConsumerGroupPartitionAssignor`` has it.
+
+In the consumer rebalance protocol the group coordinator computes the target assignment itself. Its
+assignor is given a :class:`GroupSpec` (every member's subscribed topic ids, current target
+assignment, instance id and rack, and the subscription type) and a :class:`SubscribedTopicDescriber`
+(partitions per topic id), and returns member id -> topic id -> partitions.
+
+Kafka's answers depend on the iteration order of the Java collections it is handed and builds (member
+ids in a ``HashMap``, topic ``Uuid``s and partition ``Integer``s in ``HashSet``s). Here every
+collection passed in is iterated in the order the Java one would be — :func:`group_spec` and
+:func:`assignment_from_record` build them as Kafka's coordinator does — and every collection returned
+is in the order Kafka's would be, so a result fed back as the next current assignment stays exact.
+"""
+
+from __future__ import annotations
+
+import base64
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Protocol
+
+from kgroup.assignors.api import NamedRegistry
+from kgroup.javacompat import JavaHashMap, JavaHashSet, int32, java_integer_hash, java_string_hash
+
+__all__ = [
+    "GroupAssignment",
+    "GroupSpec",
+    "MemberAssignment",
+    "MemberSpec",
+    "PartitionAssignorError",
+    "ServerAssignor",
+    "SubscribedTopicDescriber",
+    "SubscriptionType",
+    "TopicDescriber",
+    "TopicId",
+    "assignment_from_record",
+    "available_server_assignors",
+    "create_server_assignor",
+    "group_spec",
+    "register_server_assignor",
+    "subscription_type",
+    "topic_id_set",
+]
+
+_MASK64 = (1 << 64) - 1
+
+
+def _signed64(value: int) -> int:
+    value &= _MASK64
+    return value - (1 << 64) if value >> 63 else value
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicId:
+    """Kafka's ``Uuid``: two signed 64-bit halves; ordered as ``Uuid.compareTo`` orders them."""
+
+    msb: int
+    lsb: int
+    #: ``Uuid.hashCode``: the halves XORed, then the 64-bit result's halves XORed
+    java_hash: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        msb, lsb = _signed64(self.msb), _signed64(self.lsb)
+        object.__setattr__(self, "msb", msb)
+        object.__setattr__(self, "lsb", lsb)
+        xor = (msb ^ lsb) & _MASK64
+        object.__setattr__(self, "java_hash", int32((xor >> 32) ^ xor))
+
+    @classmethod
+    def from_int(cls, value: int) -> TopicId:
+        """From the 128-bit value (``uuid.UUID.int``)."""
+        return cls(value >> 64, value & _MASK64)
+
+    @classmethod
+    def from_string(cls, text: str) -> TopicId:
+        """From Kafka's base64 form (``Uuid.fromString``: URL-safe alphabet, no padding)."""
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        if len(raw) != 16:
+            raise ValueError(f"{text!r} is not a base64 Kafka Uuid (16 bytes)")
+        return cls.from_int(int.from_bytes(raw, "big"))
+
+    def to_int(self) -> int:
+        return ((self.msb & _MASK64) << 64) | (self.lsb & _MASK64)
+
+    def __str__(self) -> str:
+        """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, no padding."""
+        return base64.urlsafe_b64encode(self.to_int().to_bytes(16, "big")).rstrip(b"=").decode()
+
+
+def _topic_hash(topic_id: TopicId) -> int:
+    return topic_id.java_hash
+
+
+class SubscriptionType(Enum):
+    """Kafka's ``SubscriptionType``: does every member subscribe to the same topics?"""
+
+    HOMOGENEOUS = "HOMOGENEOUS"
+    HETEROGENEOUS = "HETEROGENEOUS"
+
+
+#: topic id -> partitions, iterated in the order Kafka's ``Map<Uuid, Set<Integer>>`` would be
+MemberAssignment = Mapping[TopicId, Collection[int]]
+#: member id -> its assignment; a member absent from it gets nothing (as ``TargetAssignmentBuilder`` reads it)
+GroupAssignment = dict[str, dict[TopicId, tuple[int, ...]]]
+
+_EMPTY: Mapping[TopicId, Collection[int]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSpec:
+    """One member as the assignor sees it (Kafka's ``MemberSubscription`` + ``MemberAssignment``).
+
+    ``subscribed_topic_ids`` is a set iterated in Java's order (see :func:`topic_id_set`);
+    ``assignment`` is the member's current target assignment (see :func:`assignment_from_record`).
+    """
+
+    subscribed_topic_ids: Collection[TopicId]
+    assignment: MemberAssignment = field(default_factory=lambda: _EMPTY)
+    instance_id: str | None = None
+    rack_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSpec:
+    """Kafka's ``GroupSpec``: the members in ``memberIds()`` order, and the subscription type.
+
+    ``assigned`` is Kafka's inverted target assignment (topic -> partition -> owner), consulted by
+    ``isPartitionAssigned``; ``None`` derives it from the members' current assignments, which is what
+    the coordinator holds whenever no departed member's assignment is still pending.
+    """
+
+    members: Mapping[str, MemberSpec]
+    subscription_type: SubscriptionType
+    assigned: Mapping[TopicId, Mapping[int, str]] | None = None
+
+    def assigned_partitions(self) -> dict[TopicId, Collection[int]]:
+        """Topic -> the partitions ``isPartitionAssigned`` answers true for."""
+        if self.assigned is not None:
+            return {topic: owners.keys() for topic, owners in self.assigned.items()}
+        found: dict[TopicId, set[int]] = {}
+        for member in self.members.values():
+            for topic, partitions in member.assignment.items():
+                found.setdefault(topic, set()).update(partitions)
+        return dict(found)
+
+
+class SubscribedTopicDescriber(Protocol):
+    """Kafka's ``SubscribedTopicDescriber``."""
+
+    def num_partitions(self, topic_id: TopicId) -> int:
+        """The topic's partition count, or -1 if the topic is not in the metadata."""
+        ...
+
+    def racks_for_partition(self, topic_id: TopicId, partition: int) -> frozenset[str]:
+        """The racks of the partition's replicas (the assignors of this release do not use them)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescriber:
+    """A :class:`SubscribedTopicDescriber` over a plain mapping (``SubscribedTopicDescriberImpl``'s role)."""
+
+    partitions: Mapping[TopicId, int]
+    racks: Mapping[TopicId, Sequence[Collection[str]]] = field(default_factory=dict)
+
+    def num_partitions(self, topic_id: TopicId) -> int:
+        return self.partitions.get(topic_id, -1)
+
+    def racks_for_partition(self, topic_id: TopicId, partition: int) -> frozenset[str]:
+        per_partition = self.racks.get(topic_id)
+        if per_partition is None or partition >= len(per_partition):
+            return frozenset()
+        return frozenset(per_partition[partition])
+
+
+class PartitionAssignorError(Exception):
+    """Kafka's ``PartitionAssignorException``: the assignor cannot assign this group (unknown topic, …)."""
+
+
+class ServerAssignor(ABC):
+    """Kafka's ``ConsumerGroupPartitionAssignor``: a pure function of the group spec and topic metadata."""
+
+    #: the name a consumer asks for (``group.remote.assignor``) and the broker configures
+    name: str = ""
+
+    @abstractmethod
+    def assign(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+        """The new target assignment (raises :class:`PartitionAssignorError` as Kafka throws)."""
+
+
+# --- building the inputs as Kafka's coordinator does ------------------------------------------------
+
+
+def subscription_type(subscriptions: Iterable[Collection[object]]) -> SubscriptionType:
+    """``ModernGroup.subscriptionType``: homogeneous when every subscribed topic has every member."""
+    counts: dict[object, int] = {}
+    members = 0
+    for topics in subscriptions:
+        members += 1
+        for topic in set(topics):
+            counts[topic] = counts.get(topic, 0) + 1
+    if all(count == members for count in counts.values()):
+        return SubscriptionType.HOMOGENEOUS
+    return SubscriptionType.HETEROGENEOUS
+
+
+def topic_id_set(topic_ids: Iterable[TopicId]) -> tuple[TopicId, ...]:
+    """``new HashSet<>(topicIds)``: the ids in the order that set iterates them."""
+    return tuple(JavaHashSet.copy_of(_topic_hash, topic_ids))
+
+
+def assignment_from_record(
+    partitions: Iterable[tuple[TopicId, Iterable[int]]],
+) -> dict[TopicId, tuple[int, ...]]:
+    """``Assignment.fromRecord``: a ``HashMap`` filled in record order, each topic's partitions a ``HashSet``.
+
+    A target-assignment record lists a member's topics in the order the assignor's result iterated
+    them; the coordinator's replay turns it back into the map the next assignment starts from.
+    """
+    by_topic: JavaHashMap[TopicId, tuple[int, ...]] = JavaHashMap(_topic_hash)
+    for topic, topic_partitions in partitions:
+        if topic not in by_topic:
+            by_topic.put(topic, tuple(JavaHashSet.copy_of(java_integer_hash, topic_partitions)))
+    return {topic: partitions_ for topic, partitions_ in by_topic.items()}
+
+
+def group_spec(
+    members: Iterable[tuple[str, MemberSpec]],
+    subscription: SubscriptionType | None = None,
+    assigned: Mapping[TopicId, Mapping[int, str]] | None = None,
+) -> GroupSpec:
+    """A :class:`GroupSpec` as ``TargetAssignmentBuilder`` builds it: members ``put`` into a ``HashMap``
+    in the given order (the group's own member order), so ``memberIds()`` iterates in that map's order.
+    ``subscription`` defaults to :func:`subscription_type` over the members' subscriptions."""
+    listed = list(members)
+    by_id: JavaHashMap[str, MemberSpec] = JavaHashMap(java_string_hash)
+    for member_id, member in listed:
+        by_id.put(member_id, member)
+    ordered = dict(by_id.items())
+    if subscription is None:
+        subscription = subscription_type(m.subscribed_topic_ids for m in ordered.values())
+    return GroupSpec(ordered, subscription, assigned)
+
+
+# --- the registry (the client-side assignors' mechanism, a second instance) ------------------------
+
+
+def _load_builtins() -> None:
+    import kgroup.group.assignors  # noqa: F401  (registers the built-ins)
+
+
+_REGISTRY: NamedRegistry[ServerAssignor] = NamedRegistry(
+    ServerAssignor,
+    "kgroup.group.assignors.ServerAssignor",
+    "kgroup.server_assignors",
+    "server assignor",
+    _load_builtins,
+)
+
+
+def register_server_assignor(name: str, factory: Callable[[], ServerAssignor]) -> None:
+    """Make ``factory`` available under ``name`` (plug-ins: the ``kgroup.server_assignors`` entry points)."""
+    _REGISTRY.register(name, factory)
+
+
+def available_server_assignors() -> list[str]:
+    """Every server assignor name: built-ins first (sorted), then plug-ins."""
+    return _REGISTRY.available()
+
+
+def create_server_assignor(name: str) -> ServerAssignor:
+    """A fresh server assignor by name (``uniform``, ``range``, …); unknown names get a one-line error."""
+    return _REGISTRY.create(name)

@@ -1,0 +1,111 @@
+"""The JDK as a tool: find ``java``/``javac`` and compile kgroup's own Java sources into a cached jar.
+
+Two parts of kgroup compile small Java programs on the user's machine with the JDK that Spark and
+Apache Kafka need anyway: Spark's partitioning UDF (:mod:`kgroup.spark.jvm`) and the harness that
+drives Apache Kafka's own client and assignors in tests (:mod:`kgroup.testing.apache_kafka`). Both
+go through :func:`compile_jar`: the jar is keyed by the sources and the classpath's file names, built
+in a temporary directory and moved into the cache in one step, so two processes compiling at once
+never see half a jar.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+__all__ = ["CompileFailed", "JavaToolMissing", "cache_root", "compile_jar", "find_java_tool"]
+
+#: javac is a JVM start plus a few small files: well under this on any machine
+COMPILE_TIMEOUT_S = 180
+
+
+class JavaToolMissing(Exception):
+    """No such JDK tool on ``JAVA_HOME`` or ``PATH``."""
+
+
+class CompileFailed(Exception):
+    """javac did not run, or refused the sources (the message is javac's first line)."""
+
+
+def cache_root() -> Path:
+    """kgroup's cache directory (``$XDG_CACHE_HOME/kgroup``, else ``~/.cache/kgroup``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kgroup"
+
+
+def find_java_tool(name: str) -> str:
+    """The path of JDK tool ``name`` (``java``, ``javac``): ``$JAVA_HOME/bin`` first, then ``PATH``."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        candidate = Path(java_home) / "bin" / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which(name)
+    if found is None:
+        raise JavaToolMissing(
+            f"no {name} on JAVA_HOME or PATH: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless)"
+        )
+    return found
+
+
+def _default_javac() -> str:
+    return find_java_tool("javac")
+
+
+def compile_jar(
+    sources: Sequence[Path],
+    classpath: Sequence[Path],
+    target_dir: Path,
+    name: str,
+    javac: Callable[[], str] = _default_javac,
+) -> Path:
+    """Compile ``sources`` against ``classpath`` into ``target_dir/<name>-<digest>.jar`` (cached).
+
+    ``javac`` is asked for only when the jar is not cached yet (a JRE-only machine still uses a jar
+    built earlier).
+    """
+    digest = hashlib.sha256()
+    for source in sorted(sources):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes() + b"\0")
+    digest.update("|".join(p.name for p in classpath).encode())
+    target = target_dir / f"{name}-{digest.hexdigest()[:16]}.jar"
+    if target.is_file():
+        return target
+    javac_path = javac()
+    target_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kgroup-javac-") as work:
+        classes = Path(work) / "classes"
+        command = [
+            javac_path,
+            "--release",
+            "17",
+            "-nowarn",
+            "-encoding",
+            "UTF-8",
+            "-cp",
+            os.pathsep.join(str(p) for p in classpath),
+            "-d",
+            str(classes),
+            *(str(s) for s in sources),
+        ]
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CompileFailed(f"javac did not run: {exc}") from exc
+        if result.returncode != 0:
+            first = (result.stderr.strip().splitlines() or ["no output"])[0]
+            raise CompileFailed(f"javac failed: {first}")
+        partial = Path(work) / f"{name}.jar"
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(classes.rglob("*.class")):
+                archive.write(path, path.relative_to(classes).as_posix())
+        staged = target.with_suffix(f".{os.getpid()}.tmp")
+        shutil.copyfile(partial, staged)
+        os.replace(staged, target)
+    return target

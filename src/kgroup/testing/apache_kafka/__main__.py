@@ -1,0 +1,30 @@
+"""``python -m kgroup.testing.apache_kafka fetch``: resolve the pinned Apache Kafka's jars (``make kafka``).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaUnavailable, kafka_libs
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] != ["fetch"] or len(argv) > 1:
+        print("usage: python -m kgroup.testing.apache_kafka fetch", file=sys.stderr)
+        return 2
+    if sys.stderr.isatty():
+        print(
+            f"resolving Apache Kafka {KAFKA_VERSION} with mvn (the first time downloads ~40 MiB)…",
+            file=sys.stderr,
+        )
+    try:
+        libs = kafka_libs()
+    except KafkaUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"Apache Kafka {libs.version}: {len(libs.jars())} jars in {libs.libs}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

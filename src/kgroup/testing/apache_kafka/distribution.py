@@ -1,0 +1,188 @@
+"""Apache Kafka's jars, pinned, resolved with Maven into kgroup's cache (nothing is committed).
+
+kgroup's reference for "exact to Kafka" is one Apache Kafka release, named here and nowhere else:
+:data:`KAFKA_VERSION`. :func:`kafka_libs` resolves that release's broker (``kafka_2.13``, KRaft),
+``kafka-clients``, ``kafka-group-coordinator`` and their runtime dependencies with ``mvn`` (from Maven
+Central, through the user's Maven settings) into ``~/.cache/kgroup/apache-kafka/<version>/libs`` —
+the same directory layout as the ``libs/`` of Kafka's binary distribution — and reuses it afterwards.
+``python -m kgroup.testing.apache_kafka fetch`` (``make kafka``) does it ahead of time.
+
+Every failure is one line that says what to do: no JDK, no Maven, a registry that cannot be reached.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from kgroup.javatools import JavaToolMissing, cache_root, find_java_tool
+from kgroup.model import KgroupError
+
+__all__ = [
+    "KAFKA_VERSION",
+    "LOG4J_VERSION",
+    "SCALA_VERSION",
+    "KafkaLibs",
+    "KafkaUnavailable",
+    "kafka_libs",
+]
+
+#: The Apache Kafka release kgroup is checked against (why this one: docs/apache-kafka.md).
+KAFKA_VERSION = "4.4.0"
+#: Kafka's broker artefact is built per Scala version; 2.13 is the only one Kafka 4 publishes.
+SCALA_VERSION = "2.13"
+#: The log4j 2 release Kafka 4.4.0 depends on; its SLF4J binding gives the broker a log file.
+LOG4J_VERSION = "2.25.5"
+#: maven-dependency-plugin, pinned so every machine resolves the same way
+_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+#: resolving ~60 jars takes under a minute on a warm ~/.m2; a cold one downloads ~40 MiB
+RESOLVE_TIMEOUT_S = 600
+
+_ARTIFACTS = (
+    ("org.apache.kafka", f"kafka_{SCALA_VERSION}", KAFKA_VERSION),
+    ("org.apache.kafka", "kafka-clients", KAFKA_VERSION),
+    ("org.apache.kafka", "kafka-group-coordinator", KAFKA_VERSION),
+    ("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION),
+)
+
+
+class KafkaUnavailable(KgroupError):
+    """Apache Kafka cannot be run here (no JDK, no Maven, the jars cannot be resolved)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaLibs:
+    """A resolved Apache Kafka: its ``libs`` directory and the ``java`` to run it with."""
+
+    version: str
+    libs: Path
+    java: str
+
+    @property
+    def classpath(self) -> str:
+        """The JVM class path of every jar (``libs/*``)."""
+        return str(self.libs / "*")
+
+    def jars(self) -> list[Path]:
+        return sorted(self.libs.glob("*.jar"))
+
+    def jar(self, artifact: str) -> Path:
+        """The jar of one artefact, e.g. ``jar("kafka-clients")``."""
+        found = sorted(self.libs.glob(f"{artifact}-[0-9]*.jar"))
+        if not found:
+            raise KafkaUnavailable(
+                f"{artifact} is not among the resolved jars in {self.libs}; run `make kafka` again"
+            )
+        return found[0]
+
+
+def kafka_home(version: str = KAFKA_VERSION) -> Path:
+    """Where a resolved release lives: ``$KGROUP_KAFKA_HOME`` if set, else kgroup's cache."""
+    override = os.environ.get("KGROUP_KAFKA_HOME")
+    if override:
+        return Path(override)
+    return cache_root() / "apache-kafka" / version
+
+
+def _pom(version: str) -> str:
+    deps = "\n".join(
+        f"    <dependency><groupId>{g}</groupId><artifactId>{a}</artifactId>"
+        f"<version>{version if v == KAFKA_VERSION else v}</version></dependency>"
+        for g, a, v in _ARTIFACTS
+    )
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kgroup.reference</groupId>
+  <artifactId>apache-kafka</artifactId>
+  <version>{version}</version>
+  <packaging>pom</packaging>
+  <dependencies>
+{deps}
+  </dependencies>
+</project>
+"""
+
+
+def _maven_error(output: str) -> str:
+    """The line of mvn's output that says what went wrong (``[ERROR] …``), shortened."""
+    for line in output.splitlines():
+        text = line.strip()
+        if text.startswith("[ERROR]") and len(text) > len("[ERROR] "):
+            return text.removeprefix("[ERROR]").strip()[:300]
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def _resolve(version: str, home: Path) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise KafkaUnavailable(
+            f"Apache Kafka {version} needs Maven to fetch its jars: install it (e.g. apt-get install maven) "
+            f"or point KGROUP_KAFKA_HOME at a directory holding libs/ of Kafka {version}"
+        )
+    home.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kgroup-mvn-", dir=home) as work:
+        pom = Path(work) / "pom.xml"
+        pom.write_text(_pom(version))
+        staged = Path(work) / "libs"
+        command = [
+            mvn,
+            "-B",
+            "-f",
+            str(pom),
+            f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
+            f"-DoutputDirectory={staged}",
+            "-DincludeScope=runtime",
+        ]
+        try:
+            result = subprocess.run(
+                command, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S, stdin=subprocess.DEVNULL
+            )
+        except subprocess.TimeoutExpired:
+            raise KafkaUnavailable(
+                f"mvn did not finish resolving Apache Kafka {version} within {RESOLVE_TIMEOUT_S} s: "
+                "check that Maven Central can be reached"
+            ) from None
+        except OSError as exc:
+            raise KafkaUnavailable(f"mvn did not run: {exc}") from None
+        if result.returncode != 0:
+            raise KafkaUnavailable(
+                f"mvn could not resolve Apache Kafka {version}'s jars "
+                f"({_maven_error(result.stdout + result.stderr)}): check that Maven Central can be reached"
+            )
+        if not any(staged.glob(f"kafka_{SCALA_VERSION}-{version}.jar")):
+            raise KafkaUnavailable(
+                f"mvn finished but kafka_{SCALA_VERSION}-{version}.jar is missing from {staged}"
+            )
+        final = home / "libs"
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(staged, final)
+    (home / "RESOLVED").write_text(version + "\n")
+
+
+def kafka_libs(version: str = KAFKA_VERSION, *, resolve: bool = True) -> KafkaLibs:
+    """Apache Kafka ``version``, resolved (with ``mvn`` the first time) and ready to run.
+
+    Raises :class:`KafkaUnavailable` with one line saying what is missing and how to fix it.
+    ``resolve=False`` only looks: it never runs Maven.
+    """
+    try:
+        java = find_java_tool("java")
+    except JavaToolMissing as exc:
+        raise KafkaUnavailable(f"Apache Kafka needs a JDK 17: {exc}") from None
+    home = kafka_home(version)
+    libs = home / "libs"
+    marker = home / "RESOLVED"
+    ready = libs.is_dir() and (
+        marker.is_file() or (os.environ.get("KGROUP_KAFKA_HOME") and any(libs.glob("kafka_*.jar")))
+    )
+    if not ready:
+        if not resolve:
+            raise KafkaUnavailable(f"Apache Kafka {version} is not resolved yet: run `make kafka`")
+        _resolve(version, home)
+    return KafkaLibs(version=version, libs=libs, java=java)

@@ -1,0 +1,218 @@
+// kgroup's harness around Apache Kafka's own KIP-848 server assignors (uniform, range).
+//
+// One JSON request per line on stdin, one JSON answer per line on stdout; the process lives as long as
+// stdin is open. The GroupSpec is built as Kafka's TargetAssignmentBuilder builds it: members put into a
+// HashMap in the given order, each member's current assignment as Assignment.fromRecord rebuilds it from
+// a target-assignment record (a HashMap filled in record order, each topic's partitions a HashSet), its
+// subscribed topic ids a HashSet filled in the given order, the inverted assignment from all of them.
+//
+// Request:  {"assignor": "uniform", "topics": [{"id": "<base64 Uuid>", "partitions": 3}],
+//            "members": [{"id": "m1", "topics": ["<id>"], "assignment": [["<id>", [0, 2]]],
+//                         "instanceId": null, "rackId": null}],
+//            "subscriptionType": "HOMOGENEOUS" (optional; default: ModernGroup.subscriptionType's rule),
+//            "subscriptions": [["<id>", ...]] (optional: a member may give "subscription": <index> instead of
+//                             "topics"; members sharing one share one HashSet, as cheap as Kafka's TopicIds view),
+//            "warmup": 0, "repeat": 0 (optional: time assign() inside the JVM)}
+// Answer:   {"memberIds": [...], "subscriptionType": "...",
+//            "assignment": {"m1": [["<id>", [0, 2]]]}  (every list in the order Kafka's collections iterate),
+//            "nanos": [...]}  or  {"error": "<exception class>: <message>"}
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
+import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
+import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
+import org.apache.kafka.coordinator.group.assignor.RangeAssignor;
+import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
+import org.apache.kafka.coordinator.group.modern.Assignment;
+import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
+import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignmentImpl;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+public final class ServerAssignorOracle {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** SubscribedTopicDescriberImpl reads a metadata image; the assignors only ask for partition counts. */
+    private static final class Topics implements SubscribedTopicDescriber {
+        private final Map<Uuid, Integer> partitions;
+
+        Topics(Map<Uuid, Integer> partitions) {
+            this.partitions = partitions;
+        }
+
+        @Override
+        public int numPartitions(Uuid topicId) {
+            Integer count = partitions.get(topicId);
+            return count == null ? -1 : count;
+        }
+
+        @Override
+        public Set<String> racksForPartition(Uuid topicId, int partition) {
+            return Set.of();
+        }
+    }
+
+    private static ConsumerGroupPartitionAssignor assignor(String name) {
+        switch (name) {
+            case "uniform":
+                return new UniformAssignor();
+            case "range":
+                return new RangeAssignor();
+            default:
+                throw new IllegalArgumentException("unknown assignor " + name);
+        }
+    }
+
+    private static String text(JsonNode node, String field) {
+        JsonNode value = node.get(field);
+        return value == null || value.isNull() ? null : value.asText();
+    }
+
+    private static Set<Uuid> topicIdSet(JsonNode ids) {
+        List<Uuid> topicIds = new ArrayList<>();
+        for (JsonNode id : ids) {
+            topicIds.add(Uuid.fromString(id.asText()));
+        }
+        return new HashSet<>(topicIds);
+    }
+
+    private static ObjectNode handle(JsonNode request) {
+        ConsumerGroupPartitionAssignor assignor = assignor(request.get("assignor").asText());
+        Map<Uuid, Integer> partitionCounts = new HashMap<>();
+        for (JsonNode topic : request.get("topics")) {
+            partitionCounts.put(Uuid.fromString(topic.get("id").asText()), topic.get("partitions").asInt());
+        }
+        Map<String, MemberSubscriptionAndAssignmentImpl> memberSpecs = new HashMap<>();
+        Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
+        Map<Uuid, Integer> subscriberCounts = new HashMap<>();
+        List<Set<Uuid>> shared = new ArrayList<>();
+        for (JsonNode subscription : request.path("subscriptions")) {
+            shared.add(topicIdSet(subscription));
+        }
+        int memberCount = 0;
+        for (JsonNode member : request.get("members")) {
+            String memberId = member.get("id").asText();
+            Set<Uuid> subscribed = member.has("subscription")
+                ? shared.get(member.get("subscription").asInt())
+                : topicIdSet(member.get("topics"));
+            for (Uuid id : subscribed) {
+                subscriberCounts.merge(id, 1, Integer::sum);
+            }
+            memberCount++;
+            // Assignment.fromRecord: Collectors.toMap into a HashMap, each topic new HashSet<>(partitions)
+            Map<Uuid, Set<Integer>> current = new HashMap<>();
+            JsonNode record = member.get("assignment");
+            if (record != null) {
+                for (JsonNode entry : record) {
+                    Uuid topicId = Uuid.fromString(entry.get(0).asText());
+                    List<Integer> partitions = new ArrayList<>();
+                    for (JsonNode partition : entry.get(1)) {
+                        partitions.add(partition.asInt());
+                    }
+                    if (current.putIfAbsent(topicId, new HashSet<>(partitions)) != null) {
+                        throw new IllegalStateException("Duplicate key " + topicId);
+                    }
+                    for (int partition : partitions) {
+                        inverted.computeIfAbsent(topicId, k -> new HashMap<>()).put(partition, memberId);
+                    }
+                }
+            }
+            memberSpecs.put(memberId, new MemberSubscriptionAndAssignmentImpl(
+                Optional.ofNullable(text(member, "rackId")),
+                Optional.ofNullable(text(member, "instanceId")),
+                subscribed,
+                new Assignment(current)));
+        }
+        SubscriptionType type;
+        String requested = text(request, "subscriptionType");
+        if (requested != null) {
+            type = SubscriptionType.valueOf(requested);
+        } else {
+            type = SubscriptionType.HOMOGENEOUS;  // ModernGroup.subscriptionType: every topic has every member
+            for (int count : subscriberCounts.values()) {
+                if (count != memberCount) {
+                    type = SubscriptionType.HETEROGENEOUS;
+                    break;
+                }
+            }
+        }
+        GroupSpecImpl spec = new GroupSpecImpl(Collections.unmodifiableMap(memberSpecs), type, inverted);
+        Topics topics = new Topics(partitionCounts);
+
+        ObjectNode answer = JSON.createObjectNode();
+        ArrayNode memberIds = answer.putArray("memberIds");
+        for (String memberId : spec.memberIds()) {
+            memberIds.add(memberId);
+        }
+        answer.put("subscriptionType", type.name());
+        GroupAssignment result;
+        try {
+            int warmup = request.path("warmup").asInt(0);
+            int repeat = request.path("repeat").asInt(0);
+            for (int i = 0; i < warmup; i++) {
+                assignor.assign(spec, topics);
+            }
+            ArrayNode nanos = answer.putArray("nanos");
+            for (int i = 0; i < repeat; i++) {
+                long start = System.nanoTime();
+                assignor.assign(spec, topics);
+                nanos.add(System.nanoTime() - start);
+            }
+            result = assignor.assign(spec, topics);
+        } catch (RuntimeException e) {
+            answer.put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+            return answer;
+        }
+        ObjectNode assignment = answer.putObject("assignment");
+        for (Map.Entry<String, MemberAssignment> member : result.members().entrySet()) {
+            ArrayNode topicsOut = assignment.putArray(member.getKey());
+            for (Map.Entry<Uuid, Set<Integer>> topic : member.getValue().partitions().entrySet()) {
+                ArrayNode pair = topicsOut.addArray();
+                pair.add(topic.getKey().toString());
+                ArrayNode partitions = pair.addArray();
+                for (int partition : topic.getValue()) {
+                    partitions.add(partition);
+                }
+            }
+        }
+        return answer;
+    }
+
+    public static void main(String[] args) throws Exception {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            ObjectNode answer;
+            try {
+                answer = handle(JSON.readTree(line));
+            } catch (Exception e) {
+                answer = JSON.createObjectNode();
+                answer.put("error", "harness: " + e);
+            }
+            out.println(JSON.writeValueAsString(answer));
+            out.flush();
+        }
+    }
+}

@@ -1,0 +1,251 @@
+"""kgroup's server assignors against Apache Kafka's own ``UniformAssignor`` / ``RangeAssignor`` classes.
+
+One JVM (the harness ``ServerAssignorOracle``) for the module. Every comparison is exact: the member
+order (``memberIds()``), the subscription type, every member's topics and partitions *in the order
+Kafka's collections iterate them* (which is what the next round starts from), and errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.group.server_assignors.vectors import all_paths, split_partition
+
+from kgroup.group.assignors import (
+    PartitionAssignorError,
+    SubscriptionType,
+    TopicDescriber,
+    TopicId,
+    create_server_assignor,
+    subscription_type,
+)
+from kgroup.testing.apache_kafka import require_apache_kafka
+from kgroup.testing.apache_kafka.server_assignors import (
+    OracleAnswer,
+    OracleMember,
+    ServerAssignorOracle,
+    kgroup_group_spec,
+)
+
+ASSIGNORS = ("uniform", "range")
+
+
+@pytest.fixture(scope="module")
+def oracle() -> Iterator[ServerAssignorOracle]:
+    libs = require_apache_kafka()
+    with ServerAssignorOracle(libs) as running:
+        yield running
+
+
+def _kgroup(
+    assignor: str, topics: dict[TopicId, int], members: Sequence[OracleMember], kind: SubscriptionType
+) -> tuple[tuple[str, ...], dict[str, tuple[tuple[TopicId, tuple[int, ...]], ...]] | None]:
+    spec = kgroup_group_spec(members, kind)
+    try:
+        result = create_server_assignor(assignor).assign(spec, TopicDescriber(topics))
+    except PartitionAssignorError:
+        return tuple(spec.members), None
+    return tuple(spec.members), {m: tuple(a.items()) for m, a in result.items()}
+
+
+def _assert_same(
+    answer: OracleAnswer,
+    assignor: str,
+    topics: dict[TopicId, int],
+    members: Sequence[OracleMember],
+    kind: SubscriptionType,
+) -> None:
+    order, mine = _kgroup(assignor, topics, members, kind)
+    assert order == answer.member_ids
+    assert kind.value == answer.subscription_type
+    if answer.error is not None:
+        assert mine is None, f"Kafka failed ({answer.error}), kgroup answered"
+        return
+    assert mine is not None, "kgroup raised PartitionAssignorError, Kafka answered"
+    assert mine == answer.assignment
+
+
+# --- the recorded vectors, against 4.4.0 itself ------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", all_paths(), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_vector_input_against_kafka(oracle: ServerAssignorOracle, path: object) -> None:
+    """Every vector's input, answered by Kafka 4.4.0 (including the ten whose old-trunk answer changed)."""
+    from pathlib import Path
+
+    assert isinstance(path, Path)
+    raw = json.loads(path.read_text())
+    ids = {name: TopicId.from_string(text) for name, text in raw["expected"]["topicIds"].items()}
+    topics = {ids[t["name"]]: t["partitions"] for t in raw["input"]["topics"]}
+    members = []
+    for member in raw["input"]["members"]:
+        record: dict[TopicId, list[int]] = {}
+        for text in member.get("assignment", []):
+            name, partition = split_partition(text)
+            record.setdefault(ids[name], []).append(partition)
+        members.append(
+            OracleMember(
+                member["memberId"],
+                tuple(ids[name] for name in member["topics"]),
+                tuple((t, tuple(ps)) for t, ps in record.items()),
+                member.get("instanceId"),
+                member.get("rackId"),
+            )
+        )
+    kind = subscription_type(set(m["topics"]) for m in raw["input"]["members"])
+    assignor = raw["assignor"].removeprefix("server-")
+    _assert_same(oracle.assign(assignor, topics, members, kind), assignor, topics, members, kind)
+
+
+# --- random groups over several rounds ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Member:
+    member_id: str
+    topics: tuple[str, ...]  # subscribed names, some maybe not created yet
+    instance_id: str | None
+
+
+@dataclass(frozen=True)
+class _Round:
+    """What changes before the next assignment."""
+
+    leave: frozenset[int]  # indices into the current member list
+    join: tuple[_Member, ...]
+    new_topics: tuple[tuple[str, int, int], ...]  # name, id bits, partitions
+    grow: tuple[tuple[int, int], ...]  # topic index, extra partitions
+    resubscribe: tuple[tuple[int, tuple[str, ...]], ...]
+
+
+_NAMES = [f"t{i}" for i in range(12)] + ["orders", "payments", "a.b_c", "Z"]
+
+
+def _member_ids() -> st.SearchStrategy[str]:
+    return st.one_of(
+        st.from_regex(r"c[0-9]{1,3}", fullmatch=True),
+        st.from_regex(r"consumer-g-[0-9]-[0-9a-f]{8}", fullmatch=True),
+        st.text("abcxyzABC_-", min_size=1, max_size=6),
+    )
+
+
+@st.composite
+def _scenario(draw: st.DrawFn) -> tuple[bool, dict[str, tuple[int, int]], list[_Member], list[_Round]]:
+    homogeneous = draw(st.booleans())
+    names = draw(st.lists(st.sampled_from(_NAMES), min_size=1, max_size=8, unique=True))
+    big = draw(st.booleans())
+    topics = {
+        n: (draw(st.integers(0, (1 << 128) - 1)), draw(st.integers(1, 300 if big else 24))) for n in names
+    }
+    pool = names + draw(st.lists(st.sampled_from(_NAMES), max_size=2))  # some not created yet
+
+    def subscription() -> tuple[str, ...]:
+        return tuple(draw(st.lists(st.sampled_from(pool), min_size=1, max_size=len(pool), unique=True)))
+
+    shared = subscription()
+    ids = draw(st.lists(_member_ids(), min_size=1, max_size=25, unique=True))
+    static = draw(st.booleans())
+
+    def member(member_id: str) -> _Member:
+        instance = (
+            draw(st.one_of(st.none(), st.from_regex(r"i[0-9]{1,2}", fullmatch=True))) if static else None
+        )
+        return _Member(member_id, shared if homogeneous else subscription(), instance)
+
+    members = [member(m) for m in ids]
+    rounds = []
+    for number in range(draw(st.integers(1, 3))):
+        joiners = draw(st.lists(_member_ids(), max_size=4, unique=True))
+        rounds.append(
+            _Round(
+                leave=frozenset(draw(st.lists(st.integers(0, 40), max_size=3))),
+                join=tuple(member(f"{j}-r{number}") for j in joiners),
+                new_topics=tuple(
+                    (f"new{number}-{i}", draw(st.integers(0, (1 << 128) - 1)), draw(st.integers(1, 30)))
+                    for i in range(draw(st.integers(0, 2)))
+                ),
+                grow=tuple(draw(st.lists(st.tuples(st.integers(0, 20), st.integers(1, 10)), max_size=2))),
+                resubscribe=()
+                if homogeneous
+                else tuple(
+                    draw(st.lists(st.tuples(st.integers(0, 40), st.just(subscription())), max_size=2))
+                ),
+            )
+        )
+    return homogeneous, topics, members, rounds
+
+
+def _rows(
+    members: list[_Member],
+    ids: dict[str, TopicId],
+    records: dict[str, tuple[tuple[TopicId, tuple[int, ...]], ...]],
+) -> list[OracleMember]:
+    return [
+        OracleMember(
+            m.member_id,
+            tuple(ids[n] for n in m.topics if n in ids),
+            records.get(m.member_id, ()),
+            m.instance_id,
+        )
+        for m in members
+    ]
+
+
+def _run_rounds(
+    oracle: ServerAssignorOracle,
+    assignor: str,
+    scenario: tuple[bool, dict[str, tuple[int, int]], list[_Member], list[_Round]],
+) -> None:
+    _, topic_spec, members, rounds = scenario
+    ids = {n: TopicId.from_int(bits) for n, (bits, _) in topic_spec.items()}
+    counts = {ids[n]: p for n, (_, p) in topic_spec.items()}
+    records: dict[str, tuple[tuple[TopicId, tuple[int, ...]], ...]] = {}
+    for change in [None, *rounds]:
+        if change is not None:
+            members = [m for i, m in enumerate(members) if i not in change.leave]
+            taken = {m.member_id for m in members}
+            members += [m for m in change.join if m.member_id not in taken]
+            for name, bits, partitions in change.new_topics:
+                ids[name] = TopicId.from_int(bits)
+                counts[ids[name]] = partitions
+            ordered = list(counts)
+            for index, extra in change.grow:
+                if index < len(ordered):
+                    counts[ordered[index]] += extra
+            for index, topics in change.resubscribe:
+                if index < len(members):
+                    members[index] = replace(members[index], topics=topics)
+            if not members:
+                return
+        kind = subscription_type(set(m.topics) for m in members)
+        rows = _rows(members, ids, records)
+        answer = oracle.assign(assignor, dict(counts), rows, kind)
+        _assert_same(answer, assignor, dict(counts), rows, kind)
+        if answer.error is not None:
+            return
+        # the coordinator's next round starts from the target it recorded (topics in Kafka's order)
+        records = dict(answer.assignment)
+
+
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+@settings(
+    max_examples=250,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
+@given(scenario=_scenario())
+def test_random_groups_over_rounds_match_kafka(
+    oracle: ServerAssignorOracle,
+    assignor: str,
+    scenario: tuple[bool, dict[str, tuple[int, int]], list[_Member], list[_Round]],
+) -> None:
+    _run_rounds(oracle, assignor, scenario)
