@@ -219,15 +219,20 @@ def test_a_gzip_bomb_is_not_inflated_for_a_timestamp_lookup() -> None:
     assert record_timestamps(bytes(stored), header) is None
 
 
-def test_garbage_inside_a_gzip_batch_leaves_timestamp_lookup_at_batch_granularity() -> None:
+def test_garbage_inside_a_gzip_batch_is_refused_and_a_stored_one_leaves_lookups_at_the_batch() -> None:
+    """Issue 17: records that do not parse inside a well-compressed payload are INVALID_RECORD, as
+    Kafka's record iterator refuses them. Such a batch stored by an older kgroup is not readable
+    record by record: a timestamp lookup stays at batch granularity."""
     import gzip
 
     raw = bytearray(client_batch([b"a"]))
     stored = bytearray(raw[:HEADER_SIZE]) + gzip.compress(b"\x7f" * 50)
     struct.pack_into(">i", stored, 8, len(stored) - 12)
     struct.pack_into(">h", stored, 21, 1)  # gzip
-    checked = validate(with_crc(stored))  # accepted: a compressed payload is not decompressed on append
-    assert record_timestamps(checked.data, parse_header(checked.data)) is None  # type: ignore[attr-defined]
+    with pytest.raises(PeerError) as refused:
+        validate(with_crc(stored))
+    assert refused.value.error_code == LogErrorCode.INVALID_RECORD
+    assert record_timestamps(bytes(stored), parse_header(with_crc(stored))) is None
 
 
 def test_timestamp_bounds_as_log_validator_checks_them() -> None:

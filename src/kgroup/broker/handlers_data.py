@@ -57,6 +57,17 @@ def _current_leader(ctx: RequestContext, topic: str, partition: int) -> dict[str
     return {"leader_id": ctx.broker.cluster.partition_leader(topic, partition), "leader_epoch": LEADER_EPOCH}
 
 
+#: a batch larger than this, or compressed, is validated in the codec thread
+_HEAVY_BATCH_BYTES = 64 * 1024
+_ATTRIBUTES_LOW_BYTE = 22  # the codec is attributes & 7
+
+
+def _heavy(records: bytes) -> bool:
+    if len(records) > _HEAVY_BATCH_BYTES:
+        return True
+    return len(records) > _ATTRIBUTES_LOW_BYTE and records[_ATTRIBUTES_LOW_BYTE] & 0x07 != 0
+
+
 @register(0)
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     broker = ctx.broker
@@ -92,11 +103,21 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             if code == NONE:
                 plog = broker.cluster.partition_log(topic.name, index)
                 assert plog is not None
+                records = bytes(part.records or b"")
                 try:
-                    result = plog.append(bytes(part.records or b""), now_ms=now_ms)
+                    if _heavy(records):  # inflating and walking its records: off the event loop
+                        result = plog.append(
+                            await broker.off_loop(plog.validate, records, now_ms=now_ms), now_ms=now_ms
+                        )
+                    else:
+                        result = plog.append(records, now_ms=now_ms)
                 except (PeerError, LogError) as exc:
                     code = exc.error_code
                     entry["error_message"] = exc.message
+                    entry["record_errors"] = [
+                        {"batch_index": index_in_batch, "batch_index_error_message": message}
+                        for index_in_batch, message in getattr(exc, "record_errors", ())
+                    ]
                     log.info("produce to %s-%d rejected: %s", topic.name, index, exc.message)
                 except OSError as exc:  # the disk write failed: Kafka's KafkaStorageException
                     code = KAFKA_STORAGE_ERROR

@@ -6,7 +6,7 @@ Typed as protocols so the broker depends on the interface, not on one storage.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 __all__ = ["AppendResultLike", "CoordinatorLogLike", "LogManagerLike", "PartitionLogLike"]
 
@@ -27,7 +27,14 @@ class AppendResultLike(Protocol):
 
 
 class PartitionLogLike(Protocol):
-    def append(self, records: bytes, *, now_ms: int) -> AppendResultLike: ...
+    def validate(self, records: bytes, *, now_ms: int) -> Any:
+        """Kafka's checks of a batch, a pure function (run in another thread for a heavy batch)."""
+        ...
+
+    def append(self, records: Any, *, now_ms: int) -> AppendResultLike:
+        """Append ``records``: a batch's bytes, or what :meth:`validate` returned for them."""
+        ...
+
     def read(self, offset: int, max_bytes: int) -> bytes: ...
     @property
     def log_start_offset(self) -> int: ...

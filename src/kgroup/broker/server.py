@@ -16,12 +16,18 @@ __all__ = ["open_logs", "run_broker", "serve"]
 log = logging.getLogger("kgroup.broker")
 
 
+#: ``log.message.timestamp.after.max.ms``: one hour in Kafka 4 (4.4.0 checked), unbounded before
+TIMESTAMP_AFTER_MAX_MS = 3_600_000
+
+
 def open_logs(data_dir: Path, fsync: str = "interval") -> LogManagerLike:
-    """The on-disk log manager for ``data_dir`` (recovering a torn tail left by a crash)."""
+    """The on-disk log manager for ``data_dir`` (recovering a torn tail left by a crash), with Kafka
+    4's log defaults: a record more than an hour ahead of the broker's clock is INVALID_TIMESTAMP."""
     from kgroup.log import FsyncPolicy, LogConfig, LogManager
 
     policies = {"always": FsyncPolicy.ALWAYS, "interval": FsyncPolicy.INTERVAL, "never": FsyncPolicy.NEVER}
-    manager: LogManagerLike = LogManager(data_dir, LogConfig(fsync=policies[fsync]))
+    config = LogConfig(fsync=policies[fsync], timestamp_after_max_ms=TIMESTAMP_AFTER_MAX_MS)
+    manager: LogManagerLike = LogManager(data_dir, config)
     return manager
 
 

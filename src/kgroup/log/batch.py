@@ -11,18 +11,21 @@ Layout (``org.apache.kafka.common.record.DefaultRecordBatch``), big-endian::
 The broker stores a batch exactly as the producer sent it. It writes ``baseOffset`` and
 ``partitionLeaderEpoch`` (both outside the CRC), and — only where Kafka's ``LogValidator`` does —
 the timestamp type and ``maxTimestamp`` (inside the CRC, which is then recomputed). Records are never
-decoded to be re-encoded; compressed payloads are never decompressed on the append path.
+decoded to be re-encoded. Their framing is checked on append, as Kafka's ``LogValidator`` checks it:
+a compressed payload is inflated (:mod:`kgroup.log.codecs`) and its records walked
+(:mod:`kgroup.log.records`), then stored still compressed, exactly as produced.
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 
 from crc32c import crc32c
 
-from kgroup.log.errors import LogErrorCode
+from kgroup.log.codecs import InflateError, TooLargeWhenInflated, inflate
+from kgroup.log.errors import LogErrorCode, RecordErrors
+from kgroup.log.records import java_long, walk_records
 from kgroup.model import PeerError
 
 __all__ = [
@@ -55,8 +58,10 @@ TIMESTAMP_TYPE_MASK = 0x08  # 1 = LogAppendTime
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 COMPRESSION_NONE = 0
-COMPRESSION_GZIP = 1
-MAX_INFLATED_BYTES = 64 << 20  # a timestamp lookup inflates a gzip batch up to this size
+#: the most a compressed batch may inflate to (kgroup's limit: the memory one batch may take on append
+#: or on a timestamp lookup; Kafka streams the records and has no such limit)
+MAX_INFLATED_BYTES = 64 << 20
+LONG_MAX = 2**63 - 1
 
 _BASE_OFFSET = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -148,8 +153,8 @@ class ValidatedBatch:
 
     header: BatchHeader
     data: bytes
-    # The largest record timestamp for an uncompressed batch (Kafka recomputes it and rewrites the
-    # header if the producer's maxTimestamp differs); the header's value for a compressed one.
+    # The largest record timestamp, or -1 (Kafka recomputes it and rewrites the header if the
+    # producer's maxTimestamp differs, for compressed batches as for uncompressed ones).
     records_max_timestamp: int
 
 
@@ -253,33 +258,63 @@ def validate_produce_records(
             "producer should not set timestamp type to LogAppendTime", LogErrorCode.INVALID_TIMESTAMP
         )
     data = bytes(view[:size])
-    if header.compression == COMPRESSION_NONE:
-        stamps = [
-            stamp
-            for _, stamp in _record_entries(data, HEADER_SIZE, header.records_count, header.base_timestamp)
-        ]
-        max_timestamp = max(stamps, default=NO_TIMESTAMP)
-    else:
-        # a compressed payload is not inflated: its first and max timestamps stand for its records
-        stamps, max_timestamp = [header.base_timestamp, header.max_timestamp], header.max_timestamp
-    if not log_append_time and bounds != NO_BOUNDS:
-        _check_timestamp_bounds(stamps, now_ms, bounds)
+    entries = _records_of(data, header)
+    # Kafka's maxTimestamp starts at NO_TIMESTAMP and takes every larger record timestamp
+    max_timestamp = max((stamp for _, stamp in entries), default=NO_TIMESTAMP)
+    max_timestamp = max(max_timestamp, NO_TIMESTAMP)
+    if not log_append_time:
+        _check_timestamp_bounds(entries, now_ms, bounds)
     return ValidatedBatch(header=header, data=data, records_max_timestamp=max_timestamp)
 
 
-def _check_timestamp_bounds(stamps: list[int], now_ms: int, bounds: TimestampBounds) -> None:
-    """``LogValidator.validateTimestamp`` for a CreateTime topic: records without a timestamp pass."""
-    before, after = bounds.before_max_ms, bounds.after_max_ms
-    for stamp in stamps:
+def _records_of(data: bytes, header: BatchHeader) -> list[tuple[int, int]]:
+    """(offset delta, timestamp) of every record, the payload inflated first if it is compressed.
+
+    As Kafka's ``LogValidator`` reads them: a payload that does not inflate or an unknown codec is a
+    ``KafkaException`` / ``IllegalArgumentException`` there, answered UNKNOWN_SERVER_ERROR; records
+    that do not parse are INVALID_RECORD.
+    """
+    log_append_time = header.max_timestamp if header.is_log_append_time else None
+    if header.compression == COMPRESSION_NONE:
+        return walk_records(data, HEADER_SIZE, header.records_count, header.base_timestamp, log_append_time)
+    try:
+        payload = inflate(header.compression, memoryview(data)[HEADER_SIZE:], MAX_INFLATED_BYTES)
+    except TooLargeWhenInflated as exc:
+        raise PeerError(
+            f"{exc.message} (kgroup's limit for one batch, MAX_INFLATED_BYTES)", LogErrorCode.INVALID_RECORD
+        ) from None
+    except InflateError as exc:
+        raise PeerError(exc.message, LogErrorCode.UNKNOWN_SERVER_ERROR) from None
+    return walk_records(payload, 0, header.records_count, header.base_timestamp, log_append_time)
+
+
+def _check_timestamp_bounds(entries: list[tuple[int, int]], now_ms: int, bounds: TimestampBounds) -> None:
+    """``LogValidator.validateTimestamp`` for a CreateTime topic, in Java ``long`` arithmetic.
+
+    Records without a timestamp (-1) pass. Every record is checked; the refusal lists each record
+    out of range, as Kafka's ``RecordValidationException`` does.
+    """
+    before = LONG_MAX if bounds.before_max_ms is None else bounds.before_max_ms
+    after = LONG_MAX if bounds.after_max_ms is None else bounds.after_max_ms
+    errors: list[tuple[int, str]] = []
+    for index, (offset_delta, stamp) in enumerate(entries):
         if stamp == NO_TIMESTAMP:
             continue
-        if (before is not None and now_ms - stamp > before) or (after is not None and stamp - now_ms > after):
-            low = "-inf" if before is None else now_ms - before
-            high = "inf" if after is None else now_ms + after
-            raise PeerError(
-                f"timestamp {stamp} of a record is out of range: it should be within [{low}, {high}]",
-                LogErrorCode.INVALID_TIMESTAMP,
+        difference = java_long(now_ms - stamp)
+        if difference > before or java_long(-difference) > after:
+            errors.append(
+                (
+                    index,
+                    f"Timestamp {stamp} of message with offset {offset_delta} is out of range. The "
+                    f"timestamp should be within [{java_long(now_ms - before)}, {java_long(now_ms + after)}]",
+                )
             )
+    if errors:
+        raise RecordErrors(
+            "One or more records have been rejected due to invalid timestamp",
+            LogErrorCode.INVALID_TIMESTAMP,
+            tuple(errors),
+        )
 
 
 def _whole_batch_sizes(view: memoryview) -> list[int]:
@@ -312,73 +347,19 @@ def _whole_batch_sizes(view: memoryview) -> list[int]:
     return sizes
 
 
-def _read_varint(data: bytes, position: int, max_bytes: int) -> tuple[int, int]:
-    """A zig-zag varint (Kafka's ``ByteUtils.readVarint``/``readVarlong``): (value, next position)."""
-    raw = 0
-    shift = 0
-    for index in range(max_bytes):
-        if position + index >= len(data):
-            raise PeerError("record data ends inside a varint", LogErrorCode.INVALID_RECORD)
-        byte = data[position + index]
-        raw |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (raw >> 1) ^ -(raw & 1), position + index + 1
-        shift += 7
-    raise PeerError("varint is longer than its maximum size", LogErrorCode.INVALID_RECORD)
-
-
-def _record_entries(records: bytes, start: int, count: int, base_timestamp: int) -> list[tuple[int, int]]:
-    """(offset delta, timestamp) of each record in ``records[start:]``, checking the sizes chain.
-
-    Kafka's record iterator raises ``InvalidRecordException`` when a record's length overruns the
-    batch or bytes remain after the declared count; so does this.
-    """
-    entries: list[tuple[int, int]] = []
-    position = start
-    end = len(records)
-    for _ in range(count):
-        length, body = _read_varint(records, position, 5)
-        if length < 0 or body + length > end:
-            raise PeerError("record length overruns its batch", LogErrorCode.INVALID_RECORD)
-        timestamp_delta, after = _read_varint(records, body + 1, 10)  # skip the attributes byte
-        offset_delta, _ = _read_varint(records, after, 5)
-        entries.append((offset_delta, base_timestamp + timestamp_delta))
-        position = body + length
-    if position != end:
-        raise PeerError(
-            "incorrect declared batch size, records still remaining after the declared count",
-            LogErrorCode.INVALID_RECORD,
-        )
-    return entries
-
-
 def record_timestamps(batch: bytes, header: BatchHeader) -> list[tuple[int, int]] | None:
-    """(offset, timestamp) of every record, or None when the codec cannot be read here.
+    """(offset, timestamp) of every record, or None when the records cannot be read here.
 
-    Uncompressed and gzip batches are read (gzip with the standard library); snappy, lz4 and zstd
-    are not decoded by kgroup's log, so timestamp lookups fall back to batch granularity for them.
-    For a LogAppendTime batch every record's timestamp is the batch's maxTimestamp, as in Kafka.
+    Every codec Kafka has is read. A payload that does not inflate, inflates to more than
+    :data:`MAX_INFLATED_BYTES` or holds records that do not parse gives None (such a batch can only
+    have been stored before kgroup checked compressed batches on append); timestamp lookups then
+    stay at batch granularity. For a LogAppendTime batch every record's timestamp is the batch's
+    maxTimestamp, as in Kafka.
     """
-    if header.compression == COMPRESSION_NONE:
-        payload, start = batch, HEADER_SIZE
-    elif header.compression == COMPRESSION_GZIP:
-        inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
-        try:
-            payload, start = inflater.decompress(batch[HEADER_SIZE:], MAX_INFLATED_BYTES), 0
-        except zlib.error:
-            return None
-        if inflater.unconsumed_tail or len(payload) >= MAX_INFLATED_BYTES:
-            return None  # larger than any real batch inflates to: not worth the memory
-    else:
-        return None
     try:
-        entries = _record_entries(payload, start, header.records_count, header.base_timestamp)
+        entries = _records_of(batch, header)
     except PeerError:
-        # records inside a compressed batch are not checked on append (its payload is kept as
-        # produced); ones that do not parse leave the lookup at batch granularity
         return None
-    if header.is_log_append_time:
-        return [(header.base_offset + delta, header.max_timestamp) for delta, _ in entries]
     return [(header.base_offset + delta, timestamp) for delta, timestamp in entries]
 
 
@@ -389,7 +370,7 @@ def stamp_batch(
 
     ``baseOffset`` and ``partitionLeaderEpoch`` are set (outside the CRC). With LogAppendTime the
     timestamp type bit and ``maxTimestamp = now`` are set; with CreateTime ``maxTimestamp`` becomes the
-    records' true maximum for an uncompressed batch. Either header change recomputes the CRC, and only
+    records' true maximum (-1 when none is larger). Either header change recomputes the CRC, and only
     when the value differs (``DefaultRecordBatch.setMaxTimestamp``).
     """
     out = bytearray(batch.data)

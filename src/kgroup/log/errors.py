@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import enum
 
+from kgroup.model import PeerError
+
 __all__ = [
     "InvalidConfig",
     "InvalidPartitions",
@@ -20,6 +22,7 @@ __all__ = [
     "LogErrorCode",
     "LogStorageError",
     "OffsetOutOfRange",
+    "RecordErrors",
     "TopicExists",
     "UnknownTopicOrPartition",
 ]
@@ -28,6 +31,7 @@ __all__ = [
 class LogErrorCode(enum.IntEnum):
     """Kafka's error codes (``org.apache.kafka.common.protocol.Errors``) the log raises."""
 
+    UNKNOWN_SERVER_ERROR = -1
     OFFSET_OUT_OF_RANGE = 1
     CORRUPT_MESSAGE = 2
     UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -86,3 +90,12 @@ class LogStorageError(LogError):
     """
 
     error_code = LogErrorCode.KAFKA_STORAGE_ERROR
+
+
+class RecordErrors(PeerError):
+    """A batch refused for some of its records: ``record_errors`` are (record index, message), what
+    Kafka's ``RecordValidationException`` carries into the Produce response's ``record_errors``."""
+
+    def __init__(self, message: str, error_code: int, record_errors: tuple[tuple[int, str], ...]) -> None:
+        super().__init__(message, error_code)
+        self.record_errors = record_errors

@@ -72,7 +72,10 @@ class LogConfig:
     ``segment_bytes``* (``log.segment.bytes``, 1 GiB), ``index_interval_bytes``* (4096),
     ``retention_bytes``* / ``retention_ms``* (None: keep everything), ``max_message_bytes``*
     (``message.max.bytes``), ``log_append_time``* (``log.message.timestamp.type=LogAppendTime``),
-    ``retention_check_interval_ms`` (``log.retention.check.interval.ms``, 5 minutes).
+    ``retention_check_interval_ms`` (``log.retention.check.interval.ms``, 5 minutes),
+    ``timestamp_before_max_ms``* / ``timestamp_after_max_ms``* (``log.message.timestamp.before/after.max.ms``;
+    None: unbounded). Both are unbounded here, so that the log takes any ``now_ms``; the broker
+    (:func:`kgroup.broker.server.open_logs`) sets Kafka 4's defaults: unbounded before, one hour after.
     """
 
     fsync: FsyncPolicy = FsyncPolicy.INTERVAL
@@ -84,6 +87,8 @@ class LogConfig:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     log_append_time: bool = False
     retention_check_interval_ms: int = 300_000
+    timestamp_before_max_ms: int | None = None
+    timestamp_after_max_ms: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.fsync, FsyncPolicy):
@@ -98,7 +103,7 @@ class LogConfig:
                 raise KgroupError(f"{name}: {getattr(self, name)} must be a positive number")
         if self.index_interval_bytes < 0:
             raise KgroupError(f"index_interval_bytes: {self.index_interval_bytes} must be 0 or more")
-        for name in ("retention_bytes", "retention_ms"):
+        for name in ("retention_bytes", "retention_ms", "timestamp_before_max_ms", "timestamp_after_max_ms"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise KgroupError(f"{name}: {value} must be 0 or more, or None to keep everything")
@@ -232,6 +237,8 @@ class LogManager:
     def _settings(self, configs: Mapping[str, str]) -> PartitionSettings:
         config = self.config
         kind = configs.get("message.timestamp.type")
+        before = _long(configs, "message.timestamp.before.max.ms", 0)
+        after = _long(configs, "message.timestamp.after.max.ms", 0)
         return PartitionSettings(
             segment_bytes=_or(_long(configs, "segment.bytes", 14), config.segment_bytes),
             index_interval_bytes=_or(_long(configs, "index.interval.bytes", 0), config.index_interval_bytes),
@@ -241,8 +248,8 @@ class LogManager:
             retention_ms=_retention(_long(configs, "retention.ms", -1), config.retention_ms),
             fsync=config.fsync,
             timestamp_bounds=TimestampBounds(
-                _long(configs, "message.timestamp.before.max.ms", 0),
-                _long(configs, "message.timestamp.after.max.ms", 0),
+                _or_none(before, config.timestamp_before_max_ms),
+                _or_none(after, config.timestamp_after_max_ms),
             ),
         )
 
@@ -386,6 +393,10 @@ class LogManager:
 
 
 def _or(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
+def _or_none(value: int | None, default: int | None) -> int | None:
     return default if value is None else value
 
 

@@ -197,19 +197,16 @@ class PartitionLog:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def append(self, records: bytes | None, *, now_ms: int) -> AppendResult:
-        """Append the ``records`` of a Produce request (one RecordBatch v2, as Kafka requires).
+    def validate(self, records: bytes, *, now_ms: int) -> ValidatedBatch:
+        """Kafka's checks of one partition's Produce ``records`` against this log's settings.
 
-        ``None`` (a null records field) is treated as no batch at all (INVALID_RECORD), as in Kafka.
-
-        Raises :class:`PeerError` (Kafka's code) for a batch Kafka would refuse; nothing is written
-        then. On return the bytes were handed to the OS (and fsynced under ``FsyncPolicy.ALWAYS``).
-        Raises ``OSError`` when the write fails; the log is then as before the call.
+        A pure function of ``records``, ``now_ms`` and the (frozen) settings: the broker runs it in
+        another thread for a compressed or large batch, then hands the result to :meth:`append`.
+        Raises :class:`PeerError` with Kafka's code.
         """
         settings = self.settings
-        self._open()
         batch = validate_produce_records(
-            records or b"",
+            records,
             max_message_bytes=settings.max_message_bytes,
             log_append_time=settings.log_append_time,
             now_ms=now_ms,
@@ -221,6 +218,23 @@ class PartitionLog:
                 f"segment size of {settings.segment_bytes}",
                 LogErrorCode.RECORD_LIST_TOO_LARGE,
             )
+        return batch
+
+    def append(self, records: bytes | ValidatedBatch | None, *, now_ms: int) -> AppendResult:
+        """Append the ``records`` of a Produce request (one RecordBatch v2, as Kafka requires).
+
+        ``None`` (a null records field) is treated as no batch at all (INVALID_RECORD), as in Kafka.
+        ``records`` may also be what :meth:`validate` returned for them.
+
+        Raises :class:`PeerError` (Kafka's code) for a batch Kafka would refuse; nothing is written
+        then. On return the bytes were handed to the OS (and fsynced under ``FsyncPolicy.ALWAYS``).
+        Raises ``OSError`` when the write fails; the log is then as before the call.
+        """
+        self._open()
+        if isinstance(records, ValidatedBatch):
+            batch = records
+        else:
+            batch = self.validate(records or b"", now_ms=now_ms)
         duplicate = self.producers.check_client_batch(batch.header)
         if duplicate is not None:
             return AppendResult(

@@ -1,0 +1,120 @@
+"""The records inside a RecordBatch v2, walked as Kafka's record iterators walk them.
+
+A record (``DefaultRecord``) is::
+
+    length varint | attributes int8 | timestampDelta varlong | offsetDelta varint
+    | keyLength varint | key | valueLength varint | value | headerCount varint
+    | (headerKeyLength varint | headerKey | headerValueLength varint | headerValue) * headerCount
+
+:func:`walk_records` reads ``count`` of them and checks what ``DefaultRecord.readFrom`` and the batch
+iterator check: each record's length against what its fields take and what is left, no negative
+header count or header key length, and no bytes left after the declared count. Any failure is
+``INVALID_RECORD``, the code Kafka answers for an ``InvalidRecordException`` from its iterator. Keys,
+values and headers are skipped, not copied.
+
+Timestamps are Java ``long`` arithmetic: ``baseTimestamp + timestampDelta`` wraps around at 2^63, as
+it does in Kafka (a base of 2^63-1 with a delta of 2^62 is a negative timestamp there, not an error).
+"""
+
+from __future__ import annotations
+
+from kgroup.log.errors import LogErrorCode
+from kgroup.model import PeerError
+
+__all__ = ["java_long", "walk_records"]
+
+_LONG = 1 << 64
+_LONG_MIN = -(1 << 63)
+_VARINT_MASK = (1 << 32) - 1
+_VARLONG_MASK = (1 << 64) - 1
+
+
+def java_long(value: int) -> int:
+    """``value`` wrapped to a signed 64-bit integer, as Java's ``long`` arithmetic wraps it."""
+    return (value - _LONG_MIN) % _LONG + _LONG_MIN
+
+
+def _invalid(message: str) -> PeerError:
+    return PeerError(message, LogErrorCode.INVALID_RECORD)
+
+
+def _varint(data: bytes, position: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """A zig-zag varint (``ByteUtils.readVarint``/``readVarlong``) at ``position``: (value, next)."""
+    raw = 0
+    shift = 0
+    for index in range(max_bytes):
+        if position + index >= end:
+            raise _invalid("Found invalid record structure (the record ends inside a varint)")
+        byte = data[position + index]
+        raw |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            raw &= _VARINT_MASK if max_bytes == 5 else _VARLONG_MASK  # Java's int/long drop the rest
+            return (raw >> 1) ^ -(raw & 1), position + index + 1
+        shift += 7
+    raise _invalid("Found invalid record structure (a varint is longer than its maximum size)")
+
+
+def walk_records(
+    data: bytes, start: int, count: int, base_timestamp: int, log_append_time: int | None
+) -> list[tuple[int, int]]:
+    """(offset delta, timestamp) of each of the ``count`` records in ``data[start:]``.
+
+    ``log_append_time`` (a LogAppendTime batch's max timestamp) is every record's timestamp, as in
+    Kafka's iterator. Raises :class:`PeerError` (INVALID_RECORD) for records Kafka refuses to read.
+    """
+    entries: list[tuple[int, int]] = []
+    append = entries.append
+    position = start
+    end = len(data)
+    for _ in range(count):
+        if position >= end:
+            raise _invalid("Incorrect declared batch size, premature EOF reached")
+        byte = data[position]
+        if byte < 0x80:
+            length, body = (byte >> 1) ^ -(byte & 1), position + 1
+        else:
+            length, body = _varint(data, position, end, 5)
+        if length < 0 or body + length > end:
+            raise _invalid(
+                f"Invalid record size: expected {length} bytes in record payload, but instead the "
+                f"buffer has only {end - body} remaining bytes."
+            )
+        stop = body + length
+        cursor = body + 1  # attributes
+        timestamp_delta, cursor = _varint(data, cursor, stop, 10)
+        offset_delta, cursor = _varint(data, cursor, stop, 5)
+        key_length, cursor = _varint(data, cursor, stop, 5)
+        if key_length > 0:
+            cursor += key_length
+        value_length, cursor = _varint(data, cursor, stop, 5)
+        if value_length > 0:
+            cursor += value_length
+        headers, cursor = _varint(data, cursor, stop, 5)
+        if headers < 0:
+            raise _invalid(f"Found invalid number of record headers {headers}")
+        if headers > stop - cursor:
+            raise _invalid(
+                f"Found invalid number of record headers. {headers} is larger than the remaining size "
+                "of the buffer"
+            )
+        for _ in range(headers):
+            header_key_length, cursor = _varint(data, cursor, stop, 5)
+            if header_key_length < 0:
+                raise _invalid(f"Invalid negative header key size {header_key_length}")
+            cursor += header_key_length
+            header_value_length, cursor = _varint(data, cursor, stop, 5)
+            if header_value_length > 0:
+                cursor += header_value_length
+        if cursor != stop:
+            raise _invalid(
+                f"Invalid record size: expected to read {length} bytes in record payload, but instead "
+                f"read {cursor - body}"
+            )
+        if log_append_time is None:
+            append((offset_delta, java_long(base_timestamp + timestamp_delta)))
+        else:
+            append((offset_delta, log_append_time))
+        position = stop
+    if position != end:
+        raise _invalid("Incorrect declared batch size, records still remaining in file")
+    return entries
