@@ -219,6 +219,33 @@ def _metadata_everything() -> Hostile:
     return send
 
 
+def _create_topic_of_10000_partitions() -> Hostile:
+    """The most partitions a topic may have (kgroup's limit): 10,000 directories to make."""
+    request = build(
+        request_class(19, 7),
+        {
+            "topics": [
+                {
+                    "name": "ten-thousand",
+                    "num_partitions": 10_000,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            "timeout": 60_000,
+            "validate_only": False,
+        },
+    )
+
+    def send(bootstrap: str) -> None:
+        with RawClient(bootstrap, timeout_s=300) as client:
+            answer = client.request(request)
+            assert int(answer.topics[0].error_code) == 0
+
+    return send
+
+
 HOSTILE: dict[str, Callable[[], Hostile]] = {
     "offset-commit-100000-elements": _offset_commit,
     "offset-commit-100MiB-refused": _offset_commit_over_the_limit,
@@ -226,6 +253,7 @@ HOSTILE: dict[str, Callable[[], Hostile]] = {
     "fetch-100000-elements": _fetch_every_partition,
     "produce-100MiB": _produce_100_mib,
     "metadata-1000-partitions-x20": _metadata_everything,
+    "create-topic-10000-partitions": _create_topic_of_10000_partitions,
 }
 
 

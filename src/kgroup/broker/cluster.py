@@ -107,6 +107,12 @@ class Cluster:
         self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
     ) -> TopicInfo:
         self.logs.create_topic(name, partitions, dict(configs))
+        return self.register_topic(name, partitions, replication_factor, configs)
+
+    def register_topic(
+        self, name: str, partitions: int, replication_factor: int, configs: Mapping[str, str]
+    ) -> TopicInfo:
+        """The topic the logs now have (made by ``create_topic`` or a finished ``begin_topic``)."""
         info = TopicInfo(
             name, topic_id_for(name), self._placement(partitions, replication_factor), dict(configs)
         )

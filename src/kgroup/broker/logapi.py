@@ -8,7 +8,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-__all__ = ["AppendResultLike", "CoordinatorLogLike", "LogManagerLike", "PartitionLogLike"]
+__all__ = [
+    "AppendResultLike",
+    "CoordinatorLogLike",
+    "LogManagerLike",
+    "PartitionLogLike",
+    "TopicCreationLike",
+]
 
 
 class AppendResultLike(Protocol):
@@ -50,8 +56,17 @@ class CoordinatorLogLike(Protocol):
     def replay(self) -> Iterable[tuple[bytes, bytes | None]]: ...
 
 
+class TopicCreationLike(Protocol):
+    def step(self, count: int) -> bool: ...
+    def finish(self) -> None: ...
+    def abort(self) -> None: ...
+
+
 class LogManagerLike(Protocol):
     def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> None: ...
+    def begin_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+    ) -> TopicCreationLike: ...
     def delete_topic(self, name: str) -> None: ...
     def add_partitions(self, name: str, total: int) -> None: ...
     def topics(self) -> Mapping[str, int]: ...

@@ -20,13 +20,19 @@ log = logging.getLogger("kgroup.broker")
 TIMESTAMP_AFTER_MAX_MS = 3_600_000
 
 
-def open_logs(data_dir: Path, fsync: str = "interval") -> LogManagerLike:
+def open_logs(data_dir: Path, fsync: str = "interval", max_open_files: int | None = None) -> LogManagerLike:
     """The on-disk log manager for ``data_dir`` (recovering a torn tail left by a crash), with Kafka
-    4's log defaults: a record more than an hour ahead of the broker's clock is INVALID_TIMESTAMP."""
+    4's log defaults: a record more than an hour ahead of the broker's clock is INVALID_TIMESTAMP.
+    ``max_open_files``: the segment files open at once (None: ``kgroup.log``'s default, 256)."""
     from kgroup.log import FsyncPolicy, LogConfig, LogManager
+    from kgroup.log.handles import DEFAULT_MAX_OPEN_FILES
 
     policies = {"always": FsyncPolicy.ALWAYS, "interval": FsyncPolicy.INTERVAL, "never": FsyncPolicy.NEVER}
-    config = LogConfig(fsync=policies[fsync], timestamp_after_max_ms=TIMESTAMP_AFTER_MAX_MS)
+    config = LogConfig(
+        fsync=policies[fsync],
+        timestamp_after_max_ms=TIMESTAMP_AFTER_MAX_MS,
+        max_open_files=DEFAULT_MAX_OPEN_FILES if max_open_files is None else max_open_files,
+    )
     manager: LogManagerLike = LogManager(data_dir, config)
     return manager
 

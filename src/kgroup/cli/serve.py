@@ -47,6 +47,9 @@ def register(app: typer.Typer) -> None:
             help="Array elements one request may hold in all (kgroup's limit; see docs/broker.md).",
         ),
         max_connections: int = typer.Option(1000, "--max-connections", help="max.connections per broker."),
+        max_open_files: int = typer.Option(
+            256, "--max-open-files", help="Segment files open at once (kgroup's limit; see docs/broker.md)."
+        ),
         record: Path | None = typer.Option(  # noqa: B008
             None, "--record", help="Write the groups' events here for `kgroup report DIR`."
         ),
@@ -78,7 +81,7 @@ def register(app: typer.Typer) -> None:
         if data_dir is None:
             data_dir = Path(tempfile.mkdtemp(prefix="kgroup-serve-"))
         data_dir.mkdir(parents=True, exist_ok=True)
-        logs = open_logs(data_dir, fsync)
+        logs = open_logs(data_dir, fsync, max_open_files)
         recorder: Any = None
         if record is not None:
             from kgroup.broker.recorder import GroupRecorder

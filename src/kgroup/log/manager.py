@@ -30,13 +30,15 @@ from kgroup.log.errors import (
     InvalidConfig,
     InvalidPartitions,
     InvalidTopic,
+    LogStorageError,
     TopicExists,
     UnknownTopicOrPartition,
 )
+from kgroup.log.handles import DEFAULT_MAX_OPEN_FILES, FileHandles
 from kgroup.log.partition import FsyncPolicy, PartitionLog, PartitionSettings
 from kgroup.model import KgroupError
 
-__all__ = ["TOPIC_CONFIG_NAMES", "LogConfig", "LogManager", "validate_topic_name"]
+__all__ = ["TOPIC_CONFIG_NAMES", "LogConfig", "LogManager", "TopicCreation", "validate_topic_name"]
 
 CLEAN_SHUTDOWN_FILE = ".kgroup-clean-shutdown"
 LOCK_FILE = ".lock"
@@ -73,7 +75,9 @@ class LogConfig:
     ``retention_bytes``* / ``retention_ms``* (None: keep everything), ``max_message_bytes``*
     (``message.max.bytes``), ``log_append_time``* (``log.message.timestamp.type=LogAppendTime``),
     ``retention_check_interval_ms`` (``log.retention.check.interval.ms``, 5 minutes),
-    ``timestamp_before_max_ms``* / ``timestamp_after_max_ms``* (``log.message.timestamp.before/after.max.ms``;
+    ``max_open_files`` (the segment files open at once, least recently used closed first; kgroup's
+    own: Kafka keeps every segment's files open or mapped), ``timestamp_before_max_ms``* /
+    ``timestamp_after_max_ms``* (``log.message.timestamp.before/after.max.ms``;
     None: unbounded). Both are unbounded here, so that the log takes any ``now_ms``; the broker
     (:func:`kgroup.broker.server.open_logs`) sets Kafka 4's defaults: unbounded before, one hour after.
     """
@@ -89,6 +93,7 @@ class LogConfig:
     retention_check_interval_ms: int = 300_000
     timestamp_before_max_ms: int | None = None
     timestamp_after_max_ms: int | None = None
+    max_open_files: int = DEFAULT_MAX_OPEN_FILES
 
     def __post_init__(self) -> None:
         if not isinstance(self.fsync, FsyncPolicy):
@@ -101,6 +106,8 @@ class LogConfig:
         ):
             if getattr(self, name) <= 0:
                 raise KgroupError(f"{name}: {getattr(self, name)} must be a positive number")
+        if self.max_open_files < 8:
+            raise KgroupError(f"max_open_files: {self.max_open_files}; use at least 8")
         if self.index_interval_bytes < 0:
             raise KgroupError(f"index_interval_bytes: {self.index_interval_bytes} must be 0 or more")
         for name in ("retention_bytes", "retention_ms", "timestamp_before_max_ms", "timestamp_after_max_ms"):
@@ -192,6 +199,8 @@ class LogManager:
         _sync_directory(self.data_dir)
         self._topics: dict[str, _Topic] = {}
         self._coordinator_logs: dict[str, CoordinatorLog] = {}
+        self._handles = FileHandles(config.max_open_files)
+        self._creating: set[str] = set()  # names reserved by a TopicCreation not yet finished
         self._last_flush_ms: int | None = None
         self._last_retention_ms: int | None = None
         try:
@@ -222,7 +231,12 @@ class LogManager:
                 ) from None
             settings = self._settings(configs)
             partitions = [
-                PartitionLog(self.data_dir / f"{name}-{number}", settings, recover_tail=not self.clean_start)
+                PartitionLog(
+                    self.data_dir / f"{name}-{number}",
+                    settings,
+                    recover_tail=not self.clean_start,
+                    handles=self._handles,
+                )
                 for number in range(count)
             ]
             self._topics[name] = _Topic(partitions, configs, settings)
@@ -256,21 +270,32 @@ class LogManager:
     # -- topics --------------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
-        """Create a topic of ``partitions`` empty partitions; persisted before this returns."""
+        """Create a topic of ``partitions`` empty partitions; persisted before this returns.
+
+        All or nothing: a failure part of the way (a full disk) removes what was made and raises
+        :class:`LogStorageError`.
+        """
+        creation = self.begin_topic(name, partitions, configs)
+        creation.step(partitions)
+        creation.finish()
+
+    def begin_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+    ) -> TopicCreation:
+        """Start creating a topic a few partitions at a time (:class:`TopicCreation`): the name is
+        checked and reserved now; the topic exists once :meth:`TopicCreation.finish` returns."""
         validate_topic_name(name)
-        if name in self._topics:
+        if name in self._topics or name in self._creating:
             raise TopicExists(f"topic '{name}' already exists")
-        for existing in self._topics:  # Kafka's Topic.hasCollision: '.' and '_' clash in metric names
+        for existing in (*self._topics, *self._creating):  # Kafka's Topic.hasCollision ('.' vs '_')
             if existing.replace(".", "_") == name.replace(".", "_"):
                 raise InvalidTopic(f"topic '{name}' collides with existing topic: {existing}")
         if partitions <= 0:
             raise InvalidPartitions(f"number of partitions must be larger than 0, not {partitions}")
         topic_configs = dict(configs or {})
         _validate_topic_configs(topic_configs)
-        settings = self._settings(topic_configs)
-        logs = [self._new_partition(name, number, settings) for number in range(partitions)]
-        self._write_meta(name, partitions, topic_configs)
-        self._topics[name] = _Topic(logs, topic_configs, settings)
+        self._creating.add(name)
+        return TopicCreation(self, name, partitions, topic_configs, self._settings(topic_configs))
 
     def delete_topic(self, name: str) -> None:
         """Delete a topic and its data (the metadata goes first: a crash midway leaves no topic)."""
@@ -292,8 +317,13 @@ class LogManager:
             raise InvalidPartitions(
                 f"topic currently has {current} partitions, which is higher than the requested {total}"
             )
-        new = [self._new_partition(name, number, topic.settings) for number in range(current, total)]
-        self._write_meta(name, total, topic.configs)
+        numbers = range(current, total)
+        new = self._new_partitions(name, numbers, topic.settings)
+        try:
+            self._write_meta(name, total, topic.configs)
+        except OSError as error:
+            self._discard(name, new, numbers)
+            raise LogStorageError(f"cannot add partitions to topic '{name}': {error}") from None
         topic.partitions.extend(new)
 
     def topics(self) -> dict[str, int]:
@@ -316,11 +346,28 @@ class LogManager:
             raise UnknownTopicOrPartition(f"topic '{name}' does not exist")
         return topic
 
-    def _new_partition(self, name: str, number: int, settings: PartitionSettings) -> PartitionLog:
-        directory = self.data_dir / f"{name}-{number}"
-        if directory.exists():
-            shutil.rmtree(directory)  # left by an earlier, interrupted attempt
-        return PartitionLog(directory, settings, recover_tail=False)
+    def _new_partitions(
+        self, name: str, numbers: range, settings: PartitionSettings
+    ) -> list[PartitionLog]:
+        """Empty partitions (a directory each, no file until the first append), all or none: a
+        failure removes the ones made and raises :class:`LogStorageError`."""
+        logs: list[PartitionLog] = []
+        try:
+            for number in numbers:
+                directory = self.data_dir / f"{name}-{number}"
+                if directory.exists():
+                    shutil.rmtree(directory)  # left by an earlier, interrupted attempt
+                logs.append(PartitionLog(directory, settings, recover_tail=False, handles=self._handles))
+        except OSError as error:
+            self._discard(name, logs, numbers)
+            raise LogStorageError(f"cannot create the partitions of topic '{name}': {error}") from None
+        return logs
+
+    def _discard(self, name: str, logs: list[PartitionLog], numbers: range) -> None:
+        for log in logs:
+            log.close()
+        for number in numbers:
+            shutil.rmtree(self.data_dir / f"{name}-{number}", ignore_errors=True)
 
     def _write_meta(self, name: str, partitions: int, configs: Mapping[str, str]) -> None:
         meta = {"version": 1, "name": name, "partitions": partitions, "configs": dict(configs)}
@@ -384,6 +431,7 @@ class LogManager:
             coordinator.close()
         self._topics.clear()
         self._coordinator_logs.clear()
+        self._handles.close_all()
 
     def __enter__(self) -> LogManager:
         return self
@@ -391,6 +439,71 @@ class LogManager:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+
+
+class TopicCreation:
+    """A topic being made (:meth:`LogManager.begin_topic`): :meth:`step` makes a few of its partitions
+    (a directory each, no file before the first append), :meth:`finish` writes its metadata and
+    makes it exist, :meth:`abort` removes what was made. Any failure aborts: all or nothing.
+
+    The broker makes a 10,000-partition topic fifty partitions per step and gives
+    its other connections a turn between steps.
+    """
+
+    def __init__(
+        self,
+        manager: LogManager,
+        name: str,
+        partitions: int,
+        configs: dict[str, str],
+        settings: PartitionSettings,
+    ) -> None:
+        self._manager = manager
+        self.name = name
+        self.partitions = partitions
+        self._configs = configs
+        self._settings = settings
+        self._logs: list[PartitionLog] = []
+        self._ended = False
+
+    def step(self, count: int) -> bool:
+        """Make up to ``count`` more partitions; True once all are made."""
+        manager = self._manager
+        try:
+            for number in range(len(self._logs), min(self.partitions, len(self._logs) + count)):
+                directory = manager.data_dir / f"{self.name}-{number}"
+                if directory.exists():
+                    shutil.rmtree(directory)  # left by an earlier, interrupted attempt
+                self._logs.append(
+                    PartitionLog(directory, self._settings, recover_tail=False, handles=manager._handles)
+                )
+        except OSError as error:
+            self.abort()
+            raise LogStorageError(f"cannot create the partitions of topic '{self.name}': {error}") from None
+        return len(self._logs) == self.partitions
+
+    def finish(self) -> None:
+        """Write the topic's metadata (the topic exists from then on, after a restart too)."""
+        if len(self._logs) != self.partitions:
+            raise RuntimeError(f"topic '{self.name}': finish() before every partition was made")
+        manager = self._manager
+        try:
+            manager._write_meta(self.name, self.partitions, self._configs)
+        except OSError as error:
+            (manager._meta_dir / f"{self.name}.json").unlink(missing_ok=True)
+            self.abort()
+            raise LogStorageError(f"cannot create topic '{self.name}': {error}") from None
+        manager._topics[self.name] = _Topic(self._logs, self._configs, self._settings)
+        manager._creating.discard(self.name)
+        self._ended = True
+
+    def abort(self) -> None:
+        """Remove the partitions made so far and release the name."""
+        if self._ended:
+            return
+        self._ended = True
+        self._manager._discard(self.name, self._logs, range(self.partitions))
+        self._manager._creating.discard(self.name)
 
 def _or(value: int | None, default: int) -> int:
     return default if value is None else value

@@ -28,6 +28,7 @@ from kgroup.log.batch import (
     validate_produce_records,
 )
 from kgroup.log.errors import LogErrorCode, OffsetOutOfRange, UnknownTopicOrPartition
+from kgroup.log.handles import FileHandles
 from kgroup.log.producer_state import ProducerStateManager
 from kgroup.log.segment import INT32_MAX, Segment, SegmentRecovery
 from kgroup.model import PeerError
@@ -107,15 +108,25 @@ class RecoveryReport:
 class PartitionLog:
     """The log of one topic partition: append produced batches, read them back, look up offsets."""
 
-    def __init__(self, directory: Path, settings: PartitionSettings, *, recover_tail: bool) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        settings: PartitionSettings,
+        *,
+        recover_tail: bool,
+        handles: FileHandles | None = None,
+    ) -> None:
         """Open (or create) the partition in ``directory``.
 
         ``recover_tail`` (after an unclean shutdown) re-reads and re-checks every batch of the last
         segment; otherwise only the bytes after its last index entry are checked. A torn or corrupt
         tail is cut off either way, and a segment cut short drops every segment after it.
+        ``handles`` is the data directory's cache of open files (a log of its own by default); no
+        file of a new partition is created before its first append.
         """
         self.directory = directory
         self.settings = settings
+        self._handles = handles if handles is not None else FileHandles()
         self.leader_epoch = 0  # written into each stored batch's partitionLeaderEpoch
         directory.mkdir(parents=True, exist_ok=True)
         self._segments: list[Segment] = []
@@ -168,7 +179,7 @@ class PartitionLog:
                 # a gap or overlap: the log is only good up to the previous segment's end
                 removed += self._delete_segment_files(bases[number:])
                 break
-            segment = Segment(self.directory, base, self.settings.index_interval_bytes)
+            segment = Segment(self.directory, base, self.settings.index_interval_bytes, self._handles)
             is_last = number == len(bases) - 1
             result: SegmentRecovery = segment.open_existing(full_recovery=recover_tail and is_last)
             self._segments.append(segment)
@@ -179,14 +190,16 @@ class PartitionLog:
                 removed += self._delete_segment_files(bases[number + 1 :])
                 break
         if not self._segments:
-            self._segments.append(Segment(self.directory, 0, self.settings.index_interval_bytes))
+            # no file yet: the first append creates the segment's log (and syncs the directory then)
+            self._segments.append(
+                Segment(self.directory, 0, self.settings.index_interval_bytes, self._handles)
+            )
             self._bases.append(0)
-            self._sync_directory()
         return RecoveryReport(truncated, removed, rebuilt)
 
     def _delete_segment_files(self, bases: list[int]) -> int:
         for base in bases:
-            segment = Segment(self.directory, base, self.settings.index_interval_bytes)
+            segment = Segment(self.directory, base, self.settings.index_interval_bytes, self._handles)
             segment.delete()
         return len(bases)
 
@@ -254,7 +267,10 @@ class PartitionLog:
         )
         header = parse_header(data)
         segment = self._maybe_roll(len(data), header)
+        created = segment.size == 0 and not segment.log_path.exists()
         segment.append(data, header)
+        if created and self.settings.fsync is not FsyncPolicy.NEVER:
+            self._sync_directory()  # the new file's directory entry, as a rolled segment's
         self.producers.record(header)
         if self.settings.fsync is FsyncPolicy.ALWAYS:
             segment.flush()
@@ -274,12 +290,12 @@ class PartitionLog:
         if active.size == 0 or not (full or overflow):
             return active
         active.flush()  # a rolled segment is flushed whatever the policy, as Kafka flushes on roll
-        segment = Segment(self.directory, self.log_end_offset, self.settings.index_interval_bytes)
+        segment = Segment(
+            self.directory, self.log_end_offset, self.settings.index_interval_bytes, self._handles
+        )
         self._segments.append(segment)
         self._bases.append(segment.base_offset)
-        if self.settings.fsync is not FsyncPolicy.NEVER:
-            self._sync_directory()
-        return segment
+        return segment  # its files are created (and the directory synced) by the append that follows
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from kgroup.log.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, BatchHeader, batch_crc_ok, parse_header
 from kgroup.log.errors import LogStorageError
+from kgroup.log.handles import FileHandles
 
 __all__ = ["Segment", "SegmentRecovery", "segment_file_name"]
 
@@ -54,21 +55,26 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 class Segment:
-    """An open segment: its file descriptors and the in-memory copy of its indexes.
+    """A segment: its three files and the in-memory copy of its indexes.
 
-    Single-threaded: one caller (the broker's event loop) at a time.
+    Its files are opened through the data directory's :class:`FileHandles` cache, right before each
+    system call, and created only when first written: an empty partition holds no file. Single-
+    threaded: one caller (the broker's event loop) at a time.
     """
 
-    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(
+        self, directory: Path, base_offset: int, index_interval_bytes: int, handles: FileHandles
+    ) -> None:
         self.base_offset = base_offset
         self.log_path = directory / segment_file_name(base_offset, ".log")
         self.index_path = directory / segment_file_name(base_offset, ".index")
         self.time_index_path = directory / segment_file_name(base_offset, ".timeindex")
         self._index_interval_bytes = index_interval_bytes
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._time_fd = os.open(self.time_index_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        self._handles = handles
+        try:
+            self.size = os.stat(self.log_path).st_size
+        except FileNotFoundError:
+            self.size = 0
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset - 1
@@ -107,8 +113,8 @@ class Segment:
 
     def _load_indexes(self) -> bool:
         """Read both index files; False (rebuild) when they do not agree with the log."""
-        raw = _read_file(self._index_fd)
-        times = _read_file(self._time_fd)
+        raw = self._read_whole(self.index_path)
+        times = self._read_whole(self.time_index_path)
         if len(raw) % _OFFSET_ENTRY.size or len(times) % _TIME_ENTRY.size:
             return False
         offsets: list[int] = []
@@ -181,21 +187,39 @@ class Segment:
             position += size
         truncated = self.size - position
         if truncated:
-            os.ftruncate(self._fd, position)
+            os.ftruncate(self._fd(), position)
             self.size = position
             self.dirty = True
         return truncated
 
+    # -- the files, through the cache (a descriptor is valid until the next call) -----------------
+
+    def _fd(self) -> int:
+        return self._handles.fd(self.log_path)
+
+    def _index_fd(self) -> int:
+        return self._handles.fd(self.index_path)
+
+    def _time_fd(self) -> int:
+        return self._handles.fd(self.time_index_path)
+
+    def _read_whole(self, path: Path) -> bytes:
+        if not path.exists():
+            return b""
+        fd = self._handles.fd(path)
+        size = os.fstat(fd).st_size
+        return os.pread(fd, size, 0) if size else b""
+
     def _chunk_at(self, position: int, at_least: int) -> bytes:
-        return os.pread(self._fd, max(_READ_CHUNK, at_least), position)
+        return os.pread(self._fd(), max(_READ_CHUNK, at_least), position)
 
     def _header_at(self, position: int) -> BatchHeader | None:
-        raw = os.pread(self._fd, HEADER_SIZE, position)
+        raw = os.pread(self._fd(), HEADER_SIZE, position)
         return parse_header(raw) if len(raw) == HEADER_SIZE else None
 
     def _rewrite_index_files(self) -> bool:
-        os.ftruncate(self._index_fd, 0)
-        os.ftruncate(self._time_fd, 0)
+        os.ftruncate(self._index_fd(), 0)
+        os.ftruncate(self._time_fd(), 0)
         index = b"".join(
             _OFFSET_ENTRY.pack(offset - self.base_offset, position)
             for offset, position in zip(self._index_offsets, self._index_positions, strict=True)
@@ -204,8 +228,8 @@ class Segment:
             _TIME_ENTRY.pack(stamp, offset - self.base_offset)
             for stamp, offset in zip(self._time_stamps, self._time_offsets, strict=True)
         )
-        os.pwrite(self._index_fd, index, 0)
-        os.pwrite(self._time_fd, times, 0)
+        os.pwrite(self._index_fd(), index, 0)
+        os.pwrite(self._time_fd(), times, 0)
         self.dirty = True
         return True
 
@@ -218,11 +242,12 @@ class Segment:
         """
         position = self.size
         try:
-            os.lseek(self._fd, position, os.SEEK_SET)
-            _write_all(self._fd, data)
+            fd = self._fd()
+            os.lseek(fd, position, os.SEEK_SET)
+            _write_all(fd, data)
         except OSError:
             try:
-                os.ftruncate(self._fd, position)
+                os.ftruncate(self._fd(), position)
             finally:
                 raise
         self.size = position + len(data)
@@ -231,11 +256,11 @@ class Segment:
         self._note_batch(header, position, len(data), index=True)
         if len(self._index_offsets) > entries_before[0]:
             _write_all_at_end(
-                self._index_fd, _OFFSET_ENTRY.pack(header.last_offset - self.base_offset, position)
+                self._index_fd(), _OFFSET_ENTRY.pack(header.last_offset - self.base_offset, position)
             )
         if len(self._time_stamps) > entries_before[1]:
             _write_all_at_end(
-                self._time_fd,
+                self._time_fd(),
                 _TIME_ENTRY.pack(self._time_stamps[-1], self._time_offsets[-1] - self.base_offset),
             )
 
@@ -304,19 +329,19 @@ class Segment:
         return self._header_at(position) if position < self.size else None
 
     def read_batch(self, position: int, header: BatchHeader) -> bytes:
-        return os.pread(self._fd, header.size, position)
+        return os.pread(self._fd(), header.size, position)
 
     def read(self, position: int, max_bytes: int) -> bytes:
         """Whole batches from ``position``: the first always whole, then as many as fit in ``max_bytes``."""
         if position >= self.size:
             return b""
         want = min(self.size - position, max(max_bytes, HEADER_SIZE))
-        data = os.pread(self._fd, want, position)
+        data = os.pread(self._fd(), want, position)
         first = _LENGTH.unpack_from(data, 8)[0] + LOG_OVERHEAD
         if first < HEADER_SIZE or position + first > self.size:
             raise LogStorageError(f"{self.log_path}: no record batch at position {position} (damaged file)")
         if first > len(data):
-            return os.pread(self._fd, first, position)
+            return os.pread(self._fd(), first, position)
         end = first
         while end + LOG_OVERHEAD <= len(data):
             size = _LENGTH.unpack_from(data, end + 8)[0] + LOG_OVERHEAD
@@ -328,25 +353,21 @@ class Segment:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def flush(self) -> None:
+        """fsync what was written since the last flush (reopening a file the cache had closed)."""
         if self.dirty:
-            os.fsync(self._fd)
-            os.fsync(self._index_fd)
-            os.fsync(self._time_fd)
+            for path in (self.log_path, self.index_path, self.time_index_path):
+                if path.exists():
+                    os.fsync(self._handles.fd(path))
             self.dirty = False
 
     def close(self) -> None:
-        for fd in (self._fd, self._index_fd, self._time_fd):
-            os.close(fd)
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            self._handles.close(path)
 
     def delete(self) -> None:
         self.close()
         for path in (self.log_path, self.index_path, self.time_index_path):
             path.unlink(missing_ok=True)
-
-
-def _read_file(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
-    return os.pread(fd, size, 0) if size else b""
 
 
 def _write_all_at_end(fd: int, data: bytes) -> None:

@@ -49,6 +49,7 @@ class KafkaBroker:
         max_connections: int = 1000,
         max_request_bytes: int = 100 * 1024 * 1024,
         max_request_elements: int = 100_000,
+        max_open_files: int | None = None,
     ) -> None:
         from kgroup.broker.config import BrokerConfig
 
@@ -68,6 +69,7 @@ class KafkaBroker:
             Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kgroup-broker-"))
         )
         self._fsync = fsync
+        self._max_open_files = max_open_files
         self._record_dir = Path(record_dir) if record_dir is not None else None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -84,7 +86,7 @@ class KafkaBroker:
         from kgroup.broker.server import open_logs
 
         started: Future[None] = Future()
-        logs = open_logs(self.data_dir, self._fsync)
+        logs = open_logs(self.data_dir, self._fsync, self._max_open_files)
 
         async def main() -> None:
             self._stop = asyncio.Event()
