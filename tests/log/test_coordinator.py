@@ -1,4 +1,4 @@
-"""CoordinatorLog: append and replay, tombstones, torn tails, compaction, failed writes."""
+"""CoordinatorLog: append and replay, tombstones, torn tails, checkpoints swapped in, failed writes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kgroup.log import CoordinatorLog, FsyncPolicy
+from kgroup.log.coordinator import encode_frame
 
 Entries = list[tuple[bytes, bytes | None]]
 
@@ -74,36 +75,44 @@ def test_zero_filled_tail(tmp_path: Path) -> None:
     reopened.close()
 
 
-def test_compaction_keeps_the_last_value_of_each_key_in_order(tmp_path: Path) -> None:
-    path = tmp_path / "c.log"
-    log = CoordinatorLog(path, compact_min_bytes=2000)
-    for round_ in range(40):
-        log.append([(b"group", b"gen %d" % round_), (b"offset/%d" % (round_ % 3), b"%d" % round_)])
-    log.append([(b"offset/0", None)])
-    assert path.stat().st_size < 2000 * 2  # compacted at least once along the way
-    replayed = list(log.replay())
-    state: dict[bytes, bytes | None] = {}
-    for key, value in replayed:
-        state[key] = value
-    live = {k: v for k, v in state.items() if v is not None}
-    assert live == {b"group": b"gen 39", b"offset/1": b"37", b"offset/2": b"38"}
-    log.close()
-    reopened = CoordinatorLog(path)
-    assert list(reopened.replay()) == replayed
-    reopened.close()
-
-
-def test_explicit_compaction_is_atomic_and_reopens_cleanly(tmp_path: Path) -> None:
+def test_a_checkpoint_is_swapped_in_with_the_frames_appended_meanwhile(tmp_path: Path) -> None:
+    """The owner's checkpoint (made from the frames up to ``since``, in another thread) replaces the
+    log; what was appended after ``since`` follows it. A crash at any point leaves one file or the other."""
     path = tmp_path / "c.log"
     log = CoordinatorLog(path)
     log.append([(b"a", b"1"), (b"b", b"2")])
     log.append([(b"a", None), (b"b", b"3")])
-    log.compact()
-    assert list(log.replay()) == [(b"b", b"3")]
-    assert not path.with_name("c.log.compacting").exists()
-    log.append([(b"c", b"4")])
+    since = log.size
+    assert [e for frame in log.read_frames(since) for e in frame] == [
+        (b"a", b"1"),
+        (b"b", b"2"),
+        (b"a", None),
+        (b"b", b"3"),
+    ]
+    written = log.write_checkpoint([[(b"b", b"3")]])  # what the owner says the state is
+    log.append([(b"c", b"4")])  # meanwhile
+    copied = log.replace_with(log.checkpoint_path, since)
+    assert copied == len(encode_frame([(b"c", b"4")])) == log.copied_bytes
+    assert log.size == written + copied
+    assert list(log.replay()) == [(b"b", b"3"), (b"c", b"4")]
+    assert not log.checkpoint_path.exists()
+    log.append([(b"d", b"5")])
     log.close()
-    assert list(CoordinatorLog(path).replay()) == [(b"b", b"3"), (b"c", b"4")]
+    reopened = CoordinatorLog(path)
+    assert list(reopened.replay()) == [(b"b", b"3"), (b"c", b"4"), (b"d", b"5")]
+    reopened.close()
+
+
+def test_an_interrupted_checkpoint_is_discarded_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "c.log"
+    log = CoordinatorLog(path)
+    log.append([(b"a", b"1")])
+    log.write_checkpoint([[(b"x", b"never swapped in")]])
+    log.close()  # a crash before replace_with
+    reopened = CoordinatorLog(path)
+    assert not reopened.checkpoint_path.exists()
+    assert list(reopened.replay()) == [(b"a", b"1")]
+    reopened.close()
 
 
 def test_a_failed_write_raises_os_error_and_leaves_the_file_as_it_was(

@@ -117,6 +117,23 @@ _BY_TYPE: dict[type, st.SearchStrategy[Record]] = {
     records.GroupDeleted: st.builds(records.GroupDeleted, _ids),
     records.TimerArmed: st.builds(records.TimerArmed, _timer_key, _i64),
     records.TimerDisarmed: st.builds(records.TimerDisarmed, _timer_key),
+    records.GroupRestored: st.builds(
+        records.GroupRestored,
+        _ids,
+        st.sampled_from(list(GroupState)),
+        st.sampled_from(list(GroupState)),
+        _i64,
+        _i32,
+        st.none() | _text,
+        st.none() | _text,
+        st.none() | _ids,
+        st.lists(_member, max_size=3).map(tuple),
+        st.sampled_from([16, 32, 64]),
+        st.lists(_ids, max_size=3).map(tuple),
+        st.lists(_ids, max_size=3).map(tuple),
+        st.booleans(),
+        st.none() | st.tuples(_i64, _i64),
+    ),
 }
 RECORD = st.one_of(*_BY_TYPE.values())
 

@@ -30,6 +30,9 @@ class BrokerConfig:
     #: largest batch of records one coordinator write may append (Kafka's ``CoordinatorRuntime``
     #: refuses a larger one; an OffsetCommit is then answered UNKNOWN_SERVER_ERROR)
     offsets_max_message_bytes: int = 1024 * 1024 + 12
+    #: kgroup's own: the coordinator log is checkpointed (compacted) once it is larger than this and
+    #: twice its size after the last checkpoint (docs/log.md)
+    coordinator_checkpoint_min_bytes: int = 16 * MIB
     #: ``auto.create.topics.enable``
     auto_create_topics: bool = True
     #: ``num.partitions``

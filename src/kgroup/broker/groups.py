@@ -13,7 +13,12 @@ host the simulator also is:
   from the log — undoing the call — and the requests of the call are answered with
   COORDINATOR_NOT_AVAILABLE;
 * on start, and whenever a broker stops or starts, every coordinator is rebuilt **by replaying the
-  log** — recovery, failover and rollback are one code path.
+  log** — recovery, failover and rollback are one code path;
+* the log is compacted by **checkpoints**: once it has grown past ``coordinator_checkpoint_min_bytes``
+  and twice its size after the last checkpoint, the codec thread replays it up to that point into a
+  scratch coordinator and writes the records that rebuild that state (``GroupCoordinator.checkpoint``),
+  and the loop swaps the new file in with the frames appended meanwhile copied after it. A commit
+  costs its own records' bytes on the event loop, whatever the log and the groups hold.
 
 A request waits (its connection muted, as Kafka's is) until the coordinator's reply for its
 correlation id arrives: at once, or when a parked JoinGroup/SyncGroup completes.
@@ -26,7 +31,7 @@ import contextlib
 import itertools
 import logging
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from random import Random
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +60,7 @@ from kgroup.wire.group_records import decode_record, encode_record
 
 if TYPE_CHECKING:
     from kgroup.broker.broker import Broker
+    from kgroup.broker.logapi import CoordinatorLogLike
 
 __all__ = ["GroupAdapter", "error_response", "group_of"]
 
@@ -88,6 +94,28 @@ def error_response(body: Request, code: ErrorCode) -> Response:
     raise TypeError(f"no error answer for {type(body).__name__}")
 
 
+#: records per frame of a checkpoint (frames are replayed whole: a bounded size keeps reads small)
+_CHECKPOINT_FRAME_RECORDS = 1000
+
+
+def make_checkpoint(coordinator_log: CoordinatorLogLike, since: int, config: CoordinatorConfig) -> int:
+    """Write the records that rebuild the state the log holds up to position ``since`` to the log's
+    checkpoint file; the bytes written. Runs in the codec thread: the log's file is read through a
+    descriptor of its own, and a scratch coordinator holds every group (whichever broker leads it);
+    nothing of the broker's is touched."""
+    scratch = GroupCoordinator(config, rng=Random(0))
+    for entries in coordinator_log.read_frames(since):
+        for key, value in entries:
+            scratch.replay(decode_record(key, value))
+    records = iter(scratch.checkpoint())
+
+    def frames() -> Iterator[list[tuple[bytes, bytes | None]]]:
+        while batch := [encode_record(r) for r in itertools.islice(records, _CHECKPOINT_FRAME_RECORDS)]:
+            yield batch
+
+    return coordinator_log.write_checkpoint(frames())
+
+
 class GroupAdapter:
     """Coordinators, their timers and their log, driven from the broker's event loop."""
 
@@ -111,6 +139,10 @@ class GroupAdapter:
         self._timer_task: asyncio.Task[None] | None = None
         self._timers_changed: asyncio.Event | None = None
         self.recorder: Any = None  # kgroup.broker.recorder.GroupRecorder when --record is given
+        self.checkpoint_min_bytes = config.coordinator_checkpoint_min_bytes
+        self.checkpoints = 0  # made since start
+        self._checkpoint_base = 0  # the log's size after the last checkpoint
+        self._checkpointing: asyncio.Task[None] | None = None
 
     # --- lifecycle and rebuilding -----------------------------------------------------------------
 
@@ -123,6 +155,8 @@ class GroupAdapter:
         if self._timer_task is not None:
             self._timer_task.cancel()
             await asyncio.gather(self._timer_task, return_exceptions=True)
+        if self._checkpointing is not None:  # let it finish: its file is swapped in or removed
+            await asyncio.gather(self._checkpointing, return_exceptions=True)
         for future in self._waiting.values():
             if not future.done():
                 future.cancel()
@@ -215,6 +249,7 @@ class GroupAdapter:
                 log.error("coordinator log write failed (%s): rolling back by replaying the log", exc)
                 self._roll_back(requests, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 return
+            self._maybe_checkpoint()
             if self.recorder is not None:
                 self.recorder.on_records(self.broker.clock_ms(), result.records, self._view_of(node_id))
         if result.timers:
@@ -223,6 +258,30 @@ class GroupAdapter:
                 timers.apply(result.timers)
                 self._wake_timers()
         self._release(result.replies)
+
+    def _maybe_checkpoint(self) -> None:
+        size = self.log.size
+        if self._checkpointing is None and size > max(self.checkpoint_min_bytes, 2 * self._checkpoint_base):
+            self._checkpointing = asyncio.get_running_loop().create_task(self._checkpoint())
+
+    async def _checkpoint(self) -> None:
+        log_ = self.log
+        since = log_.size
+        try:
+            written = await self.broker.off_loop(make_checkpoint, log_, since, self.config)
+            copied = log_.replace_with(log_.checkpoint_path, since)
+            self.checkpoints += 1
+            log.info(
+                "coordinator log checkpoint: %d bytes became %d, then %d bytes appended meanwhile",
+                since,
+                written,
+                copied,
+            )
+        except Exception:  # the log stays as it is: nothing is lost, it is only larger
+            log.exception("coordinator log checkpoint failed; the log is kept as it is")
+        finally:
+            self._checkpoint_base = log_.size  # the next one once it has doubled again
+            self._checkpointing = None
 
     def _roll_back(self, requests: tuple[Envelope, ...], code: ErrorCode) -> None:
         self.rebuild()

@@ -5,7 +5,8 @@ Typed as protocols so the broker depends on the interface, not on one storage.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 __all__ = [
@@ -52,8 +53,16 @@ class PartitionLogLike(Protocol):
 
 
 class CoordinatorLogLike(Protocol):
+    path: Path
+    size: int
+
     def append(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None: ...
     def replay(self) -> Iterable[tuple[bytes, bytes | None]]: ...
+    @property
+    def checkpoint_path(self) -> Path: ...
+    def read_frames(self, end: int) -> Iterator[list[tuple[bytes, bytes | None]]]: ...
+    def write_checkpoint(self, frames: Iterable[Sequence[tuple[bytes, bytes | None]]]) -> int: ...
+    def replace_with(self, checkpoint: Path, since: int) -> int: ...
 
 
 class TopicCreationLike(Protocol):

@@ -7,7 +7,7 @@ clock and the timer queue; ids come from the injected ``random.Random``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from random import Random
 from types import MappingProxyType
@@ -22,8 +22,10 @@ from kgroup.group.rebalance import expire_heartbeat, expire_pending_sync, on_joi
 from kgroup.group.records import (
     GroupCreated,
     GroupDeleted,
+    GroupRestored,
     MemberState,
     OffsetAndMetadata,
+    OffsetCommitted,
     Record,
     TimerArmed,
     TimerDisarmed,
@@ -47,7 +49,7 @@ from kgroup.model import ErrorCode, KgroupError, TopicPartition
 __all__ = ["CoordinatorSnapshot", "GroupCoordinator", "UnknownGroupError"]
 
 #: the records about timers and whole groups; every other record changes one existing group
-_COORDINATOR_RECORDS = frozenset({TimerArmed, TimerDisarmed, GroupCreated, GroupDeleted})
+_COORDINATOR_RECORDS = frozenset({TimerArmed, TimerDisarmed, GroupCreated, GroupDeleted, GroupRestored})
 
 
 #: request type -> its handler (``handle_find_coordinator`` also takes the coordinator's node)
@@ -182,6 +184,23 @@ class GroupCoordinator:
             self._groups[record.group_id] = GroupData(record.group_id, state_timestamp_ms=record.timestamp_ms)
         elif isinstance(record, GroupDeleted):
             self._groups.pop(record.group_id, None)
+        elif isinstance(record, GroupRestored):
+            if record.group_id in self._groups:
+                raise AssertionError(f"group {record.group_id} restored over an existing one")
+            self._groups[record.group_id] = GroupData.from_restored(record)
+
+    def checkpoint(self) -> Iterator[Record]:
+        """Records that rebuild this coordinator's state exactly when replayed into an empty one: per
+        group a :class:`GroupRestored` and its offsets, then the armed timers (in arming order). A
+        host compacts its log with them: the records written after the checkpoint replay onto its
+        state as they did onto the original's."""
+        for group in self._groups.values():
+            yield group.restored_record()
+            group_id = group.group_id
+            for partition, value in group.offsets.items():
+                yield OffsetCommitted(group_id, partition, value)
+        for key, deadline in self._armed.items():
+            yield TimerArmed(key, deadline)
 
     def group(self, group_id: str) -> GroupView:
         """A read-only view of one group (:class:`UnknownGroupError` if the coordinator has none)."""

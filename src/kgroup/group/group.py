@@ -16,6 +16,7 @@ from kgroup.group.records import (
     GroupLeaderChanged,
     GroupProtocolTypeChanged,
     GroupRecord,
+    GroupRestored,
     GroupStateChanged,
     InitialDelayUpdated,
     MemberRemoved,
@@ -296,6 +297,51 @@ class GroupData:
             pending_sync_members=frozenset(self.pending_sync),
             offsets=tuple(sorted(self.offsets.items(), key=lambda kv: kv[0].java_key())),
         )
+
+    # --- checkpoints ------------------------------------------------------------------------------
+
+    def restored_record(self) -> GroupRestored:
+        """This group as one record (its offsets are not in it: they are records of their own)."""
+        return GroupRestored(
+            group_id=self.group_id,
+            state=self.state,
+            previous_state=self.previous_state,
+            state_timestamp_ms=self.state_timestamp_ms,
+            generation=self.generation,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            leader=self.leader,
+            members=tuple(self.members[m] for m in self.order.insertion_order()),
+            member_capacity=self.order.capacity,
+            pending_join=tuple(sorted(self.pending_join)),
+            pending_sync=tuple(sorted(self.pending_sync)),
+            new_member_added=self.new_member_added,
+            initial_delay=self.initial_delay,
+        )
+
+    @classmethod
+    def from_restored(cls, record: GroupRestored) -> GroupData:
+        group = cls(
+            group_id=record.group_id,
+            state_timestamp_ms=record.state_timestamp_ms,
+            state=record.state,
+            previous_state=record.previous_state,
+            generation=record.generation,
+            protocol_type=record.protocol_type,
+            protocol_name=record.protocol_name,
+            leader=record.leader,
+            order=JavaHashOrder.restored(record.member_capacity, tuple(m.member_id for m in record.members)),
+            pending_join=set(record.pending_join),
+            pending_sync=set(record.pending_sync),
+            new_member_added=record.new_member_added,
+            initial_delay=record.initial_delay,
+        )
+        for member in record.members:
+            group.members[member.member_id] = member
+            group._count(member, +1)
+            if member.group_instance_id is not None:
+                group.static_members[member.group_instance_id] = member.member_id
+        return group
 
     def snapshot(self) -> GroupSnapshot:
         return GroupSnapshot(

@@ -66,3 +66,23 @@ class JavaHashOrder:
     def state(self) -> tuple[int, tuple[str, ...]]:
         """A comparable summary: capacity and the iteration order (what determines future orders)."""
         return (self._capacity, self.order())
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def insertion_order(self) -> tuple[str, ...]:
+        """The keys in the order they were put: with the capacity, what rebuilds this map."""
+        entries = self._entries
+        return tuple(sorted(entries, key=lambda k: entries[k][1]))
+
+    @classmethod
+    def restored(cls, capacity: int, keys: tuple[str, ...]) -> JavaHashOrder:
+        """The map whose :attr:`capacity` and :meth:`insertion_order` these are (a checkpoint's)."""
+        order = cls()
+        for key in keys:
+            order.put(key)
+        if capacity < order._capacity or capacity & (capacity - 1):
+            raise ValueError(f"capacity {capacity} cannot hold {len(keys)} keys (or is not a power of 2)")
+        order._capacity = capacity
+        return order

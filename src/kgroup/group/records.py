@@ -27,6 +27,7 @@ __all__ = [
     "GroupLeaderChanged",
     "GroupProtocolTypeChanged",
     "GroupRecord",
+    "GroupRestored",
     "GroupStateChanged",
     "InitialDelayUpdated",
     "MemberRemoved",
@@ -233,6 +234,33 @@ class GroupDeleted:
     group_id: str
 
 
+@fast_init
+@dataclass(frozen=True, slots=True)
+class GroupRestored:
+    """A whole group, as a checkpoint of the coordinator's log writes it (never a handler).
+
+    Replaying it makes the group exactly what it was — the Java map order of its members included
+    (``members`` in insertion order, ``member_capacity`` the map's table size) — so that the records
+    after the checkpoint replay onto it as they did onto the original. Its offsets follow as
+    :class:`OffsetCommitted` records, the coordinator's armed timers as :class:`TimerArmed`.
+    """
+
+    group_id: str
+    state: GroupState
+    previous_state: GroupState
+    state_timestamp_ms: int
+    generation: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str | None
+    members: tuple[MemberState, ...]
+    member_capacity: int
+    pending_join: tuple[str, ...]
+    pending_sync: tuple[str, ...]
+    new_member_added: bool
+    initial_delay: tuple[int, int] | None
+
+
 # --- timers ----------------------------------------------------------------------------------------
 
 
@@ -265,5 +293,5 @@ GroupRecord = (
     | InitialDelayUpdated
     | OffsetCommitted
 )
-#: every record the coordinator writes
-Record = GroupCreated | GroupRecord | GroupDeleted | TimerArmed | TimerDisarmed
+#: every record the coordinator writes (GroupRestored only in a checkpoint of its log)
+Record = GroupCreated | GroupRecord | GroupDeleted | TimerArmed | TimerDisarmed | GroupRestored

@@ -9,24 +9,28 @@ so the records of one coordinator result are replayed all together or not at all
              | count u32 | entry * count
     entry  = key length i32 | key | value length i32 (-1: a tombstone) | value
 
-On open, frames are checked by length and CRC; a torn or corrupt tail is cut off. The file is
-compacted (the last value of each key, in the order of those last writes; tombstones dropped, as a
-replay from the start would end with the key absent) by writing a new file and renaming it over the
-old one, once it is both larger than ``compact_min_bytes`` and twice its live bytes.
+On open, frames are checked by length and CRC; a torn or corrupt tail is cut off.
+
+The log is not compacted by key: kgroup's records are deltas (a member joined, a state changed), and
+keeping the last record of each key loses state. Its owner compacts it with a **checkpoint** instead
+(``kgroup.broker.groups``): the records that rebuild the current state, written by another thread from
+the frames up to some position (:func:`read_frames`, :func:`write_checkpoint`), then swapped in by
+:meth:`CoordinatorLog.replace_with`, which copies the frames appended meanwhile after them. An append
+costs the same whatever the size of the log.
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from crc32c import crc32c
 
 from kgroup.log.partition import FsyncPolicy
 
-__all__ = ["CoordinatorLog"]
+__all__ = ["CoordinatorLog", "read_frames", "write_checkpoint"]
 
 _FRAME_HEAD = struct.Struct(">II")  # length, crc
 _COUNT = struct.Struct(">I")
@@ -79,56 +83,99 @@ def decode_entries(body: bytes | memoryview) -> list[tuple[bytes, bytes | None]]
     return entries if position == len(body) else None
 
 
+def _iter_frames(fd: int, size: int) -> Iterator[tuple[int, list[tuple[bytes, bytes | None]]]]:
+    """(end, entries) of each whole, CRC-valid frame of ``fd`` below ``size``; stops at the first bad one."""
+    position = 0
+    buffer, buffer_start = b"", 0
+    while position + _FRAME_HEAD.size <= size:
+        if position + _FRAME_HEAD.size > buffer_start + len(buffer):
+            buffer, buffer_start = os.pread(fd, _READ_CHUNK, position), position
+        length, crc = _FRAME_HEAD.unpack_from(buffer, position - buffer_start)
+        body_length = length - 4
+        end = position + _FRAME_HEAD.size + body_length
+        if body_length < _COUNT.size or length > _MAX_FRAME or end > size:
+            return
+        body_start = position + _FRAME_HEAD.size
+        if end > buffer_start + len(buffer):
+            buffer, buffer_start = os.pread(fd, max(_READ_CHUNK, end - position), position), position
+        body = memoryview(buffer)[body_start - buffer_start : end - buffer_start]
+        if crc32c(body) != crc:
+            return
+        entries = decode_entries(body)
+        if entries is None:
+            return
+        yield end, entries
+        position = end
+
+
+def read_frames(path: Path, end: int) -> Iterator[list[tuple[bytes, bytes | None]]]:
+    """The entries of each frame of the log file ``path`` below ``end``, through a descriptor of its
+    own: for a checkpoint made in another thread while the owner appends after ``end``."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for _, entries in _iter_frames(fd, end):
+            yield entries
+    finally:
+        os.close(fd)
+
+
+def write_checkpoint(path: Path, frames: Iterable[Sequence[tuple[bytes, bytes | None]]]) -> int:
+    """Write ``frames`` to a new file ``path`` and fsync it; the bytes written."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    written = 0
+    try:
+        for entries in frames:
+            if entries:
+                frame = memoryview(encode_frame(entries))
+                written += len(frame)
+                while frame:
+                    frame = frame[os.write(fd, frame) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return written
+
+
 class CoordinatorLog:
     """An append-only, CRC-framed file of the coordinator's key/value records, replayed on start."""
 
-    def __init__(
-        self, path: Path, *, fsync: FsyncPolicy = FsyncPolicy.INTERVAL, compact_min_bytes: int = 16 << 20
-    ) -> None:
+    def __init__(self, path: Path, *, fsync: FsyncPolicy = FsyncPolicy.INTERVAL) -> None:
         self.path = path
         self.fsync = fsync
-        self.compact_min_bytes = compact_min_bytes
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.checkpoint_path.unlink(missing_ok=True)  # a checkpoint a crash interrupted: never swapped in
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self.size = os.fstat(self._fd).st_size
         self.dirty = False
-        self._live_bytes: dict[bytes, int] = {}
+        #: what the owner's thread did: bytes appended, and bytes copied when a checkpoint was swapped
+        #: in (the frames appended while it was being made)
+        self.appended_bytes = 0
+        self.copied_bytes = 0
         self.truncated_bytes = self._recover()
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".checkpoint")
+
+    # -- for a checkpoint made in another thread (these touch only the files, never this object) --
+
+    def read_frames(self, end: int) -> Iterator[list[tuple[bytes, bytes | None]]]:
+        """The entries of each frame below position ``end`` (see :func:`read_frames`)."""
+        return read_frames(self.path, end)
+
+    def write_checkpoint(self, frames: Iterable[Sequence[tuple[bytes, bytes | None]]]) -> int:
+        """Write ``frames`` to :attr:`checkpoint_path` (see :func:`write_checkpoint`)."""
+        return write_checkpoint(self.checkpoint_path, frames)
 
     # -- opening -------------------------------------------------------------------------------
 
-    def _frames(self) -> Iterator[tuple[int, list[tuple[bytes, bytes | None]]]]:
-        """(end, entries) of each whole, CRC-valid frame from the start; stops at the first bad one."""
-        position = 0
-        buffer, buffer_start = b"", 0
-        while position + _FRAME_HEAD.size <= self.size:
-            if position + _FRAME_HEAD.size > buffer_start + len(buffer):
-                buffer, buffer_start = os.pread(self._fd, _READ_CHUNK, position), position
-            length, crc = _FRAME_HEAD.unpack_from(buffer, position - buffer_start)
-            body_length = length - 4
-            end = position + _FRAME_HEAD.size + body_length
-            if body_length < _COUNT.size or length > _MAX_FRAME or end > self.size:
-                return
-            body_start = position + _FRAME_HEAD.size
-            if end > buffer_start + len(buffer):
-                buffer, buffer_start = (
-                    os.pread(self._fd, max(_READ_CHUNK, end - position), position),
-                    position,
-                )
-            body = memoryview(buffer)[body_start - buffer_start : end - buffer_start]
-            if crc32c(body) != crc:
-                return
-            entries = decode_entries(body)
-            if entries is None:
-                return
-            yield end, entries
-            position = end
-
     def _recover(self) -> int:
         valid_end = 0
-        for end, entries in self._frames():
+        for end, _ in _iter_frames(self._fd, self.size):
             valid_end = end
-            self._account(entries)
         truncated = self.size - valid_end
         if truncated:
             os.ftruncate(self._fd, valid_end)
@@ -136,20 +183,14 @@ class CoordinatorLog:
             self.dirty = True
         return truncated
 
-    def _account(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
-        for key, value in entries:
-            if value is None:
-                self._live_bytes.pop(key, None)
-            else:
-                self._live_bytes[key] = len(key) + len(value) + 8
-
     # -- the interface the coordinator uses -----------------------------------------------------
 
     def append(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """Append the records of one coordinator result as one frame (all replayed or none).
 
         The bytes reach the OS before this returns, and the disk too under ``FsyncPolicy.ALWAYS``.
-        Raises ``OSError`` when the write fails; the file is then cut back to where it was.
+        Raises ``OSError`` when the write fails; the file is then cut back to where it was. The
+        cost is the frame's, whatever the size of the log.
         """
         if not entries:
             return
@@ -168,49 +209,47 @@ class CoordinatorLog:
             finally:
                 raise
         self.size = position + len(frame)
+        self.appended_bytes += len(frame)
         self.dirty = self.fsync is not FsyncPolicy.ALWAYS
-        self._account(entries)
-        if self.size > self.compact_min_bytes and self.size > 2 * self.live_bytes:
-            self.compact()
 
     def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
-        """Every record in the order it was appended (after compaction: the last value of each key)."""
-        for _, entries in self._frames():
+        """Every record in the order it was appended (after a checkpoint: the checkpoint's first)."""
+        for _, entries in _iter_frames(self._fd, self.size):
             yield from entries
 
-    @property
-    def live_bytes(self) -> int:
-        return sum(self._live_bytes.values())
+    # -- checkpoints, flushing, closing ----------------------------------------------------------
 
-    # -- compaction, flushing, closing ---------------------------------------------------------
-
-    def compact(self) -> None:
-        """Rewrite the file with the last value of each key: temp file, fsync, rename, fsync directory."""
-        latest: dict[bytes, bytes | None] = {}
-        for key, value in self.replay():
-            latest.pop(key, None)  # keep the order of last writes
-            latest[key] = value
-        live = [(key, value) for key, value in latest.items() if value is not None]
-        temp = self.path.with_name(self.path.name + ".compacting")
-        fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    def replace_with(self, checkpoint: Path, since: int) -> int:
+        """Swap in ``checkpoint`` (the state up to position ``since`` of this log, written by
+        :func:`write_checkpoint`): the frames appended since are copied after it, the file is fsynced
+        and renamed over this log, and the directory fsynced; a crash leaves one file or the other.
+        Returns the bytes copied. On ``OSError`` the checkpoint is removed and the log is as it was.
+        """
+        tail = self.size - since
         try:
-            for start in range(0, len(live), 1000):
-                frame = memoryview(encode_frame(live[start : start + 1000]))
-                while frame:
-                    frame = frame[os.write(fd, frame) :]
-            os.fsync(fd)
+            fd = os.open(checkpoint, os.O_WRONLY | os.O_APPEND)
+            try:
+                position = since
+                while position < self.size:
+                    chunk = os.pread(self._fd, min(_READ_CHUNK, self.size - position), position)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    position += len(chunk)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(checkpoint, self.path)
+            _sync_directory(self.path.parent)
         except OSError:
-            os.close(fd)
-            temp.unlink(missing_ok=True)
+            checkpoint.unlink(missing_ok=True)
             raise
-        os.replace(temp, self.path)
-        _sync_directory(self.path.parent)
         os.close(self._fd)
-        self._fd = fd
-        self.size = os.fstat(fd).st_size
+        self._fd = os.open(self.path, os.O_RDWR)
+        self.size = os.fstat(self._fd).st_size
         self.dirty = False
-        self._live_bytes.clear()
-        self._account(live)
+        self.copied_bytes += tail
+        return tail
 
     def flush(self) -> None:
         if self.dirty:

@@ -32,6 +32,7 @@ from kgroup.group.records import (
     GroupDeleted,
     GroupLeaderChanged,
     GroupProtocolTypeChanged,
+    GroupRestored,
     GroupStateChanged,
     InitialDelayUpdated,
     MemberRemoved,
@@ -235,6 +236,7 @@ _TYPES: dict[type, int] = {
     InitialDelayUpdated: 13,
     TimerArmed: 14,
     TimerDisarmed: 15,
+    GroupRestored: 16,
 }
 _STATES = {state.kafka_name: state for state in GroupState}
 
@@ -287,6 +289,60 @@ def _read_member(r: _Reader) -> MemberState:
     )
 
 
+def _write_restored(w: _Writer, g: GroupRestored) -> None:
+    w.string(g.state.kafka_name)
+    w.string(g.previous_state.kafka_name)
+    w.i64(g.state_timestamp_ms)
+    w.i32(g.generation)
+    w.string(g.protocol_type)
+    w.string(g.protocol_name)
+    w.string(g.leader)
+    w.i32(len(g.members))
+    for member in g.members:
+        _write_member(w, member)
+    w.i32(g.member_capacity)
+    w.strings(g.pending_join)
+    w.strings(g.pending_sync)
+    w.boolean(g.new_member_added)
+    w.optional_i64(None if g.initial_delay is None else g.initial_delay[0])
+    w.optional_i64(None if g.initial_delay is None else g.initial_delay[1])
+
+
+def _state(r: _Reader) -> GroupState:
+    name = r.string()
+    state = _STATES.get(name)
+    if state is None:
+        raise PeerError(f"{r.what}: unknown group state {name!r}")
+    return state
+
+
+def _read_restored(group_id: str, r: _Reader) -> GroupRestored:
+    state, previous_state, timestamp = _state(r), _state(r), r.i64()
+    generation = r.i32()
+    protocol_type, protocol_name, leader = r.nullable_string(), r.nullable_string(), r.nullable_string()
+    members = r.array(lambda: _read_member(r))
+    capacity = r.i32()
+    pending_join, pending_sync = r.array(r.string), r.array(r.string)
+    new_member_added = r.boolean()
+    delay, remaining = r.optional_i64(), r.optional_i64()
+    return GroupRestored(
+        group_id,
+        state,
+        previous_state,
+        timestamp,
+        generation,
+        protocol_type,
+        protocol_name,
+        leader,
+        members,
+        capacity,
+        pending_join,
+        pending_sync,
+        new_member_added,
+        None if delay is None or remaining is None else (delay, remaining),
+    )
+
+
 def _group_of(record: Record) -> str:
     if isinstance(record, (TimerArmed, TimerDisarmed)):
         return record.key[1] if len(record.key) > 1 else ""
@@ -326,6 +382,8 @@ def _write_kgroup_value(w: _Writer, record: Record) -> None:
         w.i64(record.deadline_ms)
     elif isinstance(record, TimerDisarmed):
         w.strings(record.key)
+    elif isinstance(record, GroupRestored):
+        _write_restored(w, record)
     else:  # pragma: no cover - _TYPES and this chain list the same records
         raise AssertionError(f"no kgroup layout for {type(record).__name__}")
 
@@ -365,6 +423,8 @@ def _read_kgroup_value(kind: int, group_id: str, r: _Reader) -> Record:
         return TimerArmed(r.array(r.string), r.i64())
     if kind == 15:
         return TimerDisarmed(r.array(r.string))
+    if kind == 16:
+        return _read_restored(group_id, r)
     raise PeerError(f"{r.what}: unknown kgroup record type {kind}")
 
 
