@@ -12,6 +12,8 @@ first use against the pinned release's jars) and answers batches of requests, on
   ``BuiltInPartitioner.partitionForKey`` for any partition counts;
 * :meth:`~KafkaOracle.round_robin_partitioner` — successive ``RoundRobinPartitioner.partition`` calls;
 * :meth:`~KafkaOracle.server_assign` — the KIP-848 coordinator's ``UniformAssignor`` / ``RangeAssignor``;
+* :meth:`~KafkaOracle.produce` — a real ``KafkaProducer`` sending records to a live cluster, and the
+  partition each one went to;
 * :meth:`~KafkaOracle.has_class` — whether the release has a class at all.
 
     >>> with KafkaOracle() as kafka:  # doctest: +SKIP
@@ -50,6 +52,7 @@ __all__ = [
     "OracleAnswer",
     "OracleDied",
     "OracleError",
+    "Produced",
     "vector_input",
 ]
 
@@ -92,6 +95,15 @@ class Murmur2Answer:
     murmur2: int
     to_positive: int
     partitions: Mapping[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    """Where a real ``KafkaProducer`` put each record, and the order in which its metadata listed the
+    topic's partitions (the broker's order: ``availablePartitionsForTopic`` keeps it)."""
+
+    partitions: tuple[int, ...]
+    metadata_order: tuple[int, ...]
 
 
 def vector_input(request: AssignmentRequest, prior_max_generation: int | None = None) -> dict[str, Any]:
@@ -296,6 +308,31 @@ class KafkaOracle:
             raise OracleError(f"unknown server assignor {assignor!r}; use one of {known}")
         item = {"assignor": assignor, "input": dict(input), "topicIds": dict(topic_ids or {})}
         return _answer(self._call("server-assign", [item])[0])
+
+    def produce(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        records: int,
+        *,
+        partitioner: str | None = None,
+        batch_size: int = 16384,
+        key: bytes | None = None,
+    ) -> Produced:
+        """Send ``records`` records one at a time (each waits for its acknowledgement) with a real
+        ``KafkaProducer`` (``partitioner`` = its ``partitioner.class``, ``None`` = the built-in one)."""
+        item = {
+            "bootstrap": bootstrap_servers,
+            "topic": topic,
+            "records": records,
+            "partitioner": partitioner,
+            "batchSize": batch_size,
+            "keyHex": None if key is None else key.hex(),
+        }
+        raw = _no_error(self._call("produce", [item])[0])
+        return Produced(
+            tuple(int(p) for p in raw["partitions"]), tuple(int(p) for p in raw["metadataOrder"])
+        )
 
     def has_class(self, name: str) -> bool:
         """Whether the release has class ``name`` (e.g. to see what moved or was removed)."""

@@ -16,6 +16,11 @@
 //   rr-partitioner {"numPartitions": N, "availablePartitions": [...], "calls": K} -> {"partitions": [...]}
 //   server-assign  {"assignor": "server-uniform"|"server-range", "input": {...}, "topicIds": {...}}
 //                  -> {"assignment", "subscriptionType", "topicIds", "memberIterationOrder"}
+//   produce        {"bootstrap": "...", "topic": "...", "records": N, "partitioner": "<class>"|null,
+//                   "batchSize": B, "keyHex": "..."|null} -> {"partitions": [...], "metadataOrder": [...]}
+//                  a real KafkaProducer sends N records one at a time (each waits for its ack) to a live
+//                  cluster; the answer is the partition each record went to (RecordMetadata.partition)
+//                  and the order in which the producer's metadata lists the topic's partitions
 //   has-class      {"name": "..."} -> {"present": true|false}
 //
 // Written for kgroup; it calls Kafka's classes, it copies none of their code.
@@ -131,6 +136,8 @@ public final class AssignorOracle {
                     return roundRobinPartitioner(item);
                 case "server-assign":
                     return ServerAssignors.assign(item);
+                case "produce":
+                    return produce(item);
                 case "has-class":
                     return hasClass(item.path("name").asText());
                 default:
@@ -382,6 +389,42 @@ public final class AssignorOracle {
             int calls = item.path("calls").asInt();
             for (int i = 0; i < calls; i++) {
                 out.add(partitioner.partition("t", null, null, null, null, cluster));
+            }
+        }
+        return result;
+    }
+
+    private static JsonNode produce(JsonNode item) throws Exception {
+        java.util.Properties props = new java.util.Properties();
+        props.put("bootstrap.servers", item.path("bootstrap").asText());
+        props.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+        props.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+        props.put("batch.size", Integer.toString(item.path("batchSize").asInt(16384)));
+        props.put("linger.ms", "0");
+        props.put("acks", "1");
+        props.put("max.block.ms", "30000");
+        props.put("request.timeout.ms", "15000");
+        props.put("delivery.timeout.ms", "30000");
+        if (item.hasNonNull("partitioner")) {
+            props.put("partitioner.class", item.get("partitioner").asText());
+        }
+        String topic = item.path("topic").asText();
+        byte[] key = item.hasNonNull("keyHex") ? hex(item.get("keyHex").asText()) : null;
+        ObjectNode result = NODES.objectNode();
+        ArrayNode out = result.putArray("partitions");
+        try (org.apache.kafka.clients.producer.KafkaProducer<byte[], byte[]> producer =
+                 new org.apache.kafka.clients.producer.KafkaProducer<>(props)) {
+            int records = item.path("records").asInt();
+            for (int i = 0; i < records; i++) {
+                byte[] value = ("v" + i).getBytes(StandardCharsets.UTF_8);
+                org.apache.kafka.clients.producer.RecordMetadata sent = producer
+                    .send(new org.apache.kafka.clients.producer.ProducerRecord<>(topic, key, value))
+                    .get(30, java.util.concurrent.TimeUnit.SECONDS);
+                out.add(sent.partition());
+            }
+            ArrayNode order = result.putArray("metadataOrder");
+            for (PartitionInfo info : producer.partitionsFor(topic)) {
+                order.add(info.partition());
             }
         }
         return result;
