@@ -67,3 +67,5 @@ def kafka_oracle() -> Iterator[KafkaOracle]:
     libs = require_apache_kafka()
     with KafkaOracle(libs) as oracle:
         yield oracle
+        # shown with -s: the run's volume (docs/apache-kafka.md quotes it)
+        print(f"\nKafka oracle {oracle.version}: {oracle.items} requests in {oracle.calls} round trips")

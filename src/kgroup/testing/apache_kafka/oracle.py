@@ -330,9 +330,7 @@ class KafkaOracle:
             "keyHex": None if key is None else key.hex(),
         }
         raw = _no_error(self._call("produce", [item])[0])
-        return Produced(
-            tuple(int(p) for p in raw["partitions"]), tuple(int(p) for p in raw["metadataOrder"])
-        )
+        return Produced(tuple(int(p) for p in raw["partitions"]), tuple(int(p) for p in raw["metadataOrder"]))
 
     def has_class(self, name: str) -> bool:
         """Whether the release has class ``name`` (e.g. to see what moved or was removed)."""
