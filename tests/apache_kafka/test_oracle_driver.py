@@ -48,8 +48,8 @@ def test_a_kgroup_request_and_a_vector_input_get_the_same_answer(kafka_oracle: K
 def test_bad_requests_are_one_line_errors(kafka_oracle: KafkaOracle) -> None:
     with pytest.raises(OracleError, match=r"^unknown assignor 'fair'; use one of range, roundrobin"):
         kafka_oracle.assign("fair", {"topics": [], "members": []})
-    with pytest.raises(OracleError, match=r"^unknown server assignor"):
-        kafka_oracle.server_assign("uniform", {"topics": [], "members": []})
+    with pytest.raises(OracleError, match=r"^unknown server assignor 'sticky'; use one of uniform, range"):
+        kafka_oracle.server_assign("sticky", {}, [])
     with pytest.raises(OracleError, match=r"^partition count 0 is not between 1"):
         kafka_oracle.murmur2([b"k"], [0])
     # an exception in the JVM comes back as that group's error, and the JVM goes on serving

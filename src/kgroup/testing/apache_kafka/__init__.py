@@ -5,8 +5,8 @@
 * :class:`ApacheKafka` — a context manager running it in KRaft mode (one node or several) on 127.0.0.1;
 * :func:`require_apache_kafka` — for tests: the jars, or a skip (outside CI) / a failure (in CI) with
   one line saying why;
-* :class:`KafkaOracle` — the release's own assignors, murmur2 and partitioners in one JVM, asked
-  from Python (``oracle.py``);
+* :class:`KafkaOracle` — the release's own assignors (client-side and the KIP-848 coordinator's),
+  murmur2 and partitioners in one JVM, asked from Python (``oracle.py``);
 * the ``apache_kafka`` pytest fixture (:mod:`kgroup.testing.pytest_plugin`): one node per test run.
 
 ``python -m kgroup.testing.apache_kafka fetch`` resolves the jars ahead of time (``make kafka``).
@@ -24,6 +24,11 @@ from kgroup.testing.apache_kafka.oracle import (
     OracleAnswer,
     OracleDied,
     OracleError,
+    ServerAnswer,
+    ServerGroup,
+    ServerMember,
+    kgroup_group_spec,
+    server_vector_group,
     vector_input,
 )
 from kgroup.testing.apache_kafka.skips import in_ci, require_apache_kafka
@@ -39,8 +44,13 @@ __all__ = [
     "OracleAnswer",
     "OracleDied",
     "OracleError",
+    "ServerAnswer",
+    "ServerGroup",
+    "ServerMember",
     "in_ci",
     "kafka_libs",
+    "kgroup_group_spec",
     "require_apache_kafka",
+    "server_vector_group",
     "vector_input",
 ]

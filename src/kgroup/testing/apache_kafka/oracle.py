@@ -11,7 +11,10 @@ first use against the pinned release's jars) and answers batches of requests, on
 * :meth:`~KafkaOracle.murmur2` — ``Utils.murmur2``, ``toPositive`` and
   ``BuiltInPartitioner.partitionForKey`` for any partition counts;
 * :meth:`~KafkaOracle.round_robin_partitioner` — successive ``RoundRobinPartitioner.partition`` calls;
-* :meth:`~KafkaOracle.server_assign` — the KIP-848 coordinator's ``UniformAssignor`` / ``RangeAssignor``;
+* :meth:`~KafkaOracle.server_assign` — the KIP-848 coordinator's ``UniformAssignor`` / ``RangeAssignor``
+  on a group given as :class:`ServerMember` rows (what the coordinator holds), optionally timed inside
+  the JVM; :func:`kgroup_group_spec` builds kgroup's own ``GroupSpec`` from the same rows, and
+  :func:`server_vector_group` reads a ``server-*`` vector's input into them;
 * :meth:`~KafkaOracle.produce` — a real ``KafkaProducer`` sending records to a live cluster, and the
   partition each one went to;
 * :meth:`~KafkaOracle.has_class` — whether the release has a class at all.
@@ -40,6 +43,16 @@ from types import TracebackType
 from typing import IO, Any
 
 from kgroup.assignors.api import AssignmentRequest
+from kgroup.group.assignors import (
+    GroupSpec,
+    MemberSpec,
+    SubscriptionType,
+    TopicId,
+    assignment_from_record,
+    group_spec,
+    topic_id_set,
+)
+from kgroup.javacompat import java_string_key
 from kgroup.javatools import CompileFailed, JavaToolMissing, cache_root, compile_jar
 from kgroup.model import Assignment, KgroupError, TopicPartition
 from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, KafkaUnavailable, kafka_libs
@@ -53,13 +66,18 @@ __all__ = [
     "OracleDied",
     "OracleError",
     "Produced",
+    "ServerAnswer",
+    "ServerGroup",
+    "ServerMember",
+    "kgroup_group_spec",
+    "server_vector_group",
     "vector_input",
 ]
 
 #: the client-side assignors the oracle runs, by kgroup's (and the vectors') names
 CONSUMER_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
-#: the KIP-848 group coordinator's assignors
-SERVER_ASSIGNORS = ("server-uniform", "server-range")
+#: the KIP-848 group coordinator's assignors, by their own names (``ConsumerGroupPartitionAssignor.name()``)
+SERVER_ASSIGNORS = ("uniform", "range")
 #: starting a JVM and loading Kafka's classes: ~1 s here, far less than this on any machine
 START_TIMEOUT_S = 60.0
 #: one batch; a few thousand small groups take well under a second once the JIT is warm
@@ -85,7 +103,6 @@ class OracleAnswer:
     assignment: Assignment | None
     member_iteration_order: tuple[str, ...] = ()
     error: str | None = None
-    subscription_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +121,109 @@ class Produced:
 
     partitions: tuple[int, ...]
     metadata_order: tuple[int, ...]
+
+
+#: one member's partitions per topic, in the order a target-assignment record (or Kafka's maps) lists them
+Record = tuple[tuple[TopicId, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerMember:
+    """One member of a KIP-848 group as the coordinator holds it when it computes a target assignment.
+
+    ``topics`` are the subscribed topic ids that exist (the coordinator resolves names through the
+    metadata image), in the order they are put into the ``HashSet``; members whose ``topics`` is the
+    same tuple object share one set, on both sides. ``record`` is the current target assignment.
+    """
+
+    member_id: str
+    topics: tuple[TopicId, ...]
+    record: Record = ()
+    instance_id: str | None = None
+    rack_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerAnswer:
+    """Kafka's KIP-848 assignor on one group: ``GroupSpec.memberIds()`` order, the subscription type
+    the spec had, each member's topics and partitions in the order Kafka's collections iterate them
+    (what the next round starts from), ``System.nanoTime`` around each timed ``assign()``, or the
+    exception the assignor threw in ``error``."""
+
+    member_ids: tuple[str, ...]
+    subscription_type: str
+    assignment: dict[str, Record]
+    nanos: tuple[int, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerGroup:
+    """A ``server-*`` vector's input as rows: topic id → partitions, the members, each id's name."""
+
+    topics: dict[TopicId, int]
+    members: tuple[ServerMember, ...]
+    names: dict[TopicId, str]
+
+    def partition_strings(self, record: Record) -> list[str]:
+        """``topic-partition`` strings sorted as the vectors sort them (``String.compareTo``, partition)."""
+        pairs = sorted(
+            ((self.names[t], p) for t, ps in record for p in ps), key=lambda x: (java_string_key(x[0]), x[1])
+        )
+        return [f"{t}-{p}" for t, p in pairs]
+
+
+def server_vector_group(input: Mapping[str, Any], topic_ids: Mapping[str, str]) -> ServerGroup:
+    """The rows of a ``server-*`` vector's ``input`` (FORMAT.md); a topic's id is its ``topicId`` or
+    ``topic_ids[name]`` (the vector's ``expected.topicIds``). Subscribed names that are not topics of
+    the input are left out of the member's ids, as the coordinator's lookup leaves them out."""
+    ids = {name: TopicId.from_string(text) for name, text in topic_ids.items()}
+    for topic in input["topics"]:
+        if "topicId" in topic:
+            ids[topic["name"]] = TopicId.from_string(topic["topicId"])
+    topics = {ids[t["name"]]: int(t["partitions"]) for t in input["topics"]}
+    existing = {t["name"] for t in input["topics"]}
+    members = []
+    for member in input["members"]:
+        record: dict[TopicId, list[int]] = {}
+        for text in member.get("assignment", ()):
+            name, _, partition = str(text).rpartition("-")
+            record.setdefault(ids[name], []).append(int(partition))
+        members.append(
+            ServerMember(
+                member["memberId"],
+                tuple(ids[name] for name in member["topics"] if name in existing),
+                tuple((t, tuple(ps)) for t, ps in record.items()),
+                member.get("instanceId"),
+                member.get("rackId"),
+            )
+        )
+    return ServerGroup(topics, tuple(members), {t: name for name, t in ids.items() if name in existing})
+
+
+def kgroup_group_spec(
+    members: Sequence[ServerMember], subscription: SubscriptionType | None = None
+) -> GroupSpec:
+    """kgroup's GroupSpec built from the rows exactly as the harness builds Kafka's (members whose
+    ``topics`` is the same tuple object share one set, as they share one ``HashSet`` in the harness)."""
+    sets: dict[int, tuple[TopicId, ...]] = {}
+
+    def subscribed(topics: tuple[TopicId, ...]) -> tuple[TopicId, ...]:
+        found = sets.get(id(topics))
+        if found is None:
+            found = sets[id(topics)] = topic_id_set(topics)
+        return found
+
+    return group_spec(
+        (
+            (
+                m.member_id,
+                MemberSpec(subscribed(m.topics), assignment_from_record(m.record), m.instance_id, m.rack_id),
+            )
+            for m in members
+        ),
+        subscription,
+    )
 
 
 def vector_input(request: AssignmentRequest, prior_max_generation: int | None = None) -> dict[str, Any]:
@@ -144,11 +264,7 @@ def _answer(raw: Mapping[str, Any]) -> OracleAnswer:
         return OracleAnswer(None, error=str(raw["error"]))
     members: Mapping[str, list[str]] = raw["assignment"]
     assignment = {member: [TopicPartition.parse(p) for p in parts] for member, parts in members.items()}
-    return OracleAnswer(
-        assignment,
-        tuple(raw.get("memberIterationOrder", ())),
-        subscription_type=raw.get("subscriptionType"),
-    )
+    return OracleAnswer(assignment, tuple(raw.get("memberIterationOrder", ())))
 
 
 class KafkaOracle:
@@ -299,15 +415,63 @@ class KafkaOracle:
         return [int(p) for p in _no_error(self._call("rr-partitioner", [item])[0])["partitions"]]
 
     def server_assign(
-        self, assignor: str, input: Mapping[str, Any], topic_ids: Mapping[str, str] | None = None
-    ) -> OracleAnswer:
-        """The KIP-848 coordinator's ``assignor`` (``server-uniform`` / ``server-range``) on a vector input
-        (FORMAT.md); ``topic_ids`` gives topics their Kafka ``Uuid`` (base64)."""
+        self,
+        assignor: str,
+        topics: Mapping[TopicId, int],
+        members: Sequence[ServerMember],
+        subscription: SubscriptionType | None = None,
+        *,
+        warmup: int = 0,
+        repeat: int = 0,
+    ) -> ServerAnswer:
+        """The KIP-848 coordinator's ``assignor`` (``uniform`` / ``range``) on one group: ``topics`` gives
+        each topic id's partition count, ``members`` the rows in the group's own member order.
+
+        ``subscription`` defaults to ``ModernGroup.subscriptionType``'s rule over the members' ids (pass
+        it when a member subscribes to a topic that does not exist yet: the coordinator counts names).
+        ``warmup`` untimed and then ``repeat`` timed ``assign()`` calls run first, inside the JVM; their
+        times are :attr:`ServerAnswer.nanos`."""
         if assignor not in SERVER_ASSIGNORS:
             known = ", ".join(SERVER_ASSIGNORS)
             raise OracleError(f"unknown server assignor {assignor!r}; use one of {known}")
-        item = {"assignor": assignor, "input": dict(input), "topicIds": dict(topic_ids or {})}
-        return _answer(self._call("server-assign", [item])[0])
+        # members with the same subscription (the same tuple object) share it, in the request and in Java
+        index: dict[int, int] = {}
+        shared: list[list[str]] = []
+        rows: list[dict[str, Any]] = []
+        for m in members:
+            at = index.get(id(m.topics))
+            if at is None:
+                at = index[id(m.topics)] = len(shared)
+                shared.append([str(t) for t in m.topics])
+            rows.append(
+                {
+                    "id": m.member_id,
+                    "subscription": at,
+                    "assignment": [[str(t), list(ps)] for t, ps in m.record],
+                    "instanceId": m.instance_id,
+                    "rackId": m.rack_id,
+                }
+            )
+        item: dict[str, Any] = {
+            "assignor": assignor,
+            "topics": [{"id": str(t), "partitions": n} for t, n in topics.items()],
+            "subscriptions": shared,
+            "members": rows,
+            "warmup": warmup,
+            "repeat": repeat,
+        }
+        if subscription is not None:
+            item["subscriptionType"] = subscription.value
+        raw = self._call("server-assign", [item])[0]
+        if "memberIds" not in raw:
+            raise OracleError(f"the Kafka oracle could not build the group: {raw.get('error')}")
+        return ServerAnswer(
+            member_ids=tuple(raw["memberIds"]),
+            subscription_type=str(raw["subscriptionType"]),
+            assignment={m: _record(r) for m, r in raw.get("assignment", {}).items()},
+            nanos=tuple(int(n) for n in raw.get("nanos", ())),
+            error=raw.get("error"),
+        )
 
     def produce(
         self,
@@ -424,6 +588,10 @@ class KafkaOracle:
         stderr, self._stderr = self._stderr, None
         if stderr is not None:
             stderr.close()
+
+
+def _record(raw: list[list[Any]]) -> Record:
+    return tuple((TopicId.from_string(topic), tuple(int(p) for p in partitions)) for topic, partitions in raw)
 
 
 def _no_error(raw: Mapping[str, Any]) -> Mapping[str, Any]:

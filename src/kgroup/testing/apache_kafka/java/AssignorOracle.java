@@ -8,14 +8,16 @@
 // {"ready": "<Kafka version>"}. Everything else Kafka or the JVM print goes to stderr: stdout is the
 // protocol's alone.
 //
-// Ops (items are the "input" objects of tests/vectors/FORMAT.md):
+// Ops (the consumer-side items are the "input" objects of tests/vectors/FORMAT.md):
 //   assign         {"assignor": "range"|"roundrobin"|"sticky"|"cooperative-sticky", "input": {...}}
 //                  -> {"assignment": {...}, "memberIterationOrder": [...]} | {"error": "<Java exception>: ..."}
 //                  through the public entry point assign(Cluster, GroupSubscription), as ConsumerCoordinator does
 //   murmur2        {"keyHex": "...", "numPartitions": [...]} -> {"murmur2", "toPositive", "partitions"}
 //   rr-partitioner {"numPartitions": N, "availablePartitions": [...], "calls": K} -> {"partitions": [...]}
-//   server-assign  {"assignor": "server-uniform"|"server-range", "input": {...}, "topicIds": {...}}
-//                  -> {"assignment", "subscriptionType", "topicIds", "memberIterationOrder"}
+//   server-assign  {"assignor": "uniform"|"range", "topics": [...], "members": [...], ...}
+//                  -> {"memberIds", "subscriptionType", "assignment" | "error", "nanos"}
+//                  the KIP-848 coordinator's assignors on a GroupSpecImpl built as TargetAssignmentBuilder
+//                  builds it (ServerAssignors.java says how, and the item's fields)
 //   produce        {"bootstrap": "...", "topic": "...", "records": N, "partitioner": "<class>"|null,
 //                   "batchSize": B, "keyHex": "..."|null} -> {"partitions": [...], "metadataOrder": [...]}
 //                  a real KafkaProducer sends N records one at a time (each waits for its ack) to a live
@@ -47,7 +49,6 @@ import org.apache.kafka.common.Cluster;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.protocol.types.Schema;
 import org.apache.kafka.common.protocol.types.Struct;
 import org.apache.kafka.common.utils.Utils;
@@ -441,9 +442,5 @@ public final class AssignorOracle {
         }
         result.put("present", present);
         return result;
-    }
-
-    static Uuid uuid(String text) {
-        return Uuid.fromString(text);
     }
 }

@@ -1,17 +1,32 @@
 // The KIP-848 group coordinator's assignors (UniformAssignor, RangeAssignor of
-// org.apache.kafka.coordinator.group.assignor), driven for kgroup's oracle (see AssignorOracle.java).
+// org.apache.kafka.coordinator.group.assignor), the "server-assign" op of kgroup's oracle (AssignorOracle.java).
 //
-// The GroupSpec is built the way TargetAssignmentBuilder builds it: a HashMap of member id ->
-// MemberSubscriptionAndAssignmentImpl filled in input order, each member's subscribed topic ids (topics
-// that exist) and current target assignment, and the inverted target assignment. The
-// SubscribedTopicDescriber is kgroup's own: partition counts and, when the input gives them, replica racks.
+// The GroupSpec is built as Kafka's TargetAssignmentBuilder builds it: members put into a HashMap in the
+// given order; each member's current assignment as Assignment.fromRecord rebuilds it from a
+// target-assignment record (a HashMap filled in record order, each topic's partitions a HashSet); its
+// subscribed topic ids a HashSet filled in the given order; the inverted assignment from all of them.
+//
+// Item:   {"assignor": "uniform"|"range", "topics": [{"id": "<base64 Uuid>", "partitions": 3}],
+//          "members": [{"id": "m1", "subscription": 0, "assignment": [["<id>", [0, 2]]],
+//                       "instanceId": null, "rackId": null}],
+//          "subscriptions": [["<id>", ...]]   (members giving one index share one HashSet, as cheap as
+//                                              Kafka's TopicIds view; a member may give "topics" instead),
+//          "subscriptionType": "HOMOGENEOUS"  (optional; default: ModernGroup.subscriptionType's rule over
+//                                              the members' subscribed ids),
+//          "warmup": 0, "repeat": 0}          (optional: untimed, then timed assign() calls first)
+// Result: {"memberIds": [...], "subscriptionType": "...",
+//          "assignment": {"m1": [["<id>", [0, 2]]]}   (every list in the order Kafka's collections iterate),
+//          "nanos": [...]}                             (System.nanoTime around each timed call)
+//         and "error": "<exception>: <message>" instead of "assignment" when the assignor throws.
+//
+// The SubscribedTopicDescriber is kgroup's own and answers partition counts; 4.4.0's assignors never ask
+// it for racks (racksForPartition), so it has none.
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
@@ -24,17 +39,14 @@ import org.apache.kafka.coordinator.group.modern.Assignment;
 import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
 import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignmentImpl;
 
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Comparator;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.UUID;
 
 final class ServerAssignors {
     private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
@@ -42,127 +54,146 @@ final class ServerAssignors {
     private ServerAssignors() {
     }
 
-    static JsonNode assign(JsonNode item) {
-        String name = item.path("assignor").asText();
-        ConsumerGroupPartitionAssignor assignor;
-        if (name.equals("server-uniform")) {
-            assignor = new UniformAssignor();
-        } else if (name.equals("server-range")) {
-            assignor = new RangeAssignor();
-        } else {
-            throw new IllegalArgumentException("unknown server assignor '" + name + "'");
-        }
-        JsonNode input = item.path("input");
-        JsonNode givenIds = item.path("topicIds");
-        Map<String, Uuid> ids = new LinkedHashMap<>();
-        Map<Uuid, String> names = new HashMap<>();
-        Map<Uuid, Integer> counts = new HashMap<>();
-        Map<Uuid, JsonNode> racks = new HashMap<>();
-        for (JsonNode topic : input.path("topics")) {
-            String topicName = topic.path("name").asText();
-            Uuid id;
-            if (topic.hasNonNull("topicId")) {
-                id = Uuid.fromString(topic.get("topicId").asText());
-            } else if (givenIds.hasNonNull(topicName)) {
-                id = Uuid.fromString(givenIds.get(topicName).asText());
-            } else {
-                UUID derived = UUID.nameUUIDFromBytes(topicName.getBytes(StandardCharsets.UTF_8));
-                id = new Uuid(derived.getMostSignificantBits(), derived.getLeastSignificantBits());
-            }
-            ids.put(topicName, id);
-            names.put(id, topicName);
-            counts.put(id, topic.path("partitions").asInt());
-            if (topic.hasNonNull("racks")) {
-                racks.put(id, topic.get("racks"));
-            }
-        }
-        Map<String, MemberSubscriptionAndAssignmentImpl> members = new HashMap<>();
-        Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
-        Map<String, Integer> subscribers = new HashMap<>();
-        int memberCount = 0;
-        for (JsonNode member : input.path("members")) {
-            memberCount++;
-            String memberId = member.path("memberId").asText();
-            Set<Uuid> subscribed = new HashSet<>();
-            Set<String> subscribedNames = new HashSet<>();
-            for (JsonNode t : member.path("topics")) {
-                subscribedNames.add(t.asText());
-                Uuid id = ids.get(t.asText());
-                if (id != null) {
-                    subscribed.add(id);
-                }
-            }
-            for (String topicName : subscribedNames) {
-                subscribers.merge(topicName, 1, Integer::sum);
-            }
-            Map<Uuid, Set<Integer>> target = new HashMap<>();
-            for (TopicPartition tp : AssignorOracle.partitionList(member.path("assignment"))) {
-                Uuid id = ids.get(tp.topic());
-                if (id == null) {
-                    continue;
-                }
-                target.computeIfAbsent(id, k -> new HashSet<>()).add(tp.partition());
-                inverted.computeIfAbsent(id, k -> new HashMap<>()).put(tp.partition(), memberId);
-            }
-            Optional<String> rack = member.hasNonNull("rackId") ? Optional.of(member.get("rackId").asText()) : Optional.empty();
-            Optional<String> instance = member.hasNonNull("instanceId") ? Optional.of(member.get("instanceId").asText()) : Optional.empty();
-            members.put(memberId, new MemberSubscriptionAndAssignmentImpl(rack, instance, subscribed, new Assignment(target)));
-        }
-        SubscriptionType type = SubscriptionType.HOMOGENEOUS;
-        for (int count : subscribers.values()) {
-            if (count != memberCount) {
-                type = SubscriptionType.HETEROGENEOUS;
-                break;
-            }
-        }
-        SubscribedTopicDescriber describer = new SubscribedTopicDescriber() {
-            @Override
-            public int numPartitions(Uuid topicId) {
-                return counts.getOrDefault(topicId, -1);
-            }
+    /** SubscribedTopicDescriberImpl reads a metadata image; the assignors only ask for partition counts. */
+    private static final class Topics implements SubscribedTopicDescriber {
+        private final Map<Uuid, Integer> partitions;
 
-            @Override
-            public Set<String> racksForPartition(Uuid topicId, int partition) {
-                JsonNode perPartition = racks.get(topicId);
-                if (perPartition == null || partition >= perPartition.size()) {
-                    return Set.of();
-                }
-                Set<String> out = new HashSet<>();
-                for (JsonNode r : perPartition.get(partition)) {
-                    if (!r.isNull()) {
-                        out.add(r.asText());
-                    }
-                }
-                return out;
+        Topics(Map<Uuid, Integer> partitions) {
+            this.partitions = partitions;
+        }
+
+        @Override
+        public int numPartitions(Uuid topicId) {
+            Integer count = partitions.get(topicId);
+            return count == null ? -1 : count;
+        }
+
+        @Override
+        public Set<String> racksForPartition(Uuid topicId, int partition) {
+            return Set.of();
+        }
+    }
+
+    private static ConsumerGroupPartitionAssignor assignor(String name) {
+        switch (name) {
+            case "uniform":
+                return new UniformAssignor();
+            case "range":
+                return new RangeAssignor();
+            default:
+                throw new IllegalArgumentException("unknown server assignor '" + name + "'");
+        }
+    }
+
+    private static String text(JsonNode node, String field) {
+        JsonNode value = node.get(field);
+        return value == null || value.isNull() ? null : value.asText();
+    }
+
+    private static Set<Uuid> topicIdSet(JsonNode ids) {
+        List<Uuid> topicIds = new ArrayList<>();
+        for (JsonNode id : ids) {
+            topicIds.add(Uuid.fromString(id.asText()));
+        }
+        return new HashSet<>(topicIds);
+    }
+
+    static JsonNode assign(JsonNode item) {
+        ConsumerGroupPartitionAssignor assignor = assignor(item.path("assignor").asText());
+        Map<Uuid, Integer> partitionCounts = new HashMap<>();
+        for (JsonNode topic : item.path("topics")) {
+            partitionCounts.put(Uuid.fromString(topic.get("id").asText()), topic.get("partitions").asInt());
+        }
+        List<Set<Uuid>> shared = new ArrayList<>();
+        for (JsonNode subscription : item.path("subscriptions")) {
+            shared.add(topicIdSet(subscription));
+        }
+        Map<String, MemberSubscriptionAndAssignmentImpl> memberSpecs = new HashMap<>();
+        Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
+        Map<Uuid, Integer> subscriberCounts = new HashMap<>();
+        int memberCount = 0;
+        for (JsonNode member : item.path("members")) {
+            String memberId = member.get("id").asText();
+            Set<Uuid> subscribed = member.has("subscription")
+                ? shared.get(member.get("subscription").asInt())
+                : topicIdSet(member.path("topics"));
+            for (Uuid id : subscribed) {
+                subscriberCounts.merge(id, 1, Integer::sum);
             }
-        };
-        GroupAssignment result = assignor.assign(new GroupSpecImpl(members, type, inverted), describer);
-        ObjectNode out = NODES.objectNode();
-        ObjectNode assignment = out.putObject("assignment");
-        ArrayNode order = NODES.arrayNode();
-        for (String memberId : members.keySet()) {
-            order.add(memberId);
-            MemberAssignment one = result.members().get(memberId);
-            List<TopicPartition> partitions = new ArrayList<>();
-            if (one != null) {
-                for (Map.Entry<Uuid, Set<Integer>> e : one.partitions().entrySet()) {
-                    for (int p : e.getValue()) {
-                        partitions.add(new TopicPartition(names.get(e.getKey()), p));
-                    }
+            memberCount++;
+            // Assignment.fromRecord: Collectors.toMap into a HashMap, each topic new HashSet<>(partitions)
+            Map<Uuid, Set<Integer>> current = new HashMap<>();
+            for (JsonNode entry : member.path("assignment")) {
+                Uuid topicId = Uuid.fromString(entry.get(0).asText());
+                List<Integer> partitions = new ArrayList<>();
+                for (JsonNode partition : entry.get(1)) {
+                    partitions.add(partition.asInt());
+                }
+                if (current.putIfAbsent(topicId, new HashSet<>(partitions)) != null) {
+                    throw new IllegalStateException("Duplicate key " + topicId);
+                }
+                for (int partition : partitions) {
+                    inverted.computeIfAbsent(topicId, k -> new HashMap<>()).put(partition, memberId);
                 }
             }
-            partitions.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
-            ArrayNode list = assignment.putArray(memberId);
-            for (TopicPartition tp : partitions) {
-                list.add(tp.topic() + "-" + tp.partition());
+            memberSpecs.put(memberId, new MemberSubscriptionAndAssignmentImpl(
+                Optional.ofNullable(text(member, "rackId")),
+                Optional.ofNullable(text(member, "instanceId")),
+                subscribed,
+                new Assignment(current)));
+        }
+        SubscriptionType type;
+        String requested = text(item, "subscriptionType");
+        if (requested != null) {
+            type = SubscriptionType.valueOf(requested);
+        } else {
+            type = SubscriptionType.HOMOGENEOUS;  // ModernGroup.subscriptionType: every topic has every member
+            for (int count : subscriberCounts.values()) {
+                if (count != memberCount) {
+                    type = SubscriptionType.HETEROGENEOUS;
+                    break;
+                }
             }
         }
-        out.put("subscriptionType", type.name());
-        ObjectNode topicIds = out.putObject("topicIds");
-        for (Map.Entry<String, Uuid> e : ids.entrySet()) {
-            topicIds.put(e.getKey(), e.getValue().toString());
+        GroupSpecImpl spec = new GroupSpecImpl(Collections.unmodifiableMap(memberSpecs), type, inverted);
+        Topics topics = new Topics(partitionCounts);
+
+        ObjectNode answer = NODES.objectNode();
+        ArrayNode memberIds = answer.putArray("memberIds");
+        for (String memberId : spec.memberIds()) {
+            memberIds.add(memberId);
         }
-        out.set("memberIterationOrder", order);
-        return out;
+        answer.put("subscriptionType", type.name());
+        GroupAssignment result;
+        try {
+            int warmup = item.path("warmup").asInt(0);
+            int repeat = item.path("repeat").asInt(0);
+            for (int i = 0; i < warmup; i++) {
+                assignor.assign(spec, topics);
+            }
+            ArrayNode nanos = answer.putArray("nanos");
+            for (int i = 0; i < repeat; i++) {
+                long start = System.nanoTime();
+                assignor.assign(spec, topics);
+                nanos.add(System.nanoTime() - start);
+            }
+            result = assignor.assign(spec, topics);
+        } catch (RuntimeException e) {
+            answer.put("error", AssignorOracle.describe(e));
+            return answer;
+        }
+        ObjectNode assignment = answer.putObject("assignment");
+        for (Map.Entry<String, MemberAssignment> member : result.members().entrySet()) {
+            ArrayNode topicsOut = assignment.putArray(member.getKey());
+            for (Map.Entry<Uuid, Set<Integer>> topic : member.getValue().partitions().entrySet()) {
+                ArrayNode pair = topicsOut.addArray();
+                pair.add(topic.getKey().toString());
+                ArrayNode partitions = pair.addArray();
+                for (int partition : topic.getValue()) {
+                    partitions.add(partition);
+                }
+            }
+        }
+        return answer;
     }
 }
