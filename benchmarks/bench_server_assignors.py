@@ -2,8 +2,9 @@
 
 5,000 members × 10 partitions per member over 1,000 topics, and 10,000 members (the same 1,000 topics,
 so 100 partitions each). For each case both sides get the same group (built as the coordinator builds
-it); kgroup is timed around ``assign`` in this process, Kafka inside its JVM around ``assign()`` (after
-warm-up calls), and the medians are printed. Each case also checks that the answers are equal.
+it); kgroup is timed around ``assign`` in this process, Kafka inside the oracle's JVM
+(:meth:`KafkaOracle.server_assign` with ``repeat``) around ``assign()`` (after warm-up calls), and the
+medians are printed. Each case also checks that the answers are equal.
 Benchmarks are not tests: nothing here asserts a time. ::
 
     python benchmarks/bench_server_assignors.py [--members 5000 10000] [--repeat 5] [--json]
@@ -26,7 +27,7 @@ from kgroup.group.assignors import (
     create_server_assignor,
     subscription_type,
 )
-from kgroup.testing.apache_kafka.server_assignors import OracleMember, ServerAssignorOracle, kgroup_group_spec
+from kgroup.testing.apache_kafka import KafkaOracle, ServerMember, kgroup_group_spec
 
 TOPICS = 1000
 PARTITIONS_PER_MEMBER = 10
@@ -37,7 +38,7 @@ class Case:
     name: str
     assignor: str
     members: int
-    build: Callable[[ServerAssignorOracle], tuple[dict[TopicId, int], list[OracleMember]]]
+    build: Callable[[KafkaOracle], tuple[dict[TopicId, int], list[ServerMember]]]
 
 
 def _topics(members: int, rng: random.Random) -> dict[TopicId, int]:
@@ -50,41 +51,41 @@ def _ids(count: int, rng: random.Random) -> list[str]:
     return [str(TopicId.from_int(rng.getrandbits(128))) for _ in range(count)]
 
 
-def _homogeneous(members: int, seed: int) -> tuple[dict[TopicId, int], list[OracleMember]]:
+def _homogeneous(members: int, seed: int) -> tuple[dict[TopicId, int], list[ServerMember]]:
     rng = random.Random(seed)
     topics = _topics(members, rng)
     subscription = tuple(topics)
-    return topics, [OracleMember(m, subscription) for m in _ids(members, rng)]
+    return topics, [ServerMember(m, subscription) for m in _ids(members, rng)]
 
 
-def _heterogeneous(members: int, seed: int) -> tuple[dict[TopicId, int], list[OracleMember]]:
+def _heterogeneous(members: int, seed: int) -> tuple[dict[TopicId, int], list[ServerMember]]:
     # two overlapping halves: members subscribe to topics 0-599 or 400-999
     rng = random.Random(seed)
     topics = _topics(members, rng)
     ordered = list(topics)
     low, high = tuple(ordered[:600]), tuple(ordered[400:])
-    return topics, [OracleMember(m, low if i % 2 else high) for i, m in enumerate(_ids(members, rng))]
+    return topics, [ServerMember(m, low if i % 2 else high) for i, m in enumerate(_ids(members, rng))]
 
 
 def _fresh(
-    kind: Callable[[int, int], tuple[dict[TopicId, int], list[OracleMember]]], members: int
-) -> Callable[[ServerAssignorOracle], tuple[dict[TopicId, int], list[OracleMember]]]:
+    kind: Callable[[int, int], tuple[dict[TopicId, int], list[ServerMember]]], members: int
+) -> Callable[[KafkaOracle], tuple[dict[TopicId, int], list[ServerMember]]]:
     return lambda oracle: kind(members, 1)
 
 
 def _one_joins(
     assignor: str, members: int
-) -> Callable[[ServerAssignorOracle], tuple[dict[TopicId, int], list[OracleMember]]]:
+) -> Callable[[KafkaOracle], tuple[dict[TopicId, int], list[ServerMember]]]:
     """A stable homogeneous group (Kafka's target as the current assignment) that one member joins."""
 
-    def build(oracle: ServerAssignorOracle) -> tuple[dict[TopicId, int], list[OracleMember]]:
+    def build(oracle: KafkaOracle) -> tuple[dict[TopicId, int], list[ServerMember]]:
         topics, rows = _homogeneous(members, 2)
-        previous = oracle.assign(assignor, topics, rows, SubscriptionType.HOMOGENEOUS)
+        previous = oracle.server_assign(assignor, topics, rows, SubscriptionType.HOMOGENEOUS)
         subscription = rows[0].topics
         stable = [
-            OracleMember(r.member_id, subscription, previous.assignment.get(r.member_id, ())) for r in rows
+            ServerMember(r.member_id, subscription, previous.assignment.get(r.member_id, ())) for r in rows
         ]
-        return topics, [*stable, OracleMember("joiner", subscription)]
+        return topics, [*stable, ServerMember("joiner", subscription)]
 
     return build
 
@@ -102,10 +103,10 @@ def cases(sizes: list[int]) -> list[Case]:
     return found
 
 
-def run(case: Case, oracle: ServerAssignorOracle, repeat: int, warmup: int) -> dict[str, object]:
+def run(case: Case, oracle: KafkaOracle, repeat: int, warmup: int) -> dict[str, object]:
     topics, rows = case.build(oracle)
     kind = subscription_type([r.topics for r in rows])
-    kafka = oracle.assign(case.assignor, topics, rows, kind, warmup=warmup, repeat=repeat)
+    kafka = oracle.server_assign(case.assignor, topics, rows, kind, warmup=warmup, repeat=repeat)
     spec = kgroup_group_spec(rows, kind)
     describer = TopicDescriber(topics)
     assignor = create_server_assignor(case.assignor)
@@ -134,10 +135,12 @@ def main() -> None:
     parser.add_argument("--members", type=int, nargs="+", default=[5000, 10000])
     parser.add_argument("--repeat", type=int, default=5, help="timed calls per side (median reported)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed JVM calls first (JIT)")
+    parser.add_argument("--heap", default="4g", help="the Kafka JVM's -Xmx")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rows = []
-    with ServerAssignorOracle() as oracle:
+    # one case at 10,000 members is a few MB of JSON and tens of seconds of assign() calls in the JVM
+    with KafkaOracle(call_timeout_s=600, heap=args.heap) as oracle:
         for case in cases(args.members):
             row = run(case, oracle, args.repeat, args.warmup)
             rows.append(row)

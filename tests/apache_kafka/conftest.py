@@ -16,7 +16,7 @@ from typing import Protocol
 import pytest
 
 from kgroup.testing import KafkaBroker
-from kgroup.testing.apache_kafka import ApacheKafka
+from kgroup.testing.apache_kafka import ApacheKafka, KafkaOracle, require_apache_kafka
 
 _counter = itertools.count()
 
@@ -59,3 +59,13 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
 def names(request: pytest.FixtureRequest) -> Iterator[str]:
     """A prefix unique in this run (topics and groups of the shared Apache Kafka never collide)."""
     yield f"t{os.getpid()}-{next(_counter)}-{request.node.originalname[:40]}".replace("_", "-")
+
+
+@pytest.fixture(scope="session")
+def kafka_oracle() -> Iterator[KafkaOracle]:
+    """Apache Kafka's own assignors and partitioners in one JVM, shared by the run."""
+    libs = require_apache_kafka()
+    with KafkaOracle(libs) as oracle:
+        yield oracle
+        # shown with -s: the run's volume (docs/apache-kafka.md quotes it)
+        print(f"\nKafka oracle {oracle.version}: {oracle.items} requests in {oracle.calls} round trips")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import (
     RANGE,
@@ -41,12 +40,6 @@ REBALANCE_IN_PROGRESS = 27
 GROUP_ID_NOT_FOUND = 69
 MEMBER_ID_REQUIRED = 79
 FENCED_INSTANCE_ID = 82
-
-
-def kgroup_differs(request: pytest.FixtureRequest, target: Target, reason: str) -> None:
-    """kgroup's run is a strict xfail (the difference is known and written down); Apache's must pass."""
-    if target.kind == "kgroup":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
 
 def coordinator(target: Target, group_id: str) -> Raw:
@@ -236,9 +229,7 @@ def test_requests_during_a_rebalance(target: Target, names: str) -> None:
     }
 
 
-def test_requests_for_a_group_that_does_not_exist(
-    request: pytest.FixtureRequest, target: Target, names: str
-) -> None:
+def test_requests_for_a_group_that_does_not_exist(target: Target, names: str) -> None:
     group, topic = f"{names}-g", f"{names}-t"
     with Raw(target.bootstrap_servers) as raw:
         create_topic(raw, topic, 1)
@@ -268,12 +259,6 @@ def test_requests_for_a_group_that_does_not_exist(
         },
         "leave (v2)": UNKNOWN_MEMBER_ID,
     }
-    kgroup_differs(
-        request,
-        target,
-        "LeaveGroup v3+ for a group that does not exist: Kafka answers NONE with the member's "
-        "UNKNOWN_MEMBER_ID, kgroup's coordinator UNKNOWN_MEMBER_ID for the whole request and no members",
-    )
     assert leave_v5 == {
         "throttle_time": 0,
         "error_code": NONE,
@@ -292,7 +277,7 @@ def test_a_long_group_id(target: Target, names: str) -> None:
         assert heartbeat(raw, group, gen, member) == NONE
 
 
-def test_an_empty_group_id(request: pytest.FixtureRequest, target: Target, names: str) -> None:
+def test_an_empty_group_id(target: Target, names: str) -> None:
     topic = f"{names}-t"
     with Raw(target.bootstrap_servers) as raw:
         create_topic(raw, topic, 1)
@@ -303,13 +288,6 @@ def test_an_empty_group_id(request: pytest.FixtureRequest, target: Target, names
             "sync": sync(raw, "", 1, "m")["error_code"],
         }
         assert refused == {"join": INVALID_GROUP_ID, "heartbeat": INVALID_GROUP_ID, "sync": INVALID_GROUP_ID}
-        kgroup_differs(
-            request,
-            target,
-            "Kafka still takes offsets for the empty group id (OffsetCommit without a generation, "
-            "OffsetFetch, DescribeGroups: the pre-KIP-289 'simple consumer' group); kgroup's "
-            "coordinator answers INVALID_GROUP_ID",
-        )
         committed = commit(raw, "", -1, "", {(topic, 0): (5, "simple")})
         fetched = raw.call(
             "OffsetFetch",

@@ -1,20 +1,22 @@
 """kgroup's server assignors against Apache Kafka's own ``UniformAssignor`` / ``RangeAssignor`` classes.
 
-One JVM (the harness ``ServerAssignorOracle``) for the module. Every comparison is exact: the member
-order (``memberIds()``), the subscription type, every member's topics and partitions *in the order
-Kafka's collections iterate them* (which is what the next round starts from), and errors.
+Kafka answers through the run's shared oracle JVM (``kafka_oracle``, :meth:`KafkaOracle.server_assign`).
+Every comparison is exact: the member order (``memberIds()``), the subscription type, every member's
+topics and partitions *in the order Kafka's collections iterate them* (which is what the next round
+starts from), and errors.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.group.server_assignors.vectors import all_paths, split_partition
+from tests.group.server_assignors.vectors import all_paths
 
 from kgroup.group.assignors import (
     PartitionAssignorError,
@@ -24,26 +26,19 @@ from kgroup.group.assignors import (
     create_server_assignor,
     subscription_type,
 )
-from kgroup.testing.apache_kafka import require_apache_kafka
-from kgroup.testing.apache_kafka.server_assignors import (
-    OracleAnswer,
-    OracleMember,
-    ServerAssignorOracle,
+from kgroup.testing.apache_kafka import (
+    KafkaOracle,
+    ServerAnswer,
+    ServerMember,
     kgroup_group_spec,
+    server_vector_group,
 )
 
 ASSIGNORS = ("uniform", "range")
 
 
-@pytest.fixture(scope="module")
-def oracle() -> Iterator[ServerAssignorOracle]:
-    libs = require_apache_kafka()
-    with ServerAssignorOracle(libs) as running:
-        yield running
-
-
 def _kgroup(
-    assignor: str, topics: dict[TopicId, int], members: Sequence[OracleMember], kind: SubscriptionType
+    assignor: str, topics: dict[TopicId, int], members: Sequence[ServerMember], kind: SubscriptionType
 ) -> tuple[tuple[str, ...], dict[str, tuple[tuple[TopicId, tuple[int, ...]], ...]] | None]:
     spec = kgroup_group_spec(members, kind)
     try:
@@ -54,10 +49,10 @@ def _kgroup(
 
 
 def _assert_same(
-    answer: OracleAnswer,
+    answer: ServerAnswer,
     assignor: str,
     topics: dict[TopicId, int],
-    members: Sequence[OracleMember],
+    members: Sequence[ServerMember],
     kind: SubscriptionType,
 ) -> None:
     order, mine = _kgroup(assignor, topics, members, kind)
@@ -74,32 +69,15 @@ def _assert_same(
 
 
 @pytest.mark.parametrize("path", all_paths(), ids=lambda p: f"{p.parent.name}/{p.stem}")
-def test_vector_input_against_kafka(oracle: ServerAssignorOracle, path: object) -> None:
-    """Every vector's input, answered by Kafka 4.4.0 (including the ten whose old-trunk answer changed)."""
-    from pathlib import Path
-
-    assert isinstance(path, Path)
+def test_vector_input_against_kafka(kafka_oracle: KafkaOracle, path: Path) -> None:
+    """Every vector's input, answered by Kafka 4.4.0 (including the ten whose old-trunk answer changed).
+    Kafka's side derives the subscription type itself here (no vector subscribes to a missing topic)."""
     raw = json.loads(path.read_text())
-    ids = {name: TopicId.from_string(text) for name, text in raw["expected"]["topicIds"].items()}
-    topics = {ids[t["name"]]: t["partitions"] for t in raw["input"]["topics"]}
-    members = []
-    for member in raw["input"]["members"]:
-        record: dict[TopicId, list[int]] = {}
-        for text in member.get("assignment", []):
-            name, partition = split_partition(text)
-            record.setdefault(ids[name], []).append(partition)
-        members.append(
-            OracleMember(
-                member["memberId"],
-                tuple(ids[name] for name in member["topics"]),
-                tuple((t, tuple(ps)) for t, ps in record.items()),
-                member.get("instanceId"),
-                member.get("rackId"),
-            )
-        )
+    group = server_vector_group(raw["input"], raw["expected"]["topicIds"])
     kind = subscription_type(set(m["topics"]) for m in raw["input"]["members"])
     assignor = raw["assignor"].removeprefix("server-")
-    _assert_same(oracle.assign(assignor, topics, members, kind), assignor, topics, members, kind)
+    answer = kafka_oracle.server_assign(assignor, group.topics, group.members)
+    _assert_same(answer, assignor, group.topics, group.members, kind)
 
 
 # --- random groups over several rounds ---------------------------------------------------------------
@@ -184,9 +162,9 @@ def _rows(
     members: list[_Member],
     ids: dict[str, TopicId],
     records: dict[str, tuple[tuple[TopicId, tuple[int, ...]], ...]],
-) -> list[OracleMember]:
+) -> list[ServerMember]:
     return [
-        OracleMember(
+        ServerMember(
             m.member_id,
             tuple(ids[n] for n in m.topics if n in ids),
             records.get(m.member_id, ()),
@@ -197,7 +175,7 @@ def _rows(
 
 
 def _run_rounds(
-    oracle: ServerAssignorOracle,
+    oracle: KafkaOracle,
     assignor: str,
     scenario: tuple[bool, dict[str, tuple[int, int]], list[_Member], list[_Round]],
 ) -> None:
@@ -224,7 +202,7 @@ def _run_rounds(
                 return
         kind = subscription_type(set(m.topics) for m in members)
         rows = _rows(members, ids, records)
-        answer = oracle.assign(assignor, dict(counts), rows, kind)
+        answer = oracle.server_assign(assignor, dict(counts), rows, kind)
         _assert_same(answer, assignor, dict(counts), rows, kind)
         if answer.error is not None:
             return
@@ -244,8 +222,8 @@ def _run_rounds(
 )
 @given(scenario=_scenario())
 def test_random_groups_over_rounds_match_kafka(
-    oracle: ServerAssignorOracle,
+    kafka_oracle: KafkaOracle,
     assignor: str,
     scenario: tuple[bool, dict[str, tuple[int, int]], list[_Member], list[_Round]],
 ) -> None:
-    _run_rounds(oracle, assignor, scenario)
+    _run_rounds(kafka_oracle, assignor, scenario)

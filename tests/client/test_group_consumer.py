@@ -1,18 +1,22 @@
-"""kgroup.client over real sockets, against kgroup's own broker and librdkafka's mock cluster.
+"""kgroup.client over real sockets, against kgroup's own broker, Apache Kafka and librdkafka's mock cluster.
 
-librdkafka's mock cluster is an independent coordinator implementation; it answers a follower's
+Every group scenario runs against kgroup's broker (``[kgroup]``) and the pinned Apache Kafka
+(``[apache]``, the run's shared KRaft node: every test takes fresh topic and group names). librdkafka's
+mock cluster (``[mock]``) is an independent coordinator implementation; it answers a follower's
 SyncGroup that arrives after the leader's with INVALID_REQUEST and a null assignment (its group goes
 "Up" as soon as the leader has synced — Kafka instead answers a Stable group's SyncGroup with the
-member's assignment), so groups of several kgroup members race there: multi-member scenarios run
-against kgroup's broker, single-member ones against both. Each test runs its own event loop with a
-time bound and closes every consumer and broker it starts.
+member's assignment), so groups of several kgroup members race there: single-member scenarios run
+against it too, multi-member ones do not. Each test runs its own event loop with a time bound and
+closes every consumer and broker it starts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -37,6 +41,9 @@ MOCK_CAPS = {
     "OffsetCommit": 7,
     "OffsetFetch": 5,
 }
+#: the brokers every group scenario runs against; ``ALL`` adds librdkafka's mock cluster
+BROKERS = ["kgroup", "apache"]
+ALL = [*BROKERS, "mock"]
 
 
 def run(coro: Callable[[], Awaitable[Any]], timeout_s: float = 60) -> Any:
@@ -46,31 +53,67 @@ def run(coro: Callable[[], Awaitable[Any]], timeout_s: float = 60) -> Any:
     return asyncio.run(bounded())
 
 
-_MOCKS: set[str] = set()
+@dataclass(frozen=True)
+class Cluster:
+    """A running broker of one kind, its topics (4 partitions each) and names unique in the run."""
+
+    kind: str
+    bootstrap: str
+    prefix: str
+
+    def topic(self, name: str) -> str:
+        return self.prefix + name
+
+    def tp(self, name: str, partition: int) -> TopicPartition:
+        return TopicPartition(self.topic(name), partition)
+
+    @property
+    def caps(self) -> dict[str, int] | None:
+        return MOCK_CAPS if self.kind == "mock" else None
 
 
-@contextmanager
-def cluster(kind: str, topics: tuple[str, ...]) -> Iterator[str]:
-    """A broker of ``kind`` ("kgroup" or "mock") with ``topics`` of 4 partitions each."""
-    if kind == "mock":
-        with mock_cluster(topics=topics) as bootstrap:
-            _MOCKS.add(bootstrap)
-            try:
-                yield bootstrap
-            finally:
-                _MOCKS.discard(bootstrap)
-    else:
-        with KafkaBroker(topics=dict.fromkeys(topics, MOCK_PARTITIONS)) as broker:
-            yield broker.bootstrap_servers
+OpenCluster = Callable[..., AbstractContextManager[Cluster]]
 
 
-def _consumer(bootstrap: str, config: MemberConfig, **kwargs: Any) -> GroupConsumer:
-    caps = MOCK_CAPS if bootstrap in _MOCKS else None
-    return GroupConsumer(bootstrap, config, max_versions=caps, **kwargs)
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, names: str) -> OpenCluster:
+    """``cluster(*topics)``: a broker of the test's kind (its parameter) with ``topics``.
+
+    kgroup's broker and the mock cluster are started for the block; Apache Kafka is the run's shared
+    node (checked alive after the block). Topic and group names carry the test's unique prefix.
+    """
+    kind = request.param
+    apache = request.getfixturevalue("apache_kafka") if kind == "apache" else None
+    prefix = f"{names}-"
+
+    @contextmanager
+    def open_cluster(*topics: str) -> Iterator[Cluster]:
+        real = tuple(prefix + t for t in topics)
+        if kind == "mock":
+            with mock_cluster(topics=real) as bootstrap:
+                yield Cluster(kind, bootstrap, prefix)
+        elif kind == "kgroup":
+            with KafkaBroker(topics=dict.fromkeys(real, MOCK_PARTITIONS)) as broker:
+                yield Cluster(kind, broker.bootstrap_servers, prefix)
+        else:
+            assert apache is not None
+            for topic in real:
+                apache.create_topic(topic, MOCK_PARTITIONS)
+            yield Cluster(kind, apache.bootstrap_servers, prefix)
+            apache.check_alive()
+
+    return open_cluster
 
 
-def _config(**overrides: Any) -> MemberConfig:
-    values: dict[str, Any] = {"group_id": "g", "enable_auto_commit": False, **FAST}
+def _consumer(cluster: Cluster, config: MemberConfig, **kwargs: Any) -> GroupConsumer:
+    if "topics" in kwargs:
+        kwargs["topics"] = [cluster.topic(t) for t in kwargs["topics"]]
+    return GroupConsumer(cluster.bootstrap, config, max_versions=cluster.caps, **kwargs)
+
+
+def _config(cluster: Cluster | None = None, **overrides: Any) -> MemberConfig:
+    group = cluster.topic("g") if cluster is not None else "g"
+    values: dict[str, Any] = {"group_id": group, "enable_auto_commit": False, **FAST}
     values.update(overrides)
     return MemberConfig(**values)
 
@@ -97,25 +140,28 @@ def _check_partitioned(owned: dict[str, frozenset[TopicPartition]], topic: str, 
     assert sorted(everything) == [TopicPartition(topic, p) for p in range(partitions)]  # each exactly once
 
 
-def test_range_group_of_two_splits_the_topic() -> None:
-    with cluster("kgroup", ("orders",)) as bootstrap:
+@pytest.mark.parametrize("cluster", BROKERS, indirect=True)
+def test_range_group_of_two_splits_the_topic(cluster: OpenCluster) -> None:
+    with cluster("orders") as kafka:
+        orders = kafka.topic("orders")
 
         async def scenario() -> None:
-            a = _consumer(bootstrap, _config(client_id="a", assignors=("range",)), topics=["orders"])
-            b = _consumer(bootstrap, _config(client_id="b", assignors=("range",)), topics=["orders"])
+            a = _consumer(kafka, _config(kafka, client_id="a", assignors=("range",)), topics=["orders"])
+            b = _consumer(kafka, _config(kafka, client_id="b", assignors=("range",)), topics=["orders"])
             async with a, b:
                 owned = await _all_stable([a, b])
-                _check_partitioned(owned, "orders", 4)
+                _check_partitioned(owned, orders, 4)
                 assert sorted(len(p) for p in owned.values()) == [2, 2]
                 # Range over members sorted by id: the smaller id takes partitions 0-1
                 first = min(owned)
-                assert owned[first] == frozenset(TopicPartition("orders", p) for p in range(2))
+                assert owned[first] == frozenset(TopicPartition(orders, p) for p in range(2))
 
         run(scenario)
 
 
-def test_cooperative_join_moves_partitions_without_double_ownership() -> None:
-    with cluster("kgroup", ("t",)) as bootstrap:
+@pytest.mark.parametrize("cluster", BROKERS, indirect=True)
+def test_cooperative_join_moves_partitions_without_double_ownership(cluster: OpenCluster) -> None:
+    with cluster("t") as kafka:
         owned_now: dict[str, set[TopicPartition]] = {}
         double: list[tuple[str, TopicPartition]] = []
 
@@ -135,15 +181,16 @@ def test_cooperative_join_moves_partitions_without_double_ownership() -> None:
 
         async def scenario() -> None:
             cfg = {"assignors": ("cooperative-sticky",)}
-            a = _consumer(bootstrap, _config(client_id="a", **cfg), topics=["t"], on_event=tracker("a"))
+            cfg_a = _config(kafka, client_id="a", **cfg)
+            a = _consumer(kafka, cfg_a, topics=["t"], on_event=tracker("a"))
             async with a:
                 first = await _all_stable([a])
                 assert len(first[a.member_id]) == 4
-                cfg_b = _config(client_id="b", **cfg)
-                b = _consumer(bootstrap, cfg_b, topics=["t"], on_event=tracker("b"))
+                cfg_b = _config(kafka, client_id="b", **cfg)
+                b = _consumer(kafka, cfg_b, topics=["t"], on_event=tracker("b"))
                 async with b:
                     owned = await _all_stable([a, b])
-                    _check_partitioned(owned, "t", 4)
+                    _check_partitioned(owned, kafka.topic("t"), 4)
                     assert sorted(len(p) for p in owned.values()) == [2, 2]
                     # a kept what it keeps: sticky, and it revoked only what moved to b
                     assert owned[a.member_id] <= first[a.member_id]
@@ -152,63 +199,77 @@ def test_cooperative_join_moves_partitions_without_double_ownership() -> None:
         assert double == []
 
 
-def test_static_member_restart_gets_its_partitions_back_without_a_rebalance() -> None:
-    with cluster("kgroup", ("s",)) as bootstrap:
+@pytest.mark.parametrize("restarted", ["follower", "leader"])
+@pytest.mark.parametrize("cluster", BROKERS, indirect=True)
+def test_static_member_restart_gets_its_partitions_back_without_a_rebalance(
+    cluster: OpenCluster, restarted: str
+) -> None:
+    """A static member closes (no LeaveGroup) and comes back under its instance id: it gets its
+    partitions back in the same generation. A returning static leader is told to skip the
+    assignment (JoinGroup v9, KIP-814) and keeps the group as it is."""
+    with cluster("s") as kafka:
 
         async def scenario() -> None:
             def static(name: str) -> GroupConsumer:
-                cfg = _config(client_id=name, group_instance_id=name, assignors=("range",))
-                return _consumer(bootstrap, cfg, topics=["s"])
+                cfg = _config(kafka, client_id=name, group_instance_id=name, assignors=("range",))
+                return _consumer(kafka, cfg, topics=["s"])
 
             a, b = static("a"), static("b")
             async with a, b:
                 owned = await _all_stable([a, b])
                 generation = a.generation
-                b_before = owned[b.member_id]
-                await b.close()  # static: no LeaveGroup
-                b2 = static("b")
-                async with b2:
-                    again = await _all_stable([a, b2])
-                    assert b2.assignment == b_before
-                    assert b2.generation == generation == a.generation  # no rebalance happened
-                    assert again[a.member_id] == owned[a.member_id]
+                leader, follower = (a, b) if a.member.is_leader else (b, a)
+                assert leader.member.is_leader and not follower.member.is_leader
+                gone, stays = (leader, follower) if restarted == "leader" else (follower, leader)
+                before = owned[gone.member_id]
+                name = "a" if gone is a else "b"
+                await gone.close()  # static: no LeaveGroup
+                back = static(name)
+                async with back:
+                    again = await _all_stable([stays, back])
+                    assert back.assignment == before
+                    assert back.generation == generation == stays.generation  # no rebalance happened
+                    assert again[stays.member_id] == owned[stays.member_id]
+                    assert back.member.is_leader == (restarted == "leader")
 
         run(scenario)
 
 
-@pytest.mark.parametrize("kind", ["kgroup", "mock"])
-def test_committed_offsets_survive_a_member_restart(kind: str) -> None:
-    with cluster(kind, ("c",)) as bootstrap:
+@pytest.mark.parametrize("cluster", ALL, indirect=True)
+def test_committed_offsets_survive_a_member_restart(cluster: OpenCluster) -> None:
+    with cluster("c") as kafka:
+        c0, c1, c2, c3 = (kafka.tp("c", p) for p in range(4))
 
         async def scenario() -> None:
-            a = _consumer(bootstrap, _config(client_id="a", assignors=("range",)), topics=["c"])
+            a = _consumer(kafka, _config(kafka, client_id="a", assignors=("range",)), topics=["c"])
             async with a:
                 await _all_stable([a])
-                await a.commit({TopicPartition("c", 0): 42, TopicPartition("c", 1): 7})
-            b = _consumer(bootstrap, _config(client_id="b", assignors=("range",)), topics=["c"])
+                await a.commit({c0: 42, c1: 7})
+            b = _consumer(kafka, _config(kafka, client_id="b", assignors=("range",)), topics=["c"])
             async with b:
                 await _all_stable([b])
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + 10
                 while len(b.member.positions()) < 4 and loop.time() < deadline:
                     await b.poll(20)
-                expected = {TopicPartition("c", 0): 42, TopicPartition("c", 1): 7}
-                expected |= {TopicPartition("c", 2): -1, TopicPartition("c", 3): -1}  # nothing committed
+                expected = {c0: 42, c1: 7, c2: -1, c3: -1}  # nothing committed on 2 and 3
                 assert b.member.positions() == expected
 
         run(scenario)
 
 
-def test_rolling_upgrade_from_range_to_cooperative_sticky() -> None:
+@pytest.mark.parametrize("cluster", BROKERS, indirect=True)
+def test_rolling_upgrade_from_range_to_cooperative_sticky(cluster: OpenCluster) -> None:
     """Kafka's documented upgrade: members bounce from [range] to [cooperative-sticky, range] (the group
     keeps range until every member supports cooperative-sticky, and stays EAGER because range is in
     every list), then to [cooperative-sticky] (COOPERATIVE once every member has only it) — every
     partition owned exactly once after each step."""
-    with cluster("kgroup", ("u",)) as bootstrap:
+    with cluster("u") as kafka:
+        topic = kafka.topic("u")
 
         async def scenario() -> None:
             def member(name: str, assignors: tuple[str, ...]) -> GroupConsumer:
-                return _consumer(bootstrap, _config(client_id=name, assignors=assignors), topics=["u"])
+                return _consumer(kafka, _config(kafka, client_id=name, assignors=assignors), topics=["u"])
 
             both = ("cooperative-sticky", "range")
             members = {"a": member("a", ("range",)), "b": member("b", ("range",))}
@@ -216,7 +277,7 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky() -> None:
                 await c.start()
             try:
                 owned = await _all_stable(list(members.values()))
-                _check_partitioned(owned, "u", 4)
+                _check_partitioned(owned, topic, 4)
                 steps = [("b", both, "range"), ("a", both, "cooperative-sticky")]
                 steps += [("b", ("cooperative-sticky",), "cooperative-sticky")]
                 steps += [("a", ("cooperative-sticky",), "cooperative-sticky")]
@@ -225,7 +286,7 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky() -> None:
                     members[name] = member(name, assignors)
                     await members[name].start()
                     owned = await _all_stable(list(members.values()))
-                    _check_partitioned(owned, "u", 4)
+                    _check_partitioned(owned, topic, 4)
                     assert {c.member.group_protocol for c in members.values()} == {chosen}
                 assert {c.member.protocol.name for c in members.values()} == {"COOPERATIVE"}
             finally:
@@ -235,7 +296,7 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky() -> None:
         run(scenario, timeout_s=120)
 
 
-def test_pattern_subscription_and_bad_input() -> None:
+def test_bad_input() -> None:
     with pytest.raises(KgroupError, match="bootstrap servers"):
         GroupConsumer("nohost", _config(), topics=["t"])
     with pytest.raises(KgroupError, match="topics or a pattern"):
@@ -250,31 +311,33 @@ def test_pattern_subscription_and_bad_input() -> None:
 
     run(unreachable)
 
-    for kind in ("kgroup", "mock"):
-        with cluster(kind, ("p-1", "p-2", "other")) as bootstrap:
-            _pattern_scenario(bootstrap)
+
+@pytest.mark.parametrize("cluster", ALL, indirect=True)
+def test_pattern_subscription(cluster: OpenCluster) -> None:
+    """A pattern matches whole topic names: ``<prefix>p-\\d`` takes p-1 and p-2, not ``other``."""
+    with cluster("p-1", "p-2", "other") as kafka:
+
+        async def scenario() -> None:
+            pattern = re.escape(kafka.prefix) + r"p-\d"
+            a = _consumer(kafka, _config(kafka, assignors=("range",)), pattern=pattern)
+            async with a:
+                owned = await _all_stable([a])
+                expected = [f"{kafka.topic(f'p-{t}')}-{p}" for t in (1, 2) for p in range(4)]
+                assert sorted(map(str, owned[a.member_id])) == expected
+
+        run(scenario)
 
 
-def _pattern_scenario(bootstrap: str) -> None:
-    async def scenario() -> None:
-        a = _consumer(bootstrap, _config(assignors=("range",)), pattern=r"p-\d")
-        async with a:
-            owned = await _all_stable([a])
-            expected = [f"p-{t}-{p}" for t in (1, 2) for p in range(4)]
-            assert sorted(map(str, owned[a.member_id])) == expected
-
-    run(scenario)
-
-
-def test_a_refused_join_is_thrown_once_and_the_next_poll_tries_again() -> None:
+@pytest.mark.parametrize("cluster", BROKERS, indirect=True)
+def test_a_refused_join_is_thrown_once_and_the_next_poll_tries_again(cluster: OpenCluster) -> None:
     """As Kafka's consumer: a JoinGroup refused with INCONSISTENT_GROUP_PROTOCOL (the group runs
     range, this member offers only roundrobin) is raised from one poll(); the member has asked to
     rejoin, so once the range member leaves, a later poll() joins."""
-    with cluster("kgroup", ("p",)) as bootstrap:
+    with cluster("p") as kafka:
 
         async def scenario() -> None:
-            a = _consumer(bootstrap, _config(client_id="a", assignors=("range",)), topics=["p"])
-            b = _consumer(bootstrap, _config(client_id="b", assignors=("roundrobin",)), topics=["p"])
+            a = _consumer(kafka, _config(kafka, client_id="a", assignors=("range",)), topics=["p"])
+            b = _consumer(kafka, _config(kafka, client_id="b", assignors=("roundrobin",)), topics=["p"])
             async with a:
                 await _all_stable([a])
                 async with b:
@@ -290,6 +353,6 @@ def test_a_refused_join_is_thrown_once_and_the_next_poll_tries_again() -> None:
                     assert raised and "INCONSISTENT_GROUP_PROTOCOL" in raised[0]
                     await a.close()  # dynamic: LeaveGroup, the group is empty again
                     owned = await _all_stable([b])  # the next polls join: b is usable
-                    assert owned[b.member_id] == frozenset(TopicPartition("p", i) for i in range(4))
+                    assert owned[b.member_id] == frozenset(kafka.tp("p", i) for i in range(4))
 
         run(scenario)

@@ -1,4 +1,5 @@
-"""Real consumers for the live tests: kafka-python, librdkafka and aiokafka members, each in a thread.
+"""Real consumers for the live tests: kafka-python, librdkafka, aiokafka, kgroup and Java members, each
+in a thread (the Java member's thread drives a JVM running Apache Kafka's ``KafkaConsumer``).
 
 Every member reports each assignment and revocation to one :class:`Ledger`, which records a violation
 whenever a partition is handed to a member while another still holds it. A member releases its
@@ -9,11 +10,13 @@ never blames a hand-over that Kafka's protocol orders correctly.
 from __future__ import annotations
 
 import asyncio
+import collections
 import socket
 import struct
+import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 TP = tuple[str, int]
@@ -28,19 +31,38 @@ KAFKA_PYTHON_POLL_MS = 1000
 
 
 class Ledger:
-    """Who holds which partition right now, and every moment two members held one."""
+    """Who holds which partition right now, and every moment two members held one.
+
+    A member that has released everything (:meth:`release_all`: it stopped consuming and is leaving)
+    holds nothing until it starts again (:meth:`started`): a client may still complete a rebalance
+    while it closes (aiokafka's ``stop()`` calls ``on_partitions_assigned`` for a SyncGroup answer
+    that arrives then), but it never consumes those partitions, and it leaves without revoking them.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._owner: dict[TP, str] = {}
+        self._released: set[str] = set()
         self.violations: list[str] = []
         #: exceptions that ended a member's thread, reported in any timeout message
         self.member_errors: list[str] = []
         self.revocations: dict[str, list[TP]] = {}
         self.changed_at = time.monotonic()
+        #: every call, in order (for a failure message)
+        self.history: list[str] = []
+
+    def started(self, member: str) -> None:
+        with self._lock:
+            self._released.discard(member)
+            self._note("started", member, [])
 
     def assigned(self, member: str, partitions: Iterable[TP]) -> None:
+        partitions = list(partitions)
         with self._lock:
+            if member in self._released:
+                self._note("assigned while closing (ignored)", member, partitions)
+                return
+            self._note("assigned", member, partitions)
             for tp in partitions:
                 other = self._owner.get(tp)
                 if other is not None and other != member:
@@ -50,7 +72,9 @@ class Ledger:
                     self.changed_at = time.monotonic()
 
     def revoked(self, member: str, partitions: Iterable[TP]) -> None:
+        partitions = list(partitions)
         with self._lock:
+            self._note("revoked", member, partitions)
             for tp in partitions:
                 if self._owner.get(tp) == member:
                     del self._owner[tp]
@@ -60,7 +84,17 @@ class Ledger:
     def release_all(self, member: str) -> None:
         with self._lock:
             mine = [tp for tp, owner in self._owner.items() if owner == member]
+            self._released.add(member)
         self.revoked(member, mine)
+
+    def _note(self, what: str, member: str, partitions: list[TP]) -> None:
+        listed = ",".join(f"{t}-{p}" for t, p in partitions)
+        self.history.append(f"{time.monotonic():.3f} {member} {what} [{listed}]")
+
+    def report(self) -> str:
+        """The violations and the calls that led to them, one per line."""
+        with self._lock:
+            return "\n".join([*self.violations, "history:", *self.history])
 
     def owners(self) -> dict[TP, str]:
         with self._lock:
@@ -129,6 +163,7 @@ class Member:
         self._thread = threading.Thread(target=self._guarded, name=f"member-{name}", daemon=True)
 
     def start(self) -> Member:
+        self.ledger.started(self.name)
         self._thread.start()
         return self
 
@@ -358,3 +393,106 @@ class KgroupClientMember(Member):
         finally:
             ledger.release_all(name)
             await consumer.close()
+
+
+#: Java's cooperative-sticky assignor, the one kgroup's plug-ins are exact to
+JAVA_COOPERATIVE_STICKY = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+
+
+class JavaMember(Member):
+    """Apache Kafka's Java ``KafkaConsumer`` (``tests/apache_kafka/java/MixedMember.java``) in its own JVM.
+
+    ``command`` is ``java … MixedMember`` (``tests/apache_kafka/mixed_member.py``). The program prints
+    its rebalance callbacks and records; a revocation waits for this thread's ``ack``, so the ledger
+    has the release before the consumer goes on (and, on close, before its LeaveGroup is sent).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        ledger: Ledger,
+        bootstrap: str,
+        group: str,
+        topics: list[str],
+        command: Sequence[str],
+        assignor: str = JAVA_COOPERATIVE_STICKY,
+    ):
+        super().__init__(name, ledger)
+        self.bootstrap, self.group, self.topics = bootstrap, group, topics
+        self.command = [*command, bootstrap, group, name, ",".join(topics), assignor]
+
+    def run(self, stop: threading.Event) -> None:
+        ledger, name = self.ledger, self.name
+        process = subprocess.Popen(
+            self.command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        stdin, stdout = process.stdin, process.stdout
+        write_lock = threading.Lock()
+
+        def send(line: str) -> None:
+            with write_lock:
+                try:
+                    stdin.write(line + "\n")
+                    stdin.flush()
+                except (BrokenPipeError, ValueError):  # the JVM has exited
+                    pass
+
+        def stopper() -> None:
+            while not stop.wait(0.2):
+                if process.poll() is not None:
+                    return
+            send("stop")
+
+        threading.Thread(target=stopper, name=f"member-{name}-stop", daemon=True).start()
+        other: collections.deque[str] = collections.deque(maxlen=10)
+        failure = ""
+        closed = False
+        try:
+            for raw in stdout:
+                line = raw.rstrip("\n")
+                if not line.startswith("@kgroup "):
+                    other.append(line)
+                    continue
+                kind, _, rest = line.removeprefix("@kgroup ").partition(" ")
+                if kind == "assigned":
+                    ledger.assigned(name, _partitions(rest))
+                elif kind in ("revoked", "lost"):
+                    ledger.revoked(name, _partitions(rest))
+                    send("ack")
+                elif kind == "record":
+                    topic, partition, offset = rest.split()
+                    self.consumed.add((topic, int(partition), int(offset)))
+                elif kind == "error":
+                    failure = rest
+                elif kind == "closed":
+                    closed = True
+        finally:
+            ledger.release_all(name)
+            try:
+                code = process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                code = process.wait(timeout=10)
+            with write_lock:
+                stdin.close()
+            stdout.close()
+        if code != 0 or not closed or failure:
+            raise AssertionError(
+                f"java member {name} exited with {code} ({failure or 'no error line'}); "
+                f"last output: {' | '.join(other) or 'none'}"
+            )
+
+
+def _partitions(text: str) -> list[TP]:
+    """``t:0,t:1`` (as MixedMember prints them) as (topic, partition) pairs."""
+    pairs = []
+    for item in filter(None, text.split(",")):
+        topic, _, partition = item.rpartition(":")
+        pairs.append((topic, int(partition)))
+    return pairs

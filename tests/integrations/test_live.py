@@ -1,4 +1,9 @@
-"""Live: the plug-ins in real kafka-python / aiokafka consumers, beside librdkafka's, on kgroup's broker.
+"""Live: the plug-ins in real kafka-python / aiokafka consumers, beside librdkafka's, kgroup's own client
+and Apache Kafka's Java consumer, on kgroup's broker and on Apache Kafka.
+
+Every test runs against both brokers (``target``: ``[kgroup]`` / ``[apache]``; Apache Kafka is the
+run's shared node, so topics and groups take the test's unique ``names``). The Java members need the
+pinned Apache Kafka's jars: without them the mixed-group test skips with the reason (fails in CI).
 
 Guard: these tests need ``kgroup.testing`` (the in-process broker) and a broker that serves consumer
 groups (JoinGroup and SyncGroup in its ApiVersions); until both are there they are skipped, and once
@@ -22,11 +27,14 @@ pytest.importorskip("aiokafka")
 pytest.importorskip("confluent_kafka")
 testing = pytest.importorskip("kgroup.testing")
 
+from apache_kafka.conftest import Target  # noqa: E402
+from apache_kafka.mixed_member import java_member_command  # noqa: E402
 from kgroup.integrations import aiokafka as aio  # noqa: E402
 from kgroup.integrations import kafka_python as kp  # noqa: E402
 
 from .live import (  # noqa: E402
     AiokafkaMember,
+    JavaMember,
     KafkaPythonMember,
     KgroupClientMember,
     Ledger,
@@ -57,13 +65,14 @@ def _stop_all(members: list[Member]) -> None:
 
 
 @contextmanager
-def _broker(topics: dict[str, int], members: list[Member]) -> Iterator[Any]:
-    """kgroup's broker for one test; the test's members stop (and leave) before it does."""
-    with testing.KafkaBroker(topics=topics) as broker:
-        try:
-            yield broker
-        finally:
-            _stop_all(members)
+def _broker(target: Target, topics: dict[str, int], members: list[Member]) -> Iterator[str]:
+    """``topics`` on the test's broker; the test's members stop (and leave) before the block ends."""
+    for name, partitions in topics.items():
+        target.create_topic(name, partitions)
+    try:
+        yield target.bootstrap_servers
+    finally:
+        _stop_all(members)
 
 
 def _require_groups(bootstrap: str) -> None:
@@ -75,16 +84,28 @@ def _errors(members: list[Member]) -> list[str]:
     return [f"{m.name}: {e!r}" for m in members for e in m.errors]
 
 
+# the leader's assignor runs in the client, so a Java leader is run once, on Apache Kafka
+@pytest.mark.parametrize(
+    ("target", "leader"),
+    [("kgroup", "kafka-python"), ("apache", "kafka-python"), ("apache", "java")],
+    indirect=["target"],
+)
 def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_restart(
-    started: list[Member],
+    target: Target, names: str, leader: str, started: list[Member]
 ) -> None:
-    topic, partitions = "orders", 12
-    with _broker({topic: partitions}, started) as broker:
-        bootstrap = broker.bootstrap_servers
+    """Eight members of one cooperative-sticky group: kafka-python and aiokafka with kgroup's plug-ins,
+    librdkafka, kgroup's client and Java's ``KafkaConsumer`` (two each, one aiokafka, one kgroup). The
+    first to join leads: a kafka-python member (kgroup's plug-in assigns) or a Java member (Java's
+    ``CooperativeStickyAssignor`` assigns, reading the plug-ins' subscriptions). A librdkafka and a
+    Java member restart; no partition is ever owned twice and nothing moves between members that
+    stayed."""
+    java_command = java_member_command()
+    topic, partitions = f"{names}-orders", 16
+    with _broker(target, {topic: partitions}, started) as bootstrap:
         _require_groups(bootstrap)
-        written = produce(bootstrap, topic, 240)
+        written = produce(bootstrap, topic, 320)
         ledger = Ledger()
-        group = "mixed"
+        group = f"{names}-mixed"
         every = {(topic, p) for p in range(partitions)}
 
         def kafka_python(name: str) -> Member:
@@ -97,34 +118,44 @@ def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_rest
             started.append(m)
             return m
 
-        # the first member to join leads the group: a kafka-python member with kgroup's plug-in
-        kafka_python("kp-1")
-        wait_stable(ledger, every, {"kp-1"})
+        def java(name: str) -> Member:
+            m = JavaMember(name, ledger, bootstrap, group, [topic], java_command).start()
+            started.append(m)
+            return m
+
+        # the first member to join leads the group
+        first, second = (kafka_python, java) if leader == "kafka-python" else (java, kafka_python)
+        first_name = "kp-1" if leader == "kafka-python" else "java-1"
+        first(first_name)
+        wait_stable(ledger, every, {first_name})
+        second("java-1" if leader == "kafka-python" else "kp-1")
         kafka_python("kp-2")
         librdkafka("rd-1")
-        restarted = librdkafka("rd-2")
+        restarted = [librdkafka("rd-2"), java("java-2")]
         started.append(
             AiokafkaMember("aio-1", ledger, bootstrap, group, [topic], aio.CooperativeSticky()).start()
         )
         started.append(KgroupClientMember("kg-1", ledger, bootstrap, group, [topic]).start())
-        names = {"kp-1", "kp-2", "rd-1", "rd-2", "aio-1", "kg-1"}
-        before = wait_stable(ledger, every, names)
-        assert ledger.violations == []
+        everyone = {"kp-1", "kp-2", "rd-1", "rd-2", "aio-1", "kg-1", "java-1", "java-2"}
+        before = wait_stable(ledger, every, everyone)
+        assert ledger.violations == [], ledger.report()
         assert _errors(started) == []
-        counts = sorted(list(before.values()).count(n) for n in names)
-        assert counts == [2, 2, 2, 2, 2, 2]  # balanced: 12 partitions over 6 members
+        counts = sorted(list(before.values()).count(n) for n in everyone)
+        assert counts == [2] * 8  # balanced: 16 partitions over 8 members
 
-        restarted.stop()
-        started.remove(restarted)
-        wait_stable(ledger, every, names - {"rd-2"})
+        for member in restarted:
+            member.stop()
+            started.remove(member)
+        wait_stable(ledger, every, everyone - {"rd-2", "java-2"})
         librdkafka("rd-2")
-        after = wait_stable(ledger, every, names)
-        assert ledger.violations == []
+        java("java-2")
+        after = wait_stable(ledger, every, everyone)
+        assert ledger.violations == [], ledger.report()
         assert _errors(started) == []
         # cooperative stickiness: a partition held by a cooperative member that stayed is, after the
-        # restart, held by the same member, or by the restarted one, or by the eager aiokafka member
+        # restart, held by the same member, or by a restarted one, or by the eager aiokafka member
         # (which claims nothing when it rejoins) — never moved between two members that stayed
-        stayed = {"kp-1", "kp-2", "rd-1", "kg-1"}
+        stayed = {"kp-1", "kp-2", "rd-1", "kg-1", "java-1"}
         moved = {tp: (before[tp], after[tp]) for tp in every if before[tp] in stayed and after[tp] in stayed}
         assert {tp: pair for tp, pair in moved.items() if pair[0] != pair[1]} == {}
 
@@ -138,7 +169,7 @@ def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_rest
 
         wait_until(all_consumed, 60, "every record consumed")
         _stop_all(started)
-        assert ledger.violations == []
+        assert ledger.violations == [], ledger.report()
 
 
 class RecordingCooperativeSticky(kp.CooperativeSticky):
@@ -158,30 +189,31 @@ class RecordingCooperativeSticky(kp.CooperativeSticky):
         return result
 
 
-def test_a_kafka_python_leader_without_every_topic_converges_to_javas_answer(started: list[Member]) -> None:
-    topics = {"t1": 4, "t2": 6}
-    with _broker(topics, started) as broker:
-        bootstrap = broker.bootstrap_servers
+def test_a_kafka_python_leader_without_every_topic_converges_to_javas_answer(
+    target: Target, names: str, started: list[Member]
+) -> None:
+    t1, t2, group = f"{names}-t1", f"{names}-t2", f"{names}-partial"
+    topics = {t1: 4, t2: 6}
+    with _broker(target, topics, started) as bootstrap:
         _require_groups(bootstrap)
         ledger = Ledger()
         leader_assignor = RecordingCooperativeSticky()
-        leader = KafkaPythonMember("leader", ledger, bootstrap, "partial", ["t1"], leader_assignor).start()
+        leader = KafkaPythonMember("leader", ledger, bootstrap, group, [t1], leader_assignor).start()
         started.append(leader)
-        t1 = {("t1", p) for p in range(4)}
-        wait_stable(ledger, t1, {"leader"}, extra=lambda: (leader_assignor.calls, coordinator_state(leader)))
-        other = KafkaPythonMember("other", ledger, bootstrap, "partial", ["t1", "t2"], kp.CooperativeSticky())
+        first = {(t1, p) for p in range(4)}
+        state = lambda: (leader_assignor.calls, coordinator_state(leader))  # noqa: E731
+        wait_stable(ledger, first, {"leader"}, extra=state)
+        other = KafkaPythonMember("other", ledger, bootstrap, group, [t1, t2], kp.CooperativeSticky())
         started.append(other.start())
-        everything = t1 | {("t2", p) for p in range(6)}
+        everything = first | {(t2, p) for p in range(6)}
         final = wait_stable(ledger, everything, {"leader", "other"})
 
         # Java's leader, on the JoinGroup where "other" arrived (leader owning t1, other new), with
         # metadata for both topics:
         request = AssignmentRequest(
             [
-                KMember(
-                    "leader", ("t1",), owned=tuple(TopicPartition("t1", p) for p in range(4)), generation=1
-                ),
-                KMember("other", ("t1", "t2")),
+                KMember("leader", (t1,), owned=tuple(TopicPartition(t1, p) for p in range(4)), generation=1),
+                KMember("other", (t1, t2)),
             ],
             {name: TopicMetadata(name, n) for name, n in topics.items()},
         )
@@ -192,7 +224,7 @@ def test_a_kafka_python_leader_without_every_topic_converges_to_javas_answer(sta
         assert ledger.revocations.get("leader", []) == []  # the leader never gave up t1 on the way
         # the hold ran when "other" joined (and possibly at the very start, if the leader's first
         # JoinGroup completed before its first metadata answer covered its own topic)
-        assert frozenset({"t2"}) in leader_assignor.holds
-        assert set(leader_assignor.holds) <= {frozenset({"t1"}), frozenset({"t2"})}
-        assert ledger.violations == []
+        assert frozenset({t2}) in leader_assignor.holds
+        assert set(leader_assignor.holds) <= {frozenset({t1}), frozenset({t2})}
+        assert ledger.violations == [], ledger.report()
         assert _errors(started) == []

@@ -1,10 +1,17 @@
-"""A Kafka broker for the data source tests, started by the tests themselves: kgroup's own embedded
-broker (:class:`kgroup.testing.KafkaBroker`, in this process, on a loopback port), one for the whole
-session; every test makes its own topics of 4 partitions."""
+"""Kafka brokers for the data source tests: kgroup's own embedded broker
+(:class:`kgroup.testing.KafkaBroker`, in this process, on a loopback port), one for the whole
+session, and the pinned Apache Kafka (the run's shared ``apache_kafka`` node).
+
+``kafka_cluster`` is parametrized over both (test ids ``[kgroup]`` / ``[apache]``): a source, group or
+sink scenario written once runs against each. ``kgroup_cluster`` is kgroup's broker alone, for tests
+whose outcome does not depend on the broker (options refused before anything is asked of it). Every
+test makes its own topics of 4 partitions and its own groups, with names unique in the run.
+"""
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,12 +28,18 @@ class KafkaCluster:
 
     bootstrap: str
     broker: Any
+    #: ``"kgroup"`` or ``"apache"``
+    kind: str = "kgroup"
 
     def new_topic(self, prefix: str) -> str:
         """A fresh topic of ``TOPIC_PARTITIONS`` partitions."""
-        name = f"{prefix}-{next(_names)}"
+        name = f"{prefix}-{os.getpid()}-{next(_names)}"
         self.broker.create_topic(name, TOPIC_PARTITIONS)
         return name
+
+    def new_group(self, prefix: str) -> str:
+        """A consumer group id no other test of the run uses."""
+        return f"{prefix}-{os.getpid()}-{next(_names)}"
 
     def produce(
         self, topic: str, records: list[tuple[bytes | None, bytes, int, list[tuple[str, bytes]]]]
@@ -55,12 +68,25 @@ class KafkaCluster:
 
 
 @pytest.fixture(scope="session")
-def kafka_cluster() -> Iterator[KafkaCluster]:
+def kgroup_cluster() -> Iterator[KafkaCluster]:
     from kgroup.testing import KafkaBroker
 
     with KafkaBroker(num_partitions=TOPIC_PARTITIONS, auto_create_topics=False) as broker:
         assert broker.bootstrap_servers.startswith("127.0.0.1:")
         yield KafkaCluster(broker.bootstrap_servers, broker)
+
+
+@pytest.fixture(scope="session", params=["kgroup", "apache"])
+def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[KafkaCluster]:
+    if request.param == "kgroup":
+        yield request.getfixturevalue("kgroup_cluster")
+        return
+    from kgroup.testing.apache_kafka import ApacheKafka
+
+    kafka = request.getfixturevalue("apache_kafka")
+    assert isinstance(kafka, ApacheKafka)
+    yield KafkaCluster(kafka.bootstrap_servers, kafka, "apache")
+    kafka.check_alive()
 
 
 @pytest.fixture(scope="session")

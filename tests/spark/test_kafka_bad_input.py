@@ -37,8 +37,8 @@ def _read(spark: Any, bootstrap: str, **options: str) -> Any:
     return reader
 
 
-def test_contradicting_and_unknown_options_fail_at_load(kgroup_spark: Any, kafka_cluster: Any) -> None:
-    boot = kafka_cluster.bootstrap
+def test_contradicting_and_unknown_options_fail_at_load(kgroup_spark: Any, kgroup_cluster: Any) -> None:
+    boot = kgroup_cluster.bootstrap
     _fails_before_a_job(
         kgroup_spark,
         lambda: _read(kgroup_spark, boot, subscribe="a", assign='{"a":[0]}').load(),
@@ -93,8 +93,8 @@ def test_broker_and_offset_errors_fail_while_planning(kgroup_spark: Any, kafka_c
     )
 
 
-def test_stream_and_sink_errors(kgroup_spark: Any, kafka_cluster: Any, tmp_path: Path) -> None:
-    boot = kafka_cluster.bootstrap
+def test_stream_and_sink_errors(kgroup_spark: Any, kgroup_cluster: Any, tmp_path: Path) -> None:
+    boot = kgroup_cluster.bootstrap
     stream = kgroup_spark.readStream.format("kgroup").option("kafka.bootstrap.servers", boot)
 
     def start_stream() -> None:

@@ -1,5 +1,5 @@
 """``consume=group``: a streaming read whose partitions a real consumer group decides, on real Spark
-against kgroup's embedded broker, with confluent-kafka consumers in the same group."""
+against kgroup's embedded broker and Apache Kafka, with confluent-kafka consumers in the same group."""
 
 from __future__ import annotations
 
@@ -71,9 +71,10 @@ def test_available_now_reads_everything_once_and_leaves_the_group_with_no_lag(
     kgroup_spark: Any, kafka_cluster: KafkaCluster, tmp_path: Path
 ) -> None:
     topic = kafka_cluster.new_topic("group-all")
+    group = kafka_cluster.new_group("g-all")
     _produce(kafka_cluster, topic, 0, 400)
     frame = _group_stream(
-        kgroup_spark, kafka_cluster, topic, "g-all", groupMembers="2", maxOffsetsPerTrigger="100"
+        kgroup_spark, kafka_cluster, topic, group, groupMembers="2", maxOffsetsPerTrigger="100"
     )
     query = (
         frame.writeStream.format("parquet")
@@ -92,11 +93,10 @@ def test_available_now_reads_everything_once_and_leaves_the_group_with_no_lag(
     # the last batch's offsets reach the group too (the query listener), so the lag is 0
     deadline = time.monotonic() + 30
     while (
-        _committed(kafka_cluster, topic, "g-all") != _ends(kafka_cluster, topic)
-        and time.monotonic() < deadline
+        _committed(kafka_cluster, topic, group) != _ends(kafka_cluster, topic) and time.monotonic() < deadline
     ):
         time.sleep(0.2)
-    assert _committed(kafka_cluster, topic, "g-all") == _ends(kafka_cluster, topic) == [100] * 4
+    assert _committed(kafka_cluster, topic, group) == _ends(kafka_cluster, topic) == [100] * 4
     # every batch recorded who owned which partition, in which generation
     ends = [json.loads(p.sources[0].endOffset) for p in query.recentProgress if p.numInputRows]
     owners = ends[-1]["kgroupGroup"]["members"]
@@ -114,7 +114,7 @@ def test_a_consumer_joining_mid_stream_takes_partitions_and_nothing_is_read_twic
     from confluent_kafka import Consumer
 
     topic = kafka_cluster.new_topic("group-join")
-    group = "g-join"
+    group = kafka_cluster.new_group("g-join")
     _produce(kafka_cluster, topic, 0, 200)
     frame = _group_stream(kgroup_spark, kafka_cluster, topic, group, maxOffsetsPerTrigger="1000")
     query = (
@@ -186,8 +186,8 @@ def test_a_consumer_joining_mid_stream_takes_partitions_and_nothing_is_read_twic
     assert late and all(p not in taken for p, _ in late)
 
 
-def test_group_mode_bad_input(kgroup_spark: Any, kafka_cluster: KafkaCluster) -> None:
-    base = {"kafka.bootstrap.servers": kafka_cluster.bootstrap, "subscribe": "t", "consume": "group"}
+def test_group_mode_bad_input(kgroup_spark: Any, kgroup_cluster: KafkaCluster) -> None:
+    base = {"kafka.bootstrap.servers": kgroup_cluster.bootstrap, "subscribe": "t", "consume": "group"}
     cases = [
         ({}, "kafka.group.id: consume=group needs"),
         ({"kafka.group.id": "g", "groupMembers": "0"}, "groupMembers: 0"),

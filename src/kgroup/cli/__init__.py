@@ -34,8 +34,9 @@ def _root() -> None:
 def version_command() -> None:
     """Print kgroup's version and the Kafka version it reproduces."""
     from kgroup import __version__
+    from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION
 
-    typer.echo(f"kgroup {__version__} (exact to Apache Kafka 4.0, trunk 1eb7644)")
+    typer.echo(f"kgroup {__version__} (exact to Apache Kafka {KAFKA_VERSION})")
 
 
 # Sub-command modules, in the order `kgroup --help` lists them.

@@ -64,9 +64,7 @@ def handle_describe(txn: Txn, env: Envelope, req: DescribeGroupsRequest) -> None
     described: list[DescribedGroup] = []
     for group_id in req.groups:
         group = txn.groups.get(group_id)
-        if not group_id:
-            described.append(DescribedGroup(ErrorCode.INVALID_GROUP_ID, group_id, S.DEAD.kafka_name, "", ""))
-        elif group is None:
+        if group is None:
             # an unknown group is described as Dead with no error (DescribeGroups before v6)
             described.append(DescribedGroup(ErrorCode.NONE, group_id, S.DEAD.kafka_name, "", ""))
         else:
@@ -88,9 +86,7 @@ def handle_list(txn: Txn, env: Envelope, req: ListGroupsRequest) -> None:
 def delete_group(txn: Txn, group_id: str) -> ErrorCode:
     """DeleteGroups for one group: only an Empty group can go (NON_EMPTY_GROUP otherwise); the group
     passes through Dead and is removed with its offsets (a tombstone record)."""
-    group = txn.groups.get(group_id)
-    if not group_id:
-        return ErrorCode.INVALID_GROUP_ID
+    group = txn.groups.get(group_id)  # the empty group id is a group like any other (as in Kafka)
     if group is None or group.in_state(S.DEAD):
         return ErrorCode.GROUP_ID_NOT_FOUND
     if not group.in_state(S.EMPTY):

@@ -147,7 +147,13 @@ def handle_leave(txn: Txn, env: Envelope, req: LeaveGroupRequest) -> None:
         return
     group = txn.groups.get(req.group_id)
     if group is None:
-        txn.reply(env.connection, env.correlation_id, LeaveGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+        # Kafka's service answers a group it does not know with no error and each member unknown
+        # (before v3 the one member's error becomes the answer's, in the wire layer)
+        unknown = tuple(
+            LeaveGroupMemberResponse(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
+            for m in req.members
+        )
+        txn.reply(env.connection, env.correlation_id, LeaveGroupResponse(ErrorCode.NONE, unknown))
         return
     if group.in_state(S.DEAD):
         txn.reply(env.connection, env.correlation_id, LeaveGroupResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))

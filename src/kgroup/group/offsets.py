@@ -55,8 +55,8 @@ def _answer_all(txn: Txn, env: Envelope, req: OffsetCommitRequest, error: ErrorC
 
 
 def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> None:
-    if not req.group_id:
-        return _answer_all(txn, env, req, ErrorCode.INVALID_GROUP_ID)
+    # the empty group id is a group like any other here (Kafka keeps it for old "simple consumer"
+    # commits; only JoinGroup, SyncGroup, Heartbeat and LeaveGroup refuse it)
     group = txn.groups.get(req.group_id)
     if group is None:
         if req.generation_id >= 0:
@@ -104,9 +104,6 @@ def _fetched(group: GroupData | None, tp: TopicPartition) -> OffsetFetchPartitio
 
 
 def handle_offset_fetch(txn: Txn, env: Envelope, req: OffsetFetchRequest) -> None:
-    if not req.group_id:
-        txn.reply(env.connection, env.correlation_id, OffsetFetchResponse(ErrorCode.INVALID_GROUP_ID))
-        return
     group = txn.groups.get(req.group_id)
     if group is not None and group.in_state(S.DEAD):
         group = None  # a Dead group's offsets are not served: every partition reads as uncommitted

@@ -166,8 +166,9 @@ class Partitioner(ABC):
 
     * :meth:`partition` for every record that does not name a partition;
     * :meth:`on_new_batch` when the chosen partition has no open batch, and then :meth:`partition`
-      **again** for the same record — if :attr:`aborts_on_new_batch` is true. That is what
-      ``KafkaProducer`` does with every pluggable ``partitioner.class`` (``abortOnNewBatch``);
+      **again** for the same record — if :attr:`aborts_on_new_batch` is true. ``KafkaProducer`` did
+      that with every pluggable ``partitioner.class`` before Kafka 4.0 (``abortOnNewBatch``); 4.4.0
+      asks once, so the default is false;
     * :meth:`before_append` / :meth:`record_appended` around each append of a record the partitioner
       placed (used by the built-in adaptive partitioner to count bytes and switch partitions);
     * :meth:`update_load_stats` whenever the sender thread looks at the queues.
@@ -179,8 +180,9 @@ class Partitioner(ABC):
 
     @property
     def aborts_on_new_batch(self) -> bool:
-        """Whether the producer asks twice when a record starts a new batch (``abortOnNewBatch``)."""
-        return True
+        """Whether the producer asks twice when a record starts a new batch (``abortOnNewBatch``):
+        false, as in Kafka 4.4.0; a partitioner modelling an older producer returns true."""
+        return False
 
     @abstractmethod
     def partition(self, topic: str, key: RecordKey, value: bytes | None, cluster: ClusterView) -> int:

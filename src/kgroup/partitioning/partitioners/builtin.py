@@ -112,16 +112,17 @@ class RoundRobinPartitioner(Partitioner):
     ``available[toPositive(counter++) % len(available)]``, or ``toPositive(counter++) % numPartitions``
     when no partition has a leader.
 
-    ``double_call_on_new_batch`` (default True, as in Kafka up to 4.0 trunk 1eb7644): the producer
-    calls :meth:`partition` a second time for a record that starts a new batch, so such a record
-    consumes two counter values (KAFKA-9965; with an even partition count this can leave half of
-    the partitions idle). Set it False to model a producer that asks once.
+    ``double_call_on_new_batch`` (default False, as in Kafka 4.4.0, whose ``KafkaProducer`` asks a
+    partitioner once per record: 4.0 removed ``Partitioner.onNewBatch``, KAFKA-18295). True models the
+    older producers (up to trunk 1eb7644, before 4.0) that called :meth:`partition` a second time for
+    a record that starts a new batch, so such a record consumed two counter values (KAFKA-9965; with
+    an even partition count half of the partitions could stay idle).
     """
 
     name = "round-robin"
-    models = "RoundRobinPartitioner (Kafka 2.4 – 4.0 trunk 1eb7644, with the KAFKA-9965 double call)"
+    models = "RoundRobinPartitioner (Kafka 2.4 – 4.4.0; the KAFKA-9965 double call of < 4.0 on request)"
 
-    def __init__(self, *, rng: Random, double_call_on_new_batch: bool = True) -> None:
+    def __init__(self, *, rng: Random, double_call_on_new_batch: bool = False) -> None:
         del rng  # deterministic
         self.double_call_on_new_batch = double_call_on_new_batch
         self._counters: dict[str, int] = {}
@@ -188,6 +189,10 @@ class UniformStickyPartitioner(Partitioner):
         self.rng = rng
         self.ignore_keys = ignore_keys
         self._sticky: dict[str, int] = {}
+
+    @property
+    def aborts_on_new_batch(self) -> bool:
+        return True  # the producers of its era (2.4 – 3.2) asked again after onNewBatch
 
     def partition(self, topic: str, key: RecordKey, value: bytes | None, cluster: ClusterView) -> int:
         if _uses_key(key, self.ignore_keys):

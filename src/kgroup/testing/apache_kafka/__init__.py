@@ -5,6 +5,8 @@
 * :class:`ApacheKafka` — a context manager running it in KRaft mode (one node or several) on 127.0.0.1;
 * :func:`require_apache_kafka` — for tests: the jars, or a skip (outside CI) / a failure (in CI) with
   one line saying why;
+* :class:`KafkaOracle` — the release's own assignors (client-side and the KIP-848 coordinator's),
+  murmur2 and partitioners in one JVM, asked from Python (``oracle.py``);
 * the ``apache_kafka`` pytest fixture (:mod:`kgroup.testing.pytest_plugin`): one node per test run.
 
 ``python -m kgroup.testing.apache_kafka fetch`` resolves the jars ahead of time (``make kafka``).
@@ -17,6 +19,18 @@ from kgroup.testing.apache_kafka.distribution import (
     KafkaUnavailable,
     kafka_libs,
 )
+from kgroup.testing.apache_kafka.oracle import (
+    KafkaOracle,
+    OracleAnswer,
+    OracleDied,
+    OracleError,
+    ServerAnswer,
+    ServerGroup,
+    ServerMember,
+    kgroup_group_spec,
+    server_vector_group,
+    vector_input,
+)
 from kgroup.testing.apache_kafka.skips import in_ci, require_apache_kafka
 
 __all__ = [
@@ -25,8 +39,18 @@ __all__ = [
     "ApacheKafka",
     "KafkaLibs",
     "KafkaNodeDied",
+    "KafkaOracle",
     "KafkaUnavailable",
+    "OracleAnswer",
+    "OracleDied",
+    "OracleError",
+    "ServerAnswer",
+    "ServerGroup",
+    "ServerMember",
     "in_ci",
     "kafka_libs",
+    "kgroup_group_spec",
     "require_apache_kafka",
+    "server_vector_group",
+    "vector_input",
 ]

@@ -1,25 +1,30 @@
-// kgroup's harness around Apache Kafka's own KIP-848 server assignors (uniform, range).
+// The KIP-848 group coordinator's assignors (UniformAssignor, RangeAssignor of
+// org.apache.kafka.coordinator.group.assignor), the "server-assign" op of kgroup's oracle (AssignorOracle.java).
 //
-// One JSON request per line on stdin, one JSON answer per line on stdout; the process lives as long as
-// stdin is open. The GroupSpec is built as Kafka's TargetAssignmentBuilder builds it: members put into a
-// HashMap in the given order, each member's current assignment as Assignment.fromRecord rebuilds it from
-// a target-assignment record (a HashMap filled in record order, each topic's partitions a HashSet), its
-// subscribed topic ids a HashSet filled in the given order, the inverted assignment from all of them.
+// The GroupSpec is built as Kafka's TargetAssignmentBuilder builds it: members put into a HashMap in the
+// given order; each member's current assignment as Assignment.fromRecord rebuilds it from a
+// target-assignment record (a HashMap filled in record order, each topic's partitions a HashSet); its
+// subscribed topic ids a HashSet filled in the given order; the inverted assignment from all of them.
 //
-// Request:  {"assignor": "uniform", "topics": [{"id": "<base64 Uuid>", "partitions": 3}],
-//            "members": [{"id": "m1", "topics": ["<id>"], "assignment": [["<id>", [0, 2]]],
-//                         "instanceId": null, "rackId": null}],
-//            "subscriptionType": "HOMOGENEOUS" (optional; default: ModernGroup.subscriptionType's rule),
-//            "subscriptions": [["<id>", ...]] (optional: a member may give "subscription": <index> instead of
-//                             "topics"; members sharing one share one HashSet, as cheap as Kafka's TopicIds view),
-//            "warmup": 0, "repeat": 0 (optional: time assign() inside the JVM)}
-// Answer:   {"memberIds": [...], "subscriptionType": "...",
-//            "assignment": {"m1": [["<id>", [0, 2]]]}  (every list in the order Kafka's collections iterate),
-//            "nanos": [...]}  or  {"error": "<exception class>: <message>"}
+// Item:   {"assignor": "uniform"|"range", "topics": [{"id": "<base64 Uuid>", "partitions": 3}],
+//          "members": [{"id": "m1", "subscription": 0, "assignment": [["<id>", [0, 2]]],
+//                       "instanceId": null, "rackId": null}],
+//          "subscriptions": [["<id>", ...]]   (members giving one index share one HashSet, as cheap as
+//                                              Kafka's TopicIds view; a member may give "topics" instead),
+//          "subscriptionType": "HOMOGENEOUS"  (optional; default: ModernGroup.subscriptionType's rule over
+//                                              the members' subscribed ids),
+//          "warmup": 0, "repeat": 0}          (optional: untimed, then timed assign() calls first)
+// Result: {"memberIds": [...], "subscriptionType": "...",
+//          "assignment": {"m1": [["<id>", [0, 2]]]}   (every list in the order Kafka's collections iterate),
+//          "nanos": [...]}                             (System.nanoTime around each timed call)
+//         and "error": "<exception>: <message>" instead of "assignment" when the assignor throws.
+//
+// The SubscribedTopicDescriber is kgroup's own and answers partition counts; 4.4.0's assignors never ask
+// it for racks (racksForPartition), so it has none.
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.common.Uuid;
@@ -34,10 +39,6 @@ import org.apache.kafka.coordinator.group.modern.Assignment;
 import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
 import org.apache.kafka.coordinator.group.modern.MemberSubscriptionAndAssignmentImpl;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -47,8 +48,11 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 
-public final class ServerAssignorOracle {
-    private static final ObjectMapper JSON = new ObjectMapper();
+final class ServerAssignors {
+    private static final JsonNodeFactory NODES = JsonNodeFactory.instance;
+
+    private ServerAssignors() {
+    }
 
     /** SubscribedTopicDescriberImpl reads a metadata image; the assignors only ask for partition counts. */
     private static final class Topics implements SubscribedTopicDescriber {
@@ -77,7 +81,7 @@ public final class ServerAssignorOracle {
             case "range":
                 return new RangeAssignor();
             default:
-                throw new IllegalArgumentException("unknown assignor " + name);
+                throw new IllegalArgumentException("unknown server assignor '" + name + "'");
         }
     }
 
@@ -94,45 +98,42 @@ public final class ServerAssignorOracle {
         return new HashSet<>(topicIds);
     }
 
-    private static ObjectNode handle(JsonNode request) {
-        ConsumerGroupPartitionAssignor assignor = assignor(request.get("assignor").asText());
+    static JsonNode assign(JsonNode item) {
+        ConsumerGroupPartitionAssignor assignor = assignor(item.path("assignor").asText());
         Map<Uuid, Integer> partitionCounts = new HashMap<>();
-        for (JsonNode topic : request.get("topics")) {
+        for (JsonNode topic : item.path("topics")) {
             partitionCounts.put(Uuid.fromString(topic.get("id").asText()), topic.get("partitions").asInt());
+        }
+        List<Set<Uuid>> shared = new ArrayList<>();
+        for (JsonNode subscription : item.path("subscriptions")) {
+            shared.add(topicIdSet(subscription));
         }
         Map<String, MemberSubscriptionAndAssignmentImpl> memberSpecs = new HashMap<>();
         Map<Uuid, Map<Integer, String>> inverted = new HashMap<>();
         Map<Uuid, Integer> subscriberCounts = new HashMap<>();
-        List<Set<Uuid>> shared = new ArrayList<>();
-        for (JsonNode subscription : request.path("subscriptions")) {
-            shared.add(topicIdSet(subscription));
-        }
         int memberCount = 0;
-        for (JsonNode member : request.get("members")) {
+        for (JsonNode member : item.path("members")) {
             String memberId = member.get("id").asText();
             Set<Uuid> subscribed = member.has("subscription")
                 ? shared.get(member.get("subscription").asInt())
-                : topicIdSet(member.get("topics"));
+                : topicIdSet(member.path("topics"));
             for (Uuid id : subscribed) {
                 subscriberCounts.merge(id, 1, Integer::sum);
             }
             memberCount++;
             // Assignment.fromRecord: Collectors.toMap into a HashMap, each topic new HashSet<>(partitions)
             Map<Uuid, Set<Integer>> current = new HashMap<>();
-            JsonNode record = member.get("assignment");
-            if (record != null) {
-                for (JsonNode entry : record) {
-                    Uuid topicId = Uuid.fromString(entry.get(0).asText());
-                    List<Integer> partitions = new ArrayList<>();
-                    for (JsonNode partition : entry.get(1)) {
-                        partitions.add(partition.asInt());
-                    }
-                    if (current.putIfAbsent(topicId, new HashSet<>(partitions)) != null) {
-                        throw new IllegalStateException("Duplicate key " + topicId);
-                    }
-                    for (int partition : partitions) {
-                        inverted.computeIfAbsent(topicId, k -> new HashMap<>()).put(partition, memberId);
-                    }
+            for (JsonNode entry : member.path("assignment")) {
+                Uuid topicId = Uuid.fromString(entry.get(0).asText());
+                List<Integer> partitions = new ArrayList<>();
+                for (JsonNode partition : entry.get(1)) {
+                    partitions.add(partition.asInt());
+                }
+                if (current.putIfAbsent(topicId, new HashSet<>(partitions)) != null) {
+                    throw new IllegalStateException("Duplicate key " + topicId);
+                }
+                for (int partition : partitions) {
+                    inverted.computeIfAbsent(topicId, k -> new HashMap<>()).put(partition, memberId);
                 }
             }
             memberSpecs.put(memberId, new MemberSubscriptionAndAssignmentImpl(
@@ -142,7 +143,7 @@ public final class ServerAssignorOracle {
                 new Assignment(current)));
         }
         SubscriptionType type;
-        String requested = text(request, "subscriptionType");
+        String requested = text(item, "subscriptionType");
         if (requested != null) {
             type = SubscriptionType.valueOf(requested);
         } else {
@@ -157,7 +158,7 @@ public final class ServerAssignorOracle {
         GroupSpecImpl spec = new GroupSpecImpl(Collections.unmodifiableMap(memberSpecs), type, inverted);
         Topics topics = new Topics(partitionCounts);
 
-        ObjectNode answer = JSON.createObjectNode();
+        ObjectNode answer = NODES.objectNode();
         ArrayNode memberIds = answer.putArray("memberIds");
         for (String memberId : spec.memberIds()) {
             memberIds.add(memberId);
@@ -165,8 +166,8 @@ public final class ServerAssignorOracle {
         answer.put("subscriptionType", type.name());
         GroupAssignment result;
         try {
-            int warmup = request.path("warmup").asInt(0);
-            int repeat = request.path("repeat").asInt(0);
+            int warmup = item.path("warmup").asInt(0);
+            int repeat = item.path("repeat").asInt(0);
             for (int i = 0; i < warmup; i++) {
                 assignor.assign(spec, topics);
             }
@@ -178,7 +179,7 @@ public final class ServerAssignorOracle {
             }
             result = assignor.assign(spec, topics);
         } catch (RuntimeException e) {
-            answer.put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+            answer.put("error", AssignorOracle.describe(e));
             return answer;
         }
         ObjectNode assignment = answer.putObject("assignment");
@@ -194,25 +195,5 @@ public final class ServerAssignorOracle {
             }
         }
         return answer;
-    }
-
-    public static void main(String[] args) throws Exception {
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
-        String line;
-        while ((line = in.readLine()) != null) {
-            if (line.isBlank()) {
-                continue;
-            }
-            ObjectNode answer;
-            try {
-                answer = handle(JSON.readTree(line));
-            } catch (Exception e) {
-                answer = JSON.createObjectNode();
-                answer.put("error", "harness: " + e);
-            }
-            out.println(JSON.writeValueAsString(answer));
-            out.flush();
-        }
     }
 }

@@ -1,0 +1,600 @@
+"""``KafkaOracle``: Apache Kafka's own assignors and partitioners, asked from Python.
+
+One long-lived JVM runs kgroup's small harness (``java/AssignorOracle.java``, compiled with javac on
+first use against the pinned release's jars) and answers batches of requests, one JSON line each way:
+
+* :meth:`KafkaOracle.assign` / :meth:`~KafkaOracle.assign_many` — ``RangeAssignor``,
+  ``RoundRobinAssignor``, ``StickyAssignor``, ``CooperativeStickyAssignor`` through their public entry
+  point ``assign(Cluster, GroupSubscription)``, on the ``input`` of a reference vector
+  (``tests/vectors/FORMAT.md``); :func:`vector_input` turns a kgroup
+  :class:`~kgroup.assignors.AssignmentRequest` into one;
+* :meth:`~KafkaOracle.murmur2` — ``Utils.murmur2``, ``toPositive`` and
+  ``BuiltInPartitioner.partitionForKey`` for any partition counts;
+* :meth:`~KafkaOracle.round_robin_partitioner` — successive ``RoundRobinPartitioner.partition`` calls;
+* :meth:`~KafkaOracle.server_assign` — the KIP-848 coordinator's ``UniformAssignor`` / ``RangeAssignor``
+  on a group given as :class:`ServerMember` rows (what the coordinator holds), optionally timed inside
+  the JVM; :func:`kgroup_group_spec` builds kgroup's own ``GroupSpec`` from the same rows, and
+  :func:`server_vector_group` reads a ``server-*`` vector's input into them;
+* :meth:`~KafkaOracle.produce` — a real ``KafkaProducer`` sending records to a live cluster, and the
+  partition each one went to;
+* :meth:`~KafkaOracle.has_class` — whether the release has a class at all.
+
+    >>> with KafkaOracle() as kafka:  # doctest: +SKIP
+    ...     kafka.murmur2([b"foobar"], [3])[0].partitions
+    {3: 0}
+
+Every call is bounded (``call_timeout_s``); a JVM that dies or hangs ends the oracle with one line
+(:class:`OracleDied`) carrying the last lines it wrote to stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from kgroup.assignors.api import AssignmentRequest
+from kgroup.group.assignors import (
+    GroupSpec,
+    MemberSpec,
+    SubscriptionType,
+    TopicId,
+    assignment_from_record,
+    group_spec,
+    topic_id_set,
+)
+from kgroup.javacompat import java_string_key
+from kgroup.javatools import CompileFailed, JavaToolMissing, cache_root, compile_jar
+from kgroup.model import Assignment, KgroupError, TopicPartition
+from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, KafkaUnavailable, kafka_libs
+
+__all__ = [
+    "CONSUMER_ASSIGNORS",
+    "SERVER_ASSIGNORS",
+    "KafkaOracle",
+    "Murmur2Answer",
+    "OracleAnswer",
+    "OracleDied",
+    "OracleError",
+    "Produced",
+    "ServerAnswer",
+    "ServerGroup",
+    "ServerMember",
+    "kgroup_group_spec",
+    "server_vector_group",
+    "vector_input",
+]
+
+#: the client-side assignors the oracle runs, by kgroup's (and the vectors') names
+CONSUMER_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+#: the KIP-848 group coordinator's assignors, by their own names (``ConsumerGroupPartitionAssignor.name()``)
+SERVER_ASSIGNORS = ("uniform", "range")
+#: starting a JVM and loading Kafka's classes: ~1 s here, far less than this on any machine
+START_TIMEOUT_S = 60.0
+#: one batch; a few thousand small groups take well under a second once the JIT is warm
+CALL_TIMEOUT_S = 120.0
+_SOURCES = ("AssignorOracle.java", "ServerAssignors.java")
+_JVM_OPTIONS = ("-XX:+UseSerialGC", "-Xss4m", "-Djava.awt.headless=true")
+
+
+class OracleError(KgroupError):
+    """The oracle could not answer (bad request, no JDK, a harness that does not compile)."""
+
+
+class OracleDied(OracleError):
+    """The oracle's JVM exited or stopped answering."""
+
+
+@dataclass(frozen=True, slots=True)
+class OracleAnswer:
+    """Kafka's answer for one group: the assignment (every member, each list sorted by topic in
+    Java order then partition) and the ``HashMap`` iteration order of the members, or the exception
+    the assignor threw (``"IllegalStateException: …"``) in ``error``."""
+
+    assignment: Assignment | None
+    member_iteration_order: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Murmur2Answer:
+    """``Utils.murmur2(key)`` (signed int32), ``toPositive`` of it, and ``partitionForKey`` per count."""
+
+    murmur2: int
+    to_positive: int
+    partitions: Mapping[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Produced:
+    """Where a real ``KafkaProducer`` put each record, and the order in which its metadata listed the
+    topic's partitions (the broker's order: ``availablePartitionsForTopic`` keeps it)."""
+
+    partitions: tuple[int, ...]
+    metadata_order: tuple[int, ...]
+
+
+#: one member's partitions per topic, in the order a target-assignment record (or Kafka's maps) lists them
+Record = tuple[tuple[TopicId, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerMember:
+    """One member of a KIP-848 group as the coordinator holds it when it computes a target assignment.
+
+    ``topics`` are the subscribed topic ids that exist (the coordinator resolves names through the
+    metadata image), in the order they are put into the ``HashSet``; members whose ``topics`` is the
+    same tuple object share one set, on both sides. ``record`` is the current target assignment.
+    """
+
+    member_id: str
+    topics: tuple[TopicId, ...]
+    record: Record = ()
+    instance_id: str | None = None
+    rack_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerAnswer:
+    """Kafka's KIP-848 assignor on one group: ``GroupSpec.memberIds()`` order, the subscription type
+    the spec had, each member's topics and partitions in the order Kafka's collections iterate them
+    (what the next round starts from), ``System.nanoTime`` around each timed ``assign()``, or the
+    exception the assignor threw in ``error``."""
+
+    member_ids: tuple[str, ...]
+    subscription_type: str
+    assignment: dict[str, Record]
+    nanos: tuple[int, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerGroup:
+    """A ``server-*`` vector's input as rows: topic id → partitions, the members, each id's name."""
+
+    topics: dict[TopicId, int]
+    members: tuple[ServerMember, ...]
+    names: dict[TopicId, str]
+
+    def partition_strings(self, record: Record) -> list[str]:
+        """``topic-partition`` strings sorted as the vectors sort them (``String.compareTo``, partition)."""
+        pairs = sorted(
+            ((self.names[t], p) for t, ps in record for p in ps), key=lambda x: (java_string_key(x[0]), x[1])
+        )
+        return [f"{t}-{p}" for t, p in pairs]
+
+
+def server_vector_group(input: Mapping[str, Any], topic_ids: Mapping[str, str]) -> ServerGroup:
+    """The rows of a ``server-*`` vector's ``input`` (FORMAT.md); a topic's id is its ``topicId`` or
+    ``topic_ids[name]`` (the vector's ``expected.topicIds``). Subscribed names that are not topics of
+    the input are left out of the member's ids, as the coordinator's lookup leaves them out."""
+    ids = {name: TopicId.from_string(text) for name, text in topic_ids.items()}
+    for topic in input["topics"]:
+        if "topicId" in topic:
+            ids[topic["name"]] = TopicId.from_string(topic["topicId"])
+    topics = {ids[t["name"]]: int(t["partitions"]) for t in input["topics"]}
+    existing = {t["name"] for t in input["topics"]}
+    members = []
+    for member in input["members"]:
+        record: dict[TopicId, list[int]] = {}
+        for text in member.get("assignment", ()):
+            name, _, partition = str(text).rpartition("-")
+            record.setdefault(ids[name], []).append(int(partition))
+        members.append(
+            ServerMember(
+                member["memberId"],
+                tuple(ids[name] for name in member["topics"] if name in existing),
+                tuple((t, tuple(ps)) for t, ps in record.items()),
+                member.get("instanceId"),
+                member.get("rackId"),
+            )
+        )
+    return ServerGroup(topics, tuple(members), {t: name for name, t in ids.items() if name in existing})
+
+
+def kgroup_group_spec(
+    members: Sequence[ServerMember], subscription: SubscriptionType | None = None
+) -> GroupSpec:
+    """kgroup's GroupSpec built from the rows exactly as the harness builds Kafka's (members whose
+    ``topics`` is the same tuple object share one set, as they share one ``HashSet`` in the harness)."""
+    sets: dict[int, tuple[TopicId, ...]] = {}
+
+    def subscribed(topics: tuple[TopicId, ...]) -> tuple[TopicId, ...]:
+        found = sets.get(id(topics))
+        if found is None:
+            found = sets[id(topics)] = topic_id_set(topics)
+        return found
+
+    return group_spec(
+        (
+            (
+                m.member_id,
+                MemberSpec(subscribed(m.topics), assignment_from_record(m.record), m.instance_id, m.rack_id),
+            )
+            for m in members
+        ),
+        subscription,
+    )
+
+
+def vector_input(request: AssignmentRequest, prior_max_generation: int | None = None) -> dict[str, Any]:
+    """The vector ``input`` (FORMAT.md) of a kgroup request: member order kept, owned partitions and
+    generations as subscription fields, user data left to the defaults (what a current client sends).
+
+    A member's own ``user_data`` bytes are not carried over: a request that needs other user data
+    has to be written as a vector by hand.
+    """
+    topics: list[dict[str, Any]] = []
+    for name, meta in request.topics.items():
+        topic: dict[str, Any] = {"name": name, "partitions": meta.partitions}
+        if meta.racks is not None:
+            topic["racks"] = [sorted(racks) for racks in meta.racks]
+        topics.append(topic)
+    members: list[dict[str, Any]] = []
+    for m in request.members:
+        member: dict[str, Any] = {"memberId": m.member_id, "topics": list(m.topics)}
+        if m.owned:
+            member["owned"] = [str(tp) for tp in m.owned]
+        if m.generation != -1:
+            member["generation"] = m.generation
+        if m.group_instance_id is not None:
+            member["groupInstanceId"] = m.group_instance_id
+        if m.rack_id is not None:
+            member["rackId"] = m.rack_id
+        members.append(member)
+    out: dict[str, Any] = {"topics": topics, "members": members}
+    if request.prefer_rack_aware_logic:
+        out["preferRackAwareLogic"] = True
+    if prior_max_generation is not None:
+        out["priorMaxGeneration"] = prior_max_generation
+    return out
+
+
+def _answer(raw: Mapping[str, Any]) -> OracleAnswer:
+    if "error" in raw:
+        return OracleAnswer(None, error=str(raw["error"]))
+    members: Mapping[str, list[str]] = raw["assignment"]
+    assignment = {member: [TopicPartition.parse(p) for p in parts] for member, parts in members.items()}
+    return OracleAnswer(assignment, tuple(raw.get("memberIterationOrder", ())))
+
+
+class KafkaOracle:
+    """Apache Kafka ``version``'s own code in one JVM, for as long as the context lasts.
+
+    ``libs`` defaults to the pinned release (:func:`kafka_libs`, resolved with Maven on first use).
+    Each call sends one batch and waits at most ``call_timeout_s`` for the answer.
+    """
+
+    def __init__(
+        self,
+        libs: KafkaLibs | None = None,
+        *,
+        call_timeout_s: float = CALL_TIMEOUT_S,
+        start_timeout_s: float = START_TIMEOUT_S,
+        heap: str = "512m",
+    ) -> None:
+        self._libs = libs
+        self.call_timeout_s = call_timeout_s
+        self.start_timeout_s = start_timeout_s
+        self.heap = heap
+        self.version = ""
+        self.calls = 0
+        self.items = 0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+        self._buffer = b""
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> KafkaOracle:
+        if self._process is not None:
+            raise OracleError("KafkaOracle: already started; call stop() first")
+        try:
+            libs = self._libs or kafka_libs(KAFKA_VERSION)
+        except KafkaUnavailable as exc:
+            raise OracleError(str(exc)) from None
+        self._libs = libs
+        jar = self._harness(libs)
+        self._stderr = tempfile.TemporaryFile(prefix="kgroup-oracle-stderr-")  # noqa: SIM115 - closed in stop
+        command = [
+            libs.java,
+            f"-Xmx{self.heap}",
+            *_JVM_OPTIONS,
+            "-cp",
+            os.pathsep.join([str(jar), libs.classpath]),
+            "AssignorOracle",
+        ]
+        try:
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            self._close_stderr()
+            raise OracleError(f"the Kafka oracle's JVM did not start: {exc}") from None
+        try:
+            hello = json.loads(self._read_line(time.monotonic() + self.start_timeout_s, "start"))
+            self.version = str(hello["ready"])
+        except (ValueError, KeyError, TypeError):
+            self.stop()
+            raise OracleDied("the Kafka oracle's JVM did not greet as expected") from None
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Close the JVM's stdin (it exits at end of input); kill it if it has not exited in 5 s."""
+        process, self._process = self._process, None
+        if process is not None:
+            if process.stdin is not None:
+                with contextlib.suppress(OSError):
+                    process.stdin.close()
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+            if process.stdout is not None:
+                process.stdout.close()
+        self._close_stderr()
+        self._buffer = b""
+
+    def __enter__(self) -> KafkaOracle:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None and self._process.poll() is None else None
+
+    # --- what a caller asks ------------------------------------------------------------------------
+
+    def assign(
+        self,
+        assignor: str,
+        request: AssignmentRequest | Mapping[str, Any],
+        prior_max_generation: int | None = None,
+    ) -> OracleAnswer:
+        """Kafka's ``assignor`` on one group (a kgroup request, or a vector's ``input``)."""
+        return self.assign_many([(assignor, request)], prior_max_generation)[0]
+
+    def assign_many(
+        self,
+        groups: Sequence[tuple[str, AssignmentRequest | Mapping[str, Any]]],
+        prior_max_generation: int | None = None,
+    ) -> list[OracleAnswer]:
+        """Kafka's answers for many groups in one round trip; each on a fresh assignor instance."""
+        batch = []
+        for assignor, request in groups:
+            if assignor not in CONSUMER_ASSIGNORS:
+                known = ", ".join(CONSUMER_ASSIGNORS)
+                raise OracleError(f"unknown assignor {assignor!r}; use one of {known}")
+            data = (
+                vector_input(request, prior_max_generation)
+                if isinstance(request, AssignmentRequest)
+                else dict(request)
+            )
+            batch.append({"assignor": assignor, "input": data})
+        return [_answer(raw) for raw in self._call("assign", batch)]
+
+    def murmur2(self, keys: Sequence[bytes], partition_counts: Sequence[int] = ()) -> list[Murmur2Answer]:
+        """Kafka's murmur2 of each key, and ``partitionForKey(key, n)`` for each ``partition_counts`` n."""
+        for n in partition_counts:
+            if not 1 <= n <= 2**31 - 1:
+                raise OracleError(f"partition count {n} is not between 1 and Java's Integer.MAX_VALUE")
+        counts = list(partition_counts)
+        results = self._call("murmur2", [{"keyHex": key.hex(), "numPartitions": counts} for key in keys])
+        return [
+            Murmur2Answer(
+                int(r["murmur2"]), int(r["toPositive"]), {int(n): int(p) for n, p in r["partitions"].items()}
+            )
+            for r in (_no_error(r) for r in results)
+        ]
+
+    def round_robin_partitioner(self, num_partitions: int, available: Sequence[int], calls: int) -> list[int]:
+        """``calls`` successive ``RoundRobinPartitioner.partition`` calls on a fresh instance, one topic
+        of ``num_partitions`` whose partitions outside ``available`` have no leader."""
+        item = {"numPartitions": num_partitions, "availablePartitions": list(available), "calls": calls}
+        return [int(p) for p in _no_error(self._call("rr-partitioner", [item])[0])["partitions"]]
+
+    def server_assign(
+        self,
+        assignor: str,
+        topics: Mapping[TopicId, int],
+        members: Sequence[ServerMember],
+        subscription: SubscriptionType | None = None,
+        *,
+        warmup: int = 0,
+        repeat: int = 0,
+    ) -> ServerAnswer:
+        """The KIP-848 coordinator's ``assignor`` (``uniform`` / ``range``) on one group: ``topics`` gives
+        each topic id's partition count, ``members`` the rows in the group's own member order.
+
+        ``subscription`` defaults to ``ModernGroup.subscriptionType``'s rule over the members' ids (pass
+        it when a member subscribes to a topic that does not exist yet: the coordinator counts names).
+        ``warmup`` untimed and then ``repeat`` timed ``assign()`` calls run first, inside the JVM; their
+        times are :attr:`ServerAnswer.nanos`."""
+        if assignor not in SERVER_ASSIGNORS:
+            known = ", ".join(SERVER_ASSIGNORS)
+            raise OracleError(f"unknown server assignor {assignor!r}; use one of {known}")
+        # members with the same subscription (the same tuple object) share it, in the request and in Java
+        index: dict[int, int] = {}
+        shared: list[list[str]] = []
+        rows: list[dict[str, Any]] = []
+        for m in members:
+            at = index.get(id(m.topics))
+            if at is None:
+                at = index[id(m.topics)] = len(shared)
+                shared.append([str(t) for t in m.topics])
+            rows.append(
+                {
+                    "id": m.member_id,
+                    "subscription": at,
+                    "assignment": [[str(t), list(ps)] for t, ps in m.record],
+                    "instanceId": m.instance_id,
+                    "rackId": m.rack_id,
+                }
+            )
+        item: dict[str, Any] = {
+            "assignor": assignor,
+            "topics": [{"id": str(t), "partitions": n} for t, n in topics.items()],
+            "subscriptions": shared,
+            "members": rows,
+            "warmup": warmup,
+            "repeat": repeat,
+        }
+        if subscription is not None:
+            item["subscriptionType"] = subscription.value
+        raw = self._call("server-assign", [item])[0]
+        if "memberIds" not in raw:
+            raise OracleError(f"the Kafka oracle could not build the group: {raw.get('error')}")
+        return ServerAnswer(
+            member_ids=tuple(raw["memberIds"]),
+            subscription_type=str(raw["subscriptionType"]),
+            assignment={m: _record(r) for m, r in raw.get("assignment", {}).items()},
+            nanos=tuple(int(n) for n in raw.get("nanos", ())),
+            error=raw.get("error"),
+        )
+
+    def produce(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        records: int,
+        *,
+        partitioner: str | None = None,
+        batch_size: int = 16384,
+        key: bytes | None = None,
+    ) -> Produced:
+        """Send ``records`` records one at a time (each waits for its acknowledgement) with a real
+        ``KafkaProducer`` (``partitioner`` = its ``partitioner.class``, ``None`` = the built-in one)."""
+        item = {
+            "bootstrap": bootstrap_servers,
+            "topic": topic,
+            "records": records,
+            "partitioner": partitioner,
+            "batchSize": batch_size,
+            "keyHex": None if key is None else key.hex(),
+        }
+        raw = _no_error(self._call("produce", [item])[0])
+        return Produced(tuple(int(p) for p in raw["partitions"]), tuple(int(p) for p in raw["metadataOrder"]))
+
+    def has_class(self, name: str) -> bool:
+        """Whether the release has class ``name`` (e.g. to see what moved or was removed)."""
+        return bool(_no_error(self._call("has-class", [{"name": name}])[0])["present"])
+
+    # --- the JVM -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _harness(libs: KafkaLibs) -> Path:
+        here = Path(__file__).parent / "java"
+        sources = [here / name for name in _SOURCES]
+        try:
+            return compile_jar(sources, libs.jars(), cache_root() / "oracle", "kgroup-kafka-oracle")
+        except (CompileFailed, JavaToolMissing) as exc:
+            raise OracleError(f"the Kafka oracle's harness could not be built: {exc}") from None
+
+    def _call(self, op: str, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        process = self._process
+        if process is None or process.stdin is None:
+            raise OracleError("KafkaOracle: not started; use it as a context manager or call start()")
+        line = json.dumps({"op": op, "batch": batch}, ensure_ascii=False).encode() + b"\n"
+        deadline = time.monotonic() + self.call_timeout_s
+        try:
+            process.stdin.write(line)
+            process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died("while being sent a request") from None
+        reply = json.loads(self._read_line(deadline, op))
+        if "fatal" in reply:
+            raise OracleError(f"the Kafka oracle refused the request: {reply['fatal']}")
+        results = reply["results"]
+        if len(results) != len(batch):
+            raise OracleError(f"the Kafka oracle answered {len(results)} items for {len(batch)}")
+        self.calls += 1
+        self.items += len(batch)
+        return list(results)
+
+    def _read_line(self, deadline: float, what: str) -> str:
+        process = self._process
+        assert process is not None and process.stdout is not None
+        fd = process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._kill()
+                raise OracleDied(
+                    f"the Kafka oracle did not answer {what!r} within the bound; its JVM was stopped"
+                    f" ({self._last_stderr()})"
+                )
+            ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
+            if not ready:
+                if process.poll() is not None:
+                    raise self._died(f"while answering {what!r}")
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                process.wait(timeout=10)
+                raise self._died(f"while answering {what!r}")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode()
+
+    def _died(self, when: str) -> OracleDied:
+        process = self._process
+        code = process.poll() if process is not None else None
+        pid = process.pid if process is not None else "?"
+        message = f"the Kafka oracle's JVM (pid {pid}) exited with code {code} {when}: {self._last_stderr()}"
+        self._kill()
+        return OracleDied(message)
+
+    def _kill(self) -> None:
+        process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        self.stop()
+
+    def _last_stderr(self) -> str:
+        if self._stderr is None:
+            return "no stderr"
+        try:
+            self._stderr.seek(0)
+            text = self._stderr.read().decode(errors="replace")
+        except (OSError, ValueError):
+            return "no stderr"
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        picked = [line for line in lines if "Exception" in line or "Error" in line] or lines
+        return " | ".join(picked[-3:])[:600] or "nothing on stderr"
+
+    def _close_stderr(self) -> None:
+        stderr, self._stderr = self._stderr, None
+        if stderr is not None:
+            stderr.close()
+
+
+def _record(raw: list[list[Any]]) -> Record:
+    return tuple((TopicId.from_string(topic), tuple(int(p) for p in partitions)) for topic, partitions in raw)
+
+
+def _no_error(raw: Mapping[str, Any]) -> Mapping[str, Any]:
+    if "error" in raw:
+        raise OracleError(f"Apache Kafka threw {raw['error']}")
+    return raw

@@ -1,0 +1,165 @@
+"""Every reference vector in ``tests/vectors`` re-checked against the pinned Apache Kafka (4.4.0).
+
+The vectors were computed by Kafka trunk 1eb7644 (2024-10-25, before 4.0; ``tests/vectors/FORMAT.md``).
+Here the oracle (:class:`~kgroup.testing.apache_kafka.KafkaOracle`) asks 4.4.0 the same questions:
+a vector whose answer changed is no longer a fact about the release kgroup follows. What changed is
+listed below with the Kafka change that did it; everything else must still be identical (assignment,
+``HashMap`` member order, murmur2, the partitioner's sequence).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kgroup.partitioning import ClusterView, ProducerModel, create_partitioner
+from kgroup.testing.apache_kafka import ApacheKafka, KafkaOracle, server_vector_group
+
+VECTORS = Path(__file__).parents[1] / "vectors"
+
+#: server-side UniformAssignor vectors whose answer differs in 4.4.0: KAFKA-18688 ("Fix uniform
+#: homogeneous assignor stability", apache/kafka#19677, 2025) — in a homogeneous group a member whose
+#: current assignment leaves it below the quota no longer uses up one of the "extra partition" slots,
+#: so a different member gets the remainder partition. Same per-member counts, other members.
+SERVER_UNIFORM_CHANGED_SINCE_1EB7644 = frozenset(
+    {
+        "chain_003_round_0",
+        "chain_004_round_0",
+        "chain_004_round_1",
+        "chain_008_round_0",
+        "chain_014_round_0",
+        "chain_015_round_1",
+        "chain_015_round_2",
+        "chain_018_round_0",
+        "chain_024_round_0",
+        "chain_026_round_0",
+    }
+)
+
+
+def _load(folder: str) -> list[tuple[str, dict[str, Any]]]:
+    files = sorted((VECTORS / folder).rglob("*.json"))
+    return [(str(f.relative_to(VECTORS / folder).with_suffix("")), json.loads(f.read_text())) for f in files]
+
+
+def _strings(assignment: dict[str, Any] | None) -> dict[str, list[str]]:
+    return {member: [str(tp) for tp in parts] for member, parts in (assignment or {}).items()}
+
+
+@pytest.mark.parametrize(
+    ("folder", "count"),
+    [("range", 295), ("roundrobin", 215), ("sticky", 452), ("cooperative-sticky", 484)],
+)
+def test_consumer_assignor_vectors_are_unchanged_in_the_pinned_kafka(
+    kafka_oracle: KafkaOracle, folder: str, count: int
+) -> None:
+    vectors = _load(folder)
+    assert len(vectors) == count
+    answers = kafka_oracle.assign_many([(v["assignor"], v["input"]) for _, v in vectors])
+    changed = []
+    for (name, vector), answer in zip(vectors, answers, strict=True):
+        expected = vector["expected"]
+        if "error" in expected:
+            same = answer.error is not None and answer.error.split(":")[0] == expected["error"].split(":")[0]
+        else:
+            same = (
+                answer.error is None
+                and _strings(answer.assignment) == expected["assignment"]
+                and list(answer.member_iteration_order) == expected["memberIterationOrder"]
+            )
+        if not same:
+            changed.append(name)
+    version = kafka_oracle.version
+    assert changed == [], f"{len(changed)} {folder} vectors differ in Kafka {version}: {changed[:10]}"
+
+
+def test_murmur2_vectors_are_unchanged(kafka_oracle: KafkaOracle) -> None:
+    vectors = json.loads((VECTORS / "murmur2" / "murmur2.json").read_text())
+    assert len(vectors) == 1000
+    counts = vectors[0]["input"]["numPartitions"]
+    assert all(v["input"]["numPartitions"] == counts for v in vectors)
+    answers = kafka_oracle.murmur2([bytes.fromhex(v["input"]["keyHex"]) for v in vectors], counts)
+    for vector, answer in zip(vectors, answers, strict=True):
+        expected = vector["expected"]
+        assert (answer.murmur2, answer.to_positive) == (expected["murmur2"], expected["toPositive"]), vector
+        assert {str(n): p for n, p in answer.partitions.items()} == expected["partitions"], vector
+
+
+def test_round_robin_partitioner_vectors_are_unchanged(kafka_oracle: KafkaOracle) -> None:
+    vectors = json.loads((VECTORS / "producer" / "roundrobin_partitioner.json").read_text())
+    assert len(vectors) == 30
+    for vector in vectors:
+        spec = vector["input"]
+        got = kafka_oracle.round_robin_partitioner(
+            spec["numPartitions"], spec["availablePartitions"], spec["calls"]
+        )
+        assert got == vector["expected"]["partitions"], spec
+
+
+@pytest.mark.parametrize("folder", ["server-range", "server-uniform"])
+def test_server_assignor_vectors_in_the_pinned_kafka(kafka_oracle: KafkaOracle, folder: str) -> None:
+    vectors = _load(folder)
+    assert len(vectors) == 60
+    changed = set()
+    for name, vector in vectors:
+        expected = vector["expected"]
+        group = server_vector_group(vector["input"], expected["topicIds"])
+        assignor = vector["assignor"].removeprefix("server-")
+        answer = kafka_oracle.server_assign(assignor, group.topics, group.members)
+        assert answer.error is None, f"{name}: {answer.error}"
+        # the group as built for the assignor is the recorded one: same member order, same type
+        assert list(answer.member_ids) == expected["memberIterationOrder"], name
+        assert answer.subscription_type == expected["subscriptionType"], name
+        got = {m: group.partition_strings(answer.assignment.get(m, ())) for m in answer.member_ids}
+        if got != expected["assignment"]:
+            counts = sorted(len(p) for p in expected["assignment"].values())
+            assert sorted(len(p) for p in got.values()) == counts, name
+            changed.add(name)
+    recorded = SERVER_UNIFORM_CHANGED_SINCE_1EB7644 if folder == "server-uniform" else frozenset()
+    assert changed == recorded
+
+
+def test_the_replica_vectors_reference_is_gone_from_the_pinned_kafka(kafka_oracle: KafkaOracle) -> None:
+    """``replicas/`` holds ``org.apache.kafka.admin.AdminUtils.assignReplicasToBrokers`` answers (the
+    ZooKeeper-era placement). Kafka 4.x removed that class; a KRaft controller places replicas with
+    ``StripedReplicaPlacer`` (and ``kafka-reassign-partitions --generate`` uses it too). The 60
+    vectors cannot be re-checked against 4.4.0: they stay facts about 1eb7644."""
+    assert not kafka_oracle.has_class("org.apache.kafka.admin.AdminUtils")
+    assert not kafka_oracle.has_class("kafka.admin.AdminUtils")
+    assert kafka_oracle.has_class("org.apache.kafka.metadata.placement.StripedReplicaPlacer")
+
+
+def test_kafka_producer_asks_a_round_robin_partitioner_once_per_record(
+    kafka_oracle: KafkaOracle, apache_kafka: ApacheKafka
+) -> None:
+    """KAFKA-9965: trunk 1eb7644's KafkaProducer asked a pluggable partitioner a second time for a
+    record that starts a new batch, so each such record used two RoundRobinPartitioner counter values
+    (with 4 partitions it reached only 2 of them). 4.4.0 has no ``Partitioner.onNewBatch`` and asks
+    once. Here every record starts a new batch (batch.size 1, each send waits for its ack).
+
+    The real producer walks ``availablePartitionsForTopic`` in the order the broker's metadata lists
+    the partitions (not ascending on a 4.4.0 KRaft broker); kgroup's ``ClusterView`` lists them
+    ascending, so the two are compared as positions in that list."""
+    topic = "oracle-round-robin-producer"
+    apache_kafka.create_topic(topic, 4)
+    real = kafka_oracle.produce(
+        apache_kafka.bootstrap_servers,
+        topic,
+        12,
+        partitioner="org.apache.kafka.clients.producer.RoundRobinPartitioner",
+        batch_size=1,
+    )
+    order = real.metadata_order
+    assert sorted(order) == [0, 1, 2, 3]
+    positions = [order.index(p) for p in real.partitions]
+    assert positions == [0, 1, 2, 3] * 3  # one counter value per record: every partition in turn
+    model = ProducerModel(create_partitioner("round-robin"), ClusterView.single(topic, 4), batch_size=1)
+    modelled = []
+    for _ in range(12):
+        modelled.append(model.send(topic, size_bytes=20))
+        model.drain()
+    assert modelled == positions
+    assert model.new_batch_calls == 0
