@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from kgroup.assignors import AssignmentRequest, create_assignor
 from kgroup.model import Member, TopicMetadata, TopicPartition
-from kgroup.testing.apache_kafka.java_client import JavaConsumer
+from kgroup.testing.apache_kafka.java_client import JavaConsumer, start_all
 
 #: fast group settings every scenario's consumers use unless it says otherwise (6 s is the brokers'
 #: group.min.session.timeout.ms)
@@ -41,10 +41,26 @@ def java_consumer(
     target_bootstrap: str, group: str, topics: Sequence[str], name: str, log_dir: Path, **settings: Any
 ) -> JavaConsumer:
     """A started Java consumer whose client id (and so member id prefix) is ``name``."""
+    return java_consumers(target_bootstrap, group, topics, [name], log_dir, **settings)[0]
+
+
+def java_consumers(
+    target_bootstrap: str,
+    group: str,
+    topics: Sequence[str],
+    names: Sequence[str],
+    log_dir: Path,
+    **settings: Any,
+) -> list[JavaConsumer]:
+    """Java consumers named ``names``, their JVMs started side by side (``subscribe=False`` to let the
+    test decide when each joins)."""
     merged = {**FAST, **settings}
-    return JavaConsumer(
-        target_bootstrap, group, topics, client_id=name, name=name, log_dir=log_dir, **merged
-    ).start()
+    consumers = [
+        JavaConsumer(target_bootstrap, group, topics, client_id=name, name=name, log_dir=log_dir, **merged)
+        for name in names
+    ]
+    start_all(*consumers)
+    return consumers
 
 
 class RdkafkaMember:
@@ -170,26 +186,32 @@ def kgroup_assignment(
     strategy: str, consumers: Sequence[JavaConsumer], generation: int, topics: Mapping[str, int]
 ) -> dict[str, frozenset[TopicPartition]]:
     """kgroup's own assignor's answer for the members of ``generation``, each with what it owned and
-    the generation it last had when it joined (read from its listener's callbacks)."""
+    the generation it last had when it joined (read from its listener's callbacks).
+
+    The members are the consumers subscribed before the generation's first callback and not closed
+    by then: a member may miss a generation's callback (a cooperative newcomer whose SyncGroup comes
+    after the next rebalance began), yet it was in the group the leader assigned.
+    """
+    callbacks = [r for c in consumers for r in c.rebalances() if r.generation == generation]
+    started = min(r.ts_ms for r in callbacks)
     members: list[Member] = []
     names: dict[str, str] = {}
     for consumer in consumers:
+        events = consumer.events
+        subscribed = [e["ts"] for e in events if e["event"] == "subscribed"]
+        closed = [e["ts"] for e in events if e["event"] == "closed"]
+        if not subscribed or subscribed[0] > started or (closed and closed[0] <= started):
+            continue
         rebalances = consumer.rebalances()
-        joined = [r for r in rebalances if r.kind == "assigned" and r.generation == generation]
-        if not joined:
+        later = [r for r in rebalances if r.generation >= generation]
+        if not later:
             continue
         before = [r for r in rebalances if r.generation < generation]
         owned = before[-1].assignment if before else frozenset()
         last_generation = before[-1].generation if before else -1
-        member_id = joined[0].member_id
-        names[member_id] = consumer.name
+        names[later[0].member_id] = consumer.name
         members.append(
-            Member(
-                member_id,
-                tuple(topics),
-                owned=tuple(sorted(owned)),
-                generation=last_generation,
-            )
+            Member(later[0].member_id, tuple(topics), owned=tuple(sorted(owned)), generation=last_generation)
         )
     members.sort(key=lambda m: m.member_id)
     request = AssignmentRequest(members, {t: TopicMetadata(t, n) for t, n in topics.items()})

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from apache_kafka.conftest import Cluster, Target, find_coordinator
-from apache_kafka.groups import FAST, all_partitions, java_consumer, wait_settled
+from apache_kafka.groups import FAST, all_partitions, java_consumers, wait_settled
 from kgroup.testing.apache_kafka import require_apache_kafka
-from kgroup.testing.apache_kafka.java_client import JavaConsumer
+from kgroup.testing.apache_kafka.java_client import JavaConsumer, start_all
 
 pytestmark = pytest.mark.slow
 
@@ -56,13 +56,13 @@ def _consumer(cluster: Cluster, group: str, topic: str, name: str, tmp_path: Pat
         subscribe=False,
         assignment_strategy="range",
         **FAST,
-    ).start()
+    )
 
 
 def test_the_first_member_waits_the_initial_rebalance_delay(delayed: Cluster, tmp_path: Path) -> None:
     topic, group = "delay-one", "delay-one-group"
     _ready(delayed, topic, 2, group)
-    with _consumer(delayed, group, topic, "c0", tmp_path) as c0:
+    with _consumer(delayed, group, topic, "c0", tmp_path).start() as c0:
         subscribed = c0.subscribe()
         assigned = c0.wait_assigned()
     waited = assigned.ts_ms - subscribed
@@ -77,10 +77,12 @@ def test_a_member_joining_during_the_delay_extends_it_and_shares_the_first_gener
     # min(delay, rebalance timeout left) — here 3 s more; then both are in generation 1
     topic, group = "delay-two", "delay-two-group"
     _ready(delayed, topic, 4, group)
-    with (
-        _consumer(delayed, group, topic, "c0", tmp_path) as c0,
-        _consumer(delayed, group, topic, "c1", tmp_path) as c1,
-    ):
+    c0, c1 = (
+        _consumer(delayed, group, topic, "c0", tmp_path),
+        _consumer(delayed, group, topic, "c1", tmp_path),
+    )
+    start_all(c0, c1)
+    with c0, c1:
         subscribed = c0.subscribe()
         time.sleep(0.5)
         c1.subscribe()
@@ -99,11 +101,8 @@ def test_a_killed_member_is_expired_after_its_session_timeout(
     topic, group = f"{names}-t", f"{names}-g"
     _ready(target, topic, 4, group)
     everything = all_partitions({topic: 4})
-    survivor = java_consumer(
-        target.bootstrap_servers, group, [topic], "c0", tmp_path, assignment_strategy="range"
-    )
-    victim = java_consumer(
-        target.bootstrap_servers, group, [topic], "c1", tmp_path, assignment_strategy="range"
+    survivor, victim = java_consumers(
+        target.bootstrap_servers, group, [topic], ["c0", "c1"], tmp_path, assignment_strategy="range"
     )
     try:
         wait_settled([survivor, victim], everything)
@@ -117,30 +116,5 @@ def test_a_killed_member_is_expired_after_its_session_timeout(
         low = SESSION_TIMEOUT_MS - HEARTBEAT_MS
         high = SESSION_TIMEOUT_MS + HEARTBEAT_MS + JOIN_TOLERANCE_MS
         assert low <= waited <= high, waited
-    finally:
-        survivor.close()
-
-
-def test_a_closed_member_leaves_at_once(target: Target, names: str, tmp_path: Path) -> None:
-    # a dynamic member's close() sends LeaveGroup: the survivor rejoins at its next heartbeat
-    topic, group = f"{names}-t", f"{names}-g"
-    _ready(target, topic, 4, group)
-    everything = all_partitions({topic: 4})
-    survivor = java_consumer(
-        target.bootstrap_servers, group, [topic], "c0", tmp_path, assignment_strategy="range"
-    )
-    leaver = java_consumer(
-        target.bootstrap_servers, group, [topic], "c1", tmp_path, assignment_strategy="range"
-    )
-    try:
-        wait_settled([survivor, leaver], everything)
-        mark = survivor.mark()
-        closing = time.time() * 1000
-        leaver.close()
-        assigned = survivor.wait_assigned(
-            since=mark, timeout_s=30, where=lambda r: r.assignment == everything
-        )
-        waited = assigned.ts_ms - closing
-        assert 0 <= waited <= HEARTBEAT_MS + JOIN_TOLERANCE_MS, waited
     finally:
         survivor.close()

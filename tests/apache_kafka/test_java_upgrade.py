@@ -20,13 +20,13 @@ import pytest
 
 from apache_kafka.conftest import Target
 from apache_kafka.groups import (
+    FAST,
     GroupMember,
     RdkafkaMember,
     all_partitions,
-    java_consumer,
     wait_settled,
 )
-from kgroup.testing.apache_kafka.java_client import JavaConsumer
+from kgroup.testing.apache_kafka.java_client import JavaConsumer, start_all
 
 pytestmark = pytest.mark.slow
 
@@ -47,11 +47,35 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky_with_mixed_clients(
     everything = all_partitions({topic: 6})
     bootstrap = target.bootstrap_servers
     members: dict[str, GroupMember] = {}
-
-    def java(slot: str, step: str, strategies: list[str]) -> Callable[[], GroupMember]:
-        return lambda: java_consumer(
-            bootstrap, group, [topic], f"{slot}-{step}", tmp_path, assignment_strategy=strategies
+    # every Java member's JVM starts now, side by side; each joins when its step comes
+    java_members = {
+        (slot, step): JavaConsumer(
+            bootstrap,
+            group,
+            [topic],
+            client_id=f"{slot}-{step}",
+            name=f"{slot}-{step}",
+            log_dir=tmp_path,
+            subscribe=False,
+            assignment_strategy=strategies,
+            **FAST,
         )
+        for slot in ("j0", "j1")
+        for step, strategies in (
+            ("range", ["range"]),
+            ("both", ["cooperative-sticky", "range"]),
+            ("coop", ["cooperative-sticky"]),
+        )
+    }
+    start_all(*java_members.values())
+
+    def java(slot: str, step: str) -> Callable[[], GroupMember]:
+        def join() -> GroupMember:
+            member = java_members[slot, step]
+            member.subscribe()
+            return member
+
+        return join
 
     def rdkafka(slot: str, step: str, strategy: str) -> Callable[[], GroupMember]:
         return lambda: RdkafkaMember(
@@ -69,21 +93,21 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky_with_mixed_clients(
     def settled() -> None:
         current = list(members.values())
         wait_settled(
-            current, everything, settle_s=2.0, also=lambda: all(len(m.assignment) == 2 for m in current)
+            current, everything, settle_s=1.0, also=lambda: all(len(m.assignment) == 2 for m in current)
         )
 
     steps: list[tuple[str, Callable[[], GroupMember], str]] = [
-        ("j0", java("j0", "range", ["range"]), "range"),
-        ("j1", java("j1", "range", ["range"]), "range"),
+        ("j0", java("j0", "range"), "range"),
+        ("j1", java("j1", "range"), "range"),
         ("r0", rdkafka("r0", "range", "range"), "range"),
         # first bounce: Java members list both; everyone is still eager and the group picks range
-        ("j0", java("j0", "both", ["cooperative-sticky", "range"]), "range"),
-        ("j1", java("j1", "both", ["cooperative-sticky", "range"]), "range"),
+        ("j0", java("j0", "both"), "range"),
+        ("j1", java("j1", "both"), "range"),
         # librdkafka cannot list both: it moves once every other member lists cooperative-sticky
         ("r0", rdkafka("r0", "coop", "cooperative-sticky"), "cooperative-sticky"),
         # second bounce: only cooperative-sticky
-        ("j0", java("j0", "coop", ["cooperative-sticky"]), "cooperative-sticky"),
-        ("j1", java("j1", "coop", ["cooperative-sticky"]), "cooperative-sticky"),
+        ("j0", java("j0", "coop"), "cooperative-sticky"),
+        ("j1", java("j1", "coop"), "cooperative-sticky"),
     ]
     chosen: list[str] = []
     try:
@@ -98,4 +122,7 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky_with_mixed_clients(
         assert chosen == [expected for _, _, expected in steps[2:]]
     finally:
         for member in members.values():
-            close(member)
+            if not isinstance(member, JavaConsumer):
+                close(member)
+        for consumer in java_members.values():
+            consumer.close()

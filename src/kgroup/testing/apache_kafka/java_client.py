@@ -50,6 +50,7 @@ __all__ = [
     "Rebalance",
     "SentRecord",
     "client_driver_jar",
+    "start_all",
 ]
 
 _SOURCE = Path(__file__).with_name("java") / "ClientDriver.java"
@@ -190,6 +191,13 @@ class _JavaClient:
         return self._process.pid if self._process is not None and self._process.poll() is None else None
 
     def start(self) -> _JavaClient:
+        """Start the JVM and wait until the client is constructed (its ``started`` event)."""
+        self.launch()
+        self.wait_for(lambda e: e["event"] == "started", what="the client to start")
+        return self
+
+    def launch(self) -> None:
+        """Start the JVM without waiting for it (see :func:`start_all`)."""
         if self._process is not None:
             raise JavaClientError(f"{self.name}: already started")
         libs = self._libs or kafka_libs()
@@ -213,8 +221,6 @@ class _JavaClient:
         )
         self._reader = threading.Thread(target=self._read, name=f"{self.name}-events", daemon=True)
         self._reader.start()
-        self.wait_for(lambda e: e["event"] == "started", what="the client to start")
-        return self
 
     def __enter__(self) -> Any:
         return self.start() if self._process is None else self
@@ -366,6 +372,23 @@ class _JavaClient:
             f"{self.name} (JVM pid {process.pid if process else '?'}) exited with code "
             f"{code}: {reason or 'no error logged'}"[:800]
         )
+
+
+def start_all(*clients: _JavaClient) -> None:
+    """Start several clients' JVMs side by side and wait until each is constructed.
+
+    A consumer made with ``subscribe=True`` subscribes as soon as it is constructed, so the order in
+    which such consumers join is left to chance; pass ``subscribe=False`` where it matters.
+    """
+    try:
+        for client in clients:
+            client.launch()
+        for client in clients:
+            client.wait_for(lambda e: e["event"] == "started", what="the client to start")
+    except BaseException:
+        for client in clients:
+            client.kill()
+        raise
 
 
 def _last_error_line(path: Path) -> str:

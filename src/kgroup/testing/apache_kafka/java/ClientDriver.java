@@ -232,28 +232,18 @@ public final class ClientDriver {
                 emit(rebalanceEvent("lost", consumer, lost));
             }
         };
-        if (onCommand) {
-            // start the JVM first, subscribe later: a test can time when each member joins
-            while (true) {
-                JsonNode command = COMMANDS.take();
-                String cmd = command.path("cmd").asText();
-                if (cmd.equals("subscribe")) {
-                    break;
-                }
-                if (cmd.equals("close")) {
-                    consumer.close(CloseOptions.timeout(Duration.ofMillis(command.path("timeout_ms").asLong(30000))));
-                    emit(event("closed", "eof", command.path("eof").asBoolean(false)));
-                    return;
-                }
-                emit(event("bad_command", "line", command.toString(), "error", null));
-            }
+        boolean subscribed = false;
+        boolean polling = false;
+        if (!onCommand) {
+            consumer.subscribe(topics, listener);
+            emit(event("subscribed", "topics", topics));
+            subscribed = true;
+            polling = true;
         }
-        consumer.subscribe(topics, listener);
-        emit(event("subscribed", "topics", topics));
-        boolean polling = true;
         while (true) {
-            JsonNode command;
-            while ((command = COMMANDS.poll()) != null) {
+            // while not polling (not subscribed yet, paused, fenced) wait for the next command instead
+            JsonNode command = polling ? COMMANDS.poll() : COMMANDS.poll(pollMs, TimeUnit.MILLISECONDS);
+            for (; command != null; command = COMMANDS.poll()) {
                 String cmd = command.path("cmd").asText();
                 switch (cmd) {
                     case "close": {
@@ -297,12 +287,21 @@ public final class ClientDriver {
                                 "generation", meta.generationId(), "member_id", meta.memberId()));
                         break;
                     }
+                    case "subscribe":
+                        // the JVM started first, the test decides when the member joins
+                        if (!subscribed) {
+                            consumer.subscribe(topics, listener);
+                            subscribed = true;
+                            polling = true;
+                        }
+                        emit(event("subscribed", "topics", topics));
+                        break;
                     case "pause_polling":
                         polling = false;
                         emit(event("polling", "on", false));
                         break;
                     case "resume_polling":
-                        polling = true;
+                        polling = subscribed;
                         emit(event("polling", "on", true));
                         break;
                     default:
@@ -310,10 +309,6 @@ public final class ClientDriver {
                 }
             }
             if (!polling) {
-                JsonNode next = COMMANDS.poll(pollMs, TimeUnit.MILLISECONDS);
-                if (next != null) {
-                    COMMANDS.add(next);
-                }
                 continue;
             }
             try {
