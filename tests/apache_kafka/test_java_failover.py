@@ -15,6 +15,7 @@ from apache_kafka.conftest import Cluster
 from apache_kafka.groups import FAST, all_partitions, java_consumer, java_consumers, wait_settled
 from kgroup.model import TopicPartition
 from kgroup.testing.apache_kafka import require_apache_kafka
+from kgroup.testing.apache_kafka.java_client import close_all
 
 pytestmark = pytest.mark.slow
 
@@ -86,8 +87,7 @@ def test_coordinator_failover_keeps_offsets_and_rebalances_on_the_new_coordinato
             assert commit.error is None, commit
         assert c1.committed(list(moved)) == moved
     finally:
-        for consumer in consumers:
-            consumer.close()
+        close_all(*consumers)
         if old is not None:
             cluster.start_node(old)
 
@@ -107,8 +107,8 @@ def test_a_restarted_node_does_not_take_its_groups_back(cluster: Cluster, tmp_pa
         old = cluster.coordinator(group)
         cluster.stop_node(old)
         new = cluster.coordinator(group)
-        cluster.start_node(old)
-        time.sleep(3)
+        cluster.start_node(old)  # (kgroup moves the group back within start_node already)
+        time.sleep(1)
         # the group works wherever it is …
         assert consumer.committed(list(committed)) == committed
         assert consumer.commit(committed).error is None

@@ -20,7 +20,7 @@ from apache_kafka.groups import (
     wait_settled,
 )
 from kgroup.model import TopicPartition
-from kgroup.testing.apache_kafka.java_client import JavaConsumer, JavaProducer, start_all
+from kgroup.testing.apache_kafka.java_client import JavaConsumer, JavaProducer, close_all, start_all
 
 pytestmark = pytest.mark.slow
 
@@ -98,8 +98,7 @@ def test_generations_of_a_growing_then_shrinking_group(
             assert row == {name: expected[name] for name in row}, generation
             assert all(not expected[name] for name in expected.keys() - row.keys()), generation
     finally:
-        for consumer in consumers:
-            consumer.close()
+        close_all(*consumers)
 
 
 def test_a_static_member_restarts_without_a_rebalance(target: Target, names: str, tmp_path: Path) -> None:
@@ -136,8 +135,7 @@ def test_a_static_member_restarts_without_a_rebalance(target: Target, names: str
         assert c1.current_assignment() == (everything - before, generation)
         assert again.rebalances()[1:] == []
     finally:
-        for consumer in (c0, c1, again):
-            consumer.close()
+        close_all(c0, c1, again)
 
 
 def test_a_second_instance_fences_the_first(target: Target, names: str, tmp_path: Path) -> None:
@@ -180,8 +178,7 @@ def test_a_second_instance_fences_the_first(target: Target, names: str, tmp_path
         )
     finally:
         first.kill()
-        other.close()
-        second.close()
+        close_all(other, second)
 
 
 def test_commits_survive_consumer_restarts(target: Target, names: str, tmp_path: Path) -> None:

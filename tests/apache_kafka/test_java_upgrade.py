@@ -26,7 +26,7 @@ from apache_kafka.groups import (
     all_partitions,
     wait_settled,
 )
-from kgroup.testing.apache_kafka.java_client import JavaConsumer, start_all
+from kgroup.testing.apache_kafka.java_client import JavaConsumer, close_all, start_all
 
 pytestmark = pytest.mark.slow
 
@@ -124,5 +124,4 @@ def test_rolling_upgrade_from_range_to_cooperative_sticky_with_mixed_clients(
         for member in members.values():
             if not isinstance(member, JavaConsumer):
                 close(member)
-        for consumer in java_members.values():
-            consumer.close()
+        close_all(*java_members.values())
