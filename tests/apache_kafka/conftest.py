@@ -2,13 +2,16 @@
 
 ``target`` is parametrized over both brokers; a test written once against it runs twice, and the
 test ids say which (``[kgroup]`` / ``[apache]``). Apache Kafka is the run's shared node (the
-``apache_kafka`` fixture), so every test takes fresh names from ``names``.
+``apache_kafka`` fixture), so every test takes fresh names from ``names``. A test that needs other
+broker settings (three nodes, an initial rebalance delay) takes ``kind`` and starts a
+:class:`Cluster` of that kind itself.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -69,3 +72,113 @@ def kafka_oracle() -> Iterator[KafkaOracle]:
         yield oracle
         # shown with -s: the run's volume (docs/apache-kafka.md quotes it)
         print(f"\nKafka oracle {oracle.version}: {oracle.items} requests in {oracle.calls} round trips")
+
+
+class Cluster:
+    """A broker started for one test, with the settings the test needs, on either side.
+
+    kgroup's cluster is ``KafkaBroker(brokers=n)`` (node ids 0…n-1), Apache Kafka's is
+    ``ApacheKafka(nodes=n)`` (node ids 1…n); topics get ``min(n, 3)`` replicas on both.
+    """
+
+    def __init__(self, kind: str, nodes: int = 1, group_initial_rebalance_delay_ms: int = 0) -> None:
+        self.kind = kind
+        self.nodes = nodes
+        self._kgroup: KafkaBroker | None = None
+        self._apache: ApacheKafka | None = None
+        if kind == "kgroup":
+            self._kgroup = KafkaBroker(
+                brokers=nodes, group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms
+            )
+        else:
+            self._apache = ApacheKafka(
+                nodes, configs={"group.initial.rebalance.delay.ms": group_initial_rebalance_delay_ms}
+            )
+
+    def __enter__(self) -> Cluster:
+        if self._kgroup is not None:
+            self._kgroup.start()
+        else:
+            assert self._apache is not None
+            self._apache.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._kgroup is not None:
+            self._kgroup.stop()
+        if self._apache is not None:
+            try:
+                self._apache.check_alive()
+            finally:
+                self._apache.stop()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        server = self._kgroup or self._apache
+        assert server is not None
+        return server.bootstrap_servers
+
+    @property
+    def node_ids(self) -> list[int]:
+        if self._kgroup is not None:
+            return list(range(self.nodes))
+        assert self._apache is not None
+        return self._apache.node_ids
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        if self._kgroup is not None:
+            self._kgroup.create_topic(name, partitions)
+        else:
+            assert self._apache is not None
+            self._apache.create_topic(name, partitions, replication_factor=min(self.nodes, 3))
+
+    def stop_node(self, node_id: int) -> None:
+        """A controlled shutdown of one node (its leaderships, and the groups it coordinates, move)."""
+        if self._kgroup is not None:
+            self._kgroup.stop_broker(node_id)
+        else:
+            assert self._apache is not None
+            self._apache.stop_node(node_id)
+
+    def start_node(self, node_id: int) -> None:
+        if self._kgroup is not None:
+            self._kgroup.start_broker(node_id)
+        else:
+            assert self._apache is not None
+            self._apache.start_node(node_id)
+
+    def coordinator(self, group_id: str, timeout_s: float = 30.0) -> int:
+        """The node that coordinates ``group_id``, as FindCoordinator answers a client."""
+        return find_coordinator(self.bootstrap_servers, group_id, timeout_s)
+
+
+def find_coordinator(bootstrap_servers: str, group_id: str, timeout_s: float = 30.0) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 3})
+    deadline = time.monotonic() + timeout_s
+    problem: object = None
+    while time.monotonic() < deadline:
+        try:
+            description = admin.describe_consumer_groups([group_id], request_timeout=10)[group_id].result()
+            return int(description.coordinator.id)
+        except Exception as exc:  # COORDINATOR_NOT_AVAILABLE while a coordinator moves, …
+            problem = exc
+            time.sleep(0.2)
+    raise AssertionError(f"no coordinator for {group_id!r} within {timeout_s:.0f} s: {problem}")
+
+
+@pytest.fixture(params=["kgroup", "apache"])
+def kind(request: pytest.FixtureRequest) -> str:
+    """Which broker a test that starts its own (:class:`Cluster`) runs against."""
+    if request.param == "apache":
+        require_apache_kafka()
+    return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _java_clients_need_kafka(request: pytest.FixtureRequest) -> None:
+    """The ``test_java_*`` modules drive Kafka's Java clients against both brokers: even their
+    ``[kgroup]`` runs need the pinned jars (skipped outside CI without them, failed in CI)."""
+    if request.module.__name__.rsplit(".", 1)[-1].startswith("test_java_"):
+        require_apache_kafka()

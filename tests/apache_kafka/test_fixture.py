@@ -75,6 +75,7 @@ def test_three_nodes_a_crash_a_restart_and_no_jvm_left() -> None:
         kafka.create_topic("fixture-replicated", 6, replication_factor=3)
         kafka.stop_node(2, graceful=False)
         assert kafka.pid(2) is None and not _alive(pids[2] or 0)
+        kafka.check_alive()  # a node stopped on purpose is not a node that died
         kafka.start_node(2)
         assert kafka.pid(2) is not None
         kafka.check_alive()

@@ -13,7 +13,8 @@ host the simulator also is:
   from the log — undoing the call — and the requests of the call are answered with
   COORDINATOR_NOT_AVAILABLE;
 * on start, and whenever a broker stops or starts, every coordinator is rebuilt **by replaying the
-  log** — recovery, failover and rollback are one code path;
+  log** — recovery, failover and rollback are one code path; a coordinator that takes a group over
+  (start, failover) restarts its members' sessions from now, as Kafka's loading does;
 * the log is compacted by **checkpoints**: once it has grown past ``coordinator_checkpoint_min_bytes``
   and twice its size after the last checkpoint, the codec thread replays it up to that point into a
   scratch coordinator and writes the records that rebuild that state (``GroupCoordinator.checkpoint``),
@@ -165,9 +166,16 @@ class GroupAdapter:
     def new_connection_id(self, node_id: int, peer: str) -> str:
         return f"{node_id}/{peer}/{next(self._connection_ids)}"
 
-    def rebuild(self) -> None:
-        """Every live broker's coordinator, rebuilt by replaying the coordinator log."""
+    def rebuild(self, *, load: bool = True) -> None:
+        """Every live broker's coordinator, rebuilt by replaying the coordinator log.
+
+        A coordinator that takes a group over (at start, or from a broker that stopped or started)
+        restarts its members' sessions from now (``GroupCoordinator.load``), as Kafka's coordinator
+        does when it loads an offsets-topic partition. A rollback (``load=False``) keeps the log's
+        deadlines.
+        """
         cluster = self.broker.cluster
+        previous = {group_id: node for node, c in self.coordinators.items() for group_id in c.group_ids()}
         coordinators = {
             node: GroupCoordinator(
                 self.config,
@@ -195,6 +203,12 @@ class GroupAdapter:
         if count:
             log.info("rebuilt %d group(s) from %d coordinator record(s)", len(owner), count)
         self._wake_timers()
+        if load:
+            now = self.broker.clock_ms()
+            for node, coordinator in coordinators.items():
+                taken = [g for g in coordinator.group_ids() if previous.get(g) != node]
+                if taken:
+                    self.apply(node, coordinator.load(now, taken))
 
     def on_brokers_changed(self) -> None:
         """A broker stopped or started: its groups move; the old coordinator's parked requests get
@@ -284,7 +298,7 @@ class GroupAdapter:
             self._checkpointing = None
 
     def _roll_back(self, requests: tuple[Envelope, ...], code: ErrorCode) -> None:
-        self.rebuild()
+        self.rebuild(load=False)  # undoing a call is not a takeover: sessions keep their deadlines
         for envelope in requests:
             self._answer(envelope.connection, envelope.correlation_id, error_response(envelope.body, code))
 

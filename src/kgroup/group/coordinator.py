@@ -7,7 +7,7 @@ clock and the timer queue; ids come from the injected ``random.Random``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from random import Random
 from types import MappingProxyType
@@ -18,7 +18,7 @@ from kgroup.group.group import GroupData, GroupSnapshot, GroupView
 from kgroup.group.join import handle_join
 from kgroup.group.membership import handle_heartbeat, handle_leave, handle_sync
 from kgroup.group.offsets import handle_offset_commit, handle_offset_fetch
-from kgroup.group.rebalance import expire_heartbeat, expire_pending_sync, on_join_timer
+from kgroup.group.rebalance import expire_heartbeat, expire_pending_sync, on_join_timer, reschedule_heartbeat
 from kgroup.group.records import (
     GroupCreated,
     GroupDeleted,
@@ -30,7 +30,7 @@ from kgroup.group.records import (
     TimerArmed,
     TimerDisarmed,
 )
-from kgroup.group.timers import ScheduleTimer, TimerKey
+from kgroup.group.timers import ScheduleTimer, TimerKey, heartbeat_key
 from kgroup.group.txn import CoordinatorResult, Txn
 from kgroup.messages import (
     DescribeGroupsRequest,
@@ -162,6 +162,22 @@ class GroupCoordinator:
         """Lose coordinatorship: every group goes Dead, parked requests get NOT_COORDINATOR."""
         txn = self._txn(now_ms)
         unload(txn)
+        return txn.result()
+
+    def load(self, now_ms: int, group_ids: Iterable[str]) -> CoordinatorResult:
+        """This coordinator has just taken over ``group_ids`` (a failover, or a start on old data):
+        every member's session starts again from ``now_ms``, as Kafka's ``GroupMetadataManager.onLoaded``
+        reschedules each loaded classic member's heartbeat (``rescheduleClassicGroupMemberHeartbeat``)
+        — a member is not expired for the time its group had no coordinator. Only sessions that are
+        armed are restarted."""
+        txn = self._txn(now_ms)
+        for group_id in group_ids:
+            group = self._groups.get(group_id)
+            if group is None:
+                continue
+            for member in group.all_members():
+                if heartbeat_key(group_id, member.member_id) in self._armed:
+                    reschedule_heartbeat(txn, group, member.member_id)
         return txn.result()
 
     def armed_timers(self) -> tuple[ScheduleTimer, ...]:

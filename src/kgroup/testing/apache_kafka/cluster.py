@@ -238,8 +238,13 @@ class ApacheKafka:
                 raise self._died(node)
 
     def stop_node(self, node_id: int, *, graceful: bool = True) -> None:
-        """Stop one node: a controlled shutdown (SIGTERM), or ``graceful=False`` for a crash (SIGKILL)."""
-        self._end(self._node(node_id), graceful=graceful)
+        """Stop one node: a controlled shutdown (SIGTERM), or ``graceful=False`` for a crash (SIGKILL).
+
+        A node stopped here is not "dead" to :meth:`check_alive` (only a node that exited on its own is).
+        """
+        node = self._node(node_id)
+        self._end(node, graceful=graceful)
+        node.process = None
 
     def start_node(self, node_id: int, timeout_s: float | None = None) -> None:
         """Start a stopped node again on its data and ports, and wait until it serves."""

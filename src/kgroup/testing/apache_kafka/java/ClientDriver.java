@@ -1,0 +1,429 @@
+package kgroup.testing;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.apache.kafka.clients.consumer.CloseOptions;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.FencedInstanceIdException;
+import org.apache.kafka.common.errors.GroupAuthorizationException;
+import org.apache.kafka.common.errors.InvalidConfigurationException;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * Apache Kafka's own Java clients, driven from kgroup's tests: {@code KafkaConsumer} or
+ * {@code KafkaProducer} of the pinned kafka-clients jar, configured from one JSON argument, printing
+ * one JSON line per observable event on stdout and obeying one JSON command per line on stdin.
+ *
+ * <pre>
+ *   java -cp kafka-libs/*:driver.jar kgroup.testing.ClientDriver consumer '{"properties": {...}, "topics": ["t"]}'
+ *   java -cp kafka-libs/*:driver.jar kgroup.testing.ClientDriver producer '{"properties": {...}}'
+ * </pre>
+ *
+ * <p>Every event has {@code "event"} and {@code "ts"} (the JVM's wall clock, ms). The consumer prints
+ * {@code started}, {@code subscribed}, then from its rebalance listener {@code revoked},
+ * {@code assigned} and {@code lost} (each with the partitions, the whole assignment after the
+ * callback and the generation and member id of {@code consumer.groupMetadata()} at that moment),
+ * one {@code record} per consumed record, {@code commit} (offsets and {@code error}, null when it
+ * succeeded), {@code committed}, {@code assignment}, {@code error} (an exception thrown by
+ * {@code poll()}; {@code fatal} ones stop the polling) and {@code closed}. Commands: {@code commit}
+ * (the positions of every assigned partition, or {@code "offsets": [[topic, partition, offset]]}),
+ * {@code commit_async}, {@code committed}, {@code assignment}, {@code pause_polling} /
+ * {@code resume_polling}, {@code close} ({@code "timeout_ms"}) and {@code exit} (halt at once, no
+ * close: a crash); with {@code "subscribe_on_command": true} in the configuration the consumer
+ * fetches its topics' metadata (warming up the JVM and the connection) and subscribes only when told
+ * {@code subscribe}. The producer prints {@code started}, {@code sent} per record (partition, offset)
+ * or {@code send_error}, {@code flushed} after each {@code send} command, and {@code closed}.
+ * The end of stdin is a {@code close}: a driver whose parent died does not stay behind.
+ */
+public final class ClientDriver {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final PrintStream OUT =
+            new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
+    private static final LinkedBlockingQueue<JsonNode> COMMANDS = new LinkedBlockingQueue<>();
+
+    private ClientDriver() {}
+
+    public static void main(String[] args) throws Exception {
+        // nothing but the events may reach stdout
+        System.setOut(new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.err), true));
+        if (args.length != 2 || !(args[0].equals("consumer") || args[0].equals("producer"))) {
+            System.err.println("usage: ClientDriver consumer|producer CONFIG_JSON");
+            System.exit(2);
+        }
+        JsonNode config = JSON.readTree(args[1]);
+        startStdinReader();
+        try {
+            if (args[0].equals("consumer")) {
+                runConsumer(config);
+            } else {
+                runProducer(config);
+            }
+        } catch (Throwable t) {
+            emit(event("fatal", "type", t.getClass().getSimpleName(), "message", String.valueOf(t.getMessage())));
+            OUT.flush();
+            Runtime.getRuntime().halt(1);
+        }
+        OUT.flush();
+        Runtime.getRuntime().halt(0);
+    }
+
+    // --- output ----------------------------------------------------------------------------------
+
+    static Map<String, Object> event(String name, Object... pairs) {
+        Map<String, Object> map = new LinkedHashMap<>();
+        map.put("event", name);
+        map.put("ts", System.currentTimeMillis());
+        for (int i = 0; i + 1 < pairs.length; i += 2) {
+            map.put((String) pairs[i], pairs[i + 1]);
+        }
+        return map;
+    }
+
+    static synchronized void emit(Map<String, Object> event) {
+        try {
+            OUT.print(JSON.writeValueAsString(event));
+            OUT.print('\n');
+            OUT.flush();
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    static Map<String, Object> errorOf(Throwable t) {
+        Map<String, Object> map = new LinkedHashMap<>();
+        map.put("type", t.getClass().getSimpleName());
+        map.put("message", String.valueOf(t.getMessage()));
+        return map;
+    }
+
+    static List<List<Object>> partitions(Collection<TopicPartition> partitions) {
+        List<TopicPartition> sorted = new ArrayList<>(partitions);
+        sorted.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+        List<List<Object>> out = new ArrayList<>();
+        for (TopicPartition tp : sorted) {
+            out.add(List.of(tp.topic(), tp.partition()));
+        }
+        return out;
+    }
+
+    static List<List<Object>> offsets(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        List<TopicPartition> sorted = new ArrayList<>(offsets.keySet());
+        sorted.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+        List<List<Object>> out = new ArrayList<>();
+        for (TopicPartition tp : sorted) {
+            OffsetAndMetadata om = offsets.get(tp);
+            List<Object> row = new ArrayList<>();
+            row.add(tp.topic());
+            row.add(tp.partition());
+            row.add(om == null ? null : om.offset());
+            out.add(row);
+        }
+        return out;
+    }
+
+    // --- input -----------------------------------------------------------------------------------
+
+    static void startStdinReader() {
+        Thread reader = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = in.readLine()) != null) {
+                    line = line.trim();
+                    if (line.isEmpty()) {
+                        continue;
+                    }
+                    try {
+                        JsonNode command = JSON.readTree(line);
+                        if (command.path("cmd").asText().equals("exit")) {
+                            OUT.flush();
+                            Runtime.getRuntime().halt(command.path("code").asInt(0));
+                        }
+                        COMMANDS.add(command);
+                    } catch (Exception e) {
+                        emit(event("bad_command", "line", line, "error", errorOf(e)));
+                    }
+                }
+            } catch (Exception e) {
+                // stdin failed: treat it as its end
+            }
+            COMMANDS.add(JSON.createObjectNode().put("cmd", "close").put("timeout_ms", 10000).put("eof", true));
+        }, "driver-stdin");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    static Properties properties(JsonNode config) {
+        Properties props = new Properties();
+        for (Map.Entry<String, JsonNode> field : config.path("properties").properties()) {
+            props.put(field.getKey(), field.getValue().asText());
+        }
+        return props;
+    }
+
+    // --- consumer --------------------------------------------------------------------------------
+
+    static boolean isFatal(Throwable t) {
+        return t instanceof FencedInstanceIdException
+                || t instanceof GroupAuthorizationException
+                || t instanceof InvalidConfigurationException
+                || t instanceof UnsupportedVersionException
+                || t instanceof IllegalStateException;
+    }
+
+    static void runConsumer(JsonNode config) throws Exception {
+        Properties props = properties(config);
+        List<String> topics = new ArrayList<>();
+        config.path("topics").forEach(t -> topics.add(t.asText()));
+        long pollMs = config.path("poll_ms").asLong(100);
+        KafkaConsumer<String, String> consumer =
+                new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
+        boolean onCommand = config.path("subscribe_on_command").asBoolean(false);
+        if (onCommand) {
+            // warm up (class loading, the first connection, the topics' metadata), so that the time
+            // from subscribe to assigned is the group's
+            for (String topic : topics) {
+                consumer.partitionsFor(topic, Duration.ofSeconds(30));
+            }
+        }
+        emit(event("started", "client_id", props.getProperty("client.id")));
+        ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
+                emit(rebalanceEvent("revoked", consumer, revoked));
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
+                emit(rebalanceEvent("assigned", consumer, assigned));
+            }
+
+            @Override
+            public void onPartitionsLost(Collection<TopicPartition> lost) {
+                emit(rebalanceEvent("lost", consumer, lost));
+            }
+        };
+        boolean subscribed = false;
+        boolean polling = false;
+        if (!onCommand) {
+            consumer.subscribe(topics, listener);
+            emit(event("subscribed", "topics", topics));
+            subscribed = true;
+            polling = true;
+        }
+        while (true) {
+            // while not polling (not subscribed yet, paused, fenced) wait for the next command instead
+            JsonNode command = polling ? COMMANDS.poll() : COMMANDS.poll(pollMs, TimeUnit.MILLISECONDS);
+            for (; command != null; command = COMMANDS.poll()) {
+                String cmd = command.path("cmd").asText();
+                switch (cmd) {
+                    case "close": {
+                        long timeout = command.path("timeout_ms").asLong(30000);
+                        try {
+                            consumer.close(CloseOptions.timeout(Duration.ofMillis(timeout)));
+                            emit(event("closed", "eof", command.path("eof").asBoolean(false)));
+                        } catch (Exception e) {
+                            emit(event("closed", "error", errorOf(e)));
+                        }
+                        return;
+                    }
+                    case "commit":
+                    case "commit_async":
+                        commit(consumer, command, cmd.equals("commit_async"));
+                        break;
+                    case "committed": {
+                        Set<TopicPartition> wanted = new java.util.HashSet<>();
+                        if (command.has("partitions")) {
+                            command.path("partitions").forEach(p -> wanted.add(
+                                    new TopicPartition(p.get(0).asText(), p.get(1).asInt())));
+                        } else {
+                            wanted.addAll(consumer.assignment());
+                        }
+                        try {
+                            Map<TopicPartition, OffsetAndMetadata> committed =
+                                    consumer.committed(wanted, Duration.ofMillis(command.path("timeout_ms").asLong(30000)));
+                            Map<TopicPartition, OffsetAndMetadata> all = new HashMap<>();
+                            for (TopicPartition tp : wanted) {
+                                all.put(tp, committed.get(tp));
+                            }
+                            emit(event("committed", "offsets", offsets(all), "error", null));
+                        } catch (Exception e) {
+                            emit(event("committed", "offsets", null, "error", errorOf(e)));
+                        }
+                        break;
+                    }
+                    case "assignment": {
+                        ConsumerGroupMetadata meta = consumer.groupMetadata();
+                        emit(event("assignment", "assignment", partitions(consumer.assignment()),
+                                "generation", meta.generationId(), "member_id", meta.memberId()));
+                        break;
+                    }
+                    case "subscribe":
+                        // the JVM started first, the test decides when the member joins
+                        if (!subscribed) {
+                            consumer.subscribe(topics, listener);
+                            subscribed = true;
+                            polling = true;
+                        }
+                        emit(event("subscribed", "topics", topics));
+                        break;
+                    case "pause_polling":
+                        polling = false;
+                        emit(event("polling", "on", false));
+                        break;
+                    case "resume_polling":
+                        polling = subscribed;
+                        emit(event("polling", "on", true));
+                        break;
+                    default:
+                        emit(event("bad_command", "line", command.toString(), "error", null));
+                }
+            }
+            if (!polling) {
+                continue;
+            }
+            try {
+                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(pollMs));
+                for (ConsumerRecord<String, String> record : records) {
+                    emit(event("record", "topic", record.topic(), "partition", record.partition(),
+                            "offset", record.offset(), "key", record.key(), "value", record.value()));
+                }
+            } catch (Exception e) {
+                boolean fatal = isFatal(e);
+                Map<String, Object> error = event("error", "where", "poll", "fatal", fatal);
+                error.putAll(errorOf(e));
+                error.put("event", "error");
+                emit(error);
+                if (fatal) {
+                    polling = false;
+                } else {
+                    Thread.sleep(pollMs);
+                }
+            }
+        }
+    }
+
+    static Map<String, Object> rebalanceEvent(String name, KafkaConsumer<String, String> consumer,
+                                              Collection<TopicPartition> changed) {
+        ConsumerGroupMetadata meta = consumer.groupMetadata();
+        Set<TopicPartition> after = new java.util.HashSet<>(consumer.assignment());
+        if (!name.equals("assigned")) {
+            after.removeAll(changed);  // the callback runs before the partitions are taken away
+        }
+        return event(name, "partitions", partitions(changed), "assignment", partitions(after),
+                "generation", meta.generationId(), "member_id", meta.memberId(),
+                "group_instance_id", meta.groupInstanceId().orElse(null));
+    }
+
+    static void commit(KafkaConsumer<String, String> consumer, JsonNode command, boolean async) {
+        Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+        try {
+            if (command.has("offsets")) {
+                for (JsonNode row : command.path("offsets")) {
+                    offsets.put(new TopicPartition(row.get(0).asText(), row.get(1).asInt()),
+                            new OffsetAndMetadata(row.get(2).asLong()));
+                }
+            } else {
+                for (TopicPartition tp : consumer.assignment()) {
+                    offsets.put(tp, new OffsetAndMetadata(consumer.position(tp, Duration.ofMillis(10000))));
+                }
+            }
+            if (async) {
+                final Map<TopicPartition, OffsetAndMetadata> sent = offsets;
+                consumer.commitAsync(sent, (done, exception) -> emit(event("commit", "offsets", offsets(sent),
+                        "async", true, "error", exception == null ? null : errorOf(exception))));
+                return;
+            }
+            consumer.commitSync(offsets, Duration.ofMillis(command.path("timeout_ms").asLong(30000)));
+            emit(event("commit", "offsets", offsets(offsets), "async", false, "error", null));
+        } catch (Exception e) {
+            emit(event("commit", "offsets", offsets(offsets), "async", async, "error", errorOf(e)));
+        }
+    }
+
+    // --- producer --------------------------------------------------------------------------------
+
+    static void runProducer(JsonNode config) throws Exception {
+        Properties props = properties(config);
+        KafkaProducer<String, String> producer =
+                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer());
+        emit(event("started"));
+        String defaultTopic = config.path("topic").asText(null);
+        while (true) {
+            JsonNode command = COMMANDS.take();
+            String cmd = command.path("cmd").asText();
+            if (cmd.equals("close")) {
+                try {
+                    producer.close(Duration.ofMillis(command.path("timeout_ms").asLong(30000)));
+                    emit(event("closed", "eof", command.path("eof").asBoolean(false)));
+                } catch (Exception e) {
+                    emit(event("closed", "error", errorOf(e)));
+                }
+                return;
+            }
+            if (!cmd.equals("send")) {
+                emit(event("bad_command", "line", command.toString(), "error", null));
+                continue;
+            }
+            AtomicInteger failed = new AtomicInteger();
+            int count = 0;
+            for (JsonNode record : command.path("records")) {
+                String topic = record.path("topic").asText(defaultTopic);
+                String key = record.path("key").isNull() || record.path("key").isMissingNode()
+                        ? null : record.path("key").asText();
+                String value = record.path("value").isNull() || record.path("value").isMissingNode()
+                        ? null : record.path("value").asText();
+                Integer partition = record.path("partition").isInt() ? record.path("partition").asInt() : null;
+                count++;
+                try {
+                    producer.send(new ProducerRecord<>(topic, partition, key, value),
+                            (RecordMetadata meta, Exception exception) -> {
+                                if (exception == null) {
+                                    emit(event("sent", "topic", meta.topic(), "partition", meta.partition(),
+                                            "offset", meta.offset(), "key", key));
+                                } else {
+                                    failed.incrementAndGet();
+                                    Map<String, Object> error = event("send_error", "topic", topic, "key", key);
+                                    error.put("error", errorOf(exception));
+                                    emit(error);
+                                }
+                            });
+                } catch (Exception e) {
+                    failed.incrementAndGet();
+                    emit(event("send_error", "topic", topic, "key", key, "error", errorOf(e)));
+                }
+            }
+            producer.flush();
+            emit(event("flushed", "count", count, "failed", failed.get()));
+        }
+    }
+}

@@ -1,0 +1,116 @@
+"""A group's coordinator fails over on a three-node cluster, on kgroup's broker and on Apache Kafka:
+the group keeps its committed offsets, the new coordinator gives every member a whole session (a
+member that died before the failover is expired a session timeout after it), and the group
+rebalances on the new coordinator."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from apache_kafka.conftest import Cluster
+from apache_kafka.groups import FAST, all_partitions, java_consumer, java_consumers, wait_settled
+from kgroup.model import TopicPartition
+from kgroup.testing.apache_kafka import require_apache_kafka
+from kgroup.testing.apache_kafka.java_client import close_all
+
+pytestmark = pytest.mark.slow
+
+#: a controlled shutdown, the offsets-topic leader's election and the group's load (~1 s measured
+#: on Apache Kafka)
+FAILOVER_ALLOWANCE_MS = 3000
+#: a heartbeat interval, then JoinGroup and SyncGroup (see test_java_timing.JOIN_TOLERANCE_MS)
+JOIN_ALLOWANCE_MS = FAST["heartbeat_interval_ms"] + 2000
+
+_MOVES_BACK = (
+    "kgroup's cluster makes a partition's first live replica its leader, so a restarted broker takes "
+    "back its __consumer_offsets partitions, and the groups they coordinate, at once; Apache Kafka "
+    "leaves leadership where it failed over until a preferred-leader election "
+    "(auto.leader.rebalance.enable, every leader.imbalance.check.interval.seconds = 300 s)"
+)
+
+
+@pytest.fixture(scope="module", params=["kgroup", "apache"])
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """Three nodes for this module; each test starts again every node it stopped."""
+    if request.param == "apache":
+        require_apache_kafka()
+    with Cluster(request.param, nodes=3) as started:
+        yield started
+
+
+def test_coordinator_failover_keeps_offsets_and_rebalances_on_the_new_coordinator(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    topic, group = "failover", "failover-group"
+    cluster.create_topic(topic, 6)
+    everything = all_partitions({topic: 6})
+    session_ms = FAST["session_timeout_ms"]
+    consumers = java_consumers(cluster.bootstrap_servers, group, [topic], ["c0", "c1", "c2"], tmp_path)
+    c0, c1, victim = consumers
+    old = None
+    try:
+        wait_settled(consumers, everything)
+        committed = {TopicPartition(topic, p): 10 + p for p in range(6)}
+        for consumer in consumers:
+            commit = consumer.commit({tp: committed[tp] for tp in consumer.assignment})
+            assert commit.error is None, commit
+        generation = c0.generation
+        old = cluster.coordinator(group)
+        marks = [c0.mark(), c1.mark()]
+
+        victim.kill()
+        time.sleep(3)
+        stopped = time.time() * 1000
+        cluster.stop_node(old)
+        new = cluster.coordinator(group)
+        assert new != old
+        assert c0.committed(list(committed)) == committed
+
+        # one rebalance, on the new coordinator, once the dead member's (new) session ran out
+        first, second = (
+            c.wait_assigned(since=m, timeout_s=60, where=lambda r: r.generation > generation)
+            for c, m in zip((c0, c1), marks, strict=True)
+        )
+        assert (first.generation, second.generation) == (generation + 1, generation + 1)
+        assert first.assignment | second.assignment == everything
+        waited = min(first.ts_ms, second.ts_ms) - stopped
+        assert session_ms <= waited <= session_ms + FAILOVER_ALLOWANCE_MS + JOIN_ALLOWANCE_MS, waited
+        assert cluster.coordinator(group) == new
+
+        moved = {TopicPartition(topic, p): 20 + p for p in range(6)}
+        for consumer in (c0, c1):
+            commit = consumer.commit({tp: moved[tp] for tp in consumer.assignment})
+            assert commit.error is None, commit
+        assert c1.committed(list(moved)) == moved
+    finally:
+        close_all(*consumers)
+        if old is not None:
+            cluster.start_node(old)
+
+
+@pytest.mark.parametrize(
+    "cluster",
+    [pytest.param("kgroup", marks=pytest.mark.xfail(strict=True, reason=_MOVES_BACK)), "apache"],
+    indirect=True,
+)
+def test_a_restarted_node_does_not_take_its_groups_back(cluster: Cluster, tmp_path: Path) -> None:
+    topic, group = "comeback", "comeback-group"
+    cluster.create_topic(topic, 2)
+    with java_consumer(cluster.bootstrap_servers, group, [topic], "c0", tmp_path) as consumer:
+        wait_settled([consumer], all_partitions({topic: 2}))
+        committed = {TopicPartition(topic, p): 7 for p in range(2)}
+        assert consumer.commit(committed).error is None
+        old = cluster.coordinator(group)
+        cluster.stop_node(old)
+        new = cluster.coordinator(group)
+        cluster.start_node(old)  # (kgroup moves the group back within start_node already)
+        time.sleep(1)
+        # the group works wherever it is …
+        assert consumer.committed(list(committed)) == committed
+        assert consumer.commit(committed).error is None
+        # … and on Apache Kafka it is still where it failed over to
+        assert cluster.coordinator(group) == new
