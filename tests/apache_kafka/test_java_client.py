@@ -1,17 +1,22 @@
-"""The Java client handles themselves: a JVM that cannot run, or a wait that runs out, is one line."""
+"""The Java client handles themselves: a JVM that cannot run, or a wait that runs out, is one line;
+a consumer's acknowledged rebalance listener holds Kafka's callback until the test has run it."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
+from kgroup.model import TopicPartition
+from kgroup.testing import KafkaBroker
 from kgroup.testing.apache_kafka import require_apache_kafka
 from kgroup.testing.apache_kafka.java_client import (
     JavaClientDied,
     JavaClientTimeout,
     JavaConsumer,
     JavaProducer,
+    Rebalance,
 )
 
 
@@ -40,3 +45,31 @@ def test_a_wait_that_runs_out_says_what_it_waited_for(tmp_path: Path) -> None:
             producer.send_records("t", [("k", "v")], timeout_s=1)
         producer.kill()
     assert producer.pid is None
+
+
+def test_on_rebalance_runs_before_the_java_callback_returns() -> None:
+    require_apache_kafka()
+    seen: list[tuple[str, frozenset[TopicPartition]]] = []
+
+    def on_rebalance(change: Rebalance) -> None:
+        seen.append((change.kind, change.partitions))
+        if change.kind == "assigned":
+            raise ValueError("the test's listener failed")
+        time.sleep(1.0)  # revoked: close() must wait for it
+
+    with KafkaBroker() as broker:
+        broker.create_topic("t", 2)
+        with JavaConsumer(broker.bootstrap_servers, "g", ["t"], on_rebalance=on_rebalance) as consumer:
+            consumer.wait_assigned()
+    both = frozenset({TopicPartition("t", 0), TopicPartition("t", 1)})
+    assert seen == [("assigned", both), ("revoked", both)]
+    # the listener's exception is an event, and the consumer went on (it was acknowledged all the same)
+    [error] = consumer.errors()
+    assert (error["where"], error["type"], error["message"]) == (
+        "on_rebalance",
+        "ValueError",
+        "the test's listener failed",
+    )
+    revoked = next(e for e in consumer.events if e["event"] == "revoked")
+    closed = next(e for e in consumer.events if e["event"] == "closed")
+    assert closed["ts"] - revoked["ts"] >= 1000  # close() waited for the slow listener

@@ -10,14 +10,15 @@ never blames a hand-over that Kafka's protocol orders correctly.
 from __future__ import annotations
 
 import asyncio
-import collections
 import socket
 import struct
-import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from kgroup.testing.apache_kafka.distribution import KafkaLibs
+from kgroup.testing.apache_kafka.java_client import JavaConsumer, Rebalance
 
 TP = tuple[str, int]
 
@@ -395,16 +396,14 @@ class KgroupClientMember(Member):
             await consumer.close()
 
 
-#: Java's cooperative-sticky assignor, the one kgroup's plug-ins are exact to
-JAVA_COOPERATIVE_STICKY = "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
-
-
 class JavaMember(Member):
-    """Apache Kafka's Java ``KafkaConsumer`` (``tests/apache_kafka/java/MixedMember.java``) in its own JVM.
+    """Apache Kafka's Java ``KafkaConsumer`` in its own JVM: kgroup's shared driver
+    (:class:`kgroup.testing.apache_kafka.java_client.JavaConsumer`, Kafka's default auto-commit as the
+    other members have it).
 
-    ``command`` is ``java … MixedMember`` (``tests/apache_kafka/mixed_member.py``). The program prints
-    its rebalance callbacks and records; a revocation waits for this thread's ``ack``, so the ledger
-    has the release before the consumer goes on (and, on close, before its LeaveGroup is sent).
+    Its rebalance listener reports to the ledger through ``on_rebalance``, which the Java callback
+    waits for: the ledger has a release before the consumer goes on (and, on close, before its
+    LeaveGroup is sent). An exception ``poll()`` throws ends the member, as a failure.
     """
 
     def __init__(
@@ -414,85 +413,59 @@ class JavaMember(Member):
         bootstrap: str,
         group: str,
         topics: list[str],
-        command: Sequence[str],
-        assignor: str = JAVA_COOPERATIVE_STICKY,
+        libs: KafkaLibs,
+        assignor: str = "cooperative-sticky",
     ):
         super().__init__(name, ledger)
         self.bootstrap, self.group, self.topics = bootstrap, group, topics
-        self.command = [*command, bootstrap, group, name, ",".join(topics), assignor]
+        self.libs, self.assignor = libs, assignor
 
     def run(self, stop: threading.Event) -> None:
         ledger, name = self.ledger, self.name
-        process = subprocess.Popen(
-            self.command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            bufsize=1,
+
+        def on_rebalance(change: Rebalance) -> None:
+            partitions = [(tp.topic, tp.partition) for tp in change.partitions]
+            if change.kind == "assigned":
+                ledger.assigned(name, partitions)
+            else:  # revoked or lost
+                ledger.revoked(name, partitions)
+
+        consumer = JavaConsumer(
+            self.bootstrap,
+            self.group,
+            self.topics,
+            client_id=name,
+            assignment_strategy=self.assignor,
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            enable_auto_commit=True,
+            on_rebalance=on_rebalance,
+            libs=self.libs,
         )
-        assert process.stdin is not None and process.stdout is not None
-        stdin, stdout = process.stdin, process.stdout
-        write_lock = threading.Lock()
+        failures: list[str] = []
+        seen = 0
 
-        def send(line: str) -> None:
-            with write_lock:
-                try:
-                    stdin.write(line + "\n")
-                    stdin.flush()
-                except (BrokenPipeError, ValueError):  # the JVM has exited
-                    pass
+        def absorb() -> None:
+            nonlocal seen
+            events = consumer.events
+            for event in events[seen:]:
+                if event["event"] == "record":
+                    self.consumed.add((event["topic"], int(event["partition"]), int(event["offset"])))
+                elif event["event"] == "error":
+                    failures.append(f"{event.get('where')}: {event.get('type')}: {event.get('message')}")
+            seen = len(events)
 
-        def stopper() -> None:
-            while not stop.wait(0.2):
-                if process.poll() is not None:
-                    return
-            send("stop")
-
-        threading.Thread(target=stopper, name=f"member-{name}-stop", daemon=True).start()
-        other: collections.deque[str] = collections.deque(maxlen=10)
-        failure = ""
-        closed = False
+        consumer.start()
         try:
-            for raw in stdout:
-                line = raw.rstrip("\n")
-                if not line.startswith("@kgroup "):
-                    other.append(line)
-                    continue
-                kind, _, rest = line.removeprefix("@kgroup ").partition(" ")
-                if kind == "assigned":
-                    ledger.assigned(name, _partitions(rest))
-                elif kind in ("revoked", "lost"):
-                    ledger.revoked(name, _partitions(rest))
-                    send("ack")
-                elif kind == "record":
-                    topic, partition, offset = rest.split()
-                    self.consumed.add((topic, int(partition), int(offset)))
-                elif kind == "error":
-                    failure = rest
-                elif kind == "closed":
-                    closed = True
+            while not stop.wait(POLL_S) and not failures and consumer.pid is not None:
+                absorb()
         finally:
-            ledger.release_all(name)
             try:
-                code = process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                code = process.wait(timeout=10)
-            with write_lock:
-                stdin.close()
-            stdout.close()
-        if code != 0 or not closed or failure:
-            raise AssertionError(
-                f"java member {name} exited with {code} ({failure or 'no error line'}); "
-                f"last output: {' | '.join(other) or 'none'}"
-            )
-
-
-def _partitions(text: str) -> list[TP]:
-    """``t:0,t:1`` (as MixedMember prints them) as (topic, partition) pairs."""
-    pairs = []
-    for item in filter(None, text.split(",")):
-        topic, _, partition = item.rpartition(":")
-        pairs.append((topic, int(partition)))
-    return pairs
+                consumer.close()  # the revocations are in the ledger before the LeaveGroup
+            finally:
+                ledger.release_all(name)
+        absorb()
+        # a JVM that exited on its own has no "closed" event: JavaClientDied says why, in one line
+        consumer.wait_for(lambda e: e["event"] == "closed", timeout_s=0, what="the close")
+        if failures:
+            raise AssertionError(f"java member {name} failed: {'; '.join(failures)}")

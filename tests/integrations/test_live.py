@@ -28,9 +28,10 @@ pytest.importorskip("confluent_kafka")
 testing = pytest.importorskip("kgroup.testing")
 
 from apache_kafka.conftest import Target  # noqa: E402
-from apache_kafka.mixed_member import java_member_command  # noqa: E402
 from kgroup.integrations import aiokafka as aio  # noqa: E402
 from kgroup.integrations import kafka_python as kp  # noqa: E402
+from kgroup.testing.apache_kafka import require_apache_kafka  # noqa: E402
+from kgroup.testing.apache_kafka.java_client import client_driver_jar  # noqa: E402
 
 from .live import (  # noqa: E402
     AiokafkaMember,
@@ -99,7 +100,8 @@ def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_rest
     ``CooperativeStickyAssignor`` assigns, reading the plug-ins' subscriptions). A librdkafka and a
     Java member restart; no partition is ever owned twice and nothing moves between members that
     stayed."""
-    java_command = java_member_command()
+    libs = require_apache_kafka()
+    client_driver_jar(libs)  # compiled here, not in a member's thread
     topic, partitions = f"{names}-orders", 16
     with _broker(target, {topic: partitions}, started) as bootstrap:
         _require_groups(bootstrap)
@@ -119,7 +121,7 @@ def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_rest
             return m
 
         def java(name: str) -> Member:
-            m = JavaMember(name, ledger, bootstrap, group, [topic], java_command).start()
+            m = JavaMember(name, ledger, bootstrap, group, [topic], libs).start()
             started.append(m)
             return m
 

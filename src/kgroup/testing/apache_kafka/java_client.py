@@ -194,6 +194,7 @@ class _JavaClient:
         self._log_level = log_level
         self._events: list[dict[str, Any]] = []
         self._changed = threading.Condition()
+        self._send_lock = threading.Lock()  # commands come from the test and from the reader thread
         self._process: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
         self._stderr: Any = None
@@ -358,10 +359,17 @@ class _JavaClient:
                 event = json.loads(line)
             except ValueError:
                 event = {"event": "garbage", "line": line[:300], "ts": int(time.time() * 1000)}
-            with self._changed:
-                self._events.append(event)
-                self._changed.notify_all()
+            self._record(event)
+            self._observe(event)
         with self._changed:
+            self._changed.notify_all()
+
+    def _observe(self, event: dict[str, Any]) -> None:
+        """Called by the reader thread for each event, once it is in :attr:`events`."""
+
+    def _record(self, event: dict[str, Any]) -> None:
+        with self._changed:
+            self._events.append(event)
             self._changed.notify_all()
 
     @property
@@ -380,9 +388,10 @@ class _JavaClient:
         if process is None or process.stdin is None:
             raise JavaClientError(f"{self.name}: not started")
         try:
-            process.stdin.write(json.dumps(command).encode() + b"\n")
-            process.stdin.flush()
-        except OSError:
+            with self._send_lock:
+                process.stdin.write(json.dumps(command).encode() + b"\n")
+                process.stdin.flush()
+        except (OSError, ValueError):  # ValueError: the handle closed the pipe (the JVM is gone)
             raise self._died() from None
 
     def wait_for(
@@ -484,6 +493,12 @@ class JavaConsumer(_JavaClient):
     ``sticky``, ``cooperative-sticky`` (a list keeps its order: the first is preferred). ``config``
     adds or overrides any consumer property. Records are read as UTF-8 strings. ``subscribe=False``
     starts the JVM and the client but subscribes (and so joins the group) only at :meth:`subscribe`.
+
+    ``on_rebalance`` is called (in the handle's reader thread) with each call of the rebalance listener,
+    and the Java callback returns only once it has (the driver waits for the handle's ``ack``): what it
+    records happens before the consumer goes on — before a revoked partition can go to another member,
+    at ``close()`` before the LeaveGroup. An exception it raises is kept as an ``error`` event
+    (``where``: ``on_rebalance``).
     """
 
     kind = "consumer"
@@ -505,6 +520,7 @@ class JavaConsumer(_JavaClient):
         config: Mapping[str, object] | None = None,
         poll_ms: int = 100,
         subscribe: bool = True,
+        on_rebalance: Callable[[Rebalance], None] | None = None,
         name: str | None = None,
         libs: KafkaLibs | None = None,
         log_dir: str | Path | None = None,
@@ -533,6 +549,7 @@ class JavaConsumer(_JavaClient):
                 "topics": list(topics),
                 "poll_ms": poll_ms,
                 "subscribe_on_command": not subscribe,
+                "acknowledge_rebalances": on_rebalance is not None,
             },
             name=name or (client_id if client_id else None),
             libs=libs,
@@ -541,6 +558,18 @@ class JavaConsumer(_JavaClient):
         )
         self.group_id = group_id
         self.topics = tuple(topics)
+        self._on_rebalance = on_rebalance
+
+    def _observe(self, event: dict[str, Any]) -> None:
+        if self._on_rebalance is None or event["event"] not in ("assigned", "revoked", "lost"):
+            return
+        try:
+            self._on_rebalance(_rebalance(event))
+        except Exception as exc:  # kept as an event: the reader thread must go on
+            error = {"event": "error", "where": "on_rebalance", "fatal": False, "ts": int(time.time() * 1000)}
+            self._record({**error, "type": type(exc).__name__, "message": str(exc)})
+        with contextlib.suppress(JavaClientError):  # the JVM has exited: nothing waits for the ack
+            self.send({"cmd": "ack"})
 
     def start(self) -> JavaConsumer:
         super().start()

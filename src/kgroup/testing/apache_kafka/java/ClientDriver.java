@@ -19,6 +19,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.kafka.clients.consumer.CloseOptions;
@@ -61,7 +62,11 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * {@code resume_polling}, {@code close} ({@code "timeout_ms"}) and {@code exit} (halt at once, no
  * close: a crash); with {@code "subscribe_on_command": true} in the configuration the consumer
  * fetches its topics' metadata (warming up the JVM and the connection) and subscribes only when told
- * {@code subscribe}. The producer prints {@code started}, {@code sent} per record (partition, offset)
+ * {@code subscribe}. With {@code "acknowledge_rebalances": true} every rebalance callback, once
+ * it has printed its event, waits for an {@code ack} command before it returns (60 s at most, then it
+ * throws), so the test has acted on the event before the consumer goes on: before it fetches newly
+ * assigned partitions, and before a revoked one can go to another member (at {@code close()}, before
+ * the LeaveGroup). The producer prints {@code started}, {@code sent} per record (partition, offset)
  * or {@code send_error}, {@code flushed} after each {@code send} command, and {@code closed}.
  * The end of stdin is a {@code close}: a driver whose parent died does not stay behind.
  */
@@ -70,6 +75,10 @@ public final class ClientDriver {
     private static final PrintStream OUT =
             new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
     private static final LinkedBlockingQueue<JsonNode> COMMANDS = new LinkedBlockingQueue<>();
+    /** {@code ack} commands, for the rebalance callbacks (they run inside poll() and close()) */
+    private static final LinkedBlockingQueue<JsonNode> ACKS = new LinkedBlockingQueue<>();
+    private static final AtomicBoolean INPUT_CLOSED = new AtomicBoolean();
+    private static final long ACK_TIMEOUT_S = 60;
 
     private ClientDriver() {}
 
@@ -164,11 +173,12 @@ public final class ClientDriver {
                     }
                     try {
                         JsonNode command = JSON.readTree(line);
-                        if (command.path("cmd").asText().equals("exit")) {
+                        String cmd = command.path("cmd").asText();
+                        if (cmd.equals("exit")) {
                             OUT.flush();
                             Runtime.getRuntime().halt(command.path("code").asInt(0));
                         }
-                        COMMANDS.add(command);
+                        (cmd.equals("ack") ? ACKS : COMMANDS).add(command);
                     } catch (Exception e) {
                         emit(event("bad_command", "line", line, "error", errorOf(e)));
                     }
@@ -176,6 +186,8 @@ public final class ClientDriver {
             } catch (Exception e) {
                 // stdin failed: treat it as its end
             }
+            INPUT_CLOSED.set(true);
+            ACKS.add(JSON.createObjectNode().put("cmd", "ack").put("eof", true));  // a waiting callback goes on
             COMMANDS.add(JSON.createObjectNode().put("cmd", "close").put("timeout_ms", 10000).put("eof", true));
         }, "driver-stdin");
         reader.setDaemon(true);
@@ -208,6 +220,7 @@ public final class ClientDriver {
         KafkaConsumer<String, String> consumer =
                 new KafkaConsumer<>(props, new StringDeserializer(), new StringDeserializer());
         boolean onCommand = config.path("subscribe_on_command").asBoolean(false);
+        boolean acknowledge = config.path("acknowledge_rebalances").asBoolean(false);
         if (onCommand) {
             // warm up (class loading, the first connection, the topics' metadata), so that the time
             // from subscribe to assigned is the group's
@@ -220,16 +233,19 @@ public final class ClientDriver {
             @Override
             public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
                 emit(rebalanceEvent("revoked", consumer, revoked));
+                awaitAck(acknowledge, "revoked");
             }
 
             @Override
             public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
                 emit(rebalanceEvent("assigned", consumer, assigned));
+                awaitAck(acknowledge, "assigned");
             }
 
             @Override
             public void onPartitionsLost(Collection<TopicPartition> lost) {
                 emit(rebalanceEvent("lost", consumer, lost));
+                awaitAck(acknowledge, "lost");
             }
         };
         boolean subscribed = false;
@@ -329,6 +345,20 @@ public final class ClientDriver {
                     Thread.sleep(pollMs);
                 }
             }
+        }
+    }
+
+    /** In the acknowledged mode: wait for the test's {@code ack} of the event just printed. */
+    static void awaitAck(boolean acknowledge, String what) {
+        if (!acknowledge || INPUT_CLOSED.get()) {
+            return;
+        }
+        try {
+            if (ACKS.poll(ACK_TIMEOUT_S, TimeUnit.SECONDS) == null) {
+                throw new IllegalStateException("no ack for '" + what + "' within " + ACK_TIMEOUT_S + " s");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
