@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 from kgroup.model import KgroupError
-from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, kafka_libs
+from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, kafka_libs, log4j2_file_config
 
 __all__ = ["DEFAULT_CONFIGS", "ApacheKafka", "KafkaNodeDied"]
 
@@ -308,7 +308,7 @@ class ApacheKafka:
         }
         node.directory.mkdir(parents=True, exist_ok=True)
         node.properties.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
-        (node.directory / "log4j2.properties").write_text(_log4j2(node.log_file))
+        (node.directory / "log4j2.properties").write_text(log4j2_file_config(node.log_file))
 
     def _java(self, node: _Node, main: str, *args: str) -> list[str]:
         assert self._libs is not None
@@ -446,18 +446,6 @@ def _config_text(value: object) -> str:
         return "true" if value else "false"
     return str(value)
 
-
-def _log4j2(path: Path) -> str:
-    return (
-        "status = error\n"
-        "appender.file.type = File\n"
-        "appender.file.name = FILE\n"
-        f"appender.file.fileName = {path}\n"
-        "appender.file.layout.type = PatternLayout\n"
-        "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-        "rootLogger.level = INFO\n"
-        "rootLogger.appenderRef.file.ref = FILE\n"
-    )
 
 
 def _jvms_under(work: Path) -> list[int]:

@@ -29,6 +29,7 @@ __all__ = [
     "KafkaLibs",
     "KafkaUnavailable",
     "kafka_libs",
+    "log4j2_file_config",
 ]
 
 #: The Apache Kafka release kgroup is checked against (why this one: docs/apache-kafka.md).
@@ -186,3 +187,17 @@ def kafka_libs(version: str = KAFKA_VERSION, *, resolve: bool = True) -> KafkaLi
             raise KafkaUnavailable(f"Apache Kafka {version} is not resolved yet: run `make kafka`")
         _resolve(version, home)
     return KafkaLibs(version=version, libs=libs, java=java)
+
+
+def log4j2_file_config(path: Path, level: str = "INFO") -> str:
+    """A log4j 2 configuration (properties format) sending a Kafka JVM's log to ``path`` at ``level``."""
+    return (
+        "status = error\n"
+        "appender.file.type = File\n"
+        "appender.file.name = FILE\n"
+        f"appender.file.fileName = {path}\n"
+        "appender.file.layout.type = PatternLayout\n"
+        "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+        f"rootLogger.level = {level}\n"
+        "rootLogger.appenderRef.file.ref = FILE\n"
+    )

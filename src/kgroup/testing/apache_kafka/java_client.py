@@ -39,7 +39,7 @@ from typing import Any
 
 from kgroup.javatools import cache_root, compile_jar
 from kgroup.model import KgroupError, TopicPartition
-from kgroup.testing.apache_kafka.distribution import KafkaLibs, kafka_libs
+from kgroup.testing.apache_kafka.distribution import KafkaLibs, kafka_libs, log4j2_file_config
 
 __all__ = [
     "Commit",
@@ -105,18 +105,6 @@ def client_driver_jar(libs: KafkaLibs | None = None) -> Path:
     ]
     return compile_jar([_SOURCE], classpath, cache_root() / "java", "kgroup-client-driver")
 
-
-def _log4j2(path: Path, level: str) -> str:
-    return (
-        "status = error\n"
-        "appender.file.type = File\n"
-        "appender.file.name = FILE\n"
-        f"appender.file.fileName = {path}\n"
-        "appender.file.layout.type = PatternLayout\n"
-        "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
-        f"rootLogger.level = {level}\n"
-        "rootLogger.appenderRef.file.ref = FILE\n"
-    )
 
 
 def _partitions(rows: Iterable[Sequence[Any]]) -> frozenset[TopicPartition]:
@@ -230,7 +218,7 @@ class _JavaClient:
         jar = client_driver_jar(libs)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log4j = self.log_dir / f"{self.name}.log4j2.properties"
-        log4j.write_text(_log4j2(self.log_file, self._log_level))
+        log4j.write_text(log4j2_file_config(self.log_file, self._log_level))
         self._stderr = open(self.log_dir / f"{self.name}.stderr", "wb")  # noqa: SIM115 (closed in _cleanup)
         classpath = os.pathsep.join([str(jar), libs.classpath])
         archive = _class_data_archive(libs.java, classpath)
