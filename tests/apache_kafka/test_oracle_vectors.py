@@ -14,31 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.group.server_assignors.vectors import SERVER_UNIFORM_CHANGED_BY_KAFKA_4
 
 from kgroup.partitioning import ClusterView, ProducerModel, create_partitioner
 from kgroup.testing.apache_kafka import ApacheKafka, KafkaOracle, server_vector_group
 
 VECTORS = Path(__file__).parents[1] / "vectors"
-
-#: server-side UniformAssignor vectors whose answer differs in 4.4.0: KAFKA-18688 ("Fix uniform
-#: homogeneous assignor stability", apache/kafka#19677, 2025) — in a homogeneous group a member whose
-#: current assignment leaves it below the quota no longer uses up one of the "extra partition" slots,
-#: so a different member gets the remainder partition. Same per-member counts, other members.
-SERVER_UNIFORM_CHANGED_SINCE_1EB7644 = frozenset(
-    {
-        "chain_003_round_0",
-        "chain_004_round_0",
-        "chain_004_round_1",
-        "chain_008_round_0",
-        "chain_014_round_0",
-        "chain_015_round_1",
-        "chain_015_round_2",
-        "chain_018_round_0",
-        "chain_024_round_0",
-        "chain_026_round_0",
-    }
-)
-
 
 def _load(folder: str) -> list[tuple[str, dict[str, Any]]]:
     files = sorted((VECTORS / folder).rglob("*.json"))
@@ -118,7 +99,7 @@ def test_server_assignor_vectors_in_the_pinned_kafka(kafka_oracle: KafkaOracle, 
             counts = sorted(len(p) for p in expected["assignment"].values())
             assert sorted(len(p) for p in got.values()) == counts, name
             changed.add(name)
-    recorded = SERVER_UNIFORM_CHANGED_SINCE_1EB7644 if folder == "server-uniform" else frozenset()
+    recorded = SERVER_UNIFORM_CHANGED_BY_KAFKA_4 if folder == "server-uniform" else frozenset()
     assert changed == recorded
 
 

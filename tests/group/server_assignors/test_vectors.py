@@ -13,27 +13,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.group.server_assignors.vectors import all_paths, assignment_strings, load
+from tests.group.server_assignors.vectors import (
+    SERVER_UNIFORM_CHANGED_BY_KAFKA_4,
+    all_paths,
+    assignment_strings,
+    load,
+)
 
 from kgroup.group.assignors import create_server_assignor
 
 PATHS = all_paths()
 
-CHANGED_BY_KAFKA_4 = {
-    f"server-uniform/{name}"
-    for name in (
-        "chain_003_round_0",
-        "chain_004_round_0",
-        "chain_004_round_1",
-        "chain_008_round_0",
-        "chain_014_round_0",
-        "chain_015_round_1",
-        "chain_015_round_2",
-        "chain_018_round_0",
-        "chain_024_round_0",
-        "chain_026_round_0",
-    )
-}
+CHANGED_BY_KAFKA_4 = {f"server-uniform/{name}" for name in SERVER_UNIFORM_CHANGED_BY_KAFKA_4}
 _REASON = (
     "old-trunk vector; Kafka 4.x's homogeneous uniform builder gives the extra partitions to the last members"
 )

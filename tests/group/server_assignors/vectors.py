@@ -22,6 +22,26 @@ from kgroup.javacompat import java_string_key
 
 VECTORS = Path(__file__).parent.parent.parent / "vectors"
 
+#: server-uniform vectors (recorded at trunk 1eb7644) whose answer Kafka 4.x changed: KAFKA-18688
+#: ("Fix uniform homogeneous assignor stability", apache/kafka#19677, 2025) — in a homogeneous group a
+#: member whose current assignment leaves it below the quota no longer uses up one of the "extra
+#: partition" slots, so a different member gets the remainder partition. Same per-member counts.
+#: tests/apache_kafka/test_oracle_vectors.py checks against 4.4.0 that exactly these changed.
+SERVER_UNIFORM_CHANGED_BY_KAFKA_4 = frozenset(
+    {
+        "chain_003_round_0",
+        "chain_004_round_0",
+        "chain_004_round_1",
+        "chain_008_round_0",
+        "chain_014_round_0",
+        "chain_015_round_1",
+        "chain_015_round_2",
+        "chain_018_round_0",
+        "chain_024_round_0",
+        "chain_026_round_0",
+    }
+)
+
 
 @dataclass(frozen=True)
 class ServerVector:
