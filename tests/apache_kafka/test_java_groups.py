@@ -101,12 +101,11 @@ def test_generations_of_a_growing_then_shrinking_group(
         close_all(*consumers)
 
 
-def test_a_static_member_restarts_without_a_rebalance(target: Target, names: str, tmp_path: Path) -> None:
-    topic, group = f"{names}-t", f"{names}-g"
-    target.create_topic(topic, 6)
-    everything = all_partitions({topic: 6})
-    static = {"assignment_strategy": "range", "session_timeout_ms": 30000}
-    c0, c1, again = [
+def _static_members(
+    target: Target, group: str, topic: str, log_dir: Path, members: tuple[tuple[str, str, bool], ...]
+) -> list[JavaConsumer]:
+    """Static range members ``(name, group.instance.id, subscribe at start)`` with a 30 s session."""
+    return [
         JavaConsumer(
             target.bootstrap_servers,
             group,
@@ -114,12 +113,22 @@ def test_a_static_member_restarts_without_a_rebalance(target: Target, names: str
             group_instance_id=instance,
             client_id=name,
             name=name,
-            log_dir=tmp_path,
+            log_dir=log_dir,
             subscribe=subscribe,
-            **static,
+            assignment_strategy="range",
+            session_timeout_ms=30000,
         )
-        for name, instance, subscribe in (("c0", "i0", True), ("c1", "i1", True), ("c0-again", "i0", False))
+        for name, instance, subscribe in members
     ]
+
+
+def test_a_static_member_restarts_without_a_rebalance(target: Target, names: str, tmp_path: Path) -> None:
+    topic, group = f"{names}-t", f"{names}-g"
+    target.create_topic(topic, 6)
+    everything = all_partitions({topic: 6})
+    c0, c1, again = _static_members(
+        target, group, topic, tmp_path, (("c0", "i0", True), ("c1", "i1", True), ("c0-again", "i0", False))
+    )
     start_all(c0, c1, again)
     try:
         wait_settled([c0, c1], everything)
@@ -142,25 +151,13 @@ def test_a_second_instance_fences_the_first(target: Target, names: str, tmp_path
     topic, group = f"{names}-t", f"{names}-g"
     target.create_topic(topic, 4)
     everything = all_partitions({topic: 4})
-    static = {"assignment_strategy": "range", "session_timeout_ms": 30000}
-    first, other, second = [
-        JavaConsumer(
-            target.bootstrap_servers,
-            group,
-            [topic],
-            group_instance_id=instance,
-            client_id=name,
-            name=name,
-            log_dir=tmp_path,
-            subscribe=subscribe,
-            **static,
-        )
-        for name, instance, subscribe in (
-            ("first", "i0", True),
-            ("other", "i1", True),
-            ("second", "i0", False),
-        )
-    ]
+    first, other, second = _static_members(
+        target,
+        group,
+        topic,
+        tmp_path,
+        (("first", "i0", True), ("other", "i1", True), ("second", "i0", False)),
+    )
     start_all(first, other, second)
     try:
         wait_settled([first, other], everything)
