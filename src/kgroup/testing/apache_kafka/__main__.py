@@ -14,7 +14,7 @@ def main(argv: list[str]) -> int:
         return 2
     if sys.stderr.isatty():
         print(
-            f"resolving Apache Kafka {KAFKA_VERSION} with mvn (the first time downloads ~40 MiB)…",
+            f"resolving Apache Kafka {KAFKA_VERSION} with mvn (the first time fetches 43 MiB of jars)…",
             file=sys.stderr,
         )
     try:
