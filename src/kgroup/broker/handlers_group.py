@@ -115,8 +115,9 @@ _MAX_RECORD_STRING_BYTES = 0x7FFF
 def _member_id_too_long(ctx: RequestContext, request: Any) -> bool:
     """Whether the member id the coordinator would make cannot be written into a record.
 
-    Kafka answers such a JoinGroup UNKNOWN_SERVER_ERROR (its write fails); refusing it here keeps the
-    coordinator from ever holding a member it cannot persist.
+    Kafka answers such a JoinGroup UNKNOWN_SERVER_ERROR (its write fails). The coordinator's own path
+    (a record that cannot be encoded is rolled back) gives the same answer, but a rollback replays the
+    whole coordinator log: refused here, a client repeating such joins costs nothing.
     """
     if request.member_id:
         return False
