@@ -21,19 +21,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kgroup.model import ErrorCode, TopicPartition
+from kgroup.model import ErrorCode, TopicId, TopicPartition
 from kgroup.valuetypes import fast_init
 
 __all__ = [
     "CONSUMER_API_VERSIONS",
+    "JOIN_GROUP_MEMBER_EPOCH",
+    "LEAVE_GROUP_MEMBER_EPOCH",
+    "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
     "NO_GENERATION",
     "UNKNOWN_MEMBER_ID",
     "ConsumerAssignment",
+    "ConsumerGroupDescribeRequest",
+    "ConsumerGroupDescribeResponse",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
     "ConsumerSubscription",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribedConsumerGroup",
+    "DescribedConsumerMember",
     "DescribedGroup",
     "DescribedMember",
+    "DescribedTopicPartitions",
     "Envelope",
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
@@ -62,6 +72,7 @@ __all__ = [
     "SyncGroupAssignment",
     "SyncGroupRequest",
     "SyncGroupResponse",
+    "TopicPartitions",
 ]
 
 #: ``JoinGroupRequest.UNKNOWN_MEMBER_ID``: the member id a new member sends
@@ -277,6 +288,9 @@ class OffsetCommitResponse:
 class OffsetFetchRequest:
     group_id: str
     partitions: tuple[TopicPartition, ...] | None = None  # None = every committed partition
+    #: v9+: a consumer-protocol member fetching its group's offsets (``None``/-1: not a member)
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @fast_init
@@ -337,6 +351,7 @@ class DescribeGroupsResponse:
 @dataclass(frozen=True, slots=True)
 class ListGroupsRequest:
     states_filter: tuple[str, ...] = ()
+    types_filter: tuple[str, ...] = ()  # v5+: "classic", "consumer" (case-insensitive)
 
 
 @fast_init
@@ -345,6 +360,7 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     group_state: str
+    group_type: str = "classic"  # v5+: "classic" or "consumer"
 
 
 @fast_init
@@ -352,6 +368,109 @@ class ListedGroup:
 class ListGroupsResponse:
     error_code: ErrorCode
     groups: tuple[ListedGroup, ...] = ()
+
+
+# --- ConsumerGroupHeartbeat / ConsumerGroupDescribe (KIP-848, the consumer rebalance protocol) -------
+
+#: ``ConsumerGroupHeartbeatRequest.JOIN_GROUP_MEMBER_EPOCH``: the epoch a member joins with
+JOIN_GROUP_MEMBER_EPOCH = 0
+#: ``LEAVE_GROUP_MEMBER_EPOCH``: a member leaving the group
+LEAVE_GROUP_MEMBER_EPOCH = -1
+#: ``LEAVE_GROUP_STATIC_MEMBER_EPOCH``: a static member leaving for now (it will rejoin with its instance id)
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class TopicPartitions:
+    """One topic's partitions, named by topic id (``ConsumerGroupHeartbeat``'s ``TopicPartitions``)."""
+
+    topic_id: TopicId
+    partitions: tuple[int, ...]
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatRequest:
+    """``ConsumerGroupHeartbeatRequest`` v0–v1. ``None`` fields mean "unchanged since the last
+    heartbeat" (a joining member sends them all); ``rebalance_timeout_ms`` -1 means the same."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None  # v1+
+    server_assignor: str | None = None
+    topic_partitions: tuple[TopicPartitions, ...] | None = None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatResponse:
+    """``ConsumerGroupHeartbeatResponse``: ``assignment`` is ``None`` unless it changed for the member."""
+
+    error_code: ErrorCode
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[TopicPartitions, ...] | None = None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribeRequest:
+    group_ids: tuple[str, ...]
+    include_authorized_operations: bool = False
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class DescribedTopicPartitions:
+    """``ConsumerGroupDescribeResponse.TopicPartitions``: topic id, its name, the partitions."""
+
+    topic_id: TopicId
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[DescribedTopicPartitions, ...]
+    target_assignment: tuple[DescribedTopicPartitions, ...]
+    member_type: int = -1  # v1+: 0 a classic-protocol member, 1 a consumer-protocol member
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerGroup:
+    error_code: ErrorCode
+    group_id: str
+    error_message: str | None = None
+    group_state: str = ""  # "Empty", "Assigning", "Reconciling", "Stable", "Dead"
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedConsumerMember, ...] = ()
+    authorized_operations: int = -(2**31)
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribeResponse:
+    groups: tuple[DescribedConsumerGroup, ...]
 
 
 Request = (
@@ -364,6 +483,8 @@ Request = (
     | OffsetFetchRequest
     | DescribeGroupsRequest
     | ListGroupsRequest
+    | ConsumerGroupHeartbeatRequest
+    | ConsumerGroupDescribeRequest
 )
 Response = (
     FindCoordinatorResponse
@@ -375,6 +496,8 @@ Response = (
     | OffsetFetchResponse
     | DescribeGroupsResponse
     | ListGroupsResponse
+    | ConsumerGroupHeartbeatResponse
+    | ConsumerGroupDescribeResponse
 )
 
 
@@ -391,6 +514,8 @@ CONSUMER_API_VERSIONS: dict[type, int] = {
     OffsetFetchRequest: 9,
     DescribeGroupsRequest: 5,
     ListGroupsRequest: 5,
+    ConsumerGroupHeartbeatRequest: 1,
+    ConsumerGroupDescribeRequest: 1,
 }
 
 

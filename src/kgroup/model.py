@@ -5,13 +5,14 @@ Everything here is a frozen value; nothing reads a clock or draws a random numbe
 
 from __future__ import annotations
 
+import base64
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from kgroup.javacompat import java_string_key
+from kgroup.javacompat import int32, java_string_key
 
 __all__ = [
     "Assignment",
@@ -20,6 +21,7 @@ __all__ = [
     "Member",
     "PeerError",
     "RebalanceProtocol",
+    "TopicId",
     "TopicMetadata",
     "TopicPartition",
     "compress_partitions",
@@ -77,6 +79,52 @@ class TopicPartition(NamedTuple):
     def java_key(self) -> tuple[bytes, int]:
         """Sort key: topic in Java ``String.compareTo`` order, then partition number."""
         return (java_string_key(self.topic), self.partition)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _signed64(value: int) -> int:
+    value &= _MASK64
+    return value - (1 << 64) if value >> 63 else value
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicId:
+    """Kafka's ``Uuid``: two signed 64-bit halves; ordered as ``Uuid.compareTo`` orders them."""
+
+    msb: int
+    lsb: int
+    #: ``Uuid.hashCode``: the halves XORed, then the 64-bit result's halves XORed
+    java_hash: int = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        msb, lsb = _signed64(self.msb), _signed64(self.lsb)
+        object.__setattr__(self, "msb", msb)
+        object.__setattr__(self, "lsb", lsb)
+        xor = (msb ^ lsb) & _MASK64
+        object.__setattr__(self, "java_hash", int32((xor >> 32) ^ xor))
+
+    @classmethod
+    def from_int(cls, value: int) -> TopicId:
+        """From the 128-bit value (``uuid.UUID.int``)."""
+        return cls(value >> 64, value & _MASK64)
+
+    @classmethod
+    def from_string(cls, text: str) -> TopicId:
+        """From Kafka's base64 form (``Uuid.fromString``: URL-safe alphabet, no padding)."""
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        if len(raw) != 16:
+            raise ValueError(f"{text!r} is not a base64 Kafka Uuid (16 bytes)")
+        return cls.from_int(int.from_bytes(raw, "big"))
+
+    def to_int(self) -> int:
+        return ((self.msb & _MASK64) << 64) | (self.lsb & _MASK64)
+
+    def __str__(self) -> str:
+        """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, no padding."""
+        return base64.urlsafe_b64encode(self.to_int().to_bytes(16, "big")).rstrip(b"=").decode()
+
 
 
 def sorted_partitions(partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
@@ -222,6 +270,7 @@ class ErrorCode(enum.IntEnum):
     UNRELEASED_INSTANCE_ID = 111
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
+    INVALID_REGULAR_EXPRESSION = 128
 
 
 def jsonable(value: Any) -> Any:

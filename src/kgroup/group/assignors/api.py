@@ -14,7 +14,6 @@ is in the order Kafka's would be, so a result fed back as the next current assig
 
 from __future__ import annotations
 
-import base64
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,8 @@ from enum import Enum
 from typing import Protocol
 
 from kgroup.assignors.api import NamedRegistry
-from kgroup.javacompat import JavaHashMap, JavaHashSet, int32, java_integer_hash, java_string_hash
+from kgroup.javacompat import JavaHashMap, JavaHashSet, java_integer_hash, java_string_hash
+from kgroup.model import TopicId
 
 __all__ = [
     "GroupAssignment",
@@ -43,51 +43,6 @@ __all__ = [
     "subscription_type",
     "topic_id_set",
 ]
-
-_MASK64 = (1 << 64) - 1
-
-
-def _signed64(value: int) -> int:
-    value &= _MASK64
-    return value - (1 << 64) if value >> 63 else value
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TopicId:
-    """Kafka's ``Uuid``: two signed 64-bit halves; ordered as ``Uuid.compareTo`` orders them."""
-
-    msb: int
-    lsb: int
-    #: ``Uuid.hashCode``: the halves XORed, then the 64-bit result's halves XORed
-    java_hash: int = field(init=False, compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        msb, lsb = _signed64(self.msb), _signed64(self.lsb)
-        object.__setattr__(self, "msb", msb)
-        object.__setattr__(self, "lsb", lsb)
-        xor = (msb ^ lsb) & _MASK64
-        object.__setattr__(self, "java_hash", int32((xor >> 32) ^ xor))
-
-    @classmethod
-    def from_int(cls, value: int) -> TopicId:
-        """From the 128-bit value (``uuid.UUID.int``)."""
-        return cls(value >> 64, value & _MASK64)
-
-    @classmethod
-    def from_string(cls, text: str) -> TopicId:
-        """From Kafka's base64 form (``Uuid.fromString``: URL-safe alphabet, no padding)."""
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        if len(raw) != 16:
-            raise ValueError(f"{text!r} is not a base64 Kafka Uuid (16 bytes)")
-        return cls.from_int(int.from_bytes(raw, "big"))
-
-    def to_int(self) -> int:
-        return ((self.msb & _MASK64) << 64) | (self.lsb & _MASK64)
-
-    def __str__(self) -> str:
-        """Kafka's ``Uuid.toString``: URL-safe base64 of the 16 bytes, no padding."""
-        return base64.urlsafe_b64encode(self.to_int().to_bytes(16, "big")).rstrip(b"=").decode()
-
 
 def _topic_hash(topic_id: TopicId) -> int:
     return topic_id.java_hash
