@@ -28,6 +28,19 @@ class CoordinatorConfig:
     group_new_member_join_timeout_ms: int = 300_000
     #: ``offset.metadata.max.bytes``: longer commit metadata gets OFFSET_METADATA_TOO_LARGE
     offset_metadata_max_bytes: int = 4096
+    # --- consumer groups (KIP-848) -------------------------------------------------------------------
+    #: ``group.consumer.session.timeout.ms``: a member not heard from for this long is fenced
+    consumer_session_timeout_ms: int = 45_000
+    #: ``group.consumer.heartbeat.interval.ms``: the interval given to members in every response
+    consumer_heartbeat_interval_ms: int = 5000
+    #: ``group.consumer.max.size``: members beyond it get GROUP_MAX_SIZE_REACHED
+    consumer_max_size: int = 2**31 - 1
+    #: ``group.consumer.assignors``: the server assignors members may name; the first is the default
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    #: ``group.consumer.assignment.interval.ms``: a new target assignment at most this often
+    consumer_assignment_interval_ms: int = 1000
+    #: ``group.consumer.regex.refresh.interval.ms``: how often subscribed regexes are re-resolved
+    consumer_regex_refresh_interval_ms: int = 600_000
 
     def __post_init__(self) -> None:
         if self.group_min_session_timeout_ms < 0:
@@ -49,5 +62,17 @@ class CoordinatorConfig:
             raise KgroupError(
                 "group_new_member_join_timeout_ms: must be 0 or more; give a non-negative value"
             )
+        for name in (
+            "consumer_session_timeout_ms",
+            "consumer_heartbeat_interval_ms",
+            "consumer_assignment_interval_ms",
+            "consumer_regex_refresh_interval_ms",
+        ):
+            if getattr(self, name) < 0:
+                raise KgroupError(f"{name}: must be 0 or more; give a non-negative value")
+        if self.consumer_max_size < 1:
+            raise KgroupError("consumer_max_size: must be at least 1; give a positive value")
+        if not self.consumer_assignors:
+            raise KgroupError("consumer_assignors: name at least one server assignor, e.g. uniform")
         if self.offset_metadata_max_bytes < 0:
             raise KgroupError("offset_metadata_max_bytes: must be 0 or more; give a non-negative value")

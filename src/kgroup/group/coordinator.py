@@ -14,6 +14,34 @@ from types import MappingProxyType
 
 from kgroup.group.admin import delete_group, handle_describe, handle_find_coordinator, handle_list, unload
 from kgroup.group.config import CoordinatorConfig
+from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupSnapshot
+from kgroup.group.consumer.heartbeat import (
+    ConsumerContext,
+    fence_member_on_timer,
+    handle_consumer_heartbeat,
+    rebalance_key,
+    resolve_regexes_on_timer,
+)
+from kgroup.group.consumer.metadata import EMPTY_IMAGE, MetadataImage
+from kgroup.group.consumer.records import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRecord,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    MemberAssignmentState,
+)
+from kgroup.group.consumer.requests import (
+    delete_consumer_group,
+    handle_classic_request,
+    handle_consumer_describe,
+    handle_consumer_offset_commit,
+    handle_consumer_offset_fetch,
+    listed_consumer_group,
+    restart_sessions,
+)
 from kgroup.group.group import GroupData, GroupSnapshot, GroupView
 from kgroup.group.join import handle_join
 from kgroup.group.membership import handle_heartbeat, handle_leave, handle_sync
@@ -33,6 +61,8 @@ from kgroup.group.records import (
 from kgroup.group.timers import ScheduleTimer, TimerKey, heartbeat_key
 from kgroup.group.txn import CoordinatorResult, Txn
 from kgroup.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     DescribeGroupsRequest,
     Envelope,
     FindCoordinatorRequest,
@@ -40,6 +70,7 @@ from kgroup.messages import (
     JoinGroupRequest,
     LeaveGroupRequest,
     ListGroupsRequest,
+    ListGroupsResponse,
     OffsetCommitRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
@@ -50,6 +81,19 @@ __all__ = ["CoordinatorSnapshot", "GroupCoordinator", "UnknownGroupError"]
 
 #: the records about timers and whole groups; every other record changes one existing group
 _COORDINATOR_RECORDS = frozenset({TimerArmed, TimerDisarmed, GroupCreated, GroupDeleted, GroupRestored})
+#: Kafka's consumer-group records (KIP-848), replayed as ``GroupMetadataManager.replay`` does
+_CONSUMER_RECORDS = frozenset(
+    {
+        ConsumerGroupMetadata,
+        ConsumerGroupMemberMetadata,
+        ConsumerGroupTargetAssignmentMember,
+        ConsumerGroupTargetAssignmentMetadata,
+        ConsumerGroupCurrentMemberAssignment,
+        ConsumerGroupRegularExpression,
+    }
+)
+#: classic requests a consumer group id answers itself (the rest are offsets, describe and list)
+_CLASSIC_MEMBERSHIP = (JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest)
 
 
 #: request type -> its handler (``handle_find_coordinator`` also takes the coordinator's node)
@@ -89,6 +133,7 @@ class CoordinatorSnapshot:
 
     groups: tuple[GroupSnapshot, ...]
     timers: tuple[tuple[TimerKey, int], ...]
+    consumer_groups: tuple[ConsumerGroupSnapshot, ...] = ()
 
 
 class GroupCoordinator:
@@ -108,6 +153,9 @@ class GroupCoordinator:
         self.node = (node_id, host, port)
         self._groups: dict[str, GroupData] = {}
         self._armed: dict[TimerKey, int] = {}
+        self._consumer = ConsumerContext(
+            groups={}, image=EMPTY_IMAGE, last_image_with_new_topics=0, rebalance_timers={}
+        )
 
     # --- driving it -----------------------------------------------------------------------------
 
@@ -124,6 +172,24 @@ class GroupCoordinator:
     def handle(self, now_ms: int, envelope: Envelope) -> CoordinatorResult:
         """Process one request; its answer is in ``replies`` unless the request is parked."""
         body = envelope.body
+        consumer = self._consumer
+        if isinstance(body, ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest):
+            txn = self._txn(now_ms)
+            if isinstance(body, ConsumerGroupHeartbeatRequest):
+                handle_consumer_heartbeat(txn, envelope, body, consumer)
+            else:
+                handle_consumer_describe(txn, envelope, body, consumer)
+            return txn.result()
+        consumer_group = consumer.groups.get(getattr(body, "group_id", None)) if consumer.groups else None  # type: ignore[arg-type]
+        if consumer_group is not None:
+            txn = self._txn(now_ms)
+            if isinstance(body, OffsetCommitRequest):
+                handle_consumer_offset_commit(txn, envelope, body, consumer_group, consumer)
+            elif isinstance(body, OffsetFetchRequest):
+                handle_consumer_offset_fetch(txn, envelope, body, consumer_group)
+            else:
+                handle_classic_request(txn, envelope, body, consumer_group)
+            return txn.result()
         handler = _HANDLERS.get(type(body))
         if handler is None:
             handler = _handler_of(body)  # a subclass of a request type
@@ -132,7 +198,53 @@ class GroupCoordinator:
             handle_find_coordinator(txn, envelope, body, self.node)  # type: ignore[arg-type]
         else:
             handler(txn, envelope, body)
+        if isinstance(body, ListGroupsRequest) and consumer.groups:
+            return self._with_consumer_groups(txn.result(), body)
         return txn.result()
+
+    def _with_consumer_groups(self, result: CoordinatorResult, req: ListGroupsRequest) -> CoordinatorResult:
+        """ListGroups: the classic answer, then the consumer groups (filtered by state and type)."""
+        (reply,) = result.replies
+        answer = reply.body
+        assert isinstance(answer, ListGroupsResponse)
+        states = {s.lower() for s in req.states_filter}
+        types = {t.lower() for t in req.types_filter}
+        classic = answer.groups if not types or "classic" in types else ()
+        listed = [
+            listed_consumer_group(g)
+            for g in self._consumer.groups.values()
+            if (not states or g.state.kafka_name.lower() in states) and (not types or "consumer" in types)
+        ]
+        body = ListGroupsResponse(
+            answer.error_code, tuple(sorted((*classic, *listed), key=lambda g: g.group_id))
+        )
+        return CoordinatorResult(
+            (type(reply)(reply.connection, reply.correlation_id, body),), result.timers, result.records
+        )
+
+    # --- consumer groups (KIP-848) ---------------------------------------------------------------------
+
+    def set_metadata(self, image: MetadataImage) -> None:
+        """The cluster's topics changed (Kafka's ``onMetadataUpdate``): consumer groups read ``image``
+        from now on; a group whose topics changed bumps its epoch at its next heartbeat."""
+        consumer = self._consumer
+        if any(name not in consumer.image.topics for name in image.topics):
+            consumer.last_image_with_new_topics = image.version
+        consumer.image = image
+
+    @property
+    def metadata(self) -> MetadataImage:
+        return self._consumer.image
+
+    def consumer_group(self, group_id: str) -> ConsumerGroupSnapshot:
+        """A consumer group's state (:class:`UnknownGroupError` if there is none)."""
+        group = self._consumer.groups.get(group_id)
+        if group is None:
+            raise UnknownGroupError(f"group_id: no consumer group {group_id!r} on this coordinator")
+        return group.snapshot()
+
+    def consumer_group_ids(self) -> list[str]:
+        return sorted(self._consumer.groups)
 
     def on_timer(self, now_ms: int, key: TimerKey) -> CoordinatorResult:
         """A scheduled deadline passed. Keys not armed (cancelled, replaced, stale) do nothing."""
@@ -142,6 +254,12 @@ class GroupCoordinator:
         txn = self._txn(now_ms)
         txn.emit(TimerDisarmed(key))
         kind, group_id = key[0], key[1]
+        if kind.startswith("consumer-"):
+            if kind == "consumer-regex":
+                resolve_regexes_on_timer(txn, self._consumer, group_id)
+            else:
+                fence_member_on_timer(txn, self._consumer, key)
+            return txn.result()
         group = self._groups.get(group_id)
         if group is not None:
             if kind == "heartbeat":
@@ -155,6 +273,9 @@ class GroupCoordinator:
     def delete_group(self, now_ms: int, group_id: str) -> tuple[ErrorCode, CoordinatorResult]:
         """DeleteGroups for one group (only Empty groups; NON_EMPTY_GROUP / GROUP_ID_NOT_FOUND otherwise)."""
         txn = self._txn(now_ms)
+        consumer_group = self._consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return delete_consumer_group(txn, consumer_group), txn.result()
         error = delete_group(txn, group_id)
         return error, txn.result()
 
@@ -172,6 +293,19 @@ class GroupCoordinator:
         armed are restarted."""
         txn = self._txn(now_ms)
         for group_id in group_ids:
+            consumer_group = self._consumer.groups.get(group_id)
+            if consumer_group is not None:
+                restart_sessions(txn, consumer_group)
+                for consumer_member in consumer_group.members.values():
+                    if consumer_member.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
+                        key = self._consumer.rebalance_timers.get((group_id, consumer_member.member_id))
+                        if key is not None:
+                            txn.cancel(key)
+                        txn.schedule(
+                            rebalance_key(group_id, consumer_member.member_id, consumer_member.member_epoch),
+                            consumer_member.rebalance_timeout_ms,
+                        )
+                continue
             group = self._groups.get(group_id)
             if group is None:
                 continue
@@ -188,12 +322,26 @@ class GroupCoordinator:
 
     def replay(self, record: Record) -> None:
         """Apply one record: the only way the coordinator's state changes."""
-        if type(record) not in _COORDINATOR_RECORDS:
-            self._groups[record.group_id].apply(record)  # type: ignore[union-attr, arg-type]
+        kind = type(record)
+        if kind in _CONSUMER_RECORDS:
+            self._replay_consumer(record)  # type: ignore[arg-type]
+        elif kind not in _COORDINATOR_RECORDS:
+            group_id = record.group_id  # type: ignore[union-attr]
+            consumer_group = self._consumer.groups.get(group_id) if self._consumer.groups else None
+            if consumer_group is not None:
+                consumer_group.apply(record)  # type: ignore[arg-type]
+            else:
+                self._groups[group_id].apply(record)  # type: ignore[arg-type]
         elif isinstance(record, TimerArmed):
             self._armed[record.key] = record.deadline_ms
+            if record.key[0] == "consumer-rebalance":
+                self._consumer.rebalance_timers[(record.key[1], record.key[2])] = record.key
         elif isinstance(record, TimerDisarmed):
             self._armed.pop(record.key, None)
+            if record.key[0] == "consumer-rebalance":
+                index = self._consumer.rebalance_timers
+                if index.get((record.key[1], record.key[2])) == record.key:
+                    del index[(record.key[1], record.key[2])]
         elif isinstance(record, GroupCreated):
             if record.group_id in self._groups:
                 raise AssertionError(f"group {record.group_id} created twice")
@@ -205,6 +353,29 @@ class GroupCoordinator:
                 raise AssertionError(f"group {record.group_id} restored over an existing one")
             self._groups[record.group_id] = GroupData.from_restored(record)
 
+    def _replay_consumer(self, record: ConsumerGroupRecord) -> None:
+        """``GroupMetadataManager.replay`` of a consumer-group record: a record with a value creates
+        the group (an empty classic group with the same id becomes it, keeping its offsets); the
+        group tombstone deletes it."""
+        groups = self._consumer.groups
+        group_id = record.group_id
+        group = groups.get(group_id)
+        if group is None:
+            if record.value is None:
+                return
+            group = groups[group_id] = ConsumerGroupData(group_id)
+            classic = self._groups.pop(group_id, None)
+            if classic is not None:
+                if classic.members:
+                    raise AssertionError(f"group {group_id} is a classic group with members")
+                group.offsets.update(classic.offsets)
+        if isinstance(record, ConsumerGroupMetadata) and record.value is None:
+            if group.members or group.target_assignment:
+                raise AssertionError(f"consumer group {group_id} deleted while it has members")
+            del groups[group_id]
+            return
+        group.apply(record)
+
     def checkpoint(self) -> Iterator[Record]:
         """Records that rebuild this coordinator's state exactly when replayed into an empty one: per
         group a :class:`GroupRestored` and its offsets, then the armed timers (in arming order). A
@@ -215,6 +386,8 @@ class GroupCoordinator:
             group_id = group.group_id
             for partition, value in group.offsets.items():
                 yield OffsetCommitted(group_id, partition, value)
+        for consumer_group in self._consumer.groups.values():
+            yield from consumer_group.checkpoint_records()
         for key, deadline in self._armed.items():
             yield TimerArmed(key, deadline)
 
@@ -235,17 +408,20 @@ class GroupCoordinator:
 
     def committed_offsets(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
         """The offsets committed in one group (a read-only view; empty if there is no such group)."""
-        group = self._groups.get(group_id)
+        group = self._groups.get(group_id) or self._consumer.groups.get(group_id)
         return MappingProxyType(group.offsets) if group is not None else MappingProxyType({})
 
     def has_group(self, group_id: str) -> bool:
-        return group_id in self._groups
+        return group_id in self._groups or group_id in self._consumer.groups
 
     def group_ids(self) -> list[str]:
-        return sorted(self._groups)
+        """Every group's id, classic and consumer."""
+        return sorted((*self._groups, *self._consumer.groups))
 
     def snapshot(self) -> CoordinatorSnapshot:
+        consumer_groups = self._consumer.groups
         return CoordinatorSnapshot(
             groups=tuple(self._groups[g].snapshot() for g in sorted(self._groups)),
             timers=tuple(sorted(self._armed.items())),
+            consumer_groups=tuple(consumer_groups[g].snapshot() for g in sorted(consumer_groups)),
         )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kgroup.group.consumer.records import ConsumerGroupRecord
 from kgroup.group.states import GroupState
 from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
@@ -293,5 +294,14 @@ GroupRecord = (
     | InitialDelayUpdated
     | OffsetCommitted
 )
-#: every record the coordinator writes (GroupRestored only in a checkpoint of its log)
-Record = GroupCreated | GroupRecord | GroupDeleted | TimerArmed | TimerDisarmed | GroupRestored
+#: every record the coordinator writes (GroupRestored only in a checkpoint of its log); consumer groups
+#: (KIP-848) write Kafka's own record types
+Record = (
+    GroupCreated
+    | GroupRecord
+    | GroupDeleted
+    | TimerArmed
+    | TimerDisarmed
+    | GroupRestored
+    | ConsumerGroupRecord
+)

@@ -44,6 +44,7 @@ __all__ = [
     "topic_id_set",
 ]
 
+
 def _topic_hash(topic_id: TopicId) -> int:
     return topic_id.java_hash
 

@@ -1,0 +1,480 @@
+"""One consumer group's state (Kafka's ``ConsumerGroup`` / ``ModernGroup``) and its replay.
+
+Only :meth:`ConsumerGroupData.apply` changes a group: it applies Kafka's consumer-group records as
+``GroupMetadataManager.replay`` does, and keeps the derived indexes Kafka keeps beside them
+(subscribed topic counts, regex subscriber counts, server assignor votes, static members, the
+current epoch of every owned partition, the inverted target assignment, the group state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from kgroup.group.assignors.api import SubscriptionType, assignment_from_record
+from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.records import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRecord,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    PartitionEpochs,
+    ResolvedRegularExpression,
+    TargetAssignmentMetadataValue,
+    TopicAssignment,
+)
+from kgroup.group.records import OffsetAndMetadata, OffsetCommitted
+from kgroup.javacompat import hashmap_iteration_order
+from kgroup.model import TopicId, TopicPartition
+from kgroup.valuetypes import replace
+
+__all__ = ["ConsumerGroupData", "ConsumerGroupSnapshot", "ConsumerGroupState", "SubscriptionCount"]
+
+
+class ConsumerGroupState(Enum):
+    """``ConsumerGroup.ConsumerGroupState`` (the value is Kafka's name for it)."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+    @property
+    def kafka_name(self) -> str:
+        return self.value
+
+
+@dataclass(slots=True)
+class SubscriptionCount:
+    """How many members subscribe to a topic by name, and how many resolved regexes match it."""
+
+    by_name: int = 0
+    by_regex: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupSnapshot:
+    """Everything a consumer group holds, as a comparable value."""
+
+    group_id: str
+    state: ConsumerGroupState
+    group_epoch: int
+    metadata_hash: int
+    assignment_epoch: int
+    assignment_timestamp_ms: int
+    members: tuple[ConsumerMember, ...]
+    target_assignment: tuple[tuple[str, tuple[tuple[TopicId, tuple[int, ...]], ...]], ...]
+    resolved_regexes: tuple[tuple[str, ResolvedRegularExpression], ...]
+    offsets: tuple[tuple[TopicPartition, OffsetAndMetadata], ...]
+
+
+def _inc(counts: dict[str, int], key: str) -> None:
+    counts[key] = counts.get(key, 0) + 1
+
+
+def _dec(counts: dict[str, int], key: str) -> None:
+    value = counts.get(key, 0) - 1
+    if value <= 0:
+        counts.pop(key, None)
+    else:
+        counts[key] = value
+
+
+@dataclass(slots=True)
+class ConsumerGroupData:
+    """The mutable state of one consumer group; change it only through :meth:`apply`."""
+
+    group_id: str
+    #: a new group starts at epoch 1 with its assignment at epoch 1 (``ModernGroup``,
+    #: ``TargetAssignmentMetadata.INITIAL``): its first member joins at epoch 2
+    group_epoch: int = 1
+    metadata_hash: int = 0
+    assignment_epoch: int = 1
+    assignment_timestamp_ms: int = 0
+    state: ConsumerGroupState = ConsumerGroupState.EMPTY
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    target_assignment: dict[str, TopicAssignment] = field(default_factory=dict)
+    #: topic -> partition -> the member the target assignment gives it to
+    inverted_target: dict[TopicId, dict[int, str]] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    server_assignors: dict[str, int] = field(default_factory=dict)
+    subscribed_topic_names: dict[str, SubscriptionCount] = field(default_factory=dict)
+    subscribed_regexes: dict[str, int] = field(default_factory=dict)
+    resolved_regexes: dict[str, ResolvedRegularExpression] = field(default_factory=dict)
+    #: topic -> partition -> the epoch of the member that owns (or is revoking) it
+    partition_epochs: dict[TopicId, dict[int, int]] = field(default_factory=dict)
+    subscription_type: SubscriptionType = SubscriptionType.HOMOGENEOUS
+    offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+
+    # --- reading (Kafka's ConsumerGroup methods) ----------------------------------------------------
+
+    @property
+    def kind(self) -> str:
+        return "consumer"
+
+    def has_member(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def static_member(self, instance_id: str | None) -> ConsumerMember | None:
+        if instance_id is None:
+            return None
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def has_static_member(self, instance_id: str | None) -> bool:
+        return instance_id is not None and instance_id in self.static_members
+
+    def target_of(self, member_id: str) -> TopicAssignment:
+        return self.target_assignment.get(member_id, {})
+
+    def target_of_static(self, member_id: str, instance_id: str | None) -> TopicAssignment:
+        """``targetAssignment(memberId, instanceId)``: a static member's is its instance's."""
+        if instance_id is None:
+            return self.target_of(member_id)
+        previous = self.static_members.get(instance_id)
+        return self.target_of(previous) if previous is not None else {}
+
+    def current_partition_epoch(self, topic_id: TopicId, partition: int) -> int:
+        """The epoch at which the partition is owned, -1 when nobody owns it."""
+        partitions = self.partition_epochs.get(topic_id)
+        return -1 if partitions is None else partitions.get(partition, -1)
+
+    def num_subscribed_members(self, regex: str) -> int:
+        return self.subscribed_regexes.get(regex, 0)
+
+    def preferred_server_assignor(
+        self, old: ConsumerMember | None = None, new: ConsumerMember | None = None
+    ) -> str | None:
+        """``computePreferredServerAssignor``: the name most members ask for (ties: the first
+        counted, as ``stream().max`` over a ``HashMap`` keeps the first maximum)."""
+        counts = dict(self.server_assignors)
+        if old is not None and old.server_assignor is not None:
+            _dec(counts, old.server_assignor)
+        if new is not None and new.server_assignor is not None:
+            _inc(counts, new.server_assignor)
+        best: str | None = None
+        for name in _java_string_order(counts):
+            if best is None or counts[name] > counts[best]:
+                best = name
+        return best
+
+    def last_regex_refresh_ms(self) -> int | None:
+        for resolved in self.resolved_regexes.values():
+            return resolved.timestamp_ms
+        return None
+
+    def last_regex_version(self) -> int:
+        for resolved in self.resolved_regexes.values():
+            return resolved.version
+        return 0
+
+    def subscribed_names_with(
+        self, old: ConsumerMember | None, new: ConsumerMember | None
+    ) -> dict[str, SubscriptionCount]:
+        """``computeSubscribedTopicNames(old, new)``: the topic counts if ``old`` became ``new``."""
+        counts = {
+            name: SubscriptionCount(c.by_name, c.by_regex) for name, c in self.subscribed_topic_names.items()
+        }
+        _update_names(counts, old, new)
+        old_regex = old.regex if old is not None else None
+        if old_regex is not None:
+            new_regex = new.regex if new is not None else None
+            if old_regex != new_regex and self.num_subscribed_members(old_regex) == 1:
+                resolved = self.resolved_regexes.get(old_regex)
+                if resolved is not None:
+                    for topic in resolved.topics:
+                        _count_regex(counts, topic, -1)
+        return counts
+
+    def subscribed_names_without(
+        self, removed: Iterable[ConsumerMember], removed_regexes: Iterable[str]
+    ) -> dict[str, SubscriptionCount]:
+        """``computeSubscribedTopicNamesWithoutDeletedMembers``."""
+        counts = {
+            name: SubscriptionCount(c.by_name, c.by_regex) for name, c in self.subscribed_topic_names.items()
+        }
+        for member in removed:
+            _update_names(counts, member, None)
+        for regex in removed_regexes:
+            resolved = self.resolved_regexes.get(regex)
+            if resolved is not None:
+                for topic in resolved.topics:
+                    _count_regex(counts, topic, -1)
+        return counts
+
+    def subscribed_regexes_with(
+        self, old: ConsumerMember | None, new: ConsumerMember | None
+    ) -> dict[str, int]:
+        counts = dict(self.subscribed_regexes)
+        old_regex = old.regex if old is not None else None
+        new_regex = new.regex if new is not None else None
+        if old_regex != new_regex:
+            if old_regex is not None:
+                _dec(counts, old_regex)
+            if new_regex is not None:
+                _inc(counts, new_regex)
+        return counts
+
+    def is_empty(self) -> bool:
+        return self.state is ConsumerGroupState.EMPTY
+
+    # --- replay -------------------------------------------------------------------------------------
+
+    def apply(self, record: ConsumerGroupRecord | OffsetCommitted) -> None:
+        if type(record) is OffsetCommitted:
+            self.offsets[record.partition] = record.value
+            return
+        if isinstance(record, ConsumerGroupMetadata):
+            if record.value is None:
+                raise AssertionError("a consumer group's tombstone is applied by the coordinator")
+            self.group_epoch, self.metadata_hash = record.value
+        elif isinstance(record, ConsumerGroupMemberMetadata):
+            if record.value is not None:
+                old = self.members.get(record.member_id) or ConsumerMember(record.member_id)
+                self._update_member(old.with_metadata(record.value))
+            else:
+                existing = self.members.get(record.member_id)
+                if existing is None:
+                    return
+                if existing.member_epoch != -1:
+                    raise AssertionError(
+                        f"member {record.member_id} deleted before its current assignment tombstone"
+                    )
+                if record.member_id in self.target_assignment:
+                    raise AssertionError(
+                        f"member {record.member_id} deleted before its target assignment tombstone"
+                    )
+                self._remove_member(record.member_id)
+        elif isinstance(record, ConsumerGroupCurrentMemberAssignment):
+            if record.value is not None:
+                old = self.members.get(record.member_id) or ConsumerMember(record.member_id)
+                self._update_member(old.with_assignment(record.value))
+            else:
+                existing = self.members.get(record.member_id)
+                if existing is None:
+                    return
+                self._update_member(
+                    replace(
+                        existing,
+                        member_epoch=-1,
+                        previous_member_epoch=-1,
+                        assigned_partitions={},
+                        partitions_pending_revocation={},
+                    )
+                )
+        elif isinstance(record, ConsumerGroupTargetAssignmentMember):
+            if record.value is not None:
+                new_target = assignment_from_record(record.value.items())
+                self._update_inverted(record.member_id, new_target)
+                self.target_assignment[record.member_id] = new_target
+            else:
+                self._update_inverted(record.member_id, {})
+                self.target_assignment.pop(record.member_id, None)
+        elif isinstance(record, ConsumerGroupTargetAssignmentMetadata):
+            if record.value is not None:
+                self.assignment_epoch = record.value.assignment_epoch
+                self.assignment_timestamp_ms = record.value.assignment_timestamp_ms
+            else:
+                if self.target_assignment:
+                    raise AssertionError(
+                        f"target assignment of {self.group_id} deleted while members have one"
+                    )
+                self.assignment_epoch, self.assignment_timestamp_ms = -1, 0
+            self._update_state()
+        elif isinstance(record, ConsumerGroupRegularExpression):
+            old_resolved = self.resolved_regexes.pop(record.regex, None)
+            if old_resolved is not None:
+                for topic in old_resolved.topics:
+                    _count_regex(self.subscribed_topic_names, topic, -1)
+            if record.value is not None:
+                self.resolved_regexes[record.regex] = record.value
+                for topic in record.value.topics:
+                    _count_regex(self.subscribed_topic_names, topic, 1)
+            self._update_subscription_type()
+            return
+        else:
+            raise AssertionError(f"not a consumer group record: {record!r}")
+        self._update_state()
+
+    def _update_member(self, new: ConsumerMember) -> None:
+        old = self.members.get(new.member_id)
+        self.members[new.member_id] = new
+        _update_names(self.subscribed_topic_names, old, new)
+        if old is not None and old.server_assignor is not None:
+            _dec(self.server_assignors, old.server_assignor)
+        if new.server_assignor is not None:
+            _inc(self.server_assignors, new.server_assignor)
+        if old is not None:
+            self._remove_epochs(old.assigned_partitions, old.member_epoch)
+            self._remove_epochs(old.partitions_pending_revocation, old.member_epoch)
+        self._add_epochs(new.assigned_partitions, new.member_epoch)
+        self._add_epochs(new.partitions_pending_revocation, new.member_epoch)
+        if old is not None and old.regex is not None:
+            _dec(self.subscribed_regexes, old.regex)
+        if new.regex is not None:
+            _inc(self.subscribed_regexes, new.regex)
+        if new.instance_id is not None:
+            self.static_members[new.instance_id] = new.member_id
+        self._update_subscription_type()
+
+    def _remove_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id)
+        _update_names(self.subscribed_topic_names, old, None)
+        if old.server_assignor is not None:
+            _dec(self.server_assignors, old.server_assignor)
+        self._remove_epochs(old.assigned_partitions, old.member_epoch)
+        self._remove_epochs(old.partitions_pending_revocation, old.member_epoch)
+        if old.regex is not None:
+            _dec(self.subscribed_regexes, old.regex)
+        if old.instance_id is not None:
+            self.static_members.pop(old.instance_id, None)
+        self._update_subscription_type()
+
+    def _remove_epochs(self, assignment: PartitionEpochs, expected_epoch: int) -> None:
+        for topic, partitions in assignment.items():
+            owned = self.partition_epochs.get(topic)
+            if owned is None:
+                continue
+            for partition in partitions:
+                if owned.get(partition) == expected_epoch:
+                    del owned[partition]
+            if not owned:
+                del self.partition_epochs[topic]
+
+    def _add_epochs(self, assignment: PartitionEpochs, epoch: int) -> None:
+        for topic, partitions in assignment.items():
+            owned = self.partition_epochs.setdefault(topic, {})
+            for partition in partitions:
+                previous = owned.get(partition)
+                if previous is not None and previous >= epoch:
+                    raise AssertionError(
+                        f"cannot set the epoch of {topic}-{partition} to {epoch}: owned at epoch {previous}"
+                    )
+                owned[partition] = epoch
+
+    def _update_inverted(self, member_id: str, new: Mapping[TopicId, tuple[int, ...]]) -> None:
+        old = self.target_assignment.get(member_id, {})
+        for topic in set(old) | set(new):
+            old_partitions = set(old.get(topic, ()))
+            new_partitions = set(new.get(topic, ()))
+            owners = self.inverted_target.setdefault(topic, {})
+            for partition in old_partitions - new_partitions:
+                if owners.get(partition) == member_id:
+                    del owners[partition]
+            for partition in new_partitions - old_partitions:
+                owners[partition] = member_id
+            if not owners:
+                del self.inverted_target[topic]
+
+    def _update_subscription_type(self) -> None:
+        self.subscription_type = subscription_type_of(
+            self.subscribed_regexes, self.subscribed_topic_names, len(self.members)
+        )
+
+    def _update_state(self) -> None:
+        """``maybeUpdateGroupState``."""
+        if not self.members:
+            self.state = ConsumerGroupState.EMPTY
+        elif self.group_epoch > self.assignment_epoch:
+            self.state = ConsumerGroupState.ASSIGNING
+        else:
+            epoch = self.assignment_epoch
+            reconciled = all(m.is_reconciled_to(epoch) for m in self.members.values())
+            self.state = ConsumerGroupState.STABLE if reconciled else ConsumerGroupState.RECONCILING
+
+    # --- checkpoint and snapshot ----------------------------------------------------------------------
+
+    def checkpoint_records(self) -> list[ConsumerGroupRecord | OffsetCommitted]:
+        """The records that rebuild this group when replayed into a coordinator without it."""
+        group_id = self.group_id
+        records: list[ConsumerGroupRecord | OffsetCommitted] = [
+            ConsumerGroupMetadata(group_id, (self.group_epoch, self.metadata_hash))
+        ]
+        for regex, resolved in self.resolved_regexes.items():
+            records.append(ConsumerGroupRegularExpression(group_id, regex, resolved))
+        for member in self.members.values():
+            records.append(ConsumerGroupMemberMetadata(group_id, member.member_id, member.metadata_value()))
+        for member_id, target in self.target_assignment.items():
+            records.append(ConsumerGroupTargetAssignmentMember(group_id, member_id, target))
+        records.append(
+            ConsumerGroupTargetAssignmentMetadata(
+                group_id, TargetAssignmentMetadataValue(self.assignment_epoch, self.assignment_timestamp_ms)
+            )
+        )
+        for member in self.members.values():
+            records.append(
+                ConsumerGroupCurrentMemberAssignment(group_id, member.member_id, member.assignment_value())
+            )
+        for partition, value in self.offsets.items():
+            records.append(OffsetCommitted(group_id, partition, value))
+        return records
+
+    def snapshot(self) -> ConsumerGroupSnapshot:
+        return ConsumerGroupSnapshot(
+            group_id=self.group_id,
+            state=self.state,
+            group_epoch=self.group_epoch,
+            metadata_hash=self.metadata_hash,
+            assignment_epoch=self.assignment_epoch,
+            assignment_timestamp_ms=self.assignment_timestamp_ms,
+            members=tuple(self.members[m] for m in sorted(self.members)),
+            target_assignment=tuple(
+                (m, tuple(sorted((t, tuple(sorted(p))) for t, p in self.target_assignment[m].items())))
+                for m in sorted(self.target_assignment)
+            ),
+            resolved_regexes=tuple(sorted(self.resolved_regexes.items())),
+            offsets=tuple(sorted(self.offsets.items())),
+        )
+
+
+def _java_string_order(counts: Mapping[str, int]) -> list[str]:
+    return hashmap_iteration_order(counts)
+
+
+def _update_names(
+    counts: dict[str, SubscriptionCount], old: ConsumerMember | None, new: ConsumerMember | None
+) -> None:
+    if old is not None:
+        for topic in old.subscribed_topic_names:
+            count = counts.get(topic)
+            if count is not None:
+                count.by_name -= 1
+                if count.by_name <= 0 and count.by_regex <= 0:
+                    del counts[topic]
+    if new is not None:
+        for topic in new.subscribed_topic_names:
+            counts.setdefault(topic, SubscriptionCount()).by_name += 1
+
+
+def _count_regex(counts: dict[str, SubscriptionCount], topic: str, delta: int) -> None:
+    count = counts.get(topic)
+    if count is None:
+        if delta < 0:
+            return
+        count = counts[topic] = SubscriptionCount()
+    count.by_regex += delta
+    if count.by_name <= 0 and count.by_regex <= 0:
+        del counts[topic]
+
+
+def subscription_type_of(
+    regexes: Mapping[str, int], topic_names: Mapping[str, SubscriptionCount], members: int
+) -> SubscriptionType:
+    """``ConsumerGroup.subscriptionType``."""
+    if not regexes:
+        for count in topic_names.values():
+            if count.by_name != members:
+                return SubscriptionType.HETEROGENEOUS
+        return SubscriptionType.HOMOGENEOUS
+    first = next(iter(regexes.values()))
+    if first == members:
+        for count in topic_names.values():
+            if count.by_regex != 1 or count.by_name > 0:
+                return SubscriptionType.HETEROGENEOUS
+        return SubscriptionType.HOMOGENEOUS
+    return SubscriptionType.HETEROGENEOUS

@@ -1,0 +1,314 @@
+"""The other requests a consumer group answers: ConsumerGroupDescribe, OffsetCommit/OffsetFetch with
+member epochs, the classic protocol's requests sent to a consumer group id, ListGroups entries and
+DeleteGroups — as Kafka 4.4's ``ConsumerGroup`` / ``OffsetMetadataManager`` answer them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
+from kgroup.group.consumer.heartbeat import ApiError, ConsumerContext, session_key
+from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.records import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+)
+from kgroup.group.records import GroupRecord, OffsetAndMetadata, OffsetCommitted
+from kgroup.group.txn import Txn
+from kgroup.javacompat import JavaHashSet, java_integer_hash
+from kgroup.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    DescribedTopicPartitions,
+    Envelope,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupMemberResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListedGroup,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchPartition,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    Response,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kgroup.model import ErrorCode, TopicId, TopicPartition
+
+__all__ = [
+    "delete_consumer_group",
+    "handle_classic_request",
+    "handle_consumer_describe",
+    "handle_consumer_offset_commit",
+    "handle_consumer_offset_fetch",
+    "listed_consumer_group",
+]
+
+#: the version from which OffsetCommit must carry a member epoch for consumer-protocol members
+_MEMBER_EPOCH_COMMIT_VERSION = 9
+
+
+# --- ConsumerGroupDescribe ---------------------------------------------------------------------------
+
+
+def _described(
+    assignment: dict[TopicId, frozenset[int]] | None, ctx: ConsumerContext
+) -> tuple[DescribedTopicPartitions, ...]:
+    if not assignment:
+        return ()
+    topics = JavaHashSet.copy_of(lambda t: t.java_hash, assignment)
+    described = []
+    for topic_id in topics:
+        topic = ctx.image.topic_by_id(topic_id)
+        if topic is None:
+            continue  # Kafka leaves out topics the metadata no longer has
+        partitions = tuple(JavaHashSet.copy_of(java_integer_hash, assignment[topic_id]))
+        described.append(DescribedTopicPartitions(topic_id, topic.name, partitions))
+    return tuple(described)
+
+
+def _describe_member(
+    member: ConsumerMember, group: ConsumerGroupData, ctx: ConsumerContext
+) -> DescribedConsumerMember:
+    owned: dict[TopicId, frozenset[int]] = {}
+    for source in (member.assigned_partitions, member.partitions_pending_revocation):
+        for topic, partitions in source.items():
+            owned[topic] = owned.get(topic, frozenset()) | frozenset(partitions)
+    target = {t: frozenset(p) for t, p in group.target_of(member.member_id).items()}
+    return DescribedConsumerMember(
+        member_id=member.member_id,
+        instance_id=member.instance_id,
+        rack_id=member.rack_id,
+        member_epoch=member.member_epoch,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
+        subscribed_topic_regex=member.subscribed_topic_regex,
+        assignment=_described(owned, ctx),
+        target_assignment=_described(target, ctx),
+        member_type=0 if member.uses_classic_protocol else 1,
+    )
+
+
+def handle_consumer_describe(
+    txn: Txn, env: Envelope, req: ConsumerGroupDescribeRequest, ctx: ConsumerContext
+) -> None:
+    described = []
+    default_assignor = txn.config.consumer_assignors[0]
+    for group_id in req.group_ids:
+        group = ctx.groups.get(group_id)
+        if group is None:
+            message = (
+                f"Group {group_id} is not a consumer group."
+                if group_id in txn.groups
+                else f"Consumer group {group_id} not found."
+            )
+            described.append(DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
+            continue
+        described.append(
+            DescribedConsumerGroup(
+                ErrorCode.NONE,
+                group_id,
+                None,
+                group.state.kafka_name,
+                group.group_epoch,
+                group.assignment_epoch,
+                group.preferred_server_assignor() or default_assignor,
+                tuple(_describe_member(m, group, ctx) for m in group.members.values()),
+            )
+        )
+    txn.reply(env.connection, env.correlation_id, ConsumerGroupDescribeResponse(tuple(described)))
+
+
+# --- ListGroups / DeleteGroups -----------------------------------------------------------------------
+
+
+def listed_consumer_group(group: ConsumerGroupData) -> ListedGroup:
+    return ListedGroup(group.group_id, "consumer", group.state.kafka_name, "consumer")
+
+
+def delete_consumer_group(txn: Txn, group: ConsumerGroupData) -> ErrorCode:
+    """DeleteGroups of a consumer group: only an Empty one (``validateDeleteGroup``); Kafka's tombstones
+    for its records (``createGroupTombstoneRecords``), its offsets with it."""
+    if group.state is not ConsumerGroupState.EMPTY:
+        return ErrorCode.NON_EMPTY_GROUP
+    group_id = group.group_id
+    for key in [k for k in txn.armed if len(k) > 1 and k[1] == group_id]:
+        txn.cancel(key)
+    members = list(group.members)
+    for member_id in members:
+        txn.emit(ConsumerGroupCurrentMemberAssignment(group_id, member_id, None))
+    for member_id in members:
+        txn.emit(ConsumerGroupTargetAssignmentMember(group_id, member_id, None))
+    txn.emit(ConsumerGroupTargetAssignmentMetadata(group_id, None))
+    for member_id in members:
+        txn.emit(ConsumerGroupMemberMetadata(group_id, member_id, None))
+    for regex in list(group.resolved_regexes):
+        txn.emit(ConsumerGroupRegularExpression(group_id, regex, None))
+    txn.emit(ConsumerGroupMetadata(group_id, None))
+    return ErrorCode.NONE
+
+
+# --- the classic protocol's requests to a consumer group ------------------------------------------------
+
+
+def handle_classic_request(txn: Txn, env: Envelope, body: object, group: ConsumerGroupData) -> None:
+    """JoinGroup, SyncGroup, Heartbeat and LeaveGroup sent to a consumer group id. Classic members
+    joining a consumer group (KIP-848's mixed groups) are not built yet: kgroup answers as Kafka does
+    with ``group.consumer.migration.policy=disabled`` — INCONSISTENT_GROUP_PROTOCOL to a JoinGroup, and
+    UNKNOWN_MEMBER_ID to the others (no member of the group uses the classic protocol)."""
+
+    def reply(response: Response) -> None:
+        txn.reply(env.connection, env.correlation_id, response)
+
+    if isinstance(body, JoinGroupRequest):
+        reply(JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=body.member_id))
+    elif isinstance(body, SyncGroupRequest):
+        reply(SyncGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+    elif isinstance(body, HeartbeatRequest):
+        reply(HeartbeatResponse(ErrorCode.UNKNOWN_MEMBER_ID))
+    elif isinstance(body, LeaveGroupRequest):
+        reply(
+            LeaveGroupResponse(
+                ErrorCode.NONE,
+                tuple(
+                    LeaveGroupMemberResponse(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
+                    for m in body.members
+                ),
+            )
+        )
+    else:
+        raise AssertionError(f"not a classic group request: {type(body).__name__}")
+
+
+# --- offsets -----------------------------------------------------------------------------------------------
+
+
+def _validate_commit(
+    group: ConsumerGroupData, req: OffsetCommitRequest, version: int
+) -> Callable[[TopicPartition, TopicId | None], None] | None:
+    """``ConsumerGroup.validateOffsetCommit``: ``None`` when every partition may be committed, else a
+    per-partition check (raising :class:`ApiError`) against the epoch each partition was assigned at."""
+    epoch = req.generation_id
+    if epoch < 0 and not group.members:
+        return None
+    member = group.members.get(req.member_id)
+    if member is None:
+        raise ApiError(
+            ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {group.group_id}."
+        )
+    classic = member.uses_classic_protocol
+    if not classic and version < _MEMBER_EPOCH_COMMIT_VERSION:
+        raise ApiError(
+            ErrorCode.UNSUPPORTED_VERSION,
+            "OffsetCommit version 9 or above must be used by members using the consumer group protocol",
+        )
+    if epoch == member.member_epoch:
+        return None
+    stale = ErrorCode.ILLEGAL_GENERATION if classic else ErrorCode.STALE_MEMBER_EPOCH
+    if epoch > member.member_epoch:
+        raise ApiError(
+            stale, f"Received member epoch {epoch} is newer than current member epoch {member.member_epoch}."
+        )
+
+    def check(partition: TopicPartition, topic_id: TopicId | None) -> None:
+        assigned_at = None
+        if topic_id is not None:
+            assigned_at = member.assignment_epoch(topic_id, partition.partition)
+            if assigned_at is None:
+                assigned_at = member.pending_revocation_epoch(topic_id, partition.partition)
+        if assigned_at is None:
+            raise ApiError(
+                stale,
+                f"Partition {partition.topic}-{partition.partition} is not assigned or pending "
+                "revocation for member.",
+            )
+        if epoch < assigned_at:
+            raise ApiError(
+                stale,
+                f"Received member epoch {epoch} is older than assignment epoch {assigned_at} for partition "
+                f"{partition.topic}-{partition.partition}.",
+            )
+
+    return check
+
+
+def handle_consumer_offset_commit(
+    txn: Txn, env: Envelope, req: OffsetCommitRequest, group: ConsumerGroupData, ctx: ConsumerContext
+) -> None:
+    """``OffsetMetadataManager.commitOffset`` for a consumer group: one failing partition fails the
+    whole request (Kafka's operation throws; every partition gets the error)."""
+    try:
+        check = _validate_commit(group, req, env.api_version)
+        committed: list[GroupRecord] = []
+        results: list[tuple[TopicPartition, ErrorCode]] = []
+        max_bytes = txn.config.offset_metadata_max_bytes
+        for entry in req.offsets:
+            metadata = entry.committed_metadata
+            if metadata is not None and len(metadata.encode()) > max_bytes:
+                results.append((entry.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+                continue
+            if check is not None:
+                topic = ctx.image.topic(entry.partition.topic)
+                check(entry.partition, topic.topic_id if topic is not None else None)
+            results.append((entry.partition, ErrorCode.NONE))
+            value = OffsetAndMetadata(
+                entry.committed_offset, entry.committed_leader_epoch, metadata, txn.now_ms
+            )
+            committed.append(OffsetCommitted(group.group_id, entry.partition, value))
+    except ApiError as error:
+        body = OffsetCommitResponse(tuple((p.partition, error.code) for p in req.offsets))
+        txn.reply(env.connection, env.correlation_id, body)
+        return
+    txn.emit_all_to(group, committed)  # type: ignore[arg-type]
+    txn.reply(env.connection, env.correlation_id, OffsetCommitResponse(tuple(results)))
+
+
+def handle_consumer_offset_fetch(
+    txn: Txn, env: Envelope, req: OffsetFetchRequest, group: ConsumerGroupData
+) -> None:
+    """OffsetFetch of a consumer group: a member asking (v9+) must be in the group at its epoch
+    (``validateOffsetFetch``): UNKNOWN_MEMBER_ID or STALE_MEMBER_EPOCH otherwise."""
+    if req.member_id is not None or req.member_epoch >= 0:
+        member = group.members.get(req.member_id or "")
+        error: ErrorCode | None = None
+        if member is None:
+            error = ErrorCode.UNKNOWN_MEMBER_ID
+        elif req.member_epoch != member.member_epoch:
+            error = (
+                ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
+            )
+        if error is not None:
+            txn.reply(env.connection, env.correlation_id, OffsetFetchResponse(error))
+            return
+    offsets = group.offsets
+    wanted = req.partitions if req.partitions is not None else tuple(offsets)
+    partitions = []
+    for partition in wanted:
+        value = offsets.get(partition)
+        if value is None:
+            partitions.append(OffsetFetchPartition(partition, -1, "", ErrorCode.NONE, -1))
+        else:
+            partitions.append(
+                OffsetFetchPartition(
+                    partition, value.offset, value.metadata, ErrorCode.NONE, value.leader_epoch
+                )
+            )
+    txn.reply(env.connection, env.correlation_id, OffsetFetchResponse(ErrorCode.NONE, tuple(partitions)))
+
+
+def restart_sessions(txn: Txn, group: ConsumerGroupData) -> None:
+    """``onLoaded``: every member's session starts again from now."""
+    for member_id in group.members:
+        txn.schedule(session_key(group.group_id, member_id), txn.config.consumer_session_timeout_ms)
