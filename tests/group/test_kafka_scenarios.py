@@ -512,6 +512,8 @@ def test_envelope_defaults_to_the_versions_kafka_4_consumer_sends() -> None:
     from kgroup.messages import (
         CONSUMER_API_VERSIONS,
         Envelope,
+        ConsumerGroupDescribeRequest,
+        ConsumerGroupHeartbeatRequest,
         HeartbeatRequest,
         OffsetCommitRequest,
         SyncGroupRequest,
@@ -523,7 +525,10 @@ def test_envelope_defaults_to_the_versions_kafka_4_consumer_sends() -> None:
     assert Envelope("c", 3, HeartbeatRequest("g", 1, "m")).api_version == 4
     assert Envelope("c", 4, OffsetCommitRequest("g", 1, "m", ())).api_version == 9
     assert Envelope("c", 5, HeartbeatRequest("g", 1, "m"), api_version=2).api_version == 2
-    assert len(CONSUMER_API_VERSIONS) == 9
+    # the nine classic group APIs, and KIP-848's two as Kafka 4.4's consumer sends them (v1)
+    assert len(CONSUMER_API_VERSIONS) == 11
+    assert Envelope("c", 6, ConsumerGroupHeartbeatRequest("g", "m", 0)).api_version == 1
+    assert Envelope("c", 7, ConsumerGroupDescribeRequest(("g",))).api_version == 1
 
 
 def test_sync_group_before_v5_has_no_protocol_fields_to_check() -> None:

@@ -41,6 +41,10 @@ class CoordinatorConfig:
     consumer_assignment_interval_ms: int = 1000
     #: ``group.consumer.regex.refresh.interval.ms``: how often subscribed regexes are re-resolved
     consumer_regex_refresh_interval_ms: int = 600_000
+    #: ``group.consumer.migration.policy``: ``bidirectional`` (Kafka's default) lets classic-protocol
+    #: members join consumer groups; ``disabled`` refuses them (INCONSISTENT_GROUP_PROTOCOL). The
+    #: conversions of a whole group (``upgrade`` / ``downgrade``) are not built: see docs/consumer-protocol.md
+    consumer_migration_policy: str = "bidirectional"
 
     def __post_init__(self) -> None:
         if self.group_min_session_timeout_ms < 0:
@@ -70,6 +74,10 @@ class CoordinatorConfig:
         ):
             if getattr(self, name) < 0:
                 raise KgroupError(f"{name}: must be 0 or more; give a non-negative value")
+        if self.consumer_migration_policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
+            raise KgroupError(
+                "consumer_migration_policy: must be one of bidirectional, upgrade, downgrade, disabled"
+            )
         if self.consumer_max_size < 1:
             raise KgroupError("consumer_max_size: must be at least 1; give a positive value")
         if not self.consumer_assignors:

@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 from kgroup.group.admin import delete_group, handle_describe, handle_find_coordinator, handle_list, unload
 from kgroup.group.config import CoordinatorConfig
+from kgroup.group.consumer.classic_members import classic_heartbeat, classic_join, classic_leave, classic_sync
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupSnapshot
 from kgroup.group.consumer.heartbeat import (
     ConsumerContext,
@@ -35,7 +36,6 @@ from kgroup.group.consumer.records import (
 )
 from kgroup.group.consumer.requests import (
     delete_consumer_group,
-    handle_classic_request,
     handle_consumer_describe,
     handle_consumer_offset_commit,
     handle_consumer_offset_fetch,
@@ -153,6 +153,8 @@ class GroupCoordinator:
         self.node = (node_id, host, port)
         self._groups: dict[str, GroupData] = {}
         self._armed: dict[TimerKey, int] = {}
+        #: offsets of a consumer group deleted to become a classic group, until that group is created
+        self._orphan_offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         self._consumer = ConsumerContext(
             groups={}, image=EMPTY_IMAGE, last_image_with_new_topics=0, rebalance_timers={}
         )
@@ -187,8 +189,21 @@ class GroupCoordinator:
                 handle_consumer_offset_commit(txn, envelope, body, consumer_group, consumer)
             elif isinstance(body, OffsetFetchRequest):
                 handle_consumer_offset_fetch(txn, envelope, body, consumer_group)
+            elif isinstance(body, JoinGroupRequest):
+                if not consumer_group.is_empty():
+                    classic_join(txn, envelope, body, consumer_group, consumer)
+                    return txn.result()
+                # an empty consumer group becomes a classic group (its offsets stay)
+                delete_consumer_group(txn, consumer_group, keep_offsets=True)
+                handle_join(txn, envelope, body)
+            elif isinstance(body, SyncGroupRequest):
+                classic_sync(txn, envelope, body, consumer_group, consumer)
+            elif isinstance(body, HeartbeatRequest):
+                classic_heartbeat(txn, envelope, body, consumer_group)
+            elif isinstance(body, LeaveGroupRequest):
+                classic_leave(txn, envelope, body, consumer_group, consumer)
             else:
-                handle_classic_request(txn, envelope, body, consumer_group)
+                raise AssertionError(f"{type(body).__name__} is not answered by a consumer group")
             return txn.result()
         handler = _HANDLERS.get(type(body))
         if handler is None:
@@ -345,9 +360,13 @@ class GroupCoordinator:
         elif isinstance(record, GroupCreated):
             if record.group_id in self._groups:
                 raise AssertionError(f"group {record.group_id} created twice")
-            self._groups[record.group_id] = GroupData(record.group_id, state_timestamp_ms=record.timestamp_ms)
+            created = GroupData(record.group_id, state_timestamp_ms=record.timestamp_ms)
+            self._groups[record.group_id] = created
+            if self._orphan_offsets:
+                created.offsets.update(self._orphan_offsets.pop(record.group_id, {}))
         elif isinstance(record, GroupDeleted):
             self._groups.pop(record.group_id, None)
+            self._orphan_offsets.pop(record.group_id, None)
         elif isinstance(record, GroupRestored):
             if record.group_id in self._groups:
                 raise AssertionError(f"group {record.group_id} restored over an existing one")
@@ -373,6 +392,10 @@ class GroupCoordinator:
             if group.members or group.target_assignment:
                 raise AssertionError(f"consumer group {group_id} deleted while it has members")
             del groups[group_id]
+            # Kafka keeps offsets apart from groups: a classic group created next takes them over,
+            # a GroupDeleted (DeleteGroups) drops them
+            if group.offsets:
+                self._orphan_offsets[group_id] = group.offsets
             return
         group.apply(record)
 

@@ -220,6 +220,18 @@ class ConsumerGroupData:
                 _inc(counts, new_regex)
         return counts
 
+    def num_classic_members(self) -> int:
+        return sum(1 for m in self.members.values() if m.uses_classic_protocol)
+
+    def classic_protocol_counts(self) -> dict[str, int]:
+        """Protocol name -> how many classic-protocol members support it."""
+        counts: dict[str, int] = {}
+        for member in self.members.values():
+            if member.classic_member_metadata is not None:
+                for protocol in member.classic_member_metadata.supported_protocols:
+                    counts[protocol.name] = counts.get(protocol.name, 0) + 1
+        return counts
+
     def is_empty(self) -> bool:
         return self.state is ConsumerGroupState.EMPTY
 

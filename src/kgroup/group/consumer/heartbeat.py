@@ -56,11 +56,14 @@ __all__ = [
     "ApiError",
     "ConsumerContext",
     "fence_member_on_timer",
+    "fence_members",
     "handle_consumer_heartbeat",
+    "join_key",
     "rebalance_key",
     "regex_key",
     "resolve_regexes_on_timer",
     "session_key",
+    "sync_key",
 ]
 
 S = MemberAssignmentState
@@ -86,6 +89,16 @@ def session_key(group_id: str, member_id: str) -> tuple[str, ...]:
 def rebalance_key(group_id: str, member_id: str, member_epoch: int) -> tuple[str, ...]:
     """``groupRebalanceTimeoutKey``, with the epoch the timer was armed for (Kafka's closure keeps it)."""
     return ("consumer-rebalance", group_id, member_id, str(member_epoch))
+
+
+def join_key(group_id: str, member_id: str) -> tuple[str, ...]:
+    """``consumerGroupJoinKey``: a classic member that must rejoin is fenced if it does not in time."""
+    return ("consumer-join", group_id, member_id)
+
+
+def sync_key(group_id: str, member_id: str) -> tuple[str, ...]:
+    """``consumerGroupSyncKey``: a classic member that joined is fenced if it does not sync in time."""
+    return ("consumer-sync", group_id, member_id)
 
 
 def regex_key(group_id: str) -> tuple[str, ...]:
@@ -743,8 +756,11 @@ def _cancel_rebalance(txn: Txn, ctx: ConsumerContext, group_id: str, member_id: 
 
 
 def _cancel_timers(txn: Txn, ctx: ConsumerContext, group_id: str, member_id: str) -> None:
+    """``cancelTimers``: session, rebalance, and a classic member's join and sync timeouts."""
     txn.cancel(session_key(group_id, member_id))
     _cancel_rebalance(txn, ctx, group_id, member_id)
+    txn.cancel(join_key(group_id, member_id))
+    txn.cancel(sync_key(group_id, member_id))
 
 
 # --- leaving and fencing ---------------------------------------------------------------------------------
@@ -758,7 +774,7 @@ def _leave(
     response = ConsumerGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, req.member_epoch)
     if req.instance_id is None:
         member = _member_or_error(group, req.member_id)
-        _fence_members(txn, group, [member], op, ctx)
+        fence_members(txn, group, [member], op, ctx)
         return response
     member_or_none = group.static_member(req.instance_id)
     if member_or_none is None:
@@ -782,11 +798,11 @@ def _leave(
         return ConsumerGroupHeartbeatResponse(
             ErrorCode.NONE, None, member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH
         )
-    _fence_members(txn, group, [member], op, ctx)
+    fence_members(txn, group, [member], op, ctx)
     return response
 
 
-def _fence_members(
+def fence_members(
     txn: Txn, group: ConsumerGroupData, members: list[ConsumerMember], op: _Op, ctx: ConsumerContext
 ) -> None:
     """``consumerGroupFenceMembers``: remove the members, drop regexes only they used, bump the epoch."""
@@ -830,7 +846,7 @@ def fence_member_on_timer(txn: Txn, ctx: ConsumerContext, key: tuple[str, ...]) 
     if kind == "consumer-rebalance" and member.member_epoch != int(key[3]):
         return
     op = _Op()
-    _fence_members(txn, group, [member], op, ctx)
+    fence_members(txn, group, [member], op, ctx)
     for record in op.records:
         txn.emit(record)
     for timer_op in op.timer_ops:

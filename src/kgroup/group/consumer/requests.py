@@ -17,7 +17,7 @@ from kgroup.group.consumer.records import (
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
 )
-from kgroup.group.records import GroupRecord, OffsetAndMetadata, OffsetCommitted
+from kgroup.group.records import GroupDeleted, GroupRecord, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.txn import Txn
 from kgroup.javacompat import JavaHashSet, java_integer_hash
 from kgroup.messages import (
@@ -27,28 +27,17 @@ from kgroup.messages import (
     DescribedConsumerMember,
     DescribedTopicPartitions,
     Envelope,
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupMemberResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
     ListedGroup,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchPartition,
     OffsetFetchRequest,
     OffsetFetchResponse,
-    Response,
-    SyncGroupRequest,
-    SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicId, TopicPartition
 
 __all__ = [
     "delete_consumer_group",
-    "handle_classic_request",
     "handle_consumer_describe",
     "handle_consumer_offset_commit",
     "handle_consumer_offset_fetch",
@@ -138,9 +127,10 @@ def listed_consumer_group(group: ConsumerGroupData) -> ListedGroup:
     return ListedGroup(group.group_id, "consumer", group.state.kafka_name, "consumer")
 
 
-def delete_consumer_group(txn: Txn, group: ConsumerGroupData) -> ErrorCode:
+def delete_consumer_group(txn: Txn, group: ConsumerGroupData, *, keep_offsets: bool = False) -> ErrorCode:
     """DeleteGroups of a consumer group: only an Empty one (``validateDeleteGroup``); Kafka's tombstones
-    for its records (``createGroupTombstoneRecords``), its offsets with it."""
+    for its records (``createGroupTombstoneRecords``), and its offsets with it unless ``keep_offsets``
+    (an empty consumer group that a JoinGroup turns into a classic group)."""
     if group.state is not ConsumerGroupState.EMPTY:
         return ErrorCode.NON_EMPTY_GROUP
     group_id = group.group_id
@@ -157,39 +147,9 @@ def delete_consumer_group(txn: Txn, group: ConsumerGroupData) -> ErrorCode:
     for regex in list(group.resolved_regexes):
         txn.emit(ConsumerGroupRegularExpression(group_id, regex, None))
     txn.emit(ConsumerGroupMetadata(group_id, None))
+    if not keep_offsets:
+        txn.emit(GroupDeleted(group_id))
     return ErrorCode.NONE
-
-
-# --- the classic protocol's requests to a consumer group ------------------------------------------------
-
-
-def handle_classic_request(txn: Txn, env: Envelope, body: object, group: ConsumerGroupData) -> None:
-    """JoinGroup, SyncGroup, Heartbeat and LeaveGroup sent to a consumer group id. Classic members
-    joining a consumer group (KIP-848's mixed groups) are not built yet: kgroup answers as Kafka does
-    with ``group.consumer.migration.policy=disabled`` — INCONSISTENT_GROUP_PROTOCOL to a JoinGroup, and
-    UNKNOWN_MEMBER_ID to the others (no member of the group uses the classic protocol)."""
-
-    def reply(response: Response) -> None:
-        txn.reply(env.connection, env.correlation_id, response)
-
-    if isinstance(body, JoinGroupRequest):
-        reply(JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=body.member_id))
-    elif isinstance(body, SyncGroupRequest):
-        reply(SyncGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID))
-    elif isinstance(body, HeartbeatRequest):
-        reply(HeartbeatResponse(ErrorCode.UNKNOWN_MEMBER_ID))
-    elif isinstance(body, LeaveGroupRequest):
-        reply(
-            LeaveGroupResponse(
-                ErrorCode.NONE,
-                tuple(
-                    LeaveGroupMemberResponse(m.member_id, m.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
-                    for m in body.members
-                ),
-            )
-        )
-    else:
-        raise AssertionError(f"not a classic group request: {type(body).__name__}")
 
 
 # --- offsets -----------------------------------------------------------------------------------------------
