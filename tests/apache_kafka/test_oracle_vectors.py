@@ -144,3 +144,21 @@ def test_kafka_producer_asks_a_round_robin_partitioner_once_per_record(
         model.drain()
     assert modelled == positions
     assert model.new_batch_calls == 0
+
+
+def test_eager_sticky_gives_a_stale_claim_back_outside_the_subscription(kafka_oracle: KafkaOracle) -> None:
+    """Issue 22 (docs/member.md): Kafka's own ``StickyAssignor`` gives ``a``, which subscribes to t0
+    only, t1-0 — its claim from generation 1, older than the others' — as kgroup's does
+    (tests/assignors/test_sticky_rules.py)."""
+    group = {
+        "topics": [{"name": "t0", "partitions": 1}, {"name": "t1", "partitions": 6}],
+        "members": [
+            {"memberId": "a", "topics": ["t0"], "owned": ["t1-0", "t1-1", "t1-2"], "generation": 1},
+            {"memberId": "b", "topics": ["t0", "t1"], "owned": ["t0-0", "t1-3", "t1-4"], "generation": 2},
+            {"memberId": "c", "topics": ["t1"], "owned": ["t1-0", "t1-1", "t1-2", "t1-5"], "generation": 2},
+        ],
+    }
+    answer = kafka_oracle.assign("sticky", group)
+    assert answer.error is None
+    expected = {"a": ["t0-0", "t1-0"], "b": ["t1-3", "t1-4"], "c": ["t1-1", "t1-2", "t1-5"]}
+    assert _strings(answer.assignment) == expected

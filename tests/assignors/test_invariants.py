@@ -18,9 +18,11 @@ from kgroup.assignors.invariants import (
     check_range_balance,
     check_sticky_balance,
     check_subscriptions,
+    stale_sticky_claims,
     stickiness,
     subscriptions_equal,
 )
+from kgroup.assignors.sticky.userdata import encode_sticky_user_data
 from kgroup.model import Member, TopicMetadata, TopicPartition
 
 TP = TopicPartition
@@ -64,6 +66,22 @@ def test_subscriptions_and_members() -> None:
     assert check_subscriptions(MEMBERS, wrong) == ["b got t2-0 but does not subscribe to 't2'"]
     assert check_members(MEMBERS, {"a": []}) == ["member b is missing from the assignment"]
     assert check_members(MEMBERS, wrong) == ["x is in the assignment but not in the group"]
+
+
+def test_stale_sticky_claims_are_only_a_members_own_claims_outside_its_subscription() -> None:
+    """Issue 22: what Kafka's eager sticky gives a member outside its subscription is its own stale
+    claim; anything else outside a subscription stays a check_subscriptions violation."""
+    claim = encode_sticky_user_data([TP("t2", 0), TP("t1", 0)], 1)
+    members = [
+        Member("a", ("t1",), user_data=claim),
+        Member("b", ("t2",)),
+        Member("c", ("t1",), user_data=b"?"),
+    ]
+    assignment = {"a": [TP("t1", 0), TP("t2", 0), TP("t2", 1)], "b": [TP("t1", 1)], "c": [TP("t2", 0)]}
+    # a claimed t2-0 (not t2-1); b has no user data; c's cannot be read (Kafka: nothing claimed)
+    assert stale_sticky_claims(members, assignment) == {"a": [TP("t2", 0)]}
+    assert len(check_subscriptions(members, assignment)) == 4
+    assert stale_sticky_claims(MEMBERS, GOOD) == {}
 
 
 def test_balance_checks() -> None:

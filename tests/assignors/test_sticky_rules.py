@@ -148,6 +148,31 @@ def test_kafka_failure_on_a_stale_owner_outside_reassignment_is_reproduced() -> 
     assert result["c2"] == tps("u", 0)
 
 
+
+def test_eager_sticky_gives_a_stale_claim_back_to_a_member_that_left_its_topic() -> None:
+    """Issue 22. ``StickyAssignor`` (eager) reads a member's claims from its user data, which holds its
+    last accepted assignment whatever it subscribes to now. A claim older than the newest generation
+    becomes a "previous owner" (``prevAssignment``), and ``performReassignments`` moves a partition
+    back to its previous owner when the current owner has 2+ more partitions — without checking that
+    the previous owner still subscribes to the topic. So ``a``, which now subscribes to t0 only but
+    whose user data (generation 1) still claims t1-0..2, gets t1-0.
+
+    This is Kafka's answer: the same input run through ``StickyAssignor`` of kafka-clients 4.4.0 (one
+    fresh instance) gives exactly ``expected`` (docs/member.md, "A changed subscription and eager
+    sticky's stale claims")."""
+    topics = {"t0": TopicMetadata("t0", 1), "t1": TopicMetadata("t1", 6)}
+    members = [
+        eager("a", ("t0",), tps("t1", 0, 1, 2), generation=1),
+        eager("b", ("t0", "t1"), [*tps("t0", 0), *tps("t1", 3, 4)], generation=2),
+        eager("c", ("t1",), tps("t1", 0, 1, 2, 5), generation=2),
+    ]
+    expected = {"a": [*tps("t0", 0), *tps("t1", 0)], "b": tps("t1", 3, 4), "c": tps("t1", 1, 2, 5)}
+    assert StickyAssignor().assign(AssignmentRequest(members, topics)) == expected
+    # with a's claim as new as the others' it is no previous owner: nothing outside its subscription
+    current = [eager("a", ("t0",), tps("t1", 0, 1, 2), generation=2), *members[1:]]
+    result = StickyAssignor().assign(AssignmentRequest(current, topics))
+    assert {tp.topic for tp in result["a"]} == {"t0"}
+
 def test_protocols_and_names() -> None:
     from kgroup.assignors import create_assignor
     from kgroup.model import RebalanceProtocol

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kgroup.assignors.sticky import StickyAssignor
+from kgroup.assignors.sticky.userdata import decode_sticky_user_data
 from kgroup.member import (
     CommitFailed,
     ConsumerMember,
@@ -311,3 +313,42 @@ def test_prepare_goes_on_when_its_timer_expires_with_the_commit_in_flight() -> N
     assert member.assignment() == {tp("t", 0)}  # cooperative: nothing revoked (still subscribed)
     late = commit_ok(member, commit, 14_200)
     assert late == [] and member.phase is Phase.JOINING
+
+
+def test_eager_sticky_member_refusing_an_assignment_keeps_its_stale_claim() -> None:
+    """Issue 22, the member's half (Kafka's ``ConsumerCoordinator.onJoinComplete``): an assignment that
+    does not match the current subscription is refused *before* ``assignor.onAssignment``, so eager
+    sticky's user data — the member's claim — stays the last accepted assignment and its generation,
+    and every later JoinGroup sends it again. With the leader's ``StickyAssignor`` handing such a stale
+    claim back (tests/assignors/test_sticky_rules.py) the member refuses again: a rejoin loop."""
+    member = stable(
+        new_member(("t", "u"), assignors=[StickyAssignor()], enable_auto_commit=False),
+        [tp("t", 0), tp("u", 0)],
+    )
+    def sent_claim(join: object) -> tuple[tuple[str, ...], tuple[list[TopicPartition], int | None]]:
+        assert isinstance(join, JoinGroupRequest)
+        sub = decode_subscription(join.protocols[0].metadata)
+        assert sub.user_data is not None
+        return sub.topics, decode_sticky_user_data(sub.user_data)  # (partitions, generation)
+
+    rebalance_requested(member, 4000)
+    join = only(member.poll(4100), JoinGroupRequest)  # sent with t and u
+    member.subscribe(["t"])  # while the JoinGroup is in flight
+    # generation 2 was assigned from the subscription the JoinGroup carried
+    out = join_as_follower(member, [tp("t", 0), tp("u", 0)], now=4200, generation=2, join=join)
+    rejoin = only(out, JoinGroupRequest)
+    events = member.drain_events()
+    assert RejoinRequested("received assignment does not match the current subscription") in events
+    assert not any(isinstance(e, PartitionsAssigned) for e in events)
+    assert member.assignment() == frozenset()
+    stale = ([tp("t", 0), tp("u", 0)], 1)  # what generation 1 gave it: onAssignment was not called
+    assert sent_claim(rejoin.body) == (("t",), stale)
+    # generation 3: the leader's StickyAssignor gives the stale claim u-0 back; refused again
+    out = join_as_follower(member, [tp("t", 0), tp("u", 0)], now=4300, generation=3, join=rejoin)
+    assert sent_claim(only(out, JoinGroupRequest).body) == (("t",), stale)
+    # an assignment inside the subscription is taken, and the claim is renewed
+    out = join_as_follower(member, [tp("t", 0)], now=4400, generation=4, join=only(out, JoinGroupRequest))
+    assert kinds(out) == ["OffsetFetchRequest"]
+    assert member.assignment() == {tp("t", 0)}
+    rebalance_requested(member, 8000)
+    assert sent_claim(only(member.poll(8100), JoinGroupRequest).body) == (("t",), ([tp("t", 0)], 4))

@@ -8,6 +8,8 @@ by ``kgroup assign --compare`` (stickiness) and, later, after every simulator st
   a partition may stay unassigned while some member still owns it (Kafka's cooperative protocol
   withholds a moving partition until a follow-up rebalance).
 * :func:`check_subscriptions` – members receive only topics they subscribe to.
+* :func:`stale_sticky_claims` – what Kafka's eager ``sticky`` does give a member outside its
+  subscription: its own stale claim, handed back (``docs/member.md``); a caller reports it apart.
 * :func:`check_members` – the result names every member of the group, and only them.
 * :func:`check_balance` – balance where Kafka promises it (see the function).
 * :func:`check_cooperative` – no partition goes to a new owner while another member still owns it.
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 
+from kgroup.assignors.sticky.userdata import decode_sticky_user_data
 from kgroup.javacompat import java_string_key
 from kgroup.model import Member, TopicMetadata, TopicPartition, sorted_partitions
 
@@ -36,6 +39,7 @@ __all__ = [
     "check_range_balance",
     "check_sticky_balance",
     "check_subscriptions",
+    "stale_sticky_claims",
     "stickiness",
     "subscriptions_equal",
 ]
@@ -148,6 +152,33 @@ def check_subscriptions(members: Sequence[Member], assignment: Result) -> list[s
                     yield f"{member_id} got {tp} but does not subscribe to {tp.topic!r}"
 
     return _limited(found())
+
+
+def stale_sticky_claims(members: Sequence[Member], assignment: Result) -> dict[str, list[TopicPartition]]:
+    """The partitions outside a member's subscription that it claims itself in eager ``sticky`` user
+    data: Kafka's ``StickyAssignor`` gives exactly those back (issue 22, ``docs/member.md``).
+
+    Its user data is the member's last *accepted* assignment, whatever it subscribes to now. A claim
+    older than the newest generation becomes a previous owner (``prevAssignment``) and
+    ``performReassignments`` moves a partition back to its previous owner when the current owner has
+    two more — without asking whether the previous owner still subscribes to the topic. Any other
+    partition outside a subscription is not Kafka's doing and stays a :func:`check_subscriptions`
+    violation. Only for an assignment made by ``sticky`` (the caller knows the selected protocol);
+    unreadable user data claims nothing, as in Kafka.
+    """
+    found: dict[str, list[TopicPartition]] = {}
+    for m in members:
+        outside = [tp for tp in assignment.get(m.member_id, ()) if tp.topic not in m.topics]
+        if not outside or m.user_data is None:
+            continue
+        try:
+            claimed = set(decode_sticky_user_data(m.user_data)[0])
+        except ValueError:
+            continue
+        mine = [tp for tp in outside if tp in claimed]
+        if mine:
+            found[m.member_id] = mine
+    return found
 
 
 def check_members(members: Sequence[Member], assignment: Result) -> list[str]:

@@ -147,6 +147,7 @@ def build_result(sim: ResultSource) -> SimResult:
         "invariant_violation_count": sim.violation_count,
         "max_partition_lag_records": sim.max_partition_lag,
         "zombie_overlap_ms": sim.own.zombie_overlap_ms,
+        "outside_subscription_ms": sim.own.outside_subscription_ms,
         "records_skipped": sim.workload.records_skipped,
         "final_group_state": sim.group.state.kafka_name,
         "final_protocol": sim.group.protocol,

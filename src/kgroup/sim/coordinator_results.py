@@ -11,7 +11,12 @@ Like :mod:`kgroup.sim.actions`, it holds no state of its own.
 
 from __future__ import annotations
 
-from kgroup.assignors.invariants import check_coverage, check_members, check_subscriptions
+from kgroup.assignors.invariants import (
+    check_coverage,
+    check_members,
+    check_subscriptions,
+    stale_sticky_claims,
+)
 from kgroup.group import CoordinatorResult
 from kgroup.group.states import GroupState
 from kgroup.messages import JoinGroupResponse, SyncGroupResponse
@@ -65,6 +70,7 @@ def _state_changed(sim: CoordinatorHost, state: GroupState, generation: int) -> 
         sim.rebalances += 1
         sim.rebalance_starts.append(sim.now)
     sim.log_event("group_state", state=state.kafka_name, generation=generation)
+    sim.own.n_outside = 0  # (a new state: the Stable assignment it counted is gone)
     if state is GroupState.STABLE:
         sim.stable_marks.append(sim.now)
         sim.own.counting_unowned = True
@@ -90,10 +96,29 @@ def _check_stable_assignment(sim: CoordinatorHost) -> None:
                 generation=sub.generation_id,
                 group_instance_id=state.group_instance_id,
                 rack_id=sub.rack_id,
+                user_data=sub.user_data,
             )
         )
         assignment[state.member_id] = decode_assignment(state.assignment).partitions
-    found = check_subscriptions(members, assignment) + check_members(members, assignment)
+    subscribed = assignment
+    if protocol == "sticky":
+        # Kafka's eager sticky hands a member its own stale claim outside its subscription (issue 22,
+        # docs/member.md): the member refuses it and rejoins. Counted in outside_subscription_ms and
+        # logged; anything else outside a subscription is still a violation.
+        stale = stale_sticky_claims(members, assignment)
+        if stale:
+            subscribed = {
+                m: tuple(tp for tp in ps if tp not in stale.get(m, ())) for m, ps in assignment.items()
+            }
+            for member_id, partitions in stale.items():
+                sim.log_event(
+                    "assigned_outside_subscription",
+                    member_id=member_id,
+                    generation=sim.group.generation,
+                    partitions=[str(tp) for tp in partitions],
+                )
+            sim.own.n_outside = sum(map(len, stale.values()))
+    found = check_subscriptions(members, subscribed) + check_members(members, assignment)
     if sim.metadata_changed_ms < (sim.rebalance_starts[-1] if sim.rebalance_starts else 0):
         # (skipped when partitions were added during this rebalance: the leader assigned from
         # the metadata it had then)

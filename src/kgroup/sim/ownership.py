@@ -12,9 +12,13 @@ claimants and integrates over virtual time:
 * ``zombie_ms``   – partitions with at least one zombie claimant;
 * ``zombie_overlap_ms`` – partitions with a zombie claimant *and* a current one: two processes
   working on one partition at once. Kafka's classic protocol has this window (``docs/member.md``):
-  it is reported on its own, never inside ``double_ms``.
+  it is reported on its own, never inside ``double_ms``;
+* ``outside_subscription_ms`` – partitions that the assignment of the current Stable generation
+  gives a member outside its subscription (Kafka's eager ``sticky`` returns a stale claim to a
+  member that left the topic; the member refuses the assignment and rejoins, so nobody consumes
+  them): reported on its own, not as an invariant violation (``docs/member.md``).
 
-All three are partition-milliseconds (a 2-partition gap of 1 s counts 2000). The tracker also keeps
+All of them are partition-milliseconds (a 2-partition gap of 1 s counts 2000). The tracker also keeps
 each partition's owner intervals for the timeline chart.
 """
 
@@ -44,9 +48,11 @@ class OwnershipTracker:
         "intervals",
         "intervals_dropped",
         "n_double",
+        "n_outside",
         "n_overlap",
         "n_unowned",
         "n_zombie",
+        "outside_subscription_ms",
         "unowned_ms",
         "zombie_ms",
         "zombie_overlap_ms",
@@ -70,6 +76,8 @@ class OwnershipTracker:
         self.double_ms = 0
         self.zombie_ms = 0
         self.zombie_overlap_ms = 0
+        self.n_outside = 0  # partitions the Stable assignment gives members outside their subscription
+        self.outside_subscription_ms = 0
         self.counting_unowned = False
         self._last_ms = 0
 
@@ -96,6 +104,7 @@ class OwnershipTracker:
         self.double_ms += dt * self.n_double
         self.zombie_ms += dt * self.n_zombie
         self.zombie_overlap_ms += dt * self.n_overlap
+        self.outside_subscription_ms += dt * self.n_outside
 
     # --- subscription --------------------------------------------------------------------------------
 

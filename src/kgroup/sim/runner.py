@@ -46,7 +46,7 @@ from kgroup.messages import (
     Response,
     SyncGroupRequest,
 )
-from kgroup.model import ErrorCode, TopicMetadata, TopicPartition, jsonable
+from kgroup.model import ErrorCode, TopicMetadata, TopicPartition, jsonable, sorted_partitions
 from kgroup.sim.actions import apply_scenario_event, build_result
 from kgroup.sim.coordinator_results import apply_coordinator_result
 from kgroup.sim.network import Network
@@ -467,6 +467,7 @@ class Simulation:
             if kind == "assigned":
                 # Kafka restarts the auto-commit timer when a join completes: look again then
                 self._schedule_tick(proc, self.now + self.sc.group.auto_commit_interval_ms)
+                self._check_accepted(proc)
                 for tp in parts:
                     previous = self.last_owner.get(tp)
                     if previous is not None and previous != proc.id:
@@ -486,6 +487,19 @@ class Simulation:
                     continue
                 self.ownership.append(last)
             last[kind].extend(str(tp) for tp in parts)
+
+    def _check_accepted(self, proc: ConsumerProcess) -> None:
+        """What Kafka's client guarantees (``onJoinComplete``): a member takes an assignment only if
+        every partition is of a topic it subscribes to now; otherwise it rejoins without it."""
+        member = proc.member
+        if member is None:
+            return
+        topics = set(member.subscription)
+        outside = sorted_partitions(tp for tp in member.assignment() if tp.topic not in topics)
+        if outside:
+            shown = ", ".join(map(str, outside[:5]))
+            generation = member.generation
+            self.violation(f"{proc.id} took {shown} in generation {generation}, outside its subscription")
 
     # --- ownership ------------------------------------------------------------------------------------
 
