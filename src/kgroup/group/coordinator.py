@@ -370,7 +370,9 @@ class GroupCoordinator:
         elif isinstance(record, GroupRestored):
             if record.group_id in self._groups:
                 raise AssertionError(f"group {record.group_id} restored over an existing one")
-            self._groups[record.group_id] = GroupData.from_restored(record)
+            restored = self._groups[record.group_id] = GroupData.from_restored(record)
+            if self._orphan_offsets:  # a consumer group downgraded to this classic group
+                restored.offsets.update(self._orphan_offsets.pop(record.group_id, {}))
 
     def _replay_consumer(self, record: ConsumerGroupRecord) -> None:
         """``GroupMetadataManager.replay`` of a consumer-group record: a record with a value creates
@@ -383,10 +385,10 @@ class GroupCoordinator:
             if record.value is None:
                 return
             group = groups[group_id] = ConsumerGroupData(group_id)
+            # an empty classic group becomes it, or a classic group upgraded (its members come in
+            # the records that follow); its offsets stay
             classic = self._groups.pop(group_id, None)
             if classic is not None:
-                if classic.members:
-                    raise AssertionError(f"group {group_id} is a classic group with members")
                 group.offsets.update(classic.offsets)
         if isinstance(record, ConsumerGroupMetadata) and record.value is None:
             if group.members or group.target_assignment:

@@ -370,17 +370,13 @@ def _heartbeat(
     if group is None:
         if not create:
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-        if group_id in txn.groups:
-            classic = txn.groups[group_id]
-            if classic.members:
-                # the online upgrade (KIP-848's migration) is not built: Kafka with
-                # group.consumer.migration.policy=disabled answers so
-                raise ApiError(
-                    ErrorCode.GROUP_ID_NOT_FOUND,
-                    f"Cannot upgrade classic group {group_id} to consumer group because online upgrade "
-                    "is disabled.",
-                )
-        group = ConsumerGroupData(group_id)  # a new group; it exists once its records are replayed
+        classic = txn.groups.get(group_id)
+        if classic is not None and classic.members:
+            from kgroup.group.consumer.migration import upgrade
+
+            group = upgrade(txn, classic, ctx, op.records, op.timer_ops)
+        else:
+            group = ConsumerGroupData(group_id)  # a new group; it exists once its records are replayed
     member_id = req.member_id
     instance_id = req.instance_id
     # throwIfConsumerGroupIsFull
@@ -807,6 +803,11 @@ def fence_members(
 ) -> None:
     """``consumerGroupFenceMembers``: remove the members, drop regexes only they used, bump the epoch."""
     if not members:
+        return
+    from kgroup.group.consumer.migration import can_downgrade, downgrade
+
+    if can_downgrade(txn, group, members):
+        op.timer_ops.append(lambda: downgrade(txn, group, members, ctx))
         return
     group_id = group.group_id
     for member in members:
