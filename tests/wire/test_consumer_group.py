@@ -105,9 +105,9 @@ def test_describe_request_round_trips(msg: ConsumerGroupDescribeRequest, version
     assert consumer_group_describe_request_from_wire(_bytes_round_trip(wire)) == msg
 
 
-_described_topics = st.lists(st.builds(DescribedTopicPartitions, _topic_id, _text, _partitions), max_size=3).map(
-    tuple
-)
+_described_topics = st.lists(
+    st.builds(DescribedTopicPartitions, _topic_id, _text, _partitions), max_size=3
+).map(tuple)
 _members = st.builds(
     DescribedConsumerMember,
     member_id=_text,
@@ -142,7 +142,9 @@ def test_describe_response_round_trips(groups: tuple[DescribedConsumerGroup, ...
     if version == 0:  # v0 has no MemberType: it reads as -1 (unknown)
         msg = ConsumerGroupDescribeResponse(
             tuple(
-                dataclasses.replace(g, members=tuple(dataclasses.replace(m, member_type=-1) for m in g.members))
+                dataclasses.replace(
+                    g, members=tuple(dataclasses.replace(m, member_type=-1) for m in g.members)
+                )
                 for g in groups
             )
         )
@@ -159,7 +161,9 @@ def test_topic_ids_are_kafkas_uuids_both_ways() -> None:
     zero = consumer_group_heartbeat_response_from_wire(
         _bytes_round_trip(
             consumer_group_heartbeat_response_to_wire(
-                ConsumerGroupHeartbeatResponse(ErrorCode.NONE, assignment=(TopicPartitions(TopicId(0, 0), ()),)),
+                ConsumerGroupHeartbeatResponse(
+                    ErrorCode.NONE, assignment=(TopicPartitions(TopicId(0, 0), ()),)
+                ),
                 1,
             )
         )

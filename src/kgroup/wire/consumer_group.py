@@ -154,7 +154,9 @@ def consumer_group_heartbeat_request_from_wire(obj: Any) -> ConsumerGroupHeartbe
         server_assignor=obj.server_assignor,
         topic_partitions=None
         if topic_partitions is None
-        else tuple(TopicPartitions(_topic_id(t.topic_id), _partitions(t.partitions)) for t in topic_partitions),
+        else tuple(
+            TopicPartitions(_topic_id(t.topic_id), _partitions(t.partitions)) for t in topic_partitions
+        ),
     )
 
 
@@ -196,7 +198,8 @@ def consumer_group_heartbeat_response_from_wire(obj: Any) -> ConsumerGroupHeartb
         assignment=None
         if assignment is None
         else tuple(
-            TopicPartitions(_topic_id(t.topic_id), _partitions(t.partitions)) for t in assignment.topic_partitions
+            TopicPartitions(_topic_id(t.topic_id), _partitions(t.partitions))
+            for t in assignment.topic_partitions
         ),
     )
 
