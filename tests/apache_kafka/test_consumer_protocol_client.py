@@ -19,19 +19,17 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kgroup.client import ClientError, GroupConsumer
+from kgroup.client import GroupConsumer
 from kgroup.member import (
     ConsumerMemberState,
     LeftGroup,
     MemberConfig,
     MemberEvent,
-    OffsetsFetched,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
 )
 from kgroup.model import TopicPartition
-from kgroup.testing import KafkaBroker
 from kgroup.testing.apache_kafka import ApacheKafka, require_apache_kafka
 
 TIMEOUT_S = 60.0
