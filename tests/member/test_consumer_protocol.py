@@ -379,3 +379,10 @@ def test_topic_partitions_merge_and_sort_like_kafkas_sorted_sets() -> None:
     )
     assert d.member.target_assignment() == {T: (1,), U: (0, 1, 2)}
     assert d.member.coordinator == COORDINATOR and isinstance(T, TopicId)
+
+
+def test_the_docs_embed_the_transition_table_verbatim() -> None:
+    from pathlib import Path
+
+    docs = Path(__file__).parents[2] / "docs" / "consumer-protocol-member.md"
+    assert consumer_transition_diagram() in docs.read_text(), "regenerate the diagram in the docs"

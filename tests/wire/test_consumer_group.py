@@ -184,3 +184,22 @@ def test_a_regex_at_v0_and_an_unknown_version_are_refused_naming_the_field() -> 
         )
     with pytest.raises(KgroupError, match=r"^ConsumerGroupDescribe version: 2; kgroup speaks versions 0-1$"):
         consumer_group_describe_request_to_wire(ConsumerGroupDescribeRequest(("g",)), 2)
+
+
+def test_the_clients_translation_goes_through_this_module() -> None:
+    from kgroup.client.translate import API_KEY, from_wire, to_wire
+    from kgroup.messages import OffsetFetchRequest
+    from kgroup.model import TopicPartition
+
+    request = ConsumerGroupHeartbeatRequest("g", "m", 3, subscribed_topic_regex="t.*")
+    assert API_KEY[ConsumerGroupHeartbeatRequest] == 68 and API_KEY[ConsumerGroupDescribeRequest] == 69
+    assert to_wire(request, 1) == consumer_group_heartbeat_request_to_wire(request, 1)
+    response = ConsumerGroupHeartbeatResponse(ErrorCode.NONE, member_epoch=4, heartbeat_interval_ms=500)
+    assert from_wire(request, consumer_group_heartbeat_response_to_wire(response, 1)) == response
+    describe = ConsumerGroupDescribeRequest(("g",))
+    answer = ConsumerGroupDescribeResponse((DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, "g"),))
+    assert to_wire(describe, 0) == consumer_group_describe_request_to_wire(describe, 0)
+    assert from_wire(describe, consumer_group_describe_response_to_wire(answer, 0)) == answer
+    # OffsetFetch v9 carries the member id and epoch a consumer-protocol member fetches with
+    fetch = to_wire(OffsetFetchRequest("g", (TopicPartition("t", 0),), member_id="m", member_epoch=4), 9)
+    assert (fetch.groups[0].member_id, fetch.groups[0].member_epoch) == ("m", 4)
