@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from kgroup.model import ErrorCode, TopicMetadata
+from kgroup.model import ErrorCode, TopicId, TopicMetadata
 
 __all__ = ["Broker", "ClusterView", "cluster_from_metadata"]
 
@@ -24,6 +24,8 @@ class ClusterView:
     topics: dict[str, TopicMetadata]
     #: topic -> partition -> leader node id (-1: no leader)
     leaders: dict[str, tuple[int, ...]]
+    #: topic -> its id (Metadata v10+; the consumer protocol names topics by id)
+    topic_ids: dict[str, TopicId] = field(default_factory=dict)
 
 
 def cluster_from_metadata(response: Any) -> ClusterView:
@@ -38,6 +40,7 @@ def cluster_from_metadata(response: Any) -> ClusterView:
     }
     topics: dict[str, TopicMetadata] = {}
     leaders: dict[str, tuple[int, ...]] = {}
+    topic_ids: dict[str, TopicId] = {}
     for topic in response.topics:
         if topic.name is None or int(topic.error_code) != ErrorCode.NONE or topic.is_internal:
             continue
@@ -54,4 +57,7 @@ def cluster_from_metadata(response: Any) -> ClusterView:
             racks.append(rack_set)
         topics[topic.name] = TopicMetadata(topic.name, len(parts), tuple(racks) if any_rack else None)
         leaders[topic.name] = tuple(int(p.leader_id) for p in parts)
-    return ClusterView(brokers, topics, leaders)
+        topic_id = getattr(topic, "topic_id", None)
+        if topic_id is not None and topic_id.int:
+            topic_ids[topic.name] = TopicId.from_int(topic_id.int)
+    return ClusterView(brokers, topics, leaders, topic_ids)

@@ -22,11 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kio.index import load_request_schema
 
@@ -35,11 +36,13 @@ from kgroup.client.cluster import ClusterView, cluster_from_metadata
 from kgroup.client.connection import BrokerConnection, ConnectionLost
 from kgroup.client.translate import API_KEY, from_wire, to_wire
 from kgroup.client.versions import API_NAMES, CLIENT_RANGES, UnsupportedApi, negotiate
-from kgroup.member import ConsumerMember, MemberConfig
+from kgroup.member import ConsumerMember, ConsumerMemberState, ConsumerProtocolMember, MemberConfig
+from kgroup.member.consumer_protocol import CONSUMER_PROTOCOL_NOT_SUPPORTED
+from kgroup.member.consumer_protocol_config import ConsumerProtocolConfig
 from kgroup.member.events import CommitFailed, FatalError, MemberEvent, OffsetsCommitted
 from kgroup.member.requests import OutboundRequest
 from kgroup.member.states import Phase
-from kgroup.messages import FindCoordinatorResponse
+from kgroup.messages import ConsumerGroupHeartbeatRequest, FindCoordinatorResponse, Response
 from kgroup.model import ErrorCode, KgroupError, PeerError, TopicPartition
 
 __all__ = ["ClientError", "GroupConsumer", "parse_bootstrap"]
@@ -48,6 +51,28 @@ log = logging.getLogger("kgroup.client")
 
 _BOOTSTRAP_NODE = -1
 _COORDINATOR_BASE = 2**31 - 1  # Kafka's coordinator connection id: Integer.MAX_VALUE - node id
+_GROUP_PROTOCOLS = ("classic", "consumer")
+_CONSUMER_GROUP_HEARTBEAT = 68
+
+
+class _Member(Protocol):
+    """What the driver needs of a member, classic or consumer protocol."""
+
+    def poll(self, now_ms: int) -> list[OutboundRequest]: ...
+    def background(self, now_ms: int) -> list[OutboundRequest]: ...
+    def next_wakeup_ms(self) -> int | None: ...
+    def on_response(self, now_ms: int, correlation_id: int, response: Response) -> list[OutboundRequest]: ...
+    def on_request_failed(self, now_ms: int, correlation_id: int) -> list[OutboundRequest]: ...
+    def close(self, now_ms: int) -> list[OutboundRequest]: ...
+    def commit(self, now_ms: int, offsets: Mapping[TopicPartition, int]) -> list[OutboundRequest]: ...
+    def drain_events(self) -> list[MemberEvent]: ...
+    def assignment(self) -> frozenset[TopicPartition]: ...
+    def seek(self, tp: TopicPartition, offset: int) -> None: ...
+    def record_processed(self, tp: TopicPartition, next_offset: int) -> None: ...
+    @property
+    def generation(self) -> int: ...
+    @property
+    def member_id(self) -> str: ...
 
 
 class ClientError(ConnectionError):
@@ -87,6 +112,13 @@ class GroupConsumer:
     event (rebalance callbacks, commits, errors) as it happens. ``max_versions`` caps the version of
     an API by name (e.g. ``{"JoinGroup": 5}``) for a broker that advertises a version it mishandles
     (librdkafka's mock cluster advertises flexible group API versions it misreads).
+
+    ``group_protocol`` is Kafka's ``group.protocol``: ``"classic"`` (JoinGroup/SyncGroup, the
+    default) or ``"consumer"`` (KIP-848: ConsumerGroupHeartbeat, the coordinator assigns; see
+    ``docs/consumer-protocol-member.md``). With ``"consumer"``, ``remote_assignor`` is
+    ``group.remote.assignor``, ``pattern`` is an RE2J regex the coordinator resolves, client-side
+    ``assignors`` do not exist, and ``config``'s session timeout, heartbeat interval and assignors are
+    not used (the coordinator owns them).
     """
 
     def __init__(
@@ -101,14 +133,30 @@ class GroupConsumer:
         metadata_max_age_ms: int = 300000,
         on_event: Callable[[MemberEvent], None] | None = None,
         max_versions: Mapping[str, int] | None = None,
+        group_protocol: str = "classic",
+        remote_assignor: str | None = None,
     ) -> None:
+        if group_protocol not in _GROUP_PROTOCOLS:
+            raise KgroupError(f"group_protocol: {group_protocol!r}; give 'classic' or 'consumer'")
+        consumer_protocol = group_protocol == "consumer"
+        if consumer_protocol and assignors is not None:
+            raise KgroupError(
+                "assignors: the consumer group protocol assigns on the coordinator; use remote_assignor "
+                "(e.g. 'uniform' or 'range') or group_protocol='classic'"
+            )
+        if not consumer_protocol and remote_assignor is not None:
+            raise KgroupError(
+                "remote_assignor: only the consumer group protocol has one; set group_protocol='consumer' "
+                "or pass assignors for the classic protocol"
+            )
+        self.group_protocol = group_protocol
         if topics and pattern is not None:
             raise KgroupError("subscription: give topics or a pattern, not both")
         if not topics and pattern is None:
             raise KgroupError("subscription: empty; give the topics to consume or a pattern")
         self._pattern = None
         self._pattern_text = pattern
-        if pattern is not None:
+        if pattern is not None and not consumer_protocol:
             try:
                 self._pattern = re.compile(pattern)
             except re.error as exc:
@@ -133,7 +181,18 @@ class GroupConsumer:
         self._assignors = assignors
         # with a pattern, the member is made once a topic matches (kgroup's member has no empty
         # subscription; Kafka's consumer joins with an empty one and gets nothing)
-        self._member = ConsumerMember(config, list(topics), assignors=assignors) if topics else None
+        self._member: ConsumerMember | None = None
+        self._consumer_member: ConsumerProtocolMember | None = None
+        if consumer_protocol:
+            # the member id is Kafka's Uuid.randomUuid() drawn from the OS's entropy
+            protocol_config = ConsumerProtocolConfig.from_member_config(config, remote_assignor)
+            self._consumer_member = ConsumerProtocolMember(protocol_config, rng=random.Random())
+            if pattern is not None:
+                self._consumer_member.subscribe_pattern(pattern)
+            else:
+                self._consumer_member.subscribe(list(topics))
+        elif topics:
+            self._member = ConsumerMember(config, list(topics), assignors=assignors)
         self._request_timeout_s = request_timeout_ms / 1000
         self._metadata_max_age_ms = metadata_max_age_ms
         self._on_event = on_event
@@ -145,6 +204,7 @@ class GroupConsumer:
         self._events: list[MemberEvent] = []
         self._cluster: ClusterView | None = None
         self._metadata_due_ms = 0
+        self._metadata_asked_ms = 0
         self._wake = asyncio.Event()
         self._driver: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -178,6 +238,13 @@ class GroupConsumer:
                 + "; ".join(errors)
                 + "); check that the broker runs and the address is right"
             )
+        versions = self._nodes[node].versions or {}
+        if self._consumer_member is not None and _CONSUMER_GROUP_HEARTBEAT not in versions:
+            for entry in self._nodes.values():
+                if entry.connection is not None:
+                    entry.connection.close()
+            host, port = self._addresses[node]
+            raise ClientError(f"group_protocol='consumer': {host}:{port}: {CONSUMER_PROTOCOL_NOT_SUPPORTED}")
         await self.refresh_metadata()
         self._driver = self._loop.create_task(self._drive())
 
@@ -185,8 +252,9 @@ class GroupConsumer:
         """Kafka's ``close()``: commit (auto-commit), revoke, LeaveGroup unless static, then disconnect."""
         if self._closed:
             return
-        if self._loop is not None and self._member is not None and self._member.phase is not Phase.FAILED:
-            self._dispatch(self._member.close(self._now()))
+        active = self._active
+        if self._loop is not None and active is not None and not self._failed_for_good():
+            self._dispatch(active.close(self._now()))
             deadline = self._now() + timeout_ms
             while self._has_in_flight() and self._now() < deadline:
                 await asyncio.sleep(0.01)
@@ -206,8 +274,33 @@ class GroupConsumer:
     # --- the application's side ---------------------------------------------------------------------
 
     @property
+    def _active(self) -> _Member | None:
+        return self._consumer_member if self._consumer_member is not None else self._member
+
+    def _failed_for_good(self) -> bool:
+        if self._consumer_member is not None:
+            return self._consumer_member.state is ConsumerMemberState.FATAL
+        return self._member is not None and self._member.phase is Phase.FAILED
+
+    @property
+    def consumer_member(self) -> ConsumerProtocolMember:
+        """The pure consumer-protocol member (``group_protocol='consumer'`` only)."""
+        if self._consumer_member is None:
+            raise ClientError("consumer_member: this client uses the classic protocol; see member")
+        return self._consumer_member
+
+    @property
+    def state(self) -> str:
+        """The member's state by name (the classic member's phase, or the consumer protocol's state)."""
+        if self._consumer_member is not None:
+            return self._consumer_member.state.name
+        return self.phase.name
+
+    @property
     def member(self) -> ConsumerMember:
         """The pure member this client drives (:class:`ClientError` while a pattern matches nothing)."""
+        if self._consumer_member is not None:
+            raise ClientError("member: this client uses group_protocol='consumer'; see consumer_member")
         if self._member is None:
             raise ClientError(
                 f"pattern {self._pattern_text!r} matches no topic yet; the member has not joined"
@@ -217,11 +310,18 @@ class GroupConsumer:
     @property
     def has_member(self) -> bool:
         """False while a pattern subscription matches no topic (no member exists yet)."""
-        return self._member is not None
+        return self._active is not None
 
     @property
     def settled(self) -> bool:
         """In a stable generation with nothing to rejoin for and no request in flight."""
+        cmember = self._consumer_member
+        if cmember is not None:
+            return (
+                cmember.state is ConsumerMemberState.STABLE
+                and cmember.target_assignment() == cmember.current_assignment()
+                and not self._has_in_flight()
+            )
         member = self._member
         return (
             member is not None
@@ -232,17 +332,19 @@ class GroupConsumer:
 
     @property
     def assignment(self) -> frozenset[TopicPartition]:
-        if self._member is None:
-            return frozenset()
-        return self.member.assignment()
+        active = self._active
+        return frozenset() if active is None else active.assignment()
 
     @property
     def generation(self) -> int:
-        return -1 if self._member is None else self._member.generation
+        """The generation (classic) or the member epoch (consumer protocol); -1 with no member."""
+        active = self._active
+        return -1 if active is None else active.generation
 
     @property
     def member_id(self) -> str:
-        return "" if self._member is None else self._member.member_id
+        active = self._active
+        return "" if active is None else active.member_id
 
     @property
     def phase(self) -> Phase:
@@ -256,8 +358,9 @@ class GroupConsumer:
         """The application's poll: join or rejoin if needed, then let the protocol run for up to
         ``timeout_ms``; returns the member's events since the last call."""
         self._check_usable()
-        if self._member is not None:
-            self._dispatch(self._member.poll(self._now()))
+        active = self._active
+        if active is not None:
+            self._dispatch(active.poll(self._now()))
         self._wake.set()
         if timeout_ms > 0:
             await asyncio.sleep(timeout_ms / 1000)
@@ -276,7 +379,7 @@ class GroupConsumer:
             if self._now() >= deadline:
                 raise ClientError(
                     f"group {self.config.group_id}: not stable after {timeout_ms} ms "
-                    f"(phase {self.phase.value}); is the coordinator reachable?"
+                    f"(state {self.state}); is the coordinator reachable?"
                 )
             await asyncio.sleep(poll_interval_ms / 1000)
 
@@ -284,7 +387,8 @@ class GroupConsumer:
         """``commitSync(offsets)`` with the member's current generation (raises :class:`ClientError`)."""
         self._check_usable()
         correlation = self._next_commit_id()
-        out = self.member.commit(self._now(), dict(offsets))
+        active = self._active
+        out = [] if active is None else active.commit(self._now(), dict(offsets))
         if not out:
             raise ClientError(
                 f"commit: member of {self.config.group_id} is not in an active generation; "
@@ -303,14 +407,16 @@ class GroupConsumer:
         raise ClientError(f"commit: no answer within {timeout_ms} ms")
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
-        self.member.seek(tp, offset)
+        self._require_active("seek").seek(tp, offset)
 
     def record_processed(self, tp: TopicPartition, next_offset: int) -> None:
-        self.member.record_processed(tp, next_offset)
+        self._require_active("record_processed").record_processed(tp, next_offset)
 
     def subscribe(self, topics: Sequence[str]) -> None:
         self._pattern = None
-        if self._member is None:
+        if self._consumer_member is not None:
+            self._consumer_member.subscribe(topics)
+        elif self._member is None:
             self._member = ConsumerMember(self.config, list(topics), assignors=self._assignors)
         else:
             self._member.subscribe(topics)
@@ -344,6 +450,8 @@ class GroupConsumer:
                 self._member.subscribe(matched)
         if self._member is not None:
             self._member.update_metadata(cluster.topics)
+        if self._consumer_member is not None:
+            self._consumer_member.update_metadata({tid: name for name, tid in cluster.topic_ids.items()})
         self._metadata_due_ms = self._now() + self._metadata_max_age_ms
         return cluster
 
@@ -353,6 +461,12 @@ class GroupConsumer:
         assert self._loop is not None
         return int(self._loop.time() * 1000)
 
+    def _require_active(self, what: str) -> _Member:
+        active = self._active
+        if active is None:
+            raise ClientError(f"{what}: pattern {self._pattern_text!r} matches no topic yet; no member")
+        return active
+
     def _check_usable(self) -> None:
         if self._closed:
             raise ClientError("the consumer is closed")
@@ -360,7 +474,7 @@ class GroupConsumer:
             raise ClientError("the consumer is not started; call start() or use 'async with'")
         if self._fatal is not None:
             message = self._fatal
-            if self._member is None or self._member.phase is not Phase.FAILED:
+            if not self._failed_for_good():
                 # Kafka's poll() throws such an error once; the next call tries again (the member
                 # has already asked to rejoin). A fenced member stays failed.
                 self._fatal = None
@@ -371,9 +485,10 @@ class GroupConsumer:
         return len(self._events)
 
     def _collect_events(self) -> None:
-        if self._member is None:
+        active = self._active
+        if active is None:
             return
-        for event in self._member.drain_events():
+        for event in active.drain_events():
             self._events.append(event)
             if isinstance(event, FatalError):
                 self._fatal = f"group {self.config.group_id}: {event.error.name}: {event.reason}"
@@ -394,8 +509,14 @@ class GroupConsumer:
         """Kafka's heartbeat thread and metadata refresh, on the loop."""
         while not self._closed:
             now = self._now()
-            if self._member is not None:
-                self._dispatch(self._member.background(now))
+            active = self._active
+            if active is not None:
+                self._dispatch(active.background(now))
+            cmember = self._consumer_member
+            if cmember is not None and cmember.metadata_update_requested:
+                # an assigned topic id without a name: refresh now (Kafka's metadata.requestUpdate),
+                # at most once per retry backoff
+                self._metadata_due_ms = min(self._metadata_due_ms, self._metadata_asked_ms)
             self._collect_events()
             if now >= self._metadata_due_ms:
                 try:
@@ -403,7 +524,8 @@ class GroupConsumer:
                 except (ConnectionLost, TimeoutError, PeerError, UnsupportedApi) as exc:
                     log.info("metadata refresh failed: %s", exc)
                     self._metadata_due_ms = self._now() + self.config.retry_backoff_ms
-            wake = self._member.next_wakeup_ms() if self._member is not None else None
+            self._metadata_asked_ms = self._now() + self.config.retry_backoff_ms
+            wake = active.next_wakeup_ms() if active is not None else None
             due = min(x for x in (wake, self._metadata_due_ms) if x is not None)
             delay = max(0.0, min((due - self._now()) / 1000, 1.0))
             self._wake.clear()
@@ -456,7 +578,16 @@ class GroupConsumer:
             try:
                 version = self._version(entry, api_key)
                 future = entry.connection.send(to_wire(request.body, version))
-            except (ConnectionLost, UnsupportedApi) as exc:
+            except UnsupportedApi as exc:
+                if isinstance(request.body, ConsumerGroupHeartbeatRequest) and self._consumer_member:
+                    # Kafka's client fails building the request: fatal, naming the setting
+                    self._consumer_member.on_unsupported(self._now())
+                    self._collect_events()
+                    continue
+                log.info("cannot send %s: %s", API_NAMES.get(api_key), exc)
+                self._failed(request)
+                continue
+            except ConnectionLost as exc:
                 log.info("cannot send %s: %s", API_NAMES.get(api_key), exc)
                 self._failed(request)
                 continue
@@ -472,7 +603,9 @@ class GroupConsumer:
     def _failed(self, request: OutboundRequest) -> None:
         if self._closed:
             return
-        self._dispatch(self.member.on_request_failed(self._now(), request.correlation_id))
+        active = self._active
+        if active is not None:
+            self._dispatch(active.on_request_failed(self._now(), request.correlation_id))
         self._wake.set()
 
     async def _await_response(
@@ -494,14 +627,21 @@ class GroupConsumer:
             connection.close(ConnectionLost(exc.message))
             self._failed(request)
             return
-        if self._closed and self.member.phase is Phase.CLOSED:
-            self.member.on_response(self._now(), request.correlation_id, typed)
+        active = self._active
+        assert active is not None  # a request was sent, so a member sent it
+        if self._closed and self._member_closed():
+            active.on_response(self._now(), request.correlation_id, typed)
             return
         if isinstance(typed, FindCoordinatorResponse) and typed.error_code is ErrorCode.NONE:
             self._addresses[typed.node_id] = (typed.host, typed.port)
             self._addresses[_COORDINATOR_BASE - typed.node_id] = (typed.host, typed.port)
-        self._dispatch(self.member.on_response(self._now(), request.correlation_id, typed))
+        self._dispatch(active.on_response(self._now(), request.correlation_id, typed))
         self._wake.set()
+
+    def _member_closed(self) -> bool:
+        if self._consumer_member is not None:
+            return self._consumer_member.closed
+        return self._member is not None and self._member.phase is Phase.CLOSED
 
     async def _ensure_node(self, node: int) -> None:
         entry = self._nodes.setdefault(node, _Node())

@@ -17,6 +17,8 @@ from kio.index import load_request_schema
 from kio.static.primitive import i32Timedelta
 
 from kgroup.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
@@ -38,6 +40,12 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, PeerError, TopicPartition
+from kgroup.wire.consumer_group import (
+    consumer_group_describe_request_to_wire,
+    consumer_group_describe_response_from_wire,
+    consumer_group_heartbeat_request_to_wire,
+    consumer_group_heartbeat_response_from_wire,
+)
 
 __all__ = ["API_KEY", "from_wire", "to_wire"]
 
@@ -50,6 +58,8 @@ API_KEY: dict[type, int] = {
     HeartbeatRequest: 12,
     LeaveGroupRequest: 13,
     SyncGroupRequest: 14,
+    ConsumerGroupHeartbeatRequest: 68,
+    ConsumerGroupDescribeRequest: 69,
 }
 
 
@@ -88,6 +98,11 @@ def to_wire(body: Request, version: int) -> Any:
     api_key = API_KEY.get(type(body))
     if api_key is None:
         raise TypeError(f"{type(body).__name__} is not a request kgroup's client sends")
+    # KIP-848's APIs have their one home in kgroup.wire.consumer_group (the broker uses it too)
+    if isinstance(body, ConsumerGroupHeartbeatRequest):
+        return consumer_group_heartbeat_request_to_wire(body, version)
+    if isinstance(body, ConsumerGroupDescribeRequest):
+        return consumer_group_describe_request_to_wire(body, version)
     cls: Any = load_request_schema(api_key, version)
     if isinstance(body, FindCoordinatorRequest):
         return _make(cls, key=body.key, key_type=body.key_type, coordinator_keys=(body.key,))
@@ -177,7 +192,13 @@ def to_wire(body: Request, version: int) -> Any:
                 grouped.setdefault(tp.topic, []).append(tp.partition)
             topics = tuple(topic_cls(name=t, partition_indexes=tuple(ps)) for t, ps in grouped.items())
         if version >= 8:
-            group = _make(group_cls, group_id=body.group_id, member_id=None, member_epoch=-1, topics=topics)
+            group = _make(
+                group_cls,
+                group_id=body.group_id,
+                member_id=body.member_id,
+                member_epoch=body.member_epoch,
+                topics=topics,
+            )
             return _make(cls, groups=(group,), require_stable=True)
         return _make(cls, group_id=body.group_id, topics=topics, require_stable=True)
     raise TypeError(f"{type(body).__name__} is not a request kgroup's client sends")
@@ -185,6 +206,10 @@ def to_wire(body: Request, version: int) -> Any:
 
 def from_wire(request: Request, response: Any) -> Response:
     """The typed response to ``request`` from its kio response (:class:`PeerError` if it cannot be)."""
+    if isinstance(request, ConsumerGroupHeartbeatRequest):
+        return consumer_group_heartbeat_response_from_wire(response)
+    if isinstance(request, ConsumerGroupDescribeRequest):
+        return consumer_group_describe_response_from_wire(response)
     if isinstance(request, FindCoordinatorRequest):
         coordinators = getattr(response, "coordinators", None)
         if coordinators is not None:  # v4+: batched

@@ -30,7 +30,9 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
     12: (3, 4),  # Heartbeat
     13: (3, 5),  # LeaveGroup (v3+: batched members)
     8: (7, 9),  # OffsetCommit
-    9: (1, 9),  # OffsetFetch (v8+: batched groups)
+    9: (1, 9),  # OffsetFetch (v8+: batched groups; v9: member id and epoch, KIP-848)
+    68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; v1: regex subscriptions, client-chosen member id)
+    69: (0, 1),  # ConsumerGroupDescribe
 }
 API_NAMES = {
     18: "ApiVersions",
@@ -42,6 +44,8 @@ API_NAMES = {
     13: "LeaveGroup",
     8: "OffsetCommit",
     9: "OffsetFetch",
+    68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe",
 }
 
 
