@@ -511,9 +511,9 @@ def test_envelope_defaults_to_the_versions_kafka_4_consumer_sends() -> None:
     (the highest stable version of each schema), so the simulator speaks Kafka 4.0's versions."""
     from kgroup.messages import (
         CONSUMER_API_VERSIONS,
-        Envelope,
         ConsumerGroupDescribeRequest,
         ConsumerGroupHeartbeatRequest,
+        Envelope,
         HeartbeatRequest,
         OffsetCommitRequest,
         SyncGroupRequest,
