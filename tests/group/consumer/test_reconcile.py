@@ -132,9 +132,7 @@ def test_stable_to_unreleased_partitions_with_owned_partitions_not_having_revoke
 
 
 def test_unrevoked_partitions_to_stable() -> None:
-    current = member(
-        S.UNREVOKED_PARTITIONS, 10, 10, at(10, t1=(2, 3), t2=(5, 6)), at(10, t1=(1,), t2=(4,))
-    )
+    current = member(S.UNREVOKED_PARTITIONS, 10, 10, at(10, t1=(2, 3), t2=(5, 6)), at(10, t1=(1,), t2=(4,)))
     updated = build(
         current, 11, {T1: (2, 3), T2: (5, 6)}, epoch_of(-1), owned_partitions=owned(t1=(2, 3), t2=(5, 6))
     )
@@ -142,18 +140,14 @@ def test_unrevoked_partitions_to_stable() -> None:
 
 
 def test_remains_in_unrevoked_partitions() -> None:
-    current = member(
-        S.UNREVOKED_PARTITIONS, 10, 10, at(10, t1=(2, 3), t2=(5, 6)), at(10, t1=(1,), t2=(4,))
-    )
+    current = member(S.UNREVOKED_PARTITIONS, 10, 10, at(10, t1=(2, 3), t2=(5, 6)), at(10, t1=(1,), t2=(4,)))
     target = {T1: (3,), T2: (6,)}
     for reported in (None, owned(t1=(1, 2, 3), t2=(5, 6)), owned(t1=(2, 3), t2=(4, 5, 6))):
         assert build(current, 12, target, epoch_of(-1), owned_partitions=reported) == current
 
 
 def test_unrevoked_partitions_to_unrevoked_partitions() -> None:
-    current = member(
-        S.UNREVOKED_PARTITIONS, 10, 10, at(10, t1=(2, 3), t2=(5, 6)), at(10, t1=(1,), t2=(4,))
-    )
+    current = member(S.UNREVOKED_PARTITIONS, 10, 10, at(10, t1=(2, 3), t2=(5, 6)), at(10, t1=(1,), t2=(4,)))
     updated = build(
         current, 12, {T1: (3,), T2: (6,)}, epoch_of(-1), owned_partitions=owned(t1=(2, 3), t2=(5, 6))
     )
