@@ -49,12 +49,26 @@ __all__ = [
     "CLIENT_HOST",
     "CLIENT_ID",
     "ConsumerTestContext",
+    "Current",
+    "Epoch",
     "MockAssignor",
     "Result",
+    "Subscription",
+    "Target",
+    "TargetMetadata",
+    "as_sets",
+    "assert_records",
+    "assert_unordered_records",
     "assignment",
+    "current",
     "epochs",
     "image",
+    "member",
     "normalized",
+    "owned",
+    "subscription",
+    "target",
+    "target_metadata",
 ]
 
 #: Kafka's ``DEFAULT_CLIENT_ID`` and ``DEFAULT_CLIENT_ADDRESS.toString()``
@@ -321,3 +335,49 @@ def member(
 
 def owned(*topics: tuple[TopicId, Iterable[int]]) -> tuple[TopicPartitions, ...]:
     return tuple(TopicPartitions(t, tuple(p)) for t, p in topics)
+
+
+def as_sets(partitions: Iterable[TopicPartitions] | None) -> dict[TopicId, frozenset[int]] | None:
+    return None if partitions is None else {t.topic_id: frozenset(t.partitions) for t in partitions}
+
+
+def target(member_id: str, value: Mapping[TopicId, Iterable[int]]) -> Target:
+    return Target(GROUP, member_id, {t: tuple(p) for t, p in value.items()})
+
+
+def subscription(m: ConsumerMember) -> Subscription:
+    return Subscription(GROUP, m.member_id, m.metadata_value())
+
+
+def current(m: ConsumerMember) -> Current:
+    return Current(GROUP, m.member_id, m.assignment_value())
+
+
+def target_metadata(epoch: int, timestamp_ms: int) -> TargetMetadata:
+    return TargetMetadata(GROUP, TargetAssignmentMetadataValue(epoch, timestamp_ms))
+
+
+def assert_records(expected: list[object], result: Result) -> None:
+    """``assertRecordsEquals``: the same records in the same order."""
+    assert result.normalized_records() == [normalized(r) for r in expected]  # type: ignore[arg-type]
+
+
+def assert_unordered_records(expected: list[list[object]], result: Result) -> None:
+    """``assertUnorderedRecordsEquals``: groups in order, each group's records in any order."""
+    actual = result.normalized_records()
+    position = 0
+    for group in expected:
+        chunk = actual[position : position + len(group)]
+        wanted = [normalized(r) for r in group]  # type: ignore[arg-type]
+        assert len(chunk) == len(wanted), (chunk, wanted)
+        for record in wanted:
+            assert record in chunk, (record, chunk)
+        position += len(group)
+    assert position == len(actual), actual[position:]
+
+
+Current = ConsumerGroupCurrentMemberAssignment
+Subscription = ConsumerGroupMemberMetadata
+Epoch = ConsumerGroupMetadata
+Target = ConsumerGroupTargetAssignmentMember
+TargetMetadata = ConsumerGroupTargetAssignmentMetadata

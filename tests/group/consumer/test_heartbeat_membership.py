@@ -3,42 +3,32 @@ assignments on subscription, metadata and membership changes, leaving, and stati
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
 from kgroup.group.consumer.heartbeat import session_key
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.records import (
-    ConsumerGroupCurrentMemberAssignment as Current,
-)
-from kgroup.group.consumer.records import (
-    ConsumerGroupMemberMetadata as Subscription,
-)
-from kgroup.group.consumer.records import (
-    ConsumerGroupMetadata as Epoch,
-)
-from kgroup.group.consumer.records import (
-    ConsumerGroupTargetAssignmentMember as Target,
-)
-from kgroup.group.consumer.records import (
-    ConsumerGroupTargetAssignmentMetadata as TargetMetadata,
-)
-from kgroup.group.consumer.records import (
-    MemberAssignmentState,
-    TargetAssignmentMetadataValue,
-)
+from kgroup.group.consumer.records import MemberAssignmentState
 from kgroup.messages import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, TopicPartitions
 from kgroup.model import ErrorCode, TopicId
 
 from .context import (
     GROUP,
     ConsumerTestContext,
+    Current,
+    Epoch,
     MockAssignor,
     Result,
+    Subscription,
+    Target,
+    as_sets,
+    assert_records,
+    assert_unordered_records,
     assignment,
+    current,
     epochs,
     image,
     member,
-    normalized,
+    subscription,
+    target,
+    target_metadata,
 )
 
 S = MemberAssignmentState
@@ -52,45 +42,6 @@ REJOIN = "member-two-again"
 def _ctx(*topics: tuple[TopicId, str, int]) -> tuple[ConsumerTestContext, MockAssignor]:
     assignor = MockAssignor("range")
     return ConsumerTestContext(image(*topics, racks=True), assignors=(assignor,)), assignor
-
-
-def as_sets(partitions: Iterable[TopicPartitions] | None) -> dict[TopicId, frozenset[int]] | None:
-    return None if partitions is None else {t.topic_id: frozenset(t.partitions) for t in partitions}
-
-
-def target(member_id: str, value: Mapping[TopicId, Iterable[int]]) -> Target:
-    return Target(GROUP, member_id, {t: tuple(p) for t, p in value.items()})
-
-
-def subscription(m: ConsumerMember) -> Subscription:
-    return Subscription(GROUP, m.member_id, m.metadata_value())
-
-
-def current(m: ConsumerMember) -> Current:
-    return Current(GROUP, m.member_id, m.assignment_value())
-
-
-def target_metadata(epoch: int, timestamp_ms: int) -> TargetMetadata:
-    return TargetMetadata(GROUP, TargetAssignmentMetadataValue(epoch, timestamp_ms))
-
-
-def assert_records(expected: list[object], result: Result) -> None:
-    """``assertRecordsEquals``: the same records in the same order."""
-    assert result.normalized_records() == [normalized(r) for r in expected]  # type: ignore[arg-type]
-
-
-def assert_unordered_records(expected: list[list[object]], result: Result) -> None:
-    """``assertUnorderedRecordsEquals``: groups in order, each group's records in any order."""
-    actual = result.normalized_records()
-    position = 0
-    for group in expected:
-        chunk = actual[position : position + len(group)]
-        wanted = [normalized(r) for r in group]  # type: ignore[arg-type]
-        assert len(chunk) == len(wanted), (chunk, wanted)
-        for record in wanted:
-            assert record in chunk, (record, chunk)
-        position += len(group)
-    assert position == len(actual), actual[position:]
 
 
 def _join(member_id: str, *names: str, instance_id: str | None = None) -> dict[str, object]:
@@ -638,4 +589,3 @@ def test_should_throw_fenced_instance_id_when_static_member_with_different_membe
     )
     assert result.heartbeat.error_code is ErrorCode.FENCED_INSTANCE_ID
     assert ctx.member(M1).member_epoch == 10
-
