@@ -401,7 +401,13 @@ def _heartbeat(
     group = ctx.groups.get(group_id)
     if group is None:
         if not create:
-            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            # ``getOrMaybeCreateConsumerGroup`` without creating: a classic group of that id is not one
+            message = (
+                f"Group {group_id} is not a consumer group."
+                if group_id in txn.groups
+                else f"Consumer group {group_id} not found."
+            )
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, message)
         if group_id in txn.groups:
             classic = txn.groups[group_id]
             if classic.members:
