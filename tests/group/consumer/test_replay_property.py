@@ -189,6 +189,8 @@ def _check_invariants(group: ConsumerGroupData, metadata: MetadataImage) -> None
                     assert group.partition_epochs[topic][partition] == member.member_epoch
     indexed = {(t, p) for t, parts in group.partition_epochs.items() for p in parts}
     assert indexed == set(owners)
+    if group.group_epoch != group.assignment_epoch:
+        return  # Assigning: the target is stale (a subscription changed, a regex was just resolved)
     for member in group.members.values():
         if member.state is MemberAssignmentState.STABLE and member.member_epoch == group.assignment_epoch:
             # a reconciled member owns exactly its target (of the topics it subscribes to)
