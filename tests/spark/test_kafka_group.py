@@ -4,6 +4,7 @@ against kgroup's embedded broker and Apache Kafka, with confluent-kafka consumer
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -32,7 +33,14 @@ def _produce(cluster: KafkaCluster, topic: str, start: int, count: int) -> None:
     )
 
 
-def _group_stream(spark: Any, cluster: KafkaCluster, topic: str, group: str, **options: str) -> Any:
+def _group_stream(
+    spark: Any,
+    cluster: KafkaCluster,
+    topic: str,
+    group: str,
+    fast: dict[str, str] = FAST_GROUP,
+    **options: str,
+) -> Any:
     reader = (
         spark.readStream.format("kgroup")
         .option("kafka.bootstrap.servers", cluster.bootstrap)
@@ -41,7 +49,7 @@ def _group_stream(spark: Any, cluster: KafkaCluster, topic: str, group: str, **o
         .option("consume", "group")
         .option("kafka.group.id", group)
     )
-    for name, value in {**FAST_GROUP, **options}.items():
+    for name, value in {**fast, **options}.items():
         reader = reader.option(name, value)
     return reader.load().select("key", "value", "partition", "offset")
 
@@ -103,6 +111,51 @@ def test_available_now_reads_everything_once_and_leaves_the_group_with_no_lag(
     assert len(owners) == 2 and all(o["generation"] >= 1 for o in owners)
     owned = sorted(int(p) for o in owners for parts in o["partitions"].values() for p in parts)
     assert owned == [0, 1, 2, 3]
+
+
+def test_consumer_protocol_reads_everything_once_and_commits_with_member_epochs(
+    kgroup_spark: Any, kafka_cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    """``kafka.group.protocol=consumer`` (KIP-848): the coordinator assigns the query's two members;
+    every record is read once, the batches record member epochs, and the group's offsets reach the
+    ends."""
+    topic = kafka_cluster.new_topic("group-kip848")
+    group = kafka_cluster.new_group("g-kip848")
+    _produce(kafka_cluster, topic, 0, 400)
+    frame = _group_stream(
+        kgroup_spark,
+        kafka_cluster,
+        topic,
+        group,
+        fast={"kafka.max.poll.interval.ms": "60000"},
+        groupMembers="2",
+        maxOffsetsPerTrigger="100",
+        **{"kafka.group.protocol": "consumer", "kafka.group.remote.assignor": "uniform"},
+    )
+    query = (
+        frame.writeStream.format("parquet")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start(str(tmp_path / "out"))
+    )
+    assert query.awaitTermination(180)
+    rows = kgroup_spark.read.parquet(str(tmp_path / "out")).collect()
+    assert sorted((r.partition, r.offset) for r in rows) == sorted(
+        (i % TOPIC_PARTITIONS, i // TOPIC_PARTITIONS) for i in range(400)
+    )
+    deadline = time.monotonic() + 30
+    while (
+        _committed(kafka_cluster, topic, group) != _ends(kafka_cluster, topic) and time.monotonic() < deadline
+    ):
+        time.sleep(0.2)
+    assert _committed(kafka_cluster, topic, group) == _ends(kafka_cluster, topic) == [100] * 4
+    ends = [json.loads(p.sources[0].endOffset) for p in query.recentProgress if p.numInputRows]
+    owners = ends[-1]["kgroupGroup"]["members"]
+    # the uniform assignor splits the four partitions two and two; a member's epoch is at least the
+    # group's first epoch (2: a new consumer group starts at 1 and its first member bumps it)
+    assert len(owners) == 2 and all(o["generation"] >= 2 for o in owners)
+    split = sorted(len(parts) for o in owners for parts in o["partitions"].values())
+    assert split == [2, 2]
 
 
 def test_a_consumer_joining_mid_stream_takes_partitions_and_nothing_is_read_twice(
@@ -184,6 +237,26 @@ def test_a_consumer_joining_mid_stream_takes_partitions_and_nothing_is_read_twic
     # after the rebalance the job read only its own partitions
     late = [(r.partition, r.offset) for r in rows if r.offset >= 50]
     assert late and all(p not in taken for p, _ in late)
+
+
+def test_consumer_protocol_options_are_checked_as_kafka_checks_them() -> None:
+    """Kafka's ConsumerConfig refuses the classic-only configs with group.protocol=consumer and the
+    remote assignor with classic; kgroup says which option, before Spark starts anything."""
+    from kgroup.spark.group_options import parse_group_settings
+
+    settings = parse_group_settings(
+        {"group.id": "g", "group.protocol": "CONSUMER", "group.remote.assignor": "range"}, None
+    )
+    assert (settings.group_protocol, settings.remote_assignor) == ("consumer", "range")
+    for name in ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"):
+        message = f"kafka.{name}: not supported with kafka.group.protocol=consumer"
+        with pytest.raises(KgroupError, match="^" + re.escape(message)):
+            parse_group_settings({"group.id": "g", "group.protocol": "consumer", name: "range"}, None)
+    message = "kafka.group.remote.assignor: only with kafka.group.protocol=consumer"
+    with pytest.raises(KgroupError, match="^" + re.escape(message)):
+        parse_group_settings({"group.id": "g", "group.remote.assignor": "uniform"}, None)
+    with pytest.raises(KgroupError, match="^" + re.escape("kafka.group.protocol: 'streams'; give")):
+        parse_group_settings({"group.id": "g", "group.protocol": "streams"}, None)
 
 
 def test_group_mode_bad_input(kgroup_spark: Any, kgroup_cluster: KafkaCluster) -> None:

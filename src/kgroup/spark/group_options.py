@@ -9,11 +9,20 @@ Group settings come as Kafka consumer configs (``kafka.*``, Kafka's names) plus 
                                                 ``roundrobin``, ``sticky``, ``cooperative-sticky``,
                                                 plug-ins) or Kafka's class names; default Kafka's
                                                 ``[range, cooperative-sticky]``
+``kafka.group.protocol``                        ``classic`` (default: JoinGroup/SyncGroup, client-side
+                                                assignors) or ``consumer`` (KIP-848: the coordinator
+                                                assigns; needs a broker with ConsumerGroupHeartbeat)
+``kafka.group.remote.assignor``                 ``consumer`` protocol only: the server assignor to ask
+                                                for (``uniform``, ``range``; default: the broker's)
 ``kafka.group.instance.id``                     static membership: member *i* is ``<id>-<i>``
 ``kafka.session.timeout.ms`` …                  ``session.timeout.ms`` (45000), ``heartbeat.interval.ms``
                                                 (3000), ``max.poll.interval.ms`` (300000, also the
                                                 rebalance timeout), ``client.id`` (``kgroup-spark``)
 ==============================================  ==========================================================
+
+As in Kafka's consumer, ``group.protocol=consumer`` refuses ``partition.assignment.strategy``,
+``session.timeout.ms`` and ``heartbeat.interval.ms`` (the coordinator owns them) and ``classic`` refuses
+``group.remote.assignor``.
 
 These configs belong to the group members, so they are taken out of the configuration the
 executors' fetchers get (they only ``assign`` partitions and never join a group).
@@ -31,6 +40,8 @@ __all__ = ["GROUP_CONFIGS", "GroupSettings", "parse_group_settings"]
 #: the ``kafka.*`` configs the group members read (removed from the fetchers' configuration)
 GROUP_CONFIGS = (
     "group.id",
+    "group.protocol",
+    "group.remote.assignor",
     "group.instance.id",
     "partition.assignment.strategy",
     "session.timeout.ms",
@@ -60,6 +71,9 @@ class GroupSettings:
     heartbeat_interval_ms: int = 3000
     max_poll_interval_ms: int = 300000
     client_id: str = "kgroup-spark"
+    #: Kafka's ``group.protocol``: ``classic`` or ``consumer`` (KIP-848)
+    group_protocol: str = "classic"
+    remote_assignor: str | None = None
 
 
 def _ms(name: str, value: str) -> int:
@@ -77,6 +91,29 @@ def parse_group_settings(config: Mapping[str, str], members_text: str | None) ->
     from kgroup.assignors.api import available_assignors
 
     group_id = config.get("group.id", "").strip()
+    protocol = config.get("group.protocol", "classic").strip().lower()
+    if protocol not in ("classic", "consumer"):
+        raise KgroupError(
+            f"kafka.group.protocol: {config['group.protocol']!r}; give classic or consumer (Kafka's names)"
+        )
+    remote = config.get("group.remote.assignor")
+    if protocol == "consumer":
+        refused = [
+            f"kafka.{name}"
+            for name in ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms")
+            if config.get(name, "").strip()
+        ]
+        if refused:
+            raise KgroupError(
+                f"{refused[0]}: not supported with kafka.group.protocol=consumer (the coordinator owns "
+                "it); remove it, or use kafka.group.remote.assignor for the assignor"
+            )
+        if remote is not None and not remote.strip():
+            raise KgroupError("kafka.group.remote.assignor: empty; give a server assignor (uniform, range)")
+    elif remote is not None and remote.strip():
+        raise KgroupError(
+            "kafka.group.remote.assignor: only with kafka.group.protocol=consumer; set it or drop this option"
+        )
     if not group_id:
         raise KgroupError("kafka.group.id: consume=group needs the consumer group's id; set kafka.group.id")
     members = 1
@@ -119,6 +156,8 @@ def parse_group_settings(config: Mapping[str, str], members_text: str | None) ->
         heartbeat_interval_ms=_ms("heartbeat.interval.ms", config.get("heartbeat.interval.ms", "3000")),
         max_poll_interval_ms=_ms("max.poll.interval.ms", config.get("max.poll.interval.ms", "300000")),
         client_id=config.get("client.id", "kgroup-spark").strip() or "kgroup-spark",
+        group_protocol=protocol,
+        remote_assignor=remote.strip() if protocol == "consumer" and remote else None,
     )
     if settings.heartbeat_interval_ms >= settings.session_timeout_ms:
         raise KgroupError(

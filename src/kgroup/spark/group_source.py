@@ -110,6 +110,7 @@ class GroupMembers:
             if self.options.subscription.kind == "subscribePattern"
             else None
         )
+        consumer_protocol = s.group_protocol == "consumer"
         for i in range(s.members):
             config = MemberConfig(
                 s.group_id,
@@ -118,8 +119,12 @@ class GroupMembers:
                 session_timeout_ms=s.session_timeout_ms,
                 heartbeat_interval_ms=s.heartbeat_interval_ms,
                 max_poll_interval_ms=s.max_poll_interval_ms,
-                enable_auto_commit=False,
-                commit_on_revoke=True,  # onPartitionsRevoked commits what the query has processed
+                # classic: onPartitionsRevoked commits what the query has processed. The consumer
+                # protocol's member commits what was processed before it reconciles when auto-commit
+                # is on (Kafka's maybeAutoCommitSyncBeforeRebalance): on, with no periodic commits
+                enable_auto_commit=consumer_protocol,
+                auto_commit_interval_ms=_NEVER_MS if consumer_protocol else 5000,
+                commit_on_revoke=not consumer_protocol,
                 assignors=s.assignors,
             )
             consumer = GroupConsumer(
@@ -129,6 +134,8 @@ class GroupMembers:
                 pattern=pattern,
                 request_timeout_ms=min(30000, self.options.api_timeout_ms),
                 metadata_max_age_ms=5000,  # notice new partitions and topics between batches
+                group_protocol=s.group_protocol,
+                remote_assignor=s.remote_assignor,
             )
             await consumer.start()
             self._consumers.append(consumer)
@@ -145,7 +152,7 @@ class GroupMembers:
             if views is not None:
                 return views
             if loop.time() >= deadline:
-                phases = ", ".join(f"{c.member_id or '?'}: {c.phase.value}" for c in self._consumers)
+                phases = ", ".join(f"{c.member_id or '?'}: {c.state.lower()}" for c in self._consumers)
                 raise KgroupError(
                     f"kafka.group.id: the group {self.settings.group_id!r} did not become stable within "
                     f"{self.options.api_timeout_ms} ms ({phases}); raise kafka.default.api.timeout.ms "
@@ -158,13 +165,15 @@ class GroupMembers:
         for c in self._consumers:
             if not c.has_member:
                 continue  # a pattern that matches nothing yet
-            member = c.member
+            member = _pure_member(c)
             if not c.settled:
                 return None
             owned = member.assignment()
             positions = {tp: off for tp, off in member.positions().items() if tp in owned}
             if set(positions) != set(owned):
                 return None  # OffsetFetch for new partitions still running
+            # classic: every member is in the same generation; consumer protocol: once the group
+            # is reconciled every member is at the assignment epoch
             generations.add(member.generation)
             views.append(
                 MemberView(member.member_id, member.generation, member.config.group_instance_id, positions)
@@ -191,12 +200,17 @@ class GroupMembers:
         for c in self._consumers:
             if not c.has_member:
                 continue
-            owned = c.member.assignment()
+            owned = c.assignment
             mine = {ModelPartition(*tp): off for tp, off in offsets.items() if tp in owned and off >= 0}
-            if not mine or c.member.phase.value != "stable":
+            if not mine:
                 continue
+            # recorded first, whatever the member's state: a revocation the next poll starts
+            # commits them (the classic member's commit on revoke, the consumer protocol's commit
+            # before it reconciles)
             for tp, off in mine.items():
                 c.record_processed(tp, off)
+            if c.state != "STABLE":
+                continue
             try:
                 await c.commit(mine, timeout_ms=self.options.api_timeout_ms)
             except ClientError as exc:  # a rebalance started: the revocation commits these positions
@@ -216,6 +230,15 @@ class GroupMembers:
         self._thread.join(timeout=10)
         if not self._loop.is_running():
             self._loop.close()
+
+
+#: auto-commit's interval when only the commit before a reconciliation is wanted (Kafka's maximum)
+_NEVER_MS = 2**31 - 1
+
+
+def _pure_member(consumer: Any) -> Any:
+    """The pure member a :class:`GroupConsumer` drives, whichever group protocol it speaks."""
+    return consumer.consumer_member if consumer.group_protocol == "consumer" else consumer.member
 
 
 def _offsets(value: Any) -> dict[TopicPartition, int]:

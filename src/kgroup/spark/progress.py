@@ -27,9 +27,7 @@ def _largest_active_stage(spark: Any) -> tuple[int, int] | None:
 
 
 @contextmanager
-def watch_tasks(
-    spark: Any, on_update: Callable[[int, int], None], interval_s: float = 0.5
-) -> Iterator[None]:
+def watch_tasks(spark: Any, on_update: Callable[[int, int], None], interval_s: float = 0.5) -> Iterator[None]:
     """While the block runs, call ``on_update(completed, total)`` every ``interval_s`` seconds
     with the largest active stage's task counts (nothing while no stage is active)."""
     stop = threading.Event()

@@ -19,7 +19,7 @@ from kgroup.group.consumer.records import (
 )
 from kgroup.group.records import GroupDeleted, GroupRecord, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.txn import Txn
-from kgroup.javacompat import JavaHashSet, java_integer_hash
+from kgroup.javacompat import JavaHashSet, java_integer_hash, java_string_hash
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -82,7 +82,10 @@ def _describe_member(
         member_epoch=member.member_epoch,
         client_id=member.client_id,
         client_host=member.client_host,
-        subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
+        # the member's names are a ``HashSet<String>``: Kafka lists them in its iteration order
+        subscribed_topic_names=tuple(
+            JavaHashSet.copy_of(java_string_hash, sorted(member.subscribed_topic_names))
+        ),
         subscribed_topic_regex=member.subscribed_topic_regex,
         assignment=_described(owned, ctx),
         target_assignment=_described(target, ctx),
@@ -98,10 +101,11 @@ def handle_consumer_describe(
     for group_id in req.group_ids:
         group = ctx.groups.get(group_id)
         if group is None:
+            # ``GroupMetadataManager.consumerGroup(id, offset)``: ``group(id)`` first
             message = (
                 f"Group {group_id} is not a consumer group."
                 if group_id in txn.groups
-                else f"Consumer group {group_id} not found."
+                else f"Group {group_id} not found."
             )
             described.append(DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
             continue
