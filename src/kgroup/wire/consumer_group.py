@@ -1,0 +1,315 @@
+"""ConsumerGroupHeartbeat (API key 68) and ConsumerGroupDescribe (69) between kgroup's typed messages
+and kio's wire entities, both directions, v0 and v1.
+
+One home for KIP-848's two group APIs: the broker reads requests with ``*_request_from_wire`` and
+answers with ``*_response_to_wire``; the client does the opposite with the other two. Topic ids are
+:class:`kgroup.model.TopicId` in kgroup and ``uuid.UUID`` in kio (kio reads the all-zero id as
+``None``; it maps back to the zero id). An error code kgroup does not know reads as
+``UNKNOWN_SERVER_ERROR``.
+
+Versions: v1 of the heartbeat request added ``SubscribedTopicRegex`` (writing a regex at v0 is
+refused, as Kafka's generated ``write`` refuses it); v1 of the describe response added
+``MemberType``, which is ignorable, so v0 leaves it out and reads it as ``-1``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from kio.schema.consumer_group_describe.v0 import request as describe_req_v0
+from kio.schema.consumer_group_describe.v0 import response as describe_resp_v0
+from kio.schema.consumer_group_describe.v1 import request as describe_req_v1
+from kio.schema.consumer_group_describe.v1 import response as describe_resp_v1
+from kio.schema.consumer_group_heartbeat.v0 import request as heartbeat_req_v0
+from kio.schema.consumer_group_heartbeat.v0 import response as heartbeat_resp_v0
+from kio.schema.consumer_group_heartbeat.v1 import request as heartbeat_req_v1
+from kio.schema.consumer_group_heartbeat.v1 import response as heartbeat_resp_v1
+from kio.schema.errors import ErrorCode as KioErrorCode
+from kio.static.primitive import i8, i32, i32Timedelta
+
+from kgroup.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    DescribedTopicPartitions,
+    TopicPartitions,
+)
+from kgroup.model import ErrorCode, KgroupError, TopicId
+
+__all__ = [
+    "CONSUMER_GROUP_DESCRIBE",
+    "CONSUMER_GROUP_HEARTBEAT",
+    "VERSIONS",
+    "consumer_group_describe_request_from_wire",
+    "consumer_group_describe_request_to_wire",
+    "consumer_group_describe_response_from_wire",
+    "consumer_group_describe_response_to_wire",
+    "consumer_group_heartbeat_request_from_wire",
+    "consumer_group_heartbeat_request_to_wire",
+    "consumer_group_heartbeat_response_from_wire",
+    "consumer_group_heartbeat_response_to_wire",
+]
+
+CONSUMER_GROUP_HEARTBEAT = 68
+CONSUMER_GROUP_DESCRIBE = 69
+#: the versions this module speaks, per API key (Kafka 4.x's stable ones)
+VERSIONS: dict[int, tuple[int, int]] = {CONSUMER_GROUP_HEARTBEAT: (0, 1), CONSUMER_GROUP_DESCRIBE: (0, 1)}
+
+_HEARTBEAT_REQUEST = (heartbeat_req_v0, heartbeat_req_v1)
+_HEARTBEAT_RESPONSE = (heartbeat_resp_v0, heartbeat_resp_v1)
+_DESCRIBE_REQUEST = (describe_req_v0, describe_req_v1)
+_DESCRIBE_RESPONSE = (describe_resp_v0, describe_resp_v1)
+
+
+# --- shared conversions ---------------------------------------------------------------------------
+
+
+def _module(modules: tuple[Any, ...], version: int, what: str) -> Any:
+    if not 0 <= version < len(modules):
+        raise KgroupError(f"{what} version: {version}; kgroup speaks versions 0-{len(modules) - 1}")
+    return modules[version]
+
+
+def _uuid(topic_id: TopicId) -> uuid.UUID:
+    return uuid.UUID(int=topic_id.to_int())
+
+
+def _topic_id(value: uuid.UUID | None) -> TopicId:
+    return TopicId(0, 0) if value is None else TopicId.from_int(value.int)
+
+
+def _error(code: Any) -> ErrorCode:
+    try:
+        return ErrorCode(int(code))
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def _kio_error(code: ErrorCode) -> KioErrorCode:
+    return KioErrorCode(int(code))
+
+
+def _timedelta(ms: int) -> i32Timedelta:
+    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
+
+
+def _ms(value: datetime.timedelta) -> int:
+    return int(value // datetime.timedelta(milliseconds=1))
+
+
+def _partitions(values: Any) -> tuple[int, ...]:
+    return tuple(int(p) for p in values)
+
+
+# --- ConsumerGroupHeartbeat -----------------------------------------------------------------------
+
+
+def consumer_group_heartbeat_request_to_wire(msg: ConsumerGroupHeartbeatRequest, version: int) -> Any:
+    """The kio ``ConsumerGroupHeartbeatRequest`` of ``version`` carrying ``msg``."""
+    module = _module(_HEARTBEAT_REQUEST, version, "ConsumerGroupHeartbeat")
+    values: dict[str, Any] = {
+        "group_id": msg.group_id,
+        "member_id": msg.member_id,
+        "member_epoch": i32(msg.member_epoch),
+        "instance_id": msg.instance_id,
+        "rack_id": msg.rack_id,
+        "rebalance_timeout": _timedelta(msg.rebalance_timeout_ms),
+        "subscribed_topic_names": msg.subscribed_topic_names,
+        "server_assignor": msg.server_assignor,
+        "topic_partitions": None
+        if msg.topic_partitions is None
+        else tuple(
+            module.TopicPartitions(topic_id=_uuid(t.topic_id), partitions=tuple(i32(p) for p in t.partitions))
+            for t in msg.topic_partitions
+        ),
+    }
+    if version >= 1:
+        values["subscribed_topic_regex"] = msg.subscribed_topic_regex
+    elif msg.subscribed_topic_regex is not None:
+        raise KgroupError(
+            "subscribed_topic_regex: ConsumerGroupHeartbeat v0 cannot carry a regex; the broker must "
+            "support v1 (Kafka 4.0+) for a regex subscription"
+        )
+    return module.ConsumerGroupHeartbeatRequest(**values)
+
+
+def consumer_group_heartbeat_request_from_wire(obj: Any) -> ConsumerGroupHeartbeatRequest:
+    """The typed request from a kio ``ConsumerGroupHeartbeatRequest`` (v0 or v1)."""
+    topic_partitions = obj.topic_partitions
+    names = obj.subscribed_topic_names
+    return ConsumerGroupHeartbeatRequest(
+        group_id=obj.group_id,
+        member_id=obj.member_id,
+        member_epoch=int(obj.member_epoch),
+        instance_id=obj.instance_id,
+        rack_id=obj.rack_id,
+        rebalance_timeout_ms=_ms(obj.rebalance_timeout),
+        subscribed_topic_names=None if names is None else tuple(names),
+        subscribed_topic_regex=getattr(obj, "subscribed_topic_regex", None),
+        server_assignor=obj.server_assignor,
+        topic_partitions=None
+        if topic_partitions is None
+        else tuple(
+            TopicPartitions(_topic_id(t.topic_id), _partitions(t.partitions)) for t in topic_partitions
+        ),
+    )
+
+
+def consumer_group_heartbeat_response_to_wire(
+    msg: ConsumerGroupHeartbeatResponse, version: int, throttle_time_ms: int = 0
+) -> Any:
+    """The kio ``ConsumerGroupHeartbeatResponse`` of ``version`` carrying ``msg``."""
+    module = _module(_HEARTBEAT_RESPONSE, version, "ConsumerGroupHeartbeat")
+    assignment = None
+    if msg.assignment is not None:
+        assignment = module.Assignment(
+            topic_partitions=tuple(
+                module.TopicPartitions(
+                    topic_id=_uuid(t.topic_id), partitions=tuple(i32(p) for p in t.partitions)
+                )
+                for t in msg.assignment
+            )
+        )
+    return module.ConsumerGroupHeartbeatResponse(
+        throttle_time=_timedelta(throttle_time_ms),
+        error_code=_kio_error(msg.error_code),
+        error_message=msg.error_message,
+        member_id=msg.member_id,
+        member_epoch=i32(msg.member_epoch),
+        heartbeat_interval=_timedelta(msg.heartbeat_interval_ms),
+        assignment=assignment,
+    )
+
+
+def consumer_group_heartbeat_response_from_wire(obj: Any) -> ConsumerGroupHeartbeatResponse:
+    """The typed response from a kio ``ConsumerGroupHeartbeatResponse`` (v0 or v1)."""
+    assignment = obj.assignment
+    return ConsumerGroupHeartbeatResponse(
+        error_code=_error(obj.error_code),
+        error_message=obj.error_message,
+        member_id=obj.member_id,
+        member_epoch=int(obj.member_epoch),
+        heartbeat_interval_ms=_ms(obj.heartbeat_interval),
+        assignment=None
+        if assignment is None
+        else tuple(
+            TopicPartitions(_topic_id(t.topic_id), _partitions(t.partitions))
+            for t in assignment.topic_partitions
+        ),
+    )
+
+
+# --- ConsumerGroupDescribe ------------------------------------------------------------------------
+
+
+def consumer_group_describe_request_to_wire(msg: ConsumerGroupDescribeRequest, version: int) -> Any:
+    module = _module(_DESCRIBE_REQUEST, version, "ConsumerGroupDescribe")
+    return module.ConsumerGroupDescribeRequest(
+        group_ids=tuple(msg.group_ids), include_authorized_operations=msg.include_authorized_operations
+    )
+
+
+def consumer_group_describe_request_from_wire(obj: Any) -> ConsumerGroupDescribeRequest:
+    return ConsumerGroupDescribeRequest(
+        group_ids=tuple(obj.group_ids), include_authorized_operations=bool(obj.include_authorized_operations)
+    )
+
+
+def _described_assignment(module: Any, topics: tuple[DescribedTopicPartitions, ...]) -> Any:
+    return module.Assignment(
+        topic_partitions=tuple(
+            module.TopicPartitions(
+                topic_id=_uuid(t.topic_id),
+                topic_name=t.topic_name,
+                partitions=tuple(i32(p) for p in t.partitions),
+            )
+            for t in topics
+        )
+    )
+
+
+def _described_member_to_wire(module: Any, version: int, m: DescribedConsumerMember) -> Any:
+    values: dict[str, Any] = {
+        "member_id": m.member_id,
+        "instance_id": m.instance_id,
+        "rack_id": m.rack_id,
+        "member_epoch": i32(m.member_epoch),
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "subscribed_topic_names": tuple(m.subscribed_topic_names),
+        "subscribed_topic_regex": m.subscribed_topic_regex,
+        "assignment": _described_assignment(module, m.assignment),
+        "target_assignment": _described_assignment(module, m.target_assignment),
+    }
+    if version >= 1:  # MemberType is ignorable: v0 leaves it out
+        values["member_type"] = i8(m.member_type)
+    return module.Member(**values)
+
+
+def consumer_group_describe_response_to_wire(
+    msg: ConsumerGroupDescribeResponse, version: int, throttle_time_ms: int = 0
+) -> Any:
+    module = _module(_DESCRIBE_RESPONSE, version, "ConsumerGroupDescribe")
+    return module.ConsumerGroupDescribeResponse(
+        throttle_time=_timedelta(throttle_time_ms),
+        groups=tuple(
+            module.DescribedGroup(
+                error_code=_kio_error(g.error_code),
+                error_message=g.error_message,
+                group_id=g.group_id,
+                group_state=g.group_state,
+                group_epoch=i32(g.group_epoch),
+                assignment_epoch=i32(g.assignment_epoch),
+                assignor_name=g.assignor_name,
+                members=tuple(_described_member_to_wire(module, version, m) for m in g.members),
+                authorized_operations=i32(g.authorized_operations),
+            )
+            for g in msg.groups
+        ),
+    )
+
+
+def _described_topics(assignment: Any) -> tuple[DescribedTopicPartitions, ...]:
+    return tuple(
+        DescribedTopicPartitions(_topic_id(t.topic_id), t.topic_name, _partitions(t.partitions))
+        for t in assignment.topic_partitions
+    )
+
+
+def consumer_group_describe_response_from_wire(obj: Any) -> ConsumerGroupDescribeResponse:
+    return ConsumerGroupDescribeResponse(
+        groups=tuple(
+            DescribedConsumerGroup(
+                error_code=_error(g.error_code),
+                group_id=g.group_id,
+                error_message=g.error_message,
+                group_state=g.group_state,
+                group_epoch=int(g.group_epoch),
+                assignment_epoch=int(g.assignment_epoch),
+                assignor_name=g.assignor_name,
+                members=tuple(
+                    DescribedConsumerMember(
+                        member_id=m.member_id,
+                        instance_id=m.instance_id,
+                        rack_id=m.rack_id,
+                        member_epoch=int(m.member_epoch),
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        subscribed_topic_names=tuple(m.subscribed_topic_names),
+                        subscribed_topic_regex=m.subscribed_topic_regex,
+                        assignment=_described_topics(m.assignment),
+                        target_assignment=_described_topics(m.target_assignment),
+                        member_type=int(getattr(m, "member_type", -1)),
+                    )
+                    for m in g.members
+                ),
+                authorized_operations=int(g.authorized_operations),
+            )
+            for g in obj.groups
+        )
+    )
