@@ -57,6 +57,8 @@ APACHE_RANGES = {
     22: (0, 5),  # InitProducerId
     32: (1, 4),  # DescribeConfigs
     42: (0, 3),  # DeleteGroups
+    68: (0, 1),  # ConsumerGroupHeartbeat
+    69: (0, 1),  # ConsumerGroupDescribe
 }
 #: where kgroup's ranges differ (documented in docs/apache-kafka.md; a client picks the highest
 #: version both sides speak, so a lower max changes the layout, not what a client can do)
@@ -92,7 +94,7 @@ def test_api_versions_ranges(target: Target) -> None:
         assert set(ranges) == set(APACHE_RANGES)  # kgroup serves these and no more
         assert (v3["finalized_features_epoch"], v3["finalized_features"]) == (-1, [])
     else:
-        # Kafka serves some 70 APIs more (admin, transactions, KRaft, KIP-848/932 groups) and
+        # Kafka serves some 70 APIs more (admin, transactions, KRaft, share and streams groups) and
         # advertises its finalized features (group.version, …); kgroup advertises no features
         assert len(ranges) > len(APACHE_RANGES) + 40
         assert {f["name"] for f in v3["finalized_features"]} >= {"metadata.version", "group.version"}

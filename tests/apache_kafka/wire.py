@@ -42,6 +42,8 @@ API = {
     "InitProducerId": 22,
     "DescribeConfigs": 32,
     "DeleteGroups": 42,
+    "ConsumerGroupHeartbeat": 68,
+    "ConsumerGroupDescribe": 69,
 }
 
 

@@ -21,6 +21,7 @@ from kgroup.messages import (
 )
 from kgroup.model import PeerError, TopicPartition
 from kgroup.wire.group_records import KGROUP_KEY_VERSION, decode_record, encode_record
+from wire.strategies import CONSUMER_GROUP_RECORDS
 
 
 def _string(text: str) -> bytes:
@@ -134,6 +135,7 @@ _BY_TYPE: dict[type, st.SearchStrategy[Record]] = {
         st.booleans(),
         st.none() | st.tuples(_i64, _i64),
     ),
+    **CONSUMER_GROUP_RECORDS,
 }
 RECORD = st.one_of(*_BY_TYPE.values())
 

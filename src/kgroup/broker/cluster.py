@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kgroup.broker.config import BrokerConfig
@@ -69,6 +69,18 @@ class Cluster:
         self.topics: dict[str, TopicInfo] = {}
         for name, count in logs.topics().items():
             self.topics[name] = self._info(name, count, logs.topic_configs(name))
+        #: grows with every topic created or deleted (the version of the consumer groups' metadata image)
+        self.topics_version = 0
+        self._topic_watchers: list[Callable[[], None]] = []
+
+    def watch_topics(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` after every topic creation or deletion."""
+        self._topic_watchers.append(callback)
+
+    def _topics_changed(self) -> None:
+        self.topics_version += 1
+        for callback in self._topic_watchers:
+            callback()
 
     # --- placement -------------------------------------------------------------------------------
 
@@ -117,11 +129,13 @@ class Cluster:
             name, topic_id_for(name), self._placement(partitions, replication_factor), dict(configs)
         )
         self.topics[name] = info
+        self._topics_changed()
         return info
 
     def delete_topic(self, name: str) -> None:
         self.logs.delete_topic(name)
-        self.topics.pop(name, None)
+        if self.topics.pop(name, None) is not None:
+            self._topics_changed()
 
     def partition_log(self, topic: str, partition: int) -> PartitionLogLike | None:
         info = self.topics.get(topic)

@@ -102,9 +102,10 @@ class RequestContext:
         return self.header.api_version
 
 
-#: a handler returns the response as plain data (see :func:`kgroup.wire.codec.build`), or ``None``
-#: for no response at all
-Handler = Callable[[RequestContext, Any], Awaitable[dict[str, Any] | None]]
+#: a handler returns the response as plain data (see :func:`kgroup.wire.codec.build`), as the kio
+#: response entity itself (what a typed translation in :mod:`kgroup.wire` makes), or ``None`` for no
+#: response at all
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 _HANDLERS: dict[int, Handler] = {}
 
 
@@ -156,6 +157,8 @@ async def dispatch(
         return None
     cls = response_class(header.api_key, header.api_version)
     assert cls is not None  # supported versions all have a schema
+    if isinstance(data, cls):  # built by a typed translation: a few entries per group, encoded here
+        return encode_response(header.correlation_id, data)
     if large or not _fewer_entries_than(data, LARGE_RESPONSE_ENTRIES):
         return await broker.off_loop(_build_and_encode, header.correlation_id, cls, data)
     return encode_response(header.correlation_id, build(cls, data))

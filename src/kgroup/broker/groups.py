@@ -37,8 +37,14 @@ from random import Random
 from typing import TYPE_CHECKING, Any
 
 from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupView, TimerTable
+from kgroup.group.consumer.metadata import MetadataImage, TopicImage
 from kgroup.group.records import Record, TimerArmed, TimerDisarmed
 from kgroup.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribedConsumerGroup,
     Envelope,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -56,7 +62,7 @@ from kgroup.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from kgroup.model import ErrorCode, PeerError
+from kgroup.model import ErrorCode, PeerError, TopicId
 from kgroup.wire.group_records import decode_record, encode_record
 
 if TYPE_CHECKING:
@@ -92,6 +98,10 @@ def error_response(body: Request, code: ErrorCode) -> Response:
         return OffsetCommitResponse(tuple((o.partition, code) for o in body.offsets))
     if isinstance(body, OffsetFetchRequest):
         return OffsetFetchResponse(code)
+    if isinstance(body, ConsumerGroupHeartbeatRequest):
+        return ConsumerGroupHeartbeatResponse(code)
+    if isinstance(body, ConsumerGroupDescribeRequest):
+        return ConsumerGroupDescribeResponse(tuple(DescribedConsumerGroup(code, g) for g in body.group_ids))
     raise TypeError(f"no error answer for {type(body).__name__}")
 
 
@@ -144,11 +154,13 @@ class GroupAdapter:
         self.checkpoints = 0  # made since start
         self._checkpoint_base = 0  # the log's size after the last checkpoint
         self._checkpointing: asyncio.Task[None] | None = None
+        self._image: MetadataImage | None = None  # the topics as of the cluster's topics_version
 
     # --- lifecycle and rebuilding -----------------------------------------------------------------
 
     def start(self) -> None:
         self._timers_changed = asyncio.Event()
+        self.broker.cluster.watch_topics(self.on_topics_changed)
         self.rebuild()
         self._timer_task = asyncio.get_running_loop().create_task(self._run_timers())
 
@@ -162,6 +174,27 @@ class GroupAdapter:
             if not future.done():
                 future.cancel()
         self._waiting.clear()
+
+    def metadata_image(self) -> MetadataImage:
+        """The cluster's topics as the consumer groups' coordinator reads them (Kafka's metadata
+        image): each topic's id, name and partition count, at the cluster's topic version."""
+        cluster = self.broker.cluster
+        if self._image is None or self._image.version != cluster.topics_version:
+            self._image = MetadataImage.of(
+                (
+                    TopicImage(TopicId.from_int(info.topic_id.int), info.name, info.partitions)
+                    for info in cluster.topics.values()
+                ),
+                cluster.topics_version,
+            )
+        return self._image
+
+    def on_topics_changed(self) -> None:
+        """A topic was created or deleted: every coordinator gets the new image (Kafka's
+        ``onMetadataUpdate``); a group subscribed to a changed topic sees it at its next heartbeat."""
+        image = self.metadata_image()
+        for coordinator in self.coordinators.values():
+            coordinator.set_metadata(image)
 
     def new_connection_id(self, node_id: int, peer: str) -> str:
         return f"{node_id}/{peer}/{next(self._connection_ids)}"
@@ -186,6 +219,9 @@ class GroupAdapter:
             )
             for node in sorted(cluster.alive)
         }
+        image = self.metadata_image()
+        for new in coordinators.values():
+            new.set_metadata(image)
         owner: dict[str, int] = {}
         count = 0
         for key, value in self.log.replay():

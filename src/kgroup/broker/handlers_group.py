@@ -7,11 +7,18 @@ Kafka's does; everything else is the coordinator's decision.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from kgroup.broker.dispatch import Pacer, RequestContext, register
+from kgroup.broker.dispatch import CloseConnection, Pacer, RequestContext, register
 from kgroup.broker.groups import error_response
+from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
 from kgroup.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribedConsumerGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Envelope,
@@ -37,6 +44,12 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
+from kgroup.wire.consumer_group import (
+    consumer_group_describe_request_from_wire,
+    consumer_group_describe_response_to_wire,
+    consumer_group_heartbeat_request_from_wire,
+    consumer_group_heartbeat_response_to_wire,
+)
 from kgroup.wire.group_records import offset_commit_batch_bytes
 
 __all__: list[str] = []
@@ -333,11 +346,13 @@ async def _commit_topics(
     ]
 
 
-async def _fetch_group(ctx: RequestContext, group_id: str, topics: Any) -> OffsetFetchResponse:
+async def _fetch_group(
+    ctx: RequestContext, group_id: str, topics: Any, member_id: str | None = None, member_epoch: int = -1
+) -> OffsetFetchResponse:
     partitions = None
     if topics is not None:
         partitions = tuple(TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes)
-    answer = await _call(ctx, group_id, OffsetFetchRequest(group_id, partitions))
+    answer = await _call(ctx, group_id, OffsetFetchRequest(group_id, partitions, member_id, member_epoch))
     assert isinstance(answer, OffsetFetchResponse)
     return answer
 
@@ -364,7 +379,10 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         for group in request.groups:
             if ctx.pacer.due():
                 await ctx.pacer.pause()
-            answer = await _fetch_group(ctx, group.group_id, group.topics)
+            # v9+: a consumer-protocol member says who it is (its epoch is checked)
+            member_id = getattr(group, "member_id", None)
+            member_epoch = int(getattr(group, "member_epoch", -1))
+            answer = await _fetch_group(ctx, group.group_id, group.topics, member_id, member_epoch)
             groups.append(
                 {
                     "group_id": group.group_id,
@@ -426,11 +444,11 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
 @register(16)
 async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     states = tuple(getattr(request, "states_filter", ()))
-    types = set(getattr(request, "types_filter", ()))
+    types = tuple(getattr(request, "types_filter", ()))
     envelope = Envelope(
         ctx.connection,
         ctx.header.correlation_id,
-        ListGroupsRequest(states),
+        ListGroupsRequest(states, types),
         ctx.header.client_id,
         ctx.client_host,
         ctx.version,
@@ -442,10 +460,9 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "group_id": g.group_id,
             "protocol_type": g.protocol_type,
             "group_state": g.group_state,
-            "group_type": "classic",
+            "group_type": g.group_type,
         }
         for g in answer.groups
-        if not types or "classic" in {t.lower() for t in types}
     ]
     return {"throttle_time": 0, "error_code": int(answer.error_code), "groups": groups}
 
@@ -462,3 +479,56 @@ async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
             code = ctx.broker.groups.delete_group(ctx.node_id, group_id)
         results.append({"group_id": group_id, "error_code": int(code)})
     return {"throttle_time": 0, "results": results}
+
+
+# --- the consumer protocol (KIP-848) ----------------------------------------------------------------
+
+
+def _heartbeat_strings(body: ConsumerGroupHeartbeatRequest) -> Iterator[str | None]:
+    yield from (body.group_id, body.member_id, body.instance_id, body.rack_id)
+    yield from (body.subscribed_topic_regex, body.server_assignor)
+    yield from body.subscribed_topic_names or ()
+
+
+def _longer_than_kafka_reads(text: str) -> bool:
+    return len(text) * 3 > _MAX_RECORD_STRING_BYTES and len(text.encode("utf-8")) > _MAX_RECORD_STRING_BYTES
+
+
+@register(68)
+async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
+    """``KafkaApis.handleConsumerGroupHeartbeat`` then ``GroupCoordinatorService``: the request's own
+    checks come first (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR — at any broker), then the group's
+    coordinator (NOT_COORDINATOR at another broker)."""
+    body = consumer_group_heartbeat_request_from_wire(request)
+    for text in _heartbeat_strings(body):
+        # Kafka's generated parser refuses a string longer than Short.MAX_VALUE (the request cannot be
+        # read: the connection is closed); such a string could not be written into a record either
+        if text is not None and _longer_than_kafka_reads(text):
+            raise CloseConnection("ConsumerGroupHeartbeat: a string field is longer than 32767 bytes")
+    answer = invalid_heartbeat_answer(body, ctx.version, ctx.broker.groups.config.consumer_assignors)
+    if answer is None:
+        response = await _call(ctx, body.group_id, body)
+        assert isinstance(response, ConsumerGroupHeartbeatResponse)
+        answer = response
+    return consumer_group_heartbeat_response_to_wire(answer, ctx.version)
+
+
+@register(69)
+async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
+    """``GroupCoordinatorService.consumerGroupDescribe``: an empty group id is INVALID_GROUP_ID
+    (answered first, with an empty id), every other group its coordinator's description — or
+    NOT_COORDINATOR at another broker. kgroup has no authorizer: authorized operations are left out."""
+    body = consumer_group_describe_request_from_wire(request)
+    invalid: list[DescribedConsumerGroup] = []
+    described: list[DescribedConsumerGroup] = []
+    for group_id in body.group_ids:
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
+        if not group_id:
+            invalid.append(DescribedConsumerGroup(ErrorCode.INVALID_GROUP_ID, ""))
+            continue
+        answer = await _call(ctx, group_id, ConsumerGroupDescribeRequest((group_id,)))
+        assert isinstance(answer, ConsumerGroupDescribeResponse)
+        described.extend(answer.groups)
+    response = ConsumerGroupDescribeResponse((*invalid, *described))
+    return consumer_group_describe_response_to_wire(response, ctx.version)

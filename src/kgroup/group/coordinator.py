@@ -213,7 +213,7 @@ class GroupCoordinator:
             handle_find_coordinator(txn, envelope, body, self.node)  # type: ignore[arg-type]
         else:
             handler(txn, envelope, body)
-        if isinstance(body, ListGroupsRequest) and consumer.groups:
+        if isinstance(body, ListGroupsRequest) and (consumer.groups or body.types_filter):
             return self._with_consumer_groups(txn.result(), body)
         return txn.result()
 

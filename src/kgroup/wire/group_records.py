@@ -9,14 +9,17 @@ is a tombstone. The layouts are big-endian with Kafka's primitive encodings (int
   (offset, leader epoch, metadata, commit timestamp). Decoding also reads key v0 and values v0–v3
   (v1's expire timestamp is read and dropped; v0–v2 have no leader epoch: -1).
 * :class:`~kgroup.group.GroupDeleted` is Kafka's group tombstone: ``GroupMetadataKey`` v2 with no value.
+* The consumer group's (KIP-848) records are Kafka's own ``ConsumerGroup*`` records (types 3, 5, 6, 7,
+  8 and 16), byte for byte what Kafka 4.4 writes: :mod:`kgroup.wire.consumer_group_records`. Like
+  Kafka's, they are upserts and tombstones keyed by what they describe.
 * Every other record is kgroup's own (Kafka persists only a whole-group ``GroupMetadataValue`` per
   completed rebalance; kgroup's log is a finer-grained superset, see ``docs/coordinator.md``). Its key
   starts with key version :data:`KGROUP_KEY_VERSION` (1000: Kafka's record keys use 0–15, so the two
   never collide), then an int16 record type and the group id; its value starts with an int16 value
   version (:data:`KGROUP_VALUE_VERSION`, 0) and then the record's fields in declaration order.
 
-kgroup's records are deltas, applied in order: a log of them must be replayed whole, never compacted
-by key. Corrupt bytes (short, trailing garbage, unknown versions or types, bad UTF-8) raise
+kgroup's classic-group records are deltas, applied in order: a log of them must be replayed whole,
+never compacted by key. Corrupt bytes (short, trailing garbage, unknown versions or types, bad UTF-8) raise
 :class:`~kgroup.model.PeerError`.
 """
 
@@ -26,6 +29,14 @@ import struct
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from kgroup.group.consumer.records import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+)
 from kgroup.group.records import (
     GenerationStarted,
     GroupCreated,
@@ -53,6 +64,11 @@ from kgroup.group.records import (
 from kgroup.group.states import GroupState
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import PeerError, TopicPartition
+from kgroup.wire.consumer_group_records import (
+    CONSUMER_GROUP_RECORD_TYPES,
+    decode_consumer_group_record,
+    encode_consumer_group_record,
+)
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
@@ -239,6 +255,7 @@ _TYPES: dict[type, int] = {
     GroupRestored: 16,
 }
 _STATES = {state.kafka_name: state for state in GroupState}
+_CONSUMER_GROUP_KEY_VERSIONS = frozenset(CONSUMER_GROUP_RECORD_TYPES.values())
 
 
 def _write_parked(w: _Writer, parked: Parked | None) -> None:
@@ -447,6 +464,16 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
         value.string(v.metadata if v.metadata is not None else "")  # Kafka's metadata is never null
         value.i64(v.commit_timestamp_ms)
         return key.bytes(), value.bytes()
+    if isinstance(
+        record,
+        ConsumerGroupMetadata
+        | ConsumerGroupMemberMetadata
+        | ConsumerGroupTargetAssignmentMetadata
+        | ConsumerGroupTargetAssignmentMember
+        | ConsumerGroupCurrentMemberAssignment
+        | ConsumerGroupRegularExpression,
+    ):
+        return encode_consumer_group_record(record)
     if isinstance(record, GroupDeleted):
         key.i16(GROUP_METADATA_KEY_VERSION)
         key.string(record.group_id)
@@ -502,6 +529,8 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
                 "record value: a group metadata value is not a kgroup record (only its tombstone is)"
             )
         return GroupDeleted(group_id)
+    if version in _CONSUMER_GROUP_KEY_VERSIONS:
+        return decode_consumer_group_record(key, value)
     if version != KGROUP_KEY_VERSION:
         raise PeerError(f"record key: unknown key version {version}")
     kind = k.i16()

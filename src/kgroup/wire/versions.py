@@ -31,6 +31,8 @@ SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     22: (0, 5),  # InitProducerId
     32: (1, 4),  # DescribeConfigs
     42: (0, 2),  # DeleteGroups
+    68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; librdkafka's group.protocol=consumer needs v1)
+    69: (0, 1),  # ConsumerGroupDescribe
 }
 
 API_NAMES: Final[dict[int, str]] = {
@@ -53,6 +55,8 @@ API_NAMES: Final[dict[int, str]] = {
     22: "InitProducerId",
     32: "DescribeConfigs",
     42: "DeleteGroups",
+    68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe",
 }
 
 

@@ -59,6 +59,7 @@ __all__ = [
     "fence_member_on_timer",
     "fence_members",
     "handle_consumer_heartbeat",
+    "invalid_heartbeat_answer",
     "join_key",
     "rebalance_key",
     "regex_key",
@@ -247,6 +248,19 @@ class _Op:
     def __init__(self) -> None:
         self.records: list[ConsumerGroupRecord] = []
         self.timer_ops: list[Callable[[], None]] = []
+
+
+def invalid_heartbeat_answer(
+    req: ConsumerGroupHeartbeatRequest, version: int, assignors: Collection[str]
+) -> ConsumerGroupHeartbeatResponse | None:
+    """The answer to a heartbeat that fails ``throwIfConsumerGroupHeartbeatRequestIsInvalid``, or
+    ``None``: a host that routes requests to coordinators asks this first, as Kafka's
+    ``GroupCoordinatorService`` validates before the shard (an invalid request is never NOT_COORDINATOR)."""
+    try:
+        _validate(req, version, assignors)
+    except ApiError as error:
+        return ConsumerGroupHeartbeatResponse(error.code, error.message)
+    return None
 
 
 def handle_consumer_heartbeat(

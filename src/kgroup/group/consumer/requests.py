@@ -105,7 +105,7 @@ def handle_consumer_describe(
             message = (
                 f"Group {group_id} is not a consumer group."
                 if group_id in txn.groups
-                else f"Group {group_id} not found."
+                else f"Group {group_id} not found."  # GroupMetadataManager.group(id, offset)
             )
             described.append(DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
             continue

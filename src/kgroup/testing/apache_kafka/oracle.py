@@ -17,6 +17,10 @@ first use against the pinned release's jars) and answers batches of requests, on
   :func:`server_vector_group` reads a ``server-*`` vector's input into them;
 * :meth:`~KafkaOracle.produce` — a real ``KafkaProducer`` sending records to a live cluster, and the
   partition each one went to;
+* :meth:`~KafkaOracle.record_bytes` / :meth:`~KafkaOracle.record_read` — the group coordinator's
+  ``__consumer_offsets`` records through Kafka's ``GroupCoordinatorRecordSerde``: the key and value bytes
+  Kafka writes for a record given as the JSON of its generated converters, and the record Kafka reads
+  from given bytes;
 * :meth:`~KafkaOracle.has_class` — whether the release has a class at all.
 
     >>> with KafkaOracle() as kafka:  # doctest: +SKIP
@@ -60,6 +64,7 @@ from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, K
 __all__ = [
     "CONSUMER_ASSIGNORS",
     "SERVER_ASSIGNORS",
+    "CoordinatorRecordJson",
     "KafkaOracle",
     "Murmur2Answer",
     "OracleAnswer",
@@ -82,7 +87,7 @@ SERVER_ASSIGNORS = ("uniform", "range")
 START_TIMEOUT_S = 60.0
 #: one batch; a few thousand small groups take well under a second once the JIT is warm
 CALL_TIMEOUT_S = 120.0
-_SOURCES = ("AssignorOracle.java", "ServerAssignors.java")
+_SOURCES = ("AssignorOracle.java", "ServerAssignors.java", "CoordinatorRecords.java")
 _JVM_OPTIONS = ("-XX:+UseSerialGC", "-Xss4m", "-Djava.awt.headless=true")
 
 
@@ -155,6 +160,17 @@ class ServerAnswer:
     assignment: dict[str, Record]
     nanos: tuple[int, ...] = ()
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorRecordJson:
+    """One ``__consumer_offsets`` record as Kafka's generated converters write it as JSON: the record
+    type (the key's version), the key's fields and the value's (``None``: a tombstone), camelCase as
+    the message schemas name them; a uuid is Kafka's base64 string, bytes are base64."""
+
+    type: int
+    key: Mapping[str, Any]
+    value: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,6 +511,31 @@ class KafkaOracle:
         }
         raw = _no_error(self._call("produce", [item])[0])
         return Produced(tuple(int(p) for p in raw["partitions"]), tuple(int(p) for p in raw["metadataOrder"]))
+
+    def record_bytes(self, records: Sequence[CoordinatorRecordJson]) -> list[tuple[bytes, bytes | None]]:
+        """The key and value bytes Kafka's ``GroupCoordinatorRecordSerde`` writes for each record; a
+        record is its type (the key's version), the key's and the value's JSON as Kafka's generated
+        ``*JsonConverter`` read it (``None``: a tombstone)."""
+        batch = [
+            {"type": r.type, "key": dict(r.key), "value": None if r.value is None else dict(r.value)}
+            for r in records
+        ]
+        out = []
+        for answer in self._call("record-bytes", batch):
+            raw = _no_error(answer)
+            value = raw["value"]
+            out.append((bytes.fromhex(raw["key"]), None if value is None else bytes.fromhex(value)))
+        return out
+
+    def record_read(self, entries: Sequence[tuple[bytes, bytes | None]]) -> list[CoordinatorRecordJson]:
+        """What Kafka's ``GroupCoordinatorRecordSerde`` reads from each (key, value), as the JSON its
+        converters write (a tagged field at its default is left out); :class:`OracleError` when Kafka
+        refuses the bytes."""
+        batch = [{"key": k.hex(), "value": None if v is None else v.hex()} for k, v in entries]
+        return [
+            CoordinatorRecordJson(int(raw["type"]), raw["key"], raw["value"])
+            for raw in (_no_error(r) for r in self._call("record-read", batch))
+        ]
 
     def has_class(self, name: str) -> bool:
         """Whether the release has class ``name`` (e.g. to see what moved or was removed)."""

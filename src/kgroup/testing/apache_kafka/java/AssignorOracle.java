@@ -24,6 +24,10 @@
 //                  cluster; the answer is the partition each record went to (RecordMetadata.partition)
 //                  and the order in which the producer's metadata lists the topic's partitions
 //   has-class      {"name": "..."} -> {"present": true|false}
+//   record-bytes   {"type": 3, "key": {...}, "value": {...}|null} -> {"key": "<hex>", "value": "<hex>"|null}
+//   record-read    {"key": "<hex>", "value": "<hex>"|null} -> {"type", "key", "value", "valueVersion"}
+//                  the coordinator's __consumer_offsets records through GroupCoordinatorRecordSerde, built
+//                  from and answered as the JSON of Kafka's generated converters (CoordinatorRecords.java)
 //
 // Written for kgroup; it calls Kafka's classes, it copies none of their code.
 
@@ -141,6 +145,10 @@ public final class AssignorOracle {
                     return produce(item);
                 case "has-class":
                     return hasClass(item.path("name").asText());
+                case "record-bytes":
+                    return CoordinatorRecords.bytes(item);
+                case "record-read":
+                    return CoordinatorRecords.read(item);
                 default:
                     throw new IllegalArgumentException("unknown op '" + op + "'");
             }
