@@ -71,8 +71,13 @@ def _port_open(port: int) -> bool:
 
 
 def _cluster_id() -> str:
-    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as Kafka's Uuid prints)."""
-    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+    """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as Kafka's Uuid prints).
+    Like Kafka's ``Uuid.randomUuid`` it never starts with ``-``: the storage tool would read such an id
+    as an option ("--cluster-id expected one argument", seen once in a test run)."""
+    while True:
+        text = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _last_lines(path: Path, count: int = 3) -> str:
