@@ -65,6 +65,22 @@ def _committed(cluster: KafkaCluster, topic: str, group: str) -> list[int]:
         consumer.close()
 
 
+def _members_leave(cluster: KafkaCluster, group: str, within_s: float = 15.0) -> float:
+    """Seconds until the group has no members (well under the 45 s session timeout: they left)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 3})
+    start = time.monotonic()
+    members = -1
+    while time.monotonic() - start < within_s:
+        described = admin.describe_consumer_groups([group])[group].result(10)
+        members = len(described.members)
+        if members == 0:
+            return time.monotonic() - start
+        time.sleep(0.25)
+    raise AssertionError(f"{group}: still {members} members {within_s} s after the query ended")
+
+
 def _ends(cluster: KafkaCluster, topic: str) -> list[int]:
     from confluent_kafka import Consumer, TopicPartition
 
@@ -91,6 +107,8 @@ def test_available_now_reads_everything_once_and_leaves_the_group_with_no_lag(
         .start(str(tmp_path / "out"))
     )
     assert query.awaitTermination(180)
+    # the query's members leave the group as it ends (issue 19: they used to wait out the session)
+    _members_leave(kafka_cluster, group)
     rows = kgroup_spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted((r.partition, r.offset) for r in rows) == sorted(
         (i % TOPIC_PARTITIONS, i // TOPIC_PARTITIONS) for i in range(400)
@@ -139,6 +157,7 @@ def test_consumer_protocol_reads_everything_once_and_commits_with_member_epochs(
         .start(str(tmp_path / "out"))
     )
     assert query.awaitTermination(180)
+    _members_leave(kafka_cluster, group)  # the consumer protocol's leave heartbeat
     rows = kgroup_spark.read.parquet(str(tmp_path / "out")).collect()
     assert sorted((r.partition, r.offset) for r in rows) == sorted(
         (i % TOPIC_PARTITIONS, i // TOPIC_PARTITIONS) for i in range(400)

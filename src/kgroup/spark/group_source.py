@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import signal
 import threading
 from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -232,6 +233,26 @@ class GroupMembers:
             self._loop.close()
 
 
+def _stop_on_sigterm() -> None:
+    """Make the group members leave when Spark ends the query.
+
+    PySpark's streaming source runner calls the reader's ``stop()`` only from a ``finally`` around its
+    request loop, and Spark ends that runner by destroying its process (SIGTERM, seen twice in a row),
+    so the members never left: the other consumers of the group waited the whole session timeout for
+    their partitions. In the runner's main thread, the first SIGTERM now raises ``SystemExit`` (the
+    runner's ``finally`` calls ``stop()``, which closes every member: LeaveGroup, or the consumer
+    protocol's leave heartbeat) and later ones are ignored while the members close (bounded by
+    ``kafka.default.api.timeout.ms``)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def leave(_signum: int, _frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, leave)
+
+
 #: auto-commit's interval when only the commit before a reconciliation is wanted (Kafka's maximum)
 _NEVER_MS = 2**31 - 1
 
@@ -291,6 +312,7 @@ class KgroupGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._lookup: OffsetLookup | None = None
         self._target: dict[TopicPartition, int] | None = None
         self._report = data_loss_reporter(options.fail_on_data_loss, LOG.warning)
+        _stop_on_sigterm()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"options": self.options}
