@@ -186,7 +186,7 @@ def test_protocols_and_names() -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 follow-up: kgroup's StickyAssignor differs from Kafka's here")
+@pytest.mark.xfail(strict=True, reason="issue 22 follow-up: kgroup's StickyAssignor is not Kafka's here")
 def test_eager_sticky_stale_claim_with_the_member_ids_of_an_apache_kafka_run() -> None:
     """Generation 4 of tests/apache_kafka/test_java_subscription_change.py's leader run (Apache Kafka
     4.4.0, real clients): c0 subscribes to ``a`` only and claims its generation-2 partitions, c1 and
