@@ -184,3 +184,26 @@ def test_protocols_and_names() -> None:
     assert cooperative.supports(RebalanceProtocol.COOPERATIVE) and not sticky.supports(
         RebalanceProtocol.COOPERATIVE
     )
+
+
+@pytest.mark.xfail(strict=True, reason="issue 22 follow-up: kgroup's StickyAssignor is not Kafka's here")
+def test_eager_sticky_stale_claim_with_the_member_ids_of_an_apache_kafka_run() -> None:
+    """Generation 4 of tests/apache_kafka/test_java_subscription_change.py's leader run (Apache Kafka
+    4.4.0, real clients): c0 subscribes to ``a`` only and claims its generation-2 partitions, c1 and
+    c2 claim generation 3's. Kafka's StickyAssignor (the live leader, and the 4.4.0 jar through the
+    oracle, a fresh instance) hands c0 its stale b-0, b-1 back; kgroup's gives it a-0 a-1 a-2 b-2
+    (also a stale claim, but not Kafka's): with these member ids kgroup's answer is not Kafka's."""
+    a, b = "a", "b"
+    topics = {a: TopicMetadata(a, 4), b: TopicMetadata(b, 8)}
+    members = [
+        eager("c0-c113810d-3ce1-45f2-9115-49bdc5a21172", (a,), [*tps(a, 0, 1, 2), *tps(b, 0, 1, 2)], 2),
+        eager("c1-2e14f84b-fa70-4ac5-80b0-7306a8484a51", (a, b), [*tps(a, 3), *tps(b, 3, 4, 5)], 3),
+        eager("c2-17848f14-cbfb-46b8-96be-946f9b983de5", (a, b), [*tps(a, 2), *tps(b, 2, 6, 7)], 3),
+    ]
+    kafka = {
+        members[0].member_id: [*tps(a, 0, 1), *tps(b, 0, 1)],
+        members[1].member_id: [*tps(a, 3), *tps(b, 3, 4, 5)],
+        members[2].member_id: [*tps(a, 2), *tps(b, 2, 6, 7)],
+    }
+    answer = StickyAssignor().assign(AssignmentRequest(members, topics))
+    assert {m: sorted(p) for m, p in answer.items()} == {m: sorted(p) for m, p in kafka.items()}

@@ -12,16 +12,25 @@ from typing import Any
 import yaml
 
 from kgroup.sim import parse_scenario, simulate
-from kgroup.sim.campaign import ASSIGNOR_LISTS, check_scenario, check_seed, random_scenario, shrink
+from kgroup.sim.campaign import (
+    ASSIGNOR_LISTS,
+    FAMILY_ASSIGNORS,
+    base_scenario,
+    check_scenario,
+    check_seed,
+    random_scenario,
+    shrink,
+)
 
 
 def test_every_seed_draws_a_valid_deterministic_scenario_covering_the_distribution() -> None:
+    """The base distribution (what every seed drew before the subscription-change family)."""
     kinds: set[str] = set()
     lists: set[tuple[str, ...]] = set()
     statics = losses = resets = 0
     for seed in range(200):
-        data = random_scenario(seed)
-        assert random_scenario(seed) == data  # deterministic
+        data = base_scenario(seed)
+        assert base_scenario(seed) == data  # deterministic
         parse_scenario(data)  # valid
         kinds |= {e["kind"] for e in data["events"]}
         lists.add(tuple(data["group"]["assignors"]))
@@ -92,3 +101,78 @@ def test_a_shrunk_failure_file_replays(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     direct = simulate(parse_scenario(data, name="campaign-seed-3"))
     assert out.stdout == direct.to_json()  # the file is the scenario, byte for byte the same run
+
+
+def _family_cell(data: dict[str, Any]) -> set[tuple[str, str, str]]:
+    """(assignor, leader/follower, drop/add) of each subscription change on c0 or a follower."""
+    assignor = data["group"]["assignors"][0]
+    current: dict[str, set[str]] = {}
+    for consumer in data["consumers"]:
+        count = consumer.get("count", 1)
+        ids = [consumer["id"]] if "id" in consumer else [f"{consumer['prefix']}{k}" for k in range(count)]
+        current.update({name: set(consumer["topics"]) for name in ids})
+    cells = set()
+    for event in data["events"]:
+        if event["kind"] != "subscribe" or event["consumer"] not in current:
+            continue
+        who, new = event["consumer"], set(event["topics"])
+        role = "leader" if who == "c0" else "follower"
+        if new < current[who]:
+            cells.add((assignor, role, "drop"))
+        elif new > current[who]:
+            cells.add((assignor, role, "add"))
+        current[who] = new
+    return cells
+
+
+def test_a_third_of_the_seeds_draw_the_subscription_change_family() -> None:
+    """Issue 22's family: static members × subscription changes that drop or add topics × on the
+    leader (c0, started first) and on followers × every client-side assignor, each cell many times
+    in 200 seeds; every other seed draws exactly its base-distribution scenario."""
+    family = 0
+    cells: dict[tuple[str, str, str], int] = {}
+    for seed in range(200):
+        data = random_scenario(seed)
+        if data["consumers"][0].get("id") != "c0":
+            if seed % 4 == 0:
+                assert data == base_scenario(seed)
+            continue
+        assert random_scenario(seed) == data  # deterministic (valid: random_scenario parses it)
+        family += 1
+        assert all(c["static"] for c in data["consumers"])
+        assert data["group"]["assignors"] in ([a] for a in FAMILY_ASSIGNORS)
+        # the leader starts alone; the followers a second later
+        starts = [e for e in data["events"] if e["kind"] == "start" and e["at_ms"] == 1000]
+        assert {e["consumer"] for e in starts} == {f"f{k}" for k in range(data["consumers"][1]["count"])}
+        # every round holds a rebalance open: a follower stuck in poll() across the change
+        assert any(e["kind"] == "slow_poll" for e in data["events"]) or data["consumers"][1]["count"] == 1
+        for cell in _family_cell(data):
+            cells[cell] = cells.get(cell, 0) + 1
+    assert 50 < family < 85
+    expected = {(a, r, c) for a in FAMILY_ASSIGNORS for r in ("leader", "follower") for c in ("drop", "add")}
+    assert set(cells) == expected
+    assert all(cells[(a, r, "drop")] >= 5 for a in FAMILY_ASSIGNORS for r in ("leader", "follower")), cells
+
+
+def test_the_family_lands_a_change_in_flight_on_the_leader() -> None:
+    """Campaign seed 11 (family, eager sticky): c0 leads every generation and drops t0 at 51 s while
+    f3 is stuck in poll() and a new static member joins; the generation assigned from its old
+    subscription is refused, then its own StickyAssignor hands its stale t0 claim (t0-0, t0-6) back
+    to it in generations 3, 4 and 5, refused each time — counted, not failed."""
+    data = random_scenario(11)
+    result = simulate(parse_scenario(data))
+    leaders = {e["consumer"] for e in result.events if e["kind"] == "joined_group" and e["leader"]}
+    assert leaders == {"c0"}
+    refused = [
+        e["consumer"]
+        for e in result.events
+        if e["kind"] == "rejoin_requested"
+        and e["reason"] == "received assignment does not match the current subscription"
+    ]
+    assert refused == ["c0"] * 4
+    handed_back = [e for e in result.events if e["kind"] == "assigned_outside_subscription"]
+    assert [(e["generation"], e["member_id"][:3], e["partitions"]) for e in handed_back] == [
+        (g, "c0-", ["t0-0", "t0-6"]) for g in (3, 4, 5)
+    ]
+    run = check_scenario(data, 11)
+    assert not run.failed and run.outside_subscription_ms > 0

@@ -289,6 +289,7 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
         "with_violations": sum(1 for r in runs if r.violation_count > 0 or r.double_owned_ms > 0),
         "unsettled_disturbances": sum(r.unsettled for r in runs),
         "zombie_owned_ms": sum(r.zombie_owned_ms for r in runs),
+        "with_outside_subscription": sum(1 for r in runs if r.outside_subscription_ms > 0),
         "wall_s": round(wall_s, 1),
         "failures": failures,
     }
@@ -298,7 +299,8 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
         console.print(
             f"campaign: {n} scenarios (seeds {start}..{start + n - 1}, {engine}) in {wall_s:.1f} s: "
             f"{len(failures)} failing ({summary['crashed']} crashed, {summary['with_violations']} with "
-            f"invariant violations); {summary['unsettled_disturbances']} disturbances never settled"
+            f"invariant violations); {summary['unsettled_disturbances']} disturbances never settled; "
+            f"{summary['with_outside_subscription']} with eager sticky's stale claims outside a subscription"
         )
         for failure in failures:
             what = failure["crashed"] or "; ".join(failure["violations"][:2])

@@ -22,6 +22,14 @@ The distribution (documented in ``docs/simulator.md``):
   restart, scale out / in, slow poll, network partition (1–40 s), add partitions, subscribe, stop,
   start.
 
+A third of the seeds (:data:`SUBSCRIPTION_SHARE`, decided by a stream of their own) draw instead the
+*subscription-change family* (:func:`subscription_change_scenario`, issue 22): static members of
+one assignor (``range``, ``roundrobin``, ``sticky`` or ``cooperative-sticky``, as likely each), the
+first consumer started first (so the group's leader), and 1–3 rounds of a rebalance held open (a
+member stuck in ``poll()`` while a new member joins, partitions are added, or another member's
+subscription changes) during which the leader or a follower drops topics from its subscription
+or adds them back. The other seeds draw the scenario :func:`base_scenario` always drew for them.
+
 A run *fails* when the simulator raises, or reports an invariant violation (a partition with two
 current owners, a Stable assignment that breaks the assignor invariants, a generation going back).
 Disturbances that never settle are counted, not failed (a scenario may end mid-rebalance).
@@ -42,12 +50,16 @@ from kgroup.sim.scenario import parse_scenario
 
 __all__ = [
     "ASSIGNOR_LISTS",
+    "FAMILY_ASSIGNORS",
+    "SUBSCRIPTION_SHARE",
     "CampaignRun",
+    "base_scenario",
     "check_scenario",
     "check_seed",
     "random_scenario",
     "run_on_spark",
     "shrink",
+    "subscription_change_scenario",
     "without_pointless_events",
 ]
 
@@ -86,6 +98,8 @@ class CampaignRun:
     unsettled: int  # disturbances that never settled
     double_owned_ms: int
     zombie_owned_ms: int
+    #: eager sticky's stale claims handed back outside a subscription (partition-ms; not a failure)
+    outside_subscription_ms: int = 0
 
     @property
     def failed(self) -> bool:
@@ -95,8 +109,23 @@ class CampaignRun:
 # --- the distribution ----------------------------------------------------------------------------------
 
 
+#: the share of seeds that draw the subscription-change family instead of the base distribution
+SUBSCRIPTION_SHARE = 1 / 3
+#: the family's assignors: every client-side assignor, each alone
+FAMILY_ASSIGNORS: tuple[str, ...] = ("range", "roundrobin", "sticky", "cooperative-sticky")
+
+
 def random_scenario(seed: int) -> dict[str, Any]:
-    """The scenario (plain data, as a YAML file holds it) that ``seed`` draws."""
+    """The scenario (plain data, as a YAML file holds it) that ``seed`` draws: the subscription-change
+    family for a third of the seeds, the base distribution for the rest."""
+    family = Random(f"kgroup-campaign-subscription:{seed}")
+    if family.random() < SUBSCRIPTION_SHARE:
+        return subscription_change_scenario(seed, family)
+    return base_scenario(seed)
+
+
+def base_scenario(seed: int) -> dict[str, Any]:
+    """The base distribution's scenario for ``seed`` (every seed drew it before the family existed)."""
     rng = Random(f"kgroup-campaign:{seed}")
     duration = rng.randint(120, 600) * 1000
     n_topics = rng.randint(1, 4)
@@ -158,6 +187,102 @@ def random_scenario(seed: int) -> dict[str, Any]:
         "events": events,
     }
     return without_pointless_events(data)
+
+
+def subscription_change_scenario(seed: int, rng: Random | None = None) -> dict[str, Any]:
+    """Issue 22's family: static members, one client-side assignor, and subscription changes on the
+    leader (``c0``, started first) or a follower (``f0``, ``f1`` …, started a second later) that land
+    while a rebalance is in flight.
+
+    Each round holds a rebalance open: a follower other than the target is stuck in ``poll()`` (its
+    JoinGroup waits), a rebalance is triggered (a static member joins, partitions are added, or
+    another member's subscription changes), and the target drops topics (or adds them back) after
+    the others have most likely rejoined and before the stuck member has. ``rng`` defaults to the
+    seed's family stream (after the draw that chose the family)."""
+    if rng is None:
+        rng = Random(f"kgroup-campaign-subscription:{seed}")
+        rng.random()
+    duration = rng.randint(120, 300) * 1000
+    n_topics = rng.randint(2, 3)
+    topics = {f"t{k}": rng.randint(1, 24) for k in range(n_topics)}
+    names = list(topics)
+    n_followers = rng.randint(1, 7)
+    assignor = rng.choice(FAMILY_ASSIGNORS)
+    session = rng.randint(6, 45) * 1000
+    heartbeat = session // 3
+    group: dict[str, Any] = {
+        "assignors": [assignor],
+        "session_timeout_ms": session,
+        "heartbeat_interval_ms": heartbeat,
+        "max_poll_interval_ms": rng.choice((30_000, 60_000, 300_000)),
+        "enable_auto_commit": rng.random() < 0.8,
+    }
+    consumers: list[dict[str, Any]] = [
+        {"id": "c0", "topics": list(names), "static": True},
+        {"count": n_followers, "prefix": "f", "topics": list(names), "static": True, "autostart": False},
+    ]
+    followers = [f"f{k}" for k in range(n_followers)]
+    events: list[dict[str, Any]] = [{"at_ms": 1000, "kind": "start", "consumer": f} for f in followers]
+    network: dict[str, Any] = {"latency_ms": rng.randint(1, 50), "jitter_ms": rng.randint(0, 20)}
+    if rng.random() < 0.5:
+        network["loss"] = round(rng.uniform(0.0, 0.05), 4)
+    if rng.random() < 0.25:
+        network["resets_per_hour"] = rng.randint(1, 30)
+    subscribed = {c: list(names) for c in ["c0", *followers]}
+    at = rng.randint(20, 40) * 1000
+    for round_ in range(rng.randint(1, 3)):
+        if at > duration - 30_000:
+            break
+        target = "c0" if rng.random() < 0.5 else rng.choice(followers)
+        held = [f for f in followers if f != target]
+        hold_ms = rng.randint(3, 30) * 1000
+        if held:
+            stuck = rng.choice(held)
+            events.append({"at_ms": at, "kind": "slow_poll", "consumer": stuck, "duration_ms": hold_ms})
+        trigger = at + rng.randint(0, 2000)
+        how = rng.choice(("scale", "add_partitions", "subscribe"))
+        others = [c for c in subscribed if c != target]
+        if how == "subscribe" and others:
+            who = rng.choice(others)
+            subscribed[who] = _changed_subscription(rng, names, subscribed[who])
+            events.append({"at_ms": trigger, "kind": "subscribe", "consumer": who,
+                           "topics": list(subscribed[who])})  # fmt: skip
+        elif how == "add_partitions":
+            events.append({"at_ms": trigger, "kind": "add_partitions", "topic": rng.choice(names),
+                           "count": rng.randint(1, 4)})  # fmt: skip
+        else:
+            events.append({"at_ms": trigger, "kind": "scale", "count": 1, "topics": list(names),
+                           "static": True, "prefix": f"s{round_}-"})  # fmt: skip
+        # after the others' next heartbeat (they rejoin then), before the stuck member's poll()
+        early, late = min(heartbeat + 500, hold_ms - 500), hold_ms - 200
+        change = trigger + rng.randint(max(0, early), max(early, late))
+        subscribed[target] = _changed_subscription(rng, names, subscribed[target])
+        events.append({"at_ms": change, "kind": "subscribe", "consumer": target,
+                       "topics": list(subscribed[target])})  # fmt: skip
+        at = change + rng.randint(15, 60) * 1000
+    ids = list(subscribed)
+    for _ in range(rng.randint(0, 2)):  # a background fault or two
+        events.append(_random_event(rng, duration, ids, topics, 9))
+    events.sort(key=lambda e: e["at_ms"])
+    data = {
+        "name": f"campaign-{seed}",
+        "seed": seed,
+        "duration_ms": duration,
+        "topics": topics,
+        "group": group,
+        "consumers": consumers,
+        "network": network,
+        "events": events,
+    }
+    return without_pointless_events(data)
+
+
+def _changed_subscription(rng: Random, names: list[str], current: list[str]) -> list[str]:
+    """Drop topics (to a non-empty part of ``current``) or, when nothing can be dropped or one time in
+    three, subscribe to every topic again."""
+    if len(current) > 1 and (len(current) == len(names) or rng.random() < 2 / 3):
+        return sorted(rng.sample(current, rng.randint(1, len(current) - 1)))
+    return list(names)
 
 
 def without_pointless_events(data: dict[str, Any]) -> dict[str, Any]:
@@ -240,6 +365,7 @@ def check_scenario(data: dict[str, Any], seed: int = 0) -> CampaignRun:
         unsettled=sum(1 for t in m["time_to_stable_ms"] if t is None),
         double_owned_ms=int(m["double_owned_ms"]),
         zombie_owned_ms=int(m["zombie_owned_ms"]),
+        outside_subscription_ms=int(m["outside_subscription_ms"]),
     )
 
 

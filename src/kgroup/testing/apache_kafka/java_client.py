@@ -566,10 +566,18 @@ class JavaConsumer(_JavaClient):
     def __enter__(self) -> JavaConsumer:
         return self.start() if self._process is None else self
 
-    def subscribe(self, *, timeout_s: float = 30.0) -> int:
-        """Subscribe now (for a consumer made with ``subscribe=False``); the JVM's time of it (ms)."""
+    def subscribe(self, topics: Sequence[str] | None = None, *, timeout_s: float = 30.0) -> int:
+        """Subscribe now (for a consumer made with ``subscribe=False``); the JVM's time of it (ms).
+
+        With ``topics``, ``subscribe()`` to that list instead, also when already subscribed (Kafka's
+        ``subscribe`` replaces the subscription; the member rejoins at its next ``poll()``). The
+        command is taken between two ``poll()`` calls, never inside a rebalance callback."""
         mark = self.mark()
-        self.send({"cmd": "subscribe"})
+        command: dict[str, Any] = {"cmd": "subscribe"}
+        if topics is not None:
+            command["topics"] = list(topics)
+            self.topics = tuple(topics)
+        self.send(command)
         event = self.wait_for(
             lambda e: e["event"] == "subscribed", since=mark, timeout_s=timeout_s, what="the subscription"
         )

@@ -62,7 +62,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * {@code resume_polling}, {@code close} ({@code "timeout_ms"}) and {@code exit} (halt at once, no
  * close: a crash); with {@code "subscribe_on_command": true} in the configuration the consumer
  * fetches its topics' metadata (warming up the JVM and the connection) and subscribes only when told
- * {@code subscribe}. With {@code "acknowledge_rebalances": true} every rebalance callback, once
+ * {@code subscribe}; {@code subscribe} with {@code "topics"} calls {@code subscribe()} with that list
+ * (also when already subscribed: the subscription changes, the group is rejoined). With {@code "acknowledge_rebalances": true} every rebalance callback, once
  * it has printed its event, waits for an {@code ack} command before it returns (60 s at most, then it
  * throws), so the test has acted on the event before the consumer goes on: before it fetches newly
  * assigned partitions, and before a revoked one can go to another member (at {@code close()}, before
@@ -303,15 +304,22 @@ public final class ClientDriver {
                                 "generation", meta.generationId(), "member_id", meta.memberId()));
                         break;
                     }
-                    case "subscribe":
-                        // the JVM started first, the test decides when the member joins
-                        if (!subscribed) {
-                            consumer.subscribe(topics, listener);
-                            subscribed = true;
-                            polling = true;
+                    case "subscribe": {
+                        // the JVM started first, the test decides when the member joins;
+                        // with "topics": subscribe() again to that list (a changed subscription)
+                        boolean changed = command.has("topics");
+                        if (changed) {
+                            topics.clear();
+                            command.path("topics").forEach(t -> topics.add(t.asText()));
                         }
-                        emit(event("subscribed", "topics", topics));
+                        if (!subscribed || changed) {
+                            consumer.subscribe(topics, listener);
+                            polling = polling || !subscribed;
+                            subscribed = true;
+                        }
+                        emit(event("subscribed", "topics", new ArrayList<>(topics)));
                         break;
+                    }
                     case "pause_polling":
                         polling = false;
                         emit(event("polling", "on", false));

@@ -1,0 +1,287 @@
+"""Issue 22 with Kafka's own Java clients: a static member changes its subscription while a rebalance
+is in flight, on kgroup's broker and on Apache Kafka.
+
+Three static members (instance ids c0, c1, c2) of topics ``a`` (4 partitions) and ``b`` (8): c0 joins
+first (the leader), c1 next; then one of them (the *target*: the leader c0 or the follower c1) drops
+``b`` while its JoinGroup for the rebalance c2's arrival starts is in flight. The other one is held
+out of ``poll()`` (``pause_polling``: its JoinGroup, and so the join, waits), and the target's
+``subscribe([a])`` is taken only after the ``poll()`` that sent its JoinGroup returned (its log's
+``(Re-)joining group`` line, written in that same ``poll()`` before the request is built), so the
+generation is assigned from the target's old subscription every run.
+
+With eager ``sticky`` (Kafka's ``StickyAssignor``) the target refuses that assignment
+(``onJoinComplete``: "received assignment … does not match the current subscription") and keeps its
+sticky user data (its generation-2 claim); every later generation hands part of that stale claim in
+``b`` back to it, it refuses again, and the group rebalances again — for as long as the test watches.
+Each generation's assignment is exactly what kgroup's own ``StickyAssignor`` computes from the same
+members (ids, subscriptions, claims). With ``cooperative-sticky`` the target refuses the one
+generation assigned from its old subscription, then revokes ``b`` in ``onJoinPrepare`` and the group
+settles (docs/member.md, "A changed subscription and eager sticky's stale claims").
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from apache_kafka.conftest import Target
+from apache_kafka.groups import FAST, all_partitions, show, wait_settled
+from kgroup.model import TopicPartition
+from kgroup.testing.apache_kafka import ApacheKafka, KafkaOracle
+from kgroup.testing.apache_kafka.java_client import JavaConsumer, Rebalance, close_all, start_all
+
+pytestmark = pytest.mark.slow
+
+PARTITIONS = {"a": 4, "b": 8}
+#: how many refusals of eager sticky's stale claim the test watches for (each is a new generation)
+LOOPS = 4
+_SYNCED = re.compile(r"Successfully synced group in generation Generation\{generationId=(\d+)")
+_REFUSED = re.compile(r"Request joining group due to: received assignment \[(.*?)\] does not match")
+_JOINING = "(Re-)joining group"
+_UPDATED = "Updated cluster metadata updateVersion"
+
+
+def _log(consumer: JavaConsumer) -> str:
+    try:
+        return consumer.log_file.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _refusals(consumer: JavaConsumer) -> list[tuple[int, frozenset[TopicPartition]]]:
+    """(generation, the partitions it was given) of each assignment ``onJoinComplete`` refused, from
+    the client's log: Kafka logs the SyncGroup's generation, then the refusal with the assignment."""
+    out: list[tuple[int, frozenset[TopicPartition]]] = []
+    generation = -1
+    for line in _log(consumer).splitlines():
+        if found := _SYNCED.search(line):
+            generation = int(found.group(1))
+        elif found := _REFUSED.search(line):
+            parts = [p.strip().rsplit("-", 1) for p in found.group(1).split(",") if p.strip()]
+            out.append((generation, frozenset(TopicPartition(t, int(p)) for t, p in parts)))
+    return out
+
+
+def _accepted(consumer: JavaConsumer, generation: int) -> frozenset[TopicPartition]:
+    """The consumer's whole assignment after ``generation``'s ``assigned`` callback."""
+    found = [r for r in consumer.rebalances() if r.kind == "assigned" and r.generation == generation]
+    assert found, f"{consumer.name} accepted no assignment in generation {generation}"
+    return found[-1].assignment
+
+
+def _short(table: dict[str, frozenset[TopicPartition]], prefix: str) -> dict[str, str]:
+    """``{"c0": "a0 a1 b2"}`` for an assertion message."""
+    cut = len(prefix) + 1
+    return {
+        n: " ".join(sorted(f"{tp.topic[cut:]}{tp.partition}" for tp in parts)) for n, parts in table.items()
+    }
+
+
+def _wait(condition: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout_s:.0f} s for {what}")
+        time.sleep(0.05)
+
+
+class _AfterOthers:
+    """The target's ``onPartitionsRevoked`` at a rejoin returns only once the other members took the
+    generation it refused (their ``assigned`` callback, which Kafka calls after ``onAssignment``):
+    its JoinGroup then never reaches the coordinator before their SyncGroup, so every member but the
+    target accepts every generation — the interleaving in which the claims are as docs/member.md
+    describes. (Without it the refusing member's rejoin may overtake their SyncGroup; then they miss
+    the generation and send older claims, or none.)"""
+
+    def __init__(self) -> None:
+        self.others: list[JavaConsumer] = []
+
+    def __call__(self, rebalance: Rebalance) -> None:
+        if rebalance.kind != "revoked" or not self.others:
+            return
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if all(
+                any(r.kind == "assigned" and r.generation == rebalance.generation for r in c.rebalances())
+                for c in self.others
+            ):
+                return
+            time.sleep(0.02)
+
+
+def _members(
+    target: Target, names: str, tmp_path: Path, strategy: str, who: int, hook: _AfterOthers
+) -> tuple[dict[str, str], list[JavaConsumer]]:
+    topics = {f"{names}-{t}": n for t, n in PARTITIONS.items()}
+    for topic, count in topics.items():
+        target.create_topic(topic, count)
+    consumers = [
+        JavaConsumer(
+            target.bootstrap_servers,
+            f"{names}-g",
+            list(topics),
+            group_instance_id=name,
+            client_id=name,
+            name=name,
+            log_dir=tmp_path,
+            subscribe=False,
+            assignment_strategy=strategy,
+            log_level="DEBUG" if k == who else "INFO",  # the target's metadata updates (below)
+            on_rebalance=hook if k == who else None,
+            **FAST,
+        )
+        for k, name in enumerate(("c0", "c1", "c2"))
+    ]
+    return {t: f"{names}-{t}" for t in PARTITIONS}, consumers
+
+
+def _change_in_flight(consumers: list[JavaConsumer], who: int, keep: list[str], hook: _AfterOthers) -> None:
+    """c0 and c1 settle; c1 (or c0) is held out of poll(); c2 joins; once the target has sent its
+    JoinGroup, it subscribes to ``keep``; then the held member goes on."""
+    c0, c1, c2 = consumers
+    topics = list(c0.topics)
+    everything = all_partitions({t: PARTITIONS[t.rsplit("-", 1)[1]] for t in topics})
+    c0.subscribe()
+    wait_settled([c0], everything)
+    c1.subscribe()
+    wait_settled([c0, c1], everything)
+    assert c0.generation == c1.generation  # 2 (eager); cooperative hands over in a second rebalance
+    target, held = (c0, c1) if who == 0 else (c1, c0)
+    joins = _log(target).count(_JOINING)
+    held.pause_polling()
+    c2.subscribe()
+    _wait(lambda: _log(target).count(_JOINING) > joins, f"{target.name}'s JoinGroup")
+    hook.others = [c for c in consumers if c is not target]
+    target.subscribe(keep)
+    # subscribe() asks for the new subscription's metadata; let that answer land before the join
+    # completes (otherwise a leader may assign from metadata without the dropped topic: see the
+    # module's docstring)
+    changed = _log(target).rindex("Subscribed to topic(s): " + ", ".join(keep))
+    _wait(lambda: _UPDATED in _log(target)[changed:], f"{target.name}'s metadata update")
+    held.resume_polling()
+
+
+def _kafka_sticky(
+    oracle: KafkaOracle,
+    consumers: list[JavaConsumer],
+    subscriptions: dict[str, list[str]],
+    claims: dict[str, tuple[frozenset[TopicPartition], int]],
+) -> dict[str, frozenset[TopicPartition]]:
+    """Kafka's own StickyAssignor (the oracle: kafka-clients in one JVM, a fresh instance) for these
+    members: each one's sticky user data is its last *accepted* assignment and that generation."""
+    members = []
+    for c in consumers:
+        owned, generation = claims.get(c.name, (frozenset(), -1))
+        member: dict[str, object] = {"memberId": c.rebalances()[0].member_id, "topics": subscriptions[c.name]}
+        if c.name in claims:
+            member.update(owned=[f"{tp.topic}-{tp.partition}" for tp in sorted(owned)], generation=generation)
+        members.append(member)
+    topics = [{"name": t, "partitions": PARTITIONS[t.rsplit("-", 1)[1]]} for t in subscriptions["c2"]]
+    answer = oracle.assign("sticky", {"topics": topics, "members": members})
+    assert answer.error is None, answer.error
+    names = {c.rebalances()[0].member_id: c.name for c in consumers}
+    return {names[m]: frozenset(parts) for m, parts in answer.assignment.items()}
+
+
+@pytest.fixture
+def target(apache_kafka: ApacheKafka) -> Target:
+    """Apache Kafka only: the question is what Kafka does (kgroup's side is the simulator's)."""
+    return Target("apache", apache_kafka)
+
+
+@pytest.mark.parametrize("who", [0, 1], ids=["leader", "follower"])
+def test_eager_sticky_hands_a_dropped_topic_back_at_every_generation(
+    target: Target, names: str, tmp_path: Path, who: int, kafka_oracle: KafkaOracle
+) -> None:
+    hook = _AfterOthers()
+    topic, consumers = _members(target, names, tmp_path, "sticky", who, hook)
+    start_all(*consumers)
+    try:
+        _change_in_flight(consumers, who, [topic["a"]], hook)
+        member = consumers[who]
+        other = consumers[1 - who]
+        c2 = consumers[2]
+        _wait(lambda: len(_refusals(member)) >= LOOPS, f"{LOOPS} refusals by {member.name}", 45)
+        refused = _refusals(member)[:LOOPS]
+        # every generation from the one that was assigned from its old subscription on: refused
+        assert [g for g, _ in refused] == list(range(3, 3 + LOOPS)), refused
+        accepted = [r for r in member.rebalances() if r.kind == "assigned"]
+        claim = accepted[-1]  # its last accepted assignment: generation 2's
+        assert claim.generation == 2
+        assert all(parts and {tp.topic for tp in parts} & {topic["b"]} for _, parts in refused), refused
+        # from generation 4 on, what it gets of b is its own stale claim, handed back
+        for _, parts in refused[1:]:
+            assert {tp for tp in parts if tp.topic == topic["b"]} <= claim.assignment, refused
+        # it never took them: after revoking generation 2's partitions (eager) its listener was only
+        # told of empty revocations at each rejoin, and never of an assignment
+        later = [(r.kind, r.partitions) for r in member.rebalances() if r.ts_ms >= claim.ts_ms][1:]
+        assert later[0] == ("revoked", claim.assignment), later
+        assert len(later) > 1 and set(later[1:]) == {("revoked", frozenset())}, later
+        # the others accepted every generation; nobody consumes what was handed to the target
+        table: dict[int, dict[str, frozenset[TopicPartition]]] = {}
+        for consumer in (other, c2):
+            for rebalance in consumer.rebalances():
+                if rebalance.kind == "assigned" and rebalance.generation >= 3:
+                    table.setdefault(rebalance.generation, {})[consumer.name] = rebalance.assignment
+        for generation, parts in refused:
+            assert generation in table, show(table)
+            taken = table[generation][other.name] | table[generation][c2.name]
+            assert not taken & parts and taken | parts == all_partitions(
+                {t: n for t, n in ((topic[k], PARTITIONS[k]) for k in PARTITIONS)}
+            ), generation
+        # and each generation is what Kafka's StickyAssignor gives these members' claims (so the
+        # claims are as docs/member.md says: the target's generation-2 one, the others' latest)
+        everything = list(topic.values())
+        subscriptions = {"c0": everything, "c1": everything, "c2": everything}
+        for generation, parts in refused:
+            if generation > 3:
+                subscriptions[member.name] = [topic["a"]]
+            claims = {}
+            for c in consumers:  # each one's last accepted assignment before this generation
+                taken = [r for r in c.rebalances() if r.kind == "assigned" and r.generation < generation]
+                if taken:
+                    claims[c.name] = (taken[-1].assignment, taken[-1].generation)
+            expected = _kafka_sticky(kafka_oracle, consumers, subscriptions, claims)
+            got = {member.name: parts, **table[generation]}
+            shown = {n: (_short({n: p}, names)[n], g) for n, (p, g) in claims.items()}
+            assert got == expected, (generation, _short(got, names), _short(expected, names), shown)
+    finally:
+        close_all(*consumers)
+
+
+@pytest.mark.parametrize("who", [0, 1], ids=["leader", "follower"])
+def test_cooperative_sticky_refuses_once_then_revokes_the_dropped_topic(
+    target: Target, names: str, tmp_path: Path, who: int
+) -> None:
+    hook = _AfterOthers()
+    topic, consumers = _members(target, names, tmp_path, "cooperative-sticky", who, hook)
+    everything = all_partitions({topic[k]: n for k, n in PARTITIONS.items()})
+    start_all(*consumers)
+    try:
+        _change_in_flight(consumers, who, [topic["a"]], hook)
+        member = consumers[who]
+        settled = member.generation
+        before = _accepted(member, settled)
+        only_a = lambda: {tp.topic for tp in member.assignment} == {topic["a"]}  # noqa: E731
+        owners = wait_settled(consumers, everything, settle_s=3.0, also=only_a, timeout_s=60)
+        # the one generation assigned from its old subscription (3) is refused, and only that one
+        refused = _refusals(member)
+        assert [g for g, _ in refused] == [settled + 1], refused
+        assert {tp.topic for tp in refused[0][1]} == {topic["a"], topic["b"]}, refused
+        # then onJoinPrepare revokes the dropped topic's partitions (cooperative: only those)
+        revoked = [r for r in member.rebalances() if r.kind == "revoked" and r.generation > settled]
+        assert revoked and revoked[0].partitions == {tp for tp in before if tp.topic == topic["b"]}
+        # it never accepted a partition of b after the change; the others own b
+        for rebalance in member.rebalances():
+            if rebalance.kind == "assigned" and rebalance.generation > settled:
+                assert {tp.topic for tp in rebalance.assignment} <= {topic["a"]}, rebalance
+        assert {tp.topic for name, parts in owners.items() if name != member.name for tp in parts} >= {
+            topic["b"]
+        }
+        assert len(_refusals(member)) == 1
+    finally:
+        close_all(*consumers)
