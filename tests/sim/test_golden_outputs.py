@@ -16,14 +16,15 @@ from pathlib import Path
 import pytest
 
 from kgroup.cli.bench_simulate import bench_scenario
-from kgroup.sim import Scenario, load_scenario, simulate
-from kgroup.sim.campaign import random_scenario
+from kgroup.sim import Scenario, load_scenario, simulate, with_overrides
+from kgroup.sim.campaign import random_consumer_scenario, random_scenario
 from kgroup.sim.scenario import parse_scenario
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[1] / "examples"
 GOLDEN = HERE / "golden_outputs.json"
 CAMPAIGN_SEEDS = (9, 11, 41, 53, 56)  # loss, resets, cuts, static, scale, subscribe among them
+CONSUMER_CAMPAIGN_SEEDS = (9, 41, 53)
 
 
 def _scenarios() -> dict[str, Scenario]:
@@ -31,6 +32,15 @@ def _scenarios() -> dict[str, Scenario]:
     out["bench 20x200 10min"] = bench_scenario(20, 200, 600_000)
     for seed in CAMPAIGN_SEEDS:
         out[f"campaign seed {seed}"] = parse_scenario(random_scenario(seed), name=f"campaign-{seed}")
+    # the consumer protocol (KIP-848): the rolling restart under both server assignors, and fault seeds
+    rolling = out["examples/rolling-restart.yaml"]
+    for assignor in ("uniform", "range"):
+        out[f"consumer {assignor}: examples/rolling-restart.yaml"] = with_overrides(
+            rolling, protocol="consumer", assignors=[assignor]
+        )
+    for seed in CONSUMER_CAMPAIGN_SEEDS:
+        data = random_consumer_scenario(seed)
+        out[f"consumer campaign seed {seed}"] = parse_scenario(data, name=data["name"])
     return out
 
 

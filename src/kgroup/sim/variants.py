@@ -27,7 +27,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kgroup.model import KgroupError, RebalanceProtocol
-from kgroup.sim.scenario import SERVER_ASSIGNORS, ConsumerSpec, EventSpec, GroupSpec, Scenario
+from kgroup.sim.scenario import (
+    DEFAULT_ASSIGNORS,
+    SERVER_ASSIGNORS,
+    ConsumerSpec,
+    EventSpec,
+    GroupSpec,
+    Scenario,
+)
 
 __all__ = [
     "CLASSIC_PROTOCOLS",
@@ -159,7 +166,10 @@ def _to_consumer_protocol(
                 f"protocol give one of: {', '.join(SERVER_ASSIGNORS)}"
             )
         server_assignor = names[0]
-    group = dataclasses.replace(group, protocol="consumer", server_assignor=server_assignor)
+    # (the client-side list means nothing here: it is reset, as a file with protocol: consumer reads)
+    group = dataclasses.replace(
+        group, protocol="consumer", server_assignor=server_assignor, assignors=DEFAULT_ASSIGNORS
+    )
     consumers = tuple(
         dataclasses.replace(c, assignors=None) if c.assignors is not None else c for c in scenario.consumers
     )
