@@ -84,7 +84,9 @@ def owned_at(result: SimResult, member: str, t_ms: int) -> set[str]:
 
 
 def events_of(result: SimResult, kind: str, consumer: str | None = None) -> list[dict[str, Any]]:
-    return [e for e in result.events if e["kind"] == kind and (consumer is None or e.get("consumer") == consumer)]
+    return [
+        e for e in result.events if e["kind"] == kind and (consumer is None or e.get("consumer") == consumer)
+    ]
 
 
 # --- end to end -----------------------------------------------------------------------------------------
@@ -152,7 +154,9 @@ EVENTS: dict[str, list[dict[str, Any]]] = {
     "add_partitions": [{"at_ms": 30_000, "kind": "add_partitions", "topic": "orders", "count": 4}],
     "subscribe": [{"at_ms": 30_000, "kind": "subscribe", "consumer": "c0", "topics": ["orders", "audit"]}],
     "slow_poll": [{"at_ms": 30_000, "kind": "slow_poll", "consumer": "c2", "duration_ms": 25_000}],
-    "network_partition": [{"at_ms": 30_000, "kind": "network_partition", "consumer": "c2", "duration_ms": 30_000}],
+    "network_partition": [
+        {"at_ms": 30_000, "kind": "network_partition", "consumer": "c2", "duration_ms": 30_000}
+    ],
     "stop-start": [
         {"at_ms": 30_000, "kind": "stop", "consumer": "c3"},
         {"at_ms": 60_000, "kind": "start", "consumer": "c3"},
@@ -267,9 +271,8 @@ def _assignment(member: str, epoch: int) -> ConsumerGroupCurrentMemberAssignment
 def test_the_observer_flags_epochs_that_go_back() -> None:
     observer = ConsumerGroupObserver("g")
     metadata = MemberMetadataValue(None, None, "c", "h", ("t",), None, 1000, None)
-    seen = observer.observe(
-        [ConsumerGroupMetadata("g", (3, 0)), ConsumerGroupMemberMetadata("g", "m", metadata), _assignment("m", 3)]
-    )
+    joined = ConsumerGroupMemberMetadata("g", "m", metadata)
+    seen = observer.observe([ConsumerGroupMetadata("g", (3, 0)), joined, _assignment("m", 3)])
     assert seen.epoch_bumps == [3] and seen.violations == [] and observer.is_current(0, "m")
     seen = observer.observe([ConsumerGroupMetadata("g", (2, 0)), _assignment("m", 2)])
     assert seen.violations == ["group epoch went back from 3 to 2", "member m's epoch went back from 3 to 2"]
@@ -325,18 +328,23 @@ def test_revoking_and_unreleased_partitions_are_clocked_and_charted(tmp_path: Pa
          r"^group\.server_assignor: is 'sticky'; use one of the server assignors: uniform, range$"),
         ({"group": {"server_assignor": "range"}},
          r"^group\.server_assignor: only applies with protocol: consumer; add group\.protocol: consumer"),
-        ({"group": {"protocol": "consumer", "assignors": ["range"]}}, r"^group\.assignors: does not apply with"),
+        ({"group": {"protocol": "consumer", "assignors": ["range"]}},
+         r"^group\.assignors: does not apply with"),
         ({"group": {"protocol": "consumer", "consumer_heartbeat_interval_ms": 45000}},
          r"^group\.consumer_heartbeat_interval_ms: 45000 is not below consumer_session_timeout_ms 45000"),
-        ({"group": {"protocol": "consumer"}, "consumers": [{"id": "a", "topics": ["t"], "assignors": ["range"]}]},
+        ({"group": {"protocol": "consumer"},
+          "consumers": [{"id": "a", "topics": ["t"], "assignors": ["range"]}]},
          r"^consumers\[0\]\.assignors: does not apply with protocol: consumer"),
         ({"group": {"protocol": "consumer"},
           "events": [{"at_ms": 1, "kind": "restart", "consumer": "a", "assignors": ["range"]}]},
          r"^events\[0\]\.assignors: does not apply with protocol: consumer"),
     ],
 )  # fmt: skip
-def test_bad_consumer_protocol_keys_get_one_line_naming_the_field(change: dict[str, Any], message: str) -> None:
-    data: dict[str, Any] = {"duration_ms": 1000, "topics": {"t": 1}, "consumers": [{"id": "a", "topics": ["t"]}]}
+def test_bad_consumer_protocol_keys_get_one_line_naming_the_field(
+    change: dict[str, Any], message: str
+) -> None:
+    data: dict[str, Any] = {"duration_ms": 1000, "topics": {"t": 1}}
+    data["consumers"] = [{"id": "a", "topics": ["t"]}]
     data.update(change)
     with pytest.raises(KgroupError, match=message):
         parse_scenario(data)

@@ -233,8 +233,8 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
 
     from kgroup.sim.campaign import (
         CampaignRun,
-        check_scenario,
         campaign_scenario,
+        check_scenario,
         check_seed,
         run_on_spark,
         shrink,
