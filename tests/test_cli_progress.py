@@ -93,14 +93,15 @@ def test_simulate_compare_shows_progress_on_a_terminal_and_nothing_with_json() -
     scenario = str(EXAMPLES / "crash.yaml")
     code, out, err = run_with_terminal_stderr("simulate", scenario, "--compare", "--engine", "local")
     assert code == 0, err
-    assert "simulating 10 runs (10 variants × 1 seed(s))" in err
-    assert "10/10" in err
+    # 10 classic variants and 4 on the consumer protocol
+    assert "simulating 14 runs (14 variants × 1 seed(s))" in err
+    assert "14/14" in err
     code, out, err = run_with_terminal_stderr(
         "simulate", scenario, "--compare", "--engine", "local", "--json"
     )
     assert code == 0
     assert err == ""
-    assert len(json.loads(out)["runs"]) == 10
+    assert len(json.loads(out)["runs"]) == 14
 
 
 def test_assigning_a_large_file_shows_its_stages_on_a_terminal(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ def test_rebalance_stage_renders_a_comparison_and_two_timelines() -> None:
         }
     )
     data = run_rebalance_stage(scenario=scenario, seeds=1)
-    assert len(data.rows) == 10 and len(data.summary) == 10
+    assert len(data.rows) == 14 and len(data.summary) == 14  # classic eager, cooperative; consumer
     assert {label for label, _ in data.skipped} == {
         "range/cooperative",
         "roundrobin/cooperative",
@@ -32,13 +32,14 @@ def test_rebalance_stage_renders_a_comparison_and_two_timelines() -> None:
     assert all(r["double_owned_ms"] == 0 and r["invariant_violations"] == 0 for r in data.rows)
     result = RebalanceStageResult(data)
     assert json.loads(json.dumps(result.to_json()))["summary"] == data.summary
-    assert "10 runs of mini" in result.summary_lines()[0]
+    assert "14 runs of mini" in result.summary_lines()[0]
     sections = result.report_sections()
     assert [s.title for s in sections] == [
         "Rebalances compared",
         "Scenario",
         "Timeline: range/eager/dynamic",
         "Timeline: cooperative-sticky/cooperative/dynamic",
+        "Timeline: uniform/consumer/dynamic",
     ]
     assert any(isinstance(b, Table) for b in sections[0].blocks)
     events = [b for b in sections[1].blocks if isinstance(b, Table)]

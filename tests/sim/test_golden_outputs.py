@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from kgroup.cli.bench_simulate import bench_scenario
-from kgroup.sim import Scenario, load_scenario, simulate
-from kgroup.sim.campaign import base_scenario, random_scenario
+from kgroup.sim import Scenario, load_scenario, simulate, with_overrides
+from kgroup.sim.campaign import base_scenario, random_consumer_scenario, random_scenario
 from kgroup.sim.scenario import parse_scenario
 
 HERE = Path(__file__).resolve().parent
@@ -28,6 +28,7 @@ GOLDEN = HERE / "golden_outputs.json"
 CAMPAIGN_SEEDS = (9, 11, 41, 53, 56)
 # the subscription-change family (issue 22): seed 11 is eager sticky with stale claims handed back
 FAMILY_SEEDS = (11,)
+CONSUMER_CAMPAIGN_SEEDS = (9, 41, 53)
 
 
 def _scenarios() -> dict[str, Scenario]:
@@ -38,6 +39,15 @@ def _scenarios() -> dict[str, Scenario]:
     for seed in FAMILY_SEEDS:
         data = random_scenario(seed)
         out[f"campaign family seed {seed}"] = parse_scenario(data, name=f"campaign-{seed}")
+    # the consumer protocol (KIP-848): the rolling restart under both server assignors, and fault seeds
+    rolling = out["examples/rolling-restart.yaml"]
+    for assignor in ("uniform", "range"):
+        out[f"consumer {assignor}: examples/rolling-restart.yaml"] = with_overrides(
+            rolling, protocol="consumer", assignors=[assignor]
+        )
+    for seed in CONSUMER_CAMPAIGN_SEEDS:
+        data = random_consumer_scenario(seed)
+        out[f"consumer campaign seed {seed}"] = parse_scenario(data, name=data["name"])
     return out
 
 

@@ -104,6 +104,8 @@ def test_compare_locally_lists_what_kafka_cannot_run() -> None:
         "sticky/eager/dynamic",
         "cooperative-sticky/eager/dynamic",
         "cooperative-sticky/cooperative/dynamic",
+        "uniform/consumer/dynamic",
+        "range/consumer/dynamic",
     ]
     assert {s["variant"] for s in data["skipped"]} == {
         "range/cooperative",

@@ -189,7 +189,14 @@ def test_compare_variants_skip_what_kafka_cannot_run() -> None:
         "roundrobin/cooperative",
         "sticky/cooperative",
     ]
-    assert len(runnable) == 10
+    # the consumer protocol (KIP-848) with its two server assignors, dynamic and static
+    assert [v.label for v in runnable if v.protocol == "consumer"] == [
+        "uniform/consumer/dynamic",
+        "uniform/consumer/static",
+        "range/consumer/dynamic",
+        "range/consumer/static",
+    ]
+    assert len(runnable) == 14
 
 
 def _with_events(*events: dict[str, Any], consumers: int = 3) -> dict[str, Any]:

@@ -45,7 +45,7 @@ def test_demo_stage_runs_its_sweep_on_spark(spark: Any) -> None:
     data = run_rebalance_stage(
         scenario=scenario, seeds=1, runner=partial(run_sweep, spark=spark), highlights=False
     )
-    assert len(data.rows) == 10 and data.summary[0]["variant"] == "range/eager/dynamic"
+    assert len(data.rows) == 14 and data.summary[0]["variant"] == "range/eager/dynamic"
     assert all(r["invariant_violations"] == 0 for r in data.rows)
 
 

@@ -202,10 +202,11 @@ def test_rebalance_stage_runs_the_sweep_on_spark_into_the_report(spark: Any, tmp
         context, [RebalanceStage(seeds=1, scenario=scenario)], NullProgress(), lambda: float(next(ticks))
     )
     data = run.to_json()["stages"]["rebalance"]
-    assert len(data["runs"]) == len(data["summary"]) == 10  # one run per strategy x protocol x membership
+    # one run per strategy x protocol x membership: 10 classic, 4 on the consumer protocol
+    assert len(data["runs"]) == len(data["summary"]) == 14
     assert all(r["double_owned_ms"] == 0 and r["invariant_violations"] == 0 for r in data["runs"])
     lines = run.result("rebalance").summary_lines()
-    assert lines[0].startswith("rebalance simulations: 10 runs of mini")
+    assert lines[0].startswith("rebalance simulations: 14 runs of mini")
     page = build_report(run).write(tmp_path).read_text()
     assert '<section id="sim-rebalances">' in page
     for row in data["summary"]:

@@ -32,10 +32,15 @@ def register(app: typer.Typer) -> None:
             None, help="scenario YAML file (see docs/simulator.md); not with --campaign"
         ),
         assignors: str | None = typer.Option(
-            None, "--assignors", help="override group.assignors: comma-separated, in preference order"
+            None,
+            "--assignors",
+            help="override group.assignors: comma-separated, in preference order "
+            "(with the consumer protocol: the server assignor, uniform or range)",
         ),
         protocol: str | None = typer.Option(
-            None, "--protocol", help="eager or cooperative (see docs/simulator.md)"
+            None,
+            "--protocol",
+            help="eager or cooperative (the classic protocol), or consumer (KIP-848); see docs/simulator.md",
         ),
         static: bool = typer.Option(False, "--static", help="make every consumer static (group.instance.id)"),
         dynamic: bool = typer.Option(False, "--dynamic", help="make every consumer dynamic"),
@@ -45,7 +50,9 @@ def register(app: typer.Typer) -> None:
             None, "--report", help="write an HTML report into this directory"
         ),
         compare: bool = typer.Option(
-            False, "--compare", help="run every strategy × protocol × static/dynamic and compare"
+            False,
+            "--compare",
+            help="run every strategy × protocol (eager, cooperative, consumer) × static/dynamic and compare",
         ),
         seeds: int | None = typer.Option(
             None, "--seeds", help="--compare: seeds per variant (seed, seed+1, …; default 1)"
@@ -200,13 +207,15 @@ def _print_summary(result: Any) -> None:
 
     m = result.metrics
     sc = result.scenario
-    table = Table(
-        title=f"{sc.name} (seed {sc.seed}, {sc.duration_ms} ms, assignors {', '.join(sc.group.assignors)})"
-    )
+    if sc.group.consumer_protocol:
+        how = f"consumer protocol, server assignor {sc.group.server_assignor or 'uniform'}"
+    else:
+        how = f"assignors {', '.join(sc.group.assignors)}"
+    table = Table(title=f"{sc.name} (seed {sc.seed}, {sc.duration_ms} ms, {how})")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in m.items():
-        if key in ("invariant_violations", "final_assignment", "time_to_stable_ms"):
+        if key in ("invariant_violations", "final_assignment", "time_to_stable_ms", "member_epochs"):
             continue
         table.add_row(key, str(value))
     times = ", ".join("never" if t is None else str(t) for t in m["time_to_stable_ms"]) or "-"
@@ -224,9 +233,9 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
 
     from kgroup.sim.campaign import (
         CampaignRun,
+        campaign_scenario,
         check_scenario,
         check_seed,
-        random_scenario,
         run_on_spark,
         shrink,
     )
@@ -267,7 +276,7 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
             again = check_scenario(data)
             return (again.crashed is not None) if crashed else again.failed
 
-        shrunk = shrink(random_scenario(run.seed), still_fails)
+        shrunk = shrink(campaign_scenario(run.seed), still_fails)
         failures_dir.mkdir(parents=True, exist_ok=True)
         path = failures_dir / f"campaign-seed-{run.seed}.yaml"
         path.write_text(yaml.safe_dump(shrunk, sort_keys=False), encoding="utf-8")
@@ -288,6 +297,8 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
         "crashed": sum(1 for r in runs if r.crashed is not None),
         "with_violations": sum(1 for r in runs if r.violation_count > 0 or r.double_owned_ms > 0),
         "unsettled_disturbances": sum(r.unsettled for r in runs),
+        "consumer_protocol_runs": sum(1 for r in runs if r.protocol == "consumer"),
+        "unreconciled": sum(1 for r in runs if r.unreconciled),
         "zombie_owned_ms": sum(r.zombie_owned_ms for r in runs),
         "with_outside_subscription": sum(1 for r in runs if r.outside_subscription_ms > 0),
         "wall_s": round(wall_s, 1),
@@ -300,10 +311,12 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
             f"campaign: {n} scenarios (seeds {start}..{start + n - 1}, {engine}) in {wall_s:.1f} s: "
             f"{len(failures)} failing ({summary['crashed']} crashed, {summary['with_violations']} with "
             f"invariant violations); {summary['unsettled_disturbances']} disturbances never settled; "
-            f"{summary['with_outside_subscription']} with eager sticky's stale claims outside a subscription"
+            f"{summary['with_outside_subscription']} with eager sticky's stale claims outside a "
+            f"subscription; {summary['consumer_protocol_runs']} on the consumer protocol, "
+            f"{summary['unreconciled']} of them not reconciled at the end"
         )
         for failure in failures:
-            what = failure["crashed"] or "; ".join(failure["violations"][:2])
+            what = failure["crashed"] or "; ".join(failure["violations"][:2]) or "not reconciled at the end"
             console.print(f"[red]seed {failure['seed']}[/red]: {what}")
             console.print(f"  shrunk scenario: {failure['scenario_file']}")
             console.print(f"  replay: {failure['replay']}")

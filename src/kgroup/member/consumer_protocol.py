@@ -146,6 +146,14 @@ class ConsumerProtocolMember(ConsumerProtocolCore):
         """The assignment reconciled (and acknowledged, or about to be)."""
         return dict(self._current.partitions)
 
+    def pending_revocation(self) -> frozenset[TopicPartition]:
+        """The owned partitions a reconciliation in progress will revoke once its commit completes:
+        fetching from them is paused meanwhile (Kafka's ``markPendingRevocationToPauseFetching``)."""
+        job = self._reconciliation
+        if job is None or not job.revoked:
+            return frozenset()
+        return job.revoked & self._owned
+
     @property
     def metadata_update_requested(self) -> bool:
         """An assigned topic id has no name yet: the host should refresh metadata (Kafka's

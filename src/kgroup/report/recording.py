@@ -61,6 +61,10 @@ def load_recording(path: Path) -> Recording:
         intervals=[(int(p), str(m), int(s), int(e)) for p, m, s, e in rec["intervals"]],
         rebalance_starts=[int(t) for t in rec["rebalance_starts"]],
         stable_marks=[int(t) for t in rec["stable_marks"]],
+        # a consumer-protocol group's revoking / unreleased spans, when the recording has them
+        handover_intervals=[
+            (int(p), str(status), int(s), int(e)) for p, status, s, e in rec.get("handover_intervals", ())
+        ],
     )
     return Recording(path, data, result)
 

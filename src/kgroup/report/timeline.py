@@ -43,6 +43,10 @@ __all__ = [
 _GAP_FACE = "#ffffff"
 _GAP_HATCH_COLOUR = "#9a9a9a"
 _MAX_MARKERS = 400
+#: consumer protocol: partitions pending revocation at their owner (over the owner's colour), and
+#: partitions the target gives to a member that does not hold them yet
+_REVOKING_HATCH, _REVOKING_COLOUR = "xxx", "#1a1a1a"
+_UNRELEASED_HATCH, _UNRELEASED_COLOUR = "\\\\\\", "#d35400"
 #: tab20 without its two greys (so no consumer looks like the hatched "no owner")
 _CONSUMER_PALETTE = tuple(i for i in range(20) if i not in (14, 15))
 _LABEL_SIZE = 10
@@ -153,6 +157,7 @@ def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image
             hatch="///",
             linewidth=0,
         )
+    statuses = _handover(ax, result, scale)
     _markers(ax, result, scale)
     ax.set_xlim(0, duration)
     ax.set_ylim(n - 0.5, -0.5)
@@ -166,6 +171,14 @@ def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image
     owners = {owner for owner, _ in spans}
     handles = [Patch(facecolor=colours[c], label=c) for c in result.consumers if c in owners][:30]
     handles.append(Patch(facecolor=_GAP_FACE, edgecolor=_GAP_HATCH_COLOUR, hatch="///", label="no owner"))
+    if "revoking" in statuses:
+        handles.append(
+            Patch(facecolor="none", edgecolor=_REVOKING_COLOUR, hatch=_REVOKING_HATCH, label="revoking")
+        )
+    if "unreleased" in statuses:
+        handles.append(
+            Patch(facecolor="none", edgecolor=_UNRELEASED_COLOUR, hatch=_UNRELEASED_HATCH, label="unreleased")
+        )
     ax.legend(
         handles=handles,
         loc="upper left",
@@ -178,10 +191,43 @@ def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image
     return figure_to_image(
         fig,
         alt="partition owners over time",
-        caption="Coloured: the consumer of the current generation owning the partition; white, hatched: "
-        "nobody (stop-the-world). Dashed red: a rebalance starts; dotted green: the group is Stable.",
+        caption=_timeline_caption(result),
         element_id=element_id,
         fmt="png",
+    )
+
+
+def _handover(ax: Any, result: SimResult, scale: float) -> set[str]:
+    """Consumer protocol: overlay the revoking and unreleased spans; returns the statuses drawn."""
+    spans: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for p, status, start, end in result.handover_intervals:
+        spans.setdefault((status, p), []).append((start / scale, (end - start) / scale))
+    for (status, p), bars in spans.items():
+        revoking = status == "revoking"
+        ax.broken_barh(
+            bars,
+            (p - 0.45, 0.9),
+            facecolors="none",
+            edgecolors=_REVOKING_COLOUR if revoking else _UNRELEASED_COLOUR,
+            hatch=_REVOKING_HATCH if revoking else _UNRELEASED_HATCH,
+            linewidth=0,
+        )
+    return {status for status, _ in spans}
+
+
+def _timeline_caption(result: SimResult) -> str:
+    if not result.scenario.group.consumer_protocol:
+        return (
+            "Coloured: the consumer of the current generation owning the partition; white, hatched: "
+            "nobody (stop-the-world). Dashed red: a rebalance starts; dotted green: the group is Stable."
+        )
+    return (
+        "Consumer protocol (KIP-848). Coloured: the consumer the coordinator counts in the group owning "
+        "the partition; white, grey-hatched: nobody. Black cross-hatch: revoking (pending revocation at "
+        "its owner, which still holds it); orange hatch: unreleased (the target assignment gives it to a "
+        "member that does not hold it yet: its previous owner has not released it, or the new owner "
+        "has not heartbeated since). Dashed red: the group epoch is bumped; dotted green: every member "
+        "is reconciled (Stable)."
     )
 
 
@@ -317,14 +363,26 @@ def simulation_sections(result: SimResult) -> list[Section]:
     sc = result.scenario
     g = sc.group
     m = result.metrics
+    settings: tuple[tuple[str, Any], ...]
+    if g.consumer_protocol:
+        settings = (
+            ("group.protocol", "consumer (KIP-848)"),
+            ("group.remote.assignor", g.server_assignor or "uniform (the coordinator's default)"),
+            ("group.consumer.session.timeout.ms", g.consumer_session_timeout_ms),
+            ("group.consumer.heartbeat.interval.ms", g.consumer_heartbeat_interval_ms),
+        )
+    else:
+        settings = (
+            ("assignors", ", ".join(g.assignors)),
+            ("session.timeout.ms", g.session_timeout_ms),
+            ("heartbeat.interval.ms", g.heartbeat_interval_ms),
+        )
     facts = Facts(
         (
             ("scenario", sc.name),
             ("seed", sc.seed),
             ("virtual time (ms)", sc.duration_ms),
-            ("assignors", ", ".join(g.assignors)),
-            ("session.timeout.ms", g.session_timeout_ms),
-            ("heartbeat.interval.ms", g.heartbeat_interval_ms),
+            *settings,
             ("max.poll.interval.ms", g.max_poll_interval_ms),
         )
     )

@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.model import compress_partitions
+from kgroup.sim.consumer_group import ConsumerGroupObserver
 from kgroup.sim.host import ResultSource, ScenarioHost
 from kgroup.sim.process import ConsumerProcess
 from kgroup.sim.result import SimResult
 from kgroup.sim.scenario import ConsumerSpec, EventSpec, scaled_ids
 from kgroup.sim.scheduler import HEAL, RESTART, UNSTALL
 
-__all__ = ["apply_scenario_event", "build_result", "scale", "schedule_restart"]
+__all__ = ["apply_scenario_event", "build_result", "consumer_protocol_metrics", "scale", "schedule_restart"]
 
 
 def apply_scenario_event(sim: ScenarioHost, ev: EventSpec) -> int:
@@ -51,11 +52,10 @@ def apply_scenario_event(sim: ScenarioHost, ev: EventSpec) -> int:
         sim.add_topic_partitions(ev.topic, ev.count, now)
         sim.metadata_changed_ms = now
         sim.resubscribe()
-        metadata = sim.metadata()
         for proc in sim.procs:
             if proc.member is not None:
                 sim.workload.advance(proc.load, proc.member, now)
-                proc.member.update_metadata(metadata)
+                sim.give_metadata(proc)
                 sim.poll_process(proc)
                 sim.after_member(proc)
     elif kind == "subscribe":
@@ -115,6 +115,23 @@ def scale(sim: ScenarioHost, ev: EventSpec) -> None:
     sim.resubscribe()
 
 
+def consumer_protocol_metrics(sim: ResultSource) -> dict[str, Any]:
+    """The consumer protocol's extras (docs/simulator.md): hand-over clocks, epochs, the end state."""
+    group = sim.group
+    assert sim.handover is not None and isinstance(group, ConsumerGroupObserver)
+    out: dict[str, Any] = {
+        "protocol": "consumer",
+        "revoking_partition_ms": sim.handover.revoking_ms,
+        "unreleased_partition_ms": sim.handover.unreleased_ms,
+        "assignment_epoch": group.data.assignment_epoch,
+        "member_epochs": {proc.id: proc.member.generation for proc in sim.procs if proc.member is not None},
+        "settled_at_end": sim.settled_at_end,
+    }
+    if sim.handover.intervals_dropped:
+        out["handover_intervals_dropped"] = sim.handover.intervals_dropped
+    return out
+
+
 def build_result(sim: ResultSource) -> SimResult:
     """The run's metrics, logs and chart data (docs/simulator.md defines every metric)."""
     end = sim.sc.duration_ms
@@ -157,6 +174,8 @@ def build_result(sim: ResultSource) -> SimResult:
         "offset_commits_sent": sim.commits_sent,
         "steps": sim.steps,
     }
+    if sim.handover is not None:
+        metrics.update(consumer_protocol_metrics(sim))
     # bounded memory on long runs: say what the logs left out (only when they did)
     for key, dropped in (
         ("events_dropped", sim.events_dropped),
@@ -176,4 +195,5 @@ def build_result(sim: ResultSource) -> SimResult:
         lag=sim.lag,
         rebalance_starts=sim.rebalance_starts,
         stable_marks=sim.stable_marks,
+        handover_intervals=sorted(sim.handover.intervals) if sim.handover is not None else [],
     )

@@ -33,6 +33,14 @@ or adds them back. The other seeds draw the scenario :func:`base_scenario` alway
 A run *fails* when the simulator raises, or reports an invariant violation (a partition with two
 current owners, a Stable assignment that breaks the assignor invariants, a generation going back).
 Disturbances that never settle are counted, not failed (a scenario may end mid-rebalance).
+
+A share of the seeds (:data:`CONSUMER_PROTOCOL_SHARE`, drawn by :func:`campaign_scenario`) runs the
+same drawn scenario on the consumer protocol (KIP-848, :func:`random_consumer_scenario`): a server
+assignor instead of the client's list, the coordinator's session timeout and heartbeat interval,
+and a quiet tail after the last fault, at the end of which every running member must have reconciled
+to the target assignment (else the run fails: ``unreconciled``). Its invariants besides the classic
+ones: member, group and assignment epochs never go back (a member's own epoch only to 0, fenced and
+rejoining); at every Stable every subscribed partition is owned exactly once.
 """
 
 from __future__ import annotations
@@ -50,12 +58,15 @@ from kgroup.sim.scenario import parse_scenario
 
 __all__ = [
     "ASSIGNOR_LISTS",
+    "CONSUMER_PROTOCOL_SHARE",
     "FAMILY_ASSIGNORS",
     "SUBSCRIPTION_SHARE",
     "CampaignRun",
     "base_scenario",
+    "campaign_scenario",
     "check_scenario",
     "check_seed",
+    "random_consumer_scenario",
     "random_scenario",
     "run_on_spark",
     "shrink",
@@ -100,10 +111,19 @@ class CampaignRun:
     zombie_owned_ms: int
     #: eager sticky's stale claims handed back outside a subscription (partition-ms; not a failure)
     outside_subscription_ms: int = 0
+    #: consumer protocol: some running member had not reconciled to the target when the run ended
+    #: (after the quiet tail :func:`random_consumer_scenario` leaves after the last fault)
+    unreconciled: bool = False
+    protocol: str = "classic"
 
     @property
     def failed(self) -> bool:
-        return self.crashed is not None or self.violation_count > 0 or self.double_owned_ms > 0
+        return (
+            self.crashed is not None
+            or self.violation_count > 0
+            or self.double_owned_ms > 0
+            or self.unreconciled
+        )
 
 
 # --- the distribution ----------------------------------------------------------------------------------
@@ -346,6 +366,56 @@ def _random_event(
     }
 
 
+# --- the consumer protocol's share ------------------------------------------------------------------------
+
+#: the share of campaign seeds that run on the consumer protocol (KIP-848)
+CONSUMER_PROTOCOL_SHARE = 0.25
+_SERVER_ASSIGNOR_CHOICES = (None, "uniform", "range")
+
+
+def campaign_scenario(seed: int) -> dict[str, Any]:
+    """The scenario a campaign runs for ``seed``: :func:`random_scenario`'s, on the consumer protocol
+    for a share of the seeds (drawn from a stream of its own, so the classic draw is unchanged)."""
+    if Random(f"kgroup-campaign-protocol:{seed}").random() < CONSUMER_PROTOCOL_SHARE:
+        return random_consumer_scenario(seed)
+    return random_scenario(seed)
+
+
+def random_consumer_scenario(seed: int) -> dict[str, Any]:
+    """:func:`base_scenario`'s draw for ``seed`` on the consumer protocol: the same topics,
+    consumers, network and events; a server assignor (the coordinator's default, ``uniform`` or
+    ``range``) instead of client-side lists (an upgrade's rolling restarts stay, as plain restarts);
+    the coordinator's session timeout (10–60 s) and heartbeat interval (1, 2 or 5 s, below a third of
+    it); and a quiet tail after the last fault (session timeout + ``max.poll.interval.ms`` + 60 s),
+    so that every member must have reconciled by the end."""
+    data = copy.deepcopy(base_scenario(seed))
+    rng = Random(f"kgroup-campaign-consumer:{seed}")
+    group = data["group"]
+    for key in ("assignors", "session_timeout_ms", "heartbeat_interval_ms"):
+        group.pop(key, None)
+    group["protocol"] = "consumer"
+    assignor = rng.choice(_SERVER_ASSIGNOR_CHOICES)
+    if assignor is not None:
+        group["server_assignor"] = assignor
+    session = rng.randint(10, 60) * 1000
+    group["consumer_session_timeout_ms"] = session
+    group["consumer_heartbeat_interval_ms"] = min(rng.choice((1000, 2000, 5000)), session // 3)
+    for event in data["events"]:
+        event.pop("assignors", None)
+    consumers = sum(c["count"] for c in data["consumers"])
+    consumers += sum(e["count"] for e in data["events"] if e["kind"] == "scale" and e["count"] > 0)
+    last = 0
+    for event in data["events"]:
+        end = event["at_ms"] + event.get("downtime_ms", 0) + event.get("duration_ms", 0)
+        if event["kind"] == "rolling_restart":
+            end += event.get("gap_ms", 30_000) * consumers
+        last = max(last, end)
+    tail = session + group["max_poll_interval_ms"] + 60_000
+    data["duration_ms"] = max(data["duration_ms"], last + tail)
+    data["name"] = f"campaign-{seed}-consumer"
+    return data
+
+
 # --- checking --------------------------------------------------------------------------------------------
 
 
@@ -357,6 +427,7 @@ def check_scenario(data: dict[str, Any], seed: int = 0) -> CampaignRun:
     except Exception as exc:  # any exception out of the simulator is the finding
         return CampaignRun(seed, 0, (), f"{type(exc).__name__}: {exc}", 0, 0, 0)
     m = result.metrics
+    consumer = scenario.group.consumer_protocol
     return CampaignRun(
         seed=seed,
         violation_count=int(m["invariant_violation_count"]),
@@ -366,12 +437,14 @@ def check_scenario(data: dict[str, Any], seed: int = 0) -> CampaignRun:
         double_owned_ms=int(m["double_owned_ms"]),
         zombie_owned_ms=int(m["zombie_owned_ms"]),
         outside_subscription_ms=int(m["outside_subscription_ms"]),
+        unreconciled=consumer and not m["settled_at_end"],
+        protocol="consumer" if consumer else "classic",
     )
 
 
 def check_seed(seed: int) -> CampaignRun:
     """Draw the seed's scenario and check it (the unit of work of a campaign: one Spark task)."""
-    return check_scenario(random_scenario(seed), seed)
+    return check_scenario(campaign_scenario(seed), seed)
 
 
 def run_on_spark(spark: Any, seeds: list[int]) -> list[CampaignRun]:
@@ -418,7 +491,7 @@ def _candidates(data: dict[str, Any]) -> list[dict[str, Any]]:
             copied()["network"].pop(key)
     if network.get("latency_ms", 1) > 1:
         copied()["network"]["latency_ms"] = 1
-    assignors = data["group"]["assignors"]
+    assignors = data["group"].get("assignors", ())
     if len(assignors) > 1:
         for name in assignors:
             copied()["group"]["assignors"] = [name]

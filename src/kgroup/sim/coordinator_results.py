@@ -21,6 +21,7 @@ from kgroup.group import CoordinatorResult
 from kgroup.group.states import GroupState
 from kgroup.messages import JoinGroupResponse, SyncGroupResponse
 from kgroup.model import Member
+from kgroup.sim.consumer_group import CONSUMER_FOLLOWED, ConsumerGroupObserver, observe_consumer_records
 from kgroup.sim.host import CoordinatorHost
 from kgroup.sim.observer import FOLLOWED
 from kgroup.sim.scheduler import TO_MEMBER
@@ -36,8 +37,12 @@ def apply_coordinator_result(sim: CoordinatorHost, result: CoordinatorResult) ->
     records = result.records
     # (committed offsets are read from the coordinator when the lag is sampled; only records that
     # change the group's state, generation or members need a look here)
-    if records and not FOLLOWED.isdisjoint(map(type, records)):
-        seen = sim.group.observe(records)
+    group = sim.group
+    if isinstance(group, ConsumerGroupObserver):
+        if records and not CONSUMER_FOLLOWED.isdisjoint(map(type, records)):
+            observe_consumer_records(sim, group.observe(records))
+    elif records and not FOLLOWED.isdisjoint(map(type, records)):
+        seen = group.observe(records)
         for before, after in seen.generation_went_back:
             sim.violation(f"generation went back from {before} to {after}")
         for state, generation in seen.states:

@@ -27,8 +27,13 @@ SweepRunner = Callable[
     tuple[list[dict[str, Any]], list[dict[str, Any]]],
 ]
 
-#: the two variants whose timelines the report shows side by side
-HIGHLIGHTS = (Variant("range", "eager", "dynamic"), Variant("cooperative-sticky", "cooperative", "dynamic"))
+#: the variants whose timelines the report shows side by side: classic eager, classic cooperative
+#: and the consumer protocol (KIP-848)
+HIGHLIGHTS = (
+    Variant("range", "eager", "dynamic"),
+    Variant("cooperative-sticky", "cooperative", "dynamic"),
+    Variant("uniform", "consumer", "dynamic"),
+)
 
 
 def demo_scenario(seed: int = 42) -> Scenario:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from kgroup.group import GroupCoordinator, TimerTable
 from kgroup.member import OutboundRequest
 from kgroup.model import TopicMetadata
+from kgroup.sim.consumer_group import ConsumerGroupObserver, HandoverTracker
 from kgroup.sim.network import Network
 from kgroup.sim.observer import GroupObserver
 from kgroup.sim.ownership import OwnershipTracker
@@ -37,8 +38,10 @@ class _Common(Protocol):
     net: Network
     workload: Workload
     procs: list[ConsumerProcess]
-    group: GroupObserver
+    group: GroupObserver | ConsumerGroupObserver
     own: OwnershipTracker
+    #: consumer protocol: the revoking / unreleased clocks (None on the classic protocol)
+    handover: HandoverTracker | None
     metadata_changed_ms: int
 
     @property
@@ -71,6 +74,8 @@ class ScenarioHost(_Common, Protocol):
     def resubscribe(self) -> None: ...
 
     def add_topic_partitions(self, topic: str, count: int, now_ms: int) -> None: ...
+
+    def give_metadata(self, proc: ConsumerProcess) -> None: ...
 
 
 class CoordinatorHost(_Common, Protocol):
@@ -111,6 +116,7 @@ class ResultSource(_Common, Protocol):
     lag: list[LagSample]
     rebalance_starts: list[int]
     stable_marks: list[int]
+    settled_at_end: bool
 
     @property
     def disturbances(self) -> Sequence[Disturbance]: ...

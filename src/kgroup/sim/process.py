@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from kgroup.member import ConsumerMember
 from kgroup.model import TopicPartition
+from kgroup.sim.consumer_group import SimMember
 from kgroup.sim.workload import ConsumerLoad
 
 __all__ = ["ConsumerProcess"]
@@ -25,7 +26,7 @@ class ConsumerProcess:
     static: bool
     rack: str | None
     load: ConsumerLoad
-    member: ConsumerMember | None = None
+    member: ConsumerMember | SimMember | None = None
     incarnation: int = 0
     conn: str = ""
     deployed: bool = False
@@ -40,3 +41,4 @@ class ConsumerProcess:
     app_tick_at: int | None = None  # the loop's next periodic look (auto-commit, poll timer)
     reconnects: int = 0  # connections this incarnation reopened (a timeout or reset closed one)
     conn_ready_at: int = 0  # when the current connection can carry requests
+    epoch_seen: int = 0  # consumer protocol: the member epoch last seen (it never goes back)

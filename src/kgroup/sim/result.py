@@ -47,6 +47,8 @@ class SimResult:
     lag: list[LagSample] = field(default_factory=list)
     rebalance_starts: list[int] = field(default_factory=list)
     stable_marks: list[int] = field(default_factory=list)
+    #: consumer protocol: (partition, "revoking" | "unreleased", start, end), for the timeline
+    handover_intervals: list[tuple[int, str, int, int]] = field(default_factory=list)
 
     def to_data(self) -> dict[str, Any]:
         """The ``--json`` document: ``{"scenario", "metrics", "ownership", "events"}``."""

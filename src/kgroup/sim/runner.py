@@ -48,6 +48,13 @@ from kgroup.messages import (
 )
 from kgroup.model import ErrorCode, TopicMetadata, TopicPartition, jsonable, sorted_partitions
 from kgroup.sim.actions import apply_scenario_event, build_result
+from kgroup.sim.consumer_group import (
+    ConsumerGroupObserver,
+    HandoverTracker,
+    SimMember,
+    metadata_image,
+    new_member,
+)
 from kgroup.sim.coordinator_results import apply_coordinator_result
 from kgroup.sim.network import Network
 from kgroup.sim.observer import GroupObserver
@@ -112,10 +119,17 @@ class Simulation:
             if ev.kind == "network_partition" and ev.consumer is not None:
                 # cuts are known ahead, so a delivery time drawn at send time is exact
                 self.net.cut(ev.consumer, ev.at_ms, ev.at_ms + ev.duration_ms)
-        self.coord = GroupCoordinator(
-            CoordinatorConfig(group_initial_rebalance_delay_ms=g.initial_rebalance_delay_ms),
-            rng=Random(f"kgroup-sim:{seed}:coordinator"),
-        )
+        self.consumer_protocol = g.consumer_protocol
+        if self.consumer_protocol:
+            config = CoordinatorConfig(
+                group_initial_rebalance_delay_ms=g.initial_rebalance_delay_ms,
+                consumer_session_timeout_ms=g.consumer_session_timeout_ms,
+                consumer_heartbeat_interval_ms=g.consumer_heartbeat_interval_ms,
+            )
+        else:
+            config = CoordinatorConfig(group_initial_rebalance_delay_ms=g.initial_rebalance_delay_ms)
+        self.coord = GroupCoordinator(config, rng=Random(f"kgroup-sim:{seed}:coordinator"))
+        self.metadata_version = 0
         self.group_id = g.group_id
         self.workload = Workload(scenario.workload)
         self.workload_rng = Random(f"kgroup-sim:{seed}:workload")
@@ -127,7 +141,14 @@ class Simulation:
         self.broken_conns: set[str] = set()  # connections a timeout or reset closed
         self.coord_timers = TimerTable(sequence=self.q.next_seq)
         # group observation
-        self.group = GroupObserver()  # the group as its coordinator's records show it
+        # the group as its coordinator's records show it
+        self.group: GroupObserver | ConsumerGroupObserver
+        if self.consumer_protocol:
+            self.group = ConsumerGroupObserver(g.group_id, config.consumer_assignors[0])
+        else:
+            self.group = GroupObserver()
+        #: consumer protocol: when partitions were revoking / unreleased (None on the classic protocol)
+        self.handover: HandoverTracker | None = HandoverTracker() if self.consumer_protocol else None
         self.rebalances = 0
         self.settled_count = 0
         self.running_count = 0
@@ -153,6 +174,7 @@ class Simulation:
         self.commits_sent = 0
         self._in_double = False
         self._started = False
+        self.settled_at_end = False
 
         for name, count in scenario.topics:
             self.add_topic_partitions(name, count, 0)
@@ -180,6 +202,19 @@ class Simulation:
         self.topic_sizes[topic] = first + count
         self.workload.add_partitions((TopicPartition(topic, p) for p in range(first, first + count)), now_ms)
         self.own.add_partitions(count, now_ms)
+        if self.consumer_protocol:
+            # Kafka's onMetadataUpdate: the coordinator sees the new partition count at once
+            self.metadata_version += 1
+            self.coord.set_metadata(metadata_image(self.topic_sizes, self.metadata_version))
+
+    def give_metadata(self, proc: ConsumerProcess) -> None:
+        """The member learns the cluster's topics (names and partition counts; the consumer
+        protocol's member reads topic ids' names)."""
+        member = proc.member
+        if isinstance(member, SimMember):
+            member.give_metadata(self.topic_sizes)
+        elif member is not None:
+            member.update_metadata(self.metadata())
 
     def metadata(self) -> dict[str, TopicMetadata]:
         return {name: TopicMetadata(name, n) for name, n in self.topic_sizes.items()}
@@ -267,6 +302,9 @@ class Simulation:
                 self.workload.advance(proc.load, proc.member, end)
         self._sample(end)
         self.own.close(end)
+        if self.handover is not None:
+            self.settled_at_end = self._is_settled()
+            self.handover.close(end)
         return self._result()
 
     def sc_spec(self, proc: ConsumerProcess) -> ConsumerSpec:
@@ -306,8 +344,25 @@ class Simulation:
         proc.conn_ready_at = self.now
         self.conn_owner[proc.conn] = (proc.index, proc.incarnation)
         self._schedule_reset(proc)
-        proc.member = ConsumerMember(self._member_config(proc), proc.topics)
-        proc.member.update_metadata(self.metadata())
+        if self.consumer_protocol:
+            g = self.sc.group
+            member = new_member(
+                group_id=g.group_id,
+                consumer_id=proc.id,
+                static=proc.static,
+                rack=proc.rack,
+                server_assignor=g.server_assignor,
+                max_poll_interval_ms=g.max_poll_interval_ms,
+                enable_auto_commit=g.enable_auto_commit,
+                auto_commit_interval_ms=g.auto_commit_interval_ms,
+                rng=Random(f"kgroup-sim:{self.sc.seed}:member:{proc.id}:{proc.incarnation}"),
+            )
+            member.subscribe(proc.topics)
+            proc.member = member
+            proc.epoch_seen = 0
+        else:
+            proc.member = ConsumerMember(self._member_config(proc), proc.topics)
+        self.give_metadata(proc)
         proc.load.last_ms = self.now
         proc.load.budget_milli = 0
         proc.load.stalled_until_ms = -1
@@ -434,6 +489,8 @@ class Simulation:
             self.log_event("process_exited", consumer=proc.id, reason="the member failed")
             self.stop_process(proc, graceful=False)
             return
+        if isinstance(member, SimMember):
+            self._consumer_member_checked(proc, member)
         self._refresh_claim(proc)
         wake = member.next_wakeup_ms()
         if wake is not None and wake <= self.q.now_ms:
@@ -443,6 +500,16 @@ class Simulation:
             proc.wake_version += 1
             if wake is not None:
                 self.q.push(wake, _WAKE, (proc.index, proc.incarnation, proc.wake_version))
+
+    def _consumer_member_checked(self, proc: ConsumerProcess, member: SimMember) -> None:
+        """A consumer-protocol member's epoch never goes back, except to 0 or below (fenced and
+        rejoining from 0, or leaving); it asked for metadata: the host gives it (Kafka's refresh)."""
+        epoch = member.member_epoch
+        if 0 < epoch < proc.epoch_seen:
+            self.violation(f"{proc.id}'s member epoch went back from {proc.epoch_seen} to {epoch}")
+        proc.epoch_seen = epoch
+        if member.metadata_update_requested:
+            self.give_metadata(proc)
 
     def _drain(self, proc: ConsumerProcess) -> None:
         member = proc.member
@@ -521,7 +588,7 @@ class Simulation:
                 index = self.workload.index
                 parts = frozenset([index[tp] for tp in assigned if tp in index])
             self._set_claim(proc, parts, self.group.is_current(generation, member_id))
-        settled = member.phase is Phase.STABLE and self.group.is_current(generation, member_id)
+        settled = member.phase is Phase.STABLE and self._member_settled(generation, member_id)
         if settled is not proc.settled:
             proc.settled = settled
             self.settled_count += 1 if settled else -1
@@ -538,11 +605,19 @@ class Simulation:
         settled = (
             member is not None
             and member.phase is Phase.STABLE
-            and self.group.is_current(member.generation, member.member_id)
+            and self._member_settled(member.generation, member.member_id)
         )
         if settled != proc.settled:
             proc.settled = settled
             self.settled_count += 1 if settled else -1
+
+    def _member_settled(self, generation: int, member_id: str) -> bool:
+        """Classic: a member of the current generation. Consumer protocol: the coordinator holds it
+        reconciled to the target assignment, at the epoch the member knows."""
+        group = self.group
+        if isinstance(group, ConsumerGroupObserver):
+            return group.is_reconciled(member_id, generation)
+        return group.is_current(generation, member_id)
 
     def resubscribe(self) -> None:
         topics = {t for p in self.procs if p.deployed for t in p.topics}
@@ -751,10 +826,15 @@ class Simulation:
     def _is_settled(self) -> bool:
         if self.pending_starts:
             return False
+        group = self.group
+        if isinstance(group, ConsumerGroupObserver):
+            if self.running_count == 0:
+                return group.is_empty()
+            return group.is_stable() and self.own.n_unowned == 0 and self.settled_count == self.running_count
         if self.running_count == 0:
-            return self.group.state in (GroupState.EMPTY, GroupState.DEAD)
+            return group.state in (GroupState.EMPTY, GroupState.DEAD)
         return (
-            self.group.state is GroupState.STABLE
+            group.state is GroupState.STABLE
             and self.own.n_unowned == 0
             and self.settled_count == self.running_count
         )

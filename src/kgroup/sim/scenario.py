@@ -48,6 +48,19 @@ EVENT_KINDS = (
 # every 5 s, request.timeout.ms 30 s, partition.assignment.strategy [range, cooperative-sticky];
 # broker: group.initial.rebalance.delay.ms 3 s).
 DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")
+#: Kafka's ``group.protocol``: the classic JoinGroup/SyncGroup protocol, or KIP-848's consumer protocol
+GROUP_PROTOCOLS = ("classic", "consumer")
+#: the server-side assignors a consumer-protocol member may name (``group.remote.assignor``); the
+#: coordinator's default (``group.consumer.assignors``' first) is ``uniform``
+SERVER_ASSIGNORS = ("uniform", "range")
+#: the group fields that only the consumer protocol reads, with their defaults (left out of
+#: :meth:`Scenario.to_data` when at the default, so a classic scenario's data is unchanged)
+_CONSUMER_GROUP_DEFAULTS: dict[str, object] = {
+    "protocol": "classic",
+    "server_assignor": None,
+    "consumer_session_timeout_ms": 45000,
+    "consumer_heartbeat_interval_ms": 5000,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +74,20 @@ class GroupSpec:
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5000
     request_timeout_ms: int = 30000
+    # --- KIP-848 (``protocol: consumer``) ---------------------------------------------------------------
+    #: Kafka's ``group.protocol``: ``classic`` (JoinGroup/SyncGroup; ``assignors`` decide EAGER or
+    #: COOPERATIVE) or ``consumer`` (ConsumerGroupHeartbeat; the coordinator assigns)
+    protocol: str = "classic"
+    #: ``group.remote.assignor`` (``uniform`` or ``range``); None: the coordinator's default, uniform
+    server_assignor: str | None = None
+    #: the broker's ``group.consumer.session.timeout.ms`` / ``group.consumer.heartbeat.interval.ms``
+    #: (with this protocol the coordinator owns both; Kafka's defaults)
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+
+    @property
+    def consumer_protocol(self) -> bool:
+        return self.protocol == "consumer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +160,7 @@ class Scenario:
             "seed": self.seed,
             "duration_ms": self.duration_ms,
             "topics": dict(self.topics),
-            "group": _plain(self.group),
+            "group": _group_plain(self.group),
             "consumers": [_plain(c) for c in self.consumers],
             "network": _plain(self.network),
             "workload": _plain(self.workload),
@@ -149,6 +176,16 @@ def _plain(obj: Any) -> dict[str, Any]:
             out[f.name] = _plain(value)
         elif value is not None:
             out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _group_plain(group: GroupSpec) -> dict[str, Any]:
+    out = _plain(group)
+    for key, default in _CONSUMER_GROUP_DEFAULTS.items():
+        if out.get(key) == default:
+            out.pop(key, None)
+    if group.consumer_protocol:
+        out.pop("assignors", None)  # the consumer protocol has no client-side assignors
     return out
 
 
@@ -253,9 +290,46 @@ def _group(value: Any) -> GroupSpec:
             kw[key] = _bool(raw, field)
         elif key == "initial_rebalance_delay_ms":
             kw[key] = _int(raw, field, 0)
+        elif key == "protocol":
+            if raw not in GROUP_PROTOCOLS:
+                raise _fail(
+                    field, f"is {_show(raw)}", "use classic (JoinGroup/SyncGroup) or consumer (KIP-848)"
+                )
+            kw[key] = raw
+        elif key == "server_assignor":
+            if raw not in SERVER_ASSIGNORS:
+                raise _fail(
+                    field,
+                    f"is {_show(raw)}",
+                    f"use one of the server assignors: {', '.join(SERVER_ASSIGNORS)}",
+                )
+            kw[key] = raw
         else:
             kw[key] = _int(raw, field, 1)
     spec = GroupSpec(**kw)
+    if spec.consumer_protocol:
+        if "assignors" in data:
+            raise _fail(
+                "group.assignors",
+                "does not apply with protocol: consumer (the coordinator assigns; Kafka refuses "
+                "partition.assignment.strategy with group.protocol=consumer)",
+                "remove it and give group.server_assignor: uniform or range",
+            )
+        if spec.consumer_heartbeat_interval_ms >= spec.consumer_session_timeout_ms:
+            raise _fail(
+                "group.consumer_heartbeat_interval_ms",
+                f"{spec.consumer_heartbeat_interval_ms} is not below consumer_session_timeout_ms "
+                f"{spec.consumer_session_timeout_ms}",
+                "give a heartbeat interval below the session timeout (Kafka's defaults: 5000 and 45000)",
+            )
+    else:
+        for key in ("server_assignor", "consumer_session_timeout_ms", "consumer_heartbeat_interval_ms"):
+            if key in data:
+                raise _fail(
+                    f"group.{key}",
+                    "only applies with protocol: consumer",
+                    "add group.protocol: consumer or remove it",
+                )
     if spec.heartbeat_interval_ms >= spec.session_timeout_ms:
         raise _fail(
             "group.heartbeat_interval_ms",
@@ -462,6 +536,20 @@ def _event(
     return event
 
 
+def _no_client_assignors(raw: Any, field: str) -> None:
+    """``assignors`` (a client-side ``partition.assignment.strategy``) has no meaning with the consumer
+    protocol; Kafka's client refuses it."""
+    if isinstance(raw, str) or not isinstance(raw, Sequence):
+        return
+    for i, item in enumerate(raw):
+        if isinstance(item, Mapping) and "assignors" in item:
+            raise _fail(
+                f"{field}[{i}].assignors",
+                "does not apply with protocol: consumer (the coordinator assigns)",
+                "remove it (group.server_assignor names the coordinator's assignor)",
+            )
+
+
 def scaled_ids(event: EventSpec, existing: Mapping[str, object]) -> list[str]:
     """The ids a ``scale: +n`` event gives its new consumers: ``prefix`` + the first free numbers."""
     out: list[str] = []
@@ -496,6 +584,9 @@ def parse_scenario(data: Any, *, name: str = "scenario") -> Scenario:
             "consumers", "is missing", "list the consumers, e.g. - {count: 3, prefix: c, topics: [orders]}"
         )
     consumers = _consumers(doc["consumers"], topics)
+    if group.consumer_protocol:
+        _no_client_assignors(doc["consumers"], "consumers")
+        _no_client_assignors(doc.get("events") or [], "events")
     network = _network(doc.get("network", {}))
     workload = _workload(doc.get("workload", {}))
     raw_events = doc.get("events", [])

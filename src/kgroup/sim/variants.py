@@ -12,6 +12,12 @@ way Kafka users express it:
 
 Overrides change the group's list (``group.assignors``), which consumers without their own list
 use; consumer- and event-level lists (a rolling upgrade) are left as written.
+
+``consumer`` is the third protocol: Kafka 4's ``group.protocol=consumer`` (KIP-848). There the
+coordinator assigns, so ``--assignors`` names the server assignor (``uniform`` or ``range``) and the
+client-side lists of the group, the consumers and the events are dropped (Kafka's client refuses
+them with this protocol); ``eager`` or ``cooperative`` on a consumer-protocol scenario runs it on the
+classic protocol with the file's (or Kafka's default) client-side list.
 """
 
 from __future__ import annotations
@@ -21,11 +27,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kgroup.model import KgroupError, RebalanceProtocol
-from kgroup.sim.scenario import Scenario
+from kgroup.sim.scenario import (
+    DEFAULT_ASSIGNORS,
+    SERVER_ASSIGNORS,
+    ConsumerSpec,
+    EventSpec,
+    GroupSpec,
+    Scenario,
+)
 
 __all__ = [
+    "CLASSIC_PROTOCOLS",
     "MEMBERSHIPS",
     "PROTOCOLS",
+    "SERVER_ASSIGNORS",
     "STRATEGIES",
     "Variant",
     "assignor_protocols",
@@ -35,7 +50,9 @@ __all__ = [
 ]
 
 STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
-PROTOCOLS = ("eager", "cooperative")
+PROTOCOLS = ("eager", "cooperative", "consumer")
+#: the classic protocols (the client's assignors decide between them)
+CLASSIC_PROTOCOLS = ("eager", "cooperative")
 MEMBERSHIPS = ("dynamic", "static")
 
 # Kafka's supportedProtocols() of the built-in assignors (CooperativeStickyAssignor lists both)
@@ -89,24 +106,17 @@ def with_overrides(
     seed: int | None = None,
 ) -> Scenario:
     """``scenario`` with the command line's overrides applied (``None`` keeps the file's value)."""
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise KgroupError(f"--protocol: {protocol!r} is not a protocol; use eager, cooperative or consumer")
     group = scenario.group
-    if assignors is not None:
-        from kgroup.assignors import available_assignors
-
-        names = tuple(assignors)
-        known = available_assignors()
-        for name in names:
-            if name not in known:
-                raise KgroupError(f"--assignors: {name!r} is not an assignor; use one of: {', '.join(known)}")
-        if not names or len(set(names)) != len(names):
-            raise KgroupError("--assignors: give one or more different assignor names, comma-separated")
-        group = dataclasses.replace(group, assignors=names)
-    if protocol is not None:
-        if protocol not in PROTOCOLS:
-            raise KgroupError(f"--protocol: {protocol!r} is not a protocol; use eager or cooperative")
-        group = dataclasses.replace(group, assignors=_apply_protocol(group.assignors, protocol))
     consumers = scenario.consumers
     events = scenario.events
+    if protocol == "consumer" or (protocol is None and group.consumer_protocol):
+        group, consumers, events = _to_consumer_protocol(scenario, assignors)
+    else:
+        if group.consumer_protocol:  # eager / cooperative: the same group on the classic protocol
+            group = dataclasses.replace(group, protocol="classic", server_assignor=None)
+        group = _classic_overrides(group, assignors, protocol)
     if membership is not None:
         if membership not in MEMBERSHIPS:
             raise KgroupError(f"membership: {membership!r} is unknown; use static or dynamic")
@@ -122,6 +132,51 @@ def with_overrides(
         events=events,
         seed=scenario.seed if seed is None else seed,
     )
+
+
+def _classic_overrides(group: GroupSpec, assignors: Sequence[str] | None, protocol: str | None) -> GroupSpec:
+    if assignors is not None:
+        from kgroup.assignors import available_assignors
+
+        names = tuple(assignors)
+        known = available_assignors()
+        for name in names:
+            if name not in known:
+                raise KgroupError(f"--assignors: {name!r} is not an assignor; use one of: {', '.join(known)}")
+        if not names or len(set(names)) != len(names):
+            raise KgroupError("--assignors: give one or more different assignor names, comma-separated")
+        group = dataclasses.replace(group, assignors=names)
+    if protocol is not None:
+        group = dataclasses.replace(group, assignors=_apply_protocol(group.assignors, protocol))
+    return group
+
+
+def _to_consumer_protocol(
+    scenario: Scenario, assignors: Sequence[str] | None
+) -> tuple[GroupSpec, tuple[ConsumerSpec, ...], tuple[EventSpec, ...]]:
+    """The scenario's group on the consumer protocol: ``assignors`` (one name) is the server
+    assignor; the client-side assignor lists of the consumers and events are dropped."""
+    group = scenario.group
+    server_assignor = group.server_assignor
+    if assignors is not None:
+        names = tuple(assignors)
+        if len(names) != 1 or names[0] not in SERVER_ASSIGNORS:
+            raise KgroupError(
+                f"--assignors: {','.join(names) or 'nothing'} is not a server assignor; with the consumer "
+                f"protocol give one of: {', '.join(SERVER_ASSIGNORS)}"
+            )
+        server_assignor = names[0]
+    # (the client-side list means nothing here: it is reset, as a file with protocol: consumer reads)
+    group = dataclasses.replace(
+        group, protocol="consumer", server_assignor=server_assignor, assignors=DEFAULT_ASSIGNORS
+    )
+    consumers = tuple(
+        dataclasses.replace(c, assignors=None) if c.assignors is not None else c for c in scenario.consumers
+    )
+    events = tuple(
+        dataclasses.replace(e, assignors=None) if e.assignors is not None else e for e in scenario.events
+    )
+    return group, consumers, events
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,16 +207,21 @@ class Variant:
 def compare_variants(
     strategies: Sequence[str] = STRATEGIES,
     memberships: Sequence[str | None] = MEMBERSHIPS,
+    server_assignors: Sequence[str] = SERVER_ASSIGNORS,
 ) -> tuple[list[Variant], list[tuple[Variant, str]]]:
-    """Every strategy × protocol (× membership) Kafka can run, and the ones it cannot, with why."""
+    """Every strategy × protocol (× membership) Kafka can run, and the ones it cannot, with why:
+    the client-side ``strategies`` on the classic protocol (eager, cooperative), then the
+    ``server_assignors`` on the consumer protocol (KIP-848)."""
     runnable: list[Variant] = []
     skipped: list[tuple[Variant, str]] = []
     for strategy in strategies:
         supported = assignor_protocols(strategy)
-        for protocol in PROTOCOLS:
+        for protocol in CLASSIC_PROTOCOLS:
             if protocol == "cooperative" and _C not in supported:
                 reason = f"{strategy} supports only EAGER; Kafka cannot run it cooperatively"
                 skipped.append((Variant(strategy, protocol), reason))
                 continue
             runnable.extend(Variant(strategy, protocol, membership) for membership in memberships)
+    for assignor in server_assignors:
+        runnable.extend(Variant(assignor, "consumer", membership) for membership in memberships)
     return runnable, skipped
