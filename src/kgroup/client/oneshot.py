@@ -1,4 +1,5 @@
-"""One-off group requests outside a running member: commit offsets as a given member.
+"""One-off group requests outside a running member: commit offsets as a given member, describe a
+consumer group (KIP-848's ConsumerGroupDescribe).
 
 Kafka's coordinator checks an OffsetCommit by member id and generation, not by connection, so any
 process that knows a member's id and generation can commit for it (the Spark source's query
@@ -16,6 +17,9 @@ from kgroup.client.consumer import parse_bootstrap
 from kgroup.client.translate import from_wire, to_wire
 from kgroup.client.versions import negotiate
 from kgroup.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    DescribedConsumerGroup,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     OffsetCommitPartition,
@@ -24,7 +28,7 @@ from kgroup.messages import (
 )
 from kgroup.model import ErrorCode, TopicPartition
 
-__all__ = ["commit_as_member"]
+__all__ = ["commit_as_member", "describe_consumer_group"]
 
 
 async def _open(host: str, port: int, timeout_s: float) -> tuple[BrokerConnection, dict[int, int]]:
@@ -37,6 +41,44 @@ async def _open(host: str, port: int, timeout_s: float) -> tuple[BrokerConnectio
         raise
 
 
+async def _open_coordinator(
+    bootstrap: str, group_id: str, timeout_s: float
+) -> tuple[BrokerConnection, dict[int, int]] | None:
+    """A connection to ``group_id``'s coordinator (found through the first bootstrap broker), or
+    ``None`` when FindCoordinator answers an error."""
+    host, port = parse_bootstrap(bootstrap)[0]
+    connection, versions = await asyncio.wait_for(_open(host, port, timeout_s), timeout_s)
+    try:
+        find = FindCoordinatorRequest(group_id)
+        raw = await connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
+        found = from_wire(find, raw)
+        assert isinstance(found, FindCoordinatorResponse)
+        if found.error_code is not ErrorCode.NONE:
+            return None
+    finally:
+        connection.close()
+    return await asyncio.wait_for(_open(found.host, found.port, timeout_s), timeout_s)
+
+
+async def describe_consumer_group(
+    bootstrap: str, group_id: str, timeout_s: float = 30.0
+) -> DescribedConsumerGroup:
+    """ConsumerGroupDescribe of one group at its coordinator (``COORDINATOR_NOT_AVAILABLE`` in the
+    answer when no coordinator was found)."""
+    opened = await _open_coordinator(bootstrap, group_id, timeout_s)
+    if opened is None:
+        return DescribedConsumerGroup(ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id)
+    coordinator, versions = opened
+    try:
+        request = ConsumerGroupDescribeRequest((group_id,))
+        raw = await coordinator.request(to_wire(request, versions[69]), timeout_s=timeout_s)
+        answer = from_wire(request, raw)
+        assert isinstance(answer, ConsumerGroupDescribeResponse)
+        return answer.groups[0]
+    finally:
+        coordinator.close()
+
+
 async def commit_as_member(
     bootstrap: str,
     group_id: str,
@@ -47,18 +89,10 @@ async def commit_as_member(
     timeout_s: float = 30.0,
 ) -> bool:
     """Commit ``offsets`` for ``member_id`` of ``generation``; True when every partition was stored."""
-    host, port = parse_bootstrap(bootstrap)[0]
-    connection, versions = await asyncio.wait_for(_open(host, port, timeout_s), timeout_s)
-    try:
-        find = FindCoordinatorRequest(group_id)
-        raw = await connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
-        found = from_wire(find, raw)
-        assert isinstance(found, FindCoordinatorResponse)
-        if found.error_code is not ErrorCode.NONE:
-            return False
-    finally:
-        connection.close()
-    coordinator, versions = await asyncio.wait_for(_open(found.host, found.port, timeout_s), timeout_s)
+    opened = await _open_coordinator(bootstrap, group_id, timeout_s)
+    if opened is None:
+        return False
+    coordinator, versions = opened
     try:
         request = OffsetCommitRequest(
             group_id=group_id,

@@ -46,7 +46,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from kgroup.model import KgroupError
+from kgroup.model import ErrorCode, KgroupError
 from kgroup.model import TopicPartition as ModelPartition
 from kgroup.spark.kafka_io import OffsetLookup
 from kgroup.spark.options import SourceOptions, TopicPartition, offsets_from_json, offsets_to_json
@@ -150,7 +150,7 @@ class GroupMembers:
                 await c.poll()
             await asyncio.sleep(0.02)
             views = self._views()
-            if views is not None:
+            if views is not None and await self._group_reconciled(views):
                 return views
             if loop.time() >= deadline:
                 phases = ", ".join(f"{c.member_id or '?'}: {c.state.lower()}" for c in self._consumers)
@@ -159,6 +159,24 @@ class GroupMembers:
                     f"{self.options.api_timeout_ms} ms ({phases}); raise kafka.default.api.timeout.ms "
                     "or check the other members"
                 )
+
+    async def _group_reconciled(self, views: Sequence[MemberView]) -> bool:
+        """Consumer protocol: a member only knows its own assignment, so a group still moving
+        partitions (a member waiting for partitions another has not released yet) looks settled to
+        each member; the batch waits until the coordinator says the group is Stable with our members
+        at its assignment epoch (ConsumerGroupDescribe). The classic protocol's generations say it."""
+        if self.settings.group_protocol != "consumer":
+            return True
+        from kgroup.client.oneshot import describe_consumer_group
+
+        described = await describe_consumer_group(
+            self.options.bootstrap_servers, self.settings.group_id, self._timeout_s
+        )
+        if described.error_code is not ErrorCode.NONE or described.group_state != "Stable":
+            await asyncio.sleep(0.1)
+            return False
+        epochs = {m.member_id: m.member_epoch for m in described.members}
+        return all(epochs.get(v.member_id) == described.assignment_epoch == v.generation for v in views)
 
     def _views(self) -> list[MemberView] | None:
         views = []
