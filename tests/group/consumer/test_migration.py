@@ -251,3 +251,64 @@ def test_the_upgrade_is_refused_with_kafkas_reasons() -> None:
         == "Cannot upgrade classic group g to consumer group because online upgrade is disabled."
     )
     assert h.coordinator.group("g").state is GroupState.STABLE
+
+
+def test_a_classic_static_member_replacing_the_last_consumer_protocol_member_downgrades_the_group() -> None:
+    """``validateOnlineDowngradeWithReplacedMember``: the group's only consumer-protocol member is
+    static; a classic consumer with its instance id joins in its place, the group turns classic,
+    Stable at the group epoch (its target assignment was current), the joining member in the place
+    of the one it replaced, with that member's partitions."""
+    h = Harness()
+    first = h.heartbeat("m1", 0)
+    assert first.member_epoch == 2
+    h.now += 1000
+    # a static consumer-protocol member of instance "i1" joins, a classic member joins, m1 leaves
+    static = h.send(
+        ConsumerGroupHeartbeatRequest(
+            "g",
+            "s1",
+            0,
+            instance_id="i1",
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=("t0",),
+            topic_partitions=(),
+        ),
+        1,
+    )
+    assert static.error_code is ErrorCode.NONE
+    h.now += 1000
+    classic = h.join(h.join().member_id)
+    assert classic.error_code is ErrorCode.NONE
+    # let everyone reconcile: m1 leaves, s1 and the classic member share the partitions
+    assert h.send(ConsumerGroupHeartbeatRequest("g", "m1", -1), 1).error_code is ErrorCode.NONE
+    h.now += 1000
+    for _ in range(6):
+        h.heartbeat("s1", _epoch(h, "s1"), topic_partitions=_owned(h, "s1"))
+        rejoin = h.join(classic.member_id)
+        h.sync(rejoin)
+        h.now += 1000
+    group = h.coordinator.consumer_group("g")
+    assert group.state is ConsumerGroupState.STABLE, group
+    s1_partitions = dict(next(m for m in group.members if m.member_id == "s1").assigned_partitions)
+    # s1 leaves for now (-2), and a classic consumer with instance id i1 takes its place
+    assert h.send(ConsumerGroupHeartbeatRequest("g", "s1", -2, instance_id="i1"), 1).member_epoch == -2
+    replacing = h.send(JoinGroupRequest("g", 45_000, 30_000, "", PROTOCOLS, group_instance_id="i1"))
+    assert isinstance(replacing, JoinGroupResponse) and replacing.error_code is ErrorCode.NONE
+    assert "g" not in h.coordinator.consumer_group_ids()
+    view = h.coordinator.group("g")
+    assert view.state is GroupState.STABLE and view.generation == group.group_epoch
+    assert set(view.member_ids) == {classic.member_id, replacing.member_id}
+    assignment = decode_assignment(view.member(replacing.member_id).assignment)
+    assert {(tp.partition) for tp in assignment.partitions} == set(s1_partitions[T0])
+    assert h.rebuilt().snapshot() == h.coordinator.snapshot()
+
+
+def _epoch(h: Harness, member_id: str) -> int:
+    return next(m.member_epoch for m in h.coordinator.consumer_group("g").members if m.member_id == member_id)
+
+
+def _owned(h: Harness, member_id: str) -> tuple[Any, ...]:
+    from kgroup.messages import TopicPartitions
+
+    member = next(m for m in h.coordinator.consumer_group("g").members if m.member_id == member_id)
+    return tuple(TopicPartitions(t, tuple(sorted(p))) for t, p in member.assigned_partitions.items())

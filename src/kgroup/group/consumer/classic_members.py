@@ -29,6 +29,8 @@ from kgroup.group.consumer.heartbeat import (
     sync_key,
 )
 from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.migration import can_downgrade_replacing
+from kgroup.group.consumer.migration import downgrade as downgrade_group
 from kgroup.group.consumer.records import ClassicMemberMetadata, MemberAssignmentState
 from kgroup.group.txn import Txn
 from kgroup.messages import (
@@ -104,6 +106,8 @@ def classic_join(
         if unknown and instance_id is None and env.api_version >= _MEMBER_ID_REQUIRED_VERSION:
             return answer(JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
         op = _Op()
+        replaced = group.static_member(instance_id)
+        downgrade = replaced is not None and can_downgrade_replacing(txn, group, replaced)
         member = _join_member(txn, group, member_id, instance_id, unknown, op, ctx)
         try:
             subscription = decode_subscription(req.protocols[0].metadata)
@@ -127,20 +131,30 @@ def classic_join(
         regex_status = _maybe_update_regexes(txn, group, member, updated, op, ctx)
         bump = changed or regex_status != 0
         group_epoch, subscription_type = _update_subscription_metadata(group, bump, member, updated, op, ctx)
-        target_epoch, target = _maybe_update_target(
-            txn, group, group_epoch, member, updated, subscription_type, op, ctx
-        )
-        updated = _maybe_reconcile(
-            txn,
-            group,
-            updated,
-            target_epoch,
-            target,
-            bump,
-            _owned(subscription.owned_partitions, ctx),
-            op,
-            ctx,
-        )
+        owned = _owned(subscription.owned_partitions, ctx)
+        rebalance = False
+        if downgrade:
+            # the last consumer-protocol member, a static one, is replaced by this classic member:
+            # reconcile it to the current target unless a new one is due, then the group turns
+            # classic (validateOnlineDowngradeWithReplacedMember + convertToClassicGroup)
+            rebalance = group.assignment_epoch < group_epoch
+            if not rebalance:
+                updated = _maybe_reconcile(
+                    txn,
+                    group,
+                    updated,
+                    group.assignment_epoch,
+                    group.target_of_static(updated.member_id, instance_id),
+                    bump,
+                    owned,
+                    op,
+                    ctx,
+                )
+        else:
+            target_epoch, target = _maybe_update_target(
+                txn, group, group_epoch, member, updated, subscription_type, op, ctx
+            )
+            updated = _maybe_reconcile(txn, group, updated, target_epoch, target, bump, owned, op, ctx)
     except ApiError as error:
         return answer(JoinGroupResponse(error.code, member_id=req.member_id))
     for record in op.records:
@@ -149,8 +163,12 @@ def classic_join(
         timer_op()
     group_id, final_id = group.group_id, updated.member_id
     txn.cancel(join_key(group_id, final_id))
-    txn.schedule(session_key(group_id, final_id), req.session_timeout_ms)
-    txn.schedule(sync_key(group_id, final_id), req.rebalance_timeout_ms)
+    if downgrade:
+        # the group (every member classic now, the joining one in the replaced member's place)
+        downgrade_group(txn, ctx.groups[group_id], [], ctx, rebalance=rebalance)
+    else:
+        txn.schedule(session_key(group_id, final_id), req.session_timeout_ms)
+        txn.schedule(sync_key(group_id, final_id), req.rebalance_timeout_ms)
     answer(
         JoinGroupResponse(
             ErrorCode.NONE,

@@ -50,7 +50,7 @@ from kgroup.model import ErrorCode, PeerError, TopicId, TopicPartition
 from kgroup.valuetypes import replace
 from kgroup.wire.consumer_protocol import decode_assignment, decode_subscription, encode_assignment
 
-__all__ = ["can_downgrade", "downgrade", "upgrade"]
+__all__ = ["can_downgrade", "can_downgrade_replacing", "downgrade", "upgrade"]
 
 
 def _upgrade_error(group_id: str, why: str) -> ApiError:
@@ -173,12 +173,28 @@ def can_downgrade(txn: Txn, group: ConsumerGroupData, leaving: list[ConsumerMemb
     return remaining <= txn.config.group_max_size
 
 
+def can_downgrade_replacing(txn: Txn, group: ConsumerGroupData, replaced: ConsumerMember) -> bool:
+    """``validateOnlineDowngradeWithReplacedMember``: a classic static member replaces the last
+    consumer-protocol member, the policy allows a downgrade and the group fits a classic group."""
+    if replaced.uses_classic_protocol or group.num_classic_members() != len(group.members) - 1:
+        return False
+    if txn.config.consumer_migration_policy not in ("bidirectional", "downgrade"):
+        return False
+    return len(group.members) <= txn.config.group_max_size
+
+
 def downgrade(
-    txn: Txn, group: ConsumerGroupData, leaving: list[ConsumerMember], ctx: ConsumerContext
+    txn: Txn,
+    group: ConsumerGroupData,
+    leaving: list[ConsumerMember],
+    ctx: ConsumerContext,
+    *,
+    rebalance: bool = True,
 ) -> None:
-    """``convertToClassicGroup(group, leaving, null, rebalance=true)``: write the consumer group's
-    tombstones and the classic group, restart the members' classic sessions and start a rebalance.
-    Called once the heartbeat (or timer) that fences ``leaving`` succeeded."""
+    """``convertToClassicGroup(group, leaving, …, rebalance)``: write the consumer group's tombstones
+    and the classic group, restart the members' classic sessions and, if ``rebalance``, start a
+    rebalance. Called once the request (or timer) that fences ``leaving`` — or replaced a static
+    member, already replayed into ``group`` — succeeded."""
     group_id = group.group_id
     leaving_ids = {m.member_id for m in leaving}
     remaining = [group.members[m] for m in hashmap_iteration_order(group.members) if m not in leaving_ids]
@@ -238,7 +254,8 @@ def downgrade(
     classic = txn.groups[group_id]
     for classic_member in classic.all_members():
         reschedule_heartbeat(txn, classic, classic_member.member_id)
-    prepare_rebalance(txn, classic)
+    if rebalance:
+        prepare_rebalance(txn, classic)
 
 
 def _tombstones(group: ConsumerGroupData) -> list[ConsumerGroupRecord]:
