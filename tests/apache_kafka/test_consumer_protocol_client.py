@@ -347,7 +347,8 @@ def test_cp_a_broker_without_consumer_group_heartbeat_is_named_with_the_setting(
                 f"127.0.0.1:{port}", MemberConfig(group_id="g"), topics=["t"], group_protocol="consumer"
             )
             with pytest.raises(
-                ClientError, match=r"^group_protocol='consumer': 127\.0\.0\.1:\d+: .*set group_protocol='classic'"
+                ClientError,
+                match=r"^group_protocol='consumer': 127\.0\.0\.1:\d+: .*set group_protocol='classic'",
             ):
                 await consumer.start()
         finally:
