@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode as KioErrorCode
 from tests.apache_kafka.wire import Raw
@@ -248,3 +249,46 @@ def test_a_heartbeat_with_a_string_kafka_cannot_read_closes_only_its_connection(
         assert client.is_closed_by_peer()
     with Raw(broker.bootstrap_servers) as raw:
         assert _heartbeat(raw, "g", "m", 0, subscribed_topic_names=["orders"])["error_code"] == NONE
+
+
+def test_the_consumer_group_settings_reach_the_coordinator() -> None:
+    """``group.consumer.heartbeat.interval.ms`` is the interval every answer names, and
+    ``group.consumer.session.timeout.ms`` fences a silent member (its next heartbeat: UNKNOWN_MEMBER_ID)."""
+    with KafkaBroker(
+        topics={"t": 2}, group_consumer_heartbeat_interval_ms=300, group_consumer_session_timeout_ms=1000
+    ) as broker:
+        member = str(uuid.uuid4())
+        with Raw(broker.bootstrap_servers) as raw:
+            joined = _heartbeat(raw, "g", member, 0, subscribed_topic_names=["t"])
+            assert (joined["error_code"], joined["heartbeat_interval"]) == (NONE, 300)
+            time.sleep(1.5)
+            late = _heartbeat(raw, "g", member, joined["member_epoch"])
+            configs = raw.call(
+                "DescribeConfigs",
+                4,
+                {
+                    "resources": [{"resource_type": 4, "resource_name": "0", "configuration_keys": None}],
+                    "include_synonyms": False,
+                    "include_documentation": False,
+                },
+            )
+    assert (late["error_code"], late["error_message"]) == (25, f"Member {member} is not a member of group g.")
+    values = {c["name"]: c["value"] for c in configs["results"][0]["configs"]}
+    assert values["group.consumer.heartbeat.interval.ms"] == "300"
+    assert values["group.consumer.session.timeout.ms"] == "1000"
+
+
+def test_the_consumer_group_settings_are_checked_in_one_line() -> None:
+    from kgroup.broker.config import BrokerConfig
+    from kgroup.model import KgroupError
+
+    with pytest.raises(
+        KgroupError, match=r"^group\.consumer\.session\.timeout\.ms: 0; use at least 1 \(ms\)$"
+    ):
+        BrokerConfig(group_consumer_session_timeout_ms=0)
+    with pytest.raises(
+        KgroupError,
+        match=r"^group\.consumer\.heartbeat\.interval\.ms must be less than "
+        r"group\.consumer\.session\.timeout\.ms \(5000 >= 5000\); lower the interval or raise the timeout$",
+    ):
+        BrokerConfig(group_consumer_session_timeout_ms=5000)

@@ -48,6 +48,14 @@ def test_serve_stops_cleanly_and_keeps_its_topics(tmp_path: Path, sig: signal.Si
         (["--topic", "bad name:3"], "topic"),
         (["--fsync", "sometimes"], "--fsync"),
         (["--port", "70000"], "port"),
+        (
+            ["--group-consumer-heartbeat-interval-ms", "0"],
+            "group.consumer.heartbeat.interval.ms: 0; use at least 1",
+        ),
+        (
+            ["--group-consumer-session-timeout-ms", "4000"],
+            "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms",
+        ),
     ],
 )
 def test_bad_options_are_one_line_errors(args: list[str], message: str) -> None:

@@ -46,6 +46,12 @@ class BrokerConfig:
     #: ``group.min.session.timeout.ms`` / ``group.max.session.timeout.ms``
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
+    #: ``group.consumer.heartbeat.interval.ms``: the interval the consumer-group coordinator (KIP-848)
+    #: names in every ConsumerGroupHeartbeat answer
+    group_consumer_heartbeat_interval_ms: int = 5000
+    #: ``group.consumer.session.timeout.ms``: a consumer-protocol member not heard from for this long
+    #: is fenced
+    group_consumer_session_timeout_ms: int = 45_000
     cluster_id: str = "kgroup-cluster"
     #: topics created at start: name -> partition count
     topics: tuple[tuple[str, int], ...] = field(default=())
@@ -67,6 +73,17 @@ class BrokerConfig:
             raise KgroupError(f"max_connections: {self.max_connections}; use at least 1")
         if self.num_partitions < 1:
             raise KgroupError(f"num_partitions: {self.num_partitions}; use at least 1")
+        for name in ("group_consumer_heartbeat_interval_ms", "group_consumer_session_timeout_ms"):
+            if getattr(self, name) < 1:
+                kafka_name = name.replace("_", ".")
+                raise KgroupError(f"{kafka_name}: {getattr(self, name)}; use at least 1 (ms)")
+        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
+            # Kafka's GroupCoordinatorConfig: "%s must be less than %s"
+            raise KgroupError(
+                "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms "
+                f"({self.group_consumer_heartbeat_interval_ms} >= {self.group_consumer_session_timeout_ms}); "
+                "lower the interval or raise the timeout"
+            )
         if self.offsets_topic_partitions < 1:
             raise KgroupError(f"offsets_topic_partitions: {self.offsets_topic_partitions}; use at least 1")
 

@@ -138,6 +138,8 @@ class GroupAdapter:
             group_max_session_timeout_ms=config.group_max_session_timeout_ms,
             group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
             offsets_topic_num_partitions=config.offsets_topic_partitions,
+            consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+            consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
         )
         self.log = broker.logs.coordinator_log()
         # member ids come from the coordinator's Random: seeded per process so that ids differ

@@ -359,6 +359,8 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "offsets.topic.num.partitions": str(config.offsets_topic_partitions),
                 "socket.request.max.bytes": str(config.max_request_bytes),
                 "group.initial.rebalance.delay.ms": str(config.group_initial_rebalance_delay_ms),
+                "group.consumer.heartbeat.interval.ms": str(config.group_consumer_heartbeat_interval_ms),
+                "group.consumer.session.timeout.ms": str(config.group_consumer_session_timeout_ms),
             }
             overridden = set()
             cluster_defaults = frozenset()

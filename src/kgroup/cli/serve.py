@@ -47,6 +47,16 @@ def register(app: typer.Typer) -> None:
             help="Array elements one request may hold in all (kgroup's limit; see docs/broker.md).",
         ),
         max_connections: int = typer.Option(1000, "--max-connections", help="max.connections per broker."),
+        consumer_heartbeat_interval_ms: int = typer.Option(
+            5000,
+            "--group-consumer-heartbeat-interval-ms",
+            help="group.consumer.heartbeat.interval.ms: the interval consumer-protocol members are told.",
+        ),
+        consumer_session_timeout_ms: int = typer.Option(
+            45_000,
+            "--group-consumer-session-timeout-ms",
+            help="group.consumer.session.timeout.ms: a silent consumer-protocol member is fenced after it.",
+        ),
         max_open_files: int = typer.Option(
             256, "--max-open-files", help="Segment files open at once (kgroup's limit; see docs/broker.md)."
         ),
@@ -71,6 +81,8 @@ def register(app: typer.Typer) -> None:
             max_connections=max_connections,
             auto_create_topics=auto_create,
             num_partitions=num_partitions,
+            group_consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
+            group_consumer_session_timeout_ms=consumer_session_timeout_ms,
             topics=topics,
         )
         logging.basicConfig(
