@@ -13,7 +13,9 @@ Covered: Range, RoundRobin, Sticky and CooperativeSticky on random groups (racks
 owned partitions and generations, topics with 0 partitions, subscriptions to missing topics, Kafka's
 test-only rack switch); sticky chains (each round's answer becomes the next round's owned
 partitions, with joins, leaves, subscription changes, partition growth, a member reporting an older
-generation, two members claiming the same partition); murmur2 and ``partitionForKey`` on random
+generation, two members claiming the same partition); issue 22's family (sticky user data claiming
+partitions of topics a member no longer subscribes to, at mixed generations, and the rounds in which
+such a member keeps refusing); murmur2 and ``partitionForKey`` on random
 keys; ``RoundRobinPartitioner`` on random leader sets. The per-run counts are in
 ``docs/apache-kafka.md``.
 """
@@ -298,6 +300,124 @@ def test_sticky_chains_match_kafka(kafka_oracle: KafkaOracle, assignor: str) -> 
     starts = st.tuples(groups(max_members=6, owned=False), chain_steps)
     seed(SEED)(_SETTINGS(given(st.lists(starts, min_size=10, max_size=10))(example)))()
     verdict()
+
+
+# --- eager sticky's stale claims (issue 22) -------------------------------------------------------
+
+#: stale-claim groups per run, per assignor (batches of STALE_BATCH, one round trip per round)
+STALE_GROUPS = 300
+STALE_BATCH = 50
+#: rounds per group: the first, then the members whose subscription changed refuse and claim again
+STALE_ROUNDS = 3
+
+
+def _stale_member_id(rng: random.Random, index: int) -> str:
+    """A short id or a real client's ``<client.id>-<uuid>``: the ids decide Java ``HashMap`` order."""
+    if rng.random() < 0.5:
+        return f"c{index}"
+    return f"c{index}-" + "-".join(
+        "".join(rng.choice("0123456789abcdef") for _ in range(n)) for n in (8, 4, 4, 4, 12)
+    )
+
+
+def _stale_claim_group(rng: random.Random) -> tuple[dict[str, Any], set[str]]:
+    """A group like issue 22's: every member's sticky user data claims what it owned at some recent
+    generation under its *old* subscription; some members have since dropped (or added) topics, so
+    their claims hold partitions of topics they no longer subscribe to. Claims come from up to three
+    past generations (two members may claim one partition at different generations, rarely at the
+    same one); the subscription's own ``generationId`` is absent (a v0/v1 subscription), the claim's
+    generation, or newer (a member that refused its last assignment, as a real client sends it).
+    Returns the vector input and the ids of the members whose subscription changed."""
+    chosen = rng.sample(("a", "b", "t0", "t1", "t10", "Z"), rng.randint(2, 4))
+    topics = {name: rng.randint(1, 10) for name in chosen}
+    names = list(topics)
+    ids = [_stale_member_id(rng, i) for i in range(rng.randint(2, 7))]
+    old = {m: rng.sample(names, rng.randint(1, len(names))) for m in ids}
+    current = rng.randint(2, 6)
+    # who owned each partition at each of the last three generations (subscribers of the old lists)
+    history: dict[int, dict[str, list[str]]] = {}
+    for generation in range(current - 2, current + 1):
+        owned: dict[str, list[str]] = {m: [] for m in ids}
+        for topic, count in topics.items():
+            takers = [m for m in ids if topic in old[m]]
+            for p in range(count):
+                if takers and rng.random() < 0.9:
+                    owned[rng.choice(takers)].append(f"{topic}-{p}")
+        history[generation] = owned
+    members: list[dict[str, Any]] = []
+    changed: set[str] = set()
+    for m in ids:
+        subscription = list(old[m])
+        if rng.random() < 0.5:  # drops topics (and sometimes picks up another)
+            keep = rng.sample(subscription, rng.randint(0, len(subscription) - 1))
+            others = [t for t in names if t not in subscription]
+            if others and (not keep or rng.random() < 0.3):
+                keep.append(rng.choice(others))
+            if keep and keep != subscription:
+                subscription = keep
+                changed.add(m)
+        member: dict[str, Any] = {"memberId": m, "topics": subscription}
+        if rng.random() < 0.1:  # a new member: no user data, no generation
+            member["userData"] = None
+        else:
+            claimed_at = rng.randint(current - 2, current)
+            claim = list(history[claimed_at][m])
+            if rng.random() < 0.1 and len(ids) > 1:  # a double claim in the same generation
+                other = history[claimed_at][rng.choice([o for o in ids if o != m])]
+                claim += rng.sample(other, min(len(other), 1))
+            member["owned"] = claim
+            member["userData"] = {"partitions": claim, "generation": claimed_at}
+            kind = rng.random()
+            if kind < 0.6:
+                member["generation"] = claimed_at + (rng.randint(1, 2) if kind < 0.3 else 0)
+        members.append(member)
+    data: dict[str, Any] = {
+        "topics": [{"name": t, "partitions": n} for t, n in topics.items()],
+        "members": members,
+    }
+    if rng.random() < 0.2:  # the leader's assignor remembers a newer generation
+        data["priorMaxGeneration"] = current + 1
+    return data, changed
+
+
+def _after_refusals(data: dict[str, Any], result: Assignment, refusing: set[str]) -> dict[str, Any]:
+    """The next generation as Kafka's members send it: the refusing members (their subscription changed
+    mid-join, ``onJoinComplete`` refused) keep their user data and send the generation they refused;
+    the others claim what they got, at that generation."""
+    out: dict[str, Any] = json.loads(json.dumps(data))
+    refused = max((m.get("generation", -1) for m in out["members"]), default=-1)
+    refused = max(refused, data.get("priorMaxGeneration", -1)) + 1
+    for m in out["members"]:
+        if m["memberId"] in refusing:
+            m["generation"] = refused
+        else:
+            got = [str(tp) for tp in result.get(m["memberId"], ())]
+            m["owned"] = got
+            m["userData"] = {"partitions": got, "generation": refused}
+            m["generation"] = refused
+    out.pop("priorMaxGeneration", None)
+    return out
+
+
+@pytest.mark.parametrize("assignor", ["sticky", "cooperative-sticky"])
+def test_stale_sticky_claims_match_kafka(kafka_oracle: KafkaOracle, assignor: str) -> None:
+    """Issue 22's family against Kafka: members whose sticky user data claims partitions of topics they
+    no longer subscribe to, at mixed generations, with and without the subscription's own
+    ``generationId``; then rounds in which the members whose subscription changed keep refusing and
+    claiming the same (Kafka's loop, docs/member.md). Each round of a batch in one round trip."""
+    rng = random.Random(SEED)
+    for _ in range(STALE_GROUPS // STALE_BATCH):
+        drawn = [_stale_claim_group(rng) for _ in range(STALE_BATCH)]
+        inputs = [data for data, _ in drawn]
+        for round_no in range(STALE_ROUNDS):
+            try:
+                results = _check_batch(kafka_oracle, assignor, inputs)
+            except _Differs as exc:
+                pytest.fail(f"round {round_no}: {exc}", pytrace=False)
+            inputs = [
+                _after_refusals(data, result, refusing)
+                for data, result, (_, refusing) in zip(inputs, results, drawn, strict=True)
+            ]
 
 
 # --- partitioning ---------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from tests.group.server_assignors.vectors import SERVER_UNIFORM_CHANGED_BY_KAFKA_4
 
+from kgroup.assignors.fileformat import parse_assignment_file, run_assignment_file
 from kgroup.partitioning import ClusterView, ProducerModel, create_partitioner
 from kgroup.testing.apache_kafka import ApacheKafka, KafkaOracle, server_vector_group
 
@@ -162,3 +163,43 @@ def test_eager_sticky_gives_a_stale_claim_back_outside_the_subscription(kafka_or
     assert answer.error is None
     expected = {"a": ["t0-0", "t1-0"], "b": ["t1-3", "t1-4"], "c": ["t1-1", "t1-2", "t1-5"]}
     assert _strings(answer.assignment) == expected
+
+
+@pytest.mark.parametrize(
+    ("subscription_generation", "c0_gets"),
+    [(3, ["a-0", "a-1", "b-0", "b-1"]), (None, ["a-0", "a-1", "a-2", "b-2"])],
+    ids=["generation-in-subscription", "no-generation-in-subscription"],
+)
+def test_eager_sticky_stale_claim_depends_on_the_subscription_generation(
+    kafka_oracle: KafkaOracle, subscription_generation: int | None, c0_gets: list[str]
+) -> None:
+    """Generation 4 of test_java_subscription_change.py's leader run, with the generation-2 claim of c0
+    in its user data and the subscriptions' own ``generationId`` as a real client sends it (3), or
+    absent (a v0/v1 subscription): Kafka's answer differs, and kgroup's is Kafka's in both
+    (tests/assignors/test_sticky_rules.py, which also says why)."""
+    ids = [
+        "c0-c113810d-3ce1-45f2-9115-49bdc5a21172",
+        "c1-2e14f84b-fa70-4ac5-80b0-7306a8484a51",
+        "c2-17848f14-cbfb-46b8-96be-946f9b983de5",
+    ]
+    claims = [
+        (["a"], ["a-0", "a-1", "a-2", "b-0", "b-1", "b-2"], 2),
+        (["a", "b"], ["a-3", "b-3", "b-4", "b-5"], 3),
+        (["a", "b"], ["a-2", "b-2", "b-6", "b-7"], 3),
+    ]
+    members: list[dict[str, object]] = []
+    for member_id, (topics, claim, generation) in zip(ids, claims, strict=True):
+        member: dict[str, object] = {
+            "memberId": member_id,
+            "topics": topics,
+            "userData": {"partitions": claim, "generation": generation},
+        }
+        if subscription_generation is not None:
+            member["generation"] = subscription_generation
+        members.append(member)
+    group = {"topics": [{"name": "a", "partitions": 4}, {"name": "b", "partitions": 8}], "members": members}
+    answer = kafka_oracle.assign("sticky", group)
+    assert answer.error is None
+    assert _strings(answer.assignment)[ids[0]] == c0_gets
+    af = parse_assignment_file({"assignor": "sticky", "input": group}, source="issue 22, generation 4")
+    assert _strings(run_assignment_file(af)) == _strings(answer.assignment)

@@ -186,24 +186,46 @@ def test_protocols_and_names() -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 22 follow-up: kgroup's StickyAssignor is not Kafka's here")
 def test_eager_sticky_stale_claim_with_the_member_ids_of_an_apache_kafka_run() -> None:
     """Generation 4 of tests/apache_kafka/test_java_subscription_change.py's leader run (Apache Kafka
-    4.4.0, real clients): c0 subscribes to ``a`` only and claims its generation-2 partitions, c1 and
-    c2 claim generation 3's. Kafka's StickyAssignor (the live leader, and the 4.4.0 jar through the
-    oracle, a fresh instance) hands c0 its stale b-0, b-1 back; kgroup's gives it a-0 a-1 a-2 b-2
-    (also a stale claim, but not Kafka's): with these member ids kgroup's answer is not Kafka's."""
+    4.4.0, real clients): c0 subscribes to ``a`` only and its user data claims its generation-2
+    partitions (it refused generation 3), c1 and c2 claim generation 3's. Kafka (the live leader, and
+    the 4.4.0 jar through the oracle) hands c0 its stale b-0, b-1 back — and so does kgroup.
+
+    The subscription's own ``generationId`` decides it. Members are visited in ``HashMap`` order
+    (c2, c0, c1); c0 claims a-2 and b-2 after c2 did, and ``allSubscriptionsEqual`` (4.3.1 line 173)
+    compares c0's *user-data* generation (2) with c2's *subscription* ``generationId``. A real client
+    sends its current generation there (``ConsumerCoordinator.metadata``: ``generation().generationId``
+    — 3 for all three, c0 included: refusing an assignment in ``onJoinComplete`` does not reset it), so
+    c2 keeps a-2, b-2. A subscription without that field (v0/v1, before KIP-792: ``-1``) loses both
+    to c0's claim, and then Kafka, like kgroup, gives c0 ``a-0 a-1 a-2 b-2``
+    (``tests/apache_kafka/test_oracle_vectors.py`` asks the oracle both)."""
     a, b = "a", "b"
     topics = {a: TopicMetadata(a, 4), b: TopicMetadata(b, 8)}
-    members = [
-        eager("c0-c113810d-3ce1-45f2-9115-49bdc5a21172", (a,), [*tps(a, 0, 1, 2), *tps(b, 0, 1, 2)], 2),
-        eager("c1-2e14f84b-fa70-4ac5-80b0-7306a8484a51", (a, b), [*tps(a, 3), *tps(b, 3, 4, 5)], 3),
-        eager("c2-17848f14-cbfb-46b8-96be-946f9b983de5", (a, b), [*tps(a, 2), *tps(b, 2, 6, 7)], 3),
+    claims = [
+        ("c0-c113810d-3ce1-45f2-9115-49bdc5a21172", (a,), [*tps(a, 0, 1, 2), *tps(b, 0, 1, 2)], 2),
+        ("c1-2e14f84b-fa70-4ac5-80b0-7306a8484a51", (a, b), [*tps(a, 3), *tps(b, 3, 4, 5)], 3),
+        ("c2-17848f14-cbfb-46b8-96be-946f9b983de5", (a, b), [*tps(a, 2), *tps(b, 2, 6, 7)], 3),
     ]
-    kafka = {
-        members[0].member_id: [*tps(a, 0, 1), *tps(b, 0, 1)],
-        members[1].member_id: [*tps(a, 3), *tps(b, 3, 4, 5)],
-        members[2].member_id: [*tps(a, 2), *tps(b, 2, 6, 7)],
+    ids = [member_id for member_id, *_ in claims]
+    assert hashmap_iteration_order(ids) == [ids[2], ids[0], ids[1]]
+
+    def members(sent: int) -> list[Member]:
+        """``sent``: every subscription's own ``generationId`` (-1: the field is absent)."""
+        return [
+            Member(m, subscribed, generation=sent, user_data=encode_sticky_user_data(owned, g))
+            for m, subscribed, owned, g in claims
+        ]
+
+    live = StickyAssignor().assign(AssignmentRequest(members(3), topics))
+    assert live == {
+        ids[0]: [*tps(a, 0, 1), *tps(b, 0, 1)],
+        ids[1]: [*tps(a, 3), *tps(b, 3, 4, 5)],
+        ids[2]: [*tps(a, 2), *tps(b, 2, 6, 7)],
     }
-    answer = StickyAssignor().assign(AssignmentRequest(members, topics))
-    assert {m: sorted(p) for m, p in answer.items()} == {m: sorted(p) for m, p in kafka.items()}
+    without_field = StickyAssignor().assign(AssignmentRequest(members(-1), topics))
+    assert without_field == {
+        ids[0]: [*tps(a, 0, 1, 2), *tps(b, 2)],
+        ids[1]: [*tps(a, 3), *tps(b, 3, 4, 5)],
+        ids[2]: tps(b, 0, 1, 6, 7),
+    }

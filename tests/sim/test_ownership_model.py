@@ -1,5 +1,6 @@
-"""The ownership tracker's incremental bookkeeping (single-claimant refreshes, whole-claim flips)
-equals a from-scratch recomputation after any sequence of claim changes."""
+"""The ownership tracker's incremental bookkeeping (single-claimant refreshes, whole-claim flips,
+claims with stale partitions) equals a from-scratch recomputation after any sequence of claim
+changes."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ class Reference:
     """The definitions of ``kgroup.sim.ownership``, recomputed over every partition at every change."""
 
     def __init__(self, subscribed: set[int]) -> None:
-        self.claims: dict[str, tuple[frozenset[int], bool]] = {}
+        self.claims: dict[str, tuple[frozenset[int], bool, frozenset[int]]] = {}
         self.subscribed = subscribed
         self.owner = ["" for _ in range(PARTITIONS)]
         self.since = [0] * PARTITIONS
@@ -27,8 +28,10 @@ class Reference:
     def counts(self) -> dict[str, int]:
         out = {"unowned": 0, "double": 0, "zombie": 0, "overlap": 0}
         for p in range(PARTITIONS):
-            current = sum(1 for parts, cur in self.claims.values() if p in parts and cur)
-            zombie = any(p in parts and not cur for parts, cur in self.claims.values())
+            # a stale partition of a current claim is a zombie claim
+            standings = [cur and p not in stale for parts, cur, stale in self.claims.values() if p in parts]
+            current = sum(standings)
+            zombie = not all(standings)
             out["unowned"] += p in self.subscribed and current == 0
             out["double"] += current >= 2
             out["zombie"] += zombie
@@ -40,10 +43,12 @@ class Reference:
             self.totals[name] += (now - self.last) * n
         self.last = now
 
-    def claim(self, consumer: str, parts: frozenset[int], current: bool, now: int) -> None:
-        self.claims[consumer] = (parts, current)
+    def claim(
+        self, consumer: str, parts: frozenset[int], current: bool, stale: frozenset[int], now: int
+    ) -> None:
+        self.claims[consumer] = (parts, current, stale)
         for p in range(PARTITIONS):
-            holders = [c for c, (ps, cur) in self.claims.items() if p in ps and cur]
+            holders = [c for c, (ps, cur, st) in self.claims.items() if p in ps and cur and p not in st]
             owner = min(holders) if holders else ""
             if owner != self.owner[p]:
                 if self.owner[p] and now > self.since[p]:
@@ -62,30 +67,34 @@ step = st.tuples(
     st.frozensets(st.integers(0, PARTITIONS - 1)) | st.none(),  # None: the same partitions (a flip)
     st.booleans(),
     st.integers(0, 50),
+    st.frozensets(st.integers(0, PARTITIONS - 1)),  # stale partitions (those of the claim)
 )
 
 
 @settings(max_examples=300, deadline=None)
 @given(steps=st.lists(step, max_size=40), subscribed=st.frozensets(st.integers(0, PARTITIONS - 1)))
 def test_tracker_matches_a_from_scratch_recomputation(
-    steps: list[tuple[str, frozenset[int] | None, bool, int]], subscribed: frozenset[int]
+    steps: list[tuple[str, frozenset[int] | None, bool, int, frozenset[int]]], subscribed: frozenset[int]
 ) -> None:
     own = OwnershipTracker()
     own.add_partitions(PARTITIONS, 0)
     own.set_subscribed(subscribed)
     own.counting_unowned = True
     ref = Reference(set(subscribed))
-    held: dict[str, tuple[frozenset[int], bool]] = {c: (frozenset(), False) for c in CONSUMERS}
+    held: dict[str, tuple[frozenset[int], bool, frozenset[int]]] = {
+        c: (frozenset(), False, frozenset()) for c in CONSUMERS
+    }
     now = 0
-    for consumer, parts, current, dt in steps:
+    for consumer, parts, current, dt, stale_drawn in steps:
         now += dt
         own.account(now)
         ref.account(now)
-        old, was_current = held[consumer]
+        old, was_current, was_stale = held[consumer]
         new = old if parts is None else parts  # the very same object: the tracker's flip path
-        own.update_claims(consumer, old, new, current, was_current, now)
-        ref.claim(consumer, new, current, now)
-        held[consumer] = (new, current)
+        stale = stale_drawn & new if len(stale_drawn) % 2 else frozenset()  # half the steps: none
+        own.update_claims(consumer, old, new, current, was_current, now, stale, was_stale)
+        ref.claim(consumer, new, current, stale, now)
+        held[consumer] = (new, current, stale)
         expected = ref.counts()
         assert (own.n_unowned, own.n_double, own.n_zombie, own.n_overlap) == (
             expected["unowned"],

@@ -12,7 +12,10 @@ claimants and integrates over virtual time:
 * ``zombie_ms``   – partitions with at least one zombie claimant;
 * ``zombie_overlap_ms`` – partitions with a zombie claimant *and* a current one: two processes
   working on one partition at once. Kafka's classic protocol has this window (``docs/member.md``):
-  it is reported on its own, never inside ``double_ms``;
+  it is reported on its own, never inside ``double_ms``. A zombie claim stays one when its member
+  rejoins past the generations it missed, for the partitions another member was given meanwhile,
+  until its SyncGroup answer revokes them (the ``stale`` partitions of :meth:`update_claims`;
+  ``docs/simulator.md``, "A zombie that rejoins");
 * ``outside_subscription_ms`` – partitions that the assignment of the current Stable generation
   gives a member outside its subscription (Kafka's eager ``sticky`` returns a stale claim to a
   member that left the topic; the member refuses the assignment and rejoins, so nobody consumes
@@ -24,9 +27,11 @@ each partition's owner intervals for the timeline chart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-__all__ = ["OwnershipTracker"]
+__all__ = ["OwnershipTracker", "given_away_while_missing"]
+
+_NONE: frozenset[int] = frozenset()
 
 NO_OWNER = ""
 #: owner intervals kept for the timeline chart (bounded memory on long runs)
@@ -130,8 +135,16 @@ class OwnershipTracker:
         current: bool,
         was_current: bool,
         now_ms: int,
+        stale: frozenset[int] = _NONE,
+        was_stale: frozenset[int] = _NONE,
     ) -> None:
-        """``consumer`` claimed ``old`` (current = ``was_current``) and now claims ``new`` (``current``)."""
+        """``consumer`` claimed ``old`` (current = ``was_current``) and now claims ``new`` (``current``).
+
+        ``stale`` (a subset of ``new``) are partitions of a current claim that are still zombie
+        claims (``was_stale``: the same of ``old``)."""
+        if stale or was_stale:
+            self._update_standings(consumer, old, new, current, stale, now_ms)
+            return
         touched: Iterable[int]
         touched = old ^ new if current == was_current else old | new
         claimants = self._claimants
@@ -148,6 +161,28 @@ class OwnershipTracker:
             else:
                 claims.pop(consumer, None)
             refresh(p, now_ms)
+
+    def _update_standings(
+        self,
+        consumer: str,
+        old: frozenset[int],
+        new: frozenset[int],
+        current: bool,
+        stale: frozenset[int],
+        now_ms: int,
+    ) -> None:
+        """The general case, partition by partition (rare: a claim with stale partitions)."""
+        claimants = self._claimants
+        for p in old | new:
+            claims = claimants[p]
+            if p in new:
+                standing = current and p not in stale
+                if claims.get(consumer) is standing:
+                    continue
+                claims[consumer] = standing
+            elif claims.pop(consumer, None) is None:
+                continue
+            self._refresh(p, now_ms)
 
     def _flip(self, consumer: str, partitions: Iterable[int], current: bool, now_ms: int) -> None:
         """``consumer``'s claim on ``partitions`` becomes current (or stops being): what
@@ -240,3 +275,30 @@ class OwnershipTracker:
             if owner != NO_OWNER and now_ms > self._owner_since[p]:
                 self._interval(p, owner, self._owner_since[p], now_ms)
             self._owner_since[p] = now_ms
+
+
+def given_away_while_missing(
+    carried: frozenset[int],
+    others: Iterable[tuple[frozenset[int], Mapping[int, int]]],
+    last: int,
+    generation: int,
+) -> frozenset[int]:
+    """The partitions of ``carried`` — what a classic member held in generation ``last`` and still
+    holds on entering ``generation`` (its JoinGroup answer) — that another process has held without
+    a break since a generation strictly between the two, one the member missed: that generation's
+    leader never saw the member's claim (at most the metadata of an older JoinGroup), so it could
+    hand the partition over. ``others``: each other process's claim and, per partition, the
+    generation its hold began.
+
+    Kafka's own rule settles it: of two claims the newer generation wins
+    (``AbstractStickyAssignor.allSubscriptionsEqual``), and the member revokes the partition when
+    its SyncGroup answer comes (``ConsumerCoordinator.onJoinComplete``); until then its claim is a
+    zombie claim (docs/simulator.md, "A zombie that rejoins"). A hold that began in ``last`` or in
+    ``generation`` itself is no such case: two claims on one partition from then are double
+    ownership."""
+    out: set[int] = set()
+    for claim, since in others:
+        for p in carried & claim:
+            if last < since.get(p, last) < generation:
+                out.add(p)
+    return frozenset(out)

@@ -36,6 +36,11 @@ class ConsumerProcess:
     claim: frozenset[int] = frozenset()
     claim_current: bool = False
     claim_key: tuple[frozenset[TopicPartition], int, str] | None = None
+    #: classic: partition -> the generation in which this process's uninterrupted hold of it began
+    claim_since: dict[int, int] = field(default_factory=dict)
+    #: classic: claimed partitions carried into a generation past ones the member missed, which another
+    #: member was given meanwhile: zombie claims until the member's next assignment (docs/simulator.md)
+    stale: frozenset[int] = frozenset()
     settled: bool = False
     app_poll_at: int | None = None  # the application's next poll() after its current batch
     app_tick_at: int | None = None  # the loop's next periodic look (auto-commit, poll timer)

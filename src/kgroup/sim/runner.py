@@ -58,7 +58,7 @@ from kgroup.sim.consumer_group import (
 from kgroup.sim.coordinator_results import apply_coordinator_result
 from kgroup.sim.network import Network
 from kgroup.sim.observer import GroupObserver
-from kgroup.sim.ownership import OwnershipTracker
+from kgroup.sim.ownership import OwnershipTracker, given_away_while_missing
 from kgroup.sim.process import ConsumerProcess
 from kgroup.sim.result import LagSample, SimResult
 from kgroup.sim.scenario import ConsumerSpec, Scenario
@@ -396,8 +396,9 @@ class Simulation:
         if proc.settled:
             proc.settled = False
             self.settled_count -= 1
-        self._set_claim(proc, frozenset(), False)
+        self._set_claim(proc, frozenset(), False, frozenset())
         proc.claim_key = None
+        proc.claim_since.clear()
 
     def send_requests(self, proc: ConsumerProcess, requests: Sequence[OutboundRequest]) -> None:
         if not requests:
@@ -582,23 +583,55 @@ class Simulation:
         # nothing changed and only whether the member is settled needs a look
         if key is None or key[0] is not assigned or key[1] != generation or key[2] != member_id:
             proc.claim_key = (assigned, generation, member_id)
+            current = self.group.is_current(generation, member_id)
             if key is not None and key[0] is assigned:
-                parts = proc.claim  # the same assignment in a new generation
+                # the same assignment in a new generation
+                stale = proc.stale
+                if current and 0 < key[1] < generation - 1 and proc.claim:
+                    stale = stale | self._given_away_while_missing(proc, key[1], generation)
+                self._set_claim(proc, proc.claim, current, stale)
             else:
                 index = self.workload.index
                 parts = frozenset([index[tp] for tp in assigned if tp in index])
-            self._set_claim(proc, parts, self.group.is_current(generation, member_id))
+                if not isinstance(self.group, ConsumerGroupObserver):
+                    since = proc.claim_since
+                    for p in parts - proc.claim:
+                        since[p] = generation
+                    for p in proc.claim - parts:
+                        since.pop(p, None)
+                self._set_claim(proc, parts, current, frozenset())
         settled = member.phase is Phase.STABLE and self._member_settled(generation, member_id)
         if settled is not proc.settled:
             proc.settled = settled
             self.settled_count += 1 if settled else -1
 
-    def _set_claim(self, proc: ConsumerProcess, parts: frozenset[int], current: bool) -> None:
-        if current is proc.claim_current and (parts is proc.claim or parts == proc.claim):
+    def _set_claim(
+        self,
+        proc: ConsumerProcess,
+        parts: frozenset[int],
+        current: bool,
+        stale: frozenset[int] | None = None,
+    ) -> None:
+        """``proc`` now claims ``parts`` (``current`` or not); ``stale``: those of them that stay
+        zombie claims (``None``: the ones that already did)."""
+        if stale is None:
+            stale = proc.stale
+        same_parts = parts is proc.claim or parts == proc.claim
+        if current is proc.claim_current and same_parts and stale == proc.stale:
             return
-        self.own.update_claims(proc.id, proc.claim, parts, current, proc.claim_current, self.q.now_ms)
+        self.own.update_claims(
+            proc.id, proc.claim, parts, current, proc.claim_current, self.q.now_ms, stale, proc.stale
+        )
         proc.claim = parts
         proc.claim_current = current
+        proc.stale = stale
+
+    def _given_away_while_missing(self, proc: ConsumerProcess, last: int, generation: int) -> frozenset[int]:
+        """Classic: :func:`~kgroup.sim.ownership.given_away_while_missing` for ``proc``'s claim."""
+        if isinstance(self.group, ConsumerGroupObserver):
+            return frozenset()
+        others = [(o.claim, o.claim_since) for o in self.procs if o is not proc and o.member is not None]
+        return given_away_while_missing(proc.claim, others, last, generation)
 
     def _refresh_settled(self, proc: ConsumerProcess) -> None:
         member = proc.member
