@@ -126,6 +126,7 @@ def consumer_protocol_metrics(sim: ResultSource) -> dict[str, Any]:
         "assignment_epoch": group.data.assignment_epoch,
         "member_epochs": {proc.id: proc.member.generation for proc in sim.procs if proc.member is not None},
         "settled_at_end": sim.settled_at_end,
+        "reconciled_at_end": sim.reconciled_at_end,
     }
     if sim.handover.intervals_dropped:
         out["handover_intervals_dropped"] = sim.handover.intervals_dropped

@@ -437,7 +437,7 @@ def check_scenario(data: dict[str, Any], seed: int = 0) -> CampaignRun:
         double_owned_ms=int(m["double_owned_ms"]),
         zombie_owned_ms=int(m["zombie_owned_ms"]),
         outside_subscription_ms=int(m["outside_subscription_ms"]),
-        unreconciled=consumer and not m["settled_at_end"],
+        unreconciled=consumer and not m["reconciled_at_end"],
         protocol="consumer" if consumer else "classic",
     )
 

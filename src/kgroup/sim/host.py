@@ -117,6 +117,7 @@ class ResultSource(_Common, Protocol):
     rebalance_starts: list[int]
     stable_marks: list[int]
     settled_at_end: bool
+    reconciled_at_end: bool
 
     @property
     def disturbances(self) -> Sequence[Disturbance]: ...

@@ -175,6 +175,7 @@ class Simulation:
         self._in_double = False
         self._started = False
         self.settled_at_end = False
+        self.reconciled_at_end = False
 
         for name, count in scenario.topics:
             self.add_topic_partitions(name, count, 0)
@@ -304,6 +305,7 @@ class Simulation:
         self.own.close(end)
         if self.handover is not None:
             self.settled_at_end = self._is_settled()
+            self.reconciled_at_end = self._is_reconciled()
             self.handover.close(end)
         return self._result()
 
@@ -871,6 +873,19 @@ class Simulation:
             and self.own.n_unowned == 0
             and self.settled_count == self.running_count
         )
+
+    def _is_reconciled(self) -> bool:
+        """Consumer protocol: the coordinator holds the group Stable and every running member
+        reconciled to its target. Unlike :meth:`_is_settled` it does not ask that every subscribed
+        partition be owned: a topic whose only subscriber crashed for good stays unowned (a real cost,
+        counted in unowned partition-time) in a group that has nothing left to reconcile."""
+        group = self.group
+        assert isinstance(group, ConsumerGroupObserver)
+        if self.pending_starts:
+            return False
+        if self.running_count == 0:
+            return group.is_empty()
+        return group.is_stable() and self.settled_count == self.running_count
 
     def violation(self, text: str) -> None:
         self.violation_count += 1
