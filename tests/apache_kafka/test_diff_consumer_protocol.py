@@ -254,7 +254,10 @@ def _owned(member: Member) -> list[str]:
 
 def test_confluent_consumers_share_take_over_commit_and_are_described(target: Target, names: str) -> None:
     group, topic = f"{names}-g", f"{names}-t"
-    target.create_topic(topic, 6)
+    # created, then every partition serving, before anyone joins: Apache Kafka's coordinator can see
+    # a topic a moment after CreateTopics answers, and a join before that bumps the epoch once more
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 6)
     everything = all_partitions({topic: 6})
     members = [Member(target.bootstrap_servers, group, topic, f"c{i}") for i in range(3)]
     try:
@@ -329,7 +332,10 @@ def test_java_consumers_share_and_take_over(target: Target, names: str, tmp_path
     """Kafka's own KafkaConsumer with ``group.protocol=consumer`` (its AsyncKafkaConsumer)."""
     require_apache_kafka()
     group, topic = f"{names}-g", f"{names}-t"
-    target.create_topic(topic, 4)
+    # created, then every partition serving, before anyone joins: Apache Kafka's coordinator can see
+    # a topic a moment after CreateTopics answers, and a join before that bumps the epoch once more
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 4)
     everything = all_partitions({topic: 4})
     consumers = [
         JavaConsumer(
