@@ -227,3 +227,28 @@ def test_random_groups_over_rounds_match_kafka(
     scenario: tuple[bool, dict[str, tuple[int, int]], list[_Member], list[_Round]],
 ) -> None:
     _run_rounds(kafka_oracle, assignor, scenario)
+
+
+@pytest.mark.parametrize("assignor", ASSIGNORS)
+def test_a_current_assignment_beyond_the_topic_fails_as_kafka_fails(
+    kafka_oracle: KafkaOracle, assignor: str
+) -> None:
+    """Found by the random rounds in CI: a new topic drawn with t0's id shrinks it from 2 partitions
+    to 1 while c0's current assignment still names t0-1. Kafka's heterogeneous uniform builder fails
+    (its owner array is one partition long); kgroup's raised IndexError instead of the assignor's
+    error. Both now fail the same way (range answers, on both)."""
+    scenario = (
+        False,
+        {"t0": (1, 2), "t1": (0, 1)},
+        [_Member("c0", ("t0",), None)],
+        [
+            _Round(
+                leave=frozenset(),
+                join=(_Member("c0-r0", ("t0", "t1"), None),),
+                new_topics=(("new0-0", 1, 1),),
+                grow=(),
+                resubscribe=(),
+            )
+        ],
+    )
+    _run_rounds(kafka_oracle, assignor, scenario)

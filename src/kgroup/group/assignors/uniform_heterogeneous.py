@@ -155,6 +155,13 @@ class _Builder:
                     self.sizes[index] += len(partitions)
                     owners = self.owners[topic]
                     for partition in partitions:
+                        if not 0 <= partition < len(owners):
+                            # Kafka's array store throws (ArrayIndexOutOfBoundsException): a current
+                            # assignment naming a partition the topic no longer has fails the assignment
+                            raise PartitionAssignorError(
+                                f"member {member_id} is assigned partition {partition} of topic {topic}, "
+                                f"which has {len(owners)} partitions"
+                            )
                         owners[partition] = index
                     continue
                 if new is None:

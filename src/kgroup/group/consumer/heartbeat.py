@@ -736,6 +736,8 @@ def _maybe_update_target(
             ErrorCode.UNKNOWN_SERVER_ERROR,
             f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}",
         ) from exc
+    except Exception as exc:
+        raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(exc).__name__}: {exc}") from exc
     group_id = group.group_id
     for member_id in spec.members:
         new = result.get(member_id, {})
