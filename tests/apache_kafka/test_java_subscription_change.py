@@ -221,12 +221,26 @@ def test_eager_sticky_hands_a_dropped_topic_back_at_every_generation(
         later = [(r.kind, r.partitions) for r in member.rebalances() if r.ts_ms >= claim.ts_ms][1:]
         assert later[0] == ("revoked", claim.assignment), later
         assert len(later) > 1 and set(later[1:]) == {("revoked", frozenset())}, later
-        # the others accepted every generation; nobody consumes what was handed to the target
-        table: dict[int, dict[str, frozenset[TopicPartition]]] = {}
-        for consumer in (other, c2):
-            for rebalance in consumer.rebalances():
-                if rebalance.kind == "assigned" and rebalance.generation >= 3:
-                    table.setdefault(rebalance.generation, {})[consumer.name] = rebalance.assignment
+
+        # the others accepted every generation; nobody consumes what was handed to the target. Their
+        # callbacks reach the test through their own drivers' event streams, which can trail the
+        # target's: wait (bounded) until both have reported every refused generation
+        def accepted_table() -> dict[int, dict[str, frozenset[TopicPartition]]]:
+            found: dict[int, dict[str, frozenset[TopicPartition]]] = {}
+            for consumer in (other, c2):
+                for rebalance in consumer.rebalances():
+                    if rebalance.kind == "assigned" and rebalance.generation >= 3:
+                        found.setdefault(rebalance.generation, {})[consumer.name] = rebalance.assignment
+            return found
+
+        def all_reported() -> bool:
+            found = accepted_table()
+            return all(len(found.get(g, {})) == 2 for g, _ in refused)
+
+        deadline = time.monotonic() + 20
+        while not all_reported() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        table = accepted_table()
         for generation, parts in refused:
             assert generation in table, show(table)
             taken = table[generation][other.name] | table[generation][c2.name]
