@@ -9,7 +9,6 @@ records only when it succeeds. An :class:`ApiError` answers the request with its
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -39,6 +38,7 @@ from kgroup.group.consumer.records import (
     TargetAssignmentMetadataValue,
     TopicAssignment,
 )
+from kgroup.group.consumer.regex import compile_re2
 from kgroup.group.txn import Txn
 from kgroup.javacompat import JavaHashSet, hashmap_iteration_order, java_integer_hash
 from kgroup.messages import (
@@ -163,66 +163,11 @@ def _validate(req: ConsumerGroupHeartbeatRequest, version: int, assignors: Colle
         )
 
 
-#: what RE2/J 1.8 (Kafka's regex engine) refuses that Python's ``re`` accepts, with RE2/J's description
-_NOT_RE2 = (
-    (re.compile(r"\(\?<[=!]"), "invalid named capture"),
-    (re.compile(r"\(\?[=!>#]|\(\?P="), "invalid or unsupported Perl syntax"),
-    (re.compile(r"\\[1-9]"), "invalid escape sequence"),
-    (re.compile(r"[*+?}][+]"), "invalid nested repetition operator"),
-)
-#: ``{n}``, ``{n,}``, ``{n,m}``: RE2/J refuses a count above 1000
-_REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
-#: the start of Python's ``re.error`` message -> RE2/J's description of the same mistake (what
-#: Kafka puts in its INVALID_REGULAR_EXPRESSION message); anything else is Perl syntax RE2 lacks
-_RE2_DESCRIPTIONS = (
-    ("unterminated character set", "missing closing ]"),
-    ("missing ), unterminated subpattern", "missing closing )"),
-    ("unbalanced parenthesis", "regexp/syntax: internal error"),
-    ("nothing to repeat", "missing argument to repetition operator"),
-    ("multiple repeat", "invalid nested repetition operator"),
-    ("bad escape (end of pattern)", "trailing backslash at end of expression"),
-    ("bad escape", "invalid escape sequence"),
-    ("invalid group reference", "invalid escape sequence"),
-    ("bad character range", "invalid character class range"),
-    ("redefinition of group name", "duplicate capture group name"),
-    ("min repeat greater than max repeat", "invalid repeat count"),
-    ("the repetition number is too large", "invalid repeat count"),
-    ("missing group name", "invalid named capture"),
-    ("bad character in group name", "invalid named capture"),
-)
-
-
-def _re2_description(error: re.error) -> str:
-    message = error.msg
-    for start, description in _RE2_DESCRIPTIONS:
-        if message.startswith(start):
-            return description
-    return "invalid or unsupported Perl syntax"
-
-
 def _check_regex(regex: str) -> re.Pattern[str]:
-    """``Utils.throwIfRegularExpressionIsInvalid``: RE2/J's syntax, and RE2/J's description of what
-    is wrong (``PatternSyntaxException.getDescription``) — lookarounds, back-references, possessive
-    quantifiers and counts above 1000 are refused as RE2/J refuses them."""
-    problem: str | None = None
-    try:
-        with warnings.catch_warnings():
-            # ``re`` warns of syntax it may change ("possible nested set"): not the user's error
-            warnings.simplefilter("ignore", FutureWarning)
-            pattern = re.compile(regex)
-    except re.error as exc:
-        problem = _re2_description(exc)
-    else:
-        for not_re2, description in _NOT_RE2:
-            if not_re2.search(regex):
-                problem = description
-                break
-        else:
-            for repeat in _REPEAT.finditer(regex):
-                if any(count and int(count) > 1000 for count in repeat.groups()):
-                    problem = "invalid repeat count"
-                    break
-    if problem is not None:
+    """``Utils.throwIfRegularExpressionIsInvalid`` (INVALID_REGULAR_EXPRESSION with RE2/J's
+    description; :func:`kgroup.group.consumer.regex.compile_re2`)."""
+    pattern, problem = compile_re2(regex)
+    if pattern is None:
         raise ApiError(
             ErrorCode.INVALID_REGULAR_EXPRESSION,
             f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {problem}.",
