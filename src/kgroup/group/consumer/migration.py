@@ -17,13 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kgroup.group.consumer.context import ApiError, ConsumerContext, cancel_timers, session_key
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.heartbeat import (
-    ApiError,
-    ConsumerContext,
-    _cancel_timers,
-    session_key,
-)
 from kgroup.group.consumer.member import ConsumerMember, epochs_of
 from kgroup.group.consumer.records import (
     ClassicMemberMetadata,
@@ -247,7 +242,7 @@ def downgrade(
         )
         with_assignments.append(replace(classic_member, assignment=assignment))
     for member_id in list(group.members):
-        _cancel_timers(txn, ctx, group_id, member_id)
+        cancel_timers(txn, ctx, group_id, member_id)
     for record in _tombstones(group):
         txn.emit(record)
     txn.emit(replace(restored, protocol_name=protocol, members=tuple(with_assignments)))

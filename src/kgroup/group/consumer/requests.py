@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kgroup.group.consumer.context import ApiError, ConsumerContext, session_key
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
-from kgroup.group.consumer.heartbeat import ApiError, ConsumerContext, session_key
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.records import (
     ConsumerGroupCurrentMemberAssignment,
