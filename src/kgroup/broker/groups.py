@@ -8,7 +8,7 @@ host the simulator also is:
   restart); the coordinator's timers live in one :class:`kgroup.group.TimerTable` per coordinator
   and fire from a task on the event loop;
 * **persist, then apply**: the records of a call are encoded with
-  :mod:`kgroup.wire.group_records` and appended to the coordinator log (durable when ``append``
+  :mod:`kgroup.group.records.serde` and appended to the coordinator log (durable when ``append``
   returns) before any reply of that call is released; if the write fails, the coordinator is rebuilt
   from the log — undoing the call — and the requests of the call are answered with
   COORDINATOR_NOT_AVAILABLE;
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupView, TimerTable
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
 from kgroup.group.records import Record, TimerArmed, TimerDisarmed
+from kgroup.group.records.serde import decode_record, encode_record
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -63,7 +64,6 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, PeerError, TopicId
-from kgroup.wire.group_records import decode_record, encode_record
 
 if TYPE_CHECKING:
     from kgroup.broker.broker import Broker

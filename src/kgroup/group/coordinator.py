@@ -20,16 +20,6 @@ from kgroup.group.consumer.fencing import fence_member_on_timer
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupSnapshot
 from kgroup.group.consumer.heartbeat import handle_consumer_heartbeat
 from kgroup.group.consumer.metadata import EMPTY_IMAGE, MetadataImage
-from kgroup.group.consumer.records import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRecord,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-    MemberAssignmentState,
-)
 from kgroup.group.consumer.requests import (
     delete_consumer_group,
     handle_consumer_describe,
@@ -54,6 +44,16 @@ from kgroup.group.records import (
     Record,
     TimerArmed,
     TimerDisarmed,
+)
+from kgroup.group.records.consumer import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRecord,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    MemberAssignmentState,
 )
 from kgroup.group.timers import ScheduleTimer, TimerKey, heartbeat_key
 from kgroup.group.txn import CoordinatorResult, Txn

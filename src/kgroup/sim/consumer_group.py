@@ -29,7 +29,8 @@ from random import Random
 
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
-from kgroup.group.consumer.records import (
+from kgroup.group.records import Record
+from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
@@ -37,7 +38,6 @@ from kgroup.group.consumer.records import (
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
 )
-from kgroup.group.records import Record
 from kgroup.member import ConsumerMemberState, ConsumerProtocolConfig, ConsumerProtocolMember, Phase
 from kgroup.model import Member, TopicId, TopicPartition
 

@@ -24,7 +24,7 @@ from kgroup.group.consumer.context import rebalance_key, regex_key, session_key
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
-from kgroup.group.consumer.records import (
+from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,

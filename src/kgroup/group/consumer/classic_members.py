@@ -25,7 +25,6 @@ from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.migration import can_downgrade_replacing
 from kgroup.group.consumer.migration import downgrade as downgrade_group
-from kgroup.group.consumer.records import ClassicMemberMetadata, MemberAssignmentState
 from kgroup.group.consumer.steps import (
     maybe_reconcile,
     maybe_update_regexes,
@@ -34,6 +33,7 @@ from kgroup.group.consumer.steps import (
     replace_member,
     update_subscription_metadata,
 )
+from kgroup.group.records.consumer import ClassicMemberMetadata, MemberAssignmentState
 from kgroup.group.txn import Txn
 from kgroup.messages import (
     ConsumerAssignment,

@@ -13,7 +13,7 @@ from kgroup.group.assignors.api import (
 )
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.metadata import MetadataImage
-from kgroup.group.consumer.records import (
+from kgroup.group.records.consumer import (
     ConsumerGroupRecord,
 )
 from kgroup.group.txn import Txn

@@ -7,13 +7,13 @@ from kgroup.group.consumer.context import ConsumerContext, Op, cancel_timers
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.migration import can_downgrade, downgrade
-from kgroup.group.consumer.records import (
+from kgroup.group.consumer.steps import remove_member_records
+from kgroup.group.records.consumer import (
     ConsumerGroupMetadata,
     ConsumerGroupRegularExpression,
     ConsumerGroupTargetAssignmentMetadata,
     TargetAssignmentMetadataValue,
 )
-from kgroup.group.consumer.steps import remove_member_records
 from kgroup.group.txn import Txn
 
 

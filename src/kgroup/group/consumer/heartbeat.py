@@ -21,9 +21,6 @@ from kgroup.group.consumer.fencing import fence_members
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.reconcile import FencedMemberEpoch
-from kgroup.group.consumer.records import (
-    ConsumerGroupCurrentMemberAssignment,
-)
 from kgroup.group.consumer.steps import (
     RegexStatus,
     maybe_reconcile,
@@ -33,6 +30,9 @@ from kgroup.group.consumer.steps import (
     replace_member,
     response_assignment,
     update_subscription_metadata,
+)
+from kgroup.group.records.consumer import (
+    ConsumerGroupCurrentMemberAssignment,
 )
 from kgroup.group.txn import Txn
 from kgroup.messages import (

@@ -20,7 +20,11 @@ from collections.abc import Callable
 from kgroup.group.consumer.context import ApiError, ConsumerContext, cancel_timers, session_key
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember, epochs_of
-from kgroup.group.consumer.records import (
+from kgroup.group.group import GroupData
+from kgroup.group.javamap import JavaHashOrder
+from kgroup.group.rebalance import prepare_rebalance, reschedule_heartbeat
+from kgroup.group.records import GroupRestored, MemberState
+from kgroup.group.records.consumer import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -32,10 +36,6 @@ from kgroup.group.consumer.records import (
     MemberAssignmentState,
     TargetAssignmentMetadataValue,
 )
-from kgroup.group.group import GroupData
-from kgroup.group.javamap import JavaHashOrder
-from kgroup.group.rebalance import prepare_rebalance, reschedule_heartbeat
-from kgroup.group.records import GroupRestored, MemberState
 from kgroup.group.states import GroupState
 from kgroup.group.timers import heartbeat_key, join_key, sync_key
 from kgroup.group.txn import Txn

@@ -27,7 +27,8 @@ from kgroup.group.consumer.context import (
 from kgroup.group.consumer.group import ConsumerGroupData, SubscriptionCount, subscription_type_of
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.reconcile import next_assignment, subscribed_topic_names
-from kgroup.group.consumer.records import (
+from kgroup.group.consumer.regex import compile_re2
+from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
@@ -40,7 +41,6 @@ from kgroup.group.consumer.records import (
     TargetAssignmentMetadataValue,
     TopicAssignment,
 )
-from kgroup.group.consumer.regex import compile_re2
 from kgroup.group.txn import Txn
 from kgroup.javacompat import JavaHashSet, hashmap_iteration_order, java_integer_hash
 from kgroup.messages import (

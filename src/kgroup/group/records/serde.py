@@ -10,7 +10,7 @@ is a tombstone. The layouts are big-endian with Kafka's primitive encodings (int
   (v1's expire timestamp is read and dropped; v0–v2 have no leader epoch: -1).
 * :class:`~kgroup.group.GroupDeleted` is Kafka's group tombstone: ``GroupMetadataKey`` v2 with no value.
 * The consumer group's (KIP-848) records are Kafka's own ``ConsumerGroup*`` records (types 3, 5, 6, 7,
-  8 and 16), byte for byte what Kafka 4.4 writes: :mod:`kgroup.wire.consumer_group_records`. Like
+  8 and 16), byte for byte what Kafka 4.4 writes: :mod:`kgroup.group.records.consumer_serde`. Like
   Kafka's, they are upserts and tombstones keyed by what they describe.
 * Every other record is kgroup's own (Kafka persists only a whole-group ``GroupMetadataValue`` per
   completed rebalance; kgroup's log is a finer-grained superset, see ``docs/coordinator.md``). Its key
@@ -29,14 +29,6 @@ import struct
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from kgroup.group.consumer.records import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-)
 from kgroup.group.records import (
     GenerationStarted,
     GroupCreated,
@@ -61,14 +53,22 @@ from kgroup.group.records import (
     TimerArmed,
     TimerDisarmed,
 )
-from kgroup.group.states import GroupState
-from kgroup.messages import JoinGroupProtocol
-from kgroup.model import PeerError, TopicPartition
-from kgroup.wire.consumer_group_records import (
+from kgroup.group.records.consumer import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+)
+from kgroup.group.records.consumer_serde import (
     CONSUMER_GROUP_RECORD_TYPES,
     decode_consumer_group_record,
     encode_consumer_group_record,
 )
+from kgroup.group.states import GroupState
+from kgroup.messages import JoinGroupProtocol
+from kgroup.model import PeerError, TopicPartition
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",

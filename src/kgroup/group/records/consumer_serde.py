@@ -38,7 +38,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from kgroup.group.consumer.records import (
+from kgroup.group.records.consumer import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
