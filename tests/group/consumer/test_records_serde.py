@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kgroup.group import CoordinatorConfig, GroupCoordinator
-from kgroup.group.records import consumer as cg
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.records import consumer as cg
 from kgroup.group.records.serde import decode_record, encode_record
 from kgroup.messages import (
     ConsumerGroupHeartbeatRequest,
