@@ -46,6 +46,7 @@ COMMAND_MODULES = (
     "assign",
     "simulate",
     "serve",
+    "serve_ctl",
     "lag",
     "report",
     "demo",

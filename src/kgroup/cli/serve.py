@@ -31,7 +31,11 @@ def register(app: typer.Typer) -> None:
         fsync: str = typer.Option(
             "interval", "--fsync", help="always | interval | never (see docs/broker.md)."
         ),
-        brokers: int = typer.Option(1, "--brokers", help="Brokers in this process (one listener each)."),
+        brokers: int = typer.Option(
+            1,
+            "--brokers",
+            help="Brokers in this process (one listener each); `kgroup serve-ctl` stops and starts one.",
+        ),
         num_partitions: int = typer.Option(
             1, "--num-partitions", help="num.partitions for auto-created topics."
         ),
@@ -108,6 +112,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"bootstrap.servers={broker.bootstrap_servers}  data-dir={data_dir}", err=False)
             sys.stdout.flush()
 
-        run_broker(config, logs, started)
+        # a cluster gets the control channel of `kgroup serve-ctl` (its port in DATA_DIR/serve-ctl.port)
+        run_broker(config, logs, started, control_dir=data_dir if brokers > 1 else None)
         if recorder is not None:
             recorder.close()
