@@ -61,6 +61,15 @@ def register(app: typer.Typer) -> None:
             "--group-consumer-session-timeout-ms",
             help="group.consumer.session.timeout.ms: a silent consumer-protocol member is fenced after it.",
         ),
+        leader_imbalance_check_interval_s: int = typer.Option(
+            300,
+            "--leader-imbalance-check-interval-seconds",
+            help="leader.imbalance.check.interval.seconds: how often preferred brokers take leaderships "
+            "and group coordinators back after a restart.",
+        ),
+        auto_leader_rebalance: bool = typer.Option(
+            True, "--auto-leader-rebalance/--no-auto-leader-rebalance", help="auto.leader.rebalance.enable."
+        ),
         max_open_files: int = typer.Option(
             256, "--max-open-files", help="Segment files open at once (kgroup's limit; see docs/broker.md)."
         ),
@@ -87,6 +96,8 @@ def register(app: typer.Typer) -> None:
             num_partitions=num_partitions,
             group_consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             group_consumer_session_timeout_ms=consumer_session_timeout_ms,
+            auto_leader_rebalance_enable=auto_leader_rebalance,
+            leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
             topics=topics,
         )
         logging.basicConfig(
