@@ -110,3 +110,27 @@ def test_recording_of_a_cooperative_group_left_and_static_rejoin(tmp_path: Path)
         assert exc.code in (0, None)
     html = (record / "coop-group" / "index.html").read_text()
     assert "left_group (LeaveGroup)" in html and f"replaces {first_a}" in html
+
+
+def test_a_member_whose_session_expires_is_recorded_as_lost(tmp_path: Path) -> None:
+    """A static member's close sends no LeaveGroup: the coordinator removes it when its session
+    (6 s) expires, and the recording says so (reason expired, its partitions lost)."""
+    record = tmp_path / "rec"
+    path = record / "expiry-group" / "result.json"
+    with KafkaBroker(topics={"expiry": 2}, record_dir=record) as kafka:
+        owned = Owned()
+        config = {"group.instance.id": "gone", "session.timeout.ms": 6000}
+        member = confluent_consumer(kafka.bootstrap_servers, "expiry-group", "expiry", owned, "m", **config)
+        member.start()
+        try:
+            wait_until(lambda: owned.snapshot().get("m") == frozenset(range(2)), 60, "m owning both")
+        finally:
+            member.join_checked()
+        wait_until(lambda: '"left_group"' in path.read_text(), 30, "the session to expire")
+    data = json.loads(path.read_text())
+    (left,) = [e for e in data["events"] if e["kind"] == "left_group"]
+    assert left["reason"] == "expired"
+    (released,) = [
+        o for o in data["ownership"] if o["member"] == left["member_id"] and o["t_ms"] == left["t_ms"]
+    ]
+    assert released["lost"] == ["expiry-0", "expiry-1"] and released["revoked"] == []
