@@ -97,6 +97,29 @@ def test_stop_and_start_the_coordinator_while_a_group_consumes(tmp_path: Path) -
             produce(broker.bootstrap_servers, 30)
             wait_until(lambda: caught_up(broker.bootstrap_servers), 90, "commits after the restart")
             assert owned.snapshot()["c"] == frozenset(range(PARTITIONS))
+            # `kgroup lag` (the command) against the `kgroup serve` process: every partition caught up
+            lag = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "kgroup",
+                    "lag",
+                    "--bootstrap-servers",
+                    broker.bootstrap_servers,
+                    "--group",
+                    GROUP,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert lag.returncode == 0, lag.stderr
+            rows = [line.split() for line in lag.stdout.strip().splitlines()]
+            assert rows[0][:6] == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG"]
+            assert sorted(int(r[2]) for r in rows[1:]) == list(range(PARTITIONS))
+            assert sum(int(r[4]) for r in rows[1:]) == 90 and all(
+                r[5] == "0" and r[3] == r[4] for r in rows[1:]
+            )
         finally:
             consumer.join_checked()
     finally:
