@@ -11,7 +11,8 @@ controller (``ReplicationControlManager``):
   (``handleBrokerUnfenced``) — the partitions that moved away stay where they are;
 * every ``leader.imbalance.check.interval.seconds`` (300 s) with ``auto.leader.rebalance.enable``
   the controller's ``electPreferred`` task gives each partition whose preferred replica is up back to
-  it (``maybeBalancePartitionLeaders``; KRaft applies no ``leader.imbalance.per.broker.percentage``).
+  it (``maybeBalancePartitionLeaders``; Kafka 4.4.0 has no
+  ``leader.imbalance.per.broker.percentage``: it went with ZooKeeper).
 
 Since there is one copy, every live replica is in sync, so the choice depends only on the replica
 list and the brokers' history: the current leader is kept per replica list. No data moves.
