@@ -103,12 +103,12 @@ class Broker:
             ) from None
         self._servers[broker_id] = server
         self.ports[broker_id] = server.sockets[0].getsockname()[1]
-        self.cluster.alive.add(broker_id)
+        self.cluster.broker_started(broker_id)
 
     async def stop_listener(self, broker_id: int) -> None:
         """Take one broker down: stop listening, drop its connections, move its leaderships."""
         server = self._servers.pop(broker_id, None)
-        self.cluster.alive.discard(broker_id)
+        self.cluster.broker_stopped(broker_id)
         if server is not None:
             server.close()
         for writer in list(self.connections[broker_id]):
@@ -142,12 +142,19 @@ class Broker:
         self.logs.close()
 
     async def _tick(self) -> None:
+        interval_ms = self.config.leader_imbalance_check_interval_s * 1000
+        next_election_ms = self.clock_ms() + interval_ms
         while True:
             await asyncio.sleep(1.0)
             try:
                 self.logs.tick(self.clock_ms())
             except OSError:
                 log.exception("log maintenance failed")
+            if self.config.auto_leader_rebalance_enable and self.clock_ms() >= next_election_ms:
+                # KRaft's periodic electPreferred task (see kgroup.broker.cluster)
+                next_election_ms = self.clock_ms() + interval_ms
+                if self.cluster.elect_preferred_leaders():
+                    self.groups.on_brokers_changed()
 
     @property
     def bootstrap_servers(self) -> str:

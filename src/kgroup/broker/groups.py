@@ -303,7 +303,9 @@ class GroupAdapter:
                 return
             self._maybe_checkpoint()
             if self.recorder is not None:
-                self.recorder.on_records(self.broker.clock_ms(), result.records, self._view_of(node_id))
+                self.recorder.on_records(
+                    self.broker.clock_ms(), result.records, self._view_of(node_id), requests
+                )
         if result.timers:
             timers = self.timers.get(node_id)
             if timers is not None:

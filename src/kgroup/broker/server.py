@@ -41,14 +41,24 @@ async def serve(
     broker: Broker,
     stop: asyncio.Event,
     on_started: Callable[[Broker], None] | None = None,
+    control_dir: Path | None = None,
 ) -> None:
-    """Run ``broker`` until ``stop`` is set, then close it (flush and close the logs)."""
+    """Run ``broker`` until ``stop`` is set, then close it (flush and close the logs). With
+    ``control_dir``, the control channel of :mod:`kgroup.broker.control` is up (and its port file
+    written there) before ``on_started`` runs."""
+    from kgroup.broker.control import ControlChannel
+
     await broker.start()
+    control = ControlChannel(broker, control_dir) if control_dir is not None else None
     try:
+        if control is not None:
+            await control.start()
         if on_started is not None:
             on_started(broker)
         await stop.wait()
     finally:
+        if control is not None:
+            await control.close()
         await broker.close()
 
 
@@ -57,8 +67,10 @@ def run_broker(
     logs: LogManagerLike,
     on_started: Callable[[Broker], None] | None = None,
     install_signal_handlers: bool = True,
+    control_dir: Path | None = None,
 ) -> None:
-    """Run a broker in this thread until SIGINT/SIGTERM (the ``kgroup serve`` process)."""
+    """Run a broker in this thread until SIGINT/SIGTERM (the ``kgroup serve`` process); with
+    ``control_dir``, ``kgroup serve-ctl`` can stop and start its brokers."""
     import signal
 
     async def main() -> None:
@@ -67,6 +79,6 @@ def run_broker(
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
-        await serve(Broker(config, logs), stop, on_started)
+        await serve(Broker(config, logs), stop, on_started, control_dir)
 
     asyncio.run(main())

@@ -33,6 +33,8 @@ CLIENT_RANGES: dict[int, tuple[int, int]] = {
     9: (1, 9),  # OffsetFetch (v8+: batched groups; v9: member id and epoch, KIP-848)
     68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; v1: regex subscriptions, client-chosen member id)
     69: (0, 1),  # ConsumerGroupDescribe
+    15: (0, 5),  # DescribeGroups (kgroup lag)
+    2: (1, 9),  # ListOffsets (kgroup lag: the log end offsets)
 }
 API_NAMES = {
     18: "ApiVersions",
@@ -46,6 +48,8 @@ API_NAMES = {
     9: "OffsetFetch",
     68: "ConsumerGroupHeartbeat",
     69: "ConsumerGroupDescribe",
+    15: "DescribeGroups",
+    2: "ListOffsets",
 }
 
 
