@@ -286,6 +286,72 @@ def test_consumer_protocol_group_recording_agrees_with_the_clients(
     assert states.count("Stable") >= len(snapshots)
 
 
+def _wait_for_generations(path: Path, count: int, until_ms: int = 0) -> dict[str, Any]:
+    """The live recording once it has ``count`` generations and reaches ``until_ms`` (epoch ms)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        if path.exists():
+            document: dict[str, Any] = json.loads(path.read_text())
+            reaches = document["source"]["start_epoch_ms"] + document["recording"]["duration_ms"] > until_ms
+            if sum(e["kind"] == "generation" for e in document["events"]) >= count and reaches:
+                return document
+        time.sleep(0.2)
+    raise AssertionError(f"the live recording did not reach {count} generations in {TIMEOUT_S:.0f} s")
+
+
+def test_follow_records_live_until_ctrl_c(apache_kafka: ApacheKafka, tmp_path: Path) -> None:
+    topic, group = f"rec-{os.getpid()}-follow", f"rec-{os.getpid()}-follow-g"
+    apache_kafka.create_topic(topic, PARTITIONS)
+    members = Group(apache_kafka.bootstrap_servers, group, topic, "classic")
+    out = tmp_path / "live"
+    recorder: subprocess.Popen[str] | None = None
+    snapshots: list[tuple[int, dict[str, set[str]]]] = []
+    try:
+        members.add("a")
+        snapshots.append(members.settle())
+        recorder = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kgroup",
+                "record",
+                "-b",
+                apache_kafka.bootstrap_servers,
+                "-g",
+                group,
+                "-o",
+                str(out),
+                "--follow",
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=_SRC),
+        )
+        path = out / group / "result.json"
+        _wait_for_generations(path, 1)
+        members.add("b")
+        snapshots.append(members.settle())
+        live = _wait_for_generations(path, 2, snapshots[-1][0])  # rewritten while the group runs
+        _check_snapshots(live, snapshots)
+        recorder.send_signal(signal.SIGINT)  # Ctrl-C: the recording is finished, exit 0
+        stdout, stderr = recorder.communicate(timeout=30)
+        assert recorder.returncode == 0, stderr
+        assert json.loads(stdout)["recording"] == str(path)
+        recorder = None
+    finally:
+        members.shutdown()
+        if recorder is not None:
+            recorder.kill()
+            recorder.communicate(timeout=10)
+    final = json.loads(path.read_text())
+    _check_snapshots(final, snapshots)
+    assert [set(e["members"]) for e in final["events"] if e["kind"] == "generation"] == [
+        set(owners) for _, owners in snapshots
+    ]
+
+
 @pytest.mark.parametrize(
     ("args", "field"),
     [
@@ -303,8 +369,13 @@ def test_bad_input_is_one_line_naming_the_field(args: list[str], field: str, tmp
 
 def test_unknown_group_is_one_line_naming_the_group(apache_kafka: ApacheKafka, tmp_path: Path) -> None:
     done = _kgroup(
-        "record", "--bootstrap-servers", apache_kafka.bootstrap_servers, "--group", f"nobody-{os.getpid()}",
-        "--out", str(tmp_path / "o"),
+        "record",
+        "--bootstrap-servers",
+        apache_kafka.bootstrap_servers,
+        "--group",
+        f"nobody-{os.getpid()}",
+        "--out",
+        str(tmp_path / "o"),
     )
     assert done.returncode == 2
     assert done.stderr.startswith("kgroup: error: --group: no record of group")

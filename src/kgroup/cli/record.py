@@ -111,7 +111,9 @@ def register(app: typer.Typer) -> None:
 
         previous = signal.signal(signal.SIGINT, on_sigint) if follow else None
         try:
-            history, path = record_group(options, time.monotonic, lambda: interrupted, progress)
+            history, path = record_group(
+                options, time.monotonic, lambda: int(time.time() * 1000), lambda: interrupted, progress
+            )
         finally:
             if status is not None:
                 status.stop()

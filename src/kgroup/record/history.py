@@ -331,9 +331,12 @@ class GroupHistory:
 
     # --- output ----------------------------------------------------------------------------------------
 
-    def document(self) -> dict[str, Any]:
-        """The recording (``result.json``) of what was read so far."""
+    def document(self, now_epoch_ms: int | None = None) -> dict[str, Any]:
+        """The recording (``result.json``) of what was read so far: up to the last record, or up to
+        ``now_epoch_ms`` when given (a live recording: what members own lasts until now)."""
         end = self.last_ms
+        if now_epoch_ms is not None and self.start_epoch_ms is not None:
+            end = max(end, now_epoch_ms - self.start_epoch_ms)
         intervals = list(self.intervals) + [(p, m, since, end) for p, (m, since) in self.owner_since.items()]
         handover = list(self.handover)
         handover += [(p, "revoking", since, end) for p, since in self.revoking_since.items()]

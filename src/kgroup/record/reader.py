@@ -93,12 +93,14 @@ def _partition_count(admin: Any, bootstrap: str, timeout_s: float) -> int:
 def record_group(
     options: RecordOptions,
     clock: Callable[[], float],
+    wall_clock_ms: Callable[[], int],
     stop: Callable[[], bool] = lambda: False,
     on_progress: Callable[[GroupHistory, int, int], None] | None = None,
 ) -> tuple[GroupHistory, Path]:
     """Read the group's history and write its recording; returns the history and the file's path.
 
-    ``clock`` is a monotonic clock in seconds (the stall limit, the --follow rewrites);
+    ``clock`` is a monotonic clock in seconds (the stall limit, the --follow rewrites); with
+    ``follow``, the recording lasts until ``wall_clock_ms()`` (epoch ms) at each write;
     ``on_progress(history, position, end)`` is called after each batch of records read."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
     from confluent_kafka.admin import AdminClient
@@ -162,7 +164,7 @@ def record_group(
                     if history.unknown_topic_ids:  # a topic created since: name its next records
                         history.topic_names = _topic_names(admin, options.timeout_s)
                         history.unknown_topic_ids.clear()
-                    _write(path, history.document())
+                    _write(path, history.document(wall_clock_ms()))
                     last_write = clock()
             elif clock() - last_activity > _STALL_S:
                 raise KgroupError(
@@ -177,5 +179,5 @@ def record_group(
             f"--group: no record of group {options.group_id!r} in {OFFSETS_TOPIC}-{partition}{since}; "
             "check the group's name (`kafka-consumer-groups.sh --list`)"
         )
-    _write(path, history.document())
+    _write(path, history.document(wall_clock_ms() if options.follow else None))
     return history, path
