@@ -380,3 +380,16 @@ def test_unknown_group_is_one_line_naming_the_group(apache_kafka: ApacheKafka, t
     assert done.returncode == 2
     assert done.stderr.startswith("kgroup: error: --group: no record of group")
     assert done.stderr.count("\n") == 1
+
+
+def test_a_broker_without_a_readable_offsets_topic_is_one_line(tmp_path: Path) -> None:
+    """kgroup's own broker keeps its coordinator records in its own log, not as a readable
+    ``__consumer_offsets`` (its groups are recorded by ``kgroup serve --record``): a clear error."""
+    from kgroup.testing import KafkaBroker
+
+    with KafkaBroker(topics={"t": 2}) as broker:
+        done = _kgroup("record", "-b", broker.bootstrap_servers, "-g", "g", "-o", str(tmp_path / "o"))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith("kgroup: error: --bootstrap-servers: the cluster at ")
+    assert "no readable __consumer_offsets topic" in done.stderr and "--record DIR" in done.stderr
