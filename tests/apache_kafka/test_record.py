@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from tests.apache_kafka.conftest import Target
 
 from kgroup.testing.apache_kafka import ApacheKafka
 
@@ -208,10 +209,10 @@ def _check_snapshots(document: dict[str, Any], snapshots: list[tuple[int, dict[s
         assert _owners_at(document, at_ms - start) == expected, f"at {at_ms - start} ms"
 
 
-def test_classic_group_recording_agrees_with_the_clients(apache_kafka: ApacheKafka, tmp_path: Path) -> None:
-    topic, group = f"rec-{os.getpid()}-classic", f"rec-{os.getpid()}-classic-g"
-    apache_kafka.create_topic(topic, PARTITIONS)
-    members = Group(apache_kafka.bootstrap_servers, group, topic, "classic")
+def test_classic_group_recording_agrees_with_the_clients(target: Target, names: str, tmp_path: Path) -> None:
+    topic, group = f"{names}-t", f"{names}-g"
+    target.create_topic(topic, PARTITIONS)
+    members = Group(target.bootstrap_servers, group, topic, "classic")
     snapshots: list[tuple[int, dict[str, set[str]]]] = []
     memberships: list[set[str]] = []
     try:
@@ -235,7 +236,7 @@ def test_classic_group_recording_agrees_with_the_clients(apache_kafka: ApacheKaf
     finally:
         members.shutdown()
 
-    document = _record(apache_kafka.bootstrap_servers, group, tmp_path / "rec")
+    document = _record(target.bootstrap_servers, group, tmp_path / "rec")
     _check_snapshots(document, snapshots)
     generations = [set(e["members"]) for e in document["events"] if e["kind"] == "generation"]
     # every settled membership is a generation, in order (a join while another rebalance runs can
@@ -258,11 +259,11 @@ def test_classic_group_recording_agrees_with_the_clients(apache_kafka: ApacheKaf
 
 
 def test_consumer_protocol_group_recording_agrees_with_the_clients(
-    apache_kafka: ApacheKafka, tmp_path: Path
+    target: Target, names: str, tmp_path: Path
 ) -> None:
-    topic, group = f"rec-{os.getpid()}-kip848", f"rec-{os.getpid()}-kip848-g"
-    apache_kafka.create_topic(topic, PARTITIONS)
-    members = Group(apache_kafka.bootstrap_servers, group, topic, "consumer")
+    topic, group = f"{names}-t", f"{names}-g"
+    target.create_topic(topic, PARTITIONS)
+    members = Group(target.bootstrap_servers, group, topic, "consumer")
     snapshots: list[tuple[int, dict[str, set[str]]]] = []
     try:
         members.add("a")
@@ -276,7 +277,7 @@ def test_consumer_protocol_group_recording_agrees_with_the_clients(
     finally:
         members.shutdown()
 
-    document = _record(apache_kafka.bootstrap_servers, group, tmp_path / "rec")
+    document = _record(target.bootstrap_servers, group, tmp_path / "rec")
     _check_snapshots(document, snapshots)
     assert document["metrics"]["group_protocol"] == "consumer"
     assert document["metrics"]["state"] == "Empty"
@@ -382,14 +383,70 @@ def test_unknown_group_is_one_line_naming_the_group(apache_kafka: ApacheKafka, t
     assert done.stderr.count("\n") == 1
 
 
-def test_a_broker_without_a_readable_offsets_topic_is_one_line(tmp_path: Path) -> None:
-    """kgroup's own broker keeps its coordinator records in its own log, not as a readable
-    ``__consumer_offsets`` (its groups are recorded by ``kgroup serve --record``): a clear error."""
-    from kgroup.testing import KafkaBroker
+def test_the_offsets_topic_is_internal_readable_and_refuses_produce(target: Target, names: str) -> None:
+    """Once a group commits, ``__consumer_offsets`` is in Metadata as Kafka lists it (internal, 50
+    partitions), its group partition holds the commit in Kafka's format, and a client's Produce to it
+    is refused with the same error on both brokers."""
+    from tests.apache_kafka.wire import Raw, metadata
 
-    with KafkaBroker(topics={"t": 2}) as broker:
-        done = _kgroup("record", "-b", broker.bootstrap_servers, "-g", "g", "-o", str(tmp_path / "o"))
-    assert done.returncode == 2
-    assert done.stderr.count("\n") == 1
-    assert done.stderr.startswith("kgroup: error: --bootstrap-servers: the cluster at ")
-    assert "no readable __consumer_offsets topic" in done.stderr and "--record DIR" in done.stderr
+    from kgroup.broker.internal_topic import record_batch
+    from kgroup.wire.offsets_topic import OffsetCommit, decode_offsets_record
+
+    topic, group = f"{names}-t", f"{names}-g"
+    target.create_topic(topic, 1)
+    consumer = Consumer({"bootstrap.servers": target.bootstrap_servers, "group.id": group, "log_level": 3})
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # Apache Kafka answers NOT_COORDINATOR while it creates the offsets topic
+            try:
+                consumer.commit(offsets=[TopicPartition(topic, 0, 42)], asynchronous=False)
+                break
+            except KafkaException:
+                assert time.monotonic() < deadline, "no commit within 20 s"
+                time.sleep(0.3)
+    finally:
+        consumer.close()
+    with Raw(target.bootstrap_servers) as raw:
+        deadline = time.monotonic() + 10
+        while (found := metadata(raw, ["__consumer_offsets"], auto_create=False)["topics"][0])["error_code"]:
+            assert time.monotonic() < deadline, found
+            time.sleep(0.2)
+        assert (found["is_internal"], len(found["partitions"])) == (True, 50)
+        answer = raw.call(
+            "Produce",
+            9,
+            {
+                "transactional_id": None,
+                "acks": -1,
+                "timeout": 10_000,
+                "topic_data": [
+                    {
+                        "name": "__consumer_offsets",
+                        "partition_data": [{"index": 0, "records": record_batch([(b"k", b"v")], 0)}],
+                    }
+                ],
+            },
+        )
+    (entry,) = answer["responses"][0]["partition_responses"]
+    assert entry["error_code"] == 17  # INVALID_TOPIC_EXCEPTION: "Cannot append to internal topic"
+    from kgroup.group.discovery import coordinator_partition
+    from kgroup.model import TopicPartition as KTopicPartition
+
+    reader = Consumer(
+        {"bootstrap.servers": target.bootstrap_servers, "group.id": f"{group}-reader", "log_level": 3}
+    )
+    try:
+        partition = coordinator_partition(group, 50)
+        reader.assign([TopicPartition("__consumer_offsets", partition, 0)])
+        commits = []
+        deadline = time.monotonic() + 20
+        while not commits and time.monotonic() < deadline:
+            message = reader.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            record = decode_offsets_record(message.key(), message.value())
+            if isinstance(record, OffsetCommit) and record.group_id == group:
+                commits.append(record)
+    finally:
+        reader.close()
+    assert [(c.partition, c.offset) for c in commits] == [(KTopicPartition(topic, 0), 42)]
