@@ -450,3 +450,16 @@ def test_the_offsets_topic_is_internal_readable_and_refuses_produce(target: Targ
     finally:
         reader.close()
     assert [(c.partition, c.offset) for c in commits] == [(KTopicPartition(topic, 0), 42)]
+
+
+def test_a_cluster_without_an_offsets_topic_yet_is_one_line(tmp_path: Path) -> None:
+    """Before any group has used it there is no ``__consumer_offsets`` (kgroup creates it with the
+    coordinator's first record): a one-line error, exit 2."""
+    from kgroup.testing import KafkaBroker
+
+    with KafkaBroker(topics={"t": 2}) as broker:
+        done = _kgroup("record", "-b", broker.bootstrap_servers, "-g", "g", "-o", str(tmp_path / "o"))
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith("kgroup: error: --group: the cluster at ")
+    assert "has no __consumer_offsets topic yet" in done.stderr

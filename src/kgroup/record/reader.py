@@ -84,8 +84,8 @@ def _partition_count(admin: Any, bootstrap: str, timeout_s: float) -> int:
     topic = metadata.topics.get(OFFSETS_TOPIC)
     if topic is None or topic.error is not None or not topic.partitions:
         raise KgroupError(
-            f"--bootstrap-servers: the cluster at {bootstrap} has no readable {OFFSETS_TOPIC} topic (no "
-            "group has used it yet, or the broker does not expose it: for kgroup serve use --record DIR)"
+            f"--group: the cluster at {bootstrap} has no {OFFSETS_TOPIC} topic yet (no group has used "
+            "it); record once the group runs"
         )
     return len(topic.partitions)
 
