@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from tests.apache_kafka.conftest import Target
 
 from kgroup.testing.apache_kafka import ApacheKafka
@@ -463,3 +463,114 @@ def test_a_cluster_without_an_offsets_topic_yet_is_one_line(tmp_path: Path) -> N
     assert done.stderr.count("\n") == 1
     assert done.stderr.startswith("kgroup: error: --group: the cluster at ")
     assert "has no __consumer_offsets topic yet" in done.stderr
+
+
+def _group_metadata_records(bootstrap: str, group: str) -> list[Any]:
+    """Every GroupMetadata value of ``group`` in its ``__consumer_offsets`` partition, in order."""
+    from kgroup.group.discovery import coordinator_partition
+    from kgroup.wire.offsets_topic import GroupMetadata, decode_offsets_record
+
+    reader = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{group}-reader",
+            "log_level": 3,
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
+    out: list[Any] = []
+    try:
+        reader.assign([TopicPartition("__consumer_offsets", coordinator_partition(group, 50), 0)])
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            message = reader.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    break
+                continue
+            record = decode_offsets_record(message.key(), message.value())
+            if isinstance(record, GroupMetadata) and record.group_id == group:
+                out.append(record.value)
+    finally:
+        reader.close()
+    return out
+
+
+def test_classic_group_metadata_records_are_kafkas(target: Target, names: str) -> None:
+    """The GroupMetadata records a classic group leaves in ``__consumer_offsets`` — when, and what they
+    hold — are the same on both brokers (member ids normalized to the clients' ids)."""
+    from kgroup.wire.consumer_protocol import decode_assignment, decode_subscription
+
+    topic, group = f"{names}-t", f"{names}-g"
+    target.create_topic(topic, PARTITIONS)
+    members = Group(target.bootstrap_servers, group, topic, "classic")
+    ids: dict[str, str] = {}
+    try:
+        members.add("a")
+        members.settle()
+        members.add("b")
+        members.settle()
+        ids = {member: name for name, member in members.member_ids().items()}
+        members.close("b")
+        members.settle()
+    finally:
+        members.shutdown()
+    values = _group_metadata_records(target.bootstrap_servers, group)
+
+    def shape(v: Any) -> tuple[Any, ...]:
+        return (
+            v.protocol_type,
+            v.generation,
+            v.protocol,
+            ids.get(v.leader, v.leader),
+            v.current_state_timestamp_ms > 0,
+            sorted(  # Kafka's HashMap order of the (random) member ids: the same rule, not the same ids
+                (
+                    ids[m.member_id],
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    decode_subscription(m.subscription).topics,
+                    sorted(tp.partition for tp in decode_assignment(m.assignment).partitions),
+                )
+                for m in v.members
+            ),
+        )
+
+    host = "/127.0.0.1"
+    assert [shape(v) for v in values] == [
+        ("", 0, None, None, True, []),  # created
+        (
+            "consumer",
+            1,
+            "range",
+            "a",
+            True,
+            [("a", None, "a", host, 300_000, 6000, (topic,), [0, 1, 2, 3, 4, 5])],
+        ),
+        (
+            "consumer",
+            2,
+            "range",
+            "a",
+            True,
+            [
+                ("a", None, "a", host, 300_000, 6000, (topic,), [0, 1, 2]),
+                ("b", None, "b", host, 300_000, 6000, (topic,), [3, 4, 5]),
+            ],
+        ),
+        (
+            "consumer",
+            3,
+            "range",
+            "a",
+            True,
+            [("a", None, "a", host, 300_000, 6000, (topic,), [0, 1, 2, 3, 4, 5])],
+        ),
+        ("consumer", 4, None, None, True, []),  # the last member left: Empty
+    ]
