@@ -15,11 +15,11 @@ What is written (Kafka 4.4's ``GroupCoordinatorRecordHelpers``):
 * offset commits and the consumer group's (KIP-848) records: kgroup's coordinator already writes them
   in Kafka's formats (:mod:`kgroup.wire.group_records`), byte for byte;
 * classic groups: kgroup's coordinator writes finer-grained records of its own; this writer turns them
-  into Kafka's ``GroupMetadata`` at the moments Kafka writes one — the group created (an empty record,
-  generation 0), a rebalance completed (the group becomes Stable: every member with its assignment;
-  ``currentStateTimestamp`` = when the group entered CompletingRebalance), a join phase ending with no
-  member (the group becomes Empty), a static member replaced in a Stable group — and the group's
-  tombstone when it is deleted.
+  into Kafka's ``GroupMetadata`` at the moments Kafka writes one — the group created by a JoinGroup (an
+  empty record, generation 0; a group an offset commit creates gets none), a rebalance completed (the
+  group becomes Stable: every member with its assignment; ``currentStateTimestamp`` = when the group
+  entered CompletingRebalance), a join phase ending with no member (the group becomes Empty), a static
+  member replaced in a Stable group — and the group's tombstone when it is deleted.
 
 kgroup's own, said in ``docs/record.md``: the topic is created with the first coordinator record (Kafka
 creates it at the first FindCoordinator), it is not compacted, a deleted group gets its
@@ -156,6 +156,8 @@ class OffsetsTopicWriter:
     ) -> list[tuple[str, bytes, bytes | None]]:
         """(group, key, value) of the records Kafka writes for these coordinator records."""
         out: list[tuple[str, bytes, bytes | None]] = []
+        # a group created by an offset commit (not a JoinGroup) gets no GroupMetadata in Kafka
+        committed = {r.group_id for r in records if isinstance(r, OffsetCommitted)}
         for record in records:
             if isinstance(record, _KAFKA_FORMAT):
                 key, value = encode_record(record)
@@ -164,6 +166,8 @@ class OffsetsTopicWriter:
                     self._state_since.pop(record.group_id, None)
             elif isinstance(record, GroupCreated):
                 self._state_since[record.group_id] = record.timestamp_ms
+                if record.group_id in committed:
+                    continue
                 empty = GroupMetadataValue("", 0, None, None, record.timestamp_ms, ())
                 value = encode_group_metadata_value(empty, GROUP_METADATA_VALUE_VERSION)
                 out.append((record.group_id, _group_metadata_key(record.group_id), value))
