@@ -152,6 +152,9 @@ class GroupAdapter:
         self._timer_task: asyncio.Task[None] | None = None
         self._timers_changed: asyncio.Event | None = None
         self.recorder: Any = None  # kgroup.broker.recorder.GroupRecorder when --record is given
+        from kgroup.broker.internal_topic import OffsetsTopicWriter
+
+        self.offsets_topic = OffsetsTopicWriter(broker.cluster)  # __consumer_offsets, readable
         self.checkpoint_min_bytes = config.coordinator_checkpoint_min_bytes
         self.checkpoints = 0  # made since start
         self._checkpoint_base = 0  # the log's size after the last checkpoint
@@ -306,6 +309,7 @@ class GroupAdapter:
                 self.recorder.on_records(
                     self.broker.clock_ms(), result.records, self._view_of(node_id), requests
                 )
+            self.offsets_topic.on_records(self.broker.clock_ms(), result.records, self._view_of(node_id))
         if result.timers:
             timers = self.timers.get(node_id)
             if timers is not None:

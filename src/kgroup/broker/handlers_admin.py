@@ -85,7 +85,7 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
         "error_code": NONE,
         "name": info.name,
         "topic_id": info.topic_id,
-        "is_internal": False,
+        "is_internal": info.name == OFFSETS_TOPIC,
         "partitions": partitions,
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }

@@ -12,6 +12,7 @@ import asyncio
 import logging
 from typing import Any
 
+from kgroup.broker.cluster import OFFSETS_TOPIC
 from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.log.errors import LogError
@@ -27,6 +28,7 @@ CORRUPT_MESSAGE = 2
 UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
 INVALID_REQUIRED_ACKS = 21
+INVALID_TOPIC_EXCEPTION = 17
 KAFKA_STORAGE_ERROR = 56
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 FETCH_SESSION_ID_NOT_FOUND = 70
@@ -96,6 +98,8 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             elif acks not in (-1, 0, 1):
                 code = INVALID_REQUIRED_ACKS
+            elif topic.name == OFFSETS_TOPIC:  # Kafka: "Cannot append to internal topic"
+                code = INVALID_TOPIC_EXCEPTION
             else:
                 code = _leader_check(ctx, topic.name, index)
             if code == NOT_LEADER_OR_FOLLOWER:

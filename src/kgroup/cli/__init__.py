@@ -48,6 +48,7 @@ COMMAND_MODULES = (
     "serve",
     "serve_ctl",
     "lag",
+    "record",
     "report",
     "demo",
     "bench",

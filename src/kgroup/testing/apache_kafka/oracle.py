@@ -171,6 +171,7 @@ class CoordinatorRecordJson:
     type: int
     key: Mapping[str, Any]
     value: Mapping[str, Any] | None
+    value_version: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -517,7 +518,12 @@ class KafkaOracle:
         record is its type (the key's version), the key's and the value's JSON as Kafka's generated
         ``*JsonConverter`` read it (``None``: a tombstone)."""
         batch = [
-            {"type": r.type, "key": dict(r.key), "value": None if r.value is None else dict(r.value)}
+            {
+                "type": r.type,
+                "key": dict(r.key),
+                "value": None if r.value is None else dict(r.value),
+                "valueVersion": r.value_version,
+            }
             for r in records
         ]
         out = []

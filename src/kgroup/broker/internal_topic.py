@@ -1,0 +1,220 @@
+"""``__consumer_offsets`` as a readable internal topic: the coordinator's records in Kafka's formats.
+
+Kafka's group coordinator writes its state to the compacted internal topic ``__consumer_offsets``, and
+tools read it (``kafka-console-consumer`` with Kafka's formatters, ``kgroup record``). kgroup's broker
+keeps its coordinator's own log (:mod:`kgroup.log.coordinator`, replayed on start) and, beside it, this
+topic: after every coordinator write that the log accepted, :class:`OffsetsTopicWriter` appends the
+records Kafka would have written to the group's partition (``abs(groupId.hashCode()) %
+offsets.topic.num.partitions``, the partition whose leader coordinates the group) as one RecordBatch v2
+(CreateTime = the broker's clock). Fetch, ListOffsets and Metadata serve it as any topic; Metadata marks
+it internal; Produce to it is refused (``INVALID_TOPIC_EXCEPTION``, as Kafka refuses clients' appends to
+an internal topic).
+
+What is written (Kafka 4.4's ``GroupCoordinatorRecordHelpers``):
+
+* offset commits and the consumer group's (KIP-848) records: kgroup's coordinator already writes them
+  in Kafka's formats (:mod:`kgroup.group.records.serde`), byte for byte;
+* classic groups: kgroup's coordinator writes finer-grained records of its own; this writer turns them
+  into Kafka's ``GroupMetadata`` at the moments Kafka writes one — the group created by a JoinGroup (an
+  empty record, generation 0; a group an offset commit creates gets none), a rebalance completed (the
+  group becomes Stable: every member with its assignment; ``currentStateTimestamp`` = when the group
+  entered CompletingRebalance), a join phase ending with no member (the group becomes Empty), a static
+  member replaced in a Stable group — and the group's tombstone when it is deleted.
+
+kgroup's own, said in ``docs/record.md``: the topic is created with the first coordinator record (Kafka
+creates it at the first FindCoordinator), it is not compacted, a deleted group gets its
+``GroupMetadata`` tombstone but no offset tombstones, and records written while the writer was not
+running (a broker started on an older data directory) are not back-filled.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable, Sequence
+
+from crc32c import crc32c
+
+from kgroup.broker.cluster import OFFSETS_TOPIC, Cluster
+from kgroup.group import GroupState, GroupView
+from kgroup.group.discovery import coordinator_partition
+from kgroup.group.records import (
+    GroupCreated,
+    GroupDeleted,
+    GroupStateChanged,
+    OffsetCommitted,
+    Record,
+    StaticMemberReplaced,
+)
+from kgroup.group.records.consumer import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+)
+from kgroup.group.records.offsets_topic import (
+    GROUP_METADATA_TYPE,
+    GroupMetadataMember,
+    GroupMetadataValue,
+    encode_group_metadata_value,
+)
+from kgroup.group.records.serde import encode_record
+
+__all__ = ["OffsetsTopicWriter", "record_batch"]
+
+log = logging.getLogger("kgroup.broker")
+
+#: ``GroupCoordinatorRecordHelpers.GROUP_METADATA_VALUE_VERSION``
+GROUP_METADATA_VALUE_VERSION = 3
+_KAFKA_FORMAT = (
+    OffsetCommitted
+    | GroupDeleted
+    | ConsumerGroupMetadata
+    | ConsumerGroupMemberMetadata
+    | ConsumerGroupTargetAssignmentMetadata
+    | ConsumerGroupTargetAssignmentMember
+    | ConsumerGroupCurrentMemberAssignment
+    | ConsumerGroupRegularExpression
+)
+#: RecordBatch v2 after its CRC: attributes, last offset delta, base and max timestamp, producer id,
+#: producer epoch, base sequence, record count
+_AFTER_CRC = struct.Struct(">hiqqqhii")
+
+
+def _varint(value: int) -> bytes:
+    """Kafka's zig-zag varint / varlong."""
+    raw = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
+
+
+def record_batch(entries: Sequence[tuple[bytes, bytes | None]], timestamp_ms: int) -> bytes:
+    """One uncompressed RecordBatch v2 (base offset 0, no producer, CreateTime ``timestamp_ms``)
+    holding ``entries`` as (key, value) records; a ``None`` value is a tombstone."""
+    records = bytearray()
+    for delta, (key, value) in enumerate(entries):
+        body = bytearray(b"\x00")  # attributes
+        body += _varint(0)  # timestamp delta
+        body += _varint(delta)
+        body += _varint(len(key)) + key
+        body += _varint(-1) if value is None else _varint(len(value)) + value
+        body += _varint(0)  # no headers
+        records += _varint(len(body)) + body
+    count = len(entries)
+    after_crc = _AFTER_CRC.pack(0, count - 1, timestamp_ms, timestamp_ms, -1, -1, -1, count) + records
+    length = 4 + 1 + 4 + len(after_crc)  # partition leader epoch, magic, crc, then the rest
+    return struct.pack(">qiib", 0, length, -1, 2) + struct.pack(">I", crc32c(bytes(after_crc))) + after_crc
+
+
+def _group_metadata_key(group_id: str) -> bytes:
+    raw = group_id.encode("utf-8")
+    return struct.pack(">hh", GROUP_METADATA_TYPE, len(raw)) + raw
+
+
+def _value(view: GroupView, timestamp_ms: int, *, members: bool) -> bytes:
+    protocol = view.protocol
+    return encode_group_metadata_value(
+        GroupMetadataValue(
+            protocol_type=view.protocol_type or "",
+            generation=view.generation,
+            protocol=protocol,
+            leader=view.leader,
+            current_state_timestamp_ms=timestamp_ms,
+            members=tuple(
+                GroupMetadataMember(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata(protocol) if protocol is not None else b"",
+                    m.assignment,
+                )
+                for m in (view.members if members else ())
+            ),
+        ),
+        GROUP_METADATA_VALUE_VERSION,
+    )
+
+
+class OffsetsTopicWriter:
+    """Appends each accepted coordinator write to ``__consumer_offsets`` in Kafka's formats."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._state_since: dict[str, int] = {}  # group -> when it entered its current state
+
+    def kafka_records(
+        self, records: Sequence[Record], view: Callable[[str], GroupView | None]
+    ) -> list[tuple[str, bytes, bytes | None]]:
+        """(group, key, value) of the records Kafka writes for these coordinator records."""
+        out: list[tuple[str, bytes, bytes | None]] = []
+        # a group created by an offset commit (not a JoinGroup) gets no GroupMetadata in Kafka
+        committed = {r.group_id for r in records if isinstance(r, OffsetCommitted)}
+        for record in records:
+            if isinstance(record, _KAFKA_FORMAT):
+                key, value = encode_record(record)
+                out.append((record.group_id, key, value))
+                if isinstance(record, GroupDeleted):
+                    self._state_since.pop(record.group_id, None)
+            elif isinstance(record, GroupCreated):
+                self._state_since[record.group_id] = record.timestamp_ms
+                if record.group_id in committed:
+                    continue
+                empty = GroupMetadataValue("", 0, None, None, record.timestamp_ms, ())
+                value = encode_group_metadata_value(empty, GROUP_METADATA_VALUE_VERSION)
+                out.append((record.group_id, _group_metadata_key(record.group_id), value))
+            elif isinstance(record, GroupStateChanged):
+                since = self._state_since.get(record.group_id, record.timestamp_ms)
+                self._state_since[record.group_id] = record.timestamp_ms
+                current = view(record.group_id)
+                if current is None:
+                    continue
+                if record.state is GroupState.STABLE:
+                    # written at the leader's SyncGroup, while the group was CompletingRebalance
+                    value = _value(current, since, members=True)
+                elif record.state is GroupState.EMPTY:
+                    value = _value(current, record.timestamp_ms, members=False)
+                else:
+                    continue
+                out.append((record.group_id, _group_metadata_key(record.group_id), value))
+            elif isinstance(record, StaticMemberReplaced):
+                current = view(record.group_id)
+                if current is not None and current.state is GroupState.STABLE:
+                    since = self._state_since.get(record.group_id, -1)
+                    value = _value(current, since, members=True)
+                    out.append((record.group_id, _group_metadata_key(record.group_id), value))
+        return out
+
+    def on_records(
+        self, now_ms: int, records: Sequence[Record], view: Callable[[str], GroupView | None]
+    ) -> None:
+        """Append what Kafka would have written for ``records`` (already in the coordinator log)."""
+        entries = self.kafka_records(records, view)
+        if not entries:
+            return
+        partitions = self.cluster.config.offsets_topic_partitions
+        try:
+            if OFFSETS_TOPIC not in self.cluster.topics:
+                self.cluster.create_topic(
+                    OFFSETS_TOPIC,
+                    partitions,
+                    self.cluster.config.replication_factor,
+                    {"cleanup.policy": "compact"},
+                )
+            by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
+            for group_id, key, value in entries:
+                by_partition.setdefault(coordinator_partition(group_id, partitions), []).append((key, value))
+            for partition, batch in sorted(by_partition.items()):
+                plog = self.cluster.partition_log(OFFSETS_TOPIC, partition)
+                if plog is not None:
+                    plog.append(plog.validate(record_batch(batch, now_ms), now_ms=now_ms), now_ms=now_ms)
+        except Exception as exc:  # the coordinator's own log has the records: the broker keeps serving
+            log.warning("cannot append to %s: %s", OFFSETS_TOPIC, exc)
