@@ -85,7 +85,7 @@ def test_corrupt_and_foreign_records() -> None:
         decode_offsets_record(_key(G), b"\x00\x09")
     with pytest.raises(PeerError, match="bytes end before the record does"):
         decode_offsets_record(_key(G), _generation(1, _member("a", 0))[:-3])
-    with pytest.raises(PeerError, match="bytes after the record"):
+    with pytest.raises(PeerError, match="bytes after the end of the record"):
         decode_offsets_record(_key(G), _generation(1, _member("a", 0)) + b"\x00")
     assert decode_offsets_record(_key(G), None) == GroupMetadata(G, None)
     assert decode_offsets_record(b"\x00\x0a\x00\x01g", b"") == OtherRecord(10)  # a share group's record
