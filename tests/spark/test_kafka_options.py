@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from kgroup.model import KgroupError
-from kgroup.spark.options import (
+from kgroup.spark.source.offsets import offsets_to_json
+from kgroup.spark.source.options import (
     OffsetSpec,
     check_read_options_early,
-    offsets_to_json,
     parse_sink_options,
     parse_source_options,
 )
-from kgroup.spark.ranges import OffsetRange, plan_ranges, rate_limit, resolve_offsets, split_ranges
+from kgroup.spark.source.ranges import OffsetRange, plan_ranges, rate_limit, resolve_offsets, split_ranges
 
 BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
@@ -190,7 +190,7 @@ def test_resolve_and_plan_report_data_loss() -> None:
 def test_a_property_librdkafka_refuses_is_named() -> None:
     from confluent_kafka import Consumer
 
-    from kgroup.spark.options import check_client_config
+    from kgroup.spark.source.options import check_client_config
 
     config = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "no.such.property": "1"}
     with pytest.raises(KgroupError, match=r"^kafka\.no\.such\.property: the Kafka client refused it"):

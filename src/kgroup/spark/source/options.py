@@ -13,37 +13,32 @@ suggesting the closest known name). Everything here is pure: no pyspark, no clie
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kgroup.model import KgroupError
-from kgroup.spark.group_options import GROUP_CONFIGS, GroupSettings, parse_group_settings
+from kgroup.spark.source.group_options import GROUP_CONFIGS, GroupSettings, parse_group_settings
+from kgroup.spark.source.offsets import (
+    EARLIEST,
+    LATEST,
+    TopicPartition,
+    json_object,
+    offsets_from_json,
+    partition_number,
+)
 
 __all__ = [
-    "EARLIEST",
-    "LATEST",
     "OffsetSpec",
     "SinkOptions",
     "SourceOptions",
     "Subscription",
-    "TopicPartition",
     "check_client_config",
     "check_read_options_early",
-    "offsets_from_json",
-    "offsets_to_json",
     "parse_sink_options",
     "parse_source_options",
 ]
-
-#: A partition of a topic: (topic, partition).
-TopicPartition = tuple[str, int]
-
-#: In offset JSON, as in Spark and Kafka's ListOffsets: -2 is the earliest offset, -1 the latest.
-EARLIEST = -2
-LATEST = -1
 
 # Source options of Spark's Kafka source that kgroup implements (lower-cased -> documented name).
 _SOURCE_OPTIONS = {
@@ -208,68 +203,21 @@ def _positive_int(name: str, value: str) -> int:
     return number
 
 
-def _json_object(name: str, value: str, example: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise KgroupError(f"{name}: not valid JSON ({exc.msg}); give an object like {example}") from None
-    if not isinstance(parsed, dict):
-        raise KgroupError(f"{name}: {value!r} is not a JSON object; give an object like {example}")
-    return parsed
-
-
-def _partition_number(name: str, topic: str, raw: Any) -> int:
-    try:
-        number = int(raw)
-    except (TypeError, ValueError):
-        raise KgroupError(f"{name}: partition {raw!r} of topic {topic!r} is not a number") from None
-    if isinstance(raw, bool) or number < 0 or str(number) != str(raw).strip():
-        raise KgroupError(
-            f"{name}: partition {raw!r} of topic {topic!r} is not a partition number (0 or more)"
-        )
-    return number
-
-
 def parse_assign(value: str) -> tuple[TopicPartition, ...]:
     """``{"topicA":[0,1],"topicB":[2,4]}`` as sorted (topic, partition) pairs."""
     if not value.strip().startswith("{"):
         raise KgroupError(
             f'assign: no topic partitions to assign in {value!r}; give JSON like {{"topicA":[0,1]}}'
         )
-    parsed = _json_object("assign", value, '{"topicA":[0,1]}')
+    parsed = json_object("assign", value, '{"topicA":[0,1]}')
     pairs: set[TopicPartition] = set()
     for topic, parts in parsed.items():
         if not isinstance(parts, list):
             raise KgroupError(f"assign: the partitions of topic {topic!r} must be a JSON list, like [0,1]")
-        pairs.update((topic, _partition_number("assign", topic, p)) for p in parts)
+        pairs.update((topic, partition_number("assign", topic, p)) for p in parts)
     if not pairs:
         raise KgroupError('assign: no topic partitions to assign; give JSON like {"topicA":[0,1]}')
     return tuple(sorted(pairs))
-
-
-def offsets_from_json(name: str, value: str) -> dict[TopicPartition, int]:
-    """``{"topicA":{"0":23,"1":-1}}`` as {(topic, partition): offset}; -2 earliest, -1 latest."""
-    parsed = _json_object(name, value, '{"topicA":{"0":23,"1":-2}}')
-    out: dict[TopicPartition, int] = {}
-    for topic, parts in parsed.items():
-        if not isinstance(parts, dict):
-            raise KgroupError(f'{name}: the offsets of topic {topic!r} must be an object like {{"0":23}}')
-        for part, offset in parts.items():
-            if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
-                raise KgroupError(
-                    f"{name}: offset {offset!r} of {topic}-{part} is not an offset; "
-                    "give 0 or more, -2 (earliest) or -1 (latest)"
-                )
-            out[(topic, _partition_number(name, topic, part))] = offset
-    return out
-
-
-def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
-    """The JSON-ready form Spark's Kafka source keeps in its checkpoint: topic -> partition -> offset."""
-    out: dict[str, dict[str, int]] = {}
-    for (topic, part), offset in sorted(offsets.items()):
-        out.setdefault(topic, {})[str(part)] = int(offset)
-    return out
 
 
 def _offset_spec(name: str, value: str | None, default: Literal["earliest", "latest"]) -> OffsetSpec:
@@ -510,7 +458,7 @@ def _check_specific_partitions(name: str, spec: OffsetSpec, subscription: Subscr
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Check a write's options (Spark's Kafka sink, plus kgroup's null-key strategy)."""
-    from kgroup.spark.partitioning import DEFAULT_NULL_KEY_STRATEGY
+    from kgroup.spark.partitioning.partition_column import DEFAULT_NULL_KEY_STRATEGY
 
     lowered = _lower(options)
     for key in lowered:

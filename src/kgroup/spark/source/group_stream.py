@@ -48,10 +48,17 @@ from pyspark.sql.streaming.datasource import (
 
 from kgroup.model import ErrorCode, KgroupError
 from kgroup.model import TopicPartition as ModelPartition
-from kgroup.spark.kafka_io import OffsetLookup
-from kgroup.spark.options import SourceOptions, TopicPartition, offsets_from_json, offsets_to_json
-from kgroup.spark.ranges import OffsetRange, data_loss_reporter, rate_limit, resolve_offsets, split_ranges
-from kgroup.spark.source import RangePartition, read_piece
+from kgroup.spark.source.kafka_io import OffsetLookup
+from kgroup.spark.source.offsets import TopicPartition, offsets_from_json, offsets_to_json
+from kgroup.spark.source.options import SourceOptions
+from kgroup.spark.source.ranges import (
+    OffsetRange,
+    data_loss_reporter,
+    rate_limit,
+    resolve_offsets,
+    split_ranges,
+)
+from kgroup.spark.source.read_task import RangePartition, read_piece
 
 __all__ = ["GroupMembers", "GroupOffsetCommitter", "KgroupGroupStreamReader", "commit_batch_to_group"]
 

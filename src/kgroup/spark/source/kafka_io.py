@@ -22,8 +22,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kgroup.model import KgroupError
-from kgroup.spark.options import SourceOptions, Subscription, TopicPartition, check_client_config
-from kgroup.spark.ranges import DataLossReporter, OffsetRange
+from kgroup.spark.source.offsets import TopicPartition
+from kgroup.spark.source.options import SourceOptions, Subscription, check_client_config
+from kgroup.spark.source.ranges import DataLossReporter, OffsetRange
 
 __all__ = [
     "ARROW_BATCH_ROWS",

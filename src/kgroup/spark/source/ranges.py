@@ -18,7 +18,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kgroup.model import KgroupError
-from kgroup.spark.options import EARLIEST, LATEST, OffsetSpec, TopicPartition
+from kgroup.spark.source.offsets import EARLIEST, LATEST, TopicPartition
+from kgroup.spark.source.options import OffsetSpec
 
 __all__ = [
     "DataLossReporter",

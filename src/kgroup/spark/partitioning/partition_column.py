@@ -167,10 +167,11 @@ def with_kafka_partitions(
     Lazy, like any DataFrame transformation: nothing runs until an action.
 
     Where it runs: when no null-key strategy can be needed — the key column cannot hold nulls (its
-    schema says so) or ``null_key_strategy`` is ``None`` — and the session has kgroup's JVM function
-    (:mod:`kgroup.spark.jvm`; every session kgroup starts has it), each row's partition is computed
-    inside Spark's JVM, and no row goes to Python. Otherwise whole Arrow batches go through the
-    Python workers (``mapInArrow``), where the null-key strategies run. Both are exact to Kafka.
+    schema says so) or ``null_key_strategy`` is ``None`` — and the session has kgroup's JVM
+    function (:mod:`kgroup.spark.partitioning.jvm`; every session kgroup starts has it), each row's
+    partition is computed inside Spark's JVM, and no row goes to Python. Otherwise whole Arrow
+    batches go through the Python workers (``mapInArrow``), where the null-key strategies run.
+    Both are exact to Kafka.
     """
     from pyspark.sql.types import IntegerType, StructField, StructType
 
@@ -261,7 +262,7 @@ def _register_jvm_function(df: Any) -> bool:
     (its jar is not on the session's class path: a session kgroup did not start, or no JDK)."""
     from pyspark.sql.types import IntegerType
 
-    from kgroup.spark.jvm import JAVA_CLASS
+    from kgroup.spark.partitioning.jvm import JAVA_CLASS
 
     try:
         df.sparkSession.udf.registerJavaFunction(JVM_FUNCTION_NAME, JAVA_CLASS, IntegerType())
