@@ -43,10 +43,10 @@ class KgroupBatchReader(DataSourceReader):
         for tp in tps:
             if end[tp] < start[tp]:
                 raise KgroupError(
-                    f"startingOffsets: {tp[0]}-{tp[1]} starts at {start[tp]}, after its end {end[tp]}; "
+                    f"startingOffsets: {tp} starts at {start[tp]}, after its end {end[tp]}; "
                     "give a start at or before the end"
                 )
-            ranges.append(OffsetRange(tp[0], tp[1], start[tp], end[tp]))
+            ranges.append(OffsetRange(tp.topic, tp.partition, start[tp], end[tp]))
         pieces = split_ranges(ranges, options.min_partitions)
         return [RangePartition(p) for p in pieces]
 

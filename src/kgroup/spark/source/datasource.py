@@ -16,7 +16,12 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 from kgroup.model import KgroupError
 from kgroup.spark.source.batch import KgroupBatchReader
 from kgroup.spark.source.group_stream import GroupOffsetCommitter, KgroupGroupStreamReader
-from kgroup.spark.source.options import check_read_options_early, parse_sink_options, parse_source_options
+from kgroup.spark.source.options import (
+    ReadKind,
+    check_read_options_early,
+    parse_sink_options,
+    parse_source_options,
+)
 from kgroup.spark.source.stream import KgroupStreamReader
 from kgroup.spark.source.writer import KgroupBatchWriter, KgroupStreamWriter, check_sink_schema
 
@@ -46,10 +51,10 @@ class KgroupDataSource(DataSource):
         return KAFKA_SCHEMA + (", " + HEADERS_COLUMN if self._include_headers() else "")
 
     def reader(self, schema: Any) -> DataSourceReader:
-        return KgroupBatchReader(parse_source_options(self.options, streaming=False))
+        return KgroupBatchReader(parse_source_options(self.options, ReadKind.BATCH))
 
     def streamReader(self, schema: Any) -> Any:
-        options = parse_source_options(self.options, streaming=True)
+        options = parse_source_options(self.options, ReadKind.STREAM)
         if options.consume == "group":
             return KgroupGroupStreamReader(options)
         return KgroupStreamReader(options)

@@ -46,10 +46,9 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from kgroup.model import ErrorCode, KgroupError
-from kgroup.model import TopicPartition as ModelPartition
+from kgroup.model import ErrorCode, KgroupError, TopicPartition
 from kgroup.spark.source.kafka_io import OffsetLookup
-from kgroup.spark.source.offsets import TopicPartition, offsets_from_json, offsets_to_json
+from kgroup.spark.source.offsets import offsets_from_json, offsets_to_json
 from kgroup.spark.source.options import SourceOptions
 from kgroup.spark.source.ranges import (
     OffsetRange,
@@ -227,7 +226,7 @@ class GroupMembers:
             if not c.has_member:
                 continue
             owned = c.assignment
-            mine = {ModelPartition(*tp): off for tp, off in offsets.items() if tp in owned and off >= 0}
+            mine = {tp: off for tp, off in offsets.items() if tp in owned and off >= 0}
             if not mine:
                 continue
             # recorded first, whatever the member's state: a revocation the next poll starts
@@ -383,7 +382,7 @@ class KgroupGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                     continue
                 if pos < earliest[tp]:
                     self._report(
-                        f"the group's offset {pos} of {tp[0]}-{tp[1]} is before the earliest kept, "
+                        f"the group's offset {pos} of {tp} is before the earliest kept, "
                         f"{earliest[tp]}"
                     )
                     pos = earliest[tp]
@@ -431,7 +430,7 @@ class KgroupGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             )
         begin = _offsets(info["from"])
         ranges = [
-            OffsetRange(tp[0], tp[1], begin[tp], until[tp])
+            OffsetRange(tp.topic, tp.partition, begin[tp], until[tp])
             for tp in sorted(until)
             if until[tp] > begin.get(tp, until[tp])
         ]
@@ -469,7 +468,7 @@ async def _commit_as_owners(
     committed = 0
     for owner in info["members"]:
         parts = _offsets(owner["partitions"])
-        offsets = {ModelPartition(*tp): until[tp] for tp in parts if tp in until}
+        offsets = {tp: until[tp] for tp in parts if tp in until}
         if not offsets:
             continue
         ok = await commit_as_member(

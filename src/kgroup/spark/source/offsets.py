@@ -8,23 +8,20 @@ query's checkpoint reads the same under both sources. Pure: no pyspark, no clien
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kgroup.model import KgroupError
+from kgroup.model import KgroupError, TopicPartition
 
 __all__ = [
     "EARLIEST",
     "LATEST",
-    "TopicPartition",
     "json_object",
     "offsets_from_json",
     "offsets_to_json",
+    "partition_list",
     "partition_number",
 ]
-
-#: A partition of a topic: (topic, partition).
-TopicPartition = tuple[str, int]
 
 #: In offset JSON, as in Spark and Kafka's ListOffsets: -2 is the earliest offset, -1 the latest.
 EARLIEST = -2
@@ -66,7 +63,7 @@ def offsets_from_json(name: str, value: str) -> dict[TopicPartition, int]:
                     f"{name}: offset {offset!r} of {topic}-{part} is not an offset; "
                     "give 0 or more, -2 (earliest) or -1 (latest)"
                 )
-            out[(topic, partition_number(name, topic, part))] = offset
+            out[TopicPartition(topic, partition_number(name, topic, part))] = offset
     return out
 
 
@@ -76,3 +73,8 @@ def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str
     for (topic, part), offset in sorted(offsets.items()):
         out.setdefault(topic, {})[str(part)] = int(offset)
     return out
+
+
+def partition_list(partitions: Iterable[TopicPartition]) -> str:
+    """Partitions for a message, sorted, in Kafka's ``topic-partition`` form: ``[t-0, t-1]``."""
+    return "[" + ", ".join(str(tp) for tp in sorted(partitions)) + "]"

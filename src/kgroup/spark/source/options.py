@@ -16,21 +16,23 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Literal
 
-from kgroup.model import KgroupError
+from kgroup.model import KgroupError, TopicPartition
 from kgroup.spark.source.group_options import GROUP_CONFIGS, GroupSettings, parse_group_settings
 from kgroup.spark.source.offsets import (
     EARLIEST,
     LATEST,
-    TopicPartition,
     json_object,
     offsets_from_json,
+    partition_list,
     partition_number,
 )
 
 __all__ = [
     "OffsetSpec",
+    "ReadKind",
     "SinkOptions",
     "SourceOptions",
     "Subscription",
@@ -97,6 +99,18 @@ _REFUSED_PRODUCER_CONFIGS = {
 _TIMEOUT_CONFIG = "default.api.timeout.ms"
 DEFAULT_API_TIMEOUT_MS = 60_000  # Kafka's default for default.api.timeout.ms
 DEFAULT_POLL_TIMEOUT_MS = 120_000  # Spark's default for kafkaConsumer.pollTimeoutMs (spark.network.timeout)
+
+
+class ReadKind(Enum):
+    """Which read the options are checked for: Spark checks a batch read's and a stream's options
+    differently (``validateBatchOptions`` / ``validateStreamOptions``)."""
+
+    #: ``spark.read``: ``endingOffsets`` allowed, ``startingOffsets`` can't be latest
+    BATCH = "batch"
+    #: ``spark.readStream``: no ``endingOffsets``, ``startingOffsets`` defaults to latest
+    STREAM = "stream"
+    #: ``load()`` before Spark says which: only what holds for both (names, forms, numbers)
+    NOT_YET_KNOWN = "not yet known"
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +228,7 @@ def parse_assign(value: str) -> tuple[TopicPartition, ...]:
     for topic, parts in parsed.items():
         if not isinstance(parts, list):
             raise KgroupError(f"assign: the partitions of topic {topic!r} must be a JSON list, like [0,1]")
-        pairs.update((topic, partition_number("assign", topic, p)) for p in parts)
+        pairs.update(TopicPartition(topic, partition_number("assign", topic, p)) for p in parts)
     if not pairs:
         raise KgroupError('assign: no topic partitions to assign; give JSON like {"topicA":[0,1]}')
     return tuple(sorted(pairs))
@@ -309,16 +323,18 @@ def check_read_options_early(options: Mapping[str, str]) -> None:
     read strategy are left alone here (they may be a write's)."""
     lowered = _lower(options)
     if any(k in lowered for k in _STRATEGIES):
-        _parse(lowered, streaming=None)
+        _parse(lowered, ReadKind.NOT_YET_KNOWN)
 
 
-def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+def parse_source_options(options: Mapping[str, str], kind: ReadKind) -> SourceOptions:
     """Check a read's options as Spark's Kafka source does (``validateBatchOptions`` /
     ``validateStreamOptions``) and return them parsed. Raises :class:`KgroupError`."""
-    return _parse(_lower(options), streaming=streaming)
+    if kind is ReadKind.NOT_YET_KNOWN:
+        raise ValueError("parse_source_options: give ReadKind.BATCH or ReadKind.STREAM")
+    return _parse(_lower(options), kind)
 
 
-def _parse(lowered: dict[str, str], *, streaming: bool | None) -> SourceOptions:
+def _parse(lowered: dict[str, str], kind: ReadKind) -> SourceOptions:
     for key in lowered:
         if key.startswith("kafka.") or key in _SPARK_ADDED:
             continue
@@ -337,7 +353,7 @@ def _parse(lowered: dict[str, str], *, streaming: bool | None) -> SourceOptions:
             raise KgroupError(
                 "kafka.group.id: consume=group needs the consumer group's id; set kafka.group.id"
             )
-        if streaming is False:
+        if kind is ReadKind.BATCH:
             raise KgroupError(
                 "consume: group is for streaming reads (spark.readStream), where the group's offsets "
                 "follow the query's batches; use consume=partition (the default) for batch reads"
@@ -356,10 +372,10 @@ def _parse(lowered: dict[str, str], *, streaming: bool | None) -> SourceOptions:
         group = parse_group_settings(config, lowered.get("groupmembers"))
         config = {k: v for k, v in config.items() if k not in GROUP_CONFIGS}
 
-    if streaming is None:  # not known yet: only the JSON's form
+    if kind is ReadKind.NOT_YET_KNOWN:  # only the JSON's form
         starting = _offset_spec("startingOffsets", lowered.get("startingoffsets"), "earliest")
         ending = _offset_spec("endingOffsets", lowered.get("endingoffsets"), "latest")
-    elif streaming:
+    elif kind is ReadKind.STREAM:
         if "endingoffsets" in lowered:
             raise KgroupError("endingOffsets: not valid in streaming queries; remove it (streams never end)")
         starting = _offset_spec("startingOffsets", lowered.get("startingoffsets"), "latest")
@@ -427,13 +443,13 @@ def _check_start_before_end(starting: OffsetSpec, ending: OffsetSpec) -> None:
     start, end = starting.as_dict(), ending.as_dict()
     if set(start) != set(end):
         raise KgroupError(
-            f"endingOffsets: names partitions {sorted(end)} but startingOffsets names {sorted(start)}; "
-            "give both the same partitions"
+            f"endingOffsets: names partitions {partition_list(end)} but startingOffsets names "
+            f"{partition_list(start)}; give both the same partitions"
         )
     for tp, offset in start.items():
         if offset >= 0 and end[tp] >= 0 and offset > end[tp]:
             raise KgroupError(
-                f"startingOffsets: {tp[0]}-{tp[1]} starts at {offset}, after its endingOffsets {end[tp]}; "
+                f"startingOffsets: {tp} starts at {offset}, after its endingOffsets {end[tp]}; "
                 "give a start at or before the end"
             )
 
@@ -447,7 +463,8 @@ def _check_specific_partitions(name: str, spec: OffsetSpec, subscription: Subscr
         if named != assigned:
             raise KgroupError(
                 f"{name}: JSON offsets must name every assigned partition and no other "
-                f"(assigned {sorted(assigned)}, named {sorted(named)}); use -2 for earliest, -1 for latest"
+                f"(assigned {partition_list(assigned)}, named {partition_list(named)}); "
+                "use -2 for earliest, -1 for latest"
             )
     elif named_topics != set(subscription.topics):
         raise KgroupError(

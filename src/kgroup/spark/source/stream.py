@@ -30,9 +30,9 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from kgroup.model import KgroupError
+from kgroup.model import KgroupError, TopicPartition
 from kgroup.spark.source.kafka_io import OffsetLookup
-from kgroup.spark.source.offsets import TopicPartition, offsets_from_json, offsets_to_json
+from kgroup.spark.source.offsets import offsets_from_json, offsets_to_json
 from kgroup.spark.source.options import SourceOptions
 from kgroup.spark.source.ranges import (
     data_loss_reporter,
