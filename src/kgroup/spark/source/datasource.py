@@ -15,7 +15,6 @@ from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from kgroup.model import KgroupError
 from kgroup.spark.source.batch import KgroupBatchReader
-from kgroup.spark.source.group_stream import GroupOffsetCommitter, KgroupGroupStreamReader
 from kgroup.spark.source.options import (
     ReadKind,
     check_read_options_early,
@@ -25,7 +24,7 @@ from kgroup.spark.source.options import (
 from kgroup.spark.source.stream import KgroupStreamReader
 from kgroup.spark.source.writer import KgroupBatchWriter, KgroupStreamWriter, check_sink_schema
 
-__all__ = ["HEADERS_COLUMN", "KAFKA_SCHEMA", "KgroupDataSource", "register"]
+__all__ = ["HEADERS_COLUMN", "KAFKA_SCHEMA", "KgroupDataSource", "register", "session_key"]
 
 #: Spark's Kafka source schema (``KafkaRecordToRowConverter.kafkaSchema``), every column nullable.
 KAFKA_SCHEMA = (
@@ -56,6 +55,9 @@ class KgroupDataSource(DataSource):
     def streamReader(self, schema: Any) -> Any:
         options = parse_source_options(self.options, ReadKind.STREAM)
         if options.consume == "group":
+            # imported here: its asyncio and group client cost every Python worker time otherwise
+            from kgroup.spark.source.group_stream import KgroupGroupStreamReader
+
             return KgroupGroupStreamReader(options)
         return KgroupStreamReader(options)
 
@@ -72,15 +74,34 @@ class KgroupDataSource(DataSource):
         return KgroupStreamWriter(options, check_sink_schema(schema, options))
 
 
-_COMMITTERS: dict[int, Any] = {}
+#: The group-commit listener registered on each session, keyed by :func:`session_key`.
+_COMMITTERS: dict[tuple[str, str], Any] = {}
+
+
+def session_key(spark: Any) -> tuple[str, str]:
+    """Which session this is, as no later session can claim: the Spark application's id and the
+    session's own UUID (the JVM's ``SparkSession.sessionUUID``; Spark Connect: its session id).
+    ``id(spark)`` would not do: a new session's Python object can take a stopped one's address."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is not None:
+        return (str(spark.sparkContext.applicationId), str(jsession.sessionUUID()))
+    return ("connect", str(spark.session_id))
 
 
 def register(spark: Any) -> None:
     """Register the ``kgroup`` format on a SparkSession (``spark.read.format("kgroup")`` …), and the
     listener that commits a finished ``consume=group`` batch to its group (once per session)."""
-    spark.dataSource.register(KgroupDataSource)
-    key = id(spark)
+    try:
+        spark.dataSource.register(KgroupDataSource)
+    except Exception as exc:
+        # a session made by newSession() already has its parent's Python data sources, and Spark
+        # refuses to register one of them again (DATA_SOURCE_ALREADY_EXISTS); it is there: go on
+        if getattr(exc, "getCondition", lambda: None)() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise
+    key = session_key(spark)
     if key not in _COMMITTERS:
+        from kgroup.spark.source.group_stream import GroupOffsetCommitter
+
         committer = GroupOffsetCommitter()
         spark.streams.addListener(committer)
         _COMMITTERS[key] = committer
