@@ -10,8 +10,8 @@ import pytest
 
 from kgroup.model import KgroupError
 from kgroup.spark.demo.events import EVENT_TYPES, EventSpec, event_columns
+from kgroup.spark.null_keys import task_seed
 from kgroup.spark.partitioning.job import _hot_partitions, detect_format
-from kgroup.spark.partitioning.partition_column import task_seed
 from kgroup.spark.partitioning.results import CountSummary, MovedShare
 from kgroup.spark.session import check_master
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kgroup.model import KgroupError
+from kgroup.spark.null_keys import DEFAULT_NULL_KEY_STRATEGY
 from kgroup.spark.partitioning.partition_column import (
-    DEFAULT_NULL_KEY_STRATEGY,
     _quoted,
     check_key_column,
     with_kafka_partitions,

@@ -475,7 +475,7 @@ def _check_specific_partitions(name: str, spec: OffsetSpec, subscription: Subscr
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Check a write's options (Spark's Kafka sink, plus kgroup's null-key strategy)."""
-    from kgroup.spark.partitioning.partition_column import DEFAULT_NULL_KEY_STRATEGY
+    from kgroup.spark.null_keys import DEFAULT_NULL_KEY_STRATEGY
 
     lowered = _lower(options)
     for key in lowered:

@@ -151,7 +151,7 @@ class _TaskProducer:
         choose = self.choosers.get(topic)
         if choose is None:
             from kgroup.partitioning import null_key_chooser
-            from kgroup.spark.partitioning.partition_column import task_seed
+            from kgroup.spark.null_keys import task_seed
 
             n = self.partitions_of(topic)
             seed = task_seed(self.options.null_key_seed, self.task_id, n)
