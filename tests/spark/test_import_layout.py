@@ -1,6 +1,6 @@
 """The layout of ``kgroup.spark``: no import circle (function-level imports included), and the three
 products — ``source``, ``partitioning``, ``demo`` — depend on each other only as
-``docs/architecture.md`` says. Reads the source files (``ast``); imports nothing."""
+``docs/spark.md`` (Layout) says. Reads the source files (``ast``); imports nothing."""
 
 from __future__ import annotations
 

@@ -10,10 +10,10 @@ The only package of kgroup that imports pyspark — and only when a function her
 * :func:`register` — the ``kgroup`` data source on a session: ``spark.read.format("kgroup")``,
   ``readStream``, ``write`` and ``writeStream``, with the options and schema of Spark's Kafka source.
 
-Three products, one sub-package each (see ``docs/architecture.md``): :mod:`kgroup.spark.source`
-(the ``kgroup`` data source), :mod:`kgroup.spark.partitioning` (the partitioning functions and
-jobs) and :mod:`kgroup.spark.demo` (the demo's and the simulator's Spark jobs); :mod:`kgroup.spark.
-session` and :mod:`kgroup.spark.progress` serve all three. See ``docs/spark.md``.
+Three products, one sub-package each: :mod:`kgroup.spark.source` (the ``kgroup`` data source),
+:mod:`kgroup.spark.partitioning` (the partitioning functions and jobs) and :mod:`kgroup.spark.demo`
+(the demo's and the simulator's Spark jobs); ``session``, ``progress`` and ``null_keys`` serve all
+three. See ``docs/spark.md`` (its section "Layout of kgroup.spark").
 """
 
 from __future__ import annotations
