@@ -33,7 +33,12 @@ def _graph() -> dict[str, set[str]]:
                     f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in files else node.module
                     for a in node.names
                 ]
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in files:
+            elif (
+                path.name == "__init__.py"
+                and isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and node.value in files
+            ):
                 targets = [node.value]  # a lazy import by name (the packages' __getattr__)
             graph[name].update(t for t in targets if t in files and t != name)
     return graph
