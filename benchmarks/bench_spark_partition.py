@@ -72,8 +72,8 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     from kgroup.partitioning import partition_for_key
-    from kgroup.spark.jvm import jar_problem, kgroup_jar
-    from kgroup.spark.partitioning import JVM_FUNCTION_NAME, with_kafka_partition
+    from kgroup.spark.partitioning.jvm import jar_problem, kgroup_jar
+    from kgroup.spark.partitioning.partition_column import JVM_FUNCTION_NAME, with_kafka_partition
     from kgroup.spark.session import get_spark
 
     spark = get_spark(args.master, app_name="kgroup-bench-spark")

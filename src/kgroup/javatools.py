@@ -1,7 +1,7 @@
 """The JDK as a tool: find ``java``/``javac`` and compile kgroup's own Java sources into a cached jar.
 
 Two parts of kgroup compile small Java programs on the user's machine with the JDK that Spark and
-Apache Kafka need anyway: Spark's partitioning UDF (:mod:`kgroup.spark.jvm`) and the harness that
+Apache Kafka need anyway: Spark's partitioning UDF (:mod:`kgroup.spark.partitioning.jvm`) and the harness that
 drives Apache Kafka's own client and assignors in tests (:mod:`kgroup.testing.apache_kafka`). Both
 go through :func:`compile_jar`: the jar is keyed by the sources and the classpath's file names, built
 in a temporary directory and moved into the cache in one step, so two processes compiling at once

@@ -15,7 +15,7 @@ from .conftest import EXAMPLES
 
 @pytest.mark.spark
 def test_sweep_on_spark_matches_the_local_run(spark: Any) -> None:
-    from kgroup.spark.sweep import run_sweep, summary_dataframe, sweep_dataframe
+    from kgroup.spark.demo.sweep import run_sweep, summary_dataframe, sweep_dataframe
 
     scenario = load_scenario(EXAMPLES / "scale-out.yaml")
     variants = [Variant("range", "eager", "dynamic"), Variant("cooperative-sticky", "cooperative", "static")]
@@ -39,7 +39,7 @@ def test_demo_stage_runs_its_sweep_on_spark(spark: Any) -> None:
     from functools import partial
 
     from kgroup.sim.demo_stage import run_rebalance_stage
-    from kgroup.spark.sweep import run_sweep
+    from kgroup.spark.demo.sweep import run_sweep
 
     scenario = load_scenario(EXAMPLES / "scale-out.yaml")
     data = run_rebalance_stage(

@@ -14,7 +14,7 @@ from kgroup.demo import DemoConfig, DemoContext, build_report, run_demo
 from kgroup.model import KgroupError
 from kgroup.partitioning import partition_for_key
 from kgroup.report import Paragraph, Section
-from kgroup.spark.results import NullProgress
+from kgroup.spark.partitioning.results import NullProgress
 
 
 @pytest.mark.spark

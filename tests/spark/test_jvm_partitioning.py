@@ -1,5 +1,6 @@
-"""kgroup's JVM partitioning function (``kgroup.spark.jvm``): exact to Kafka on every murmur2 vector,
-taken for key columns that cannot be null, and compiled (or cleanly skipped) on this machine."""
+"""kgroup's JVM partitioning function (``kgroup.spark.partitioning.jvm``): exact to Kafka on every
+murmur2 vector, taken for key columns that cannot be null, and compiled (or cleanly skipped) on this
+machine."""
 
 from __future__ import annotations
 
@@ -9,8 +10,12 @@ from typing import Any
 
 import pytest
 
-from kgroup.spark import jvm
-from kgroup.spark.partitioning import JVM_FUNCTION_NAME, with_kafka_partition, with_kafka_partitions
+from kgroup.spark.partitioning import jvm
+from kgroup.spark.partitioning.partition_column import (
+    JVM_FUNCTION_NAME,
+    with_kafka_partition,
+    with_kafka_partitions,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -68,7 +73,7 @@ def test_no_null_key_strategy_gives_null_keys_a_null_partition(
 ) -> None:
     """``null_key_strategy=None``: keys are meant to be present; a null one gets no partition. The
     same answer in the JVM and, when the session has no JVM function, in the Python workers."""
-    import kgroup.spark.partitioning as partitioning
+    import kgroup.spark.partitioning.partition_column as partitioning
     from kgroup.partitioning import partition_for_key
 
     if not jvm_path:

@@ -261,7 +261,7 @@ def test_a_consumer_joining_mid_stream_takes_partitions_and_nothing_is_read_twic
 def test_consumer_protocol_options_are_checked_as_kafka_checks_them() -> None:
     """Kafka's ConsumerConfig refuses the classic-only configs with group.protocol=consumer and the
     remote assignor with classic; kgroup says which option, before Spark starts anything."""
-    from kgroup.spark.group_options import parse_group_settings
+    from kgroup.spark.source.group_options import parse_group_settings
 
     settings = parse_group_settings(
         {"group.id": "g", "group.protocol": "CONSUMER", "group.remote.assignor": "range"}, None
@@ -292,10 +292,10 @@ def test_group_mode_bad_input(kgroup_spark: Any, kgroup_cluster: KafkaCluster) -
             for k, v in {**base, **extra}.items():
                 reader = reader.option(k, v)
             reader.load()
-    from kgroup.spark.options import parse_source_options
+    from kgroup.spark.source.options import ReadKind, parse_source_options
 
     with pytest.raises(KgroupError, match="consume: group is for streaming reads"):
-        parse_source_options({**base, "kafka.group.id": "g"}, streaming=False)
+        parse_source_options({**base, "kafka.group.id": "g"}, ReadKind.BATCH)
     with pytest.raises(KgroupError, match="assign: consume=group"):
         parse_source_options(
             {
@@ -304,7 +304,7 @@ def test_group_mode_bad_input(kgroup_spark: Any, kgroup_cluster: KafkaCluster) -
                 "consume": "group",
                 "kafka.group.id": "g",
             },
-            streaming=True,
+            ReadKind.STREAM,
         )
     parsed = parse_source_options(
         {
@@ -313,7 +313,7 @@ def test_group_mode_bad_input(kgroup_spark: Any, kgroup_cluster: KafkaCluster) -
             "kafka.partition.assignment.strategy": COOPERATIVE_STICKY_CLASS,
             "groupMembers": "3",
         },
-        streaming=True,
+        ReadKind.STREAM,
     )
     assert parsed.group is not None and parsed.group.assignors == ("cooperative-sticky",)
     assert parsed.group.members == 3

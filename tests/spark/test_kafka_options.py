@@ -6,20 +6,22 @@ from __future__ import annotations
 import pytest
 
 from kgroup.model import KgroupError
-from kgroup.spark.options import (
+from kgroup.model import TopicPartition as TP
+from kgroup.spark.source.offsets import offsets_to_json
+from kgroup.spark.source.options import (
     OffsetSpec,
+    ReadKind,
     check_read_options_early,
-    offsets_to_json,
     parse_sink_options,
     parse_source_options,
 )
-from kgroup.spark.ranges import OffsetRange, plan_ranges, rate_limit, resolve_offsets, split_ranges
+from kgroup.spark.source.ranges import OffsetRange, plan_ranges, rate_limit, resolve_offsets, split_ranges
 
 BOOT = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
 
 def _source(streaming: bool = False, **options: str) -> object:
-    return parse_source_options({**BOOT, **options}, streaming=streaming)
+    return parse_source_options({**BOOT, **options}, ReadKind.STREAM if streaming else ReadKind.BATCH)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +89,7 @@ def test_bad_source_options_name_the_option_and_the_fix(
 
 def test_bootstrap_servers_required_and_options_case_insensitive() -> None:
     with pytest.raises(KgroupError, match=r"kafka\.bootstrap\.servers: must be set"):
-        parse_source_options({"subscribe": "a"}, streaming=False)
+        parse_source_options({"subscribe": "a"}, ReadKind.BATCH)
     parsed = parse_source_options(
         {
             "KAFKA.BOOTSTRAP.SERVERS": "h:1",
@@ -95,13 +97,13 @@ def test_bootstrap_servers_required_and_options_case_insensitive() -> None:
             "MaxOffsetsPerTrigger": "7",
             "kafka.client.id": "c",
         },
-        streaming=True,
+        ReadKind.STREAM,
     )
     assert parsed.subscription.topics == ("a", "b")
     assert parsed.max_offsets_per_trigger == 7
     assert parsed.starting == OffsetSpec("latest")  # streaming default; batch's is earliest
     assert parsed.client_dict() == {"bootstrap.servers": "h:1", "client.id": "c"}
-    assert parse_source_options({**BOOT, "subscribe": "a"}, streaming=False).starting == OffsetSpec(
+    assert parse_source_options({**BOOT, "subscribe": "a"}, ReadKind.BATCH).starting == OffsetSpec(
         "earliest"
     )
 
@@ -126,14 +128,15 @@ def test_sink_options() -> None:
 
 
 def test_rate_limit_shares_as_spark_does() -> None:
-    start = {("t", 0): 0, ("t", 1): 0, ("t", 2): 10}
-    until = {("t", 0): 1000, ("t", 1): 2, ("t", 2): 10}
+    start = {TP("t", 0): 0, TP("t", 1): 0, TP("t", 2): 10}
+    until = {TP("t", 0): 1000, TP("t", 1): 2, TP("t", 2): 10}
     # 300 over a backlog of 1002: partition 0 gets floor(299.4), partition 1 ceil(0.6) -> not starved
-    assert rate_limit(300, start, until) == {("t", 0): 299, ("t", 1): 1, ("t", 2): 10}
-    until[("t", 1)] = 10  # a share of 2.97 is rounded down
-    assert rate_limit(300, start, until)[("t", 1)] == 2
+    assert rate_limit(300, start, until) == {TP("t", 0): 299, TP("t", 1): 1, TP("t", 2): 10}
+    until[TP("t", 1)] = 10  # a share of 2.97 is rounded down
+    assert rate_limit(300, start, until)[TP("t", 1)] == 2
     assert rate_limit(300, until, until) == until  # nothing new: the end stays
-    assert rate_limit(5, {("t", 0): 0, ("t", 1): 0}, {("t", 0): 1, ("t", 1): 1}) == {("t", 0): 1, ("t", 1): 1}
+    one_each = {TP("t", 0): 1, TP("t", 1): 1}
+    assert rate_limit(5, {TP("t", 0): 0, TP("t", 1): 0}, one_each) == one_each
 
 
 def test_split_ranges_as_spark_does() -> None:
@@ -152,12 +155,12 @@ def test_split_ranges_as_spark_does() -> None:
 
 def test_resolve_and_plan_report_data_loss() -> None:
     losses: list[str] = []
-    tps = [("t", 0), ("t", 1)]
-    earliest, latest = {("t", 0): 5, ("t", 1): 0}, {("t", 0): 50, ("t", 1): 20}
-    spec = OffsetSpec("specific", ((("t", 0), 2), (("t", 1), -1)))
+    tps = [TP("t", 0), TP("t", 1)]
+    earliest, latest = {TP("t", 0): 5, TP("t", 1): 0}, {TP("t", 0): 50, TP("t", 1): 20}
+    spec = OffsetSpec("specific", ((TP("t", 0), 2), (TP("t", 1), -1)))
     assert resolve_offsets("startingOffsets", spec, tps, earliest, latest, losses.append) == {
-        ("t", 0): 5,
-        ("t", 1): 20,
+        TP("t", 0): 5,
+        TP("t", 1): 20,
     }
     assert losses and "startingOffsets for t-0 was 2 but the earliest offset kept is 5" in losses[0]
     with pytest.raises(
@@ -165,7 +168,7 @@ def test_resolve_and_plan_report_data_loss() -> None:
     ):
         resolve_offsets(
             "startingOffsets",
-            OffsetSpec("specific", ((("t", 0), 5), (("t", 1), 99))),
+            OffsetSpec("specific", ((TP("t", 0), 5), (TP("t", 1), 99))),
             tps,
             earliest,
             latest,
@@ -173,15 +176,15 @@ def test_resolve_and_plan_report_data_loss() -> None:
         )
     losses.clear()
     ranges = plan_ranges(
-        {("t", 0): 10, ("t", 9): 3}, {("t", 0): 8, ("t", 1): 4}, {("t", 1): 2}, losses.append
+        {TP("t", 0): 10, TP("t", 9): 3}, {TP("t", 0): 8, TP("t", 1): 4}, {TP("t", 1): 2}, losses.append
     )
     assert ranges == [OffsetRange("t", 1, 2, 4)]
     assert [m.split(" ")[0:2] for m in losses] == [
-        ["partitions", "[('t',"],
+        ["partitions", "[t-9]"],
         ["partition", "t-0's"],
         ["added", "partition"],
     ]
-    assert offsets_to_json({("b", 1): 3, ("a", 10): 1, ("a", 2): 0}) == {
+    assert offsets_to_json({TP("b", 1): 3, TP("a", 10): 1, TP("a", 2): 0}) == {
         "a": {"2": 0, "10": 1},
         "b": {"1": 3},
     }
@@ -190,7 +193,7 @@ def test_resolve_and_plan_report_data_loss() -> None:
 def test_a_property_librdkafka_refuses_is_named() -> None:
     from confluent_kafka import Consumer
 
-    from kgroup.spark.options import check_client_config
+    from kgroup.spark.source.options import check_client_config
 
     config = {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "no.such.property": "1"}
     with pytest.raises(KgroupError, match=r"^kafka\.no\.such\.property: the Kafka client refused it"):
@@ -199,3 +202,13 @@ def test_a_property_librdkafka_refuses_is_named() -> None:
         check_client_config(
             {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", "fetch.max.bytes": "lots"}, Consumer
         )
+
+
+def test_a_read_is_parsed_as_batch_or_stream_only() -> None:
+    """``ReadKind.NOT_YET_KNOWN`` is the ``load()``-time check's alone; a read is parsed as one of
+    the two, and the partitions it names are Kafka's ``TopicPartition``."""
+    with pytest.raises(ValueError, match=r"ReadKind\.BATCH or ReadKind\.STREAM"):
+        parse_source_options({**BOOT, "subscribe": "a"}, ReadKind.NOT_YET_KNOWN)
+    parsed = parse_source_options({**BOOT, "assign": '{"a":[1,0]}'}, ReadKind.BATCH)
+    assert parsed.subscription.partitions == (TP("a", 0), TP("a", 1))
+    assert all(type(tp) is TP for tp in parsed.subscription.partitions)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kgroup.partitioning import null_key_chooser, partition_for_key
-from kgroup.spark.partitioning import task_seed
+from kgroup.spark.null_keys import task_seed
 
 pytestmark = pytest.mark.spark
 

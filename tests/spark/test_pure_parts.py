@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from kgroup.model import KgroupError
-from kgroup.spark.events import EVENT_TYPES, EventSpec, event_columns
-from kgroup.spark.partition_job import _hot_partitions, detect_format
-from kgroup.spark.partitioning import task_seed
-from kgroup.spark.results import CountSummary, MovedShare
+from kgroup.spark.demo.events import EVENT_TYPES, EventSpec, event_columns
+from kgroup.spark.null_keys import task_seed
+from kgroup.spark.partitioning.job import _hot_partitions, detect_format
+from kgroup.spark.partitioning.results import CountSummary, MovedShare
 from kgroup.spark.session import check_master
 
 
@@ -136,7 +136,7 @@ def test_importing_the_packages_loads_no_heavy_modules() -> None:
     import sys
 
     code = (
-        "import sys, kgroup.spark, kgroup.spark.partition_job, kgroup.spark.events, kgroup.demo, "
+        "import sys, kgroup.spark, kgroup.spark.partitioning.job, kgroup.spark.demo.events, kgroup.demo, "
         "kgroup.demo.partitioning, kgroup.report, kgroup.cli.demo, kgroup.cli.partition_input\n"
         "heavy = sorted(m for m in ('pyspark', 'matplotlib', 'numba', 'pyarrow') if m in sys.modules)\n"
         "print(','.join(heavy))"

@@ -10,7 +10,8 @@ import pytest
 
 from kgroup.model import KgroupError
 from kgroup.partitioning import partition_for_key, spread_unkeyed
-from kgroup.spark.partitioning import task_seed, with_kafka_partition, with_kafka_partitions
+from kgroup.spark.null_keys import task_seed
+from kgroup.spark.partitioning.partition_column import with_kafka_partition, with_kafka_partitions
 
 pytestmark = pytest.mark.spark
 

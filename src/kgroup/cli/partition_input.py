@@ -16,7 +16,7 @@ from rich.table import Table
 
 from kgroup.cli.output import console, emit_json, err_console
 from kgroup.model import KgroupError
-from kgroup.spark.results import CountSummary, PartitionSummary
+from kgroup.spark.partitioning.results import CountSummary, PartitionSummary
 
 __all__ = ["StageProgress", "print_partition_summary", "run_input_mode"]
 
@@ -132,7 +132,7 @@ def run_input_mode(
 
     Bad input raises :class:`~kgroup.model.KgroupError` (the CLI prints one line, exit 2).
     """
-    from kgroup.spark.partition_job import PartitionJob, run_partition_job
+    from kgroup.spark.partitioning.job import PartitionJob, run_partition_job
     from kgroup.spark.session import spark_session
 
     if not key_column:
@@ -153,7 +153,7 @@ def run_input_mode(
         input_format=input_format,
         output_dir=Path(output_dir) if output_dir is not None else None,
     )
-    from kgroup.spark.partition_job import detect_format
+    from kgroup.spark.partitioning.job import detect_format
 
     detect_format(path, input_format)  # a bad --format or a folder without data fails before Spark starts
     progress = StageProgress(enabled=not json_output)

@@ -344,9 +344,9 @@ def _compare(
         from contextlib import ExitStack
 
         from kgroup.cli.partition_input import StageProgress
+        from kgroup.spark.demo.sweep import run_sweep
         from kgroup.spark.progress import watch_tasks
         from kgroup.spark.session import spark_session
-        from kgroup.spark.sweep import run_sweep
 
         with ExitStack() as stack:
             with StageProgress(enabled=not as_json).stage(f"starting Spark ({master})"):

@@ -8,8 +8,8 @@ from typing import Any
 from kgroup.demo.stages import DemoContext
 from kgroup.report import Facts, Paragraph, Section, Table
 from kgroup.report.charts import partition_counts_chart
-from kgroup.spark.events import EventSpec
-from kgroup.spark.results import CountSummary, PartitionSummary
+from kgroup.spark.demo.events import EventSpec
+from kgroup.spark.partitioning.results import CountSummary, PartitionSummary
 
 __all__ = ["EventsResult", "EventsStage", "PartitioningResult", "PartitioningStage"]
 
@@ -75,7 +75,7 @@ class EventsStage:
     title = "setting up the event generator (it runs inside the next stage's Spark job)"
 
     def run(self, context: DemoContext) -> EventsResult:
-        from kgroup.spark.events import generate_events
+        from kgroup.spark.demo.events import generate_events
 
         c = context.config
         spec = EventSpec(
@@ -256,8 +256,8 @@ class PartitioningStage:
     title = "partitioning events with murmur2 (Spark, Arrow batches)"
 
     def run(self, context: DemoContext) -> PartitioningResult:
-        from kgroup.spark.partition_job import summarize_partitions
-        from kgroup.spark.partitioning import with_kafka_partitions
+        from kgroup.spark.partitioning.job import summarize_partitions
+        from kgroup.spark.partitioning.partition_column import with_kafka_partitions
 
         events = context.result("events")
         assert isinstance(events, EventsResult)

@@ -183,7 +183,7 @@ class PipelineStage:
 
     def run(self, context: DemoContext) -> PipelineResult:
         from kgroup.demo.partitioning import KEY_COLUMN
-        from kgroup.spark.roundtrip import (
+        from kgroup.spark.demo.roundtrip import (
             log_end_offsets,
             produce_events,
             read_back_and_check,

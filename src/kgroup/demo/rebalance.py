@@ -3,7 +3,7 @@
 The simulation side is :func:`kgroup.sim.demo_stage.run_rebalance_stage` (a realistic group
 through a rolling restart, a crash and a scale-out, under every strategy × protocol × membership)
 and its rendering :class:`kgroup.report.timeline.RebalanceStageResult`; this stage only runs it with
-the Spark sweep (:func:`kgroup.spark.sweep.run_sweep`: one Spark task per simulation) on the demo's
+the Spark sweep (:func:`kgroup.spark.demo.sweep.run_sweep`: one Spark task per simulation) on the demo's
 session and seed.
 """
 
@@ -28,7 +28,7 @@ class RebalanceStage:
     def run(self, context: DemoContext) -> Any:
         from kgroup.report.timeline import RebalanceStageResult
         from kgroup.sim.demo_stage import run_rebalance_stage
-        from kgroup.spark.sweep import run_sweep
+        from kgroup.spark.demo.sweep import run_sweep
 
         data = run_rebalance_stage(
             seed=context.config.seed,

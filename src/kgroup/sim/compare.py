@@ -1,7 +1,7 @@
 """Comparing strategies: one row of metrics per simulation, one summary row per variant.
 
 The same functions serve the in-process comparison and the Spark sweep
-(:mod:`kgroup.spark.sweep`), so both give the same table for the same scenario and seeds.
+(:mod:`kgroup.spark.demo.sweep`), so both give the same table for the same scenario and seeds.
 """
 
 from __future__ import annotations

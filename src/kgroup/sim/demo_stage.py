@@ -4,7 +4,7 @@ compared across strategies and protocols.
 :func:`run_rebalance_stage` returns plain data (:class:`RebalanceStageData`); the report side
 (:class:`kgroup.report.timeline.RebalanceStageResult`) renders it. The sweep itself is injected as
 ``runner`` so that this module stays pure: ``kgroup demo`` passes the Spark sweep
-(``functools.partial(kgroup.spark.sweep.run_sweep, spark=session)``); without a runner the cells
+(``functools.partial(kgroup.spark.demo.sweep.run_sweep, spark=session)``); without a runner the cells
 run in this process.
 """
 

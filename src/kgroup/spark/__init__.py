@@ -10,7 +10,10 @@ The only package of kgroup that imports pyspark — and only when a function her
 * :func:`register` — the ``kgroup`` data source on a session: ``spark.read.format("kgroup")``,
   ``readStream``, ``write`` and ``writeStream``, with the options and schema of Spark's Kafka source.
 
-See ``docs/spark.md``.
+Three products, one sub-package each: :mod:`kgroup.spark.source` (the ``kgroup`` data source),
+:mod:`kgroup.spark.partitioning` (the partitioning functions and jobs) and :mod:`kgroup.spark.demo`
+(the demo's and the simulator's Spark jobs); ``session``, ``progress`` and ``null_keys`` serve all
+three. See ``docs/spark.md`` (its section "Layout of kgroup.spark").
 """
 
 from __future__ import annotations
@@ -22,19 +25,19 @@ _EXPORTS = {
     "DEFAULT_MASTER": "kgroup.spark.session",
     "get_spark": "kgroup.spark.session",
     "spark_session": "kgroup.spark.session",
-    "DEFAULT_NULL_KEY_STRATEGY": "kgroup.spark.partitioning",
-    "task_seed": "kgroup.spark.partitioning",
-    "with_kafka_partition": "kgroup.spark.partitioning",
-    "with_kafka_partitions": "kgroup.spark.partitioning",
-    "PartitionJob": "kgroup.spark.partition_job",
-    "read_input": "kgroup.spark.partition_job",
-    "run_partition_job": "kgroup.spark.partition_job",
-    "summarize_partitions": "kgroup.spark.partition_job",
-    "EventSpec": "kgroup.spark.events",
-    "generate_events": "kgroup.spark.events",
-    "PartitionSummary": "kgroup.spark.results",
-    "KgroupDataSource": "kgroup.spark.source",
-    "register": "kgroup.spark.source",
+    "DEFAULT_NULL_KEY_STRATEGY": "kgroup.spark.null_keys",
+    "task_seed": "kgroup.spark.null_keys",
+    "with_kafka_partition": "kgroup.spark.partitioning.partition_column",
+    "with_kafka_partitions": "kgroup.spark.partitioning.partition_column",
+    "PartitionJob": "kgroup.spark.partitioning.job",
+    "read_input": "kgroup.spark.partitioning.job",
+    "run_partition_job": "kgroup.spark.partitioning.job",
+    "summarize_partitions": "kgroup.spark.partitioning.job",
+    "EventSpec": "kgroup.spark.demo.events",
+    "generate_events": "kgroup.spark.demo.events",
+    "PartitionSummary": "kgroup.spark.partitioning.results",
+    "KgroupDataSource": "kgroup.spark.source.datasource",
+    "register": "kgroup.spark.source.datasource",
 }
 
 __all__ = sorted(_EXPORTS)

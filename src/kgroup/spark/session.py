@@ -148,7 +148,7 @@ def get_spark(
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
         "spark.executor.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}",
     }
-    from kgroup.spark.jvm import kgroup_jar
+    from kgroup.spark.partitioning.jvm import kgroup_jar
 
     jar = kgroup_jar()  # kgroup's JVM partitioning function, compiled once per machine
     if jar is not None:

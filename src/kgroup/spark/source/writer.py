@@ -33,7 +33,7 @@ from pyspark.sql.datasource import (
 )
 
 from kgroup.model import KgroupError
-from kgroup.spark.options import SinkOptions
+from kgroup.spark.source.options import SinkOptions
 
 __all__ = ["KgroupBatchWriter", "KgroupStreamWriter", "SinkColumns", "SinkCommit", "check_sink_schema"]
 
@@ -111,7 +111,7 @@ class _TaskProducer:
     def __init__(self, options: SinkOptions, columns: SinkColumns, task_id: int) -> None:
         from confluent_kafka import Producer
 
-        from kgroup.spark.kafka_io import producer_config
+        from kgroup.spark.source.kafka_io import producer_config
 
         self.options = options
         self.columns = columns
@@ -151,7 +151,7 @@ class _TaskProducer:
         choose = self.choosers.get(topic)
         if choose is None:
             from kgroup.partitioning import null_key_chooser
-            from kgroup.spark.partitioning import task_seed
+            from kgroup.spark.null_keys import task_seed
 
             n = self.partitions_of(topic)
             seed = task_seed(self.options.null_key_seed, self.task_id, n)

@@ -30,17 +30,18 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from kgroup.model import KgroupError
-from kgroup.spark.kafka_io import OffsetLookup
-from kgroup.spark.options import SourceOptions, TopicPartition, offsets_from_json, offsets_to_json
-from kgroup.spark.ranges import (
+from kgroup.model import KgroupError, TopicPartition
+from kgroup.spark.source.kafka_io import OffsetLookup
+from kgroup.spark.source.offsets import offsets_from_json, offsets_to_json
+from kgroup.spark.source.options import SourceOptions
+from kgroup.spark.source.ranges import (
     data_loss_reporter,
     plan_ranges,
     rate_limit,
     resolve_offsets,
     split_ranges,
 )
-from kgroup.spark.source import RangePartition, read_piece
+from kgroup.spark.source.read_task import RangePartition, read_piece
 
 __all__ = ["KgroupStreamReader"]
 

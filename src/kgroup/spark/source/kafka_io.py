@@ -21,9 +21,9 @@ import uuid
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kgroup.model import KgroupError
-from kgroup.spark.options import SourceOptions, Subscription, TopicPartition, check_client_config
-from kgroup.spark.ranges import DataLossReporter, OffsetRange
+from kgroup.model import KgroupError, TopicPartition
+from kgroup.spark.source.options import SourceOptions, Subscription, check_client_config
+from kgroup.spark.source.ranges import DataLossReporter, OffsetRange
 
 __all__ = [
     "ARROW_BATCH_ROWS",
@@ -112,14 +112,18 @@ class OffsetLookup:
         an error when ``failOnDataLoss`` is true (it may have been deleted), else skipped with a warning."""
         topics = self.topic_partitions()
         if subscription.kind == "subscribePattern":
-            return sorted((t, p) for t, n in topics.items() if subscription.matches(t) for p in range(n))
+            return sorted(
+                TopicPartition(t, p) for t, n in topics.items() if subscription.matches(t) for p in range(n)
+            )
         if subscription.kind == "subscribe":
             missing = [t for t in subscription.topics if t not in topics]
-            wanted = [(t, p) for t in subscription.topics if t in topics for p in range(topics[t])]
+            wanted = [
+                TopicPartition(t, p) for t in subscription.topics if t in topics for p in range(topics[t])
+            ]
             option = "subscribe"
         else:
             missing = sorted({t for t, p in subscription.partitions if p >= topics.get(t, 0)})
-            wanted = [(t, p) for t, p in subscription.partitions if p < topics.get(t, 0)]
+            wanted = [TopicPartition(t, p) for t, p in subscription.partitions if p < topics.get(t, 0)]
             option = "assign"
         if missing:
             message = (
@@ -153,7 +157,10 @@ class OffsetLookup:
             futures = self._admin.list_offsets(
                 request, isolation_level=isolation, request_timeout=self._timeout_s
             )
-            return {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
+            return {
+                TopicPartition(tp.topic, tp.partition): future.result().offset
+                for tp, future in futures.items()
+            }
         except KgroupError:
             raise
         except Exception as exc:

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from kgroup.model import KgroupError
-from kgroup.spark.partitioning import (
-    DEFAULT_NULL_KEY_STRATEGY,
+from kgroup.spark.null_keys import DEFAULT_NULL_KEY_STRATEGY
+from kgroup.spark.partitioning.partition_column import (
     _quoted,
     check_key_column,
     with_kafka_partitions,
 )
-from kgroup.spark.results import (
+from kgroup.spark.partitioning.results import (
     CountSummary,
     HotPartition,
     KeyCount,

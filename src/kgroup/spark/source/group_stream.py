@@ -33,10 +33,9 @@ import json
 import logging
 import signal
 import threading
-from collections.abc import Coroutine, Iterator, Mapping, Sequence
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -46,19 +45,27 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from kgroup.model import ErrorCode, KgroupError
-from kgroup.model import TopicPartition as ModelPartition
-from kgroup.spark.kafka_io import OffsetLookup
-from kgroup.spark.options import SourceOptions, TopicPartition, offsets_from_json, offsets_to_json
-from kgroup.spark.ranges import OffsetRange, data_loss_reporter, rate_limit, resolve_offsets, split_ranges
-from kgroup.spark.source import RangePartition, read_piece
+from kgroup.model import ErrorCode, KgroupError, TopicPartition
+from kgroup.spark.source.kafka_io import OffsetLookup
+from kgroup.spark.source.offsets import GROUP_KEY, BatchOwner, GroupBatchOffsets, batch_end_offsets
+from kgroup.spark.source.options import SourceOptions
+from kgroup.spark.source.ranges import (
+    OffsetRange,
+    data_loss_reporter,
+    rate_limit,
+    resolve_offsets,
+    split_ranges,
+)
+from kgroup.spark.source.read_task import RangePartition, read_piece
+
+if TYPE_CHECKING:  # kgroup.client (the wire protocol) is imported only by a query that uses a group
+    from kgroup.client import GroupConsumer
+    from kgroup.client.threaded import ThreadedGroupConsumers
 
 __all__ = ["GroupMembers", "GroupOffsetCommitter", "KgroupGroupStreamReader", "commit_batch_to_group"]
 
 LOG = logging.getLogger("kgroup.spark")
 T = TypeVar("T")
-#: the key of the offsets JSON that marks a consume=group batch
-GROUP_KEY = "kgroupGroup"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,35 +79,36 @@ class MemberView:
 
 
 class GroupMembers:
-    """``groupMembers`` group members on their own event loop (a daemon thread of this process)."""
+    """``groupMembers`` group members on their own event loop (:class:`kgroup.client.threaded.
+    ThreadedGroupConsumers`, a daemon thread of this process)."""
 
     def __init__(self, options: SourceOptions) -> None:
         assert options.group is not None
         self.options = options
         self.settings = options.group
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="kgroup-group", daemon=True)
-        self._thread.start()
-        self._consumers: list[Any] = []
         self._timeout_s = options.api_timeout_ms / 1000
-        try:
-            self._call(self._start())
-        except BaseException:
-            self.close()
-            raise
+        from kgroup.client.threaded import ThreadedGroupConsumers
 
-    def _call(self, coro: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        self._threaded: ThreadedGroupConsumers = self._call(
+            lambda: ThreadedGroupConsumers(self._make_consumers, timeout_s=self._timeout_s + 5)
+        )
+        self._consumers = self._threaded.consumers
+
+    def _call(self, call: Callable[[], T]) -> T:
+        from kgroup.client.threaded import LoopCallTimeout
+
         try:
-            return future.result(timeout_s if timeout_s is not None else self._timeout_s + 5)
-        except FutureTimeout:
-            future.cancel()
+            return call()
+        except LoopCallTimeout:
             raise KgroupError(
                 f"kafka.group.id: the group {self.settings.group_id!r} did not answer within "
                 f"{self.options.api_timeout_ms} ms (kafka.default.api.timeout.ms); is the broker reachable?"
             ) from None
 
-    async def _start(self) -> None:
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self._call(lambda: self._threaded.run(coro))
+
+    def _make_consumers(self) -> list[GroupConsumer]:
         from kgroup.client import GroupConsumer
         from kgroup.member import MemberConfig
 
@@ -112,6 +120,7 @@ class GroupMembers:
             else None
         )
         consumer_protocol = s.group_protocol == "consumer"
+        consumers = []
         for i in range(s.members):
             config = MemberConfig(
                 s.group_id,
@@ -128,18 +137,19 @@ class GroupMembers:
                 commit_on_revoke=not consumer_protocol,
                 assignors=s.assignors,
             )
-            consumer = GroupConsumer(
-                self.options.bootstrap_servers,
-                config,
-                topics=() if pattern is not None else topics,
-                pattern=pattern,
-                request_timeout_ms=min(30000, self.options.api_timeout_ms),
-                metadata_max_age_ms=5000,  # notice new partitions and topics between batches
-                group_protocol=s.group_protocol,
-                remote_assignor=s.remote_assignor,
+            consumers.append(
+                GroupConsumer(
+                    self.options.bootstrap_servers,
+                    config,
+                    topics=() if pattern is not None else topics,
+                    pattern=pattern,
+                    request_timeout_ms=min(30000, self.options.api_timeout_ms),
+                    metadata_max_age_ms=5000,  # notice new partitions and topics between batches
+                    group_protocol=s.group_protocol,
+                    remote_assignor=s.remote_assignor,
+                )
             )
-            await consumer.start()
-            self._consumers.append(consumer)
+        return consumers
 
     async def _settle(self) -> list[MemberView]:
         """Poll every member until all are stable with their partitions' offsets known."""
@@ -208,10 +218,10 @@ class GroupMembers:
             await self._commit(processed)
             return await self._settle()
 
-        return self._call(run())
+        return self._run(run())
 
     def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
-        self._call(self._commit(offsets))
+        self._run(self._commit(offsets))
 
     async def _commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         from kgroup.client import ClientError
@@ -220,7 +230,7 @@ class GroupMembers:
             if not c.has_member:
                 continue
             owned = c.assignment
-            mine = {ModelPartition(*tp): off for tp, off in offsets.items() if tp in owned and off >= 0}
+            mine = {tp: off for tp, off in offsets.items() if tp in owned and off >= 0}
             if not mine:
                 continue
             # recorded first, whatever the member's state: a revocation the next poll starts
@@ -236,19 +246,7 @@ class GroupMembers:
                 LOG.info("group commit deferred to the rebalance: %s", exc)
 
     def close(self) -> None:
-        async def close_all() -> None:
-            for c in self._consumers:
-                await c.close()
-
-        if self._loop.is_running():
-            try:
-                self._call(close_all(), timeout_s=self._timeout_s + 5)
-            except Exception as exc:  # closing is best effort; the group expires the session anyway
-                LOG.info("closing the group members: %s", exc)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-        if not self._loop.is_running():
-            self._loop.close()
+        self._threaded.close()
 
 
 def _stop_on_sigterm() -> None:
@@ -280,44 +278,23 @@ def _pure_member(consumer: Any) -> Any:
     return consumer.consumer_member if consumer.group_protocol == "consumer" else consumer.member
 
 
-def _offsets(value: Any) -> dict[TopicPartition, int]:
-    return offsets_from_json("offset", json.dumps(value))
-
-
 def batch_offsets(
     begin: Mapping[TopicPartition, int],
     end: Mapping[TopicPartition, int],
     members: Sequence[MemberView],
-    settings: Any,
-    bootstrap: str,
+    options: SourceOptions,
 ) -> dict[str, Any]:
-    """A batch's offsets JSON: Spark's ``{topic: {partition: end}}`` plus where each partition starts
-    and which member (id, generation) owned it — what a replay and the committer need."""
-    owners = []
-    for m in members:
-        parts = [tp for tp in end if tp in m.positions]
-        owners.append(
-            {
-                "memberId": m.member_id,
-                "generation": m.generation,
-                "groupInstanceId": m.group_instance_id,
-                "partitions": offsets_to_json(dict.fromkeys(parts, 0)),
-            }
+    """A planned batch's offsets JSON (:class:`GroupBatchOffsets`): its ends, its starts, and which
+    member (id, generation) owned which partition."""
+    assert options.group is not None
+    owners = tuple(
+        BatchOwner(
+            m.member_id, m.generation, m.group_instance_id, tuple(tp for tp in end if tp in m.positions)
         )
-    return {
-        **offsets_to_json(end),
-        GROUP_KEY: {
-            "groupId": settings.group_id,
-            "bootstrap": bootstrap,
-            "from": offsets_to_json(begin),
-            "members": owners,
-        },
-    }
-
-
-def split_batch_offsets(value: Mapping[str, Any]) -> tuple[dict[TopicPartition, int], dict[str, Any] | None]:
-    plain = {k: v for k, v in value.items() if k != GROUP_KEY}
-    return _offsets(plain), value.get(GROUP_KEY)
+        for m in members
+    )
+    group_id = options.group.group_id
+    return GroupBatchOffsets(dict(end), dict(begin), group_id, options.bootstrap_servers, owners).to_json()
 
 
 class KgroupGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -376,7 +353,7 @@ class KgroupGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                     continue
                 if pos < earliest[tp]:
                     self._report(
-                        f"the group's offset {pos} of {tp[0]}-{tp[1]} is before the earliest kept, "
+                        f"the group's offset {pos} of {tp} is before the earliest kept, "
                         f"{earliest[tp]}"
                     )
                     pos = earliest[tp]
@@ -393,7 +370,7 @@ class KgroupGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def initialOffset(self) -> dict[str, Any]:
         # The query's first start (no checkpoint): where the group's members begin, nothing read yet.
         begin, _until, views = self._plan({}, None)
-        return batch_offsets(begin, begin, views, self.options.group, self.options.bootstrap_servers)
+        return batch_offsets(begin, begin, views, self.options)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         limit = self.options.max_offsets_per_trigger
@@ -406,25 +383,25 @@ class KgroupGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._target = self.lookup.offsets(subscribed, "latest")
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        processed, _ = split_batch_offsets(start)
+        processed = batch_end_offsets(start)
         begin, until, views = self._plan(processed, limit)
         if all(until[tp] <= begin[tp] for tp in until):
             return start  # nothing new: the same offsets tell Spark there is no batch to run
-        return batch_offsets(begin, until, views, self.options.group, self.options.bootstrap_servers)
+        return batch_offsets(begin, until, views, self.options)
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         return None
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        until, info = split_batch_offsets(end)
-        if info is None:
+        batch = GroupBatchOffsets.from_json(end)
+        if batch is None:
             raise KgroupError(
                 "consume=group: the checkpoint holds offsets of a consume=partition query; "
                 "use a new checkpointLocation"
             )
-        begin = _offsets(info["from"])
+        until, begin = batch.end, batch.start
         ranges = [
-            OffsetRange(tp[0], tp[1], begin[tp], until[tp])
+            OffsetRange(tp.topic, tp.partition, begin[tp], until[tp])
             for tp in sorted(until)
             if until[tp] > begin.get(tp, until[tp])
         ]
@@ -434,9 +411,8 @@ class KgroupGroupStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return read_piece(self.options, partition)
 
     def commit(self, end: dict[str, Any]) -> None:
-        until, _info = split_batch_offsets(end)
         if self._members is not None:
-            self.members.commit(until)
+            self.members.commit(batch_end_offsets(end))
 
     def stop(self) -> None:
         if self._members is not None:
@@ -448,29 +424,26 @@ def commit_batch_to_group(end_offset: Mapping[str, Any], timeout_s: float = 30.0
     """Commit a finished batch's end offsets to its group with each owner's id and generation (the
     listener's path). Returns the partitions committed; a stale generation commits nothing (the
     group has moved on and the revocation committed these offsets already)."""
-    until, info = split_batch_offsets(end_offset)
-    if info is None:
+    batch = GroupBatchOffsets.from_json(end_offset)
+    if batch is None:
         return 0
-    return asyncio.run(_commit_as_owners(until, info, timeout_s))
+    return asyncio.run(_commit_as_owners(batch, timeout_s))
 
 
-async def _commit_as_owners(
-    until: Mapping[TopicPartition, int], info: Mapping[str, Any], timeout_s: float
-) -> int:
+async def _commit_as_owners(batch: GroupBatchOffsets, timeout_s: float) -> int:
     from kgroup.client.oneshot import commit_as_member
 
     committed = 0
-    for owner in info["members"]:
-        parts = _offsets(owner["partitions"])
-        offsets = {ModelPartition(*tp): until[tp] for tp in parts if tp in until}
+    for owner in batch.owners:
+        offsets = {tp: batch.end[tp] for tp in owner.partitions if tp in batch.end}
         if not offsets:
             continue
         ok = await commit_as_member(
-            info["bootstrap"],
-            info["groupId"],
-            owner["memberId"],
-            int(owner["generation"]),
-            owner.get("groupInstanceId"),
+            batch.bootstrap,
+            batch.group_id,
+            owner.member_id,
+            owner.generation,
+            owner.group_instance_id,
             offsets,
             timeout_s,
         )

@@ -21,7 +21,6 @@ Usable from your own PySpark code::
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -29,33 +28,21 @@ from typing import Any
 import numpy as np
 
 from kgroup.model import KgroupError
+from kgroup.spark.null_keys import DEFAULT_NULL_KEY_STRATEGY, task_seed
 
 __all__ = [
-    "DEFAULT_NULL_KEY_STRATEGY",
     "JVM_FUNCTION_NAME",
     "KeylessProducer",
     "check_key_column",
-    "task_seed",
     "with_kafka_partition",
     "with_kafka_partitions",
 ]
 
 #: Kafka 3.3+'s built-in behaviour for records without a key (KIP-794).
-DEFAULT_NULL_KEY_STRATEGY = "adaptive"
 #: a topic's partition count is a Java int
 _MAX_PARTITIONS = 0x7FFFFFFF
 #: the name kgroup's JVM function is registered under in a session
 JVM_FUNCTION_NAME = "kgroup_kafka_partition"
-
-
-def task_seed(seed: int, task_partition_id: int, num_partitions: int) -> int:
-    """The seed of the null-key partitioner of one Spark task for one partition count.
-
-    A stable hash (BLAKE2b of the three numbers), so two tasks — or two counts — never share a
-    random sequence, and the same inputs give the same seed on every machine and Python version.
-    """
-    digest = hashlib.blake2b(f"kgroup:{seed}:{task_partition_id}:{num_partitions}".encode(), digest_size=8)
-    return int.from_bytes(digest.digest(), "big")
 
 
 def _quoted(name: str) -> str:
@@ -167,10 +154,11 @@ def with_kafka_partitions(
     Lazy, like any DataFrame transformation: nothing runs until an action.
 
     Where it runs: when no null-key strategy can be needed — the key column cannot hold nulls (its
-    schema says so) or ``null_key_strategy`` is ``None`` — and the session has kgroup's JVM function
-    (:mod:`kgroup.spark.jvm`; every session kgroup starts has it), each row's partition is computed
-    inside Spark's JVM, and no row goes to Python. Otherwise whole Arrow batches go through the
-    Python workers (``mapInArrow``), where the null-key strategies run. Both are exact to Kafka.
+    schema says so) or ``null_key_strategy`` is ``None`` — and the session has kgroup's JVM
+    function (:mod:`kgroup.spark.partitioning.jvm`; every session kgroup starts has it), each row's
+    partition is computed inside Spark's JVM, and no row goes to Python. Otherwise whole Arrow
+    batches go through the Python workers (``mapInArrow``), where the null-key strategies run.
+    Both are exact to Kafka.
     """
     from pyspark.sql.types import IntegerType, StructField, StructType
 
@@ -261,7 +249,7 @@ def _register_jvm_function(df: Any) -> bool:
     (its jar is not on the session's class path: a session kgroup did not start, or no JDK)."""
     from pyspark.sql.types import IntegerType
 
-    from kgroup.spark.jvm import JAVA_CLASS
+    from kgroup.spark.partitioning.jvm import JAVA_CLASS
 
     try:
         df.sparkSession.udf.registerJavaFunction(JVM_FUNCTION_NAME, JAVA_CLASS, IntegerType())

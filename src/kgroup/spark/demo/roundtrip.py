@@ -18,7 +18,7 @@ def produce_events(
     the ``kgroup`` sink; returns the seconds it took."""
     from pyspark.sql import functions as F
 
-    from kgroup.spark.source import register
+    from kgroup.spark.source.datasource import register
 
     register(spark)
     others = [c for c in events.columns if c != key_column]
@@ -72,7 +72,7 @@ def read_back_and_check(
     included), (partition, offset) pairs read twice, keyed records off murmur2's partition."""
     from pyspark.sql import functions as F
 
-    from kgroup.spark.source import register
+    from kgroup.spark.source.datasource import register
 
     register(spark)
     reader = (
@@ -111,7 +111,7 @@ def _checks(read: Any, events: Any, key_column: str, partitions: int) -> dict[st
     off murmur2's partition."""
     from pyspark.sql import functions as F
 
-    from kgroup.spark.partitioning import with_kafka_partition
+    from kgroup.spark.partitioning.partition_column import with_kafka_partition
 
     expected = events.groupBy(key_column).count().withColumnRenamed(key_column, "key")
     got = read.groupBy("key").count().withColumnRenamed("count", "read")
@@ -148,7 +148,7 @@ def read_back_in_group(
     from confluent_kafka import Consumer
     from pyspark.sql import functions as F
 
-    from kgroup.spark.source import register
+    from kgroup.spark.source.datasource import register
 
     register(spark)
     total = events.count()

@@ -17,8 +17,9 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from kgroup.model import KgroupError
-from kgroup.spark.options import EARLIEST, LATEST, OffsetSpec, TopicPartition
+from kgroup.model import KgroupError, TopicPartition
+from kgroup.spark.source.offsets import EARLIEST, LATEST, partition_list
+from kgroup.spark.source.options import OffsetSpec
 
 __all__ = [
     "DataLossReporter",
@@ -137,8 +138,8 @@ def resolve_offsets(
     given = spec.as_dict()
     if set(given) != set(partitions):
         raise KgroupError(
-            f"{name}: JSON offsets must name every partition read (named {sorted(given)}, "
-            f"reading {sorted(partitions)}); use -2 for earliest, -1 for latest"
+            f"{name}: JSON offsets must name every partition read (named {partition_list(given)}, "
+            f"reading {partition_list(partitions)}); use -2 for earliest, -1 for latest"
         )
     out: dict[TopicPartition, int] = {}
     for tp in partitions:
@@ -148,11 +149,11 @@ def resolve_offsets(
         elif offset == LATEST:
             out[tp] = latest[tp]
         elif offset < earliest[tp]:
-            report(f"{name} for {tp[0]}-{tp[1]} was {offset} but the earliest offset kept is {earliest[tp]}")
+            report(f"{name} for {tp} was {offset} but the earliest offset kept is {earliest[tp]}")
             out[tp] = earliest[tp]
         elif offset > latest[tp]:
             raise KgroupError(
-                f"{name}: offset {offset} of {tp[0]}-{tp[1]} is out of range (the partition holds offsets "
+                f"{name}: offset {offset} of {tp} is out of range (the partition holds offsets "
                 f"{earliest[tp]} to {latest[tp]}); give an offset in that range, -2 or -1"
             )
         else:
@@ -174,7 +175,7 @@ def plan_ranges(
     """
     gone = sorted(set(start) - set(end))
     if gone:
-        report(f"partitions {gone} are gone")
+        report(f"partitions {partition_list(gone)} are gone")
     ranges: list[OffsetRange] = []
     for tp in sorted(end):
         if tp in start:
@@ -182,10 +183,10 @@ def plan_ranges(
         else:
             begin = new_partition_start[tp]
             if begin != 0:
-                report(f"added partition {tp[0]}-{tp[1]} starts from {begin} instead of 0")
+                report(f"added partition {tp} starts from {begin} instead of 0")
         until = end[tp]
         if until < begin:
-            report(f"partition {tp[0]}-{tp[1]}'s offset was changed from {begin} to {until}")
+            report(f"partition {tp}'s offset was changed from {begin} to {until}")
             continue
-        ranges.append(OffsetRange(tp[0], tp[1], begin, until))
+        ranges.append(OffsetRange(tp.topic, tp.partition, begin, until))
     return ranges

@@ -13,37 +13,34 @@ suggesting the closest known name). Everything here is pure: no pyspark, no clie
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Literal
 
-from kgroup.model import KgroupError
-from kgroup.spark.group_options import GROUP_CONFIGS, GroupSettings, parse_group_settings
+from kgroup.model import KgroupError, TopicPartition
+from kgroup.spark.source.group_options import GROUP_CONFIGS, GroupSettings, parse_group_settings
+from kgroup.spark.source.offsets import (
+    EARLIEST,
+    LATEST,
+    json_object,
+    offsets_from_json,
+    partition_list,
+    partition_number,
+)
 
 __all__ = [
-    "EARLIEST",
-    "LATEST",
     "OffsetSpec",
+    "ReadKind",
     "SinkOptions",
     "SourceOptions",
     "Subscription",
-    "TopicPartition",
     "check_client_config",
     "check_read_options_early",
-    "offsets_from_json",
-    "offsets_to_json",
     "parse_sink_options",
     "parse_source_options",
 ]
-
-#: A partition of a topic: (topic, partition).
-TopicPartition = tuple[str, int]
-
-#: In offset JSON, as in Spark and Kafka's ListOffsets: -2 is the earliest offset, -1 the latest.
-EARLIEST = -2
-LATEST = -1
 
 # Source options of Spark's Kafka source that kgroup implements (lower-cased -> documented name).
 _SOURCE_OPTIONS = {
@@ -102,6 +99,18 @@ _REFUSED_PRODUCER_CONFIGS = {
 _TIMEOUT_CONFIG = "default.api.timeout.ms"
 DEFAULT_API_TIMEOUT_MS = 60_000  # Kafka's default for default.api.timeout.ms
 DEFAULT_POLL_TIMEOUT_MS = 120_000  # Spark's default for kafkaConsumer.pollTimeoutMs (spark.network.timeout)
+
+
+class ReadKind(Enum):
+    """Which read the options are checked for: Spark checks a batch read's and a stream's options
+    differently (``validateBatchOptions`` / ``validateStreamOptions``)."""
+
+    #: ``spark.read``: ``endingOffsets`` allowed, ``startingOffsets`` can't be latest
+    BATCH = "batch"
+    #: ``spark.readStream``: no ``endingOffsets``, ``startingOffsets`` defaults to latest
+    STREAM = "stream"
+    #: ``load()`` before Spark says which: only what holds for both (names, forms, numbers)
+    NOT_YET_KNOWN = "not yet known"
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,68 +217,21 @@ def _positive_int(name: str, value: str) -> int:
     return number
 
 
-def _json_object(name: str, value: str, example: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise KgroupError(f"{name}: not valid JSON ({exc.msg}); give an object like {example}") from None
-    if not isinstance(parsed, dict):
-        raise KgroupError(f"{name}: {value!r} is not a JSON object; give an object like {example}")
-    return parsed
-
-
-def _partition_number(name: str, topic: str, raw: Any) -> int:
-    try:
-        number = int(raw)
-    except (TypeError, ValueError):
-        raise KgroupError(f"{name}: partition {raw!r} of topic {topic!r} is not a number") from None
-    if isinstance(raw, bool) or number < 0 or str(number) != str(raw).strip():
-        raise KgroupError(
-            f"{name}: partition {raw!r} of topic {topic!r} is not a partition number (0 or more)"
-        )
-    return number
-
-
 def parse_assign(value: str) -> tuple[TopicPartition, ...]:
     """``{"topicA":[0,1],"topicB":[2,4]}`` as sorted (topic, partition) pairs."""
     if not value.strip().startswith("{"):
         raise KgroupError(
             f'assign: no topic partitions to assign in {value!r}; give JSON like {{"topicA":[0,1]}}'
         )
-    parsed = _json_object("assign", value, '{"topicA":[0,1]}')
+    parsed = json_object("assign", value, '{"topicA":[0,1]}')
     pairs: set[TopicPartition] = set()
     for topic, parts in parsed.items():
         if not isinstance(parts, list):
             raise KgroupError(f"assign: the partitions of topic {topic!r} must be a JSON list, like [0,1]")
-        pairs.update((topic, _partition_number("assign", topic, p)) for p in parts)
+        pairs.update(TopicPartition(topic, partition_number("assign", topic, p)) for p in parts)
     if not pairs:
         raise KgroupError('assign: no topic partitions to assign; give JSON like {"topicA":[0,1]}')
     return tuple(sorted(pairs))
-
-
-def offsets_from_json(name: str, value: str) -> dict[TopicPartition, int]:
-    """``{"topicA":{"0":23,"1":-1}}`` as {(topic, partition): offset}; -2 earliest, -1 latest."""
-    parsed = _json_object(name, value, '{"topicA":{"0":23,"1":-2}}')
-    out: dict[TopicPartition, int] = {}
-    for topic, parts in parsed.items():
-        if not isinstance(parts, dict):
-            raise KgroupError(f'{name}: the offsets of topic {topic!r} must be an object like {{"0":23}}')
-        for part, offset in parts.items():
-            if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
-                raise KgroupError(
-                    f"{name}: offset {offset!r} of {topic}-{part} is not an offset; "
-                    "give 0 or more, -2 (earliest) or -1 (latest)"
-                )
-            out[(topic, _partition_number(name, topic, part))] = offset
-    return out
-
-
-def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
-    """The JSON-ready form Spark's Kafka source keeps in its checkpoint: topic -> partition -> offset."""
-    out: dict[str, dict[str, int]] = {}
-    for (topic, part), offset in sorted(offsets.items()):
-        out.setdefault(topic, {})[str(part)] = int(offset)
-    return out
 
 
 def _offset_spec(name: str, value: str | None, default: Literal["earliest", "latest"]) -> OffsetSpec:
@@ -361,16 +323,18 @@ def check_read_options_early(options: Mapping[str, str]) -> None:
     read strategy are left alone here (they may be a write's)."""
     lowered = _lower(options)
     if any(k in lowered for k in _STRATEGIES):
-        _parse(lowered, streaming=None)
+        _parse(lowered, ReadKind.NOT_YET_KNOWN)
 
 
-def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+def parse_source_options(options: Mapping[str, str], kind: ReadKind) -> SourceOptions:
     """Check a read's options as Spark's Kafka source does (``validateBatchOptions`` /
     ``validateStreamOptions``) and return them parsed. Raises :class:`KgroupError`."""
-    return _parse(_lower(options), streaming=streaming)
+    if kind is ReadKind.NOT_YET_KNOWN:
+        raise ValueError("parse_source_options: give ReadKind.BATCH or ReadKind.STREAM")
+    return _parse(_lower(options), kind)
 
 
-def _parse(lowered: dict[str, str], *, streaming: bool | None) -> SourceOptions:
+def _parse(lowered: dict[str, str], kind: ReadKind) -> SourceOptions:
     for key in lowered:
         if key.startswith("kafka.") or key in _SPARK_ADDED:
             continue
@@ -389,7 +353,7 @@ def _parse(lowered: dict[str, str], *, streaming: bool | None) -> SourceOptions:
             raise KgroupError(
                 "kafka.group.id: consume=group needs the consumer group's id; set kafka.group.id"
             )
-        if streaming is False:
+        if kind is ReadKind.BATCH:
             raise KgroupError(
                 "consume: group is for streaming reads (spark.readStream), where the group's offsets "
                 "follow the query's batches; use consume=partition (the default) for batch reads"
@@ -408,10 +372,10 @@ def _parse(lowered: dict[str, str], *, streaming: bool | None) -> SourceOptions:
         group = parse_group_settings(config, lowered.get("groupmembers"))
         config = {k: v for k, v in config.items() if k not in GROUP_CONFIGS}
 
-    if streaming is None:  # not known yet: only the JSON's form
+    if kind is ReadKind.NOT_YET_KNOWN:  # only the JSON's form
         starting = _offset_spec("startingOffsets", lowered.get("startingoffsets"), "earliest")
         ending = _offset_spec("endingOffsets", lowered.get("endingoffsets"), "latest")
-    elif streaming:
+    elif kind is ReadKind.STREAM:
         if "endingoffsets" in lowered:
             raise KgroupError("endingOffsets: not valid in streaming queries; remove it (streams never end)")
         starting = _offset_spec("startingOffsets", lowered.get("startingoffsets"), "latest")
@@ -479,13 +443,13 @@ def _check_start_before_end(starting: OffsetSpec, ending: OffsetSpec) -> None:
     start, end = starting.as_dict(), ending.as_dict()
     if set(start) != set(end):
         raise KgroupError(
-            f"endingOffsets: names partitions {sorted(end)} but startingOffsets names {sorted(start)}; "
-            "give both the same partitions"
+            f"endingOffsets: names partitions {partition_list(end)} but startingOffsets names "
+            f"{partition_list(start)}; give both the same partitions"
         )
     for tp, offset in start.items():
         if offset >= 0 and end[tp] >= 0 and offset > end[tp]:
             raise KgroupError(
-                f"startingOffsets: {tp[0]}-{tp[1]} starts at {offset}, after its endingOffsets {end[tp]}; "
+                f"startingOffsets: {tp} starts at {offset}, after its endingOffsets {end[tp]}; "
                 "give a start at or before the end"
             )
 
@@ -499,7 +463,8 @@ def _check_specific_partitions(name: str, spec: OffsetSpec, subscription: Subscr
         if named != assigned:
             raise KgroupError(
                 f"{name}: JSON offsets must name every assigned partition and no other "
-                f"(assigned {sorted(assigned)}, named {sorted(named)}); use -2 for earliest, -1 for latest"
+                f"(assigned {partition_list(assigned)}, named {partition_list(named)}); "
+                "use -2 for earliest, -1 for latest"
             )
     elif named_topics != set(subscription.topics):
         raise KgroupError(
@@ -510,7 +475,7 @@ def _check_specific_partitions(name: str, spec: OffsetSpec, subscription: Subscr
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """Check a write's options (Spark's Kafka sink, plus kgroup's null-key strategy)."""
-    from kgroup.spark.partitioning import DEFAULT_NULL_KEY_STRATEGY
+    from kgroup.spark.null_keys import DEFAULT_NULL_KEY_STRATEGY
 
     lowered = _lower(options)
     for key in lowered:

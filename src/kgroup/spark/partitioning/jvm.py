@@ -1,6 +1,6 @@
 """kgroup's own JVM function for Spark: keyed partitioning without leaving the JVM.
 
-``jvm/KafkaPartition.java`` (kgroup's source, shipped in the package) is a Spark Java UDF computing
+``java/KafkaPartition.java`` (kgroup's source, shipped in the package) is a Spark Java UDF computing
 Kafka's keyed partition. It is compiled **on this machine**, the first time a kgroup Spark session
 starts, with the JDK Spark already needs (``javac`` from ``JAVA_HOME`` or ``PATH``) against the Spark
 jars that pyspark ships — nothing is downloaded. The jar is cached under the user's cache directory,
@@ -21,7 +21,7 @@ __all__ = ["JAVA_CLASS", "jar_problem", "kgroup_jar"]
 
 #: the UDF's class, as Spark registers it
 JAVA_CLASS = "kgroup.spark.KafkaPartition"
-_SOURCE = Path(__file__).parent / "jvm" / "KafkaPartition.java"
+_SOURCE = Path(__file__).parent / "java" / "KafkaPartition.java"
 
 _state: dict[str, str | None] = {}
 

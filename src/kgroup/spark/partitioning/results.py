@@ -1,6 +1,6 @@
 """What a partitioning job found, as plain frozen values (no Spark objects: safe to keep, test, render).
 
-Produced by :func:`kgroup.spark.partition_job.summarize_partitions`; printed by
+Produced by :func:`kgroup.spark.partitioning.job.summarize_partitions`; printed by
 ``kgroup partition --input``, rendered into the demo's report, and serialised by ``to_json()`` in the
 shape documented in ``docs/spark.md``.
 """
