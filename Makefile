@@ -24,11 +24,13 @@ test: $(STAMP)
 	@$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch || test -z "$$CI"
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 bench: $(STAMP)
 	$(VENV)/bin/python benchmarks/bench_murmur2.py
