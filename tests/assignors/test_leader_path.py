@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests.assignors.strategies import groups
 from tests.conftest import load_vectors
 
+from kgroup.assignors import leader_path
 from kgroup.assignors.api import AssignmentRequest
 from kgroup.assignors.fast.partition_list import FlatPartitionList, TopicTable
 from kgroup.assignors.fast.sticky import FastCooperativeStickyAssignor, FastStickyAssignor
@@ -19,8 +20,16 @@ from kgroup.assignors.fileformat import parse_assignment_file
 from kgroup.assignors.leader_path import assign_subscriptions, encode_assignments, members_from_subscriptions
 from kgroup.javacompat import hashmap_iteration_order
 from kgroup.messages import ConsumerAssignment, ConsumerSubscription
-from kgroup.model import KgroupError, Member
+from kgroup.model import KgroupError, Member, TopicPartition
 from kgroup.wire.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> Any:
+    """A monkeypatch for a hypothesis test (function-scoped fixtures are not reset between examples)."""
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
 
 TOPIC_NAMES = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=6)
 
@@ -57,6 +66,35 @@ def test_flat_lists_encode_to_the_object_paths_bytes(
     for data, member in zip(got, order, strict=True):
         # the same partitions (grouped by topic in order of first appearance, as Kafka writes them)
         assert sorted(decode_assignment(data).partitions) == sorted(result[member])
+
+
+JAVA_INTS = st.integers(-(2**31), 2**31 - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lists=st.lists(st.lists(st.tuples(st.sampled_from(["a", "b", "ü", "c.d"]), JAVA_INTS | st.integers(0, 3)),
+                            max_size=12), min_size=1, max_size=5),
+    version=st.integers(0, 6),
+)
+def test_plain_lists_through_the_kernel_give_the_object_paths_bytes(
+    lists: list[list[tuple[str, int]]], version: int, monkeypatch_module: Any
+) -> None:
+    monkeypatch_module.setattr(leader_path, "VECTOR_MIN_PARTITIONS", 0)
+    result = {f"m{i}": [TopicPartition(t, p) for t, p in lst] for i, lst in enumerate(lists)}
+    order = list(result)
+    want = [encode_assignment(ConsumerAssignment(partitions=tuple(result[m])), version) for m in order]
+    assert encode_assignments(result, order, version) == want
+
+
+@pytest.mark.parametrize("odd", [TopicPartition("t", True), TopicPartition("t", 2**31), ("t", 1),
+                                 TopicPartition("t", 1.0)])
+def test_unusual_plain_lists_take_the_object_path(odd: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the object path does with them (bytes or its error), the leader path does too."""
+    monkeypatch.setattr(leader_path, "VECTOR_MIN_PARTITIONS", 0)
+    result = {"m": [TopicPartition("t", 0), odd]}
+    want = _outcome(lambda: [encode_assignment(ConsumerAssignment(partitions=tuple(result["m"])))])
+    assert _outcome(lambda: encode_assignments(result, ["m"])) == want
 
 
 def test_a_negative_version_is_refused() -> None:

@@ -26,7 +26,7 @@ import numpy as np
 
 from kgroup.model import KgroupError
 
-__all__ = ["encode_flat_assignments", "topic_name_blob"]
+__all__ = ["encode_flat_assignments", "encode_ranked_assignments", "topic_name_blob"]
 
 _MAX_STRING = 0x7FFF
 
@@ -63,11 +63,13 @@ def _put_int32(out: Any, at: int, value: int) -> None:  # pragma: no cover - com
 
 @numba.njit(cache=True)
 def _encode_kernel(
-    flat: Any, starts: Any, topic_of: Any, bases: Any, blob: Any, blob_start: Any, version: int
+    ranks: Any, numbers: Any, starts: Any, topics: int, blob: Any, blob_start: Any, version: int
 ) -> tuple[Any, Any]:  # pragma: no cover - compiled
-    """Every member's assignment bytes into one buffer; member ``m``'s are ``out[at[m]:at[m+1]]``."""
+    """Every member's assignment bytes into one buffer; member ``m``'s are ``out[at[m]:at[m+1]]``.
+
+    Member ``m``'s partitions are entries ``starts[m]:starts[m+1]``: topic ``ranks[i]`` (an index
+    into the name blob), partition ``numbers[i]`` (a Java int)."""
     members = starts.size - 1
-    topics = bases.size
     seen = np.full(topics, -1, dtype=np.int64)  # the member that last touched the topic
     count = np.zeros(topics, dtype=np.int64)
     write = np.zeros(topics, dtype=np.int64)  # next byte of the topic's partition numbers
@@ -77,7 +79,7 @@ def _encode_kernel(
     for m in range(members):
         size = 2 + 4 + 4  # version, topic count, null user data
         for i in range(starts[m], starts[m + 1]):
-            r = topic_of[flat[i]]
+            r = ranks[i]
             if seen[r] != m:
                 seen[r] = m
                 size += blob_start[r + 1] - blob_start[r] + 4
@@ -93,7 +95,7 @@ def _encode_kernel(
         pos += 2
         distinct = 0
         for i in range(starts[m], starts[m + 1]):
-            r = topic_of[flat[i]]
+            r = ranks[i]
             if seen[r] != m:
                 seen[r] = m
                 count[r] = 0
@@ -112,13 +114,33 @@ def _encode_kernel(
             write[r] = pos
             pos += 4 * count[r]
         for i in range(starts[m], starts[m + 1]):
-            f = flat[i]
-            r = topic_of[f]
-            _put_int32(out, write[r], f - bases[r])
+            r = ranks[i]
+            _put_int32(out, write[r], numbers[i])
             write[r] += 4
         _put_int32(out, pos, -1)  # user data: null
         pos += 4
     return out, at
+
+
+def encode_ranked_assignments(
+    ranks: np.ndarray, numbers: np.ndarray, starts: np.ndarray, names: Sequence[str], version: int
+) -> list[bytes]:
+    """Member ``m``'s ``ConsumerProtocolAssignment`` bytes (null user data) for the partitions
+    ``(names[ranks[i]], numbers[i])``, ``i`` in ``starts[m]:starts[m+1]`` (numbers must be Java ints).
+    ``version`` must already be checked (0..3)."""
+    blob, blob_start = topic_name_blob(names)
+    out, at = _encode_kernel(
+        np.ascontiguousarray(ranks, dtype=np.int64),
+        np.ascontiguousarray(numbers, dtype=np.int64),
+        np.ascontiguousarray(starts, dtype=np.int64),
+        len(names),
+        blob,
+        blob_start,
+        version,
+    )
+    data = out.tobytes()
+    bounds = at.tolist()
+    return [data[bounds[m]:bounds[m + 1]] for m in range(len(bounds) - 1)]
 
 
 def encode_flat_assignments(
@@ -128,28 +150,17 @@ def encode_flat_assignments(
     bases: np.ndarray,
     version: int,
 ) -> list[bytes]:
-    """Member ``m``'s ``ConsumerProtocolAssignment`` bytes (null user data) for the flat partition
-    numbers ``flat[starts[m]:starts[m+1]]`` over topics ``names`` whose partition 0 has flat number
-    ``bases`` (non-decreasing: a topic's partitions run up to the next topic's base; as
-    :class:`~.partition_list.TopicTable` reads them). ``version`` must already be checked (0..3)."""
-    blob, blob_start = topic_name_blob(names)
+    """:func:`encode_ranked_assignments` for flat partition numbers ``flat`` over topics ``names``
+    whose partition 0 has flat number ``bases`` (non-decreasing: a topic's partitions run up to the
+    next topic's base; as :class:`~.partition_list.TopicTable` reads them)."""
     bases = np.ascontiguousarray(bases, dtype=np.int64)
+    flat = np.ascontiguousarray(flat, dtype=np.int64)
     end = int(bases[-1]) if bases.size else 0
     if flat.size:
         end = max(end, int(flat.max()) + 1)
     # the topic of every flat number up to the largest one used, as TopicTable.partitions finds it
     # (side="right": of topics sharing a base, the last one, the only one with partitions)
     counts = np.diff(np.append(bases, end))
-    topic_of = np.repeat(np.arange(len(names), dtype=np.int32), counts)
-    out, at = _encode_kernel(
-        np.ascontiguousarray(flat, dtype=np.int64),
-        np.ascontiguousarray(starts, dtype=np.int64),
-        topic_of,
-        bases,
-        blob,
-        blob_start,
-        version,
-    )
-    data = out.tobytes()
-    bounds = at.tolist()
-    return [data[bounds[m]:bounds[m + 1]] for m in range(len(bounds) - 1)]
+    topic_of = np.repeat(np.arange(len(names), dtype=np.int64), counts)
+    ranks = topic_of[flat]
+    return encode_ranked_assignments(ranks, flat - bases[ranks], starts, names, version)
