@@ -1,7 +1,15 @@
-"""Benchmark (not a test): ns per key of keyed partitioning, kgroup vs kafka-python vs Java's figure.
+"""Benchmark (not a test): ns per key of keyed partitioning, kgroup beside Java (same run) and kafka-python.
 
-Run:  .venv/bin/python benchmarks/bench_murmur2.py [--keys 1000000] [--runs 5]
+Run:  .venv/bin/python benchmarks/bench_murmur2.py [--keys 1000000] [--runs 5] [--rounds 15]
 
+* side by side with Java, in one run on the same keys: Kafka's ``Utils.toPositive(Utils.murmur2(key))
+  % 100`` over one ``byte[]`` per key in its own JVM (``Murmur2Bench.java`` over the pinned Kafka
+  jars, JIT-warm after 5 passes), alternating with kgroup's paths round by round so every path sees
+  the same machine load: ``partitions_for_keys`` over an Arrow ``BinaryArray`` on one numba thread
+  (the batch API), the numba kernel alone on the same buffers (the batch API's per-call overhead is
+  the difference), and ``partitions_for_keys`` given a Python list of ``bytes`` (what a caller holding
+  Python bytes pays: the conversion to Arrow); medians of ``--rounds`` rounds, wall clock and each
+  side's own thread CPU time, and the partitions' sums must agree;
 * 1,000,000 random 16-byte keys (seeded), 100 partitions, after a warm-up;
 * median of ``--runs`` runs of: the vectorised numba function over a pyarrow BinaryArray on one
   thread (``numba.set_num_threads(1)``) and on every thread numba may use (``NUMBA_NUM_THREADS``,
@@ -122,6 +130,64 @@ def bench(label: str, keys: pa.BinaryArray, subset: int, runs: int) -> None:
         )
 
 
+def side_by_side(keys: pa.BinaryArray, rounds: int) -> None:
+    """kgroup's paths and Java's, interleaved round by round on the very same keys."""
+    import numba
+
+    from kgroup.bench.java_murmur2 import JavaMurmur2
+    from kgroup.partitioning import _murmur2_kernels as kernels
+
+    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8)
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[: len(keys) + 1]
+    as_bytes = keys.to_pylist()
+    counts = np.array([PARTITIONS], dtype=np.int64)
+    out = np.empty((1, len(keys)), dtype=np.int32)
+    expected = int(partitions_for_keys(keys, PARTITIONS).sum(dtype=np.int64))
+
+    def kernel_only() -> None:
+        kernels.partition_kernel(data, offsets, counts, out)
+
+    paths: dict[str, Callable[[], object]] = {
+        "kgroup partitions_for_keys(Arrow), 1 thread": lambda: partitions_for_keys(keys, PARTITIONS),
+        "kgroup numba kernel alone, same buffers": kernel_only,
+        "kgroup partitions_for_keys(list of bytes)": lambda: partitions_for_keys(as_bytes, PARTITIONS),
+    }
+    wall: dict[str, list[float]] = {name: [] for name in [*paths, "Java Utils.murmur2, byte[] per key"]}
+    cpu: dict[str, list[float]] = {name: [] for name in wall}
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with JavaMurmur2(data, offsets, PARTITIONS) as java:
+            for _ in range(5):  # the JIT's warm-up (and numba's)
+                assert java.run().partition_sum == expected, "Java's partitions differ from kgroup's"
+                for run in paths.values():
+                    run()
+            for _ in range(rounds):
+                for name, run in paths.items():
+                    # the JVM waits on its pipe between passes and the scheduler favours a task that
+                    # wakes from sleep; each kgroup pass starts from a short sleep too, so that on a
+                    # loaded machine neither side's wall clock gets that advantage alone
+                    time.sleep(0.02)
+                    start_cpu, start = time.thread_time_ns(), time.perf_counter_ns()
+                    run()
+                    wall[name].append((time.perf_counter_ns() - start) / len(keys))
+                    cpu[name].append((time.thread_time_ns() - start_cpu) / len(keys))
+                answer = java.run()
+                assert answer.partition_sum == expected, "Java's partitions differ from kgroup's"
+                wall["Java Utils.murmur2, byte[] per key"].append(answer.wall_ns / len(keys))
+                cpu["Java Utils.murmur2, byte[] per key"].append(answer.cpu_ns / len(keys))
+    finally:
+        numba.set_num_threads(threads)
+    java_wall = statistics.median(wall["Java Utils.murmur2, byte[] per key"])
+    java_cpu = statistics.median(cpu["Java Utils.murmur2, byte[] per key"])
+    print(f"\nside by side with Java: {len(keys):,} 16-byte keys, {PARTITIONS} partitions, median of "
+          f"{rounds} interleaved rounds (load average now {os.getloadavg()[0]:.1f})")
+    print(f"  {'path':<46} {'wall ns/key':>12} {'/ Java':>7} {'CPU ns/key':>11} {'/ Java':>7}")
+    for name in wall:
+        w, c = statistics.median(wall[name]), statistics.median(cpu[name])
+        print(f"  {name:<46} {w:>12.1f} {w / java_wall:>6.2f}x {c:>11.1f} {c / java_cpu:>6.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -130,6 +196,8 @@ def main() -> None:
     parser.add_argument("--subset", type=int, default=20_000, help="keys for the pure-Python paths")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=20241025)
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds beside Java")
+    parser.add_argument("--no-java", action="store_true", help="leave out the side-by-side Java run")
     args = parser.parse_args()
     import numba
 
@@ -142,6 +210,13 @@ def main() -> None:
     print(f"numba {numba.__version__}, threads {numba.get_num_threads()}, pyarrow {pa.__version__}")
     print(f"load average at start: {os.getloadavg()[0]:.2f} (other work on the machine skews figures)")
     rng = np.random.default_rng(args.seed)
+    if not args.no_java:
+        from kgroup.model import KgroupError
+
+        try:
+            side_by_side(random_keys(np.random.default_rng(args.seed), args.keys, 16, 16), args.rounds)
+        except KgroupError as exc:  # no Java or no Kafka jars here: the rest still runs
+            print(f"\nside by side with Java: not measured ({exc.message}); run `make kafka` first")
     bench("16-byte random keys", random_keys(rng, args.keys, 16, 16), args.subset, args.runs)
     bench("1-24-byte random keys", random_keys(rng, args.keys, 1, 24), args.subset, args.runs)
 

@@ -216,3 +216,30 @@ def test_parallel_kernels_match_every_vector(arrow_type: pa.DataType) -> None:
     offsets = np.frombuffer(keys.buffers()[1], dtype=offset_type)[keys.offset : keys.offset + len(keys) + 1]
     kernels.hash_kernel(np.frombuffer(keys.buffers()[2], dtype=np.uint8), offsets, serial)
     assert np.array_equal(serial, expected_hashes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(keys=st.lists(st.none() | st.binary(max_size=24), max_size=50),
+       container=st.sampled_from([list, tuple]))
+def test_a_list_of_plain_bytes_converts_as_any_iterable_does(
+    keys: list[bytes | None], container: Any
+) -> None:
+    """Lists and tuples of only bytes / None go straight to Arrow; the answer is the checked path's."""
+    from kgroup.partitioning.murmur2 import keys_to_arrow
+
+    direct = keys_to_arrow(container(keys))
+    checked = keys_to_arrow(iter(keys))  # any other iterable: every key checked and converted
+    assert direct.type == checked.type == pa.binary()
+    assert direct.equals(checked)
+    assert partitions_for_keys(container(keys), 7).tolist() == partitions_for_keys(iter(keys), 7).tolist()
+
+
+@pytest.mark.parametrize("odd", [bytearray(b"ab"), "ab", 3, np.bytes_(b"ab")])
+def test_a_list_with_other_keys_takes_the_checked_path(odd: Any) -> None:
+    from kgroup.partitioning.murmur2 import keys_to_arrow
+
+    if isinstance(odd, int):
+        with pytest.raises(KgroupError, match=r"keys\[1\]: int is not bytes"):
+            keys_to_arrow([b"x", odd])
+        return
+    assert keys_to_arrow([b"x", odd]).to_pylist() == [b"x", b"ab"]

@@ -30,6 +30,12 @@ __all__ = ["IMPLEMENTATIONS", "CellSpec", "main", "measure_cell"]
 #: ``kgroup.assignors.fast``'s implementation; ``kafka-python``: kafka-python 3.x's assignor.
 IMPLEMENTATIONS = ("kgroup", "fast", "kafka-python")
 
+#: what a run times (kgroup and fast): ``assign`` the bare ``assign()`` call (its answer may be lazy:
+#: :mod:`kgroup.assignors.fast.partition_list`); ``read`` ``assign()`` and reading every partition of
+#: the answer, what a caller that looks at it gets; ``leader`` the group leader's whole path,
+#: subscription bytes in, assignment bytes out (:func:`kgroup.assignors.leader_path.assign_subscriptions`)
+PATHS = ("assign", "read", "leader")
+
 
 @dataclass(frozen=True, slots=True)
 class CellSpec:
@@ -41,6 +47,7 @@ class CellSpec:
     warmups: int = 1
     scale: float = 1.0
     memory_limit_mb: int = 0
+    path: str = "assign"
 
     def to_json(self) -> str:
         return json.dumps({f: getattr(self, f) for f in self.__dataclass_fields__})
@@ -100,16 +107,43 @@ def _prepare_calls(spec: CellSpec) -> list[Callable[[], Any]]:
         request = build_request(shape, spec.assignor, phase, topics=topics, initial=initial)
         del initial
     count = spec.warmups + spec.runs
+    if spec.path not in PATHS:
+        raise KgroupError(f"path: unknown path {spec.path!r}; use one of: {', '.join(PATHS)}")
+    if spec.path != "assign" and spec.impl == "kafka-python":
+        raise KgroupError(f"path: {spec.path!r} is measured for kgroup and fast only; use --impl kgroup")
     if spec.impl == "kafka-python":
         from kgroup.bench.kafka_python import prepare_kafka_python
 
         return [prepare_kafka_python(spec.assignor, request) for _ in range(count)]
     factory = _kgroup_factory(spec.impl, spec.assignor)
     calls: list[Callable[[], Any]] = []
+    if spec.path == "leader":
+        from kgroup.assignors.leader_path import assign_subscriptions
+        from kgroup.bench.java_leader import subscription_bytes
+
+        subscriptions = subscription_bytes(request)
+        for _ in range(count):
+            instance = factory()
+            calls.append(lambda instance=instance: assign_subscriptions(  # type: ignore[misc]
+                instance, subscriptions, request.topics,
+                prefer_rack_aware_logic=request.prefer_rack_aware_logic))
+        return calls
     for _ in range(count):
         instance = factory()
-        calls.append(lambda instance=instance: instance.assign(request))  # type: ignore[misc]
+        if spec.path == "read":
+            calls.append(lambda instance=instance: _read_answer(instance.assign(request)))  # type: ignore[misc]
+        else:
+            calls.append(lambda instance=instance: instance.assign(request))  # type: ignore[misc]
     return calls
+
+
+def _read_answer(result: Assignment) -> Assignment:
+    """Read every partition of the answer (its topic and number), as a caller that uses it does."""
+    for partitions in result.values():
+        for tp in partitions:
+            tp.topic  # noqa: B018 - the read is the point
+            tp.partition  # noqa: B018
+    return result
 
 
 def _reset_peak_rss() -> bool:

@@ -101,6 +101,11 @@ def assign_command(
                                "each measuring process (0: none)")] = 8192,
     scale: Annotated[float, typer.Option("--scale", hidden=True, help="shrink the cases (tests)")] = 1.0,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    leader_path: Annotated[bool, typer.Option("--leader-path", help="for one case: kgroup's bare "
+                           "assign(), assign() + reading the answer, and the group leader's whole path "
+                           "(subscription bytes in, assignment bytes out), beside Java's assign() and "
+                           "leader path measured now on the same bytes (needs Java and the pinned "
+                           "Kafka jars)")] = False,
 ) -> None:
     """Time an assignor on one of Kafka's large test cases (median ms, peak RSS), or the whole table."""
     from kgroup.bench.cases import ASSIGNORS, CASES
@@ -145,6 +150,12 @@ def assign_command(
     if len(cases) != 1 or len(assignors) != 1 or len(phases) > 1 or len(impls) != 1:
         raise KgroupError("--case and --assignor: give exactly one of each (and at most one --phase and "
                           "--impl), or use --all for a table")
+    if leader_path:
+        if impls[0] == "kafka-python":
+            raise KgroupError("--leader-path: measured for --impl kgroup or fast; drop --impl kafka-python")
+        _leader_paths(cases[0], assignors[0], phases[0] if phases else "initial", impls[0], runs=runs,
+                      timeout=timeout, memory_limit_mb=memory_limit_mb, scale=scale, json_out=json_out)
+        return
     spec = CellSpec(case=cases[0], assignor=assignors[0], phase=phases[0] if phases else "initial",
                     impl=impls[0], runs=runs, scale=scale, memory_limit_mb=memory_limit_mb)
     result = run_cell(spec, timeout)
@@ -168,6 +179,49 @@ def assign_command(
     if java is not None and result.median_ms is not None:
         line += f"; Java {java:g} ms, ratio {result.median_ms / java:.2f}"
     console.print(line, markup=False)
+
+
+def _leader_paths(case: str, assignor: str, phase: str, impl: str, *, runs: int, timeout: float,
+                  memory_limit_mb: int, scale: float, json_out: bool) -> None:
+    from kgroup.bench.leader_paths import measure_leader_paths
+
+    report = measure_leader_paths(case, assignor, phase, impl=impl, runs=runs, timeout_s=timeout,
+                                  memory_limit_mb=memory_limit_mb, scale=scale)
+    if json_out:
+        from kgroup.cli.output import emit_json
+
+        emit_json({
+            "case": case, "assignor": assignor, "phase": phase, "impl": impl, "scale": scale,
+            "kgroup": {path: {"median_ms": r.median_ms, "runs_ms": list(r.runs_ms),
+                              "peak_rss_mb": r.peak_rss_mb} for path, r in report.kgroup.items()},
+            "java": {"kafka": report.kafka_version,
+                     "assign": {"median_ms": report.java_bare_median_ms,
+                                "runs_ms": list(report.java_bare_ms)},
+                     "leader": {"median_ms": report.java_leader_median_ms,
+                                "runs_ms": list(report.java_leader_ms)}},
+            "answers_agree": report.answers_agree, "comparison": report.comparison,
+        })
+        return
+    from rich.console import Console
+
+    from kgroup.cli.output import console as narrow
+
+    console = Console(highlight=False, width=max(narrow.width, 120))  # one line per figure
+    java_bare, java_leader = report.java_bare_median_ms, report.java_leader_median_ms
+    rows = (
+        ("assign() (answer may be lazy)", report.kgroup["assign"].median_ms, java_bare),
+        ("assign() + read the answer", report.kgroup["read"].median_ms, java_bare),
+        ("leader path, bytes -> bytes", report.kgroup["leader"].median_ms, java_leader),
+    )
+    console.print(f"kgroup bench assign --leader-path: {case} {assignor} {phase} [{impl}], median of {runs} "
+                  f"run(s) after 1 warm-up, ms; Java: Apache Kafka {report.kafka_version}, same run, same "
+                  "subscription bytes", markup=False)
+    for label, mine, java in rows:
+        ratio = f"{mine / java:.2f}" if mine is not None and java else "—"
+        console.print(f"  {label:<32} kgroup {mine:9.1f}   Java {java:9.1f}   ratio {ratio}", markup=False)
+    console.print(f"  answers: {report.comparison}", markup=False)
+    if not report.answers_agree:
+        raise KgroupError(f"answers: kgroup's and Java's leader paths disagree: {report.comparison}")
 
 
 def register(app: typer.Typer) -> None:

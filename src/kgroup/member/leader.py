@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kgroup.assignors.api import AssignmentRequest, Assignor
+from kgroup.assignors.leader_path import encode_assignments, members_from_subscriptions
 from kgroup.javacompat import hashmap_iteration_order
-from kgroup.messages import ConsumerAssignment, JoinGroupMember, SyncGroupAssignment
+from kgroup.messages import JoinGroupMember, SyncGroupAssignment
 from kgroup.model import ErrorCode, Member, PeerError, RebalanceProtocol, TopicMetadata, TopicPartition
-from kgroup.wire.consumer_protocol import decode_subscription, encode_assignment
 
 __all__ = [
     "ASSIGN_FROM_SUBSCRIBED",
@@ -44,27 +44,18 @@ class CooperativeViolation(Exception):
 
 def group_members(members: Sequence[JoinGroupMember]) -> list[Member]:
     """The JoinGroup members as the assignor sees them, in JoinGroup response order; each member's
-    metadata bytes are decoded as a consumer subscription (:class:`PeerError` if they are not one)."""
-    out: list[Member] = []
+    metadata bytes are decoded as a consumer subscription (:class:`PeerError` if they are not one);
+    equal bytes are decoded once (:func:`~kgroup.assignors.leader_path.members_from_subscriptions`)."""
     for m in members:
         if not m.member_id:
             raise PeerError(
                 "JoinGroup response: a member has an empty member id; the coordinator is broken",
                 ErrorCode.INVALID_REQUEST,
             )
-        sub = decode_subscription(m.metadata)
-        out.append(
-            Member(
-                member_id=m.member_id,
-                topics=tuple(sub.topics),
-                owned=tuple(sub.owned_partitions),
-                generation=sub.generation_id,
-                group_instance_id=m.group_instance_id,
-                rack_id=sub.rack_id,
-                user_data=sub.user_data,
-            )
-        )
-    return out
+    return members_from_subscriptions(
+        ((m.member_id, m.metadata) for m in members),
+        {m.member_id: m.group_instance_id for m in members},
+    )
 
 
 def metadata_snapshot(
@@ -113,11 +104,10 @@ def run_assignment(
     if protocol is RebalanceProtocol.COOPERATIVE and assignor.name != COOPERATIVE_STICKY:
         _validate_cooperative(members, result)
     order = hashmap_iteration_order(result.keys())
+    # a fast assignor's unread answers are encoded from their partition numbers, without objects
     assignments = tuple(
-        SyncGroupAssignment(
-            member_id, encode_assignment(ConsumerAssignment(partitions=tuple(result[member_id])))
-        )
-        for member_id in order
+        SyncGroupAssignment(member_id, data)
+        for member_id, data in zip(order, encode_assignments(result, order), strict=True)
     )
     unsubscribed: frozenset[str] = frozenset()
     if assignor.name not in ASSIGN_FROM_SUBSCRIBED:

@@ -139,6 +139,10 @@ def _threads() -> int:
     return threads
 
 
+#: key types Arrow's own conversion takes exactly as :func:`keys_to_arrow` would
+_PLAIN_KEY_TYPES = frozenset({bytes, type(None)})
+
+
 def keys_to_arrow(keys: Any) -> pa.Array | pa.ChunkedArray:
     """Turn accepted key containers into an Arrow array of binary/string type.
 
@@ -161,6 +165,10 @@ def keys_to_arrow(keys: Any) -> pa.Array | pa.ChunkedArray:
         raise KgroupError("keys: got a single key; pass a list or array of keys (or use partition_for_key)")
     else:
         items = keys
+        if isinstance(keys, (list, tuple)) and set(map(type, keys)) <= _PLAIN_KEY_TYPES:
+            # only bytes and None (the usual list of serialized keys): Arrow converts them as they are,
+            # without the per-key checks below (half the time on a million keys)
+            return pa.array(keys, type=pa.binary())
     converted: list[bytes | None] = []
     for index, key in enumerate(items):
         if key is None or isinstance(key, bytes):

@@ -26,6 +26,7 @@ __all__ = [
     "SUBSCRIPTION_VERSION",
     "decode_assignment",
     "decode_subscription",
+    "decode_subscription_sharing",
     "encode_assignment",
     "encode_subscription",
 ]
@@ -126,12 +127,14 @@ class _Reader:
     """Kafka's non-flexible primitives, read big-endian; anything short or garbled is a PeerError
     (Java's generated readers throw a SchemaException there, e.g. for a null non-nullable field)."""
 
-    __slots__ = ("data", "pos", "what")
+    __slots__ = ("data", "names", "pos", "what")
 
-    def __init__(self, data: bytes, what: str) -> None:
+    def __init__(self, data: bytes, what: str, names: dict[bytes, str] | None = None) -> None:
         self.data = data
         self.pos = 2  # after the version header
         self.what = what
+        #: topic names already decoded, by their UTF-8 bytes (a group's members repeat the same names)
+        self.names: dict[bytes, str] = {} if names is None else names
 
     def _fail(self, problem: str) -> PeerError:
         return PeerError(f"{self.what}: {problem}")
@@ -187,15 +190,49 @@ class _Reader:
             raise self._fail(f"an array of {n} elements does not fit in {len(self.data)} bytes")
         return n
 
+    def topic(self) -> str:
+        """A non-nullable string that names a topic, decoded once per distinct name (see ``names``)."""
+        data = self.data
+        pos = self.pos
+        end = pos + 2
+        if end > len(data):
+            raise self._fail(f"{len(data)} bytes end inside a field")
+        (length,) = _VERSION.unpack_from(data, pos)
+        if length < 0:
+            self.pos = end
+            raise self._fail("a non-nullable string is null")
+        stop = end + length
+        if stop > len(data):
+            raise self._fail(f"a string of {length} bytes runs past the end")
+        raw = data[end:stop]
+        text = self.names.get(raw)
+        if text is None:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise self._fail("a string is not valid UTF-8") from None
+            self.names[raw] = text
+        self.pos = stop
+        return text
+
     def partitions(self) -> tuple[TopicPartition, ...]:
+        # one loop with the checks of count(), topic() and int32(), in their order and with their
+        # messages: a group's owned partitions run to a million (topic, number) groups
         out: list[TopicPartition] = []
+        new = tuple.__new__
+        unpack_int = _INT32.unpack_from
         for _ in range(self.count()):
-            topic = self.string()
+            topic = self.topic()
             n = self.count()
-            if self.pos + 4 * n > len(self.data):
+            pos = self.pos
+            if pos + 4 * n > len(self.data):
                 raise self._fail(f"{n} partition numbers run past the end")
-            out.extend(TopicPartition(topic, p) for p in struct.unpack_from(f">{n}i", self.data, self.pos))
-            self.pos += 4 * n
+            if n == 1:
+                out.append(new(TopicPartition, (topic, unpack_int(self.data, pos)[0])))
+            else:
+                numbers = struct.unpack_from(f">{n}i", self.data, pos)
+                out.extend(new(TopicPartition, (topic, p)) for p in numbers)
+            self.pos = pos + 4 * n
         return tuple(out)
 
 
@@ -228,10 +265,16 @@ def decode_assignment(data: bytes) -> ConsumerAssignment:
     return _decode_assignment(data)
 
 
-def _decode_subscription(data: bytes) -> ConsumerSubscription:
+def decode_subscription_sharing(data: bytes, names: dict[bytes, str]) -> ConsumerSubscription:
+    """:func:`decode_subscription` for many subscriptions at once (a group leader's): topic names
+    already in ``names`` (UTF-8 bytes -> name, filled as it goes) are not decoded again."""
+    return _decode_subscription(bytes(data), names)
+
+
+def _decode_subscription(data: bytes, names: dict[bytes, str] | None = None) -> ConsumerSubscription:
     version = min(_read_version(data, "subscription"), SUBSCRIPTION_VERSION)
-    r = _Reader(data, f"subscription: malformed consumer protocol subscription v{version}")
-    topics = tuple(r.string() for _ in range(r.count()))
+    r = _Reader(data, f"subscription: malformed consumer protocol subscription v{version}", names)
+    topics = tuple(r.topic() for _ in range(r.count()))
     user_data = r.nullable_bytes()
     owned: tuple[TopicPartition, ...] = ()
     generation = NO_GENERATION

@@ -72,6 +72,12 @@ class FlatPartitionList(list[TopicPartition]):
         list.__setitem__(self, slice(None), made)
         self._flat = None
 
+    def unread(self) -> tuple[np.ndarray, TopicTable] | None:
+        """The flat partition numbers and their topic table while the objects are not built yet
+        (``None`` once they are): for callers that only encode the partitions."""
+        flat = self._flat
+        return None if flat is None else (flat, self._table)
+
     def is_materialised(self) -> bool:
         """Whether the ``TopicPartition`` objects have been built."""
         return self._flat is None
