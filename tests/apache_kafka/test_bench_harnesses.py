@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kgroup.assignors.api import create_assignor
 from kgroup.assignors.leader_path import assign_subscriptions
+from kgroup.assignors.registry import create_assignor
 from kgroup.bench.cases import CASES, Phase, build_request
 from kgroup.bench.java_leader import compare_answers, run_java_leader_path, subscription_bytes
 from kgroup.bench.java_murmur2 import JavaMurmur2

@@ -70,9 +70,9 @@ def measure_leader_paths(
     request = build_request(shape, assignor, the_phase)
     java = run_java_leader_path(request, assignor, warmups=1, runs=runs, timeout_s=timeout_s)
     # kgroup's bytes on the same input, to set beside Java's (outside any timing)
-    from kgroup.assignors.api import create_assignor
     from kgroup.assignors.fast import create_fast_assignor
     from kgroup.assignors.leader_path import assign_subscriptions
+    from kgroup.assignors.registry import create_assignor
 
     instance = create_fast_assignor(assignor) if impl == "fast" else create_assignor(assignor)
     mine = dict(assign_subscriptions(instance, subscription_bytes(request), request.topics,
