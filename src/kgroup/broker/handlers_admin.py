@@ -57,10 +57,11 @@ async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 def _broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
     broker = ctx.broker
+    host, ports = broker.advertised(ctx.listener)
     return [
-        {"node_id": b, "host": broker.config.host, "port": broker.ports[b], "rack": None}
+        {"node_id": b, "host": host, "port": ports[b], "rack": None}
         for b in sorted(broker.cluster.alive)
-        if b in broker.ports
+        if b in ports
     ]
 
 

@@ -95,7 +95,8 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
             }
         else:
             node = broker.cluster.coordinator_for(key)
-            if node < 0 or node not in broker.ports:
+            host, ports = broker.advertised(ctx.listener)
+            if node < 0 or node not in ports:
                 entry = {
                     "key": key,
                     "node_id": -1,
@@ -108,8 +109,8 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 entry = {
                     "key": key,
                     "node_id": node,
-                    "host": broker.config.host,
-                    "port": broker.ports[node],
+                    "host": host,
+                    "port": ports[node],
                     "error_code": 0,
                     "error_message": None,
                 }

@@ -21,6 +21,7 @@ __all__ = [
     "Listener",
     "SecurityConfig",
     "TlsConfig",
+    "build_security_config",
     "parse_listeners",
     "parse_protocol_map",
     "server_ssl_context",
@@ -88,6 +89,9 @@ class SecurityConfig:
     super_users: tuple[str, ...] = ()
     #: ``allow.everyone.if.no.acl.found``
     allow_everyone_if_no_acl_found: bool = False
+    #: where ACLs and SCRAM credentials set through the API are kept (the broker's data directory;
+    #: None: in memory only)
+    state_dir: Path | None = None
 
     def __post_init__(self) -> None:
         for mechanism in self.sasl_mechanisms:
@@ -207,3 +211,40 @@ def server_ssl_context(tls: TlsConfig) -> ssl.SSLContext:
         "required": ssl.CERT_REQUIRED,
     }[tls.client_auth]
     return context
+
+
+def build_security_config(
+    *,
+    listeners: list[str] | tuple[str, ...] = (),
+    listener_security_protocol_map: str = "",
+    ssl_certfile: str | Path | None = None,
+    ssl_keyfile: str | Path | None = None,
+    ssl_cafile: str | Path | None = None,
+    ssl_client_auth: str = "none",
+    sasl_mechanisms: tuple[str, ...] | list[str] = SASL_MECHANISMS,
+    sasl_users: tuple[tuple[str, str], ...] = (),
+    authorizer: bool = False,
+    super_users: tuple[str, ...] | list[str] = (),
+    allow_everyone_if_no_acl_found: bool = False,
+    connections_max_reauth_ms: int = 0,
+    failed_authentication_delay_ms: int = 100,
+    state_dir: Path | None = None,
+) -> SecurityConfig:
+    """The one place ``kgroup serve``'s flags and ``kgroup.testing.KafkaBroker``'s arguments become a
+    :class:`SecurityConfig` (same names, same checks)."""
+
+    def path(value: str | Path | None) -> Path | None:
+        return None if value is None else Path(value)
+
+    return SecurityConfig(
+        listeners=parse_listeners(list(listeners), parse_protocol_map(listener_security_protocol_map)),
+        tls=TlsConfig(path(ssl_certfile), path(ssl_keyfile), path(ssl_cafile), ssl_client_auth),
+        sasl_mechanisms=tuple(sasl_mechanisms),
+        users=tuple(sasl_users),
+        connections_max_reauth_ms=connections_max_reauth_ms,
+        failed_authentication_delay_ms=failed_authentication_delay_ms,
+        authorizer=authorizer,
+        super_users=tuple(super_users),
+        allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
+        state_dir=state_dir,
+    )

@@ -89,6 +89,7 @@ class Session:
         self,
         protocol: str,
         *,
+        listener: str = "",
         mechanisms: tuple[str, ...] = (),
         credentials: CredentialStore | None = None,
         tls_principal: str = ANONYMOUS,
@@ -98,6 +99,7 @@ class Session:
         run_blocking: Callable[[Callable[[bytes], bytes], bytes], Any] | None = None,
     ) -> None:
         self.protocol = protocol
+        self.listener = listener
         self.sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
         self.mechanisms = mechanisms
         self.credentials = credentials or CredentialStore()
@@ -217,7 +219,9 @@ class Session:
             answer = await self._evaluate(token)
         except AuthenticationFailed as exc:
             return self._failed_reply(
-                header, {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": str(exc)}, str(exc)
+                header,
+                {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": str(exc), "auth_bytes": b""},
+                str(exc),
             )
         except CredentialsRejected:
             message = (
@@ -225,7 +229,9 @@ class Session:
                 f"mechanism {self._mechanism}"
             )
             return self._failed_reply(
-                header, {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": message}, message
+                header,
+                {"error_code": SASL_AUTHENTICATION_FAILED, "error_message": message, "auth_bytes": b""},
+                message,
             )
         lifetime_ms = self._completed_lifetime_ms()
         data = {"error_code": 0, "error_message": None, "auth_bytes": answer, "session_lifetime": lifetime_ms}

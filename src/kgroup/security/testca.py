@@ -13,11 +13,11 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["TestCa", "make_test_ca"]
+__all__ = ["CaFiles", "make_test_ca"]
 
 
 @dataclass(frozen=True, slots=True)
-class TestCa:
+class CaFiles:
     """The files :func:`make_test_ca` wrote."""
 
     directory: Path
@@ -32,7 +32,7 @@ def make_test_ca(
     clients: tuple[str, ...] = (),
     hosts: tuple[str, ...] = ("127.0.0.1", "localhost"),
     days: int = 30,
-) -> TestCa:
+) -> CaFiles:
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -126,4 +126,4 @@ def make_test_ca(
 
     server_cert, server_key = leaf(hosts[0] if hosts else "localhost", "server", True)
     made = {client: leaf(client, client, False) for client in clients}
-    return TestCa(directory, ca_path, server_cert, server_key, made)
+    return CaFiles(directory, ca_path, server_cert, server_key, made)

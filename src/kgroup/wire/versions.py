@@ -25,11 +25,13 @@ SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     14: (0, 5),  # SyncGroup
     15: (0, 5),  # DescribeGroups
     16: (0, 5),  # ListGroups
+    17: (0, 1),  # SaslHandshake
     18: (0, 4),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 6),  # DeleteTopics
     22: (0, 5),  # InitProducerId
     32: (1, 4),  # DescribeConfigs
+    36: (0, 2),  # SaslAuthenticate
     42: (0, 2),  # DeleteGroups
     68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; librdkafka's group.protocol=consumer needs v1)
     69: (0, 1),  # ConsumerGroupDescribe
@@ -49,11 +51,13 @@ API_NAMES: Final[dict[int, str]] = {
     14: "SyncGroup",
     15: "DescribeGroups",
     16: "ListGroups",
+    17: "SaslHandshake",
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
     22: "InitProducerId",
     32: "DescribeConfigs",
+    36: "SaslAuthenticate",
     42: "DeleteGroups",
     68: "ConsumerGroupHeartbeat",
     69: "ConsumerGroupDescribe",
