@@ -6,6 +6,7 @@ logs and the group coordinator. An adapter like ``kgroup.sim``: it feeds the sam
 """
 
 from kgroup.broker import (  # noqa: F401  (register the handlers)
+    handlers_acls,
     handlers_admin,
     handlers_data,
     handlers_group,

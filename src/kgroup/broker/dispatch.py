@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.api_versions.v0.response import ApiVersionsResponse
 
+from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.wire.codec import (
     API_VERSIONS_KEY,
     RequestHeader,
@@ -105,6 +106,13 @@ class RequestContext:
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    def authorized(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """Whether this connection's principal may do ``operation`` on the resource (always, without
+        an authorizer): the one security check handlers make (kgroup.security.acl)."""
+        return self.broker.security.authorize(
+            self.principal, self.client_host, operation, resource_type, name
+        )
 
 
 #: a handler returns the response as plain data (see :func:`kgroup.wire.codec.build`), as the kio

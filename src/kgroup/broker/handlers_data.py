@@ -16,6 +16,7 @@ from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.log.errors import LogError
 from kgroup.model import PeerError
+from kgroup.security.acl import AclOperation, ResourceType
 
 log = logging.getLogger("kgroup.broker")
 
@@ -29,6 +30,7 @@ NOT_LEADER_OR_FOLLOWER = 6
 INVALID_REQUIRED_ACKS = 21
 KAFKA_STORAGE_ERROR = 56
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+TOPIC_AUTHORIZATION_FAILED = 29
 FETCH_SESSION_ID_NOT_FOUND = 70
 UNKNOWN_LEADER_EPOCH = 75
 FENCED_LEADER_EPOCH = 74
@@ -96,6 +98,8 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             elif acks not in (-1, 0, 1):
                 code = INVALID_REQUIRED_ACKS
+            elif not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, topic.name):
+                code = TOPIC_AUTHORIZATION_FAILED
             else:
                 code = _leader_check(ctx, topic.name, index)
             if code == NOT_LEADER_OR_FOLLOWER:
@@ -159,7 +163,10 @@ def _fetch_partition(
         "preferred_read_replica": -1,
         "records": b"",
     }
-    code = _leader_check(ctx, topic, index)
+    if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, topic):
+        code = TOPIC_AUTHORIZATION_FAILED
+    else:
+        code = _leader_check(ctx, topic, index)
     if code == UNKNOWN_TOPIC_OR_PARTITION:
         # KafkaApis answers an unknown partition before the replica manager reads, with the
         # response's default (an empty aborted-transactions list, not null)
@@ -289,7 +296,10 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "offset": -1,
                 "leader_epoch": -1,
             }
-            code = _leader_check(ctx, topic.name, index)
+            if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+                code = TOPIC_AUTHORIZATION_FAILED
+            else:
+                code = _leader_check(ctx, topic.name, index)
             if code == NONE:
                 code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
             if code == NONE:

@@ -44,6 +44,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
+from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.consumer_group import (
     consumer_group_describe_request_from_wire,
     consumer_group_describe_response_to_wire,
@@ -57,6 +58,14 @@ __all__: list[str] = []
 GROUP_KEY = 0
 COORDINATOR_NOT_AVAILABLE = 15
 INVALID_REQUEST = 42
+TOPIC_AUTHORIZATION_FAILED = 29
+GROUP_AUTHORIZATION_FAILED = 30
+
+
+def _group_denied(ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
+    return not ctx.authorized(operation, ResourceType.GROUP, group_id)
+
+
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
@@ -92,6 +101,15 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "port": -1,
                 "error_code": COORDINATOR_NOT_AVAILABLE,
                 "error_message": "kgroup has no transaction coordinator",
+            }
+        elif _group_denied(ctx, AclOperation.DESCRIBE, key):
+            entry = {
+                "key": key,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+                "error_code": GROUP_AUTHORIZATION_FAILED,
+                "error_message": None,
             }
         else:
             node = broker.cluster.coordinator_for(key)
@@ -142,10 +160,11 @@ def _member_id_too_long(ctx: RequestContext, request: Any) -> bool:
 
 @register(11)
 async def join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if _member_id_too_long(ctx, request):
+    denied = _group_denied(ctx, AclOperation.READ, request.group_id)
+    if denied or _member_id_too_long(ctx, request):
         return {
             "throttle_time": 0,
-            "error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR),
+            "error_code": GROUP_AUTHORIZATION_FAILED if denied else int(ErrorCode.UNKNOWN_SERVER_ERROR),
             "generation_id": -1,
             "protocol_type": None,
             "protocol_name": None if ctx.version >= 7 else "",
@@ -188,6 +207,14 @@ async def join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(14)
 async def sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if _group_denied(ctx, AclOperation.READ, request.group_id):
+        return {
+            "throttle_time": 0,
+            "error_code": GROUP_AUTHORIZATION_FAILED,
+            "protocol_type": None,
+            "protocol_name": None,
+            "assignment": b"",
+        }
     body = SyncGroupRequest(
         group_id=request.group_id,
         generation_id=int(request.generation_id),
@@ -210,6 +237,8 @@ async def sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(12)
 async def heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if _group_denied(ctx, AclOperation.READ, request.group_id):
+        return {"throttle_time": 0, "error_code": GROUP_AUTHORIZATION_FAILED}
     body = HeartbeatRequest(
         request.group_id,
         int(request.generation_id),
@@ -223,6 +252,8 @@ async def heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(13)
 async def leave_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if _group_denied(ctx, AclOperation.READ, request.group_id):
+        return {"throttle_time": 0, "error_code": GROUP_AUTHORIZATION_FAILED, "members": []}
     if ctx.version >= 3:
         members = tuple(
             LeaveGroupMember(m.member_id, m.group_instance_id, getattr(m, "reason", None))
@@ -268,10 +299,18 @@ async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
     codes: list[int] = []  # per request partition; -2 marks one the coordinator answers
     candidates: list[tuple[str, Any]] = []  # (topic name, kio partition) for the coordinator
     sized: list[tuple[str, str]] = []  # (topic, metadata) of each offset record a commit would write
+    group_denied = _group_denied(ctx, AclOperation.READ, request.group_id)
     for topic in request.topics:
         info = topics.get(topic.name)
+        topic_denied = not group_denied and not ctx.authorized(
+            AclOperation.READ, ResourceType.TOPIC, topic.name
+        )
         for p in topic.partitions:
-            if info is None or not 0 <= int(p.partition_index) < info.partitions:
+            if group_denied:
+                codes.append(GROUP_AUTHORIZATION_FAILED)
+            elif topic_denied:
+                codes.append(TOPIC_AUTHORIZATION_FAILED)
+            elif info is None or not 0 <= int(p.partition_index) < info.partitions:
                 codes.append(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 codes.append(_ASKED)
@@ -383,6 +422,11 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
             # v9+: a consumer-protocol member says who it is (its epoch is checked)
             member_id = getattr(group, "member_id", None)
             member_epoch = int(getattr(group, "member_epoch", -1))
+            if _group_denied(ctx, AclOperation.DESCRIBE, group.group_id):
+                groups.append(
+                    {"group_id": group.group_id, "topics": [], "error_code": GROUP_AUTHORIZATION_FAILED}
+                )
+                continue
             answer = await _fetch_group(ctx, group.group_id, group.topics, member_id, member_epoch)
             groups.append(
                 {
@@ -392,6 +436,8 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 }
             )
         return {"throttle_time": 0, "groups": groups}
+    if _group_denied(ctx, AclOperation.DESCRIBE, request.group_id):
+        return {"throttle_time": 0, "topics": [], "error_code": GROUP_AUTHORIZATION_FAILED}
     answer = await _fetch_group(ctx, request.group_id, request.topics)
     return {"throttle_time": 0, "topics": _offset_topics(answer), "error_code": int(answer.error_code)}
 
@@ -402,10 +448,11 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     for group_id in request.groups:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        if ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
+        denied = _group_denied(ctx, AclOperation.DESCRIBE, group_id)
+        if denied or ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
             described.append(
                 {
-                    "error_code": int(ErrorCode.NOT_COORDINATOR),
+                    "error_code": GROUP_AUTHORIZATION_FAILED if denied else int(ErrorCode.NOT_COORDINATOR),
                     "group_id": group_id,
                     "group_state": "",
                     "protocol_type": "",
@@ -464,6 +511,9 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "group_type": g.group_type,
         }
         for g in answer.groups
+        # without DESCRIBE on the cluster, only the groups the principal may describe (KafkaApis)
+        if ctx.authorized(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
+        or not _group_denied(ctx, AclOperation.DESCRIBE, g.group_id)
     ]
     return {"throttle_time": 0, "error_code": int(answer.error_code), "groups": groups}
 
@@ -474,7 +524,9 @@ async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     for group_id in request.groups_names:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        if ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
+        if _group_denied(ctx, AclOperation.DELETE, group_id):
+            code = GROUP_AUTHORIZATION_FAILED
+        elif ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
             code = ErrorCode.NOT_COORDINATOR
         else:
             code = ctx.broker.groups.delete_group(ctx.node_id, group_id)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 __all__ = [
+    "CLUSTER_NAME",
     "WILDCARD",
     "WILDCARD_PRINCIPAL",
     "AclBinding",

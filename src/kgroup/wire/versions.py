@@ -30,6 +30,9 @@ SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     19: (2, 7),  # CreateTopics
     20: (1, 6),  # DeleteTopics
     22: (0, 5),  # InitProducerId
+    29: (1, 3),  # DescribeAcls (Kafka 4 removed v0)
+    30: (1, 3),  # CreateAcls
+    31: (1, 3),  # DeleteAcls
     32: (1, 4),  # DescribeConfigs
     36: (0, 2),  # SaslAuthenticate
     42: (0, 2),  # DeleteGroups
@@ -56,6 +59,9 @@ API_NAMES: Final[dict[int, str]] = {
     19: "CreateTopics",
     20: "DeleteTopics",
     22: "InitProducerId",
+    29: "DescribeAcls",
+    30: "CreateAcls",
+    31: "DeleteAcls",
     32: "DescribeConfigs",
     36: "SaslAuthenticate",
     42: "DeleteGroups",
