@@ -171,3 +171,26 @@ def test_validation_messages() -> None:
     assert validate_new_acl(acl("t", Op.READ, pattern=PT.MATCH)) == "Invalid patternType MATCH"
     assert validate_new_acl(acl("t", Op.READ, rtype=RT.ANY)) == "Invalid resourceType ANY"
     assert "no colon is present" in (validate_new_acl(acl("t", Op.READ, principal="alice")) or "")
+
+
+def test_authorize_by_resource_type_as_kafkas_default() -> None:
+    """Kafka's ``Authorizer.authorizeByResourceType`` (InitProducerId: WRITE on some topic)."""
+
+    def may_write_some_topic(acls_: list[AclBinding], supers: tuple[str, ...] = ()) -> bool:
+        return Authorizer(acls_, supers).authorize_by_resource_type("User:alice", "h", Op.WRITE, RT.TOPIC)
+
+    assert not may_write_some_topic([])
+    assert may_write_some_topic([], ("User:alice",))
+    assert may_write_some_topic([acl("orders", Op.WRITE)])
+    assert may_write_some_topic([acl("*", Op.ALL)])
+    assert not may_write_some_topic([acl("orders", Op.READ)])
+    assert not may_write_some_topic([acl("orders", Op.WRITE), acl("orders", Op.WRITE, Perm.DENY)])
+    # a DENY prefix covering the allowed name (from its first character on) denies it
+    assert not may_write_some_topic(
+        [acl("orders", Op.WRITE), acl("or", Op.WRITE, Perm.DENY, pattern=PT.PREFIXED)]
+    )
+    assert may_write_some_topic([acl("orders", Op.WRITE), acl("x", Op.WRITE, Perm.DENY, pattern=PT.PREFIXED)])
+    # a DENY of "*" wins over everything, an ALLOW of "*" over any other DENY
+    assert not may_write_some_topic([acl("*", Op.WRITE), acl("*", Op.WRITE, Perm.DENY)])
+    assert may_write_some_topic([acl("*", Op.WRITE), acl("a", Op.WRITE, Perm.DENY, pattern=PT.PREFIXED)])
+    assert not may_write_some_topic([acl("orders", Op.WRITE, principal="User:bob")])

@@ -136,6 +136,11 @@ def scenario(bootstrap: str) -> dict[str, Any]:
         producer.produce(topic, b"v", on_delivery=lambda err, msg, into=reports: into.append(err))
         producer.flush(20)
         seen[f"produce {topic}"] = _code(reports[0]) if reports else "no report"
+    idempotent = confluent_kafka.Producer({**alice, "enable.idempotence": True, "message.timeout.ms": 10000})
+    reports_idempotent: list[Any] = []
+    idempotent.produce("d-write", b"v", on_delivery=lambda err, msg: reports_idempotent.append(err))
+    idempotent.flush(20)
+    seen["idempotent produce d-write"] = _code(reports_idempotent[0]) if reports_idempotent else "no report"
     for topic in ("d-read", "d-none"):
         consumer = confluent_kafka.Consumer({**alice, "group.id": "d-group-ok", "enable.auto.commit": False})
         try:
@@ -163,6 +168,11 @@ def scenario(bootstrap: str) -> dict[str, Any]:
         seen["create topic"] = "NONE"
     except confluent_kafka.KafkaException as exc:
         seen["create topic"] = _code(exc)
+    try:
+        alice_admin.delete_topics(["d-read"])["d-read"].result(timeout=20)
+        seen["delete topic"] = "NONE"
+    except confluent_kafka.KafkaException as exc:
+        seen["delete topic"] = _code(exc)
     try:
         alice_admin.describe_consumer_groups(["d-group-denied"])["d-group-denied"].result(timeout=20)
         seen["describe group"] = "NONE"

@@ -10,6 +10,7 @@ from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_admin,
     handlers_data,
     handlers_group,
+    handlers_scram,
     handlers_security,
 )
 from kgroup.broker.broker import Broker

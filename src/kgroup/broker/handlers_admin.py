@@ -331,6 +331,18 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         else:
             info = cluster.topics.get(name or "")
             missing = UNKNOWN_TOPIC_OR_PARTITION
+        subject = info.name if info is not None else name
+        if subject is not None and not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, subject):
+            # whether it exists is not disclosed
+            results.append(
+                {
+                    "name": name,
+                    "topic_id": topic_id or ZERO_UUID,
+                    "error_code": TOPIC_AUTHORIZATION_FAILED,
+                    "error_message": None,
+                }
+            )
+            continue
         if info is None:
             results.append(
                 {

@@ -16,7 +16,7 @@ from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.log.errors import LogError
 from kgroup.model import PeerError
-from kgroup.security.acl import AclOperation, ResourceType
+from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 log = logging.getLogger("kgroup.broker")
 
@@ -31,6 +31,7 @@ INVALID_REQUIRED_ACKS = 21
 KAFKA_STORAGE_ERROR = 56
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 TOPIC_AUTHORIZATION_FAILED = 29
+CLUSTER_AUTHORIZATION_FAILED = 31
 FETCH_SESSION_ID_NOT_FOUND = 70
 UNKNOWN_LEADER_EPOCH = 75
 FENCED_LEADER_EPOCH = 74
@@ -330,6 +331,19 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
         return {
             "throttle_time": 0,
             "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+    # KafkaApis: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+    security = ctx.broker.security
+    if not ctx.authorized(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME) and not (
+        security.authorize_by_resource_type(
+            ctx.principal, ctx.client_host, AclOperation.WRITE, ResourceType.TOPIC
+        )
+    ):
+        return {
+            "throttle_time": 0,
+            "error_code": CLUSTER_AUTHORIZATION_FAILED,
             "producer_id": -1,
             "producer_epoch": -1,
         }

@@ -280,3 +280,43 @@ class Authorizer:
         if allowed:
             return True
         return not found_any and self.allow_everyone_if_no_acl_found
+
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether the principal may do ``operation`` on *some* resource of the type (Kafka's
+        ``Authorizer.authorizeByResourceType``, which ``StandardAuthorizer`` keeps): allowed as for a
+        resource named ``hardcode``, or by an ALLOW (``*``, or a name no DENY covers)."""
+        if self.authorize(principal, host, operation, resource_type, "hardcode"):
+            return True
+        deny_literal: set[str] = set()
+        deny_prefixed: set[str] = set()
+        allow_literal: set[str] = set()
+        allow_prefixed: set[str] = set()
+        wildcard_allow = False
+        for acl in self._acls:
+            if acl.resource_type != resource_type or acl.host not in (host, WILDCARD):
+                continue
+            if acl.principal not in (principal, WILDCARD_PRINCIPAL):
+                continue
+            if acl.operation not in (operation, AclOperation.ALL):
+                continue
+            literal = acl.pattern_type is PatternType.LITERAL
+            if acl.permission is AclPermissionType.DENY:
+                if literal and acl.resource_name == WILDCARD:
+                    return False
+                (deny_literal if literal else deny_prefixed).add(acl.resource_name)
+            elif acl.permission is AclPermissionType.ALLOW:
+                if literal and acl.resource_name == WILDCARD:
+                    wildcard_allow = True
+                    continue
+                (allow_literal if literal else allow_prefixed).add(acl.resource_name)
+        if wildcard_allow:
+            return True
+        for kind, names in ((PatternType.LITERAL, allow_literal), (PatternType.PREFIXED, allow_prefixed)):
+            for name in names:
+                if kind is PatternType.LITERAL and name in deny_literal:
+                    continue
+                if not any(name[:end] in deny_prefixed for end in range(1, len(name) + 1)):
+                    return True
+        return False

@@ -77,6 +77,15 @@ class SecurityRuntime:
             return True
         return self.authorizer.authorize(principal, host.lstrip("/"), operation, resource_type, name)
 
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        if not self.config.authorizer:
+            return True
+        return self.authorizer.authorize_by_resource_type(
+            principal, host.lstrip("/"), operation, resource_type
+        )
+
     def save_acls(self) -> None:
         if self.config.state_dir is not None:
             write_json(self.config.state_dir / ACL_FILE, [acl.to_json() for acl in self.authorizer.acls()])

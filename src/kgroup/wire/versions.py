@@ -36,6 +36,8 @@ SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     32: (1, 4),  # DescribeConfigs
     36: (0, 2),  # SaslAuthenticate
     42: (0, 2),  # DeleteGroups
+    50: (0, 0),  # DescribeUserScramCredentials
+    51: (0, 0),  # AlterUserScramCredentials
     68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; librdkafka's group.protocol=consumer needs v1)
     69: (0, 1),  # ConsumerGroupDescribe
 }
@@ -65,6 +67,8 @@ API_NAMES: Final[dict[int, str]] = {
     32: "DescribeConfigs",
     36: "SaslAuthenticate",
     42: "DeleteGroups",
+    50: "DescribeUserScramCredentials",
+    51: "AlterUserScramCredentials",
     68: "ConsumerGroupHeartbeat",
     69: "ConsumerGroupDescribe",
 }
