@@ -47,9 +47,12 @@ def test_java_producer(secure_broker: KafkaBroker, test_ca: CaFiles, protocol: s
 def test_java_producer_wrong_password(secure_broker: KafkaBroker, test_ca: CaFiles) -> None:
     require_apache_kafka()
     bootstrap = secure_broker.listener_bootstrap_servers("SASL_SSL")
-    with JavaProducer(
-        bootstrap, config=java_config(test_ca, "SASL_SSL", "SCRAM-SHA-256", "wrong")
-    ) as producer, pytest.raises(JavaClientError) as failure:
+    with (
+        JavaProducer(
+            bootstrap, config=java_config(test_ca, "SASL_SSL", "SCRAM-SHA-256", "wrong")
+        ) as producer,
+        pytest.raises(JavaClientError) as failure,
+    ):
         producer.send_records("orders", [("k", "never")], timeout_s=60)
     kafka_message = (
         "Authentication failed during authentication due to invalid credentials with SASL mechanism "
