@@ -18,10 +18,13 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from tests.broker.rawclient import RawClient
+from tests.broker.rawdata import fetch_request
 
 from kgroup.testing import KafkaBroker
 from kgroup.testing.apache_kafka import ApacheKafka, require_apache_kafka
 from kgroup.testing.apache_kafka import cluster as apache_cluster
+from kgroup.wire.codec import build, request_class
 
 USERS = {"alice": "alice-pw-4Tg", "admin": "admin-pw-8Hs"}
 TOPICS = ["d-write", "d-read", "d-none"]
@@ -115,6 +118,51 @@ def _commit(consumer: confluent_kafka.Consumer, topic: str) -> str:
     return outcome
 
 
+def raw_requests(bootstrap: str) -> dict[str, Any]:
+    """Fetch, ListOffsets and Metadata of named topics on a raw connection authenticated as alice:
+    the per-partition / per-topic error codes (which clients retry or hide)."""
+    seen: dict[str, Any] = {}
+    with RawClient(bootstrap) as raw:
+        raw.request(build(request_class(17, 1), {"mechanism": "PLAIN"}))
+        answer = raw.request(
+            build(request_class(36, 2), {"auth_bytes": f"\0alice\0{USERS['alice']}".encode()})
+        )
+        assert answer.error_code == 0
+        fetched = raw.request(fetch_request([("d-read", 0, 0), ("d-none", 0, 0)]))
+        seen["fetch"] = {t.topic: [int(p.error_code) for p in t.partitions] for t in fetched.responses}
+        offsets = raw.request(
+            build(
+                request_class(2, 7),
+                {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [
+                        {
+                            "name": name,
+                            "partitions": [
+                                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
+                            ],
+                        }
+                        for name in ("d-read", "d-none")
+                    ],
+                },
+            )
+        )
+        seen["list offsets"] = {t.name: [int(p.error_code) for p in t.partitions] for t in offsets.topics}
+        metadata = raw.request(
+            build(
+                request_class(3, 12),
+                {
+                    "topics": [{"topic_id": None, "name": n} for n in ("d-read", "d-none", "d-missing")],
+                    "allow_auto_topic_creation": True,
+                    "include_topic_authorized_operations": False,
+                },
+            )
+        )
+        seen["metadata named"] = {t.name: int(t.error_code) for t in metadata.topics}
+    return seen
+
+
 def scenario(bootstrap: str) -> dict[str, Any]:
     """Set up topics and ACLs as admin, then try each operation as alice; the observed errors."""
     admin = AdminClient(config(bootstrap, "admin"))
@@ -159,6 +207,7 @@ def scenario(bootstrap: str) -> dict[str, Any]:
         seen["join d-group-denied"] = outcome
     finally:
         consumer.close()
+    seen.update(raw_requests(bootstrap))
     alice_admin = AdminClient(alice)
     listed = alice_admin.list_topics(timeout=20)
     seen["metadata"] = sorted(t for t in listed.topics if t in TOPICS)
@@ -214,3 +263,4 @@ def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> N
     assert theirs["produce d-none"] == "TOPIC_AUTHORIZATION_FAILED"
     assert theirs["join d-group-denied"] == "GROUP_AUTHORIZATION_FAILED"
     assert theirs["create acls"] == "CLUSTER_AUTHORIZATION_FAILED"
+    assert theirs["fetch"] == {"d-read": [0], "d-none": [29]}
