@@ -195,18 +195,21 @@ def scenario(bootstrap: str) -> dict[str, Any]:
             seen[f"commit {topic}"] = _commit(consumer, topic)
         finally:
             consumer.close()
-    consumer = confluent_kafka.Consumer({**alice, "group.id": "d-group-denied"})
-    try:
-        consumer.subscribe(["d-read"])
-        outcome = "nothing"
-        for _ in range(40):
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is not None:
-                outcome = _code(message.error())
-                break
-        seen["join d-group-denied"] = outcome
-    finally:
-        consumer.close()
+    for protocol in ("classic", "consumer"):
+        consumer = confluent_kafka.Consumer(
+            {**alice, "group.id": "d-group-denied", "group.protocol": protocol}
+        )
+        try:
+            consumer.subscribe(["d-read"])
+            outcome = "nothing"
+            for _ in range(40):
+                message = consumer.poll(0.5)
+                if message is not None and message.error() is not None:
+                    outcome = _code(message.error())
+                    break
+            seen[f"join d-group-denied ({protocol})"] = outcome
+        finally:
+            consumer.close()
     seen.update(raw_requests(bootstrap))
     alice_admin = AdminClient(alice)
     listed = alice_admin.list_topics(timeout=20)
@@ -261,6 +264,7 @@ def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> N
     assert ours == theirs
     # and the table holds denials, not only successes
     assert theirs["produce d-none"] == "TOPIC_AUTHORIZATION_FAILED"
-    assert theirs["join d-group-denied"] == "GROUP_AUTHORIZATION_FAILED"
+    assert theirs["join d-group-denied (classic)"] == "GROUP_AUTHORIZATION_FAILED"
+    assert theirs["join d-group-denied (consumer)"] == "GROUP_AUTHORIZATION_FAILED"
     assert theirs["create acls"] == "CLUSTER_AUTHORIZATION_FAILED"
     assert theirs["fetch"] == {"d-read": [0], "d-none": [29]}

@@ -60,6 +60,8 @@ COORDINATOR_NOT_AVAILABLE = 15
 INVALID_REQUEST = 42
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
+#: Kafka's default message of GroupAuthorizationException (Errors.GROUP_AUTHORIZATION_FAILED)
+_GROUP_DENIED_MESSAGE = "Group authorization failed."
 
 
 def _group_denied(ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
@@ -559,6 +561,9 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
         if text is not None and _longer_than_kafka_reads(text):
             raise CloseConnection("ConsumerGroupHeartbeat: a string field is longer than 32767 bytes")
     answer = invalid_heartbeat_answer(body, ctx.version, ctx.broker.groups.config.consumer_assignors)
+    if answer is None and _group_denied(ctx, AclOperation.READ, body.group_id):
+        # KafkaApis: READ on the group, after the request's own checks
+        answer = ConsumerGroupHeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED, _GROUP_DENIED_MESSAGE)
     if answer is None:
         response = await _call(ctx, body.group_id, body)
         assert isinstance(response, ConsumerGroupHeartbeatResponse)
@@ -579,6 +584,11 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
             await ctx.pacer.pause()
         if not group_id:
             invalid.append(DescribedConsumerGroup(ErrorCode.INVALID_GROUP_ID, ""))
+            continue
+        if _group_denied(ctx, AclOperation.DESCRIBE, group_id):
+            described.append(
+                DescribedConsumerGroup(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id, _GROUP_DENIED_MESSAGE)
+            )
             continue
         answer = await _call(ctx, group_id, ConsumerGroupDescribeRequest((group_id,)))
         assert isinstance(answer, ConsumerGroupDescribeResponse)
