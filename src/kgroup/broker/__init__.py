@@ -5,7 +5,14 @@ connections (:mod:`.connection`) → dispatch (:mod:`.dispatch`) → per-API han
 logs and the group coordinator. An adapter like ``kgroup.sim``: it feeds the same pure core.
 """
 
-from kgroup.broker import handlers_admin, handlers_data, handlers_group  # noqa: F401  (register the handlers)
+from kgroup.broker import (  # noqa: F401  (register the handlers)
+    handlers_acls,
+    handlers_admin,
+    handlers_data,
+    handlers_group,
+    handlers_scram,
+    handlers_security,
+)
 from kgroup.broker.broker import Broker
 from kgroup.broker.config import BrokerConfig, parse_topic_spec
 from kgroup.broker.server import run_broker, serve

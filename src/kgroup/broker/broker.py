@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, ParamSpec, TypeVar
 
 from kgroup.broker.cluster import Cluster, topic_name_error
@@ -19,6 +20,8 @@ from kgroup.broker.config import BrokerConfig
 from kgroup.broker.logapi import LogManagerLike
 from kgroup.broker.waiters import AppendWatchers, FetchWaiter
 from kgroup.model import KgroupError
+from kgroup.security.listeners import Listener
+from kgroup.security.runtime import SecurityRuntime
 
 __all__ = ["Broker", "wall_clock_ms"]
 
@@ -43,9 +46,15 @@ class Broker:
         self.logs = logs
         self.clock_ms = clock_ms
         self.cluster = Cluster(config, logs)
+        #: broker id -> port of its first listener
         self.ports: dict[int, int] = {}
+        #: listener name -> broker id -> port ("" names the default PLAINTEXT listener)
+        self.listener_ports: dict[str, dict[int, int]] = {}
         self.connections: dict[int, set[asyncio.StreamWriter]] = {b: set() for b in self.cluster.broker_ids}
-        self._servers: dict[int, asyncio.Server] = {}
+        self._servers: dict[int, list[asyncio.Server]] = {}
+        # a PLAIN password is salted and hashed (some ms) away from the loop, one at a time
+        self._auth_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-auth")
+        self.security = SecurityRuntime(config.security, clock_s=time.monotonic, run_blocking=self._run_auth)
         self.fetch_waiters = AppendWatchers()
         self._next_producer_id = (wall_clock_ms() << 12) & ((1 << 62) - 1)
         self._tick_task: asyncio.Task[None] | None = None
@@ -75,18 +84,39 @@ class Broker:
         self._tick_task = asyncio.get_running_loop().create_task(self._tick())
 
     async def start_listener(self, broker_id: int) -> None:
+        listeners: tuple[Listener | None, ...] = self.config.security.listeners or (None,)
+        servers: list[asyncio.Server] = []
+        try:
+            for listener in listeners:
+                servers.append(await self._listen(broker_id, listener))
+        except BaseException:
+            for server in servers:
+                server.close()
+            raise
+        self._servers[broker_id] = servers
+        first = servers[0].sockets[0].getsockname()[1]
+        self.ports[broker_id] = first
+        self.cluster.broker_started(broker_id)
+
+    async def _listen(self, broker_id: int, listener: Listener | None) -> asyncio.Server:
         from kgroup.broker.connection import serve_connection
 
-        port = self.ports.get(broker_id)
+        name = "" if listener is None else listener.name
+        host = self.config.host if listener is None else listener.host
+        base = self.config.port if listener is None else listener.port
+        ports = self.listener_ports.setdefault(name, {})
+        port = ports.get(broker_id)
         if port is None:
-            port = 0 if self.config.port == 0 else self.config.port + broker_id
+            port = 0 if base == 0 else base + broker_id
 
-        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async def on_connect(
+            listener: Listener | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        ) -> None:
             task = asyncio.current_task()
             if task is not None:
                 self._connection_tasks.add(task)
             try:
-                await serve_connection(self, broker_id, reader, writer)
+                await serve_connection(self, broker_id, reader, writer, listener)
             except asyncio.CancelledError:
                 # shutdown: end quietly (asyncio's server callback would log a cancelled task)
                 return
@@ -94,26 +124,37 @@ class Broker:
                 if task is not None:
                     self._connection_tasks.discard(task)
 
+        tls = self.security.ssl_context() if listener is not None and listener.tls else None
         try:
-            server = await asyncio.start_server(on_connect, self.config.host, port, reuse_address=True)
+            server = await asyncio.start_server(
+                partial(on_connect, listener), host, port, reuse_address=True, ssl=tls
+            )
         except OSError as exc:
+            where = "--port" if listener is None else f"--listener {listener}"
             raise KgroupError(
-                f"port: cannot listen on {self.config.host}:{port} ({exc.strerror}); "
-                f"pick another with --port (0 picks a free one)"
+                f"port: cannot listen on {host}:{port} ({exc.strerror}); "
+                f"pick another with {where} (0 picks a free one)"
             ) from None
-        self._servers[broker_id] = server
-        self.ports[broker_id] = server.sockets[0].getsockname()[1]
-        self.cluster.broker_started(broker_id)
+        ports[broker_id] = server.sockets[0].getsockname()[1]
+        return server
+
+    def advertised(self, listener: str) -> tuple[str, dict[int, int]]:
+        """The host and per-broker ports a client that came through ``listener`` is told of (Kafka
+        advertises the listener the request arrived on)."""
+        for candidate in self.config.security.listeners:
+            if candidate.name == listener:
+                return candidate.host, self.listener_ports.get(listener, {})
+        return self.config.host, self.ports
 
     async def stop_listener(self, broker_id: int) -> None:
         """Take one broker down: stop listening, drop its connections, move its leaderships."""
-        server = self._servers.pop(broker_id, None)
+        servers = self._servers.pop(broker_id, [])
         self.cluster.broker_stopped(broker_id)
-        if server is not None:
+        for server in servers:
             server.close()
         for writer in list(self.connections[broker_id]):
             writer.close()
-        if server is not None:
+        for server in servers:
             await server.wait_closed()
         self.groups.on_brokers_changed()
 
@@ -126,11 +167,13 @@ class Broker:
             self._tick_task.cancel()
             await asyncio.gather(self._tick_task, return_exceptions=True)
         for broker_id in list(self._servers):
-            server = self._servers.pop(broker_id)
-            server.close()
+            servers = self._servers.pop(broker_id)
+            for server in servers:
+                server.close()
             for writer in list(self.connections[broker_id]):
                 writer.close()
-            await server.wait_closed()
+            for server in servers:
+                await server.wait_closed()
         tasks = list(self._connection_tasks)
         for task in tasks:
             task.cancel()
@@ -138,6 +181,7 @@ class Broker:
         await self.groups.close()
         self.close_log.flush()
         self._codec.shutdown(wait=True, cancel_futures=True)
+        self._auth_thread.shutdown(wait=True, cancel_futures=True)
         self.logs.flush()
         self.logs.close()
 
@@ -158,7 +202,13 @@ class Broker:
 
     @property
     def bootstrap_servers(self) -> str:
-        return ",".join(f"{self.config.host}:{self.ports[b]}" for b in sorted(self.ports))
+        """Of the first listener."""
+        listeners = self.config.security.listeners
+        return self.listener_bootstrap_servers(listeners[0].name if listeners else "")
+
+    def listener_bootstrap_servers(self, listener: str) -> str:
+        host, ports = self.advertised(listener)
+        return ",".join(f"{host}:{ports[b]}" for b in sorted(ports))
 
     # --- shared services for handlers ------------------------------------------------------------
 
@@ -166,6 +216,10 @@ class Broker:
         """``function(*args, **kwargs)`` in the codec thread: a pure function of its arguments only."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._codec, functools.partial(function, *args, **kwargs))
+
+    async def _run_auth(self, function: Callable[[bytes], bytes], token: bytes) -> bytes:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._auth_thread, function, token)
 
     def allocate_producer_id(self) -> int:
         # Unique across restarts without a persisted counter: the start time in ms, shifted.

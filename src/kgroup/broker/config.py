@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kgroup.model import KgroupError
+from kgroup.security.listeners import SecurityConfig
 
 __all__ = ["BrokerConfig", "parse_topic_spec"]
 
@@ -59,6 +60,9 @@ class BrokerConfig:
     cluster_id: str = "kgroup-cluster"
     #: topics created at start: name -> partition count
     topics: tuple[tuple[str, int], ...] = field(default=())
+    #: listeners, TLS, SASL and ACLs (docs/security.md); the default is one PLAINTEXT listener on
+    #: ``host``/``port`` and no authorizer
+    security: SecurityConfig = field(default_factory=SecurityConfig)
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:

@@ -26,6 +26,7 @@ from kgroup.model import PeerError
 
 if TYPE_CHECKING:
     from kgroup.broker.broker import Broker
+    from kgroup.security.listeners import Listener
 
 __all__ = ["CloseLog", "serve_connection"]
 
@@ -69,7 +70,11 @@ class CloseLog:
 
 
 async def serve_connection(
-    broker: Broker, node_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    broker: Broker,
+    node_id: int,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    listener: Listener | None = None,
 ) -> None:
     peer = writer.get_extra_info("peername")
     where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
@@ -87,6 +92,9 @@ async def serve_connection(
     connections.add(writer)
     connection_id = broker.groups.new_connection_id(node_id, where)
     client_host = f"/{peer[0]}" if isinstance(peer, tuple) else "/127.0.0.1"
+    # authentication state (SASL, the TLS peer's principal): it answers frames itself until the
+    # connection is authenticated (kgroup.security.session)
+    session = broker.security.session(listener, writer.get_extra_info("ssl_object"))
     try:
         while True:
             try:
@@ -111,9 +119,22 @@ async def serve_connection(
                 )
                 return
             try:
-                response = await dispatch(broker, node_id, frame, connection_id, client_host)
+                outcome = await session.on_frame(frame)
+                if outcome is not None:
+                    if outcome.delay_s > 0:  # a failed authentication: only this connection waits
+                        await asyncio.sleep(outcome.delay_s)
+                    if outcome.reply is not None:
+                        writer.write(_SIZE.pack(len(outcome.reply)) + outcome.reply)
+                        await writer.drain()
+                    if outcome.close is not None:
+                        closing.closed(node_id, where, "authentication", outcome.close)
+                        return
+                    continue
+                response = await dispatch(broker, node_id, frame, connection_id, client_host, session)
             except (PeerError, CloseConnection) as exc:
                 closing.closed(node_id, where, "refused request", str(exc))
+                return
+            except ConnectionError:  # the peer went away while a session reply was being sent
                 return
             except Exception:  # a bug in kgroup: this connection ends, the server keeps serving
                 log.exception("broker %d: internal error on a request from %s; closing it", node_id, where)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.api_versions.v0.response import ApiVersionsResponse
 
+from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.wire.codec import (
     API_VERSIONS_KEY,
     RequestHeader,
@@ -41,6 +42,7 @@ from kgroup.wire.versions import API_NAMES, SUPPORTED_VERSIONS, supported
 
 if TYPE_CHECKING:
     from kgroup.broker.broker import Broker
+    from kgroup.security.session import Session
 
 __all__ = [
     "LARGE_FRAME_BYTES",
@@ -96,10 +98,21 @@ class RequestContext:
     connection: str  # unique per connection: where the coordinator addresses its replies
     client_host: str
     pacer: Pacer = field(default_factory=Pacer)
+    #: the connection's authenticated principal (``User:ANONYMOUS`` without authentication)
+    principal: str = "User:ANONYMOUS"
+    #: the name of the listener the request came through ("": the default PLAINTEXT listener)
+    listener: str = ""
 
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    def authorized(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """Whether this connection's principal may do ``operation`` on the resource (always, without
+        an authorizer): the one security check handlers make (kgroup.security.acl)."""
+        return self.broker.security.authorize(
+            self.principal, self.client_host, operation, resource_type, name
+        )
 
 
 #: a handler returns the response as plain data (see :func:`kgroup.wire.codec.build`), as the kio
@@ -131,7 +144,12 @@ def _unsupported_api_versions(correlation_id: int) -> bytes:
 
 
 async def dispatch(
-    broker: Broker, node_id: int, frame: bytes, connection: str = "-", client_host: str = "/127.0.0.1"
+    broker: Broker,
+    node_id: int,
+    frame: bytes,
+    connection: str = "-",
+    client_host: str = "/127.0.0.1",
+    session: Session | None = None,
 ) -> bytes | None:
     header = decode_request_header(frame)
     if header.api_key == API_VERSIONS_KEY and not supported(header.api_key, header.api_version):
@@ -152,7 +170,12 @@ async def dispatch(
         request = await broker.off_loop(decode_request, frame, header, max_elements=limit, piecewise=True)
     else:
         request = decode_request(frame, header, max_elements=limit)
-    data = await handler(RequestContext(broker, node_id, header, connection, client_host), request.body)
+    principal = "User:ANONYMOUS" if session is None else session.principal
+    listener = "" if session is None else session.listener
+    ctx = RequestContext(
+        broker, node_id, header, connection, client_host, principal=principal, listener=listener
+    )
+    data = await handler(ctx, request.body)
     if data is None:
         return None
     cls = response_class(header.api_key, header.api_version)

@@ -11,6 +11,7 @@ from kgroup.broker.cluster import OFFSETS_TOPIC, TopicInfo, topic_name_error
 from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
 from kgroup.log.errors import LogError
 from kgroup.model import PeerError
+from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 log = logging.getLogger("kgroup.broker")
 
@@ -26,6 +27,7 @@ INVALID_REPLICATION_FACTOR = 38
 INVALID_REQUEST = 42
 INVALID_CONFIG = 40
 UNKNOWN_TOPIC_ID = 100
+TOPIC_AUTHORIZATION_FAILED = 29
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 ZERO_UUID = uuid.UUID(int=0)
 #: kgroup's own limit (Kafka has none): a request for more partitions gets INVALID_PARTITIONS
@@ -57,10 +59,11 @@ async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 def _broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
     broker = ctx.broker
+    host, ports = broker.advertised(ctx.listener)
     return [
-        {"node_id": b, "host": broker.config.host, "port": broker.ports[b], "rack": None}
+        {"node_id": b, "host": host, "port": ports[b], "rack": None}
         for b in sorted(broker.cluster.alive)
-        if b in broker.ports
+        if b in ports
     ]
 
 
@@ -112,7 +115,9 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     pacer = ctx.pacer
     if requested is None or (ctx.version == 0 and not requested):
         for name in sorted(cluster.topics):
-            topics.append(_topic_entry(ctx, cluster.topics[name]))
+            # every topic: the ones the principal may not describe are left out (KafkaApis)
+            if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                topics.append(_topic_entry(ctx, cluster.topics[name]))
             if pacer.due():
                 await pacer.pause()
     else:
@@ -129,14 +134,26 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 info = cluster.topic_by_id(topic_id) if topic_id is not None else None
                 if info is None:
                     topics.append(_error_topic(None, UNKNOWN_TOPIC_ID, topic_id or ZERO_UUID))
+                elif not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, info.name):
+                    topics.append(_error_topic(None, TOPIC_AUTHORIZATION_FAILED, info.topic_id))
                 else:
                     topics.append(_topic_entry(ctx, info))
                 continue
             info = cluster.topics.get(name)
-            if info is not None:
+            if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                # not disclosed whether it exists (KafkaApis.handleTopicMetadataRequest)
+                topics.append(_error_topic(name, TOPIC_AUTHORIZATION_FAILED))
+            elif info is not None:
                 topics.append(_topic_entry(ctx, info))
             elif topic_name_error(name) is not None:
                 topics.append(_error_topic(name, INVALID_TOPIC_EXCEPTION))
+            elif (
+                allow_auto
+                and broker.config.auto_create_topics
+                and name != OFFSETS_TOPIC
+                and not _may_create(ctx, name)
+            ):
+                topics.append(_error_topic(name, TOPIC_AUTHORIZATION_FAILED))
             elif allow_auto and broker.config.auto_create_topics and name != OFFSETS_TOPIC:
                 # Kafka (KRaft) hands the creation to the controller and answers
                 # UNKNOWN_TOPIC_OR_PARTITION; the client asks again and finds the topic (created
@@ -160,6 +177,13 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
         "topics": topics,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    """CREATE on the cluster or on the topic (Kafka's rule for CreateTopics and auto-creation)."""
+    return ctx.authorized(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) or ctx.authorized(
+        AclOperation.CREATE, ResourceType.TOPIC, name
+    )
 
 
 def _created(
@@ -238,7 +262,9 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         if rf == -1:
             rf = broker.config.replication_factor
         error = topic_name_error(name)
-        if names[name] > 1:
+        if names[name] <= 1 and not _may_create(ctx, name):
+            results.append(_created(name, TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", None, 0, 0))
+        elif names[name] > 1:
             results.append(_created(name, INVALID_REQUEST, "Duplicate topic name.", None, 0, 0))
         elif error is not None:
             results.append(_created(name, INVALID_TOPIC_EXCEPTION, error, None, 0, 0))
@@ -305,6 +331,18 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         else:
             info = cluster.topics.get(name or "")
             missing = UNKNOWN_TOPIC_OR_PARTITION
+        subject = info.name if info is not None else name
+        if subject is not None and not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, subject):
+            # whether it exists is not disclosed
+            results.append(
+                {
+                    "name": name,
+                    "topic_id": topic_id or ZERO_UUID,
+                    "error_code": TOPIC_AUTHORIZATION_FAILED,
+                    "error_message": None,
+                }
+            )
+            continue
         if info is None:
             results.append(
                 {

@@ -17,6 +17,7 @@ from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.log.errors import LogError
 from kgroup.model import PeerError
+from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 log = logging.getLogger("kgroup.broker")
 
@@ -31,6 +32,8 @@ INVALID_REQUIRED_ACKS = 21
 INVALID_TOPIC_EXCEPTION = 17
 KAFKA_STORAGE_ERROR = 56
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+TOPIC_AUTHORIZATION_FAILED = 29
+CLUSTER_AUTHORIZATION_FAILED = 31
 FETCH_SESSION_ID_NOT_FOUND = 70
 UNKNOWN_LEADER_EPOCH = 75
 FENCED_LEADER_EPOCH = 74
@@ -98,6 +101,8 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             elif acks not in (-1, 0, 1):
                 code = INVALID_REQUIRED_ACKS
+            elif not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, topic.name):
+                code = TOPIC_AUTHORIZATION_FAILED
             elif topic.name == OFFSETS_TOPIC:  # Kafka: "Cannot append to internal topic"
                 code = INVALID_TOPIC_EXCEPTION
             else:
@@ -163,7 +168,10 @@ def _fetch_partition(
         "preferred_read_replica": -1,
         "records": b"",
     }
-    code = _leader_check(ctx, topic, index)
+    if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, topic):
+        code = TOPIC_AUTHORIZATION_FAILED
+    else:
+        code = _leader_check(ctx, topic, index)
     if code == UNKNOWN_TOPIC_OR_PARTITION:
         # KafkaApis answers an unknown partition before the replica manager reads, with the
         # response's default (an empty aborted-transactions list, not null)
@@ -293,7 +301,10 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "offset": -1,
                 "leader_epoch": -1,
             }
-            code = _leader_check(ctx, topic.name, index)
+            if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+                code = TOPIC_AUTHORIZATION_FAILED
+            else:
+                code = _leader_check(ctx, topic.name, index)
             if code == NONE:
                 code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
             if code == NONE:
@@ -324,6 +335,19 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
         return {
             "throttle_time": 0,
             "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+    # KafkaApis: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+    security = ctx.broker.security
+    if not ctx.authorized(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME) and not (
+        security.authorize_by_resource_type(
+            ctx.principal, ctx.client_host, AclOperation.WRITE, ResourceType.TOPIC
+        )
+    ):
+        return {
+            "throttle_time": 0,
+            "error_code": CLUSTER_AUTHORIZATION_FAILED,
             "producer_id": -1,
             "producer_epoch": -1,
         }

@@ -45,6 +45,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
+from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.consumer_group import (
     consumer_group_describe_request_from_wire,
     consumer_group_describe_response_to_wire,
@@ -57,6 +58,16 @@ __all__: list[str] = []
 GROUP_KEY = 0
 COORDINATOR_NOT_AVAILABLE = 15
 INVALID_REQUEST = 42
+TOPIC_AUTHORIZATION_FAILED = 29
+GROUP_AUTHORIZATION_FAILED = 30
+#: Kafka's default message of GroupAuthorizationException (Errors.GROUP_AUTHORIZATION_FAILED)
+_GROUP_DENIED_MESSAGE = "Group authorization failed."
+
+
+def _group_denied(ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
+    return not ctx.authorized(operation, ResourceType.GROUP, group_id)
+
+
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
@@ -93,9 +104,19 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "error_code": COORDINATOR_NOT_AVAILABLE,
                 "error_message": "kgroup has no transaction coordinator",
             }
+        elif _group_denied(ctx, AclOperation.DESCRIBE, key):
+            entry = {
+                "key": key,
+                "node_id": -1,
+                "host": "",
+                "port": -1,
+                "error_code": GROUP_AUTHORIZATION_FAILED,
+                "error_message": None,
+            }
         else:
             node = broker.cluster.coordinator_for(key)
-            if node < 0 or node not in broker.ports:
+            host, ports = broker.advertised(ctx.listener)
+            if node < 0 or node not in ports:
                 entry = {
                     "key": key,
                     "node_id": -1,
@@ -108,8 +129,8 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 entry = {
                     "key": key,
                     "node_id": node,
-                    "host": broker.config.host,
-                    "port": broker.ports[node],
+                    "host": host,
+                    "port": ports[node],
                     "error_code": 0,
                     "error_message": None,
                 }
@@ -141,10 +162,11 @@ def _member_id_too_long(ctx: RequestContext, request: Any) -> bool:
 
 @register(11)
 async def join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if _member_id_too_long(ctx, request):
+    denied = _group_denied(ctx, AclOperation.READ, request.group_id)
+    if denied or _member_id_too_long(ctx, request):
         return {
             "throttle_time": 0,
-            "error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR),
+            "error_code": GROUP_AUTHORIZATION_FAILED if denied else int(ErrorCode.UNKNOWN_SERVER_ERROR),
             "generation_id": -1,
             "protocol_type": None,
             "protocol_name": None if ctx.version >= 7 else "",
@@ -187,6 +209,14 @@ async def join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(14)
 async def sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if _group_denied(ctx, AclOperation.READ, request.group_id):
+        return {
+            "throttle_time": 0,
+            "error_code": GROUP_AUTHORIZATION_FAILED,
+            "protocol_type": None,
+            "protocol_name": None,
+            "assignment": b"",
+        }
     body = SyncGroupRequest(
         group_id=request.group_id,
         generation_id=int(request.generation_id),
@@ -209,6 +239,8 @@ async def sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(12)
 async def heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if _group_denied(ctx, AclOperation.READ, request.group_id):
+        return {"throttle_time": 0, "error_code": GROUP_AUTHORIZATION_FAILED}
     body = HeartbeatRequest(
         request.group_id,
         int(request.generation_id),
@@ -222,6 +254,8 @@ async def heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(13)
 async def leave_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if _group_denied(ctx, AclOperation.READ, request.group_id):
+        return {"throttle_time": 0, "error_code": GROUP_AUTHORIZATION_FAILED, "members": []}
     if ctx.version >= 3:
         members = tuple(
             LeaveGroupMember(m.member_id, m.group_instance_id, getattr(m, "reason", None))
@@ -267,10 +301,18 @@ async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
     codes: list[int] = []  # per request partition; -2 marks one the coordinator answers
     candidates: list[tuple[str, Any]] = []  # (topic name, kio partition) for the coordinator
     sized: list[tuple[str, str]] = []  # (topic, metadata) of each offset record a commit would write
+    group_denied = _group_denied(ctx, AclOperation.READ, request.group_id)
     for topic in request.topics:
         info = topics.get(topic.name)
+        topic_denied = not group_denied and not ctx.authorized(
+            AclOperation.READ, ResourceType.TOPIC, topic.name
+        )
         for p in topic.partitions:
-            if info is None or not 0 <= int(p.partition_index) < info.partitions:
+            if group_denied:
+                codes.append(GROUP_AUTHORIZATION_FAILED)
+            elif topic_denied:
+                codes.append(TOPIC_AUTHORIZATION_FAILED)
+            elif info is None or not 0 <= int(p.partition_index) < info.partitions:
                 codes.append(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 codes.append(_ASKED)
@@ -382,6 +424,11 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
             # v9+: a consumer-protocol member says who it is (its epoch is checked)
             member_id = getattr(group, "member_id", None)
             member_epoch = int(getattr(group, "member_epoch", -1))
+            if _group_denied(ctx, AclOperation.DESCRIBE, group.group_id):
+                groups.append(
+                    {"group_id": group.group_id, "topics": [], "error_code": GROUP_AUTHORIZATION_FAILED}
+                )
+                continue
             answer = await _fetch_group(ctx, group.group_id, group.topics, member_id, member_epoch)
             groups.append(
                 {
@@ -391,6 +438,8 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 }
             )
         return {"throttle_time": 0, "groups": groups}
+    if _group_denied(ctx, AclOperation.DESCRIBE, request.group_id):
+        return {"throttle_time": 0, "topics": [], "error_code": GROUP_AUTHORIZATION_FAILED}
     answer = await _fetch_group(ctx, request.group_id, request.topics)
     return {"throttle_time": 0, "topics": _offset_topics(answer), "error_code": int(answer.error_code)}
 
@@ -401,10 +450,11 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     for group_id in request.groups:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        if ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
+        denied = _group_denied(ctx, AclOperation.DESCRIBE, group_id)
+        if denied or ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
             described.append(
                 {
-                    "error_code": int(ErrorCode.NOT_COORDINATOR),
+                    "error_code": GROUP_AUTHORIZATION_FAILED if denied else int(ErrorCode.NOT_COORDINATOR),
                     "group_id": group_id,
                     "group_state": "",
                     "protocol_type": "",
@@ -463,6 +513,9 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "group_type": g.group_type,
         }
         for g in answer.groups
+        # without DESCRIBE on the cluster, only the groups the principal may describe (KafkaApis)
+        if ctx.authorized(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
+        or not _group_denied(ctx, AclOperation.DESCRIBE, g.group_id)
     ]
     return {"throttle_time": 0, "error_code": int(answer.error_code), "groups": groups}
 
@@ -473,7 +526,9 @@ async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     for group_id in request.groups_names:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        if ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
+        if _group_denied(ctx, AclOperation.DELETE, group_id):
+            code = GROUP_AUTHORIZATION_FAILED
+        elif ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
             code = ErrorCode.NOT_COORDINATOR
         else:
             code = ctx.broker.groups.delete_group(ctx.node_id, group_id)
@@ -506,6 +561,9 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
         if text is not None and _longer_than_kafka_reads(text):
             raise CloseConnection("ConsumerGroupHeartbeat: a string field is longer than 32767 bytes")
     answer = invalid_heartbeat_answer(body, ctx.version, ctx.broker.groups.config.consumer_assignors)
+    if answer is None and _group_denied(ctx, AclOperation.READ, body.group_id):
+        # KafkaApis: READ on the group, after the request's own checks
+        answer = ConsumerGroupHeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED, _GROUP_DENIED_MESSAGE)
     if answer is None:
         response = await _call(ctx, body.group_id, body)
         assert isinstance(response, ConsumerGroupHeartbeatResponse)
@@ -526,6 +584,11 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
             await ctx.pacer.pause()
         if not group_id:
             invalid.append(DescribedConsumerGroup(ErrorCode.INVALID_GROUP_ID, ""))
+            continue
+        if _group_denied(ctx, AclOperation.DESCRIBE, group_id):
+            described.append(
+                DescribedConsumerGroup(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id, _GROUP_DENIED_MESSAGE)
+            )
             continue
         answer = await _call(ctx, group_id, ConsumerGroupDescribeRequest((group_id,)))
         assert isinstance(answer, ConsumerGroupDescribeResponse)

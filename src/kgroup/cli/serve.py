@@ -77,14 +77,90 @@ def register(app: typer.Typer) -> None:
             None, "--record", help="Write the groups' events here for `kgroup report DIR`."
         ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Log warnings only."),
+        listener: list[str] = typer.Option(  # noqa: B008
+            [],
+            "--listener",
+            help="NAME://HOST:PORT (repeatable; Kafka's listeners). Default: PLAINTEXT on --host/--port.",
+        ),
+        protocol_map: str = typer.Option(
+            "",
+            "--listener-security-protocol-map",
+            help="NAME:PROTOCOL,... (listener.security.protocol.map) for listeners not named after one.",
+        ),
+        ssl_certfile: Path | None = typer.Option(  # noqa: B008
+            None, "--ssl-certfile", help="Server certificate chain, PEM (SSL and SASL_SSL listeners)."
+        ),
+        ssl_keyfile: Path | None = typer.Option(  # noqa: B008
+            None, "--ssl-keyfile", help="The server certificate's private key, PEM."
+        ),
+        ssl_cafile: Path | None = typer.Option(  # noqa: B008
+            None, "--ssl-cafile", help="CA certificates that sign client certificates, PEM."
+        ),
+        ssl_client_auth: str = typer.Option(
+            "none", "--ssl-client-auth", help="ssl.client.auth: none | requested | required."
+        ),
+        sasl_mechanism: list[str] = typer.Option(  # noqa: B008
+            [],
+            "--sasl-mechanism",
+            help="sasl.enabled.mechanisms (repeatable; default PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).",
+        ),
+        sasl_user: list[str] = typer.Option(  # noqa: B008
+            [], "--sasl-user", help="A SASL user NAME:PASSWORD (repeatable; prefer --sasl-users-file)."
+        ),
+        sasl_users_file: Path | None = typer.Option(  # noqa: B008
+            None, "--sasl-users-file", help="A file of NAME:PASSWORD lines (# comments)."
+        ),
+        authorizer: bool = typer.Option(
+            False, "--authorizer/--no-authorizer", help="Enforce ACLs (Kafka's StandardAuthorizer rules)."
+        ),
+        super_user: list[str] = typer.Option(  # noqa: B008
+            [],
+            "--super-user",
+            help="super.users: a principal allowed everything, e.g. User:admin (repeatable).",
+        ),
+        allow_everyone_if_no_acl_found: bool = typer.Option(
+            False, "--allow-everyone-if-no-acl-found", help="allow.everyone.if.no.acl.found."
+        ),
+        connections_max_reauth_ms: int = typer.Option(
+            0, "--connections-max-reauth-ms", help="connections.max.reauth.ms (KIP-368; 0: never)."
+        ),
+        failed_authentication_delay_ms: int = typer.Option(
+            100,
+            "--connection-failed-authentication-delay-ms",
+            help="connection.failed.authentication.delay.ms.",
+        ),
     ) -> None:
         """Run a Kafka-protocol broker (produce, fetch, topics, consumer groups) on this machine."""
         from kgroup.broker import BrokerConfig, parse_topic_spec
         from kgroup.broker.server import open_logs, run_broker
+        from kgroup.security.credentials import parse_user_spec, read_users_file
+        from kgroup.security.listeners import SASL_MECHANISMS, build_security_config, is_loopback
 
         if fsync not in FSYNC_POLICIES:
             raise KgroupError(f"--fsync: {fsync!r} is not one of {', '.join(FSYNC_POLICIES)}")
         topics = tuple(parse_topic_spec(spec) for spec in topic)
+        if data_dir is None:
+            data_dir = Path(tempfile.mkdtemp(prefix="kgroup-serve-"))
+        data_dir.mkdir(parents=True, exist_ok=True)
+        users = [parse_user_spec(spec) for spec in sasl_user]
+        if sasl_users_file is not None:
+            users += read_users_file(sasl_users_file)
+        security = build_security_config(
+            listeners=listener,
+            listener_security_protocol_map=protocol_map,
+            ssl_certfile=ssl_certfile,
+            ssl_keyfile=ssl_keyfile,
+            ssl_cafile=ssl_cafile,
+            ssl_client_auth=ssl_client_auth,
+            sasl_mechanisms=tuple(sasl_mechanism) or SASL_MECHANISMS,
+            sasl_users=tuple(users),
+            authorizer=authorizer,
+            super_users=tuple(super_user),
+            allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
+            connections_max_reauth_ms=connections_max_reauth_ms,
+            failed_authentication_delay_ms=failed_authentication_delay_ms,
+            state_dir=data_dir,
+        )
         config = BrokerConfig(
             host=host,
             port=port,
@@ -99,15 +175,27 @@ def register(app: typer.Typer) -> None:
             auto_leader_rebalance_enable=auto_leader_rebalance,
             leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
             topics=topics,
+            security=security,
         )
         logging.basicConfig(
             level=logging.WARNING if quiet else logging.INFO,
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
             stream=sys.stderr,
         )
-        if data_dir is None:
-            data_dir = Path(tempfile.mkdtemp(prefix="kgroup-serve-"))
-        data_dir.mkdir(parents=True, exist_ok=True)
+        log = logging.getLogger("kgroup.broker")
+        open_ones = security.open_listeners_beyond_loopback()
+        if not security.listeners and not is_loopback(host):
+            log.warning(
+                "listening on %s beyond loopback without authentication: anyone who reaches it may do "
+                "anything; add a SASL or SSL listener (docs/security.md)",
+                host,
+            )
+        for item in open_ones:
+            log.warning(
+                "listener %s listens beyond loopback without authentication: anyone who reaches it may do "
+                "anything (docs/security.md)",
+                item,
+            )
         logs = open_logs(data_dir, fsync, max_open_files)
         recorder: Any = None
         if record is not None:
@@ -119,7 +207,11 @@ def register(app: typer.Typer) -> None:
             if recorder is not None:
                 broker.groups.recorder = recorder
             for broker_id in sorted(broker.ports):
-                typer.echo(f"broker {broker_id} listening on {host}:{broker.ports[broker_id]}")
+                if not security.listeners:
+                    typer.echo(f"broker {broker_id} listening on {host}:{broker.ports[broker_id]}")
+                for item in security.listeners:
+                    port_of = broker.listener_ports[item.name][broker_id]
+                    typer.echo(f"broker {broker_id} listening on {item.name}://{item.host}:{port_of}")
             typer.echo(f"bootstrap.servers={broker.bootstrap_servers}  data-dir={data_dir}", err=False)
             sys.stdout.flush()
 
@@ -127,3 +219,32 @@ def register(app: typer.Typer) -> None:
         run_broker(config, logs, started, control_dir=data_dir if brokers > 1 else None)
         if recorder is not None:
             recorder.close()
+
+    @app.command("test-ca")
+    def test_ca_command(
+        directory: Path = typer.Argument(..., help="Where to write the PEM files."),  # noqa: B008
+        client: list[str] = typer.Option(  # noqa: B008
+            [], "--client", help="Make a client certificate with this common name (repeatable)."
+        ),
+        host: list[str] = typer.Option(  # noqa: B008
+            [],
+            "--host",
+            help="A name or address the server certificate is for (default 127.0.0.1, localhost).",
+        ),
+        days: int = typer.Option(30, "--days", help="Validity in days."),
+    ) -> None:
+        """Make a throw-away CA, a server certificate and client certificates for tests (PEM files)."""
+        from kgroup.security.testca import make_test_ca
+
+        if days < 1:
+            raise KgroupError(f"--days: {days}; use at least 1")
+        try:
+            made = make_test_ca(directory, tuple(client), tuple(host) or ("127.0.0.1", "localhost"), days)
+        except OSError as exc:
+            raise KgroupError(
+                f"directory: cannot write {directory} ({exc.strerror}); pick a writable one"
+            ) from None
+        typer.echo(f"ca: {made.ca_cert}")
+        typer.echo(f"server: {made.server_cert} key {made.server_key}")
+        for name, (cert, key) in made.clients.items():
+            typer.echo(f"client {name}: {cert} key {key}")

@@ -8,10 +8,11 @@ process-wide is touched: no signal handlers, no logging configuration.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import shutil
 import tempfile
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
@@ -53,8 +54,25 @@ class KafkaBroker:
         max_request_bytes: int = 100 * 1024 * 1024,
         max_request_elements: int = 100_000,
         max_open_files: int | None = None,
+        listeners: Sequence[str] = (),
+        listener_security_protocol_map: str = "",
+        ssl_certfile: str | Path | None = None,
+        ssl_keyfile: str | Path | None = None,
+        ssl_cafile: str | Path | None = None,
+        ssl_client_auth: str = "none",
+        sasl_mechanisms: Sequence[str] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+        sasl_users: Mapping[str, str] | None = None,
+        authorizer: bool = False,
+        super_users: Sequence[str] = (),
+        allow_everyone_if_no_acl_found: bool = False,
+        connections_max_reauth_ms: int = 0,
+        failed_authentication_delay_ms: int = 100,
     ) -> None:
+        """The security arguments are ``kgroup serve``'s flags of the same names (docs/security.md):
+        e.g. ``listeners=["SASL_PLAINTEXT://127.0.0.1:0"], sasl_users={"alice": "alice-secret"}``
+        (port 0 picks a free port; :meth:`listener_bootstrap_servers` names it)."""
         from kgroup.broker.config import BrokerConfig
+        from kgroup.security.listeners import build_security_config
 
         self._config = BrokerConfig(
             port=0,
@@ -74,6 +92,27 @@ class KafkaBroker:
         self.data_dir = (
             Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kgroup-broker-"))
         )
+        try:
+            security = build_security_config(
+                listeners=tuple(listeners),
+                listener_security_protocol_map=listener_security_protocol_map,
+                ssl_certfile=ssl_certfile,
+                ssl_keyfile=ssl_keyfile,
+                ssl_cafile=ssl_cafile,
+                ssl_client_auth=ssl_client_auth,
+                sasl_mechanisms=tuple(sasl_mechanisms),
+                sasl_users=tuple((sasl_users or {}).items()),
+                authorizer=authorizer,
+                super_users=tuple(super_users),
+                allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
+                connections_max_reauth_ms=connections_max_reauth_ms,
+                failed_authentication_delay_ms=failed_authentication_delay_ms,
+                state_dir=self.data_dir,
+            )
+        except BaseException:
+            self._cleanup_dir()
+            raise
+        self._config = dataclasses.replace(self._config, security=security)
         self._fsync = fsync
         self._max_open_files = max_open_files
         self._record_dir = Path(record_dir) if record_dir is not None else None
@@ -182,6 +221,13 @@ class KafkaBroker:
         if self._broker is None:
             raise KgroupError("KafkaBroker: not running; use it inside `with KafkaBroker() as kafka:`")
         text: str = self._broker.bootstrap_servers
+        return text
+
+    def listener_bootstrap_servers(self, listener: str) -> str:
+        """``bootstrap.servers`` of one listener by name (e.g. ``"SASL_SSL"``)."""
+        if self._broker is None:
+            raise KgroupError("KafkaBroker: not running; use it inside `with KafkaBroker() as kafka:`")
+        text: str = self._broker.listener_bootstrap_servers(listener)
         return text
 
     def port(self, broker_id: int = 0) -> int:

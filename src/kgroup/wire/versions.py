@@ -25,12 +25,19 @@ SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     14: (0, 5),  # SyncGroup
     15: (0, 5),  # DescribeGroups
     16: (0, 5),  # ListGroups
+    17: (0, 1),  # SaslHandshake
     18: (0, 4),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 6),  # DeleteTopics
     22: (0, 5),  # InitProducerId
+    29: (1, 3),  # DescribeAcls (Kafka 4 removed v0)
+    30: (1, 3),  # CreateAcls
+    31: (1, 3),  # DeleteAcls
     32: (1, 4),  # DescribeConfigs
+    36: (0, 2),  # SaslAuthenticate
     42: (0, 2),  # DeleteGroups
+    50: (0, 0),  # DescribeUserScramCredentials
+    51: (0, 0),  # AlterUserScramCredentials
     68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; librdkafka's group.protocol=consumer needs v1)
     69: (0, 1),  # ConsumerGroupDescribe
 }
@@ -49,12 +56,19 @@ API_NAMES: Final[dict[int, str]] = {
     14: "SyncGroup",
     15: "DescribeGroups",
     16: "ListGroups",
+    17: "SaslHandshake",
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
     22: "InitProducerId",
+    29: "DescribeAcls",
+    30: "CreateAcls",
+    31: "DeleteAcls",
     32: "DescribeConfigs",
+    36: "SaslAuthenticate",
     42: "DeleteGroups",
+    50: "DescribeUserScramCredentials",
+    51: "AlterUserScramCredentials",
     68: "ConsumerGroupHeartbeat",
     69: "ConsumerGroupDescribe",
 }

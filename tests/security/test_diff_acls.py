@@ -1,0 +1,270 @@
+"""The same denied (and allowed) operations against kgroup and Apache Kafka 4.4.0 with the same ACLs:
+the same error for each (confluent-kafka as the client, SASL/PLAIN, StandardAuthorizer on Kafka)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import confluent_kafka
+import pytest
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+from tests.broker.rawclient import RawClient
+from tests.broker.rawdata import fetch_request
+
+from kgroup.testing import KafkaBroker
+from kgroup.testing.apache_kafka import ApacheKafka, require_apache_kafka
+from kgroup.testing.apache_kafka import cluster as apache_cluster
+from kgroup.wire.codec import build, request_class
+
+USERS = {"alice": "alice-pw-4Tg", "admin": "admin-pw-8Hs"}
+TOPICS = ["d-write", "d-read", "d-none"]
+
+
+class SaslApacheKafka(ApacheKafka):
+    """Apache Kafka with a SASL_PLAINTEXT listener for the clients beside its PLAINTEXT one (the
+    inter-broker and tooling listener, whose ANONYMOUS principal is a super user)."""
+
+    def __init__(self) -> None:
+        jaas = "".join(f' user_{name}="{password}"' for name, password in USERS.items())
+        super().__init__(
+            configs={
+                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "super.users": "User:ANONYMOUS;User:admin",
+                "sasl.enabled.mechanisms": "PLAIN",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                    f"org.apache.kafka.common.security.plain.PlainLoginModule required{jaas};"
+                ),
+                "auto.create.topics.enable": "false",
+            }
+        )
+        self.sasl_port = apache_cluster._free_port()
+
+    def _write_config(self, node: Any) -> None:
+        super()._write_config(node)
+        text = node.properties.read_text()
+        sasl = f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
+        text = (
+            text.replace(
+                f"listeners=PLAINTEXT://127.0.0.1:{node.port},",
+                f"listeners=PLAINTEXT://127.0.0.1:{node.port},{sasl},",
+            )
+            .replace(
+                f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port}\n",
+                f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port},{sasl}\n",
+            )
+            .replace(
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n",
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT\n",
+            )
+        )
+        assert sasl in text
+        node.properties.write_text(text)
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
+
+
+def config(bootstrap: str, user: str) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "PLAIN",
+        "sasl.username": user,
+        "sasl.password": USERS[user],
+    }
+
+
+def acl(rtype: ResourceType, name: str, op: AclOperation) -> AclBinding:
+    return AclBinding(
+        rtype, name, ResourcePatternType.LITERAL, "User:alice", "*", op, AclPermissionType.ALLOW
+    )
+
+
+def _code(error: Any) -> str:
+    if error is None:
+        return "NONE"
+    if isinstance(error, confluent_kafka.KafkaException):
+        error = error.args[0]
+    return str(error.name())
+
+
+TRANSIENT = {"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE"}
+
+
+def _commit(consumer: confluent_kafka.Consumer, topic: str) -> str:
+    """A synchronous commit's outcome, past the coordinator's start-up (Apache Kafka creates
+    ``__consumer_offsets`` on the first FindCoordinator and answers NOT_COORDINATOR meanwhile)."""
+    outcome = "not tried"
+    for _ in range(20):
+        try:
+            consumer.commit(offsets=[confluent_kafka.TopicPartition(topic, 0, 0)], asynchronous=False)
+            return "NONE"
+        except confluent_kafka.KafkaException as exc:
+            outcome = _code(exc)
+        if outcome not in TRANSIENT:
+            return outcome
+        time.sleep(0.5)
+    return outcome
+
+
+def raw_requests(bootstrap: str) -> dict[str, Any]:
+    """Fetch, ListOffsets and Metadata of named topics on a raw connection authenticated as alice:
+    the per-partition / per-topic error codes (which clients retry or hide)."""
+    seen: dict[str, Any] = {}
+    with RawClient(bootstrap) as raw:
+        raw.request(build(request_class(17, 1), {"mechanism": "PLAIN"}))
+        answer = raw.request(
+            build(request_class(36, 2), {"auth_bytes": f"\0alice\0{USERS['alice']}".encode()})
+        )
+        assert answer.error_code == 0
+        fetched = raw.request(fetch_request([("d-read", 0, 0), ("d-none", 0, 0)]))
+        seen["fetch"] = {t.topic: [int(p.error_code) for p in t.partitions] for t in fetched.responses}
+        offsets = raw.request(
+            build(
+                request_class(2, 7),
+                {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [
+                        {
+                            "name": name,
+                            "partitions": [
+                                {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
+                            ],
+                        }
+                        for name in ("d-read", "d-none")
+                    ],
+                },
+            )
+        )
+        seen["list offsets"] = {t.name: [int(p.error_code) for p in t.partitions] for t in offsets.topics}
+        metadata = raw.request(
+            build(
+                request_class(3, 12),
+                {
+                    "topics": [{"topic_id": None, "name": n} for n in ("d-read", "d-none", "d-missing")],
+                    "allow_auto_topic_creation": True,
+                    "include_topic_authorized_operations": False,
+                },
+            )
+        )
+        seen["metadata named"] = {t.name: int(t.error_code) for t in metadata.topics}
+    return seen
+
+
+def scenario(bootstrap: str) -> dict[str, Any]:
+    """Set up topics and ACLs as admin, then try each operation as alice; the observed errors."""
+    admin = AdminClient(config(bootstrap, "admin"))
+    for future in admin.create_topics([NewTopic(t, 1, 1) for t in TOPICS]).values():
+        future.result(timeout=30)
+    grants = [
+        acl(ResourceType.TOPIC, "d-write", AclOperation.WRITE),
+        acl(ResourceType.TOPIC, "d-read", AclOperation.READ),
+        acl(ResourceType.GROUP, "d-group-ok", AclOperation.READ),
+    ]
+    for future in admin.create_acls(grants).values():
+        future.result(timeout=30)
+    time.sleep(1.0)  # Apache Kafka applies ACLs from its metadata log
+    seen: dict[str, Any] = {}
+    alice = config(bootstrap, "alice")
+    for topic in ("d-write", "d-read", "d-none"):
+        producer = confluent_kafka.Producer({**alice, "message.timeout.ms": 10000})
+        reports: list[Any] = []
+        producer.produce(topic, b"v", on_delivery=lambda err, msg, into=reports: into.append(err))
+        producer.flush(20)
+        seen[f"produce {topic}"] = _code(reports[0]) if reports else "no report"
+    idempotent = confluent_kafka.Producer({**alice, "enable.idempotence": True, "message.timeout.ms": 10000})
+    reports_idempotent: list[Any] = []
+    idempotent.produce("d-write", b"v", on_delivery=lambda err, msg: reports_idempotent.append(err))
+    idempotent.flush(20)
+    seen["idempotent produce d-write"] = _code(reports_idempotent[0]) if reports_idempotent else "no report"
+    for topic in ("d-read", "d-none"):
+        consumer = confluent_kafka.Consumer({**alice, "group.id": "d-group-ok", "enable.auto.commit": False})
+        try:
+            seen[f"commit {topic}"] = _commit(consumer, topic)
+        finally:
+            consumer.close()
+    for protocol in ("classic", "consumer"):
+        consumer = confluent_kafka.Consumer(
+            {**alice, "group.id": "d-group-denied", "group.protocol": protocol}
+        )
+        try:
+            consumer.subscribe(["d-read"])
+            outcome = "nothing"
+            for _ in range(40):
+                message = consumer.poll(0.5)
+                if message is not None and message.error() is not None:
+                    outcome = _code(message.error())
+                    break
+            seen[f"join d-group-denied ({protocol})"] = outcome
+        finally:
+            consumer.close()
+    seen.update(raw_requests(bootstrap))
+    alice_admin = AdminClient(alice)
+    listed = alice_admin.list_topics(timeout=20)
+    seen["metadata"] = sorted(t for t in listed.topics if t in TOPICS)
+    created = alice_admin.create_topics([NewTopic("d-new", 1, 1)])
+    try:
+        created["d-new"].result(timeout=20)
+        seen["create topic"] = "NONE"
+    except confluent_kafka.KafkaException as exc:
+        seen["create topic"] = _code(exc)
+    try:
+        alice_admin.delete_topics(["d-read"])["d-read"].result(timeout=20)
+        seen["delete topic"] = "NONE"
+    except confluent_kafka.KafkaException as exc:
+        seen["delete topic"] = _code(exc)
+    try:
+        alice_admin.describe_consumer_groups(["d-group-denied"])["d-group-denied"].result(timeout=20)
+        seen["describe group"] = "NONE"
+    except confluent_kafka.KafkaException as exc:
+        seen["describe group"] = _code(exc)
+    try:
+        next(
+            iter(alice_admin.create_acls([acl(ResourceType.TOPIC, "x", AclOperation.READ)]).values())
+        ).result(timeout=20)
+        seen["create acls"] = "NONE"
+    except confluent_kafka.KafkaException as exc:
+        seen["create acls"] = _code(exc)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def apache_sasl() -> Iterator[SaslApacheKafka]:
+    require_apache_kafka()
+    kafka = SaslApacheKafka()
+    kafka.start()
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> None:
+    with KafkaBroker(
+        listeners=["SASL_PLAINTEXT://127.0.0.1:0"],
+        sasl_users=USERS,
+        authorizer=True,
+        super_users=["User:admin"],
+        auto_create_topics=False,
+    ) as kgroup_broker:
+        ours = scenario(kgroup_broker.bootstrap_servers)
+    theirs = scenario(apache_sasl.sasl_bootstrap)
+    assert ours == theirs
+    # and the table holds denials, not only successes
+    assert theirs["produce d-none"] == "TOPIC_AUTHORIZATION_FAILED"
+    assert theirs["join d-group-denied (classic)"] == "GROUP_AUTHORIZATION_FAILED"
+    assert theirs["join d-group-denied (consumer)"] == "GROUP_AUTHORIZATION_FAILED"
+    assert theirs["create acls"] == "CLUSTER_AUTHORIZATION_FAILED"
+    assert theirs["fetch"] == {"d-read": [0], "d-none": [29]}
