@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 from collections import Counter
 from typing import TYPE_CHECKING
 
 from kgroup.broker.dispatch import CloseConnection, dispatch
 from kgroup.model import PeerError
+from kgroup.wire.framing import FrameError, framed, read_frame
 
 if TYPE_CHECKING:
     from kgroup.broker.broker import Broker
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["CloseLog", "serve_connection"]
 
 log = logging.getLogger("kgroup.broker")
-_SIZE = struct.Struct(">i")
 
 
 class CloseLog:
@@ -90,26 +89,16 @@ async def serve_connection(
     try:
         while True:
             try:
-                size_bytes = await reader.readexactly(4)
-            except (asyncio.IncompleteReadError, ConnectionError):
+                frame = await read_frame(
+                    reader.readexactly,
+                    max_bytes=broker.config.max_request_bytes,
+                    limit_name="socket.request.max.bytes",
+                )
+            except FrameError as exc:
+                closing.closed(node_id, where, exc.kind, exc.message)
+                return
+            if frame is None:
                 return  # the client closed the connection between requests
-            (size,) = _SIZE.unpack(size_bytes)
-            if size < 0 or size > broker.config.max_request_bytes:
-                closing.closed(
-                    node_id,
-                    where,
-                    "frame size out of range",
-                    f"frame size {size} outside 0..{broker.config.max_request_bytes} "
-                    "(socket.request.max.bytes)",
-                )
-                return
-            try:
-                frame = await reader.readexactly(size)
-            except asyncio.IncompleteReadError as exc:
-                closing.closed(
-                    node_id, where, "truncated frame", f"truncated frame ({len(exc.partial)} of {size} bytes)"
-                )
-                return
             try:
                 response = await dispatch(broker, node_id, frame, connection_id, client_host)
             except (PeerError, CloseConnection) as exc:
@@ -119,7 +108,7 @@ async def serve_connection(
                 log.exception("broker %d: internal error on a request from %s; closing it", node_id, where)
                 return
             if response is not None:
-                writer.write(_SIZE.pack(len(response)) + response)
+                writer.write(framed(response))
                 await writer.drain()
             # the next pipelined request waits for a turn of every other connection
             await asyncio.sleep(0)

@@ -10,22 +10,13 @@ from typing import Any
 from kgroup.broker.cluster import OFFSETS_TOPIC, TopicInfo, topic_name_error
 from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
 from kgroup.log.errors import LogError
-from kgroup.model import PeerError
+from kgroup.model import ErrorCode, PeerError
+from kgroup.wire.api_keys import ApiKey
 
 log = logging.getLogger("kgroup.broker")
 
 __all__: list[str] = []
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REQUEST = 42
-INVALID_CONFIG = 40
-UNKNOWN_TOPIC_ID = 100
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 ZERO_UUID = uuid.UUID(int=0)
 #: kgroup's own limit (Kafka has none): a request for more partitions gets INVALID_PARTITIONS
@@ -50,9 +41,9 @@ TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
 CLUSTER_DEFAULT_TOPIC_CONFIGS = frozenset({"min.insync.replicas"})
 
 
-@register(18)
+@register(ApiKey.API_VERSIONS, versions=(0, 4))
 async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    return {"error_code": NONE, "api_keys": api_version_ranges(), "throttle_time": 0}
+    return {"error_code": ErrorCode.NONE, "api_keys": api_version_ranges(), "throttle_time": 0}
 
 
 def _broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
@@ -72,7 +63,7 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
         live = [r for r in replicas if r in cluster.alive]
         partitions.append(
             {
-                "error_code": NONE if leader >= 0 else LEADER_NOT_AVAILABLE,
+                "error_code": ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
                 "partition_index": index,
                 "leader_id": leader,
                 "leader_epoch": 0,
@@ -82,7 +73,7 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
             }
         )
     return {
-        "error_code": NONE,
+        "error_code": ErrorCode.NONE,
         "name": info.name,
         "topic_id": info.topic_id,
         "is_internal": False,
@@ -102,7 +93,7 @@ def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -
     }
 
 
-@register(3)
+@register(ApiKey.METADATA, versions=(0, 12))
 async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     cluster = broker.cluster
@@ -123,12 +114,14 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             name = wanted.name
             if name is None and ctx.version < 12:
                 # MetadataRequest: topic ids (and so a topic without a name) only from v12
-                raise PeerError("Metadata request before v12 names a topic by id only", INVALID_REQUEST)
+                raise PeerError(
+                    "Metadata request before v12 names a topic by id only", ErrorCode.INVALID_REQUEST
+                )
             if name is None:
                 topic_id = getattr(wanted, "topic_id", None)
                 info = cluster.topic_by_id(topic_id) if topic_id is not None else None
                 if info is None:
-                    topics.append(_error_topic(None, UNKNOWN_TOPIC_ID, topic_id or ZERO_UUID))
+                    topics.append(_error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id or ZERO_UUID))
                 else:
                     topics.append(_topic_entry(ctx, info))
                 continue
@@ -136,7 +129,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if info is not None:
                 topics.append(_topic_entry(ctx, info))
             elif topic_name_error(name) is not None:
-                topics.append(_error_topic(name, INVALID_TOPIC_EXCEPTION))
+                topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
             elif allow_auto and broker.config.auto_create_topics and name != OFFSETS_TOPIC:
                 # Kafka (KRaft) hands the creation to the controller and answers
                 # UNKNOWN_TOPIC_OR_PARTITION; the client asks again and finds the topic (created
@@ -149,9 +142,9 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     topics.append(_error_topic(name, exc.error_code))
                     continue
                 log.info("auto-created topic %s with %d partition(s)", name, broker.config.num_partitions)
-                topics.append(_error_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
+                topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
-                topics.append(_error_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
+                topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     return {
         "throttle_time": 0,
         "brokers": _broker_entries(ctx),
@@ -177,9 +170,9 @@ def _created(
         "topic_id": info.topic_id if info is not None else ZERO_UUID,
         "error_code": code,
         "error_message": message,
-        "topic_config_error_code": 0,
-        "num_partitions": partitions if code == NONE else -1,
-        "replication_factor": rf if code == NONE else -1,
+        "topic_config_error_code": ErrorCode.NONE,
+        "num_partitions": partitions if code == ErrorCode.NONE else -1,
+        "replication_factor": rf if code == ErrorCode.NONE else -1,
         "configs": configs,
     }
 
@@ -205,7 +198,7 @@ async def _create_paced(
     return cluster.register_topic(name, partitions, rf, configs)
 
 
-@register(19)
+@register(ApiKey.CREATE_TOPICS, versions=(2, 7))
 async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     cluster = broker.cluster
@@ -222,7 +215,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 results.append(
                     _created(
                         name,
-                        INVALID_REQUEST,
+                        ErrorCode.INVALID_REQUEST,
                         "Both numPartitions or replicationFactor and replicasAssignments were set. "
                         "Both cannot be used at the same time.",
                         None,
@@ -239,18 +232,18 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             rf = broker.config.replication_factor
         error = topic_name_error(name)
         if names[name] > 1:
-            results.append(_created(name, INVALID_REQUEST, "Duplicate topic name.", None, 0, 0))
+            results.append(_created(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", None, 0, 0))
         elif error is not None:
-            results.append(_created(name, INVALID_TOPIC_EXCEPTION, error, None, 0, 0))
+            results.append(_created(name, ErrorCode.INVALID_TOPIC_EXCEPTION, error, None, 0, 0))
         elif name in cluster.topics:
             results.append(
-                _created(name, TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", None, 0, 0)
+                _created(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", None, 0, 0)
             )
         elif partitions <= 0 or partitions > MAX_PARTITIONS_PER_TOPIC:
             results.append(
                 _created(
                     name,
-                    INVALID_PARTITIONS,
+                    ErrorCode.INVALID_PARTITIONS,
                     "Number of partitions was set to an invalid non-positive value."
                     if partitions <= 0
                     else f"kgroup creates at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic.",
@@ -263,7 +256,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             results.append(
                 _created(
                     name,
-                    INVALID_REPLICATION_FACTOR,
+                    ErrorCode.INVALID_REPLICATION_FACTOR,
                     f"Unable to replicate the partition {rf} time(s): The target replication factor of "
                     f"{rf} cannot be reached because only {len(cluster.alive)} broker(s) are registered.",
                     None,
@@ -282,11 +275,11 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     results.append(_created(name, exc.error_code, exc.message, None, 0, 0))
                     continue
                 log.info("created topic %s with %d partition(s)", name, partitions)
-            results.append(_created(name, NONE, None, info, partitions, rf))
+            results.append(_created(name, ErrorCode.NONE, None, info, partitions, rf))
     return {"throttle_time": 0, "topics": results}
 
 
-@register(20)
+@register(ApiKey.DELETE_TOPICS, versions=(1, 6))
 async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     cluster = ctx.broker.cluster
     wanted: list[tuple[str | None, uuid.UUID | None]]
@@ -301,10 +294,10 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         info: TopicInfo | None
         if name is None and topic_id is not None and topic_id != ZERO_UUID:
             info = cluster.topic_by_id(topic_id)
-            missing = UNKNOWN_TOPIC_ID
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
             info = cluster.topics.get(name or "")
-            missing = UNKNOWN_TOPIC_OR_PARTITION
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         if info is None:
             results.append(
                 {
@@ -318,12 +311,17 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         cluster.delete_topic(info.name)
         log.info("deleted topic %s", info.name)
         results.append(
-            {"name": info.name, "topic_id": info.topic_id, "error_code": NONE, "error_message": None}
+            {
+                "name": info.name,
+                "topic_id": info.topic_id,
+                "error_code": ErrorCode.NONE,
+                "error_message": None,
+            }
         )
     return {"throttle_time": 0, "responses": results}
 
 
-@register(32)
+@register(ApiKey.DESCRIBE_CONFIGS, versions=(1, 4))
 async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     cluster = ctx.broker.cluster
     results = []
@@ -339,7 +337,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if info is None:
                 results.append(
                     {
-                        "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         "error_message": None,
                         "resource_type": rtype,
                         "resource_name": resource.resource_name,
@@ -367,7 +365,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
         else:
             results.append(
                 {
-                    "error_code": INVALID_REQUEST,
+                    "error_code": ErrorCode.INVALID_REQUEST,
                     "error_message": f"Unsupported resource type {rtype}",
                     "resource_type": rtype,
                     "resource_name": resource.resource_name,
@@ -394,7 +392,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
         ]
         results.append(
             {
-                "error_code": NONE,
+                "error_code": ErrorCode.NONE,
                 "error_message": None,
                 "resource_type": rtype,
                 "resource_name": resource.resource_name,

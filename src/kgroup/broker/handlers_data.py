@@ -15,23 +15,13 @@ from typing import Any
 from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.log.errors import LogError
-from kgroup.model import PeerError
+from kgroup.model import ErrorCode, PeerError
+from kgroup.wire.api_keys import ApiKey
 
 log = logging.getLogger("kgroup.broker")
 
 __all__: list[str] = []
 
-NONE = 0
-OFFSET_OUT_OF_RANGE = 1
-CORRUPT_MESSAGE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-INVALID_REQUIRED_ACKS = 21
-KAFKA_STORAGE_ERROR = 56
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
-FETCH_SESSION_ID_NOT_FOUND = 70
-UNKNOWN_LEADER_EPOCH = 75
-FENCED_LEADER_EPOCH = 74
 NO_EPOCH = -1
 INVALID_SESSION_ID = 0
 LEADER_EPOCH = 0  # one copy, one leader epoch
@@ -41,16 +31,20 @@ def _leader_check(ctx: RequestContext, topic: str, partition: int) -> int:
     cluster = ctx.broker.cluster
     info = cluster.topics.get(topic)
     if info is None or not 0 <= partition < info.partitions:
-        return UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if cluster.partition_leader(topic, partition) != ctx.node_id:
-        return NOT_LEADER_OR_FOLLOWER
-    return NONE
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.NONE
 
 
 def _epoch_check(current_leader_epoch: int) -> int:
     if current_leader_epoch in (NO_EPOCH, LEADER_EPOCH):
-        return NONE
-    return UNKNOWN_LEADER_EPOCH if current_leader_epoch > LEADER_EPOCH else FENCED_LEADER_EPOCH
+        return ErrorCode.NONE
+    return (
+        ErrorCode.UNKNOWN_LEADER_EPOCH
+        if current_leader_epoch > LEADER_EPOCH
+        else ErrorCode.FENCED_LEADER_EPOCH
+    )
 
 
 def _current_leader(ctx: RequestContext, topic: str, partition: int) -> dict[str, int]:
@@ -68,7 +62,7 @@ def _heavy(records: bytes) -> bool:
     return len(records) > _ATTRIBUTES_LOW_BYTE and records[_ATTRIBUTES_LOW_BYTE] & 0x07 != 0
 
 
-@register(0)
+@register(ApiKey.PRODUCE, versions=(3, 12))  # Kafka 4.0 removed v0-v2; v13 addresses topics by id
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     broker = ctx.broker
     acks = int(request.acks)
@@ -91,16 +85,16 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 "error_message": None,
                 "current_leader": {"leader_id": -1, "leader_epoch": -1},
             }
-            code = NONE
+            code: int = ErrorCode.NONE
             if request.transactional_id is not None:
-                code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             elif acks not in (-1, 0, 1):
-                code = INVALID_REQUIRED_ACKS
+                code = ErrorCode.INVALID_REQUIRED_ACKS
             else:
                 code = _leader_check(ctx, topic.name, index)
-            if code == NOT_LEADER_OR_FOLLOWER:
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                 entry["current_leader"] = _current_leader(ctx, topic.name, index)
-            if code == NONE:
+            if code == ErrorCode.NONE:
                 plog = broker.cluster.partition_log(topic.name, index)
                 assert plog is not None
                 records = bytes(part.records or b"")
@@ -120,7 +114,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                     ]
                     log.info("produce to %s-%d rejected: %s", topic.name, index, exc.message)
                 except OSError as exc:  # the disk write failed: Kafka's KafkaStorageException
-                    code = KAFKA_STORAGE_ERROR
+                    code = ErrorCode.KAFKA_STORAGE_ERROR
                     entry["error_message"] = f"write failed: {exc.strerror or exc}"
                     log.error("produce to %s-%d: write failed: %s", topic.name, index, exc)
                 else:
@@ -131,7 +125,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                     if result.log_append_time >= 0:
                         entry["log_append_time"] = result.log_append_time
             entry["error_code"] = code
-            failed = failed or code != NONE
+            failed = failed or code != ErrorCode.NONE
             partition_responses.append(entry)
         responses.append({"name": topic.name, "partition_responses": partition_responses})
     for name, index, size in appended:
@@ -160,15 +154,15 @@ def _fetch_partition(
         "records": b"",
     }
     code = _leader_check(ctx, topic, index)
-    if code == UNKNOWN_TOPIC_OR_PARTITION:
+    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
         # KafkaApis answers an unknown partition before the replica manager reads, with the
         # response's default (an empty aborted-transactions list, not null)
         entry["aborted_transactions"] = []
-    if code == NOT_LEADER_OR_FOLLOWER:
+    if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         entry["current_leader"] = _current_leader(ctx, topic, index)
-    if code == NONE:
+    if code == ErrorCode.NONE:
         code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
-    if code != NONE:
+    if code != ErrorCode.NONE:
         entry["error_code"] = code
         return entry, 0
     plog = ctx.broker.cluster.partition_log(topic, index)
@@ -177,10 +171,10 @@ def _fetch_partition(
     offset = int(part.fetch_offset)
     if offset < plog.log_start_offset or offset > plog.log_end_offset:
         # as Kafka's failed read: no high watermark, stable offset or log start offset (-1)
-        entry["error_code"] = OFFSET_OUT_OF_RANGE
+        entry["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
         return entry, 0
     entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
-    entry["error_code"] = NONE
+    entry["error_code"] = ErrorCode.NONE
     if offset >= hw or budget <= 0:
         return entry, 0
     try:
@@ -191,7 +185,7 @@ def _fetch_partition(
         return entry, 0
     except OSError as exc:
         log.error("fetch from %s-%d at %d: read failed: %s", topic, index, offset, exc)
-        entry["error_code"] = KAFKA_STORAGE_ERROR
+        entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
         return entry, 0
     entry["records"] = data
     return entry, len(data)
@@ -218,7 +212,7 @@ async def _fetch_once(
             )
             total += size
             budget -= size
-            errors = errors or entry["error_code"] != NONE
+            errors = errors or entry["error_code"] != ErrorCode.NONE
             sizes[(topic.topic, int(part.partition))] = size
             partitions.append(entry)
             if pacer.due():
@@ -226,14 +220,14 @@ async def _fetch_once(
         responses.append({"topic": topic.topic, "partitions": partitions})
     answer = {
         "throttle_time": 0,
-        "error_code": NONE,
+        "error_code": ErrorCode.NONE,
         "session_id": INVALID_SESSION_ID,
         "responses": responses,
     }
     return answer, total, errors, sizes
 
 
-@register(1)
+@register(ApiKey.FETCH, versions=(4, 12))  # v13+ address topics by id
 async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     """Answer at once when ``min_bytes`` are there (or a partition has an error), else park the fetch.
 
@@ -248,7 +242,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         # No session was ever handed out: Kafka answers an unknown session id so
         return {
             "throttle_time": 0,
-            "error_code": FETCH_SESSION_ID_NOT_FOUND,
+            "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
             "session_id": 0,
             "responses": [],
         }
@@ -274,7 +268,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return (await _fetch_once(ctx, request))[0]
 
 
-@register(2)
+@register(ApiKey.LIST_OFFSETS, versions=(1, 9))  # v10+: timeout semantics
 async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
     topics = []
     for topic in request.topics:
@@ -290,9 +284,9 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "leader_epoch": -1,
             }
             code = _leader_check(ctx, topic.name, index)
-            if code == NONE:
+            if code == ErrorCode.NONE:
                 code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
-            if code == NONE:
+            if code == ErrorCode.NONE:
                 plog = ctx.broker.cluster.partition_log(topic.name, index)
                 assert plog is not None
                 entry["leader_epoch"] = LEADER_EPOCH
@@ -303,10 +297,10 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 except LogError as exc:
                     code, found = exc.error_code, None
                 except OSError:
-                    code, found = KAFKA_STORAGE_ERROR, None
+                    code, found = ErrorCode.KAFKA_STORAGE_ERROR, None
                 if found is not None:
                     entry["timestamp"], entry["offset"] = found
-                if code == NONE and entry["offset"] < 0:
+                if code == ErrorCode.NONE and entry["offset"] < 0:
                     entry["leader_epoch"] = NO_EPOCH  # no offset found: Kafka's answer has no epoch
             entry["error_code"] = code
             partitions.append(entry)
@@ -314,18 +308,18 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "topics": topics}
 
 
-@register(22)
+@register(ApiKey.INIT_PRODUCER_ID, versions=(0, 5))
 async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if request.transactional_id is not None:
         return {
             "throttle_time": 0,
-            "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
             "producer_id": -1,
             "producer_epoch": -1,
         }
     return {
         "throttle_time": 0,
-        "error_code": NONE,
+        "error_code": ErrorCode.NONE,
         "producer_id": ctx.broker.allocate_producer_id(),
         "producer_epoch": 0,
     }

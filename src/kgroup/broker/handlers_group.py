@@ -44,6 +44,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
+from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.consumer_group import (
     consumer_group_describe_request_from_wire,
     consumer_group_describe_response_to_wire,
@@ -55,8 +56,6 @@ from kgroup.wire.group_records import offset_commit_batch_bytes
 __all__: list[str] = []
 
 GROUP_KEY = 0
-COORDINATOR_NOT_AVAILABLE = 15
-INVALID_REQUEST = 42
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
@@ -75,7 +74,7 @@ async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
     return await groups.call(ctx.node_id, envelope)
 
 
-@register(10)
+@register(ApiKey.FIND_COORDINATOR, versions=(0, 6))
 async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     keys = list(request.coordinator_keys) if ctx.version >= 4 else [request.key]
@@ -90,7 +89,7 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "node_id": -1,
                 "host": "",
                 "port": -1,
-                "error_code": COORDINATOR_NOT_AVAILABLE,
+                "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 "error_message": "kgroup has no transaction coordinator",
             }
         else:
@@ -101,7 +100,7 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     "node_id": -1,
                     "host": "",
                     "port": -1,
-                    "error_code": COORDINATOR_NOT_AVAILABLE,
+                    "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
                     "error_message": None,
                 }
             else:
@@ -110,7 +109,7 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     "node_id": node,
                     "host": broker.config.host,
                     "port": broker.ports[node],
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                     "error_message": None,
                 }
         coordinators.append(entry)
@@ -139,7 +138,7 @@ def _member_id_too_long(ctx: RequestContext, request: Any) -> bool:
     return len(prefix.encode("utf-8")) + _MEMBER_ID_SUFFIX_BYTES > _MAX_RECORD_STRING_BYTES
 
 
-@register(11)
+@register(ApiKey.JOIN_GROUP, versions=(0, 9))
 async def join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if _member_id_too_long(ctx, request):
         return {
@@ -185,7 +184,7 @@ async def join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
     }
 
 
-@register(14)
+@register(ApiKey.SYNC_GROUP, versions=(0, 5))
 async def sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
     body = SyncGroupRequest(
         group_id=request.group_id,
@@ -207,7 +206,7 @@ async def sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
     }
 
 
-@register(12)
+@register(ApiKey.HEARTBEAT, versions=(0, 4))
 async def heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
     body = HeartbeatRequest(
         request.group_id,
@@ -220,7 +219,7 @@ async def heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": int(answer.error_code)}
 
 
-@register(13)
+@register(ApiKey.LEAVE_GROUP, versions=(0, 5))
 async def leave_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.version >= 3:
         members = tuple(
@@ -248,7 +247,7 @@ async def leave_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
     }
 
 
-@register(8)
+@register(ApiKey.OFFSET_COMMIT, versions=(2, 9))  # v10 addresses topics by id
 async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
     """Kafka's checks before the coordinator (``KafkaApis.handleOffsetCommitRequest``, then
     ``CoordinatorRuntime``'s batch limit), then the coordinator's answer for the partitions left.
@@ -372,7 +371,7 @@ def _offset_topics(answer: OffsetFetchResponse) -> list[dict[str, Any]]:
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]
 
 
-@register(9)
+@register(ApiKey.OFFSET_FETCH, versions=(1, 9))  # v10 addresses topics by id
 async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.version >= 8:
         groups = []
@@ -395,7 +394,7 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "topics": _offset_topics(answer), "error_code": int(answer.error_code)}
 
 
-@register(15)
+@register(ApiKey.DESCRIBE_GROUPS, versions=(0, 5))
 async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     described = []
     for group_id in request.groups:
@@ -441,7 +440,7 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "groups": described}
 
 
-@register(16)
+@register(ApiKey.LIST_GROUPS, versions=(0, 5))
 async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     states = tuple(getattr(request, "states_filter", ()))
     types = tuple(getattr(request, "types_filter", ()))
@@ -467,7 +466,7 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": int(answer.error_code), "groups": groups}
 
 
-@register(42)
+@register(ApiKey.DELETE_GROUPS, versions=(0, 2))
 async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     results = []
     for group_id in request.groups_names:
@@ -494,7 +493,9 @@ def _longer_than_kafka_reads(text: str) -> bool:
     return len(text) * 3 > _MAX_RECORD_STRING_BYTES and len(text.encode("utf-8")) > _MAX_RECORD_STRING_BYTES
 
 
-@register(68)
+@register(
+    ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=(0, 1)
+)  # KIP-848; librdkafka's group.protocol=consumer needs v1
 async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     """``KafkaApis.handleConsumerGroupHeartbeat`` then ``GroupCoordinatorService``: the request's own
     checks come first (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR — at any broker), then the group's
@@ -513,7 +514,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     return consumer_group_heartbeat_response_to_wire(answer, ctx.version)
 
 
-@register(69)
+@register(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1))
 async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
     """``GroupCoordinatorService.consumerGroupDescribe``: an empty group id is INVALID_GROUP_ID
     (answered first, with an empty id), every other group its coordinator's description — or

@@ -13,7 +13,6 @@ import sys
 from dataclasses import fields
 from typing import Any
 
-from kio.index import load_request_schema
 from kio.static.primitive import i32Timedelta
 
 from kgroup.messages import (
@@ -39,7 +38,9 @@ from kgroup.messages import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
-from kgroup.model import ErrorCode, PeerError, TopicPartition
+from kgroup.model import PeerError, TopicPartition
+from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.codec import error_from_wire, request_class
 from kgroup.wire.consumer_group import (
     consumer_group_describe_request_to_wire,
     consumer_group_describe_response_from_wire,
@@ -50,24 +51,17 @@ from kgroup.wire.consumer_group import (
 __all__ = ["API_KEY", "from_wire", "to_wire"]
 
 #: Kafka's API key of each request type the member sends
-API_KEY: dict[type, int] = {
-    OffsetCommitRequest: 8,
-    OffsetFetchRequest: 9,
-    FindCoordinatorRequest: 10,
-    JoinGroupRequest: 11,
-    HeartbeatRequest: 12,
-    LeaveGroupRequest: 13,
-    SyncGroupRequest: 14,
-    ConsumerGroupHeartbeatRequest: 68,
-    ConsumerGroupDescribeRequest: 69,
+API_KEY: dict[type, ApiKey] = {
+    OffsetCommitRequest: ApiKey.OFFSET_COMMIT,
+    OffsetFetchRequest: ApiKey.OFFSET_FETCH,
+    FindCoordinatorRequest: ApiKey.FIND_COORDINATOR,
+    JoinGroupRequest: ApiKey.JOIN_GROUP,
+    HeartbeatRequest: ApiKey.HEARTBEAT,
+    LeaveGroupRequest: ApiKey.LEAVE_GROUP,
+    SyncGroupRequest: ApiKey.SYNC_GROUP,
+    ConsumerGroupHeartbeatRequest: ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    ConsumerGroupDescribeRequest: ApiKey.CONSUMER_GROUP_DESCRIBE,
 }
-
-
-def _error(code: int) -> ErrorCode:
-    try:
-        return ErrorCode(int(code))
-    except ValueError:
-        return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 def _timedelta(ms: int) -> Any:
@@ -103,7 +97,7 @@ def to_wire(body: Request, version: int) -> Any:
         return consumer_group_heartbeat_request_to_wire(body, version)
     if isinstance(body, ConsumerGroupDescribeRequest):
         return consumer_group_describe_request_to_wire(body, version)
-    cls: Any = load_request_schema(api_key, version)
+    cls: Any = request_class(api_key, version)
     if isinstance(body, FindCoordinatorRequest):
         return _make(cls, key=body.key, key_type=body.key_type, coordinator_keys=(body.key,))
     if isinstance(body, JoinGroupRequest):
@@ -217,11 +211,11 @@ def from_wire(request: Request, response: Any) -> Response:
                 raise PeerError(f"FindCoordinator: {len(coordinators)} coordinators for one key")
             response = coordinators[0]
         return FindCoordinatorResponse(
-            _error(response.error_code), int(response.node_id), response.host, int(response.port)
+            error_from_wire(response.error_code), int(response.node_id), response.host, int(response.port)
         )
     if isinstance(request, JoinGroupRequest):
         return JoinGroupResponse(
-            error_code=_error(response.error_code),
+            error_code=error_from_wire(response.error_code),
             generation_id=int(response.generation_id),
             protocol_type=getattr(response, "protocol_type", None),
             protocol_name=response.protocol_name,
@@ -235,25 +229,25 @@ def from_wire(request: Request, response: Any) -> Response:
         )
     if isinstance(request, SyncGroupRequest):
         return SyncGroupResponse(
-            error_code=_error(response.error_code),
+            error_code=error_from_wire(response.error_code),
             assignment=bytes(response.assignment),
             protocol_type=getattr(response, "protocol_type", None),
             protocol_name=getattr(response, "protocol_name", None),
         )
     if isinstance(request, HeartbeatRequest):
-        return HeartbeatResponse(_error(response.error_code))
+        return HeartbeatResponse(error_from_wire(response.error_code))
     if isinstance(request, LeaveGroupRequest):
         return LeaveGroupResponse(
-            _error(response.error_code),
+            error_from_wire(response.error_code),
             tuple(
-                LeaveGroupMemberResponse(m.member_id, m.group_instance_id, _error(m.error_code))
+                LeaveGroupMemberResponse(m.member_id, m.group_instance_id, error_from_wire(m.error_code))
                 for m in response.members
             ),
         )
     if isinstance(request, OffsetCommitRequest):
         return OffsetCommitResponse(
             tuple(
-                (TopicPartition(t.name, int(p.partition_index)), _error(p.error_code))
+                (TopicPartition(t.name, int(p.partition_index)), error_from_wire(p.error_code))
                 for t in response.topics
                 for p in t.partitions
             )
@@ -265,13 +259,13 @@ def from_wire(request: Request, response: Any) -> Response:
                 raise PeerError(f"OffsetFetch: {len(groups)} groups in the answer for one")
             response = groups[0]
         return OffsetFetchResponse(
-            _error(response.error_code),
+            error_from_wire(response.error_code),
             tuple(
                 OffsetFetchPartition(
                     TopicPartition(t.name, int(p.partition_index)),
                     int(p.committed_offset),
                     p.metadata,
-                    _error(p.error_code),
+                    error_from_wire(p.error_code),
                     int(p.committed_leader_epoch),
                 )
                 for t in response.topics
