@@ -3,16 +3,28 @@ reads and writes (a random request of each version survives bytes and back)."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.static.primitive import Records
+from kio.static.primitive import Records, i64Timedelta
 
 from kgroup.broker.dispatch import api_version_ranges, register, registered_versions
+from kgroup.model import PeerError
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.codec import decode_request, decode_request_header, encode_request, request_class
 
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
+#: kio's reader turns an int64 millisecond count into microseconds in an int64: a count beyond this
+#: (some 292,000 years) cannot be read back, though kio writes it (see the test at the end)
+_KIO_READABLE_MS = (2**63 - 1) // 1000 - 1  # measured: one more is refused, either sign
+st.register_type_strategy(
+    i64Timedelta,
+    st.integers(-_KIO_READABLE_MS, _KIO_READABLE_MS).map(
+        lambda ms: i64Timedelta.parse(datetime.timedelta(milliseconds=ms))
+    ),
+)
 
 ADVERTISED = [(key, v) for key, (low, high) in registered_versions().items() for v in range(low, high + 1)]
 
@@ -58,3 +70,24 @@ def test_every_advertised_version_round_trips(data: st.DataObject) -> None:
         "registry",
     )
     assert decode_request(frame, header).body == request
+
+
+def test_a_millisecond_count_beyond_kios_reader_is_refused_not_misread() -> None:
+    """A known limit (kio's, not Kafka's: Kafka reads any int64): an OffsetCommit v2-v4 whose
+    ``retention_time`` exceeds about 292,000 years is refused as malformed (the connection closes),
+    never read as another value."""
+    cls = request_class(ApiKey.OFFSET_COMMIT, 2)
+    assert cls is not None
+    beyond = datetime.timedelta(milliseconds=_KIO_READABLE_MS + 1)
+    request = cls(
+        group_id="g", generation_id_or_member_epoch=-1, member_id="", retention_time=beyond, topics=()
+    )
+    frame = encode_request(request, correlation_id=1)
+    with pytest.raises(PeerError, match="malformed OffsetCommit v2 request"):
+        decode_request(frame, decode_request_header(frame))
+    within = datetime.timedelta(milliseconds=_KIO_READABLE_MS)
+    frame = encode_request(
+        cls(group_id="g", generation_id_or_member_epoch=-1, member_id="", retention_time=within, topics=()),
+        correlation_id=1,
+    )
+    assert decode_request(frame, decode_request_header(frame)).body.retention_time == within

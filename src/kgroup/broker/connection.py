@@ -16,20 +16,47 @@ of a burst with its reason, the rest of the burst as one summary line.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
-from kgroup.broker.dispatch import CloseConnection, dispatch
 from kgroup.model import PeerError
 from kgroup.wire.framing import FrameError, framed, read_frame
 
-if TYPE_CHECKING:
-    from kgroup.broker.broker import Broker
-
-__all__ = ["CloseLog", "serve_connection"]
+__all__ = ["CloseConnection", "CloseLog", "ConnectionLimits", "FrameHandler", "Peer", "serve_connection"]
 
 log = logging.getLogger("kgroup.broker")
+
+
+class CloseConnection(Exception):
+    """Close the connection without an answer (Kafka does so e.g. for a failed acks=0 produce)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """``max.connections`` (per listener) and ``socket.request.max.bytes``."""
+
+    max_connections: int
+    max_request_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    """Who a connection is: ``connection_id`` is unique in the process (the coordinator addresses its
+    replies by it), ``client_host`` is Kafka's ``/address`` form (DescribeGroups shows it)."""
+
+    node_id: int
+    connection_id: str
+    client_host: str
+
+
+#: a request frame (without its size) of ``peer`` in, the response frame (or ``None``: no answer)
+#: out; :class:`~kgroup.model.PeerError` or :class:`CloseConnection` close the connection
+FrameHandler = Callable[[bytes, Peer], Awaitable[bytes | None]]
+
+_connection_numbers = itertools.count(1)
 
 
 class CloseLog:
@@ -68,30 +95,44 @@ class CloseLog:
 
 
 async def serve_connection(
-    broker: Broker, node_id: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    node_id: int,
+    handle: FrameHandler,
+    limits: ConnectionLimits,
+    open_connections: set[asyncio.StreamWriter],
+    close_log: CloseLog,
 ) -> None:
-    peer = writer.get_extra_info("peername")
-    where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-    connections = broker.connections[node_id]
-    closing = broker.close_log
-    if len(connections) >= broker.config.max_connections:
+    """Serve one accepted connection of node ``node_id`` until either side closes it.
+
+    ``open_connections`` holds the node's open connections (this one is added while it is served);
+    a connection beyond ``limits.max_connections`` is closed at once.
+    """
+    address = writer.get_extra_info("peername")
+    where = f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
+    closing = close_log
+    if len(open_connections) >= limits.max_connections:
         closing.closed(
             node_id,
             where,
             "refused at max.connections",
-            f"max.connections ({broker.config.max_connections}) reached",
+            f"max.connections ({limits.max_connections}) reached",
         )
         writer.close()
         return
-    connections.add(writer)
-    connection_id = broker.groups.new_connection_id(node_id, where)
-    client_host = f"/{peer[0]}" if isinstance(peer, tuple) else "/127.0.0.1"
+    open_connections.add(writer)
+    peer = Peer(
+        node_id,
+        f"{node_id}/{where}/{next(_connection_numbers)}",
+        f"/{address[0]}" if isinstance(address, tuple) else "/127.0.0.1",
+    )
     try:
         while True:
             try:
                 frame = await read_frame(
                     reader.readexactly,
-                    max_bytes=broker.config.max_request_bytes,
+                    max_bytes=limits.max_request_bytes,
                     limit_name="socket.request.max.bytes",
                 )
             except FrameError as exc:
@@ -100,7 +141,7 @@ async def serve_connection(
             if frame is None:
                 return  # the client closed the connection between requests
             try:
-                response = await dispatch(broker, node_id, frame, connection_id, client_host)
+                response = await handle(frame, peer)
             except (PeerError, CloseConnection) as exc:
                 closing.closed(node_id, where, "refused request", str(exc))
                 return
@@ -115,5 +156,5 @@ async def serve_connection(
     except ConnectionError:
         return
     finally:
-        connections.discard(writer)
+        open_connections.discard(writer)
         writer.close()

@@ -30,8 +30,10 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from kgroup.broker.connection import CloseConnection
+from kgroup.broker.services import BrokerServices
 from kgroup.model import ErrorCode
 from kgroup.wire.api_keys import ApiKey, api_name
 from kgroup.wire.codec import (
@@ -43,9 +45,6 @@ from kgroup.wire.codec import (
     request_class,
     response_class,
 )
-
-if TYPE_CHECKING:
-    from kgroup.broker.broker import Broker
 
 __all__ = [
     "LARGE_FRAME_BYTES",
@@ -66,10 +65,6 @@ LARGE_FRAME_BYTES = 128 * 1024
 #: a response with more entries than this (array elements, counted until this is reached) is built
 #: and encoded off the event loop
 LARGE_RESPONSE_ENTRIES = 2_000
-
-
-class CloseConnection(Exception):
-    """Close the connection without an answer (Kafka does so e.g. for a failed acks=0 produce)."""
 
 
 class Pacer:
@@ -98,7 +93,10 @@ class Pacer:
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
-    broker: Broker
+    """One request as its handler sees it: the broker's services, the node and connection it came
+    to, and its header."""
+
+    services: BrokerServices
     node_id: int
     header: RequestHeader
     connection: str  # unique per connection: where the coordinator addresses its replies
@@ -177,8 +175,14 @@ def _unsupported_api_versions(correlation_id: int) -> bytes:
 
 
 async def dispatch(
-    broker: Broker, node_id: int, frame: bytes, connection: str = "-", client_host: str = "/127.0.0.1"
+    services: BrokerServices,
+    node_id: int,
+    frame: bytes,
+    connection: str = "-",
+    client_host: str = "/127.0.0.1",
 ) -> bytes | None:
+    """The response frame (without its size) to one request frame, or ``None`` for no response;
+    :class:`~kgroup.model.PeerError` or :class:`CloseConnection` to close the connection."""
     header = decode_request_header(frame)
     registration = _REGISTRY.get(header.api_key)
     if registration is None:
@@ -192,14 +196,14 @@ async def dispatch(
             f"{api_name(header.api_key)} v{header.api_version} is not enabled "
             f"(v{registration.min_version}-v{registration.max_version} are)"
         )
-    limit = broker.config.max_request_elements
+    limit = services.config.max_request_elements
     large = len(frame) > LARGE_FRAME_BYTES
     if large:
-        request = await broker.off_loop(decode_request, frame, header, max_elements=limit, piecewise=True)
+        request = await services.off_loop(decode_request, frame, header, max_elements=limit, piecewise=True)
     else:
         request = decode_request(frame, header, max_elements=limit)
     data = await registration.handler(
-        RequestContext(broker, node_id, header, connection, client_host), request.body
+        RequestContext(services, node_id, header, connection, client_host), request.body
     )
     if data is None:
         return None
@@ -208,7 +212,7 @@ async def dispatch(
     if isinstance(data, cls):  # built by a typed translation: a few entries per group, encoded here
         return encode_response(header.correlation_id, data)
     if large or not _fewer_entries_than(data, LARGE_RESPONSE_ENTRIES):
-        return await broker.off_loop(_build_and_encode, header.correlation_id, cls, data)
+        return await services.off_loop(_build_and_encode, header.correlation_id, cls, data)
     return encode_response(header.correlation_id, build(cls, data))
 
 

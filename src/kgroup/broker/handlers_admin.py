@@ -47,16 +47,16 @@ async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 
 def _broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
-    broker = ctx.broker
+    services = ctx.services
     return [
-        {"node_id": b, "host": broker.config.host, "port": broker.ports[b], "rack": None}
-        for b in sorted(broker.cluster.alive)
-        if b in broker.ports
+        {"node_id": b, "host": services.config.host, "port": services.ports[b], "rack": None}
+        for b in sorted(services.cluster.alive)
+        if b in services.ports
     ]
 
 
 def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.cluster
     partitions = []
     for index, replicas in enumerate(info.replicas):
         leader = cluster.leader(replicas)
@@ -95,8 +95,8 @@ def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -
 
 @register(ApiKey.METADATA, versions=(0, 12))
 async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
-    cluster = broker.cluster
+    services = ctx.services
+    cluster = services.cluster
     topics: list[dict[str, Any]] = []
     requested = request.topics
     # v0: an empty list means every topic; v1+: null means every topic, empty means none
@@ -130,25 +130,25 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 topics.append(_topic_entry(ctx, info))
             elif topic_name_error(name) is not None:
                 topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
-            elif allow_auto and broker.config.auto_create_topics and name != OFFSETS_TOPIC:
+            elif allow_auto and services.config.auto_create_topics and name != OFFSETS_TOPIC:
                 # Kafka (KRaft) hands the creation to the controller and answers
                 # UNKNOWN_TOPIC_OR_PARTITION; the client asks again and finds the topic (created
                 # here at once). ZooKeeper-era Kafka answered LEADER_NOT_AVAILABLE.
                 try:
                     cluster.create_topic(
-                        name, broker.config.num_partitions, broker.config.replication_factor, {}
+                        name, services.config.num_partitions, services.config.replication_factor, {}
                     )
                 except LogError as exc:  # the log refused it: answer its error for this topic
                     topics.append(_error_topic(name, exc.error_code))
                     continue
-                log.info("auto-created topic %s with %d partition(s)", name, broker.config.num_partitions)
+                log.info("auto-created topic %s with %d partition(s)", name, services.config.num_partitions)
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     return {
         "throttle_time": 0,
         "brokers": _broker_entries(ctx),
-        "cluster_id": broker.config.cluster_id,
+        "cluster_id": services.config.cluster_id,
         "controller_id": min(cluster.alive) if cluster.alive else -1,
         "topics": topics,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
@@ -186,7 +186,7 @@ async def _create_paced(
 ) -> TopicInfo:
     """Make the topic's partitions a few at a time, giving other connections a turn in between (a
     10,000-partition topic is 10,000 directories); all or nothing (the log removes a half-made one)."""
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.cluster
     creation = cluster.logs.begin_topic(name, partitions, configs)
     try:
         while not creation.step(_PARTITIONS_PER_STEP):
@@ -200,8 +200,8 @@ async def _create_paced(
 
 @register(ApiKey.CREATE_TOPICS, versions=(2, 7))
 async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
-    cluster = broker.cluster
+    services = ctx.services
+    cluster = services.cluster
     results: list[dict[str, Any]] = []
     names = Counter(t.name for t in request.topics)
     for topic in request.topics:
@@ -227,9 +227,9 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             partitions = len(topic.assignments)
             rf = len(topic.assignments[0].broker_ids)
         if partitions == -1:
-            partitions = broker.config.num_partitions
+            partitions = services.config.num_partitions
         if rf == -1:
-            rf = broker.config.replication_factor
+            rf = services.config.replication_factor
         error = topic_name_error(name)
         if names[name] > 1:
             results.append(_created(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", None, 0, 0))
@@ -281,7 +281,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(ApiKey.DELETE_TOPICS, versions=(1, 6))
 async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.cluster
     wanted: list[tuple[str | None, uuid.UUID | None]]
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
@@ -323,7 +323,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(ApiKey.DESCRIBE_CONFIGS, versions=(1, 4))
 async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.cluster
     results = []
     for resource in request.resources:
         if ctx.pacer.due():
@@ -349,7 +349,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
             overridden = set(info.configs)
             cluster_defaults: frozenset[str] = CLUSTER_DEFAULT_TOPIC_CONFIGS - overridden
         elif rtype == 4:  # BROKER
-            config = ctx.broker.config
+            config = ctx.services.config
             values = {
                 "auto.create.topics.enable": str(config.auto_create_topics).lower(),
                 "num.partitions": str(config.num_partitions),

@@ -28,7 +28,7 @@ LEADER_EPOCH = 0  # one copy, one leader epoch
 
 
 def _leader_check(ctx: RequestContext, topic: str, partition: int) -> int:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.cluster
     info = cluster.topics.get(topic)
     if info is None or not 0 <= partition < info.partitions:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -48,7 +48,10 @@ def _epoch_check(current_leader_epoch: int) -> int:
 
 
 def _current_leader(ctx: RequestContext, topic: str, partition: int) -> dict[str, int]:
-    return {"leader_id": ctx.broker.cluster.partition_leader(topic, partition), "leader_epoch": LEADER_EPOCH}
+    return {
+        "leader_id": ctx.services.cluster.partition_leader(topic, partition),
+        "leader_epoch": LEADER_EPOCH,
+    }
 
 
 #: a batch larger than this, or compressed, is validated in the codec thread
@@ -64,11 +67,11 @@ def _heavy(records: bytes) -> bool:
 
 @register(ApiKey.PRODUCE, versions=(3, 12))  # Kafka 4.0 removed v0-v2; v13 addresses topics by id
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
-    broker = ctx.broker
+    services = ctx.services
     acks = int(request.acks)
     responses = []
     failed = False
-    now_ms = broker.clock_ms()
+    now_ms = services.clock_ms()
     appended: list[tuple[str, int, int]] = []
     for topic in request.topic_data:
         partition_responses = []
@@ -95,13 +98,13 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                 entry["current_leader"] = _current_leader(ctx, topic.name, index)
             if code == ErrorCode.NONE:
-                plog = broker.cluster.partition_log(topic.name, index)
+                plog = services.cluster.partition_log(topic.name, index)
                 assert plog is not None
                 records = bytes(part.records or b"")
                 try:
                     if _heavy(records):  # inflating and walking its records: off the event loop
                         result = plog.append(
-                            await broker.off_loop(plog.validate, records, now_ms=now_ms), now_ms=now_ms
+                            await services.off_loop(plog.validate, records, now_ms=now_ms), now_ms=now_ms
                         )
                     else:
                         result = plog.append(records, now_ms=now_ms)
@@ -129,7 +132,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             partition_responses.append(entry)
         responses.append({"name": topic.name, "partition_responses": partition_responses})
     for name, index, size in appended:
-        broker.notify_appended(name, index, size)
+        services.notify_appended(name, index, size)
     if acks == 0:
         if failed:  # Kafka closes the connection so that an acks=0 producer notices and refreshes metadata
             raise CloseConnection("acks=0 produce request failed")
@@ -165,7 +168,7 @@ def _fetch_partition(
     if code != ErrorCode.NONE:
         entry["error_code"] = code
         return entry, 0
-    plog = ctx.broker.cluster.partition_log(topic, index)
+    plog = ctx.services.cluster.partition_log(topic, index)
     assert plog is not None
     hw = plog.high_watermark
     offset = int(part.fetch_offset)
@@ -258,13 +261,13 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         for part in topic.partitions
     }
     waiter = FetchWaiter(min_bytes, caps, sizes, loop.create_future())
-    ctx.broker.watch_appends(waiter)
+    ctx.services.watch_appends(waiter)
     try:
         await asyncio.wait_for(asyncio.shield(waiter.done), timeout=deadline - loop.time())
     except TimeoutError:
         pass
     finally:
-        ctx.broker.unwatch_appends(waiter)
+        ctx.services.unwatch_appends(waiter)
     return (await _fetch_once(ctx, request))[0]
 
 
@@ -287,7 +290,7 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if code == ErrorCode.NONE:
                 code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
             if code == ErrorCode.NONE:
-                plog = ctx.broker.cluster.partition_log(topic.name, index)
+                plog = ctx.services.cluster.partition_log(topic.name, index)
                 assert plog is not None
                 entry["leader_epoch"] = LEADER_EPOCH
                 # -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered, else
@@ -320,6 +323,6 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.NONE,
-        "producer_id": ctx.broker.allocate_producer_id(),
+        "producer_id": ctx.services.allocate_producer_id(),
         "producer_epoch": 0,
     }

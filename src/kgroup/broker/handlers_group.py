@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from kgroup.broker.coordinator_host import error_response
 from kgroup.broker.dispatch import CloseConnection, Pacer, RequestContext, register
-from kgroup.broker.groups import error_response
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
@@ -65,18 +65,18 @@ def _ms(value: Any) -> int:
 
 async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
     """The coordinator's answer, or NOT_COORDINATOR when another broker coordinates ``group_id``."""
-    groups = ctx.broker.groups
-    if ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
+    coordinator_host = ctx.services.coordinator_host
+    if ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
         return error_response(body, ErrorCode.NOT_COORDINATOR)
     envelope = Envelope(
         ctx.connection, ctx.header.correlation_id, body, ctx.header.client_id, ctx.client_host, ctx.version
     )
-    return await groups.call(ctx.node_id, envelope)
+    return await coordinator_host.call(ctx.node_id, envelope)
 
 
 @register(ApiKey.FIND_COORDINATOR, versions=(0, 6))
 async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
+    services = ctx.services
     keys = list(request.coordinator_keys) if ctx.version >= 4 else [request.key]
     key_type = int(getattr(request, "key_type", GROUP_KEY))
     coordinators = []
@@ -93,8 +93,8 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "error_message": "kgroup has no transaction coordinator",
             }
         else:
-            node = broker.cluster.coordinator_for(key)
-            if node < 0 or node not in broker.ports:
+            node = services.cluster.coordinator_for(key)
+            if node < 0 or node not in services.ports:
                 entry = {
                     "key": key,
                     "node_id": -1,
@@ -107,8 +107,8 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 entry = {
                     "key": key,
                     "node_id": node,
-                    "host": broker.config.host,
-                    "port": broker.ports[node],
+                    "host": services.config.host,
+                    "port": services.ports[node],
                     "error_code": ErrorCode.NONE,
                     "error_message": None,
                 }
@@ -259,10 +259,10 @@ async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
     (``RecordTooLargeException``) before replaying the records. The answer has one entry per
     partition of the request, in its order, grouped by topic.
     """
-    broker, pacer = ctx.broker, ctx.pacer
-    topics = broker.cluster.topics
-    metadata_limit = broker.groups.config.offset_metadata_max_bytes
-    batch_limit = broker.config.offsets_max_message_bytes
+    services, pacer = ctx.services, ctx.pacer
+    topics = services.cluster.topics
+    metadata_limit = services.coordinator_host.config.offset_metadata_max_bytes
+    batch_limit = services.config.offsets_max_message_bytes
     codes: list[int] = []  # per request partition; -2 marks one the coordinator answers
     candidates: list[tuple[str, Any]] = []  # (topic name, kio partition) for the coordinator
     sized: list[tuple[str, str]] = []  # (topic, metadata) of each offset record a commit would write
@@ -400,7 +400,7 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     for group_id in request.groups:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        if ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
+        if ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
             described.append(
                 {
                     "error_code": int(ErrorCode.NOT_COORDINATOR),
@@ -452,7 +452,7 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
         ctx.client_host,
         ctx.version,
     )
-    answer = await ctx.broker.groups.call(ctx.node_id, envelope)
+    answer = await ctx.services.coordinator_host.call(ctx.node_id, envelope)
     assert isinstance(answer, ListGroupsResponse)
     groups = [
         {
@@ -472,10 +472,10 @@ async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     for group_id in request.groups_names:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        if ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
+        if ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
             code = ErrorCode.NOT_COORDINATOR
         else:
-            code = ctx.broker.groups.delete_group(ctx.node_id, group_id)
+            code = ctx.services.coordinator_host.delete_group(ctx.node_id, group_id)
         results.append({"group_id": group_id, "error_code": int(code)})
     return {"throttle_time": 0, "results": results}
 
@@ -506,7 +506,9 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
         # read: the connection is closed); such a string could not be written into a record either
         if text is not None and _longer_than_kafka_reads(text):
             raise CloseConnection("ConsumerGroupHeartbeat: a string field is longer than 32767 bytes")
-    answer = invalid_heartbeat_answer(body, ctx.version, ctx.broker.groups.config.consumer_assignors)
+    answer = invalid_heartbeat_answer(
+        body, ctx.version, ctx.services.coordinator_host.config.consumer_assignors
+    )
     if answer is None:
         response = await _call(ctx, body.group_id, body)
         assert isinstance(response, ConsumerGroupHeartbeatResponse)

@@ -66,8 +66,8 @@ def register(app: typer.Typer) -> None:
         quiet: bool = typer.Option(False, "--quiet", "-q", help="Log warnings only."),
     ) -> None:
         """Run a Kafka-protocol broker (produce, fetch, topics, consumer groups) on this machine."""
-        from kgroup.broker import BrokerConfig, parse_topic_spec
-        from kgroup.broker.server import open_logs, run_broker
+        from kgroup.broker.broker import open_logs, run_broker
+        from kgroup.broker.config import BrokerConfig, parse_topic_spec
 
         if fsync not in FSYNC_POLICIES:
             raise KgroupError(f"--fsync: {fsync!r} is not one of {', '.join(FSYNC_POLICIES)}")
@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
 
         def started(broker: Any) -> None:
             if recorder is not None:
-                broker.groups.recorder = recorder
+                broker.coordinator_host.recorder = recorder
             for broker_id in sorted(broker.ports):
                 typer.echo(f"broker {broker_id} listening on {host}:{broker.ports[broker_id]}")
             typer.echo(f"bootstrap.servers={broker.bootstrap_servers}  data-dir={data_dir}", err=False)
