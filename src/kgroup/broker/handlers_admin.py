@@ -378,7 +378,6 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "name": k,
                 "value": v,
                 "read_only": rtype == 4,
-                "is_default": k not in overridden and k not in cluster_defaults,
                 # DescribeConfigs v1+: DYNAMIC_TOPIC_CONFIG (1) for an override,
                 # DYNAMIC_DEFAULT_BROKER_CONFIG (3) for a cluster-wide default, DEFAULT_CONFIG (5) otherwise
                 "config_source": 1 if k in overridden else 3 if k in cluster_defaults else 5,

@@ -22,13 +22,8 @@ from kgroup.messages import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Envelope,
-    HeartbeatRequest,
     HeartbeatResponse,
-    JoinGroupProtocol,
-    JoinGroupRequest,
     JoinGroupResponse,
-    LeaveGroupMember,
-    LeaveGroupRequest,
     LeaveGroupResponse,
     ListGroupsRequest,
     ListGroupsResponse,
@@ -39,12 +34,14 @@ from kgroup.messages import (
     OffsetFetchResponse,
     Request,
     Response,
-    SyncGroupAssignment,
-    SyncGroupRequest,
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
 from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.apis import heartbeat as heartbeat_api
+from kgroup.wire.apis import join_group as join_group_api
+from kgroup.wire.apis import leave_group as leave_group_api
+from kgroup.wire.apis import sync_group as sync_group_api
 from kgroup.wire.consumer_group import (
     consumer_group_describe_request_from_wire,
     consumer_group_describe_response_to_wire,
@@ -115,7 +112,9 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
         coordinators.append(entry)
     if ctx.version >= 4:
         return {"throttle_time": 0, "coordinators": coordinators}
-    return {"throttle_time": 0, **coordinators[0]}
+    # v0-v3: one key, answered at the top level (which has no "key" field)
+    single = {name: value for name, value in coordinators[0].items() if name != "key"}
+    return {"throttle_time": 0, **single}
 
 
 #: a new member's id is its prefix (group instance id, else client id), "-" and a 36-character UUID
@@ -139,112 +138,38 @@ def _member_id_too_long(ctx: RequestContext, request: Any) -> bool:
 
 
 @register(ApiKey.JOIN_GROUP, versions=(0, 9))
-async def join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def join_group(ctx: RequestContext, request: Any) -> Any:
     if _member_id_too_long(ctx, request):
-        return {
-            "throttle_time": 0,
-            "error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR),
-            "generation_id": -1,
-            "protocol_type": None,
-            "protocol_name": None if ctx.version >= 7 else "",
-            "leader": "",
-            "skip_assignment": False,
-            "member_id": "",
-            "members": [],
-        }
-    session = _ms(request.session_timeout)
-    # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout
-    rebalance = _ms(request.rebalance_timeout) if hasattr(request, "rebalance_timeout") else session
-    body = JoinGroupRequest(
-        group_id=request.group_id,
-        session_timeout_ms=session,
-        rebalance_timeout_ms=rebalance,
-        member_id=request.member_id,
-        protocols=tuple(JoinGroupProtocol(p.name, bytes(p.metadata)) for p in request.protocols),
-        group_instance_id=getattr(request, "group_instance_id", None),
-        protocol_type=request.protocol_type,
-        reason=getattr(request, "reason", None),
-    )
-    answer = await _call(ctx, request.group_id, body)
+        refused = JoinGroupResponse(ErrorCode.UNKNOWN_SERVER_ERROR, generation_id=-1)
+        return join_group_api.response_to_wire(refused, ctx.version)
+    body = join_group_api.request_from_wire(request)
+    answer = await _call(ctx, body.group_id, body)
     assert isinstance(answer, JoinGroupResponse)
-    return {
-        "throttle_time": 0,
-        "error_code": int(answer.error_code),
-        "generation_id": answer.generation_id,
-        "protocol_type": answer.protocol_type,
-        # before v7 the protocol name is not nullable
-        "protocol_name": answer.protocol_name if ctx.version >= 7 else (answer.protocol_name or ""),
-        "leader": answer.leader,
-        "skip_assignment": answer.skip_assignment,
-        "member_id": answer.member_id,
-        "members": [
-            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
-            for m in answer.members
-        ],
-    }
+    return join_group_api.response_to_wire(answer, ctx.version)
 
 
 @register(ApiKey.SYNC_GROUP, versions=(0, 5))
-async def sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    body = SyncGroupRequest(
-        group_id=request.group_id,
-        generation_id=int(request.generation_id),
-        member_id=request.member_id,
-        assignments=tuple(SyncGroupAssignment(a.member_id, bytes(a.assignment)) for a in request.assignments),
-        group_instance_id=getattr(request, "group_instance_id", None),
-        protocol_type=getattr(request, "protocol_type", None),
-        protocol_name=getattr(request, "protocol_name", None),
-    )
-    answer = await _call(ctx, request.group_id, body)
+async def sync_group(ctx: RequestContext, request: Any) -> Any:
+    body = sync_group_api.request_from_wire(request)
+    answer = await _call(ctx, body.group_id, body)
     assert isinstance(answer, SyncGroupResponse)
-    return {
-        "throttle_time": 0,
-        "error_code": int(answer.error_code),
-        "protocol_type": answer.protocol_type,
-        "protocol_name": answer.protocol_name,
-        "assignment": answer.assignment,
-    }
+    return sync_group_api.response_to_wire(answer, ctx.version)
 
 
 @register(ApiKey.HEARTBEAT, versions=(0, 4))
-async def heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    body = HeartbeatRequest(
-        request.group_id,
-        int(request.generation_id),
-        request.member_id,
-        getattr(request, "group_instance_id", None),
-    )
-    answer = await _call(ctx, request.group_id, body)
+async def heartbeat(ctx: RequestContext, request: Any) -> Any:
+    body = heartbeat_api.request_from_wire(request)
+    answer = await _call(ctx, body.group_id, body)
     assert isinstance(answer, HeartbeatResponse)
-    return {"throttle_time": 0, "error_code": int(answer.error_code)}
+    return heartbeat_api.response_to_wire(answer, ctx.version)
 
 
 @register(ApiKey.LEAVE_GROUP, versions=(0, 5))
-async def leave_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if ctx.version >= 3:
-        members = tuple(
-            LeaveGroupMember(m.member_id, m.group_instance_id, getattr(m, "reason", None))
-            for m in request.members
-        )
-    else:
-        members = (LeaveGroupMember(request.member_id),)
-    answer = await _call(ctx, request.group_id, LeaveGroupRequest(request.group_id, members))
+async def leave_group(ctx: RequestContext, request: Any) -> Any:
+    body = leave_group_api.request_from_wire(request)
+    answer = await _call(ctx, body.group_id, body)
     assert isinstance(answer, LeaveGroupResponse)
-    code = int(answer.error_code)
-    if ctx.version < 3 and code == 0 and answer.members:
-        code = int(answer.members[0].error_code)  # v0-v2: one member, its error is the answer's
-    return {
-        "throttle_time": 0,
-        "error_code": code,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "error_code": int(m.error_code),
-            }
-            for m in answer.members
-        ],
-    }
+    return leave_group_api.response_to_wire(answer, ctx.version)
 
 
 @register(ApiKey.OFFSET_COMMIT, versions=(2, 9))  # v10 addresses topics by id

@@ -6,9 +6,10 @@ The response header is v1 for a flexible version and v0 otherwise — except Api
 response header is always v0 so that a client can read it before it knows the broker's versions.
 
 :func:`build` makes a ``kio`` entity of one version from version-free plain data (dicts, lists and
-ints): fields the version does not have are dropped, nested entities are built recursively,
-millisecond ints become ``timedelta`` and error numbers become ``ErrorCode``. Handlers thus write
-one answer for every version of their API, as Kafka's ``*ResponseData`` classes do.
+ints): fields the version does not have are dropped (a key no version has is refused), nested
+entities are built recursively, millisecond ints become ``timedelta`` and error numbers become
+``ErrorCode``. Handlers thus write one answer for every version of their API, as Kafka's
+``*ResponseData`` classes do.
 """
 
 from __future__ import annotations
@@ -324,10 +325,38 @@ def _builder(cls: type[Any]) -> tuple[tuple[str, Callable[[Any], Any], bool], ..
     return fields
 
 
-def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
-    """The ``kio`` entity ``cls`` from plain data; keys ``cls`` has no field for are ignored.
+_KNOWN_FIELDS: dict[type[Any], frozenset[str]] = {}
 
-    A required field missing from ``data`` is a bug in the caller (:class:`KeyError`).
+
+def _known_fields(cls: type[Any]) -> frozenset[str]:
+    """The field names of ``cls`` in any version of its API: the entity of the same name in every
+    version's module (``kio.schema.<api>.v<N>.<request|response>``)."""
+    known = _KNOWN_FIELDS.get(cls)
+    if known is not None:
+        return known
+    names = {field.name for field in _fields(cls)}
+    package, _, kind = cls.__module__.rpartition(".")
+    api_package = package.rpartition(".")[0]
+    if api_package.startswith("kio.schema."):
+        name = api_package.rpartition(".")[2]
+        for version in schema_name_map.get(name, {}):
+            try:
+                module = __import__(f"{api_package}.v{version}.{kind}", fromlist=[cls.__name__])
+            except ImportError:
+                continue
+            other = getattr(module, cls.__name__, None)
+            if isinstance(other, type) and dataclasses.is_dataclass(other):
+                names.update(field.name for field in dataclasses.fields(other))
+    known = _KNOWN_FIELDS[cls] = frozenset(names)
+    return known
+
+
+def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    """The ``kio`` entity ``cls`` from plain data.
+
+    A key of a field that another version of the API has is dropped (one answer serves every
+    version); a key no version has is a bug in the caller — a typo would otherwise send the field's
+    default — and raises :class:`KeyError`, as does a required field missing from ``data``.
     """
     kwargs: dict[str, Any] = {}
     for name, convert, required in _builder(cls):
@@ -336,6 +365,12 @@ def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
             kwargs[name] = None if value is None else convert(value)
         elif required:
             raise KeyError(f"{cls.__module__}.{cls.__qualname__}: no value for required field {name!r}")
+    if len(kwargs) < len(data):
+        unknown = sorted(set(data) - _known_fields(cls))
+        if unknown:
+            raise KeyError(
+                f"{cls.__module__}.{cls.__qualname__}: no version of it has field(s) {', '.join(unknown)}"
+            )
     return cls(**kwargs)
 
 
