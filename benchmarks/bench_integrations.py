@@ -107,7 +107,7 @@ def _prepare(case: str, assignor: str, phase: str, impl: str, scale: float) -> t
     from kafka.protocol.consumer.group import JoinGroupResponse
     from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
-    from kgroup.assignors.api import create_assignor
+    from kgroup.assignors.registry import create_assignor
 
     shape = case_by_name(case).scaled(scale)
     topics = build_topics(shape)

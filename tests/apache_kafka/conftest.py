@@ -81,18 +81,30 @@ class Cluster:
     ``ApacheKafka(nodes=n)`` (node ids 1…n); topics get ``min(n, 3)`` replicas on both.
     """
 
-    def __init__(self, kind: str, nodes: int = 1, group_initial_rebalance_delay_ms: int = 0) -> None:
+    def __init__(
+        self,
+        kind: str,
+        nodes: int = 1,
+        group_initial_rebalance_delay_ms: int = 0,
+        leader_imbalance_check_interval_s: int = 300,
+    ) -> None:
         self.kind = kind
         self.nodes = nodes
         self._kgroup: KafkaBroker | None = None
         self._apache: ApacheKafka | None = None
         if kind == "kgroup":
             self._kgroup = KafkaBroker(
-                brokers=nodes, group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms
+                brokers=nodes,
+                group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
+                leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
             )
         else:
             self._apache = ApacheKafka(
-                nodes, configs={"group.initial.rebalance.delay.ms": group_initial_rebalance_delay_ms}
+                nodes,
+                configs={
+                    "group.initial.rebalance.delay.ms": group_initial_rebalance_delay_ms,
+                    "leader.imbalance.check.interval.seconds": leader_imbalance_check_interval_s,
+                },
             )
 
     def __enter__(self) -> Cluster:

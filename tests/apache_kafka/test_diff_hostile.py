@@ -23,8 +23,8 @@ from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import Raw, create_topic, find_coordinator, plain
 from tests.log.hostile_batches import HOSTILE
 
+from kgroup.group.records.serde import offset_commit_batch_bytes
 from kgroup.wire.codec import build, decode_response, encode_request, request_class, response_class
-from kgroup.wire.group_records import offset_commit_batch_bytes
 
 UNKNOWN_SERVER_ERROR = -1
 INVALID_TIMESTAMP = 32

@@ -13,12 +13,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kgroup.group.consumer import records as cg
+from kgroup.group.records import consumer as cg
+from kgroup.group.records.serde import encode_record
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import TopicId
 from kgroup.testing.apache_kafka import KafkaOracle
 from kgroup.testing.apache_kafka.oracle import CoordinatorRecordJson
-from kgroup.wire.group_records import encode_record
 from wire.strategies import CONSUMER_GROUP_RECORD
 
 T1, T2 = TopicId(1, 2), TopicId.from_string("x3Bz0c1VQ3ev5s3ExtkP7A")

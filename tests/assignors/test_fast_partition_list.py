@@ -122,7 +122,7 @@ def test_assignors_never_pause_the_garbage_collector(name: str, monkeypatch: pyt
     """kgroup runs inside servers: no assignor may switch the process-wide collector off."""
     import gc
 
-    from kgroup.assignors.api import create_assignor
+    from kgroup.assignors.registry import create_assignor
     from kgroup.bench.cases import CASES, Phase, build_request
 
     def refuse() -> None:

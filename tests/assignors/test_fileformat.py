@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from kgroup.assignors import api
+from kgroup.assignors import registry
 from kgroup.assignors.api import AssignmentRequest, Assignor
 from kgroup.assignors.fileformat import (
     check_path,
@@ -195,7 +195,7 @@ class _PriorGenerationProbe(Assignor):
 
 
 def test_prior_max_generation_goes_through_the_hook(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(api._BUILTIN, "probe", _PriorGenerationProbe)
+    monkeypatch.setitem(registry._BUILTIN, "probe", _PriorGenerationProbe)
     data = _file([{"memberId": "c", "topics": []}], assignor="probe", expected={"assignment": {"c": []}})
     data["input"]["priorMaxGeneration"] = 9
     assert check_vector(data).exact
@@ -225,7 +225,7 @@ class _FailingAssignor(Assignor):
 
 
 def test_an_expected_failure_matches_only_the_same_java_exception(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(api._BUILTIN, "failing", _FailingAssignor)
+    monkeypatch.setitem(registry._BUILTIN, "failing", _FailingAssignor)
     members = [{"memberId": "c", "topics": ["t1"]}]
     expected_ise = _file(members, assignor="failing", expected={"error": "IllegalStateException: boom"})
     monkeypatch.setattr(_FailingAssignor, "raises", StickyAssignmentError("IllegalStateException: boom"))

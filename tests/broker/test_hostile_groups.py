@@ -22,11 +22,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode as WireError
 from tests.broker.rawclient import RawClient
 
+from kgroup.group.records.serde import offset_commit_batch_bytes
 from kgroup.messages import Envelope, OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse
 from kgroup.model import ErrorCode, TopicPartition
 from kgroup.testing import KafkaBroker
 from kgroup.wire.codec import build, decode_response, encode_request, request_class, response_class
-from kgroup.wire.group_records import offset_commit_batch_bytes
 
 
 def _commit(group_id: str, offsets: list[tuple[str, int, int]], version: int = 8) -> Any:

@@ -44,3 +44,93 @@ def test_recorded_group_is_drawn_by_kgroup_report(tmp_path: Path) -> None:
         assert exc.code in (0, None)
     html = (record / "rec-group" / "index.html").read_text()
     assert "Partition owners over time" in html and "<img" in html
+
+
+def test_recording_of_a_cooperative_group_left_and_static_rejoin(tmp_path: Path) -> None:
+    """A member that sends LeaveGroup revoked its partitions (not lost); a static member that
+    rejoins under a new member id continues under the new id; the final protocol survives Empty."""
+    record = tmp_path / "rec"
+    coop = {"partition.assignment.strategy": "cooperative-sticky"}
+    static = {**coop, "group.instance.id": "a-inst"}
+    with KafkaBroker(topics={"coop": 4}, record_dir=record) as kafka:
+        owned = Owned()
+        a = confluent_consumer(kafka.bootstrap_servers, "coop-group", "coop", owned, "a", **static)
+        a.start()
+        wait_until(lambda: owned.snapshot().get("a") == frozenset(range(4)), 60, "a owning all")
+        b = confluent_consumer(kafka.bootstrap_servers, "coop-group", "coop", owned, "b", **coop)
+        b.start()
+        try:
+            wait_until(lambda: len(owned.snapshot().get("b", ())) == 2, 60, "b owning two")
+        finally:
+            b.join_checked()  # close(): LeaveGroup
+        wait_until(lambda: owned.snapshot().get("a") == frozenset(range(4)), 60, "a owning all again")
+        a.join_checked()  # a static member's close sends no LeaveGroup: it stays in the group
+        again = confluent_consumer(kafka.bootstrap_servers, "coop-group", "coop", owned, "a2", **static)
+        again.start()
+        try:
+            wait_until(lambda: owned.snapshot().get("a2") == frozenset(range(4)), 60, "a2 owning all")
+        finally:
+            again.join_checked()
+        # a dynamic cooperative group whose only member leaves: it ends Empty
+        solo = confluent_consumer(kafka.bootstrap_servers, "solo-group", "coop", owned, "s", **coop)
+        solo.start()
+        try:
+            wait_until(lambda: owned.snapshot().get("s") == frozenset(range(4)), 60, "s owning all")
+        finally:
+            solo.join_checked()
+        wait_until(
+            lambda: '"Empty"' in (record / "solo-group" / "result.json").read_text(), 30, "solo group Empty"
+        )
+    data = json.loads((record / "coop-group" / "result.json").read_text())
+    assert data["metrics"]["final_protocol"] == "cooperative-sticky"
+    joined = [e for e in data["events"] if e["kind"] == "joined_group"]
+    first_a = joined[0]["member_id"]
+    b_id = joined[1]["member_id"]
+    assert joined[0]["group_instance_id"] == "a-inst" and joined[1]["group_instance_id"] is None
+    left = [e for e in data["events"] if e["kind"] == "left_group"]
+    assert [(e["member_id"], e["reason"]) for e in left] == [(b_id, "leave_group")]
+    b_release = [o for o in data["ownership"] if o["member"] == b_id and o["t_ms"] == left[0]["t_ms"]]
+    assert len(b_release) == 1 and b_release[0]["lost"] == [] and len(b_release[0]["revoked"]) == 2
+    rejoin = joined[2]
+    assert rejoin["group_instance_id"] == "a-inst" and rejoin["replaces"] == first_a
+    new_a = rejoin["member_id"]
+    assert new_a != first_a
+    rec = data["recording"]
+    assert new_a in rec["consumers"]
+    # from the replacement on, every partition is owned by the new id, none by the old
+    after = [(p, m) for p, m, s, e in rec["intervals"] if e > rejoin["t_ms"] or s >= rejoin["t_ms"]]
+    assert sorted(p for p, _ in after) == [0, 1, 2, 3] and {m for _, m in after} == {new_a}
+    assert all(e <= rejoin["t_ms"] for _, m, _, e in rec["intervals"] if m == first_a)
+    solo_data = json.loads((record / "solo-group" / "result.json").read_text())
+    assert solo_data["events"][-1]["state"] == "Empty"
+    assert solo_data["metrics"]["final_protocol"] == "cooperative-sticky"
+    try:
+        main(["report", str(record)])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    html = (record / "coop-group" / "index.html").read_text()
+    assert "left_group (LeaveGroup)" in html and f"replaces {first_a}" in html
+
+
+def test_a_member_whose_session_expires_is_recorded_as_lost(tmp_path: Path) -> None:
+    """A static member's close sends no LeaveGroup: the coordinator removes it when its session
+    (6 s) expires, and the recording says so (reason expired, its partitions lost)."""
+    record = tmp_path / "rec"
+    path = record / "expiry-group" / "result.json"
+    with KafkaBroker(topics={"expiry": 2}, record_dir=record) as kafka:
+        owned = Owned()
+        config = {"group.instance.id": "gone", "session.timeout.ms": 6000}
+        member = confluent_consumer(kafka.bootstrap_servers, "expiry-group", "expiry", owned, "m", **config)
+        member.start()
+        try:
+            wait_until(lambda: owned.snapshot().get("m") == frozenset(range(2)), 60, "m owning both")
+        finally:
+            member.join_checked()
+        wait_until(lambda: '"left_group"' in path.read_text(), 30, "the session to expire")
+    data = json.loads(path.read_text())
+    (left,) = [e for e in data["events"] if e["kind"] == "left_group"]
+    assert left["reason"] == "expired"
+    (released,) = [
+        o for o in data["ownership"] if o["member"] == left["member_id"] and o["t_ms"] == left["t_ms"]
+    ]
+    assert released["lost"] == ["expiry-0", "expiry-1"] and released["revoked"] == []

@@ -16,7 +16,7 @@ from hypothesis.stateful import invariant, rule
 from group.context import GroupTestContext
 from group.test_stateful import CoordinatorMachine
 from kgroup.group import GroupCoordinator, Record
-from kgroup.wire.group_records import decode_record, encode_record
+from kgroup.group.records.serde import decode_record, encode_record
 
 
 def _through_the_wire(records: list[Record]) -> list[Record]:

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from kgroup.assignors.api import AssignmentRequest, create_assignor
+from kgroup.assignors.api import AssignmentRequest
+from kgroup.assignors.registry import create_assignor
 from kgroup.integrations._plugin import Joined
 from kgroup.model import Assignment, TopicMetadata, TopicPartition
 from kgroup.wire.consumer_protocol import decode_subscription

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from kgroup.assignors.api import AssignmentRequest, create_assignor
+from kgroup.assignors.api import AssignmentRequest
+from kgroup.assignors.registry import create_assignor
 from kgroup.model import Member as KMember
 from kgroup.model import TopicMetadata, TopicPartition
 

@@ -135,7 +135,8 @@ def test_a_kafka_python_leader_reads_every_subscription_version_as_java_does() -
     """Members of every client generation: v0 (no owned partitions) up to v3 (rack)."""
     from kafka.protocol.consumer.group import JoinGroupResponse
 
-    from kgroup.assignors.api import AssignmentRequest, create_assignor
+    from kgroup.assignors.api import AssignmentRequest
+    from kgroup.assignors.registry import create_assignor
     from kgroup.messages import ConsumerSubscription
     from kgroup.model import Member, TopicMetadata
     from kgroup.wire.consumer_protocol import encode_subscription

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kgroup.group.consumer.records import (
+from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from kgroup.group.consumer import records as cg
+from kgroup.group.records import consumer as cg
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import TopicId
 

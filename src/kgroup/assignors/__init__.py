@@ -4,16 +4,8 @@ Built-in names: ``range``, ``roundrobin``, ``sticky``, ``cooperative-sticky``, `
 ``legacy-roundrobin``; plug-ins come from the ``kgroup.assignors`` entry-point group.
 """
 
-from kgroup.assignors.api import (
-    AssignmentRequest,
-    Assignor,
-    available_assignors,
-    create_assignor,
-    register_assignor,
-)
-from kgroup.assignors.builtin import register_builtins
-
-register_builtins()
+from kgroup.assignors.api import AssignmentRequest, Assignor
+from kgroup.assignors.registry import available_assignors, create_assignor, register_assignor
 
 __all__ = [
     "AssignmentRequest",

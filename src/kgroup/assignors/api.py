@@ -1,38 +1,24 @@
-"""The assignor interface and the registry of assignors by name.
+"""The assignor interface (the registry of assignors by name is :mod:`kgroup.assignors.registry`).
 
 An assignor is Kafka's ``ConsumerPartitionAssignor`` reduced to its pure part: given the group's
-members and the topic metadata it returns member id -> partitions. Built-in assignors register
-themselves here; third-party ones are found through the ``kgroup.assignors`` entry-point group
-(see ``docs/assignors.md``).
+members and the topic metadata it returns member id -> partitions.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
-from typing import Generic, TypeVar
 
 from kgroup.model import (
     Assignment,
-    KgroupError,
     Member,
     RebalanceProtocol,
     TopicMetadata,
     TopicPartition,
 )
 
-_T = TypeVar("_T")
-
-__all__ = [
-    "AssignmentRequest",
-    "Assignor",
-    "NamedRegistry",
-    "available_assignors",
-    "create_assignor",
-    "register_assignor",
-]
+__all__ = ["AssignmentRequest", "Assignor"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,83 +62,3 @@ class Assignor(ABC):
 
     def supports(self, protocol: RebalanceProtocol) -> bool:
         return protocol in self.protocols
-
-
-class NamedRegistry(Generic[_T]):
-    """Factories by name, plus plug-ins from an entry-point group: one mechanism for every kind of assignor.
-
-    kgroup has two kinds: the consumer's (:class:`Assignor`, below) and the KIP-848 coordinator's
-    (:mod:`kgroup.group.assignors`). Each kind is one instance; ``load_builtins`` imports the package
-    that registers the built-ins, on first use.
-    """
-
-    def __init__(
-        self,
-        base: type,  # _T itself (abstract, so not a type[_T] to mypy): checked at run time
-        base_name: str,
-        entry_point_group: str,
-        kind: str,
-        load_builtins: Callable[[], None],
-    ) -> None:
-        self.base = base
-        self.base_name = base_name  # as users import it, for the error message
-        self.entry_point_group = entry_point_group
-        self.kind = kind
-        self.factories: dict[str, Callable[[], _T]] = {}
-        self._load_builtins = load_builtins
-
-    def register(self, name: str, factory: Callable[[], _T]) -> None:
-        """Make ``factory`` available under ``name`` (a later registration replaces an earlier one)."""
-        self.factories[name] = factory
-
-    def _plugins(self) -> dict[str, Callable[[], _T]]:
-        found: dict[str, Callable[[], _T]] = {}
-        for ep in entry_points(group=self.entry_point_group):
-            found[ep.name] = ep.load()
-        return found
-
-    def available(self) -> list[str]:
-        """Every name: built-ins first (sorted), then plug-ins."""
-        self._load_builtins()
-        names = sorted(self.factories)
-        names += sorted(n for n in self._plugins() if n not in self.factories)
-        return names
-
-    def create(self, name: str) -> _T:
-        """A fresh instance by name; unknown names get a one-line error listing the known ones."""
-        self._load_builtins()
-        factory = self.factories.get(name) or self._plugins().get(name)
-        if factory is None:
-            known = ", ".join(self.available())
-            raise KgroupError(f"unknown {self.kind} {name!r}; use one of: {known}")
-        instance = factory()
-        if not isinstance(instance, self.base):
-            raise KgroupError(f"{self.kind} plug-in {name!r} did not return a {self.base_name}")
-        return instance
-
-
-def _load_builtins() -> None:
-    # Importing the package registers the built-in assignors.
-    import kgroup.assignors  # noqa: F401
-
-
-AssignorFactory = Callable[[], Assignor]
-_REGISTRY: NamedRegistry[Assignor] = NamedRegistry(
-    Assignor, "kgroup.assignors.Assignor", "kgroup.assignors", "assignor", _load_builtins
-)
-_BUILTIN: dict[str, AssignorFactory] = _REGISTRY.factories
-
-
-def register_assignor(name: str, factory: AssignorFactory) -> None:
-    """Make ``factory`` available under ``name`` (a later registration replaces an earlier one)."""
-    _REGISTRY.register(name, factory)
-
-
-def available_assignors() -> list[str]:
-    """Every assignor name: built-ins first (sorted), then plug-ins."""
-    return _REGISTRY.available()
-
-
-def create_assignor(name: str) -> Assignor:
-    """A fresh assignor instance by name; unknown names get a one-line error listing the known ones."""
-    return _REGISTRY.create(name)

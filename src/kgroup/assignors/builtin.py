@@ -1,11 +1,11 @@
-"""Registers the built-in assignors under Kafka's names; each module is imported only when used."""
+"""The built-in assignors under Kafka's names; each module is imported only when used."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import import_module
 
-from kgroup.assignors.api import Assignor, register_assignor
+from kgroup.assignors.api import Assignor
 
 # name -> (module, class)
 BUILTIN_ASSIGNORS: dict[str, tuple[str, str]] = {
@@ -28,6 +28,6 @@ def _factory(module: str, cls: str) -> Callable[[], Assignor]:
     return make
 
 
-def register_builtins() -> None:
-    for name, (module, cls) in BUILTIN_ASSIGNORS.items():
-        register_assignor(name, _factory(module, cls))
+def builtin_factories() -> dict[str, Callable[[], Assignor]]:
+    """The built-in assignors' factories by Kafka's names (each imports its module when first used)."""
+    return {name: _factory(module, cls) for name, (module, cls) in BUILTIN_ASSIGNORS.items()}

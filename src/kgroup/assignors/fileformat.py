@@ -28,7 +28,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from kgroup.assignors.api import AssignmentRequest, Assignor, available_assignors, create_assignor
+from kgroup.assignors.api import AssignmentRequest, Assignor
+from kgroup.assignors.registry import available_assignors, create_assignor
 from kgroup.javacompat import java_string_key
 from kgroup.model import Assignment, KgroupError, Member, TopicMetadata, TopicPartition, sorted_partitions
 

@@ -267,7 +267,7 @@ def build_request(
     if phase is Phase.INITIAL:
         return first
     if initial is None:
-        from kgroup.assignors.api import create_assignor
+        from kgroup.assignors.registry import create_assignor
 
         initial = create_assignor(assignor).assign(first)
     members = reassign_members(shape, assignor, initial)

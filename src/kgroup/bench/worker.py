@@ -56,7 +56,7 @@ def _kgroup_factory(impl: str, assignor: str) -> Callable[[], Assignor]:
 
         create_fast_assignor(assignor)  # fail now, outside the timed region, if there is none
         return lambda: create_fast_assignor(assignor)
-    from kgroup.assignors.api import create_assignor
+    from kgroup.assignors.registry import create_assignor
 
     create_assignor(assignor)
     return lambda: create_assignor(assignor)

@@ -22,6 +22,7 @@ from typing import Any, ParamSpec, TypeVar
 from kgroup.broker.cluster import Cluster, topic_name_error
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.connection import CloseLog, ConnectionLimits, Peer, serve_connection
+from kgroup.broker.control import ControlChannel
 from kgroup.broker.coordinator_host import CoordinatorHost
 from kgroup.broker.dispatch import dispatch
 from kgroup.broker.logapi import LogManagerLike
@@ -133,12 +134,12 @@ class Broker:
             ) from None
         self._servers[broker_id] = server
         self.ports[broker_id] = server.sockets[0].getsockname()[1]
-        self.cluster.alive.add(broker_id)
+        self.cluster.broker_started(broker_id)
 
     async def stop_listener(self, broker_id: int) -> None:
         """Take one broker down: stop listening, drop its connections, move its leaderships."""
         server = self._servers.pop(broker_id, None)
-        self.cluster.alive.discard(broker_id)
+        self.cluster.broker_stopped(broker_id)
         if server is not None:
             server.close()
         for writer in list(self.connections[broker_id]):
@@ -172,12 +173,19 @@ class Broker:
         self.logs.close()
 
     async def _tick(self) -> None:
+        interval_ms = self.config.leader_imbalance_check_interval_s * 1000
+        next_election_ms = self.clock_ms() + interval_ms
         while True:
             await asyncio.sleep(1.0)
             try:
                 self.logs.tick(self.clock_ms())
             except OSError:
                 log.exception("log maintenance failed")
+            if self.config.auto_leader_rebalance_enable and self.clock_ms() >= next_election_ms:
+                # KRaft's periodic electPreferred task (see kgroup.broker.cluster)
+                next_election_ms = self.clock_ms() + interval_ms
+                if self.cluster.elect_preferred_leaders():
+                    self.coordinator_host.on_brokers_changed()
 
     async def _handle_frame(self, frame: bytes, peer: Peer) -> bytes | None:
         return await dispatch(self, peer.node_id, frame, peer.connection_id, peer.client_host)
@@ -238,14 +246,22 @@ async def serve(
     broker: Broker,
     stop: asyncio.Event,
     on_started: Callable[[Broker], None] | None = None,
+    control_dir: Path | None = None,
 ) -> None:
-    """Run ``broker`` until ``stop`` is set, then close it (flush and close the logs)."""
+    """Run ``broker`` until ``stop`` is set, then close it (flush and close the logs). With
+    ``control_dir``, the control channel of :mod:`kgroup.broker.control` is up (and its port file
+    written there) before ``on_started`` runs."""
     await broker.start()
+    control = ControlChannel(broker, control_dir) if control_dir is not None else None
     try:
+        if control is not None:
+            await control.start()
         if on_started is not None:
             on_started(broker)
         await stop.wait()
     finally:
+        if control is not None:
+            await control.close()
         await broker.close()
 
 
@@ -254,8 +270,10 @@ def run_broker(
     logs: LogManagerLike,
     on_started: Callable[[Broker], None] | None = None,
     install_signal_handlers: bool = True,
+    control_dir: Path | None = None,
 ) -> None:
-    """Run a broker in this thread until SIGINT/SIGTERM (the ``kgroup serve`` process)."""
+    """Run a broker in this thread until SIGINT/SIGTERM (the ``kgroup serve`` process); with
+    ``control_dir``, ``kgroup serve-ctl`` can stop and start its brokers."""
     import signal
 
     async def main() -> None:
@@ -264,6 +282,6 @@ def run_broker(
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, stop.set)
-        await serve(Broker(config, logs), stop, on_started)
+        await serve(Broker(config, logs), stop, on_started, control_dir)
 
     asyncio.run(main())

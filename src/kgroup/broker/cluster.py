@@ -1,9 +1,22 @@
 """Cluster and topic state: which brokers are up, which topics exist, who leads each partition.
 
 One process, one copy of the data: replica lists follow the placement rule (seed 000:
-partition ``i`` on brokers ``i, i+1, …`` mod n) for the Metadata answer, and a partition's leader is
-its first replica whose broker is up. Stopping a broker moves its leaderships to the next replica; no
-data moves, because there is only one copy.
+partition ``i`` on brokers ``i, i+1, …`` mod n) for the Metadata answer. Leadership follows KRaft's
+controller (``ReplicationControlManager``):
+
+* at first a partition is led by its preferred replica (the first of its list);
+* stopping a broker moves each leadership it held to the first other live replica of the list
+  (``handleBrokerInControlledShutdown``), or to none (-1) when no replica is up;
+* a broker that starts again takes only the leaderless partitions it is a replica of
+  (``handleBrokerUnfenced``) — the partitions that moved away stay where they are;
+* every ``leader.imbalance.check.interval.seconds`` (300 s) with ``auto.leader.rebalance.enable``
+  the controller's ``electPreferred`` task gives each partition whose preferred replica is up back to
+  it (``maybeBalancePartitionLeaders``; Kafka 4.4.0 has no
+  ``leader.imbalance.per.broker.percentage``: it went with ZooKeeper).
+
+Since there is one copy, every live replica is in sync, so the choice depends only on the replica
+list and the brokers' history: the current leader is kept per replica list. No data moves.
+The offsets topic's leaders decide the group coordinators, so they move the same way.
 """
 
 from __future__ import annotations
@@ -69,6 +82,8 @@ class Cluster:
         self.topics: dict[str, TopicInfo] = {}
         for name, count in logs.topics().items():
             self.topics[name] = self._info(name, count, logs.topic_configs(name))
+        #: replica list -> its current leader, where that is not the preferred (first) replica
+        self._moved: dict[tuple[int, ...], int] = {}
         #: grows with every topic created or deleted (the version of the consumer groups' metadata image)
         self.topics_version = 0
         self._topic_watchers: list[Callable[[], None]] = []
@@ -94,11 +109,55 @@ class Cluster:
         )
 
     def leader(self, replicas: tuple[int, ...]) -> int:
-        """The first live replica, or -1 (no leader: every replica's broker is down)."""
-        for broker in replicas:
-            if broker in self.alive:
-                return broker
-        return -1
+        """The current leader of a partition with these replicas, or -1 (every replica is down)."""
+        replicas = tuple(replicas)
+        moved = self._moved.get(replicas)
+        if moved is not None:
+            return moved
+        if not replicas:
+            return -1
+        if replicas[0] not in self.alive:  # first seen with its preferred replica down (a new topic)
+            live = [b for b in replicas if b in self.alive]
+            self._elect(replicas, live[0] if live else -1)
+            return self._moved.get(replicas, replicas[0])
+        return replicas[0]
+
+    def _replica_lists(self) -> set[tuple[int, ...]]:
+        lists = {r for info in self.topics.values() for r in info.replicas}
+        lists.update(self._placement(self.config.offsets_topic_partitions, self.config.replication_factor))
+        return lists
+
+    def _elect(self, replicas: tuple[int, ...], leader: int) -> None:
+        if replicas and leader == replicas[0]:
+            self._moved.pop(replicas, None)
+        else:
+            self._moved[replicas] = leader
+
+    def broker_stopped(self, broker: int) -> None:
+        """A controlled shutdown: the broker's leaderships go to the next live replica of each list."""
+        self.alive.discard(broker)
+        for replicas in self._replica_lists():
+            if self.leader(replicas) == broker:
+                live = [b for b in replicas if b in self.alive]
+                self._elect(replicas, live[0] if live else -1)
+
+    def broker_started(self, broker: int) -> None:
+        """The broker is back: it leads only the leaderless partitions it is a replica of."""
+        self.alive.add(broker)
+        for replicas in self._replica_lists():
+            if broker in replicas and self.leader(replicas) == -1:
+                self._elect(replicas, broker)
+
+    def elect_preferred_leaders(self) -> bool:
+        """The periodic preferred-leader election: True when a leader of the offsets topic moved
+        (the group coordinators must follow)."""
+        offsets = set(self._placement(self.config.offsets_topic_partitions, self.config.replication_factor))
+        coordinators_moved = False
+        for replicas in list(self._moved):
+            if replicas and replicas[0] in self.alive:
+                del self._moved[replicas]
+                coordinators_moved = coordinators_moved or replicas in offsets
+        return coordinators_moved
 
     def partition_leader(self, topic: str, partition: int) -> int:
         info = self.topics.get(topic)

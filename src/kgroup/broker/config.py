@@ -52,6 +52,10 @@ class BrokerConfig:
     #: ``group.consumer.session.timeout.ms``: a consumer-protocol member not heard from for this long
     #: is fenced
     group_consumer_session_timeout_ms: int = 45_000
+    #: ``auto.leader.rebalance.enable`` and ``leader.imbalance.check.interval.seconds``: how often the
+    #: preferred replicas take their leaderships (and group coordinators) back after a broker restart
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_s: int = 300
     cluster_id: str = "kgroup-cluster"
     #: topics created at start: name -> partition count
     topics: tuple[tuple[str, int], ...] = field(default=())
@@ -59,6 +63,10 @@ class BrokerConfig:
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65535:
             raise KgroupError(f"port: {self.port} is not a TCP port; use 0..65535 (0 picks a free one)")
+        if self.leader_imbalance_check_interval_s < 1:
+            raise KgroupError(
+                f"leader_imbalance_check_interval_s: {self.leader_imbalance_check_interval_s}; use at least 1"
+            )
         if not 1 <= self.brokers <= 32:
             raise KgroupError(f"brokers: {self.brokers}; use 1..32")
         if self.max_request_bytes < 1024:

@@ -8,7 +8,7 @@ the simulator also is:
   restart); the coordinator's timers live in one :class:`kgroup.group.TimerTable` per coordinator
   and fire from a task on the event loop;
 * **persist, then apply**: the records of a call are encoded with
-  :mod:`kgroup.wire.group_records` and appended to the coordinator log (durable when ``append``
+  :mod:`kgroup.group.records.serde` and appended to the coordinator log (durable when ``append``
   returns) before any reply of that call is released; if the write fails, the coordinator is rebuilt
   from the log — undoing the call — and the requests of the call are answered with
   COORDINATOR_NOT_AVAILABLE;
@@ -41,6 +41,7 @@ from kgroup.broker.logapi import CoordinatorLogLike
 from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupView, TimerTable
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
 from kgroup.group.records import Record, TimerArmed, TimerDisarmed
+from kgroup.group.records.serde import decode_record, encode_record
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -65,7 +66,6 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, PeerError, TopicId
-from kgroup.wire.group_records import decode_record, encode_record
 
 __all__ = ["CoordinatorHost", "OffLoop", "error_response", "group_of", "make_checkpoint"]
 
@@ -317,7 +317,7 @@ class CoordinatorHost:
                 return
             self._maybe_checkpoint()
             if self.recorder is not None:
-                self.recorder.on_records(self.clock_ms(), result.records, self._view_of(node_id))
+                self.recorder.on_records(self.clock_ms(), result.records, self._view_of(node_id), requests)
         if result.timers:
             timers = self.timers.get(node_id)
             if timers is not None:

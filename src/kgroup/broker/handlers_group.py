@@ -13,6 +13,7 @@ from typing import Any
 from kgroup.broker.coordinator_host import error_response
 from kgroup.broker.dispatch import CloseConnection, Pacer, RequestContext, register
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
+from kgroup.group.records.serde import offset_commit_batch_bytes
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -48,7 +49,6 @@ from kgroup.wire.consumer_group import (
     consumer_group_heartbeat_request_from_wire,
     consumer_group_heartbeat_response_to_wire,
 )
-from kgroup.wire.group_records import offset_commit_batch_bytes
 
 __all__: list[str] = []
 

@@ -10,6 +10,13 @@ leader sent) and, for the chart, each partition's owner intervals, rebalance sta
 Ownership is **what the coordinator handed out**: a partition is owned by a member from the Stable
 point of the generation that assigned it until a later Stable point assigns it elsewhere, or the member
 leaves (clients may stop processing earlier, e.g. eager consumers at the start of a rebalance).
+A member removed because it sent LeaveGroup *revoked* its partitions (``left_group`` event with
+``reason: "leave_group"``); a member removed by the coordinator because its session or rebalance
+timeout expired *lost* them (``reason: "expired"``). A static member that rejoins under a new member
+id (Kafka's static member replacement) continues under its new id from that point: the
+``joined_group`` event names the id it ``replaces`` and its partitions move to the new id.
+``metrics.final_protocol`` is the protocol of the last generation that had members (a group that
+ends Empty keeps the protocol it ran with). Consumer-protocol (KIP-848) groups are not recorded.
 Times are milliseconds since the group's first record.
 """
 
@@ -24,7 +31,15 @@ from pathlib import Path
 from typing import Any
 
 from kgroup.group import GroupState, GroupView
-from kgroup.group.records import GenerationStarted, GroupStateChanged, MemberRemoved, MemberUpserted, Record
+from kgroup.group.records import (
+    GenerationStarted,
+    GroupStateChanged,
+    MemberRemoved,
+    MemberUpserted,
+    Record,
+    StaticMemberReplaced,
+)
+from kgroup.messages import Envelope, LeaveGroupRequest
 from kgroup.model import PeerError
 from kgroup.wire.consumer_protocol import decode_assignment
 
@@ -73,11 +88,21 @@ class GroupRecorder:
         self._groups: dict[str, _Group] = {}
 
     def on_records(
-        self, now_ms: int, records: Sequence[Record], view: Callable[[str], GroupView | None]
+        self,
+        now_ms: int,
+        records: Sequence[Record],
+        view: Callable[[str], GroupView | None],
+        requests: Sequence[Envelope] = (),
     ) -> None:
+        """Follow one coordinator call's records; ``requests`` are the requests that caused them (none
+        for a timer: a member removed then expired; a member removed by a LeaveGroup left)."""
         touched: set[str] = set()
+        leave_call = any(isinstance(envelope.body, LeaveGroupRequest) for envelope in requests)
         for record in records:
-            if not isinstance(record, GroupStateChanged | GenerationStarted | MemberUpserted | MemberRemoved):
+            if not isinstance(
+                record,
+                GroupStateChanged | GenerationStarted | MemberUpserted | MemberRemoved | StaticMemberReplaced,
+            ):
                 continue
             group = self._groups.get(record.group_id)
             if group is None:
@@ -87,7 +112,19 @@ class GroupRecorder:
             touched.add(record.group_id)
             if isinstance(record, GenerationStarted):
                 group.generation = record.generation
-                group.protocol = record.protocol_name
+                if record.protocol_name is not None:  # an Empty generation keeps the last protocol
+                    group.protocol = record.protocol_name
+            elif isinstance(record, StaticMemberReplaced):
+                group.events.append(
+                    {
+                        "t_ms": t,
+                        "kind": "joined_group",
+                        "member_id": record.member.member_id,
+                        "group_instance_id": record.member.group_instance_id,
+                        "replaces": record.old_member_id,
+                    }
+                )
+                self._replace(group, record.old_member_id, record.member.member_id, t)
             elif isinstance(record, MemberUpserted):
                 if not any(e.get("member_id") == record.member.member_id for e in group.events):
                     group.events.append(
@@ -99,8 +136,15 @@ class GroupRecorder:
                         }
                     )
             elif isinstance(record, MemberRemoved):
-                group.events.append({"t_ms": t, "kind": "left_group", "member_id": record.member_id})
-                self._release(group, record.member_id, t, lost=True)
+                group.events.append(
+                    {
+                        "t_ms": t,
+                        "kind": "left_group",
+                        "member_id": record.member_id,
+                        "reason": "leave_group" if leave_call else "expired",
+                    }
+                )
+                self._release(group, record.member_id, t, lost=not leave_call)
             elif isinstance(record, GroupStateChanged):
                 group.events.append(
                     {
@@ -137,6 +181,18 @@ class GroupRecorder:
                     "lost": partitions if lost else [],
                 }
             )
+
+    def _replace(self, group: _Group, old: str, new: str, t: int) -> None:
+        """A static member's new id takes over what its old id owned, from ``t`` on."""
+        partitions = group.owned.pop(old, [])
+        if not partitions:
+            return
+        group.owned[new] = partitions
+        for p in partitions:
+            owner = group.owner_since.get(p)
+            if owner is not None and owner[0] == old:
+                group.intervals.append((p, old, owner[1], t))
+                group.owner_since[p] = (new, t)
 
     def _stable(self, group: _Group, view: GroupView, t: int) -> None:
         for member_id, data in sorted(view.assignments.items()):

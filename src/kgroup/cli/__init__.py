@@ -40,7 +40,18 @@ def version_command() -> None:
 
 
 # Sub-command modules, in the order `kgroup --help` lists them.
-COMMAND_MODULES = ("partition", "place", "assign", "simulate", "serve", "report", "demo", "bench")
+COMMAND_MODULES = (
+    "partition",
+    "place",
+    "assign",
+    "simulate",
+    "serve",
+    "serve_ctl",
+    "lag",
+    "report",
+    "demo",
+    "bench",
+)
 
 for _name in COMMAND_MODULES:
     try:

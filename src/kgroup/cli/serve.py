@@ -31,7 +31,11 @@ def register(app: typer.Typer) -> None:
         fsync: str = typer.Option(
             "interval", "--fsync", help="always | interval | never (see docs/broker.md)."
         ),
-        brokers: int = typer.Option(1, "--brokers", help="Brokers in this process (one listener each)."),
+        brokers: int = typer.Option(
+            1,
+            "--brokers",
+            help="Brokers in this process (one listener each); `kgroup serve-ctl` stops and starts one.",
+        ),
         num_partitions: int = typer.Option(
             1, "--num-partitions", help="num.partitions for auto-created topics."
         ),
@@ -56,6 +60,15 @@ def register(app: typer.Typer) -> None:
             45_000,
             "--group-consumer-session-timeout-ms",
             help="group.consumer.session.timeout.ms: a silent consumer-protocol member is fenced after it.",
+        ),
+        leader_imbalance_check_interval_s: int = typer.Option(
+            300,
+            "--leader-imbalance-check-interval-seconds",
+            help="leader.imbalance.check.interval.seconds: how often preferred brokers take leaderships "
+            "and group coordinators back after a restart.",
+        ),
+        auto_leader_rebalance: bool = typer.Option(
+            True, "--auto-leader-rebalance/--no-auto-leader-rebalance", help="auto.leader.rebalance.enable."
         ),
         max_open_files: int = typer.Option(
             256, "--max-open-files", help="Segment files open at once (kgroup's limit; see docs/broker.md)."
@@ -83,6 +96,8 @@ def register(app: typer.Typer) -> None:
             num_partitions=num_partitions,
             group_consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
             group_consumer_session_timeout_ms=consumer_session_timeout_ms,
+            auto_leader_rebalance_enable=auto_leader_rebalance,
+            leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
             topics=topics,
         )
         logging.basicConfig(
@@ -108,6 +123,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"bootstrap.servers={broker.bootstrap_servers}  data-dir={data_dir}", err=False)
             sys.stdout.flush()
 
-        run_broker(config, logs, started)
+        # a cluster gets the control channel of `kgroup serve-ctl` (its port in DATA_DIR/serve-ctl.port)
+        run_broker(config, logs, started, control_dir=data_dir if brokers > 1 else None)
         if recorder is not None:
             recorder.close()

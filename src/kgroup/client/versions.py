@@ -33,6 +33,8 @@ CLIENT_RANGES: dict[ApiKey, tuple[int, int]] = {
     ApiKey.OFFSET_FETCH: (1, 9),  # v8+: batched groups; v9: member id and epoch, KIP-848
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),  # KIP-848; v1: regex subscriptions, client-chosen member id
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),  # kgroup lag
+    ApiKey.LIST_OFFSETS: (1, 9),  # kgroup lag: the log end offsets
 }
 
 

@@ -15,25 +15,11 @@ from types import MappingProxyType
 from kgroup.group.admin import delete_group, handle_describe, handle_find_coordinator, handle_list, unload
 from kgroup.group.config import CoordinatorConfig
 from kgroup.group.consumer.classic_members import classic_heartbeat, classic_join, classic_leave, classic_sync
+from kgroup.group.consumer.context import ConsumerContext, rebalance_key
+from kgroup.group.consumer.fencing import fence_member_on_timer
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupSnapshot
-from kgroup.group.consumer.heartbeat import (
-    ConsumerContext,
-    fence_member_on_timer,
-    handle_consumer_heartbeat,
-    rebalance_key,
-    resolve_regexes_on_timer,
-)
+from kgroup.group.consumer.heartbeat import handle_consumer_heartbeat
 from kgroup.group.consumer.metadata import EMPTY_IMAGE, MetadataImage
-from kgroup.group.consumer.records import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRecord,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-    MemberAssignmentState,
-)
 from kgroup.group.consumer.requests import (
     delete_consumer_group,
     handle_consumer_describe,
@@ -42,6 +28,7 @@ from kgroup.group.consumer.requests import (
     listed_consumer_group,
     restart_sessions,
 )
+from kgroup.group.consumer.steps import resolve_regexes_on_timer
 from kgroup.group.group import GroupData, GroupSnapshot, GroupView
 from kgroup.group.join import handle_join
 from kgroup.group.membership import handle_heartbeat, handle_leave, handle_sync
@@ -57,6 +44,16 @@ from kgroup.group.records import (
     Record,
     TimerArmed,
     TimerDisarmed,
+)
+from kgroup.group.records.consumer import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRecord,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    MemberAssignmentState,
 )
 from kgroup.group.timers import ScheduleTimer, TimerKey, heartbeat_key
 from kgroup.group.txn import CoordinatorResult, Txn

@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kgroup.assignors.api import AssignmentRequest, Assignor, create_assignor
+from kgroup.assignors.api import AssignmentRequest, Assignor
+from kgroup.assignors.registry import create_assignor
 from kgroup.assignors.sticky.assignors import AbstractStickyAssignor
 from kgroup.assignors.sticky.owned import MemberData, validate_owned_partitions
 from kgroup.assignors.sticky.userdata import encode_sticky_user_data

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from kgroup.assignors.api import Assignor, create_assignor
+from kgroup.assignors.api import Assignor
+from kgroup.assignors.registry import create_assignor
 from kgroup.member.config import MemberConfig, choose_protocol
 from kgroup.member.errors import rebalance_failed
 from kgroup.member.events import (

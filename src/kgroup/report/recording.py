@@ -95,7 +95,7 @@ def recording_sections(recording: Recording, *, title_prefix: str = "", events: 
     ]
     if events:
         rows = tuple(
-            (e["t_ms"], e["kind"], e.get("state") or e.get("member_id") or "", e.get("generation", ""))
+            (e["t_ms"], _event_kind(e), _event_subject(e), e.get("generation", ""))
             for e in recording.data["events"]
         )
         sections.append(
@@ -106,3 +106,16 @@ def recording_sections(recording: Recording, *, title_prefix: str = "", events: 
             )
         )
     return sections
+
+
+def _event_kind(event: dict[str, Any]) -> str:
+    reasons = {"leave_group": "LeaveGroup", "expired": "session/rebalance timeout"}
+    reason = reasons.get(event.get("reason", ""))
+    return f"{event['kind']} ({reason})" if reason else str(event["kind"])
+
+
+def _event_subject(event: dict[str, Any]) -> str:
+    subject = str(event.get("state") or event.get("member_id") or "")
+    if event.get("replaces"):
+        subject += f" (static {event.get('group_instance_id')}, replaces {event['replaces']})"
+    return subject

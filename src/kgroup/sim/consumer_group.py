@@ -16,7 +16,8 @@ parts that only this protocol needs, so the classic path stays as it was:
 * :class:`HandoverTracker`: per partition, when it was *revoking* (pending revocation at its owner)
   or *unreleased* (the target gives it to a member that does not have it yet), for the metrics and
   the timeline;
-* :func:`observe_consumer_records`: what the host does with one coordinator result's records.
+* (what the host does with one coordinator result's records is
+  :func:`kgroup.sim.coordinator_results.observe_consumer_records`)
 """
 
 from __future__ import annotations
@@ -25,12 +26,11 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from random import Random
-from typing import TYPE_CHECKING
 
-from kgroup.assignors.invariants import check_coverage, check_members, check_subscriptions
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
-from kgroup.group.consumer.records import (
+from kgroup.group.records import Record
+from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
@@ -38,12 +38,8 @@ from kgroup.group.consumer.records import (
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
 )
-from kgroup.group.records import Record
 from kgroup.member import ConsumerMemberState, ConsumerProtocolConfig, ConsumerProtocolMember, Phase
 from kgroup.model import Member, TopicId, TopicPartition
-
-if TYPE_CHECKING:
-    from kgroup.sim.host import CoordinatorHost
 
 __all__ = [
     "CONSUMER_FOLLOWED",
@@ -53,7 +49,6 @@ __all__ = [
     "SimMember",
     "metadata_image",
     "new_member",
-    "observe_consumer_records",
     "topic_id_for",
 ]
 
@@ -333,52 +328,3 @@ class HandoverTracker:
         for p, (status, start) in sorted(self._since.items()):
             self._end(p, status, start, now_ms)
         self._since.clear()
-
-
-def observe_consumer_records(sim: CoordinatorHost, seen: ConsumerObservation) -> None:
-    """Carry out what one batch of consumer-group records showed: rebalances (group epoch bumps),
-    state changes (Stable: the assignment is checked), invariants, members' standing, hand-overs."""
-    group = sim.group
-    assert isinstance(group, ConsumerGroupObserver)
-    for text in seen.violations:
-        sim.violation(text)
-    for epoch in seen.epoch_bumps:
-        sim.rebalances += 1
-        sim.rebalance_starts.append(sim.now)
-        sim.log_event("group_epoch", epoch=epoch)
-    for state, epoch in seen.states:
-        sim.log_event("group_state", state=state.kafka_name, generation=epoch)
-        if state is ConsumerGroupState.STABLE:
-            sim.stable_marks.append(sim.now)
-            sim.own.counting_unowned = True
-            _check_stable_assignment(sim, group)
-    if seen.membership_changed:
-        sim.group_changed()
-    if seen.handover_changed and sim.handover is not None:
-        revoking, unreleased = group.handover()
-        index = sim.workload.index
-        names = {topic_id_for(name): name for name in sim.metadata()}
-
-        def indices(partitions: set[tuple[TopicId, int]]) -> list[int]:
-            out = []
-            for topic_id, p in partitions:
-                name = names.get(topic_id)
-                i = index.get(TopicPartition(name, p)) if name is not None else None
-                if i is not None:
-                    out.append(i)
-            return out
-
-        sim.handover.update(indices(revoking), indices(unreleased), sim.now)
-
-
-def _check_stable_assignment(sim: CoordinatorHost, group: ConsumerGroupObserver) -> None:
-    """At every Stable (every member reconciled to the target): members own only partitions of
-    topics they subscribe to, and every subscribed partition is owned exactly once."""
-    members, assignment = group.stable_assignment()
-    found = check_subscriptions(members, assignment) + check_members(members, assignment)
-    if sim.metadata_changed_ms < (sim.rebalance_starts[-1] if sim.rebalance_starts else 0):
-        # (skipped when partitions were added since the last epoch bump: the target was computed
-        # from the metadata the coordinator had then)
-        found += check_coverage(members, sim.metadata(), assignment)
-    for text in found:
-        sim.violation(f"Stable group epoch {group.generation}: {text}")

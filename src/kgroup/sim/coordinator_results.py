@@ -18,10 +18,16 @@ from kgroup.assignors.invariants import (
     stale_sticky_claims,
 )
 from kgroup.group import CoordinatorResult
+from kgroup.group.consumer.group import ConsumerGroupState
 from kgroup.group.states import GroupState
 from kgroup.messages import JoinGroupResponse, SyncGroupResponse
-from kgroup.model import Member
-from kgroup.sim.consumer_group import CONSUMER_FOLLOWED, ConsumerGroupObserver, observe_consumer_records
+from kgroup.model import Member, TopicId, TopicPartition
+from kgroup.sim.consumer_group import (
+    CONSUMER_FOLLOWED,
+    ConsumerGroupObserver,
+    ConsumerObservation,
+    topic_id_for,
+)
 from kgroup.sim.host import CoordinatorHost
 from kgroup.sim.observer import FOLLOWED
 from kgroup.sim.scheduler import TO_MEMBER
@@ -130,3 +136,52 @@ def _check_stable_assignment(sim: CoordinatorHost) -> None:
         found += check_coverage(members, sim.metadata(), assignment, cooperative=True)
     for text in found:
         sim.violation(f"Stable generation {sim.group.generation}: {text}")
+
+
+def observe_consumer_records(sim: CoordinatorHost, seen: ConsumerObservation) -> None:
+    """Carry out what one batch of consumer-group records showed: rebalances (group epoch bumps),
+    state changes (Stable: the assignment is checked), invariants, members' standing, hand-overs."""
+    group = sim.group
+    assert isinstance(group, ConsumerGroupObserver)
+    for text in seen.violations:
+        sim.violation(text)
+    for epoch in seen.epoch_bumps:
+        sim.rebalances += 1
+        sim.rebalance_starts.append(sim.now)
+        sim.log_event("group_epoch", epoch=epoch)
+    for state, epoch in seen.states:
+        sim.log_event("group_state", state=state.kafka_name, generation=epoch)
+        if state is ConsumerGroupState.STABLE:
+            sim.stable_marks.append(sim.now)
+            sim.own.counting_unowned = True
+            _check_stable_consumer_assignment(sim, group)
+    if seen.membership_changed:
+        sim.group_changed()
+    if seen.handover_changed and sim.handover is not None:
+        revoking, unreleased = group.handover()
+        index = sim.workload.index
+        names = {topic_id_for(name): name for name in sim.metadata()}
+
+        def indices(partitions: set[tuple[TopicId, int]]) -> list[int]:
+            out = []
+            for topic_id, p in partitions:
+                name = names.get(topic_id)
+                i = index.get(TopicPartition(name, p)) if name is not None else None
+                if i is not None:
+                    out.append(i)
+            return out
+
+        sim.handover.update(indices(revoking), indices(unreleased), sim.now)
+
+
+def _check_stable_consumer_assignment(sim: CoordinatorHost, group: ConsumerGroupObserver) -> None:
+    """At every Stable (every member reconciled to the target): members own only partitions of
+    topics they subscribe to, and every subscribed partition is owned exactly once."""
+    members, assignment = group.stable_assignment()
+    found = check_subscriptions(members, assignment) + check_members(members, assignment)
+    if sim.metadata_changed_ms < (sim.rebalance_starts[-1] if sim.rebalance_starts else 0):
+        # (skipped when partitions were added since the last epoch bump: the target was computed
+        # from the metadata the coordinator had then)
+        found += check_coverage(members, sim.metadata(), assignment)
+    for text in found:
+        sim.violation(f"Stable group epoch {group.generation}: {text}")

@@ -88,7 +88,7 @@ def _ms(name: str, value: str) -> int:
 
 def parse_group_settings(config: Mapping[str, str], members_text: str | None) -> GroupSettings:
     """The group settings from the ``kafka.*`` configs (prefix removed) and ``groupMembers``."""
-    from kgroup.assignors.api import available_assignors
+    from kgroup.assignors.registry import available_assignors
 
     group_id = config.get("group.id", "").strip()
     protocol = config.get("group.protocol", "classic").strip().lower()

@@ -20,11 +20,11 @@ from kgroup.group import (
     TimerTable,
 )
 from kgroup.group.assignors.api import GroupAssignment, GroupSpec, ServerAssignor, SubscribedTopicDescriber
+from kgroup.group.consumer.context import rebalance_key, regex_key, session_key
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.heartbeat import rebalance_key, regex_key, session_key
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
-from kgroup.group.consumer.records import (
+from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,

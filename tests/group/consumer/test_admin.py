@@ -5,7 +5,7 @@ beside classic groups: kgroup answers as Kafka with ``group.consumer.migration.p
 from __future__ import annotations
 
 from kgroup.group import CoordinatorConfig, GroupCreated, GroupDeleted
-from kgroup.group.consumer.records import ConsumerGroupMetadata, ConsumerGroupTargetAssignmentMetadata
+from kgroup.group.records.consumer import ConsumerGroupMetadata, ConsumerGroupTargetAssignmentMetadata
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,

@@ -13,7 +13,7 @@ from kgroup.group.consumer.group import (
     subscription_type_of,
 )
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.records import (
+from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,

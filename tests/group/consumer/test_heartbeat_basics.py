@@ -3,7 +3,7 @@ groups and members, member epochs, rejoining with epoch 0, duplicate full heartb
 
 from __future__ import annotations
 
-from kgroup.group.consumer.records import MemberAssignmentState
+from kgroup.group.records.consumer import MemberAssignmentState
 from kgroup.messages import TopicPartitions
 from kgroup.model import ErrorCode, TopicId
 

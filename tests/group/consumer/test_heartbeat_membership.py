@@ -3,9 +3,9 @@ assignments on subscription, metadata and membership changes, leaving, and stati
 
 from __future__ import annotations
 
-from kgroup.group.consumer.heartbeat import session_key
+from kgroup.group.consumer.context import session_key
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.records import MemberAssignmentState
+from kgroup.group.records.consumer import MemberAssignmentState
 from kgroup.messages import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, TopicPartitions
 from kgroup.model import ErrorCode, TopicId
 

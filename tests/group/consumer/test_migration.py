@@ -13,8 +13,8 @@ from typing import Any
 from kgroup.group import CoordinatorConfig, GroupCoordinator, TimerTable
 from kgroup.group.consumer.group import ConsumerGroupState
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
-from kgroup.group.consumer.records import MemberAssignmentState
 from kgroup.group.records import Record
+from kgroup.group.records.consumer import MemberAssignmentState
 from kgroup.group.states import GroupState
 from kgroup.messages import (
     ConsumerAssignment,

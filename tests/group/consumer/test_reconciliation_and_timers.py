@@ -12,9 +12,9 @@ from kgroup.group.assignors.api import (
     PartitionAssignorError,
     SubscribedTopicDescriber,
 )
+from kgroup.group.consumer.context import rebalance_key, session_key
 from kgroup.group.consumer.group import ConsumerGroupState
-from kgroup.group.consumer.heartbeat import rebalance_key, session_key
-from kgroup.group.consumer.records import MemberAssignmentState, TargetAssignmentMetadataValue
+from kgroup.group.records.consumer import MemberAssignmentState, TargetAssignmentMetadataValue
 from kgroup.messages import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, TopicPartitions
 from kgroup.model import ErrorCode, TopicId
 

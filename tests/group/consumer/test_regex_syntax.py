@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.group.consumer.heartbeat import ApiError, _check_regex
+from kgroup.group.consumer.context import ApiError
+from kgroup.group.consumer.steps import check_regex
 from kgroup.model import ErrorCode
 
 RE2J_DESCRIPTIONS = [
@@ -46,7 +47,7 @@ RE2J_DESCRIPTIONS = [
 @pytest.mark.parametrize(("regex", "description"), RE2J_DESCRIPTIONS)
 def test_invalid_regex_is_described_as_re2j_does(regex: str, description: str) -> None:
     with pytest.raises(ApiError) as caught:
-        _check_regex(regex)
+        check_regex(regex)
     assert caught.value.code is ErrorCode.INVALID_REGULAR_EXPRESSION
     assert caught.value.message == (
         f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {description}."
@@ -57,4 +58,4 @@ def test_invalid_regex_is_described_as_re2j_does(regex: str, description: str) -
 def test_valid_regex_compiles(regex: str) -> None:
     # "[[a]" makes ``re`` warn of a possible nested set: the warning must not escape (pytest turns
     # warnings into errors here)
-    assert _check_regex(regex).pattern == regex
+    assert check_regex(regex).pattern == regex

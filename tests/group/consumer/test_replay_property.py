@@ -16,7 +16,7 @@ from kgroup.group import GroupCoordinator
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.metadata import MetadataImage
 from kgroup.group.consumer.reconcile import subscribed_topic_names
-from kgroup.group.consumer.records import MemberAssignmentState
+from kgroup.group.records.consumer import MemberAssignmentState
 from kgroup.messages import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,

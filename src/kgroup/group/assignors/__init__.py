@@ -16,18 +16,17 @@ from kgroup.group.assignors.api import (
     TopicDescriber,
     TopicId,
     assignment_from_record,
-    available_server_assignors,
-    create_server_assignor,
     group_spec,
-    register_server_assignor,
     subscription_type,
     topic_id_set,
 )
 from kgroup.group.assignors.range import RangeAssignor
+from kgroup.group.assignors.registry import (
+    available_server_assignors,
+    create_server_assignor,
+    register_server_assignor,
+)
 from kgroup.group.assignors.uniform import UniformAssignor
-
-register_server_assignor(UniformAssignor.name, UniformAssignor)
-register_server_assignor(RangeAssignor.name, RangeAssignor)
 
 #: Kafka's ``group.consumer.assignors`` default: the first is the one used when a member names none
 DEFAULT_SERVER_ASSIGNORS = ("uniform", "range")

@@ -15,12 +15,11 @@ is in the order Kafka's would be, so a result fed back as the next current assig
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
-from kgroup.assignors.api import NamedRegistry
 from kgroup.javacompat import JavaHashMap, JavaHashSet, java_integer_hash, java_string_hash
 from kgroup.model import TopicId
 
@@ -36,10 +35,7 @@ __all__ = [
     "TopicDescriber",
     "TopicId",
     "assignment_from_record",
-    "available_server_assignors",
-    "create_server_assignor",
     "group_spec",
-    "register_server_assignor",
     "subscription_type",
     "topic_id_set",
 ]
@@ -198,34 +194,3 @@ def group_spec(
     if subscription is None:
         subscription = subscription_type(m.subscribed_topic_ids for m in ordered.values())
     return GroupSpec(ordered, subscription, assigned)
-
-
-# --- the registry (the client-side assignors' mechanism, a second instance) ------------------------
-
-
-def _load_builtins() -> None:
-    import kgroup.group.assignors  # noqa: F401  (registers the built-ins)
-
-
-_REGISTRY: NamedRegistry[ServerAssignor] = NamedRegistry(
-    ServerAssignor,
-    "kgroup.group.assignors.ServerAssignor",
-    "kgroup.server_assignors",
-    "server assignor",
-    _load_builtins,
-)
-
-
-def register_server_assignor(name: str, factory: Callable[[], ServerAssignor]) -> None:
-    """Make ``factory`` available under ``name`` (plug-ins: the ``kgroup.server_assignors`` entry points)."""
-    _REGISTRY.register(name, factory)
-
-
-def available_server_assignors() -> list[str]:
-    """Every server assignor name: built-ins first (sorted), then plug-ins."""
-    return _REGISTRY.available()
-
-
-def create_server_assignor(name: str) -> ServerAssignor:
-    """A fresh server assignor by name (``uniform``, ``range``, …); unknown names get a one-line error."""
-    return _REGISTRY.create(name)

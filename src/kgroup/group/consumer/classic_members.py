@@ -11,27 +11,29 @@ REBALANCE_IN_PROGRESS while it has partitions to revoke or to wait for, so it re
 
 from __future__ import annotations
 
-from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.heartbeat import (
+from kgroup.group.consumer.context import (
     ApiError,
     ConsumerContext,
-    _maybe_reconcile,
-    _maybe_update_regexes,
-    _maybe_update_target,
-    _member_subscription_changed,
-    _Op,
-    _random_uuid,
-    _replace_member,
-    _update_subscription_metadata,
-    fence_members,
+    Op,
     join_key,
+    random_uuid,
     session_key,
     sync_key,
 )
+from kgroup.group.consumer.fencing import fence_members
+from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.migration import can_downgrade_replacing
 from kgroup.group.consumer.migration import downgrade as downgrade_group
-from kgroup.group.consumer.records import ClassicMemberMetadata, MemberAssignmentState
+from kgroup.group.consumer.steps import (
+    maybe_reconcile,
+    maybe_update_regexes,
+    maybe_update_target,
+    member_subscription_changed,
+    replace_member,
+    update_subscription_metadata,
+)
+from kgroup.group.records.consumer import ClassicMemberMetadata, MemberAssignmentState
 from kgroup.group.txn import Txn
 from kgroup.messages import (
     ConsumerAssignment,
@@ -93,7 +95,7 @@ def classic_join(
         return answer(JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=req.member_id))
     instance_id = req.group_instance_id
     unknown = req.member_id == ""
-    member_id = _random_uuid(txn) if unknown else req.member_id
+    member_id = random_uuid(txn) if unknown else req.member_id
     try:
         if (
             not group.has_static_member(instance_id)
@@ -105,7 +107,7 @@ def classic_join(
             raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if unknown and instance_id is None and env.api_version >= _MEMBER_ID_REQUIRED_VERSION:
             return answer(JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=member_id))
-        op = _Op()
+        op = Op()
         replaced = group.static_member(instance_id)
         downgrade = replaced is not None and can_downgrade_replacing(txn, group, replaced)
         member = _join_member(txn, group, member_id, instance_id, unknown, op, ctx)
@@ -127,10 +129,10 @@ def classic_join(
         if req.rebalance_timeout_ms != -1:
             changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
         updated = replace(member, **changes)
-        changed = _member_subscription_changed(group.group_id, member, updated, op)
-        regex_status = _maybe_update_regexes(txn, group, member, updated, op, ctx)
+        changed = member_subscription_changed(group.group_id, member, updated, op)
+        regex_status = maybe_update_regexes(txn, group, member, updated, op, ctx)
         bump = changed or regex_status != 0
-        group_epoch, subscription_type = _update_subscription_metadata(group, bump, member, updated, op, ctx)
+        group_epoch, subscription_type = update_subscription_metadata(group, bump, member, updated, op, ctx)
         owned = _owned(subscription.owned_partitions, ctx)
         rebalance = False
         if downgrade:
@@ -139,7 +141,7 @@ def classic_join(
             # classic (validateOnlineDowngradeWithReplacedMember + convertToClassicGroup)
             rebalance = group.assignment_epoch < group_epoch
             if not rebalance:
-                updated = _maybe_reconcile(
+                updated = maybe_reconcile(
                     txn,
                     group,
                     updated,
@@ -151,10 +153,10 @@ def classic_join(
                     ctx,
                 )
         else:
-            target_epoch, target = _maybe_update_target(
+            target_epoch, target = maybe_update_target(
                 txn, group, group_epoch, member, updated, subscription_type, op, ctx
             )
-            updated = _maybe_reconcile(txn, group, updated, target_epoch, target, bump, owned, op, ctx)
+            updated = maybe_reconcile(txn, group, updated, target_epoch, target, bump, owned, op, ctx)
     except ApiError as error:
         return answer(JoinGroupResponse(error.code, member_id=req.member_id))
     for record in op.records:
@@ -186,7 +188,7 @@ def _join_member(
     member_id: str,
     instance_id: str | None,
     unknown: bool,
-    op: _Op,
+    op: Op,
     ctx: ConsumerContext,
 ) -> ConsumerMember:
     """``getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember`` for a classic member (no epoch check)."""
@@ -197,7 +199,7 @@ def _join_member(
         if existing is None:
             return group.members.get(member_id) or ConsumerMember(member_id)
         new_member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-        _replace_member(group, existing, new_member, op, txn, ctx)
+        replace_member(group, existing, new_member, op, txn, ctx)
         return new_member
     if existing is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
@@ -329,7 +331,7 @@ def classic_leave(
         responses.append(LeaveGroupMemberResponse(identity.member_id, identity.group_instance_id, code))
         if member is not None and member not in leaving:
             leaving.append(member)
-    op = _Op()
+    op = Op()
     fence_members(txn, group, leaving, op, ctx)
     for record in op.records:
         txn.emit(record)

@@ -14,7 +14,8 @@ from enum import Enum
 
 from kgroup.group.assignors.api import SubscriptionType, assignment_from_record
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.records import (
+from kgroup.group.records import OffsetAndMetadata, OffsetCommitted
+from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
@@ -27,7 +28,6 @@ from kgroup.group.consumer.records import (
     TargetAssignmentMetadataValue,
     TopicAssignment,
 )
-from kgroup.group.records import OffsetAndMetadata, OffsetCommitted
 from kgroup.javacompat import hashmap_iteration_order
 from kgroup.model import TopicId, TopicPartition
 from kgroup.valuetypes import replace

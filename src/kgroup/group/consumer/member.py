@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kgroup.group.consumer.records import (
+from kgroup.group.records.consumer import (
     ClassicMemberMetadata,
     CurrentAssignmentValue,
     MemberAssignmentState,

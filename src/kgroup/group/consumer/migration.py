@@ -17,15 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kgroup.group.consumer.context import ApiError, ConsumerContext, cancel_timers, session_key
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.heartbeat import (
-    ApiError,
-    ConsumerContext,
-    _cancel_timers,
-    session_key,
-)
 from kgroup.group.consumer.member import ConsumerMember, epochs_of
-from kgroup.group.consumer.records import (
+from kgroup.group.group import GroupData
+from kgroup.group.javamap import JavaHashOrder
+from kgroup.group.rebalance import prepare_rebalance, reschedule_heartbeat
+from kgroup.group.records import GroupRestored, MemberState
+from kgroup.group.records.consumer import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -37,10 +36,6 @@ from kgroup.group.consumer.records import (
     MemberAssignmentState,
     TargetAssignmentMetadataValue,
 )
-from kgroup.group.group import GroupData
-from kgroup.group.javamap import JavaHashOrder
-from kgroup.group.rebalance import prepare_rebalance, reschedule_heartbeat
-from kgroup.group.records import GroupRestored, MemberState
 from kgroup.group.states import GroupState
 from kgroup.group.timers import heartbeat_key, join_key, sync_key
 from kgroup.group.txn import Txn
@@ -247,7 +242,7 @@ def downgrade(
         )
         with_assignments.append(replace(classic_member, assignment=assignment))
     for member_id in list(group.members):
-        _cancel_timers(txn, ctx, group_id, member_id)
+        cancel_timers(txn, ctx, group_id, member_id)
     for record in _tombstones(group):
         txn.emit(record)
     txn.emit(replace(restored, protocol_name=protocol, members=tuple(with_assignments)))

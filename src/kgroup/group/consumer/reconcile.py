@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.metadata import MetadataImage
-from kgroup.group.consumer.records import MemberAssignmentState, PartitionEpochs, ResolvedRegularExpression
+from kgroup.group.records.consumer import MemberAssignmentState, PartitionEpochs, ResolvedRegularExpression
 from kgroup.messages import TopicPartitions
 from kgroup.model import TopicId
 from kgroup.valuetypes import replace

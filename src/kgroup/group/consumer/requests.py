@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kgroup.group.consumer.context import ApiError, ConsumerContext, session_key
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
-from kgroup.group.consumer.heartbeat import ApiError, ConsumerContext, session_key
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.records import (
+from kgroup.group.records import GroupDeleted, GroupRecord, OffsetAndMetadata, OffsetCommitted
+from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
@@ -17,7 +18,6 @@ from kgroup.group.consumer.records import (
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
 )
-from kgroup.group.records import GroupDeleted, GroupRecord, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.txn import Txn
 from kgroup.javacompat import JavaHashSet, java_integer_hash, java_string_hash
 from kgroup.messages import (

@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kgroup.group import CoordinatorConfig, GroupCoordinator
-from kgroup.group.consumer import records as cg
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.records import consumer as cg
+from kgroup.group.records.serde import decode_record, encode_record
 from kgroup.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -24,7 +25,6 @@ from kgroup.messages import (
     TopicPartitions,
 )
 from kgroup.model import ErrorCode, PeerError, TopicId
-from kgroup.wire.group_records import decode_record, encode_record
 from wire.strategies import CONSUMER_GROUP_RECORD
 
 T1 = TopicId(1, 2)

@@ -10,7 +10,7 @@ is a tombstone. The layouts are big-endian with Kafka's primitive encodings (int
   (v1's expire timestamp is read and dropped; v0–v2 have no leader epoch: -1).
 * :class:`~kgroup.group.GroupDeleted` is Kafka's group tombstone: ``GroupMetadataKey`` v2 with no value.
 * The consumer group's (KIP-848) records are Kafka's own ``ConsumerGroup*`` records (types 3, 5, 6, 7,
-  8 and 16), byte for byte what Kafka 4.4 writes: :mod:`kgroup.wire.consumer_group_records`. Like
+  8 and 16), byte for byte what Kafka 4.4 writes: :mod:`kgroup.group.records.consumer_serde`. Like
   Kafka's, they are upserts and tombstones keyed by what they describe.
 * Every other record is kgroup's own (Kafka persists only a whole-group ``GroupMetadataValue`` per
   completed rebalance; kgroup's log is a finer-grained superset, see ``docs/coordinator.md``). Its key
@@ -25,18 +25,9 @@ never compacted by key. Corrupt bytes (short, trailing garbage, unknown versions
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TypeVar
 
-from kgroup.group.consumer.records import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-)
 from kgroup.group.records import (
     GenerationStarted,
     GroupCreated,
@@ -61,14 +52,23 @@ from kgroup.group.records import (
     TimerArmed,
     TimerDisarmed,
 )
-from kgroup.group.states import GroupState
-from kgroup.messages import JoinGroupProtocol
-from kgroup.model import PeerError, TopicPartition
-from kgroup.wire.consumer_group_records import (
+from kgroup.group.records.consumer import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+)
+from kgroup.group.records.consumer_serde import (
     CONSUMER_GROUP_RECORD_TYPES,
     decode_consumer_group_record,
     encode_consumer_group_record,
 )
+from kgroup.group.records.primitives import Reader, Writer
+from kgroup.group.states import GroupState
+from kgroup.messages import JoinGroupProtocol
+from kgroup.model import PeerError, TopicPartition
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
@@ -92,145 +92,8 @@ KGROUP_KEY_VERSION = 1000
 #: the value version of kgroup's own records
 KGROUP_VALUE_VERSION = 0
 
-_I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 
 T = TypeVar("T")
-
-
-# --- primitives --------------------------------------------------------------------------------------
-
-
-class _Writer:
-    __slots__ = ("parts",)
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def i8(self, v: int) -> None:
-        self.parts.append(_I8.pack(v))
-
-    def i16(self, v: int) -> None:
-        self.parts.append(_I16.pack(v))
-
-    def i32(self, v: int) -> None:
-        self.parts.append(_I32.pack(v))
-
-    def i64(self, v: int) -> None:
-        self.parts.append(_I64.pack(v))
-
-    def boolean(self, v: bool) -> None:
-        self.i8(1 if v else 0)
-
-    def string(self, v: str | None) -> None:
-        if v is None:
-            self.i16(-1)
-            return
-        data = v.encode("utf-8")
-        if len(data) > 0x7FFF:
-            raise ValueError(f"string of {len(data)} bytes does not fit an int16 length")
-        self.i16(len(data))
-        self.parts.append(data)
-
-    def raw(self, v: bytes | None) -> None:
-        if v is None:
-            self.i32(-1)
-            return
-        self.i32(len(v))
-        self.parts.append(bytes(v))
-
-    def optional_i64(self, v: int | None) -> None:
-        self.boolean(v is not None)
-        if v is not None:
-            self.i64(v)
-
-    def strings(self, values: tuple[str, ...]) -> None:
-        self.i32(len(values))
-        for v in values:
-            self.string(v)
-
-    def bytes(self) -> bytes:
-        return b"".join(self.parts)
-
-
-class _Reader:
-    __slots__ = ("data", "pos", "what")
-
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data = bytes(data)
-        self.pos = 0
-        self.what = what
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise PeerError(f"{self.what}: {len(self.data)} bytes end before the record does")
-        chunk = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return chunk
-
-    def _unpack(self, fmt: struct.Struct) -> int:
-        value: int = fmt.unpack(self._take(fmt.size))[0]
-        return value
-
-    def i8(self) -> int:
-        return self._unpack(_I8)
-
-    def i16(self) -> int:
-        return self._unpack(_I16)
-
-    def i32(self) -> int:
-        return self._unpack(_I32)
-
-    def i64(self) -> int:
-        return self._unpack(_I64)
-
-    def boolean(self) -> bool:
-        flag = self.i8()
-        if flag not in (0, 1):
-            raise PeerError(f"{self.what}: boolean byte {flag} is neither 0 nor 1")
-        return flag == 1
-
-    def nullable_string(self) -> str | None:
-        n = self.i16()
-        if n == -1:
-            return None
-        try:
-            return self._take(n).decode("utf-8")
-        except UnicodeDecodeError:
-            raise PeerError(f"{self.what}: a string is not valid UTF-8") from None
-
-    def string(self) -> str:
-        v = self.nullable_string()
-        if v is None:
-            raise PeerError(f"{self.what}: a non-nullable string is null")
-        return v
-
-    def nullable_raw(self) -> bytes | None:
-        n = self.i32()
-        if n == -1:
-            return None
-        return self._take(n)
-
-    def raw(self) -> bytes:
-        v = self.nullable_raw()
-        if v is None:
-            raise PeerError(f"{self.what}: non-nullable bytes are null")
-        return v
-
-    def optional_i64(self) -> int | None:
-        return self.i64() if self.boolean() else None
-
-    def array(self, item: Callable[[], T]) -> tuple[T, ...]:
-        n = self.i32()
-        if n < 0 or n > len(self.data) - self.pos:  # every item takes at least one byte
-            raise PeerError(f"{self.what}: array length {n} does not fit the record")
-        return tuple(item() for _ in range(n))
-
-    def end(self) -> None:
-        if self.pos != len(self.data):
-            raise PeerError(f"{self.what}: {len(self.data) - self.pos} bytes after the end of the record")
 
 
 # --- kgroup's own records ------------------------------------------------------------------------------
@@ -258,20 +121,20 @@ _STATES = {state.kafka_name: state for state in GroupState}
 _CONSUMER_GROUP_KEY_VERSIONS = frozenset(CONSUMER_GROUP_RECORD_TYPES.values())
 
 
-def _write_parked(w: _Writer, parked: Parked | None) -> None:
+def _write_parked(w: Writer, parked: Parked | None) -> None:
     w.boolean(parked is not None)
     if parked is not None:
         w.string(parked.connection)
         w.i32(parked.correlation_id)
 
 
-def _read_parked(r: _Reader) -> Parked | None:
+def _read_parked(r: Reader) -> Parked | None:
     if not r.boolean():
         return None
     return Parked(r.string(), r.i32())
 
 
-def _write_member(w: _Writer, m: MemberState) -> None:
+def _write_member(w: Writer, m: MemberState) -> None:
     w.string(m.member_id)
     w.string(m.group_instance_id)
     w.string(m.client_id)
@@ -289,7 +152,7 @@ def _write_member(w: _Writer, m: MemberState) -> None:
     w.boolean(m.is_new)
 
 
-def _read_member(r: _Reader) -> MemberState:
+def _read_member(r: Reader) -> MemberState:
     return MemberState(
         member_id=r.string(),
         group_instance_id=r.nullable_string(),
@@ -306,7 +169,7 @@ def _read_member(r: _Reader) -> MemberState:
     )
 
 
-def _write_restored(w: _Writer, g: GroupRestored) -> None:
+def _write_restored(w: Writer, g: GroupRestored) -> None:
     w.string(g.state.kafka_name)
     w.string(g.previous_state.kafka_name)
     w.i64(g.state_timestamp_ms)
@@ -325,7 +188,7 @@ def _write_restored(w: _Writer, g: GroupRestored) -> None:
     w.optional_i64(None if g.initial_delay is None else g.initial_delay[1])
 
 
-def _state(r: _Reader) -> GroupState:
+def _state(r: Reader) -> GroupState:
     name = r.string()
     state = _STATES.get(name)
     if state is None:
@@ -333,7 +196,7 @@ def _state(r: _Reader) -> GroupState:
     return state
 
 
-def _read_restored(group_id: str, r: _Reader) -> GroupRestored:
+def _read_restored(group_id: str, r: Reader) -> GroupRestored:
     state, previous_state, timestamp = _state(r), _state(r), r.i64()
     generation = r.i32()
     protocol_type, protocol_name, leader = r.nullable_string(), r.nullable_string(), r.nullable_string()
@@ -366,7 +229,7 @@ def _group_of(record: Record) -> str:
     return record.group_id
 
 
-def _write_kgroup_value(w: _Writer, record: Record) -> None:
+def _write_kgroup_value(w: Writer, record: Record) -> None:
     if isinstance(record, GroupCreated):
         w.i64(record.timestamp_ms)
     elif isinstance(record, GroupStateChanged):
@@ -405,7 +268,7 @@ def _write_kgroup_value(w: _Writer, record: Record) -> None:
         raise AssertionError(f"no kgroup layout for {type(record).__name__}")
 
 
-def _read_kgroup_value(kind: int, group_id: str, r: _Reader) -> Record:
+def _read_kgroup_value(kind: int, group_id: str, r: Reader) -> Record:
     if kind == 1:
         return GroupCreated(group_id, r.i64())
     if kind == 2:
@@ -450,13 +313,13 @@ def _read_kgroup_value(kind: int, group_id: str, r: _Reader) -> Record:
 
 def encode_record(record: Record) -> tuple[bytes, bytes | None]:
     """The record's key and value bytes (``None``: a tombstone)."""
-    key = _Writer()
+    key = Writer()
     if isinstance(record, OffsetCommitted):
         key.i16(OFFSET_COMMIT_KEY_VERSION)
         key.string(record.group_id)
         key.string(record.partition.topic)
         key.i32(record.partition.partition)
-        value = _Writer()
+        value = Writer()
         value.i16(OFFSET_COMMIT_VALUE_VERSION)
         v = record.value
         value.i64(v.offset)
@@ -484,20 +347,20 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
     key.i16(KGROUP_KEY_VERSION)
     key.i16(kind)
     key.string(_group_of(record))
-    value = _Writer()
+    value = Writer()
     value.i16(KGROUP_VALUE_VERSION)
     _write_kgroup_value(value, record)
     return key.bytes(), value.bytes()
 
 
-def _decode_offset_commit(key: _Reader, value: bytes | None) -> Record:
+def _decode_offset_commit(key: Reader, value: bytes | None) -> Record:
     group_id = key.string()
     topic = key.string()
     partition = key.i32()
     key.end()
     if value is None:
         raise PeerError("record key: an offset commit tombstone (offset deletion) is not a kgroup record")
-    r = _Reader(value, "offset commit value")
+    r = Reader(value, "offset commit value")
     version = r.i16()
     if not 0 <= version <= 3:
         raise PeerError(f"offset commit value: unsupported version {version}; kgroup reads 0-3")
@@ -517,7 +380,7 @@ def _decode_offset_commit(key: _Reader, value: bytes | None) -> Record:
 
 def decode_record(key: bytes, value: bytes | None) -> Record:
     """The record ``encode_record`` made of these bytes (:class:`PeerError` when they are corrupt)."""
-    k = _Reader(key, "record key")
+    k = Reader(key, "record key")
     version = k.i16()
     if version in (0, OFFSET_COMMIT_KEY_VERSION):
         return _decode_offset_commit(k, value)
@@ -538,7 +401,7 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
     k.end()
     if value is None:
         raise PeerError(f"record value: kgroup record type {kind} has no tombstone")
-    r = _Reader(value, f"kgroup record type {kind}")
+    r = Reader(value, f"kgroup record type {kind}")
     value_version = r.i16()
     if value_version != KGROUP_VALUE_VERSION:
         raise PeerError(f"{r.what}: unknown value version {value_version}")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from group.context import GROUP, GroupTestContext
 from kgroup.group import GroupCoordinator, GroupState, Record, records
+from kgroup.group.records.serde import KGROUP_KEY_VERSION, decode_record, encode_record
 from kgroup.messages import (
     JoinGroupProtocol,
     LeaveGroupMember,
@@ -20,7 +21,6 @@ from kgroup.messages import (
     OffsetCommitRequest,
 )
 from kgroup.model import PeerError, TopicPartition
-from kgroup.wire.group_records import KGROUP_KEY_VERSION, decode_record, encode_record
 from wire.strategies import CONSUMER_GROUP_RECORDS
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kgroup.group.consumer.records import ConsumerGroupRecord
+from kgroup.group.records.consumer import ConsumerGroupRecord
 from kgroup.group.states import GroupState
 from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol

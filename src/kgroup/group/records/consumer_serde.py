@@ -34,11 +34,10 @@ of its field's range) raises ``ValueError`` or ``struct.error``, as the module's
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TypeVar
 
-from kgroup.group.consumer.records import (
+from kgroup.group.records.consumer import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -55,6 +54,7 @@ from kgroup.group.consumer.records import (
     TargetAssignmentMetadataValue,
     TopicAssignment,
 )
+from kgroup.group.records.primitives import I64, Reader, Writer
 from kgroup.javacompat import java_string_key
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import PeerError, TopicId
@@ -78,88 +78,12 @@ CONSUMER_GROUP_RECORD_TYPES: dict[type, int] = {
 #: every value's only version
 CONSUMER_GROUP_VALUE_VERSION = 0
 
-_I8 = struct.Struct(">b")
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_MAX_STRING_BYTES = 0x7FFF  # Short.MAX_VALUE: Kafka refuses longer strings both ways
 _NO_CLASSIC = ClassicMemberMetadata(0, ())  # the generated class's default (its empty struct)
 
 T = TypeVar("T")
 
 
-# --- writing ---------------------------------------------------------------------------------------
-
-
-class _Writer:
-    __slots__ = ("parts",)
-
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
-    def i8(self, v: int) -> None:
-        self.parts.append(_I8.pack(v))
-
-    def i16(self, v: int) -> None:
-        self.parts.append(_I16.pack(v))
-
-    def i32(self, v: int) -> None:
-        self.parts.append(_I32.pack(v))
-
-    def i64(self, v: int) -> None:
-        self.parts.append(_I64.pack(v))
-
-    def uvarint(self, v: int) -> None:
-        if not 0 <= v <= 0xFFFFFFFF:
-            raise ValueError(f"{v} does not fit an unsigned varint")
-        out = bytearray()
-        while v >= 0x80:
-            out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        out.append(v)
-        self.parts.append(bytes(out))
-
-    def _utf8(self, v: str) -> bytes:
-        data = v.encode("utf-8")
-        if len(data) > _MAX_STRING_BYTES:
-            raise ValueError(f"string of {len(data)} bytes is longer than Kafka's {_MAX_STRING_BYTES}")
-        return data
-
-    def string(self, v: str) -> None:
-        """A non-flexible (key) string: int16 length."""
-        data = self._utf8(v)
-        self.i16(len(data))
-        self.parts.append(data)
-
-    def compact_string(self, v: str | None) -> None:
-        if v is None:
-            self.uvarint(0)
-            return
-        data = self._utf8(v)
-        self.uvarint(len(data) + 1)
-        self.parts.append(data)
-
-    def compact_bytes(self, v: bytes) -> None:
-        self.uvarint(len(v) + 1)
-        self.parts.append(bytes(v))
-
-    def uuid(self, v: TopicId) -> None:
-        self.parts.append(v.to_int().to_bytes(16, "big"))
-
-    def int32s(self, values: tuple[int, ...] | list[int]) -> None:
-        self.uvarint(len(values) + 1)
-        self.parts.extend(_I32.pack(v) for v in values)
-
-    def tag(self, tag: int, body: bytes) -> None:
-        self.uvarint(tag)
-        self.uvarint(len(body))
-        self.parts.append(body)
-
-    def bytes(self) -> bytes:
-        return b"".join(self.parts)
-
-
-def _tagged(w: _Writer, fields: list[tuple[int, bytes]]) -> None:
+def _tagged(w: Writer, fields: list[tuple[int, bytes]]) -> None:
     """A struct's tagged-field section: the count, then each (tag, bytes) in tag order."""
     w.uvarint(len(fields))
     for tag, body in fields:
@@ -167,143 +91,25 @@ def _tagged(w: _Writer, fields: list[tuple[int, bytes]]) -> None:
 
 
 def _int32s(values: list[int]) -> bytes:
-    w = _Writer()
+    w = Writer()
     w.int32s(values)
     return w.bytes()
 
 
-def _body(write: Callable[[_Writer], None]) -> bytes:
-    w = _Writer()
+def _body(write: Callable[[Writer], None]) -> bytes:
+    w = Writer()
     write(w)
     return w.bytes()
 
 
-# --- reading ---------------------------------------------------------------------------------------
-
-
-class _Reader:
-    __slots__ = ("data", "pos", "what")
-
-    def __init__(self, data: bytes, what: str, pos: int = 0) -> None:
-        self.data = data
-        self.pos = pos
-        self.what = what
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise PeerError(f"{self.what}: {len(self.data)} bytes end before the record does")
-        chunk = self.data[self.pos : self.pos + n]
-        self.pos += n
-        return chunk
-
-    def _unpack(self, fmt: struct.Struct) -> int:
-        value: int = fmt.unpack(self.take(fmt.size))[0]
-        return value
-
-    def i8(self) -> int:
-        return self._unpack(_I8)
-
-    def i16(self) -> int:
-        return self._unpack(_I16)
-
-    def i32(self) -> int:
-        return self._unpack(_I32)
-
-    def i64(self) -> int:
-        return self._unpack(_I64)
-
-    def uvarint(self) -> int:
-        value = 0
-        for shift in range(0, 35, 7):
-            byte = self.take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                if value > 0x7FFFFFFF:  # Java reads an int: Kafka's lengths never get here
-                    raise PeerError(f"{self.what}: varint {value} is larger than a Java int")
-                return value
-        raise PeerError(f"{self.what}: a varint runs past 5 bytes")
-
-    def _decode(self, raw: bytes) -> str:
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise PeerError(f"{self.what}: a string is not valid UTF-8") from None
-
-    def string(self) -> str:
-        """A non-flexible (key) string; null is refused, as the key's fields are not nullable."""
-        n = self.i16()
-        if n < 0:
-            raise PeerError(f"{self.what}: a key string is null")
-        return self._decode(self.take(n))
-
-    def compact_nullable_string(self) -> str | None:
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        if n > _MAX_STRING_BYTES:
-            raise PeerError(f"{self.what}: a string of {n} bytes is longer than Kafka's {_MAX_STRING_BYTES}")
-        return self._decode(self.take(n))
-
-    def compact_string(self) -> str:
-        v = self.compact_nullable_string()
-        if v is None:
-            raise PeerError(f"{self.what}: a non-nullable string is null")
-        return v
-
-    def compact_bytes(self) -> bytes:
-        n = self.uvarint() - 1
-        if n < 0:
-            raise PeerError(f"{self.what}: non-nullable bytes are null")
-        return self.take(n)
-
-    def uuid(self) -> TopicId:
-        return TopicId.from_int(int.from_bytes(self.take(16), "big"))
-
-    def compact_length(self) -> int | None:
-        n = self.uvarint() - 1
-        if n < 0:
-            return None
-        if n > len(self.data) - self.pos:  # every item takes at least one byte
-            raise PeerError(f"{self.what}: array length {n} does not fit the record")
-        return n
-
-    def compact_array(self, item: Callable[[], T]) -> tuple[T, ...]:
-        n = self.compact_length()
-        if n is None:
-            raise PeerError(f"{self.what}: a non-nullable array is null")
-        return tuple(item() for _ in range(n))
-
-    def int32s(self) -> tuple[int, ...]:
-        return self.compact_array(self.i32)
-
-    def tagged(self, known: Mapping[int, Callable[[_Reader], None]]) -> None:
-        """A struct's tagged-field section: each known tag read from exactly its bytes (the last of a
-        repeated tag wins, as in Kafka); an unknown tag is skipped."""
-        count = self.uvarint()
-        if count > len(self.data) - self.pos:
-            raise PeerError(f"{self.what}: {count} tagged fields do not fit the record")
-        for _ in range(count):
-            tag = self.uvarint()
-            body = self.take(self.uvarint())
-            read = known.get(tag)
-            if read is not None:
-                sub = _Reader(body, f"{self.what} tag {tag}")
-                read(sub)
-                sub.end()
-
-    def end(self) -> None:
-        if self.pos != len(self.data):
-            raise PeerError(f"{self.what}: {len(self.data) - self.pos} bytes after the end of the record")
-
-
-def _no_tags(r: _Reader) -> None:
+def _no_tags(r: Reader) -> None:
     r.tagged({})
 
 
 # --- the values ------------------------------------------------------------------------------------
 
 
-def _write_topic_partitions(w: _Writer, assignment: TopicAssignment) -> None:
+def _write_topic_partitions(w: Writer, assignment: TopicAssignment) -> None:
     w.uvarint(len(assignment) + 1)
     for topic_id, partitions in assignment.items():
         w.uuid(topic_id)
@@ -311,7 +117,7 @@ def _write_topic_partitions(w: _Writer, assignment: TopicAssignment) -> None:
         _tagged(w, [])
 
 
-def _read_topic_partitions(r: _Reader) -> dict[TopicId, tuple[int, ...]]:
+def _read_topic_partitions(r: Reader) -> dict[TopicId, tuple[int, ...]]:
     def item() -> tuple[TopicId, tuple[int, ...]]:
         topic_id, partitions = r.uuid(), r.int32s()
         _no_tags(r)
@@ -320,7 +126,7 @@ def _read_topic_partitions(r: _Reader) -> dict[TopicId, tuple[int, ...]]:
     return dict(r.compact_array(item))
 
 
-def _write_epochs(w: _Writer, assignment: PartitionEpochs) -> None:
+def _write_epochs(w: Writer, assignment: PartitionEpochs) -> None:
     w.uvarint(len(assignment) + 1)
     for topic_id, epochs in assignment.items():
         w.uuid(topic_id)
@@ -329,14 +135,14 @@ def _write_epochs(w: _Writer, assignment: PartitionEpochs) -> None:
         _tagged(w, [(0, _int32s(list(epochs.values())))] if epochs else [])
 
 
-def _read_epochs(r: _Reader, member_epoch: int) -> dict[TopicId, dict[int, int]]:
+def _read_epochs(r: Reader, member_epoch: int) -> dict[TopicId, dict[int, int]]:
     default = max(member_epoch, 0)
 
     def item() -> tuple[TopicId, dict[int, int]]:
         topic_id, partitions = r.uuid(), r.int32s()
         epochs: list[tuple[int, ...] | None] = [()]
 
-        def read_epochs(t: _Reader) -> None:
+        def read_epochs(t: Reader) -> None:
             n = t.compact_length()
             epochs[0] = None if n is None else tuple(t.i32() for _ in range(n))
 
@@ -349,7 +155,7 @@ def _read_epochs(r: _Reader, member_epoch: int) -> dict[TopicId, dict[int, int]]
     return dict(r.compact_array(item))
 
 
-def _write_classic(w: _Writer, classic: ClassicMemberMetadata) -> None:
+def _write_classic(w: Writer, classic: ClassicMemberMetadata) -> None:
     w.i32(classic.session_timeout_ms)
     w.uvarint(len(classic.supported_protocols) + 1)
     for protocol in classic.supported_protocols:
@@ -359,7 +165,7 @@ def _write_classic(w: _Writer, classic: ClassicMemberMetadata) -> None:
     _tagged(w, [])
 
 
-def _read_classic(r: _Reader) -> ClassicMemberMetadata:
+def _read_classic(r: Reader) -> ClassicMemberMetadata:
     session_timeout = r.i32()
 
     def protocol() -> JoinGroupProtocol:
@@ -372,7 +178,7 @@ def _read_classic(r: _Reader) -> ClassicMemberMetadata:
     return ClassicMemberMetadata(session_timeout, protocols)
 
 
-def _write_member_metadata(w: _Writer, v: MemberMetadataValue) -> None:
+def _write_member_metadata(w: Writer, v: MemberMetadataValue) -> None:
     w.compact_string(v.instance_id)
     w.compact_string(v.rack_id)
     w.compact_string(v.client_id)
@@ -392,7 +198,7 @@ def _write_member_metadata(w: _Writer, v: MemberMetadataValue) -> None:
         _tagged(w, [(0, b"\x01" + _body(lambda b: _write_classic(b, classic)))])
 
 
-def _read_member_metadata(r: _Reader) -> MemberMetadataValue:
+def _read_member_metadata(r: Reader) -> MemberMetadataValue:
     instance_id, rack_id = r.compact_nullable_string(), r.compact_nullable_string()
     client_id, client_host = r.compact_string(), r.compact_string()
     names = r.compact_array(r.compact_string)
@@ -401,7 +207,7 @@ def _read_member_metadata(r: _Reader) -> MemberMetadataValue:
     assignor = r.compact_nullable_string()
     classic: list[ClassicMemberMetadata | None] = [_NO_CLASSIC]
 
-    def read_classic(t: _Reader) -> None:
+    def read_classic(t: Reader) -> None:
         classic[0] = _read_classic(t) if t.uvarint() > 0 else None
 
     r.tagged({0: read_classic})
@@ -418,12 +224,12 @@ def _read_member_metadata(r: _Reader) -> MemberMetadataValue:
     )
 
 
-def _write_value(w: _Writer, record: ConsumerGroupRecord) -> None:
+def _write_value(w: Writer, record: ConsumerGroupRecord) -> None:
     if isinstance(record, ConsumerGroupMetadata):
         assert record.value is not None
         epoch, metadata_hash = record.value
         w.i32(epoch)
-        _tagged(w, [(0, _I64.pack(metadata_hash))] if metadata_hash != 0 else [])
+        _tagged(w, [(0, I64.pack(metadata_hash))] if metadata_hash != 0 else [])
     elif isinstance(record, ConsumerGroupMemberMetadata):
         assert record.value is not None
         _write_member_metadata(w, record.value)
@@ -431,7 +237,7 @@ def _write_value(w: _Writer, record: ConsumerGroupRecord) -> None:
         assert record.value is not None
         w.i32(record.value.assignment_epoch)
         timestamp = record.value.assignment_timestamp_ms
-        _tagged(w, [(0, _I64.pack(timestamp))] if timestamp != 0 else [])
+        _tagged(w, [(0, I64.pack(timestamp))] if timestamp != 0 else [])
     elif isinstance(record, ConsumerGroupTargetAssignmentMember):
         assert record.value is not None
         _write_topic_partitions(w, record.value)
@@ -457,14 +263,14 @@ def _write_value(w: _Writer, record: ConsumerGroupRecord) -> None:
         _tagged(w, [])
 
 
-def _read_i64_tag(box: list[int]) -> Callable[[_Reader], None]:
-    def read(t: _Reader) -> None:
+def _read_i64_tag(box: list[int]) -> Callable[[Reader], None]:
+    def read(t: Reader) -> None:
         box[0] = t.i64()
 
     return read
 
 
-def _read_value(kind: int, key: tuple[str, ...], r: _Reader) -> ConsumerGroupRecord:
+def _read_value(kind: int, key: tuple[str, ...], r: Reader) -> ConsumerGroupRecord:
     group_id = key[0]
     if kind == 3:
         epoch = r.i32()
@@ -536,13 +342,13 @@ def _key_strings(record: ConsumerGroupRecord) -> tuple[str, ...]:
 
 def encode_consumer_group_record(record: ConsumerGroupRecord) -> tuple[bytes, bytes | None]:
     """The key and value bytes Kafka 4.4 writes for ``record`` (``None``: a tombstone)."""
-    key = _Writer()
+    key = Writer()
     key.i16(CONSUMER_GROUP_RECORD_TYPES[type(record)])
     for text in _key_strings(record):
         key.string(text)
     if record.value is None:
         return key.bytes(), None
-    value = _Writer()
+    value = Writer()
     value.i16(CONSUMER_GROUP_VALUE_VERSION)
     _write_value(value, record)
     return key.bytes(), value.bytes()
@@ -551,7 +357,7 @@ def encode_consumer_group_record(record: ConsumerGroupRecord) -> tuple[bytes, by
 def decode_consumer_group_record(key: bytes, value: bytes | None) -> ConsumerGroupRecord:
     """The record of a key whose int16 type is one of :data:`CONSUMER_GROUP_RECORD_TYPES`' (and its
     value, ``None`` for a tombstone); :class:`PeerError` when the bytes are corrupt."""
-    k = _Reader(bytes(key), "record key")
+    k = Reader(bytes(key), "record key")
     kind = k.i16()
     count = _KEY_STRINGS.get(kind)
     if count is None:
@@ -560,7 +366,7 @@ def decode_consumer_group_record(key: bytes, value: bytes | None) -> ConsumerGro
     k.end()
     if value is None:
         return _tombstone(kind, strings)
-    r = _Reader(bytes(value), f"consumer group record type {kind}")
+    r = Reader(bytes(value), f"consumer group record type {kind}")
     version = r.i16()
     if version != CONSUMER_GROUP_VALUE_VERSION:
         raise PeerError(f"{r.what}: unsupported value version {version}; Kafka 4.4 writes and reads 0")

@@ -1,0 +1,336 @@
+"""A consumer group's lag as ``kafka-consumer-groups.sh --describe --group G`` shows it.
+
+Per topic-partition: the committed offset (CURRENT-OFFSET), the log end offset (LOG-END-OFFSET),
+their difference (LAG) and the member that owns the partition (CONSUMER-ID, HOST, CLIENT-ID). The
+rows are Kafka's ``ConsumerGroupCommand.collectGroupOffsets``:
+
+* first the members that own partitions, most partitions first (ties keep the coordinator's member
+  order), each member's partitions sorted by topic and partition;
+* then the partitions with a committed offset that no member owns, with ``None`` (Kafka's ``-``)
+  for the owner;
+* the lag is ``None`` where no offset is committed or no log end offset is known.
+
+Owners come from the coordinator: ConsumerGroupDescribe (KIP-848) for a consumer-protocol group,
+DescribeGroups for a classic one (its members' assignments are only given while the group is
+Stable, so a rebalancing or empty classic group shows no owners), as Kafka's Admin client asks.
+Committed offsets come from OffsetFetch, log end offsets from ListOffsets (latest,
+read_uncommitted) at each partition's leader.
+
+:func:`lag_rows` is the pure part; :func:`describe_group_lag` asks a cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from kio.index import load_request_schema
+
+from kgroup.client.connection import BrokerConnection
+from kgroup.client.consumer import parse_bootstrap
+from kgroup.client.translate import from_wire, to_wire
+from kgroup.client.versions import negotiate
+from kgroup.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
+from kgroup.model import ErrorCode, KgroupError, PeerError, TopicPartition
+
+__all__ = ["GroupLag", "LagRow", "MemberOwnership", "describe_group_lag", "lag_rows"]
+
+DESCRIBE_GROUPS = 15
+LIST_OFFSETS = 2
+METADATA = 3
+LATEST = -1  # ListOffsets' timestamp for the log end offset
+
+
+@dataclass(frozen=True, slots=True)
+class MemberOwnership:
+    """One member as the coordinator describes it, with the partitions it owns."""
+
+    member_id: str
+    client_id: str
+    host: str
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LagRow:
+    """One line of ``kafka-consumer-groups.sh --describe`` (``None`` where Kafka prints ``-``)."""
+
+    topic: str
+    partition: int
+    current_offset: int | None
+    log_end_offset: int | None
+    lag: int | None
+    consumer_id: str | None
+    host: str | None
+    client_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLag:
+    group_id: str
+    #: Kafka's state name: Empty, Stable, PreparingRebalance, CompletingRebalance (classic);
+    #: Empty, Assigning, Reconciling, Stable (consumer)
+    state: str
+    #: ``classic`` or ``consumer`` (the group's protocol)
+    group_type: str
+    rows: tuple[LagRow, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group_id,
+            "state": self.state,
+            "type": self.group_type,
+            "partitions": [asdict(row) for row in self.rows],
+        }
+
+
+def lag_rows(
+    members: Sequence[MemberOwnership],
+    committed: Mapping[TopicPartition, int],
+    log_end: Mapping[TopicPartition, int | None],
+) -> list[LagRow]:
+    """Kafka's rows: owned partitions by member (most first), then committed partitions nobody owns."""
+
+    def row(tp: TopicPartition, owner: MemberOwnership | None) -> LagRow:
+        offset = committed.get(tp)
+        end = log_end.get(tp)
+        lag = end - offset if offset is not None and offset != -1 and end is not None else None
+        return LagRow(
+            tp.topic,
+            tp.partition,
+            offset,
+            end,
+            lag,
+            owner.member_id if owner else None,
+            owner.host if owner else None,
+            owner.client_id if owner else None,
+        )
+
+    rows: list[LagRow] = []
+    owned: set[TopicPartition] = set()
+    # Java's List.sort is stable: equal sizes keep the describe order
+    for member in sorted((m for m in members if m.partitions), key=lambda m: -len(m.partitions)):
+        owned.update(member.partitions)
+        rows.extend(row(tp, member) for tp in sorted(set(member.partitions)))
+    rows.extend(row(tp, None) for tp in sorted(tp for tp in committed if tp not in owned))
+    return rows
+
+
+# --- asking a cluster ------------------------------------------------------------------------------
+
+
+async def _connect(host: str, port: int, timeout_s: float) -> tuple[BrokerConnection, dict[int, int]]:
+    connection = BrokerConnection(host, port, client_id="kgroup-lag")
+    try:
+        await asyncio.wait_for(connection.open(timeout_s), timeout_s)
+        return connection, await negotiate(connection, timeout_s)
+    except BaseException:
+        connection.close()
+        raise
+
+
+def _version(versions: Mapping[int, int], api_key: int, name: str, where: str) -> int:
+    version = versions.get(api_key)
+    if version is None:
+        raise KgroupError(
+            f"bootstrap servers: the broker at {where} supports no {name} version kgroup speaks"
+        )
+    return version
+
+
+async def _metadata(connection: BrokerConnection, versions: Mapping[int, int], timeout_s: float) -> Any:
+    version = _version(versions, METADATA, "Metadata", f"{connection.host}:{connection.port}")
+    cls: Any = load_request_schema(METADATA, version)
+    if version >= 8:
+        body = cls(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    else:
+        body = cls(topics=None, allow_auto_topic_creation=False)
+    return await connection.request(body, timeout_s=timeout_s)
+
+
+async def _describe_classic(
+    coordinator: BrokerConnection, versions: Mapping[int, int], group_id: str, timeout_s: float
+) -> tuple[str, list[MemberOwnership]] | None:
+    """DescribeGroups: the state and (while Stable) each member's decoded assignment; ``None`` when
+    the group does not exist."""
+    from kgroup.wire.consumer_protocol import decode_assignment
+    from kgroup.wire.guard import check_body
+
+    version = _version(versions, DESCRIBE_GROUPS, "DescribeGroups", f"{coordinator.host}:{coordinator.port}")
+    cls: Any = load_request_schema(DESCRIBE_GROUPS, version)
+    body = (
+        cls(groups=(group_id,), include_authorized_operations=False)
+        if version >= 3
+        else cls(groups=(group_id,))
+    )
+    response = await coordinator.request(body, timeout_s=timeout_s)
+    group = response.groups[0]
+    error = ErrorCode(int(group.error_code))
+    if error is ErrorCode.GROUP_ID_NOT_FOUND or (error is ErrorCode.NONE and group.group_state == "Dead"):
+        return None
+    if error is not ErrorCode.NONE:
+        raise KgroupError(f"group: DescribeGroups of {group_id!r} answered {error.name}; try again")
+    members: list[MemberOwnership] = []
+    for m in group.members:
+        partitions: tuple[TopicPartition, ...] = ()
+        data = bytes(m.member_assignment)
+        if group.protocol_type == "consumer" and data:
+            from kio.schema.consumer_protocol_assignment.v3.data import ConsumerProtocolAssignment
+
+            try:
+                check_body(ConsumerProtocolAssignment, data, 2)
+                partitions = tuple(decode_assignment(data).partitions)
+            except PeerError:
+                partitions = ()  # bytes a consumer cannot read: no owner shown, as Kafka's admin skips it
+        members.append(MemberOwnership(m.member_id, m.client_id, m.client_host, partitions))
+    return str(group.group_state), members
+
+
+async def _describe_consumer(
+    coordinator: BrokerConnection, versions: Mapping[int, int], group_id: str, timeout_s: float
+) -> tuple[str, list[MemberOwnership]] | None:
+    """ConsumerGroupDescribe: ``None`` when it is not a consumer-protocol group (or the broker does
+    not speak KIP-848), as Kafka's Admin client then falls back to DescribeGroups."""
+    if 69 not in versions:
+        return None
+    request = ConsumerGroupDescribeRequest((group_id,))
+    answer = from_wire(
+        request, await coordinator.request(to_wire(request, versions[69]), timeout_s=timeout_s)
+    )
+    assert isinstance(answer, ConsumerGroupDescribeResponse)
+    group = answer.groups[0]
+    if group.error_code is ErrorCode.GROUP_ID_NOT_FOUND:
+        return None
+    if group.error_code is not ErrorCode.NONE:
+        raise KgroupError(
+            f"group: ConsumerGroupDescribe of {group_id!r} answered {group.error_code.name}; try again"
+        )
+    members = [
+        MemberOwnership(
+            m.member_id,
+            m.client_id,
+            m.client_host,
+            tuple(TopicPartition(t.topic_name, p) for t in m.assignment for p in t.partitions),
+        )
+        for m in group.members
+    ]
+    return group.group_state, members
+
+
+async def _log_end_offsets(
+    metadata: Any, partitions: Sequence[TopicPartition], timeout_s: float
+) -> dict[TopicPartition, int | None]:
+    """ListOffsets (latest) of each partition at its leader; ``None`` where it has no leader or the
+    answer is an error (Kafka prints ``-``)."""
+    addresses = {int(b.node_id): (b.host, int(b.port)) for b in metadata.brokers}
+    leaders: dict[TopicPartition, int] = {}
+    for topic in metadata.topics:
+        for p in topic.partitions:
+            leaders[TopicPartition(topic.name, int(p.partition_index))] = int(p.leader_id)
+    by_leader: dict[int, list[TopicPartition]] = {}
+    for tp in partitions:
+        leader = leaders.get(tp, -1)
+        if leader in addresses:
+            by_leader.setdefault(leader, []).append(tp)
+    ends: dict[TopicPartition, int | None] = dict.fromkeys(partitions)
+    for leader, tps in sorted(by_leader.items()):
+        connection, versions = await _connect(*addresses[leader], timeout_s)
+        try:
+            version = _version(versions, LIST_OFFSETS, "ListOffsets", f"{connection.host}:{connection.port}")
+            cls: Any = load_request_schema(LIST_OFFSETS, version)
+            module = __import__(cls.__module__, fromlist=["ListOffsetsTopic", "ListOffsetsPartition"])
+            grouped: dict[str, list[int]] = {}
+            for tp in sorted(tps):
+                grouped.setdefault(tp.topic, []).append(tp.partition)
+            partition_cls = module.ListOffsetsPartition
+            names = {f for f in partition_cls.__dataclass_fields__}
+            topics = tuple(
+                module.ListOffsetsTopic(
+                    name=topic,
+                    partitions=tuple(
+                        partition_cls(
+                            partition_index=p,
+                            timestamp=LATEST,
+                            **({"current_leader_epoch": -1} if "current_leader_epoch" in names else {}),
+                        )
+                        for p in ps
+                    ),
+                )
+                for topic, ps in grouped.items()
+            )
+            extra = {"timeout": 30_000} if version >= 10 else {}
+            body = cls(replica_id=-1, isolation_level=0, topics=topics, **extra)
+            response = await connection.request(body, timeout_s=timeout_s)
+        finally:
+            connection.close()
+        for topic in response.topics:
+            for p in topic.partitions:
+                if int(p.error_code) == ErrorCode.NONE:
+                    ends[TopicPartition(topic.name, int(p.partition_index))] = int(p.offset)
+    return ends
+
+
+async def describe_group_lag(bootstrap: str, group_id: str, timeout_s: float = 30.0) -> GroupLag:
+    """Ask the cluster behind ``bootstrap`` for ``group_id``'s lag (:class:`KgroupError` when the
+    group does not exist or no coordinator answers)."""
+    if not group_id:
+        raise KgroupError("group: empty; give the group.id of the consumer group")
+    host, port = parse_bootstrap(bootstrap)[0]
+    try:
+        bootstrap_connection, versions = await _connect(host, port, timeout_s)
+    except (OSError, TimeoutError) as exc:
+        raise KgroupError(
+            f"bootstrap servers: cannot reach {host}:{port} ({exc or type(exc).__name__}); "
+            "is the broker running?"
+        ) from None
+    try:
+        find = FindCoordinatorRequest(group_id)
+        found = from_wire(
+            find, await bootstrap_connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
+        )
+        assert isinstance(found, FindCoordinatorResponse)
+        if found.error_code is not ErrorCode.NONE:
+            raise KgroupError(f"group: no coordinator for {group_id!r} ({found.error_code.name}); try again")
+        metadata = await _metadata(bootstrap_connection, versions, timeout_s)
+    finally:
+        bootstrap_connection.close()
+    coordinator, coordinator_versions = await _connect(found.host, found.port, timeout_s)
+    try:
+        described = await _describe_consumer(coordinator, coordinator_versions, group_id, timeout_s)
+        group_type = "consumer"
+        if described is None:
+            described = await _describe_classic(coordinator, coordinator_versions, group_id, timeout_s)
+            group_type = "classic"
+        if described is None:
+            raise KgroupError(
+                f"group: consumer group {group_id!r} does not exist (kgroup lag names only existing groups)"
+            )
+        state, members = described
+        fetch = OffsetFetchRequest(group_id)
+        fetched = from_wire(
+            fetch, await coordinator.request(to_wire(fetch, coordinator_versions[9]), timeout_s=timeout_s)
+        )
+        assert isinstance(fetched, OffsetFetchResponse)
+        if fetched.error_code is not ErrorCode.NONE:
+            raise KgroupError(
+                f"group: OffsetFetch of {group_id!r} answered {fetched.error_code.name}; try again"
+            )
+    finally:
+        coordinator.close()
+    committed = {
+        p.partition: p.committed_offset
+        for p in fetched.partitions
+        if p.error_code is ErrorCode.NONE and p.committed_offset >= 0
+    }
+    wanted = sorted({*committed, *(tp for m in members for tp in m.partitions)})
+    log_end = await _log_end_offsets(metadata, wanted, timeout_s)
+    return GroupLag(group_id, state, group_type, tuple(lag_rows(members, committed, log_end)))

@@ -1,0 +1,102 @@
+"""What every consumer-group handler shares: the context it reads (groups, metadata image,
+assignors, armed rebalance timers), the timer keys, one operation's pending effects (:class:`Op`:
+Kafka writes an operation's records only when it succeeds), and :class:`ApiError`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kgroup.group.assignors import create_server_assignor
+from kgroup.group.assignors.api import (
+    ServerAssignor,
+)
+from kgroup.group.consumer.group import ConsumerGroupData
+from kgroup.group.consumer.metadata import MetadataImage
+from kgroup.group.records.consumer import (
+    ConsumerGroupRecord,
+)
+from kgroup.group.txn import Txn
+from kgroup.model import ErrorCode, TopicId
+
+
+class ApiError(Exception):
+    """An ``ApiException``: the request is answered with ``code`` and ``message``, nothing is written."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def session_key(group_id: str, member_id: str) -> tuple[str, ...]:
+    """``groupSessionTimeoutKey``: the member is fenced when it fires."""
+    return ("consumer-session", group_id, member_id)
+
+
+def rebalance_key(group_id: str, member_id: str, member_epoch: int) -> tuple[str, ...]:
+    """``groupRebalanceTimeoutKey``, with the epoch the timer was armed for (Kafka's closure keeps it)."""
+    return ("consumer-rebalance", group_id, member_id, str(member_epoch))
+
+
+def join_key(group_id: str, member_id: str) -> tuple[str, ...]:
+    """``consumerGroupJoinKey``: a classic member that must rejoin is fenced if it does not in time."""
+    return ("consumer-join", group_id, member_id)
+
+
+def sync_key(group_id: str, member_id: str) -> tuple[str, ...]:
+    """``consumerGroupSyncKey``: a classic member that joined is fenced if it does not sync in time."""
+    return ("consumer-sync", group_id, member_id)
+
+
+def regex_key(group_id: str) -> tuple[str, ...]:
+    """The group's regex resolution (Kafka's ``<group>-regex`` executor task), due at once."""
+    return ("consumer-regex", group_id)
+
+
+@dataclass(slots=True)
+class ConsumerContext:
+    """What consumer-group handlers read besides the groups: the metadata image, the assignors, and
+    the armed rebalance timers by member (an index the coordinator keeps from its timer records)."""
+
+    groups: dict[str, ConsumerGroupData]
+    image: MetadataImage
+    #: the version of the last image that created topics (``lastMetadataImageWithNewTopics``)
+    last_image_with_new_topics: int
+    rebalance_timers: dict[tuple[str, str], tuple[str, ...]]
+    assignors: dict[str, ServerAssignor] = field(default_factory=dict)
+
+    def assignor(self, name: str) -> ServerAssignor:
+        found = self.assignors.get(name)
+        if found is None:
+            found = self.assignors[name] = create_server_assignor(name)
+        return found
+
+
+class Op:
+    """One operation's effects, applied only when it succeeds."""
+
+    __slots__ = ("records", "timer_ops")
+
+    def __init__(self) -> None:
+        self.records: list[ConsumerGroupRecord] = []
+        self.timer_ops: list[Callable[[], None]] = []
+
+
+def random_uuid(txn: Txn) -> str:
+    """``Uuid.randomUuid().toString()``: 16 random bytes, URL-safe base64 without padding."""
+    return str(TopicId.from_int(txn.rng.getrandbits(128)))
+
+
+def cancel_rebalance(txn: Txn, ctx: ConsumerContext, group_id: str, member_id: str) -> None:
+    key = ctx.rebalance_timers.get((group_id, member_id))
+    if key is not None:
+        txn.cancel(key)
+
+
+def cancel_timers(txn: Txn, ctx: ConsumerContext, group_id: str, member_id: str) -> None:
+    """``cancelTimers``: session, rebalance, and a classic member's join and sync timeouts."""
+    txn.cancel(session_key(group_id, member_id))
+    cancel_rebalance(txn, ctx, group_id, member_id)
+    txn.cancel(join_key(group_id, member_id))
+    txn.cancel(sync_key(group_id, member_id))

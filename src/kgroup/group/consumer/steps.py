@@ -1,0 +1,375 @@
+"""The group steps that the consumer-protocol heartbeat, a classic member's join/sync/heartbeat in a
+mixed group, and the online migrations share, as Kafka 4.4's ``GroupMetadataManager`` does them:
+replacing a member, resolving regexes, the subscription metadata, the target assignment, reconciling
+a member and arming its rebalance timer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+from kgroup.group.assignors.api import (
+    GroupAssignment,
+    MemberSpec,
+    PartitionAssignorError,
+    SubscriptionType,
+    group_spec,
+)
+from kgroup.group.consumer.context import (
+    ApiError,
+    ConsumerContext,
+    Op,
+    cancel_rebalance,
+    cancel_timers,
+    rebalance_key,
+    regex_key,
+)
+from kgroup.group.consumer.group import ConsumerGroupData, SubscriptionCount, subscription_type_of
+from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.reconcile import next_assignment, subscribed_topic_names
+from kgroup.group.consumer.regex import compile_re2
+from kgroup.group.records.consumer import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRecord,
+    ConsumerGroupRegularExpression,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    MemberAssignmentState,
+    ResolvedRegularExpression,
+    TargetAssignmentMetadataValue,
+    TopicAssignment,
+)
+from kgroup.group.txn import Txn
+from kgroup.javacompat import JavaHashSet, hashmap_iteration_order, java_integer_hash
+from kgroup.messages import (
+    TopicPartitions,
+)
+from kgroup.model import ErrorCode, TopicId
+
+S = MemberAssignmentState
+
+
+#: Kafka resolves a group's regexes at most once per this long (``GroupMetadataManager``'s 10 s floor)
+REGEX_MIN_REFRESH_MS = 10_000
+
+
+def check_regex(regex: str) -> re.Pattern[str]:
+    """``Utils.throwIfRegularExpressionIsInvalid`` (INVALID_REGULAR_EXPRESSION with RE2/J's
+    description; :func:`kgroup.group.consumer.regex.compile_re2`)."""
+    pattern, problem = compile_re2(regex)
+    if pattern is None:
+        raise ApiError(
+            ErrorCode.INVALID_REGULAR_EXPRESSION,
+            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {problem}.",
+        )
+    return pattern
+
+
+def compile_quietly(regex: str) -> re.Pattern[str] | None:
+    try:
+        return check_regex(regex)
+    except ApiError:
+        return None
+
+
+def remove_member_records(group_id: str, member_id: str, op: Op) -> None:
+    op.records.append(ConsumerGroupCurrentMemberAssignment(group_id, member_id, None))
+    op.records.append(ConsumerGroupTargetAssignmentMember(group_id, member_id, None))
+    op.records.append(ConsumerGroupMemberMetadata(group_id, member_id, None))
+
+
+def replace_member(
+    group: ConsumerGroupData,
+    old: ConsumerMember,
+    new: ConsumerMember,
+    op: Op,
+    txn: Txn,
+    ctx: ConsumerContext,
+) -> None:
+    """``replaceMember``: a static member's new id takes the old one's place and target."""
+    group_id = group.group_id
+    remove_member_records(group_id, old.member_id, op)
+    op.records.append(ConsumerGroupMemberMetadata(group_id, new.member_id, new.metadata_value()))
+    op.records.append(
+        ConsumerGroupTargetAssignmentMember(group_id, new.member_id, group.target_of(old.member_id))
+    )
+    op.records.append(ConsumerGroupCurrentMemberAssignment(group_id, new.member_id, new.assignment_value()))
+    op.timer_ops.append(lambda: cancel_timers(txn, ctx, group_id, old.member_id))
+
+
+def response_assignment(assigned: Mapping[TopicId, Mapping[int, int]]) -> tuple[TopicPartitions, ...]:
+    """``ConsumerGroupHeartbeatResponse.createAssignment``: topics and partitions in the order Kafka's
+    ``HashMap``s give them."""
+    topics = JavaHashSet.copy_of(lambda t: t.java_hash, assigned)
+    return tuple(
+        TopicPartitions(topic, tuple(JavaHashSet.copy_of(java_integer_hash, assigned[topic])))
+        for topic in topics
+    )
+
+
+def member_subscription_changed(
+    group_id: str, member: ConsumerMember, updated: ConsumerMember, op: Op
+) -> bool:
+    """``hasMemberSubscriptionChanged``: writes the member's metadata record when anything changed."""
+    if updated != member and (
+        updated.metadata_value() != member.metadata_value() or updated.member_id != member.member_id
+    ):
+        op.records.append(ConsumerGroupMemberMetadata(group_id, updated.member_id, updated.metadata_value()))
+        return updated.subscribed_topic_names != member.subscribed_topic_names
+    return False
+
+
+class RegexStatus:
+    NO_CHANGE = 0
+    UPDATED = 1
+    UPDATED_AND_RESOLVED = 2
+
+
+def maybe_update_regexes(
+    txn: Txn,
+    group: ConsumerGroupData,
+    member: ConsumerMember,
+    updated: ConsumerMember,
+    op: Op,
+    ctx: ConsumerContext,
+) -> int:
+    """``maybeUpdateRegularExpressions``: tombstone a regex nobody uses any more, validate a new one,
+    and arm the group's resolution when a new regex, new topics or the refresh interval call for it."""
+    now_ms = txn.now_ms
+    group_id = group.group_id
+    old_regex, new_regex = member.regex, updated.regex
+    require_refresh = False
+    status = RegexStatus.NO_CHANGE
+    if member.subscribed_topic_regex != updated.subscribed_topic_regex:
+        status = RegexStatus.UPDATED
+        if old_regex is not None and group.num_subscribed_members(old_regex) == 1:
+            op.records.append(ConsumerGroupRegularExpression(group_id, old_regex, None))
+        if new_regex is not None:
+            if group.num_subscribed_members(new_regex) == 0:
+                check_regex(new_regex)
+                require_refresh = True
+            elif new_regex in group.resolved_regexes:
+                status = RegexStatus.UPDATED_AND_RESOLVED
+        elif old_regex is not None:
+            status = RegexStatus.UPDATED_AND_RESOLVED
+    if not require_refresh and not group.subscribed_regexes:
+        return status
+    key = regex_key(group_id)
+    if key in txn.armed:
+        return status
+    last_refresh = group.last_regex_refresh_ms()
+    if last_refresh is not None and now_ms <= last_refresh + REGEX_MIN_REFRESH_MS:
+        return status
+    regexes = group.subscribed_regexes_with(member, updated)
+    require_refresh |= len(regexes) != len(group.resolved_regexes)
+    require_refresh |= group.last_regex_version() < ctx.last_image_with_new_topics
+    require_refresh |= (
+        last_refresh is None or now_ms > last_refresh + txn.config.consumer_regex_refresh_interval_ms
+    )
+    if require_refresh and regexes:
+        op.timer_ops.append(lambda: txn.schedule(key, 0))
+    return status
+
+
+def resolve_regexes_on_timer(txn: Txn, ctx: ConsumerContext, group_id: str) -> None:
+    """The group's regex resolution ran (``TopicRegexResolver`` + ``handleRegularExpressionsResult``):
+    write each regex's topics and bump the group epoch if any changed."""
+    group = ctx.groups.get(group_id)
+    if group is None or not group.subscribed_regexes:
+        return
+    image = ctx.image
+    resolved: dict[str, set[str]] = {}
+    patterns: list[tuple[str, re.Pattern[str]]] = []
+    for regex in group.subscribed_regexes:
+        resolved[regex] = set()
+        pattern = compile_quietly(regex)
+        if pattern is not None:
+            patterns.append((regex, pattern))
+    for topic in image.topics:
+        for regex, pattern in patterns:
+            if pattern.fullmatch(topic):
+                resolved[regex].add(topic)
+    records: list[ConsumerGroupRecord] = []
+    names = {
+        name: SubscriptionCount(c.by_name, c.by_regex) for name, c in group.subscribed_topic_names.items()
+    }
+    bump = False
+    for regex, topics in resolved.items():
+        if group.num_subscribed_members(regex) == 0:
+            continue
+        new = ResolvedRegularExpression(frozenset(topics), image.version, txn.now_ms)
+        old = group.resolved_regexes.get(regex)
+        old_topics = old.topics if old is not None else frozenset()
+        if old_topics != new.topics:
+            bump = True
+            for topic in old_topics:
+                names[topic].by_regex -= 1
+            for topic in new.topics:
+                names.setdefault(topic, SubscriptionCount()).by_regex += 1
+        records.append(ConsumerGroupRegularExpression(group_id, regex, new))
+    metadata_hash = image.group_hash(name for name, c in names.items() if c.by_name > 0 or c.by_regex > 0)
+    if metadata_hash != group.metadata_hash:
+        bump = True
+    if bump:
+        records.append(ConsumerGroupMetadata(group_id, (group.group_epoch + 1, metadata_hash)))
+    for record in records:
+        txn.emit(record)
+
+
+def update_subscription_metadata(
+    group: ConsumerGroupData,
+    bump: bool,
+    member: ConsumerMember,
+    updated: ConsumerMember,
+    op: Op,
+    ctx: ConsumerContext,
+) -> tuple[int, SubscriptionType]:
+    """``updateSubscriptionMetadata``: the group epoch (bumped when the subscription or its topics'
+    metadata changed) and the subscription type the new member set would have."""
+    regexes = group.subscribed_regexes_with(member, updated)
+    names = group.subscribed_names_with(member, updated)
+    metadata_hash = ctx.image.group_hash(names)
+    members = len(group.members)
+    if updated.member_id not in group.members and not group.has_static_member(updated.instance_id):
+        members += 1
+    subscription = subscription_type_of(regexes, names, members)
+    group_epoch = group.group_epoch
+    if metadata_hash != group.metadata_hash:
+        bump = True
+    if bump:
+        group_epoch += 1
+        op.records.append(ConsumerGroupMetadata(group.group_id, (group_epoch, metadata_hash)))
+    return group_epoch, subscription
+
+
+def member_spec(
+    member: ConsumerMember, target: TopicAssignment, ctx: ConsumerContext, group: ConsumerGroupData
+) -> MemberSpec:
+    names = subscribed_topic_names(member, group.resolved_regexes)
+    ids = []
+    for name in hashmap_iteration_order(names):
+        topic = ctx.image.topic(name)
+        if topic is not None:
+            ids.append(topic.topic_id)
+    return MemberSpec(tuple(ids), target, member.instance_id, member.rack_id)
+
+
+def maybe_update_target(
+    txn: Txn,
+    group: ConsumerGroupData,
+    group_epoch: int,
+    member: ConsumerMember,
+    updated: ConsumerMember,
+    subscription: SubscriptionType,
+    op: Op,
+    ctx: ConsumerContext,
+) -> tuple[int, TopicAssignment]:
+    """``maybeUpdateTargetAssignment``: run the group's assignor when the group epoch moved past the
+    assignment epoch (at most once per ``group.consumer.assignment.interval.ms``)."""
+    if group.assignment_epoch >= group_epoch or not can_compute(
+        group.assignment_timestamp_ms, txn.config.consumer_assignment_interval_ms, txn.now_ms
+    ):
+        return group.assignment_epoch, group.target_of_static(updated.member_id, updated.instance_id)
+    name = group.preferred_server_assignor(member, updated) or txn.config.consumer_assignors[0]
+    # the members as they will be (UpdatedMembersAndTargetAssignmentView): the updated member in its
+    # place; a static member's new id takes the old id's place and target
+    members: dict[str, ConsumerMember] = dict(group.members)
+    targets: dict[str, TopicAssignment] = dict(group.target_assignment)
+    previous_static = (
+        group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
+    )
+    members[updated.member_id] = updated
+    if previous_static is not None and previous_static != updated.member_id:
+        if previous_static in targets:
+            targets[updated.member_id] = targets[previous_static]
+        members.pop(previous_static, None)
+        targets.pop(previous_static, None)
+    spec = group_spec(
+        (
+            (member_id, member_spec(m, targets.get(member_id, {}), ctx, group))
+            for member_id, m in members.items()
+        ),
+        subscription,
+        group.inverted_target,
+    )
+    try:
+        result: GroupAssignment = ctx.assignor(name).assign(spec, ctx.image)
+    except PartitionAssignorError as exc:
+        raise ApiError(
+            ErrorCode.UNKNOWN_SERVER_ERROR,
+            f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}",
+        ) from exc
+    except Exception as exc:
+        raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(exc).__name__}: {exc}") from exc
+    group_id = group.group_id
+    for member_id in spec.members:
+        new = result.get(member_id, {})
+        old = targets.get(member_id)
+        if old is None or not same_assignment(old, new):
+            op.records.append(ConsumerGroupTargetAssignmentMember(group_id, member_id, new))
+    op.records.append(
+        ConsumerGroupTargetAssignmentMetadata(
+            group_id, TargetAssignmentMetadataValue(group_epoch, txn.now_ms)
+        )
+    )
+    return group_epoch, result.get(updated.member_id, {})
+
+
+def same_assignment(a: Mapping[TopicId, Iterable[int]], b: Mapping[TopicId, Iterable[int]]) -> bool:
+    """``Assignment.equals``: the same partitions per topic (a topic with no partitions counts)."""
+    if a.keys() != b.keys():
+        return False
+    return all(set(a[t]) == set(b[t]) for t in a)
+
+
+def can_compute(timestamp_ms: int, interval_ms: int, now_ms: int) -> bool:
+    """``canComputeNextTargetAssignment``."""
+    return timestamp_ms == 0 or interval_ms == 0 or now_ms >= timestamp_ms + interval_ms
+
+
+def maybe_reconcile(
+    txn: Txn,
+    group: ConsumerGroupData,
+    member: ConsumerMember,
+    target_epoch: int,
+    target: TopicAssignment,
+    subscription_changed: bool,
+    owned: tuple[TopicPartitions, ...] | None,
+    op: Op,
+    ctx: ConsumerContext,
+) -> ConsumerMember:
+    """``maybeReconcile``: one step toward the target; arm the rebalance timeout while the member
+    holds partitions it must revoke."""
+    if not subscription_changed and member.is_reconciled_to(target_epoch):
+        return member
+    updated = next_assignment(
+        member,
+        target_epoch=target_epoch,
+        target=target,
+        image=ctx.image,
+        resolved_regexes=group.resolved_regexes,
+        current_partition_epoch=group.current_partition_epoch,
+        has_subscription_changed=subscription_changed,
+        owned=owned,
+    )
+    if updated != member:
+        group_id = group.group_id
+        op.records.append(
+            ConsumerGroupCurrentMemberAssignment(group_id, updated.member_id, updated.assignment_value())
+        )
+        if not updated.uses_classic_protocol:
+            member_id, epoch, timeout = updated.member_id, updated.member_epoch, updated.rebalance_timeout_ms
+            if updated.state is S.UNREVOKED_PARTITIONS:
+                op.timer_ops.append(lambda: schedule_rebalance(txn, ctx, group_id, member_id, epoch, timeout))
+            else:
+                op.timer_ops.append(lambda: cancel_rebalance(txn, ctx, group_id, member_id))
+    return updated
+
+
+def schedule_rebalance(
+    txn: Txn, ctx: ConsumerContext, group_id: str, member_id: str, epoch: int, timeout: int
+) -> None:
+    cancel_rebalance(txn, ctx, group_id, member_id)
+    txn.schedule(rebalance_key(group_id, member_id, epoch), timeout)
