@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import socket
-import struct
 from typing import Any
 
 from kgroup.wire.codec import decode_response, encode_request, response_class
-
-_SIZE = struct.Struct(">i")
+from kgroup.wire.framing import framed, read_frame_blocking
 
 
 class RawClient:
@@ -30,21 +28,10 @@ class RawClient:
         self.sock.sendall(data)
 
     def send_frame(self, frame: bytes) -> None:
-        self.sock.sendall(_SIZE.pack(len(frame)) + frame)
-
-    def _read_exactly(self, n: int) -> bytes:
-        chunks = []
-        while n:
-            chunk = self.sock.recv(n)
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            chunks.append(chunk)
-            n -= len(chunk)
-        return b"".join(chunks)
+        self.sock.sendall(framed(frame))
 
     def read_frame(self) -> bytes:
-        (size,) = _SIZE.unpack(self._read_exactly(4))
-        return self._read_exactly(size)
+        return read_frame_blocking(self.sock.recv)
 
     def is_closed_by_peer(self) -> bool:
         """True when the broker closed the connection (reads EOF / reset within the timeout)."""

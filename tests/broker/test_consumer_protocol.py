@@ -16,7 +16,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from tests.apache_kafka.wire import Raw
 from tests.broker.rawclient import RawClient
 
-from kgroup.broker.groups import make_checkpoint
+from kgroup.broker.coordinator_host import make_checkpoint
 from kgroup.testing import KafkaBroker
 from kgroup.wire.codec import encode_request
 
@@ -213,9 +213,9 @@ def test_a_checkpoint_of_the_log_rebuilds_the_consumer_group(tmp_path: Path) -> 
         (before,) = _describe(raw, "g")
 
         async def checkpoint() -> tuple[int, int, int]:
-            log = kafka.broker.groups.log
+            log = kafka.broker.coordinator_host.coordinator_log
             since = log.size
-            written = make_checkpoint(log, since, kafka.broker.groups.config)
+            written = make_checkpoint(log, since, kafka.broker.coordinator_host.config)
             log.replace_with(log.checkpoint_path, since)
             return since, written, log.size
 

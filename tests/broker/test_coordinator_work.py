@@ -54,8 +54,8 @@ def _loop_bytes(kafka: KafkaBroker) -> tuple[int, int, int]:
     """(bytes appended, bytes copied at checkpoint swaps, checkpoints made) so far."""
 
     async def read() -> tuple[int, int, int]:
-        groups = kafka.broker.groups
-        return groups.log.appended_bytes, groups.log.copied_bytes, groups.checkpoints
+        groups = kafka.broker.coordinator_host
+        return groups.coordinator_log.appended_bytes, groups.coordinator_log.copied_bytes, groups.checkpoints
 
     result: tuple[int, int, int] = kafka.run_in_loop(read())
     return result
@@ -66,7 +66,7 @@ def test_a_commits_work_on_the_event_loop_is_its_own_records(tmp_path: Path) -> 
     with KafkaBroker(topics={"wide": 10_000}, data_dir=tmp_path) as kafka:
 
         async def small_checkpoints() -> None:
-            kafka.broker.groups.checkpoint_min_bytes = 256 * 1024
+            kafka.broker.coordinator_host.checkpoint_min_bytes = 256 * 1024
 
         kafka.run_in_loop(small_checkpoints())
         with RawClient(kafka.bootstrap_servers, timeout_s=60) as client:
@@ -89,7 +89,7 @@ def test_a_commits_work_on_the_event_loop_is_its_own_records(tmp_path: Path) -> 
         # bytes, plus at most the frames appended while a checkpoint was made; never the log (MiBs)
         assert max(work) < 16 * 1024, sorted(work)[-5:]
         assert sum(work[-100:]) <= 2 * sum(work[:100])  # the last hundred cost what the first did
-        size = kafka.broker.groups.log.size
+        size = kafka.broker.coordinator_host.coordinator_log.size
     # 400,000 offsets written, 100,000 live: a log at most twice its last checkpoint holds at most half
     assert size < 0.6 * appended, (size, appended)
     with KafkaBroker(data_dir=tmp_path) as kafka:  # everything is there after a restart

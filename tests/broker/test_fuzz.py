@@ -14,11 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.static.primitive import Records
 
-from kgroup.broker.dispatch import CloseConnection, dispatch
+from kgroup.broker.dispatch import CloseConnection, dispatch, registered_versions
 from kgroup.model import PeerError
 from kgroup.testing import KafkaBroker
 from kgroup.wire.codec import encode_request, request_class
-from kgroup.wire.versions import SUPPORTED_VERSIONS
+
+SUPPORTED_VERSIONS = registered_versions()
 
 # 5,000 + 3,500 + 2,000 = 10,500 frames (generating whole kio requests is the slow part)
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]

@@ -144,7 +144,7 @@ def test_partitions_of_unknown_topics_are_answered_without_the_coordinator() -> 
 def test_a_record_that_cannot_be_encoded_is_rolled_back_before_anything_sees_it(tmp_path: Path) -> None:
     """From inside the process (the wire refuses such strings), a topic name of 40,000 bytes."""
     with KafkaBroker(data_dir=tmp_path) as kafka:
-        groups = kafka.broker.groups
+        groups = kafka.broker.coordinator_host
         body = OffsetCommitRequest(
             group_id="inside",
             generation_id=-1,
@@ -159,6 +159,6 @@ def test_a_record_that_cannot_be_encoded_is_rolled_back_before_anything_sees_it(
         assert isinstance(answer, OffsetCommitResponse)
         assert [code for _, code in answer.results] == [ErrorCode.UNKNOWN_SERVER_ERROR]
         assert kafka.group("inside") is None  # rolled back: not even the group the commit made
-        assert list(groups.log.replay()) == []
+        assert list(groups.coordinator_log.replay()) == []
     with KafkaBroker(data_dir=tmp_path) as kafka:
         assert kafka.group("inside") is None

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kgroup.broker.broker import open_logs
 from kgroup.broker.cluster import Cluster
 from kgroup.broker.config import BrokerConfig
-from kgroup.broker.server import open_logs
 
 
 def _cluster(tmp_path: Path) -> Cluster:

@@ -16,9 +16,11 @@ from kio.schema.metadata.v12.request import MetadataRequest as MetadataV12
 from kio.schema.metadata.v12.request import MetadataRequestTopic
 from tests.broker.rawclient import RawClient
 
+from kgroup.broker.dispatch import registered_versions
 from kgroup.testing import KafkaBroker
 from kgroup.wire.codec import encode_request
-from kgroup.wire.versions import SUPPORTED_VERSIONS
+
+SUPPORTED_VERSIONS = registered_versions()
 
 
 def _api_versions_frame(version: int, correlation: int) -> bytes:
@@ -33,10 +35,11 @@ def test_api_versions_lists_the_implemented_ranges(broker: KafkaBroker) -> None:
     for answer in (v3, v0):
         assert answer.error_code == ErrorCode.none
         ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
-        assert ranges[18] == SUPPORTED_VERSIONS[18]
-        assert ranges[3] == SUPPORTED_VERSIONS[3]
-        assert ranges[0] == SUPPORTED_VERSIONS[0]
-        assert set(ranges) <= set(SUPPORTED_VERSIONS)
+        # exactly the handler registry: every registered API, nothing else
+        assert ranges == {int(k): span for k, span in SUPPORTED_VERSIONS.items()}
+        assert ranges[18] == (0, 4)
+        assert ranges[3] == (0, 12)
+        assert ranges[0] == (3, 12)
 
 
 def test_unsupported_api_versions_version_answers_v0_layout_with_the_ranges(broker: KafkaBroker) -> None:

@@ -13,9 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.static.primitive import Records
 
+from kgroup.broker.dispatch import registered_versions
 from kgroup.model import PeerError
 from kgroup.wire.codec import build, decode_request, decode_request_header, encode_request, request_class
-from kgroup.wire.versions import SUPPORTED_VERSIONS
+
+SUPPORTED_VERSIONS = registered_versions()
 
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
 API_VERSIONS = [(key, v) for key, (low, high) in SUPPORTED_VERSIONS.items() for v in range(low, high + 1)]

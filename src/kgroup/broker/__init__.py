@@ -1,8 +1,14 @@
 """The live broker (``kgroup serve``): an asyncio server speaking Kafka's wire protocol.
 
 connections (:mod:`.connection`) → dispatch (:mod:`.dispatch`) → per-API handlers
-(:mod:`.handlers_admin`, :mod:`.handlers_data`, :mod:`.groups`) → cluster state (:mod:`.cluster`),
-logs and the group coordinator. An adapter like ``kgroup.sim``: it feeds the same pure core.
+(:mod:`.handlers_admin`, :mod:`.handlers_data`, :mod:`.handlers_group`, each registered with the
+versions it answers) → cluster state (:mod:`.cluster`), logs and the group coordinators
+(:mod:`.coordinator_host`). :class:`kgroup.broker.broker.Broker` wires them together and is imported
+by no module here; :func:`kgroup.broker.broker.serve` runs one. An adapter like ``kgroup.sim``: it
+feeds the same pure core.
+
+Importing the package registers the handlers (so the dispatch, and its ApiVersions answer, are
+complete whichever module of the package is imported first).
 """
 
 from kgroup.broker import (  # noqa: F401  (register the handlers)
@@ -13,8 +19,3 @@ from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_scram,
     handlers_security,
 )
-from kgroup.broker.broker import Broker
-from kgroup.broker.config import BrokerConfig, parse_topic_spec
-from kgroup.broker.server import run_broker, serve
-
-__all__ = ["Broker", "BrokerConfig", "parse_topic_spec", "run_broker", "serve"]

@@ -1,4 +1,8 @@
-"""The broker process: listeners (one per broker id), the cluster state, the logs and the waiters.
+"""The broker process, the composition root of :mod:`kgroup.broker`: it serves ``config.brokers``
+broker nodes (one listener each) and wires the parts together — the cluster state, the logs, the
+coordinator host, the parked-fetch waiters, the connections and the dispatch. No module of the
+package imports this one: each part is handed what it uses (the handlers see the
+:class:`~kgroup.broker.services.BrokerServices` protocol, which :class:`Broker` provides).
 
 Everything runs on one asyncio loop. ``kgroup serve`` runs it in the main thread;
 ``kgroup.testing.KafkaBroker`` runs it in a background thread with its own loop.
@@ -13,17 +17,24 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from kgroup.broker.cluster import Cluster, topic_name_error
 from kgroup.broker.config import BrokerConfig
+from kgroup.broker.connection import CloseConnection, CloseLog, ConnectionLimits, Peer, serve_connection
+from kgroup.broker.control import ControlChannel
+from kgroup.broker.coordinator_host import CoordinatorHost
+from kgroup.broker.dispatch import dispatch, supports
 from kgroup.broker.logapi import LogManagerLike
 from kgroup.broker.waiters import AppendWatchers, FetchWaiter
+from kgroup.group import CoordinatorConfig
 from kgroup.model import KgroupError
 from kgroup.security.listeners import Listener
 from kgroup.security.runtime import SecurityRuntime
+from kgroup.security.session import Session
 
-__all__ = ["Broker", "wall_clock_ms"]
+__all__ = ["Broker", "open_logs", "run_broker", "serve", "wall_clock_ms"]
 
 log = logging.getLogger("kgroup.broker")
 P = ParamSpec("P")
@@ -35,6 +46,8 @@ def wall_clock_ms() -> int:
 
 
 class Broker:
+    """``config.brokers`` broker nodes in one process, sharing one cluster state and one set of logs."""
+
     def __init__(
         self,
         config: BrokerConfig,
@@ -54,7 +67,9 @@ class Broker:
         self._servers: dict[int, list[asyncio.Server]] = {}
         # a PLAIN password is salted and hashed (some ms) away from the loop, one at a time
         self._auth_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-auth")
-        self.security = SecurityRuntime(config.security, clock_s=time.monotonic, run_blocking=self._run_auth)
+        self.security = SecurityRuntime(
+            config.security, clock_s=time.monotonic, run_blocking=self._run_auth, supported=supports
+        )
         self.fetch_waiters = AppendWatchers()
         self._next_producer_id = (wall_clock_ms() << 12) & ((1 << 62) - 1)
         self._tick_task: asyncio.Task[None] | None = None
@@ -62,12 +77,25 @@ class Broker:
         # one thread for decoding and encoding large requests and responses (pure functions of bytes
         # and immutable values: no broker state is touched there)
         self._codec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-codec")
-        from kgroup.broker.connection import CloseLog
-
         self.close_log = CloseLog()
-        from kgroup.broker.groups import GroupAdapter  # a late import: groups import the broker's types
-
-        self.groups = GroupAdapter(self)
+        self.coordinator_host = CoordinatorHost(
+            CoordinatorConfig(
+                group_min_session_timeout_ms=config.group_min_session_timeout_ms,
+                group_max_session_timeout_ms=config.group_max_session_timeout_ms,
+                group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                offsets_topic_num_partitions=config.offsets_topic_partitions,
+                consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+                consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+            ),
+            logs.coordinator_log(),
+            clock_ms=clock_ms,
+            cluster=self.cluster,
+            host=config.host,
+            ports=self.ports,
+            off_loop=self.off_loop,
+            checkpoint_min_bytes=config.coordinator_checkpoint_min_bytes,
+        )
+        self._limits = ConnectionLimits(config.max_connections, config.max_request_bytes)
         for name, partitions in config.topics:
             error = topic_name_error(name)
             if error is not None:
@@ -80,7 +108,7 @@ class Broker:
     async def start(self) -> None:
         for broker_id in self.cluster.broker_ids:
             await self.start_listener(broker_id)
-        self.groups.start()
+        self.coordinator_host.start()
         self._tick_task = asyncio.get_running_loop().create_task(self._tick())
 
     async def start_listener(self, broker_id: int) -> None:
@@ -99,8 +127,6 @@ class Broker:
         self.cluster.broker_started(broker_id)
 
     async def _listen(self, broker_id: int, listener: Listener | None) -> asyncio.Server:
-        from kgroup.broker.connection import serve_connection
-
         name = "" if listener is None else listener.name
         host = self.config.host if listener is None else listener.host
         base = self.config.port if listener is None else listener.port
@@ -116,7 +142,18 @@ class Broker:
             if task is not None:
                 self._connection_tasks.add(task)
             try:
-                await serve_connection(self, broker_id, reader, writer, listener)
+                # authentication state (SASL, the TLS peer's principal): it answers frames itself
+                # until the connection is authenticated (kgroup.security.session)
+                session = self.security.session(listener, writer.get_extra_info("ssl_object"))
+                await serve_connection(
+                    reader,
+                    writer,
+                    node_id=broker_id,
+                    handle=partial(self._handle_frame, session),
+                    limits=self._limits,
+                    open_connections=self.connections[broker_id],
+                    close_log=self.close_log,
+                )
             except asyncio.CancelledError:
                 # shutdown: end quietly (asyncio's server callback would log a cancelled task)
                 return
@@ -156,11 +193,11 @@ class Broker:
             writer.close()
         for server in servers:
             await server.wait_closed()
-        self.groups.on_brokers_changed()
+        self.coordinator_host.on_brokers_changed()
 
     async def restart_listener(self, broker_id: int) -> None:
         await self.start_listener(broker_id)
-        self.groups.on_brokers_changed()
+        self.coordinator_host.on_brokers_changed()
 
     async def close(self) -> None:
         if self._tick_task is not None:
@@ -178,7 +215,7 @@ class Broker:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self.groups.close()
+        await self.coordinator_host.close()
         self.close_log.flush()
         self._codec.shutdown(wait=True, cancel_futures=True)
         self._auth_thread.shutdown(wait=True, cancel_futures=True)
@@ -198,7 +235,17 @@ class Broker:
                 # KRaft's periodic electPreferred task (see kgroup.broker.cluster)
                 next_election_ms = self.clock_ms() + interval_ms
                 if self.cluster.elect_preferred_leaders():
-                    self.groups.on_brokers_changed()
+                    self.coordinator_host.on_brokers_changed()
+
+    async def _handle_frame(self, session: Session, frame: bytes, peer: Peer) -> bytes | None:
+        outcome = await session.on_frame(frame)
+        if outcome is not None:  # the session answered it (SASL), or refused it
+            if outcome.delay_s > 0:  # a failed authentication: only this connection waits
+                await asyncio.sleep(outcome.delay_s)
+            if outcome.close is not None:
+                raise CloseConnection(outcome.close, reply=outcome.reply, kind="authentication")
+            return outcome.reply
+        return await dispatch(self, peer.node_id, frame, peer.connection_id, peer.client_host, session)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -236,3 +283,72 @@ class Broker:
     def notify_appended(self, topic: str, partition: int, size: int) -> None:
         """A batch of ``size`` bytes was appended to ``topic``-``partition``: tell its parked fetches."""
         self.fetch_waiters.appended(topic, partition, size)
+
+
+# --- running a broker (``kgroup serve``, ``kgroup.testing.KafkaBroker``) ----------------------------
+
+
+#: ``log.message.timestamp.after.max.ms``: one hour in Kafka 4 (4.4.0 checked), unbounded before
+TIMESTAMP_AFTER_MAX_MS = 3_600_000
+
+
+def open_logs(data_dir: Path, fsync: str = "interval", max_open_files: int | None = None) -> LogManagerLike:
+    """The on-disk log manager for ``data_dir`` (recovering a torn tail left by a crash), with Kafka
+    4's log defaults: a record more than an hour ahead of the broker's clock is INVALID_TIMESTAMP.
+    ``max_open_files``: the segment files open at once (None: ``kgroup.log``'s default, 256)."""
+    from kgroup.log import FsyncPolicy, LogConfig, LogManager
+    from kgroup.log.handles import DEFAULT_MAX_OPEN_FILES
+
+    policies = {"always": FsyncPolicy.ALWAYS, "interval": FsyncPolicy.INTERVAL, "never": FsyncPolicy.NEVER}
+    config = LogConfig(
+        fsync=policies[fsync],
+        timestamp_after_max_ms=TIMESTAMP_AFTER_MAX_MS,
+        max_open_files=DEFAULT_MAX_OPEN_FILES if max_open_files is None else max_open_files,
+    )
+    manager: LogManagerLike = LogManager(data_dir, config)
+    return manager
+
+
+async def serve(
+    broker: Broker,
+    stop: asyncio.Event,
+    on_started: Callable[[Broker], None] | None = None,
+    control_dir: Path | None = None,
+) -> None:
+    """Run ``broker`` until ``stop`` is set, then close it (flush and close the logs). With
+    ``control_dir``, the control channel of :mod:`kgroup.broker.control` is up (and its port file
+    written there) before ``on_started`` runs."""
+    await broker.start()
+    control = ControlChannel(broker, control_dir) if control_dir is not None else None
+    try:
+        if control is not None:
+            await control.start()
+        if on_started is not None:
+            on_started(broker)
+        await stop.wait()
+    finally:
+        if control is not None:
+            await control.close()
+        await broker.close()
+
+
+def run_broker(
+    config: BrokerConfig,
+    logs: LogManagerLike,
+    on_started: Callable[[Broker], None] | None = None,
+    install_signal_handlers: bool = True,
+    control_dir: Path | None = None,
+) -> None:
+    """Run a broker in this thread until SIGINT/SIGTERM (the ``kgroup serve`` process); with
+    ``control_dir``, ``kgroup serve-ctl`` can stop and start its brokers."""
+    import signal
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        if install_signal_handlers:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+        await serve(Broker(config, logs), stop, on_started, control_dir)
+
+    asyncio.run(main())

@@ -16,22 +16,54 @@ of a burst with its reason, the rest of the burst as one summary line.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
-import struct
 from collections import Counter
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
-from kgroup.broker.dispatch import CloseConnection, dispatch
 from kgroup.model import PeerError
+from kgroup.wire.framing import FrameError, framed, read_frame
 
-if TYPE_CHECKING:
-    from kgroup.broker.broker import Broker
-    from kgroup.security.listeners import Listener
-
-__all__ = ["CloseLog", "serve_connection"]
+__all__ = ["CloseConnection", "CloseLog", "ConnectionLimits", "FrameHandler", "Peer", "serve_connection"]
 
 log = logging.getLogger("kgroup.broker")
-_SIZE = struct.Struct(">i")
+
+
+class CloseConnection(Exception):
+    """Close the connection (Kafka does so e.g. for a failed acks=0 produce), after sending ``reply``
+    if there is one (a failed SASL authentication is answered, then closed); ``kind`` names why in
+    the close log."""
+
+    def __init__(self, message: str, *, reply: bytes | None = None, kind: str = "refused request") -> None:
+        super().__init__(message)
+        self.reply = reply
+        self.kind = kind
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """``max.connections`` (per listener) and ``socket.request.max.bytes``."""
+
+    max_connections: int
+    max_request_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    """Who a connection is: ``connection_id`` is unique in the process (the coordinator addresses its
+    replies by it), ``client_host`` is Kafka's ``/address`` form (DescribeGroups shows it)."""
+
+    node_id: int
+    connection_id: str
+    client_host: str
+
+
+#: a request frame (without its size) of ``peer`` in, the response frame (or ``None``: no answer)
+#: out; :class:`~kgroup.model.PeerError` or :class:`CloseConnection` close the connection
+FrameHandler = Callable[[bytes, Peer], Awaitable[bytes | None]]
+
+_connection_numbers = itertools.count(1)
 
 
 class CloseLog:
@@ -70,82 +102,72 @@ class CloseLog:
 
 
 async def serve_connection(
-    broker: Broker,
-    node_id: int,
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
-    listener: Listener | None = None,
+    *,
+    node_id: int,
+    handle: FrameHandler,
+    limits: ConnectionLimits,
+    open_connections: set[asyncio.StreamWriter],
+    close_log: CloseLog,
 ) -> None:
-    peer = writer.get_extra_info("peername")
-    where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-    connections = broker.connections[node_id]
-    closing = broker.close_log
-    if len(connections) >= broker.config.max_connections:
+    """Serve one accepted connection of node ``node_id`` until either side closes it.
+
+    ``open_connections`` holds the node's open connections (this one is added while it is served);
+    a connection beyond ``limits.max_connections`` is closed at once.
+    """
+    address = writer.get_extra_info("peername")
+    where = f"{address[0]}:{address[1]}" if isinstance(address, tuple) else str(address)
+    closing = close_log
+    if len(open_connections) >= limits.max_connections:
         closing.closed(
             node_id,
             where,
             "refused at max.connections",
-            f"max.connections ({broker.config.max_connections}) reached",
+            f"max.connections ({limits.max_connections}) reached",
         )
         writer.close()
         return
-    connections.add(writer)
-    connection_id = broker.groups.new_connection_id(node_id, where)
-    client_host = f"/{peer[0]}" if isinstance(peer, tuple) else "/127.0.0.1"
-    # authentication state (SASL, the TLS peer's principal): it answers frames itself until the
-    # connection is authenticated (kgroup.security.session)
-    session = broker.security.session(listener, writer.get_extra_info("ssl_object"))
+    open_connections.add(writer)
+    peer = Peer(
+        node_id,
+        f"{node_id}/{where}/{next(_connection_numbers)}",
+        f"/{address[0]}" if isinstance(address, tuple) else "/127.0.0.1",
+    )
     try:
         while True:
             try:
-                size_bytes = await reader.readexactly(4)
-            except (asyncio.IncompleteReadError, ConnectionError):
+                frame = await read_frame(
+                    reader.readexactly,
+                    max_bytes=limits.max_request_bytes,
+                    limit_name="socket.request.max.bytes",
+                )
+            except FrameError as exc:
+                closing.closed(node_id, where, exc.kind, exc.message)
+                return
+            if frame is None:
                 return  # the client closed the connection between requests
-            (size,) = _SIZE.unpack(size_bytes)
-            if size < 0 or size > broker.config.max_request_bytes:
-                closing.closed(
-                    node_id,
-                    where,
-                    "frame size out of range",
-                    f"frame size {size} outside 0..{broker.config.max_request_bytes} "
-                    "(socket.request.max.bytes)",
-                )
-                return
             try:
-                frame = await reader.readexactly(size)
-            except asyncio.IncompleteReadError as exc:
-                closing.closed(
-                    node_id, where, "truncated frame", f"truncated frame ({len(exc.partial)} of {size} bytes)"
-                )
+                response = await handle(frame, peer)
+            except CloseConnection as exc:
+                if exc.reply is not None:
+                    writer.write(framed(exc.reply))
+                    await writer.drain()
+                closing.closed(node_id, where, exc.kind, str(exc))
                 return
-            try:
-                outcome = await session.on_frame(frame)
-                if outcome is not None:
-                    if outcome.delay_s > 0:  # a failed authentication: only this connection waits
-                        await asyncio.sleep(outcome.delay_s)
-                    if outcome.reply is not None:
-                        writer.write(_SIZE.pack(len(outcome.reply)) + outcome.reply)
-                        await writer.drain()
-                    if outcome.close is not None:
-                        closing.closed(node_id, where, "authentication", outcome.close)
-                        return
-                    continue
-                response = await dispatch(broker, node_id, frame, connection_id, client_host, session)
-            except (PeerError, CloseConnection) as exc:
+            except PeerError as exc:
                 closing.closed(node_id, where, "refused request", str(exc))
-                return
-            except ConnectionError:  # the peer went away while a session reply was being sent
                 return
             except Exception:  # a bug in kgroup: this connection ends, the server keeps serving
                 log.exception("broker %d: internal error on a request from %s; closing it", node_id, where)
                 return
             if response is not None:
-                writer.write(_SIZE.pack(len(response)) + response)
+                writer.write(framed(response))
                 await writer.drain()
             # the next pipelined request waits for a turn of every other connection
             await asyncio.sleep(0)
     except ConnectionError:
         return
     finally:
-        connections.discard(writer)
+        open_connections.discard(writer)
         writer.close()

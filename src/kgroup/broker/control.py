@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
 
-from kgroup.broker.broker import Broker
+from kgroup.broker.cluster import Cluster
+from kgroup.broker.config import BrokerConfig
 from kgroup.model import KgroupError
 
 __all__ = ["CONTROL_FILE", "ControlChannel", "run_command"]
@@ -34,7 +37,25 @@ MAX_LINE = 256
 READ_TIMEOUT_S = 10.0
 
 
-async def run_command(broker: Broker, line: str) -> str:
+class ControlledBroker(Protocol):
+    """What the control channel uses of :class:`kgroup.broker.broker.Broker` (which provides it; this
+    module does not import it, so the broker module stays the package's composition root)."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def cluster(self) -> Cluster: ...
+
+    @property
+    def ports(self) -> Mapping[int, int]: ...
+
+    async def stop_listener(self, broker_id: int) -> None: ...
+
+    async def restart_listener(self, broker_id: int) -> None: ...
+
+
+async def run_command(broker: ControlledBroker, line: str) -> str:
     """The answer to one command line (``ok …`` / ``error …`` first)."""
     words = line.split()
     if words == ["status"]:
@@ -72,7 +93,7 @@ async def run_command(broker: Broker, line: str) -> str:
 class ControlChannel:
     """The control listener of one running broker, and its ``serve-ctl.port`` file."""
 
-    def __init__(self, broker: Broker, data_dir: Path) -> None:
+    def __init__(self, broker: ControlledBroker, data_dir: Path) -> None:
         self.broker = broker
         self.path = data_dir / CONTROL_FILE
         self._server: asyncio.Server | None = None

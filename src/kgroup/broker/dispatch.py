@@ -1,5 +1,11 @@
 """A frame in, a response frame (or nothing) out: the header, version checks, then the API's handler.
 
+Each handler registers with the range of versions it answers (:func:`register`); the ApiVersions
+answer is made from that registry, so the broker advertises exactly what it serves. The ranges are
+Kafka 4.0's, capped where a newer version needs something kgroup does not implement (topic ids in
+Fetch v13+ / OffsetCommit v10 / OffsetFetch v10, Produce v13, ListOffsets v10+ timeout semantics): a
+client picks the highest version both sides support, so a cap only changes which layout is spoken.
+
 Kafka's rules (``SocketServer``, ``RequestContext``): an unknown API key, a version the broker does
 not enable or a body that cannot be parsed is an ``InvalidRequestException`` and the connection is
 closed; the one exception is ApiVersions at an unsupported version, answered with
@@ -26,22 +32,22 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kio.schema.api_versions.v0.response import ApiVersionsResponse
-
+from kgroup.broker.connection import CloseConnection
+from kgroup.broker.services import BrokerServices
+from kgroup.model import ErrorCode
 from kgroup.security.acl import AclOperation, ResourceType
+from kgroup.wire.api_keys import ApiKey, api_name
 from kgroup.wire.codec import (
-    API_VERSIONS_KEY,
     RequestHeader,
     build,
     decode_request,
     decode_request_header,
     encode_response,
+    request_class,
     response_class,
 )
-from kgroup.wire.versions import API_NAMES, SUPPORTED_VERSIONS, supported
 
 if TYPE_CHECKING:
-    from kgroup.broker.broker import Broker
     from kgroup.security.session import Session
 
 __all__ = [
@@ -49,9 +55,12 @@ __all__ = [
     "CloseConnection",
     "Handler",
     "Pacer",
+    "Registration",
     "RequestContext",
+    "api_version_ranges",
     "dispatch",
     "register",
+    "registered_versions",
 ]
 
 #: frames above this size are decoded off the event loop (a body of this size is read natively in
@@ -60,10 +69,6 @@ LARGE_FRAME_BYTES = 128 * 1024
 #: a response with more entries than this (array elements, counted until this is reached) is built
 #: and encoded off the event loop
 LARGE_RESPONSE_ENTRIES = 2_000
-
-
-class CloseConnection(Exception):
-    """Close the connection without an answer (Kafka does so e.g. for a failed acks=0 produce)."""
 
 
 class Pacer:
@@ -92,7 +97,10 @@ class Pacer:
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
-    broker: Broker
+    """One request as its handler sees it: the broker's services, the node and connection it came
+    to, and its header."""
+
+    services: BrokerServices
     node_id: int
     header: RequestHeader
     connection: str  # unique per connection: where the coordinator addresses its replies
@@ -110,7 +118,7 @@ class RequestContext:
     def authorized(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
         """Whether this connection's principal may do ``operation`` on the resource (always, without
         an authorizer): the one security check handlers make (kgroup.security.acl)."""
-        return self.broker.security.authorize(
+        return self.services.security.authorize(
             self.principal, self.client_host, operation, resource_type, name
         )
 
@@ -119,63 +127,109 @@ class RequestContext:
 #: response entity itself (what a typed translation in :mod:`kgroup.wire` makes), or ``None`` for no
 #: response at all
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
-_HANDLERS: dict[int, Handler] = {}
 
 
-def register(api_key: int) -> Callable[[Handler], Handler]:
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """The handler of one API and the versions of it the broker answers."""
+
+    api_key: ApiKey
+    min_version: int
+    max_version: int
+    handler: Handler
+
+    def answers(self, version: int) -> bool:
+        return self.min_version <= version <= self.max_version
+
+
+_REGISTRY: dict[int, Registration] = {}
+
+
+def register(api_key: ApiKey, versions: tuple[int, int]) -> Callable[[Handler], Handler]:
+    """Make the decorated function the handler of ``api_key`` at ``versions`` (both ends included).
+
+    Every version must have a request and a response schema (a range kio cannot read is a bug here,
+    found at import); an API has one handler.
+    """
+    low, high = versions
+    missing = [
+        v
+        for v in range(low, high + 1)
+        if request_class(api_key, v) is None or response_class(api_key, v) is None
+    ]
+    if low > high or missing:
+        raise ValueError(f"{api_key.title}: versions {low}-{high} are not all known to the codec ({missing})")
+
     def decorate(handler: Handler) -> Handler:
-        _HANDLERS[api_key] = handler
+        if api_key in _REGISTRY:
+            raise ValueError(f"{api_key.title} has a handler already")
+        _REGISTRY[api_key] = Registration(api_key, low, high, handler)
         return handler
 
     return decorate
 
 
+def supports(api_key: int, version: int) -> bool:
+    """Whether a handler is registered for ``api_key`` and answers ``version``."""
+    registration = _REGISTRY.get(api_key)
+    return registration is not None and registration.answers(version)
+
+
+def registered_versions() -> dict[ApiKey, tuple[int, int]]:
+    """api key -> (min version, max version) of every registered handler."""
+    return {r.api_key: (r.min_version, r.max_version) for r in _REGISTRY.values()}
+
+
 def api_version_ranges() -> list[dict[str, int]]:
+    """The ``api_keys`` of the ApiVersions answer: the registry, in api key order."""
     return [
-        {"api_key": key, "min_version": low, "max_version": high}
-        for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())
-        if key in _HANDLERS  # only what this broker answers
+        {"api_key": int(r.api_key), "min_version": r.min_version, "max_version": r.max_version}
+        for r in sorted(_REGISTRY.values(), key=lambda r: r.api_key)
     ]
 
 
 def _unsupported_api_versions(correlation_id: int) -> bytes:
-    response = build(ApiVersionsResponse, {"error_code": 35, "api_keys": api_version_ranges()})
+    v0 = response_class(ApiKey.API_VERSIONS, 0)
+    assert v0 is not None
+    response = build(v0, {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": api_version_ranges()})
     return encode_response(correlation_id, response)
 
 
 async def dispatch(
-    broker: Broker,
+    services: BrokerServices,
     node_id: int,
     frame: bytes,
     connection: str = "-",
     client_host: str = "/127.0.0.1",
     session: Session | None = None,
 ) -> bytes | None:
+    """The response frame (without its size) to one request frame, or ``None`` for no response;
+    :class:`~kgroup.model.PeerError` or :class:`CloseConnection` to close the connection."""
     header = decode_request_header(frame)
-    if header.api_key == API_VERSIONS_KEY and not supported(header.api_key, header.api_version):
-        return _unsupported_api_versions(header.correlation_id)
-    if not supported(header.api_key, header.api_version) or header.api_key not in _HANDLERS:
-        if header.api_key in SUPPORTED_VERSIONS:
-            low, high = SUPPORTED_VERSIONS[header.api_key]
-            raise CloseConnection(
-                f"{API_NAMES[header.api_key]} v{header.api_version} is not enabled (v{low}-v{high} are)"
-            )
+    registration = _REGISTRY.get(header.api_key)
+    if registration is None:
+        if header.api_key == ApiKey.API_VERSIONS:
+            return _unsupported_api_versions(header.correlation_id)
         raise CloseConnection(f"unknown or unsupported api key {header.api_key}")
-    handler = _HANDLERS.get(header.api_key)
-    if handler is None:
-        raise CloseConnection(f"api key {header.api_key} has no handler")
-    limit = broker.config.max_request_elements
+    if not registration.answers(header.api_version):
+        if header.api_key == ApiKey.API_VERSIONS:
+            return _unsupported_api_versions(header.correlation_id)
+        raise CloseConnection(
+            f"{api_name(header.api_key)} v{header.api_version} is not enabled "
+            f"(v{registration.min_version}-v{registration.max_version} are)"
+        )
+    limit = services.config.max_request_elements
     large = len(frame) > LARGE_FRAME_BYTES
     if large:
-        request = await broker.off_loop(decode_request, frame, header, max_elements=limit, piecewise=True)
+        request = await services.off_loop(decode_request, frame, header, max_elements=limit, piecewise=True)
     else:
         request = decode_request(frame, header, max_elements=limit)
     principal = "User:ANONYMOUS" if session is None else session.principal
     listener = "" if session is None else session.listener
     ctx = RequestContext(
-        broker, node_id, header, connection, client_host, principal=principal, listener=listener
+        services, node_id, header, connection, client_host, principal=principal, listener=listener
     )
-    data = await handler(ctx, request.body)
+    data = await registration.handler(ctx, request.body)
     if data is None:
         return None
     cls = response_class(header.api_key, header.api_version)
@@ -183,7 +237,7 @@ async def dispatch(
     if isinstance(data, cls):  # built by a typed translation: a few entries per group, encoded here
         return encode_response(header.correlation_id, data)
     if large or not _fewer_entries_than(data, LARGE_RESPONSE_ENTRIES):
-        return await broker.off_loop(_build_and_encode, header.correlation_id, cls, data)
+        return await services.off_loop(_build_and_encode, header.correlation_id, cls, data)
     return encode_response(header.correlation_id, build(cls, data))
 
 

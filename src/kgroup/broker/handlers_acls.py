@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
+from kgroup.model import ErrorCode
 from kgroup.security.acl import (
     CLUSTER_NAME,
     AclBinding,
@@ -17,8 +18,8 @@ from kgroup.security.acl import (
     ResourceType,
     validate_new_acl,
 )
+from kgroup.wire.api_keys import ApiKey
 
-CLUSTER_AUTHORIZATION_FAILED = 31
 INVALID_REQUEST = 42
 SECURITY_DISABLED = 54
 NO_AUTHORIZER = "No Authorizer is configured."
@@ -47,9 +48,9 @@ def _cluster_allowed(ctx: RequestContext, operation: AclOperation) -> bool:
     return ctx.authorized(operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
-@register(30)
+@register(ApiKey.CREATE_ACLS, versions=(1, 3))
 async def create_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    security = ctx.broker.security
+    security = ctx.services.security
     results = []
     if not security.enforcing:
         results = [
@@ -57,7 +58,8 @@ async def create_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
         ]
     elif not _cluster_allowed(ctx, AclOperation.ALTER):
         results = [
-            {"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": None} for _ in request.creations
+            {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+            for _ in request.creations
         ]
     else:
         changed = False
@@ -83,9 +85,9 @@ async def create_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "results": results}
 
 
-@register(29)
+@register(ApiKey.DESCRIBE_ACLS, versions=(1, 3))
 async def describe_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    security = ctx.broker.security
+    security = ctx.services.security
     if not security.enforcing:
         return {
             "throttle_time": 0,
@@ -96,7 +98,7 @@ async def describe_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if not _cluster_allowed(ctx, AclOperation.DESCRIBE):
         return {
             "throttle_time": 0,
-            "error_code": CLUSTER_AUTHORIZATION_FAILED,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             "error_message": None,
             "resources": [],
         }
@@ -118,9 +120,9 @@ async def describe_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": 0, "error_message": None, "resources": resources}
 
 
-@register(31)
+@register(ApiKey.DELETE_ACLS, versions=(1, 3))
 async def delete_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    security = ctx.broker.security
+    security = ctx.services.security
     if not security.enforcing:
         results = [
             {"error_code": SECURITY_DISABLED, "error_message": NO_AUTHORIZER, "matching_acls": []}
@@ -129,7 +131,7 @@ async def delete_acls(ctx: RequestContext, request: Any) -> dict[str, Any]:
         return {"throttle_time": 0, "filter_results": results}
     if not _cluster_allowed(ctx, AclOperation.ALTER):
         results = [
-            {"error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "matching_acls": []}
+            {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None, "matching_acls": []}
             for _ in request.filters
         ]
         return {"throttle_time": 0, "filter_results": results}

@@ -10,24 +10,14 @@ from typing import Any
 from kgroup.broker.cluster import OFFSETS_TOPIC, TopicInfo, topic_name_error
 from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
 from kgroup.log.errors import LogError
-from kgroup.model import PeerError
+from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kgroup.wire.api_keys import ApiKey
 
 log = logging.getLogger("kgroup.broker")
 
 __all__: list[str] = []
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
-INVALID_TOPIC_EXCEPTION = 17
-TOPIC_ALREADY_EXISTS = 36
-INVALID_PARTITIONS = 37
-INVALID_REPLICATION_FACTOR = 38
-INVALID_REQUEST = 42
-INVALID_CONFIG = 40
-UNKNOWN_TOPIC_ID = 100
-TOPIC_AUTHORIZATION_FAILED = 29
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 ZERO_UUID = uuid.UUID(int=0)
 #: kgroup's own limit (Kafka has none): a request for more partitions gets INVALID_PARTITIONS
@@ -52,30 +42,30 @@ TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
 CLUSTER_DEFAULT_TOPIC_CONFIGS = frozenset({"min.insync.replicas"})
 
 
-@register(18)
+@register(ApiKey.API_VERSIONS, versions=(0, 4))
 async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    return {"error_code": NONE, "api_keys": api_version_ranges(), "throttle_time": 0}
+    return {"error_code": ErrorCode.NONE, "api_keys": api_version_ranges(), "throttle_time": 0}
 
 
 def _broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
-    broker = ctx.broker
-    host, ports = broker.advertised(ctx.listener)
+    services = ctx.services
+    host, ports = services.advertised(ctx.listener)
     return [
         {"node_id": b, "host": host, "port": ports[b], "rack": None}
-        for b in sorted(broker.cluster.alive)
+        for b in sorted(services.cluster.alive)
         if b in ports
     ]
 
 
 def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.cluster
     partitions = []
     for index, replicas in enumerate(info.replicas):
         leader = cluster.leader(replicas)
         live = [r for r in replicas if r in cluster.alive]
         partitions.append(
             {
-                "error_code": NONE if leader >= 0 else LEADER_NOT_AVAILABLE,
+                "error_code": ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
                 "partition_index": index,
                 "leader_id": leader,
                 "leader_epoch": 0,
@@ -85,7 +75,7 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
             }
         )
     return {
-        "error_code": NONE,
+        "error_code": ErrorCode.NONE,
         "name": info.name,
         "topic_id": info.topic_id,
         "is_internal": info.name == OFFSETS_TOPIC,
@@ -105,10 +95,10 @@ def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -
     }
 
 
-@register(3)
+@register(ApiKey.METADATA, versions=(0, 12))
 async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
-    cluster = broker.cluster
+    services = ctx.services
+    cluster = services.cluster
     topics: list[dict[str, Any]] = []
     requested = request.topics
     # v0: an empty list means every topic; v1+: null means every topic, empty means none
@@ -128,51 +118,53 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             name = wanted.name
             if name is None and ctx.version < 12:
                 # MetadataRequest: topic ids (and so a topic without a name) only from v12
-                raise PeerError("Metadata request before v12 names a topic by id only", INVALID_REQUEST)
+                raise PeerError(
+                    "Metadata request before v12 names a topic by id only", ErrorCode.INVALID_REQUEST
+                )
             if name is None:
                 topic_id = getattr(wanted, "topic_id", None)
                 info = cluster.topic_by_id(topic_id) if topic_id is not None else None
                 if info is None:
-                    topics.append(_error_topic(None, UNKNOWN_TOPIC_ID, topic_id or ZERO_UUID))
+                    topics.append(_error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id or ZERO_UUID))
                 elif not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, info.name):
-                    topics.append(_error_topic(None, TOPIC_AUTHORIZATION_FAILED, info.topic_id))
+                    topics.append(_error_topic(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, info.topic_id))
                 else:
                     topics.append(_topic_entry(ctx, info))
                 continue
             info = cluster.topics.get(name)
             if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                 # not disclosed whether it exists (KafkaApis.handleTopicMetadataRequest)
-                topics.append(_error_topic(name, TOPIC_AUTHORIZATION_FAILED))
+                topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             elif info is not None:
                 topics.append(_topic_entry(ctx, info))
             elif topic_name_error(name) is not None:
-                topics.append(_error_topic(name, INVALID_TOPIC_EXCEPTION))
+                topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
             elif (
                 allow_auto
-                and broker.config.auto_create_topics
+                and services.config.auto_create_topics
                 and name != OFFSETS_TOPIC
                 and not _may_create(ctx, name)
             ):
-                topics.append(_error_topic(name, TOPIC_AUTHORIZATION_FAILED))
-            elif allow_auto and broker.config.auto_create_topics and name != OFFSETS_TOPIC:
+                topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            elif allow_auto and services.config.auto_create_topics and name != OFFSETS_TOPIC:
                 # Kafka (KRaft) hands the creation to the controller and answers
                 # UNKNOWN_TOPIC_OR_PARTITION; the client asks again and finds the topic (created
                 # here at once). ZooKeeper-era Kafka answered LEADER_NOT_AVAILABLE.
                 try:
                     cluster.create_topic(
-                        name, broker.config.num_partitions, broker.config.replication_factor, {}
+                        name, services.config.num_partitions, services.config.replication_factor, {}
                     )
                 except LogError as exc:  # the log refused it: answer its error for this topic
                     topics.append(_error_topic(name, exc.error_code))
                     continue
-                log.info("auto-created topic %s with %d partition(s)", name, broker.config.num_partitions)
-                topics.append(_error_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
+                log.info("auto-created topic %s with %d partition(s)", name, services.config.num_partitions)
+                topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
-                topics.append(_error_topic(name, UNKNOWN_TOPIC_OR_PARTITION))
+                topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     return {
         "throttle_time": 0,
         "brokers": _broker_entries(ctx),
-        "cluster_id": broker.config.cluster_id,
+        "cluster_id": services.config.cluster_id,
         "controller_id": min(cluster.alive) if cluster.alive else -1,
         "topics": topics,
         "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
@@ -201,9 +193,9 @@ def _created(
         "topic_id": info.topic_id if info is not None else ZERO_UUID,
         "error_code": code,
         "error_message": message,
-        "topic_config_error_code": 0,
-        "num_partitions": partitions if code == NONE else -1,
-        "replication_factor": rf if code == NONE else -1,
+        "topic_config_error_code": ErrorCode.NONE,
+        "num_partitions": partitions if code == ErrorCode.NONE else -1,
+        "replication_factor": rf if code == ErrorCode.NONE else -1,
         "configs": configs,
     }
 
@@ -217,7 +209,7 @@ async def _create_paced(
 ) -> TopicInfo:
     """Make the topic's partitions a few at a time, giving other connections a turn in between (a
     10,000-partition topic is 10,000 directories); all or nothing (the log removes a half-made one)."""
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.cluster
     creation = cluster.logs.begin_topic(name, partitions, configs)
     try:
         while not creation.step(_PARTITIONS_PER_STEP):
@@ -229,10 +221,10 @@ async def _create_paced(
     return cluster.register_topic(name, partitions, rf, configs)
 
 
-@register(19)
+@register(ApiKey.CREATE_TOPICS, versions=(2, 7))
 async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
-    cluster = broker.cluster
+    services = ctx.services
+    cluster = services.cluster
     results: list[dict[str, Any]] = []
     names = Counter(t.name for t in request.topics)
     for topic in request.topics:
@@ -246,7 +238,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 results.append(
                     _created(
                         name,
-                        INVALID_REQUEST,
+                        ErrorCode.INVALID_REQUEST,
                         "Both numPartitions or replicationFactor and replicasAssignments were set. "
                         "Both cannot be used at the same time.",
                         None,
@@ -258,25 +250,27 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             partitions = len(topic.assignments)
             rf = len(topic.assignments[0].broker_ids)
         if partitions == -1:
-            partitions = broker.config.num_partitions
+            partitions = services.config.num_partitions
         if rf == -1:
-            rf = broker.config.replication_factor
+            rf = services.config.replication_factor
         error = topic_name_error(name)
         if names[name] <= 1 and not _may_create(ctx, name):
-            results.append(_created(name, TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", None, 0, 0))
+            results.append(
+                _created(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", None, 0, 0)
+            )
         elif names[name] > 1:
-            results.append(_created(name, INVALID_REQUEST, "Duplicate topic name.", None, 0, 0))
+            results.append(_created(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", None, 0, 0))
         elif error is not None:
-            results.append(_created(name, INVALID_TOPIC_EXCEPTION, error, None, 0, 0))
+            results.append(_created(name, ErrorCode.INVALID_TOPIC_EXCEPTION, error, None, 0, 0))
         elif name in cluster.topics:
             results.append(
-                _created(name, TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", None, 0, 0)
+                _created(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", None, 0, 0)
             )
         elif partitions <= 0 or partitions > MAX_PARTITIONS_PER_TOPIC:
             results.append(
                 _created(
                     name,
-                    INVALID_PARTITIONS,
+                    ErrorCode.INVALID_PARTITIONS,
                     "Number of partitions was set to an invalid non-positive value."
                     if partitions <= 0
                     else f"kgroup creates at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic.",
@@ -289,7 +283,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             results.append(
                 _created(
                     name,
-                    INVALID_REPLICATION_FACTOR,
+                    ErrorCode.INVALID_REPLICATION_FACTOR,
                     f"Unable to replicate the partition {rf} time(s): The target replication factor of "
                     f"{rf} cannot be reached because only {len(cluster.alive)} broker(s) are registered.",
                     None,
@@ -308,13 +302,13 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     results.append(_created(name, exc.error_code, exc.message, None, 0, 0))
                     continue
                 log.info("created topic %s with %d partition(s)", name, partitions)
-            results.append(_created(name, NONE, None, info, partitions, rf))
+            results.append(_created(name, ErrorCode.NONE, None, info, partitions, rf))
     return {"throttle_time": 0, "topics": results}
 
 
-@register(20)
+@register(ApiKey.DELETE_TOPICS, versions=(1, 6))
 async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.cluster
     wanted: list[tuple[str | None, uuid.UUID | None]]
     if ctx.version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
@@ -327,10 +321,10 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         info: TopicInfo | None
         if name is None and topic_id is not None and topic_id != ZERO_UUID:
             info = cluster.topic_by_id(topic_id)
-            missing = UNKNOWN_TOPIC_ID
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
         else:
             info = cluster.topics.get(name or "")
-            missing = UNKNOWN_TOPIC_OR_PARTITION
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         subject = info.name if info is not None else name
         if subject is not None and not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, subject):
             # whether it exists is not disclosed
@@ -338,7 +332,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 {
                     "name": name,
                     "topic_id": topic_id or ZERO_UUID,
-                    "error_code": TOPIC_AUTHORIZATION_FAILED,
+                    "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                     "error_message": None,
                 }
             )
@@ -356,14 +350,19 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         cluster.delete_topic(info.name)
         log.info("deleted topic %s", info.name)
         results.append(
-            {"name": info.name, "topic_id": info.topic_id, "error_code": NONE, "error_message": None}
+            {
+                "name": info.name,
+                "topic_id": info.topic_id,
+                "error_code": ErrorCode.NONE,
+                "error_message": None,
+            }
         )
     return {"throttle_time": 0, "responses": results}
 
 
-@register(32)
+@register(ApiKey.DESCRIBE_CONFIGS, versions=(1, 4))
 async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.cluster
     results = []
     for resource in request.resources:
         if ctx.pacer.due():
@@ -377,7 +376,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if info is None:
                 results.append(
                     {
-                        "error_code": UNKNOWN_TOPIC_OR_PARTITION,
+                        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         "error_message": None,
                         "resource_type": rtype,
                         "resource_name": resource.resource_name,
@@ -389,7 +388,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
             overridden = set(info.configs)
             cluster_defaults: frozenset[str] = CLUSTER_DEFAULT_TOPIC_CONFIGS - overridden
         elif rtype == 4:  # BROKER
-            config = ctx.broker.config
+            config = ctx.services.config
             values = {
                 "auto.create.topics.enable": str(config.auto_create_topics).lower(),
                 "num.partitions": str(config.num_partitions),
@@ -405,7 +404,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
         else:
             results.append(
                 {
-                    "error_code": INVALID_REQUEST,
+                    "error_code": ErrorCode.INVALID_REQUEST,
                     "error_message": f"Unsupported resource type {rtype}",
                     "resource_type": rtype,
                     "resource_name": resource.resource_name,
@@ -418,7 +417,6 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "name": k,
                 "value": v,
                 "read_only": rtype == 4,
-                "is_default": k not in overridden and k not in cluster_defaults,
                 # DescribeConfigs v1+: DYNAMIC_TOPIC_CONFIG (1) for an override,
                 # DYNAMIC_DEFAULT_BROKER_CONFIG (3) for a cluster-wide default, DEFAULT_CONFIG (5) otherwise
                 "config_source": 1 if k in overridden else 3 if k in cluster_defaults else 5,
@@ -432,7 +430,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
         ]
         results.append(
             {
-                "error_code": NONE,
+                "error_code": ErrorCode.NONE,
                 "error_message": None,
                 "resource_type": rtype,
                 "resource_name": resource.resource_name,

@@ -16,50 +16,44 @@ from kgroup.broker.cluster import OFFSETS_TOPIC
 from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.log.errors import LogError
-from kgroup.model import PeerError
+from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kgroup.wire.api_keys import ApiKey
 
 log = logging.getLogger("kgroup.broker")
 
 __all__: list[str] = []
 
-NONE = 0
-OFFSET_OUT_OF_RANGE = 1
-CORRUPT_MESSAGE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-INVALID_REQUIRED_ACKS = 21
-INVALID_TOPIC_EXCEPTION = 17
-KAFKA_STORAGE_ERROR = 56
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
-TOPIC_AUTHORIZATION_FAILED = 29
-CLUSTER_AUTHORIZATION_FAILED = 31
-FETCH_SESSION_ID_NOT_FOUND = 70
-UNKNOWN_LEADER_EPOCH = 75
-FENCED_LEADER_EPOCH = 74
 NO_EPOCH = -1
 INVALID_SESSION_ID = 0
 LEADER_EPOCH = 0  # one copy, one leader epoch
 
 
 def _leader_check(ctx: RequestContext, topic: str, partition: int) -> int:
-    cluster = ctx.broker.cluster
+    cluster = ctx.services.cluster
     info = cluster.topics.get(topic)
     if info is None or not 0 <= partition < info.partitions:
-        return UNKNOWN_TOPIC_OR_PARTITION
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if cluster.partition_leader(topic, partition) != ctx.node_id:
-        return NOT_LEADER_OR_FOLLOWER
-    return NONE
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.NONE
 
 
 def _epoch_check(current_leader_epoch: int) -> int:
     if current_leader_epoch in (NO_EPOCH, LEADER_EPOCH):
-        return NONE
-    return UNKNOWN_LEADER_EPOCH if current_leader_epoch > LEADER_EPOCH else FENCED_LEADER_EPOCH
+        return ErrorCode.NONE
+    return (
+        ErrorCode.UNKNOWN_LEADER_EPOCH
+        if current_leader_epoch > LEADER_EPOCH
+        else ErrorCode.FENCED_LEADER_EPOCH
+    )
 
 
 def _current_leader(ctx: RequestContext, topic: str, partition: int) -> dict[str, int]:
-    return {"leader_id": ctx.broker.cluster.partition_leader(topic, partition), "leader_epoch": LEADER_EPOCH}
+    return {
+        "leader_id": ctx.services.cluster.partition_leader(topic, partition),
+        "leader_epoch": LEADER_EPOCH,
+    }
 
 
 #: a batch larger than this, or compressed, is validated in the codec thread
@@ -73,13 +67,13 @@ def _heavy(records: bytes) -> bool:
     return len(records) > _ATTRIBUTES_LOW_BYTE and records[_ATTRIBUTES_LOW_BYTE] & 0x07 != 0
 
 
-@register(0)
+@register(ApiKey.PRODUCE, versions=(3, 12))  # Kafka 4.0 removed v0-v2; v13 addresses topics by id
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
-    broker = ctx.broker
+    services = ctx.services
     acks = int(request.acks)
     responses = []
     failed = False
-    now_ms = broker.clock_ms()
+    now_ms = services.clock_ms()
     appended: list[tuple[str, int, int]] = []
     for topic in request.topic_data:
         partition_responses = []
@@ -96,27 +90,27 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 "error_message": None,
                 "current_leader": {"leader_id": -1, "leader_epoch": -1},
             }
-            code = NONE
+            code: int = ErrorCode.NONE
             if request.transactional_id is not None:
-                code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             elif acks not in (-1, 0, 1):
-                code = INVALID_REQUIRED_ACKS
+                code = ErrorCode.INVALID_REQUIRED_ACKS
             elif not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, topic.name):
-                code = TOPIC_AUTHORIZATION_FAILED
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif topic.name == OFFSETS_TOPIC:  # Kafka: "Cannot append to internal topic"
-                code = INVALID_TOPIC_EXCEPTION
+                code = ErrorCode.INVALID_TOPIC_EXCEPTION
             else:
                 code = _leader_check(ctx, topic.name, index)
-            if code == NOT_LEADER_OR_FOLLOWER:
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                 entry["current_leader"] = _current_leader(ctx, topic.name, index)
-            if code == NONE:
-                plog = broker.cluster.partition_log(topic.name, index)
+            if code == ErrorCode.NONE:
+                plog = services.cluster.partition_log(topic.name, index)
                 assert plog is not None
                 records = bytes(part.records or b"")
                 try:
                     if _heavy(records):  # inflating and walking its records: off the event loop
                         result = plog.append(
-                            await broker.off_loop(plog.validate, records, now_ms=now_ms), now_ms=now_ms
+                            await services.off_loop(plog.validate, records, now_ms=now_ms), now_ms=now_ms
                         )
                     else:
                         result = plog.append(records, now_ms=now_ms)
@@ -129,7 +123,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                     ]
                     log.info("produce to %s-%d rejected: %s", topic.name, index, exc.message)
                 except OSError as exc:  # the disk write failed: Kafka's KafkaStorageException
-                    code = KAFKA_STORAGE_ERROR
+                    code = ErrorCode.KAFKA_STORAGE_ERROR
                     entry["error_message"] = f"write failed: {exc.strerror or exc}"
                     log.error("produce to %s-%d: write failed: %s", topic.name, index, exc)
                 else:
@@ -140,11 +134,11 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                     if result.log_append_time >= 0:
                         entry["log_append_time"] = result.log_append_time
             entry["error_code"] = code
-            failed = failed or code != NONE
+            failed = failed or code != ErrorCode.NONE
             partition_responses.append(entry)
         responses.append({"name": topic.name, "partition_responses": partition_responses})
     for name, index, size in appended:
-        broker.notify_appended(name, index, size)
+        services.notify_appended(name, index, size)
     if acks == 0:
         if failed:  # Kafka closes the connection so that an acks=0 producer notices and refreshes metadata
             raise CloseConnection("acks=0 produce request failed")
@@ -168,31 +162,32 @@ def _fetch_partition(
         "preferred_read_replica": -1,
         "records": b"",
     }
+    code: int
     if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, topic):
-        code = TOPIC_AUTHORIZATION_FAILED
+        code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     else:
         code = _leader_check(ctx, topic, index)
-    if code == UNKNOWN_TOPIC_OR_PARTITION:
+    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
         # KafkaApis answers an unknown partition before the replica manager reads, with the
         # response's default (an empty aborted-transactions list, not null)
         entry["aborted_transactions"] = []
-    if code == NOT_LEADER_OR_FOLLOWER:
+    if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
         entry["current_leader"] = _current_leader(ctx, topic, index)
-    if code == NONE:
+    if code == ErrorCode.NONE:
         code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
-    if code != NONE:
+    if code != ErrorCode.NONE:
         entry["error_code"] = code
         return entry, 0
-    plog = ctx.broker.cluster.partition_log(topic, index)
+    plog = ctx.services.cluster.partition_log(topic, index)
     assert plog is not None
     hw = plog.high_watermark
     offset = int(part.fetch_offset)
     if offset < plog.log_start_offset or offset > plog.log_end_offset:
         # as Kafka's failed read: no high watermark, stable offset or log start offset (-1)
-        entry["error_code"] = OFFSET_OUT_OF_RANGE
+        entry["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
         return entry, 0
     entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
-    entry["error_code"] = NONE
+    entry["error_code"] = ErrorCode.NONE
     if offset >= hw or budget <= 0:
         return entry, 0
     try:
@@ -203,7 +198,7 @@ def _fetch_partition(
         return entry, 0
     except OSError as exc:
         log.error("fetch from %s-%d at %d: read failed: %s", topic, index, offset, exc)
-        entry["error_code"] = KAFKA_STORAGE_ERROR
+        entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
         return entry, 0
     entry["records"] = data
     return entry, len(data)
@@ -230,7 +225,7 @@ async def _fetch_once(
             )
             total += size
             budget -= size
-            errors = errors or entry["error_code"] != NONE
+            errors = errors or entry["error_code"] != ErrorCode.NONE
             sizes[(topic.topic, int(part.partition))] = size
             partitions.append(entry)
             if pacer.due():
@@ -238,14 +233,14 @@ async def _fetch_once(
         responses.append({"topic": topic.topic, "partitions": partitions})
     answer = {
         "throttle_time": 0,
-        "error_code": NONE,
+        "error_code": ErrorCode.NONE,
         "session_id": INVALID_SESSION_ID,
         "responses": responses,
     }
     return answer, total, errors, sizes
 
 
-@register(1)
+@register(ApiKey.FETCH, versions=(4, 12))  # v13+ address topics by id
 async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     """Answer at once when ``min_bytes`` are there (or a partition has an error), else park the fetch.
 
@@ -260,7 +255,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         # No session was ever handed out: Kafka answers an unknown session id so
         return {
             "throttle_time": 0,
-            "error_code": FETCH_SESSION_ID_NOT_FOUND,
+            "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
             "session_id": 0,
             "responses": [],
         }
@@ -276,17 +271,17 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         for part in topic.partitions
     }
     waiter = FetchWaiter(min_bytes, caps, sizes, loop.create_future())
-    ctx.broker.watch_appends(waiter)
+    ctx.services.watch_appends(waiter)
     try:
         await asyncio.wait_for(asyncio.shield(waiter.done), timeout=deadline - loop.time())
     except TimeoutError:
         pass
     finally:
-        ctx.broker.unwatch_appends(waiter)
+        ctx.services.unwatch_appends(waiter)
     return (await _fetch_once(ctx, request))[0]
 
 
-@register(2)
+@register(ApiKey.LIST_OFFSETS, versions=(1, 9))  # v10+: timeout semantics
 async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
     topics = []
     for topic in request.topics:
@@ -301,14 +296,15 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "offset": -1,
                 "leader_epoch": -1,
             }
+            code: int
             if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
-                code = TOPIC_AUTHORIZATION_FAILED
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
                 code = _leader_check(ctx, topic.name, index)
-            if code == NONE:
+            if code == ErrorCode.NONE:
                 code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
-            if code == NONE:
-                plog = ctx.broker.cluster.partition_log(topic.name, index)
+            if code == ErrorCode.NONE:
+                plog = ctx.services.cluster.partition_log(topic.name, index)
                 assert plog is not None
                 entry["leader_epoch"] = LEADER_EPOCH
                 # -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered, else
@@ -318,10 +314,10 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 except LogError as exc:
                     code, found = exc.error_code, None
                 except OSError:
-                    code, found = KAFKA_STORAGE_ERROR, None
+                    code, found = ErrorCode.KAFKA_STORAGE_ERROR, None
                 if found is not None:
                     entry["timestamp"], entry["offset"] = found
-                if code == NONE and entry["offset"] < 0:
+                if code == ErrorCode.NONE and entry["offset"] < 0:
                     entry["leader_epoch"] = NO_EPOCH  # no offset found: Kafka's answer has no epoch
             entry["error_code"] = code
             partitions.append(entry)
@@ -329,17 +325,17 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "topics": topics}
 
 
-@register(22)
+@register(ApiKey.INIT_PRODUCER_ID, versions=(0, 5))
 async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if request.transactional_id is not None:
         return {
             "throttle_time": 0,
-            "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
             "producer_id": -1,
             "producer_epoch": -1,
         }
     # KafkaApis: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
-    security = ctx.broker.security
+    security = ctx.services.security
     if not ctx.authorized(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME) and not (
         security.authorize_by_resource_type(
             ctx.principal, ctx.client_host, AclOperation.WRITE, ResourceType.TOPIC
@@ -347,13 +343,13 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
     ):
         return {
             "throttle_time": 0,
-            "error_code": CLUSTER_AUTHORIZATION_FAILED,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             "producer_id": -1,
             "producer_epoch": -1,
         }
     return {
         "throttle_time": 0,
-        "error_code": NONE,
-        "producer_id": ctx.broker.allocate_producer_id(),
+        "error_code": ErrorCode.NONE,
+        "producer_id": ctx.services.allocate_producer_id(),
         "producer_epoch": 0,
     }

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from kgroup.broker.coordinator_host import error_response
 from kgroup.broker.dispatch import CloseConnection, Pacer, RequestContext, register
-from kgroup.broker.groups import error_response
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
 from kgroup.group.records.serde import offset_commit_batch_bytes
 from kgroup.messages import (
@@ -23,13 +23,8 @@ from kgroup.messages import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Envelope,
-    HeartbeatRequest,
     HeartbeatResponse,
-    JoinGroupProtocol,
-    JoinGroupRequest,
     JoinGroupResponse,
-    LeaveGroupMember,
-    LeaveGroupRequest,
     LeaveGroupResponse,
     ListGroupsRequest,
     ListGroupsResponse,
@@ -40,12 +35,15 @@ from kgroup.messages import (
     OffsetFetchResponse,
     Request,
     Response,
-    SyncGroupAssignment,
-    SyncGroupRequest,
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.apis import heartbeat as heartbeat_api
+from kgroup.wire.apis import join_group as join_group_api
+from kgroup.wire.apis import leave_group as leave_group_api
+from kgroup.wire.apis import sync_group as sync_group_api
 from kgroup.wire.consumer_group import (
     consumer_group_describe_request_from_wire,
     consumer_group_describe_response_to_wire,
@@ -56,10 +54,6 @@ from kgroup.wire.consumer_group import (
 __all__: list[str] = []
 
 GROUP_KEY = 0
-COORDINATOR_NOT_AVAILABLE = 15
-INVALID_REQUEST = 42
-TOPIC_AUTHORIZATION_FAILED = 29
-GROUP_AUTHORIZATION_FAILED = 30
 #: Kafka's default message of GroupAuthorizationException (Errors.GROUP_AUTHORIZATION_FAILED)
 _GROUP_DENIED_MESSAGE = "Group authorization failed."
 
@@ -77,18 +71,18 @@ def _ms(value: Any) -> int:
 
 async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
     """The coordinator's answer, or NOT_COORDINATOR when another broker coordinates ``group_id``."""
-    groups = ctx.broker.groups
-    if ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
+    coordinator_host = ctx.services.coordinator_host
+    if ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
         return error_response(body, ErrorCode.NOT_COORDINATOR)
     envelope = Envelope(
         ctx.connection, ctx.header.correlation_id, body, ctx.header.client_id, ctx.client_host, ctx.version
     )
-    return await groups.call(ctx.node_id, envelope)
+    return await coordinator_host.call(ctx.node_id, envelope)
 
 
-@register(10)
+@register(ApiKey.FIND_COORDINATOR, versions=(0, 6))
 async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
+    services = ctx.services
     keys = list(request.coordinator_keys) if ctx.version >= 4 else [request.key]
     key_type = int(getattr(request, "key_type", GROUP_KEY))
     coordinators = []
@@ -101,7 +95,7 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "node_id": -1,
                 "host": "",
                 "port": -1,
-                "error_code": COORDINATOR_NOT_AVAILABLE,
+                "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
                 "error_message": "kgroup has no transaction coordinator",
             }
         elif _group_denied(ctx, AclOperation.DESCRIBE, key):
@@ -110,19 +104,19 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "node_id": -1,
                 "host": "",
                 "port": -1,
-                "error_code": GROUP_AUTHORIZATION_FAILED,
+                "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
                 "error_message": None,
             }
         else:
-            node = broker.cluster.coordinator_for(key)
-            host, ports = broker.advertised(ctx.listener)
+            node = services.cluster.coordinator_for(key)
+            host, ports = services.advertised(ctx.listener)
             if node < 0 or node not in ports:
                 entry = {
                     "key": key,
                     "node_id": -1,
                     "host": "",
                     "port": -1,
-                    "error_code": COORDINATOR_NOT_AVAILABLE,
+                    "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
                     "error_message": None,
                 }
             else:
@@ -131,13 +125,15 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     "node_id": node,
                     "host": host,
                     "port": ports[node],
-                    "error_code": 0,
+                    "error_code": ErrorCode.NONE,
                     "error_message": None,
                 }
         coordinators.append(entry)
     if ctx.version >= 4:
         return {"throttle_time": 0, "coordinators": coordinators}
-    return {"throttle_time": 0, **coordinators[0]}
+    # v0-v3: one key, answered at the top level (which has no "key" field)
+    single = {name: value for name, value in coordinators[0].items() if name != "key"}
+    return {"throttle_time": 0, **single}
 
 
 #: a new member's id is its prefix (group instance id, else client id), "-" and a 36-character UUID
@@ -160,129 +156,55 @@ def _member_id_too_long(ctx: RequestContext, request: Any) -> bool:
     return len(prefix.encode("utf-8")) + _MEMBER_ID_SUFFIX_BYTES > _MAX_RECORD_STRING_BYTES
 
 
-@register(11)
-async def join_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
+@register(ApiKey.JOIN_GROUP, versions=(0, 9))
+async def join_group(ctx: RequestContext, request: Any) -> Any:
     denied = _group_denied(ctx, AclOperation.READ, request.group_id)
     if denied or _member_id_too_long(ctx, request):
-        return {
-            "throttle_time": 0,
-            "error_code": GROUP_AUTHORIZATION_FAILED if denied else int(ErrorCode.UNKNOWN_SERVER_ERROR),
-            "generation_id": -1,
-            "protocol_type": None,
-            "protocol_name": None if ctx.version >= 7 else "",
-            "leader": "",
-            "skip_assignment": False,
-            "member_id": "",
-            "members": [],
-        }
-    session = _ms(request.session_timeout)
-    # JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout
-    rebalance = _ms(request.rebalance_timeout) if hasattr(request, "rebalance_timeout") else session
-    body = JoinGroupRequest(
-        group_id=request.group_id,
-        session_timeout_ms=session,
-        rebalance_timeout_ms=rebalance,
-        member_id=request.member_id,
-        protocols=tuple(JoinGroupProtocol(p.name, bytes(p.metadata)) for p in request.protocols),
-        group_instance_id=getattr(request, "group_instance_id", None),
-        protocol_type=request.protocol_type,
-        reason=getattr(request, "reason", None),
-    )
-    answer = await _call(ctx, request.group_id, body)
+        code = ErrorCode.GROUP_AUTHORIZATION_FAILED if denied else ErrorCode.UNKNOWN_SERVER_ERROR
+        return join_group_api.response_to_wire(JoinGroupResponse(code, generation_id=-1), ctx.version)
+    body = join_group_api.request_from_wire(request)
+    answer = await _call(ctx, body.group_id, body)
     assert isinstance(answer, JoinGroupResponse)
-    return {
-        "throttle_time": 0,
-        "error_code": int(answer.error_code),
-        "generation_id": answer.generation_id,
-        "protocol_type": answer.protocol_type,
-        # before v7 the protocol name is not nullable
-        "protocol_name": answer.protocol_name if ctx.version >= 7 else (answer.protocol_name or ""),
-        "leader": answer.leader,
-        "skip_assignment": answer.skip_assignment,
-        "member_id": answer.member_id,
-        "members": [
-            {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
-            for m in answer.members
-        ],
-    }
+    return join_group_api.response_to_wire(answer, ctx.version)
 
 
-@register(14)
-async def sync_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
+@register(ApiKey.SYNC_GROUP, versions=(0, 5))
+async def sync_group(ctx: RequestContext, request: Any) -> Any:
     if _group_denied(ctx, AclOperation.READ, request.group_id):
-        return {
-            "throttle_time": 0,
-            "error_code": GROUP_AUTHORIZATION_FAILED,
-            "protocol_type": None,
-            "protocol_name": None,
-            "assignment": b"",
-        }
-    body = SyncGroupRequest(
-        group_id=request.group_id,
-        generation_id=int(request.generation_id),
-        member_id=request.member_id,
-        assignments=tuple(SyncGroupAssignment(a.member_id, bytes(a.assignment)) for a in request.assignments),
-        group_instance_id=getattr(request, "group_instance_id", None),
-        protocol_type=getattr(request, "protocol_type", None),
-        protocol_name=getattr(request, "protocol_name", None),
-    )
-    answer = await _call(ctx, request.group_id, body)
-    assert isinstance(answer, SyncGroupResponse)
-    return {
-        "throttle_time": 0,
-        "error_code": int(answer.error_code),
-        "protocol_type": answer.protocol_type,
-        "protocol_name": answer.protocol_name,
-        "assignment": answer.assignment,
-    }
-
-
-@register(12)
-async def heartbeat(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if _group_denied(ctx, AclOperation.READ, request.group_id):
-        return {"throttle_time": 0, "error_code": GROUP_AUTHORIZATION_FAILED}
-    body = HeartbeatRequest(
-        request.group_id,
-        int(request.generation_id),
-        request.member_id,
-        getattr(request, "group_instance_id", None),
-    )
-    answer = await _call(ctx, request.group_id, body)
-    assert isinstance(answer, HeartbeatResponse)
-    return {"throttle_time": 0, "error_code": int(answer.error_code)}
-
-
-@register(13)
-async def leave_group(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if _group_denied(ctx, AclOperation.READ, request.group_id):
-        return {"throttle_time": 0, "error_code": GROUP_AUTHORIZATION_FAILED, "members": []}
-    if ctx.version >= 3:
-        members = tuple(
-            LeaveGroupMember(m.member_id, m.group_instance_id, getattr(m, "reason", None))
-            for m in request.members
+        return sync_group_api.response_to_wire(
+            SyncGroupResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED), ctx.version
         )
-    else:
-        members = (LeaveGroupMember(request.member_id),)
-    answer = await _call(ctx, request.group_id, LeaveGroupRequest(request.group_id, members))
+    body = sync_group_api.request_from_wire(request)
+    answer = await _call(ctx, body.group_id, body)
+    assert isinstance(answer, SyncGroupResponse)
+    return sync_group_api.response_to_wire(answer, ctx.version)
+
+
+@register(ApiKey.HEARTBEAT, versions=(0, 4))
+async def heartbeat(ctx: RequestContext, request: Any) -> Any:
+    if _group_denied(ctx, AclOperation.READ, request.group_id):
+        return heartbeat_api.response_to_wire(
+            HeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED), ctx.version
+        )
+    body = heartbeat_api.request_from_wire(request)
+    answer = await _call(ctx, body.group_id, body)
+    assert isinstance(answer, HeartbeatResponse)
+    return heartbeat_api.response_to_wire(answer, ctx.version)
+
+
+@register(ApiKey.LEAVE_GROUP, versions=(0, 5))
+async def leave_group(ctx: RequestContext, request: Any) -> Any:
+    if _group_denied(ctx, AclOperation.READ, request.group_id):
+        return leave_group_api.response_to_wire(
+            LeaveGroupResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED), ctx.version
+        )
+    body = leave_group_api.request_from_wire(request)
+    answer = await _call(ctx, body.group_id, body)
     assert isinstance(answer, LeaveGroupResponse)
-    code = int(answer.error_code)
-    if ctx.version < 3 and code == 0 and answer.members:
-        code = int(answer.members[0].error_code)  # v0-v2: one member, its error is the answer's
-    return {
-        "throttle_time": 0,
-        "error_code": code,
-        "members": [
-            {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "error_code": int(m.error_code),
-            }
-            for m in answer.members
-        ],
-    }
+    return leave_group_api.response_to_wire(answer, ctx.version)
 
 
-@register(8)
+@register(ApiKey.OFFSET_COMMIT, versions=(2, 9))  # v10 addresses topics by id
 async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
     """Kafka's checks before the coordinator (``KafkaApis.handleOffsetCommitRequest``, then
     ``CoordinatorRuntime``'s batch limit), then the coordinator's answer for the partitions left.
@@ -294,10 +216,10 @@ async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
     (``RecordTooLargeException``) before replaying the records. The answer has one entry per
     partition of the request, in its order, grouped by topic.
     """
-    broker, pacer = ctx.broker, ctx.pacer
-    topics = broker.cluster.topics
-    metadata_limit = broker.groups.config.offset_metadata_max_bytes
-    batch_limit = broker.config.offsets_max_message_bytes
+    services, pacer = ctx.services, ctx.pacer
+    topics = services.cluster.topics
+    metadata_limit = services.coordinator_host.config.offset_metadata_max_bytes
+    batch_limit = services.config.offsets_max_message_bytes
     codes: list[int] = []  # per request partition; -2 marks one the coordinator answers
     candidates: list[tuple[str, Any]] = []  # (topic name, kio partition) for the coordinator
     sized: list[tuple[str, str]] = []  # (topic, metadata) of each offset record a commit would write
@@ -309,9 +231,9 @@ async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
         )
         for p in topic.partitions:
             if group_denied:
-                codes.append(GROUP_AUTHORIZATION_FAILED)
+                codes.append(ErrorCode.GROUP_AUTHORIZATION_FAILED)
             elif topic_denied:
-                codes.append(TOPIC_AUTHORIZATION_FAILED)
+                codes.append(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             elif info is None or not 0 <= int(p.partition_index) < info.partitions:
                 codes.append(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
@@ -414,7 +336,7 @@ def _offset_topics(answer: OffsetFetchResponse) -> list[dict[str, Any]]:
     return [{"name": name, "partitions": parts} for name, parts in topics.items()]
 
 
-@register(9)
+@register(ApiKey.OFFSET_FETCH, versions=(1, 9))  # v10 addresses topics by id
 async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.version >= 8:
         groups = []
@@ -426,7 +348,11 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
             member_epoch = int(getattr(group, "member_epoch", -1))
             if _group_denied(ctx, AclOperation.DESCRIBE, group.group_id):
                 groups.append(
-                    {"group_id": group.group_id, "topics": [], "error_code": GROUP_AUTHORIZATION_FAILED}
+                    {
+                        "group_id": group.group_id,
+                        "topics": [],
+                        "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                    }
                 )
                 continue
             answer = await _fetch_group(ctx, group.group_id, group.topics, member_id, member_epoch)
@@ -439,22 +365,24 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
             )
         return {"throttle_time": 0, "groups": groups}
     if _group_denied(ctx, AclOperation.DESCRIBE, request.group_id):
-        return {"throttle_time": 0, "topics": [], "error_code": GROUP_AUTHORIZATION_FAILED}
+        return {"throttle_time": 0, "topics": [], "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     answer = await _fetch_group(ctx, request.group_id, request.topics)
     return {"throttle_time": 0, "topics": _offset_topics(answer), "error_code": int(answer.error_code)}
 
 
-@register(15)
+@register(ApiKey.DESCRIBE_GROUPS, versions=(0, 5))
 async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     described = []
     for group_id in request.groups:
         if ctx.pacer.due():
             await ctx.pacer.pause()
         denied = _group_denied(ctx, AclOperation.DESCRIBE, group_id)
-        if denied or ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
+        if denied or ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
             described.append(
                 {
-                    "error_code": GROUP_AUTHORIZATION_FAILED if denied else int(ErrorCode.NOT_COORDINATOR),
+                    "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED
+                    if denied
+                    else int(ErrorCode.NOT_COORDINATOR),
                     "group_id": group_id,
                     "group_state": "",
                     "protocol_type": "",
@@ -491,7 +419,7 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "groups": described}
 
 
-@register(16)
+@register(ApiKey.LIST_GROUPS, versions=(0, 5))
 async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     states = tuple(getattr(request, "states_filter", ()))
     types = tuple(getattr(request, "types_filter", ()))
@@ -503,7 +431,7 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
         ctx.client_host,
         ctx.version,
     )
-    answer = await ctx.broker.groups.call(ctx.node_id, envelope)
+    answer = await ctx.services.coordinator_host.call(ctx.node_id, envelope)
     assert isinstance(answer, ListGroupsResponse)
     groups = [
         {
@@ -520,18 +448,18 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": int(answer.error_code), "groups": groups}
 
 
-@register(42)
+@register(ApiKey.DELETE_GROUPS, versions=(0, 2))
 async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     results = []
     for group_id in request.groups_names:
         if ctx.pacer.due():
             await ctx.pacer.pause()
         if _group_denied(ctx, AclOperation.DELETE, group_id):
-            code = GROUP_AUTHORIZATION_FAILED
-        elif ctx.broker.cluster.coordinator_for(group_id) != ctx.node_id:
+            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
             code = ErrorCode.NOT_COORDINATOR
         else:
-            code = ctx.broker.groups.delete_group(ctx.node_id, group_id)
+            code = ctx.services.coordinator_host.delete_group(ctx.node_id, group_id)
         results.append({"group_id": group_id, "error_code": int(code)})
     return {"throttle_time": 0, "results": results}
 
@@ -549,7 +477,9 @@ def _longer_than_kafka_reads(text: str) -> bool:
     return len(text) * 3 > _MAX_RECORD_STRING_BYTES and len(text.encode("utf-8")) > _MAX_RECORD_STRING_BYTES
 
 
-@register(68)
+@register(
+    ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=(0, 1)
+)  # KIP-848; librdkafka's group.protocol=consumer needs v1
 async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     """``KafkaApis.handleConsumerGroupHeartbeat`` then ``GroupCoordinatorService``: the request's own
     checks come first (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR — at any broker), then the group's
@@ -560,7 +490,9 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
         # read: the connection is closed); such a string could not be written into a record either
         if text is not None and _longer_than_kafka_reads(text):
             raise CloseConnection("ConsumerGroupHeartbeat: a string field is longer than 32767 bytes")
-    answer = invalid_heartbeat_answer(body, ctx.version, ctx.broker.groups.config.consumer_assignors)
+    answer = invalid_heartbeat_answer(
+        body, ctx.version, ctx.services.coordinator_host.config.consumer_assignors
+    )
     if answer is None and _group_denied(ctx, AclOperation.READ, body.group_id):
         # KafkaApis: READ on the group, after the request's own checks
         answer = ConsumerGroupHeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED, _GROUP_DENIED_MESSAGE)
@@ -571,7 +503,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     return consumer_group_heartbeat_response_to_wire(answer, ctx.version)
 
 
-@register(69)
+@register(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1))
 async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
     """``GroupCoordinatorService.consumerGroupDescribe``: an empty group id is INVALID_GROUP_ID
     (answered first, with an empty id), every other group its coordinator's description — or

@@ -8,10 +8,11 @@ from collections import Counter
 from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
+from kgroup.model import ErrorCode
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.security.scram import SCRAM_MECHANISMS
+from kgroup.wire.api_keys import ApiKey
 
-CLUSTER_AUTHORIZATION_FAILED = 31
 UNSUPPORTED_SASL_MECHANISM = 33
 RESOURCE_NOT_FOUND = 91
 DUPLICATE_RESOURCE = 92
@@ -19,16 +20,16 @@ UNACCEPTABLE_CREDENTIAL = 93
 _BY_CODE = {m.type_code: m for m in SCRAM_MECHANISMS.values()}
 
 
-@register(50)
+@register(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, versions=(0, 0))
 async def describe_user_scram_credentials(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
         return {
             "throttle_time": 0,
-            "error_code": CLUSTER_AUTHORIZATION_FAILED,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             "error_message": None,
             "results": [],
         }
-    held = ctx.broker.security.credentials.users()
+    held = ctx.services.security.credentials.users()
     wanted = [u.name for u in request.users] if request.users else sorted(held)
     counts = Counter(wanted)
     results: list[dict[str, Any]] = []
@@ -61,16 +62,16 @@ async def describe_user_scram_credentials(ctx: RequestContext, request: Any) -> 
     return {"throttle_time": 0, "error_code": 0, "error_message": None, "results": results}
 
 
-@register(51)
+@register(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, versions=(0, 0))
 async def alter_user_scram_credentials(ctx: RequestContext, request: Any) -> dict[str, Any]:
     users = [d.name for d in request.deletions] + [u.name for u in request.upsertions]
     if not ctx.authorized(AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         results = [
-            {"user": name, "error_code": CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+            {"user": name, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
             for name in dict.fromkeys(users)
         ]
         return {"throttle_time": 0, "results": results}
-    store = ctx.broker.security.credentials
+    store = ctx.services.security.credentials
     counts = Counter(users)
     outcome: dict[str, tuple[int, str | None]] = {}
     for deletion in request.deletions:

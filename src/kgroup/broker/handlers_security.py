@@ -7,16 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
+from kgroup.wire.api_keys import ApiKey
 
 ILLEGAL_SASL_STATE = 34
 
 
-@register(17)
+@register(ApiKey.SASL_HANDSHAKE, versions=(0, 1))
 async def sasl_handshake(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []}
 
 
-@register(36)
+@register(ApiKey.SASL_AUTHENTICATE, versions=(0, 2))
 async def sasl_authenticate(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {
         "error_code": ILLEGAL_SASL_STATE,

@@ -131,8 +131,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Run a Kafka-protocol broker (produce, fetch, topics, consumer groups) on this machine."""
-        from kgroup.broker import BrokerConfig, parse_topic_spec
-        from kgroup.broker.server import open_logs, run_broker
+        from kgroup.broker.broker import open_logs, run_broker
+        from kgroup.broker.config import BrokerConfig, parse_topic_spec
         from kgroup.security.credentials import parse_user_spec, read_users_file
         from kgroup.security.listeners import SASL_MECHANISMS, build_security_config, is_loopback
 
@@ -205,7 +205,7 @@ def register(app: typer.Typer) -> None:
 
         def started(broker: Any) -> None:
             if recorder is not None:
-                broker.groups.recorder = recorder
+                broker.coordinator_host.recorder = recorder
             for broker_id in sorted(broker.ports):
                 if not security.listeners:
                     typer.echo(f"broker {broker_id} listening on {host}:{broker.ports[broker_id]}")

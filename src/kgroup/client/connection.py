@@ -15,41 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
-import struct
-from collections.abc import Callable
 from typing import Any
 
-from kio.index import load_response_schema
-from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import SerialError
-
 from kgroup.model import PeerError
+from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.codec import decode_response, encode_request, response_class
+from kgroup.wire.framing import FrameError, framed, read_frame
 
 __all__ = ["BrokerConnection", "ConnectionLost"]
 
-_SIZE = struct.Struct(">i")
 #: responses larger than this are refused (Kafka's client has ``receive.buffer`` limits per request
 #: type; a fetch is the only large answer and kgroup's client does not fetch records)
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
-
-_writers: dict[type, Callable[[Any, Any], None]] = {}
-_readers: dict[type, Callable[[bytes, int], tuple[Any, int]]] = {}
-
-
-def _write(buffer: io.BytesIO, entity: Any) -> None:
-    cls = type(entity)
-    writer = _writers.get(cls)
-    if writer is None:
-        writer = _writers[cls] = entity_writer(cls)
-    writer(buffer, entity)
-
-
-def _read(cls: type, data: bytes, offset: int) -> tuple[Any, int]:
-    reader = _readers.get(cls)
-    if reader is None:
-        reader = _readers[cls] = entity_reader(cls)
-    return reader(data, offset)
 
 
 class ConnectionLost(ConnectionError):
@@ -103,21 +80,13 @@ class BrokerConnection:
         version = int(body.__version__)
         correlation_id = self._next_correlation
         self._next_correlation = (self._next_correlation + 1) & 0x7FFFFFFF
-        header = body.__header_schema__(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id=self.client_id,
-        )
-        buffer = io.BytesIO()
-        buffer.write(b"\0\0\0\0")
-        _write(buffer, header)
-        _write(buffer, body)
-        frame = buffer.getbuffer()
-        _SIZE.pack_into(frame, 0, len(frame) - 4)
+        response_cls = response_class(api_key, version)
+        if response_cls is None:
+            raise TypeError(f"no response schema for api key {api_key} v{version}")
+        payload = encode_request(body, correlation_id, self.client_id)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._in_flight[correlation_id] = (load_response_schema(api_key, version), future)
-        self._writer.write(bytes(frame))
+        self._in_flight[correlation_id] = (response_cls, future)
+        self._writer.write(framed(payload))
         return future
 
     async def request(self, body: Any, *, timeout_s: float = 30.0) -> Any:
@@ -135,12 +104,20 @@ class BrokerConnection:
         error: Exception = ConnectionLost(f"connection to {self.host}:{self.port} closed by the broker")
         try:
             while True:
-                size_bytes = await self._reader.readexactly(4)
-                (size,) = _SIZE.unpack(size_bytes)
-                if size < 4 or size > MAX_RESPONSE_BYTES:
-                    raise PeerError(f"broker {self.host}:{self.port} sent a frame of {size} bytes")
-                data = await self._reader.readexactly(size)
-                (correlation_id,) = _SIZE.unpack_from(data, 0)
+                try:
+                    data = await read_frame(
+                        self._reader.readexactly,
+                        min_bytes=4,
+                        max_bytes=MAX_RESPONSE_BYTES,
+                        limit_name="largest response",
+                    )
+                except FrameError as exc:
+                    raise PeerError(
+                        f"broker {self.host}:{self.port} sent a bad frame: {exc.message}"
+                    ) from None
+                if data is None:
+                    break  # closed by the broker
+                correlation_id = int.from_bytes(data[:4], "big", signed=True)
                 entry = self._in_flight.get(correlation_id)
                 if entry is None:
                     raise PeerError(
@@ -170,15 +147,19 @@ class BrokerConnection:
 
     def _parse(self, response_cls: type, data: bytes) -> Any:
         try:
-            _header, offset = _read(response_cls.__header_schema__, data, 0)  # type: ignore[attr-defined]
-            response, _ = _read(response_cls, data, offset)
+            _correlation_id, response = decode_response(data, response_cls)
             return response
-        except (SerialError, ValueError, UnicodeDecodeError, OverflowError) as exc:
-            if int(response_cls.__api_key__) == 18 and int(response_cls.__version__) > 0:  # type: ignore[attr-defined]
+        except PeerError as exc:
+            api_key = int(response_cls.__api_key__)  # type: ignore[attr-defined]
+            if api_key == ApiKey.API_VERSIONS and int(response_cls.__version__) > 0:  # type: ignore[attr-defined]
                 # A broker that does not support our ApiVersions version answers in v0's layout with
                 # UNSUPPORTED_VERSION and its ranges (KIP-511); read it as v0.
-                return self._parse(load_response_schema(18, 0), data)
-            raise PeerError(f"broker {self.host}:{self.port} sent a malformed response: {exc}") from None
+                v0 = response_class(ApiKey.API_VERSIONS, 0)
+                assert v0 is not None
+                return self._parse(v0, data)
+            raise PeerError(
+                f"broker {self.host}:{self.port} sent a malformed response: {exc.message}"
+            ) from None
 
     def _fail_all(self, error: Exception) -> None:
         for _cls, future in list(self._in_flight.values()):

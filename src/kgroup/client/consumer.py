@@ -29,13 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kio.index import load_request_schema
-
 from kgroup.assignors.api import Assignor
 from kgroup.client.cluster import ClusterView, cluster_from_metadata
 from kgroup.client.connection import BrokerConnection, ConnectionLost
 from kgroup.client.translate import API_KEY, from_wire, to_wire
-from kgroup.client.versions import API_NAMES, CLIENT_RANGES, UnsupportedApi, negotiate
+from kgroup.client.versions import CLIENT_RANGES, UnsupportedApi, negotiate
 from kgroup.member import ConsumerMember, ConsumerMemberState, ConsumerProtocolMember, MemberConfig
 from kgroup.member.consumer_protocol import CONSUMER_PROTOCOL_NOT_SUPPORTED
 from kgroup.member.consumer_protocol_config import ConsumerProtocolConfig
@@ -44,6 +42,8 @@ from kgroup.member.requests import OutboundRequest
 from kgroup.member.states import Phase
 from kgroup.messages import ConsumerGroupHeartbeatRequest, FindCoordinatorResponse, Response
 from kgroup.model import ErrorCode, KgroupError, PeerError, TopicPartition
+from kgroup.wire.api_keys import ApiKey, api_name
+from kgroup.wire.codec import request_class
 
 __all__ = ["ClientError", "GroupConsumer", "parse_bootstrap"]
 
@@ -166,16 +166,17 @@ class GroupConsumer:
             if value <= 0:
                 raise KgroupError(f"{name}: {value}; give a positive number of milliseconds")
         self._caps: dict[int, int] = {}
-        by_name = {name: key for key, name in API_NAMES.items()}
+        by_name = {key.title: key for key in CLIENT_RANGES}
         for name, cap in (max_versions or {}).items():
-            low, high = CLIENT_RANGES.get(by_name.get(name, -1), (0, -1))
-            if not low <= cap <= high:
+            key = by_name.get(name)
+            low, high = CLIENT_RANGES[key] if key is not None else (0, -1)
+            if key is None or not low <= cap <= high:
                 low_high = {n: CLIENT_RANGES[k] for n, k in by_name.items()}
                 raise KgroupError(
                     f"max_versions: {name}={cap} is not an API and version the client speaks; "
                     f"give one of {low_high}"
                 )
-            self._caps[by_name[name]] = cap
+            self._caps[key] = cap
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         self.config = config
         self._assignors = assignors
@@ -429,8 +430,8 @@ class GroupConsumer:
         await self._ensure_node(node)
         entry = self._nodes[node]
         assert entry.connection is not None and entry.versions is not None
-        version = self._version(entry, 3)
-        cls: Any = load_request_schema(3, version)
+        version = self._version(entry, ApiKey.METADATA)
+        cls: Any = request_class(ApiKey.METADATA, version)
         if version >= 8:
             body = cls(
                 topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
@@ -584,11 +585,11 @@ class GroupConsumer:
                     self._consumer_member.on_unsupported(self._now())
                     self._collect_events()
                     continue
-                log.info("cannot send %s: %s", API_NAMES.get(api_key), exc)
+                log.info("cannot send %s: %s", api_name(api_key), exc)
                 self._failed(request)
                 continue
             except ConnectionLost as exc:
-                log.info("cannot send %s: %s", API_NAMES.get(api_key), exc)
+                log.info("cannot send %s: %s", api_name(api_key), exc)
                 self._failed(request)
                 continue
             task = self._loop.create_task(self._await_response(entry.connection, request, future))
@@ -670,9 +671,9 @@ class GroupConsumer:
         assert entry.versions is not None
         version = entry.versions.get(api_key)
         if version is None:
-            low, high = CLIENT_RANGES[api_key]
+            low, high = CLIENT_RANGES[ApiKey(api_key)]
             raise UnsupportedApi(
-                f"the broker supports no version {low}-{high} of {API_NAMES[api_key]}, "
+                f"the broker supports no version {low}-{high} of {api_name(api_key)}, "
                 "which kgroup's client needs"
             )
         return version

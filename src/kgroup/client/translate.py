@@ -13,22 +13,14 @@ import sys
 from dataclasses import fields
 from typing import Any
 
-from kio.index import load_request_schema
-from kio.static.primitive import i32Timedelta
-
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupMember,
     JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupMemberResponse,
     LeaveGroupRequest,
-    LeaveGroupResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchPartition,
@@ -37,9 +29,11 @@ from kgroup.messages import (
     Request,
     Response,
     SyncGroupRequest,
-    SyncGroupResponse,
 )
-from kgroup.model import ErrorCode, PeerError, TopicPartition
+from kgroup.model import PeerError, TopicPartition
+from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.apis import heartbeat, join_group, leave_group, sync_group
+from kgroup.wire.codec import error_from_wire, request_class
 from kgroup.wire.consumer_group import (
     consumer_group_describe_request_to_wire,
     consumer_group_describe_response_from_wire,
@@ -50,28 +44,17 @@ from kgroup.wire.consumer_group import (
 __all__ = ["API_KEY", "from_wire", "to_wire"]
 
 #: Kafka's API key of each request type the member sends
-API_KEY: dict[type, int] = {
-    OffsetCommitRequest: 8,
-    OffsetFetchRequest: 9,
-    FindCoordinatorRequest: 10,
-    JoinGroupRequest: 11,
-    HeartbeatRequest: 12,
-    LeaveGroupRequest: 13,
-    SyncGroupRequest: 14,
-    ConsumerGroupHeartbeatRequest: 68,
-    ConsumerGroupDescribeRequest: 69,
+API_KEY: dict[type, ApiKey] = {
+    OffsetCommitRequest: ApiKey.OFFSET_COMMIT,
+    OffsetFetchRequest: ApiKey.OFFSET_FETCH,
+    FindCoordinatorRequest: ApiKey.FIND_COORDINATOR,
+    JoinGroupRequest: ApiKey.JOIN_GROUP,
+    HeartbeatRequest: ApiKey.HEARTBEAT,
+    LeaveGroupRequest: ApiKey.LEAVE_GROUP,
+    SyncGroupRequest: ApiKey.SYNC_GROUP,
+    ConsumerGroupHeartbeatRequest: ApiKey.CONSUMER_GROUP_HEARTBEAT,
+    ConsumerGroupDescribeRequest: ApiKey.CONSUMER_GROUP_DESCRIBE,
 }
-
-
-def _error(code: int) -> ErrorCode:
-    try:
-        return ErrorCode(int(code))
-    except ValueError:
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-def _timedelta(ms: int) -> Any:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
 
 
 def _ms(value: Any) -> int:
@@ -103,60 +86,17 @@ def to_wire(body: Request, version: int) -> Any:
         return consumer_group_heartbeat_request_to_wire(body, version)
     if isinstance(body, ConsumerGroupDescribeRequest):
         return consumer_group_describe_request_to_wire(body, version)
-    cls: Any = load_request_schema(api_key, version)
+    cls: Any = request_class(api_key, version)
     if isinstance(body, FindCoordinatorRequest):
         return _make(cls, key=body.key, key_type=body.key_type, coordinator_keys=(body.key,))
     if isinstance(body, JoinGroupRequest):
-        protocol_cls = _nested(cls, "JoinGroupRequestProtocol")
-        return _make(
-            cls,
-            group_id=body.group_id,
-            session_timeout=_timedelta(body.session_timeout_ms),
-            rebalance_timeout=_timedelta(body.rebalance_timeout_ms),
-            member_id=body.member_id,
-            group_instance_id=body.group_instance_id,
-            protocol_type=body.protocol_type,
-            protocols=tuple(protocol_cls(name=p.name, metadata=bytes(p.metadata)) for p in body.protocols),
-            reason=body.reason,
-        )
+        return join_group.request_to_wire(body, version)
     if isinstance(body, SyncGroupRequest):
-        assignment_cls = _nested(cls, "SyncGroupRequestAssignment")
-        return _make(
-            cls,
-            group_id=body.group_id,
-            generation_id=body.generation_id,
-            member_id=body.member_id,
-            group_instance_id=body.group_instance_id,
-            protocol_type=body.protocol_type,
-            protocol_name=body.protocol_name,
-            assignments=tuple(
-                assignment_cls(member_id=a.member_id, assignment=bytes(a.assignment))
-                for a in body.assignments
-            ),
-        )
+        return sync_group.request_to_wire(body, version)
     if isinstance(body, HeartbeatRequest):
-        return _make(
-            cls,
-            group_id=body.group_id,
-            generation_id=body.generation_id,
-            member_id=body.member_id,
-            group_instance_id=body.group_instance_id,
-        )
+        return heartbeat.request_to_wire(body, version)
     if isinstance(body, LeaveGroupRequest):
-        identity_cls = _nested(cls, "MemberIdentity")
-        return _make(
-            cls,
-            group_id=body.group_id,
-            members=tuple(
-                _make(
-                    identity_cls,
-                    member_id=m.member_id,
-                    group_instance_id=m.group_instance_id,
-                    reason=m.reason,
-                )
-                for m in body.members
-            ),
-        )
+        return leave_group.request_to_wire(body, version)
     if isinstance(body, OffsetCommitRequest):
         topic_cls = _nested(cls, "OffsetCommitRequestTopic")
         partition_cls = _nested(cls, "OffsetCommitRequestPartition")
@@ -217,43 +157,20 @@ def from_wire(request: Request, response: Any) -> Response:
                 raise PeerError(f"FindCoordinator: {len(coordinators)} coordinators for one key")
             response = coordinators[0]
         return FindCoordinatorResponse(
-            _error(response.error_code), int(response.node_id), response.host, int(response.port)
+            error_from_wire(response.error_code), int(response.node_id), response.host, int(response.port)
         )
     if isinstance(request, JoinGroupRequest):
-        return JoinGroupResponse(
-            error_code=_error(response.error_code),
-            generation_id=int(response.generation_id),
-            protocol_type=getattr(response, "protocol_type", None),
-            protocol_name=response.protocol_name,
-            leader=response.leader,
-            skip_assignment=bool(getattr(response, "skip_assignment", False)),
-            member_id=response.member_id,
-            members=tuple(
-                JoinGroupMember(m.member_id, bytes(m.metadata), getattr(m, "group_instance_id", None))
-                for m in response.members
-            ),
-        )
+        return join_group.response_from_wire(response)
     if isinstance(request, SyncGroupRequest):
-        return SyncGroupResponse(
-            error_code=_error(response.error_code),
-            assignment=bytes(response.assignment),
-            protocol_type=getattr(response, "protocol_type", None),
-            protocol_name=getattr(response, "protocol_name", None),
-        )
+        return sync_group.response_from_wire(response)
     if isinstance(request, HeartbeatRequest):
-        return HeartbeatResponse(_error(response.error_code))
+        return heartbeat.response_from_wire(response)
     if isinstance(request, LeaveGroupRequest):
-        return LeaveGroupResponse(
-            _error(response.error_code),
-            tuple(
-                LeaveGroupMemberResponse(m.member_id, m.group_instance_id, _error(m.error_code))
-                for m in response.members
-            ),
-        )
+        return leave_group.response_from_wire(response)
     if isinstance(request, OffsetCommitRequest):
         return OffsetCommitResponse(
             tuple(
-                (TopicPartition(t.name, int(p.partition_index)), _error(p.error_code))
+                (TopicPartition(t.name, int(p.partition_index)), error_from_wire(p.error_code))
                 for t in response.topics
                 for p in t.partitions
             )
@@ -265,13 +182,13 @@ def from_wire(request: Request, response: Any) -> Response:
                 raise PeerError(f"OffsetFetch: {len(groups)} groups in the answer for one")
             response = groups[0]
         return OffsetFetchResponse(
-            _error(response.error_code),
+            error_from_wire(response.error_code),
             tuple(
                 OffsetFetchPartition(
                     TopicPartition(t.name, int(p.partition_index)),
                     int(p.committed_offset),
                     p.metadata,
-                    _error(p.error_code),
+                    error_from_wire(p.error_code),
                     int(p.committed_leader_epoch),
                 )
                 for t in response.topics

@@ -12,11 +12,11 @@ so the records of one coordinator result are replayed all together or not at all
 On open, frames are checked by length and CRC; a torn or corrupt tail is cut off.
 
 The log is not compacted by key: kgroup's records are deltas (a member joined, a state changed), and
-keeping the last record of each key loses state. Its owner compacts it with a **checkpoint** instead
-(``kgroup.broker.groups``): the records that rebuild the current state, written by another thread from
-the frames up to some position (:func:`read_frames`, :func:`write_checkpoint`), then swapped in by
-:meth:`CoordinatorLog.replace_with`, which copies the frames appended meanwhile after them. An append
-costs the same whatever the size of the log.
+keeping the last record of each key loses state. Its owner compacts it with a **checkpoint**
+instead (``kgroup.broker.coordinator_host``): the records that rebuild the current state, written by
+another thread from the frames up to some position (:func:`read_frames`, :func:`write_checkpoint`),
+then swapped in by :meth:`CoordinatorLog.replace_with`, which copies the frames appended meanwhile
+after them. An append costs the same whatever the size of the log.
 """
 
 from __future__ import annotations

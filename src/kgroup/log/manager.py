@@ -79,7 +79,7 @@ class LogConfig:
     own: Kafka keeps every segment's files open or mapped), ``timestamp_before_max_ms``* /
     ``timestamp_after_max_ms``* (``log.message.timestamp.before/after.max.ms``;
     None: unbounded). Both are unbounded here, so that the log takes any ``now_ms``; the broker
-    (:func:`kgroup.broker.server.open_logs`) sets Kafka 4's defaults: unbounded before, one hour after.
+    (:func:`kgroup.broker.broker.open_logs`) sets Kafka 4's defaults: unbounded before, one hour after.
     """
 
     fsync: FsyncPolicy = FsyncPolicy.INTERVAL

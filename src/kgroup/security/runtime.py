@@ -31,8 +31,11 @@ class SecurityRuntime:
         *,
         clock_s: Callable[[], float],
         run_blocking: Callable[[Callable[[bytes], bytes], bytes], Any] | None = None,
+        supported: Callable[[int, int], bool],
     ) -> None:
         self.config = config
+        #: whether the broker answers an API key at a version (its handler registry)
+        self._supported = supported
         self._clock = clock_s
         self._run_blocking = run_blocking
         self.credentials = CredentialStore(config.state_dir)
@@ -68,6 +71,7 @@ class SecurityRuntime:
             failed_delay_ms=self.config.failed_authentication_delay_ms,
             clock_s=self._clock,
             run_blocking=self._run_blocking,
+            supported=self._supported,
         )
 
     def authorize(

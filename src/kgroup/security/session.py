@@ -28,8 +28,8 @@ from kgroup.security.errors import AuthenticationFailed, CredentialsRejected
 from kgroup.security.plain import PlainServer
 from kgroup.security.principal import ANONYMOUS, user
 from kgroup.security.scram import SCRAM_MECHANISMS, ScramServer
+from kgroup.wire.api_keys import ApiKey, api_name
 from kgroup.wire.codec import (
-    API_VERSIONS_KEY,
     RequestHeader,
     build,
     decode_request,
@@ -37,7 +37,6 @@ from kgroup.wire.codec import (
     encode_response,
     response_class,
 )
-from kgroup.wire.versions import API_NAMES, supported
 
 __all__ = [
     "SASL_AUTHENTICATE_KEY",
@@ -74,7 +73,7 @@ class Outcome:
 
 
 def _api_name(api_key: int) -> str:
-    return API_NAMES.get(api_key, {17: "SaslHandshake", 36: "SaslAuthenticate"}.get(api_key, str(api_key)))
+    return api_name(api_key)
 
 
 class Session:
@@ -97,8 +96,10 @@ class Session:
         failed_delay_ms: int = 100,
         clock_s: Callable[[], float],
         run_blocking: Callable[[Callable[[bytes], bytes], bytes], Any] | None = None,
+        supported: Callable[[int, int], bool],
     ) -> None:
         self.protocol = protocol
+        self._supported = supported
         self.listener = listener
         self.sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
         self.mechanisms = mechanisms
@@ -169,17 +170,17 @@ class Session:
         return None
 
     def _handshake_phase(self, frame: bytes, header: RequestHeader) -> Outcome | None:
-        if header.api_key == API_VERSIONS_KEY and self._state == "initial":
-            if supported(header.api_key, header.api_version):
+        if header.api_key == ApiKey.API_VERSIONS and self._state == "initial":
+            if self._supported(header.api_key, header.api_version):
                 self._state = "versions_answered"
             return None  # the broker answers ApiVersions as always
         if header.api_key != SASL_HANDSHAKE_KEY:
-            if header.api_key == API_VERSIONS_KEY:
+            if header.api_key == ApiKey.API_VERSIONS:
                 return self._close_now("a second ApiVersions request during SASL authentication")
             return self._close_now(
                 f"Unexpected Kafka request of type {_api_name(header.api_key).upper()} during SASL handshake."
             )
-        if not supported(header.api_key, header.api_version):
+        if not self._supported(header.api_key, header.api_version):
             return self._close_now(f"SaslHandshake v{header.api_version} is not supported")
         body = decode_request(frame, header).body
         mechanism: str = body.mechanism
@@ -208,7 +209,7 @@ class Session:
                 f"Unexpected Kafka request of type {_api_name(header.api_key).upper()} "
                 "during SASL authentication."
             )
-        if not supported(header.api_key, header.api_version):
+        if not self._supported(header.api_key, header.api_version):
             return self._close_now(
                 f"Version {header.api_version} is not supported for apiKey SASL_AUTHENTICATE"
             )

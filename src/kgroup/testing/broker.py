@@ -127,8 +127,7 @@ class KafkaBroker:
     def start(self) -> KafkaBroker:
         if self._thread is not None:
             raise KgroupError("KafkaBroker: already started; call stop() first")
-        from kgroup.broker.broker import Broker
-        from kgroup.broker.server import open_logs
+        from kgroup.broker.broker import Broker, open_logs
 
         started: Future[None] = Future()
         logs = open_logs(self.data_dir, self._fsync, self._max_open_files)
@@ -141,7 +140,7 @@ class KafkaBroker:
                     from kgroup.broker.recorder import GroupRecorder
 
                     self._recorder = GroupRecorder(self._record_dir)
-                    self._broker.groups.recorder = self._recorder
+                    self._broker.coordinator_host.recorder = self._recorder
                 await self._broker.start()
             except BaseException as exc:
                 logs.close()
@@ -210,7 +209,7 @@ class KafkaBroker:
 
     @property
     def broker(self) -> Any:
-        """The running :class:`kgroup.broker.Broker` (for tests of the broker itself)."""
+        """The running :class:`kgroup.broker.broker.Broker` (for tests of the broker itself)."""
         if self._broker is None:
             raise KgroupError("KafkaBroker: not running; use it inside `with KafkaBroker() as kafka:`")
         return self._broker
@@ -257,7 +256,7 @@ class KafkaBroker:
 
         async def view() -> Any:
             node = self._broker.cluster.coordinator_for(group_id)
-            coordinator = self._broker.groups.coordinators.get(node)
+            coordinator = self._broker.coordinator_host.coordinators.get(node)
             if coordinator is None or not coordinator.has_group(group_id):
                 return None
             return coordinator.group(group_id)

@@ -6,9 +6,10 @@ The response header is v1 for a flexible version and v0 otherwise — except Api
 response header is always v0 so that a client can read it before it knows the broker's versions.
 
 :func:`build` makes a ``kio`` entity of one version from version-free plain data (dicts, lists and
-ints): fields the version does not have are dropped, nested entities are built recursively,
-millisecond ints become ``timedelta`` and error numbers become ``ErrorCode``. Handlers thus write
-one answer for every version of their API, as Kafka's ``*ResponseData`` classes do.
+ints): fields the version does not have are dropped (a key no version has is refused), nested
+entities are built recursively, millisecond ints become ``timedelta`` and error numbers become
+``ErrorCode``. Handlers thus write one answer for every version of their API, as Kafka's
+``*ResponseData`` classes do.
 """
 
 from __future__ import annotations
@@ -25,18 +26,19 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from kio.schema.errors import ErrorCode
+from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.schema.index import api_key_map, schema_name_map
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader as _kio_entity_reader
+from kio.serial import entity_writer as _kio_entity_writer
 from kio.serial.errors import SerialError
 from kio.static.constants import EntityType
 
-from kgroup.model import PeerError
+from kgroup.model import ErrorCode, PeerError
+from kgroup.wire.api_keys import ApiKey, api_name
 from kgroup.wire.guard import check_body
 from kgroup.wire.piecewise import read_piecewise
 
 __all__ = [
-    "API_VERSIONS_KEY",
     "DecodedRequest",
     "RequestHeader",
     "build",
@@ -45,14 +47,37 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "entity_reader",
+    "entity_writer",
+    "error_from_wire",
+    "error_to_wire",
     "request_class",
     "response_class",
 ]
 
-API_VERSIONS_KEY = 18
 _PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id: the first fields of every header
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
+_INVALID_REQUEST = ErrorCode.INVALID_REQUEST
+_CORRUPT_MESSAGE = ErrorCode.CORRUPT_MESSAGE
+
+
+# --- error codes: kgroup's enum (kgroup.model.ErrorCode) is the one kgroup's code names; kio's
+# enum is what kio's entities hold, and these two functions are the only crossing between them
+
+
+def error_from_wire(code: int) -> ErrorCode:
+    """kgroup's error of a code read from the wire; a code kgroup does not know reads as
+    ``UNKNOWN_SERVER_ERROR`` (Kafka's ``Errors.forCode`` does the same)."""
+    try:
+        return ErrorCode(int(code))
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def error_to_wire(code: int) -> KioErrorCode:
+    """The kio error of a code (kgroup's enum or a bare int) for a kio entity's ``error_code``."""
+    return code if isinstance(code, KioErrorCode) else KioErrorCode(int(code))
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,17 +127,19 @@ _HINTS: dict[type[Any], dict[str, Any]] = {}
 _FIELDS: dict[type[Any], tuple[dataclasses.Field[Any], ...]] = {}
 
 
-def _reader(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
+def entity_reader(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
+    """kio's reader of entity ``cls``, made once per class (the one cache of them in kgroup)."""
     reader = _READERS.get(cls)
     if reader is None:
-        reader = _READERS[cls] = entity_reader(cls)
+        reader = _READERS[cls] = _kio_entity_reader(cls)
     return reader
 
 
-def _writer(cls: type[Any]) -> Callable[[Any, Any], None]:
+def entity_writer(cls: type[Any]) -> Callable[[Any, Any], None]:
+    """kio's writer of entity ``cls``, made once per class."""
     writer = _WRITERS.get(cls)
     if writer is None:
-        writer = _WRITERS[cls] = entity_writer(cls)
+        writer = _WRITERS[cls] = _kio_entity_writer(cls)
     return writer
 
 
@@ -121,7 +148,7 @@ def _read_varint(frame: bytes, offset: int) -> tuple[int, int]:
     shift = 0
     while True:
         if offset >= len(frame):
-            raise PeerError("request header: truncated unsigned varint", 42)
+            raise PeerError("request header: truncated unsigned varint", _INVALID_REQUEST)
         byte = frame[offset]
         offset += 1
         value |= (byte & 0x7F) << shift
@@ -129,7 +156,7 @@ def _read_varint(frame: bytes, offset: int) -> tuple[int, int]:
             return value, offset
         shift += 7
         if shift > 28:
-            raise PeerError("request header: unsigned varint longer than 5 bytes", 42)
+            raise PeerError("request header: unsigned varint longer than 5 bytes", _INVALID_REQUEST)
 
 
 def _skip_tagged_fields(frame: bytes, offset: int) -> int:
@@ -139,7 +166,7 @@ def _skip_tagged_fields(frame: bytes, offset: int) -> int:
         size, offset = _read_varint(frame, offset)
         offset += size
         if offset > len(frame):
-            raise PeerError("request header: tagged field runs past the end of the frame", 42)
+            raise PeerError("request header: tagged field runs past the end of the frame", _INVALID_REQUEST)
     return offset
 
 
@@ -149,13 +176,13 @@ def _is_flexible(api_key: int, version: int) -> bool:
         return bool(cls.__flexible__)
     # A version kio does not know (only ApiVersions is answered at such a version): Kafka parses
     # the header of an unknown-but-newer version as flexible (ApiVersions v3+ is flexible).
-    return api_key == API_VERSIONS_KEY and version >= 3
+    return api_key == ApiKey.API_VERSIONS and version >= 3
 
 
 def decode_request_header(frame: bytes) -> RequestHeader:
     """Kafka's ``RequestHeader.parse``; :class:`PeerError` (INVALID_REQUEST) if it cannot be read."""
     if len(frame) < _PREFIX.size + 2:
-        raise PeerError(f"request header: {len(frame)} bytes is too short", 42)
+        raise PeerError(f"request header: {len(frame)} bytes is too short", _INVALID_REQUEST)
     api_key, api_version, correlation_id = _PREFIX.unpack_from(frame, 0)
     offset = _PREFIX.size
     (length,) = _INT16.unpack_from(frame, offset)
@@ -164,11 +191,11 @@ def decode_request_header(frame: bytes) -> RequestHeader:
     if length >= 0:
         raw = frame[offset : offset + length]
         if len(raw) != length:
-            raise PeerError("request header: client id runs past the end of the frame", 42)
+            raise PeerError("request header: client id runs past the end of the frame", _INVALID_REQUEST)
         try:
             client_id = raw.decode("utf-8")
         except UnicodeDecodeError:
-            raise PeerError("request header: client id is not UTF-8", 42) from None
+            raise PeerError("request header: client id is not UTF-8", _INVALID_REQUEST) from None
         offset += length
     if _is_flexible(api_key, api_version):
         offset = _skip_tagged_fields(frame, offset)
@@ -186,14 +213,14 @@ def decode_request(
     """
     cls = request_class(header.api_key, header.api_version)
     if cls is None:
-        raise PeerError(f"no schema for api key {header.api_key} v{header.api_version}", 42)
+        raise PeerError(f"no schema for api key {header.api_key} v{header.api_version}", _INVALID_REQUEST)
     # kio's native reader must never see an implausible length
     check_body(cls, frame, header.size, max_elements=max_elements)
     try:
         if piecewise:
             body = read_piecewise(cls, frame, header.size)
         else:
-            body, _size = _reader(cls)(frame, header.size)
+            body, _size = entity_reader(cls)(frame, header.size)
     except (
         SerialError,
         ValueError,
@@ -204,8 +231,8 @@ def decode_request(
         KeyError,
     ) as exc:
         # KeyError: kio refuses a tagged field it does not know (Kafka would skip it)
-        name = api_key_map.get(header.api_key, str(header.api_key))
-        raise PeerError(f"malformed {name} v{header.api_version} request: {exc}", 42) from None
+        name = api_name(header.api_key)
+        raise PeerError(f"malformed {name} v{header.api_version} request: {exc}", _INVALID_REQUEST) from None
     return DecodedRequest(header, body)
 
 
@@ -215,7 +242,7 @@ def encode_response(correlation_id: int, response: Any) -> bytes:
     buffer.write(_INT32.pack(correlation_id))
     if response.__header_schema__.__flexible__:
         buffer.write(b"\x00")  # no tagged fields in the response header
-    _writer(type(response))(buffer, response)
+    entity_writer(type(response))(buffer, response)
     return buffer.getvalue()
 
 
@@ -258,10 +285,8 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
         if dataclasses.is_dataclass(hint):
             entity: type[Any] = hint
             return lambda value: build(entity, value) if isinstance(value, Mapping) else value
-        if issubclass(hint, ErrorCode):
-            return lambda value: (
-                value if value is None or isinstance(value, ErrorCode) else ErrorCode(int(value))
-            )
+        if issubclass(hint, KioErrorCode):
+            return lambda value: None if value is None else error_to_wire(value)
         if issubclass(hint, datetime.timedelta):
             return lambda value: (
                 value
@@ -300,10 +325,38 @@ def _builder(cls: type[Any]) -> tuple[tuple[str, Callable[[Any], Any], bool], ..
     return fields
 
 
-def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
-    """The ``kio`` entity ``cls`` from plain data; keys ``cls`` has no field for are ignored.
+_KNOWN_FIELDS: dict[type[Any], frozenset[str]] = {}
 
-    A required field missing from ``data`` is a bug in the caller (:class:`KeyError`).
+
+def _known_fields(cls: type[Any]) -> frozenset[str]:
+    """The field names of ``cls`` in any version of its API: the entity of the same name in every
+    version's module (``kio.schema.<api>.v<N>.<request|response>``)."""
+    known = _KNOWN_FIELDS.get(cls)
+    if known is not None:
+        return known
+    names = {field.name for field in _fields(cls)}
+    package, _, kind = cls.__module__.rpartition(".")
+    api_package = package.rpartition(".")[0]
+    if api_package.startswith("kio.schema."):
+        name = api_package.rpartition(".")[2]
+        for version in schema_name_map.get(name, {}):
+            try:
+                module = __import__(f"{api_package}.v{version}.{kind}", fromlist=[cls.__name__])
+            except ImportError:
+                continue
+            other = getattr(module, cls.__name__, None)
+            if isinstance(other, type) and dataclasses.is_dataclass(other):
+                names.update(field.name for field in dataclasses.fields(other))
+    known = _KNOWN_FIELDS[cls] = frozenset(names)
+    return known
+
+
+def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
+    """The ``kio`` entity ``cls`` from plain data.
+
+    A key of a field that another version of the API has is dropped (one answer serves every
+    version); a key no version has is a bug in the caller — a typo would otherwise send the field's
+    default — and raises :class:`KeyError`, as does a required field missing from ``data``.
     """
     kwargs: dict[str, Any] = {}
     for name, convert, required in _builder(cls):
@@ -312,6 +365,12 @@ def build(cls: type[Any], data: Mapping[str, Any]) -> Any:
             kwargs[name] = None if value is None else convert(value)
         elif required:
             raise KeyError(f"{cls.__module__}.{cls.__qualname__}: no value for required field {name!r}")
+    if len(kwargs) < len(data):
+        unknown = sorted(set(data) - _known_fields(cls))
+        if unknown:
+            raise KeyError(
+                f"{cls.__module__}.{cls.__qualname__}: no version of it has field(s) {', '.join(unknown)}"
+            )
     return cls(**kwargs)
 
 
@@ -329,20 +388,20 @@ def encode_request(request: Any, correlation_id: int, client_id: str | None = "k
         buffer.write(_INT16.pack(len(raw)) + raw)
     if request.__flexible__:
         buffer.write(b"\x00")
-    _writer(type(request))(buffer, request)
+    entity_writer(type(request))(buffer, request)
     return buffer.getvalue()
 
 
 def decode_response(frame: bytes, response_type: type[Any]) -> tuple[int, Any]:
     """(correlation id, response) of a response frame; :class:`PeerError` if malformed."""
     if len(frame) < 4:
-        raise PeerError("response: shorter than a correlation id", 2)
+        raise PeerError("response: shorter than a correlation id", _CORRUPT_MESSAGE)
     (correlation_id,) = _INT32.unpack_from(frame, 0)
     offset = 4
     if response_type.__header_schema__.__flexible__:
         offset = _skip_tagged_fields(frame, offset)
     try:
-        body, _size = _reader(response_type)(frame, offset)
+        body, _size = entity_reader(response_type)(frame, offset)
     except (SerialError, ValueError, TypeError, UnicodeDecodeError, OverflowError, IndexError) as exc:
-        raise PeerError(f"malformed {response_type.__qualname__}: {exc}", 2) from None
+        raise PeerError(f"malformed {response_type.__qualname__}: {exc}", _CORRUPT_MESSAGE) from None
     return correlation_id, body

@@ -26,7 +26,6 @@ from kio.schema.consumer_group_heartbeat.v0 import request as heartbeat_req_v0
 from kio.schema.consumer_group_heartbeat.v0 import response as heartbeat_resp_v0
 from kio.schema.consumer_group_heartbeat.v1 import request as heartbeat_req_v1
 from kio.schema.consumer_group_heartbeat.v1 import response as heartbeat_resp_v1
-from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.static.primitive import i8, i32, i32Timedelta
 
 from kgroup.messages import (
@@ -39,7 +38,8 @@ from kgroup.messages import (
     DescribedTopicPartitions,
     TopicPartitions,
 )
-from kgroup.model import ErrorCode, KgroupError, TopicId
+from kgroup.model import KgroupError, TopicId
+from kgroup.wire.codec import error_from_wire, error_to_wire
 
 __all__ = [
     "CONSUMER_GROUP_DESCRIBE",
@@ -81,17 +81,6 @@ def _uuid(topic_id: TopicId) -> uuid.UUID:
 
 def _topic_id(value: uuid.UUID | None) -> TopicId:
     return TopicId(0, 0) if value is None else TopicId.from_int(value.int)
-
-
-def _error(code: Any) -> ErrorCode:
-    try:
-        return ErrorCode(int(code))
-    except ValueError:
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-def _kio_error(code: ErrorCode) -> KioErrorCode:
-    return KioErrorCode(int(code))
 
 
 def _timedelta(ms: int) -> i32Timedelta:
@@ -177,7 +166,7 @@ def consumer_group_heartbeat_response_to_wire(
         )
     return module.ConsumerGroupHeartbeatResponse(
         throttle_time=_timedelta(throttle_time_ms),
-        error_code=_kio_error(msg.error_code),
+        error_code=error_to_wire(msg.error_code),
         error_message=msg.error_message,
         member_id=msg.member_id,
         member_epoch=i32(msg.member_epoch),
@@ -190,7 +179,7 @@ def consumer_group_heartbeat_response_from_wire(obj: Any) -> ConsumerGroupHeartb
     """The typed response from a kio ``ConsumerGroupHeartbeatResponse`` (v0 or v1)."""
     assignment = obj.assignment
     return ConsumerGroupHeartbeatResponse(
-        error_code=_error(obj.error_code),
+        error_code=error_from_wire(obj.error_code),
         error_message=obj.error_message,
         member_id=obj.member_id,
         member_epoch=int(obj.member_epoch),
@@ -259,7 +248,7 @@ def consumer_group_describe_response_to_wire(
         throttle_time=_timedelta(throttle_time_ms),
         groups=tuple(
             module.DescribedGroup(
-                error_code=_kio_error(g.error_code),
+                error_code=error_to_wire(g.error_code),
                 error_message=g.error_message,
                 group_id=g.group_id,
                 group_state=g.group_state,
@@ -285,7 +274,7 @@ def consumer_group_describe_response_from_wire(obj: Any) -> ConsumerGroupDescrib
     return ConsumerGroupDescribeResponse(
         groups=tuple(
             DescribedConsumerGroup(
-                error_code=_error(g.error_code),
+                error_code=error_from_wire(g.error_code),
                 group_id=g.group_id,
                 error_message=g.error_message,
                 group_state=g.group_state,

@@ -22,7 +22,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from kgroup.model import PeerError
+from kgroup.model import ErrorCode, PeerError
 
 __all__ = ["check_body", "unwrap_hint"]
 
@@ -35,7 +35,7 @@ _FIXED = {
 }  # fmt: skip
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-INVALID_REQUEST = 42
+INVALID_REQUEST = ErrorCode.INVALID_REQUEST
 #: Kafka's generated readers refuse a string longer than this (``MessageDataGenerator``: ``> 0x7fff``)
 MAX_STRING_BYTES = 0x7FFF
 

@@ -1,8 +1,8 @@
-"""The group adapter: the broker's side of :class:`kgroup.group.GroupCoordinator`.
+"""The coordinator host: the broker's side of :class:`kgroup.group.GroupCoordinator`.
 
-One coordinator per broker id, each owning the groups whose offsets-topic partition
-(``abs(hashCode(group.id)) % offsets.topic.num.partitions``) that broker leads. The adapter is the
-host the simulator also is:
+One coordinator per broker node, each owning the groups whose offsets-topic partition
+(``abs(hashCode(group.id)) % offsets.topic.num.partitions``) that broker leads. This host is what
+the simulator also is:
 
 * ``now_ms`` is the wall clock in milliseconds (records carry commit timestamps that must survive a
   restart); the coordinator's timers live in one :class:`kgroup.group.TimerTable` per coordinator
@@ -32,10 +32,13 @@ import contextlib
 import itertools
 import logging
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from random import Random
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from kgroup.broker.cluster import Cluster
+from kgroup.broker.internal_topic import OffsetsTopicWriter
+from kgroup.broker.logapi import CoordinatorLogLike
 from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupView, TimerTable
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
 from kgroup.group.records import Record, TimerArmed, TimerDisarmed
@@ -65,11 +68,7 @@ from kgroup.messages import (
 )
 from kgroup.model import ErrorCode, PeerError, TopicId
 
-if TYPE_CHECKING:
-    from kgroup.broker.broker import Broker
-    from kgroup.broker.logapi import CoordinatorLogLike
-
-__all__ = ["GroupAdapter", "error_response", "group_of"]
+__all__ = ["CoordinatorHost", "OffLoop", "error_response", "group_of", "make_checkpoint"]
 
 log = logging.getLogger("kgroup.broker")
 
@@ -127,35 +126,52 @@ def make_checkpoint(coordinator_log: CoordinatorLogLike, since: int, config: Coo
     return coordinator_log.write_checkpoint(frames())
 
 
-class GroupAdapter:
-    """Coordinators, their timers and their log, driven from the broker's event loop."""
+class OffLoop(Protocol):
+    """Runs a pure function in the broker's codec thread (``Broker.off_loop``)."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        config = broker.config
-        self.config = CoordinatorConfig(
-            group_min_session_timeout_ms=config.group_min_session_timeout_ms,
-            group_max_session_timeout_ms=config.group_max_session_timeout_ms,
-            group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
-            offsets_topic_num_partitions=config.offsets_topic_partitions,
-            consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
-            consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
-        )
-        self.log = broker.logs.coordinator_log()
+    def __call__(self, function: Callable[..., Any], /, *args: Any) -> Awaitable[Any]: ...
+
+
+class CoordinatorHost:
+    """One :class:`GroupCoordinator` per live broker node, their timers and the coordinator log,
+    driven from the broker's event loop.
+
+    It is given what it uses, nothing more: the coordinators' config, the coordinator log, the clock,
+    the cluster (which node leads which group, the topics), where each node listens (``host`` and
+    the live ``ports`` map, as the coordinators answer FindCoordinator with them) and the codec
+    thread (``off_loop``) for checkpoints.
+    """
+
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        coordinator_log: CoordinatorLogLike,
+        *,
+        clock_ms: Callable[[], int],
+        cluster: Cluster,
+        host: str,
+        ports: Mapping[int, int],
+        off_loop: OffLoop,
+        checkpoint_min_bytes: int,
+    ) -> None:
+        self.config = config
+        self.coordinator_log = coordinator_log
+        self.clock_ms = clock_ms
+        self.cluster = cluster
+        self.host = host
+        self.ports = ports
+        self._off_loop = off_loop
         # member ids come from the coordinator's Random: seeded per process so that ids differ
         # between runs, as Kafka's UUIDs do
-        self._rng = Random(broker.clock_ms())
+        self._rng = Random(clock_ms())
         self.coordinators: dict[int, GroupCoordinator] = {}
         self.timers: dict[int, TimerTable] = {}
         self._waiting: dict[tuple[str, int], asyncio.Future[Response]] = {}
-        self._connection_ids = itertools.count(1)
         self._timer_task: asyncio.Task[None] | None = None
         self._timers_changed: asyncio.Event | None = None
         self.recorder: Any = None  # kgroup.broker.recorder.GroupRecorder when --record is given
-        from kgroup.broker.internal_topic import OffsetsTopicWriter
-
-        self.offsets_topic = OffsetsTopicWriter(broker.cluster)  # __consumer_offsets, readable
-        self.checkpoint_min_bytes = config.coordinator_checkpoint_min_bytes
+        self.offsets_topic = OffsetsTopicWriter(cluster)  # __consumer_offsets, readable
+        self.checkpoint_min_bytes = checkpoint_min_bytes
         self.checkpoints = 0  # made since start
         self._checkpoint_base = 0  # the log's size after the last checkpoint
         self._checkpointing: asyncio.Task[None] | None = None
@@ -165,7 +181,7 @@ class GroupAdapter:
 
     def start(self) -> None:
         self._timers_changed = asyncio.Event()
-        self.broker.cluster.watch_topics(self.on_topics_changed)
+        self.cluster.watch_topics(self.on_topics_changed)
         self.rebuild()
         self._timer_task = asyncio.get_running_loop().create_task(self._run_timers())
 
@@ -183,7 +199,7 @@ class GroupAdapter:
     def metadata_image(self) -> MetadataImage:
         """The cluster's topics as the consumer groups' coordinator reads them (Kafka's metadata
         image): each topic's id, name and partition count, at the cluster's topic version."""
-        cluster = self.broker.cluster
+        cluster = self.cluster
         if self._image is None or self._image.version != cluster.topics_version:
             self._image = MetadataImage.of(
                 (
@@ -201,9 +217,6 @@ class GroupAdapter:
         for coordinator in self.coordinators.values():
             coordinator.set_metadata(image)
 
-    def new_connection_id(self, node_id: int, peer: str) -> str:
-        return f"{node_id}/{peer}/{next(self._connection_ids)}"
-
     def rebuild(self, *, load: bool = True) -> None:
         """Every live broker's coordinator, rebuilt by replaying the coordinator log.
 
@@ -212,15 +225,15 @@ class GroupAdapter:
         does when it loads an offsets-topic partition. A rollback (``load=False``) keeps the log's
         deadlines.
         """
-        cluster = self.broker.cluster
+        cluster = self.cluster
         previous = {group_id: node for node, c in self.coordinators.items() for group_id in c.group_ids()}
         coordinators = {
             node: GroupCoordinator(
                 self.config,
                 rng=self._rng,
                 node_id=node,
-                host=self.broker.config.host,
-                port=self.broker.ports.get(node, 0),
+                host=self.host,
+                port=self.ports.get(node, 0),
             )
             for node in sorted(cluster.alive)
         }
@@ -229,7 +242,7 @@ class GroupAdapter:
             new.set_metadata(image)
         owner: dict[str, int] = {}
         count = 0
-        for key, value in self.log.replay():
+        for key, value in self.coordinator_log.replay():
             record = decode_record(key, value)
             group_id = group_of(record)
             node = owner.get(group_id)
@@ -245,7 +258,7 @@ class GroupAdapter:
             log.info("rebuilt %d group(s) from %d coordinator record(s)", len(owner), count)
         self._wake_timers()
         if load:
-            now = self.broker.clock_ms()
+            now = self.clock_ms()
             for node, coordinator in coordinators.items():
                 taken = [g for g in coordinator.group_ids() if previous.get(g) != node]
                 if taken:
@@ -255,9 +268,9 @@ class GroupAdapter:
         """A broker stopped or started: its groups move; the old coordinator's parked requests get
         NOT_COORDINATOR (``unload``, whose records describe losing the groups, not the groups, and are
         not persisted); then every coordinator is rebuilt from the log."""
-        now = self.broker.clock_ms()
+        now = self.clock_ms()
         for node, coordinator in self.coordinators.items():
-            if node not in self.broker.cluster.alive:
+            if node not in self.cluster.alive:
                 self._release(coordinator.unload(now).replies)
         self.rebuild()
 
@@ -272,7 +285,7 @@ class GroupAdapter:
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self._waiting[key] = future
         try:
-            result = coordinator.handle(self.broker.clock_ms(), envelope)
+            result = coordinator.handle(self.clock_ms(), envelope)
         except PeerError:
             self._waiting.pop(key, None)
             raise
@@ -299,17 +312,15 @@ class GroupAdapter:
                 self._roll_back(requests, ErrorCode.UNKNOWN_SERVER_ERROR)
                 return
             try:
-                self.log.append(entries)
+                self.coordinator_log.append(entries)
             except OSError as exc:
                 log.error("coordinator log write failed (%s): rolling back by replaying the log", exc)
                 self._roll_back(requests, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 return
             self._maybe_checkpoint()
             if self.recorder is not None:
-                self.recorder.on_records(
-                    self.broker.clock_ms(), result.records, self._view_of(node_id), requests
-                )
-            self.offsets_topic.on_records(self.broker.clock_ms(), result.records, self._view_of(node_id))
+                self.recorder.on_records(self.clock_ms(), result.records, self._view_of(node_id), requests)
+            self.offsets_topic.on_records(self.clock_ms(), result.records, self._view_of(node_id))
         if result.timers:
             timers = self.timers.get(node_id)
             if timers is not None:
@@ -318,15 +329,15 @@ class GroupAdapter:
         self._release(result.replies)
 
     def _maybe_checkpoint(self) -> None:
-        size = self.log.size
+        size = self.coordinator_log.size
         if self._checkpointing is None and size > max(self.checkpoint_min_bytes, 2 * self._checkpoint_base):
             self._checkpointing = asyncio.get_running_loop().create_task(self._checkpoint())
 
     async def _checkpoint(self) -> None:
-        log_ = self.log
+        log_ = self.coordinator_log
         since = log_.size
         try:
-            written = await self.broker.off_loop(make_checkpoint, log_, since, self.config)
+            written = await self._off_loop(make_checkpoint, log_, since, self.config)
             copied = log_.replace_with(log_.checkpoint_path, since)
             self.checkpoints += 1
             log.info(
@@ -369,7 +380,7 @@ class GroupAdapter:
         coordinator = self.coordinators.get(node_id)
         if coordinator is None:
             return ErrorCode.NOT_COORDINATOR
-        code, result = coordinator.delete_group(self.broker.clock_ms(), group_id)
+        code, result = coordinator.delete_group(self.clock_ms(), group_id)
         self.apply(node_id, result)
         return code
 
@@ -384,7 +395,7 @@ class GroupAdapter:
         while True:
             deadlines = [d for t in self.timers.values() if (d := t.next_deadline()) is not None]
             self._timers_changed.clear()
-            now = self.broker.clock_ms()
+            now = self.clock_ms()
             if deadlines and min(deadlines) <= now:
                 self._fire_due(now)
                 continue

@@ -1,0 +1,68 @@
+"""What a request handler may use of the broker: the narrow :class:`BrokerServices` protocol.
+
+Handlers (:mod:`.handlers_admin`, :mod:`.handlers_data`, :mod:`.handlers_group`) and the dispatch get
+these services through :class:`kgroup.broker.dispatch.RequestContext`; the
+:class:`kgroup.broker.broker.Broker` provides them (structurally: nothing here imports it, so the
+broker module, the composition root, is imported by no module of the broker package).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import ParamSpec, Protocol, TypeVar
+
+from kgroup.broker.cluster import Cluster
+from kgroup.broker.config import BrokerConfig
+from kgroup.broker.coordinator_host import CoordinatorHost
+from kgroup.broker.waiters import FetchWaiter
+from kgroup.security.runtime import SecurityRuntime
+
+__all__ = ["BrokerServices"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class BrokerServices(Protocol):
+    """The broker's state and services as the handlers see them."""
+
+    @property
+    def config(self) -> BrokerConfig:
+        """The broker's settings (listener host, limits, topic defaults)."""
+
+    @property
+    def cluster(self) -> Cluster:
+        """Topics, partitions, leaders, live nodes and the group → coordinator mapping."""
+
+    @property
+    def ports(self) -> Mapping[int, int]:
+        """node id -> the port its listener is bound to (live nodes only)."""
+
+    @property
+    def coordinator_host(self) -> CoordinatorHost:
+        """The group coordinators of the live nodes."""
+
+    @property
+    def security(self) -> SecurityRuntime:
+        """Listeners, authentication and the authorizer (kgroup.security)."""
+
+    def advertised(self, listener: str) -> tuple[str, Mapping[int, int]]:
+        """The host and node ports a client that came through ``listener`` is told of."""
+
+    def clock_ms(self) -> int:
+        """The wall clock in milliseconds (injected in tests)."""
+
+    async def off_loop(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``function(*args, **kwargs)`` in the codec thread (a pure function of its arguments)."""
+
+    def allocate_producer_id(self) -> int:
+        """A producer id no other producer of this broker got (InitProducerId)."""
+
+    def watch_appends(self, waiter: FetchWaiter) -> None:
+        """Park a fetch: ``waiter`` hears of every append to its partitions until unwatched."""
+
+    def unwatch_appends(self, waiter: FetchWaiter) -> None:
+        """Stop telling ``waiter`` of appends."""
+
+    def notify_appended(self, topic: str, partition: int, size: int) -> None:
+        """A batch of ``size`` bytes was appended to ``topic``-``partition``."""
