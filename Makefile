@@ -29,8 +29,7 @@ demo: $(STAMP)
 kafka: $(STAMP)
 	$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch
 
-# two timed runs, both run even if the first fails: everything but Apache Kafka (Spark tests on one
-# worker, sharing its session), then the tests that start Apache Kafka, its Java client or oracle
+# two timed runs, both run even if the first fails: everything but Apache Kafka, then the tests that start Apache Kafka, its Java client or oracle
 test: $(STAMP)
 	@$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch || test -z "$$CI"
 	$(VENV)/bin/ruff check src tests benchmarks
