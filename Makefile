@@ -4,7 +4,16 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench kafka clean-venv
+.PHONY: demo test test-core lint bench kafka clean-venv
+
+# pytest-xdist workers: most tests wait on sockets, brokers and sleeps, so more workers than cores pay
+TEST_WORKERS ?= 4
+# the Apache Kafka tests: each worker starts its own Apache Kafka node (a JVM), so fewer
+KAFKA_TEST_WORKERS ?= 2
+PYTEST := $(VENV)/bin/python -m pytest
+# the pure core's tests: no servers, no Spark, no JVM
+CORE_TESTS := tests/group tests/assignors tests/partitioning tests/sim tests/wire tests/log tests/member \
+	tests/test_javacompat.py tests/test_valuetypes.py
 
 $(STAMP): pyproject.toml
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -20,12 +29,22 @@ demo: $(STAMP)
 kafka: $(STAMP)
 	$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch
 
+# two timed runs, both run even if the first fails: everything but Apache Kafka, then the tests that start Apache Kafka, its Java client or oracle
 test: $(STAMP)
 	@$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch || test -z "$$CI"
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/python -m pytest
+	@status=0; \
+	echo "== tests without Apache Kafka (-m 'not apache_kafka', $(TEST_WORKERS) workers)"; \
+	$(PYTEST) -m "not apache_kafka" -n $(TEST_WORKERS) --dist loadgroup || status=1; \
+	echo "== tests with Apache Kafka (-m apache_kafka, $(KAFKA_TEST_WORKERS) workers)"; \
+	$(PYTEST) -m apache_kafka -n $(KAFKA_TEST_WORKERS) --dist loadgroup || status=1; \
+	exit $$status
+
+# the pure core alone, in seconds: no servers, no Spark, no Apache Kafka
+test-core: $(STAMP)
+	$(PYTEST) $(CORE_TESTS) -m "not apache_kafka and not spark" -n $(TEST_WORKERS) -p no:cacheprovider
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -1,4 +1,20 @@
-"""Shared test fixtures: the copied Kafka vectors."""
+"""Shared test fixtures (the copied Kafka vectors, the run's Spark session) and the suite's split.
+
+Markers the run adds itself (``pytest_collection_modifyitems``), so a new test file fits without
+naming them:
+
+* ``apache_kafka`` on every test that starts Apache Kafka, its Java client or its oracle: all of
+  ``tests/apache_kafka/``, any test using the ``apache_kafka`` or ``kafka_oracle`` fixture, and the
+  ``[apache]`` variant of any test with a parameter valued ``"apache"`` (``target``, ``kind``,
+  ``cluster``, ``kafka_cluster``: the suite's convention for "run this on Apache Kafka").
+  ``make test`` runs these in their own invocation (``-m apache_kafka``), timed on their own. A test
+  that reaches Apache Kafka another way (``require_apache_kafka()``, the Java members) carries
+  ``pytest.mark.apache_kafka`` itself.
+* ``xdist_group("spark")`` on every ``spark`` test and every test using the ``spark`` fixtures, so
+  under ``pytest -n N --dist loadgroup`` they run on one worker and share its one SparkSession.
+  Known gap: measured not to take effect yet (the mark is added but pytest-xdist still spreads
+  them); each worker that runs a Spark test starts its own session.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +32,32 @@ settings.register_profile("kgroup", deadline=None)
 settings.load_profile("kgroup")
 
 VECTORS = Path(__file__).parent / "vectors"
+TESTS = Path(__file__).parent
+
+#: fixtures that start (or reach) the run's Apache Kafka node or its Java oracle
+_APACHE_FIXTURES = frozenset({"apache_kafka", "kafka_oracle"})
+_SPARK_FIXTURES = frozenset({"spark", "kgroup_spark"})
+
+
+def _uses_apache_kafka(item: pytest.Item) -> bool:
+    if item.path.is_relative_to(TESTS / "apache_kafka") or item.get_closest_marker("apache_kafka"):
+        return True
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & _APACHE_FIXTURES:
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    # the suite's convention: a parameter valued "apache" (test id ``[apache]``) runs on Apache Kafka
+    return any(isinstance(value, str) and value == "apache" for value in params.values())
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _uses_apache_kafka(item) and not item.get_closest_marker("apache_kafka"):
+            item.add_marker(pytest.mark.apache_kafka)
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if item.get_closest_marker("spark") or fixtures & _SPARK_FIXTURES:
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 def load_vectors(kind: str) -> list[tuple[str, dict[str, Any]]]:

@@ -38,6 +38,10 @@ WORST_ROUND_TRIP_S = 1.5
 
 Hostile = Callable[[str], None]  # bootstrap servers -> (sends, waits for the answer)
 
+# one xdist worker runs them all, one after the other, on the module's one broker: canaries run side
+# by side would measure each other's hostile requests (and start a 1,000-partition broker per worker)
+pytestmark = pytest.mark.xdist_group("canary")
+
 
 @pytest.fixture(scope="module")
 def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:

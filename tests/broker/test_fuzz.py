@@ -1,109 +1,210 @@
 """Fuzz: random and mutated frames never raise anything but the protocol's own errors, never crash the
-server, and a real client is served afterwards (h11's rule: parse it or raise the protocol error)."""
+server, and a real client is served afterwards (h11's rule: parse it or raise the protocol error).
+
+Every frame runs to completion: an answer, no answer (a request Kafka answers with nothing), or the
+protocol's error. Only a request that Kafka parks may still be running after a short look, and then
+it must be parked for its own reason, which the test checks before cutting it short: a Fetch inside
+its ``max_wait`` (one whose ``max_wait`` is already over must answer), a JoinGroup whose group is
+preparing a rebalance, a SyncGroup whose group waits for its leader's assignment. Any other frame
+still running after ``FINISH_S`` fails as a hung handler.
+
+Each test runs on a broker of its own (one per API for the per-API tests), so a failure never
+depends on what another test's frames left behind. Every failure names its Hypothesis seed and the
+command that replays it (``KGROUP_FUZZ_SEED=<seed> pytest '<test id>'``).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import random
 import socket
 import struct
 import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from kio.static.primitive import Records
 
 from kgroup.broker.dispatch import CloseConnection, dispatch, registered_versions
 from kgroup.model import PeerError
 from kgroup.testing import KafkaBroker
-from kgroup.wire.codec import encode_request, request_class
+from kgroup.wire.codec import (
+    decode_request,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    request_class,
+    response_class,
+)
 
 SUPPORTED_VERSIONS = registered_versions()
 
 # 5,000 + 3,500 + 2,000 = 10,500 frames (generating whole kio requests is the slow part)
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture]
 
-
-def _fuzz(examples: int) -> settings:
-    # print_blob: a failure prints the @reproduce_failure line that replays it exactly
-    return settings(
-        max_examples=examples, deadline=None, database=None, suppress_health_check=_HEALTH, print_blob=True
-    )
-
-
 st.register_type_strategy(Records, st.binary(max_size=256).map(Records))
 API_VERSIONS = [(key, v) for key, (low, high) in SUPPORTED_VERSIONS.items() for v in range(low, high + 1)]
 API_KEYS = sorted(SUPPORTED_VERSIONS)
 
-#: the requests that legitimately wait: a Fetch parks up to its max_wait, a JoinGroup or SyncGroup
-#: until the rebalance completes; only these may be cut short, after PARK_S
-PARKING_APIS = frozenset({1, 11, 14})
-PARK_S = 0.05
-#: every other frame must be answered, refused or closed well within this; past it the handler hangs
+FETCH, JOIN_GROUP, SYNC_GROUP, DESCRIBE_GROUPS = 1, 11, 14, 15
+#: the requests Kafka parks: a Fetch up to its max_wait, a JoinGroup or SyncGroup until the rebalance
+#: moves on; one still running after PARK_LOOK_S is checked for its reason to wait
+PARKING_APIS = frozenset({FETCH, JOIN_GROUP, SYNC_GROUP})
+PARK_LOOK_S = 0.05
+#: every frame that does not park is answered, refused or closed well within this; past it the
+#: handler hangs (generous: the machine may be loaded)
 FINISH_S = 10.0
+#: a parked JoinGroup waits in PreparingRebalance, a parked SyncGroup in CompletingRebalance
+PARKED_STATES = {JOIN_GROUP: "PreparingRebalance", SYNC_GROUP: "CompletingRebalance"}
+
+#: KGROUP_FUZZ_SEED replays a failure; without it every test draws a fresh seed
+_FIXED_SEED = os.environ.get("KGROUP_FUZZ_SEED")
 
 
-@pytest.fixture(scope="module")
-def fuzz_broker() -> KafkaBroker:
-    """For frames with no valid header: they never reach a handler, so one broker serves them all."""
+def _seed() -> int:
+    return int(_FIXED_SEED) if _FIXED_SEED else random.SystemRandom().randrange(2**32)
+
+
+def _run_seeded(
+    request: pytest.FixtureRequest, examples: int, given_: Callable[[Callable[..., None]], Any]
+) -> Callable[[Callable[..., None]], None]:
+    """Decorate a property with ``given_`` and run it ``examples`` times from a known seed; a failure
+    carries the seed and the one-line command that replays it."""
+
+    def run(prop: Callable[..., None]) -> None:
+        chosen = _seed()
+        test = seed(chosen)(
+            settings(
+                max_examples=examples,
+                deadline=None,
+                database=None,
+                suppress_health_check=_HEALTH,
+                print_blob=True,
+            )(given_(prop))
+        )
+        try:
+            test()
+        except BaseException as exc:
+            exc.add_note(
+                f"fuzz seed {chosen}; replay: KGROUP_FUZZ_SEED={chosen} "
+                f"python -m pytest '{request.node.nodeid}' -p no:xdist"
+            )
+            raise
+
+    return run
+
+
+@pytest.fixture
+def fuzz_broker() -> Iterator[KafkaBroker]:
+    """A fresh broker for one test (for the per-API tests: one per API)."""
     with KafkaBroker(topics={"orders": 3}) as kafka:
-        yield kafka  # type: ignore[misc]
+        yield kafka
 
 
 def _api_key(frame: bytes) -> int | None:
     return struct.unpack(">h", frame[:2])[0] if len(frame) >= 2 else None
 
 
+async def _group_state(kafka: KafkaBroker, group_id: str) -> str:
+    """The group's state as DescribeGroups (v0) reports it, asked through the same dispatch."""
+    cls = request_class(DESCRIBE_GROUPS, 0)
+    response_cls = response_class(DESCRIBE_GROUPS, 0)
+    assert cls is not None and response_cls is not None
+    frame = encode_request(cls(groups=(group_id,)), 7)
+    answer = await asyncio.wait_for(dispatch(kafka.broker, 0, frame), timeout=FINISH_S)
+    assert answer is not None
+    _correlation, response = decode_response(answer, response_cls)
+    (group,) = response.groups
+    state: str = group.group_state
+    return state
+
+
+async def _why_parked(kafka: KafkaBroker, frame: bytes, task: asyncio.Future[Any]) -> str | None:
+    """Kafka's reason for ``frame`` (a parking API) to be still running, or None if it has none."""
+    try:
+        header = decode_request_header(frame)
+        body = decode_request(frame, header, max_elements=kafka.broker.config.max_request_elements).body
+    except PeerError:
+        return None  # a frame that cannot be read is refused at once, never parked
+    if header.api_key == FETCH:
+        max_wait: timedelta = body.max_wait
+        if max_wait.total_seconds() > PARK_LOOK_S:
+            return f"Fetch parked within its max_wait of {max_wait}"
+        # its max_wait is over: it must answer (a Fetch past its max_wait has no reason to wait)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), timeout=FINISH_S)
+        return "finished" if task.done() else None
+    expected = PARKED_STATES[header.api_key]
+    state = await _group_state(kafka, str(body.group_id))
+    return f"group {body.group_id!r} is {state}" if state == expected else None
+
+
 def _feed(kafka: KafkaBroker, frame: bytes) -> None:
     """One frame through the broker's dispatch, run to completion: an answer, no answer, or a protocol
-    error — nothing else; a frame that does not finish fails the test unless its API parks."""
-    parks = _api_key(frame) in PARKING_APIS
+    error — nothing else. A frame of a parking API still running after a short look must be parked
+    for Kafka's reason (then it is cut short); any other frame must finish within ``FINISH_S``."""
+    api_key = _api_key(frame)
+    parks = api_key in PARKING_APIS
 
     async def guarded() -> None:
-        with contextlib.suppress(PeerError, CloseConnection):
-            try:
-                await asyncio.wait_for(
-                    dispatch(kafka.broker, 0, frame), timeout=PARK_S if parks else FINISH_S
+        task = asyncio.ensure_future(dispatch(kafka.broker, 0, frame))
+        try:
+            await asyncio.wait({task}, timeout=PARK_LOOK_S if parks else FINISH_S)
+            if not task.done() and parks:
+                reason = await _why_parked(kafka, frame, task)
+                if reason is None:
+                    await asyncio.wait({task}, timeout=FINISH_S)
+                    if not task.done():
+                        raise AssertionError(
+                            f"a frame of api key {api_key} is still running after {FINISH_S:.0f} s "
+                            f"with no reason to park: {frame[:64]!r}…"
+                        )
+            elif not task.done():
+                raise AssertionError(
+                    f"a frame of api key {api_key} did not finish in {FINISH_S:.0f} s: {frame[:64]!r}…"
                 )
-            except TimeoutError:
-                if not parks:
-                    raise AssertionError(
-                        f"a frame of api key {_api_key(frame)} did not finish in {FINISH_S:.0f} s: "
-                        f"{frame[:64]!r}…"
-                    ) from None
+            if task.done():
+                with contextlib.suppress(PeerError, CloseConnection):
+                    task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, PeerError, CloseConnection):
+                    await task
 
     kafka.run_in_loop(guarded())
 
 
-@_fuzz(5000)
-@given(frame=st.binary(max_size=512))
-def test_random_bytes(fuzz_broker: KafkaBroker, frame: bytes) -> None:
-    _feed(fuzz_broker, frame)
+def test_random_bytes(fuzz_broker: KafkaBroker, request: pytest.FixtureRequest) -> None:
+    @_run_seeded(request, 5000, given(frame=st.binary(max_size=512)))
+    def check(frame: bytes) -> None:
+        _feed(fuzz_broker, frame)
 
 
 @pytest.mark.parametrize("api_key", API_KEYS)
-def test_valid_header_random_body(api_key: int) -> None:
-    """A fresh broker per API (a failure never depends on what another API's frames left behind)."""
+def test_valid_header_random_body(
+    api_key: int, fuzz_broker: KafkaBroker, request: pytest.FixtureRequest
+) -> None:
     versions = [v for k, v in API_VERSIONS if k == api_key]
-    with KafkaBroker(topics={"orders": 3}) as kafka:
+    strategies = given(
+        version=st.sampled_from(versions),
+        correlation=st.integers(-(2**31), 2**31 - 1),
+        body=st.binary(max_size=512),
+    )
 
-        @_fuzz(max(40, 3500 // len(API_KEYS)))
-        @given(
-            version=st.sampled_from(versions),
-            correlation=st.integers(-(2**31), 2**31 - 1),
-            body=st.binary(max_size=512),
+    @_run_seeded(request, max(40, 3500 // len(API_KEYS)), strategies)
+    def check(version: int, correlation: int, body: bytes) -> None:
+        flexible = request_class(api_key, version).__flexible__  # type: ignore[union-attr]
+        header = (
+            struct.pack(">hhih", api_key, version, correlation, 4) + b"fuzz" + (b"\x00" if flexible else b"")
         )
-        def check(version: int, correlation: int, body: bytes) -> None:
-            flexible = request_class(api_key, version).__flexible__  # type: ignore[union-attr]
-            header = (
-                struct.pack(">hhih", api_key, version, correlation, 4)
-                + b"fuzz"
-                + (b"\x00" if flexible else b"")
-            )
-            _feed(kafka, header + body)
-
-        check()
+        _feed(fuzz_broker, header + body)
 
 
 @st.composite
@@ -126,15 +227,12 @@ def mutated_requests(draw: st.DrawFn, api_key: int) -> bytes:
 
 
 @pytest.mark.parametrize("api_key", API_KEYS)
-def test_mutated_valid_requests(api_key: int) -> None:
-    with KafkaBroker(topics={"orders": 3}) as kafka:
-
-        @_fuzz(max(25, 2000 // len(API_KEYS)))
-        @given(frame=mutated_requests(api_key))
-        def check(frame: bytes) -> None:
-            _feed(kafka, frame)
-
-        check()
+def test_mutated_valid_requests(
+    api_key: int, fuzz_broker: KafkaBroker, request: pytest.FixtureRequest
+) -> None:
+    @_run_seeded(request, max(25, 2000 // len(API_KEYS)), given(frame=mutated_requests(api_key)))
+    def check(frame: bytes) -> None:
+        _feed(fuzz_broker, frame)
 
 
 def test_garbage_over_sockets_then_a_real_client_is_served(fuzz_broker: KafkaBroker) -> None:
@@ -168,17 +266,15 @@ def test_garbage_over_sockets_then_a_real_client_is_served(fuzz_broker: KafkaBro
 
 
 @pytest.mark.parametrize("api_key", API_KEYS)
-def test_every_supported_version_answers_well_formed_requests(api_key: int) -> None:
-    """Each API at each version it advertises, on a fresh broker per API: generated requests get a
-    response that kio encodes (or Kafka's protocol error), never an exception from building the answer."""
-    with KafkaBroker(topics={"orders": 3}) as kafka:
-        for version in [v for k, v in API_VERSIONS if k == api_key]:
-            cls = request_class(api_key, version)
-            assert cls is not None
+def test_every_supported_version_answers_well_formed_requests(
+    api_key: int, fuzz_broker: KafkaBroker, request: pytest.FixtureRequest
+) -> None:
+    """Each API at each version it advertises: generated requests get a response that kio encodes (or
+    Kafka's protocol error), never an exception from building the answer."""
+    for version in [v for k, v in API_VERSIONS if k == api_key]:
+        cls = request_class(api_key, version)
+        assert cls is not None
 
-            @_fuzz(8)
-            @given(request=st.from_type(cls))
-            def check(request: object) -> None:
-                _feed(kafka, encode_request(request, 1))
-
-            check()
+        @_run_seeded(request, 8, given(body=st.from_type(cls)))
+        def check(body: object) -> None:
+            _feed(fuzz_broker, encode_request(body, 1))

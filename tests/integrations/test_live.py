@@ -5,9 +5,8 @@ Every test runs against both brokers (``target``: ``[kgroup]`` / ``[apache]``; A
 run's shared node, so topics and groups take the test's unique ``names``). The Java members need the
 pinned Apache Kafka's jars: without them the mixed-group test skips with the reason (fails in CI).
 
-Guard: these tests need ``kgroup.testing`` (the in-process broker) and a broker that serves consumer
-groups (JoinGroup and SyncGroup in its ApiVersions); until both are there they are skipped, and once
-they are they run as written.
+Both brokers serve consumer groups: each test first checks that the broker advertises JoinGroup and
+SyncGroup in its ApiVersions and fails (never skips) if it does not.
 """
 
 from __future__ import annotations
@@ -26,15 +25,14 @@ from kgroup.model import TopicMetadata, TopicPartition
 pytest.importorskip("kafka")
 pytest.importorskip("aiokafka")
 pytest.importorskip("confluent_kafka")
-testing = pytest.importorskip("kgroup.testing")
 
-from apache_kafka.conftest import Target  # noqa: E402
-from kgroup.integrations import aiokafka as aio  # noqa: E402
-from kgroup.integrations import kafka_python as kp  # noqa: E402
-from kgroup.testing.apache_kafka import require_apache_kafka  # noqa: E402
-from kgroup.testing.apache_kafka.java_client import client_driver_jar  # noqa: E402
+from apache_kafka.conftest import Target
+from kgroup.integrations import aiokafka as aio
+from kgroup.integrations import kafka_python as kp
+from kgroup.testing.apache_kafka import require_apache_kafka
+from kgroup.testing.apache_kafka.java_client import client_driver_jar
 
-from .live import (  # noqa: E402
+from .live import (
     AiokafkaMember,
     JavaMember,
     KafkaPythonMember,
@@ -77,16 +75,17 @@ def _broker(target: Target, topics: dict[str, int], members: list[Member]) -> It
         _stop_all(members)
 
 
-def _require_groups(bootstrap: str) -> None:
-    if not serves_consumer_groups(bootstrap):
-        pytest.skip("kgroup's broker does not serve consumer groups yet (JoinGroup/SyncGroup)")
+def _assert_serves_groups(bootstrap: str) -> None:
+    assert serves_consumer_groups(bootstrap), f"{bootstrap} does not advertise JoinGroup and SyncGroup"
 
 
 def _errors(members: list[Member]) -> list[str]:
     return [f"{m.name}: {e!r}" for m in members for e in m.errors]
 
 
-# the leader's assignor runs in the client, so a Java leader is run once, on Apache Kafka
+# the leader's assignor runs in the client, so a Java leader is run once, on Apache Kafka; every
+# variant runs Java members (Apache Kafka's client), so all are apache_kafka tests
+@pytest.mark.apache_kafka
 @pytest.mark.parametrize(
     ("target", "leader"),
     [("kgroup", "kafka-python"), ("apache", "kafka-python"), ("apache", "java")],
@@ -105,7 +104,7 @@ def test_mixed_group_never_owns_a_partition_twice_and_stays_sticky_across_a_rest
     client_driver_jar(libs)  # compiled here, not in a member's thread
     topic, partitions = f"{names}-orders", 16
     with _broker(target, {topic: partitions}, started) as bootstrap:
-        _require_groups(bootstrap)
+        _assert_serves_groups(bootstrap)
         written = produce(bootstrap, topic, 320)
         ledger = Ledger()
         group = f"{names}-mixed"
@@ -198,7 +197,7 @@ def test_a_kafka_python_leader_without_every_topic_converges_to_javas_answer(
     t1, t2, group = f"{names}-t1", f"{names}-t2", f"{names}-partial"
     topics = {t1: 4, t2: 6}
     with _broker(target, topics, started) as bootstrap:
-        _require_groups(bootstrap)
+        _assert_serves_groups(bootstrap)
         ledger = Ledger()
         leader_assignor = RecordingCooperativeSticky()
         leader = KafkaPythonMember("leader", ledger, bootstrap, group, [t1], leader_assignor).start()

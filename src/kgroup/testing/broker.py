@@ -34,6 +34,11 @@ class KafkaBroker:
 
     ``data_dir=None`` keeps the data in a temporary directory removed at :meth:`stop`; give a path
     to keep it (and to restart a broker on the same data).
+
+    The group settings are Kafka's broker settings (``group.initial.rebalance.delay.ms`` is 0 here,
+    Kafka's default 3000 elsewhere); ``group_min_session_timeout_ms`` (Kafka's
+    ``group.min.session.timeout.ms``, default 6000) lowers the floor a classic member's
+    ``session.timeout.ms`` must clear, so a test can watch a real session expire in 1–2 s.
     """
 
     def __init__(
@@ -45,6 +50,7 @@ class KafkaBroker:
         num_partitions: int = 1,
         auto_create_topics: bool = True,
         group_initial_rebalance_delay_ms: int = 0,
+        group_min_session_timeout_ms: int = 6000,
         group_consumer_heartbeat_interval_ms: int = 5000,
         group_consumer_session_timeout_ms: int = 45_000,
         leader_imbalance_check_interval_s: int = 300,
@@ -80,6 +86,7 @@ class KafkaBroker:
             num_partitions=num_partitions,
             auto_create_topics=auto_create_topics,
             group_initial_rebalance_delay_ms=group_initial_rebalance_delay_ms,
+            group_min_session_timeout_ms=group_min_session_timeout_ms,
             group_consumer_heartbeat_interval_ms=group_consumer_heartbeat_interval_ms,
             group_consumer_session_timeout_ms=group_consumer_session_timeout_ms,
             leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
