@@ -8,8 +8,9 @@ STAMP := $(VENV)/.installed
 
 # pytest-xdist workers: most tests wait on sockets, brokers and sleeps, so more workers than cores pay
 TEST_WORKERS ?= 4
-# the Apache Kafka tests: each worker starts its own Apache Kafka node (a JVM), so fewer
-KAFKA_TEST_WORKERS ?= 2
+# the Apache Kafka tests: one worker — each worker starts its own Apache Kafka node (a JVM) and its
+# Java clients, and the real-timing scenarios (rebalance interleavings, delays) need the cores
+KAFKA_TEST_WORKERS ?= 1
 PYTEST := $(VENV)/bin/python -m pytest
 # the pure core's tests: no servers, no Spark, no JVM
 CORE_TESTS := tests/group tests/assignors tests/partitioning tests/sim tests/wire tests/log tests/member \

@@ -99,11 +99,13 @@ class _AfterOthers:
 
     def __init__(self) -> None:
         self.others: list[JavaConsumer] = []
+        #: generations whose wait ran out (the interleaving the test describes did not happen)
+        self.timed_out: list[int] = []
 
     def __call__(self, rebalance: Rebalance) -> None:
         if rebalance.kind != "revoked" or not self.others:
             return
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if all(
                 any(r.kind == "assigned" and r.generation == rebalance.generation for r in c.rebalances())
@@ -111,6 +113,7 @@ class _AfterOthers:
             ):
                 return
             time.sleep(0.02)
+        self.timed_out.append(rebalance.generation)
 
 
 def _members(
@@ -251,6 +254,9 @@ def test_eager_sticky_hands_a_dropped_topic_back_at_every_generation(
         # claims are as docs/member.md says: the target's generation-2 one, the others' latest)
         everything = list(topic.values())
         subscriptions = {"c0": everything, "c1": everything, "c2": everything}
+        # the claims below assume every other member took each generation before the target
+        # rejoined (the hook's bounded wait); say so if that interleaving did not happen
+        assert not hook.timed_out, f"the others did not take generations {hook.timed_out} within 60 s"
         for generation, parts in refused:
             if generation > 3:
                 subscriptions[member.name] = [topic["a"]]
