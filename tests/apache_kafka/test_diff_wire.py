@@ -238,8 +238,9 @@ def test_the_offsets_topic_in_metadata(request: pytest.FixtureRequest, target: T
             request.applymarker(
                 pytest.mark.xfail(
                     strict=True,
-                    reason="kgroup keeps group offsets in its coordinator log, not in a __consumer_offsets "
-                    "topic: Metadata does not list it and answers UNKNOWN_TOPIC_OR_PARTITION for it",
+                    reason="kgroup creates its readable __consumer_offsets with the first coordinator "
+                    "record, not at FindCoordinator as Kafka does: until a group writes, Metadata "
+                    "answers UNKNOWN_TOPIC_OR_PARTITION for it (docs/record.md)",
                 )
             )
         deadline = time.monotonic() + 5  # Apache Kafka has it within a second
