@@ -12,6 +12,8 @@ TEST_WORKERS ?= 4
 # Java clients, and the real-timing scenarios (rebalance interleavings, delays) need the cores
 KAFKA_TEST_WORKERS ?= 1
 PYTEST := $(VENV)/bin/python -m pytest
+# each run ends with its slowest tests (where the suite's time goes; docs/testing.md)
+DURATIONS ?= --durations=25 --durations-min=5
 # the pure core's tests: no servers, no Spark, no JVM
 CORE_TESTS := tests/group tests/assignors tests/partitioning tests/sim tests/wire tests/log tests/member \
 	tests/test_javacompat.py tests/test_valuetypes.py
@@ -38,9 +40,9 @@ test: $(STAMP)
 	$(VENV)/bin/lint-imports
 	@status=0; \
 	echo "== tests without Apache Kafka (-m 'not apache_kafka', $(TEST_WORKERS) workers)"; \
-	$(PYTEST) -m "not apache_kafka" -n $(TEST_WORKERS) --dist loadgroup || status=1; \
+	$(PYTEST) -m "not apache_kafka" -n $(TEST_WORKERS) --dist loadgroup $(DURATIONS) || status=1; \
 	echo "== tests with Apache Kafka (-m apache_kafka, $(KAFKA_TEST_WORKERS) workers)"; \
-	$(PYTEST) -m apache_kafka -n $(KAFKA_TEST_WORKERS) --dist loadgroup || status=1; \
+	$(PYTEST) -m apache_kafka -n $(KAFKA_TEST_WORKERS) --dist loadgroup $(DURATIONS) || status=1; \
 	exit $$status
 
 # the pure core alone, in seconds: no servers, no Spark, no Apache Kafka
