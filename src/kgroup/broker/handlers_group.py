@@ -7,12 +7,12 @@ Kafka's does; everything else is the coordinator's decision.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from kgroup.broker.coordinator_host import error_response
-from kgroup.broker.dispatch import CloseConnection, RequestContext, register
+from kgroup.broker.dispatch import LARGE_RESPONSE_ENTRIES, CloseConnection, RequestContext, register
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
 from kgroup.group.records.serde import offset_commit_batch_bytes
 from kgroup.messages import (
@@ -58,6 +58,8 @@ from kgroup.wire.consumer_group import (
 
 __all__: list[str] = []
 
+T = TypeVar("T")
+
 #: Kafka's default message of GroupAuthorizationException (Errors.GROUP_AUTHORIZATION_FAILED)
 _GROUP_DENIED_MESSAGE = "Group authorization failed."
 
@@ -67,6 +69,15 @@ def _group_denied(ctx: RequestContext, operation: AclOperation, group_id: str) -
 
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+async def _translate(ctx: RequestContext, large: bool, function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)``, a translation between the wire and typed messages: a large one runs in
+    the broker's codec thread, so the event loop keeps answering other connections meanwhile."""
+    if large:
+        result: T = await ctx.services.off_loop(function, *args)
+        return result
+    return function(*args)
 
 
 async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
@@ -84,13 +95,15 @@ async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
 async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
     """Each key's coordinator: the broker leading the group's ``__consumer_offsets`` partition, as the
     cluster sees it (kgroup has no transaction coordinator)."""
-    batch = find_coordinator_api.request_from_wire(request)
+    large = len(getattr(request, "coordinator_keys", ())) >= LARGE_RESPONSE_ENTRIES
+    batch = await _translate(ctx, large, find_coordinator_api.request_from_wire, request)
     found = []
     for key in batch.keys:
         if ctx.pacer.due():
             await ctx.pacer.pause()
         found.append(_coordinator_of(ctx, key, batch.key_type))
-    return find_coordinator_api.response_to_wire(FindCoordinatorBatchResponse(tuple(found)), ctx.version)
+    response = FindCoordinatorBatchResponse(tuple(found))
+    return await _translate(ctx, large, find_coordinator_api.response_to_wire, response, ctx.version)
 
 
 def _coordinator_of(ctx: RequestContext, key: str, key_type: int) -> FoundCoordinator:
@@ -191,7 +204,8 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     partition of the request, in its order, grouped by topic.
     """
     services, pacer = ctx.services, ctx.pacer
-    body = offset_commit_api.request_from_wire(request)
+    large = sum(len(t.partitions) for t in request.topics) >= LARGE_RESPONSE_ENTRIES
+    body = await _translate(ctx, large, offset_commit_api.request_from_wire, request)
     topics = services.cluster.topics
     metadata_limit = services.coordinator_host.config.offset_metadata_max_bytes
     batch_limit = services.config.offsets_max_message_bytes
@@ -238,7 +252,8 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
         results.append((offset.partition, next(asked) if code is None else code))
         if pacer.due():
             await pacer.pause()
-    return offset_commit_api.response_to_wire(OffsetCommitResponse(tuple(results)), ctx.version)
+    answer = OffsetCommitResponse(tuple(results))
+    return await _translate(ctx, large, offset_commit_api.response_to_wire, answer, ctx.version)
 
 
 #: fewer bytes than the smallest offset record Kafka writes (1-byte group id and topic: 61 bytes):
@@ -268,7 +283,9 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
             answer = await _call(ctx, group.group_id, group)
         assert isinstance(answer, OffsetFetchResponse)
         fetched.append(FetchedGroup(group.group_id, answer))
-    return offset_fetch_api.response_to_wire(OffsetFetchBatchResponse(tuple(fetched)), ctx.version)
+    large = sum(len(f.response.partitions) for f in fetched) >= LARGE_RESPONSE_ENTRIES
+    response = OffsetFetchBatchResponse(tuple(fetched))
+    return await _translate(ctx, large, offset_fetch_api.response_to_wire, response, ctx.version)
 
 
 @register(ApiKey.DESCRIBE_GROUPS, versions=(0, 5))
