@@ -191,6 +191,10 @@ class CoordinatorHost:
                 future.cancel()
         self._waiting.clear()
 
+    def _topic_name(self, topic_id: TopicId) -> str | None:
+        topic = self.metadata_image().by_id.get(topic_id)
+        return None if topic is None else topic.name
+
     def metadata_image(self) -> MetadataImage:
         """The cluster's topics as the consumer groups' coordinator reads them (Kafka's metadata
         image): each topic's id, name and partition count, at the cluster's topic version."""
@@ -305,7 +309,9 @@ class CoordinatorHost:
                 return
             self._maybe_checkpoint()
             if self.recorder is not None:
-                self.recorder.on_records(self.clock_ms(), result.records, self._view_of(node_id), requests)
+                self.recorder.on_records(
+                    self.clock_ms(), result.records, self._view_of(node_id), requests, self._topic_name
+                )
             self.offsets_topic.on_records(self.clock_ms(), result.records, self._view_of(node_id))
         if result.timers:
             timers = self.timers.get(node_id)
