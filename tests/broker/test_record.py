@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
-from tests.broker.groupclients import Owned, confluent_consumer, wait_until
+from tests.broker.groupclients import Owned, Runner, confluent_consumer, wait_until
 
 from kgroup.cli import main
 from kgroup.testing import KafkaBroker
@@ -134,3 +135,80 @@ def test_a_member_whose_session_expires_is_recorded_as_lost(tmp_path: Path) -> N
         o for o in data["ownership"] if o["member"] == left["member_id"] and o["t_ms"] == left["t_ms"]
     ]
     assert released["lost"] == ["expiry-0", "expiry-1"] and released["revoked"] == []
+
+
+def _consumer_protocol_consumer(bootstrap: str, group: str, topic: str, owned: Owned, name: str) -> Runner:
+    """A librdkafka consumer of KIP-848's consumer protocol (the broker assigns; no client assignor)."""
+
+    def body(stop: threading.Event) -> None:
+        from confluent_kafka import Consumer
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+            }
+        )
+        consumer.subscribe([topic])
+        try:
+            while not stop.is_set():
+                consumer.poll(0.2)
+                owned.set(name, {tp.partition for tp in consumer.assignment()})
+        finally:
+            consumer.close()  # leaves the group: a ConsumerGroupHeartbeat of epoch -1
+
+    return Runner(name, body)
+
+
+def test_a_consumer_protocol_group_is_recorded_and_drawn(tmp_path: Path) -> None:
+    """`serve --record` records a KIP-848 group (group.protocol=consumer) through the builder
+    `kgroup record` uses: epochs, acknowledged ownership under the topic's name, a member that
+    leaves revoking (not losing) its partitions, and `kgroup report` draws it."""
+    record = tmp_path / "rec"
+    with KafkaBroker(
+        topics={"kip848": 4}, record_dir=record, group_consumer_heartbeat_interval_ms=500
+    ) as kafka:
+        owned = Owned()
+        first = _consumer_protocol_consumer(kafka.bootstrap_servers, "kip848-group", "kip848", owned, "one")
+        first.start()
+        try:
+            wait_until(
+                lambda: owned.snapshot().get("one") == frozenset(range(4)), 60, "one member owning all"
+            )
+            second = _consumer_protocol_consumer(
+                kafka.bootstrap_servers, "kip848-group", "kip848", owned, "two"
+            )
+            second.start()
+            try:
+                wait_until(lambda: len(owned.snapshot().get("two", ())) == 2, 60, "two members sharing")
+            finally:
+                second.join_checked()
+            wait_until(lambda: owned.snapshot().get("one") == frozenset(range(4)), 60, "one owning all again")
+        finally:
+            first.join_checked()
+    data = json.loads((record / "kip848-group" / "result.json").read_text())
+    metrics = data["metrics"]
+    assert metrics["group_protocol"] == "consumer" and metrics["protocol_type"] == "consumer"
+    assert metrics["members_seen"] == 2 and metrics["rebalances"] >= 3  # join, join, leave
+    epochs = [e["generation"] for e in data["events"] if e["kind"] == "group_epoch"]
+    assert epochs == sorted(epochs) and len(epochs) == metrics["rebalances"]
+    states = [e["state"] for e in data["events"] if e["kind"] == "group_state"]
+    assert states.count("Stable") >= 2 and "Reconciling" in states
+    # ownership is named by topic (the broker's topic ids resolved), never a bare topic id
+    assert data["recording"]["partitions"] == [f"kip848-{p}" for p in range(4)]
+    joined = [e["member_id"] for e in data["events"] if e["kind"] == "joined_group"]
+    left = [e for e in data["events"] if e["kind"] == "left_group"]
+    assert len(joined) == 2 and [e["member_id"] for e in left] == [joined[1], joined[0]]
+    assert all(e["reason"] == "leave_group" for e in left)
+    second_owned = [o for o in data["ownership"] if o["member"] == joined[1]]
+    assert max(len(o["assigned"]) for o in second_owned) == 2
+    assert all(o["lost"] == [] for o in data["ownership"])
+    assert {p for o in second_owned for p in o["revoked"]} == {p for o in second_owned for p in o["assigned"]}
+    try:
+        main(["report", str(record)])
+    except SystemExit as exc:
+        assert exc.code in (0, None)
+    html = (record / "kip848-group" / "index.html").read_text()
+    assert "Partition owners over time" in html and "<img" in html

@@ -20,8 +20,14 @@ from typing import TypeVar
 from kgroup.assignors.api import Assignor
 from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupState, TimerTable
 from kgroup.member import ConsumerMember, MemberConfig, MemberEvent, MemberState, OutboundRequest
-from kgroup.messages import Envelope, JoinGroupResponse, Reply
-from kgroup.model import TopicMetadata, TopicPartition
+from kgroup.messages import (
+    Envelope,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    JoinGroupResponse,
+    Reply,
+)
+from kgroup.model import ErrorCode, TopicMetadata, TopicPartition
 
 __all__ = ["Node", "World"]
 
@@ -201,6 +207,10 @@ class World:
             self._at(self.now + self.latency_ms, lambda env=env: self._arrive(env))
 
     def _arrive(self, env: Envelope) -> None:
+        if isinstance(env.body, FindCoordinatorRequest):  # the cluster's answer: one broker, node 0
+            answer = FindCoordinatorResponse(ErrorCode.NONE, 0, "127.0.0.1", 9092)
+            self._apply(CoordinatorResult(replies=(Reply(env.connection, env.correlation_id, answer),)))
+            return
         self._apply(self.coordinator.handle(self.now, env))
 
     def _apply(self, result: CoordinatorResult) -> None:

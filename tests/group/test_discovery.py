@@ -12,8 +12,8 @@ import pytest
 from kgroup.group import ConnectionState, GroupCoordinator, coordinator_partition, least_loaded_node
 from kgroup.group.javamap import JavaHashOrder
 from kgroup.javacompat import hashmap_iteration_order
-from kgroup.messages import Envelope, FindCoordinatorRequest, FindCoordinatorResponse
-from kgroup.model import ErrorCode, KgroupError
+from kgroup.messages import Envelope, FindCoordinatorRequest
+from kgroup.model import KgroupError
 
 JAVA = [line.split("\t") for line in (Path(__file__).parent / "java_outputs.txt").read_text().splitlines()]
 C = ConnectionState
@@ -57,14 +57,14 @@ def test_java_hash_order_without_removals_equals_javacompat() -> None:
     assert list(order.order()) == hashmap_iteration_order(keys)
 
 
-def test_find_coordinator_answers_with_this_node() -> None:
+def test_find_coordinator_is_the_hosts_not_the_coordinators() -> None:
+    """Which node coordinates a group is the cluster's knowledge: the broker's handler and the
+    simulator answer FindCoordinator; the pure coordinator refuses it like any non-group request."""
     from random import Random
 
-    coordinator = GroupCoordinator(rng=Random(0), node_id=3, host="broker-3", port=19092)
-    result = coordinator.handle(0, Envelope("c", 7, FindCoordinatorRequest("any-group")))
-    assert [(r.connection, r.correlation_id) for r in result.replies] == [("c", 7)]
-    assert result.replies[0].body == FindCoordinatorResponse(ErrorCode.NONE, 3, "broker-3", 19092)
-    assert result.records == () and result.timers == ()
+    coordinator = GroupCoordinator(rng=Random(0))
+    with pytest.raises(KgroupError, match="FindCoordinatorRequest is not a group request"):
+        coordinator.handle(0, Envelope("c", 7, FindCoordinatorRequest("any-group")))
 
 
 def test_least_loaded_node_prefers_an_idle_ready_node_from_the_offset() -> None:

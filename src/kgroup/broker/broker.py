@@ -90,8 +90,6 @@ class Broker:
             logs.coordinator_log(),
             clock_ms=clock_ms,
             cluster=self.cluster,
-            host=config.host,
-            ports=self.ports,
             off_loop=self.off_loop,
             checkpoint_min_bytes=config.coordinator_checkpoint_min_bytes,
         )

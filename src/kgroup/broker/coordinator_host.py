@@ -32,7 +32,7 @@ import contextlib
 import itertools
 import logging
 import struct
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator
 from random import Random
 from typing import Any, Protocol
 
@@ -137,9 +137,8 @@ class CoordinatorHost:
     driven from the broker's event loop.
 
     It is given what it uses, nothing more: the coordinators' config, the coordinator log, the clock,
-    the cluster (which node leads which group, the topics), where each node listens (``host`` and
-    the live ``ports`` map, as the coordinators answer FindCoordinator with them) and the codec
-    thread (``off_loop``) for checkpoints.
+    the cluster (which node leads which group, the topics) and the codec thread (``off_loop``) for
+    checkpoints. FindCoordinator is not theirs: the broker's handler answers it from the cluster.
     """
 
     def __init__(
@@ -149,8 +148,6 @@ class CoordinatorHost:
         *,
         clock_ms: Callable[[], int],
         cluster: Cluster,
-        host: str,
-        ports: Mapping[int, int],
         off_loop: OffLoop,
         checkpoint_min_bytes: int,
     ) -> None:
@@ -158,8 +155,6 @@ class CoordinatorHost:
         self.coordinator_log = coordinator_log
         self.clock_ms = clock_ms
         self.cluster = cluster
-        self.host = host
-        self.ports = ports
         self._off_loop = off_loop
         # member ids come from the coordinator's Random: seeded per process so that ids differ
         # between runs, as Kafka's UUIDs do
@@ -196,6 +191,10 @@ class CoordinatorHost:
                 future.cancel()
         self._waiting.clear()
 
+    def _topic_name(self, topic_id: TopicId) -> str | None:
+        topic = self.metadata_image().by_id.get(topic_id)
+        return None if topic is None else topic.name
+
     def metadata_image(self) -> MetadataImage:
         """The cluster's topics as the consumer groups' coordinator reads them (Kafka's metadata
         image): each topic's id, name and partition count, at the cluster's topic version."""
@@ -227,16 +226,7 @@ class CoordinatorHost:
         """
         cluster = self.cluster
         previous = {group_id: node for node, c in self.coordinators.items() for group_id in c.group_ids()}
-        coordinators = {
-            node: GroupCoordinator(
-                self.config,
-                rng=self._rng,
-                node_id=node,
-                host=self.host,
-                port=self.ports.get(node, 0),
-            )
-            for node in sorted(cluster.alive)
-        }
+        coordinators = {node: GroupCoordinator(self.config, rng=self._rng) for node in sorted(cluster.alive)}
         image = self.metadata_image()
         for new in coordinators.values():
             new.set_metadata(image)
@@ -319,7 +309,9 @@ class CoordinatorHost:
                 return
             self._maybe_checkpoint()
             if self.recorder is not None:
-                self.recorder.on_records(self.clock_ms(), result.records, self._view_of(node_id), requests)
+                self.recorder.on_records(
+                    self.clock_ms(), result.records, self._view_of(node_id), requests, self._topic_name
+                )
             self.offsets_topic.on_records(self.clock_ms(), result.records, self._view_of(node_id))
         if result.timers:
             timers = self.timers.get(node_id)

@@ -234,7 +234,9 @@ async def dispatch(
         return None
     cls = response_class(header.api_key, header.api_version)
     assert cls is not None  # supported versions all have a schema
-    if isinstance(data, cls):  # built by a typed translation: a few entries per group, encoded here
+    if isinstance(data, cls):  # built by a typed translation: encoded here unless the request was large
+        if large:
+            return await services.off_loop(encode_response, header.correlation_id, data)
         return encode_response(header.correlation_id, data)
     if large or not _fewer_entries_than(data, LARGE_RESPONSE_ENTRIES):
         return await services.off_loop(_build_and_encode, header.correlation_id, cls, data)

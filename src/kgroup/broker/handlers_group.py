@@ -7,11 +7,12 @@ Kafka's does; everything else is the coordinator's decision.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from kgroup.broker.coordinator_host import error_response
-from kgroup.broker.dispatch import CloseConnection, Pacer, RequestContext, register
+from kgroup.broker.dispatch import LARGE_RESPONSE_ENTRIES, CloseConnection, RequestContext, register
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
 from kgroup.group.records.serde import offset_commit_batch_bytes
 from kgroup.messages import (
@@ -23,27 +24,31 @@ from kgroup.messages import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Envelope,
+    FindCoordinatorResponse,
     HeartbeatResponse,
     JoinGroupResponse,
     LeaveGroupResponse,
     ListGroupsRequest,
     ListGroupsResponse,
     OffsetCommitPartition,
-    OffsetCommitRequest,
     OffsetCommitResponse,
-    OffsetFetchRequest,
     OffsetFetchResponse,
     Request,
     Response,
     SyncGroupResponse,
 )
-from kgroup.model import ErrorCode, TopicPartition
+from kgroup.model import ErrorCode
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.apis import find_coordinator as find_coordinator_api
 from kgroup.wire.apis import heartbeat as heartbeat_api
 from kgroup.wire.apis import join_group as join_group_api
 from kgroup.wire.apis import leave_group as leave_group_api
+from kgroup.wire.apis import offset_commit as offset_commit_api
+from kgroup.wire.apis import offset_fetch as offset_fetch_api
 from kgroup.wire.apis import sync_group as sync_group_api
+from kgroup.wire.apis.find_coordinator import FindCoordinatorBatchResponse, FoundCoordinator
+from kgroup.wire.apis.offset_fetch import FetchedGroup, OffsetFetchBatchResponse
 from kgroup.wire.consumer_group import (
     consumer_group_describe_request_from_wire,
     consumer_group_describe_response_to_wire,
@@ -53,7 +58,8 @@ from kgroup.wire.consumer_group import (
 
 __all__: list[str] = []
 
-GROUP_KEY = 0
+T = TypeVar("T")
+
 #: Kafka's default message of GroupAuthorizationException (Errors.GROUP_AUTHORIZATION_FAILED)
 _GROUP_DENIED_MESSAGE = "Group authorization failed."
 
@@ -65,8 +71,13 @@ def _group_denied(ctx: RequestContext, operation: AclOperation, group_id: str) -
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-def _ms(value: Any) -> int:
-    return int(value.total_seconds() * 1000)
+async def _translate(ctx: RequestContext, large: bool, function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)``, a translation between the wire and typed messages: a large one runs in
+    the broker's codec thread, so the event loop keeps answering other connections meanwhile."""
+    if large:
+        result: T = await ctx.services.off_loop(function, *args)
+        return result
+    return function(*args)
 
 
 async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
@@ -81,59 +92,35 @@ async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
 
 
 @register(ApiKey.FIND_COORDINATOR, versions=(0, 6))
-async def find_coordinator(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    services = ctx.services
-    keys = list(request.coordinator_keys) if ctx.version >= 4 else [request.key]
-    key_type = int(getattr(request, "key_type", GROUP_KEY))
-    coordinators = []
-    for key in keys:
+async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
+    """Each key's coordinator: the broker leading the group's ``__consumer_offsets`` partition, as the
+    cluster sees it (kgroup has no transaction coordinator)."""
+    large = len(getattr(request, "coordinator_keys", ())) >= LARGE_RESPONSE_ENTRIES
+    batch = await _translate(ctx, large, find_coordinator_api.request_from_wire, request)
+    found = []
+    for key in batch.keys:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        if key_type != GROUP_KEY:  # no transactions in kgroup
-            entry = {
-                "key": key,
-                "node_id": -1,
-                "host": "",
-                "port": -1,
-                "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                "error_message": "kgroup has no transaction coordinator",
-            }
-        elif _group_denied(ctx, AclOperation.DESCRIBE, key):
-            entry = {
-                "key": key,
-                "node_id": -1,
-                "host": "",
-                "port": -1,
-                "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
-                "error_message": None,
-            }
-        else:
-            node = services.cluster.coordinator_for(key)
-            host, ports = services.advertised(ctx.listener)
-            if node < 0 or node not in ports:
-                entry = {
-                    "key": key,
-                    "node_id": -1,
-                    "host": "",
-                    "port": -1,
-                    "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                    "error_message": None,
-                }
-            else:
-                entry = {
-                    "key": key,
-                    "node_id": node,
-                    "host": host,
-                    "port": ports[node],
-                    "error_code": ErrorCode.NONE,
-                    "error_message": None,
-                }
-        coordinators.append(entry)
-    if ctx.version >= 4:
-        return {"throttle_time": 0, "coordinators": coordinators}
-    # v0-v3: one key, answered at the top level (which has no "key" field)
-    single = {name: value for name, value in coordinators[0].items() if name != "key"}
-    return {"throttle_time": 0, **single}
+        found.append(_coordinator_of(ctx, key, batch.key_type))
+    response = FindCoordinatorBatchResponse(tuple(found))
+    return await _translate(ctx, large, find_coordinator_api.response_to_wire, response, ctx.version)
+
+
+def _coordinator_of(ctx: RequestContext, key: str, key_type: int) -> FoundCoordinator:
+    if key_type != find_coordinator_api.GROUP_KEY:
+        return FoundCoordinator(
+            key,
+            FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE),
+            "kgroup has no transaction coordinator",
+        )
+    if _group_denied(ctx, AclOperation.DESCRIBE, key):
+        return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    services = ctx.services
+    node = services.cluster.coordinator_for(key)
+    host, ports = services.advertised(ctx.listener)
+    if node < 0 or node not in ports:
+        return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.NONE, node, host, ports[node]))
 
 
 #: a new member's id is its prefix (group instance id, else client id), "-" and a 36-character UUID
@@ -205,7 +192,7 @@ async def leave_group(ctx: RequestContext, request: Any) -> Any:
 
 
 @register(ApiKey.OFFSET_COMMIT, versions=(2, 9))  # v10 addresses topics by id
-async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     """Kafka's checks before the coordinator (``KafkaApis.handleOffsetCommitRequest``, then
     ``CoordinatorRuntime``'s batch limit), then the coordinator's answer for the partitions left.
 
@@ -217,65 +204,58 @@ async def offset_commit(ctx: RequestContext, request: Any) -> dict[str, Any]:
     partition of the request, in its order, grouped by topic.
     """
     services, pacer = ctx.services, ctx.pacer
+    large = sum(len(t.partitions) for t in request.topics) >= LARGE_RESPONSE_ENTRIES
+    body = await _translate(ctx, large, offset_commit_api.request_from_wire, request)
     topics = services.cluster.topics
     metadata_limit = services.coordinator_host.config.offset_metadata_max_bytes
     batch_limit = services.config.offsets_max_message_bytes
-    codes: list[int] = []  # per request partition; -2 marks one the coordinator answers
-    candidates: list[tuple[str, Any]] = []  # (topic name, kio partition) for the coordinator
+    codes: list[ErrorCode | None] = []  # per request partition; None marks one the coordinator answers
+    candidates: list[OffsetCommitPartition] = []
     sized: list[tuple[str, str]] = []  # (topic, metadata) of each offset record a commit would write
-    group_denied = _group_denied(ctx, AclOperation.READ, request.group_id)
-    for topic in request.topics:
-        info = topics.get(topic.name)
-        topic_denied = not group_denied and not ctx.authorized(
-            AclOperation.READ, ResourceType.TOPIC, topic.name
-        )
-        for p in topic.partitions:
-            if group_denied:
-                codes.append(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-            elif topic_denied:
-                codes.append(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-            elif info is None or not 0 <= int(p.partition_index) < info.partitions:
-                codes.append(int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-            else:
-                codes.append(_ASKED)
-                candidates.append((topic.name, p))
-                if len(sized) * _MIN_OFFSET_RECORD_BYTES <= batch_limit and not _metadata_too_large(
-                    p.committed_metadata, metadata_limit
-                ):
-                    sized.append((topic.name, p.committed_metadata or ""))
-            if pacer.due():
-                await pacer.pause()
-    answers: list[int]
+    group_denied = _group_denied(ctx, AclOperation.READ, body.group_id)
+    topic_denied: dict[str, bool] = {}
+    for offset in body.offsets:
+        tp = offset.partition
+        denied = topic_denied.get(tp.topic)
+        if denied is None:
+            denied = topic_denied[tp.topic] = not group_denied and not ctx.authorized(
+                AclOperation.READ, ResourceType.TOPIC, tp.topic
+            )
+        info = topics.get(tp.topic)
+        if group_denied:
+            codes.append(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        elif denied:
+            codes.append(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        elif info is None or not 0 <= tp.partition < info.partitions:
+            codes.append(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        else:
+            codes.append(None)
+            candidates.append(offset)
+            if len(sized) * _MIN_OFFSET_RECORD_BYTES <= batch_limit and not _metadata_too_large(
+                offset.committed_metadata, metadata_limit
+            ):
+                sized.append((tp.topic, offset.committed_metadata or ""))
+        if pacer.due():
+            await pacer.pause()
+    answers: list[ErrorCode]
     if not candidates:
         answers = []
-    elif offset_commit_batch_bytes(request.group_id, sized, stop_above=batch_limit) > batch_limit:
-        answers = [int(ErrorCode.UNKNOWN_SERVER_ERROR)] * len(candidates)
+    elif offset_commit_batch_bytes(body.group_id, sized, stop_above=batch_limit) > batch_limit:
+        answers = [ErrorCode.UNKNOWN_SERVER_ERROR] * len(candidates)
     else:
-        body = OffsetCommitRequest(
-            group_id=request.group_id,
-            generation_id=int(request.generation_id_or_member_epoch),
-            member_id=request.member_id,
-            offsets=tuple(
-                OffsetCommitPartition(
-                    TopicPartition(name, int(p.partition_index)),
-                    int(p.committed_offset),
-                    p.committed_metadata,
-                    int(getattr(p, "committed_leader_epoch", -1)),
-                )
-                for name, p in candidates
-            ),
-            group_instance_id=getattr(request, "group_instance_id", None),
-        )
-        answer = await _call(ctx, request.group_id, body)
+        answer = await _call(ctx, body.group_id, replace(body, offsets=tuple(candidates)))
         assert isinstance(answer, OffsetCommitResponse)
-        answers = [int(code) for _, code in answer.results]
-    # made where the response is built: a commit of a million partitions is not a million dicts
-    # made on the event loop
-    return {"throttle_time": 0, "topics": await _commit_topics(request, codes, answers, pacer)}
+        answers = [code for _, code in answer.results]
+    asked = iter(answers)
+    results = []
+    for offset, code in zip(body.offsets, codes, strict=True):
+        results.append((offset.partition, next(asked) if code is None else code))
+        if pacer.due():
+            await pacer.pause()
+    answer = OffsetCommitResponse(tuple(results))
+    return await _translate(ctx, large, offset_commit_api.response_to_wire, answer, ctx.version)
 
 
-#: a placeholder in the codes of an OffsetCommit: the coordinator's answer goes here
-_ASKED = -2
 #: fewer bytes than the smallest offset record Kafka writes (1-byte group id and topic: 61 bytes):
 #: once this many records times the limit are sized, the batch is known to be too large
 _MIN_OFFSET_RECORD_BYTES = 50
@@ -289,85 +269,23 @@ def _metadata_too_large(metadata: str | None, limit: int) -> bool:
     return len(metadata.encode("utf-16-le")) // 2 > limit
 
 
-async def _commit_topics(
-    request: Any, codes: list[int], answers: list[int], pacer: Pacer
-) -> list[dict[str, Any]]:
-    """The response's topics: each partition of the request with its code, grouped by topic name."""
-    by_topic: dict[str, list[tuple[int, int]]] = {}
-    asked = iter(answers)
-    position = 0
-    for topic in request.topics:
-        entries = by_topic.setdefault(topic.name, [])
-        for p in topic.partitions:
-            code = codes[position]
-            entries.append((int(p.partition_index), next(asked) if code == _ASKED else code))
-            position += 1
-            if pacer.due():
-                await pacer.pause()
-    return [
-        {"name": name, "partitions": ({"partition_index": i, "error_code": c} for i, c in entries)}
-        for name, entries in by_topic.items()
-    ]
-
-
-async def _fetch_group(
-    ctx: RequestContext, group_id: str, topics: Any, member_id: str | None = None, member_epoch: int = -1
-) -> OffsetFetchResponse:
-    partitions = None
-    if topics is not None:
-        partitions = tuple(TopicPartition(t.name, int(p)) for t in topics for p in t.partition_indexes)
-    answer = await _call(ctx, group_id, OffsetFetchRequest(group_id, partitions, member_id, member_epoch))
-    assert isinstance(answer, OffsetFetchResponse)
-    return answer
-
-
-def _offset_topics(answer: OffsetFetchResponse) -> list[dict[str, Any]]:
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for p in answer.partitions:
-        topics.setdefault(p.partition.topic, []).append(
-            {
-                "partition_index": p.partition.partition,
-                "committed_offset": p.committed_offset,
-                "committed_leader_epoch": p.committed_leader_epoch,
-                "metadata": p.metadata,
-                "error_code": int(p.error_code),
-            }
-        )
-    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
-
-
 @register(ApiKey.OFFSET_FETCH, versions=(1, 9))  # v10 addresses topics by id
-async def offset_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if ctx.version >= 8:
-        groups = []
-        for group in request.groups:
-            if ctx.pacer.due():
-                await ctx.pacer.pause()
-            # v9+: a consumer-protocol member says who it is (its epoch is checked)
-            member_id = getattr(group, "member_id", None)
-            member_epoch = int(getattr(group, "member_epoch", -1))
-            if _group_denied(ctx, AclOperation.DESCRIBE, group.group_id):
-                groups.append(
-                    {
-                        "group_id": group.group_id,
-                        "topics": [],
-                        "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
-                    }
-                )
-                continue
-            answer = await _fetch_group(ctx, group.group_id, group.topics, member_id, member_epoch)
-            groups.append(
-                {
-                    "group_id": group.group_id,
-                    "topics": _offset_topics(answer),
-                    "error_code": int(answer.error_code),
-                }
-            )
-        return {"throttle_time": 0, "groups": groups}
-    if _group_denied(ctx, AclOperation.DESCRIBE, request.group_id):
-        return {"throttle_time": 0, "topics": [], "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
-    answer = await _fetch_group(ctx, request.group_id, request.topics)
-    return {"throttle_time": 0, "topics": _offset_topics(answer), "error_code": int(answer.error_code)}
+async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
+    """Each group's committed offsets, from its coordinator (one group before v8, a batch from v8)."""
+    batch = offset_fetch_api.request_from_wire(request)
+    fetched = []
+    for group in batch.groups:
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
+        if _group_denied(ctx, AclOperation.DESCRIBE, group.group_id):
+            answer: Response = OffsetFetchResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        else:
+            answer = await _call(ctx, group.group_id, group)
+        assert isinstance(answer, OffsetFetchResponse)
+        fetched.append(FetchedGroup(group.group_id, answer))
+    large = sum(len(f.response.partitions) for f in fetched) >= LARGE_RESPONSE_ENTRIES
+    response = OffsetFetchBatchResponse(tuple(fetched))
+    return await _translate(ctx, large, offset_fetch_api.response_to_wire, response, ctx.version)
 
 
 @register(ApiKey.DESCRIBE_GROUPS, versions=(0, 5))

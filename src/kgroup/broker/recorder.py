@@ -16,7 +16,15 @@ timeout expired *lost* them (``reason: "expired"``). A static member that rejoin
 id (Kafka's static member replacement) continues under its new id from that point: the
 ``joined_group`` event names the id it ``replaces`` and its partitions move to the new id.
 ``metrics.final_protocol`` is the protocol of the last generation that had members (a group that
-ends Empty keeps the protocol it ran with). Consumer-protocol (KIP-848) groups are not recorded.
+ends Empty keeps the protocol it ran with).
+
+Consumer-protocol (KIP-848) groups are recorded from their records as ``kgroup record`` reads them
+from ``__consumer_offsets`` (group epoch bumps are the rebalance starts, ownership follows what each
+member acknowledged, partitions pending revocation are drawn "revoking"); a member that left with a
+ConsumerGroupHeartbeat of epoch -1 (or -2, a static member) ``revoked`` its partitions, one removed
+by the coordinator ``lost`` them. Both kinds of group are built by
+:class:`kgroup.record.builder.RecordingBuilder`, the one builder both recorders share; this module
+only turns the coordinator's records into its calls and writes the file.
 Times are milliseconds since the group's first record.
 """
 
@@ -26,9 +34,8 @@ import json
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kgroup.group import GroupState, GroupView
 from kgroup.group.records import (
@@ -39,46 +46,42 @@ from kgroup.group.records import (
     Record,
     StaticMemberReplaced,
 )
-from kgroup.messages import Envelope, LeaveGroupRequest
-from kgroup.model import PeerError
-from kgroup.wire.consumer_protocol import decode_assignment
+from kgroup.group.records.consumer import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+)
+from kgroup.messages import ConsumerGroupHeartbeatRequest, Envelope, LeaveGroupRequest
+from kgroup.model import TopicId
+from kgroup.record.builder import RecordingBuilder, assignment_partitions
 
 __all__ = ["RECORDING_FILE", "GroupRecorder"]
 
 log = logging.getLogger("kgroup.broker")
 RECORDING_FILE = "result.json"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
+_CLASSIC_RECORDS = (GroupStateChanged, GenerationStarted, MemberUpserted, MemberRemoved, StaticMemberReplaced)
+_CONSUMER_RECORDS = (
+    ConsumerGroupMetadata,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupTargetAssignmentMetadata,
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupTargetAssignmentMember,
+)
+#: a ConsumerGroupHeartbeat's member epoch when the member leaves (-2: a static member, for now)
+_LEAVING_EPOCHS = (-1, -2)
 
 
-def _assignment_partitions(data: bytes) -> list[str] | None:
-    if not data:
-        return []
-    # the bytes come from a client: refuse implausible lengths before kio's native reader sees them
-    from kio.schema.consumer_protocol_assignment.v3.data import ConsumerProtocolAssignment
-
-    from kgroup.wire.guard import check_body
-
-    try:
-        check_body(ConsumerProtocolAssignment, data, 2)
-        return [str(tp) for tp in decode_assignment(data).partitions]
-    except PeerError:
-        return None  # not the consumer protocol: nothing to draw
+def _no_names(topic: TopicId) -> str | None:
+    return None
 
 
 @dataclass(slots=True)
 class _Group:
-    group_id: str
     start_ms: int
-    events: list[dict[str, Any]] = field(default_factory=list)
-    ownership: list[dict[str, Any]] = field(default_factory=list)
-    owned: dict[str, list[str]] = field(default_factory=dict)  # member -> partitions
-    owner_since: dict[str, tuple[str, int]] = field(default_factory=dict)  # partition -> (member, since)
-    intervals: list[tuple[str, str, int, int]] = field(default_factory=list)
-    rebalance_starts: list[int] = field(default_factory=list)
-    stable_marks: list[int] = field(default_factory=list)
-    generation: int = 0
-    protocol: str | None = None
-    last_ms: int = 0
+    built: RecordingBuilder
 
 
 class GroupRecorder:
@@ -93,176 +96,92 @@ class GroupRecorder:
         records: Sequence[Record],
         view: Callable[[str], GroupView | None],
         requests: Sequence[Envelope] = (),
+        topic_name: Callable[[TopicId], str | None] = _no_names,
     ) -> None:
         """Follow one coordinator call's records; ``requests`` are the requests that caused them (none
-        for a timer: a member removed then expired; a member removed by a LeaveGroup left)."""
+        for a timer: a member removed then expired; a member removed by a LeaveGroup, or by a
+        ConsumerGroupHeartbeat that leaves, left). ``topic_name`` names the topic ids of KIP-848
+        records."""
         touched: set[str] = set()
-        leave_call = any(isinstance(envelope.body, LeaveGroupRequest) for envelope in requests)
+        left = any(_leaves(envelope.body) for envelope in requests)
+        reason = "leave_group" if left else "expired"
         for record in records:
-            if not isinstance(
-                record,
-                GroupStateChanged | GenerationStarted | MemberUpserted | MemberRemoved | StaticMemberReplaced,
-            ):
+            if isinstance(record, _CONSUMER_RECORDS):
+                group = self._group(record.group_id, now_ms, topic_name)
+                t = group.built.last_ms = now_ms - group.start_ms
+                group.built.consumer_record(t, record, reason, lost=not left)
+            elif isinstance(record, _CLASSIC_RECORDS):
+                group = self._group(record.group_id, now_ms, topic_name)
+                t = group.built.last_ms = now_ms - group.start_ms
+                _classic(group.built, record, t, view, reason, lost=not left)
+            else:
                 continue
-            group = self._groups.get(record.group_id)
-            if group is None:
-                group = self._groups[record.group_id] = _Group(record.group_id, now_ms)
-            t = now_ms - group.start_ms
-            group.last_ms = t
             touched.add(record.group_id)
-            if isinstance(record, GenerationStarted):
-                group.generation = record.generation
-                if record.protocol_name is not None:  # an Empty generation keeps the last protocol
-                    group.protocol = record.protocol_name
-            elif isinstance(record, StaticMemberReplaced):
-                group.events.append(
-                    {
-                        "t_ms": t,
-                        "kind": "joined_group",
-                        "member_id": record.member.member_id,
-                        "group_instance_id": record.member.group_instance_id,
-                        "replaces": record.old_member_id,
-                    }
-                )
-                self._replace(group, record.old_member_id, record.member.member_id, t)
-            elif isinstance(record, MemberUpserted):
-                if not any(e.get("member_id") == record.member.member_id for e in group.events):
-                    group.events.append(
-                        {
-                            "t_ms": t,
-                            "kind": "joined_group",
-                            "member_id": record.member.member_id,
-                            "group_instance_id": record.member.group_instance_id,
-                        }
-                    )
-            elif isinstance(record, MemberRemoved):
-                group.events.append(
-                    {
-                        "t_ms": t,
-                        "kind": "left_group",
-                        "member_id": record.member_id,
-                        "reason": "leave_group" if leave_call else "expired",
-                    }
-                )
-                self._release(group, record.member_id, t, lost=not leave_call)
-            elif isinstance(record, GroupStateChanged):
-                group.events.append(
-                    {
-                        "t_ms": t,
-                        "kind": "group_state",
-                        "state": record.state.kafka_name,
-                        "generation": group.generation,
-                    }
-                )
-                if record.state is GroupState.PREPARING_REBALANCE:
-                    group.rebalance_starts.append(t)
-                elif record.state is GroupState.STABLE:
-                    group.stable_marks.append(t)
-                    current = view(record.group_id)
-                    if current is not None:
-                        self._stable(group, current, t)
         for group_id in touched:
-            self._write(self._groups[group_id])
+            self._write(group_id, self._groups[group_id])
 
-    def _release(self, group: _Group, member: str, t: int, *, lost: bool) -> None:
-        partitions = group.owned.pop(member, [])
-        for p in partitions:
-            owner = group.owner_since.pop(p, None)
-            if owner is not None:
-                group.intervals.append((p, owner[0], owner[1], t))
-        if partitions:
-            group.ownership.append(
-                {
-                    "t_ms": t,
-                    "member": member,
-                    "generation": group.generation,
-                    "assigned": [],
-                    "revoked": [] if lost else partitions,
-                    "lost": partitions if lost else [],
-                }
-            )
+    def _group(self, group_id: str, now_ms: int, topic_name: Callable[[TopicId], str | None]) -> _Group:
+        group = self._groups.get(group_id)
+        if group is None:
+            group = self._groups[group_id] = _Group(now_ms, RecordingBuilder(group_id, topic_name))
+        group.built.topic_name = topic_name
+        return group
 
-    def _replace(self, group: _Group, old: str, new: str, t: int) -> None:
-        """A static member's new id takes over what its old id owned, from ``t`` on."""
-        partitions = group.owned.pop(old, [])
-        if not partitions:
-            return
-        group.owned[new] = partitions
-        for p in partitions:
-            owner = group.owner_since.get(p)
-            if owner is not None and owner[0] == old:
-                group.intervals.append((p, old, owner[1], t))
-                group.owner_since[p] = (new, t)
-
-    def _stable(self, group: _Group, view: GroupView, t: int) -> None:
-        for member_id, data in sorted(view.assignments.items()):
-            partitions = _assignment_partitions(data)
-            if partitions is None:
-                continue
-            before = set(group.owned.get(member_id, []))
-            now = set(partitions)
-            for p in sorted(before - now):
-                owner = group.owner_since.pop(p, None)
-                if owner is not None and owner[0] == member_id:
-                    group.intervals.append((p, member_id, owner[1], t))
-            for p in sorted(now - before):
-                previous = group.owner_since.get(p)
-                if previous is not None:  # handed over from another member at this Stable point
-                    group.intervals.append((p, previous[0], previous[1], t))
-                group.owner_since[p] = (member_id, t)
-            group.owned[member_id] = sorted(now)
-            group.ownership.append(
-                {
-                    "t_ms": t,
-                    "member": member_id,
-                    "generation": view.generation,
-                    "assigned": sorted(now - before),
-                    "revoked": sorted(before - now),
-                    "lost": [],
-                }
-            )
-
-    def _document(self, group: _Group) -> dict[str, Any]:
-        end = group.last_ms
-        intervals = list(group.intervals) + [
-            (p, m, since, end) for p, (m, since) in group.owner_since.items()
-        ]
-        partitions = sorted(
-            {p for p, *_ in intervals}, key=lambda s: (s.rpartition("-")[0], int(s.rpartition("-")[2]))
-        )
-        consumers = sorted({m for _, m, _, _ in intervals})
-        return {
-            "scenario": f"group {group.group_id} (recorded by kgroup serve)",
-            "metrics": {
-                "rebalances": len(group.rebalance_starts),
-                "generation": group.generation,
-                "final_protocol": group.protocol,
-                "members_seen": len({e["member_id"] for e in group.events if e["kind"] == "joined_group"}),
-                "duration_ms": end,
-            },
-            "ownership": group.ownership,
-            "events": group.events,
-            "recording": {
-                "group_id": group.group_id,
-                "duration_ms": end,
-                "partitions": partitions,
-                "consumers": consumers,
-                "intervals": [[partitions.index(p), m, s, e] for p, m, s, e in intervals],
-                "rebalance_starts": group.rebalance_starts,
-                "stable_marks": group.stable_marks,
-            },
-        }
-
-    def _write(self, group: _Group) -> None:
-        folder = self.directory / (_SAFE.sub("_", group.group_id) or "_")
+    def _write(self, group_id: str, group: _Group) -> None:
+        built = group.built
+        document = built.document(f"group {group_id} (recorded by kgroup serve)", built.last_ms)
+        folder = self.directory / (_SAFE.sub("_", group_id) or "_")
         try:
             folder.mkdir(parents=True, exist_ok=True)
             tmp = folder / (RECORDING_FILE + ".tmp")
-            tmp.write_text(json.dumps(self._document(group), indent=2) + "\n", encoding="utf-8")
+            tmp.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
             tmp.replace(folder / RECORDING_FILE)
         except OSError as exc:  # recording is best effort: the broker keeps serving
-            log.warning("cannot write the recording of group %s: %s", group.group_id, exc)
+            log.warning("cannot write the recording of group %s: %s", group_id, exc)
 
     def close(self) -> None:
-        for group in self._groups.values():
-            self._write(group)
+        for group_id, group in self._groups.items():
+            self._write(group_id, group)
+
+
+def _leaves(body: object) -> bool:
+    if isinstance(body, LeaveGroupRequest):
+        return True
+    return isinstance(body, ConsumerGroupHeartbeatRequest) and body.member_epoch in _LEAVING_EPOCHS
+
+
+def _classic(
+    built: RecordingBuilder,
+    record: Record,
+    t: int,
+    view: Callable[[str], GroupView | None],
+    reason: str,
+    *,
+    lost: bool,
+) -> None:
+    """One of kgroup's classic-group records as the recording's events and ownership."""
+    if isinstance(record, GenerationStarted):
+        built.generation = record.generation
+        if record.protocol_name is not None:  # an Empty generation keeps the last protocol
+            built.protocol = record.protocol_name
+    elif isinstance(record, StaticMemberReplaced):
+        member = record.member
+        built.joined(t, member.member_id, member.group_instance_id, replaces=record.old_member_id)
+        built.classic_members.add(member.member_id)
+    elif isinstance(record, MemberUpserted):
+        built.joined(t, record.member.member_id, record.member.group_instance_id)
+        built.classic_members.add(record.member.member_id)
+    elif isinstance(record, MemberRemoved):
+        built.left(t, record.member_id, reason, lost=lost)
+    elif isinstance(record, GroupStateChanged):
+        built.group_state(t, record.state.kafka_name, built.generation)
+        if record.state is GroupState.PREPARING_REBALANCE:
+            built.rebalance_starts.append(t)
+        elif record.state is GroupState.STABLE:
+            built.stable_marks.append(t)
+            current = view(record.group_id)
+            if current is not None:
+                for member_id, data in sorted(current.assignments.items()):
+                    partitions = assignment_partitions(data)
+                    if partitions is not None:
+                        built.own(t, member_id, set(partitions), current.generation, always=True)

@@ -1,5 +1,9 @@
-"""FindCoordinator, DescribeGroups, ListGroups, and the admin operations without a message type here:
-deleting an empty group and unloading the coordinator (both lead to Dead)."""
+"""DescribeGroups, ListGroups, and the admin operations without a message type here: deleting an
+empty group and unloading the coordinator (both lead to Dead).
+
+FindCoordinator is not the coordinator's to answer: which node coordinates a group is the cluster's
+knowledge, so each host answers it (the broker's ``find_coordinator`` handler, the simulator's
+runner)."""
 
 from __future__ import annotations
 
@@ -13,8 +17,6 @@ from kgroup.messages import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Envelope,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
     JoinGroupResponse,
     ListedGroup,
     ListGroupsRequest,
@@ -23,19 +25,9 @@ from kgroup.messages import (
 )
 from kgroup.model import ErrorCode
 
-__all__ = ["delete_group", "handle_describe", "handle_find_coordinator", "handle_list", "unload"]
+__all__ = ["delete_group", "handle_describe", "handle_list", "unload"]
 
 S = GroupState
-
-
-def handle_find_coordinator(
-    txn: Txn, env: Envelope, req: FindCoordinatorRequest, node: tuple[int, str, int]
-) -> None:
-    """This coordinator answers for itself: the host routes FindCoordinator only to the right node."""
-    node_id, host, port = node
-    txn.reply(
-        env.connection, env.correlation_id, FindCoordinatorResponse(ErrorCode.NONE, node_id, host, port)
-    )
 
 
 def _describe(group: GroupData) -> DescribedGroup:

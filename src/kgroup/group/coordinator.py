@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from random import Random
 from types import MappingProxyType
 
-from kgroup.group.admin import delete_group, handle_describe, handle_find_coordinator, handle_list, unload
+from kgroup.group.admin import delete_group, handle_describe, handle_list, unload
 from kgroup.group.config import CoordinatorConfig
 from kgroup.group.consumer.classic_members import classic_heartbeat, classic_join, classic_leave, classic_sync
 from kgroup.group.consumer.context import ConsumerContext, rebalance_key
@@ -62,7 +62,6 @@ from kgroup.messages import (
     ConsumerGroupHeartbeatRequest,
     DescribeGroupsRequest,
     Envelope,
-    FindCoordinatorRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -93,7 +92,7 @@ _CONSUMER_RECORDS = frozenset(
 _CLASSIC_MEMBERSHIP = (JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest)
 
 
-#: request type -> its handler (``handle_find_coordinator`` also takes the coordinator's node)
+#: request type -> its handler (FindCoordinator is the host's to answer: the cluster knows the node)
 _HANDLERS: dict[type, Callable[..., None]] = {
     JoinGroupRequest: handle_join,
     SyncGroupRequest: handle_sync,
@@ -103,7 +102,6 @@ _HANDLERS: dict[type, Callable[..., None]] = {
     OffsetFetchRequest: handle_offset_fetch,
     DescribeGroupsRequest: handle_describe,
     ListGroupsRequest: handle_list,
-    FindCoordinatorRequest: handle_find_coordinator,
 }
 
 
@@ -141,13 +139,9 @@ class GroupCoordinator:
         config: CoordinatorConfig = CoordinatorConfig(),  # noqa: B008 - frozen, so sharing is safe
         *,
         rng: Random,
-        node_id: int = 0,
-        host: str = "127.0.0.1",
-        port: int = 9092,
     ) -> None:
         self.config = config
         self._rng = rng
-        self.node = (node_id, host, port)
         self._groups: dict[str, GroupData] = {}
         self._armed: dict[TimerKey, int] = {}
         #: offsets of a consumer group deleted to become a classic group, until that group is created
@@ -206,10 +200,7 @@ class GroupCoordinator:
         if handler is None:
             handler = _handler_of(body)  # a subclass of a request type
         txn = self._txn(now_ms)
-        if handler is handle_find_coordinator:
-            handle_find_coordinator(txn, envelope, body, self.node)  # type: ignore[arg-type]
-        else:
-            handler(txn, envelope, body)
+        handler(txn, envelope, body)
         if isinstance(body, ListGroupsRequest) and (consumer.groups or body.types_filter):
             return self._with_consumer_groups(txn.result(), body)
         return txn.result()

@@ -25,7 +25,7 @@ from functools import cache
 from random import Random
 from typing import Any
 
-from kgroup.group import CoordinatorConfig, GroupCoordinator, TimerTable
+from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, TimerTable
 from kgroup.group.states import GroupState
 from kgroup.member import ConsumerMember, MemberConfig, OutboundRequest, Phase
 from kgroup.member.events import (
@@ -38,10 +38,13 @@ from kgroup.member.events import (
 )
 from kgroup.messages import (
     Envelope,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
     HeartbeatResponse,
     JoinGroupRequest,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    Reply,
     Request,
     Response,
     SyncGroupRequest,
@@ -81,6 +84,8 @@ __all__ = ["Simulation", "simulate"]
 
 # Kafka's JoinGroup request timeout: the rebalance timeout plus this lapse (AbstractCoordinator)
 _JOIN_TIMEOUT_LAPSE_MS = 5000
+#: the simulated cluster's answer to FindCoordinator: one broker (node 0), the coordinator of the group
+SIM_COORDINATOR = FindCoordinatorResponse(ErrorCode.NONE, 0, "127.0.0.1", 9092)
 _MAX_VIOLATIONS = 100
 #: bounded memory on long runs: the event and ownership logs keep their first entries (and the
 #: metrics count what was left out), so 10 h of 1,000 consumers does not grow without end
@@ -677,6 +682,11 @@ class Simulation:
         if conn in self.broken_conns:
             return  # its connection broke (timeout, reset) while it was in transit: it is gone
         # (what a stopped process sent before it closed its socket is still delivered)
+        if isinstance(body, FindCoordinatorRequest):
+            # the cluster's knowledge, not the coordinator's: the simulated cluster is one broker
+            reply = Reply(conn, correlation_id, SIM_COORDINATOR)
+            apply_coordinator_result(self, CoordinatorResult(replies=(reply,)))
+            return
         envelope = Envelope(conn, correlation_id, body, self.procs[index].id)
         apply_coordinator_result(self, self.coord.handle(self.q.now_ms, envelope))
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.codec import request_class, response_class
 
-__all__ = ["ms", "request_entity", "response_entity"]
+__all__ = ["by_topic", "ms", "request_entity", "response_entity"]
+
+T = TypeVar("T")
 
 
 def ms(value: Any) -> int:
@@ -30,3 +33,11 @@ def response_entity(api_key: ApiKey, version: int) -> type[Any]:
     if cls is None:
         raise ValueError(f"{api_key.title} v{version} has no response schema")
     return cls
+
+
+def by_topic(items: Iterable[tuple[str, T]]) -> dict[str, list[T]]:
+    """Items grouped by topic name, topics in the order they first appear (the wire's shape)."""
+    grouped: dict[str, list[T]] = {}
+    for topic, item in items:
+        grouped.setdefault(topic, []).append(item)
+    return grouped

@@ -1,0 +1,314 @@
+"""The one place a recording's events, ownership and timeline are built from a group's coordinator
+records, for both recorders: ``kgroup record`` (:class:`kgroup.record.history.GroupHistory`, from
+``__consumer_offsets``) and ``kgroup serve --record`` (:mod:`kgroup.broker.recorder`, from the
+coordinator's own records as they are written).
+
+A recorder turns what its records say about a classic group into calls here (:meth:`joined`,
+:meth:`left`, :meth:`group_state`, :meth:`own`, ...); the consumer groups' (KIP-848) records are the
+same in both places and are followed here whole (:meth:`consumer_record`):
+
+* The group epoch (``ConsumerGroupMetadata``) bumps when a rebalance starts; these are the rebalance
+  starts. ``ConsumerGroupCurrentMemberAssignment`` is what each member has acknowledged: ownership
+  follows it record by record (partitions pending revocation stay with their owner and are drawn
+  "revoking"). The group state (Empty, Assigning, Reconciling, Stable) is derived from the records as
+  Kafka's ``ConsumerGroup.maybeUpdateGroupState`` derives it.
+
+Pure: no I/O, no clock; times are milliseconds since the group's first record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kgroup.group.records.consumer import (
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupMetadata,
+    ConsumerGroupRecord,
+    ConsumerGroupTargetAssignmentMember,
+    ConsumerGroupTargetAssignmentMetadata,
+    MemberAssignmentState,
+    PartitionEpochs,
+)
+from kgroup.model import PeerError, TopicId
+
+__all__ = ["RecordingBuilder", "assignment_partitions", "partition_key"]
+
+
+def assignment_partitions(data: bytes) -> list[str] | None:
+    """The consumer protocol assignment's partitions (``None``: not the consumer protocol)."""
+    if not data:
+        return []
+    # the bytes come from a client: refuse implausible lengths before kio's native reader sees them
+    from kio.schema.consumer_protocol_assignment.v3.data import ConsumerProtocolAssignment
+
+    from kgroup.wire.consumer_protocol import decode_assignment
+    from kgroup.wire.guard import check_body
+
+    try:
+        check_body(ConsumerProtocolAssignment, data, 2)
+        return [str(tp) for tp in decode_assignment(data).partitions]
+    except PeerError:
+        return None
+
+
+def partition_key(name: str) -> tuple[str, int]:
+    topic, _, number = name.rpartition("-")
+    return topic, int(number)
+
+
+def _no_names(topic: TopicId) -> str | None:
+    return None
+
+
+@dataclass(slots=True)
+class RecordingBuilder:
+    """One group's recording as it is built; ``topic_name`` names the topic ids of consumer-group
+    records (an unknown id is shown as its base64 string)."""
+
+    group_id: str
+    topic_name: Callable[[TopicId], str | None] = _no_names
+    events: list[dict[str, Any]] = field(default_factory=list)
+    ownership: list[dict[str, Any]] = field(default_factory=list)
+    owned: dict[str, set[str]] = field(default_factory=dict)  # member -> partitions
+    owner_since: dict[str, tuple[str, int]] = field(default_factory=dict)  # partition -> (member, since)
+    intervals: list[tuple[str, str, int, int]] = field(default_factory=list)
+    revoking_since: dict[str, int] = field(default_factory=dict)  # partition -> since
+    handover: list[tuple[str, str, int, int]] = field(default_factory=list)
+    rebalance_starts: list[int] = field(default_factory=list)
+    stable_marks: list[int] = field(default_factory=list)
+    generation: int = 0
+    protocol: str | None = None
+    protocol_type: str | None = None
+    state: str | None = None
+    members_seen: set[str] = field(default_factory=set)
+    classic_members: set[str] = field(default_factory=set)
+    last_ms: int = 0
+    # consumer groups (KIP-848)
+    consumer_protocol: bool = False  # the group uses KIP-848's consumer protocol
+    group_epoch: int = 0
+    target_epoch: int = 0
+    member_epochs: dict[str, tuple[int, MemberAssignmentState]] = field(default_factory=dict)
+    consumer_stables: int = 0
+    unknown_topic_ids: set[TopicId] = field(default_factory=set)
+
+    # --- members -----------------------------------------------------------------------------------
+
+    def members(self) -> set[str]:
+        return set(self.classic_members) | set(self.member_epochs)
+
+    def joined(self, t: int, member_id: str, instance_id: str | None, replaces: str | None = None) -> None:
+        """A member joined (the first time its id is seen); a static member's new id that
+        ``replaces`` its old one joins anew and takes over what the old id owned."""
+        if replaces is not None:
+            self.members_seen.add(member_id)
+            self.events.append(
+                {
+                    "t_ms": t,
+                    "kind": "joined_group",
+                    "member_id": member_id,
+                    "group_instance_id": instance_id,
+                    "replaces": replaces,
+                }
+            )
+            self._replace(replaces, member_id, t)
+        elif member_id not in self.members_seen:
+            self.members_seen.add(member_id)
+            self.events.append(
+                {"t_ms": t, "kind": "joined_group", "member_id": member_id, "group_instance_id": instance_id}
+            )
+
+    def left(self, t: int, member_id: str, reason: str | None = None, *, lost: bool = False) -> None:
+        """A member left the group (``reason`` when the records tell); its partitions are revoked, or
+        ``lost`` when the coordinator removed it."""
+        event: dict[str, Any] = {"t_ms": t, "kind": "left_group", "member_id": member_id}
+        if reason is not None:
+            event["reason"] = reason
+        self.events.append(event)
+        self.own(t, member_id, set(), self.generation, lost=lost)
+        self.owned.pop(member_id, None)
+        self.classic_members.discard(member_id)
+        self.member_epochs.pop(member_id, None)
+
+    def _replace(self, old: str, new: str, t: int) -> None:
+        partitions = self.owned.pop(old, set())
+        self.classic_members.discard(old)
+        if not partitions:
+            return
+        self.owned[new] = partitions
+        for p in partitions:
+            owner = self.owner_since.get(p)
+            if owner is not None and owner[0] == old:
+                self.intervals.append((p, old, owner[1], t))
+                self.owner_since[p] = (new, t)
+
+    # --- the group -----------------------------------------------------------------------------------
+
+    def group_state(self, t: int, state: str, generation: int) -> None:
+        self.state = state
+        self.events.append({"t_ms": t, "kind": "group_state", "state": state, "generation": generation})
+
+    def own(
+        self,
+        t: int,
+        member_id: str,
+        now: set[str],
+        generation: int,
+        *,
+        lost: bool = False,
+        always: bool = False,
+    ) -> None:
+        """``member_id`` owns ``now`` from ``t`` (one ownership entry when it changed, or ``always``);
+        what it no longer owns is revoked, or ``lost``."""
+        before = self.owned.get(member_id, set())
+        if now == before and not always:
+            return
+        for p in sorted(before - now):
+            owner = self.owner_since.get(p)
+            if owner is not None and owner[0] == member_id:
+                del self.owner_since[p]
+                self.intervals.append((p, member_id, owner[1], t))
+        for p in sorted(now - before):
+            previous = self.owner_since.get(p)
+            if previous is not None:  # handed over from another member at this record
+                self.intervals.append((p, previous[0], previous[1], t))
+            self.owner_since[p] = (member_id, t)
+        self.owned[member_id] = set(now)
+        gone = sorted(before - now, key=partition_key)
+        self.ownership.append(
+            {
+                "t_ms": t,
+                "member": member_id,
+                "generation": generation,
+                "assigned": sorted(now - before, key=partition_key),
+                "revoked": [] if lost else gone,
+                "lost": gone if lost else [],
+            }
+        )
+
+    # --- consumer groups (KIP-848) -------------------------------------------------------------------
+
+    def consumer_record(
+        self, t: int, record: ConsumerGroupRecord, reason: str | None = None, *, lost: bool = False
+    ) -> None:
+        """Follow one of the group's KIP-848 records; a member it removes left for ``reason`` (when
+        the recorder knows it) and ``lost`` its partitions if the coordinator removed it."""
+        self.protocol_type = "consumer"
+        self.consumer_protocol = True
+        if isinstance(record, ConsumerGroupMetadata):
+            self._group_epoch(record, t)
+        elif isinstance(record, ConsumerGroupMemberMetadata):
+            if record.value is None:
+                self.left(t, record.member_id, reason, lost=lost)
+                self._consumer_state(t)
+                return
+            self.joined(t, record.member_id, record.value.instance_id)
+            if record.value.server_assignor:
+                self.protocol = record.value.server_assignor
+            self.member_epochs.setdefault(record.member_id, (0, MemberAssignmentState.UNKNOWN))
+        elif isinstance(record, ConsumerGroupTargetAssignmentMetadata):
+            if record.value is not None:
+                self.target_epoch = record.value.assignment_epoch
+                self.events.append({"t_ms": t, "kind": "target_assignment", "generation": self.target_epoch})
+                self._consumer_state(t)
+        elif isinstance(record, ConsumerGroupCurrentMemberAssignment):
+            self._current_assignment(record, t)
+        elif isinstance(record, ConsumerGroupTargetAssignmentMember):
+            pass  # the target is the assignor's plan; ownership follows what members acknowledge
+
+    def _group_epoch(self, record: ConsumerGroupMetadata, t: int) -> None:
+        if record.value is None:
+            for member_id in sorted(set(self.owned) | self.members()):
+                self.left(t, member_id)
+            self.group_state(t, "Dead", self.group_epoch)
+            return
+        epoch = record.value[0]
+        if epoch > self.group_epoch:
+            self.rebalance_starts.append(t)
+            self.events.append({"t_ms": t, "kind": "group_epoch", "generation": epoch})
+        self.group_epoch = epoch
+        self.generation = epoch
+        self._consumer_state(t)
+
+    def _names(self, partitions: PartitionEpochs) -> set[str]:
+        out: set[str] = set()
+        for topic, epochs in partitions.items():
+            name = self.topic_name(topic)
+            if name is None:
+                self.unknown_topic_ids.add(topic)
+                name = str(topic)
+            out.update(f"{name}-{p}" for p in epochs)
+        return out
+
+    def _current_assignment(self, record: ConsumerGroupCurrentMemberAssignment, t: int) -> None:
+        value = record.value
+        if value is None:
+            return  # the member is leaving: its metadata tombstone ends it
+        assigned = self._names(value.assigned_partitions)
+        revoking = self._names(value.partitions_pending_revocation)
+        self.member_epochs[record.member_id] = (value.member_epoch, value.state)
+        self.own(t, record.member_id, assigned | revoking, value.member_epoch)
+        for p in sorted(revoking - set(self.revoking_since)):
+            self.revoking_since[p] = t
+        for p in sorted(set(self.revoking_since)):
+            owner = self.owner_since.get(p)
+            if p not in revoking and (owner is None or owner[0] == record.member_id):
+                self.handover.append((p, "revoking", self.revoking_since.pop(p), t))
+        self._consumer_state(t)
+
+    def _consumer_state(self, t: int) -> None:
+        """Kafka's ``ConsumerGroup.maybeUpdateGroupState``, from the records."""
+        if not self.member_epochs:
+            state = "Empty"
+        elif self.group_epoch > self.target_epoch:
+            state = "Assigning"
+        elif any(
+            s is not MemberAssignmentState.STABLE or e != self.target_epoch
+            for e, s in self.member_epochs.values()
+        ):
+            state = "Reconciling"
+        else:
+            state = "Stable"
+        if state != self.state:
+            self.group_state(t, state, self.group_epoch)
+            if state == "Stable":
+                self.stable_marks.append(t)
+                self.consumer_stables += 1
+
+    # --- the document ----------------------------------------------------------------------------------
+
+    def document(self, scenario: str, end: int) -> dict[str, Any]:
+        """The recording (``result.json``) up to ``end``: ``metrics``, ``ownership``, ``events`` and
+        the ``recording`` the timeline draws (what members own lasts until ``end``)."""
+        intervals = list(self.intervals) + [(p, m, since, end) for p, (m, since) in self.owner_since.items()]
+        handover = list(self.handover)
+        handover += [(p, "revoking", since, end) for p, since in self.revoking_since.items()]
+        partitions = sorted({p for p, *_ in intervals} | {p for p, *_ in handover}, key=partition_key)
+        index = {p: i for i, p in enumerate(partitions)}
+        return {
+            "scenario": scenario,
+            "metrics": {
+                "rebalances": len(self.rebalance_starts),
+                "group_protocol": "consumer" if self.consumer_protocol else "classic",
+                "generation": self.generation,
+                "final_protocol": self.protocol,
+                "protocol_type": self.protocol_type,
+                "state": self.state,
+                "members_seen": len(self.members_seen),
+                "duration_ms": end,
+            },
+            "ownership": self.ownership,
+            "events": self.events,
+            "recording": {
+                "group_id": self.group_id,
+                "duration_ms": end,
+                "partitions": partitions,
+                "consumers": sorted({m for _, m, _, _ in intervals}),
+                "intervals": [[index[p], m, s, e] for p, m, s, e in intervals],
+                "rebalance_starts": self.rebalance_starts,
+                "stable_marks": self.stable_marks,
+                "handover_intervals": [[index[p], status, s, e] for p, status, s, e in handover],
+            },
+        }
