@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from tests.faults.scenarios import CUT, RESETS, assert_cut_seen, assert_invariants
 
+from kgroup.model import KgroupError
 from kgroup.testing.faults import FaultBed, Toxiproxy, run_fault
 
 
@@ -27,3 +28,12 @@ def test_connection_resets_on_an_eager_group(bed: FaultBed) -> None:
     outcome = run_fault(bed, RESETS)
     assert_invariants(outcome)
     assert any("bursts of resets" in note for note in outcome.notes), outcome.notes
+
+
+def test_a_bed_removes_its_proxies_and_a_bad_toxic_is_refused_in_one_line(toxiproxy: Toxiproxy) -> None:
+    with FaultBed("kgroup", toxiproxy, consumers=1) as one:
+        names = [proxy.name for proxy in one.proxies]
+        assert set(names) <= set(toxiproxy.api("GET", "/proxies"))
+        with pytest.raises(KgroupError, match=r"toxiproxy: POST /proxies/.*/toxics: HTTP 400"):
+            one.proxies[0].add_toxic("flood", {})
+    assert set(names).isdisjoint(toxiproxy.api("GET", "/proxies"))

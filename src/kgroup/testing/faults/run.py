@@ -495,7 +495,7 @@ def run_fault(bed: FaultBed, run: FaultRun, *, progress: Callable[[str], None] |
             thread.start()
 
         def settled() -> bool:
-            owned = [t.owned for t in consumers]
+            owned = [frozenset(t.owned) for t in consumers]  # a copy: the threads change them
             return sum(len(o) for o in owned) == run.partitions and set().union(*owned) == set(
                 range(run.partitions)
             )
