@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from tests.apache_kafka.wire import Raw
+from tests.broker.procs import BrokerProcess
 
 from kgroup.model import KgroupError
 from kgroup.testing import KafkaBroker
@@ -100,3 +102,15 @@ def test_serve_refuses_an_unknown_advertised_listener_in_one_line() -> None:
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert "advertised.listeners: X is not a listener; advertise one of PLAINTEXT" in done.stderr
+
+
+def test_serve_advertises_the_given_host_with_the_bound_port(tmp_path: Path) -> None:
+    broker = BrokerProcess(tmp_path, "--advertised-listeners", "PLAINTEXT://proxy.invalid:0")
+    try:
+        port = broker.bootstrap_servers.rpartition(":")[2]
+        assert _advertised(broker.bootstrap_servers, "g") == (
+            [f"proxy.invalid:{port}"],
+            f"proxy.invalid:{port}",
+        )
+    finally:
+        assert broker.terminate() == 0
