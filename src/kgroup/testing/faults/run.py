@@ -114,6 +114,8 @@ class RunOutcome:
     #: the time the group took to settle before the fault
     settle_s: float
     notes: list[str] = field(default_factory=list)
+    #: ``resets``: how many bursts of resets the consumer's connections got
+    resets: int = 0
 
 
 class FaultBed:
@@ -236,6 +238,8 @@ class _ConsumerThread(threading.Thread):
         self.stop_event = threading.Event()
         self.closed = threading.Event()
         self.owned: set[int] = set()
+        #: the generation of the last rebalance callback (-1: none yet)
+        self.generation = -1
         self._pending: dict[int, int] = {}
 
     def _callback(self, consumer: Any, kind: str, partitions: list[Any]) -> None:
@@ -248,6 +252,7 @@ class _ConsumerThread(threading.Thread):
             rec.obs.callbacks.append(
                 Callback(rec.now(), self.consumer_name, kind, generation, member, numbers)
             )
+        self.generation = generation
         if kind == "assign":
             self.owned.update(numbers)
         else:
@@ -495,9 +500,17 @@ def run_fault(bed: FaultBed, run: FaultRun, *, progress: Callable[[str], None] |
             thread.start()
 
         def settled() -> bool:
+            """Every consumer in one generation, each partition owned once, nobody idle that could
+            have a partition (a late joiner would otherwise rebalance the group after the fault's start)."""
             owned = [frozenset(t.owned) for t in consumers]  # a copy: the threads change them
-            return sum(len(o) for o in owned) == run.partitions and set().union(*owned) == set(
-                range(run.partitions)
+            generations = {t.generation for t in consumers}
+            busy = all(owned) or run.partitions < run.consumers
+            return (
+                len(generations) == 1
+                and -1 not in generations
+                and busy
+                and sum(len(o) for o in owned) == run.partitions
+                and set().union(*owned) == set(range(run.partitions))
             )
 
         say(f"{bed.kind}: {run.assignor}, {run.fault.describe()}: waiting for the group")
@@ -547,4 +560,4 @@ def run_fault(bed: FaultBed, run: FaultRun, *, progress: Callable[[str], None] |
     # what happened after end_t (the final close) is not part of the run
     obs = recorder.obs
     obs.callbacks = [cb for cb in obs.callbacks if cb.t <= obs.end_t]
-    return RunOutcome(run, bed.kind, obs, fault_t, settle_s, notes)
+    return RunOutcome(run, bed.kind, obs, fault_t, settle_s, notes, faulter.resets)

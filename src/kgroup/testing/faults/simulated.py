@@ -58,7 +58,7 @@ class Headline:
         )
 
 
-def simulated_scenario(outcome: RunOutcome, resets: int = 0) -> dict[str, Any]:
+def simulated_scenario(outcome: RunOutcome) -> dict[str, Any]:
     """The simulator's scenario (as the data a scenario file holds) for ``outcome``'s run."""
     run = outcome.run
     fault = run.fault
@@ -78,8 +78,8 @@ def simulated_scenario(outcome: RunOutcome, resets: int = 0) -> dict[str, Any]:
         )
     elif fault.kind == "latency":
         network = {"latency_ms": fault.latency_ms, "jitter_ms": fault.jitter_ms}
-    elif fault.kind == "resets" and resets:
-        rate = min(3600.0, resets * 3_600_000 / duration_ms)
+    elif fault.kind == "resets" and outcome.resets:
+        rate = min(3600.0, outcome.resets * 3_600_000 / duration_ms)
         consumers[fault.consumer]["network"] = {"latency_ms": 1, "jitter_ms": 0, "resets_per_hour": rate}
     return {
         "seed": 1,
@@ -115,11 +115,11 @@ def headline_real(outcome: RunOutcome) -> Headline:
     )
 
 
-def headline_simulated(outcome: RunOutcome, resets: int = 0) -> Headline:
+def headline_simulated(outcome: RunOutcome) -> Headline:
     """The simulator's run of ``outcome``'s scenario, read as :func:`headline_real` reads the real one."""
     from kgroup.sim import parse_scenario, simulate
 
-    scenario = parse_scenario(simulated_scenario(outcome, resets), name=f"faults-{outcome.run.fault.kind}")
+    scenario = parse_scenario(simulated_scenario(outcome), name=f"faults-{outcome.run.fault.kind}")
     result = simulate(scenario)
     start_s = outcome.fault_t
     end_s = scenario.duration_ms / 1000
