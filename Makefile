@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-core lint bench kafka clean-venv
+.PHONY: demo test test-core lint bench kafka faults-tools faults clean-venv
 
 # pytest-xdist workers: most tests wait on sockets, brokers and sleeps, so more workers than cores pay
 TEST_WORKERS ?= 4
@@ -32,9 +32,19 @@ demo: $(STAMP)
 kafka: $(STAMP)
 	$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch
 
+# toxiproxy (the pinned release, built with `go install` into ~/.cache/kgroup/toxiproxy) for the fault
+# tests (tests/faults, docs/faults.md); CI must have it, elsewhere those tests skip with the reason
+faults-tools: $(STAMP)
+	$(VENV)/bin/python -m kgroup.testing.faults fetch
+
+# the full fault matrix on kgroup serve and Apache Kafka beside the simulator (docs/faults.md; ~15 min)
+faults: $(STAMP)
+	$(VENV)/bin/python benchmarks/run_faults.py
+
 # two timed runs, both run even if the first fails: everything but Apache Kafka, then the tests that start Apache Kafka, its Java client or oracle
 test: $(STAMP)
 	@$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch || test -z "$$CI"
+	@$(VENV)/bin/python -m kgroup.testing.faults fetch || test -z "$$CI"
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports

@@ -173,13 +173,27 @@ class Broker:
         ports[broker_id] = server.sockets[0].getsockname()[1]
         return server
 
-    def advertised(self, listener: str) -> tuple[str, dict[int, int]]:
-        """The host and per-broker ports a client that came through ``listener`` is told of (Kafka
-        advertises the listener the request arrived on)."""
+    def bound(self, listener: str) -> tuple[str, dict[int, int]]:
+        """The host and per-broker ports listener ``listener`` ("": the default one) is bound to."""
         for candidate in self.config.security.listeners:
             if candidate.name == listener:
                 return candidate.host, self.listener_ports.get(listener, {})
         return self.config.host, self.ports
+
+    def advertised(self, listener: str) -> tuple[str, dict[int, int]]:
+        """The host and per-broker ports a client that came through ``listener`` is told of (Kafka
+        advertises the listener the request arrived on): its ``advertised.listeners`` entry, or where
+        it is bound when none are set; none (no brokers) when they are set and do not name it."""
+        host, ports = self.bound(listener)
+        security = self.config.security
+        if not security.advertised_listeners:
+            return host, ports
+        entry = security.advertised_listener(listener)
+        if entry is None:
+            return "", {}
+        if entry.port == 0:  # Kafka's BrokerServer: an ephemeral advertised port is the bound one
+            return entry.host, dict(ports)
+        return entry.host, {broker_id: entry.port + broker_id for broker_id in ports}
 
     async def stop_listener(self, broker_id: int) -> None:
         """Take one broker down: stop listening, drop its connections, move its leaderships."""
@@ -252,7 +266,8 @@ class Broker:
         return self.listener_bootstrap_servers(listeners[0].name if listeners else "")
 
     def listener_bootstrap_servers(self, listener: str) -> str:
-        host, ports = self.advertised(listener)
+        """Where ``listener`` is bound (what a client dials to reach the brokers directly)."""
+        host, ports = self.bound(listener)
         return ",".join(f"{host}:{ports[b]}" for b in sorted(ports))
 
     # --- shared services for handlers ------------------------------------------------------------

@@ -87,6 +87,13 @@ def register(app: typer.Typer) -> None:
             "--listener-security-protocol-map",
             help="NAME:PROTOCOL,... (listener.security.protocol.map) for listeners not named after one.",
         ),
+        advertised_listener: list[str] = typer.Option(  # noqa: B008
+            [],
+            "--advertised-listeners",
+            help="NAME://HOST:PORT (repeatable or comma-separated; Kafka's advertised.listeners): the "
+            "address clients of listener NAME are told of, e.g. a proxy's. Port 0: the bound port. "
+            "Default: each listener's own address.",
+        ),
         ssl_certfile: Path | None = typer.Option(  # noqa: B008
             None, "--ssl-certfile", help="Server certificate chain, PEM (SSL and SASL_SSL listeners)."
         ),
@@ -148,6 +155,7 @@ def register(app: typer.Typer) -> None:
         security = build_security_config(
             listeners=listener,
             listener_security_protocol_map=protocol_map,
+            advertised_listeners=advertised_listener,
             ssl_certfile=ssl_certfile,
             ssl_keyfile=ssl_keyfile,
             ssl_cafile=ssl_cafile,
@@ -212,6 +220,11 @@ def register(app: typer.Typer) -> None:
                 for item in security.listeners:
                     port_of = broker.listener_ports[item.name][broker_id]
                     typer.echo(f"broker {broker_id} listening on {item.name}://{item.host}:{port_of}")
+            for item in security.advertised_listeners:
+                name = "" if item.name == "PLAINTEXT" and not security.listeners else item.name
+                host_of, ports_of = broker.advertised(name)
+                where = ",".join(f"{host_of}:{ports_of[b]}" for b in sorted(ports_of))
+                typer.echo(f"advertised {item.name}://{where}")
             typer.echo(f"bootstrap.servers={broker.bootstrap_servers}  data-dir={data_dir}", err=False)
             sys.stdout.flush()
 

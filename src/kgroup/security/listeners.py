@@ -22,6 +22,7 @@ __all__ = [
     "SecurityConfig",
     "TlsConfig",
     "build_security_config",
+    "parse_advertised_listeners",
     "parse_listeners",
     "parse_protocol_map",
     "server_ssl_context",
@@ -30,6 +31,8 @@ __all__ = [
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 CLIENT_AUTH = ("none", "requested", "required")
+#: the name of the one listener a broker has when no ``listeners`` are given
+DEFAULT_LISTENER = "PLAINTEXT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,11 @@ class SecurityConfig:
     """
 
     listeners: tuple[Listener, ...] = ()
+    #: ``advertised.listeners``: the address each named listener's clients are told of (Metadata,
+    #: FindCoordinator); empty: every listener advertises the address it is bound to. Set, only the
+    #: listeners it names are advertised (Kafka's ``effectiveAdvertisedBrokerListeners``); port 0
+    #: advertises the bound port, another port is broker 0's (broker ``i`` of a cluster: ``port + i``)
+    advertised_listeners: tuple[Listener, ...] = ()
     tls: TlsConfig = field(default_factory=TlsConfig)
     #: ``sasl.enabled.mechanisms``
     sasl_mechanisms: tuple[str, ...] = SASL_MECHANISMS
@@ -110,6 +118,7 @@ class SecurityConfig:
         names = [listener.name for listener in self.listeners]
         if len(set(names)) != len(names):
             raise KgroupError("listeners: each listener name may appear once")
+        self._check_advertised(names or [DEFAULT_LISTENER])
         if any(listener.tls for listener in self.listeners):
             if self.tls.certfile is None or self.tls.keyfile is None:
                 raise KgroupError(
@@ -121,6 +130,33 @@ class SecurityConfig:
         for principal in self.super_users:
             if ":" not in principal:
                 raise KgroupError(f"super.users: {principal!r} is not a principal; write User:NAME")
+
+    def _check_advertised(self, names: list[str]) -> None:
+        advertised = [listener.name for listener in self.advertised_listeners]
+        if len(set(advertised)) != len(advertised):
+            raise KgroupError("advertised.listeners: each listener name may appear once")
+        unknown = [name for name in advertised if name not in names]
+        if unknown:
+            # Kafka's KafkaConfig: advertised names must be equal to or a subset of the listeners'
+            raise KgroupError(
+                f"advertised.listeners: {', '.join(unknown)} is not a listener; "
+                f"advertise one of {', '.join(names)} (the --listener names)"
+            )
+        for listener in self.advertised_listeners:
+            if listener.host == "0.0.0.0":
+                raise KgroupError(
+                    f"advertised.listeners: {listener} cannot use the nonroutable meta-address 0.0.0.0; "
+                    "advertise an address clients can reach"
+                )
+
+    def advertised_listener(self, name: str) -> Listener | None:
+        """The advertised address of listener ``name`` ("": the default PLAINTEXT listener), or None
+        when ``advertised.listeners`` is set and does not name it."""
+        wanted = name or DEFAULT_LISTENER
+        for listener in self.advertised_listeners:
+            if listener.name == wanted:
+                return listener
+        return None
 
     @property
     def sasl(self) -> bool:
@@ -191,6 +227,29 @@ def parse_listeners(specs: list[str], protocol_map: dict[str, str] | None = None
     return tuple(listeners)
 
 
+def parse_advertised_listeners(
+    specs: list[str] | tuple[str, ...], protocol_map: dict[str, str] | None = None
+) -> tuple[Listener, ...]:
+    """``advertised.listeners``: ``NAME://HOST:PORT`` each (or one comma-separated value); the host
+    is required (it is what clients dial), port 0 means the port the listener is bound to."""
+    mapping = protocol_map or parse_protocol_map("")
+    names = {spec.strip().partition("://")[0] for text in specs for spec in text.split(",")}
+    # a name no listener has is refused by SecurityConfig (naming the listeners); not for its protocol
+    known = {name: mapping.get(name, "PLAINTEXT") for name in names if name}
+    try:
+        parsed = parse_listeners(list(specs), {**mapping, **known})
+    except KgroupError as exc:
+        raise KgroupError(f"advertised.{exc}") from None
+    for spec in (s.strip() for text in specs for s in text.split(",")):
+        address = spec.partition("://")[2]
+        if spec and not address.rpartition(":")[0].strip("[]"):
+            raise KgroupError(
+                f"advertised.listeners: {spec!r} has no host; write NAME://HOST:PORT with the address "
+                "clients dial, e.g. PLAINTEXT://127.0.0.1:19092"
+            )
+    return parsed
+
+
 def server_ssl_context(tls: TlsConfig) -> ssl.SSLContext:
     """The TLS context of SSL and SASL_SSL listeners (TLS 1.2+, as Kafka's default protocols)."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -217,6 +276,7 @@ def build_security_config(
     *,
     listeners: list[str] | tuple[str, ...] = (),
     listener_security_protocol_map: str = "",
+    advertised_listeners: list[str] | tuple[str, ...] = (),
     ssl_certfile: str | Path | None = None,
     ssl_keyfile: str | Path | None = None,
     ssl_cafile: str | Path | None = None,
@@ -236,8 +296,10 @@ def build_security_config(
     def path(value: str | Path | None) -> Path | None:
         return None if value is None else Path(value)
 
+    protocol_map = parse_protocol_map(listener_security_protocol_map)
     return SecurityConfig(
-        listeners=parse_listeners(list(listeners), parse_protocol_map(listener_security_protocol_map)),
+        listeners=parse_listeners(list(listeners), protocol_map),
+        advertised_listeners=parse_advertised_listeners(advertised_listeners, protocol_map),
         tls=TlsConfig(path(ssl_certfile), path(ssl_keyfile), path(ssl_cafile), ssl_client_auth),
         sasl_mechanisms=tuple(sasl_mechanisms),
         users=tuple(sasl_users),

@@ -62,6 +62,7 @@ class KafkaBroker:
         max_open_files: int | None = None,
         listeners: Sequence[str] = (),
         listener_security_protocol_map: str = "",
+        advertised_listeners: Sequence[str] = (),
         ssl_certfile: str | Path | None = None,
         ssl_keyfile: str | Path | None = None,
         ssl_cafile: str | Path | None = None,
@@ -76,7 +77,10 @@ class KafkaBroker:
     ) -> None:
         """The security arguments are ``kgroup serve``'s flags of the same names (docs/security.md):
         e.g. ``listeners=["SASL_PLAINTEXT://127.0.0.1:0"], sasl_users={"alice": "alice-secret"}``
-        (port 0 picks a free port; :meth:`listener_bootstrap_servers` names it)."""
+        (port 0 picks a free port; :meth:`listener_bootstrap_servers` names it).
+        ``advertised_listeners`` is ``--advertised-listeners`` (Kafka's ``advertised.listeners``):
+        e.g. ``["PLAINTEXT://127.0.0.1:19092"]`` to send clients through a proxy on that port;
+        :attr:`bootstrap_servers` stays the bound address."""
         from kgroup.broker.config import BrokerConfig
         from kgroup.security.listeners import build_security_config
 
@@ -103,6 +107,7 @@ class KafkaBroker:
             security = build_security_config(
                 listeners=tuple(listeners),
                 listener_security_protocol_map=listener_security_protocol_map,
+                advertised_listeners=tuple(advertised_listeners),
                 ssl_certfile=ssl_certfile,
                 ssl_keyfile=ssl_keyfile,
                 ssl_cafile=ssl_cafile,
@@ -223,7 +228,7 @@ class KafkaBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        """``host:port[,host:port…]`` of the live brokers, for ``bootstrap.servers``."""
+        """``host:port[,host:port…]`` the live brokers are bound to, for ``bootstrap.servers``."""
         if self._broker is None:
             raise KgroupError("KafkaBroker: not running; use it inside `with KafkaBroker() as kafka:`")
         text: str = self._broker.bootstrap_servers

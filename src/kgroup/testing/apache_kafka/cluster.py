@@ -70,6 +70,20 @@ def _port_open(port: int) -> bool:
         return False
 
 
+def _parse_address(name: str, address: str) -> tuple[str, int]:
+    host, colon, port = address.rpartition(":")
+    if not name or name == "CONTROLLER" or not name.replace("_", "").isalnum():
+        raise KgroupError(
+            f"ApacheKafka: advertised_listeners: {name!r} is not a listener name; use letters, digits, "
+            "_ (not CONTROLLER)"
+        )
+    if not colon or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise KgroupError(
+            f"ApacheKafka: advertised_listeners[{name!r}]: {address!r}; write HOST:PORT, e.g. 127.0.0.1:19092"
+        )
+    return host, int(port)
+
+
 def _cluster_id() -> str:
     """A KRaft cluster id: 16 random bytes, URL-safe base64 without padding (as Kafka's Uuid prints).
     Like Kafka's ``Uuid.randomUuid`` it never starts with ``-``: the storage tool would read such an id
@@ -97,6 +111,8 @@ class _Node:
     controller_port: int
     process: subprocess.Popen[bytes] | None = None
     stdout: object = field(default=None)
+    #: the extra listeners (``advertised_listeners`` names other than PLAINTEXT): name -> bound port
+    listener_ports: dict[str, int] = field(default_factory=dict)
 
     @property
     def log_file(self) -> Path:
@@ -113,6 +129,12 @@ class ApacheKafka:
     ``configs`` are broker settings (Kafka's names, any value ``str()`` turns into the right text)
     applied to every node on top of :data:`DEFAULT_CONFIGS`; ``topics`` are created once it serves.
     ``heap`` is each JVM's ``-Xmx``.
+
+    ``advertised_listeners`` (name -> ``HOST:PORT``) is Kafka's ``advertised.listeners``: a name
+    other than PLAINTEXT gets a listener of its own (PLAINTEXT protocol, a free port on 127.0.0.1 per
+    node, :meth:`listener_port`) that tells its clients of ``HOST:PORT``, e.g. a proxy in front of
+    it; PLAINTEXT changes what the default listener advertises. Node ``n`` advertises
+    ``PORT + n - 1`` (as ``kgroup serve``'s broker ``i`` advertises ``PORT + i``).
     """
 
     def __init__(
@@ -124,9 +146,13 @@ class ApacheKafka:
         version: str = KAFKA_VERSION,
         heap: str = "768m",
         start_timeout_s: float = START_TIMEOUT_S,
+        advertised_listeners: Mapping[str, str] | None = None,
     ) -> None:
         if not 1 <= nodes <= 9:
             raise KgroupError(f"ApacheKafka: nodes={nodes} is not between 1 and 9")
+        self.advertised_listeners = {
+            name: _parse_address(name, address) for name, address in (advertised_listeners or {}).items()
+        }
         self.nodes = nodes
         self.version = version
         self.heap = heap
@@ -157,7 +183,15 @@ class ApacheKafka:
             self._work = Path(tempfile.mkdtemp(prefix="kgroup-apache-kafka-"))
             self._cluster_id = _cluster_id()
             self._nodes = {
-                node_id: _Node(node_id, self._work / f"node-{node_id}", _free_port(), _free_port())
+                node_id: _Node(
+                    node_id,
+                    self._work / f"node-{node_id}",
+                    _free_port(),
+                    _free_port(),
+                    listener_ports={
+                        name: _free_port() for name in self.advertised_listeners if name != "PLAINTEXT"
+                    },
+                )
                 for node_id in range(1, self.nodes + 1)
             }
             try:
@@ -229,6 +263,15 @@ class ApacheKafka:
     def port(self, node_id: int) -> int:
         return self._node(node_id).port
 
+    def listener_port(self, name: str, node_id: int = 1) -> int:
+        """The port node ``node_id``'s extra listener ``name`` is bound to (``advertised_listeners``)."""
+        ports = self._node(node_id).listener_ports
+        if name not in ports:
+            raise KgroupError(
+                f"ApacheKafka: no listener {name!r}; name it in advertised_listeners (have {sorted(ports)})"
+            )
+        return ports[name]
+
     def pid(self, node_id: int) -> int | None:
         process = self._node(node_id).process
         return process.pid if process is not None and process.poll() is None else None
@@ -299,15 +342,22 @@ class ApacheKafka:
 
     def _write_config(self, node: _Node) -> None:
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self._nodes.values())
+        extra = node.listener_ports
+        listeners = [f"PLAINTEXT://127.0.0.1:{node.port}", f"CONTROLLER://127.0.0.1:{node.controller_port}"]
+        listeners += [f"{name}://127.0.0.1:{port}" for name, port in extra.items()]
+        advertised = {"PLAINTEXT": ("127.0.0.1", node.port)}
+        for name, (host, port) in self.advertised_listeners.items():
+            advertised[name] = (host, port + node.node_id - 1)
+        protocols = ["CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT", *(f"{name}:PLAINTEXT" for name in extra)]
         settings = {
             "process.roles": "broker,controller",
             "node.id": str(node.node_id),
             "controller.quorum.voters": voters,
-            "listeners": f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://127.0.0.1:{node.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+            "listeners": ",".join(listeners),
+            "advertised.listeners": ",".join(f"{n}://{h}:{p}" for n, (h, p) in advertised.items()),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": ",".join(protocols),
             "log.dirs": str(node.directory / "data"),
             **self.configs,
         }
