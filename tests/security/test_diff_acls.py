@@ -20,59 +20,14 @@ from confluent_kafka.admin import (
 )
 from tests.broker.rawclient import RawClient
 from tests.broker.rawdata import fetch_request
+from tests.security.apache_sasl import AUTHORIZER, SaslApacheKafka
 
 from kgroup.testing import KafkaBroker
-from kgroup.testing.apache_kafka import ApacheKafka, require_apache_kafka
-from kgroup.testing.apache_kafka import cluster as apache_cluster
+from kgroup.testing.apache_kafka import require_apache_kafka
 from kgroup.wire.codec import build, request_class
 
 USERS = {"alice": "alice-pw-4Tg", "admin": "admin-pw-8Hs"}
 TOPICS = ["d-write", "d-read", "d-none"]
-
-
-class SaslApacheKafka(ApacheKafka):
-    """Apache Kafka with a SASL_PLAINTEXT listener for the clients beside its PLAINTEXT one (the
-    inter-broker and tooling listener, whose ANONYMOUS principal is a super user)."""
-
-    def __init__(self) -> None:
-        jaas = "".join(f' user_{name}="{password}"' for name, password in USERS.items())
-        super().__init__(
-            configs={
-                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                "super.users": "User:ANONYMOUS;User:admin",
-                "sasl.enabled.mechanisms": "PLAIN",
-                "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
-                    f"org.apache.kafka.common.security.plain.PlainLoginModule required{jaas};"
-                ),
-                "auto.create.topics.enable": "false",
-            }
-        )
-        self.sasl_port = apache_cluster._free_port()
-
-    def _write_config(self, node: Any) -> None:
-        super()._write_config(node)
-        text = node.properties.read_text()
-        sasl = f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
-        text = (
-            text.replace(
-                f"listeners=PLAINTEXT://127.0.0.1:{node.port},",
-                f"listeners=PLAINTEXT://127.0.0.1:{node.port},{sasl},",
-            )
-            .replace(
-                f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port}\n",
-                f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port},{sasl}\n",
-            )
-            .replace(
-                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n",
-                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT\n",
-            )
-        )
-        assert sasl in text
-        node.properties.write_text(text)
-
-    @property
-    def sasl_bootstrap(self) -> str:
-        return f"127.0.0.1:{self.sasl_port}"
 
 
 def config(bootstrap: str, user: str) -> dict[str, Any]:
@@ -243,7 +198,14 @@ def scenario(bootstrap: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def apache_sasl() -> Iterator[SaslApacheKafka]:
     require_apache_kafka()
-    kafka = SaslApacheKafka()
+    kafka = SaslApacheKafka(
+        USERS,
+        configs={
+            "authorizer.class.name": AUTHORIZER,
+            "super.users": "User:ANONYMOUS;User:admin",
+            "auto.create.topics.enable": "false",
+        },
+    )
     kafka.start()
     try:
         yield kafka
