@@ -5,12 +5,11 @@ message (one line from the CLI). The SASL mechanisms run against Apache Kafka 4.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.security.apache_sasl import SaslApacheKafka
-from tests.security.conftest import USERS
+from tests.security.conftest import MECHANISMS, USERS
 
 from kgroup.cli import main
 from kgroup.client import ClientError, ClientSecurity, GroupConsumer
@@ -19,9 +18,7 @@ from kgroup.member import MemberConfig
 from kgroup.model import KgroupError, TopicPartition
 from kgroup.security.testca import CaFiles
 from kgroup.testing import KafkaBroker
-from kgroup.testing.apache_kafka import require_apache_kafka
 
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 CASES = [("PLAINTEXT", None), ("SSL", None)] + [
     (protocol, mechanism) for protocol in ("SASL_PLAINTEXT", "SASL_SSL") for mechanism in MECHANISMS
 ]
@@ -151,26 +148,13 @@ def test_cli_lag_with_command_config(
 # --- the same against Apache Kafka -----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def apache_sasl() -> Iterator[SaslApacheKafka]:
-    require_apache_kafka()
-    kafka = SaslApacheKafka(USERS, mechanisms=MECHANISMS)
-    kafka.start()
-    try:
-        kafka.add_scram_users(MECHANISMS[1:])
-        kafka.create_topic("orders", 1)
-        yield kafka
-    finally:
-        kafka.stop()
-
-
 @pytest.mark.apache_kafka
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_each_mechanism_against_apache_kafka(apache_sasl: SaslApacheKafka, mechanism: str) -> None:
     bootstrap = apache_sasl.sasl_bootstrap
-    right = security_plain_listener(mechanism, USERS["alice"])
+    right = security_plain_listener(mechanism, USERS["admin"])
     assert asyncio.run(join_commit_and_lag(bootstrap, f"kc-apache-{mechanism}", "orders", right)) == 0
-    wrong = security_plain_listener(mechanism, "not-the-password")
+    wrong = security_plain_listener(mechanism, "not-the-password")  # a super user: ACLs do not matter
     with pytest.raises(KgroupError) as failure:
         asyncio.run(describe_group_lag(bootstrap, "kc-apache", 10.0, security=wrong))
     assert KAFKA_MESSAGE[mechanism] in failure.value.message
@@ -178,5 +162,5 @@ def test_each_mechanism_against_apache_kafka(apache_sasl: SaslApacheKafka, mecha
 
 def security_plain_listener(mechanism: str, password: str) -> ClientSecurity:
     return ClientSecurity(
-        protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism, sasl_username="alice", sasl_password=password
+        protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism, sasl_username="admin", sasl_password=password
     )
