@@ -9,8 +9,8 @@ is then closed; only that connection waits, every other one keeps being served.
 
 KIP-368: with ``connections.max.reauth.ms`` > 0 a successful SaslAuthenticate names the session
 lifetime; a client that used SaslAuthenticate v1+ re-authenticates with a new SaslHandshake on
-the same connection (same mechanism, same principal), and a request other than SaslHandshake
-after the session expired closes the connection.
+the same connection (same mechanism, same principal; at most one re-authentication starts per
+second), and a request other than SaslHandshake after the session expired closes the connection.
 
 :meth:`Session.on_frame` sees each frame before dispatch: it answers it itself (an
 :class:`Outcome`) or returns None for the broker to dispatch it as usual.
@@ -50,6 +50,16 @@ SASL_AUTHENTICATE_KEY = 36
 UNSUPPORTED_SASL_MECHANISM = 33
 ILLEGAL_SASL_STATE = 34
 SASL_AUTHENTICATION_FAILED = 58
+
+
+#: Kafka's ``KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS``
+_MIN_REAUTH_INTERVAL_S = 1.0
+#: the error answers (``AbstractRequest.getErrorResponse``) of the requests kgroup answers with
+#: ILLEGAL_SASL_STATE while a SASL exchange is under way
+_ILLEGAL_STATE_ANSWERS: dict[int, dict[str, Any]] = {
+    SASL_HANDSHAKE_KEY: {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []},
+    int(ApiKey.API_VERSIONS): {"error_code": ILLEGAL_SASL_STATE, "api_keys": [], "throttle_time": 0},
+}
 
 
 class _SaslServer(Protocol):
@@ -116,6 +126,7 @@ class Session:
         self._client_reauth = False
         self._reauthenticating = False
         self._expires_at: float | None = None
+        self._last_reauth_start: float | None = None
         self.authentications = 0
 
     @property
@@ -159,7 +170,7 @@ class Session:
             header = decode_request_header(frame)
         except PeerError:
             return None  # dispatch closes it with its own reason
-        if header.api_key == SASL_HANDSHAKE_KEY and self._client_reauth:
+        if header.api_key == SASL_HANDSHAKE_KEY and self._may_reauthenticate():
             self._state = "reauth_handshake"
             self._reauthenticating = True
             return self._handshake_phase(frame, header)
@@ -168,6 +179,18 @@ class Session:
                 close="the SASL session expired (connections.max.reauth.ms) before re-authentication"
             )
         return None
+
+    def _may_reauthenticate(self) -> bool:
+        """Kafka's ``KafkaChannel.maybeBeginServerReauthentication``: only when the session has an
+        expiry (``connections.max.reauth.ms`` > 0 and a client that spoke SaslAuthenticate v1+), and
+        at most once a second; otherwise the SaslHandshake is an ordinary request (ILLEGAL_SASL_STATE)."""
+        if not self._client_reauth or self._expires_at is None:
+            return False
+        now = self._clock()
+        if self._last_reauth_start is not None and now - self._last_reauth_start < _MIN_REAUTH_INTERVAL_S:
+            return False
+        self._last_reauth_start = now
+        return True
 
     def _handshake_phase(self, frame: bytes, header: RequestHeader) -> Outcome | None:
         if header.api_key == ApiKey.API_VERSIONS and self._state == "initial":
@@ -204,11 +227,17 @@ class Session:
 
     async def _authenticate(self, frame: bytes, header: RequestHeader) -> Outcome:
         if header.api_key != SASL_AUTHENTICATE_KEY:
-            # Kafka answers this API's error response with ILLEGAL_SASL_STATE, then closes
-            return self._close_now(
+            # Kafka answers this API's error response with ILLEGAL_SASL_STATE after the failed-
+            # authentication delay, then closes; kgroup builds that answer for the SASL handshake and
+            # ApiVersions (what a client sends here by mistake) and closes at once for any other API
+            reason = (
                 f"Unexpected Kafka request of type {_api_name(header.api_key).upper()} "
                 "during SASL authentication."
             )
+            error_answer = _ILLEGAL_STATE_ANSWERS.get(header.api_key)
+            if error_answer is None or not self._supported(header.api_key, header.api_version):
+                return self._close_now(reason)
+            return self._failed_reply(header, dict(error_answer), reason)
         if not self._supported(header.api_key, header.api_version):
             return self._close_now(
                 f"Version {header.api_version} is not supported for apiKey SASL_AUTHENTICATE"
