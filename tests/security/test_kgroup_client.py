@@ -5,6 +5,7 @@ message (one line from the CLI). The SASL mechanisms run against Apache Kafka 4.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,15 @@ def test_cli_lag_with_command_config(
     code, out, err = _kgroup_lag(capsys, bootstrap, "kc-cli", good)
     assert code == 0, err
     assert out.split("\n")[2].split()[:4] == ["kc-cli", "orders", "0", "0"]
+    # kgroup record reads the group's history from __consumer_offsets with the same settings
+    # (confluent-kafka takes them as they are)
+    with pytest.raises(SystemExit) as exited:
+        main(["record", "-b", bootstrap, "-g", "kc-cli", "-o", str(tmp_path / "rec"), "--json",
+              "--command-config", str(good), "--timeout", "30"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert exited.value.code in (0, None), err
+    summary = json.loads(out)
+    assert summary["offset_commits"] >= 1 and summary["rebalances"] >= 1, summary
     wrong = tmp_path / "wrong.properties"
     wrong.write_text(good.read_text().replace(USERS["alice"], "not-the-password"))
     code, out, err = _kgroup_lag(capsys, bootstrap, "kc-cli", wrong)
