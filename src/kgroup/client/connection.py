@@ -173,8 +173,7 @@ class BrokerConnection:
             error = ConnectionLost(f"connection to {self.host}:{self.port} closed")
         self._fail_all(error)
         self._closed = True
-        if self._writer is not None:
-            self._writer.close()
+        self._close_writer()
 
     def _parse(self, response_cls: type, data: bytes) -> Any:
         try:
@@ -206,15 +205,19 @@ class BrokerConnection:
         self._fail_all(error or ConnectionLost(f"connection to {self.host}:{self.port} closed"))
         if self._read_task is not None and not self._read_task.done():
             self._read_task.cancel()
-        if self._writer is not None:
-            with contextlib.suppress(Exception):
-                if self.security.uses_tls:
-                    # no TLS close_notify exchange (Kafka's client just closes the socket): a TLS
-                    # transport's graceful close outlives an event loop that ends now
-                    self._writer.transport.abort()
-                else:
-                    self._writer.close()
+        self._close_writer()
         self._writer = None
+
+    def _close_writer(self) -> None:
+        if self._writer is None:
+            return
+        with contextlib.suppress(Exception):
+            if self.security.uses_tls:
+                # no TLS close_notify exchange (Kafka's client just closes the socket): a TLS
+                # transport's graceful close outlives an event loop that ends now
+                self._writer.transport.abort()
+            else:
+                self._writer.close()
 
     async def wait_closed(self) -> None:
         if self._read_task is not None:
