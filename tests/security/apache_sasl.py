@@ -30,6 +30,13 @@ class SaslApacheKafka(ApacheKafka):
             ),
         }
         for mechanism in mechanisms:
+            if mechanism == "OAUTHBEARER":
+                # the broker logs in too (an unsecured token of its own); clients' tokens are checked by
+                # Kafka's default OAuthBearerUnsecuredValidatorCallbackHandler
+                settings["listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"] = (
+                    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                    'unsecuredLoginStringClaim_sub="admin";'
+                )
             if mechanism.startswith("SCRAM-"):
                 settings[f"listener.name.sasl_plaintext.{mechanism.lower()}.sasl.jaas.config"] = (
                     "org.apache.kafka.common.security.scram.ScramLoginModule required;"

@@ -49,12 +49,12 @@ def secure_broker(test_ca: CaFiles) -> Iterator[KafkaBroker]:
 @pytest.fixture(scope="session")
 def apache_sasl() -> Iterator[SaslApacheKafka]:
     """Apache Kafka with StandardAuthorizer (``User:admin`` and the PLAINTEXT listener's
-    ``User:ANONYMOUS`` are super users), no topic auto-creation, ``USERS`` for every mechanism and a
-    topic ``orders``."""
+    ``User:ANONYMOUS`` are super users), no topic auto-creation, ``USERS`` for every mechanism,
+    OAUTHBEARER with unsecured tokens, and a topic ``orders``."""
     require_apache_kafka()
     kafka = SaslApacheKafka(
         USERS,
-        mechanisms=MECHANISMS,
+        mechanisms=(*MECHANISMS, "OAUTHBEARER"),
         configs={
             "authorizer.class.name": AUTHORIZER,
             "super.users": "User:ANONYMOUS;User:admin",

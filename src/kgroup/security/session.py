@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from kgroup.model import PeerError
 from kgroup.security.credentials import CredentialStore
 from kgroup.security.errors import AuthenticationFailed, CredentialsRejected
+from kgroup.security.oauthbearer import OAuthBearerServer
 from kgroup.security.plain import PlainServer
 from kgroup.security.principal import ANONYMOUS, user
 from kgroup.security.scram import SCRAM_MECHANISMS, ScramServer
@@ -105,10 +106,12 @@ class Session:
         max_reauth_ms: int = 0,
         failed_delay_ms: int = 100,
         clock_s: Callable[[], float],
+        wall_clock_ms: Callable[[], int] | None = None,
         run_blocking: Callable[[Callable[[bytes], bytes], bytes], Any] | None = None,
         supported: Callable[[int, int], bool],
     ) -> None:
         self.protocol = protocol
+        self._wall_clock_ms = wall_clock_ms
         self._supported = supported
         self.listener = listener
         self.sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
@@ -264,7 +267,8 @@ class Session:
                 message,
             )
         lifetime_ms = self._completed_lifetime_ms()
-        data = {"error_code": 0, "error_message": None, "auth_bytes": answer, "session_lifetime": lifetime_ms}
+        # the error message is "" (the generated default), as Apache Kafka answers
+        data = {"error_code": 0, "error_message": "", "auth_bytes": answer, "session_lifetime": lifetime_ms}
         return Outcome(reply=self._encode(header, data))
 
     async def _raw_token(self, frame: bytes) -> Outcome:
@@ -281,6 +285,9 @@ class Session:
     def _new_server(self, mechanism: str) -> _SaslServer:
         if mechanism == "PLAIN":
             return PlainServer(self.credentials.verify_password)
+        if mechanism == "OAUTHBEARER":
+            assert self._wall_clock_ms is not None, "OAUTHBEARER needs the wall clock (token expiry)"
+            return OAuthBearerServer(self._wall_clock_ms)
         scram = SCRAM_MECHANISMS[mechanism]
         return ScramServer(scram, lambda name: self.credentials.lookup(name, scram.name))
 
@@ -316,10 +323,19 @@ class Session:
         self._state = "complete"
         self._reauthenticating = False
         self.authentications += 1
-        if self.max_reauth_ms > 0:
-            self._expires_at = self._clock() + self.max_reauth_ms / 1000
-            return self.max_reauth_ms
-        return 0
+        # Kafka's ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs: the session ends with
+        # connections.max.reauth.ms and with the credential (an OAUTHBEARER token's expiry)
+        expiration_ms: int | None = getattr(server, "credential_expiration_ms", None)
+        if expiration_ms is None and self.max_reauth_ms <= 0:
+            return 0
+        if expiration_ms is None:
+            lifetime_ms = self.max_reauth_ms
+        else:
+            assert self._wall_clock_ms is not None
+            left_ms = max(0, expiration_ms - self._wall_clock_ms())
+            lifetime_ms = left_ms if self.max_reauth_ms <= 0 else min(left_ms, self.max_reauth_ms)
+        self._expires_at = self._clock() + lifetime_ms / 1000
+        return lifetime_ms
 
     def _phase_text(self) -> str:
         return "re-authentication" if self._reauthenticating else "authentication"
