@@ -4,7 +4,6 @@ the same error for each (confluent-kafka as the client, SASL/PLAIN, StandardAuth
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import confluent_kafka
@@ -20,59 +19,13 @@ from confluent_kafka.admin import (
 )
 from tests.broker.rawclient import RawClient
 from tests.broker.rawdata import fetch_request
+from tests.security.apache_sasl import SaslApacheKafka
+from tests.security.conftest import USERS
 
 from kgroup.testing import KafkaBroker
-from kgroup.testing.apache_kafka import ApacheKafka, require_apache_kafka
-from kgroup.testing.apache_kafka import cluster as apache_cluster
 from kgroup.wire.codec import build, request_class
 
-USERS = {"alice": "alice-pw-4Tg", "admin": "admin-pw-8Hs"}
 TOPICS = ["d-write", "d-read", "d-none"]
-
-
-class SaslApacheKafka(ApacheKafka):
-    """Apache Kafka with a SASL_PLAINTEXT listener for the clients beside its PLAINTEXT one (the
-    inter-broker and tooling listener, whose ANONYMOUS principal is a super user)."""
-
-    def __init__(self) -> None:
-        jaas = "".join(f' user_{name}="{password}"' for name, password in USERS.items())
-        super().__init__(
-            configs={
-                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                "super.users": "User:ANONYMOUS;User:admin",
-                "sasl.enabled.mechanisms": "PLAIN",
-                "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
-                    f"org.apache.kafka.common.security.plain.PlainLoginModule required{jaas};"
-                ),
-                "auto.create.topics.enable": "false",
-            }
-        )
-        self.sasl_port = apache_cluster._free_port()
-
-    def _write_config(self, node: Any) -> None:
-        super()._write_config(node)
-        text = node.properties.read_text()
-        sasl = f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
-        text = (
-            text.replace(
-                f"listeners=PLAINTEXT://127.0.0.1:{node.port},",
-                f"listeners=PLAINTEXT://127.0.0.1:{node.port},{sasl},",
-            )
-            .replace(
-                f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port}\n",
-                f"advertised.listeners=PLAINTEXT://127.0.0.1:{node.port},{sasl}\n",
-            )
-            .replace(
-                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n",
-                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT\n",
-            )
-        )
-        assert sasl in text
-        node.properties.write_text(text)
-
-    @property
-    def sasl_bootstrap(self) -> str:
-        return f"127.0.0.1:{self.sasl_port}"
 
 
 def config(bootstrap: str, user: str) -> dict[str, Any]:
@@ -160,6 +113,117 @@ def raw_requests(bootstrap: str) -> dict[str, Any]:
             )
         )
         seen["metadata named"] = {t.name: int(t.error_code) for t in metadata.topics}
+        seen.update(group_topic_requests(raw))
+    return seen
+
+
+def _offsets(topics: Any) -> dict[str, list[tuple[int, int, int]]]:
+    return {
+        t.name: [(int(p.partition_index), int(p.committed_offset), int(p.error_code)) for p in t.partitions]
+        for t in topics
+    }
+
+
+def group_topic_requests(raw: RawClient) -> dict[str, Any]:
+    """As alice: DescribeConfigs (DESCRIBE_CONFIGS on topics and the cluster), OffsetFetch of named
+    and of all topics (DESCRIBE on each topic), ConsumerGroupHeartbeat subscribing to a topic alice
+    may or may not describe."""
+    seen: dict[str, Any] = {}
+    configs = raw.request(
+        build(
+            request_class(32, 4),
+            {
+                "resources": [
+                    {"resource_type": rtype, "resource_name": name, "configuration_keys": ["cleanup.policy"]}
+                    for rtype, name in ((2, "d-write"), (2, "d-read"), (4, "1"), (2, "d-none"))
+                ],
+                "include_synonyms": False,
+                "include_documentation": False,
+            },
+        )
+    )
+    seen["describe configs"] = [
+        (int(r.resource_type), r.resource_name, int(r.error_code), r.error_message, len(r.configs))
+        for r in configs.results
+    ]
+    described = raw.request(
+        build(request_class(69, 0), {"group_ids": ["d-group-denied"], "include_authorized_operations": False})
+    )
+    seen["consumer group describe denied"] = [(int(g.error_code), g.error_message) for g in described.groups]
+    named = [{"name": n, "partition_indexes": [0]} for n in ("d-none", "d-read")]
+    v8 = raw.request(
+        build(
+            request_class(9, 8),
+            {
+                "groups": [
+                    {"group_id": "d-group-ok", "topics": named},
+                    {"group_id": "d-group-ok", "topics": None},
+                ],
+                "require_stable": False,
+            },
+        )
+    )
+    seen["offset fetch v8 named"] = (int(v8.groups[0].error_code), _offsets(v8.groups[0].topics))
+    seen["offset fetch v8 all"] = (int(v8.groups[1].error_code), _offsets(v8.groups[1].topics))
+    v7 = raw.request(
+        build(request_class(9, 7), {"group_id": "d-group-ok", "topics": named, "require_stable": False})
+    )
+    seen["offset fetch v7 named"] = (int(v7.error_code), _offsets(v7.topics))
+    for group, topic in (("d-group-hb", "d-none"), ("d-group-denied", "d-none"), ("d-group-hb", "d-read")):
+        answer = raw.request(
+            build(
+                request_class(68, 0),
+                {
+                    "group_id": group,
+                    "member_id": "",
+                    "member_epoch": 0,
+                    "instance_id": None,
+                    "rack_id": None,
+                    "rebalance_timeout": 30_000,
+                    "subscribed_topic_names": [topic],
+                    "server_assignor": None,
+                    "topic_partitions": [],
+                },
+            )
+        )
+        seen[f"consumer heartbeat {group} [{topic}]"] = (int(answer.error_code), answer.error_message)
+        if int(answer.error_code) == 0:  # leave the group again
+            raw.request(
+                build(
+                    request_class(68, 0),
+                    {
+                        "group_id": group,
+                        "member_id": answer.member_id,
+                        "member_epoch": -1,
+                        "instance_id": None,
+                        "rack_id": None,
+                        "rebalance_timeout": -1,
+                        "subscribed_topic_names": None,
+                        "server_assignor": None,
+                        "topic_partitions": None,
+                    },
+                )
+            )
+    # invalid (a first heartbeat without subscription / without rebalance timeout) and denied: which
+    # check answers first
+    for group, topics, timeout in (("d-group-denied", None, 30_000), ("d-group-hb", ["d-none"], -1)):
+        answer = raw.request(
+            build(
+                request_class(68, 0),
+                {
+                    "group_id": group,
+                    "member_id": "",
+                    "member_epoch": 0,
+                    "instance_id": None,
+                    "rack_id": None,
+                    "rebalance_timeout": timeout,
+                    "subscribed_topic_names": topics,
+                    "server_assignor": None,
+                    "topic_partitions": [],
+                },
+            )
+        )
+        seen[f"invalid consumer heartbeat {group} {topics}"] = (int(answer.error_code), answer.error_message)
     return seen
 
 
@@ -172,6 +236,8 @@ def scenario(bootstrap: str) -> dict[str, Any]:
         acl(ResourceType.TOPIC, "d-write", AclOperation.WRITE),
         acl(ResourceType.TOPIC, "d-read", AclOperation.READ),
         acl(ResourceType.GROUP, "d-group-ok", AclOperation.READ),
+        acl(ResourceType.GROUP, "d-group-hb", AclOperation.READ),
+        acl(ResourceType.TOPIC, "d-write", AclOperation.DESCRIBE_CONFIGS),
     ]
     for future in admin.create_acls(grants).values():
         future.result(timeout=30)
@@ -189,6 +255,14 @@ def scenario(bootstrap: str) -> dict[str, Any]:
     idempotent.produce("d-write", b"v", on_delivery=lambda err, msg: reports_idempotent.append(err))
     idempotent.flush(20)
     seen["idempotent produce d-write"] = _code(reports_idempotent[0]) if reports_idempotent else "no report"
+    # an offset of a topic alice may not describe, committed by admin: OffsetFetch hides it from alice
+    committer = confluent_kafka.Consumer(
+        {**config(bootstrap, "admin"), "group.id": "d-group-ok", "enable.auto.commit": False}
+    )
+    try:
+        seen["admin commit d-none"] = _commit(committer, "d-none")
+    finally:
+        committer.close()
     for topic in ("d-read", "d-none"):
         consumer = confluent_kafka.Consumer({**alice, "group.id": "d-group-ok", "enable.auto.commit": False})
         try:
@@ -240,17 +314,7 @@ def scenario(bootstrap: str) -> dict[str, Any]:
     return seen
 
 
-@pytest.fixture(scope="module")
-def apache_sasl() -> Iterator[SaslApacheKafka]:
-    require_apache_kafka()
-    kafka = SaslApacheKafka()
-    kafka.start()
-    try:
-        yield kafka
-    finally:
-        kafka.stop()
-
-
+@pytest.mark.apache_kafka
 def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> None:
     with KafkaBroker(
         listeners=["SASL_PLAINTEXT://127.0.0.1:0"],
@@ -268,3 +332,7 @@ def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> N
     assert theirs["join d-group-denied (consumer)"] == "GROUP_AUTHORIZATION_FAILED"
     assert theirs["create acls"] == "CLUSTER_AUTHORIZATION_FAILED"
     assert theirs["fetch"] == {"d-read": [0], "d-none": [29]}
+    assert [row[2] for row in theirs["describe configs"]] == [0, 29, 31, 29]
+    assert theirs["offset fetch v8 named"][1]["d-none"] == [(0, -1, 29)]
+    assert "d-none" not in theirs["offset fetch v8 all"][1]
+    assert theirs["consumer heartbeat d-group-hb [d-none]"] == (29, None)

@@ -16,6 +16,7 @@ from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest as A
 from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as HandshakeV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest as HandshakeV1
 from tests.broker.rawclient import RawClient
+from tests.security.apache_sasl import SaslApacheKafka
 from tests.security.conftest import USERS
 
 from kgroup.testing import KafkaBroker
@@ -44,7 +45,7 @@ def test_handshake_and_plain_authenticate(secure_broker: KafkaBroker) -> None:
         assert handshake.error_code == 0
         assert list(handshake.mechanisms) == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
         answer = raw.request(AuthV2(auth_bytes=plain("alice", USERS["alice"])))
-        assert answer.error_code == 0 and answer.error_message is None
+        assert answer.error_code == 0 and answer.error_message == ""  # as Apache Kafka (test_oauthbearer)
         assert answer.session_lifetime.total_seconds() == 0  # connections.max.reauth.ms = 0
         assert raw.request(metadata()).brokers  # authenticated: served as usual
         # after authentication, Kafka's KafkaApis answers both SASL requests ILLEGAL_SASL_STATE
@@ -159,8 +160,15 @@ def test_session_lifetime_and_reauthentication(reauth_broker: KafkaBroker) -> No
         assert raw.request(HandshakeV1(mechanism="PLAIN")).error_code == 0
         again = raw.request(AuthV2(auth_bytes=plain("alice", USERS["alice"])))
         assert again.error_code == 0 and again.session_lifetime.total_seconds() == 0.8
-        # a re-authentication may not change the principal
+        # at most one re-authentication starts per second (Kafka's KafkaChannel): a SaslHandshake
+        # sooner is an ordinary request, answered ILLEGAL_SASL_STATE, and the session goes on
+        assert raw.request(HandshakeV1(mechanism="PLAIN")).error_code == 34
+        assert raw.request(metadata()).brokers
+    with RawClient(bootstrap) as raw:
         raw.request(HandshakeV1(mechanism="PLAIN"))
+        raw.request(AuthV2(auth_bytes=plain("alice", USERS["alice"])))
+        # a re-authentication may not change the principal
+        assert raw.request(HandshakeV1(mechanism="PLAIN")).error_code == 0
         changed = raw.request(AuthV2(auth_bytes=plain("bob", USERS["bob"])))
         assert changed.error_code == 58
         assert changed.error_message == (
@@ -177,3 +185,44 @@ def test_session_lifetime_and_reauthentication(reauth_broker: KafkaBroker) -> No
         raw.request(HandshakeV1(mechanism="PLAIN"))
         raw.request(AuthV0(auth_bytes=plain("alice", USERS["alice"])))
         assert raw.request(HandshakeV1(mechanism="PLAIN")).error_code == 34
+
+
+def _illegal_sasl_state(bootstrap: str) -> dict[str, object]:
+    """What a broker answers to SASL requests out of order (Kafka's SaslServerAuthenticator and, once
+    authenticated, KafkaApis): each case's answer and whether the connection was then closed."""
+    seen: dict[str, object] = {}
+    with RawClient(bootstrap) as raw:  # SaslAuthenticate before any handshake: closed, no answer
+        raw.send_frame(_frame(raw, AuthV2(auth_bytes=plain("alice", USERS["alice"]))))
+        seen["authenticate first"] = raw.is_closed_by_peer()
+    with RawClient(bootstrap) as raw:  # a second SaslHandshake where SaslAuthenticate belongs
+        raw.request(HandshakeV1(mechanism="PLAIN"))
+        again = raw.request(HandshakeV1(mechanism="PLAIN"))
+        seen["second handshake"] = (again.error_code, list(again.mechanisms), raw.is_closed_by_peer())
+    with RawClient(bootstrap) as raw:  # ApiVersions where SaslAuthenticate belongs
+        raw.request(HandshakeV1(mechanism="SCRAM-SHA-256"))
+        versions_answer = raw.request(versions())
+        seen["versions while authenticating"] = (
+            versions_answer.error_code,
+            len(versions_answer.api_keys),
+            raw.is_closed_by_peer(),
+        )
+    with RawClient(bootstrap) as raw:  # authenticated: both SASL requests are ILLEGAL_SASL_STATE
+        raw.request(HandshakeV1(mechanism="PLAIN"))
+        assert raw.request(AuthV2(auth_bytes=plain("alice", USERS["alice"]))).error_code == 0
+        handshake = raw.request(HandshakeV1(mechanism="PLAIN"))
+        authenticate = raw.request(AuthV2(auth_bytes=b"x"))
+        seen["after authentication"] = (
+            (handshake.error_code, list(handshake.mechanisms)),
+            (authenticate.error_code, authenticate.error_message),
+        )
+        seen["still served"] = bool(raw.request(metadata()).brokers)
+    return seen
+
+
+@pytest.mark.apache_kafka
+def test_illegal_sasl_state_as_apache_kafka(secure_broker: KafkaBroker, apache_sasl: SaslApacheKafka) -> None:
+    ours = _illegal_sasl_state(secure_broker.listener_bootstrap_servers(SASL))
+    theirs = _illegal_sasl_state(apache_sasl.sasl_bootstrap)
+    assert ours == theirs
+    assert theirs["second handshake"] == (34, [], True)
+    assert theirs["authenticate first"] is True

@@ -1,5 +1,6 @@
 """SCRAM (RFC 5802/7677) as Kafka's ScramSaslServer: the RFC 7677 exchange, a client round trip
-for both mechanisms, and Kafka's answers to bad input."""
+for both mechanisms, and Kafka's answers to bad input; kgroup's client side (ScramClient, as Kafka's
+ScramSaslClient) on the RFC 7677 exchange and its refusals."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kgroup.security.errors import AuthenticationFailed, CredentialsRejected
 from kgroup.security.scram import (
     SCRAM_SHA_256,
     SCRAM_SHA_512,
+    ScramClient,
     ScramCredential,
     ScramMechanism,
     ScramServer,
@@ -54,6 +56,47 @@ def test_rfc7677_wrong_proof_is_rejected_with_a_generic_failure() -> None:
     with pytest.raises(CredentialsRejected, match="Invalid client credentials"):
         server.evaluate(bad)
     assert not server.complete
+
+
+def test_rfc7677_exchange_client_side() -> None:
+    client = ScramClient(SCRAM_SHA_256, "user", "pencil", nonce=lambda: "rOprNGfwEbeRWgbNEkqO")
+    assert client.first() == RFC_CLIENT_FIRST
+    assert client.final(RFC_SERVER_FIRST) == RFC_CLIENT_FINAL
+    client.verify(RFC_SERVER_FINAL)  # the server proved it knows the credential
+    with pytest.raises(AuthenticationFailed, match=r"^Invalid server signature in server final message$"):
+        client.verify(RFC_SERVER_FINAL.replace(b"v=6rr", b"v=7rr"))
+    with pytest.raises(AuthenticationFailed, match=r"failed with error: other-error$"):
+        client.verify(b"e=other-error")
+
+
+def test_client_refuses_what_kafkas_client_refuses() -> None:
+    client = ScramClient(SCRAM_SHA_512, "user", "pencil", nonce=lambda: "abc")
+    client.first()
+    with pytest.raises(
+        AuthenticationFailed, match=r"^Invalid server nonce: does not start with client nonce$"
+    ):
+        client.final(b"r=xyzabc,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
+    with pytest.raises(
+        AuthenticationFailed,
+        match=r"^Requested iterations 4095 is less than the minimum 4096 for SCRAM-SHA-512$",
+    ):
+        client.final(b"r=abcdef,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4095")
+    with pytest.raises(AuthenticationFailed, match="server first message format"):
+        client.final(b"nonsense")
+    assert "pencil" not in repr(client)
+
+
+@pytest.mark.parametrize("mechanism", [SCRAM_SHA_256, SCRAM_SHA_512])
+def test_client_against_server(mechanism: ScramMechanism) -> None:
+    users = {"al,i=ce": make_credential(mechanism, "s3cret")}
+    server = ScramServer(mechanism, users.get)
+    client = ScramClient(mechanism, "al,i=ce", "s3cret")
+    client.verify(server.evaluate(client.final(server.evaluate(client.first()))))
+    assert server.complete and server.authorization_id == "al,i=ce"
+    wrong = ScramClient(mechanism, "al,i=ce", "guess")
+    server = ScramServer(mechanism, users.get)
+    with pytest.raises(CredentialsRejected, match="Invalid client credentials"):
+        server.evaluate(wrong.final(server.evaluate(wrong.first())))
 
 
 def _client(mechanism: ScramMechanism, user: str, password: str, server: ScramServer) -> bytes:

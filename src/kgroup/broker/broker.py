@@ -68,7 +68,11 @@ class Broker:
         # a PLAIN password is salted and hashed (some ms) away from the loop, one at a time
         self._auth_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-auth")
         self.security = SecurityRuntime(
-            config.security, clock_s=time.monotonic, run_blocking=self._run_auth, supported=supports
+            config.security,
+            clock_s=time.monotonic,
+            wall_clock_ms=clock_ms,
+            run_blocking=self._run_auth,
+            supported=supports,
         )
         self.fetch_waiters = AppendWatchers()
         self._next_producer_id = (wall_clock_ms() << 12) & ((1 << 62) - 1)

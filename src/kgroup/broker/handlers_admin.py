@@ -360,11 +360,46 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "responses": results}
 
 
+#: DescribeConfigs resource type -> what Kafka's ``ConfigHelper`` checks DESCRIBE_CONFIGS on, and the
+#: error and message of a denied one (BROKER, BROKER_LOGGER, CLIENT_METRICS: the cluster)
+_DESCRIBE_CONFIGS_ACL: dict[int, tuple[ResourceType, ErrorCode, str]] = {
+    2: (ResourceType.TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."),
+    4: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+    8: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+    16: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
+    32: (ResourceType.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."),
+}
+
+
+def _describe_configs_denied(ctx: RequestContext, resource: Any) -> dict[str, Any] | None:
+    """``ConfigHelper.handleDescribeConfigsRequest``: DESCRIBE_CONFIGS on the topic, the group or the
+    cluster; the answer of a denied resource (answered after the allowed ones), else None."""
+    acl = _DESCRIBE_CONFIGS_ACL.get(int(resource.resource_type))
+    if acl is None:
+        return None
+    rtype, error, message = acl
+    name = resource.resource_name if rtype is not ResourceType.CLUSTER else CLUSTER_NAME
+    if ctx.authorized(AclOperation.DESCRIBE_CONFIGS, rtype, name):
+        return None
+    return {
+        "error_code": error,
+        "error_message": message,
+        "resource_type": int(resource.resource_type),
+        "resource_name": resource.resource_name,
+        "configs": [],
+    }
+
+
 @register(ApiKey.DESCRIBE_CONFIGS, versions=(1, 4))
 async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     cluster = ctx.services.cluster
     results = []
+    denied: list[dict[str, Any]] = []
     for resource in request.resources:
+        refused = _describe_configs_denied(ctx, resource)
+        if refused is not None:
+            denied.append(refused)
+            continue
         if ctx.pacer.due():
             await ctx.pacer.pause()
         overridden: set[str]
@@ -377,7 +412,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 results.append(
                     {
                         "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        "error_message": None,
+                        "error_message": "",  # Kafka's generated default of the nullable string
                         "resource_type": rtype,
                         "resource_name": resource.resource_name,
                         "configs": [],
@@ -431,10 +466,10 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
         results.append(
             {
                 "error_code": ErrorCode.NONE,
-                "error_message": None,
+                "error_message": "",
                 "resource_type": rtype,
                 "resource_name": resource.resource_name,
                 "configs": configs,
             }
         )
-    return {"throttle_time": 0, "results": results}
+    return {"throttle_time": 0, "results": results + denied}

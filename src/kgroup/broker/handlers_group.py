@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from kgroup.broker.coordinator_host import error_response
 from kgroup.broker.dispatch import LARGE_RESPONSE_ENTRIES, CloseConnection, RequestContext, register
+from kgroup.broker.topic_acls import answer_with_denied_topics, any_topic_denied, split_offset_fetch
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
 from kgroup.group.records.serde import offset_commit_batch_bytes
 from kgroup.messages import (
@@ -59,9 +60,6 @@ from kgroup.wire.consumer_group import (
 __all__: list[str] = []
 
 T = TypeVar("T")
-
-#: Kafka's default message of GroupAuthorizationException (Errors.GROUP_AUTHORIZATION_FAILED)
-_GROUP_DENIED_MESSAGE = "Group authorization failed."
 
 
 def _group_denied(ctx: RequestContext, operation: AclOperation, group_id: str) -> bool:
@@ -280,7 +278,11 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
         if _group_denied(ctx, AclOperation.DESCRIBE, group.group_id):
             answer: Response = OffsetFetchResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         else:
-            answer = await _call(ctx, group.group_id, group)
+            allowed, denied = split_offset_fetch(ctx, group)
+            answer = await _call(ctx, group.group_id, allowed)
+            assert isinstance(answer, OffsetFetchResponse)
+            all_offsets = group.partitions is None
+            answer = answer_with_denied_topics(ctx, answer, all_offsets=all_offsets, denied=denied)
         assert isinstance(answer, OffsetFetchResponse)
         fetched.append(FetchedGroup(group.group_id, answer))
     large = sum(len(f.response.partitions) for f in fetched) >= LARGE_RESPONSE_ENTRIES
@@ -399,21 +401,27 @@ def _longer_than_kafka_reads(text: str) -> bool:
     ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=(0, 1)
 )  # KIP-848; librdkafka's group.protocol=consumer needs v1
 async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
-    """``KafkaApis.handleConsumerGroupHeartbeat`` then ``GroupCoordinatorService``: the request's own
-    checks come first (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR — at any broker), then the group's
-    coordinator (NOT_COORDINATOR at another broker)."""
+    """``KafkaApis.handleConsumerGroupHeartbeat`` then ``GroupCoordinatorService``: the ACLs come
+    first (READ group, DESCRIBE subscribed topics), then the request's own checks (INVALID_REQUEST,
+    UNSUPPORTED_ASSIGNOR — at any broker), then the group's coordinator (NOT_COORDINATOR at another
+    broker)."""
     body = consumer_group_heartbeat_request_from_wire(request)
     for text in _heartbeat_strings(body):
         # Kafka's generated parser refuses a string longer than Short.MAX_VALUE (the request cannot be
         # read: the connection is closed); such a string could not be written into a record either
         if text is not None and _longer_than_kafka_reads(text):
             raise CloseConnection("ConsumerGroupHeartbeat: a string field is longer than 32767 bytes")
-    answer = invalid_heartbeat_answer(
-        body, ctx.version, ctx.services.coordinator_host.config.consumer_assignors
-    )
-    if answer is None and _group_denied(ctx, AclOperation.READ, body.group_id):
-        # KafkaApis: READ on the group, after the request's own checks
-        answer = ConsumerGroupHeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED, _GROUP_DENIED_MESSAGE)
+    answer: ConsumerGroupHeartbeatResponse | None = None
+    if _group_denied(ctx, AclOperation.READ, body.group_id):
+        # KafkaApis: READ on the group, before the request's own checks (the answer has no message)
+        answer = ConsumerGroupHeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    elif any_topic_denied(ctx, body.subscribed_topic_names):
+        # KafkaApis: then DESCRIBE on every subscribed topic name (no message)
+        answer = ConsumerGroupHeartbeatResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    else:
+        answer = invalid_heartbeat_answer(
+            body, ctx.version, ctx.services.coordinator_host.config.consumer_assignors
+        )
     if answer is None:
         response = await _call(ctx, body.group_id, body)
         assert isinstance(response, ConsumerGroupHeartbeatResponse)
@@ -436,9 +444,8 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
             invalid.append(DescribedConsumerGroup(ErrorCode.INVALID_GROUP_ID, ""))
             continue
         if _group_denied(ctx, AclOperation.DESCRIBE, group_id):
-            described.append(
-                DescribedConsumerGroup(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id, _GROUP_DENIED_MESSAGE)
-            )
+            # KafkaApis sets the group id and the error code only
+            described.append(DescribedConsumerGroup(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id))
             continue
         answer = await _call(ctx, group_id, ConsumerGroupDescribeRequest((group_id,)))
         assert isinstance(answer, ConsumerGroupDescribeResponse)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import typer
 
+from kgroup.cli.command_config import command_config_option
 from kgroup.model import KgroupError
 
 MISSING = "-"  # Kafka's MISSING_COLUMN_VALUE
@@ -68,11 +70,14 @@ def register(app: typer.Typer) -> None:
         group: str = typer.Option(..., "--group", help="The consumer group's group.id."),
         json_out: bool = typer.Option(False, "--json", help="Print JSON instead of the table."),
         timeout_s: float = typer.Option(30.0, "--timeout", help="Seconds to wait for each answer."),
+        command_config: Path | None = command_config_option(),  # noqa: B008
     ) -> None:
         """Show a consumer group's committed offsets, log end offsets, lag and owners per partition."""
+        from kgroup.cli.command_config import load_command_config
         from kgroup.cli.output import emit_json
         from kgroup.client.consumer import parse_bootstrap
         from kgroup.client.lag import describe_group_lag
+        from kgroup.client.security import ClientSecurity
 
         try:
             parse_bootstrap(bootstrap_servers)
@@ -84,8 +89,15 @@ def register(app: typer.Typer) -> None:
             raise KgroupError("--group: empty; give the group.id of the consumer group")
         if not 0 < timeout_s <= 3600:
             raise KgroupError(f"--timeout: {timeout_s:g}; give seconds between 0 (exclusive) and 3600")
+        security = None
+        if command_config is not None:
+            security = ClientSecurity.from_config(load_command_config(command_config))
         try:
-            result = asyncio.run(describe_group_lag(bootstrap_servers, group, timeout_s))
+            result = asyncio.run(describe_group_lag(bootstrap_servers, group, timeout_s, security=security))
+        except KgroupError as exc:
+            if command_config is None or not exc.message.startswith("sasl."):
+                raise
+            raise KgroupError(f"--command-config {command_config}: {exc.message}") from None
         except (OSError, TimeoutError) as exc:
             raise KgroupError(
                 f"--bootstrap-servers: the cluster stopped answering ({exc or type(exc).__name__}); try again"

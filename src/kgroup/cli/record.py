@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from kgroup.cli.command_config import command_config_option
 from kgroup.model import KgroupError
 
 _DURATION = re.compile(r"^(\d+)(ms|s|m|h|d)$")
@@ -71,6 +72,7 @@ def register(app: typer.Typer) -> None:
             15.0, "--timeout", help="Seconds to wait for the cluster's metadata and offsets."
         ),
         json_output: bool = typer.Option(False, "--json", help="Print the summary as JSON, nothing else."),
+        command_config: Path | None = command_config_option(),  # noqa: B008
     ) -> None:
         """Record a consumer group's rebalances and commits from a Kafka cluster's __consumer_offsets."""
         from kgroup.cli.output import emit_json, err_console, prepare_report_dir
@@ -83,7 +85,12 @@ def register(app: typer.Typer) -> None:
         _check_bootstrap(bootstrap_servers)
         since_ms = None if since is None else parse_since(since, int(time.time() * 1000))
         prepare_report_dir(out, "--out")
-        options = RecordOptions(bootstrap_servers, group, out, since_ms, follow, timeout_s)
+        client_config: tuple[tuple[str, str], ...] = ()
+        if command_config is not None:
+            from kgroup.cli.command_config import load_command_config
+
+            client_config = tuple(load_command_config(command_config).items())
+        options = RecordOptions(bootstrap_servers, group, out, since_ms, follow, timeout_s, client_config)
 
         started = time.monotonic()
         status: Any = None

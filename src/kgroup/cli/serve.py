@@ -109,7 +109,8 @@ def register(app: typer.Typer) -> None:
         sasl_mechanism: list[str] = typer.Option(  # noqa: B008
             [],
             "--sasl-mechanism",
-            help="sasl.enabled.mechanisms (repeatable; default PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).",
+            help="sasl.enabled.mechanisms (repeatable; default PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; "
+            "OAUTHBEARER: unsecured tokens, for tests only).",
         ),
         sasl_user: list[str] = typer.Option(  # noqa: B008
             [], "--sasl-user", help="A SASL user NAME:PASSWORD (repeatable; prefer --sasl-users-file)."

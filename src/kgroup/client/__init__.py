@@ -9,5 +9,14 @@ for the data plane).
 
 from kgroup.client.connection import BrokerConnection, ConnectionLost
 from kgroup.client.consumer import ClientError, GroupConsumer, parse_bootstrap
+from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 
-__all__ = ["BrokerConnection", "ClientError", "ConnectionLost", "GroupConsumer", "parse_bootstrap"]
+__all__ = [
+    "BrokerConnection",
+    "ClientError",
+    "ClientSecurity",
+    "ConnectionLost",
+    "GroupConsumer",
+    "SaslAuthenticationError",
+    "parse_bootstrap",
+]

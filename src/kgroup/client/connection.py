@@ -9,14 +9,20 @@ those rules (``__header_schema__``) and the message layouts of every version.
 A broken connection fails every in-flight request at once with :class:`ConnectionLost` (Kafka's
 ``NetworkClient`` disconnect); a response that does not parse is a :class:`~kgroup.model.PeerError`
 and closes the connection, as Kafka's client does.
+
+With a :class:`~kgroup.client.security.ClientSecurity`, :meth:`BrokerConnection.open` speaks TLS
+(``SSL``, ``SASL_SSL``) and authenticates (``SASL_*``) before the connection is handed out; a refused
+authentication is a :class:`~kgroup.client.security.SaslAuthenticationError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from typing import Any
 
+from kgroup.client.security import ClientSecurity, authenticate
 from kgroup.model import PeerError
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.codec import decode_response, encode_request, response_class
@@ -37,10 +43,17 @@ class BrokerConnection:
     """A connection to one broker; :meth:`request` sends and awaits the matching response."""
 
     def __init__(
-        self, host: str, port: int, *, client_id: str = "kgroup", node_id: int | None = None
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str = "kgroup",
+        node_id: int | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.host = host
         self.port = port
+        self.security = security or ClientSecurity()
         self.client_id = client_id
         self.node_id = node_id
         self._reader: asyncio.StreamReader | None = None
@@ -59,14 +72,32 @@ class BrokerConnection:
         return self._writer is not None and not self._closed
 
     async def open(self, timeout_s: float = 10.0) -> None:
+        """Connect (TLS and SASL as ``security`` says); on failure the connection is closed."""
+        context = self.security.ssl_context()
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout_s
+                asyncio.open_connection(
+                    self.host, self.port, ssl=context, server_hostname=self.host if context else None
+                ),
+                timeout_s,
             )
+        except ssl.SSLError as exc:
+            self._closed = True
+            raise ConnectionLost(
+                f"TLS handshake with {self.host}:{self.port} failed ({exc.reason or exc}); check "
+                "ssl.ca.location (the CA that signed the broker's certificate) and that the listener is "
+                f"{self.security.protocol}"
+            ) from None
         except (OSError, TimeoutError) as exc:
             self._closed = True
             raise ConnectionLost(f"cannot connect to {self.host}:{self.port}: {exc}") from None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        if self.security.uses_sasl:
+            try:
+                await authenticate(self, self.security, timeout_s)
+            except BaseException:
+                self.close()
+                raise
 
     def send(self, body: Any) -> asyncio.Future[Any]:
         """Write one request (a kio request entity) now; the future gets its response entity.
@@ -142,8 +173,7 @@ class BrokerConnection:
             error = ConnectionLost(f"connection to {self.host}:{self.port} closed")
         self._fail_all(error)
         self._closed = True
-        if self._writer is not None:
-            self._writer.close()
+        self._close_writer()
 
     def _parse(self, response_cls: type, data: bytes) -> Any:
         try:
@@ -175,10 +205,19 @@ class BrokerConnection:
         self._fail_all(error or ConnectionLost(f"connection to {self.host}:{self.port} closed"))
         if self._read_task is not None and not self._read_task.done():
             self._read_task.cancel()
-        if self._writer is not None:
-            with contextlib.suppress(Exception):
-                self._writer.close()
+        self._close_writer()
         self._writer = None
+
+    def _close_writer(self) -> None:
+        if self._writer is None:
+            return
+        with contextlib.suppress(Exception):
+            if self.security.uses_tls:
+                # no TLS close_notify exchange (Kafka's client just closes the socket): a TLS
+                # transport's graceful close outlives an event loop that ends now
+                self._writer.transport.abort()
+            else:
+                self._writer.close()
 
     async def wait_closed(self) -> None:
         if self._read_task is not None:

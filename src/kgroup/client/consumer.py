@@ -32,6 +32,7 @@ from typing import Any, Protocol
 from kgroup.assignors.api import Assignor
 from kgroup.client.cluster import ClusterView, cluster_from_metadata
 from kgroup.client.connection import BrokerConnection, ConnectionLost
+from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 from kgroup.client.translate import API_KEY, from_wire, to_wire
 from kgroup.client.versions import CLIENT_RANGES, UnsupportedApi, negotiate
 from kgroup.member import ConsumerMember, ConsumerMemberState, ConsumerProtocolMember, MemberConfig
@@ -119,6 +120,10 @@ class GroupConsumer:
     ``group.remote.assignor``, ``pattern`` is an RE2J regex the coordinator resolves, client-side
     ``assignors`` do not exist, and ``config``'s session timeout, heartbeat interval and assignors are
     not used (the coordinator owns them).
+
+    ``security`` is how the member reaches brokers (Kafka's ``security.protocol``, TLS and SASL
+    settings; see :class:`~kgroup.client.security.ClientSecurity`); a refused authentication fails
+    :meth:`start`, or later calls, with a :class:`ClientError` carrying the broker's message.
     """
 
     def __init__(
@@ -135,7 +140,9 @@ class GroupConsumer:
         max_versions: Mapping[str, int] | None = None,
         group_protocol: str = "classic",
         remote_assignor: str | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
+        self._security = security or ClientSecurity()
         if group_protocol not in _GROUP_PROTOCOLS:
             raise KgroupError(f"group_protocol: {group_protocol!r}; give 'classic' or 'consumer'")
         consumer_protocol = group_protocol == "consumer"
@@ -231,6 +238,11 @@ class GroupConsumer:
             try:
                 await self._ensure_node(node)
                 break
+            except SaslAuthenticationError as exc:
+                raise ClientError(
+                    f"{host}:{port}: SASL authentication failed: {exc}; check sasl.username, "
+                    "sasl.password and sasl.mechanism"
+                ) from None
             except (ConnectionLost, UnsupportedApi, TimeoutError, PeerError) as exc:
                 errors.append(f"{host}:{port}: {exc}")
         else:
@@ -565,6 +577,12 @@ class GroupConsumer:
     async def _send_pending(self, node: int) -> None:
         try:
             await self._ensure_node(node)
+        except SaslAuthenticationError as exc:
+            # Kafka's client: an authentication error is fatal, thrown from the next poll
+            log.warning("node %s refused authentication: %s", node, exc)
+            self._fatal = f"SASL authentication failed: {exc}"
+            self._fail_pending(node)
+            return
         except (ConnectionLost, UnsupportedApi, TimeoutError, PeerError, KeyError) as exc:
             log.info("node %s unreachable: %s", node, exc)
             await asyncio.sleep(0.05)  # reconnect.backoff.ms
@@ -654,7 +672,9 @@ class GroupConsumer:
 
     async def _open(self, node: int, entry: _Node) -> None:
         host, port = self._addresses[node]
-        connection = BrokerConnection(host, port, client_id=self.config.client_id, node_id=node)
+        connection = BrokerConnection(
+            host, port, client_id=self.config.client_id, node_id=node, security=self._security
+        )
         await connection.open(timeout_s=self._request_timeout_s)
         try:
             entry.versions = await self._negotiate(connection)

@@ -30,6 +30,7 @@ from kio.index import load_request_schema
 
 from kgroup.client.connection import BrokerConnection
 from kgroup.client.consumer import parse_bootstrap
+from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 from kgroup.client.translate import from_wire, to_wire
 from kgroup.client.versions import negotiate
 from kgroup.messages import (
@@ -128,8 +129,10 @@ def lag_rows(
 # --- asking a cluster ------------------------------------------------------------------------------
 
 
-async def _connect(host: str, port: int, timeout_s: float) -> tuple[BrokerConnection, dict[int, int]]:
-    connection = BrokerConnection(host, port, client_id="kgroup-lag")
+async def _connect(
+    host: str, port: int, timeout_s: float, security: ClientSecurity
+) -> tuple[BrokerConnection, dict[int, int]]:
+    connection = BrokerConnection(host, port, client_id="kgroup-lag", security=security)
     try:
         await asyncio.wait_for(connection.open(timeout_s), timeout_s)
         return connection, await negotiate(connection, timeout_s)
@@ -227,7 +230,7 @@ async def _describe_consumer(
 
 
 async def _log_end_offsets(
-    metadata: Any, partitions: Sequence[TopicPartition], timeout_s: float
+    metadata: Any, partitions: Sequence[TopicPartition], timeout_s: float, security: ClientSecurity
 ) -> dict[TopicPartition, int | None]:
     """ListOffsets (latest) of each partition at its leader; ``None`` where it has no leader or the
     answer is an error (Kafka prints ``-``)."""
@@ -243,7 +246,8 @@ async def _log_end_offsets(
             by_leader.setdefault(leader, []).append(tp)
     ends: dict[TopicPartition, int | None] = dict.fromkeys(partitions)
     for leader, tps in sorted(by_leader.items()):
-        connection, versions = await _connect(*addresses[leader], timeout_s)
+        host, port = addresses[leader]
+        connection, versions = await _connect(host, port, timeout_s, security)
         try:
             version = _version(versions, LIST_OFFSETS, "ListOffsets", f"{connection.host}:{connection.port}")
             cls: Any = load_request_schema(LIST_OFFSETS, version)
@@ -279,14 +283,22 @@ async def _log_end_offsets(
     return ends
 
 
-async def describe_group_lag(bootstrap: str, group_id: str, timeout_s: float = 30.0) -> GroupLag:
+async def describe_group_lag(
+    bootstrap: str, group_id: str, timeout_s: float = 30.0, *, security: ClientSecurity | None = None
+) -> GroupLag:
     """Ask the cluster behind ``bootstrap`` for ``group_id``'s lag (:class:`KgroupError` when the
-    group does not exist or no coordinator answers)."""
+    group does not exist, no coordinator answers or the broker refuses the authentication)."""
+    security = security or ClientSecurity()
     if not group_id:
         raise KgroupError("group: empty; give the group.id of the consumer group")
     host, port = parse_bootstrap(bootstrap)[0]
     try:
-        bootstrap_connection, versions = await _connect(host, port, timeout_s)
+        bootstrap_connection, versions = await _connect(host, port, timeout_s, security)
+    except SaslAuthenticationError as exc:
+        raise KgroupError(
+            f"sasl.password: {host}:{port} refused the authentication ({exc}); check sasl.username, "
+            "sasl.password and sasl.mechanism"
+        ) from None
     except (OSError, TimeoutError) as exc:
         raise KgroupError(
             f"bootstrap servers: cannot reach {host}:{port} ({exc or type(exc).__name__}); "
@@ -303,7 +315,7 @@ async def describe_group_lag(bootstrap: str, group_id: str, timeout_s: float = 3
         metadata = await _metadata(bootstrap_connection, versions, timeout_s)
     finally:
         bootstrap_connection.close()
-    coordinator, coordinator_versions = await _connect(found.host, found.port, timeout_s)
+    coordinator, coordinator_versions = await _connect(found.host, found.port, timeout_s, security)
     try:
         described = await _describe_consumer(coordinator, coordinator_versions, group_id, timeout_s)
         group_type = "consumer"
@@ -332,5 +344,5 @@ async def describe_group_lag(bootstrap: str, group_id: str, timeout_s: float = 3
         if p.error_code is ErrorCode.NONE and p.committed_offset >= 0
     }
     wanted = sorted({*committed, *(tp for m in members for tp in m.partitions)})
-    log_end = await _log_end_offsets(metadata, wanted, timeout_s)
+    log_end = await _log_end_offsets(metadata, wanted, timeout_s, security)
     return GroupLag(group_id, state, group_type, tuple(lag_rows(members, committed, log_end)))

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from kgroup.client.connection import BrokerConnection
 from kgroup.client.consumer import parse_bootstrap
+from kgroup.client.security import ClientSecurity
 from kgroup.client.translate import from_wire, to_wire
 from kgroup.client.versions import negotiate
 from kgroup.messages import (
@@ -31,8 +32,10 @@ from kgroup.model import ErrorCode, TopicPartition
 __all__ = ["commit_as_member", "describe_consumer_group"]
 
 
-async def _open(host: str, port: int, timeout_s: float) -> tuple[BrokerConnection, dict[int, int]]:
-    connection = BrokerConnection(host, port, client_id="kgroup-committer")
+async def _open(
+    host: str, port: int, timeout_s: float, security: ClientSecurity | None
+) -> tuple[BrokerConnection, dict[int, int]]:
+    connection = BrokerConnection(host, port, client_id="kgroup-committer", security=security)
     await connection.open(timeout_s)
     try:
         return connection, await negotiate(connection, timeout_s)
@@ -42,12 +45,12 @@ async def _open(host: str, port: int, timeout_s: float) -> tuple[BrokerConnectio
 
 
 async def _open_coordinator(
-    bootstrap: str, group_id: str, timeout_s: float
+    bootstrap: str, group_id: str, timeout_s: float, security: ClientSecurity | None
 ) -> tuple[BrokerConnection, dict[int, int]] | None:
     """A connection to ``group_id``'s coordinator (found through the first bootstrap broker), or
     ``None`` when FindCoordinator answers an error."""
     host, port = parse_bootstrap(bootstrap)[0]
-    connection, versions = await asyncio.wait_for(_open(host, port, timeout_s), timeout_s)
+    connection, versions = await asyncio.wait_for(_open(host, port, timeout_s, security), timeout_s)
     try:
         find = FindCoordinatorRequest(group_id)
         raw = await connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
@@ -57,15 +60,15 @@ async def _open_coordinator(
             return None
     finally:
         connection.close()
-    return await asyncio.wait_for(_open(found.host, found.port, timeout_s), timeout_s)
+    return await asyncio.wait_for(_open(found.host, found.port, timeout_s, security), timeout_s)
 
 
 async def describe_consumer_group(
-    bootstrap: str, group_id: str, timeout_s: float = 30.0
+    bootstrap: str, group_id: str, timeout_s: float = 30.0, *, security: ClientSecurity | None = None
 ) -> DescribedConsumerGroup:
     """ConsumerGroupDescribe of one group at its coordinator (``COORDINATOR_NOT_AVAILABLE`` in the
     answer when no coordinator was found)."""
-    opened = await _open_coordinator(bootstrap, group_id, timeout_s)
+    opened = await _open_coordinator(bootstrap, group_id, timeout_s, security)
     if opened is None:
         return DescribedConsumerGroup(ErrorCode.COORDINATOR_NOT_AVAILABLE, group_id)
     coordinator, versions = opened
@@ -87,9 +90,11 @@ async def commit_as_member(
     group_instance_id: str | None,
     offsets: Mapping[TopicPartition, int],
     timeout_s: float = 30.0,
+    *,
+    security: ClientSecurity | None = None,
 ) -> bool:
     """Commit ``offsets`` for ``member_id`` of ``generation``; True when every partition was stored."""
-    opened = await _open_coordinator(bootstrap, group_id, timeout_s)
+    opened = await _open_coordinator(bootstrap, group_id, timeout_s, security)
     if opened is None:
         return False
     coordinator, versions = opened

@@ -9,16 +9,13 @@ that supports none of a range gets a clear error, not a guess.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kgroup.model import ErrorCode
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.codec import request_class
 
-if TYPE_CHECKING:
-    from kgroup.client.connection import BrokerConnection
-
-__all__ = ["CLIENT_RANGES", "UnsupportedApi", "choose_versions", "negotiate"]
+__all__ = ["CLIENT_RANGES", "Requester", "UnsupportedApi", "broker_ranges", "choose_versions", "negotiate"]
 
 #: api key -> (lowest, highest) version kgroup's client implements
 CLIENT_RANGES: dict[ApiKey, tuple[int, int]] = {
@@ -36,6 +33,15 @@ CLIENT_RANGES: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_GROUPS: (0, 5),  # kgroup lag
     ApiKey.LIST_OFFSETS: (1, 9),  # kgroup lag: the log end offsets
 }
+
+
+class Requester(Protocol):
+    """What asks a broker: :class:`kgroup.client.connection.BrokerConnection`."""
+
+    host: str
+    port: int
+
+    async def request(self, body: Any, *, timeout_s: float = ...) -> Any: ...
 
 
 class UnsupportedApi(ConnectionError):
@@ -58,8 +64,14 @@ def choose_versions(broker: Mapping[int, tuple[int, int]], where: str) -> dict[i
     return chosen
 
 
-async def negotiate(connection: BrokerConnection, timeout_s: float) -> dict[int, int]:
-    """ApiVersions on a fresh connection, then :func:`choose_versions`.
+async def negotiate(connection: Requester, timeout_s: float) -> dict[int, int]:
+    """ApiVersions on a fresh connection, then :func:`choose_versions`."""
+    ranges = await broker_ranges(connection, timeout_s)
+    return choose_versions(ranges, f"{connection.host}:{connection.port}")
+
+
+async def broker_ranges(connection: Requester, timeout_s: float) -> dict[int, tuple[int, int]]:
+    """ApiVersions: api key -> (lowest, highest) version the broker supports.
 
     Kafka's ``NetworkClient`` rule: a broker that refuses our ApiVersions version is asked again
     with the highest version it names, or with v0 (which every broker answers) if it names none.
@@ -76,5 +88,5 @@ async def negotiate(connection: BrokerConnection, timeout_s: float) -> dict[int,
             continue
         if int(response.error_code) != ErrorCode.NONE:
             raise UnsupportedApi(f"ApiVersions answered error {int(response.error_code)}")
-        return choose_versions(ranges, f"{connection.host}:{connection.port}")
+        return ranges
     raise UnsupportedApi("the broker refused every ApiVersions version")

@@ -40,6 +40,9 @@ class RecordOptions:
     since_ms: int | None = None
     follow: bool = False
     timeout_s: float = 15.0
+    #: the client's security settings (librdkafka's names: security.protocol, ssl.ca.location,
+    #: sasl.mechanism, …), passed to confluent-kafka as they are
+    client_config: tuple[tuple[str, str], ...] = ()
 
 
 def recording_path(out: Path, group_id: str) -> Path:
@@ -105,7 +108,11 @@ def record_group(
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    common: dict[str, Any] = {"bootstrap.servers": options.bootstrap_servers, "log_level": 0}
+    common: dict[str, Any] = {
+        **dict(options.client_config),
+        "bootstrap.servers": options.bootstrap_servers,
+        "log_level": 0,
+    }
     admin = AdminClient(dict(common, **{"socket.timeout.ms": int(options.timeout_s * 1000)}))
     partitions = _partition_count(admin, options.bootstrap_servers, options.timeout_s)
     partition = coordinator_partition(options.group_id, partitions)

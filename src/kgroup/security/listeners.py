@@ -18,6 +18,7 @@ from kgroup.model import KgroupError
 __all__ = [
     "PROTOCOLS",
     "SASL_MECHANISMS",
+    "SUPPORTED_SASL_MECHANISMS",
     "Listener",
     "SecurityConfig",
     "TlsConfig",
@@ -30,6 +31,8 @@ __all__ = [
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: every mechanism kgroup serves; OAUTHBEARER (unsecured tokens, for tests) only when asked for
+SUPPORTED_SASL_MECHANISMS = (*SASL_MECHANISMS, "OAUTHBEARER")
 CLIENT_AUTH = ("none", "requested", "required")
 #: the name of the one listener a broker has when no ``listeners`` are given
 DEFAULT_LISTENER = "PLAINTEXT"
@@ -103,10 +106,10 @@ class SecurityConfig:
 
     def __post_init__(self) -> None:
         for mechanism in self.sasl_mechanisms:
-            if mechanism not in SASL_MECHANISMS:
+            if mechanism not in SUPPORTED_SASL_MECHANISMS:
                 raise KgroupError(
                     f"sasl.enabled.mechanisms: {mechanism!r} is not supported; "
-                    f"use {', '.join(SASL_MECHANISMS)}"
+                    f"use {', '.join(SUPPORTED_SASL_MECHANISMS)}"
                 )
         if self.connections_max_reauth_ms < 0:
             raise KgroupError(f"connections.max.reauth.ms: {self.connections_max_reauth_ms}; use 0 or more")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from kgroup.security.errors import AuthenticationFailed
 
-__all__ = ["PlainServer"]
+__all__ = ["PlainServer", "plain_client_token"]
 
 
 class PlainServer:
@@ -44,6 +44,11 @@ class PlainServer:
         self.authorization_id = username
         self.complete = True
         return b""
+
+
+def plain_client_token(username: str, password: str) -> bytes:
+    """The client's one message, as Kafka's ``PlainSaslClient`` sends it: no authorization id."""
+    return f"\0{username}\0{password}".encode()
 
 
 def _tokens(message: str) -> list[str]:

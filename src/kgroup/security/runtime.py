@@ -30,6 +30,7 @@ class SecurityRuntime:
         config: SecurityConfig,
         *,
         clock_s: Callable[[], float],
+        wall_clock_ms: Callable[[], int] | None = None,
         run_blocking: Callable[[Callable[[bytes], bytes], bytes], Any] | None = None,
         supported: Callable[[int, int], bool],
     ) -> None:
@@ -37,6 +38,7 @@ class SecurityRuntime:
         #: whether the broker answers an API key at a version (its handler registry)
         self._supported = supported
         self._clock = clock_s
+        self._wall_clock_ms = wall_clock_ms
         self._run_blocking = run_blocking
         self.credentials = CredentialStore(config.state_dir)
         self.credentials.add_users(config.users)
@@ -70,6 +72,7 @@ class SecurityRuntime:
             max_reauth_ms=self.config.connections_max_reauth_ms,
             failed_delay_ms=self.config.failed_authentication_delay_ms,
             clock_s=self._clock,
+            wall_clock_ms=self._wall_clock_ms,
             run_blocking=self._run_blocking,
             supported=self._supported,
         )

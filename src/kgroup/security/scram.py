@@ -6,6 +6,9 @@ only, optional ``a=`` authorization id that must equal the user, extensions igno
 the combined nonce, salt and iterations, then checks the client proof against the stored key and
 answers with the server signature. Messages are parsed with Kafka's own grammar
 (``ScramMessages``) and failures carry Kafka's messages.
+
+:class:`ScramClient` is the other side, as Kafka's ``ScramSaslClient`` does it (used by
+``kgroup.client``); both sides share one implementation of the key derivation.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ __all__ = [
     "SCRAM_MECHANISMS",
     "SCRAM_SHA_256",
     "SCRAM_SHA_512",
+    "ScramClient",
     "ScramCredential",
     "ScramMechanism",
     "ScramServer",
@@ -266,3 +270,77 @@ class ScramServer:
         self._credential = None
         self._state = "complete"
         return b"v=" + base64.b64encode(signature)
+
+
+_SERVER_FIRST = re.compile(
+    rf"{_RESERVED}r=(?P<nonce>{_PRINTABLE}),s=(?P<salt>{_BASE64}),i=(?P<iterations>[0-9]+){_EXTENSIONS}"
+)
+_SERVER_FINAL = re.compile(rf"(?:e=(?P<error>{_VALUE_SAFE_CHAR}+)|v=(?P<signature>{_BASE64})){_EXTENSIONS}")
+#: base64 of the gs2 header ``n,,`` (no channel binding, no authorization id): Kafka's client sends it
+_CHANNEL_BINDING = base64.b64encode(b"n,,").decode()
+
+
+class ScramClient:
+    """One SCRAM exchange on the client side, as Kafka's ``ScramSaslClient``: :meth:`first` gives the
+    client-first message, :meth:`final` answers the server-first message, :meth:`verify` checks the
+    server-final message. Failures raise :class:`AuthenticationFailed` with Kafka's client messages.
+    """
+
+    def __init__(
+        self,
+        mechanism: ScramMechanism,
+        username: str,
+        password: str,
+        nonce: Callable[[], str] = secure_random_string,
+    ) -> None:
+        self.mechanism = mechanism
+        self._username = username
+        self._password = password
+        self._nonce = nonce()
+        self._client_first_bare = ""
+        self._server_signature = b""
+
+    def __repr__(self) -> str:  # no password in any log
+        return f"ScramClient({self.mechanism.name}, {self._username!r})"
+
+    def first(self) -> bytes:
+        self._client_first_bare = f"n={sasl_name(self._username)},r={self._nonce}"
+        return f"n,,{self._client_first_bare}".encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        message = server_first.decode("utf-8", errors="replace")
+        match = _SERVER_FIRST.fullmatch(message)
+        if match is None:
+            raise AuthenticationFailed(f"Invalid SCRAM server first message format: {message}")
+        nonce = match["nonce"]
+        if not nonce.startswith(self._nonce):
+            raise AuthenticationFailed("Invalid server nonce: does not start with client nonce")
+        iterations = int(match["iterations"])
+        if iterations < self.mechanism.min_iterations:
+            raise AuthenticationFailed(
+                f"Requested iterations {iterations} is less than the minimum "
+                f"{self.mechanism.min_iterations} for {self.mechanism.name}"
+            )
+        salt = base64.b64decode(match["salt"])
+        salted = salted_password(self.mechanism, self._password, salt, iterations)
+        credential = credential_from_salted_password(self.mechanism, salt, salted, iterations)
+        without_proof = f"c={_CHANNEL_BINDING},r={nonce}"
+        auth_message = f"{self._client_first_bare},{message},{without_proof}".encode()
+        client_key = _hmac(self.mechanism, salted, b"Client Key")
+        client_signature = _hmac(self.mechanism, credential.stored_key, auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, client_signature, strict=True))
+        self._server_signature = _hmac(self.mechanism, credential.server_key, auth_message)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        message = server_final.decode("utf-8", errors="replace")
+        match = _SERVER_FINAL.fullmatch(message)
+        if match is None:
+            raise AuthenticationFailed(f"Invalid SCRAM server final message format: {message}")
+        if match["error"] is not None:
+            raise AuthenticationFailed(
+                f"Sasl authentication using {self.mechanism.name} failed with error: {match['error']}"
+            )
+        signature = base64.b64decode(match["signature"])
+        if not self._server_signature or not hmac.compare_digest(signature, self._server_signature):
+            raise AuthenticationFailed("Invalid server signature in server final message")

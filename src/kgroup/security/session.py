@@ -9,8 +9,8 @@ is then closed; only that connection waits, every other one keeps being served.
 
 KIP-368: with ``connections.max.reauth.ms`` > 0 a successful SaslAuthenticate names the session
 lifetime; a client that used SaslAuthenticate v1+ re-authenticates with a new SaslHandshake on
-the same connection (same mechanism, same principal), and a request other than SaslHandshake
-after the session expired closes the connection.
+the same connection (same mechanism, same principal; at most one re-authentication starts per
+second), and a request other than SaslHandshake after the session expired closes the connection.
 
 :meth:`Session.on_frame` sees each frame before dispatch: it answers it itself (an
 :class:`Outcome`) or returns None for the broker to dispatch it as usual.
@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from kgroup.model import PeerError
 from kgroup.security.credentials import CredentialStore
 from kgroup.security.errors import AuthenticationFailed, CredentialsRejected
+from kgroup.security.oauthbearer import OAuthBearerServer
 from kgroup.security.plain import PlainServer
 from kgroup.security.principal import ANONYMOUS, user
 from kgroup.security.scram import SCRAM_MECHANISMS, ScramServer
@@ -50,6 +51,16 @@ SASL_AUTHENTICATE_KEY = 36
 UNSUPPORTED_SASL_MECHANISM = 33
 ILLEGAL_SASL_STATE = 34
 SASL_AUTHENTICATION_FAILED = 58
+
+
+#: Kafka's ``KafkaChannel.MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS``
+_MIN_REAUTH_INTERVAL_S = 1.0
+#: the error answers (``AbstractRequest.getErrorResponse``) of the requests kgroup answers with
+#: ILLEGAL_SASL_STATE while a SASL exchange is under way
+_ILLEGAL_STATE_ANSWERS: dict[int, dict[str, Any]] = {
+    SASL_HANDSHAKE_KEY: {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []},
+    int(ApiKey.API_VERSIONS): {"error_code": ILLEGAL_SASL_STATE, "api_keys": [], "throttle_time": 0},
+}
 
 
 class _SaslServer(Protocol):
@@ -95,10 +106,12 @@ class Session:
         max_reauth_ms: int = 0,
         failed_delay_ms: int = 100,
         clock_s: Callable[[], float],
+        wall_clock_ms: Callable[[], int] | None = None,
         run_blocking: Callable[[Callable[[bytes], bytes], bytes], Any] | None = None,
         supported: Callable[[int, int], bool],
     ) -> None:
         self.protocol = protocol
+        self._wall_clock_ms = wall_clock_ms
         self._supported = supported
         self.listener = listener
         self.sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
@@ -116,6 +129,7 @@ class Session:
         self._client_reauth = False
         self._reauthenticating = False
         self._expires_at: float | None = None
+        self._last_reauth_start: float | None = None
         self.authentications = 0
 
     @property
@@ -159,7 +173,7 @@ class Session:
             header = decode_request_header(frame)
         except PeerError:
             return None  # dispatch closes it with its own reason
-        if header.api_key == SASL_HANDSHAKE_KEY and self._client_reauth:
+        if header.api_key == SASL_HANDSHAKE_KEY and self._may_reauthenticate():
             self._state = "reauth_handshake"
             self._reauthenticating = True
             return self._handshake_phase(frame, header)
@@ -168,6 +182,18 @@ class Session:
                 close="the SASL session expired (connections.max.reauth.ms) before re-authentication"
             )
         return None
+
+    def _may_reauthenticate(self) -> bool:
+        """Kafka's ``KafkaChannel.maybeBeginServerReauthentication``: only when the session has an
+        expiry (``connections.max.reauth.ms`` > 0 and a client that spoke SaslAuthenticate v1+), and
+        at most once a second; otherwise the SaslHandshake is an ordinary request (ILLEGAL_SASL_STATE)."""
+        if not self._client_reauth or self._expires_at is None:
+            return False
+        now = self._clock()
+        if self._last_reauth_start is not None and now - self._last_reauth_start < _MIN_REAUTH_INTERVAL_S:
+            return False
+        self._last_reauth_start = now
+        return True
 
     def _handshake_phase(self, frame: bytes, header: RequestHeader) -> Outcome | None:
         if header.api_key == ApiKey.API_VERSIONS and self._state == "initial":
@@ -204,11 +230,17 @@ class Session:
 
     async def _authenticate(self, frame: bytes, header: RequestHeader) -> Outcome:
         if header.api_key != SASL_AUTHENTICATE_KEY:
-            # Kafka answers this API's error response with ILLEGAL_SASL_STATE, then closes
-            return self._close_now(
+            # Kafka answers this API's error response with ILLEGAL_SASL_STATE after the failed-
+            # authentication delay, then closes; kgroup builds that answer for the SASL handshake and
+            # ApiVersions (what a client sends here by mistake) and closes at once for any other API
+            reason = (
                 f"Unexpected Kafka request of type {_api_name(header.api_key).upper()} "
                 "during SASL authentication."
             )
+            error_answer = _ILLEGAL_STATE_ANSWERS.get(header.api_key)
+            if error_answer is None or not self._supported(header.api_key, header.api_version):
+                return self._close_now(reason)
+            return self._failed_reply(header, dict(error_answer), reason)
         if not self._supported(header.api_key, header.api_version):
             return self._close_now(
                 f"Version {header.api_version} is not supported for apiKey SASL_AUTHENTICATE"
@@ -235,7 +267,8 @@ class Session:
                 message,
             )
         lifetime_ms = self._completed_lifetime_ms()
-        data = {"error_code": 0, "error_message": None, "auth_bytes": answer, "session_lifetime": lifetime_ms}
+        # the error message is "" (the generated default), as Apache Kafka answers
+        data = {"error_code": 0, "error_message": "", "auth_bytes": answer, "session_lifetime": lifetime_ms}
         return Outcome(reply=self._encode(header, data))
 
     async def _raw_token(self, frame: bytes) -> Outcome:
@@ -252,6 +285,9 @@ class Session:
     def _new_server(self, mechanism: str) -> _SaslServer:
         if mechanism == "PLAIN":
             return PlainServer(self.credentials.verify_password)
+        if mechanism == "OAUTHBEARER":
+            assert self._wall_clock_ms is not None, "OAUTHBEARER needs the wall clock (token expiry)"
+            return OAuthBearerServer(self._wall_clock_ms)
         scram = SCRAM_MECHANISMS[mechanism]
         return ScramServer(scram, lambda name: self.credentials.lookup(name, scram.name))
 
@@ -287,10 +323,19 @@ class Session:
         self._state = "complete"
         self._reauthenticating = False
         self.authentications += 1
-        if self.max_reauth_ms > 0:
-            self._expires_at = self._clock() + self.max_reauth_ms / 1000
-            return self.max_reauth_ms
-        return 0
+        # Kafka's ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs: the session ends with
+        # connections.max.reauth.ms and with the credential (an OAUTHBEARER token's expiry)
+        expiration_ms: int | None = getattr(server, "credential_expiration_ms", None)
+        if expiration_ms is None and self.max_reauth_ms <= 0:
+            return 0
+        if expiration_ms is None:
+            lifetime_ms = self.max_reauth_ms
+        else:
+            assert self._wall_clock_ms is not None
+            left_ms = max(0, expiration_ms - self._wall_clock_ms())
+            lifetime_ms = left_ms if self.max_reauth_ms <= 0 else min(left_ms, self.max_reauth_ms)
+        self._expires_at = self._clock() + lifetime_ms / 1000
+        return lifetime_ms
 
     def _phase_text(self) -> str:
         return "re-authentication" if self._reauthenticating else "authentication"
