@@ -1,0 +1,386 @@
+"""Plays a scenario with real consumers against a real broker and collects what they saw.
+
+Each scenario consumer is a process of its own (:mod:`kgroup.validate.worker`), so a crash is a real
+``kill -9`` and a stalled application loop stalls only that consumer; a producer thread here writes
+``produce_per_partition_per_s`` records into every partition. The scenario's events are carried out
+on the wall clock from the moment the consumers start (``t = 0``, as in the simulator):
+
+* ``start`` / ``stop`` (graceful ``close()``) / ``crash`` (``SIGKILL``);
+* ``restart`` (stop or crash, then a new process after ``downtime_ms``) and ``rolling_restart``;
+* ``scale`` (``+n`` new consumers named as the simulator names them, ``-n`` stops the newest);
+* ``slow_poll`` (the consumer's loop stops polling for ``duration_ms``).
+
+What comes back (:class:`RealRun`): every consumer's partitions over time from its own rebalance
+callbacks (a killed process owns nothing from the kill on), the batches it processed, and the time
+the run took. The other scenario events (``add_partitions``, ``subscribe``, ``network_partition``)
+are refused with an error naming the event: the driver cannot play them (network faults are
+``kgroup.testing.faults``' job).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from kgroup.model import KgroupError
+from kgroup.sim.scenario import ConsumerSpec, EventSpec, Scenario, scaled_ids
+from kgroup.validate.metrics import Batch, Interval
+
+__all__ = ["SUPPORTED_EVENTS", "RealRun", "check_playable", "play"]
+
+SUPPORTED_EVENTS = ("start", "stop", "crash", "restart", "rolling_restart", "scale", "slow_poll")
+#: a worker gives up by itself this long after the scenario should have ended
+_WORKER_SLACK_S = 60.0
+_PRODUCE_TICK_S = 0.1
+_STOP_WAIT_S = 15.0
+
+
+@dataclass
+class RealRun:
+    """What the real consumers of one run saw (times in ms from the start of the consumers)."""
+
+    partitions: list[str]
+    intervals: list[Interval]
+    batches: list[Batch]
+    end_ms: int
+    consumer_log: list[dict[str, Any]] = field(default_factory=list)
+
+
+def check_playable(scenario: Scenario) -> None:
+    """:class:`KgroupError` naming the first event the driver cannot play with real clients."""
+    for i, event in enumerate(scenario.events):
+        if event.kind not in SUPPORTED_EVENTS:
+            raise KgroupError(
+                f"{scenario.name}: events[{i}].kind: {event.kind!r} cannot be played with real clients; "
+                f"use one of {', '.join(SUPPORTED_EVENTS)}"
+            )
+    if scenario.group.protocol != "classic":
+        raise KgroupError(
+            f"{scenario.name}: group.protocol: only the classic protocol is validated; remove it"
+        )
+
+
+@dataclass
+class _Process:
+    consumer: str
+    popen: subprocess.Popen[str]
+    reader: threading.Thread
+
+
+class _Players:
+    """The running worker processes and everything they reported."""
+
+    def __init__(
+        self, scenario: Scenario, bootstrap: str, group: str, topic_names: Mapping[str, str]
+    ) -> None:
+        self.scenario = scenario
+        self.bootstrap, self.group = bootstrap, group
+        self.topic_names = dict(topic_names)  # scenario topic -> real topic
+        self.back = {real: name for name, real in topic_names.items()}
+        self.specs: dict[str, ConsumerSpec] = {c.id: c for c in scenario.consumers}
+        self.created: list[str] = [c.id for c in scenario.consumers]
+        self.running: dict[str, _Process] = {}
+        self.lock = threading.Lock()
+        self.lines: list[tuple[str, dict[str, Any]]] = []  # (consumer, report)
+        self.t0_ms = 0
+
+    # --- processes ------------------------------------------------------------------------------------
+
+    def _worker_spec(self, spec: ConsumerSpec) -> dict[str, Any]:
+        g, w = self.scenario.group, self.scenario.workload
+        return {
+            "bootstrap": self.bootstrap,
+            "group": self.group,
+            "id": spec.id,
+            "topics": [self.topic_names[t] for t in spec.topics],
+            "assignors": list(spec.assignors or g.assignors),
+            "static": spec.static,
+            "session_timeout_ms": g.session_timeout_ms,
+            "heartbeat_interval_ms": g.heartbeat_interval_ms,
+            "max_poll_interval_ms": g.max_poll_interval_ms,
+            "enable_auto_commit": g.enable_auto_commit,
+            "auto_commit_interval_ms": g.auto_commit_interval_ms,
+            "auto_offset_reset": w.auto_offset_reset,
+            "consume_per_consumer_per_s": w.consume_per_consumer_per_s,
+            "max_poll_records": w.max_poll_records,
+            "max_run_s": self.scenario.duration_ms / 1000 + _WORKER_SLACK_S,
+        }
+
+    def start(self, consumer: str) -> None:
+        if consumer in self.running:
+            return
+        src = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+        popen = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kgroup.validate.worker",
+                json.dumps(self._worker_spec(self.specs[consumer])),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        assert popen.stdout is not None
+        reader = threading.Thread(target=self._read, args=(consumer, popen.stdout), daemon=True)
+        reader.start()
+        self.running[consumer] = _Process(consumer, popen, reader)
+        self._note(consumer, "started")
+
+    def _read(self, consumer: str, stream: IO[str]) -> None:
+        for line in stream:
+            try:
+                report = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            with self.lock:
+                self.lines.append((consumer, report))
+
+    def _note(self, consumer: str, kind: str) -> None:
+        with self.lock:
+            self.lines.append((consumer, {"t": int(time.time() * 1000), "e": kind}))
+
+    def _send(self, consumer: str, command: str) -> None:
+        process = self.running.get(consumer)
+        if process is None or process.popen.stdin is None:
+            return
+        try:
+            process.popen.stdin.write(command + "\n")
+            process.popen.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def stop(self, consumer: str) -> None:
+        process = self.running.get(consumer)
+        if process is None:
+            return
+        self._send(consumer, "stop")
+        try:
+            process.popen.wait(_STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            process.popen.kill()
+            process.popen.wait(5)
+        process.reader.join(5)
+        del self.running[consumer]
+        self._note(consumer, "exited")
+
+    def crash(self, consumer: str) -> None:
+        process = self.running.pop(consumer, None)
+        if process is None:
+            return
+        process.popen.send_signal(signal.SIGKILL)
+        process.popen.wait(10)
+        process.reader.join(5)
+        self._note(consumer, "killed")
+
+    def stall(self, consumer: str, duration_ms: int) -> None:
+        self._send(consumer, f"stall {duration_ms}")
+
+    def add(self, event: EventSpec) -> list[str]:
+        """``scale +n``: new consumers named as the simulator names them (prefix + first free numbers)."""
+        names = scaled_ids(event, self.specs)
+        for name in names:
+            self.specs[name] = ConsumerSpec(
+                id=name,
+                topics=tuple(event.topics or ()),
+                static=event.static,
+                rack=event.rack,
+                assignors=event.assignors,
+            )
+            self.created.append(name)
+        return names
+
+    def kill_all(self) -> None:
+        for consumer in list(self.running):
+            self.crash(consumer)
+
+    # --- what they saw ----------------------------------------------------------------------------------
+
+    def partition_name(self, real: str) -> str:
+        topic, _, number = real.rpartition("-")
+        return f"{self.back.get(topic, topic)}-{number}"
+
+    def result(self, end_ms: int) -> RealRun:
+        with self.lock:
+            lines = sorted(self.lines, key=lambda item: item[1]["t"])
+        owned: dict[str, dict[str, int]] = {}  # consumer -> partition -> since
+        intervals: list[Interval] = []
+        batches: list[Batch] = []
+        log: list[dict[str, Any]] = []
+
+        def release(consumer: str, parts: list[str], t: int) -> None:
+            held = owned.setdefault(consumer, {})
+            for p in parts:
+                since = held.pop(p, None)
+                if since is not None:
+                    intervals.append((p, consumer, since, t))
+
+        for consumer, report in lines:
+            t = min(end_ms, max(0, report["t"] - self.t0_ms))
+            kind = report["e"]
+            parts = [self.partition_name(p) for p in report.get("p", ())]
+            if kind == "assigned":
+                held = owned.setdefault(consumer, {})
+                for p in parts:
+                    held.setdefault(p, t)
+            elif kind in ("revoked", "lost"):
+                release(consumer, parts, t)
+            elif kind in ("killed", "exited"):
+                release(consumer, list(owned.get(consumer, {})), t)
+            elif kind == "batch":
+                for p, first, last in report["b"]:
+                    batches.append(Batch(t, self.partition_name(p), int(first), int(last)))
+                continue
+            log.append(
+                {"t_ms": t, "consumer": consumer, "kind": kind, **({"partitions": parts} if parts else {})}
+            )
+        for consumer, held in owned.items():
+            for p, since in held.items():
+                intervals.append((p, consumer, since, end_ms))
+        partitions = [f"{topic}-{i}" for topic, count in self.scenario.topics for i in range(count)]
+        return RealRun(partitions, sorted(intervals, key=lambda iv: (iv[2], iv[0])), batches, end_ms, log)
+
+
+class _Producer:
+    """``produce_per_partition_per_s`` records into every partition, in 100 ms ticks, on a thread."""
+
+    def __init__(self, bootstrap: str, partitions: list[tuple[str, int]], rate: int) -> None:
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "log_level": 2})
+        self.partitions, self.rate = partitions, rate
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        start = time.monotonic()
+        sent = 0
+        while not self.done.is_set():
+            due = int((time.monotonic() - start) * self.rate)
+            for _ in range(max(0, due - sent)):
+                for topic, partition in self.partitions:
+                    try:
+                        self.producer.produce(topic, b"x", partition=partition)
+                    except BufferError:
+                        self.producer.poll(0.05)
+            sent = max(sent, due)
+            self.producer.poll(0)
+            self.done.wait(_PRODUCE_TICK_S)
+        self.producer.flush(10)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join(30)
+
+
+def _timeline(scenario: Scenario) -> list[tuple[int, str, EventSpec]]:
+    """The scenario's events as (at ms, action, event), restarts and rolling restarts unrolled."""
+    out: list[tuple[int, str, EventSpec]] = []
+    for event in scenario.events:
+        if event.kind == "rolling_restart":
+            names = (
+                list(event.consumers)
+                if event.consumers
+                else [c.id for c in scenario.consumers if c.autostart]
+            )
+            for i, name in enumerate(names):
+                at = event.at_ms + i * event.gap_ms
+                one = EventSpec(
+                    at_ms=at,
+                    kind="restart",
+                    consumer=name,
+                    downtime_ms=event.downtime_ms,
+                    graceful=event.graceful,
+                )
+                out.append((at, "down", one))
+                out.append((at + event.downtime_ms, "up", one))
+        elif event.kind == "restart":
+            out.append((event.at_ms, "down", event))
+            out.append((event.at_ms + event.downtime_ms, "up", event))
+        else:
+            out.append((event.at_ms, event.kind, event))
+    return sorted(out, key=lambda item: item[0])
+
+
+def play(
+    scenario: Scenario,
+    bootstrap: str,
+    create_topic: Callable[[str, int], None],
+    run_id: str,
+    on_progress: Callable[[str], None] = lambda text: None,
+) -> RealRun:
+    """Play ``scenario`` with real consumers against the broker at ``bootstrap`` (group and topics named
+    after ``run_id``, so runs never share them); returns what the consumers saw."""
+    check_playable(scenario)
+    topic_names = {name: f"{name}-{run_id}" for name, _ in scenario.topics}
+    for name, count in scenario.topics:
+        create_topic(topic_names[name], count)
+    players = _Players(scenario, bootstrap, f"{scenario.group.group_id}-{run_id}", topic_names)
+    producer = _Producer(
+        bootstrap,
+        [(topic_names[name], p) for name, count in scenario.topics for p in range(count)],
+        scenario.workload.produce_per_partition_per_s,
+    )
+    try:
+        players.t0_ms = int(time.time() * 1000)
+        start = time.monotonic()
+        producer.start()
+        for spec in scenario.consumers:
+            if spec.autostart:
+                players.start(spec.id)
+        for at_ms, action, event in _timeline(scenario):
+            wait = start + at_ms / 1000 - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            on_progress(f"{scenario.name}: {action} {event.consumer or ''} at {at_ms / 1000:.1f} s".rstrip())
+            _act(players, action, event)
+        rest = start + scenario.duration_ms / 1000 - time.monotonic()
+        if rest > 0:
+            time.sleep(rest)
+        end_ms = int(time.time() * 1000) - players.t0_ms
+    finally:
+        players.kill_all()
+        producer.stop()
+    return players.result(min(end_ms, scenario.duration_ms))
+
+
+def _act(players: _Players, action: str, event: EventSpec) -> None:
+    consumer = event.consumer or ""
+    if action == "start":
+        players.start(consumer)
+    elif action == "stop":
+        players.stop(consumer)
+    elif action == "crash":
+        players.crash(consumer)
+    elif action == "down":
+        if event.graceful:
+            players.stop(consumer)
+        else:
+            players.crash(consumer)
+    elif action == "up":
+        players.start(consumer)
+    elif action == "slow_poll":
+        players.stall(consumer, event.duration_ms)
+    elif action == "scale":
+        if event.count > 0:
+            for name in players.add(event):
+                players.start(name)
+        else:
+            newest = [c for c in reversed(players.created) if c in players.running][: -event.count]
+            for name in newest:
+                players.stop(name)
