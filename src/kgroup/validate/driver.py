@@ -42,6 +42,8 @@ SUPPORTED_EVENTS = ("start", "stop", "crash", "restart", "rolling_restart", "sca
 _WORKER_SLACK_S = 60.0
 _PRODUCE_TICK_S = 0.1
 _STOP_WAIT_S = 15.0
+#: how long the consumer processes may take to start (idle, before the run)
+_READY_S = 60.0
 
 
 @dataclass
@@ -74,6 +76,7 @@ class _Process:
     consumer: str
     popen: subprocess.Popen[str]
     reader: threading.Thread
+    ready: threading.Event
 
 
 class _Players:
@@ -89,6 +92,8 @@ class _Players:
         self.specs: dict[str, ConsumerSpec] = {c.id: c for c in scenario.consumers}
         self.created: list[str] = [c.id for c in scenario.consumers]
         self.running: dict[str, _Process] = {}
+        self.idle: dict[str, list[_Process]] = {}  # processes started ahead, waiting for "go"
+        self.scaled: dict[int, list[str]] = {}  # id(scale event) -> the consumers it starts
         self.lock = threading.Lock()
         self.lines: list[tuple[str, dict[str, Any]]] = []  # (consumer, report)
         self.t0_ms = 0
@@ -115,18 +120,13 @@ class _Players:
             "max_run_s": self.scenario.duration_ms / 1000 + _WORKER_SLACK_S,
         }
 
-    def start(self, consumer: str) -> None:
-        if consumer in self.running:
-            return
+    def spawn(self, consumer: str) -> None:
+        """Start an idle process for the next start of ``consumer`` (it waits for ``go``)."""
         src = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+        spec = json.dumps(self._worker_spec(self.specs[consumer]))
         popen = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kgroup.validate.worker",
-                json.dumps(self._worker_spec(self.specs[consumer])),
-            ],
+            [sys.executable, "-m", "kgroup.validate.worker", spec],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -134,16 +134,40 @@ class _Players:
             env=env,
         )
         assert popen.stdout is not None
-        reader = threading.Thread(target=self._read, args=(consumer, popen.stdout), daemon=True)
+        ready = threading.Event()
+        reader = threading.Thread(target=self._read, args=(consumer, popen.stdout, ready), daemon=True)
         reader.start()
-        self.running[consumer] = _Process(consumer, popen, reader)
-        self._note(consumer, "started")
+        self.idle.setdefault(consumer, []).append(_Process(consumer, popen, reader, ready))
 
-    def _read(self, consumer: str, stream: IO[str]) -> None:
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        for processes in self.idle.values():
+            for process in processes:
+                if not process.ready.wait(max(0.0, deadline - time.monotonic())):
+                    raise KgroupError(
+                        f"consumer {process.consumer}: its process did not start in {timeout_s:.0f} s"
+                    )
+
+    def start(self, consumer: str) -> None:
+        if consumer in self.running:
+            return
+        spare = self.idle.get(consumer)
+        if not spare:  # not foreseen (e.g. a start after an unplanned exit): a process started now
+            self.spawn(consumer)
+            spare = self.idle[consumer]
+        process = spare.pop(0)
+        self.running[consumer] = process
+        self._note(consumer, "started")
+        self._send(consumer, "go")
+
+    def _read(self, consumer: str, stream: IO[str], ready: threading.Event) -> None:
         for line in stream:
             try:
                 report = json.loads(line)
             except json.JSONDecodeError:
+                continue
+            if report.get("e") == "ready":
+                ready.set()
                 continue
             with self.lock:
                 self.lines.append((consumer, report))
@@ -205,6 +229,12 @@ class _Players:
     def kill_all(self) -> None:
         for consumer in list(self.running):
             self.crash(consumer)
+        for processes in self.idle.values():
+            for process in processes:
+                process.popen.kill()
+                process.popen.wait(10)
+                process.reader.join(5)
+        self.idle.clear()
 
     # --- what they saw ----------------------------------------------------------------------------------
 
@@ -336,14 +366,26 @@ def play(
         [(topic_names[name], p) for name, count in scenario.topics for p in range(count)],
         scenario.workload.produce_per_partition_per_s,
     )
+    timeline = _timeline(scenario)
     try:
+        for spec in scenario.consumers:
+            if spec.autostart:
+                players.spawn(spec.id)
+        for _at, action, event in timeline:
+            if action in ("start", "up") and event.consumer:
+                players.spawn(event.consumer)
+            elif action == "scale" and event.count > 0:
+                players.scaled[id(event)] = players.add(event)
+                for name in players.scaled[id(event)]:
+                    players.spawn(name)
+        players.wait_ready(_READY_S)
         players.t0_ms = int(time.time() * 1000)
         start = time.monotonic()
         producer.start()
         for spec in scenario.consumers:
             if spec.autostart:
                 players.start(spec.id)
-        for at_ms, action, event in _timeline(scenario):
+        for at_ms, action, event in timeline:
             wait = start + at_ms / 1000 - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
@@ -378,7 +420,7 @@ def _act(players: _Players, action: str, event: EventSpec) -> None:
         players.stall(consumer, event.duration_ms)
     elif action == "scale":
         if event.count > 0:
-            for name in players.add(event):
+            for name in players.scaled.get(id(event), []):
                 players.start(name)
         else:
             newest = [c for c in reversed(players.created) if c in players.running][: -event.count]

@@ -10,7 +10,10 @@ wall-clock epoch milliseconds:
 * ``{"t", "e": "member", "id": …}`` – its member id, once known;
 * ``{"t", "e": "closed"}`` – after a graceful ``close()``.
 
-Commands on stdin, one per line: ``stall MS`` (the application loop stops calling ``poll()`` for
+The process starts idle: it reports ``{"t", "e": "ready"}`` once its imports are done and creates
+its consumer only when the driver sends ``go`` (so a scenario's start times are not shifted by the
+second or two a Python process takes to start on a loaded machine). Then commands on stdin, one per
+line: ``stall MS`` (the application loop stops calling ``poll()`` for
 MS; librdkafka's background thread keeps heartbeating, so past ``max.poll.interval.ms`` the member
 leaves the group) and ``stop`` (graceful close: commit, revoke, LeaveGroup unless static). A crash
 is the driver's ``SIGKILL``. The process gives up by itself after ``max_run_s``.
@@ -79,6 +82,12 @@ def main(argv: list[str]) -> int:
     from confluent_kafka import Consumer
 
     spec = json.loads(argv[0])
+    _emit("ready")
+    if (
+        not select.select([sys.stdin], [], [], float(spec["max_run_s"]))[0]
+        or sys.stdin.readline().strip() != "go"
+    ):
+        return 0
     consumer = Consumer(consumer_config(spec))
     rate = float(spec["consume_per_consumer_per_s"])
     batch_size = int(spec["max_poll_records"])
