@@ -106,22 +106,7 @@ def register(app: typer.Typer) -> None:
                 {
                     "client": client,
                     "brokers": chosen,
-                    "scenarios": [
-                        {
-                            "scenario": r.scenario,
-                            "metrics": [
-                                {
-                                    "metric": row.metric,
-                                    "simulated": row.simulated,
-                                    "measured": row.measured,
-                                    "ratio": {b: row.ratio(b) for b in chosen},
-                                }
-                                for row in r.rows
-                            ],
-                            "runs": r.runs,
-                        }
-                        for r in results
-                    ],
+                    "scenarios": [r.to_data() for r in results],
                 }
             )
             return

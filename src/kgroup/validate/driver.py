@@ -19,6 +19,7 @@ are refused with an error naming the event: the driver cannot play them (network
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -77,6 +78,21 @@ class _Process:
     popen: subprocess.Popen[str]
     reader: threading.Thread
     ready: threading.Event
+
+    def end(self, *, kill: bool) -> None:
+        """Kill the process (or wait for it to exit), then close its pipes once its reports are read."""
+        if kill:
+            self.popen.kill()
+        try:
+            self.popen.wait(_STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(5)
+        self.reader.join(5)
+        for stream in (self.popen.stdin, self.popen.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
 
 
 class _Players:
@@ -191,12 +207,7 @@ class _Players:
         if process is None:
             return
         self._send(consumer, "stop")
-        try:
-            process.popen.wait(_STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            process.popen.kill()
-            process.popen.wait(5)
-        process.reader.join(5)
+        process.end(kill=False)
         del self.running[consumer]
         self._note(consumer, "exited")
 
@@ -205,9 +216,8 @@ class _Players:
         if process is None:
             return
         process.popen.send_signal(signal.SIGKILL)
-        process.popen.wait(10)
-        process.reader.join(5)
         self._note(consumer, "killed")
+        process.end(kill=False)
 
     def stall(self, consumer: str, duration_ms: int) -> None:
         self._send(consumer, f"stall {duration_ms}")
@@ -231,9 +241,7 @@ class _Players:
             self.crash(consumer)
         for processes in self.idle.values():
             for process in processes:
-                process.popen.kill()
-                process.popen.wait(10)
-                process.reader.join(5)
+                process.end(kill=True)
         self.idle.clear()
 
     # --- what they saw ----------------------------------------------------------------------------------
@@ -366,6 +374,7 @@ def play(
         [(topic_names[name], p) for name, count in scenario.topics for p in range(count)],
         scenario.workload.produce_per_partition_per_s,
     )
+    _warm_up(bootstrap, topic_names[scenario.topics[0][0]], f"kgroup-validate-warm-up-{run_id}")
     timeline = _timeline(scenario)
     try:
         for spec in scenario.consumers:
@@ -399,6 +408,29 @@ def play(
         players.kill_all()
         producer.stop()
     return players.result(min(end_ms, scenario.duration_ms))
+
+
+def _warm_up(bootstrap: str, topic: str, group: str) -> None:
+    """Commit an offset for a throwaway group before the run: a fresh broker creates its
+    ``__consumer_offsets`` at the first coordinator lookup (Apache Kafka: 50 partitions, seconds on a
+    loaded machine), which must not fall inside the scenario's first rebalance."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 2})
+    try:
+        deadline = time.monotonic() + _READY_S
+        while True:
+            try:
+                consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+                return
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    raise KgroupError(
+                        f"the broker at {bootstrap} does not take offset commits: {exc}"
+                    ) from None
+                time.sleep(0.2)
+    finally:
+        consumer.close()
 
 
 def _act(players: _Players, action: str, event: EventSpec) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,8 +61,25 @@ class MetricRow:
 @dataclass
 class ScenarioResult:
     scenario: str
+    brokers: list[str]
     rows: list[MetricRow]
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # way -> details (JSON)
+
+    def to_data(self) -> dict[str, Any]:
+        """The scenario's entry in ``kgroup validate --json``."""
+        return {
+            "scenario": self.scenario,
+            "metrics": [
+                {
+                    "metric": row.metric,
+                    "simulated": row.simulated,
+                    "measured": row.measured,
+                    "ratio": {b: row.ratio(b) for b in self.brokers},
+                }
+                for row in self.rows
+            ],
+            "runs": self.runs,
+        }
 
 
 def event_windows(scenario: Scenario) -> list[EventWindow]:
@@ -184,10 +201,12 @@ def _on_apache(
 
 class ApachePool:
     """One Apache Kafka node per ``group.initial.rebalance.delay.ms`` the scenarios ask for (started
-    on first use, all stopped at the end)."""
+    on first use, stopped by :meth:`stop`); ``running`` lends nodes started elsewhere (by delay), which
+    :meth:`stop` leaves running."""
 
-    def __init__(self) -> None:
-        self.nodes: dict[int, Any] = {}
+    def __init__(self, running: Mapping[int, Any] | None = None) -> None:
+        self.nodes: dict[int, Any] = dict(running or {})
+        self.lent = set(self.nodes)
 
     def get(self, initial_delay_ms: int) -> Any:
         from kgroup.testing.apache_kafka import ApacheKafka
@@ -202,8 +221,9 @@ class ApachePool:
         return self.nodes[initial_delay_ms]
 
     def stop(self) -> None:
-        for node in self.nodes.values():
-            node.stop()
+        for delay, node in self.nodes.items():
+            if delay not in self.lent:
+                node.stop()
         self.nodes.clear()
 
 
@@ -250,4 +270,4 @@ def validate(
         MetricRow(metric, value, {b: measured[b].get(metric) for b in brokers})
         for metric, value in sim_metrics.items()
     ]
-    return ScenarioResult(scenario.name, rows, runs)
+    return ScenarioResult(scenario.name, list(brokers), rows, runs)
