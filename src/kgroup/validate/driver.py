@@ -398,7 +398,7 @@ def play(
             wait = start + at_ms / 1000 - time.monotonic()
             if wait > 0:
                 time.sleep(wait)
-            on_progress(f"{scenario.name}: {action} {event.consumer or ''} at {at_ms / 1000:.1f} s".rstrip())
+            on_progress(f"{scenario.name}: {_describe(action, event)} at {at_ms / 1000:.1f} s")
             _act(players, action, event)
         rest = start + scenario.duration_ms / 1000 - time.monotonic()
         if rest > 0:
@@ -408,6 +408,21 @@ def play(
         players.kill_all()
         producer.stop()
     return players.result(min(end_ms, scenario.duration_ms))
+
+
+def _describe(action: str, event: EventSpec) -> str:
+    """What the driver is doing, for the progress line (``kill w1``, ``start 3 more``, …)."""
+    if action == "down":
+        action = "stop" if event.graceful else "kill"
+    elif action == "up":
+        action = "start"
+    elif action == "crash":
+        action = "kill"
+    elif action == "slow_poll":
+        return f"stall {event.consumer} for {event.duration_ms / 1000:g} s"
+    elif action == "scale":
+        return f"start {event.count} more" if event.count > 0 else f"stop the {-event.count} newest"
+    return f"{action} {event.consumer or ''}".rstrip()
 
 
 def _warm_up(bootstrap: str, topic: str, group: str) -> None:
