@@ -47,3 +47,15 @@ def test_a_bad_scenario_file_names_its_field(capsys: pytest.CaptureFixture[str],
     bad = tmp_path / "bad.yaml"
     bad.write_text("duration_ms: 10000\ntopics: {t: 1}\nconsumers: []\n", encoding="utf-8")
     assert "consumers" in _error(capsys, str(bad))
+
+
+def test_a_poll_interval_below_the_session_timeout(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    short = tmp_path / "short.yaml"
+    short.write_text(
+        "duration_ms: 10000\ntopics: {t: 1}\nconsumers: [{id: a, topics: [t]}]\n"
+        "group: {session_timeout_ms: 10000, heartbeat_interval_ms: 1000, max_poll_interval_ms: 8000}\n",
+        encoding="utf-8",
+    )
+    assert "group.max_poll_interval_ms: below group.session_timeout_ms" in _error(capsys, str(short))

@@ -159,3 +159,31 @@ def test_the_driver_builds_ownership_from_the_callbacks_and_a_kill_ends_it() -> 
         ("t-1", "w1", 1000, 4000),
     ]
     assert run.batches == [Batch(2000, "t-0", 0, 9)]
+
+
+def test_a_consumer_process_that_dies_on_its_own_is_reported_with_its_last_error_line() -> None:
+    import subprocess
+    import sys
+    import tempfile
+    import threading
+
+    from kgroup.validate.driver import _Process
+
+    scenario = parse_scenario(
+        {"duration_ms": 10_000, "topics": {"t": 1}, "consumers": [{"id": "w0", "topics": ["t"]}]}
+    )
+    players = _Players(scenario, "127.0.0.1:1", "g", {"t": "t-run1"})
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by _Process.end)
+    popen = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stderr.write('first\\nboom: bad config\\n'); sys.exit(3)"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errors,
+        text=True,
+    )
+    popen.wait(30)
+    process = _Process("w0", popen, threading.Thread(target=lambda: None), threading.Event(), errors)
+    process.reader.start()
+    players.running["w0"] = process
+    players.crash("w0")
+    assert players.failures == ["consumer w0: its process ended on its own (exit status 3: boom: bad config)"]

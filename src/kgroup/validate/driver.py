@@ -25,6 +25,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -78,6 +79,16 @@ class _Process:
     popen: subprocess.Popen[str]
     reader: threading.Thread
     ready: threading.Event
+    stderr: IO[bytes]
+
+    def failure(self) -> str | None:
+        """Why the process ended by itself with an error (its last stderr line), or ``None``."""
+        code = self.popen.poll()
+        if code is None or code == 0:
+            return None
+        self.stderr.seek(0)
+        lines = [line for line in self.stderr.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        return f"exit status {code}: {lines[-1] if lines else 'no message'}"
 
     def end(self, *, kill: bool) -> None:
         """Kill the process (or wait for it to exit), then close its pipes once its reports are read."""
@@ -89,7 +100,7 @@ class _Process:
             self.popen.kill()
             self.popen.wait(5)
         self.reader.join(5)
-        for stream in (self.popen.stdin, self.popen.stdout):
+        for stream in (self.popen.stdin, self.popen.stdout, self.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
@@ -110,6 +121,7 @@ class _Players:
         self.running: dict[str, _Process] = {}
         self.idle: dict[str, list[_Process]] = {}  # processes started ahead, waiting for "go"
         self.scaled: dict[int, list[str]] = {}  # id(scale event) -> the consumers it starts
+        self.failures: list[str] = []
         self.lock = threading.Lock()
         self.lines: list[tuple[str, dict[str, Any]]] = []  # (consumer, report)
         self.t0_ms = 0
@@ -141,11 +153,12 @@ class _Players:
         src = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
         spec = json.dumps(self._worker_spec(self.specs[consumer]))
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed in _Process.end)
         popen = subprocess.Popen(
             [sys.executable, "-m", "kgroup.validate.worker", spec],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=errors,
             text=True,
             env=env,
         )
@@ -153,7 +166,7 @@ class _Players:
         ready = threading.Event()
         reader = threading.Thread(target=self._read, args=(consumer, popen.stdout, ready), daemon=True)
         reader.start()
-        self.idle.setdefault(consumer, []).append(_Process(consumer, popen, reader, ready))
+        self.idle.setdefault(consumer, []).append(_Process(consumer, popen, reader, ready, errors))
 
     def wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -206,6 +219,7 @@ class _Players:
         process = self.running.get(consumer)
         if process is None:
             return
+        self._check(process)
         self._send(consumer, "stop")
         process.end(kill=False)
         del self.running[consumer]
@@ -215,6 +229,7 @@ class _Players:
         process = self.running.pop(consumer, None)
         if process is None:
             return
+        self._check(process)
         process.popen.send_signal(signal.SIGKILL)
         self._note(consumer, "killed")
         process.end(kill=False)
@@ -235,6 +250,12 @@ class _Players:
             )
             self.created.append(name)
         return names
+
+    def _check(self, process: _Process) -> None:
+        """Note a process that ended by itself with an error before the driver ended it."""
+        failure = process.failure()
+        if failure is not None:
+            self.failures.append(f"consumer {process.consumer}: its process ended on its own ({failure})")
 
     def kill_all(self) -> None:
         for consumer in list(self.running):
@@ -323,7 +344,8 @@ class _Producer:
 
     def stop(self) -> None:
         self.done.set()
-        self.thread.join(30)
+        if self.thread.ident is not None:  # started
+            self.thread.join(30)
 
 
 def _timeline(scenario: Scenario) -> list[tuple[int, str, EventSpec]]:
@@ -407,6 +429,8 @@ def play(
     finally:
         players.kill_all()
         producer.stop()
+    if players.failures:
+        raise KgroupError(f"{scenario.name}: " + "; ".join(players.failures[:3]))
     return players.result(min(end_ms, scenario.duration_ms))
 
 

@@ -157,6 +157,11 @@ def _generations(recording_file: Path) -> int | None:
 
 def check_scenario(scenario: Scenario) -> None:
     check_playable(scenario)
+    if scenario.group.max_poll_interval_ms < scenario.group.session_timeout_ms:
+        raise KgroupError(
+            f"{scenario.name}: group.max_poll_interval_ms: below group.session_timeout_ms, which librdkafka "
+            "refuses; raise it to at least the session timeout"
+        )
     if scenario.group.session_timeout_ms < MIN_SESSION_TIMEOUT_MS:
         raise KgroupError(
             f"{scenario.name}: group.session_timeout_ms: below {MIN_SESSION_TIMEOUT_MS}, the brokers' "
