@@ -54,6 +54,10 @@ def _cell(value: float | None, digits: int = 1) -> str:
     return f"{value:,.{digits}f}"
 
 
+def _span(span: tuple[float, float] | None) -> str:
+    return "–" if span is None else f"{_cell(span[0])}–{_cell(span[1])}"
+
+
 def _ratio(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
@@ -74,6 +78,16 @@ def register(app: typer.Typer) -> None:
         client: str = typer.Option(
             "librdkafka", "--client", help="The real consumer: librdkafka (confluent-kafka)."
         ),
+        seeds: int = typer.Option(
+            1,
+            "--seeds",
+            help="Simulate each scenario with this many seeds; the simulated value is their median.",
+        ),
+        sim_jitter_ms: int | None = typer.Option(
+            None,
+            "--sim-jitter-ms",
+            help="The simulated network's jitter per message (ms); default: the scenario's.",
+        ),
         as_json: bool = typer.Option(False, "--json", help="Print JSON (every run's metrics and details)."),
     ) -> None:
         """Run each scenario simulated and with real clients on kgroup serve and Apache Kafka; compare."""
@@ -84,6 +98,12 @@ def register(app: typer.Typer) -> None:
             raise KgroupError(
                 f"--client: {client!r} is not supported yet; use {' / '.join(CLIENTS)} "
                 "(the Java consumer and kafka-python drivers are not written)"
+            )
+        if not 1 <= seeds <= 100:
+            raise KgroupError(f"--seeds: {seeds} is not between 1 and 100; e.g. --seeds 12")
+        if sim_jitter_ms is not None and not 0 <= sim_jitter_ms <= 10_000:
+            raise KgroupError(
+                f"--sim-jitter-ms: {sim_jitter_ms} is not between 0 and 10000; e.g. --sim-jitter-ms 20"
             )
         chosen = _brokers(brokers)
         loaded = [load_scenario(path) for path in _scenario_files(scenarios or [])]
@@ -98,7 +118,9 @@ def register(app: typer.Typer) -> None:
                     status.update(text)
 
             for scenario in loaded:
-                results.append(validate(scenario, chosen, pool, progress))
+                results.append(
+                    validate(scenario, chosen, pool, progress, seeds=seeds, jitter_ms=sim_jitter_ms)
+                )
                 if show:
                     err_console.print(f"{scenario.name}: done")
         if as_json:
@@ -106,11 +128,18 @@ def register(app: typer.Typer) -> None:
                 {
                     "client": client,
                     "brokers": chosen,
+                    "seeds": seeds,
+                    "sim_jitter_ms": sim_jitter_ms,
                     "scenarios": [r.to_data() for r in results],
                 }
             )
             return
-        columns = [Column("metric"), Column("simulated", True)]
+        columns = [
+            Column("metric"),
+            Column("simulated" if seeds == 1 else f"simulated (median of {seeds})", True),
+        ]
+        if seeds > 1:
+            columns.append(Column("sim min–max", True))
         for b in chosen:
             columns.append(Column(f"{b} ({client})", True))
         for b in chosen:
@@ -118,6 +147,7 @@ def register(app: typer.Typer) -> None:
         for r in results:
             rows = [
                 [row.metric, _cell(row.simulated)]
+                + ([_span(row.simulated_range)] if seeds > 1 else [])
                 + [_cell(row.measured.get(b)) for b in chosen]
                 + [_ratio(row.ratio(b)) for b in chosen]
                 for row in r.rows

@@ -12,6 +12,8 @@ Kafka — reduced to the same metrics (:mod:`kgroup.validate.metrics`) and set s
 
 from __future__ import annotations
 
+import dataclasses
+import statistics
 import tempfile
 import time
 import uuid
@@ -46,6 +48,8 @@ class MetricRow:
     metric: str
     simulated: float | None
     measured: dict[str, float | None]  # broker -> value
+    #: with several simulated seeds: the smallest and largest simulated value
+    simulated_range: tuple[float, float] | None = None
 
     def ratio(self, broker: str) -> float | None:
         """simulated / measured (``None`` when either is missing or the measured value is 0 and the
@@ -73,6 +77,7 @@ class ScenarioResult:
                 {
                     "metric": row.metric,
                     "simulated": row.simulated,
+                    "simulated_range": list(row.simulated_range) if row.simulated_range else None,
                     "measured": row.measured,
                     "ratio": {b: row.ratio(b) for b in self.brokers},
                 }
@@ -123,7 +128,7 @@ def run_metrics(
     return out
 
 
-def simulated(scenario: Scenario) -> tuple[dict[str, float | None], dict[str, Any]]:
+def _simulated_once(scenario: Scenario) -> tuple[dict[str, float | None], dict[str, Any]]:
     from kgroup.sim import simulate
 
     result = simulate(scenario)
@@ -136,9 +141,41 @@ def simulated(scenario: Scenario) -> tuple[dict[str, float | None], dict[str, An
         int(result.metrics["generation"]),
         int(result.metrics["records_reprocessed"]),
     )
-    return metrics, {
-        "simulator_metrics": {k: v for k, v in result.metrics.items() if k != "invariant_violations"}
-    }
+    return metrics, {k: v for k, v in result.metrics.items() if k != "invariant_violations"}
+
+
+def with_jitter(scenario: Scenario, jitter_ms: int | None) -> Scenario:
+    """``scenario`` with the scenario-wide network's ``jitter_ms`` replaced (``None``: unchanged)."""
+    if jitter_ms is None:
+        return scenario
+    return dataclasses.replace(scenario, network=dataclasses.replace(scenario.network, jitter_ms=jitter_ms))
+
+
+def simulated(
+    scenario: Scenario, seeds: int = 1, jitter_ms: int | None = None
+) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """The simulated metrics: one run, or the median over ``seeds`` runs (the scenario's seed and the
+    next ones), with the network's jitter set to ``jitter_ms`` when given. The details hold every
+    seed's values and the first run's own simulator metrics."""
+    base = with_jitter(scenario, jitter_ms)
+    per_seed: dict[str, list[float | None]] = {}
+    first: dict[str, Any] = {}
+    for i in range(seeds):
+        metrics, own = _simulated_once(dataclasses.replace(base, seed=base.seed + i))
+        first = first or own
+        for metric, value in metrics.items():
+            per_seed.setdefault(metric, []).append(value)
+    medians = {metric: _median(values) for metric, values in per_seed.items()}
+    details: dict[str, Any] = {"simulator_metrics": first, "jitter_ms": base.network.jitter_ms}
+    if seeds > 1:
+        details["seeds"] = [base.seed + i for i in range(seeds)]
+        details["per_seed"] = per_seed
+    return medians, details
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
 
 
 def _real_metrics(scenario: Scenario, run: RealRun, generations: int | None) -> dict[str, float | None]:
@@ -204,6 +241,11 @@ def _on_apache(
     return run, _generations(path)
 
 
+def _range(details: dict[str, Any], metric: str) -> tuple[float, float] | None:
+    known = [v for v in details.get("per_seed", {}).get(metric, ()) if v is not None]
+    return (min(known), max(known)) if known else None
+
+
 class ApachePool:
     """One Apache Kafka node per ``group.initial.rebalance.delay.ms`` the scenarios ask for (started
     on first use, stopped by :meth:`stop`); ``running`` lends nodes started elsewhere (by delay), which
@@ -246,11 +288,15 @@ def validate(
     brokers: Sequence[str],
     pool: ApachePool | None,
     progress: Callable[[str], None] = lambda text: None,
+    *,
+    seeds: int = 1,
+    jitter_ms: int | None = None,
 ) -> ScenarioResult:
-    """Run ``scenario`` simulated and on each of ``brokers`` with real clients; the metric rows."""
+    """Run ``scenario`` simulated (over ``seeds`` seeds, optionally with network jitter: see
+    :func:`simulated`) and on each of ``brokers`` with real clients; the metric rows."""
     check_scenario(scenario)
     progress(f"{scenario.name}: simulating")
-    sim_metrics, sim_details = simulated(scenario)
+    sim_metrics, sim_details = simulated(scenario, seeds, jitter_ms)
     measured: dict[str, dict[str, float | None]] = {}
     runs: dict[str, dict[str, Any]] = {"simulated": {"metrics": sim_metrics, **sim_details}}
     with tempfile.TemporaryDirectory(prefix="kgroup-validate-") as tmp:
@@ -272,7 +318,7 @@ def validate(
                 "consumer_log": run.consumer_log,
             }
     rows = [
-        MetricRow(metric, value, {b: measured[b].get(metric) for b in brokers})
+        MetricRow(metric, value, {b: measured[b].get(metric) for b in brokers}, _range(sim_details, metric))
         for metric, value in sim_metrics.items()
     ]
     return ScenarioResult(scenario.name, list(brokers), rows, runs)
