@@ -59,3 +59,13 @@ def test_a_poll_interval_below_the_session_timeout(
         encoding="utf-8",
     )
     assert "group.max_poll_interval_ms: below group.session_timeout_ms" in _error(capsys, str(short))
+
+
+@pytest.mark.parametrize(
+    ("args", "prefix"),
+    [(("--seeds", "0"), "--seeds: 0"), (("--sim-jitter-ms", "-5"), "--sim-jitter-ms: -5")],
+)
+def test_simulation_options_are_bounded(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], prefix: str
+) -> None:
+    assert _error(capsys, "crash-range-3", *args).startswith(prefix)

@@ -187,3 +187,31 @@ def test_a_consumer_process_that_dies_on_its_own_is_reported_with_its_last_error
     players.running["w0"] = process
     players.crash("w0")
     assert players.failures == ["consumer w0: its process ended on its own (exit status 3: boom: bad config)"]
+
+
+def test_simulated_over_seeds_is_the_median_and_jitter_reaches_the_network() -> None:
+    import statistics
+
+    from kgroup.validate.runs import simulated, with_jitter
+
+    scenario = parse_scenario(
+        {
+            "seed": 3,
+            "duration_ms": 20_000,
+            "topics": {"t": 4},
+            "group": {"session_timeout_ms": 6000, "heartbeat_interval_ms": 1000, "assignors": ["range"]},
+            "consumers": [{"count": 2, "prefix": "w", "topics": ["t"]}],
+            "events": [{"at_ms": 8000, "kind": "crash", "consumer": "w1"}],
+        }
+    )
+    assert with_jitter(scenario, 20).network.jitter_ms == 20
+    assert with_jitter(scenario, None) is scenario
+    medians, details = simulated(scenario, seeds=3, jitter_ms=20)
+    assert details["seeds"] == [3, 4, 5] and details["jitter_ms"] == 20
+    for metric, values in details["per_seed"].items():
+        assert len(values) == 3
+        assert medians[metric] == statistics.median(v for v in values if v is not None)
+    # one seed without jitter is the plain simulation
+    one, one_details = simulated(scenario)
+    assert "per_seed" not in one_details and one_details["jitter_ms"] == 0
+    assert one["rebalances"] == one_details["simulator_metrics"]["generation"]
