@@ -119,7 +119,9 @@ def register(app: typer.Typer) -> None:
 
             for scenario in loaded:
                 results.append(
-                    validate(scenario, chosen, pool, progress, seeds=seeds, jitter_ms=sim_jitter_ms)
+                    validate(
+                        scenario, chosen, pool, progress, seeds=seeds, jitter_ms=sim_jitter_ms, client=client
+                    )
                 )
                 if show:
                     err_console.print(f"{scenario.name}: done")

@@ -291,10 +291,13 @@ def validate(
     *,
     seeds: int = 1,
     jitter_ms: int | None = None,
+    client: str = "librdkafka",
 ) -> ScenarioResult:
     """Run ``scenario`` simulated (over ``seeds`` seeds, optionally with network jitter: see
-    :func:`simulated`) and on each of ``brokers`` with real clients; the metric rows."""
+    :func:`simulated`) and on each of ``brokers`` with real clients; the metric rows. The simulated
+    members model ``client``, the library the real consumers use (``group.client``)."""
     check_scenario(scenario)
+    scenario = dataclasses.replace(scenario, group=dataclasses.replace(scenario.group, client=client))
     progress(f"{scenario.name}: simulating")
     sim_metrics, sim_details = simulated(scenario, seeds, jitter_ms)
     measured: dict[str, dict[str, float | None]] = {}
