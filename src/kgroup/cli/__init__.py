@@ -50,6 +50,7 @@ COMMAND_MODULES = (
     "lag",
     "record",
     "report",
+    "validate",
     "demo",
     "bench",
 )

@@ -339,6 +339,9 @@ class Simulation:
             enable_auto_commit=g.enable_auto_commit,
             auto_commit_interval_ms=g.auto_commit_interval_ms,
             assignors=proc.assignors,
+            # librdkafka commits a revoked partition's offset as it revokes it (with auto-commit);
+            # Kafka's Java consumer commits only before JoinGroup and on close
+            commit_on_revoke=g.client == "librdkafka" and g.enable_auto_commit,
         )
 
     def start_process(self, proc: ConsumerProcess) -> None:

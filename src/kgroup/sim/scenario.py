@@ -50,6 +50,10 @@ EVENT_KINDS = (
 DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")
 #: Kafka's ``group.protocol``: the classic JoinGroup/SyncGroup protocol, or KIP-848's consumer protocol
 GROUP_PROTOCOLS = ("classic", "consumer")
+#: the client library the members model (``group.client``): ``java`` is Kafka's consumer;
+#: ``librdkafka`` differs in one modelled way, it commits a revoked partition's offset when it
+#: revokes it if auto-commit is on (docs/validate.md)
+CLIENTS = ("java", "librdkafka")
 #: the server-side assignors a consumer-protocol member may name (``group.remote.assignor``); the
 #: coordinator's default (``group.consumer.assignors``' first) is ``uniform``
 SERVER_ASSIGNORS = ("uniform", "range")
@@ -74,6 +78,8 @@ class GroupSpec:
     enable_auto_commit: bool = True
     auto_commit_interval_ms: int = 5000
     request_timeout_ms: int = 30000
+    #: the client library the members model (:data:`CLIENTS`)
+    client: str = "java"
     # --- KIP-848 (``protocol: consumer``) ---------------------------------------------------------------
     #: Kafka's ``group.protocol``: ``classic`` (JoinGroup/SyncGroup; ``assignors`` decide EAGER or
     #: COOPERATIVE) or ``consumer`` (ConsumerGroupHeartbeat; the coordinator assigns)
@@ -186,6 +192,8 @@ def _group_plain(group: GroupSpec) -> dict[str, Any]:
             out.pop(key, None)
     if group.consumer_protocol:
         out.pop("assignors", None)  # the consumer protocol has no client-side assignors
+    if out.get("client") == "java":
+        out.pop("client")  # the default, left out (as files written before the field read)
     return out
 
 
@@ -290,6 +298,10 @@ def _group(value: Any) -> GroupSpec:
             kw[key] = _bool(raw, field)
         elif key == "initial_rebalance_delay_ms":
             kw[key] = _int(raw, field, 0)
+        elif key == "client":
+            if raw not in CLIENTS:
+                raise _fail(field, f"is {_show(raw)}", f"use one of {', '.join(CLIENTS)}")
+            kw[key] = raw
         elif key == "protocol":
             if raw not in GROUP_PROTOCOLS:
                 raise _fail(

@@ -1,0 +1,327 @@
+"""One scenario three ways — simulated, real clients on ``kgroup serve``, real clients on Apache
+Kafka — reduced to the same metrics (:mod:`kgroup.validate.metrics`) and set side by side.
+
+* **simulated**: :func:`kgroup.sim.simulate`; ownership from the simulated members' ``assignment()``
+  (the simulator's owner intervals), records reprocessed from its workload model, rebalances = the
+  generations its coordinator formed;
+* **kgroup** / **apache**: :func:`kgroup.validate.driver.play` on the broker; ownership and records
+  reprocessed from what the consumers saw; rebalances = the generations in the broker's recording
+  (``kgroup serve --record`` for kgroup; ``kgroup record``, which reads ``__consumer_offsets``, for
+  Apache Kafka), loaded with the report code (:func:`kgroup.report.recording.load_recording`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kgroup.model import KgroupError
+from kgroup.sim.scenario import Scenario
+from kgroup.validate.driver import RealRun, check_playable, play
+from kgroup.validate.metrics import (
+    EventWindow,
+    Interval,
+    moved_partitions,
+    records_reprocessed,
+    time_to_stable_ms,
+    unowned_partition_ms,
+)
+
+__all__ = ["BROKERS", "MetricRow", "ScenarioResult", "event_windows", "run_metrics", "simulated", "validate"]
+
+BROKERS = ("kgroup", "apache")
+CLIENTS = ("librdkafka",)
+#: the broker floor a scenario's session timeout must clear (both brokers are started with it)
+MIN_SESSION_TIMEOUT_MS = 6000
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRow:
+    metric: str
+    simulated: float | None
+    measured: dict[str, float | None]  # broker -> value
+    #: with several simulated seeds: the smallest and largest simulated value
+    simulated_range: tuple[float, float] | None = None
+
+    def ratio(self, broker: str) -> float | None:
+        """simulated / measured (``None`` when either is missing or the measured value is 0 and the
+        simulated one is not; 1.0 when both are 0)."""
+        real = self.measured.get(broker)
+        if self.simulated is None or real is None:
+            return None
+        if real == 0:
+            return 1.0 if self.simulated == 0 else None
+        return self.simulated / real
+
+
+@dataclass
+class ScenarioResult:
+    scenario: str
+    brokers: list[str]
+    rows: list[MetricRow]
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # way -> details (JSON)
+
+    def to_data(self) -> dict[str, Any]:
+        """The scenario's entry in ``kgroup validate --json``."""
+        return {
+            "scenario": self.scenario,
+            "metrics": [
+                {
+                    "metric": row.metric,
+                    "simulated": row.simulated,
+                    "simulated_range": list(row.simulated_range) if row.simulated_range else None,
+                    "measured": row.measured,
+                    "ratio": {b: row.ratio(b) for b in self.brokers},
+                }
+                for row in self.rows
+            ],
+            "runs": self.runs,
+        }
+
+
+def event_windows(scenario: Scenario) -> list[EventWindow]:
+    """The group's start and each scenario event, each until the next one (or the end of the run)."""
+    events = sorted(scenario.events, key=lambda e: e.at_ms)
+    starts = [("start", 0)] + [
+        (
+            f"{e.kind} {e.consumer or ('all' if e.kind == 'rolling_restart' else '')}".rstrip()
+            if e.kind != "scale"
+            else f"scale {e.count:+d}",
+            e.at_ms,
+        )
+        for e in events
+    ]
+    return [
+        EventWindow(
+            f"{label} @{at / 1000:g}s", at, starts[i + 1][1] if i + 1 < len(starts) else scenario.duration_ms
+        )
+        for i, (label, at) in enumerate(starts)
+    ]
+
+
+def run_metrics(
+    scenario: Scenario,
+    partitions: Sequence[str],
+    intervals: Sequence[Interval],
+    end_ms: int,
+    rebalances: int | None,
+    reprocessed: int | None,
+) -> dict[str, float | None]:
+    """The validation metrics of one run (times in seconds, partition-time in partition-seconds)."""
+    out: dict[str, float | None] = {
+        "rebalances": rebalances,
+        "unowned_partition_s": unowned_partition_ms(partitions, intervals, end_ms) / 1000,
+        "moved_partitions": moved_partitions(intervals),
+        "records_reprocessed": reprocessed,
+    }
+    for window in event_windows(scenario):
+        ms = time_to_stable_ms(partitions, intervals, window, end_ms)
+        out[f"time_to_stable_s ({window.label})"] = None if ms is None else ms / 1000
+    return out
+
+
+def _simulated_once(scenario: Scenario) -> tuple[dict[str, float | None], dict[str, Any]]:
+    from kgroup.sim import simulate
+
+    result = simulate(scenario)
+    intervals = [(result.partitions[p], owner, s, e) for p, owner, s, e in result.intervals]
+    metrics = run_metrics(
+        scenario,
+        result.partitions,
+        intervals,
+        scenario.duration_ms,
+        int(result.metrics["generation"]),
+        int(result.metrics["records_reprocessed"]),
+    )
+    return metrics, {k: v for k, v in result.metrics.items() if k != "invariant_violations"}
+
+
+def with_jitter(scenario: Scenario, jitter_ms: int | None) -> Scenario:
+    """``scenario`` with the scenario-wide network's ``jitter_ms`` replaced (``None``: unchanged)."""
+    if jitter_ms is None:
+        return scenario
+    return dataclasses.replace(scenario, network=dataclasses.replace(scenario.network, jitter_ms=jitter_ms))
+
+
+def simulated(
+    scenario: Scenario, seeds: int = 1, jitter_ms: int | None = None
+) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """The simulated metrics: one run, or the median over ``seeds`` runs (the scenario's seed and the
+    next ones), with the network's jitter set to ``jitter_ms`` when given. The details hold every
+    seed's values and the first run's own simulator metrics."""
+    base = with_jitter(scenario, jitter_ms)
+    per_seed: dict[str, list[float | None]] = {}
+    first: dict[str, Any] = {}
+    for i in range(seeds):
+        metrics, own = _simulated_once(dataclasses.replace(base, seed=base.seed + i))
+        first = first or own
+        for metric, value in metrics.items():
+            per_seed.setdefault(metric, []).append(value)
+    medians = {metric: _median(values) for metric, values in per_seed.items()}
+    details: dict[str, Any] = {"simulator_metrics": first, "jitter_ms": base.network.jitter_ms}
+    if seeds > 1:
+        details["seeds"] = [base.seed + i for i in range(seeds)]
+        details["per_seed"] = per_seed
+    return medians, details
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def _real_metrics(scenario: Scenario, run: RealRun, generations: int | None) -> dict[str, float | None]:
+    return run_metrics(
+        scenario, run.partitions, run.intervals, run.end_ms, generations, records_reprocessed(run.batches)
+    )
+
+
+def _generations(recording_file: Path) -> int | None:
+    from kgroup.report.recording import load_recording
+
+    if not recording_file.exists():
+        return None
+    return int(load_recording(recording_file).metrics["generation"])
+
+
+def check_scenario(scenario: Scenario) -> None:
+    check_playable(scenario)
+    if scenario.group.max_poll_interval_ms < scenario.group.session_timeout_ms:
+        raise KgroupError(
+            f"{scenario.name}: group.max_poll_interval_ms: below group.session_timeout_ms, which librdkafka "
+            "refuses; raise it to at least the session timeout"
+        )
+    if scenario.group.session_timeout_ms < MIN_SESSION_TIMEOUT_MS:
+        raise KgroupError(
+            f"{scenario.name}: group.session_timeout_ms: below {MIN_SESSION_TIMEOUT_MS}, the brokers' "
+            "group.min.session.timeout.ms; raise it"
+        )
+
+
+def _on_kgroup(scenario: Scenario, work: Path, progress: Callable[[str], None]) -> tuple[RealRun, int | None]:
+    from kgroup.record.reader import recording_path
+    from kgroup.testing.broker import KafkaBroker
+
+    run_id = uuid.uuid4().hex[:8]
+    record_dir = work / f"kgroup-{run_id}"
+    broker = KafkaBroker(
+        record_dir=record_dir,
+        group_initial_rebalance_delay_ms=scenario.group.initial_rebalance_delay_ms,
+        group_min_session_timeout_ms=MIN_SESSION_TIMEOUT_MS,
+    ).start()
+    try:
+        run = play(scenario, broker.bootstrap_servers, broker.create_topic, run_id, progress)
+    finally:
+        broker.stop()
+    return run, _generations(recording_path(record_dir, f"{scenario.group.group_id}-{run_id}"))
+
+
+def _on_apache(
+    scenario: Scenario, kafka: Any, work: Path, progress: Callable[[str], None]
+) -> tuple[RealRun, int | None]:
+    from kgroup.record.reader import RecordOptions, record_group
+
+    run_id = uuid.uuid4().hex[:8]
+    run = play(scenario, kafka.bootstrap_servers, kafka.create_topic, run_id, progress)
+    group = f"{scenario.group.group_id}-{run_id}"
+    progress(f"{scenario.name}: kgroup record (Apache Kafka's __consumer_offsets)")
+    _history, path = record_group(
+        RecordOptions(kafka.bootstrap_servers, group, work / f"apache-{run_id}"),
+        time.monotonic,
+        lambda: int(time.time() * 1000),
+    )
+    return run, _generations(path)
+
+
+def _range(details: dict[str, Any], metric: str) -> tuple[float, float] | None:
+    known = [v for v in details.get("per_seed", {}).get(metric, ()) if v is not None]
+    return (min(known), max(known)) if known else None
+
+
+class ApachePool:
+    """One Apache Kafka node per ``group.initial.rebalance.delay.ms`` the scenarios ask for (started
+    on first use, stopped by :meth:`stop`); ``running`` lends nodes started elsewhere (by delay), which
+    :meth:`stop` leaves running."""
+
+    def __init__(self, running: Mapping[int, Any] | None = None) -> None:
+        self.nodes: dict[int, Any] = dict(running or {})
+        self.lent = set(self.nodes)
+
+    def get(self, initial_delay_ms: int) -> Any:
+        from kgroup.testing.apache_kafka import ApacheKafka
+
+        if initial_delay_ms not in self.nodes:
+            self.nodes[initial_delay_ms] = ApacheKafka(
+                configs={
+                    "group.initial.rebalance.delay.ms": initial_delay_ms,
+                    "group.min.session.timeout.ms": MIN_SESSION_TIMEOUT_MS,
+                }
+            ).start()
+        return self.nodes[initial_delay_ms]
+
+    def stop(self) -> None:
+        for delay, node in self.nodes.items():
+            if delay not in self.lent:
+                node.stop()
+        self.nodes.clear()
+
+
+@contextmanager
+def apache_pool() -> Iterator[ApachePool]:
+    pool = ApachePool()
+    try:
+        yield pool
+    finally:
+        pool.stop()
+
+
+def validate(
+    scenario: Scenario,
+    brokers: Sequence[str],
+    pool: ApachePool | None,
+    progress: Callable[[str], None] = lambda text: None,
+    *,
+    seeds: int = 1,
+    jitter_ms: int | None = None,
+    client: str = "librdkafka",
+) -> ScenarioResult:
+    """Run ``scenario`` simulated (over ``seeds`` seeds, optionally with network jitter: see
+    :func:`simulated`) and on each of ``brokers`` with real clients; the metric rows. The simulated
+    members model ``client``, the library the real consumers use (``group.client``)."""
+    check_scenario(scenario)
+    scenario = dataclasses.replace(scenario, group=dataclasses.replace(scenario.group, client=client))
+    progress(f"{scenario.name}: simulating")
+    sim_metrics, sim_details = simulated(scenario, seeds, jitter_ms)
+    measured: dict[str, dict[str, float | None]] = {}
+    runs: dict[str, dict[str, Any]] = {"simulated": {"metrics": sim_metrics, **sim_details}}
+    with tempfile.TemporaryDirectory(prefix="kgroup-validate-") as tmp:
+        work = Path(tmp)
+        for broker in brokers:
+            progress(f"{scenario.name}: real clients on {broker}")
+            if broker == "kgroup":
+                run, generations = _on_kgroup(scenario, work, progress)
+            else:
+                assert pool is not None
+                kafka = pool.get(scenario.group.initial_rebalance_delay_ms)
+                run, generations = _on_apache(scenario, kafka, work, progress)
+            measured[broker] = _real_metrics(scenario, run, generations)
+            runs[broker] = {
+                "metrics": measured[broker],
+                "generations_recorded": generations,
+                "intervals": [list(iv) for iv in run.intervals],
+                "batches": len(run.batches),
+                "consumer_log": run.consumer_log,
+            }
+    rows = [
+        MetricRow(metric, value, {b: measured[b].get(metric) for b in brokers}, _range(sim_details, metric))
+        for metric, value in sim_metrics.items()
+    ]
+    return ScenarioResult(scenario.name, list(brokers), rows, runs)

@@ -1,0 +1,141 @@
+"""One real consumer process of a validation run (``python -m kgroup.validate.worker CONFIG_JSON``).
+
+A confluent-kafka (librdkafka) consumer subscribes, polls and "processes" what it gets at the
+scenario's ``consume_per_consumer_per_s`` (a batch of ``n`` records takes ``n / rate`` seconds, as
+the simulator's application loop does), and reports on stdout, one JSON object per line, with
+wall-clock epoch milliseconds:
+
+* ``{"t", "e": "assigned" | "revoked" | "lost", "p": ["topic-p", …]}`` – its rebalance callbacks;
+* ``{"t", "e": "batch", "b": [["topic-p", first, last], …]}`` – the records one batch processed;
+* ``{"t", "e": "member", "id": …}`` – its member id, once known;
+* ``{"t", "e": "closed"}`` – after a graceful ``close()``.
+
+The process starts idle: it reports ``{"t", "e": "ready"}`` once its imports are done and creates
+its consumer only when the driver sends ``go`` (so a scenario's start times are not shifted by the
+second or two a Python process takes to start on a loaded machine). Then commands on stdin, one per
+line: ``stall MS`` (the application loop stops calling ``poll()`` for
+MS; librdkafka's background thread keeps heartbeating, so past ``max.poll.interval.ms`` the member
+leaves the group) and ``stop`` (graceful close: commit, revoke, LeaveGroup unless static). A crash
+is the driver's ``SIGKILL``. The process gives up by itself after ``max_run_s``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+import time
+from typing import Any
+
+__all__ = ["consumer_config", "main"]
+
+#: librdkafka's names for the assignors a scenario names (Java's names are the simulator's)
+LIBRDKAFKA_ASSIGNORS = {
+    "range": "range",
+    "roundrobin": "roundrobin",
+    "cooperative-sticky": "cooperative-sticky",
+}
+_POLL_S = 0.05
+
+
+def consumer_config(spec: dict[str, Any]) -> dict[str, Any]:
+    """The librdkafka configuration of one scenario consumer (``spec`` as the driver writes it)."""
+    conf: dict[str, Any] = {
+        "bootstrap.servers": spec["bootstrap"],
+        "group.id": spec["group"],
+        "client.id": spec["id"],
+        "partition.assignment.strategy": ",".join(LIBRDKAFKA_ASSIGNORS[a] for a in spec["assignors"]),
+        "session.timeout.ms": spec["session_timeout_ms"],
+        "heartbeat.interval.ms": spec["heartbeat_interval_ms"],
+        "max.poll.interval.ms": spec["max_poll_interval_ms"],
+        "enable.auto.commit": spec["enable_auto_commit"],
+        "auto.commit.interval.ms": spec["auto_commit_interval_ms"],
+        "auto.offset.reset": spec["auto_offset_reset"],
+        "log_level": 2,
+    }
+    if spec.get("static"):
+        conf["group.instance.id"] = spec["id"]
+    return conf
+
+
+def _emit(kind: str, **fields: Any) -> None:
+    sys.stdout.write(json.dumps({"t": int(time.time() * 1000), "e": kind, **fields}) + "\n")
+    sys.stdout.flush()
+
+
+def _names(parts: list[Any]) -> list[str]:
+    return sorted(f"{p.topic}-{p.partition}" for p in parts)
+
+
+def _commands() -> list[str]:
+    out: list[str] = []
+    while select.select([sys.stdin], [], [], 0)[0]:
+        line = sys.stdin.readline()
+        if not line:  # the driver went away: stop as if told to
+            return [*out, "stop"]
+        out.append(line.strip())
+    return out
+
+
+def main(argv: list[str]) -> int:
+    from confluent_kafka import Consumer
+
+    spec = json.loads(argv[0])
+    _emit("ready")
+    if (
+        not select.select([sys.stdin], [], [], float(spec["max_run_s"]))[0]
+        or sys.stdin.readline().strip() != "go"
+    ):
+        return 0
+    consumer = Consumer(consumer_config(spec))
+    rate = float(spec["consume_per_consumer_per_s"])
+    batch_size = int(spec["max_poll_records"])
+    member_seen = ""
+
+    def on_assign(_c: Any, parts: list[Any]) -> None:
+        _emit("assigned", p=_names(parts))
+
+    def on_revoke(_c: Any, parts: list[Any]) -> None:
+        _emit("revoked", p=_names(parts))
+
+    def on_lost(_c: Any, parts: list[Any]) -> None:
+        _emit("lost", p=_names(parts))
+
+    consumer.subscribe(list(spec["topics"]), on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    deadline = time.monotonic() + float(spec["max_run_s"])
+    try:
+        while time.monotonic() < deadline:
+            for command in _commands():
+                if command == "stop":
+                    consumer.close()
+                    _emit("closed")
+                    return 0
+                if command.startswith("stall "):
+                    time.sleep(int(command.split()[1]) / 1000)
+            messages = consumer.consume(num_messages=batch_size, timeout=_POLL_S)
+            member = consumer.memberid() or ""
+            if member and member != member_seen:
+                member_seen = member
+                _emit("member", id=member)
+            spans: dict[str, list[int]] = {}
+            for message in messages:
+                offset = message.offset()
+                if message.error() is not None or offset is None:
+                    continue
+                name = f"{message.topic()}-{message.partition()}"
+                span = spans.setdefault(name, [offset, offset])
+                span[0], span[1] = min(span[0], offset), max(span[1], offset)
+            if spans:
+                _emit("batch", b=[[p, lo, hi] for p, (lo, hi) in sorted(spans.items())])
+                time.sleep(len(messages) / rate)
+    finally:
+        sys.stdout.flush()
+    consumer.close()
+    _emit("closed")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,71 @@
+"""``kgroup validate``'s bad input: one line naming the option or field and the fix, exit status 2,
+no traceback, and nothing started (each case fails before any broker or consumer runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kgroup.cli import main
+
+
+def _error(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as done:
+        main(["validate", *args])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert done.value.code == 2, (out, err)
+    assert len(lines) == 1 and lines[0].startswith("kgroup: error: "), err
+    return lines[0].removeprefix("kgroup: error: ")
+
+
+def test_unknown_broker(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _error(capsys, "crash-range-3", "--brokers", "kafka").startswith("--brokers: 'kafka'")
+
+
+def test_unknown_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    message = _error(capsys, "no-such-scenario")
+    assert message.startswith("SCENARIO: 'no-such-scenario'") and "crash-range-3" in message
+
+
+def test_client_not_driven_yet(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _error(capsys, "crash-range-3", "--client", "java").startswith("--client: 'java'")
+
+
+def test_an_event_real_clients_cannot_play(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cut = tmp_path / "cut.yaml"
+    cut.write_text(
+        "duration_ms: 10000\ntopics: {t: 1}\nconsumers: [{id: a, topics: [t]}]\n"
+        "events: [{at_ms: 10, kind: network_partition, consumer: a, duration_ms: 100}]\n",
+        encoding="utf-8",
+    )
+    assert "events[0].kind: 'network_partition' cannot be played" in _error(capsys, str(cut))
+
+
+def test_a_bad_scenario_file_names_its_field(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("duration_ms: 10000\ntopics: {t: 1}\nconsumers: []\n", encoding="utf-8")
+    assert "consumers" in _error(capsys, str(bad))
+
+
+def test_a_poll_interval_below_the_session_timeout(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    short = tmp_path / "short.yaml"
+    short.write_text(
+        "duration_ms: 10000\ntopics: {t: 1}\nconsumers: [{id: a, topics: [t]}]\n"
+        "group: {session_timeout_ms: 10000, heartbeat_interval_ms: 1000, max_poll_interval_ms: 8000}\n",
+        encoding="utf-8",
+    )
+    assert "group.max_poll_interval_ms: below group.session_timeout_ms" in _error(capsys, str(short))
+
+
+@pytest.mark.parametrize(
+    ("args", "prefix"),
+    [(("--seeds", "0"), "--seeds: 0"), (("--sim-jitter-ms", "-5"), "--sim-jitter-ms: -5")],
+)
+def test_simulation_options_are_bounded(
+    capsys: pytest.CaptureFixture[str], args: tuple[str, ...], prefix: str
+) -> None:
+    assert _error(capsys, "crash-range-3", *args).startswith(prefix)
