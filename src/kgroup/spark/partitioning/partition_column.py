@@ -22,6 +22,8 @@ Usable from your own PySpark code::
 from __future__ import annotations
 
 import random
+import uuid
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -29,6 +31,7 @@ import numpy as np
 
 from kgroup.model import KgroupError
 from kgroup.spark.null_keys import DEFAULT_NULL_KEY_STRATEGY, task_seed
+from kgroup.spark.partitioning.jvm import FUNCTION_NAME
 
 __all__ = [
     "JVM_FUNCTION_NAME",
@@ -42,7 +45,7 @@ __all__ = [
 #: a topic's partition count is a Java int
 _MAX_PARTITIONS = 0x7FFFFFFF
 #: the name kgroup's JVM function is registered under in a session
-JVM_FUNCTION_NAME = "kgroup_kafka_partition"
+JVM_FUNCTION_NAME = FUNCTION_NAME
 
 
 def _quoted(name: str) -> str:
@@ -180,13 +183,16 @@ def with_kafka_partitions(
     if null_key_strategy is not None:
         _check_keyless_settings(null_key_strategy, record_bytes, batch_size)
     keyless_possible = null_key_strategy is not None and _key_nullable(df, key_column)
-    if not keyless_possible and _register_jvm_function(df):
-        # every key is present: Kafka's partition per row inside the JVM, no row leaves it
-        from pyspark.sql import functions as F
-
-        key = F.col(_quoted(key_column)).cast("binary")  # a string's UTF-8 bytes, as StringSerializer
-        pairs = zip(names, counts, strict=True)
-        return df.withColumns({name: F.call_udf(JVM_FUNCTION_NAME, key, F.lit(n)) for name, n in pairs})
+    if _register_jvm_function(df):
+        return _with_jvm_partitions(
+            df,
+            key_column,
+            counts,
+            names,
+            None
+            if not keyless_possible or null_key_strategy is None
+            else _keyless_partitions_udf(null_key_strategy, int(seed), counts, record_bytes, batch_size),
+        )
     key_index = df.columns.index(key_column)
     out_schema = StructType(
         [
@@ -245,17 +251,89 @@ def _key_nullable(df: Any, key_column: str) -> bool:
 
 
 def _register_jvm_function(df: Any) -> bool:
-    """Register kgroup's JVM function in ``df``'s session; ``False`` when the session cannot load it
-    (its jar is not on the session's class path: a session kgroup did not start, or no JDK)."""
-    from pyspark.sql.types import IntegerType
+    """Register kgroup's JVM function in ``df``'s session (adding its jar to a session kgroup did
+    not start); ``False`` when it cannot (no JDK to compile it, a session that refuses the jar)."""
+    from kgroup.spark.partitioning.jvm import register_function
 
-    from kgroup.spark.partitioning.jvm import JAVA_CLASS
+    return register_function(df.sparkSession) is None
 
-    try:
-        df.sparkSession.udf.registerJavaFunction(JVM_FUNCTION_NAME, JAVA_CLASS, IntegerType())
-    except Exception:  # the class is not there: the Arrow path is exact too
-        return False
-    return True
+
+def _with_jvm_partitions(
+    df: Any, key_column: str, counts: list[int], names: list[str], keyless: Any | None
+) -> Any:
+    """The partition columns computed by kgroup's JVM function; ``keyless`` (from
+    :func:`_keyless_partitions_udf`) places the null keys, else a null key gets a null partition."""
+    from pyspark.sql import functions as F
+
+    key = F.col(_quoted(key_column)).cast("binary")  # a string's UTF-8 bytes, as StringSerializer
+    keyed = [F.call_udf(JVM_FUNCTION_NAME, key, F.lit(n)) for n in counts]
+    if keyless is None:  # every key is present (or a null one gets no partition): no row leaves the JVM
+        return df.withColumns(dict(zip(names, keyed, strict=True)))
+    # Only each row's "is the key null" flag goes to the Python workers, where the null-key
+    # strategies run on the null rows in the task's row order; the keyed rows keep the JVM's answer.
+    placed = f"__kgroup_keyless_{uuid.uuid4().hex}"
+    with_placed = df.withColumn(placed, keyless(F.col(_quoted(key_column)).isNull()))
+    columns = {
+        name: F.coalesce(jvm, F.col(placed)[f"p{i}"])
+        for i, (name, jvm) in enumerate(zip(names, keyed, strict=True))
+    }
+    return with_placed.withColumns(columns).drop(placed)
+
+
+def _keyless_partitions_udf(
+    strategy: str, user_seed: int, counts: list[int], record_bytes: int, batch_size: int
+) -> Any:
+    """An Arrow UDF from each row's "key is null" flag to a struct of partitions (field ``p<i>``
+    for ``counts[i]``): the null-key strategy's placement for a null key, null for a keyed row.
+
+    The same producers, seeds and order as the Arrow path of :func:`with_kafka_partitions`: one
+    :class:`KeylessProducer` per task and partition count, seeded by :func:`task_seed`, created on
+    the task's first keyless record and fed the task's keyless records in row order. Marked
+    non-deterministic, so Spark neither pushes a filter below it (which would change the rows a
+    task's producer sees) nor evaluates it twice.
+    """
+    from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
+
+    fields = [f"p{i}" for i in range(len(counts))]
+    out_type = "struct<" + ",".join(f"{field}:int" for field in fields) + ">"
+
+    def place(flags: Iterator[Any]) -> Iterator[Any]:
+        # Runs in the Python worker of each Spark task.
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        task_id = context.partitionId() if context is not None else 0
+        producers: list[KeylessProducer] | None = None
+        for is_null in flags:
+            missing = is_null.to_numpy(zero_copy_only=False)
+            positions = np.flatnonzero(missing)
+            if not len(positions):
+                empty = pa.nulls(len(missing), pa.int32())
+                yield pa.StructArray.from_arrays([empty] * len(fields), names=fields)
+                continue
+            if producers is None:  # one producer per task: created on its first keyless record
+                producers = [
+                    KeylessProducer(
+                        strategy,
+                        random.Random(task_seed(user_seed, task_id, n)),
+                        n,
+                        record_bytes=record_bytes,
+                        batch_size=batch_size,
+                    )
+                    for n in counts
+                ]
+            keyed = ~missing
+            arrays = []
+            for producer in producers:
+                parts = np.zeros(len(missing), dtype=np.int32)
+                parts[positions] = producer.place(len(positions))
+                arrays.append(pa.array(parts, type=pa.int32(), mask=keyed))
+            yield pa.StructArray.from_arrays(arrays, names=fields)
+
+    with warnings.catch_warnings():  # pyspark prefers type hints; this module's are strings
+        warnings.simplefilter("ignore", UserWarning)
+        return arrow_udf(place, out_type, ArrowUDFType.SCALAR_ITER).asNondeterministic()
 
 
 def with_kafka_partition(
