@@ -97,7 +97,7 @@ def test_nullable_keys_take_the_jvm_path_with_the_python_placement(
                 )
 
             jvm_df = partitioned()
-            assert JVM_FUNCTION_NAME in _plan(jvm_df), strategy
+            assert JVM_FUNCTION_NAME in _plan(jvm_df) and "ArrowEvalPython" in _plan(jvm_df), strategy
             got = sorted(tuple(r) for r in jvm_df.collect())
             with monkeypatch.context() as patch:
                 patch.setattr(partitioning, "_register_jvm_function", lambda df: False)
@@ -110,6 +110,36 @@ def test_nullable_keys_take_the_jvm_path_with_the_python_placement(
             assert all(p is not None for row in got for p in row[3:])  # null keys placed too
     finally:
         df.unpersist()
+
+
+def test_a_nullable_key_column_without_null_keys_never_leaves_the_jvm(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Parquet column is nullable even when it holds no null: kgroup looks for a null key first
+    and, finding none, computes every partition in the JVM (no Python UDF in the plan); a null key
+    met later (the input changed since) fails the job rather than getting a partition that could
+    differ from the Python path's."""
+    import kgroup.spark.partitioning.partition_column as partitioning
+    from kgroup.partitioning import partition_for_key
+
+    keyed = [(i, s, b) for i, s, b in _random_keys(3, 800) if s is not None]
+    spark.createDataFrame(keyed, "i long, s string, b binary").write.parquet(str(tmp_path / "keys"))
+    df = spark.read.parquet(str(tmp_path / "keys"))
+    assert all(f.nullable for f in df.schema.fields)
+    for index, column in ((1, "s"), (2, "b")):
+        partitioned = with_kafka_partitions(df, column, [5, 1000])
+        plan = _plan(partitioned)
+        assert JVM_FUNCTION_NAME in plan and "ArrowEvalPython" not in plan and "MapInArrow" not in plan
+        got = {r["i"]: (r["partition_5"], r["partition_1000"]) for r in partitioned.collect()}
+        assert got == {
+            row[0]: (partition_for_key(row[index], 5), partition_for_key(row[index], 1000)) for row in keyed
+        }
+    with_nulls = spark.createDataFrame([("a",), (None,)], "k string")
+    # as if kgroup had looked before the input changed
+    monkeypatch.setattr(partitioning, "_holds_null_keys", lambda df, key_column: False)
+    guarded = with_kafka_partition(with_nulls, "k", 3)
+    with pytest.raises(Exception, match="had no null key when with_kafka_partition looked"):
+        guarded.collect()
 
 
 @pytest.mark.parametrize("jvm_path", [True, False])

@@ -156,12 +156,15 @@ def with_kafka_partitions(
     the keys are never null: a null key then gets a null partition.
     Lazy, like any DataFrame transformation: nothing runs until an action.
 
-    Where it runs: when no null-key strategy can be needed — the key column cannot hold nulls (its
-    schema says so) or ``null_key_strategy`` is ``None`` — and the session has kgroup's JVM
-    function (:mod:`kgroup.spark.partitioning.jvm`; every session kgroup starts has it), each row's
-    partition is computed inside Spark's JVM, and no row goes to Python. Otherwise whole Arrow
-    batches go through the Python workers (``mapInArrow``), where the null-key strategies run.
-    Both are exact to Kafka.
+    Where it runs: wherever kgroup's JVM function can be registered (:mod:`kgroup.spark.partitioning.jvm`:
+    every session with a JDK — kgroup's own and any other, to which the jar is added), each keyed
+    row's partition is computed inside Spark's JVM. When a null-key strategy can be needed (a
+    nullable key column and a strategy), one quick Spark job first looks for a null key (reading
+    the key column only): with none, no row goes to Python; with some, only each row's "key is
+    null" flag goes to the Python workers (an Arrow UDF), where the strategy places the null keys.
+    A streaming DataFrame is not looked at: it takes the flag path. Without the JVM function, whole
+    Arrow batches go through the Python workers (``mapInArrow``). Every path is exact to Kafka and
+    gives the same partitions.
     """
     from pyspark.sql.types import IntegerType, StructField, StructType
 
@@ -184,15 +187,15 @@ def with_kafka_partitions(
         _check_keyless_settings(null_key_strategy, record_bytes, batch_size)
     keyless_possible = null_key_strategy is not None and _key_nullable(df, key_column)
     if _register_jvm_function(df):
-        return _with_jvm_partitions(
-            df,
-            key_column,
-            counts,
-            names,
-            None
-            if not keyless_possible or null_key_strategy is None
-            else _keyless_partitions_udf(null_key_strategy, int(seed), counts, record_bytes, batch_size),
-        )
+        keyless: Any | None = None
+        if keyless_possible and null_key_strategy is not None:
+            if df.isStreaming or _holds_null_keys(df, key_column):
+                keyless = _keyless_partitions_udf(
+                    null_key_strategy, int(seed), counts, record_bytes, batch_size
+                )
+            else:
+                keyless = _NO_NULL_KEYS
+        return _with_jvm_partitions(df, key_column, counts, names, keyless)
     key_index = df.columns.index(key_column)
     out_schema = StructType(
         [
@@ -258,17 +261,42 @@ def _register_jvm_function(df: Any) -> bool:
     return register_function(df.sparkSession) is None
 
 
+#: ``keyless`` of :func:`_with_jvm_partitions` for a nullable key column found without a null key
+_NO_NULL_KEYS = "no null keys"
+
+
+def _holds_null_keys(df: Any, key_column: str) -> bool:
+    """Whether any row of ``df`` has a null key: one Spark job reading only the key column, which
+    a Parquet file or a cached DataFrame answers from its statistics (null counts) where it can."""
+    from pyspark.sql import functions as F
+
+    key = F.col(_quoted(key_column))
+    return not df.select(key).where(key.isNull()).isEmpty()
+
+
 def _with_jvm_partitions(
     df: Any, key_column: str, counts: list[int], names: list[str], keyless: Any | None
 ) -> Any:
-    """The partition columns computed by kgroup's JVM function; ``keyless`` (from
-    :func:`_keyless_partitions_udf`) places the null keys, else a null key gets a null partition."""
+    """The partition columns computed by kgroup's JVM function. ``keyless``: ``None`` — a null key
+    gets a null partition; an Arrow UDF from :func:`_keyless_partitions_udf` — it places the null
+    keys; :data:`_NO_NULL_KEYS` — the data had none when looked at, and a null key met later fails
+    the job (the input changed in between: placing it here could differ from the Python path)."""
     from pyspark.sql import functions as F
 
     key = F.col(_quoted(key_column)).cast("binary")  # a string's UTF-8 bytes, as StringSerializer
     keyed = [F.call_udf(JVM_FUNCTION_NAME, key, F.lit(n)) for n in counts]
     if keyless is None:  # every key is present (or a null one gets no partition): no row leaves the JVM
         return df.withColumns(dict(zip(names, keyed, strict=True)))
+    if keyless is _NO_NULL_KEYS:  # no row leaves the JVM either
+        changed = F.raise_error(
+            F.lit(
+                f"key column {key_column!r} had no null key when with_kafka_partition looked, and has one "
+                "now: the input changed; call with_kafka_partition again on the changed input"
+            )
+        )
+        return df.withColumns(
+            {name: F.coalesce(jvm, changed) for name, jvm in zip(names, keyed, strict=True)}
+        )
     # Only each row's "is the key null" flag goes to the Python workers, where the null-key
     # strategies run on the null rows in the task's row order; the keyed rows keep the JVM's answer.
     placed = f"__kgroup_keyless_{uuid.uuid4().hex}"
