@@ -9,8 +9,9 @@ One run measures two sessions, each in its own process (Spark allows one SparkCo
 * ``plain`` — a user's own ``SparkSession.builder…getOrCreate()`` with nothing of kgroup's, on which
   ``kgroup.spark.register(spark)`` then adds kgroup's jar and function.
 
-Rows: ``key`` (a 16-character string), ``key_bytes`` (the same as binary), ``key_long`` (a long),
-``value`` (a 50-character string), cached in memory first so every figure is the partitioning, not
+Rows: ``key`` (a 16-character string), ``key_bytes`` (the same as binary), ``key_long`` (a long,
+carried along: ``with_kafka_partition`` asks for a string or binary key column, cast it), ``value``
+(a 50-character string), cached in memory first so every figure is the partitioning, not
 the data generation; once with every key column declared non-nullable and once with the same rows
 declared nullable (as every Parquet column is). Each figure is one action writing every column to
 Spark's ``noop`` sink (so nothing is pruned), median of ``--runs`` after one warm-up, measured in
@@ -18,7 +19,10 @@ turns (one run of each, then the next round), so a busy machine skews them alike
 column and nullability: Spark's built-in ``pmod(hash(key), 12)`` (murmur3, not Kafka's: the ceiling
 for a per-row hash) on the same rows, then ``with_kafka_partition`` (``adaptive`` null-key strategy).
 ``--pandas`` adds a ``pandas_udf`` over kafka-python's murmur2 (what a PySpark user writes without
-kgroup; slow).
+kgroup; slow). ``--null-keys`` measures instead a nullable string key column that holds null keys
+(one row in ten): ``hash()``, ``with_kafka_partition`` (keyed rows in the JVM, the null flag through
+an Arrow UDF), and an Arrow UDF on the same flag that only returns nulls — Spark's Python UDF
+machinery alone, without kgroup's placement. ``--sessions kgroup`` measures one session only.
 """
 
 from __future__ import annotations
@@ -96,7 +100,23 @@ def _session(kind: str, master: str) -> Any:
     return spark
 
 
-def measure(kind: str, rows: int, runs: int, master: str, with_pandas: bool) -> dict[str, Any]:
+def bare_arrow_udf(df: Any) -> Any:
+    """The null flag through an Arrow UDF that places nothing: what Spark's Python UDF path costs."""
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
+
+    def nothing(flags: Any) -> Any:
+        for flag in flags:
+            yield pa.nulls(len(flag), pa.int32())
+
+    udf = arrow_udf(nothing, "int", ArrowUDFType.SCALAR_ITER).asNondeterministic()  # type: ignore[call-overload]
+    return df.withColumn("partition", udf(F.col("key").isNull()))
+
+
+def measure(
+    kind: str, rows: int, runs: int, master: str, with_pandas: bool, null_keys: bool
+) -> dict[str, Any]:
     """One session's figures: {case: [seconds per run, warm-up first]}."""
     from pyspark.sql import functions as F
 
@@ -113,7 +133,15 @@ def measure(kind: str, rows: int, runs: int, master: str, with_pandas: bool) -> 
         assert all(r["partition"] == partition_for_key(r["key"], PARTITIONS) for r in sample), "not Kafka's"
 
     cases: dict[str, Callable[[], Any]] = {}
-    for nullability, df in (("non-null", strict), ("nullable", loose)):
+    if null_keys:
+        nulled = loose.withColumn("key", F.when(F.col("key_long") % 10 != 0, F.col("key"))).cache()
+        nulled.count()
+        cases["key with null keys: hash()"] = lambda: nulled.withColumn(
+            "partition", F.pmod(F.hash("key"), F.lit(PARTITIONS))
+        )
+        cases["key with null keys: kgroup"] = lambda: with_kafka_partition(nulled, "key", PARTITIONS)
+        cases["key with null keys: bare Arrow UDF"] = lambda: bare_arrow_udf(nulled)
+    for nullability, df in () if null_keys else (("non-null", strict), ("nullable", loose)):
         for key in KEYS:
             cases[f"{key} {nullability}: hash()"] = lambda df=df, key=key: df.withColumn(
                 "partition", F.pmod(F.hash(key), F.lit(PARTITIONS))
@@ -138,12 +166,8 @@ def report(kind: str, times: dict[str, list[float]]) -> None:
     print(f"  {'case':<44} {'median s':>9} {'vs hash()':>10}   runs")
     for name, runs in times.items():
         median = statistics.median(runs[1:])
-        peer = statistics.median(times[name.split(":")[0] + ": hash()"][1:]) if ": " in name else median
-        ratio = (
-            median / peer
-            if not name.endswith("pandas_udf kafka-python")
-            else median / statistics.median(times["key non-null: hash()"][1:])
-        )
+        peer = statistics.median(times[name.split(":")[0] + ": hash()"][1:])  # same key column and rows
+        ratio = median / peer
         print(f"  {name:<44} {median:>9.3f} {ratio:>9.2f}x   {[round(r, 2) for r in runs[1:]]}")
 
 
@@ -155,20 +179,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--master", default="local[2]")
     parser.add_argument("--pandas", action="store_true", help="add the kafka-python pandas_udf")
+    parser.add_argument("--null-keys", action="store_true", help="a key column holding null keys (see above)")
+    parser.add_argument("--sessions", default="kgroup,plain", help="the sessions to measure, comma-separated")
     parser.add_argument(
         "--session", choices=["kgroup", "plain"], help="measure one session (a child process)"
     )
     args = parser.parse_args()
 
     if args.session:  # the child: one session, its figures as JSON on the last line
-        print(json.dumps(measure(args.session, args.rows, args.runs, args.master, args.pandas)))
+        print(
+            json.dumps(measure(args.session, args.rows, args.runs, args.master, args.pandas, args.null_keys))
+        )
         return
     from kgroup.spark.partitioning.jvm import jar_problem, kgroup_jar
 
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; rows {args.rows:,}, master {args.master}, ")
     print(f"{PARTITIONS} partitions, median of {args.runs} after one warm-up")
     print(f"kgroup JVM function: {kgroup_jar() or jar_problem()}")
-    for kind in ("kgroup", "plain"):
+    for kind in args.sessions.split(","):
         print(f"load average at start: {os.getloadavg()[0]:.2f}")
         command = [
             sys.executable,
@@ -181,6 +209,7 @@ def main() -> None:
             str(args.runs),
         ]
         command += ["--master", args.master, *(["--pandas"] if args.pandas else [])]
+        command += ["--null-keys"] if args.null_keys else []
         done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=3600)
         if done.returncode != 0:
             sys.exit(f"the {kind} session failed:\n{done.stderr[-3000:]}")
