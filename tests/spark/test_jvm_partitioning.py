@@ -59,12 +59,87 @@ def test_string_keys_hash_as_utf8_in_the_jvm(spark: Any) -> None:
         assert got[v["input"]["keyUtf8"]] == v["expected"]["partitions"]["1000"]
 
 
-def test_nullable_key_columns_keep_the_arrow_path(spark: Any) -> None:
-    """A column that may hold nulls needs the null-key strategies, which run in Python."""
-    df = spark.createDataFrame([("a",), (None,)], "k string")
-    partitioned = with_kafka_partition(df, "k", 3, "round-robin")
-    assert JVM_FUNCTION_NAME not in _plan(partitioned)
-    assert len(partitioned.collect()) == 2
+STRATEGIES = ("adaptive", "round-robin", "uniform-sticky", "legacy-round-robin")
+
+
+def _random_keys(seed: int, count: int) -> list[tuple[int, str | None, bytes | None]]:
+    """Rows (id, string key, binary key): random lengths 0-24 (non-ASCII text too), a third null."""
+    import random
+
+    rng = random.Random(seed)
+    alphabet = "abcxyz019-é€😀"
+    rows: list[tuple[int, str | None, bytes | None]] = []
+    for i in range(count):
+        if rng.random() < 0.3:
+            rows.append((i, None, None))
+            continue
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(25)))
+        rows.append((i, text, rng.randbytes(rng.randrange(25))))
+    return rows
+
+
+def test_nullable_keys_take_the_jvm_path_with_the_python_placement(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A nullable key column holding null keys takes the JVM path too; its null keys are placed by
+    the modelled producers, and every partition is the one the Python-worker path gives (each
+    strategy once, string and binary keys in turn)."""
+    import kgroup.spark.partitioning.partition_column as partitioning
+
+    df = spark.createDataFrame(_random_keys(7, 3000), "i long, s string, b binary").repartition(3).cache()
+    counts = [3, 12]
+    try:
+        for strategy, column in zip(STRATEGIES, ["s", "b", "s", "b"], strict=True):
+
+            def partitioned(strategy: str = strategy, column: str = column) -> Any:
+                return with_kafka_partitions(
+                    df, column, counts, strategy, 5, record_bytes=300, batch_size=2000
+                )
+
+            jvm_df = partitioned()
+            assert JVM_FUNCTION_NAME in _plan(jvm_df) and "ArrowEvalPython" in _plan(jvm_df), strategy
+            got = sorted(tuple(r) for r in jvm_df.collect())
+            with monkeypatch.context() as patch:
+                patch.setattr(partitioning, "_register_jvm_function", lambda df: False)
+                arrow_df = partitioned()
+                assert JVM_FUNCTION_NAME not in _plan(arrow_df)
+                expected = sorted(tuple(r) for r in arrow_df.collect())
+            assert len(got) == 3000
+            assert got == expected, strategy
+            assert jvm_df.columns == arrow_df.columns
+            assert all(p is not None for row in got for p in row[3:])  # null keys placed too
+    finally:
+        df.unpersist()
+
+
+def test_a_nullable_key_column_without_null_keys_never_leaves_the_jvm(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Parquet column is nullable even when it holds no null: kgroup looks for a null key first
+    and, finding none, computes every partition in the JVM (no Python UDF in the plan); a null key
+    met later (the input changed since) fails the job rather than getting a partition that could
+    differ from the Python path's."""
+    import kgroup.spark.partitioning.partition_column as partitioning
+    from kgroup.partitioning import partition_for_key
+
+    keyed = [(i, s, b) for i, s, b in _random_keys(3, 800) if s is not None]
+    spark.createDataFrame(keyed, "i long, s string, b binary").write.parquet(str(tmp_path / "keys"))
+    df = spark.read.parquet(str(tmp_path / "keys"))
+    assert all(f.nullable for f in df.schema.fields)
+    for index, column in ((1, "s"), (2, "b")):
+        partitioned = with_kafka_partitions(df, column, [5, 1000])
+        plan = _plan(partitioned)
+        assert JVM_FUNCTION_NAME in plan and "ArrowEvalPython" not in plan and "MapInArrow" not in plan
+        got = {r["i"]: (r["partition_5"], r["partition_1000"]) for r in partitioned.collect()}
+        assert got == {
+            row[0]: (partition_for_key(row[index], 5), partition_for_key(row[index], 1000)) for row in keyed
+        }
+    with_nulls = spark.createDataFrame([("a",), (None,)], "k string")
+    # as if kgroup had looked before the input changed
+    monkeypatch.setattr(partitioning, "_holds_null_keys", lambda df, key_column: False)
+    guarded = with_kafka_partition(with_nulls, "k", 3)
+    with pytest.raises(Exception, match="had no null key when with_kafka_partition looked"):
+        guarded.collect()
 
 
 @pytest.mark.parametrize("jvm_path", [True, False])
@@ -116,3 +191,71 @@ def test_an_unwritable_cache_means_no_jar(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(jvm, "_state", {})
     assert jvm.kgroup_jar() is None
     assert "could not write the jar" in (jvm.jar_problem() or "")
+
+
+_USER_SESSION = """
+import json, sys
+from pyspark.sql import SparkSession
+import kgroup.spark
+from kgroup.partitioning import partition_for_key
+from kgroup.spark.partitioning import jvm
+from kgroup.spark.partitioning.partition_column import JVM_FUNCTION_NAME, with_kafka_partition
+
+spark = (SparkSession.builder.master("local[1]").appName("a-users-own-session")
+         .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+         .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+out = {"jars": spark.conf.get("spark.jars", "")}
+probe = "select kgroup_kafka_partition(cast('a' as binary), 12) as p"
+try:
+    spark.sql(probe).collect()
+    out["before"] = "callable"
+except Exception as exc:
+    out["before"] = type(exc).__name__
+plain = spark.createDataFrame([(f"k{i}",) for i in range(500)] + [(None,)] * 20, "k string")
+auto = with_kafka_partition(plain, "k", 12)
+out["auto_plan"] = JVM_FUNCTION_NAME in auto._jdf.queryExecution().executedPlan().toString()
+out["auto"] = [(r["k"], r["partition"]) for r in auto.collect()]
+out["register"] = kgroup.spark.register(spark)
+out["sql"] = spark.sql(probe).collect()[0]["p"]
+other = spark.newSession()  # a session of the same context: register() gives it the function
+out["other"] = kgroup.spark.register(other)
+out["other_sql"] = other.sql(probe).collect()[0]["p"]
+out["jar"] = jvm.kgroup_jar()
+spark.stop()
+print(json.dumps(out))
+"""
+
+
+def test_a_users_own_session_gets_the_jvm_function() -> None:
+    """A session kgroup did not start (nothing of kgroup's in its configuration) gets the jar and
+    the function from ``with_kafka_partition`` itself and from ``kgroup.spark.register``. Runs in its
+    own process: a plain ``SparkSession.builder`` session needs a SparkContext of its own."""
+    import os
+    import subprocess
+    import sys
+
+    from kgroup.partitioning import partition_for_key
+
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run(
+        [sys.executable, "-c", _USER_SESSION],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "kgroup" not in out["jars"]  # the user's session had no kgroup jar …
+    assert out["before"] == "AnalysisException"  # … and no function
+    assert out["auto_plan"] is True  # with_kafka_partition added both and took the JVM path
+    keyed = [(k, p) for k, p in out["auto"] if k is not None]
+    assert len(keyed) == 500
+    assert all(p == partition_for_key(k, 12) for k, p in keyed)
+    assert [p for k, p in out["auto"] if k is None] != [] and all(
+        0 <= p < 12 for k, p in out["auto"] if k is None
+    )
+    assert out["register"] is None and out["other"] is None
+    assert out["sql"] == out["other_sql"] == partition_for_key(b"a", 12)
+    assert out["jar"] and out["jar"].endswith(".jar")

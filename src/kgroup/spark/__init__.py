@@ -37,7 +37,7 @@ _EXPORTS = {
     "generate_events": "kgroup.spark.demo.events",
     "PartitionSummary": "kgroup.spark.partitioning.results",
     "KgroupDataSource": "kgroup.spark.source.datasource",
-    "register": "kgroup.spark.source.datasource",
+    "register": "kgroup.spark.registration",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -6,6 +6,11 @@ starts, with the JDK Spark already needs (``javac`` from ``JAVA_HOME`` or ``PATH
 jars that pyspark ships — nothing is downloaded. The jar is cached under the user's cache directory,
 keyed by the source and the Spark version, so later sessions only add it (``spark.jars``).
 
+A session kgroup did not start (a notebook's, ``spark-submit``'s, any ``SparkSession.builder``) gets
+the function from :func:`register_function` (``kgroup.spark.register`` calls it, and so does every
+partitioning call): it adds the cached jar to the running session (Spark SQL's ``ADD JAR``, which also
+ships it to the executors) and registers the class as a Java UDF.
+
 When there is no ``javac`` (a JRE only) or compiling fails, kgroup goes on without it: partitioning
 then runs in the Python workers over Arrow (exact as well, only slower). The reason is kept in
 :func:`jar_problem`.
@@ -14,13 +19,16 @@ then runs in the Python workers over Arrow (exact as well, only slower). The rea
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kgroup.javatools import CompileFailed, JavaToolMissing, cache_root, compile_jar, find_java_tool
 
-__all__ = ["JAVA_CLASS", "jar_problem", "kgroup_jar"]
+__all__ = ["FUNCTION_NAME", "JAVA_CLASS", "jar_problem", "kgroup_jar", "register_function"]
 
 #: the UDF's class, as Spark registers it
 JAVA_CLASS = "kgroup.spark.KafkaPartition"
+#: the name kgroup's JVM function is registered under in a session
+FUNCTION_NAME = "kgroup_kafka_partition"
 _SOURCE = Path(__file__).parent / "java" / "KafkaPartition.java"
 
 _state: dict[str, str | None] = {}
@@ -89,3 +97,40 @@ def _build() -> str:
         return str(compile_jar([_SOURCE], classpath, _cache_dir(), "kgroup-spark", javac=javac))
     except (CompileFailed, JavaToolMissing) as exc:
         raise _NoJar(str(exc)) from exc
+
+
+def register_function(spark: Any) -> str | None:
+    """Make kgroup's JVM function callable in ``spark`` as :data:`FUNCTION_NAME`.
+
+    A session whose class path has the jar (every session kgroup starts: ``spark.jars``) registers
+    it at once; any other running session first gets the jar added (``ADD JAR``: the driver's
+    session class loader and, through the SparkContext, every executor). Returns ``None`` when the
+    function is registered, else why it is not (no JDK, a session that refuses the jar): the
+    caller then partitions in the Python workers.
+    """
+    if _register_class(spark) is None:
+        return None
+    jar = kgroup_jar()
+    if jar is None:
+        return jar_problem()
+    literal = jar.replace("\\", "\\\\").replace("'", "\\'")
+    try:
+        spark.sql(f"ADD JAR '{literal}'")
+    except Exception as exc:
+        return f"the session did not take kgroup's jar {jar}: {_first_line(exc)}"
+    return _register_class(spark)
+
+
+def _register_class(spark: Any) -> str | None:
+    from pyspark.sql.types import IntegerType
+
+    try:
+        spark.udf.registerJavaFunction(FUNCTION_NAME, JAVA_CLASS, IntegerType())
+    except Exception as exc:  # the class is not on the session's class path (yet)
+        return f"the session cannot load {JAVA_CLASS}: {_first_line(exc)}"
+    return None
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

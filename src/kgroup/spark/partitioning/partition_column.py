@@ -22,6 +22,8 @@ Usable from your own PySpark code::
 from __future__ import annotations
 
 import random
+import uuid
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -29,6 +31,7 @@ import numpy as np
 
 from kgroup.model import KgroupError
 from kgroup.spark.null_keys import DEFAULT_NULL_KEY_STRATEGY, task_seed
+from kgroup.spark.partitioning.jvm import FUNCTION_NAME
 
 __all__ = [
     "JVM_FUNCTION_NAME",
@@ -42,7 +45,7 @@ __all__ = [
 #: a topic's partition count is a Java int
 _MAX_PARTITIONS = 0x7FFFFFFF
 #: the name kgroup's JVM function is registered under in a session
-JVM_FUNCTION_NAME = "kgroup_kafka_partition"
+JVM_FUNCTION_NAME = FUNCTION_NAME
 
 
 def _quoted(name: str) -> str:
@@ -153,12 +156,15 @@ def with_kafka_partitions(
     the keys are never null: a null key then gets a null partition.
     Lazy, like any DataFrame transformation: nothing runs until an action.
 
-    Where it runs: when no null-key strategy can be needed — the key column cannot hold nulls (its
-    schema says so) or ``null_key_strategy`` is ``None`` — and the session has kgroup's JVM
-    function (:mod:`kgroup.spark.partitioning.jvm`; every session kgroup starts has it), each row's
-    partition is computed inside Spark's JVM, and no row goes to Python. Otherwise whole Arrow
-    batches go through the Python workers (``mapInArrow``), where the null-key strategies run.
-    Both are exact to Kafka.
+    Where it runs: wherever kgroup's JVM function can be registered (:mod:`kgroup.spark.partitioning.jvm`:
+    every session with a JDK — kgroup's own and any other, to which the jar is added), each keyed
+    row's partition is computed inside Spark's JVM. When a null-key strategy can be needed (a
+    nullable key column and a strategy), one quick Spark job first looks for a null key (reading
+    the key column only): with none, no row goes to Python; with some, only each row's "key is
+    null" flag goes to the Python workers (an Arrow UDF), where the strategy places the null keys.
+    A streaming DataFrame is not looked at: it takes the flag path. Without the JVM function, whole
+    Arrow batches go through the Python workers (``mapInArrow``). Every path is exact to Kafka and
+    gives the same partitions.
     """
     from pyspark.sql.types import IntegerType, StructField, StructType
 
@@ -180,13 +186,16 @@ def with_kafka_partitions(
     if null_key_strategy is not None:
         _check_keyless_settings(null_key_strategy, record_bytes, batch_size)
     keyless_possible = null_key_strategy is not None and _key_nullable(df, key_column)
-    if not keyless_possible and _register_jvm_function(df):
-        # every key is present: Kafka's partition per row inside the JVM, no row leaves it
-        from pyspark.sql import functions as F
-
-        key = F.col(_quoted(key_column)).cast("binary")  # a string's UTF-8 bytes, as StringSerializer
-        pairs = zip(names, counts, strict=True)
-        return df.withColumns({name: F.call_udf(JVM_FUNCTION_NAME, key, F.lit(n)) for name, n in pairs})
+    if _register_jvm_function(df):
+        keyless: Any | None = None
+        if keyless_possible and null_key_strategy is not None:
+            if df.isStreaming or _holds_null_keys(df, key_column):
+                keyless = _keyless_partitions_udf(
+                    null_key_strategy, int(seed), counts, record_bytes, batch_size
+                )
+            else:
+                keyless = _NO_NULL_KEYS
+        return _with_jvm_partitions(df, key_column, counts, names, keyless)
     key_index = df.columns.index(key_column)
     out_schema = StructType(
         [
@@ -245,17 +254,114 @@ def _key_nullable(df: Any, key_column: str) -> bool:
 
 
 def _register_jvm_function(df: Any) -> bool:
-    """Register kgroup's JVM function in ``df``'s session; ``False`` when the session cannot load it
-    (its jar is not on the session's class path: a session kgroup did not start, or no JDK)."""
-    from pyspark.sql.types import IntegerType
+    """Register kgroup's JVM function in ``df``'s session (adding its jar to a session kgroup did
+    not start); ``False`` when it cannot (no JDK to compile it, a session that refuses the jar)."""
+    from kgroup.spark.partitioning.jvm import register_function
 
-    from kgroup.spark.partitioning.jvm import JAVA_CLASS
+    return register_function(df.sparkSession) is None
 
-    try:
-        df.sparkSession.udf.registerJavaFunction(JVM_FUNCTION_NAME, JAVA_CLASS, IntegerType())
-    except Exception:  # the class is not there: the Arrow path is exact too
-        return False
-    return True
+
+#: ``keyless`` of :func:`_with_jvm_partitions` for a nullable key column found without a null key
+_NO_NULL_KEYS = "no null keys"
+
+
+def _holds_null_keys(df: Any, key_column: str) -> bool:
+    """Whether any row of ``df`` has a null key: one Spark job reading only the key column, which
+    a Parquet file or a cached DataFrame answers from its statistics (null counts) where it can."""
+    from pyspark.sql import functions as F
+
+    key = F.col(_quoted(key_column))
+    return not df.select(key).where(key.isNull()).isEmpty()
+
+
+def _with_jvm_partitions(
+    df: Any, key_column: str, counts: list[int], names: list[str], keyless: Any | None
+) -> Any:
+    """The partition columns computed by kgroup's JVM function. ``keyless``: ``None`` — a null key
+    gets a null partition; an Arrow UDF from :func:`_keyless_partitions_udf` — it places the null
+    keys; :data:`_NO_NULL_KEYS` — the data had none when looked at, and a null key met later fails
+    the job (the input changed in between: placing it here could differ from the Python path)."""
+    from pyspark.sql import functions as F
+
+    key = F.col(_quoted(key_column)).cast("binary")  # a string's UTF-8 bytes, as StringSerializer
+    keyed = [F.call_udf(JVM_FUNCTION_NAME, key, F.lit(n)) for n in counts]
+    if keyless is None:  # every key is present (or a null one gets no partition): no row leaves the JVM
+        return df.withColumns(dict(zip(names, keyed, strict=True)))
+    if keyless is _NO_NULL_KEYS:  # no row leaves the JVM either
+        changed = F.raise_error(
+            F.lit(
+                f"key column {key_column!r} had no null key when with_kafka_partition looked, and has one "
+                "now: the input changed; call with_kafka_partition again on the changed input"
+            )
+        )
+        return df.withColumns(
+            {name: F.coalesce(jvm, changed) for name, jvm in zip(names, keyed, strict=True)}
+        )
+    # Only each row's "is the key null" flag goes to the Python workers, where the null-key
+    # strategies run on the null rows in the task's row order; the keyed rows keep the JVM's answer.
+    placed = f"__kgroup_keyless_{uuid.uuid4().hex}"
+    with_placed = df.withColumn(placed, keyless(F.col(_quoted(key_column)).isNull()))
+    columns = {
+        name: F.coalesce(jvm, F.col(placed)[f"p{i}"])
+        for i, (name, jvm) in enumerate(zip(names, keyed, strict=True))
+    }
+    return with_placed.withColumns(columns).drop(placed)
+
+
+def _keyless_partitions_udf(
+    strategy: str, user_seed: int, counts: list[int], record_bytes: int, batch_size: int
+) -> Any:
+    """An Arrow UDF from each row's "key is null" flag to a struct of partitions (field ``p<i>``
+    for ``counts[i]``): the null-key strategy's placement for a null key, null for a keyed row.
+
+    The same producers, seeds and order as the Arrow path of :func:`with_kafka_partitions`: one
+    :class:`KeylessProducer` per task and partition count, seeded by :func:`task_seed`, created on
+    the task's first keyless record and fed the task's keyless records in row order. Marked
+    non-deterministic, so Spark neither pushes a filter below it (which would change the rows a
+    task's producer sees) nor evaluates it twice.
+    """
+    from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
+
+    fields = [f"p{i}" for i in range(len(counts))]
+    out_type = "struct<" + ",".join(f"{field}:int" for field in fields) + ">"
+
+    def place(flags: Iterator[Any]) -> Iterator[Any]:
+        # Runs in the Python worker of each Spark task.
+        import pyarrow as pa
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        task_id = context.partitionId() if context is not None else 0
+        producers: list[KeylessProducer] | None = None
+        for is_null in flags:
+            missing = is_null.to_numpy(zero_copy_only=False)
+            positions = np.flatnonzero(missing)
+            if not len(positions):
+                empty = pa.nulls(len(missing), pa.int32())
+                yield pa.StructArray.from_arrays([empty] * len(fields), names=fields)
+                continue
+            if producers is None:  # one producer per task: created on its first keyless record
+                producers = [
+                    KeylessProducer(
+                        strategy,
+                        random.Random(task_seed(user_seed, task_id, n)),
+                        n,
+                        record_bytes=record_bytes,
+                        batch_size=batch_size,
+                    )
+                    for n in counts
+                ]
+            keyed = ~missing
+            arrays = []
+            for producer in producers:
+                parts = np.zeros(len(missing), dtype=np.int32)
+                parts[positions] = producer.place(len(positions))
+                arrays.append(pa.array(parts, type=pa.int32(), mask=keyed))
+            yield pa.StructArray.from_arrays(arrays, names=fields)
+
+    with warnings.catch_warnings():  # pyspark prefers type hints; this module's are strings
+        warnings.simplefilter("ignore", UserWarning)
+        return arrow_udf(place, out_type, ArrowUDFType.SCALAR_ITER).asNondeterministic()
 
 
 def with_kafka_partition(
