@@ -136,7 +136,12 @@ def test_bad_input_is_one_line() -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert done.stderr.strip() == ("kgroup: error: peer: unknown value 'kafka'; use one of: kgroup, "
-                                   "kgroup-inproc, tansu, mock")
+                                   "kgroup-inproc, tansu, apache, mock")
+    # --peers takes a comma-separated list; each name is checked
+    done = subprocess.run([sys.executable, "-m", "kgroup", "bench", "broker", "--peers", "kgroup,kafka"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "peer: unknown value 'kafka'" in done.stderr and "Traceback" not in done.stderr
     with pytest.raises(KgroupError, match="session-timeout-ms"):
         BrokerBenchConfig(session_timeout_ms=100)
     with pytest.raises(KgroupError, match="runs"):
