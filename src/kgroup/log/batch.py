@@ -262,7 +262,7 @@ def validate_produce_records(
     # Kafka's maxTimestamp starts at NO_TIMESTAMP and takes every larger record timestamp
     max_timestamp = max((stamp for _, stamp in entries), default=NO_TIMESTAMP)
     max_timestamp = max(max_timestamp, NO_TIMESTAMP)
-    if not log_append_time:
+    if not log_append_time and bounds != NO_BOUNDS:  # unbounded (Kafka's default): no record is out of range
         _check_timestamp_bounds(entries, now_ms, bounds)
     return ValidatedBatch(header=header, data=data, records_max_timestamp=max_timestamp)
 

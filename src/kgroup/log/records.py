@@ -63,8 +63,8 @@ def walk_records(
     ``log_append_time`` (a LogAppendTime batch's max timestamp) is every record's timestamp, as in
     Kafka's iterator. Raises :class:`PeerError` (INVALID_RECORD) for records Kafka refuses to read.
 
-    The produce path walks every record of every batch, so the varints that fit in one byte (the
-    attributes-adjacent deltas, null keys, header counts) and in two (lengths up to 8 KiB) are read
+    The produce path walks every record of every batch, so the varints that fit in one byte (small
+    deltas, null keys, header counts) and the lengths and deltas that fit in two (up to 8191) are read
     inline here; longer ones, and any varint at the edge of its record, go through :func:`_varint`,
     which raises Kafka's errors. Both give the same values.
     """
@@ -93,10 +93,16 @@ def walk_records(
         cursor = body + 1  # attributes
         if cursor < stop and (byte := data[cursor]) < 0x80:
             timestamp_delta, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+        elif cursor + 1 < stop and (byte := data[cursor]) & 0x80 and data[cursor + 1] < 0x80:
+            raw = (byte & 0x7F) | (data[cursor + 1] << 7)
+            timestamp_delta, cursor = (raw >> 1) ^ -(raw & 1), cursor + 2
         else:
             timestamp_delta, cursor = varint(data, cursor, stop, 10)
         if cursor < stop and (byte := data[cursor]) < 0x80:
             offset_delta, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+        elif cursor + 1 < stop and (byte := data[cursor]) & 0x80 and data[cursor + 1] < 0x80:
+            raw = (byte & 0x7F) | (data[cursor + 1] << 7)
+            offset_delta, cursor = (raw >> 1) ^ -(raw & 1), cursor + 2
         else:
             offset_delta, cursor = varint(data, cursor, stop, 5)
         if cursor < stop and (byte := data[cursor]) < 0x80:
