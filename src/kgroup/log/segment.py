@@ -360,6 +360,24 @@ class Segment:
                     os.fsync(self._handles.fd(path))
             self.dirty = False
 
+    def take_unsynced(self) -> list[int]:
+        """Duplicates of the descriptors of this segment's files if they were written since the last
+        fsync, which counts them synced from now on: the caller fsyncs and closes the duplicates (in
+        any thread; the cache may close its own descriptors meanwhile, and retention delete the files)."""
+        if not self.dirty:
+            return []
+        fds: list[int] = []
+        try:
+            for path in (self.log_path, self.index_path, self.time_index_path):
+                if path.exists():
+                    fds.append(os.dup(self._handles.fd(path)))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        self.dirty = False
+        return fds
+
     def close(self) -> None:
         for path in (self.log_path, self.index_path, self.time_index_path):
             self._handles.close(path)
