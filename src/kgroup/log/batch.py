@@ -257,7 +257,8 @@ def validate_produce_records(
         raise PeerError(
             "producer should not set timestamp type to LogAppendTime", LogErrorCode.INVALID_TIMESTAMP
         )
-    data = bytes(view[:size])
+    # the producer's bytes as they are when they are exactly one batch (no copy), else that batch's
+    data = records if size == len(records) and isinstance(records, bytes) else bytes(view[:size])
     entries = _records_of(data, header)
     # Kafka's maxTimestamp starts at NO_TIMESTAMP and takes every larger record timestamp
     max_timestamp = max((stamp for _, stamp in entries), default=NO_TIMESTAMP)
@@ -365,13 +366,14 @@ def record_timestamps(batch: bytes, header: BatchHeader) -> list[tuple[int, int]
 
 def stamp_batch(
     batch: ValidatedBatch, *, base_offset: int, leader_epoch: int, log_append_time_ms: int | None
-) -> bytes:
+) -> bytearray:
     """The batch as the log stores it: what ``LogValidator``'s in-place path writes, nothing more.
 
     ``baseOffset`` and ``partitionLeaderEpoch`` are set (outside the CRC). With LogAppendTime the
     timestamp type bit and ``maxTimestamp = now`` are set; with CreateTime ``maxTimestamp`` becomes the
     records' true maximum (-1 when none is larger). Either header change recomputes the CRC, and only
-    when the value differs (``DefaultRecordBatch.setMaxTimestamp``).
+    when the value differs (``DefaultRecordBatch.setMaxTimestamp``). The result is a new buffer (the
+    one copy of the batch the append makes), handed to the log as it is.
     """
     out = bytearray(batch.data)
     _BASE_OFFSET.pack_into(out, 0, base_offset)
@@ -385,4 +387,4 @@ def stamp_batch(
         _ATTRIBUTES.pack_into(out, 21, attributes)
         _BASE_OFFSET.pack_into(out, 35, max_timestamp)
         _CRC.pack_into(out, 17, crc32c(memoryview(out)[CRC_START:]))
-    return bytes(out)
+    return out

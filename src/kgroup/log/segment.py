@@ -47,7 +47,7 @@ class SegmentRecovery:
     indexes_rebuilt: bool
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | bytearray) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
@@ -235,7 +235,7 @@ class Segment:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def append(self, data: bytes, header: BatchHeader) -> None:
+    def append(self, data: bytes | bytearray, header: BatchHeader) -> None:
         """Write the batch at the end with write(2): in the OS's hands (not yet on disk) on return.
 
         A failed or short write is cut back off so the log never holds half a batch it acknowledged.
