@@ -62,6 +62,7 @@ COMPRESSION_NONE = 0
 #: or on a timestamp lookup; Kafka streams the records and has no such limit)
 MAX_INFLATED_BYTES = 64 << 20
 LONG_MAX = 2**63 - 1
+_NO_WRAP = 2**62  # two values of smaller magnitude differ by less than 2^63: no long overflow
 
 _BASE_OFFSET = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -297,6 +298,14 @@ def _check_timestamp_bounds(entries: list[tuple[int, int]], now_ms: int, bounds:
     """
     before = LONG_MAX if bounds.before_max_ms is None else bounds.before_max_ms
     after = LONG_MAX if bounds.after_max_ms is None else bounds.after_max_ms
+    if entries and -_NO_WRAP < now_ms < _NO_WRAP:
+        # the common case at once: when the oldest and the newest record are in range and no
+        # difference can wrap around, every record is (one that has no timestamp passes anyway)
+        oldest = min(stamp for _, stamp in entries)
+        newest = max(stamp for _, stamp in entries)
+        no_wrap = oldest > -_NO_WRAP and newest < _NO_WRAP
+        if no_wrap and now_ms - oldest <= before and newest - now_ms <= after:
+            return
     errors: list[tuple[int, str]] = []
     for index, (offset_delta, stamp) in enumerate(entries):
         if stamp == NO_TIMESTAMP:
