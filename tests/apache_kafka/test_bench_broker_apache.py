@@ -16,8 +16,8 @@ pytestmark = pytest.mark.timeout(300)
 
 def test_apache_kafka_peer_runs_every_cell_and_stops() -> None:
     require_apache_kafka()
-    config = BrokerBenchConfig(peers=("apache",), records=500, record_bytes=1024, group_sizes=(2,),
-                               group_topics=1, runs=1, timeout_s=60)
+    config = BrokerBenchConfig(peers=("apache",), records=500, record_bytes=1024, warmup_records=100,
+                               group_sizes=(2,), group_topics=1, runs=1, timeout_s=60)
     result = run_broker_bench(config)
     assert set(result.cells) == {("apache", m) for m, _unit in metric_names(config)}
     for cell in result.cells.values():

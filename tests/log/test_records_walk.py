@@ -1,6 +1,6 @@
-"""``walk_records``' inline varint reads give what the plain walk (one ``_varint`` call per field,
-the walker before the fast path) gives: the same entries for every record, the same error for every
-malformed one.
+"""``walk_records``' fast paths — inline varint reads, the numba kernel — give what the plain walk
+(one ``_varint`` call per field, the walker before the fast paths) gives: the same entries for every
+record, the same error for every malformed one.
 
 Records are encoded here field by field, with varints of every width (including non-minimal encodings,
 which Kafka's ``ByteUtils`` reads too), then damaged at random (a byte overwritten, the buffer cut, the
@@ -14,7 +14,8 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgroup.log.records import _invalid, _varint, java_long, walk_records
+from kgroup.log import records as records_module
+from kgroup.log.records import _invalid, _varint, _walk_compiled, java_long, walk_records
 from kgroup.model import PeerError
 
 
@@ -133,12 +134,14 @@ def _outcome(walk: Callable[..., list[tuple[int, int]]], *args: object) -> objec
         st.tuples(st.just("cut"), st.integers(0, 10_000), st.just(0)),
         st.tuples(st.just("count"), st.sampled_from([-1, 1]), st.just(0)),
     ),
+    compiled=st.booleans(),
 )
 def test_fast_walk_equals_the_plain_walk(
     records: list[Spec],
     base: int,
     append_time: int | None,
     damage: tuple[str, int, int] | None,
+    compiled: bool,
 ) -> None:
     prefix = b"\xff" * 7  # records start after a header in a batch
     data = prefix + b"".join(_encode(r) for r in records)
@@ -153,7 +156,14 @@ def test_fast_walk_equals_the_plain_walk(
         else:
             count = max(count + where, 0)
     args = (data, len(prefix), count, base, append_time)
-    assert _outcome(walk_records, *args) == _outcome(_reference_walk, *args)
+    # the numba kernel for every batch, or for none
+    records_module.load_kernel()
+    saved = records_module._KERNEL_MIN_RECORDS
+    records_module._KERNEL_MIN_RECORDS = 1 if compiled else 1 << 40
+    try:
+        assert _outcome(walk_records, *args) == _outcome(_reference_walk, *args)
+    finally:
+        records_module._KERNEL_MIN_RECORDS = saved
 
 
 def test_an_undamaged_walk_gives_every_record() -> None:
@@ -162,3 +172,16 @@ def test_an_undamaged_walk_gives_every_record() -> None:
     data = b"".join(_encode(r) for r in records)
     assert walk_records(data, 0, 3, 1_000, None) == [(0, 995), (1, 1_003), (2, 1_000 + 2**40)]
     assert walk_records(data, 0, 3, 1_000, 77) == [(0, 77), (1, 77), (2, 77)]
+
+
+def test_the_kernel_reads_a_batch_of_many_records_and_leaves_long_varints_to_python() -> None:
+    records = [(n % 7 - 3, n, None, b"v" * 1024, [(b"h", b"x")] if n % 5 == 0 else [], 0) for n in range(40)]
+    data = b"".join(_encode(r) for r in records)
+    read = _walk_compiled(data, 0, 40, 1_000, None)
+    assert read == [(n, 1_000 + n % 7 - 3) for n in range(40)]
+    assert read == _reference_walk(data, 0, 40, 1_000, None)
+    # a timestamp delta of 5 varint bytes: the kernel declines, the Python walk reads it
+    far = [(2**40, 0, None, b"v", [], 0), *records[1:]]
+    data = b"".join(_encode(r) for r in far)
+    assert _walk_compiled(data, 0, 40, 1_000, None) is None
+    assert walk_records(data, 0, 40, 1_000, None)[0] == (0, 1_000 + 2**40)

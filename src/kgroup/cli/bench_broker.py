@@ -41,6 +41,8 @@ def register_bench(bench_app: typer.Typer) -> None:
                         "(repeat, or comma-separated: --peers kgroup,tansu,apache; default: all)")] = None,
         records: Annotated[int, typer.Option("--records", help="records to produce and fetch")] = 200_000,
         record_bytes: Annotated[int, typer.Option("--record-bytes", help="bytes per record value")] = 1024,
+        warmup_records: Annotated[int, typer.Option("--warmup-records", help="records produced to a topic "
+                                  "of their own first, on every peer (0: none)")] = 50_000,
         group_size: Annotated[list[int] | None, typer.Option("--group-size", help="consumers in a group "
                               "(repeat; default: 10 and 50)")] = None,
         group_topics: Annotated[int, typer.Option("--group-topics", help="topics of 4 partitions the "
@@ -61,6 +63,7 @@ def register_bench(bench_app: typer.Typer) -> None:
 
         config = BrokerBenchConfig(
             peers=_peer_names(peer) if peer else PEERS, records=records, record_bytes=record_bytes,
+            warmup_records=warmup_records,
             group_sizes=tuple(group_size or (10, 50)), group_topics=group_topics,
             session_timeout_ms=session_timeout_ms, runs=runs,
             timeout_s=timeout,

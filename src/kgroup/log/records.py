@@ -18,10 +18,12 @@ it does in Kafka (a base of 2^63-1 with a delta of 2^62 is a negative timestamp 
 
 from __future__ import annotations
 
+from typing import Any
+
 from kgroup.log.errors import LogErrorCode
 from kgroup.model import PeerError
 
-__all__ = ["java_long", "walk_records"]
+__all__ = ["java_long", "kernel_loaded", "load_kernel", "walk_records"]
 
 _LONG = 1 << 64
 _LONG_MIN = -(1 << 63)
@@ -68,6 +70,14 @@ def walk_records(
     inline here; longer ones, and any varint at the edge of its record, go through :func:`_varint`,
     which raises Kafka's errors. Both give the same values.
     """
+    if (
+        _KERNEL_MIN_RECORDS <= count <= len(data) - start
+        and -_NO_WRAP < base_timestamp < _NO_WRAP
+        and _kernel is not None
+    ):
+        read = _walk_compiled(data, start, count, base_timestamp, log_append_time)
+        if read is not None:
+            return read
     entries: list[tuple[int, int]] = []
     append = entries.append
     position = start
@@ -142,6 +152,52 @@ def walk_records(
     if position != end:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
     return entries
+
+
+#: from this many records on, a batch is walked by the compiled kernel first, once it is loaded
+#: (below, setting up its arrays costs more than it saves)
+_KERNEL_MIN_RECORDS = 16
+#: a base timestamp of smaller magnitude plus a delta the kernel reads (under 2^27) cannot overflow
+_NO_WRAP = 1 << 62
+
+
+_kernel: Any = None
+
+
+def kernel_loaded() -> bool:
+    """Whether :func:`walk_records` uses the numba kernel (after :func:`load_kernel`)."""
+    return _kernel is not None
+
+
+def load_kernel() -> Any:
+    """The numba kernel of :func:`walk_records`, loaded now if it is not yet; from then on every batch
+    of many records is walked by it first. Loading imports numba and reads the kernel's cached machine
+    code (compiled once per machine): a second or more of CPU, so the broker does it in a thread, on
+    its first batch of many records, while the Python walk serves."""
+    global _kernel
+    if _kernel is None:
+        from kgroup.log._records_kernel import walk_kernel
+
+        _kernel = walk_kernel
+    return _kernel
+
+
+def _walk_compiled(
+    data: bytes, start: int, count: int, base_timestamp: int, log_append_time: int | None
+) -> list[tuple[int, int]] | None:
+    """What :func:`walk_records` answers, from the numba kernel; None when it leaves the batch to the
+    Python walk (a malformed record, a varint over 4 bytes)."""
+    import numpy as np
+
+    walk_kernel = load_kernel()
+    offset_deltas = np.empty(count, np.int64)
+    timestamp_deltas = np.empty(count, np.int64)
+    if walk_kernel(np.frombuffer(data, np.uint8), start, count, offset_deltas, timestamp_deltas) != 0:
+        return None
+    offsets: list[int] = offset_deltas.tolist()
+    if log_append_time is not None:
+        return [(offset, log_append_time) for offset in offsets]
+    return list(zip(offsets, (timestamp_deltas + base_timestamp).tolist(), strict=True))
 
 
 def _skip_headers(data: bytes, cursor: int, stop: int, headers: int) -> int:
