@@ -30,7 +30,8 @@ from kgroup.testing import KafkaBroker
 
 pytestmark = pytest.mark.timeout(240)
 
-TINY = BrokerBenchConfig(peers=("kgroup-inproc",), records=300, record_bytes=1024, group_sizes=(2,),
+TINY = BrokerBenchConfig(peers=("kgroup-inproc",), records=300, record_bytes=1024, warmup_records=50,
+                         group_sizes=(2,),
                          group_topics=1, runs=2, timeout_s=60)
 
 
@@ -62,6 +63,7 @@ def test_tiny_run_against_the_in_process_broker_has_every_cell() -> None:
     assert all(v > 0 for v in group.values)
     assert all(d == "2 consumers own 4 partitions" for d in group.details)
     assert any("produce 300 × 1024 B" in s for s in stages)
+    assert any("warm up with 50 × 1024 B" in s for s in stages)
     assert any(s.endswith("kgroup-inproc: stop") for s in stages)
     assert result.notes["kgroup-inproc"], "the peer's configuration is stated"
     data = result.to_json()
@@ -72,8 +74,8 @@ def test_tiny_run_against_the_in_process_broker_has_every_cell() -> None:
 
 def test_cli_json_and_table() -> None:
     command = [sys.executable, "-m", "kgroup", "bench", "broker", "--peer", "kgroup-inproc",
-               "--records", "200", "--runs", "1", "--group-size", "1", "--group-topics", "1",
-               "--timeout", "60"]
+               "--records", "200", "--warmup-records", "20", "--runs", "1", "--group-size", "1",
+               "--group-topics", "1", "--timeout", "60"]
     done = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
@@ -136,9 +138,16 @@ def test_bad_input_is_one_line() -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2
     assert done.stderr.strip() == ("kgroup: error: peer: unknown value 'kafka'; use one of: kgroup, "
-                                   "kgroup-inproc, tansu, mock")
+                                   "kgroup-inproc, tansu, apache, mock")
+    # --peers takes a comma-separated list; each name is checked
+    done = subprocess.run([sys.executable, "-m", "kgroup", "bench", "broker", "--peers", "kgroup,kafka"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "peer: unknown value 'kafka'" in done.stderr and "Traceback" not in done.stderr
     with pytest.raises(KgroupError, match="session-timeout-ms"):
         BrokerBenchConfig(session_timeout_ms=100)
+    with pytest.raises(KgroupError, match="warmup-records"):
+        BrokerBenchConfig(warmup_records=-1)
     with pytest.raises(KgroupError, match="runs"):
         BrokerBenchConfig(runs=0)
 

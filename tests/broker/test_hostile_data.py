@@ -100,3 +100,31 @@ def test_confluent_kafka_produces_and_consumes_with_every_codec(kafka: KafkaBrok
 
 def stored_codec_id(codec: str) -> int:
     return {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}[codec]
+
+
+@pytest.mark.parametrize(
+    ("topic", "count", "size"),
+    [
+        # 600 × 1 KiB: a frame over LARGE_FRAME_BYTES of one batch, decoded and validated on the loop
+        ("large-few", 600, 1024),
+        # 5,000 small records (over _HEAVY_BATCH_RECORDS): validated in the codec thread
+        ("large-many", 5000, 24),
+    ],
+)
+def test_a_large_batch_round_trips_and_a_damaged_one_is_corrupt_message(
+    kafka: KafkaBroker, topic: str, count: int, size: int
+) -> None:
+    kafka.create_topic(topic, 1)
+    values = [bytes([n % 251]) * size for n in range(count)]
+    good = kio_batch(values)
+    damaged = bytearray(good)
+    damaged[-3] ^= 0x01  # a byte of the last record's value: the CRC-32C no longer matches
+    with RawClient(kafka.bootstrap_servers) as client:
+        refused = client.request(produce_request(topic, 0, bytes(damaged)))
+        (partition,) = refused.responses[0].partition_responses
+        assert int(partition.error_code) == 2  # CORRUPT_MESSAGE, as Kafka answers a CRC mismatch
+        stored = client.request(produce_request(topic, 0, good))
+        (partition,) = stored.responses[0].partition_responses
+        assert (int(partition.error_code), int(partition.base_offset)) == (0, 0)
+    # nothing of the damaged batch was stored: the consumer reads exactly the good batch's records
+    assert _consume(kafka.bootstrap_servers, topic, 0, count) == values

@@ -258,3 +258,40 @@ def test_timestamp_bounds_as_log_validator_checks_them() -> None:
     assert check(1, 1, lat=True) is None  # LogAppendTime topics overwrite timestamps: no check
     gzipped = client_batch([b"x" * 300, b"y" * 300], timestamp_ms=now + 2_000)
     assert check(None, 1_000, records=gzipped) == LogErrorCode.INVALID_TIMESTAMP  # from the header
+
+
+_LONG = st.integers(-(2**63), 2**63 - 1)
+_NEAR = st.integers(BASE_TIME_MS - 5_000, BASE_TIME_MS + 5_000)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    stamps=st.lists(st.one_of(_NEAR, st.just(-1), _LONG), min_size=1, max_size=6),
+    now=st.one_of(_NEAR, _LONG),
+    before=st.one_of(st.none(), st.integers(0, 10_000), _LONG.filter(lambda n: n >= 0)),
+    after=st.one_of(st.none(), st.integers(0, 10_000), _LONG.filter(lambda n: n >= 0)),
+)
+def test_timestamp_bounds_refuse_exactly_the_records_out_of_range(
+    stamps: list[int], now: int, before: int | None, after: int | None
+) -> None:
+    """Per record, in Java ``long`` arithmetic (``LogValidator.validateTimestamp``), whatever shortcut
+    the check takes when every record is in range."""
+    from kgroup.log.batch import TimestampBounds, _check_timestamp_bounds
+    from kgroup.log.errors import RecordErrors
+    from kgroup.log.records import java_long
+
+    limit_before = 2**63 - 1 if before is None else before
+    limit_after = 2**63 - 1 if after is None else after
+    expected = [
+        index
+        for index, stamp in enumerate(stamps)
+        if stamp != -1
+        and (java_long(now - stamp) > limit_before or java_long(-java_long(now - stamp)) > limit_after)
+    ]
+    entries = [(index, stamp) for index, stamp in enumerate(stamps)]
+    try:
+        _check_timestamp_bounds(entries, now, TimestampBounds(before, after))
+    except RecordErrors as refused:
+        assert [index for index, _message in refused.record_errors] == expected
+    else:
+        assert expected == []

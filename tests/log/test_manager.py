@@ -201,3 +201,37 @@ def test_timestamp_bounds_from_topic_configs(tmp_path: Path) -> None:
         assert info.value.error_code == 32
         with pytest.raises(InvalidConfig):
             manager.create_topic("u", 1, {"message.timestamp.before.max.ms": "-1"})
+
+
+def test_tick_hands_the_interval_fsync_over_and_appends_go_on(tmp_path: Path) -> None:
+    from kgroup.log.manager import PendingFlush
+
+    config = LogConfig(fsync=FsyncPolicy.INTERVAL, fsync_interval_ms=1000)
+    with LogManager(tmp_path, config) as manager:
+        manager.create_topic("t", 1)
+        log = manager.partition("t", 0)
+        log.append(kio_batch([b"before"]), now_ms=BASE_TIME_MS)
+        active = log._segments[-1]
+        handed: list[PendingFlush] = []
+        manager.tick(BASE_TIME_MS, flush_later=handed.append)
+        assert handed == [] and active.dirty  # not due yet
+        manager.tick(BASE_TIME_MS + 1000, flush_later=handed.append)
+        (pending,) = handed
+        assert not active.dirty  # counted synced: the next interval takes only what comes after
+        assert pending.fds, "the segment's files, duplicated"
+        for fd in pending.fds:
+            assert os.fstat(fd).st_ino in {os.stat(p).st_ino for p in tmp_path.rglob("*") if p.is_file()}
+        # appending (and the file cache closing its descriptors) while the fsync is pending
+        log.append(kio_batch([b"during"]), now_ms=BASE_TIME_MS + 1001)
+        assert active.dirty
+        log._handles.close_all()
+        fds = list(pending.fds)
+        pending.run()
+        assert pending.fds == []
+        for fd in fds:  # run() closed its duplicates
+            with pytest.raises(OSError):
+                os.fstat(fd)
+        manager.tick(BASE_TIME_MS + 2000, flush_later=handed.append)
+        assert len(handed) == 2 and not active.dirty
+        handed[1].run()
+        assert [record[3] for record in decode(log.read(0, 1 << 20))] == [b"before", b"during"]

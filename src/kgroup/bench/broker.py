@@ -67,6 +67,9 @@ class BrokerBenchConfig:
     peers: tuple[str, ...] = PEERS
     records: int = 200_000
     record_bytes: int = 1024
+    #: records produced to a topic of their own before the measured produce, on every peer alike
+    #: (a JVM's JIT, kgroup's records kernel and Tansu's allocator are warm when the figure is taken)
+    warmup_records: int = 50_000
     #: partitions of the produce/fetch topic (4: what the mock cluster auto-creates)
     topic_partitions: int = MOCK_PARTITIONS
     group_sizes: tuple[int, ...] = (10, 50)
@@ -86,6 +89,8 @@ class BrokerBenchConfig:
                 raise KgroupError(f"peer: unknown value {peer!r}; use one of: {', '.join(PEERS)}")
         if not 1 <= self.records <= 100_000_000:
             raise KgroupError(f"records: {self.records} is out of range; give 1..100000000")
+        if not 0 <= self.warmup_records <= 100_000_000:
+            raise KgroupError(f"warmup-records: {self.warmup_records} is out of range; give 0..100000000")
         if not 1 <= self.record_bytes <= 1_000_000:
             raise KgroupError(f"record-bytes: {self.record_bytes} is out of range; give 1..1000000")
         if not 1 <= self.topic_partitions <= 1000:
@@ -167,6 +172,7 @@ class BrokerBenchResult:
         c = self.config
         return {
             "config": {"peers": list(c.peers), "records": c.records, "record_bytes": c.record_bytes,
+                       "warmup_records": c.warmup_records,
                        "topic_partitions": c.topic_partitions, "group_sizes": list(c.group_sizes),
                        "group_partitions": c.group_partitions, "session_timeout_ms": c.session_timeout_ms,
                        "runs": c.runs, "timeout_s": c.timeout_s},
@@ -353,8 +359,18 @@ def _measure_peer(config: BrokerBenchConfig, peer: RunningPeer, run: int, stage:
     prefix = f"run {run}/{config.runs} {peer.name}"
     topic = f"kgroup-bench-{run}"
     group_topics = [f"kgroup-bench-{run}-g{i}" for i in range(config.group_topics)]
+    warmup = f"{topic}-warmup"
+    topics = {topic: config.topic_partitions}
+    if config.warmup_records:
+        topics[warmup] = config.topic_partitions
     reason = _reason_of(stage, f"{prefix}: create topics",
-                        partial(peer.create_topics, {topic: config.topic_partitions}, config.timeout_s))
+                        partial(peer.create_topics, topics, config.timeout_s))
+    if reason is None and config.warmup_records:
+        warmed = _attempt(stage, f"{prefix}: warm up with {config.warmup_records} × {config.record_bytes} B",
+                          partial(measure_produce, peer.bootstrap_servers, warmup, config.warmup_records,
+                                  config.record_bytes, config.timeout_s))
+        if isinstance(warmed, str):
+            reason = f"warm-up: {warmed}"
     if reason is not None:
         yield "produce", reason
         yield "fetch", reason
@@ -434,7 +450,8 @@ def render_table(result: BrokerBenchResult) -> Any:
     config = result.config
     load = ", ".join(f"{x:.2f}" for x in result.load_average)
     heading = (f"kgroup bench broker — median of {config.runs} run(s): {config.records} records × "
-               f"{config.record_bytes} B; groups over {config.group_partitions} partitions, "
+               f"{config.record_bytes} B after {config.warmup_records} to warm up; groups over "
+               f"{config.group_partitions} partitions, "
                f"session.timeout.ms={config.session_timeout_ms}; load average {load}")
     table = Table()
     table.add_column("metric")

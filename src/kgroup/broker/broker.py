@@ -15,7 +15,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -81,6 +81,9 @@ class Broker:
         # one thread for decoding and encoding large requests and responses (pure functions of bytes
         # and immutable values: no broker state is touched there)
         self._codec = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-codec")
+        # the interval fsync of the partitions' files (``--fsync interval``), one at a time, so the loop
+        # goes on appending while the disk syncs what was written before
+        self._fsync_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-fsync")
         self.close_log = CloseLog()
         self.coordinator_host = CoordinatorHost(
             CoordinatorConfig(
@@ -235,6 +238,7 @@ class Broker:
         self.close_log.flush()
         self._codec.shutdown(wait=True, cancel_futures=True)
         self._auth_thread.shutdown(wait=True, cancel_futures=True)
+        self._fsync_thread.shutdown(wait=True)  # every fsync handed over is done before the last flush
         self.logs.flush()
         self.logs.close()
 
@@ -244,7 +248,7 @@ class Broker:
         while True:
             await asyncio.sleep(1.0)
             try:
-                self.logs.tick(self.clock_ms())
+                self.logs.tick(self.clock_ms(), flush_later=self._flush_later)
             except OSError:
                 log.exception("log maintenance failed")
             if self.config.auto_leader_rebalance_enable and self.clock_ms() >= next_election_ms:
@@ -252,6 +256,10 @@ class Broker:
                 next_election_ms = self.clock_ms() + interval_ms
                 if self.cluster.elect_preferred_leaders():
                     self.coordinator_host.on_brokers_changed()
+
+    def _flush_later(self, pending: Any) -> None:
+        """Run a :class:`~kgroup.log.manager.PendingFlush` in the fsync thread; a failure is logged."""
+        self._fsync_thread.submit(pending.run).add_done_callback(_log_flush_failure)
 
     async def _handle_frame(self, session: Session, frame: bytes, peer: Peer) -> bytes | None:
         outcome = await session.on_frame(frame)
@@ -307,6 +315,12 @@ class Broker:
 
 #: ``log.message.timestamp.after.max.ms``: one hour in Kafka 4 (4.4.0 checked), unbounded before
 TIMESTAMP_AFTER_MAX_MS = 3_600_000
+
+
+def _log_flush_failure(future: Future[None]) -> None:
+    failed = None if future.cancelled() else future.exception()
+    if failed is not None:
+        log.error("interval fsync of the log failed: %s", failed)
 
 
 def open_logs(data_dir: Path, fsync: str = "interval", max_open_files: int | None = None) -> LogManagerLike:

@@ -15,8 +15,10 @@ No request may hold the event loop for long, whatever its size (Kafka serves con
 several threads; kgroup's broker has one loop, so a heavy request must give the others their turns):
 
 * a frame larger than :data:`LARGE_FRAME_BYTES` is decoded in the broker's codec thread, in short
-  native calls (:mod:`kgroup.wire.piecewise`), and so is a response of many entries built and
-  encoded there — the interpreter hands the GIL back to the loop every few milliseconds;
+  native calls (:mod:`kgroup.wire.piecewise`), unless it holds at most :data:`FEW_ELEMENTS` array
+  elements (its size is then a few blobs, record batches, copied at once), and a response of many
+  entries is built and encoded there — the interpreter hands the GIL back to the loop every few
+  milliseconds;
 * a body whose arrays hold more than ``max_request_elements`` elements is refused before it is
   decoded (the connection is closed, as for a frame over ``socket.request.max.bytes``), which bounds
   the memory and time one request can take;
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgroup.broker.connection import CloseConnection
 from kgroup.broker.services import BrokerServices
-from kgroup.model import ErrorCode
+from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey, api_name
 from kgroup.wire.codec import (
@@ -46,6 +48,7 @@ from kgroup.wire.codec import (
     request_class,
     response_class,
 )
+from kgroup.wire.guard import check_body
 
 if TYPE_CHECKING:
     from kgroup.security.session import Session
@@ -66,6 +69,10 @@ __all__ = [
 #: frames above this size are decoded off the event loop (a body of this size is read natively in
 #: about 10 ms at worst: some 7,000 array elements)
 LARGE_FRAME_BYTES = 128 * 1024
+#: a large frame of at most this many array elements (a Produce of a few big record batches) is decoded
+#: on the loop all the same: its bytes are a few blobs that one native call copies in well under a
+#: millisecond, less than handing the frame to the codec thread and back costs
+FEW_ELEMENTS = 64
 #: a response with more entries than this (array elements, counted until this is reached) is built
 #: and encoded off the event loop
 LARGE_RESPONSE_ENTRIES = 2_000
@@ -219,7 +226,7 @@ async def dispatch(
             f"(v{registration.min_version}-v{registration.max_version} are)"
         )
     limit = services.config.max_request_elements
-    large = len(frame) > LARGE_FRAME_BYTES
+    large = len(frame) > LARGE_FRAME_BYTES and not _few_elements(frame, header)
     if large:
         request = await services.off_loop(decode_request, frame, header, max_elements=limit, piecewise=True)
     else:
@@ -238,9 +245,21 @@ async def dispatch(
         if large:
             return await services.off_loop(encode_response, header.correlation_id, data)
         return encode_response(header.correlation_id, data)
-    if large or not _fewer_entries_than(data, LARGE_RESPONSE_ENTRIES):
+    if not _fewer_entries_than(data, LARGE_RESPONSE_ENTRIES):  # (a large request's answer may be small)
         return await services.off_loop(_build_and_encode, header.correlation_id, cls, data)
     return encode_response(header.correlation_id, build(cls, data))
+
+
+def _few_elements(frame: bytes, header: RequestHeader) -> bool:
+    """Whether the body holds at most :data:`FEW_ELEMENTS` array elements (a walk bounded by that)."""
+    cls = request_class(header.api_key, header.api_version)
+    if cls is None:
+        return False
+    try:
+        check_body(cls, frame, header.size, max_elements=FEW_ELEMENTS)
+    except PeerError:  # more elements, or malformed: the full decode (off the loop) says which
+        return False
+    return True
 
 
 def _build_and_encode(correlation_id: int, cls: type[Any], data: Mapping[str, Any]) -> bytes:

@@ -1,4 +1,4 @@
-"""``kgroup bench broker``: kgroup's broker beside Tansu and librdkafka's mock cluster (see
+"""``kgroup bench broker``: kgroup's broker beside Tansu, Apache Kafka and librdkafka's mock cluster (see
 :mod:`kgroup.bench.broker`)."""
 
 from __future__ import annotations
@@ -28,13 +28,21 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _peer_names(values: list[str] | None) -> tuple[str, ...]:
+    """``--peer a --peer b`` and ``--peers a,b`` alike: the names in order (BrokerBenchConfig checks them)."""
+    return tuple(name.strip() for value in values or () for name in value.split(",") if name.strip())
+
+
 def register_bench(bench_app: typer.Typer) -> None:
     @bench_app.command("broker")
     def bench_broker_command(
-        peer: Annotated[list[str] | None, typer.Option("--peer", help="kgroup (kgroup serve in a "
-                        "subprocess), kgroup-inproc, tansu, mock (repeat; default: all)")] = None,
+        peer: Annotated[list[str] | None, typer.Option("--peer", "--peers", help="kgroup (kgroup serve in "
+                        "a subprocess), kgroup-inproc, tansu, apache (Apache Kafka, one KRaft node), mock "
+                        "(repeat, or comma-separated: --peers kgroup,tansu,apache; default: all)")] = None,
         records: Annotated[int, typer.Option("--records", help="records to produce and fetch")] = 200_000,
         record_bytes: Annotated[int, typer.Option("--record-bytes", help="bytes per record value")] = 1024,
+        warmup_records: Annotated[int, typer.Option("--warmup-records", help="records produced to a topic "
+                                  "of their own first, on every peer (0: none)")] = 50_000,
         group_size: Annotated[list[int] | None, typer.Option("--group-size", help="consumers in a group "
                               "(repeat; default: 10 and 50)")] = None,
         group_topics: Annotated[int, typer.Option("--group-topics", help="topics of 4 partitions the "
@@ -54,7 +62,8 @@ def register_bench(bench_app: typer.Typer) -> None:
         from kgroup.cli.partition_input import StageProgress
 
         config = BrokerBenchConfig(
-            peers=tuple(peer or PEERS), records=records, record_bytes=record_bytes,
+            peers=_peer_names(peer) if peer else PEERS, records=records, record_bytes=record_bytes,
+            warmup_records=warmup_records,
             group_sizes=tuple(group_size or (10, 50)), group_topics=group_topics,
             session_timeout_ms=session_timeout_ms, runs=runs,
             timeout_s=timeout,

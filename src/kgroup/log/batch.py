@@ -62,6 +62,7 @@ COMPRESSION_NONE = 0
 #: or on a timestamp lookup; Kafka streams the records and has no such limit)
 MAX_INFLATED_BYTES = 64 << 20
 LONG_MAX = 2**63 - 1
+_NO_WRAP = 2**62  # two values of smaller magnitude differ by less than 2^63: no long overflow
 
 _BASE_OFFSET = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -257,12 +258,13 @@ def validate_produce_records(
         raise PeerError(
             "producer should not set timestamp type to LogAppendTime", LogErrorCode.INVALID_TIMESTAMP
         )
-    data = bytes(view[:size])
+    # the producer's bytes as they are when they are exactly one batch (no copy), else that batch's
+    data = records if size == len(records) and isinstance(records, bytes) else bytes(view[:size])
     entries = _records_of(data, header)
     # Kafka's maxTimestamp starts at NO_TIMESTAMP and takes every larger record timestamp
     max_timestamp = max((stamp for _, stamp in entries), default=NO_TIMESTAMP)
     max_timestamp = max(max_timestamp, NO_TIMESTAMP)
-    if not log_append_time:
+    if not log_append_time and bounds != NO_BOUNDS:  # unbounded (Kafka's default): no record is out of range
         _check_timestamp_bounds(entries, now_ms, bounds)
     return ValidatedBatch(header=header, data=data, records_max_timestamp=max_timestamp)
 
@@ -296,6 +298,14 @@ def _check_timestamp_bounds(entries: list[tuple[int, int]], now_ms: int, bounds:
     """
     before = LONG_MAX if bounds.before_max_ms is None else bounds.before_max_ms
     after = LONG_MAX if bounds.after_max_ms is None else bounds.after_max_ms
+    if entries and -_NO_WRAP < now_ms < _NO_WRAP:
+        # the common case at once: when the oldest and the newest record are in range and no
+        # difference can wrap around, every record is (one that has no timestamp passes anyway)
+        oldest = min(stamp for _, stamp in entries)
+        newest = max(stamp for _, stamp in entries)
+        no_wrap = oldest > -_NO_WRAP and newest < _NO_WRAP
+        if no_wrap and now_ms - oldest <= before and newest - now_ms <= after:
+            return
     errors: list[tuple[int, str]] = []
     for index, (offset_delta, stamp) in enumerate(entries):
         if stamp == NO_TIMESTAMP:
@@ -365,13 +375,14 @@ def record_timestamps(batch: bytes, header: BatchHeader) -> list[tuple[int, int]
 
 def stamp_batch(
     batch: ValidatedBatch, *, base_offset: int, leader_epoch: int, log_append_time_ms: int | None
-) -> bytes:
+) -> bytearray:
     """The batch as the log stores it: what ``LogValidator``'s in-place path writes, nothing more.
 
     ``baseOffset`` and ``partitionLeaderEpoch`` are set (outside the CRC). With LogAppendTime the
     timestamp type bit and ``maxTimestamp = now`` are set; with CreateTime ``maxTimestamp`` becomes the
     records' true maximum (-1 when none is larger). Either header change recomputes the CRC, and only
-    when the value differs (``DefaultRecordBatch.setMaxTimestamp``).
+    when the value differs (``DefaultRecordBatch.setMaxTimestamp``). The result is a new buffer (the
+    one copy of the batch the append makes), handed to the log as it is.
     """
     out = bytearray(batch.data)
     _BASE_OFFSET.pack_into(out, 0, base_offset)
@@ -385,4 +396,4 @@ def stamp_batch(
         _ATTRIBUTES.pack_into(out, 21, attributes)
         _BASE_OFFSET.pack_into(out, 35, max_timestamp)
         _CRC.pack_into(out, 17, crc32c(memoryview(out)[CRC_START:]))
-    return bytes(out)
+    return out

@@ -20,7 +20,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +38,14 @@ from kgroup.log.handles import DEFAULT_MAX_OPEN_FILES, FileHandles
 from kgroup.log.partition import FsyncPolicy, PartitionLog, PartitionSettings
 from kgroup.model import KgroupError
 
-__all__ = ["TOPIC_CONFIG_NAMES", "LogConfig", "LogManager", "TopicCreation", "validate_topic_name"]
+__all__ = [
+    "TOPIC_CONFIG_NAMES",
+    "LogConfig",
+    "LogManager",
+    "PendingFlush",
+    "TopicCreation",
+    "validate_topic_name",
+]
 
 CLEAN_SHUTDOWN_FILE = ".kgroup-clean-shutdown"
 LOCK_FILE = ".lock"
@@ -169,6 +176,30 @@ class _Topic:
     partitions: list[PartitionLog]
     configs: dict[str, str]
     settings: PartitionSettings
+
+
+class PendingFlush:
+    """An fsync of log files taken by :meth:`LogManager.tick`: duplicated descriptors, its own to close.
+
+    :meth:`run` may be called in any thread (it touches nothing but its descriptors); it fsyncs and
+    closes every one of them, then raises the first error if an fsync failed.
+    """
+
+    def __init__(self, fds: list[int]) -> None:
+        self.fds = fds
+
+    def run(self) -> None:
+        fds, self.fds = self.fds, []
+        failed: OSError | None = None
+        for fd in fds:
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                failed = failed or exc
+            finally:
+                os.close(fd)
+        if failed is not None:
+            raise failed
 
 
 class LogManager:
@@ -387,14 +418,26 @@ class LogManager:
 
     # -- time, flushing, closing ---------------------------------------------------------------
 
-    def tick(self, now_ms: int) -> None:
-        """Periodic work, ``now_ms`` being wall-clock milliseconds: interval fsync and retention."""
+    def tick(self, now_ms: int, flush_later: Callable[[PendingFlush], None] | None = None) -> None:
+        """Periodic work, ``now_ms`` being wall-clock milliseconds: interval fsync and retention.
+
+        With ``flush_later``, the interval fsync of the partitions' segments is handed to it as a
+        :class:`PendingFlush` (the files count as synced from now on; the caller runs it, e.g. in a
+        thread, so appends go on meanwhile); without, it is done here. The coordinator log is always
+        fsynced here.
+        """
         config = self.config
         if config.fsync is FsyncPolicy.INTERVAL:
             if self._last_flush_ms is None:
                 self._last_flush_ms = now_ms
             elif now_ms - self._last_flush_ms >= config.fsync_interval_ms:
-                self.flush()
+                if flush_later is None:
+                    self.flush()
+                else:
+                    pending = PendingFlush(self._take_unsynced())
+                    for coordinator in self._coordinator_logs.values():
+                        coordinator.flush()
+                    flush_later(pending)
                 self._last_flush_ms = now_ms
         if (
             self._last_retention_ms is None
@@ -404,6 +447,17 @@ class LogManager:
             for topic in self._topics.values():
                 for log in topic.partitions:
                     log.apply_retention(now_ms)
+
+    def _take_unsynced(self) -> list[int]:
+        fds: list[int] = []
+        try:
+            for topic in self._topics.values():
+                for log in topic.partitions:
+                    fds += log.take_unsynced()
+        except OSError:
+            PendingFlush(fds).run()
+            raise
+        return fds
 
     def flush(self) -> None:
         """fsync every file written since its last fsync."""

@@ -400,6 +400,18 @@ class PartitionLog:
         for segment in self._segments:
             segment.flush()
 
+    def take_unsynced(self) -> list[int]:
+        """:meth:`Segment.take_unsynced` of every segment: descriptors for the caller to fsync and close."""
+        fds: list[int] = []
+        try:
+            for segment in self._segments:
+                fds += segment.take_unsynced()
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return fds
+
     def close(self) -> None:
         for segment in self._segments:
             segment.close()

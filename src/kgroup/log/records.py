@@ -18,13 +18,16 @@ it does in Kafka (a base of 2^63-1 with a delta of 2^62 is a negative timestamp 
 
 from __future__ import annotations
 
+from typing import Any
+
 from kgroup.log.errors import LogErrorCode
 from kgroup.model import PeerError
 
-__all__ = ["java_long", "walk_records"]
+__all__ = ["java_long", "kernel_loaded", "load_kernel", "walk_records"]
 
 _LONG = 1 << 64
 _LONG_MIN = -(1 << 63)
+_LONG_MAX = (1 << 63) - 1
 _VARINT_MASK = (1 << 32) - 1
 _VARLONG_MASK = (1 << 64) - 1
 
@@ -61,19 +64,36 @@ def walk_records(
 
     ``log_append_time`` (a LogAppendTime batch's max timestamp) is every record's timestamp, as in
     Kafka's iterator. Raises :class:`PeerError` (INVALID_RECORD) for records Kafka refuses to read.
+
+    The produce path walks every record of every batch, so the varints that fit in one byte (small
+    deltas, null keys, header counts) and the lengths and deltas that fit in two (up to 8191) are read
+    inline here; longer ones, and any varint at the edge of its record, go through :func:`_varint`,
+    which raises Kafka's errors. Both give the same values.
     """
+    if (
+        _KERNEL_MIN_RECORDS <= count <= len(data) - start
+        and -_NO_WRAP < base_timestamp < _NO_WRAP
+        and _kernel is not None
+    ):
+        read = _walk_compiled(data, start, count, base_timestamp, log_append_time)
+        if read is not None:
+            return read
     entries: list[tuple[int, int]] = []
     append = entries.append
     position = start
     end = len(data)
+    varint = _varint
     for _ in range(count):
         if position >= end:
             raise _invalid("Incorrect declared batch size, premature EOF reached")
         byte = data[position]
         if byte < 0x80:
             length, body = (byte >> 1) ^ -(byte & 1), position + 1
+        elif position + 1 < end and data[position + 1] < 0x80:
+            raw = (byte & 0x7F) | (data[position + 1] << 7)
+            length, body = (raw >> 1) ^ -(raw & 1), position + 2
         else:
-            length, body = _varint(data, position, end, 5)
+            length, body = varint(data, position, end, 5)
         if length < 0 or body + length > end:
             raise _invalid(
                 f"Invalid record size: expected {length} bytes in record payload, but instead the "
@@ -81,40 +101,120 @@ def walk_records(
             )
         stop = body + length
         cursor = body + 1  # attributes
-        timestamp_delta, cursor = _varint(data, cursor, stop, 10)
-        offset_delta, cursor = _varint(data, cursor, stop, 5)
-        key_length, cursor = _varint(data, cursor, stop, 5)
+        if cursor < stop and (byte := data[cursor]) < 0x80:
+            timestamp_delta, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+        elif cursor + 1 < stop and (byte := data[cursor]) & 0x80 and data[cursor + 1] < 0x80:
+            raw = (byte & 0x7F) | (data[cursor + 1] << 7)
+            timestamp_delta, cursor = (raw >> 1) ^ -(raw & 1), cursor + 2
+        else:
+            timestamp_delta, cursor = varint(data, cursor, stop, 10)
+        if cursor < stop and (byte := data[cursor]) < 0x80:
+            offset_delta, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+        elif cursor + 1 < stop and (byte := data[cursor]) & 0x80 and data[cursor + 1] < 0x80:
+            raw = (byte & 0x7F) | (data[cursor + 1] << 7)
+            offset_delta, cursor = (raw >> 1) ^ -(raw & 1), cursor + 2
+        else:
+            offset_delta, cursor = varint(data, cursor, stop, 5)
+        if cursor < stop and (byte := data[cursor]) < 0x80:
+            key_length, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+        else:
+            key_length, cursor = varint(data, cursor, stop, 5)
         if key_length > 0:
             cursor += key_length
-        value_length, cursor = _varint(data, cursor, stop, 5)
+        if cursor < stop and (byte := data[cursor]) < 0x80:
+            value_length, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+        elif cursor + 1 < stop and (byte := data[cursor]) & 0x80 and data[cursor + 1] < 0x80:
+            raw = (byte & 0x7F) | (data[cursor + 1] << 7)
+            value_length, cursor = (raw >> 1) ^ -(raw & 1), cursor + 2
+        else:
+            value_length, cursor = varint(data, cursor, stop, 5)
         if value_length > 0:
             cursor += value_length
-        headers, cursor = _varint(data, cursor, stop, 5)
-        if headers < 0:
-            raise _invalid(f"Found invalid number of record headers {headers}")
-        if headers > stop - cursor:
-            raise _invalid(
-                f"Found invalid number of record headers. {headers} is larger than the remaining size "
-                "of the buffer"
-            )
-        for _ in range(headers):
-            header_key_length, cursor = _varint(data, cursor, stop, 5)
-            if header_key_length < 0:
-                raise _invalid(f"Invalid negative header key size {header_key_length}")
-            cursor += header_key_length
-            header_value_length, cursor = _varint(data, cursor, stop, 5)
-            if header_value_length > 0:
-                cursor += header_value_length
+        if cursor < stop and (byte := data[cursor]) < 0x80:
+            headers, cursor = (byte >> 1) ^ -(byte & 1), cursor + 1
+        else:
+            headers, cursor = varint(data, cursor, stop, 5)
+        if headers:
+            cursor = _skip_headers(data, cursor, stop, headers)
         if cursor != stop:
             raise _invalid(
                 f"Invalid record size: expected to read {length} bytes in record payload, but instead "
                 f"read {cursor - body}"
             )
         if log_append_time is None:
-            append((offset_delta, java_long(base_timestamp + timestamp_delta)))
+            stamp = base_timestamp + timestamp_delta
+            if not _LONG_MIN <= stamp <= _LONG_MAX:
+                stamp = java_long(stamp)
+            append((offset_delta, stamp))
         else:
             append((offset_delta, log_append_time))
         position = stop
     if position != end:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
     return entries
+
+
+#: from this many records on, a batch is walked by the compiled kernel first, once it is loaded
+#: (below, setting up its arrays costs more than it saves)
+_KERNEL_MIN_RECORDS = 16
+#: a base timestamp of smaller magnitude plus a delta the kernel reads (under 2^27) cannot overflow
+_NO_WRAP = 1 << 62
+
+
+_kernel: Any = None
+
+
+def kernel_loaded() -> bool:
+    """Whether :func:`walk_records` uses the numba kernel (after :func:`load_kernel`)."""
+    return _kernel is not None
+
+
+def load_kernel() -> Any:
+    """The numba kernel of :func:`walk_records`, loaded now if it is not yet; from then on every batch
+    of many records is walked by it first. Loading imports numba and reads the kernel's cached machine
+    code (compiled once per machine): a second or more of CPU, so the broker does it in a thread, on
+    its first batch of many records, while the Python walk serves."""
+    global _kernel
+    if _kernel is None:
+        from kgroup.log._records_kernel import walk_kernel
+
+        _kernel = walk_kernel
+    return _kernel
+
+
+def _walk_compiled(
+    data: bytes, start: int, count: int, base_timestamp: int, log_append_time: int | None
+) -> list[tuple[int, int]] | None:
+    """What :func:`walk_records` answers, from the numba kernel; None when it leaves the batch to the
+    Python walk (a malformed record, a varint over 4 bytes)."""
+    import numpy as np
+
+    walk_kernel = load_kernel()
+    offset_deltas = np.empty(count, np.int64)
+    timestamp_deltas = np.empty(count, np.int64)
+    if walk_kernel(np.frombuffer(data, np.uint8), start, count, offset_deltas, timestamp_deltas) != 0:
+        return None
+    offsets: list[int] = offset_deltas.tolist()
+    if log_append_time is not None:
+        return [(offset, log_append_time) for offset in offsets]
+    return list(zip(offsets, (timestamp_deltas + base_timestamp).tolist(), strict=True))
+
+
+def _skip_headers(data: bytes, cursor: int, stop: int, headers: int) -> int:
+    """Past ``headers`` record headers from ``cursor`` (``DefaultRecord.readHeaders``' checks)."""
+    if headers < 0:
+        raise _invalid(f"Found invalid number of record headers {headers}")
+    if headers > stop - cursor:
+        raise _invalid(
+            f"Found invalid number of record headers. {headers} is larger than the remaining size "
+            "of the buffer"
+        )
+    for _ in range(headers):
+        header_key_length, cursor = _varint(data, cursor, stop, 5)
+        if header_key_length < 0:
+            raise _invalid(f"Invalid negative header key size {header_key_length}")
+        cursor += header_key_length
+        header_value_length, cursor = _varint(data, cursor, stop, 5)
+        if header_value_length > 0:
+            cursor += header_value_length
+    return cursor

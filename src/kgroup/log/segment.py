@@ -47,7 +47,7 @@ class SegmentRecovery:
     indexes_rebuilt: bool
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | bytearray) -> None:
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
@@ -235,7 +235,7 @@ class Segment:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def append(self, data: bytes, header: BatchHeader) -> None:
+    def append(self, data: bytes | bytearray, header: BatchHeader) -> None:
         """Write the batch at the end with write(2): in the OS's hands (not yet on disk) on return.
 
         A failed or short write is cut back off so the log never holds half a batch it acknowledged.
@@ -359,6 +359,24 @@ class Segment:
                 if path.exists():
                     os.fsync(self._handles.fd(path))
             self.dirty = False
+
+    def take_unsynced(self) -> list[int]:
+        """Duplicates of the descriptors of this segment's files if they were written since the last
+        fsync, which counts them synced from now on: the caller fsyncs and closes the duplicates (in
+        any thread; the cache may close its own descriptors meanwhile, and retention delete the files)."""
+        if not self.dirty:
+            return []
+        fds: list[int] = []
+        try:
+            for path in (self.log_path, self.index_path, self.time_index_path):
+                if path.exists():
+                    fds.append(os.dup(self._handles.fd(path)))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        self.dirty = False
+        return fds
 
     def close(self) -> None:
         for path in (self.log_path, self.index_path, self.time_index_path):
