@@ -235,3 +235,37 @@ def test_tick_hands_the_interval_fsync_over_and_appends_go_on(tmp_path: Path) ->
         assert len(handed) == 2 and not active.dirty
         handed[1].run()
         assert [record[3] for record in decode(log.read(0, 1 << 20))] == [b"before", b"during"]
+
+
+def test_a_failed_handed_over_fsync_marks_its_segments_unsynced_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kgroup.log.manager import PendingFlush
+
+    config = LogConfig(fsync=FsyncPolicy.INTERVAL, fsync_interval_ms=1000)
+    with LogManager(tmp_path, config) as manager:
+        manager.create_topic("t", 1)
+        log = manager.partition("t", 0)
+        log.append(kio_batch([b"a"]), now_ms=BASE_TIME_MS)
+        active = log._segments[-1]
+        handed: list[PendingFlush] = []
+        manager.tick(BASE_TIME_MS, flush_later=handed.append)
+        manager.tick(BASE_TIME_MS + 1000, flush_later=handed.append)
+        (pending,) = handed
+        assert not active.dirty
+        fds = list(pending.fds)
+
+        def failing_fsync(fd: int) -> None:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(os, "fsync", failing_fsync)
+        with pytest.raises(OSError, match="Input/output error"):
+            pending.run()
+        monkeypatch.undo()
+        for fd in fds:  # closed even though the fsync failed
+            with pytest.raises(OSError):
+                os.fstat(fd)
+        assert active.dirty  # the next interval takes it again
+        manager.tick(BASE_TIME_MS + 2000, flush_later=handed.append)
+        assert len(handed) == 2 and handed[1].fds and not active.dirty
+        handed[1].run()

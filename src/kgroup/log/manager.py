@@ -20,7 +20,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +36,7 @@ from kgroup.log.errors import (
 )
 from kgroup.log.handles import DEFAULT_MAX_OPEN_FILES, FileHandles
 from kgroup.log.partition import FsyncPolicy, PartitionLog, PartitionSettings
+from kgroup.log.segment import Segment
 from kgroup.model import KgroupError
 
 __all__ = [
@@ -181,12 +182,15 @@ class _Topic:
 class PendingFlush:
     """An fsync of log files taken by :meth:`LogManager.tick`: duplicated descriptors, its own to close.
 
-    :meth:`run` may be called in any thread (it touches nothing but its descriptors); it fsyncs and
-    closes every one of them, then raises the first error if an fsync failed.
+    :meth:`run` may be called in any thread (it touches nothing but its descriptors and, on failure,
+    its segments' ``dirty`` flags); it fsyncs and closes every one of them, then raises the first error
+    if an fsync failed — after marking the segments it took written-since-fsync again, so the next
+    interval fsyncs them once more (as an inline :meth:`LogManager.flush` that fails leaves them).
     """
 
-    def __init__(self, fds: list[int]) -> None:
+    def __init__(self, fds: list[int], segments: Sequence[Segment] = ()) -> None:
         self.fds = fds
+        self._segments = list(segments)
 
     def run(self) -> None:
         fds, self.fds = self.fds, []
@@ -199,6 +203,8 @@ class PendingFlush:
             finally:
                 os.close(fd)
         if failed is not None:
+            for segment in self._segments:
+                segment.dirty = True
             raise failed
 
 
@@ -377,9 +383,7 @@ class LogManager:
             raise UnknownTopicOrPartition(f"topic '{name}' does not exist")
         return topic
 
-    def _new_partitions(
-        self, name: str, numbers: range, settings: PartitionSettings
-    ) -> list[PartitionLog]:
+    def _new_partitions(self, name: str, numbers: range, settings: PartitionSettings) -> list[PartitionLog]:
         """Empty partitions (a directory each, no file until the first append), all or none: a
         failure removes the ones made and raises :class:`LogStorageError`."""
         logs: list[PartitionLog] = []
@@ -434,7 +438,8 @@ class LogManager:
                 if flush_later is None:
                     self.flush()
                 else:
-                    pending = PendingFlush(self._take_unsynced())
+                    taken: list[Segment] = []
+                    pending = PendingFlush(self._take_unsynced(taken), taken)
                     for coordinator in self._coordinator_logs.values():
                         coordinator.flush()
                     flush_later(pending)
@@ -448,12 +453,12 @@ class LogManager:
                 for log in topic.partitions:
                     log.apply_retention(now_ms)
 
-    def _take_unsynced(self) -> list[int]:
+    def _take_unsynced(self, taken: list[Segment]) -> list[int]:
         fds: list[int] = []
         try:
             for topic in self._topics.values():
                 for log in topic.partitions:
-                    fds += log.take_unsynced()
+                    fds += log.take_unsynced(taken)
         except OSError:
             PendingFlush(fds).run()
             raise
@@ -492,7 +497,6 @@ class LogManager:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
 
 
 class TopicCreation:
@@ -558,6 +562,7 @@ class TopicCreation:
         self._ended = True
         self._manager._discard(self.name, self._logs, range(self.partitions))
         self._manager._creating.discard(self.name)
+
 
 def _or(value: int | None, default: int) -> int:
     return default if value is None else value

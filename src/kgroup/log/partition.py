@@ -400,12 +400,16 @@ class PartitionLog:
         for segment in self._segments:
             segment.flush()
 
-    def take_unsynced(self) -> list[int]:
-        """:meth:`Segment.take_unsynced` of every segment: descriptors for the caller to fsync and close."""
+    def take_unsynced(self, taken: list[Segment] | None = None) -> list[int]:
+        """:meth:`Segment.take_unsynced` of every segment: descriptors for the caller to fsync and close
+        (the segments they came from appended to ``taken``)."""
         fds: list[int] = []
         try:
             for segment in self._segments:
-                fds += segment.take_unsynced()
+                got = segment.take_unsynced()
+                if got and taken is not None:
+                    taken.append(segment)
+                fds += got
         except OSError:
             for fd in fds:
                 os.close(fd)
