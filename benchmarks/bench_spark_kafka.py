@@ -8,7 +8,9 @@ On each broker — ``kgroup serve`` (its own process) and Apache Kafka
    each into a fresh topic of ``--partitions`` partitions;
 2. a batch read of those records by ``spark.read.format("kgroup")`` and by ``spark.read.format("kafka")``;
 
-and once: 3. the same records read from Parquet by Spark — the ceiling of a Spark scan on this machine.
+and once: 3. the same records read from Parquet by Spark — the ceiling of a Spark scan on this machine;
+4. a Python data source that yields ready-made Arrow batches of the same shape (no Kafka, no decoding)
+— the ceiling of any source on PySpark's Python Data Source API, ``format("kgroup")`` included.
 
 Every figure is the median of ``--repeats`` runs, the peers' runs interleaved; every read forces the
 values through (``sum(length(value))``) and checks the record count. Spark's connector comes from
@@ -103,6 +105,51 @@ def _spark(jars: list[Path]) -> Any:
     )
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _arrow_ceiling_source(records: int, partitions: int) -> Any:
+    """A data source whose tasks yield one ready-made Arrow batch of Kafka's schema again and again."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    per_task = records // partitions
+    schema = (
+        "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+        "timestampType int"
+    )
+
+    class CeilingReader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            return [InputPartition(i) for i in range(partitions)]
+
+        def read(self, partition: InputPartition) -> Any:
+            import numpy as np
+            import pyarrow as pa
+
+            rows = 10_000
+            values = pa.array([b"%08d" % i + b"x" * (VALUE_BYTES - 8) for i in range(rows)], pa.binary())
+            keys = pa.array([b"user-%d" % i for i in range(rows)], pa.binary())
+            batch = pa.RecordBatch.from_arrays(
+                [keys, values, pa.array(["bench"] * rows), pa.array(np.zeros(rows, np.int32)),
+                 pa.array(np.arange(rows, dtype=np.int64)),
+                 pa.array(np.zeros(rows, np.int64)).cast(pa.timestamp("us", tz="UTC")),
+                 pa.array(np.zeros(rows, np.int32))],
+                names=["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"],
+            )  # fmt: skip
+            for _ in range(per_task // rows):
+                yield batch
+
+    class CeilingSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "arrow_ceiling"
+
+        def schema(self) -> str:
+            return schema
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return CeilingReader()
+
+    return CeilingSource
 
 
 def _timed(label: str, fn: Callable[[], Any]) -> float:
@@ -241,6 +288,22 @@ def main() -> None:
             if row["b"] != n * VALUE_BYTES:
                 raise SystemExit(f"the Parquet scan read {row['b']} bytes")
 
+        spark.dataSource.register(_arrow_ceiling_source(n, args.partitions))
+
+        def ceiling_read() -> None:
+            row = (
+                spark.read.format("arrow_ceiling")
+                .load()
+                .select(F.sum(F.length("value")).alias("b"))
+                .collect()[0]
+            )
+            if row["b"] != n * VALUE_BYTES:
+                raise SystemExit(f"the Arrow ceiling source read {row['b']} bytes")
+
+        ceiling_read()  # warm its Python workers once
+        ceiling = [_timed(f"Arrow ceiling #{i}", ceiling_read) for i in range(args.repeats)]
+        results["python_source_ceiling_s"] = statistics.median(ceiling)
+        results["python_source_ceiling_all"] = ceiling
         parquet_read()  # warm the scan code once
         parquet = [_timed(f"Parquet read #{i}", parquet_read) for i in range(args.repeats)]
         results["parquet_read_s"] = statistics.median(parquet)
@@ -282,6 +345,9 @@ def _print_table(results: dict[str, Any]) -> None:
             (broker, 'sink, `df.write.format("kafka")` (Spark\'s connector)', figures["sink kafka"]),
         ]
     rows.append(("—", "Spark reading the same records from Parquet", results["parquet_read_s"]))
+    rows.append(
+        ("—", "a Python data source yielding ready Arrow batches", results["python_source_ceiling_s"])
+    )
     for broker, label, seconds in rows:
         print(f"| {broker} | {label} | {seconds:.2f} | {n / seconds:,.0f} | {mb / seconds:.1f} |")
 
