@@ -54,6 +54,7 @@ def _start_kgroup_serve(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
     process = subprocess.Popen(
         [str(kgroup), "serve", "--port", str(port), "--fsync", "never", "--data-dir", str(workdir / "broker"),
          "-q"],
+        stdout=subprocess.DEVNULL,  # its "listening" line would mix into --json's output
     )  # fmt: skip
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
