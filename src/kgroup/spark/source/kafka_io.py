@@ -4,8 +4,10 @@ producing).
 
 * :class:`OffsetLookup` — the driver's view: topics, partitions, earliest and latest offsets
   (ListOffsets through the admin client, at the configured isolation level);
-* :func:`fetch_range` — one executor task: ``assign`` + seek to the range's first offset, fetch up
-  to (not including) its end, as Arrow record batches in the source's schema;
+* :func:`fetch_range` — one executor task: the range's records as Arrow record batches in the
+  source's schema. On a PLAINTEXT connection they are fetched raw and decoded in bulk
+  (:mod:`kgroup.spark.source.bulk_read`); otherwise librdkafka fetches them (``assign`` + seek to the
+  range's first offset, fetch up to, not including, its end), a Python object per record;
 * :func:`consumer_config` / :func:`producer_config` — what the clients are given.
 
 Every wait is bounded (``kafka.default.api.timeout.ms`` for the driver's requests,
@@ -22,8 +24,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kgroup.model import KgroupError, TopicPartition
+from kgroup.spark.source.bulk_read import can_read_in_bulk, read_range_in_bulk
 from kgroup.spark.source.options import SourceOptions, Subscription, check_client_config
 from kgroup.spark.source.ranges import DataLossReporter, OffsetRange
+from kgroup.spark.source.record_columns import arrow_schema
 
 __all__ = [
     "ARROW_BATCH_ROWS",
@@ -31,6 +35,7 @@ __all__ = [
     "arrow_schema",
     "consumer_config",
     "fetch_range",
+    "fetch_range_with_librdkafka",
     "producer_config",
 ]
 
@@ -167,25 +172,6 @@ class OffsetLookup:
             raise self._unreachable(exc) from None
 
 
-def arrow_schema(include_headers: bool) -> Any:
-    """The Arrow form of Spark's Kafka schema (what ``DataSourceReader.read`` yields)."""
-    import pyarrow as pa
-
-    fields = [
-        pa.field("key", pa.binary()),
-        pa.field("value", pa.binary()),
-        pa.field("topic", pa.string()),
-        pa.field("partition", pa.int32()),
-        pa.field("offset", pa.int64()),
-        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
-        pa.field("timestampType", pa.int32()),
-    ]
-    if include_headers:
-        header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
-        fields.append(pa.field("headers", pa.list_(header)))
-    return pa.schema(fields)
-
-
 class _Columns:
     """Column lists of the records fetched since the last Arrow batch (filled a fetched list at a time:
     one list comprehension per column is much cheaper than a Python call per record)."""
@@ -253,6 +239,16 @@ def fetch_range(
     (deleted by retention since planning) is data loss too; without ``failOnDataLoss`` the fetch goes
     on from the earliest offset kept.
     """
+    if can_read_in_bulk(options.client_dict()):
+        yield from read_range_in_bulk(options, piece, report, batch_rows)
+    else:
+        yield from fetch_range_with_librdkafka(options, piece, report, batch_rows)
+
+
+def fetch_range_with_librdkafka(
+    options: SourceOptions, piece: OffsetRange, report: DataLossReporter, batch_rows: int = ARROW_BATCH_ROWS
+) -> Iterator[Any]:
+    """:func:`fetch_range` through confluent-kafka's consumer (every security protocol librdkafka has)."""
     from confluent_kafka import Consumer
 
     if piece.size <= 0:
