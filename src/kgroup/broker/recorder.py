@@ -46,16 +46,9 @@ from kgroup.group.records import (
     Record,
     StaticMemberReplaced,
 )
-from kgroup.group.records.consumer import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-)
 from kgroup.messages import ConsumerGroupHeartbeatRequest, Envelope, LeaveGroupRequest
 from kgroup.model import TopicId
-from kgroup.record.builder import RecordingBuilder, assignment_partitions
+from kgroup.record.builder import FOLLOWED_CONSUMER_RECORDS, RecordingBuilder, assignment_partitions
 
 __all__ = ["RECORDING_FILE", "GroupRecorder"]
 
@@ -63,13 +56,6 @@ log = logging.getLogger("kgroup.broker")
 RECORDING_FILE = "result.json"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 _CLASSIC_RECORDS = (GroupStateChanged, GenerationStarted, MemberUpserted, MemberRemoved, StaticMemberReplaced)
-_CONSUMER_RECORDS = (
-    ConsumerGroupMetadata,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupTargetAssignmentMetadata,
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupTargetAssignmentMember,
-)
 #: a ConsumerGroupHeartbeat's member epoch when the member leaves (-2: a static member, for now)
 _LEAVING_EPOCHS = (-1, -2)
 
@@ -106,7 +92,7 @@ class GroupRecorder:
         left = any(_leaves(envelope.body) for envelope in requests)
         reason = "leave_group" if left else "expired"
         for record in records:
-            if isinstance(record, _CONSUMER_RECORDS):
+            if isinstance(record, FOLLOWED_CONSUMER_RECORDS):
                 group = self._group(record.group_id, now_ms, topic_name)
                 t = group.built.last_ms = now_ms - group.start_ms
                 group.built.consumer_record(t, record, reason, lost=not left)

@@ -34,7 +34,16 @@ from kgroup.group.records.consumer import (
 )
 from kgroup.model import PeerError, TopicId
 
-__all__ = ["RecordingBuilder", "assignment_partitions", "partition_key"]
+__all__ = ["FOLLOWED_CONSUMER_RECORDS", "RecordingBuilder", "assignment_partitions", "partition_key"]
+
+#: the KIP-848 records :meth:`RecordingBuilder.consumer_record` follows (its recorders pass these on)
+FOLLOWED_CONSUMER_RECORDS = (
+    ConsumerGroupMetadata,
+    ConsumerGroupMemberMetadata,
+    ConsumerGroupTargetAssignmentMetadata,
+    ConsumerGroupCurrentMemberAssignment,
+    ConsumerGroupTargetAssignmentMember,
+)
 
 
 def assignment_partitions(data: bytes) -> list[str] | None:

@@ -31,13 +31,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgroup.group.records.consumer import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-)
 from kgroup.group.records.offsets_topic import (
     GroupMetadata,
     OffsetCommit,
@@ -45,17 +38,14 @@ from kgroup.group.records.offsets_topic import (
     record_group_id,
 )
 from kgroup.model import PeerError, TopicId
-from kgroup.record.builder import RecordingBuilder, assignment_partitions, partition_key
+from kgroup.record.builder import (
+    FOLLOWED_CONSUMER_RECORDS,
+    RecordingBuilder,
+    assignment_partitions,
+    partition_key,
+)
 
 __all__ = ["GroupHistory", "OffsetsEntry"]
-
-_CONSUMER_RECORDS = (
-    ConsumerGroupMetadata,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupTargetAssignmentMetadata,
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupTargetAssignmentMember,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +108,7 @@ class GroupHistory:
         elif isinstance(record, OffsetCommit):
             if record.offset is not None:
                 self.commits.setdefault(str(record.partition), []).append((t, record.offset))
-        elif isinstance(record, _CONSUMER_RECORDS):
+        elif isinstance(record, FOLLOWED_CONSUMER_RECORDS):
             self.built.consumer_record(t, record)
         return True
 
