@@ -77,9 +77,13 @@ def _check_run(entry: dict[str, Any], broker: str) -> None:
     assert measured["moved_partitions"] >= 2  # at least w1's partitions went to w0 after the crash
     # the broker's recording counted the generations the clients went through (the clusters of
     # on_assign); the last one came after the crash
+    # (a generation can form that no client gets an assignment of: with no initial delay the first
+    # member's generation may be overtaken by the second member's JoinGroup before its SyncGroup
+    # answers, and Kafka then answers REBALANCE_IN_PROGRESS, so the coordinator recorded it and
+    # the clients never saw it; CI saw 3 recorded and 2 seen)
     assigned = sorted(e["t_ms"] for e in run["consumer_log"] if e["kind"] == "assigned")
     clusters = 1 + sum(1 for a, b in itertools.pairwise(assigned) if b - a > GENERATION_GAP_MS)
-    assert run["generations_recorded"] == measured["rebalances"] == clusters >= 2
+    assert run["generations_recorded"] == measured["rebalances"] >= clusters >= 2
     assert assigned[-1] > killed[0]
     assert run["batches"] > 0
 

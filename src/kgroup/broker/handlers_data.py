@@ -17,7 +17,6 @@ from kgroup.broker.cluster import OFFSETS_TOPIC
 from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.log.errors import LogError
-from kgroup.log.records import load_kernel
 from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
@@ -65,30 +64,6 @@ _HEAVY_BATCH_RECORDS = 4096
 _ATTRIBUTES_LOW_BYTE = 22  # the codec is attributes & 7
 _RECORDS_COUNT = struct.Struct(">i")
 _RECORDS_COUNT_AT = 57
-
-
-#: a batch of at least this many records has the broker load the records kernel (in a thread, once)
-_KERNEL_WANTED_RECORDS = 16
-_kernel_requested = False
-
-
-def _want_records_kernel(records: bytes) -> None:
-    """On the first batch of many records: load :func:`kgroup.log.records.load_kernel` in a thread of
-    the loop's default executor (the Python walk serves until it is there). A broker that only ever
-    sees small batches never imports numba."""
-    global _kernel_requested
-    if _kernel_requested or len(records) <= _RECORDS_COUNT_AT + 4:
-        return
-    if _RECORDS_COUNT.unpack_from(records, _RECORDS_COUNT_AT)[0] >= _KERNEL_WANTED_RECORDS:
-        _kernel_requested = True
-        asyncio.get_running_loop().run_in_executor(None, _load_kernel_quietly)
-
-
-def _load_kernel_quietly() -> None:
-    try:
-        load_kernel()
-    except Exception:  # numba unusable here: the Python walk serves every batch
-        log.warning("the records kernel could not be loaded; records are walked in Python", exc_info=True)
 
 
 def _heavy(records: bytes) -> bool:
@@ -141,7 +116,6 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 plog = services.cluster.partition_log(topic.name, index)
                 assert plog is not None
                 records = bytes(part.records or b"")
-                _want_records_kernel(records)
                 try:
                     if _heavy(records):  # inflating and walking its records: off the event loop
                         result = plog.append(

@@ -229,6 +229,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"bootstrap.servers={broker.bootstrap_servers}  data-dir={data_dir}", err=False)
             sys.stdout.flush()
 
+        _load_records_kernel()
         # a cluster gets the control channel of `kgroup serve-ctl` (its port in DATA_DIR/serve-ctl.port)
         run_broker(config, logs, started, control_dir=data_dir if brokers > 1 else None)
         if recorder is not None:
@@ -262,3 +263,15 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"server: {made.server_cert} key {made.server_key}")
         for name, (cert, key) in made.clients.items():
             typer.echo(f"client {name}: {cert} key {key}")
+
+
+def _load_records_kernel() -> None:
+    """The numba kernel that walks the records of large produced batches, loaded before the broker
+    listens: loading it (about a second of CPU, holding the GIL) while requests wait would stall the
+    event loop. Without numba the Python walk serves every batch."""
+    from kgroup.log.records import load_kernel
+
+    try:
+        load_kernel()
+    except Exception as exc:  # numba unusable here
+        logging.getLogger("kgroup.broker").warning("records are walked in Python: %s", exc)

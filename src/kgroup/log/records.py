@@ -172,8 +172,8 @@ def kernel_loaded() -> bool:
 def load_kernel() -> Any:
     """The numba kernel of :func:`walk_records`, loaded now if it is not yet; from then on every batch
     of many records is walked by it first. Loading imports numba and reads the kernel's cached machine
-    code (compiled once per machine): a second or more of CPU, so the broker does it in a thread, on
-    its first batch of many records, while the Python walk serves."""
+    code (compiled once per machine): a second or more of CPU holding the GIL, so ``kgroup serve``
+    does it before it listens, never while requests wait."""
     global _kernel
     if _kernel is None:
         from kgroup.log._records_kernel import walk_kernel
