@@ -1,5 +1,5 @@
-"""numba kernel of :func:`kgroup.log.records.walk_records` (imported lazily, on the first batch of many
-records).
+"""numba kernel of :func:`kgroup.log.records.walk_records` (loaded by :func:`~kgroup.log.records.load_kernel`:
+``kgroup serve`` loads it before it listens).
 
 It reads what the Python walk reads, for well-formed records only: any record it cannot read the
 usual way — a varint of more than 4 bytes, a length past its record or batch, a negative header count

@@ -176,8 +176,14 @@ def load_kernel() -> Any:
     does it before it listens, never while requests wait."""
     global _kernel
     if _kernel is None:
+        import numpy as np
+
         from kgroup.log._records_kernel import walk_kernel
 
+        # numba compiles (or reads from its cache) on the first call: make it now, with the argument
+        # types of every later call (a read-only byte array of the request's bytes)
+        none = np.empty(0, np.int64)
+        walk_kernel(np.frombuffer(b"", np.uint8), 0, 0, none, none)
         _kernel = walk_kernel
     return _kernel
 
