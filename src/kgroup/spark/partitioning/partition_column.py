@@ -127,6 +127,22 @@ class KeylessProducer:
         return out
 
 
+def _task_producers(
+    strategy: str, user_seed: int, task_id: int, counts: Sequence[int], record_bytes: int, batch_size: int
+) -> list[KeylessProducer]:
+    """One Spark task's modelled producers, one per partition count, each with its own seeded sequence."""
+    return [
+        KeylessProducer(
+            strategy,
+            random.Random(task_seed(user_seed, task_id, n)),
+            n,
+            record_bytes=record_bytes,
+            batch_size=batch_size,
+        )
+        for n in counts
+    ]
+
+
 def _check_keyless_settings(strategy: str, record_bytes: int, batch_size: int) -> None:
     """Fail on the driver, before any Spark job starts, for a bad strategy name or size."""
     for name, value in (("record_bytes", record_bytes), ("batch_size", batch_size)):
@@ -228,16 +244,9 @@ def with_kafka_partitions(
                 continue
             if keys.null_count and null_key_strategy is not None:
                 if producers is None:  # one producer per task: created on its first keyless record
-                    producers = [
-                        KeylessProducer(
-                            null_key_strategy,
-                            random.Random(task_seed(user_seed, task_id, n)),
-                            n,
-                            record_bytes=record_bytes,
-                            batch_size=batch_size,
-                        )
-                        for n in counts
-                    ]
+                    producers = _task_producers(
+                        null_key_strategy, user_seed, task_id, counts, record_bytes, batch_size
+                    )
                 positions = np.flatnonzero(keys.is_null().to_numpy(zero_copy_only=False))
                 for row, producer in enumerate(producers):
                     parts[row, positions] = producer.place(len(positions))
@@ -341,16 +350,7 @@ def _keyless_partitions_udf(
                 yield pa.StructArray.from_arrays([empty] * len(fields), names=fields)
                 continue
             if producers is None:  # one producer per task: created on its first keyless record
-                producers = [
-                    KeylessProducer(
-                        strategy,
-                        random.Random(task_seed(user_seed, task_id, n)),
-                        n,
-                        record_bytes=record_bytes,
-                        batch_size=batch_size,
-                    )
-                    for n in counts
-                ]
+                producers = _task_producers(strategy, user_seed, task_id, counts, record_bytes, batch_size)
             keyed = ~missing
             arrays = []
             for producer in producers:
