@@ -19,7 +19,18 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-__all__ = ["CompileFailed", "JavaToolMissing", "cache_root", "compile_jar", "find_java_tool"]
+__all__ = [
+    "CompileFailed",
+    "JavaToolMissing",
+    "MavenFailed",
+    "cache_root",
+    "compile_jar",
+    "find_java_tool",
+    "maven_copy_dependencies",
+]
+
+#: the plugin that copies a project's runtime dependencies into a folder
+_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 
 #: javac is a JVM start plus a few small files: well under this on any machine
 COMPILE_TIMEOUT_S = 180
@@ -109,3 +120,62 @@ def compile_jar(
         shutil.copyfile(partial, staged)
         os.replace(staged, target)
     return target
+
+
+class MavenFailed(Exception):
+    """``mvn`` is missing, timed out or could not resolve: the message says which (one line)."""
+
+
+def _maven_error(output: str) -> str:
+    """The line of mvn's output that says what went wrong (``[ERROR] …``), shortened."""
+    for line in output.splitlines():
+        text = line.strip()
+        if text.startswith("[ERROR]") and len(text) > len("[ERROR] "):
+            return text.removeprefix("[ERROR]").strip()[:300]
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "no output"
+
+
+def maven_copy_dependencies(
+    pom: str, home: Path, folder: str, *, what: str, timeout_s: float, check: Callable[[Path], str | None]
+) -> Path:
+    """Resolve the runtime dependencies of the project ``pom`` with ``mvn`` and put their jars in
+    ``home/folder`` (replacing what was there only once they are all fetched). ``what`` names them in
+    messages; ``check`` looks at the staged folder and says what is wrong with it, or ``None``.
+    Raises :class:`MavenFailed`."""
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise MavenFailed(f"{what} needs Maven to fetch its jars: install it (e.g. apt-get install maven)")
+    home.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kgroup-mvn-", dir=home) as work:
+        pom_file = Path(work) / "pom.xml"
+        pom_file.write_text(pom)
+        staged = Path(work) / folder
+        command = [
+            mvn, "-B", "-f", str(pom_file), f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
+            f"-DoutputDirectory={staged}", "-DincludeScope=runtime",
+        ]  # fmt: skip
+        try:
+            result = subprocess.run(
+                command, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL
+            )
+        except subprocess.TimeoutExpired:
+            raise MavenFailed(
+                f"mvn did not finish resolving {what} within {timeout_s:.0f} s: check that Maven Central "
+                "can be reached"
+            ) from None
+        except OSError as exc:
+            raise MavenFailed(f"mvn did not run: {exc}") from None
+        if result.returncode != 0:
+            raise MavenFailed(
+                f"mvn could not resolve {what} ({_maven_error(result.stdout + result.stderr)}): check that "
+                "Maven Central can be reached"
+            )
+        problem = check(staged)
+        if problem is not None:
+            raise MavenFailed(f"mvn finished but {problem}")
+        final = home / folder
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(staged, final)
+    return final

@@ -12,21 +12,16 @@ installed: the benchmark then runs the 4.2.0 connector in Spark 4.3.0 (``--conne
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from kgroup.javatools import cache_root
+from kgroup.javatools import MavenFailed, cache_root, maven_copy_dependencies
 from kgroup.model import KgroupError
 
 __all__ = ["ConnectorUnavailable", "connector_jars", "spark_version"]
 
 SCALA_VERSION = "2.13"
-_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 RESOLVE_TIMEOUT_S = 600
 
 
@@ -61,41 +56,15 @@ def _pom(version: str) -> str:
 
 
 def _resolve(version: str, home: Path) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ConnectorUnavailable(
-            "spark-sql-kafka-0-10 needs Maven to fetch its jars: install it (e.g. apt-get install maven)"
-        )
-    home.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kgroup-mvn-", dir=home) as work:
-        pom = Path(work) / "pom.xml"
-        pom.write_text(_pom(version))
-        staged = Path(work) / "jars"
-        command = [
-            mvn, "-B", "-q", "-f", str(pom), f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
-            f"-DoutputDirectory={staged}", "-DincludeScope=runtime",
-        ]  # fmt: skip
-        try:
-            result = subprocess.run(
-                command, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S, stdin=subprocess.DEVNULL
-            )
-        except subprocess.TimeoutExpired:
-            raise ConnectorUnavailable(
-                f"mvn did not resolve spark-sql-kafka-0-10 {version} within {RESOLVE_TIMEOUT_S} s: "
-                "check that Maven Central can be reached"
-            ) from None
-        if result.returncode != 0:
-            lines = [line for line in (result.stdout + result.stderr).splitlines() if "ERROR" in line]
-            raise ConnectorUnavailable(
-                f"mvn could not resolve spark-sql-kafka-0-10_{SCALA_VERSION}:{version} "
-                f"({(lines[0] if lines else 'no output')[:300]}): check that Maven Central can be reached "
-                "and has that release (it may publish the connector later than PySpark; name an older "
-                "release: fetch 4.2.0)"
-            )
-        final = home / "jars"
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(staged, final)
+    try:
+        maven_copy_dependencies(
+            _pom(version), home, "jars", what=f"spark-sql-kafka-0-10_{SCALA_VERSION}:{version}",
+            timeout_s=RESOLVE_TIMEOUT_S, check=lambda staged: None,
+        )  # fmt: skip
+    except MavenFailed as exc:
+        # Maven Central may publish the connector later than PySpark
+        hint = "; or name an older release that Maven Central has: fetch 4.2.0"
+        raise ConnectorUnavailable(str(exc) + ("" if "needs Maven" in str(exc) else hint)) from None
     (home / "RESOLVED").write_text(version + "\n")
 
 

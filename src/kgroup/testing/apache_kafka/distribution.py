@@ -13,13 +13,10 @@ Every failure is one line that says what to do: no JDK, no Maven, a registry tha
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgroup.javatools import JavaToolMissing, cache_root, find_java_tool
+from kgroup.javatools import JavaToolMissing, MavenFailed, cache_root, find_java_tool, maven_copy_dependencies
 from kgroup.model import KgroupError
 
 __all__ = [
@@ -39,7 +36,6 @@ SCALA_VERSION = "2.13"
 #: The log4j 2 release Kafka 4.4.0 depends on; its SLF4J binding gives the broker a log file.
 LOG4J_VERSION = "2.25.5"
 #: maven-dependency-plugin, pinned so every machine resolves the same way
-_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 #: resolving the 45 jars (43 MiB) took 22 s with them in ~/.m2 already; a cold ~/.m2 downloads them first
 RESOLVE_TIMEOUT_S = 600
 
@@ -108,61 +104,19 @@ def _pom(version: str) -> str:
 """
 
 
-def _maven_error(output: str) -> str:
-    """The line of mvn's output that says what went wrong (``[ERROR] …``), shortened."""
-    for line in output.splitlines():
-        text = line.strip()
-        if text.startswith("[ERROR]") and len(text) > len("[ERROR] "):
-            return text.removeprefix("[ERROR]").strip()[:300]
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return lines[-1][:300] if lines else "no output"
-
-
 def _resolve(version: str, home: Path) -> None:
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise KafkaUnavailable(
-            f"Apache Kafka {version} needs Maven to fetch its jars: install it (e.g. apt-get install maven) "
-            f"or point KGROUP_KAFKA_HOME at a directory holding libs/ of Kafka {version}"
-        )
-    home.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="kgroup-mvn-", dir=home) as work:
-        pom = Path(work) / "pom.xml"
-        pom.write_text(_pom(version))
-        staged = Path(work) / "libs"
-        command = [
-            mvn,
-            "-B",
-            "-f",
-            str(pom),
-            f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
-            f"-DoutputDirectory={staged}",
-            "-DincludeScope=runtime",
-        ]
-        try:
-            result = subprocess.run(
-                command, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S, stdin=subprocess.DEVNULL
-            )
-        except subprocess.TimeoutExpired:
-            raise KafkaUnavailable(
-                f"mvn did not finish resolving Apache Kafka {version} within {RESOLVE_TIMEOUT_S} s: "
-                "check that Maven Central can be reached"
-            ) from None
-        except OSError as exc:
-            raise KafkaUnavailable(f"mvn did not run: {exc}") from None
-        if result.returncode != 0:
-            raise KafkaUnavailable(
-                f"mvn could not resolve Apache Kafka {version}'s jars "
-                f"({_maven_error(result.stdout + result.stderr)}): check that Maven Central can be reached"
-            )
-        if not any(staged.glob(f"kafka_{SCALA_VERSION}-{version}.jar")):
-            raise KafkaUnavailable(
-                f"mvn finished but kafka_{SCALA_VERSION}-{version}.jar is missing from {staged}"
-            )
-        final = home / "libs"
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(staged, final)
+    def check(staged: Path) -> str | None:
+        jar = f"kafka_{SCALA_VERSION}-{version}.jar"
+        return None if any(staged.glob(jar)) else f"{jar} is missing from {staged}"
+
+    try:
+        maven_copy_dependencies(
+            _pom(version), home, "libs", what=f"Apache Kafka {version}'s jars", timeout_s=RESOLVE_TIMEOUT_S,
+            check=check,
+        )  # fmt: skip
+    except MavenFailed as exc:
+        hint = f" (or point KGROUP_KAFKA_HOME at a directory holding libs/ of Kafka {version})"
+        raise KafkaUnavailable(str(exc) + (hint if "needs Maven" in str(exc) else "")) from None
     (home / "RESOLVED").write_text(version + "\n")
 
 
