@@ -167,9 +167,9 @@ def maven_copy_dependencies(
         except OSError as exc:
             raise MavenFailed(f"mvn did not run: {exc}") from None
         if result.returncode != 0:
+            error = _maven_error(result.stdout + result.stderr)
             raise MavenFailed(
-                f"mvn could not resolve {what} ({_maven_error(result.stdout + result.stderr)}): check that "
-                "Maven Central can be reached"
+                f"mvn could not resolve {what}'s jars ({error}): check that Maven Central can be reached"
             )
         problem = check(staged)
         if problem is not None:

@@ -111,7 +111,7 @@ def _resolve(version: str, home: Path) -> None:
 
     try:
         maven_copy_dependencies(
-            _pom(version), home, "libs", what=f"Apache Kafka {version}'s jars", timeout_s=RESOLVE_TIMEOUT_S,
+            _pom(version), home, "libs", what=f"Apache Kafka {version}", timeout_s=RESOLVE_TIMEOUT_S,
             check=check,
         )  # fmt: skip
     except MavenFailed as exc:
