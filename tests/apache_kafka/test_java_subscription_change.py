@@ -13,10 +13,15 @@ With eager ``sticky`` (Kafka's ``StickyAssignor``) the target refuses that assig
 (``onJoinComplete``: "received assignment … does not match the current subscription") and keeps its
 sticky user data (its generation-2 claim); every later generation hands part of that stale claim in
 ``b`` back to it, it refuses again, and the group rebalances again — for as long as the test watches.
-Each generation's assignment is exactly what kgroup's own ``StickyAssignor`` computes from the same
-members (ids, subscriptions, claims). With ``cooperative-sticky`` the target refuses the one
-generation assigned from its old subscription, then revokes ``b`` in ``onJoinPrepare`` and the group
-settles (docs/member.md, "A changed subscription and eager sticky's stale claims").
+Each generation's assignment is exactly what Kafka's own ``StickyAssignor`` (the oracle), and
+kgroup's, computes from what the leader received: the members in the JoinGroup response's order,
+each one's claim (its user data) and its subscription's ``generationId``, on an assignor that
+already saw the leader's earlier generations (``maxGeneration`` lives in the leader's assignor
+instance). The claims themselves are asserted to be what docs/member.md says: the target's
+generation-2 one, the others' latest, every subscription at the generation before. With
+``cooperative-sticky`` the target refuses the one generation assigned from its old subscription,
+then revokes ``b`` in ``onJoinPrepare`` and the group settles (docs/member.md, "A changed
+subscription and eager sticky's stale claims").
 """
 
 from __future__ import annotations
@@ -24,15 +29,20 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from apache_kafka.conftest import Target
 from apache_kafka.groups import FAST, all_partitions, show, wait_settled
+from kgroup.assignors.fileformat import parse_assignment_file, run_assignment_file
+from kgroup.assignors.sticky.userdata import decode_sticky_user_data
 from kgroup.model import TopicPartition
 from kgroup.testing.apache_kafka import ApacheKafka, KafkaOracle
 from kgroup.testing.apache_kafka.java_client import JavaConsumer, Rebalance, close_all, start_all
+from kgroup.wire.consumer_protocol import decode_subscription
 
 pytestmark = pytest.mark.slow
 
@@ -42,7 +52,13 @@ LOOPS = 4
 _SYNCED = re.compile(r"Successfully synced group in generation Generation\{generationId=(\d+)")
 _REFUSED = re.compile(r"Request joining group due to: received assignment \[(.*?)\] does not match")
 _JOINING = "(Re-)joining group"
+_SYNC_FAILED = re.compile(r"SyncGroup failed: .*?Sent generation was Generation\{generationId=(\d+)")
 _UPDATED = "Updated cluster metadata updateVersion"
+#: the leader's JoinGroup answer (DEBUG): its generation, then each member's id and protocol metadata
+_LEADER_JOINED = re.compile(
+    r"Received successful JoinGroup response: JoinGroupResponseData\(.*?generationId=(\d+)"
+)
+_JOINED_MEMBER = re.compile(r"JoinGroupResponseMember\(memberId='([^']+)'[^\]]*?metadata=\[([-\d, ]*)\]")
 
 
 def _log(consumer: JavaConsumer) -> str:
@@ -73,6 +89,46 @@ def _accepted(consumer: JavaConsumer, generation: int) -> frozenset[TopicPartiti
     return found[-1].assignment
 
 
+@dataclass(frozen=True)
+class _Joined:
+    """One member as the leader's JoinGroup response gave it: its subscription and sticky claim."""
+
+    member_id: str
+    topics: tuple[str, ...]
+    claim: frozenset[TopicPartition]
+    claim_generation: int  # the user data's generation (-1: no user data)
+    generation_id: int  # the subscription's own generationId field (the generation it last joined)
+
+
+def _leader_joins(consumers: list[JavaConsumer]) -> dict[int, list[_Joined]]:
+    """Every generation's members, in the order of the JoinGroup response the leader assigned from
+    (parsed from the DEBUG log of whichever consumer led that generation)."""
+    out: dict[int, list[_Joined]] = {}
+    for consumer in consumers:
+        for line in _log(consumer).splitlines():
+            if not (found := _LEADER_JOINED.search(line)):
+                continue
+            members = []
+            for member in _JOINED_MEMBER.finditer(line):
+                metadata = bytes(int(b) & 0xFF for b in member.group(2).split(",") if b.strip())
+                subscription = decode_subscription(metadata)
+                claim, claim_generation = (
+                    decode_sticky_user_data(subscription.user_data) if subscription.user_data else ([], None)
+                )
+                members.append(
+                    _Joined(
+                        member.group(1),
+                        subscription.topics,
+                        frozenset(claim),
+                        -1 if claim_generation is None else claim_generation,
+                        subscription.generation_id,
+                    )
+                )
+            if members:  # only the leader's answer lists the members
+                out[int(found.group(1))] = members
+    return out
+
+
 def _short(table: dict[str, frozenset[TopicPartition]], prefix: str) -> dict[str, str]:
     """``{"c0": "a0 a1 b2"}`` for an assertion message."""
     cut = len(prefix) + 1
@@ -90,29 +146,34 @@ def _wait(condition: Callable[[], bool], what: str, timeout_s: float = 30.0) -> 
 
 
 class _AfterOthers:
-    """The target's ``onPartitionsRevoked`` at a rejoin returns only once the other members took the
-    generation it refused (their ``assigned`` callback, which Kafka calls after ``onAssignment``):
-    its JoinGroup then never reaches the coordinator before their SyncGroup, so every member but the
-    target accepts every generation — the interleaving in which the claims are as docs/member.md
-    describes. (Without it the refusing member's rejoin may overtake their SyncGroup; then they miss
-    the generation and send older claims, or none.)"""
+    """The target's ``onPartitionsRevoked`` at a rejoin returns only once every other member is done
+    with the generation it refused: took it (its ``assigned`` callback, which Kafka calls after
+    ``onAssignment``) or was told at SyncGroup that the group moved on (another member's own rejoin:
+    cooperative's second rebalance). Its JoinGroup then never overtakes their SyncGroup, so in the
+    eager case every member but the target accepts every generation — the interleaving in which the
+    claims are as docs/member.md describes. (Without it the refusing member's rejoin may overtake
+    their SyncGroup; then they miss the generation and send older claims, or none.)"""
 
     def __init__(self) -> None:
         self.others: list[JavaConsumer] = []
         #: generations whose wait ran out (the interleaving the test describes did not happen)
         self.timed_out: list[int] = []
 
+    @staticmethod
+    def _done_with(consumer: JavaConsumer, generation: int) -> bool:
+        if any(r.kind == "assigned" and r.generation == generation for r in consumer.rebalances()):
+            return True
+        return any(int(g) == generation for g in _SYNC_FAILED.findall(_log(consumer)))
+
     def __call__(self, rebalance: Rebalance) -> None:
         if rebalance.kind != "revoked" or not self.others:
             return
-        deadline = time.monotonic() + 60
+        # below the Java driver's own 60 s wait for this callback's answer
+        deadline = time.monotonic() + 45
         while time.monotonic() < deadline:
-            if all(
-                any(r.kind == "assigned" and r.generation == rebalance.generation for r in c.rebalances())
-                for c in self.others
-            ):
+            if all(self._done_with(c, rebalance.generation) for c in self.others):
                 return
-            time.sleep(0.02)
+            time.sleep(0.05)
         self.timed_out.append(rebalance.generation)
 
 
@@ -133,7 +194,8 @@ def _members(
             log_dir=tmp_path,
             subscribe=False,
             assignment_strategy=strategy,
-            log_level="DEBUG" if k == who else "INFO",  # the target's metadata updates (below)
+            # DEBUG: the target's metadata updates (below) and the leader's JoinGroup answers
+            log_level="DEBUG",
             on_rebalance=hook if k == who else None,
             **FAST,
         )
@@ -168,26 +230,45 @@ def _change_in_flight(consumers: list[JavaConsumer], who: int, keep: list[str], 
     held.resume_polling()
 
 
-def _kafka_sticky(
-    oracle: KafkaOracle,
-    consumers: list[JavaConsumer],
-    subscriptions: dict[str, list[str]],
-    claims: dict[str, tuple[frozenset[TopicPartition], int]],
-) -> dict[str, frozenset[TopicPartition]]:
-    """Kafka's own StickyAssignor (the oracle: kafka-clients in one JVM, a fresh instance) for these
-    members: each one's sticky user data is its last *accepted* assignment and that generation."""
-    members = []
-    for c in consumers:
-        owned, generation = claims.get(c.name, (frozenset(), -1))
-        member: dict[str, object] = {"memberId": c.rebalances()[0].member_id, "topics": subscriptions[c.name]}
-        if c.name in claims:
-            member.update(owned=[f"{tp.topic}-{tp.partition}" for tp in sorted(owned)], generation=generation)
-        members.append(member)
-    topics = [{"name": t, "partitions": PARTITIONS[t.rsplit("-", 1)[1]]} for t in subscriptions["c2"]]
-    answer = oracle.assign("sticky", {"topics": topics, "members": members})
-    assert answer.error is None, answer.error
-    names = {c.rebalances()[0].member_id: c.name for c in consumers}
-    return {names[m]: frozenset(parts) for m, parts in answer.assignment.items()}
+def _leader_input(topics: dict[str, int], joined: list[_Joined], prior_max_generation: int) -> dict[str, Any]:
+    """What the leader's StickyAssignor was given, as an assignment input (vectors/FORMAT.md): the
+    members in the JoinGroup response's order (its ``HashMap``'s insertion order, which breaks ties),
+    each claim as user data, each subscription's ``generationId``; ``prior_max_generation`` is what
+    the leader's assignor instance kept from its earlier calls (``maxGeneration``)."""
+    members = [
+        {
+            "memberId": m.member_id,
+            "topics": list(m.topics),
+            "generation": m.generation_id,
+            "userData": (
+                None
+                if m.claim_generation < 0 and not m.claim
+                else {
+                    "partitions": [f"{tp.topic}-{tp.partition}" for tp in sorted(m.claim)],
+                    "generation": m.claim_generation,
+                }
+            ),
+        }
+        for m in joined
+    ]
+    return {
+        "topics": [{"name": t, "partitions": n} for t, n in topics.items()],
+        "members": members,
+        "priorMaxGeneration": prior_max_generation,
+    }
+
+
+def _kafka_sticky(oracle: KafkaOracle, data: dict[str, Any]) -> dict[str, frozenset[TopicPartition]]:
+    """Kafka's own StickyAssignor (the oracle: kafka-clients in one JVM) on ``data``."""
+    answer = oracle.assign("sticky", data)
+    assert answer.error is None and answer.assignment is not None, answer.error
+    return {m: frozenset(parts) for m, parts in answer.assignment.items()}
+
+
+def _kgroup_sticky(data: dict[str, Any]) -> dict[str, frozenset[TopicPartition]]:
+    """kgroup's StickyAssignor on the same input."""
+    answer = run_assignment_file(parse_assignment_file({"assignor": "sticky", "input": data}))
+    return {m: frozenset(parts) for m, parts in answer.items()}
 
 
 @pytest.fixture
@@ -250,24 +331,39 @@ def test_eager_sticky_hands_a_dropped_topic_back_at_every_generation(
             assert not taken & parts and taken | parts == all_partitions(
                 {t: n for t, n in ((topic[k], PARTITIONS[k]) for k in PARTITIONS)}
             ), generation
-        # and each generation is what Kafka's StickyAssignor gives these members' claims (so the
-        # claims are as docs/member.md says: the target's generation-2 one, the others' latest)
-        everything = list(topic.values())
-        subscriptions = {"c0": everything, "c1": everything, "c2": everything}
         # the claims below assume every other member took each generation before the target
         # rejoined (the hook's bounded wait); say so if that interleaving did not happen
-        assert not hook.timed_out, f"the others did not take generations {hook.timed_out} within 60 s"
+        assert not hook.timed_out, f"the others did not take generations {hook.timed_out} within 45 s"
+        # each generation's claims are as docs/member.md says — the target's generation-2 one, the
+        # others' latest accepted assignment, every subscription at the generation before (a member
+        # new to the group: none) — and the
+        # assignment is what Kafka's StickyAssignor gives for them
+        joins = _leader_joins(consumers)
+        ids = {c.rebalances()[0].member_id: c.name for c in consumers}
+        partitions = {topic[k]: n for k, n in PARTITIONS.items()}
+        prior_max = max(
+            (m.claim_generation for g, ms in joins.items() if g < refused[0][0] for m in ms), default=-1
+        )
         for generation, parts in refused:
-            if generation > 3:
-                subscriptions[member.name] = [topic["a"]]
-            claims = {}
-            for c in consumers:  # each one's last accepted assignment before this generation
-                taken = [r for r in c.rebalances() if r.kind == "assigned" and r.generation < generation]
-                if taken:
-                    claims[c.name] = (taken[-1].assignment, taken[-1].generation)
-            expected = _kafka_sticky(kafka_oracle, consumers, subscriptions, claims)
+            assert generation in joins, f"no JoinGroup answer of generation {generation} in the leader's log"
+            joined = joins[generation]
+            for m in joined:
+                consumer = next(c for c in consumers if c.name == ids[m.member_id])
+                earlier = [
+                    r for r in consumer.rebalances() if r.kind == "assigned" and r.generation < generation
+                ]
+                last = (earlier[-1].assignment, earlier[-1].generation) if earlier else (frozenset(), -1)
+                assert (m.claim, m.claim_generation) == last, (generation, consumer.name, m)
+                # the generation it joined last (the one before; a member new to the group: none)
+                assert m.generation_id == (generation - 1 if earlier else -1), (generation, consumer.name, m)
+                wanted = [topic["a"]] if consumer is member and generation > 3 else list(topic.values())
+                assert sorted(m.topics) == sorted(wanted), (generation, consumer.name, m)
+            data = _leader_input(partitions, joined, prior_max)
+            expected = {ids[m]: p for m, p in _kafka_sticky(kafka_oracle, data).items()}
+            assert {ids[m]: p for m, p in _kgroup_sticky(data).items()} == expected, generation
+            prior_max = max([prior_max, *(m.claim_generation for m in joined)])
             got = {member.name: parts, **table[generation]}
-            shown = {n: (_short({n: p}, names)[n], g) for n, (p, g) in claims.items()}
+            shown = {ids[m.member_id]: (_short({"": m.claim}, names)[""], m.claim_generation) for m in joined}
             assert got == expected, (generation, _short(got, names), _short(expected, names), shown)
     finally:
         close_all(*consumers)
