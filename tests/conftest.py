@@ -83,3 +83,23 @@ def spark() -> Any:
     session = get_spark("local[2]", app_name="kgroup-tests", shuffle_partitions=4)
     yield session
     session.stop()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Where the run's time went, per test folder: the sum of every test's setup, call and teardown
+    (with ``-n N`` the workers' times add up, so the sum is the work, not the wall time)."""
+    totals: dict[str, list[float]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if not isinstance(report, pytest.TestReport):
+                continue
+            parts = report.nodeid.split("::", 1)[0].split("/")
+            folder = "/".join(parts[:2]) if len(parts) > 2 else parts[0]
+            entry = totals.setdefault(folder, [0.0, 0.0])
+            entry[0] += report.duration
+            entry[1] += report.when == "call"
+    if not totals:
+        return
+    terminalreporter.write_sep("=", "time per test folder (setup + call + teardown, summed over workers)")
+    for folder, (seconds, count) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:20]:
+        terminalreporter.write_line(f"{seconds:8.1f} s  {int(count):5d} tests  {folder}")
