@@ -156,3 +156,25 @@ def test_bad_commands_are_one_line_and_the_broker_keeps_serving(tmp_path: Path) 
         assert broker.proc.poll() is None
     finally:
         assert broker.terminate() == 0
+
+
+_PROBE = """
+import sys
+from pathlib import Path
+from kgroup.cli.serve_ctl import send_command
+from kgroup.model import KgroupError
+try:
+    send_command(Path(sys.argv[1]), "status")
+except KgroupError:
+    pass
+print(sorted(m for m in sys.modules if m.startswith("kgroup.broker")))
+"""
+
+
+def test_serve_ctl_does_not_import_the_broker(tmp_path: Path) -> None:
+    """`kgroup serve-ctl` is a one-line client: it runs without the broker's handlers and schemas."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
