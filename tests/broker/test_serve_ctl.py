@@ -31,16 +31,21 @@ def ctl_process(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def ctl(capsys: pytest.CaptureFixture[str], data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``kgroup serve-ctl`` through the console script's entry point in this process (its exit status,
-    stdout and stderr): the same code as :func:`ctl_process` without a second of interpreter and CLI
-    start-up per command. Each test also runs the real process once."""
+def kgroup_in_process(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """A ``kgroup`` command through the console script's entry point in this process (its exit status,
+    stdout and stderr): the same code as the command without a second of interpreter and CLI start-up."""
     capsys.readouterr()
     with pytest.raises(SystemExit) as exited:
-        main(["serve-ctl", "--data-dir", str(data_dir), *args])
+        main(list(args))
     out, err = capsys.readouterr()
     code = exited.value.code
     return subprocess.CompletedProcess(args, code if isinstance(code, int) else 0, out, err)
+
+
+def ctl(capsys: pytest.CaptureFixture[str], data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``kgroup serve-ctl`` in this process (:func:`kgroup_in_process`); each test also runs the real
+    process once (:func:`ctl_process`)."""
+    return kgroup_in_process(capsys, "serve-ctl", "--data-dir", str(data_dir), *args)
 
 
 def produce(bootstrap: str, count: int) -> None:
@@ -116,21 +121,9 @@ def test_stop_and_start_the_coordinator_while_a_group_consumes(
             produce(broker.bootstrap_servers, 30)
             wait_until(lambda: caught_up(broker.bootstrap_servers), 90, "commits after the restart")
             assert owned.snapshot()["c"] == frozenset(range(PARTITIONS))
-            # `kgroup lag` (the command) against the `kgroup serve` process: every partition caught up
-            lag = subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "kgroup",
-                    "lag",
-                    "--bootstrap-servers",
-                    broker.bootstrap_servers,
-                    "--group",
-                    GROUP,
-                ],
-                capture_output=True,
-                text=True,
-                timeout=60,
+            # `kgroup lag` (the command, in-process) against the `kgroup serve` process: all caught up
+            lag = kgroup_in_process(
+                capsys, "lag", "--bootstrap-servers", broker.bootstrap_servers, "--group", GROUP
             )
             assert lag.returncode == 0, lag.stderr
             rows = [line.split() for line in lag.stdout.strip().splitlines()]
