@@ -25,6 +25,7 @@ from kgroup.bench.broker import (
     run_broker_bench,
 )
 from kgroup.bench.broker_peers import GROUP_APIS, offered_apis
+from kgroup.cli import main
 from kgroup.model import KgroupError
 from kgroup.testing import KafkaBroker
 
@@ -72,10 +73,12 @@ def test_tiny_run_against_the_in_process_broker_has_every_cell() -> None:
     assert {c["metric"] for c in data["cells"]} == {m for m, _unit in metric_names(TINY)}
 
 
-def test_cli_json_and_table() -> None:
-    command = [sys.executable, "-m", "kgroup", "bench", "broker", "--peer", "kgroup-inproc",
-               "--records", "200", "--warmup-records", "20", "--runs", "1", "--group-size", "1",
-               "--group-topics", "1", "--timeout", "60"]
+def test_cli_json_and_table(capsys: pytest.CaptureFixture[str]) -> None:
+    arguments = ["bench", "broker", "--peer", "kgroup-inproc",
+                 "--records", "200", "--warmup-records", "20", "--runs", "1", "--group-size", "1",
+                 "--group-topics", "1", "--timeout", "60"]
+    command = [sys.executable, "-m", "kgroup", *arguments]
+    # the real command in its own process once (--json) ...
     done = subprocess.run([*command, "--json"], capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
@@ -86,7 +89,13 @@ def test_cli_json_and_table() -> None:
     # --json prints nothing on stderr beyond what the broker itself logs: no progress
     assert "run 1/1" not in done.stderr
 
-    table = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+    # ... and the table through the console script's entry point in this process (the same code
+    # without another interpreter and broker import)
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(arguments)
+    out, err = capsys.readouterr()
+    table = subprocess.CompletedProcess(command, exited.value.code, out, err)
     assert table.returncode == 0, table.stderr
     assert "kgroup bench broker" in table.stdout and "produce (MB/s)" in table.stdout
     assert "load average" in table.stdout

@@ -4,8 +4,9 @@ topic, and the broker could not even load a request schema afterwards).
 
 A subprocess lowers its own RLIMIT_NOFILE to 256 and runs a broker whose segment files share a cache
 of 64: it creates a 10,000-partition topic, writes to 2,000 of its partitions in one request, reads
-them back, deletes the topic, makes another, and reopens the data directory (recovery opens every
-segment through the same cache).
+them back, deletes the topic, makes another (1,000 partitions, 200 written: 600 segment files
+uncached, over twice the limit), and reopens the data directory (recovery opens every segment
+through the same cache).
 """
 
 from __future__ import annotations
@@ -70,11 +71,13 @@ with KafkaBroker(data_dir=data_dir, max_open_files=64) as kafka:
         delete = build(request_class(20, 6),
                        {"topics": [{"name": "wide", "topic_id": None}], "timeout": 30_000})
         out["delete"] = int(client.request(delete).responses[0].error_code)
-        out["create again"] = create(client, "wide2", 10_000)
-        out["produce again"] = produce(client, "wide2", range(0, 10_000, 50))
+        # the second topic only has to hold more segment files than the limit: 200 written
+        # partitions, three files each uncached (600 > 256), of 1,000
+        out["create again"] = create(client, "wide2", 1_000)
+        out["produce again"] = produce(client, "wide2", range(0, 1_000, 5))
 with KafkaBroker(data_dir=data_dir, max_open_files=64) as kafka:  # recovery, through the cache
     with RawClient(kafka.bootstrap_servers, timeout_s=120) as client:
-        out["fetched after reopening"] = fetched(client, "wide2", range(0, 10_000, 50))
+        out["fetched after reopening"] = fetched(client, "wide2", range(0, 1_000, 5))
         out["descriptors after reopening"] = descriptors()
 print(json.dumps(out))
 """

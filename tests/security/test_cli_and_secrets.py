@@ -136,13 +136,23 @@ def test_kgroup_serve_with_a_sasl_listener_keeps_secrets_out(
                 break
         assert any(e.code() == confluent_kafka.KafkaError._AUTHENTICATION for e in errors)
         consumer = confluent_kafka.Consumer(
-            {**base, "sasl.mechanisms": mechanism, "sasl.password": SECRET, "group.id": f"g-{mechanism}"}
+            {
+                **base,
+                "sasl.mechanisms": mechanism,
+                "sasl.password": SECRET,
+                "group.id": f"g-{mechanism}",
+                "auto.offset.reset": "earliest",
+            }
         )
         consumer.subscribe(["orders"])
-        for _ in range(30):
-            if consumer.poll(0.5) is not None:
+        received = None
+        for _ in range(30):  # authenticated, joined its group and read the first record
+            received = consumer.poll(0.5)
+            if received is not None:
                 break
-        consumer.close()
+        consumer.close()  # commits the group's offset: group state in the data dir and the recording
+        assert received is not None and received.error() is None, received and received.error()
+        assert received.value() == b"ok"
     process.terminate()
     _, err = process.communicate(timeout=30)
     assert "SASL authentication failed" in err  # the failures were logged ...

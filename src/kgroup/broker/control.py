@@ -27,12 +27,12 @@ from typing import Protocol
 
 from kgroup.broker.cluster import Cluster
 from kgroup.broker.config import BrokerConfig
+from kgroup.control_file import CONTROL_FILE
 from kgroup.model import KgroupError
 
 __all__ = ["CONTROL_FILE", "ControlChannel", "run_command"]
 
 log = logging.getLogger("kgroup.broker")
-CONTROL_FILE = "serve-ctl.port"
 MAX_LINE = 256
 READ_TIMEOUT_S = 10.0
 

@@ -45,6 +45,7 @@ from kgroup.wire.codec import (
     decode_request,
     decode_request_header,
     encode_response,
+    has_schemas,
     request_class,
     response_class,
 )
@@ -155,15 +156,12 @@ _REGISTRY: dict[int, Registration] = {}
 def register(api_key: ApiKey, versions: tuple[int, int]) -> Callable[[Handler], Handler]:
     """Make the decorated function the handler of ``api_key`` at ``versions`` (both ends included).
 
-    Every version must have a request and a response schema (a range kio cannot read is a bug here,
-    found at import); an API has one handler.
+    Every version must have a request and a response schema in kio's index (a range kio cannot read
+    is a bug here, found at import; the schemas' modules are imported at a version's first request);
+    an API has one handler.
     """
     low, high = versions
-    missing = [
-        v
-        for v in range(low, high + 1)
-        if request_class(api_key, v) is None or response_class(api_key, v) is None
-    ]
+    missing = [v for v in range(low, high + 1) if not has_schemas(api_key, v)]
     if low > high or missing:
         raise ValueError(f"{api_key.title}: versions {low}-{high} are not all known to the codec ({missing})")
 

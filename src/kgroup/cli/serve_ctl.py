@@ -1,7 +1,7 @@
 """``kgroup serve-ctl``: stop or start one broker of a running ``kgroup serve --brokers N``.
 
 It reads ``<data-dir>/serve-ctl.port`` (written by ``kgroup serve``) and sends one command over
-127.0.0.1; see :mod:`kgroup.broker.control`.
+127.0.0.1; see :mod:`kgroup.broker.control`. It does not import the broker package.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from kgroup.control_file import CONTROL_FILE
 from kgroup.model import KgroupError
 
 ACTIONS = ("stop-node", "start-node", "status")
@@ -20,8 +21,6 @@ TIMEOUT_S = 30.0
 def send_command(data_dir: Path, command: str, timeout_s: float = TIMEOUT_S) -> list[str]:
     """Send one control command to the ``kgroup serve`` running on ``data_dir``; its answer's lines
     (:class:`KgroupError` when none runs there or it answers an error)."""
-    from kgroup.broker.control import CONTROL_FILE
-
     path = data_dir / CONTROL_FILE
     try:
         address = path.read_text(encoding="utf-8").strip()

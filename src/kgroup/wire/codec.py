@@ -51,6 +51,7 @@ __all__ = [
     "entity_writer",
     "error_from_wire",
     "error_to_wire",
+    "has_schemas",
     "request_class",
     "response_class",
 ]
@@ -106,6 +107,16 @@ def _load(name: str, version: int, kind: EntityType) -> type[Any] | None:
     module = __import__(module_name, fromlist=[attr])
     cls: type[Any] = getattr(module, attr)
     return cls
+
+
+def has_schemas(api_key: int, version: int) -> bool:
+    """Whether kio has both a request and a response schema of an API key and version: read from
+    kio's index, without importing the schemas' modules (``request_class`` imports them on first use)."""
+    name = api_key_map.get(api_key)
+    if name is None:
+        return False
+    kinds = schema_name_map.get(name, {}).get(version, {})
+    return EntityType.request in kinds and EntityType.response in kinds
 
 
 @cache

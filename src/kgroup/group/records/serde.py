@@ -25,6 +25,7 @@ never compacted by key. Corrupt bytes (short, trailing garbage, unknown versions
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -65,7 +66,7 @@ from kgroup.group.records.consumer_serde import (
     decode_consumer_group_record,
     encode_consumer_group_record,
 )
-from kgroup.group.records.primitives import Reader, Writer
+from kgroup.group.records.primitives import I16, I32, MAX_STRING_BYTES, Reader, Writer
 from kgroup.group.states import GroupState
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import PeerError, TopicPartition
@@ -91,6 +92,8 @@ GROUP_METADATA_KEY_VERSION = 2
 KGROUP_KEY_VERSION = 1000
 #: the value version of kgroup's own records
 KGROUP_VALUE_VERSION = 0
+#: the first two bytes of every OffsetCommitKey kgroup writes
+_OFFSET_COMMIT_KEY_V1 = I16.pack(OFFSET_COMMIT_KEY_VERSION)
 
 
 T = TypeVar("T")
@@ -313,20 +316,9 @@ def _read_kgroup_value(kind: int, group_id: str, r: Reader) -> Record:
 
 def encode_record(record: Record) -> tuple[bytes, bytes | None]:
     """The record's key and value bytes (``None``: a tombstone)."""
+    if isinstance(record, OffsetCommitted):  # the bulk of any log: packed whole, not field by field
+        return _encode_offset_commit(record)
     key = Writer()
-    if isinstance(record, OffsetCommitted):
-        key.i16(OFFSET_COMMIT_KEY_VERSION)
-        key.string(record.group_id)
-        key.string(record.partition.topic)
-        key.i32(record.partition.partition)
-        value = Writer()
-        value.i16(OFFSET_COMMIT_VALUE_VERSION)
-        v = record.value
-        value.i64(v.offset)
-        value.i32(v.leader_epoch)
-        value.string(v.metadata if v.metadata is not None else "")  # Kafka's metadata is never null
-        value.i64(v.commit_timestamp_ms)
-        return key.bytes(), value.bytes()
     if isinstance(
         record,
         ConsumerGroupMetadata
@@ -351,6 +343,77 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
     value.i16(KGROUP_VALUE_VERSION)
     _write_kgroup_value(value, record)
     return key.bytes(), value.bytes()
+
+
+#: OffsetCommitValue v3 up to its metadata's bytes: version, offset, leader epoch, metadata length
+_OFFSET_VALUE_HEAD = struct.Struct(">hqih")
+_I64 = struct.Struct(">q")
+
+
+def _utf8(text: str) -> bytes:
+    data = text.encode("utf-8")
+    if len(data) > MAX_STRING_BYTES:
+        raise ValueError(f"string of {len(data)} bytes is longer than Kafka's {MAX_STRING_BYTES}")
+    return data
+
+
+def _encode_offset_commit(record: OffsetCommitted) -> tuple[bytes, bytes]:
+    """OffsetCommitKey v1 and OffsetCommitValue v3 (the same bytes ``Writer`` would make, in one join;
+    out-of-range numbers raise ``struct.error`` as the field-by-field writer does)."""
+    group = _utf8(record.group_id)
+    topic = _utf8(record.partition.topic)
+    v = record.value
+    metadata = _utf8(v.metadata if v.metadata is not None else "")  # Kafka's metadata is never null
+    key = b"".join(
+        (
+            I16.pack(OFFSET_COMMIT_KEY_VERSION),
+            I16.pack(len(group)),
+            group,
+            I16.pack(len(topic)),
+            topic,
+            I32.pack(record.partition.partition),
+        )
+    )
+    value = b"".join(
+        (
+            _OFFSET_VALUE_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, v.offset, v.leader_epoch, len(metadata)),
+            metadata,
+            _I64.pack(v.commit_timestamp_ms),
+        )
+    )
+    return key, value
+
+
+def _decode_offset_commit_v1_v3(key: bytes, value: bytes) -> OffsetCommitted | None:
+    """The record of a well-formed OffsetCommitKey v1 / OffsetCommitValue v3 pair (what kgroup
+    writes), read in a few unpacks; ``None`` for anything else, which the field-by-field reader then
+    decodes or refuses with its exact error."""
+    try:
+        group_end = 4 + I16.unpack_from(key, 2)[0]
+        topic_end = group_end + 2 + I16.unpack_from(key, group_end)[0]
+        version, offset, leader_epoch, metadata_length = _OFFSET_VALUE_HEAD.unpack_from(value, 0)
+        metadata_end = 16 + metadata_length
+        if (
+            group_end < 4
+            or topic_end < group_end + 2
+            or topic_end + 4 != len(key)
+            or version != OFFSET_COMMIT_VALUE_VERSION
+            or metadata_length < 0
+            or metadata_end + 8 != len(value)
+        ):
+            return None
+        return OffsetCommitted(
+            str(key[4:group_end], "utf-8"),
+            TopicPartition(str(key[group_end + 2 : topic_end], "utf-8"), I32.unpack_from(key, topic_end)[0]),
+            OffsetAndMetadata(
+                offset,
+                leader_epoch,
+                str(value[16:metadata_end], "utf-8"),
+                _I64.unpack_from(value, metadata_end)[0],
+            ),
+        )
+    except (struct.error, UnicodeDecodeError):
+        return None
 
 
 def _decode_offset_commit(key: Reader, value: bytes | None) -> Record:
@@ -380,6 +443,10 @@ def _decode_offset_commit(key: Reader, value: bytes | None) -> Record:
 
 def decode_record(key: bytes, value: bytes | None) -> Record:
     """The record ``encode_record`` made of these bytes (:class:`PeerError` when they are corrupt)."""
+    if key[:2] == _OFFSET_COMMIT_KEY_V1 and value is not None:
+        fast = _decode_offset_commit_v1_v3(key, value)
+        if fast is not None:
+            return fast
     k = Reader(key, "record key")
     version = k.i16()
     if version in (0, OFFSET_COMMIT_KEY_VERSION):
