@@ -11,9 +11,13 @@ test makes its own topics of 4 partitions and its own groups, with names unique 
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -96,3 +100,17 @@ def kgroup_spark(spark: Any) -> Any:
 
     register(spark)
     return spark
+
+
+@pytest.fixture(scope="session")
+def own_process_sessions() -> dict[str, Any]:
+    """What ``own_process_sessions.py`` saw, run once in a process of its own (a fresh Python and
+    JVM): per part (``user_session``, ``register``), its results or its traceback under ``"error"``."""
+    script = Path(__file__).with_name("own_process_sessions.py")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    parts: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return parts

@@ -193,60 +193,15 @@ def test_an_unwritable_cache_means_no_jar(tmp_path: Path, monkeypatch: pytest.Mo
     assert "could not write the jar" in (jvm.jar_problem() or "")
 
 
-_USER_SESSION = """
-import json, sys
-from pyspark.sql import SparkSession
-import kgroup.spark
-from kgroup.partitioning import partition_for_key
-from kgroup.spark.partitioning import jvm
-from kgroup.spark.partitioning.partition_column import JVM_FUNCTION_NAME, with_kafka_partition
-
-spark = (SparkSession.builder.master("local[1]").appName("a-users-own-session")
-         .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
-         .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
-out = {"jars": spark.conf.get("spark.jars", "")}
-probe = "select kgroup_kafka_partition(cast('a' as binary), 12) as p"
-try:
-    spark.sql(probe).collect()
-    out["before"] = "callable"
-except Exception as exc:
-    out["before"] = type(exc).__name__
-plain = spark.createDataFrame([(f"k{i}",) for i in range(500)] + [(None,)] * 20, "k string")
-auto = with_kafka_partition(plain, "k", 12)
-out["auto_plan"] = JVM_FUNCTION_NAME in auto._jdf.queryExecution().executedPlan().toString()
-out["auto"] = [(r["k"], r["partition"]) for r in auto.collect()]
-out["register"] = kgroup.spark.register(spark)
-out["sql"] = spark.sql(probe).collect()[0]["p"]
-other = spark.newSession()  # a session of the same context: register() gives it the function
-out["other"] = kgroup.spark.register(other)
-out["other_sql"] = other.sql(probe).collect()[0]["p"]
-out["jar"] = jvm.kgroup_jar()
-spark.stop()
-print(json.dumps(out))
-"""
-
-
-def test_a_users_own_session_gets_the_jvm_function() -> None:
+def test_a_users_own_session_gets_the_jvm_function(own_process_sessions: dict[str, Any]) -> None:
     """A session kgroup did not start (nothing of kgroup's in its configuration) gets the jar and
     the function from ``with_kafka_partition`` itself and from ``kgroup.spark.register``. Runs in its
-    own process: a plain ``SparkSession.builder`` session needs a SparkContext of its own."""
-    import os
-    import subprocess
-    import sys
-
+    own process (``own_process_sessions.py``, its ``user_session`` part, the process's first
+    session): a plain ``SparkSession.builder`` session needs a SparkContext of its own."""
     from kgroup.partitioning import partition_for_key
 
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    done = subprocess.run(
-        [sys.executable, "-c", _USER_SESSION],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out = own_process_sessions["user_session"]
+    assert "error" not in out, out.get("error")
     assert "kgroup" not in out["jars"]  # the user's session had no kgroup jar …
     assert out["before"] == "AnalysisException"  # … and no function
     assert out["auto_plan"] is True  # with_kafka_partition added both and took the JVM path

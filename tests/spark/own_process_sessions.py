@@ -1,0 +1,105 @@
+"""Sessions kgroup's tests cannot start in the test process (whose one shared session must run on):
+run as a script in a process of its own (``python own_process_sessions.py``), it prints one JSON
+line with what each part saw. One process serves two tests (the ``own_process_sessions`` fixture of
+``conftest.py``), each reading its part, so the suite starts one more Python and JVM, not two:
+
+* ``user_session`` (``test_jvm_partitioning``): a session kgroup did not start — a plain
+  ``SparkSession.builder`` session, nothing of kgroup's in its configuration — gets the jar and the
+  JVM function from ``with_kafka_partition`` and from ``kgroup.spark.register``. It runs first: the
+  process's first SparkContext is the user's own, before kgroup has started anything.
+* ``register`` (``test_register``): ``register(spark)`` adds the group-commit listener once per
+  session, and to every new session, including one started after another was stopped (whose Python
+  object may take the old one's ``id()``). The user's session is stopped by then, as ``first`` is
+  before ``second`` starts: another stopped context before them changes nothing of that.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+
+def user_session() -> dict[str, Any]:
+    from pyspark.sql import SparkSession
+
+    import kgroup.spark
+    from kgroup.spark.partitioning import jvm
+    from kgroup.spark.partitioning.partition_column import JVM_FUNCTION_NAME, with_kafka_partition
+
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .appName("a-users-own-session")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .getOrCreate()
+    )
+    out: dict[str, Any] = {"jars": spark.conf.get("spark.jars", "")}
+    probe = "select kgroup_kafka_partition(cast('a' as binary), 12) as p"
+    try:
+        spark.sql(probe).collect()
+        out["before"] = "callable"
+    except Exception as exc:
+        out["before"] = type(exc).__name__
+    plain = spark.createDataFrame([(f"k{i}",) for i in range(500)] + [(None,)] * 20, "k string")
+    auto = with_kafka_partition(plain, "k", 12)
+    out["auto_plan"] = JVM_FUNCTION_NAME in auto._jdf.queryExecution().executedPlan().toString()
+    out["auto"] = [(r["k"], r["partition"]) for r in auto.collect()]
+    out["register"] = kgroup.spark.register(spark)
+    out["sql"] = spark.sql(probe).collect()[0]["p"]
+    other = spark.newSession()  # a session of the same context: register() gives it the function
+    out["other"] = kgroup.spark.register(other)
+    out["other_sql"] = other.sql(probe).collect()[0]["p"]
+    out["jar"] = jvm.kgroup_jar()
+    spark.stop()
+    return out
+
+
+def _python_listeners(spark: Any) -> int:
+    found = spark._jsparkSession.streams().listListeners()
+    return sum(1 for listener in found if "Python" in listener.getClass().getName())
+
+
+def register_per_session() -> dict[str, Any]:
+    from kgroup.spark.session import get_spark
+    from kgroup.spark.source.datasource import register, session_key
+
+    first = get_spark("local[1]", app_name="kgroup-register-a")
+    register(first)
+    register(first)  # once per session
+    out: dict[str, Any] = {"first": _python_listeners(first), "first_key": list(session_key(first))}
+    first.stop()
+    del first
+    gc.collect()
+    second = get_spark("local[1]", app_name="kgroup-register-b")
+    before = _python_listeners(second)
+    register(second)
+    out.update(second_before=before, second=_python_listeners(second), second_key=list(session_key(second)))
+    third = second.newSession()  # same SparkContext, a session of its own
+    register(third)
+    out.update(third=_python_listeners(third), third_key=list(session_key(third)))
+    out["dataframe"] = (
+        second.read.format("kgroup")
+        .option("kafka.bootstrap.servers", "127.0.0.1:1")
+        .option("subscribe", "t")
+        .load()
+        .columns
+    )
+    second.stop()
+    return out
+
+
+def _part(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """What ``run`` saw, or its traceback under ``"error"``: a failing part fails its own test only."""
+    try:
+        return run()
+    except Exception:
+        return {"error": traceback.format_exc()}
+
+
+if __name__ == "__main__":
+    parts = {"user_session": _part(user_session), "register": _part(register_per_session)}
+    print(json.dumps(parts))
