@@ -10,8 +10,11 @@ naming them:
   ``make test`` runs these in their own invocation (``-m apache_kafka``), timed on their own. A test
   that reaches Apache Kafka another way (``require_apache_kafka()``, the Java members) carries
   ``pytest.mark.apache_kafka`` itself.
-* ``xdist_group("spark")`` on every ``spark`` test and every test using the ``spark`` fixtures, so
-  under ``pytest -n N --dist loadgroup`` they run on one worker and share its one SparkSession.
+* ``xdist_group`` on every ``spark`` test and every test using the ``spark`` fixtures, so under
+  ``pytest -n N --dist loadgroup`` they run on as few workers as there are groups, each sharing its
+  worker's one SparkSession: two groups, so the Spark tests are not one worker's long queue —
+  ``spark-kafka`` (the tests that reach a Kafka broker: the ``kgroup_cluster`` / ``kafka_cluster``
+  fixtures, and ``test_demo.py``, whose pipeline starts one) and ``spark`` (the rest).
   (pytest < 9.2: pytest 9.2's node ids make pytest-xdist 3.8 drop the group silently,
   pytest-dev/pytest-xdist#1386; pyproject.toml pins it.)
 """
@@ -37,6 +40,17 @@ TESTS = Path(__file__).parent
 #: fixtures that start (or reach) the run's Apache Kafka node or its Java oracle
 _APACHE_FIXTURES = frozenset({"apache_kafka", "kafka_oracle"})
 _SPARK_FIXTURES = frozenset({"spark", "kgroup_spark"})
+#: fixtures of a Kafka broker for the Spark data source's tests (tests/spark/conftest.py)
+_BROKER_FIXTURES = frozenset({"kgroup_cluster", "kafka_cluster"})
+#: Spark tests that start a Kafka broker themselves (the demo's pipeline stage)
+_BROKER_MODULES = frozenset({TESTS / "spark" / "test_demo.py"})
+
+
+def _spark_group(item: pytest.Item, fixtures: set[str]) -> str:
+    """The xdist group of a Spark test: ``spark-kafka`` if it reaches a Kafka broker, else ``spark``."""
+    if fixtures & _BROKER_FIXTURES or item.path in _BROKER_MODULES:
+        return "spark-kafka"
+    return "spark"
 
 
 def _uses_apache_kafka(item: pytest.Item) -> bool:
@@ -57,7 +71,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.apache_kafka)
         fixtures = set(getattr(item, "fixturenames", ()))
         if item.get_closest_marker("spark") or fixtures & _SPARK_FIXTURES:
-            item.add_marker(pytest.mark.xdist_group("spark"))
+            item.add_marker(pytest.mark.xdist_group(_spark_group(item, fixtures)))
 
 
 def load_vectors(kind: str) -> list[tuple[str, dict[str, Any]]]:
