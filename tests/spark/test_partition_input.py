@@ -4,6 +4,7 @@ murmur2, counts and movement against an independent pure-Python computation, and
 from __future__ import annotations
 
 import json
+import struct
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,33 @@ def test_parquet_every_record_counts_moves_and_output(
     assert moved["records_moved_share"] == pytest.approx(moved["records_moved"] / len(keyed))
 
 
+def test_a_long_key_column_with_its_serializer(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--key-serializer long``: each key partitioned as Kafka's LongSerializer writes it (8 bytes,
+    big-endian), counts checked against the scalar murmur2; a null key is keyless."""
+    keys = [None if i % 9 == 0 else (i * 7_919 - 50_000) * (2**33 if i % 5 == 0 else 1) for i in range(600)]
+    source = tmp_path / "longs.parquet"
+    pq.write_table(pa.table({"id": pa.array(keys, pa.int64())}), source)
+    code, out, err = run_cli(
+        capsys, "partition", "-p", "6", "--input", str(source), "--key-column", "id",
+        "--key-serializer", "long", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    keyed = [k for k in keys if k is not None]
+    assert data["key_type"] == "bigint as long"
+    assert data["keyed_records"] == len(keyed) and data["keyless_records"] == len(keys) - len(keyed)
+    assert data["distinct_keys"] == len(set(keyed))
+    keyed_only = Counter(partition_for_key(struct.pack(">q", k), 6) for k in keyed)
+    per_partition = data["counts"]["6"]["per_partition"]
+    assert sum(per_partition) == len(keys)
+    assert all(per_partition[p] >= keyed_only[p] for p in range(6))
+    top = data["counts"]["6"]["hottest"][0]
+    for entry in top["top_keys"]:  # each reported key sits in the partition it is reported under
+        assert partition_for_key(struct.pack(">q", int(entry["key"])), 6) == top["partition"]
+
+
 def test_csv_folder_human_output(spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "csv"
     folder.mkdir()
@@ -224,6 +252,11 @@ def test_bad_input_gives_one_line_and_exit_2(
             "key column 'nope' is not in the data (columns: 'key', 'n')",
         ),
         (["--input", str(ints)], "key column 'key' has type bigint"),
+        (
+            ["--input", str(ints), "--key-serializer", "integer"],
+            "type bigint, which Kafka's IntegerSerializer",
+        ),
+        (["--input", str(ints), "--key-serializer", "int32"], "--key-serializer: 'int32' is not one of"),
         (["--input", str(empty)], "holds no records"),
         (["--input", str(corrupt)], "could not read"),
         (["--input", str(no_data)], "no .parquet, .csv or .json files"),

@@ -3,6 +3,7 @@ exactly as :func:`kgroup.partitioning.spread_unkeyed` places them; keyed and bin
 
 from __future__ import annotations
 
+import struct
 from collections import defaultdict
 from typing import Any
 
@@ -79,8 +80,15 @@ def test_binary_keys_are_hashed_as_is_and_partition_column_named(spark: Any) -> 
 
 def test_bad_arguments_fail_on_the_driver(spark: Any) -> None:
     df = spark.createDataFrame([("a", 1)], "k string, n long")
-    with pytest.raises(KgroupError, match=r"key column 'n' has type bigint; .*string or binary"):
+    with pytest.raises(KgroupError, match=r"key column 'n' has type bigint; .*key serializer 'long'"):
         with_kafka_partition(df, "n", 3)
+    with pytest.raises(KgroupError, match=r"type bigint, which Kafka's IntegerSerializer .* does not write"):
+        with_kafka_partition(df, "n", 3, key_serializer="integer")
+    with pytest.raises(KgroupError, match=r"key_serializer: 'int32' is not one of string, bytes, short"):
+        with_kafka_partition(df, "n", 3, key_serializer="int32")
+    doubles = spark.createDataFrame([(1.5,)], "d double")
+    with pytest.raises(KgroupError, match=r"key column 'd' has type double; .*string or binary"):
+        with_kafka_partition(doubles, "d", 3)
     with pytest.raises(KgroupError, match=r"key column 'x' is not in the data \(columns: 'k', 'n'\)"):
         with_kafka_partition(df, "x", 3)
     with pytest.raises(KgroupError, match="output column 'n' already exists"):
@@ -93,3 +101,73 @@ def test_bad_arguments_fail_on_the_driver(spark: Any) -> None:
         with_kafka_partition(df, "k", 3, "nope")
     with pytest.raises(KgroupError, match="record_bytes: 0"):
         with_kafka_partition(df, "k", 3, record_bytes=0)
+
+
+#: every edge of each width, and values either side of zero
+_INTEGER_KEYS = [
+    0,
+    1,
+    -1,
+    127,
+    -128,
+    255,
+    32767,
+    -32768,
+    65535,
+    2**31 - 1,
+    -(2**31),
+    2**63 - 1,
+    -(2**63),
+    12345,
+]
+
+
+@pytest.mark.parametrize("path", ["jvm", "arrow"])
+def test_integer_keys_hash_as_their_serializer_writes_them(
+    spark: Any, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An integer key column with the serializer its producer uses: the partition of the bytes Kafka's
+    Long/Integer/ShortSerializer writes (big-endian two's complement) or StringSerializer of its
+    decimal text; a null key is keyless. Both paths: kgroup's JVM function and the Arrow batches."""
+    from pyspark.sql import functions as F
+
+    from kgroup.spark.partitioning import partition_column
+
+    if path == "arrow":
+        monkeypatch.setattr(partition_column, "_register_jvm_function", lambda df: False)
+    rows = [
+        (k, k, k if -(2**31) <= k < 2**31 else None, k if -(2**15) <= k < 2**15 else None)
+        for k in _INTEGER_KEYS
+    ]
+    rows.append((None, None, None, None))
+    df = spark.createDataFrame(rows, "id long, l long, i int, s smallint").withColumn("i_not_null", F.lit(7))
+    cases = [
+        ("l", "long", ">q"),
+        ("i", "integer", ">i"),
+        ("i", "long", ">q"),
+        ("s", "short", ">h"),
+        ("s", "integer", ">i"),
+    ]
+    for column, serializer, layout in cases:
+        got = with_kafka_partitions(
+            df, column, [5, 12], "round-robin", output_columns=["p5", "p12"], key_serializer=serializer
+        ).collect()
+        assert [r["id"] for r in got] == [r[0] for r in rows]  # the rows and their order are kept
+        for row in got:
+            if row[column] is None:  # keyless: placed by the null-key strategy
+                assert 0 <= row["p5"] < 5 and 0 <= row["p12"] < 12
+                continue
+            key = struct.pack(layout, row[column])
+            assert (row["p5"], row["p12"]) == (partition_for_key(key, 5), partition_for_key(key, 12)), (
+                column,
+                serializer,
+                row[column],
+            )
+    text = with_kafka_partition(df, "l", 12, key_serializer="string").collect()
+    for row in text:
+        if row["l"] is not None:
+            assert row["partition"] == partition_for_key(str(row["l"]).encode(), 12)
+    # a column that cannot be null stays known as such: the JVM path needs no null-key job
+    never_null = with_kafka_partition(df, "i_not_null", 3, key_serializer="integer").collect()
+    assert {r["partition"] for r in never_null} == {partition_for_key(struct.pack(">i", 7), 3)}
+    assert set(never_null[0].asDict()) == {*df.columns, "partition"}  # the serialized key is not kept

@@ -131,6 +131,12 @@ def register(app: typer.Typer) -> None:
         key_column: str | None = typer.Option(
             None, "--key-column", help="Key column of --input (default key)."
         ),
+        key_serializer: str | None = typer.Option(
+            None,
+            "--key-serializer",
+            help="How an integer key column's producer writes the key: long, integer, short "
+            "(Kafka's LongSerializer …, big-endian) or string (its decimal text).",
+        ),
         output_dir: Path | None = typer.Option(  # noqa: B008
             None, "--output", help="Write --input's records with their partition, partitioned by it."
         ),
@@ -159,6 +165,7 @@ def register(app: typer.Typer) -> None:
             assert keys is not None
             input_only = (
                 ("--key-column", key_column),
+                ("--key-serializer", key_serializer),
                 ("--output", output_dir),
                 ("--null-key-strategy", null_key_strategy),
                 ("--seed", seed),
@@ -175,8 +182,10 @@ def register(app: typer.Typer) -> None:
         if input_format not in INPUT_FORMATS:
             raise KgroupError(f"--format: {input_format!r} is not one of {', '.join(INPUT_FORMATS)}")
         from kgroup.partitioning.partitioners.api import check_null_key_strategy
+        from kgroup.spark.partitioning.partition_column import check_key_serializer
         from kgroup.spark.session import check_master
 
+        check_key_serializer(key_serializer, "--key-serializer")
         null_key_strategy = null_key_strategy or "adaptive"
         check_null_key_strategy(null_key_strategy, "--null-key-strategy")
         master = master or "local[*]"
@@ -201,5 +210,6 @@ def register(app: typer.Typer) -> None:
             master=master,
             input_format=input_format,
             json_output=json_output,
+            key_serializer=key_serializer,
         )
         return code

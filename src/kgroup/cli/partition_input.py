@@ -127,6 +127,7 @@ def run_input_mode(
     master: str,
     input_format: str,
     json_output: bool,
+    key_serializer: str | None = None,
 ) -> int:
     """Run the partitioning job on Spark and print the summary (or JSON); returns the exit code.
 
@@ -152,6 +153,7 @@ def run_input_mode(
         seed=seed,
         input_format=input_format,
         output_dir=Path(output_dir) if output_dir is not None else None,
+        key_serializer=key_serializer,
     )
     from kgroup.spark.partitioning.job import detect_format
 

@@ -272,6 +272,8 @@ class PartitionJob:
     output_dir: Path | None = None
     hottest: int = 3
     top_keys: int = 5
+    #: how an integer key column's producer serializes it (``partition_column.KEY_SERIALIZERS``)
+    key_serializer: str | None = None
 
     def partition_columns(self) -> list[str]:
         """``partition`` for a single count, ``partition_<N>`` per count otherwise."""
@@ -292,10 +294,16 @@ def run_partition_job(spark: Any, job: PartitionJob, progress: Progress | None =
         raise KgroupError(f"output: {output} already exists; remove it or choose a new directory")
     with progress.stage(f"reading {job.input_path}"):
         df, fmt = read_input(spark, job.input_path, job.input_format)
-        key_type = check_key_column(df, job.key_column)
+        key_type = check_key_column(df, job.key_column, job.key_serializer)
     columns = job.partition_columns()
     partitioned = with_kafka_partitions(
-        df, job.key_column, job.partition_counts, job.null_key_strategy, job.seed, columns
+        df,
+        job.key_column,
+        job.partition_counts,
+        job.null_key_strategy,
+        job.seed,
+        columns,
+        key_serializer=job.key_serializer,
     )
     if output is not None:
         # Partitioned once, used twice (the write and the summary).

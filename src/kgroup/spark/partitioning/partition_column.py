@@ -6,7 +6,10 @@ the partition every record would get from a Kafka producer:
 * a keyed record: ``toPositive(murmur2(keyBytes)) % numPartitions``, exact to Kafka, computed by the
   vectorised :func:`kgroup.partitioning.partitions_for_keys_multi` on each Arrow batch
   (``DataFrame.mapInArrow`` — whole batches, never a row-at-a-time UDF); a string key is hashed as
-  its UTF-8 bytes (Kafka's ``StringSerializer``), a binary key as is;
+  its UTF-8 bytes (Kafka's ``StringSerializer``), a binary key as is, an integer key as the
+  ``key_serializer`` named for it writes it (``integer``/``long``/``short``: Kafka's
+  ``IntegerSerializer``/``LongSerializer``/``ShortSerializer``, big-endian two's complement;
+  ``string``: ``StringSerializer`` of its decimal text);
 * a keyless record (null key): the named null-key strategy (``round-robin``, ``uniform-sticky``,
   ``adaptive``, ``legacy-round-robin``), one partitioner instance per Spark task and per partition
   count — as if each task were its own producer. Its ``random.Random`` is seeded from the user's
@@ -35,8 +38,10 @@ from kgroup.spark.partitioning.jvm import FUNCTION_NAME
 
 __all__ = [
     "JVM_FUNCTION_NAME",
+    "KEY_SERIALIZERS",
     "KeylessProducer",
     "check_key_column",
+    "check_key_serializer",
     "with_kafka_partition",
     "with_kafka_partitions",
 ]
@@ -53,10 +58,31 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def check_key_column(df: Any, key_column: str) -> str:
-    """Validate that ``key_column`` exists and holds strings or bytes; return ``"string"``/``"binary"``."""
-    from pyspark.sql.types import BinaryType, StringType
+#: ``key_serializer`` names: the Kafka serializer a producer writes the key with, its byte width
+#: for the integer ones, and the Spark column types it takes
+KEY_SERIALIZERS: dict[str, tuple[str, int, frozenset[str]]] = {
+    "string": ("StringSerializer", 0, frozenset({"string", "tinyint", "smallint", "int", "bigint"})),
+    "bytes": ("ByteArraySerializer", 0, frozenset({"binary"})),
+    "short": ("ShortSerializer", 2, frozenset({"tinyint", "smallint"})),
+    "integer": ("IntegerSerializer", 4, frozenset({"tinyint", "smallint", "int"})),
+    "long": ("LongSerializer", 8, frozenset({"tinyint", "smallint", "int", "bigint"})),
+}
+_INTEGER_TYPES = frozenset({"tinyint", "smallint", "int", "bigint"})
 
+
+def check_key_serializer(key_serializer: str | None, field: str = "key_serializer") -> None:
+    """Fail, naming ``field`` and the choices, for a key serializer kgroup does not know (before
+    any Spark job)."""
+    if key_serializer is not None and key_serializer not in KEY_SERIALIZERS:
+        names = ", ".join(KEY_SERIALIZERS)
+        raise KgroupError(f"{field}: {key_serializer!r} is not one of {names}; give one of them")
+
+
+def check_key_column(df: Any, key_column: str, key_serializer: str | None = None) -> str:
+    """Validate that ``key_column`` exists and that its type can be serialized as Kafka would:
+    strings and bytes as they are, an integer column with the ``key_serializer`` its producer uses.
+    Return the key's type as reports show it (``"string"``, ``"binary"``, ``"bigint as long"`` …)."""
+    check_key_serializer(key_serializer)
     fields = {f.name: f for f in df.schema.fields}
     if key_column not in fields:
         columns = ", ".join(repr(n) for n in fields) or "none"
@@ -64,16 +90,52 @@ def check_key_column(df: Any, key_column: str) -> str:
             f"key column {key_column!r} is not in the data (columns: {columns}); "
             "pass one of them as the key column"
         )
-    data_type = fields[key_column].dataType
-    if isinstance(data_type, StringType):
-        return "string"
-    if isinstance(data_type, BinaryType):
-        return "binary"
-    raise KgroupError(
-        f"key column {key_column!r} has type {data_type.simpleString()}; Kafka hashes serialized key bytes, "
-        f"so give a string or binary column (e.g. cast it: df.withColumn({key_column!r}, col({key_column!r})"
-        ".cast('string')))"
-    )
+    type_name = fields[key_column].dataType.simpleString()
+    if key_serializer is None:
+        if type_name in ("string", "binary"):
+            return type_name
+        if type_name in _INTEGER_TYPES:
+            raise KgroupError(
+                f"key column {key_column!r} has type {type_name}; Kafka hashes the key's serialized bytes, "
+                "so name the serializer its producer uses: key serializer 'long', 'integer' or 'short' "
+                "(Kafka's LongSerializer …, big-endian) or 'string' (StringSerializer of its decimal text)"
+            )
+        raise KgroupError(
+            f"key column {key_column!r} has type {type_name}; Kafka hashes serialized key bytes, "
+            f"so give a string or binary column (e.g. cast it: df.withColumn({key_column!r}, "
+            f"col({key_column!r}).cast('string')))"
+        )
+    serializer, _, takes = KEY_SERIALIZERS[key_serializer]
+    if type_name not in takes:
+        fits = ", ".join(sorted(takes))
+        raise KgroupError(
+            f"key column {key_column!r} has type {type_name}, which Kafka's {serializer} (key serializer "
+            f"{key_serializer!r}) does not write; it takes {fits} columns: name another key serializer "
+            "or cast the column"
+        )
+    if type_name in ("string", "binary"):
+        return type_name
+    return f"{type_name} as {key_serializer}"
+
+
+def _serialized_key(df: Any, key_column: str, key_serializer: str | None) -> Any | None:
+    """The key column as the bytes ``key_serializer`` writes, or ``None`` when the column is used as
+    it is (a string or binary column). Integers become big-endian two's complement of the
+    serializer's width (Spark's ANSI mode refuses casting integers to binary, so through their hex
+    text), or their decimal text for ``string``; a null stays null."""
+    from pyspark.sql import functions as F
+
+    data_type = next(f.dataType.simpleString() for f in df.schema.fields if f.name == key_column)
+    if data_type in ("string", "binary"):
+        return None
+    column = F.col(_quoted(key_column))
+    if key_serializer == "string":
+        return column.cast("string")
+    width = KEY_SERIALIZERS[str(key_serializer)][1]
+    value = column.cast("bigint")
+    if width < 8:  # the low bytes of the sign-extended value: Java's int/short bits
+        value = value.bitwiseAND(F.lit((1 << (8 * width)) - 1).cast("bigint"))
+    return F.unhex(F.lpad(F.hex(value), 2 * width, "0"))
 
 
 def _check_counts(partition_counts: Sequence[int]) -> list[int]:
@@ -161,11 +223,14 @@ def with_kafka_partitions(
     *,
     record_bytes: int = 100,
     batch_size: int = 16384,
+    key_serializer: str | None = None,
 ) -> Any:
     """``df`` with one int column per partition count: each record's Kafka partition.
 
-    ``output_columns`` defaults to ``partition_<N>`` for each count N. The key column must be a
-    string or binary column; other types raise :class:`~kgroup.model.KgroupError` naming the type.
+    ``output_columns`` defaults to ``partition_<N>`` for each count N. The key column is a string
+    or binary column, or an integer column with ``key_serializer`` naming how its producer writes
+    it (``long``, ``integer``, ``short`` or ``string``: :data:`KEY_SERIALIZERS`); other types, or
+    an integer column without a serializer, raise :class:`~kgroup.model.KgroupError` naming the type.
     Keyless records are modelled as ``record_bytes`` each, in batches of ``batch_size`` bytes
     (``batch.size``; it decides when the sticky strategies switch partition).
     ``null_key_strategy=None`` (beyond Kafka, whose producer always places a keyless record) says
@@ -185,7 +250,7 @@ def with_kafka_partitions(
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     counts = _check_counts(partition_counts)
-    check_key_column(df, key_column)
+    check_key_column(df, key_column, key_serializer)
     names = list(output_columns) if output_columns is not None else [f"partition_{n}" for n in counts]
     if len(names) != len(counts):
         raise KgroupError(
@@ -201,6 +266,24 @@ def with_kafka_partitions(
         raise KgroupError(f"output_columns: {names} repeats a name; give each partition column its own name")
     if null_key_strategy is not None:
         _check_keyless_settings(null_key_strategy, record_bytes, batch_size)
+    serialized = _serialized_key(df, key_column, key_serializer)
+    if serialized is not None:  # partition on the serialized bytes in a column of their own
+        from pyspark.sql import functions as F
+
+        if not _key_nullable(df, key_column):  # keep "never null" known (unhex's result is nullable)
+            serialized = F.coalesce(serialized, F.lit(bytearray()))
+        temporary = f"__kgroup_key_{uuid.uuid4().hex}"
+        partitioned = with_kafka_partitions(
+            df.withColumn(temporary, serialized),
+            temporary,
+            counts,
+            null_key_strategy,
+            seed,
+            names,
+            record_bytes=record_bytes,
+            batch_size=batch_size,
+        )
+        return partitioned.drop(temporary)
     keyless_possible = null_key_strategy is not None and _key_nullable(df, key_column)
     if _register_jvm_function(df):
         keyless: Any | None = None
@@ -371,13 +454,23 @@ def with_kafka_partition(
     null_key_strategy: str | None = DEFAULT_NULL_KEY_STRATEGY,
     seed: int = 0,
     output_column: str = "partition",
+    *,
+    key_serializer: str | None = None,
     **keyless: int,
 ) -> Any:
     """``df`` with an int column ``output_column``: each record's partition in a topic of
     ``num_partitions`` partitions (see the module documentation for keys and keyless records).
-    ``keyless`` takes ``record_bytes`` and ``batch_size`` as in :func:`with_kafka_partitions`."""
+    ``keyless`` takes ``record_bytes`` and ``batch_size``, and ``key_serializer`` is as in
+    :func:`with_kafka_partitions`."""
     return with_kafka_partitions(
-        df, key_column, [num_partitions], null_key_strategy, seed, [output_column], **keyless
+        df,
+        key_column,
+        [num_partitions],
+        null_key_strategy,
+        seed,
+        [output_column],
+        key_serializer=key_serializer,
+        **keyless,
     )
 
 
