@@ -114,6 +114,8 @@ def test_partition_input_mode_is_delegated(
         "7",
         "--format",
         "parquet",
+        "--key-serializer",
+        "long",
         "--json",
     )
     assert code == 0
@@ -127,6 +129,7 @@ def test_partition_input_mode_is_delegated(
         "master": "local[*]",
         "input_format": "parquet",
         "json_output": True,
+        "key_serializer": "long",
     }
 
 
