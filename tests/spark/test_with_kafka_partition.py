@@ -80,7 +80,10 @@ def test_binary_keys_are_hashed_as_is_and_partition_column_named(spark: Any) -> 
 
 def test_bad_arguments_fail_on_the_driver(spark: Any) -> None:
     df = spark.createDataFrame([("a", 1)], "k string, n long")
-    with pytest.raises(KgroupError, match=r"key column 'n' has type bigint; .*key serializer 'long'"):
+    with pytest.raises(
+        KgroupError,
+        match=r"key column 'n' has type bigint; .*\(key_serializer=, or --key-serializer\): long, integer",
+    ):
         with_kafka_partition(df, "n", 3)
     with pytest.raises(KgroupError, match=r"type bigint, which Kafka's IntegerSerializer .* does not write"):
         with_kafka_partition(df, "n", 3, key_serializer="integer")

@@ -97,8 +97,9 @@ def check_key_column(df: Any, key_column: str, key_serializer: str | None = None
         if type_name in _INTEGER_TYPES:
             raise KgroupError(
                 f"key column {key_column!r} has type {type_name}; Kafka hashes the key's serialized bytes, "
-                "so name the serializer its producer uses: key serializer 'long', 'integer' or 'short' "
-                "(Kafka's LongSerializer …, big-endian) or 'string' (StringSerializer of its decimal text)"
+                "so name the serializer its producer uses (key_serializer=, or --key-serializer): long, "
+                "integer or short (Kafka's LongSerializer, IntegerSerializer, ShortSerializer: big-endian) "
+                "or string (StringSerializer of its decimal text)"
             )
         raise KgroupError(
             f"key column {key_column!r} has type {type_name}; Kafka hashes serialized key bytes, "
