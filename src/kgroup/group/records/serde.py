@@ -366,7 +366,7 @@ def _encode_offset_commit(record: OffsetCommitted) -> tuple[bytes, bytes]:
     metadata = _utf8(v.metadata if v.metadata is not None else "")  # Kafka's metadata is never null
     key = b"".join(
         (
-            I16.pack(OFFSET_COMMIT_KEY_VERSION),
+            _OFFSET_COMMIT_KEY_V1,
             I16.pack(len(group)),
             group,
             I16.pack(len(topic)),
