@@ -47,8 +47,11 @@ test: $(STAMP)
 	@$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch || test -z "$$CI"
 	@$(VENV)/bin/python -m kgroup.testing.faults fetch || test -z "$$CI"
 	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/mypy
-	$(VENV)/bin/lint-imports
+	@# numba's kernels compiled once (on the other core, beside mypy), not by every test worker and
+	@# Spark task at once: they all read the machine code from numba's cache (docs/testing.md)
+	@$(VENV)/bin/python -m kgroup.kernels & kernels=$$!; \
+	$(VENV)/bin/mypy && $(VENV)/bin/lint-imports; status=$$?; \
+	wait $$kernels || status=1; exit $$status
 	@status=0; \
 	echo "== tests without Apache Kafka (-m 'not apache_kafka', $(TEST_WORKERS) workers)"; \
 	$(PYTEST) -m "not apache_kafka" -n $(TEST_WORKERS) --dist loadgroup $(DURATIONS) || status=1; \

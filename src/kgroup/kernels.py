@@ -1,0 +1,150 @@
+"""Every numba kernel of kgroup, compiled now — or read from numba's cache — instead of on first use.
+
+kgroup's hot loops are numba kernels compiled with ``cache=True``: the first call on a machine compiles
+each one for the argument types it is given (seconds of CPU per kernel), and numba keeps the machine
+code in the package's ``__pycache__``, where every later process — a Spark task's Python worker, a test
+worker, ``kgroup serve`` — reads it in a fraction of a second. Several processes starting at once on a
+fresh install (the Python workers of a Spark job, pytest's workers) would each compile the same
+kernels. :func:`compile_all` compiles them once, with the argument types kgroup's own calls give them,
+by running each kernel's public path on a small input:
+
+* keyed partitioning (``kgroup.partitioning``): murmur2 and the partition kernels, one thread and
+  parallel, over Arrow binary and large-binary arrays;
+* the fast sticky assignors (``kgroup.assignors.fast``): the constrained and general kernels with and
+  without racks, the sticky user-data decoder, the leader's assignment encoder;
+* the broker's record walk (``kgroup.log.records``);
+* the ``kgroup`` Spark source's RecordBatch decoder (``kgroup.spark.source.record_columns``; numba and
+  Arrow only, no pyspark).
+
+Run it once after installing (an image build, each node of a Spark cluster, a CI job before its
+parallel tests): ``python -m kgroup.kernels``. It changes no answer: a kernel it did not reach is
+compiled on its first use, as before. Beyond Kafka: Kafka's Java code is compiled by the JIT at run
+time; this is numba's equivalent of warming it.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+import time
+from collections.abc import Callable
+
+__all__ = ["KERNEL_GROUPS", "compile_all", "main"]
+
+
+def _partitioning() -> None:
+    import pyarrow as pa
+
+    from kgroup.partitioning import murmur2_array, partitions_for_keys, partitions_for_keys_multi
+    from kgroup.partitioning._murmur2_kernels import PARALLEL_MIN_KEYS
+
+    keys = [b"key-%d" % i for i in range(8)] + [None]
+    for array in (pa.array(keys, pa.binary()), pa.array(keys, pa.large_binary())):
+        murmur2_array(array)
+        partitions_for_keys(array, 12)
+        partitions_for_keys_multi(array, [12, 16])
+    # the kernels that split the keys over numba's threads (taken from this many keys, with 2+ threads)
+    many = PARALLEL_MIN_KEYS
+    big = pa.array([b"k"] * many, pa.binary())
+    for array in (big, big.cast(pa.large_binary())):
+        murmur2_array(array)
+        partitions_for_keys_multi(array, [12])
+
+
+def _assignors() -> None:
+    from kgroup.assignors.fast.sticky import FastCooperativeStickyAssignor, FastStickyAssignor
+    from kgroup.assignors.leader_path import assign_subscriptions
+    from kgroup.bench.cases import CASES, Phase, build_request, phases_for
+    from kgroup.bench.java_leader import subscription_bytes
+
+    for case in ("uniform", "uniform-rack", "nonequal", "nonequal-rack"):
+        shape = CASES[case].scaled(0.001)
+        for name, make in (
+            ("sticky", FastStickyAssignor),
+            ("cooperative-sticky", FastCooperativeStickyAssignor),
+        ):
+            for phase in phases_for(name):
+                assignor = make()
+                assignor.fast_path_min_partitions = 0  # the kernels, even on a group this small
+                request = build_request(shape, name, phase)
+                assignor.assign(request)
+                if phase is Phase.INITIAL:  # the leader's path: subscription bytes in, assignment bytes out
+                    leader = make()
+                    leader.fast_path_min_partitions = 0
+                    assign_subscriptions(
+                        leader, subscription_bytes(request), request.topics, prefer_rack_aware_logic=True
+                    )
+
+
+def _log() -> None:
+    from kgroup.log.records import load_kernel
+
+    load_kernel()
+
+
+def _spark_source() -> None:
+    from crc32c import crc32c
+
+    from kgroup.spark.source.record_columns import decode_fetched
+
+    def varint(value: int) -> bytes:
+        zigzag = (value << 1) ^ (value >> 63)
+        out = bytearray()
+        while zigzag >= 0x80:
+            out.append((zigzag & 0x7F) | 0x80)
+            zigzag >>= 7
+        out.append(zigzag)
+        return bytes(out)
+
+    def record(delta: int, key: bytes, value: bytes) -> bytes:
+        header = varint(1) + b"h" + varint(1) + b"v"
+        body = b"\x00" + varint(0) + varint(delta) + varint(len(key)) + key + varint(len(value)) + value
+        body += varint(1) + header
+        return varint(len(body)) + body
+
+    records = [record(i, b"k%d" % i, b"value-%d" % i) for i in range(20)]
+    after_crc = struct.pack(">hiqqqhii", 0, len(records) - 1, 0, 0, -1, -1, -1, len(records))
+    after_crc += b"".join(records)
+    batch = struct.pack(">qiibI", 0, 9 + len(after_crc), 0, 2, crc32c(after_crc)) + after_crc
+    for headers in (False, True):
+        decode_fetched(
+            batch, topic="t", partition=0, fetch_offset=0, until_offset=20, include_headers=headers
+        )
+
+
+#: what :func:`compile_all` warms, in order: a name and the call that compiles that group's kernels
+KERNEL_GROUPS: tuple[tuple[str, Callable[[], None]], ...] = (
+    ("keyed partitioning (murmur2)", _partitioning),
+    ("fast sticky assignors", _assignors),
+    ("broker record walk", _log),
+    ("Spark source record decoder", _spark_source),
+)
+
+
+def compile_all(report: Callable[[str, float], None] | None = None) -> list[tuple[str, float]]:
+    """Compile (or load from numba's cache) every group of kernels; each group's name and seconds."""
+    done: list[tuple[str, float]] = []
+    for name, warm in KERNEL_GROUPS:
+        start = time.perf_counter()
+        warm()
+        seconds = time.perf_counter() - start
+        done.append((name, seconds))
+        if report is not None:
+            report(name, seconds)
+    return done
+
+
+def main() -> int:
+    """``python -m kgroup.kernels``: compile every kernel, one line per group on stderr."""
+    total = time.perf_counter()
+
+    def say(name: str, seconds: float) -> None:
+        print(f"kgroup kernels: {name} ready in {seconds:.1f} s", file=sys.stderr)
+
+    compile_all(say)
+    print(f"kgroup kernels: all ready in {time.perf_counter() - total:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
