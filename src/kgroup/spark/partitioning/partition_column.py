@@ -457,9 +457,10 @@ def _jvm_keyless_columns(
     batch_size: int,
 ) -> list[Any] | None:
     """One column per count placing each null key in the JVM (``null`` for a keyed row): kgroup's
-    Java :mod:`KeylessPartition <kgroup.spark.partitioning.jvm>`, the same producers, seeds and
-    row order as :func:`_keyless_partitions_udf`. ``None`` when the JVM does not model the
-    strategy or the sizes, or the session cannot load the class: the caller uses the Arrow UDF.
+    Java ``KeylessPartition`` (:func:`kgroup.spark.partitioning.jvm.keyless_udf`), with the same
+    producers, seeds and row order as :func:`_keyless_partitions_udf`. ``None`` when the JVM does
+    not model the strategy or the sizes, or the session cannot load the class: the caller uses the
+    Arrow UDF.
 
     Each column is non-deterministic to Spark (``asNondeterministic``, and the partition index
     argument is so too): no filter is pushed below it and it is evaluated once per row, in the
