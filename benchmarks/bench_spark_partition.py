@@ -20,9 +20,11 @@ column and nullability: Spark's built-in ``pmod(hash(key), 12)`` (murmur3, not K
 for a per-row hash) on the same rows, then ``with_kafka_partition`` (``adaptive`` null-key strategy).
 ``--pandas`` adds a ``pandas_udf`` over kafka-python's murmur2 (what a PySpark user writes without
 kgroup; slow). ``--null-keys`` measures instead a nullable string key column that holds null keys
-(one row in ten): ``hash()``, ``with_kafka_partition`` (keyed rows in the JVM, the null flag through
-an Arrow UDF), and an Arrow UDF on the same flag that only returns nulls — Spark's Python UDF
-machinery alone, without kgroup's placement. ``--sessions kgroup`` measures one session only.
+(one row in ten): ``hash()``, ``with_kafka_partition`` (every row in the JVM, null keys placed by
+kgroup's Java producer), the same with the null flag through the Arrow UDF to the Python producer
+(the path kgroup takes when the JVM does not model the strategy, and took for every strategy
+before), and an Arrow UDF on the same flag that only returns nulls — Spark's Python UDF machinery
+alone, without kgroup's placement. ``--sessions kgroup`` measures one session only.
 """
 
 from __future__ import annotations
@@ -114,6 +116,21 @@ def bare_arrow_udf(df: Any) -> Any:
     return df.withColumn("partition", udf(F.col("key").isNull()))
 
 
+def arrow_udf_placement(df: Any) -> Any:
+    """``with_kafka_partition`` with the null keys placed by the Python producer behind the Arrow
+    UDF (kgroup's JVM placement taken away): the path before the JVM placement, in the same run."""
+    from kgroup.spark.partitioning import partition_column
+
+    jvm_columns = partition_column._jvm_keyless_columns
+    partition_column._jvm_keyless_columns = lambda *args: None
+    try:
+        partitioned = partition_column.with_kafka_partition(df, "key", PARTITIONS)
+    finally:
+        partition_column._jvm_keyless_columns = jvm_columns
+    assert "ArrowEvalPython" in str(partitioned._jdf.queryExecution().executedPlan().toString())
+    return partitioned
+
+
 def measure(
     kind: str, rows: int, runs: int, master: str, with_pandas: bool, null_keys: bool
 ) -> dict[str, Any]:
@@ -125,6 +142,16 @@ def measure(
 
     spark = _session(kind, master)
     strict, loose = frames(spark, rows)
+    if null_keys:  # the null keys are placed in the JVM, and as the Python path places them
+        from pyspark.sql import functions as F
+
+        sample = loose.where(F.col("key_long") < 7919 * 20_000)  # the first 20,000 rows, in their tasks
+        sample = sample.withColumn("key", F.when(F.col("key_long") % 10 != 0, F.col("key")))
+        placed = with_kafka_partition(sample, "key", PARTITIONS)
+        assert "kgroup_keyless_partition" in str(placed._jdf.queryExecution().executedPlan().toString())
+        jvm_rows = {r["key_long"]: r["partition"] for r in placed.collect()}
+        python_rows = {r["key_long"]: r["partition"] for r in arrow_udf_placement(sample).collect()}
+        assert jvm_rows == python_rows and len(jvm_rows) == 20_000, "the JVM and Python placements differ"
     for df in (strict, loose):
         partitioned = with_kafka_partition(df, "key", PARTITIONS)
         plan = str(partitioned._jdf.queryExecution().executedPlan().toString())
@@ -140,6 +167,7 @@ def measure(
             "partition", F.pmod(F.hash("key"), F.lit(PARTITIONS))
         )
         cases["key with null keys: kgroup"] = lambda: with_kafka_partition(nulled, "key", PARTITIONS)
+        cases["key with null keys: kgroup, Arrow UDF"] = lambda: arrow_udf_placement(nulled)
         cases["key with null keys: bare Arrow UDF"] = lambda: bare_arrow_udf(nulled)
     for nullability, df in () if null_keys else (("non-null", strict), ("nullable", loose)):
         for key in KEYS:

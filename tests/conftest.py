@@ -14,7 +14,7 @@ naming them:
   ``pytest -n N --dist loadgroup`` they run on as few workers as there are groups, each sharing its
   worker's one SparkSession: two groups, so the Spark tests are not one worker's long queue —
   ``spark-kafka`` (the tests that reach a Kafka broker: the ``kgroup_cluster`` / ``kafka_cluster``
-  fixtures, and ``test_demo.py``, whose pipeline starts one) and ``spark`` (the rest).
+  / ``apache_kafka`` fixtures, and ``test_demo.py``, whose pipeline starts one) and ``spark`` (the rest).
   (pytest < 9.2: pytest 9.2's node ids make pytest-xdist 3.8 drop the group silently,
   pytest-dev/pytest-xdist#1386; pyproject.toml pins it.)
 """
@@ -40,8 +40,9 @@ TESTS = Path(__file__).parent
 #: fixtures that start (or reach) the run's Apache Kafka node or its Java oracle
 _APACHE_FIXTURES = frozenset({"apache_kafka", "kafka_oracle"})
 _SPARK_FIXTURES = frozenset({"spark", "kgroup_spark"})
-#: fixtures of a Kafka broker for the Spark data source's tests (tests/spark/conftest.py)
-_BROKER_FIXTURES = frozenset({"kgroup_cluster", "kafka_cluster"})
+#: fixtures of a Kafka broker for the Spark data source's tests (tests/spark/conftest.py), and the
+#: run's Apache Kafka node itself (a Spark test beside a Java producer)
+_BROKER_FIXTURES = frozenset({"kgroup_cluster", "kafka_cluster", "apache_kafka"})
 #: Spark tests that start a Kafka broker themselves (the demo's pipeline stage)
 _BROKER_MODULES = frozenset({TESTS / "spark" / "test_demo.py"})
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import json
+import threading
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -46,8 +47,21 @@ def user_session() -> dict[str, Any]:
         out["before"] = type(exc).__name__
     plain = spark.createDataFrame([(f"k{i}",) for i in range(500)] + [(None,)] * 20, "k string")
     auto = with_kafka_partition(plain, "k", 12)
-    out["auto_plan"] = JVM_FUNCTION_NAME in auto._jdf.queryExecution().executedPlan().toString()
+    plan = auto._jdf.queryExecution().executedPlan().toString()
+    out["auto_plan"] = JVM_FUNCTION_NAME in plan
+    # the null keys too are placed in the JVM: no Python UDF
+    out["auto_keyless_plan"] = "kgroup_keyless_partition" in plan and "ArrowEvalPython" not in plan
     out["auto"] = [(r["k"], r["partition"]) for r in auto.collect()]
+
+    def on_another_thread() -> None:  # ADD JAR gave the jar to the first thread's class loader only
+        again = with_kafka_partition(plain, "k", 12)
+        again_plan = again._jdf.queryExecution().executedPlan().toString()
+        out["thread_keyless_plan"] = "kgroup_keyless_partition" in again_plan
+        out["thread"] = [(r["k"], r["partition"]) for r in again.collect()]
+
+    thread = threading.Thread(target=on_another_thread)
+    thread.start()
+    thread.join()
     out["register"] = kgroup.spark.register(spark)
     out["sql"] = spark.sql(probe).collect()[0]["p"]
     other = spark.newSession()  # a session of the same context: register() gives it the function

@@ -81,9 +81,10 @@ def _random_keys(seed: int, count: int) -> list[tuple[int, str | None, bytes | N
 def test_nullable_keys_take_the_jvm_path_with_the_python_placement(
     spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A nullable key column holding null keys takes the JVM path too; its null keys are placed by
-    the modelled producers, and every partition is the one the Python-worker path gives (each
-    strategy once, string and binary keys in turn)."""
+    """A nullable key column holding null keys takes the JVM path too, null keys included: they are
+    placed by kgroup's Java port of the modelled producers (no Python UDF in the plan), and every
+    partition is the one the Python-worker path gives (each strategy once, string and binary keys
+    in turn; tests/spark/test_jvm_keyless.py has the rest)."""
     import kgroup.spark.partitioning.partition_column as partitioning
 
     df = spark.createDataFrame(_random_keys(7, 3000), "i long, s string, b binary").repartition(3).cache()
@@ -97,7 +98,9 @@ def test_nullable_keys_take_the_jvm_path_with_the_python_placement(
                 )
 
             jvm_df = partitioned()
-            assert JVM_FUNCTION_NAME in _plan(jvm_df) and "ArrowEvalPython" in _plan(jvm_df), strategy
+            plan = _plan(jvm_df)
+            assert JVM_FUNCTION_NAME in plan and "kgroup_keyless_partition" in plan, strategy
+            assert "ArrowEvalPython" not in plan and "MapInArrow" not in plan, strategy
             got = sorted(tuple(r) for r in jvm_df.collect())
             with monkeypatch.context() as patch:
                 patch.setattr(partitioning, "_register_jvm_function", lambda df: False)
@@ -197,7 +200,8 @@ def test_a_users_own_session_gets_the_jvm_function(own_process_sessions: dict[st
     """A session kgroup did not start (nothing of kgroup's in its configuration) gets the jar and
     the function from ``with_kafka_partition`` itself and from ``kgroup.spark.register``. Runs in its
     own process (``own_process_sessions.py``, its ``user_session`` part, the process's first
-    session): a plain ``SparkSession.builder`` session needs a SparkContext of its own."""
+    session): a plain ``SparkSession.builder`` session needs a SparkContext of its own. Its null
+    keys are placed in the JVM too, from the thread that added the jar and from another."""
     from kgroup.partitioning import partition_for_key
 
     out = own_process_sessions["user_session"]
@@ -205,6 +209,9 @@ def test_a_users_own_session_gets_the_jvm_function(own_process_sessions: dict[st
     assert "kgroup" not in out["jars"]  # the user's session had no kgroup jar …
     assert out["before"] == "AnalysisException"  # … and no function
     assert out["auto_plan"] is True  # with_kafka_partition added both and took the JVM path
+    assert out["auto_keyless_plan"] is True  # null keys included
+    # another thread of the user's program too, with the same placement
+    assert out["thread_keyless_plan"] is True and out["thread"] == out["auto"]
     keyed = [(k, p) for k, p in out["auto"] if k is not None]
     assert len(keyed) == 500
     assert all(p == partition_for_key(k, 12) for k, p in keyed)

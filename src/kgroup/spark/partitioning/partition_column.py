@@ -242,9 +242,11 @@ def with_kafka_partitions(
     every session with a JDK — kgroup's own and any other, to which the jar is added), each keyed
     row's partition is computed inside Spark's JVM. When a null-key strategy can be needed (a
     nullable key column and a strategy), one quick Spark job first looks for a null key (reading
-    the key column only): with none, no row goes to Python; with some, only each row's "key is
-    null" flag goes to the Python workers (an Arrow UDF), where the strategy places the null keys.
-    A streaming DataFrame is not looked at: it takes the flag path. Without the JVM function, whole
+    the key column only): with none, no row goes to Python; with some, the null keys are placed in
+    the JVM too, by kgroup's Java port of the modelled producer (:func:`_jvm_keyless_columns`), so
+    no row goes to Python either. A streaming DataFrame is not looked at: it takes the placing
+    path. Only a strategy the JVM does not model (a partitioner registered by the user) sends each
+    row's "key is null" flag to the Python workers (an Arrow UDF). Without the JVM function, whole
     Arrow batches go through the Python workers (``mapInArrow``). Every path is exact to Kafka and
     gives the same partitions.
     """
@@ -290,9 +292,13 @@ def with_kafka_partitions(
         keyless: Any | None = None
         if keyless_possible and null_key_strategy is not None:
             if df.isStreaming or _holds_null_keys(df, key_column):
-                keyless = _keyless_partitions_udf(
-                    null_key_strategy, int(seed), counts, record_bytes, batch_size
+                keyless = _jvm_keyless_columns(
+                    df, key_column, null_key_strategy, int(seed), counts, record_bytes, batch_size
                 )
+                if keyless is None:  # a strategy (or size) only Python models: the flag to Python
+                    keyless = _keyless_partitions_udf(
+                        null_key_strategy, int(seed), counts, record_bytes, batch_size
+                    )
             else:
                 keyless = _NO_NULL_KEYS
         return _with_jvm_partitions(df, key_column, counts, names, keyless)
@@ -371,15 +377,21 @@ def _with_jvm_partitions(
     df: Any, key_column: str, counts: list[int], names: list[str], keyless: Any | None
 ) -> Any:
     """The partition columns computed by kgroup's JVM function. ``keyless``: ``None`` — a null key
-    gets a null partition; an Arrow UDF from :func:`_keyless_partitions_udf` — it places the null
-    keys; :data:`_NO_NULL_KEYS` — the data had none when looked at, and a null key met later fails
-    the job (the input changed in between: placing it here could differ from the Python path)."""
+    gets a null partition; a list of columns from :func:`_jvm_keyless_columns` (one per count) —
+    kgroup's JVM placement of the null keys; an Arrow UDF from :func:`_keyless_partitions_udf` —
+    it places the null keys in the Python workers; :data:`_NO_NULL_KEYS` — the data had none when
+    looked at, and a null key met later fails the job (the input changed in between: placing it
+    here could differ from the Python path)."""
     from pyspark.sql import functions as F
 
     key = F.col(_quoted(key_column)).cast("binary")  # a string's UTF-8 bytes, as StringSerializer
     keyed = [F.call_udf(JVM_FUNCTION_NAME, key, F.lit(n)) for n in counts]
     if keyless is None:  # every key is present (or a null one gets no partition): no row leaves the JVM
         return df.withColumns(dict(zip(names, keyed, strict=True)))
+    if isinstance(keyless, list):  # kgroup's JVM placement of the null keys: no row leaves the JVM
+        return df.withColumns(
+            {name: F.coalesce(jvm, placed) for name, jvm, placed in zip(names, keyed, keyless, strict=True)}
+        )
     if keyless is _NO_NULL_KEYS:  # no row leaves the JVM either
         changed = F.raise_error(
             F.lit(
@@ -399,6 +411,79 @@ def _with_jvm_partitions(
         for i, (name, jvm) in enumerate(zip(names, keyed, strict=True))
     }
     return with_placed.withColumns(columns).drop(placed)
+
+
+#: a record size or batch.size beyond a Java int is left to Python (Kafka's batch.size is an int)
+_MAX_JVM_BYTES = 0x7FFFFFFF
+
+
+def _jvm_strategy(strategy: str, batch_size: int) -> str | None:
+    """The name of the strategy kgroup's JVM producer models for ``strategy`` (as
+    :class:`KeylessProducer` creates it), or ``None`` when only Python has it: a partitioner
+    registered by the user, or one of the built-in names registered over. ``keyed`` places its
+    null keys with an ``adaptive`` partitioner of the same ``batch_size``."""
+    from kgroup.partitioning import (
+        AdaptivePartitioner,
+        KeyedPartitioner,
+        LegacyRoundRobinPartitioner,
+        RoundRobinPartitioner,
+        UniformStickyPartitioner,
+        create_partitioner,
+    )
+
+    config: dict[str, object] = {"batch_size": batch_size} if strategy in ("adaptive", "keyed") else {}
+    partitioner = create_partitioner(strategy, rng=random.Random(0), **config)
+    if type(partitioner) is KeyedPartitioner:
+        partitioner = partitioner.null_key
+    if type(partitioner) is AdaptivePartitioner:
+        plain = partitioner.adaptive_partitioning_enable and partitioner.availability_timeout_ms == 0
+        return "adaptive" if plain and partitioner.batch_size == batch_size else None
+    if type(partitioner) is RoundRobinPartitioner:
+        return None if partitioner.double_call_on_new_batch else "round-robin"
+    if type(partitioner) is UniformStickyPartitioner:
+        return "uniform-sticky"
+    if type(partitioner) is LegacyRoundRobinPartitioner:
+        return "legacy-round-robin"
+    return None
+
+
+def _jvm_keyless_columns(
+    df: Any,
+    key_column: str,
+    strategy: str,
+    user_seed: int,
+    counts: list[int],
+    record_bytes: int,
+    batch_size: int,
+) -> list[Any] | None:
+    """One column per count placing each null key in the JVM (``null`` for a keyed row): kgroup's
+    Java ``KeylessPartition`` (:func:`kgroup.spark.partitioning.jvm.keyless_udf`), with the same
+    producers, seeds and row order as :func:`_keyless_partitions_udf`. ``None`` when the JVM does
+    not model the strategy or the sizes, or the session cannot load the class: the caller uses the
+    Arrow UDF.
+
+    Each column is non-deterministic to Spark (``asNondeterministic``, and the partition index
+    argument is so too): no filter is pushed below it and it is evaluated once per row, in the
+    task's row order. The partition index tells the Java side when a task starts reading another
+    RDD partition (a ``coalesce``), where the Python path starts a new Arrow UDF iterator."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.classic.column import Column, _to_seq
+
+    from kgroup.spark.partitioning.jvm import keyless_udf
+
+    name = _jvm_strategy(strategy, batch_size)
+    if name is None or record_bytes > _MAX_JVM_BYTES or batch_size > _MAX_JVM_BYTES:
+        return None
+    spark = df.sparkSession
+    arguments = [F.col(_quoted(key_column)).isNull(), F.spark_partition_id()]
+    columns: list[Any] = []
+    for n in counts:
+        function = keyless_udf(spark, name, user_seed, n, record_bytes, batch_size)
+        if function is None:
+            return None
+        java_arguments = _to_seq(spark.sparkContext, [c._jc for c in arguments])
+        columns.append(Column(function.apply(java_arguments)))
+    return columns
 
 
 def _keyless_partitions_udf(

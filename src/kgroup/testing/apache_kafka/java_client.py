@@ -712,7 +712,8 @@ class JavaConsumer(_JavaClient):
 
 
 class JavaProducer(_JavaClient):
-    """Kafka's Java ``KafkaProducer`` (string keys and values; Kafka's default partitioner)."""
+    """Kafka's Java ``KafkaProducer`` (Kafka's default partitioner; string values; keys as text, or as
+    decimal text when ``key.serializer`` names Kafka's Long/Integer/ShortSerializer)."""
 
     kind = "producer"
 

@@ -21,6 +21,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 
 import org.apache.kafka.clients.consumer.CloseOptions;
 import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
@@ -37,6 +38,10 @@ import org.apache.kafka.common.errors.FencedInstanceIdException;
 import org.apache.kafka.common.errors.GroupAuthorizationException;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
+import org.apache.kafka.common.serialization.IntegerSerializer;
+import org.apache.kafka.common.serialization.LongSerializer;
+import org.apache.kafka.common.serialization.Serializer;
+import org.apache.kafka.common.serialization.ShortSerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -410,10 +415,39 @@ public final class ClientDriver {
 
     // --- producer --------------------------------------------------------------------------------
 
+    /** How a key's text becomes the key the producer's serializer takes. */
+    record KeyType(Serializer<Object> serializer, Function<String, Object> parse) {
+        @SuppressWarnings("unchecked")
+        static KeyType of(Serializer<?> serializer, Function<String, Object> parse) {
+            return new KeyType((Serializer<Object>) serializer, parse);
+        }
+    }
+
+    /**
+     * The key serializer {@code key.serializer} names: {@code StringSerializer} (the default), or
+     * Kafka's {@code LongSerializer}, {@code IntegerSerializer} or {@code ShortSerializer} — each
+     * key then arrives as its decimal text and is parsed into that type first.
+     */
+    static KeyType keyType(Properties props) {
+        String name = props.getProperty("key.serializer", StringSerializer.class.getName());
+        if (name.equals(StringSerializer.class.getName())) {
+            return KeyType.of(new StringSerializer(), text -> text);
+        } else if (name.equals(LongSerializer.class.getName())) {
+            return KeyType.of(new LongSerializer(), Long::valueOf);
+        } else if (name.equals(IntegerSerializer.class.getName())) {
+            return KeyType.of(new IntegerSerializer(), Integer::valueOf);
+        } else if (name.equals(ShortSerializer.class.getName())) {
+            return KeyType.of(new ShortSerializer(), Short::valueOf);
+        }
+        throw new IllegalArgumentException("key.serializer: " + name + " is not one the driver takes "
+                + "(StringSerializer, LongSerializer, IntegerSerializer, ShortSerializer)");
+    }
+
     static void runProducer(JsonNode config) throws Exception {
         Properties props = properties(config);
-        KafkaProducer<String, String> producer =
-                new KafkaProducer<>(props, new StringSerializer(), new StringSerializer());
+        KeyType keyType = keyType(props);
+        KafkaProducer<Object, String> producer =
+                new KafkaProducer<>(props, keyType.serializer(), new StringSerializer());
         emit(event("started"));
         String defaultTopic = config.path("topic").asText(null);
         while (true) {
@@ -443,7 +477,8 @@ public final class ClientDriver {
                 Integer partition = record.path("partition").isInt() ? record.path("partition").asInt() : null;
                 count++;
                 try {
-                    producer.send(new ProducerRecord<>(topic, partition, key, value),
+                    Object typedKey = key == null ? null : keyType.parse().apply(key);
+                    producer.send(new ProducerRecord<>(topic, partition, typedKey, value),
                             (RecordMetadata meta, Exception exception) -> {
                                 if (exception == null) {
                                     emit(event("sent", "topic", meta.topic(), "partition", meta.partition(),
