@@ -13,6 +13,10 @@ TEST_WORKERS ?= 4
 # 2 workers beside other jobs, load 6-15, was green)
 KAFKA_TEST_WORKERS ?= 2
 PYTEST := $(VENV)/bin/python -m pytest
+# every process of a test run (pytest's workers, Spark's Python workers, the kgroup commands the
+# tests start) reads kgroup's and the tests' bytecode from __pycache__ instead of compiling the
+# sources again: a machine that turns bytecode off (PYTHONDONTWRITEBYTECODE) is overruled here
+unexport PYTHONDONTWRITEBYTECODE
 # each run ends with its slowest tests (where the suite's time goes; docs/testing.md)
 DURATIONS ?= --durations=25 --durations-min=5
 # the pure core's tests: no servers, no Spark, no JVM
@@ -47,11 +51,12 @@ test: $(STAMP)
 	@$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch || test -z "$$CI"
 	@$(VENV)/bin/python -m kgroup.testing.faults fetch || test -z "$$CI"
 	$(VENV)/bin/ruff check src tests benchmarks
-	@# numba's kernels compiled once (on the other core, beside mypy), not by every test worker and
-	@# Spark task at once: they all read the machine code from numba's cache (docs/testing.md)
+	@# beside mypy, on the other core, what every test worker would otherwise do at once: compile
+	@# numba's kernels (numba's cache) and read the test modules (bytecode, assertion rewriting)
 	@$(VENV)/bin/python -m kgroup.kernels & kernels=$$!; \
+	$(PYTEST) --collect-only -q -p no:cacheprovider > /dev/null & collected=$$!; \
 	$(VENV)/bin/mypy && $(VENV)/bin/lint-imports; status=$$?; \
-	wait $$kernels || status=1; exit $$status
+	wait $$kernels || status=1; wait $$collected || status=1; exit $$status
 	@status=0; \
 	echo "== tests without Apache Kafka (-m 'not apache_kafka', $(TEST_WORKERS) workers)"; \
 	$(PYTEST) -m "not apache_kafka" -n $(TEST_WORKERS) --dist loadgroup $(DURATIONS) || status=1; \

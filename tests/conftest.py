@@ -12,9 +12,13 @@ naming them:
   ``pytest.mark.apache_kafka`` itself.
 * ``xdist_group`` on every ``spark`` test and every test using the ``spark`` fixtures, so under
   ``pytest -n N --dist loadgroup`` they run on as few workers as there are groups, each sharing its
-  worker's one SparkSession: two groups, so the Spark tests are not one worker's long queue —
+  worker's one SparkSession: three groups, so the Spark tests are not one worker's long queue —
+  ``spark-demo`` (``test_demo.py``: the demo's pipeline, which starts its own broker),
   ``spark-kafka`` (the tests that reach a Kafka broker: the ``kgroup_cluster`` / ``kafka_cluster``
-  / ``apache_kafka`` fixtures, and ``test_demo.py``, whose pipeline starts one) and ``spark`` (the rest).
+  / ``apache_kafka`` fixtures) and ``spark`` (the rest). A Spark test whose Spark runs only in
+  processes it starts needs no worker's session: the two tests sharing ``own_process_sessions``
+  form a group of their own (so its one process serves both), and one marked
+  ``spark_own_process`` runs on any worker.
   (pytest < 9.2: pytest 9.2's node ids make pytest-xdist 3.8 drop the group silently,
   pytest-dev/pytest-xdist#1386; pyproject.toml pins it.)
 """
@@ -22,6 +26,7 @@ naming them:
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +39,16 @@ from hypothesis import settings
 settings.register_profile("kgroup", deadline=None)
 settings.load_profile("kgroup")
 
+# The suite's JVMs (its Spark drivers, the Apache Kafka nodes) live seconds to minutes and handle
+# little data: C2's compiler threads and G1's concurrent threads cost them more CPU than they save
+# (a third of the Spark tests' CPU, measured). Each is set through the variable its own launcher
+# reads — Spark's spark-class (SPARK_SUBMIT_OPTS) and Kafka's kafka-run-class.sh
+# (KAFKA_JVM_PERFORMANCE_OPTS, which kgroup.testing.ApacheKafka reads as the script does) — so the
+# tests' own subprocesses get them too; neither launcher prints them. A value set outside wins.
+_LEAN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", _LEAN_JVM)
+os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", f"{_LEAN_JVM} -Djava.awt.headless=true")
+
 VECTORS = Path(__file__).parent / "vectors"
 TESTS = Path(__file__).parent
 
@@ -43,13 +58,20 @@ _SPARK_FIXTURES = frozenset({"spark", "kgroup_spark"})
 #: fixtures of a Kafka broker for the Spark data source's tests (tests/spark/conftest.py), and the
 #: run's Apache Kafka node itself (a Spark test beside a Java producer)
 _BROKER_FIXTURES = frozenset({"kgroup_cluster", "kafka_cluster", "apache_kafka"})
-#: Spark tests that start a Kafka broker themselves (the demo's pipeline stage)
-_BROKER_MODULES = frozenset({TESTS / "spark" / "test_demo.py"})
+#: the demo's tests: its pipeline starts a Kafka broker of its own
+_DEMO_MODULES = frozenset({TESTS / "spark" / "test_demo.py"})
 
 
-def _spark_group(item: pytest.Item, fixtures: set[str]) -> str:
-    """The xdist group of a Spark test: ``spark-kafka`` if it reaches a Kafka broker, else ``spark``."""
-    if fixtures & _BROKER_FIXTURES or item.path in _BROKER_MODULES:
+def _spark_group(item: pytest.Item, fixtures: set[str]) -> str | None:
+    """The xdist group of a Spark test (see the module's documentation), or ``None`` for one that
+    needs no shared session."""
+    if "own_process_sessions" in fixtures:
+        return "spark-own-process"
+    if item.get_closest_marker("spark_own_process"):
+        return None
+    if item.path in _DEMO_MODULES:
+        return "spark-demo"
+    if fixtures & _BROKER_FIXTURES:
         return "spark-kafka"
     return "spark"
 
@@ -72,7 +94,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.apache_kafka)
         fixtures = set(getattr(item, "fixturenames", ()))
         if item.get_closest_marker("spark") or fixtures & _SPARK_FIXTURES:
-            item.add_marker(pytest.mark.xdist_group(_spark_group(item, fixtures)))
+            group = _spark_group(item, fixtures)
+            if group is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
 
 
 def load_vectors(kind: str) -> list[tuple[str, dict[str, Any]]]:

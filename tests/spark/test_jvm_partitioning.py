@@ -118,10 +118,11 @@ def test_nullable_keys_take_the_jvm_path_with_the_python_placement(
 def test_a_nullable_key_column_without_null_keys_never_leaves_the_jvm(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A Parquet column is nullable even when it holds no null: kgroup looks for a null key first
-    and, finding none, computes every partition in the JVM (no Python UDF in the plan); a null key
-    met later (the input changed since) fails the job rather than getting a partition that could
-    differ from the Python path's."""
+    """A Parquet column is nullable even when it holds no null: every partition is computed in the
+    JVM (no Python UDF in the plan), and no Spark job runs before the action. Where only Python
+    models the strategy (a size beyond Java's int), kgroup looks for a null key first and, finding
+    none, stays in the JVM as well; a null key met later (the input changed since) then fails the
+    job rather than getting a partition that could differ from the Python path's."""
     import kgroup.spark.partitioning.partition_column as partitioning
     from kgroup.partitioning import partition_for_key
 
@@ -129,18 +130,29 @@ def test_a_nullable_key_column_without_null_keys_never_leaves_the_jvm(
     spark.createDataFrame(keyed, "i long, s string, b binary").write.parquet(str(tmp_path / "keys"))
     df = spark.read.parquet(str(tmp_path / "keys"))
     assert all(f.nullable for f in df.schema.fields)
+    jobs = spark.sparkContext.statusTracker()
     for index, column in ((1, "s"), (2, "b")):
+        before = len(jobs.getJobIdsForGroup(None))
         partitioned = with_kafka_partitions(df, column, [5, 1000])
+        assert len(jobs.getJobIdsForGroup(None)) == before  # lazy: no look at the data
         plan = _plan(partitioned)
         assert JVM_FUNCTION_NAME in plan and "ArrowEvalPython" not in plan and "MapInArrow" not in plan
         got = {r["i"]: (r["partition_5"], r["partition_1000"]) for r in partitioned.collect()}
         assert got == {
             row[0]: (partition_for_key(row[index], 5), partition_for_key(row[index], 1000)) for row in keyed
         }
+    # a strategy only Python models: the look finds no null key, and every partition stays in the JVM
+    python_only = {"record_bytes": 2**31}
+    partitioned = with_kafka_partition(df, "s", 5, **python_only)
+    plan = _plan(partitioned)
+    assert JVM_FUNCTION_NAME in plan and "ArrowEvalPython" not in plan and "MapInArrow" not in plan
+    assert {r["i"]: r["partition"] for r in partitioned.collect()} == {
+        row[0]: partition_for_key(row[1], 5) for row in keyed
+    }
     with_nulls = spark.createDataFrame([("a",), (None,)], "k string")
     # as if kgroup had looked before the input changed
     monkeypatch.setattr(partitioning, "_holds_null_keys", lambda df, key_column: False)
-    guarded = with_kafka_partition(with_nulls, "k", 3)
+    guarded = with_kafka_partition(with_nulls, "k", 3, **python_only)
     with pytest.raises(Exception, match="had no null key when with_kafka_partition looked"):
         guarded.collect()
 

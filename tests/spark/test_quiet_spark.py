@@ -23,6 +23,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*KGROUP, *args], capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.spark_own_process
 def test_a_corrupt_parquet_file_is_one_clean_line(tmp_path: Path) -> None:
     corrupt = tmp_path / "corrupt.parquet"
     corrupt.write_bytes(b"PAR1 this is not parquet at all PAR1")
@@ -36,6 +37,7 @@ def test_a_corrupt_parquet_file_is_one_clean_line(tmp_path: Path) -> None:
     assert lines[0].endswith("); check the file or pass --format")
 
 
+@pytest.mark.spark_own_process
 def test_a_spark_run_with_json_prints_nothing_on_stderr(tmp_path: Path) -> None:
     data = tmp_path / "keys.csv"
     data.write_text("key,n\nfoobar,1\n,2\n")  # the empty key is a keyless record

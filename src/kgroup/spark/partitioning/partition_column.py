@@ -240,15 +240,15 @@ def with_kafka_partitions(
 
     Where it runs: wherever kgroup's JVM function can be registered (:mod:`kgroup.spark.partitioning.jvm`:
     every session with a JDK — kgroup's own and any other, to which the jar is added), each keyed
-    row's partition is computed inside Spark's JVM. When a null-key strategy can be needed (a
-    nullable key column and a strategy), one quick Spark job first looks for a null key (reading
-    the key column only): with none, no row goes to Python; with some, the null keys are placed in
-    the JVM too, by kgroup's Java port of the modelled producer (:func:`_jvm_keyless_columns`), so
-    no row goes to Python either. A streaming DataFrame is not looked at: it takes the placing
-    path. Only a strategy the JVM does not model (a partitioner registered by the user) sends each
-    row's "key is null" flag to the Python workers (an Arrow UDF). Without the JVM function, whole
-    Arrow batches go through the Python workers (``mapInArrow``). Every path is exact to Kafka and
-    gives the same partitions.
+    row's partition is computed inside Spark's JVM, and so is each null key's (a nullable key
+    column and a strategy): kgroup's Java port of the modelled producer
+    (:func:`_jvm_keyless_columns`) places them, so no row goes to Python and nothing runs before an
+    action. Only a strategy (or size) the JVM does not model — a partitioner registered by the user —
+    takes the Python workers: one quick Spark job first looks for a null key (reading the key column
+    only; a streaming DataFrame is not looked at); with none, no row goes to Python; with some, each
+    row's "key is null" flag goes to an Arrow UDF. Without the JVM function, whole Arrow batches go
+    through the Python workers (``mapInArrow``). Every path is exact to Kafka and gives the same
+    partitions.
     """
     from pyspark.sql.types import IntegerType, StructField, StructType
 
@@ -291,16 +291,19 @@ def with_kafka_partitions(
     if _register_jvm_function(df):
         keyless: Any | None = None
         if keyless_possible and null_key_strategy is not None:
-            if df.isStreaming or _holds_null_keys(df, key_column):
-                keyless = _jvm_keyless_columns(
-                    df, key_column, null_key_strategy, int(seed), counts, record_bytes, batch_size
-                )
-                if keyless is None:  # a strategy (or size) only Python models: the flag to Python
+            # The JVM places null keys as the Python path does, and only for rows with a null key
+            # (the keyed partition comes first in a coalesce): no look at the data, and the result
+            # stays lazy.
+            keyless = _jvm_keyless_columns(
+                df, key_column, null_key_strategy, int(seed), counts, record_bytes, batch_size
+            )
+            if keyless is None:  # a strategy (or size) only Python models: the flag to Python
+                if df.isStreaming or _holds_null_keys(df, key_column):
                     keyless = _keyless_partitions_udf(
                         null_key_strategy, int(seed), counts, record_bytes, batch_size
                     )
-            else:
-                keyless = _NO_NULL_KEYS
+                else:
+                    keyless = _NO_NULL_KEYS
         return _with_jvm_partitions(df, key_column, counts, names, keyless)
     key_index = df.columns.index(key_column)
     out_schema = StructType(

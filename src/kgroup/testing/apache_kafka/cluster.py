@@ -44,12 +44,21 @@ STOP_TIMEOUT_S = 30.0
 STOP_ALL_TIMEOUT_S = 10.0
 _FORMAT_TIMEOUT_S = 60.0
 _BIND_FAILURE = "Socket server failed to bind"
+#: the JVM options of Kafka's ``kafka-run-class.sh`` (its default ``KAFKA_JVM_PERFORMANCE_OPTS``)
 _JVM_OPTIONS = (
     "-XX:+UseG1GC",
     "-XX:MaxGCPauseMillis=20",
     "-XX:InitiatingHeapOccupancyPercent=35",
     "-Djava.awt.headless=true",
 )
+
+
+def jvm_performance_options() -> list[str]:
+    """The nodes' JVM options: ``KAFKA_JVM_PERFORMANCE_OPTS`` when it is set, as Kafka's
+    ``kafka-run-class.sh`` takes it (kgroup's test suite sets a lean profile there: C1 only and the
+    serial collector, for small and short-lived nodes), else the script's defaults."""
+    given = os.environ.get("KAFKA_JVM_PERFORMANCE_OPTS", "").split()
+    return given or list(_JVM_OPTIONS)
 
 
 class KafkaNodeDied(KgroupError):
@@ -370,7 +379,7 @@ class ApacheKafka:
         return [
             self._libs.java,
             f"-Xmx{self.heap}",
-            *_JVM_OPTIONS,
+            *jvm_performance_options(),
             f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
             "-cp",
             self._libs.classpath,
