@@ -49,6 +49,7 @@ from kgroup.wire.codec import (
     request_class,
     response_class,
 )
+from kgroup.wire.framing import Frame
 from kgroup.wire.guard import check_body
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ def _unsupported_api_versions(correlation_id: int) -> bytes:
 async def dispatch(
     services: BrokerServices,
     node_id: int,
-    frame: bytes,
+    frame: Frame,
     connection: str = "-",
     client_host: str = "/127.0.0.1",
     session: Session | None = None,
@@ -248,7 +249,7 @@ async def dispatch(
     return encode_response(header.correlation_id, build(cls, data))
 
 
-def _few_elements(frame: bytes, header: RequestHeader) -> bool:
+def _few_elements(frame: Frame, header: RequestHeader) -> bool:
     """Whether the body holds at most :data:`FEW_ELEMENTS` array elements (a walk bounded by that)."""
     cls = request_class(header.api_key, header.api_version)
     if cls is None:
