@@ -49,7 +49,7 @@ from kgroup.wire.codec import (
     request_class,
     response_class,
 )
-from kgroup.wire.framing import Frame
+from kgroup.wire.framing import Frame, Pieces
 from kgroup.wire.guard import check_body
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LARGE_FRAME_BYTES",
     "CloseConnection",
+    "Encoder",
     "Handler",
     "Pacer",
     "Registration",
@@ -138,6 +139,12 @@ class RequestContext:
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
 
+#: an API's own encoder of its answers (correlation id, version, the handler's plain data) -> the
+#: response frame as buffers: what ``encode_response(correlation_id, build(cls, data))`` makes,
+#: written by hand (the Fetch answer, around the stored batches: :mod:`kgroup.wire.fetch_response`)
+Encoder = Callable[[int, int, Mapping[str, Any]], Pieces]
+
+
 @dataclass(frozen=True, slots=True)
 class Registration:
     """The handler of one API and the versions of it the broker answers."""
@@ -146,6 +153,7 @@ class Registration:
     min_version: int
     max_version: int
     handler: Handler
+    encoder: Encoder | None = None
 
     def answers(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -154,12 +162,15 @@ class Registration:
 _REGISTRY: dict[int, Registration] = {}
 
 
-def register(api_key: ApiKey, versions: tuple[int, int]) -> Callable[[Handler], Handler]:
+def register(
+    api_key: ApiKey, versions: tuple[int, int], *, encoder: Encoder | None = None
+) -> Callable[[Handler], Handler]:
     """Make the decorated function the handler of ``api_key`` at ``versions`` (both ends included).
 
     Every version must have a request and a response schema in kio's index (a range kio cannot read
     is a bug here, found at import; the schemas' modules are imported at a version's first request);
-    an API has one handler.
+    an API has one handler. With ``encoder``, the handler's plain-data answers are written by it
+    instead of kio (it must write every version of the range exactly as kio would).
     """
     low, high = versions
     missing = [v for v in range(low, high + 1) if not has_schemas(api_key, v)]
@@ -169,7 +180,7 @@ def register(api_key: ApiKey, versions: tuple[int, int]) -> Callable[[Handler], 
     def decorate(handler: Handler) -> Handler:
         if api_key in _REGISTRY:
             raise ValueError(f"{api_key.title} has a handler already")
-        _REGISTRY[api_key] = Registration(api_key, low, high, handler)
+        _REGISTRY[api_key] = Registration(api_key, low, high, handler, encoder)
         return handler
 
     return decorate
@@ -208,7 +219,7 @@ async def dispatch(
     connection: str = "-",
     client_host: str = "/127.0.0.1",
     session: Session | None = None,
-) -> bytes | None:
+) -> bytes | Pieces | None:
     """The response frame (without its size) to one request frame, or ``None`` for no response;
     :class:`~kgroup.model.PeerError` or :class:`CloseConnection` to close the connection."""
     header = decode_request_header(frame)
@@ -238,6 +249,11 @@ async def dispatch(
     data = await registration.handler(ctx, request.body)
     if data is None:
         return None
+    encoder = registration.encoder
+    if encoder is not None and isinstance(data, Mapping):
+        if not _fewer_entries_than(data, LARGE_RESPONSE_ENTRIES):
+            return await services.off_loop(encoder, header.correlation_id, header.api_version, data)
+        return encoder(header.correlation_id, header.api_version, data)
     cls = response_class(header.api_key, header.api_version)
     assert cls is not None  # supported versions all have a schema
     if isinstance(data, cls):  # built by a typed translation: encoded here unless the request was large

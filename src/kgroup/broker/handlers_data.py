@@ -20,6 +20,7 @@ from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.fetch_response import fetch_response
 
 log = logging.getLogger("kgroup.broker")
 
@@ -249,7 +250,8 @@ async def _fetch_once(
     return answer, total, errors, sizes
 
 
-@register(ApiKey.FETCH, versions=(4, 12))  # v13+ address topics by id
+# v13+ address topics by id; the answer is written around the stored batches, not copied by kio
+@register(ApiKey.FETCH, versions=(4, 12), encoder=fetch_response)
 async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     """Answer at once when ``min_bytes`` are there (or a partition has an error), else park the fetch.
 
