@@ -165,6 +165,7 @@ def test_stamp_fixes_a_wrong_max_timestamp_of_an_uncompressed_batch() -> None:
     checked = validate(with_crc(raw))
     stored = stamp_batch(checked, base_offset=0, leader_epoch=0, log_append_time_ms=None)  # type: ignore[arg-type]
     assert parse_header(stored).max_timestamp == BASE_TIME_MS + 50
+    assert batch_crc_ok(stored, parse_header(stored))  # recomputed over the new header and the records
 
 
 def test_compressed_batch_is_kept_compressed() -> None:

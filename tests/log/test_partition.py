@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+
 import pytest
 from tests.log.batches import BASE_TIME_MS, client_batch, decode, kio_batch
 from tests.log.conftest import OpenLog
@@ -46,6 +49,33 @@ def test_stored_bytes_are_the_produced_bytes_but_offset_and_epoch(open_log: Open
     assert stored[16:] == raw[16:]  # magic, CRC and everything the CRC covers: untouched
     header = parse_header(stored)
     assert (header.base_offset, header.partition_leader_epoch) == (1, 4)
+
+
+def test_a_short_then_failed_write_raises_and_leaves_the_log_as_it_was(
+    open_log: OpenLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stamped header and the produced records go out with one writev: a short write of part of
+    them, then a full disk, is cut back off (nothing acknowledged, nothing half there)."""
+    log = open_log()
+    log.append(kio_batch([b"a"]), now_ms=1)
+    before = bytes(log.read(0, 1 << 20))
+    real_writev = os.writev
+    calls = {"n": 0}
+
+    def short_then_fail(fd: int, buffers: Sequence[bytes | memoryview]) -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return real_writev(fd, [b"".join(bytes(b) for b in buffers)[:70]])  # header and a bit more
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "writev", short_then_fail)
+    with pytest.raises(OSError):
+        log.append(kio_batch([b"b" * 500]), now_ms=1)
+    monkeypatch.setattr(os, "writev", real_writev)
+    assert calls["n"] == 2 and log.log_end_offset == 1
+    assert log.read(0, 1 << 20) == before
+    log.append(kio_batch([b"c"]), now_ms=1)
+    assert [(r[0], r[3]) for r in decode(log.read(0, 1 << 20))] == [(0, b"a"), (1, b"c")]
 
 
 def test_read_returns_the_whole_batch_holding_the_offset(open_log: OpenLog) -> None:

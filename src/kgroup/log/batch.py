@@ -39,6 +39,7 @@ __all__ = [
     "parse_header",
     "record_timestamps",
     "stamp_batch",
+    "stamp_header",
     "validate_produce_records",
 ]
 
@@ -373,18 +374,21 @@ def record_timestamps(batch: bytes, header: BatchHeader) -> list[tuple[int, int]
     return [(header.base_offset + delta, timestamp) for delta, timestamp in entries]
 
 
-def stamp_batch(
+def stamp_header(
     batch: ValidatedBatch, *, base_offset: int, leader_epoch: int, log_append_time_ms: int | None
 ) -> bytearray:
-    """The batch as the log stores it: what ``LogValidator``'s in-place path writes, nothing more.
+    """The batch's header (its first :data:`HEADER_SIZE` bytes) as the log stores it: what
+    ``LogValidator``'s in-place path writes, nothing more; the records after it are stored as produced.
 
     ``baseOffset`` and ``partitionLeaderEpoch`` are set (outside the CRC). With LogAppendTime the
     timestamp type bit and ``maxTimestamp = now`` are set; with CreateTime ``maxTimestamp`` becomes the
-    records' true maximum (-1 when none is larger). Either header change recomputes the CRC, and only
-    when the value differs (``DefaultRecordBatch.setMaxTimestamp``). The result is a new buffer (the
-    one copy of the batch the append makes), handed to the log as it is.
+    records' true maximum (-1 when none is larger). Either header change recomputes the CRC (over the
+    new header's covered part, then the unchanged records), and only when the value differs
+    (``DefaultRecordBatch.setMaxTimestamp``). The log writes this header and the produced bytes after
+    it with one ``writev``: the batch is not copied to be stamped.
     """
-    out = bytearray(batch.data)
+    data = memoryview(batch.data)
+    out = bytearray(data[:HEADER_SIZE])
     _BASE_OFFSET.pack_into(out, 0, base_offset)
     _INT32.pack_into(out, 12, leader_epoch)
     header = batch.header
@@ -395,5 +399,16 @@ def stamp_batch(
     if attributes != header.attributes or max_timestamp != header.max_timestamp:
         _ATTRIBUTES.pack_into(out, 21, attributes)
         _BASE_OFFSET.pack_into(out, 35, max_timestamp)
-        _CRC.pack_into(out, 17, crc32c(memoryview(out)[CRC_START:]))
+        _CRC.pack_into(out, 17, crc32c(data[HEADER_SIZE:], crc32c(memoryview(out)[CRC_START:])))
+    return out
+
+
+def stamp_batch(
+    batch: ValidatedBatch, *, base_offset: int, leader_epoch: int, log_append_time_ms: int | None
+) -> bytearray:
+    """The whole batch as the log stores it, in one new buffer: :func:`stamp_header`, then the records."""
+    out = stamp_header(
+        batch, base_offset=base_offset, leader_epoch=leader_epoch, log_append_time_ms=log_append_time_ms
+    )
+    out += memoryview(batch.data)[HEADER_SIZE:]
     return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,11 +47,15 @@ class SegmentRecovery:
     indexes_rebuilt: bool
 
 
-def _write_all(fd: int, data: bytes | bytearray) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+def _write_all(fd: int, pieces: Sequence[bytes | bytearray | memoryview]) -> None:
+    """Write ``pieces`` one after the other, with writev(2) (a short write writes the rest)."""
+    views = [memoryview(piece) for piece in pieces if len(piece)]
+    while views:
+        written = os.writev(fd, views)
+        while views and written >= len(views[0]):
+            written -= len(views.pop(0))
+        if written:
+            views[0] = views[0][written:]
 
 
 class Segment:
@@ -235,25 +239,27 @@ class Segment:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def append(self, data: bytes | bytearray, header: BatchHeader) -> None:
-        """Write the batch at the end with write(2): in the OS's hands (not yet on disk) on return.
+    def append(self, pieces: Sequence[bytes | bytearray | memoryview], header: BatchHeader) -> None:
+        """Write the batch (``pieces`` one after the other: its stamped header, then the produced
+        records) at the end with writev(2): in the OS's hands (not yet on disk) on return.
 
         A failed or short write is cut back off so the log never holds half a batch it acknowledged.
         """
         position = self.size
+        size = sum(len(piece) for piece in pieces)
         try:
             fd = self._fd()
             os.lseek(fd, position, os.SEEK_SET)
-            _write_all(fd, data)
+            _write_all(fd, pieces)
         except OSError:
             try:
                 os.ftruncate(self._fd(), position)
             finally:
                 raise
-        self.size = position + len(data)
+        self.size = position + size
         self.dirty = True
         entries_before = len(self._index_offsets), len(self._time_stamps)
-        self._note_batch(header, position, len(data), index=True)
+        self._note_batch(header, position, size, index=True)
         if len(self._index_offsets) > entries_before[0]:
             _write_all_at_end(
                 self._index_fd(), _OFFSET_ENTRY.pack(header.last_offset - self.base_offset, position)
@@ -331,8 +337,11 @@ class Segment:
     def read_batch(self, position: int, header: BatchHeader) -> bytes:
         return os.pread(self._fd(), header.size, position)
 
-    def read(self, position: int, max_bytes: int) -> bytes:
-        """Whole batches from ``position``: the first always whole, then as many as fit in ``max_bytes``."""
+    def read(self, position: int, max_bytes: int) -> bytes | memoryview:
+        """Whole batches from ``position``: the first always whole, then as many as fit in ``max_bytes``.
+
+        A read-only view of the bytes read when it stops short of them (a batch that did not fit):
+        the batches are not copied once more only to cut that tail off."""
         if position >= self.size:
             return b""
         want = min(self.size - position, max(max_bytes, HEADER_SIZE))
@@ -348,7 +357,7 @@ class Segment:
             if size < HEADER_SIZE or end + size > len(data):
                 break
             end += size
-        return data[:end]
+        return data if end == len(data) else memoryview(data)[:end]
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -390,4 +399,4 @@ class Segment:
 
 def _write_all_at_end(fd: int, data: bytes) -> None:
     os.lseek(fd, 0, os.SEEK_END)
-    _write_all(fd, data)
+    _write_all(fd, (data,))
