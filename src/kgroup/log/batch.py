@@ -25,7 +25,7 @@ from crc32c import crc32c
 
 from kgroup.log.codecs import InflateError, TooLargeWhenInflated, inflate
 from kgroup.log.errors import LogErrorCode, RecordErrors
-from kgroup.log.records import java_long, walk_records
+from kgroup.log.records import RecordTimestamps, java_long, walk_record_timestamps
 from kgroup.model import PeerError
 
 __all__ = [
@@ -261,16 +261,15 @@ def validate_produce_records(
         )
     # the producer's bytes as they are when they are exactly one batch (no copy), else that batch's
     data = records if size == len(records) and isinstance(records, bytes) else bytes(view[:size])
-    entries = _records_of(data, header)
+    walked = _records_of(data, header)
     # Kafka's maxTimestamp starts at NO_TIMESTAMP and takes every larger record timestamp
-    max_timestamp = max((stamp for _, stamp in entries), default=NO_TIMESTAMP)
-    max_timestamp = max(max_timestamp, NO_TIMESTAMP)
+    max_timestamp = NO_TIMESTAMP if walked.newest is None else max(walked.newest, NO_TIMESTAMP)
     if not log_append_time and bounds != NO_BOUNDS:  # unbounded (Kafka's default): no record is out of range
-        _check_timestamp_bounds(entries, now_ms, bounds)
+        _check_timestamp_bounds(walked, now_ms, bounds)
     return ValidatedBatch(header=header, data=data, records_max_timestamp=max_timestamp)
 
 
-def _records_of(data: bytes, header: BatchHeader) -> list[tuple[int, int]]:
+def _records_of(data: bytes, header: BatchHeader) -> RecordTimestamps:
     """(offset delta, timestamp) of every record, the payload inflated first if it is compressed.
 
     As Kafka's ``LogValidator`` reads them: a payload that does not inflate or an unknown codec is a
@@ -279,7 +278,9 @@ def _records_of(data: bytes, header: BatchHeader) -> list[tuple[int, int]]:
     """
     log_append_time = header.max_timestamp if header.is_log_append_time else None
     if header.compression == COMPRESSION_NONE:
-        return walk_records(data, HEADER_SIZE, header.records_count, header.base_timestamp, log_append_time)
+        return walk_record_timestamps(
+            data, HEADER_SIZE, header.records_count, header.base_timestamp, log_append_time
+        )
     try:
         payload = inflate(header.compression, memoryview(data)[HEADER_SIZE:], MAX_INFLATED_BYTES)
     except TooLargeWhenInflated as exc:
@@ -288,10 +289,10 @@ def _records_of(data: bytes, header: BatchHeader) -> list[tuple[int, int]]:
         ) from None
     except InflateError as exc:
         raise PeerError(exc.message, LogErrorCode.UNKNOWN_SERVER_ERROR) from None
-    return walk_records(payload, 0, header.records_count, header.base_timestamp, log_append_time)
+    return walk_record_timestamps(payload, 0, header.records_count, header.base_timestamp, log_append_time)
 
 
-def _check_timestamp_bounds(entries: list[tuple[int, int]], now_ms: int, bounds: TimestampBounds) -> None:
+def _check_timestamp_bounds(walked: RecordTimestamps, now_ms: int, bounds: TimestampBounds) -> None:
     """``LogValidator.validateTimestamp`` for a CreateTime topic, in Java ``long`` arithmetic.
 
     Records without a timestamp (-1) pass. Every record is checked; the refusal lists each record
@@ -299,16 +300,17 @@ def _check_timestamp_bounds(entries: list[tuple[int, int]], now_ms: int, bounds:
     """
     before = LONG_MAX if bounds.before_max_ms is None else bounds.before_max_ms
     after = LONG_MAX if bounds.after_max_ms is None else bounds.after_max_ms
-    if entries and -_NO_WRAP < now_ms < _NO_WRAP:
+    oldest, newest = walked.oldest, walked.newest
+    if oldest is None or newest is None:
+        return  # no records
+    if -_NO_WRAP < now_ms < _NO_WRAP:
         # the common case at once: when the oldest and the newest record are in range and no
         # difference can wrap around, every record is (one that has no timestamp passes anyway)
-        oldest = min(stamp for _, stamp in entries)
-        newest = max(stamp for _, stamp in entries)
         no_wrap = oldest > -_NO_WRAP and newest < _NO_WRAP
         if no_wrap and now_ms - oldest <= before and newest - now_ms <= after:
             return
     errors: list[tuple[int, str]] = []
-    for index, (offset_delta, stamp) in enumerate(entries):
+    for index, (offset_delta, stamp) in enumerate(walked.entries()):
         if stamp == NO_TIMESTAMP:
             continue
         difference = java_long(now_ms - stamp)
@@ -368,7 +370,7 @@ def record_timestamps(batch: bytes, header: BatchHeader) -> list[tuple[int, int]
     maxTimestamp, as in Kafka.
     """
     try:
-        entries = _records_of(batch, header)
+        entries = _records_of(batch, header).entries()
     except PeerError:
         return None
     return [(header.base_offset + delta, timestamp) for delta, timestamp in entries]
