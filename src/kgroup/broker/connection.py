@@ -20,13 +20,14 @@ import itertools
 import logging
 import os
 from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 from kgroup.model import PeerError
 from kgroup.wire.framing import (
     RECEIVE_BUFFER_BYTES,
+    FileRegion,
     Frame,
     FrameError,
     FrameReceiver,
@@ -136,8 +137,9 @@ _IOV_MAX = 1024
 
 class Connection(asyncio.BufferedProtocol):
     """One accepted connection: frames in through a :class:`~kgroup.wire.framing.FrameReceiver` (each
-    large frame received straight into its own buffer), responses out (a response of several buffers
-    with one ``writev`` on a plain TCP socket), flow control both ways.
+    large frame received straight into its own buffer), responses out (on a plain TCP socket, a
+    response of several buffers with one ``writev``, the stored batches of a Fetch answer with
+    ``sendfile``, as Kafka's ``FileRecords.writeTo`` does), flow control both ways.
 
     ``serve(connection)`` runs as a task once the connection is made (after the TLS handshake, on a
     TLS listener): the connection's whole life, as :func:`serve_connection`. Reading stops while a
@@ -237,20 +239,30 @@ class Connection(asyncio.BufferedProtocol):
                 self._read_waiter = None
 
     def write(self, response: bytes | Pieces) -> None:
-        """Send one response frame (its size prefix is added here)."""
+        """Send one response frame (its size prefix is added here); file regions among its pieces
+        are sent and closed here."""
         transport = self._transport
         assert transport is not None
         if isinstance(response, bytes) and len(response) < SEPARATE_PREFIX_BYTES:
             transport.write(framed(response))
             return
         pieces = framed_pieces(response)
-        sent = 0
-        if self._fd >= 0 and not transport.is_closing() and not transport.get_write_buffer_size():
-            # nothing of this connection is waiting in the transport: write to the socket directly,
-            # as the transport's own write does then, but all buffers in one writev, none copied
-            sent = _writev(self._fd, pieces)
-        for piece in _unsent(pieces, sent):
-            transport.write(piece)  # the rest waits in the transport (copied there) until writable
+        try:
+            index = skip = 0
+            if self._fd >= 0 and not transport.is_closing() and not transport.get_write_buffer_size():
+                # nothing of this connection waits in the transport: write to the socket directly,
+                # as the transport's own write does then, but the buffers with one writev (none
+                # copied) and the stored batches with sendfile (never read into memory)
+                index, skip = _send(self._fd, pieces)
+            for piece in pieces[index:]:
+                # the rest waits in the transport (copied there; a file region read) until writable;
+                # over TLS, all of it goes this way
+                transport.write(_in_memory(piece, skip))
+                skip = 0
+        finally:
+            for piece in pieces:
+                if not isinstance(piece, _BUFFERS):
+                    piece.close()
 
     async def drain(self) -> None:
         """Wait while the transport holds more unsent bytes than its high-water mark (a client not
@@ -295,28 +307,49 @@ class Connection(asyncio.BufferedProtocol):
                 self._transport.pause_reading()
 
 
-def _writev(fd: int, pieces: Pieces) -> int:
-    """Write as much of ``pieces`` as the socket takes now (non-blocking); the bytes written."""
-    written = 0
-    for first in range(0, len(pieces), _IOV_MAX):
-        batch = pieces[first : first + _IOV_MAX]
-        try:
-            count = os.writev(fd, batch)
-        except OSError:  # would block, or a broken connection the transport's own write meets too
-            return written
-        written += count
-        if count < sum(len(piece) for piece in batch):
-            return written
-    return written
+_BUFFERS = (bytes, bytearray, memoryview)
 
 
-def _unsent(pieces: Pieces, sent: int) -> Iterator[bytes | bytearray | memoryview]:
-    for piece in pieces:
-        if sent >= len(piece):
-            sent -= len(piece)
-            continue
-        yield memoryview(piece)[sent:] if sent else piece
-        sent = 0
+def _send(fd: int, pieces: Pieces) -> tuple[int, int]:
+    """Write ``pieces`` to the socket while it takes them (non-blocking): buffers with writev,
+    file regions with sendfile. The index of the first piece not wholly sent, and how much of it was."""
+    index, count = 0, len(pieces)
+    while index < count:
+        piece = pieces[index]
+        if isinstance(piece, _BUFFERS):
+            stop = index + 1
+            while stop < count and stop - index < _IOV_MAX and isinstance(pieces[stop], _BUFFERS):
+                stop += 1
+            try:
+                written = os.writev(fd, pieces[index:stop])  # type: ignore[arg-type]
+            except OSError:  # would block, or a broken connection the transport's own write meets too
+                return index, 0
+            for at in range(index, stop):
+                size = len(pieces[at])
+                if written < size:
+                    return at, written
+                written -= size
+            index = stop
+        else:
+            sent = 0
+            while sent < piece.size:
+                try:
+                    written = os.sendfile(fd, piece.fd, piece.position + sent, piece.size - sent)
+                except OSError:
+                    return index, sent
+                if written == 0:  # the file ends early: reading it says so
+                    return index, sent
+                sent += written
+            index += 1
+    return index, 0
+
+
+def _in_memory(
+    piece: bytes | bytearray | memoryview | FileRegion, skip: int
+) -> bytes | bytearray | memoryview:
+    if isinstance(piece, _BUFFERS):
+        return memoryview(piece)[skip:] if skip else piece
+    return piece.read(skip)
 
 
 async def serve_connection(

@@ -201,7 +201,8 @@ def _fetch_partition(
     if offset >= hw or budget <= 0:
         return entry, 0
     try:
-        data = plog.read(offset, min(int(part.partition_max_bytes), budget))
+        # large reads are regions of the segment file, sent with sendfile (the connection closes them)
+        data = plog.read_slice(offset, min(int(part.partition_max_bytes), budget))
     except LogError as exc:  # damaged bytes (KAFKA_STORAGE_ERROR), a topic deleted meanwhile …
         log.error("fetch from %s-%d at %d: %s", topic, index, offset, exc.message)
         entry["error_code"] = exc.error_code
@@ -276,6 +277,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     answer, total, errors, sizes = await _fetch_once(ctx, request)
     if total >= min_bytes or errors or loop.time() >= deadline:
         return answer
+    _close_regions(answer)  # the answer is read again once the fetch completes
     caps = {
         (topic.topic, int(part.partition)): int(part.partition_max_bytes)
         for topic in request.topics
@@ -290,6 +292,15 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     finally:
         ctx.services.unwatch_appends(waiter)
     return (await _fetch_once(ctx, request))[0]
+
+
+def _close_regions(answer: dict[str, Any]) -> None:
+    """Close the file regions (large reads) of an answer that will not be sent."""
+    for topic in answer["responses"]:
+        for entry in topic["partitions"]:
+            records = entry["records"]
+            if not isinstance(records, bytes | bytearray | memoryview):
+                records.close()
 
 
 @register(ApiKey.LIST_OFFSETS, versions=(1, 9))  # v10+: timeout semantics

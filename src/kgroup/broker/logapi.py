@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from kgroup.wire.framing import FileRegion
+
 __all__ = [
     "AppendResultLike",
     "CoordinatorLogLike",
@@ -43,6 +45,10 @@ class PartitionLogLike(Protocol):
         ...
 
     def read(self, offset: int, max_bytes: int) -> bytes | memoryview: ...
+    def read_slice(self, offset: int, max_bytes: int) -> bytes | memoryview | FileRegion:
+        """What :meth:`read` answers, or a region of the file holding it (sent with sendfile)."""
+        ...
+
     @property
     def log_start_offset(self) -> int: ...
     @property

@@ -31,7 +31,7 @@ from kgroup.log.batch import (
 from kgroup.log.errors import LogErrorCode, OffsetOutOfRange, UnknownTopicOrPartition
 from kgroup.log.handles import FileHandles
 from kgroup.log.producer_state import ProducerStateManager
-from kgroup.log.segment import INT32_MAX, Segment, SegmentRecovery
+from kgroup.log.segment import INT32_MAX, FileSlice, Segment, SegmentRecovery
 from kgroup.model import PeerError
 
 __all__ = [
@@ -319,6 +319,21 @@ class PartitionLog:
             position = segment.position_for_offset(offset)
             if position is not None:
                 return segment.read(position, max_bytes)
+        return b""
+
+    def read_slice(self, offset: int, max_bytes: int) -> bytes | memoryview | FileSlice:
+        """What :meth:`read` answers, as a :class:`~kgroup.log.segment.FileSlice` of the segment file
+        when it is 64 KiB or more (the Fetch answer sends it with sendfile; close it once sent)."""
+        self._open()
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRange(
+                f"offset {offset} is out of range [{self.log_start_offset}, {self.log_end_offset}]"
+            )
+        slot = bisect.bisect_right(self._bases, offset) - 1
+        for segment in self._segments[slot:]:
+            position = segment.position_for_offset(offset)
+            if position is not None:
+                return segment.read_slice(position, max_bytes)
         return b""
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:

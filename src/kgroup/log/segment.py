@@ -25,13 +25,60 @@ from kgroup.log.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, BatchHeader, b
 from kgroup.log.errors import LogStorageError
 from kgroup.log.handles import FileHandles
 
-__all__ = ["Segment", "SegmentRecovery", "segment_file_name"]
+__all__ = ["FileSlice", "Segment", "SegmentRecovery", "segment_file_name"]
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _LENGTH = struct.Struct(">i")
 _READ_CHUNK = 1 << 20  # the recovery scan reads the log in chunks of this size
 INT32_MAX = 2**31 - 1
+#: a read of whole batches this large or larger is answered as a :class:`FileSlice` (sent with
+#: sendfile); a smaller one is read into memory (a descriptor and a sendfile cost more than its copy)
+SLICE_MIN_BYTES = 64 * 1024
+#: the batch headers a slice's read looks at (one pread each) before it reads the bytes instead: many
+#: small batches are cheaper to read in one go
+SLICE_MAX_BATCHES = 16
+
+
+class FileSlice:
+    """``size`` bytes of a segment file from ``position``, on a descriptor of its own: Kafka's
+    ``FileRecords.slice``, which the Fetch answer sends with sendfile(2) and never reads into memory.
+
+    The descriptor is a duplicate (the file-handle cache may close its own meanwhile, and retention
+    delete the file: the bytes stay readable). Whoever sends it closes it (it closes itself when
+    collected). The bytes never change: a log only appends after them.
+    """
+
+    __slots__ = ("fd", "position", "size")
+
+    def __init__(self, fd: int, position: int, size: int) -> None:
+        self.fd = fd
+        self.position = position
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, skip: int = 0) -> bytes:
+        """The bytes (after the first ``skip``), read into memory."""
+        chunks: list[bytes] = []
+        position, left = self.position + skip, self.size - skip
+        while left > 0:
+            chunk = os.pread(self.fd, left, position)
+            if not chunk:
+                raise OSError(f"a segment file ends {left} bytes before its slice")
+            chunks.append(chunk)
+            position += len(chunk)
+            left -= len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -358,6 +405,41 @@ class Segment:
                 break
             end += size
         return data if end == len(data) else memoryview(data)[:end]
+
+    def read_slice(self, position: int, max_bytes: int) -> bytes | memoryview | FileSlice:
+        """What :meth:`read` answers (the same batches, the same checks of the first one's length),
+        as a :class:`FileSlice` when it is :data:`SLICE_MIN_BYTES` or more: only the batches'
+        12-byte length prefixes are read, one pread each (a read of more than
+        :data:`SLICE_MAX_BATCHES` batches reads them instead, as :meth:`read`)."""
+        if position >= self.size:
+            return b""
+        limit = position + min(self.size - position, max(max_bytes, HEADER_SIZE))
+        fd = self._fd()
+        end = position + self._length_at(fd, position)
+        if end - position < HEADER_SIZE or end > self.size:
+            raise LogStorageError(f"{self.log_path}: no record batch at position {position} (damaged file)")
+        batches = 1
+        while end + LOG_OVERHEAD <= limit:
+            if batches == SLICE_MAX_BATCHES:
+                return self.read(position, max_bytes)
+            size = self._length_at(fd, end)
+            if size < HEADER_SIZE or end + size > limit:
+                break
+            end += size
+            batches += 1
+        if end - position < SLICE_MIN_BYTES:
+            return os.pread(fd, end - position, position)
+        return FileSlice(os.dup(fd), position, end - position)
+
+    @staticmethod
+    def _length_at(fd: int, position: int) -> int:
+        """The size of the batch at ``position``, its offset and length fields included (-1 when the
+        file ends first)."""
+        raw = os.pread(fd, LOG_OVERHEAD, position)
+        if len(raw) < LOG_OVERHEAD:
+            return -1
+        size: int = _LENGTH.unpack_from(raw, 8)[0] + LOG_OVERHEAD
+        return size
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -2,8 +2,9 @@
 
 kio's writer copies every partition's records into one new answer buffer (and the transport copies
 it again); this encoder packs the header and the fields into small buffers and hands each
-partition's record bytes on as they came from the log, so the connection writes the answer with
-one ``writev`` and the records are never copied in Python. The bytes are exactly what
+partition's records on as they came from the log — bytes, or a region of a segment file — so the
+connection writes the answer with ``writev`` and ``sendfile`` and the records are never copied in
+Python. The bytes are exactly what
 ``encode_response(correlation_id, build(response_class(1, version), data))`` makes, for every
 version in :data:`VERSIONS` (``tests/wire/test_fetch_response.py`` compares the two on random
 answers): the same version-free data as :func:`kgroup.wire.codec.build` takes — fields the version
@@ -43,6 +44,7 @@ _EPOCH_END_OFFSET = struct.Struct(">iqB")  # tag 0, diverging_epoch: epoch, end 
 _LEADER = struct.Struct(">iiB")  # tag 1, current_leader: leader id, leader epoch, no tags
 _SNAPSHOT_ID = struct.Struct(">qiB")  # tag 2, snapshot_id: end offset, epoch, no tags
 _NO_TAGS = b"\x00"
+_BUFFERS = (bytes, bytearray, memoryview)
 
 
 def _uvarint(value: int) -> bytes:
@@ -76,8 +78,9 @@ def _tagged(value: Any, first: str, second: str) -> tuple[int, int] | None:
 
 def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -> Pieces:
     """The Fetch response frame of ``version`` (header and body, without the size prefix) as the
-    buffers that make it up in order: small ones of packed fields, and each partition's record bytes
-    of :data:`SEPARATE_RECORDS_BYTES` or more as given (``bytes`` or a ``memoryview``, not copied)."""
+    pieces that make it up in order: small buffers of packed fields, and each partition's records of
+    :data:`SEPARATE_RECORDS_BYTES` or more as given (``bytes`` or a ``memoryview``, not copied), as
+    is a :class:`~kgroup.wire.framing.FileRegion` of any size (stored batches sent from their file)."""
     if version not in VERSIONS:
         raise ValueError(f"Fetch v{version}: the hand-written encoder writes v{VERSIONS[0]}-v{VERSIONS[-1]}")
     flexible = version >= _FLEXIBLE_FROM
@@ -131,7 +134,7 @@ def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -
             else:
                 size = len(records)
                 out += _uvarint(size + 1) if flexible else _I32.pack(size)
-                if size >= SEPARATE_RECORDS_BYTES:
+                if size >= SEPARATE_RECORDS_BYTES or not isinstance(records, _BUFFERS):
                     pieces.append(out)
                     pieces.append(records)
                     out = bytearray()

@@ -14,10 +14,12 @@ from __future__ import annotations
 import struct
 from collections import deque
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 __all__ = [
     "RECEIVE_BUFFER_BYTES",
     "SIZE",
+    "FileRegion",
     "Frame",
     "FrameError",
     "FrameReceiver",
@@ -50,13 +52,30 @@ def framed(payload: bytes) -> bytes:
     return SIZE.pack(len(payload)) + payload
 
 
-#: a frame to send as the buffers that make it up, in order (a Fetch answer around the stored
+class FileRegion(Protocol):
+    """Bytes of a file to send as they are (sendfile(2)), never read into memory on the way: a
+    stored batch's bytes in a Fetch answer (``kgroup.log.FileSlice``). The sender closes it."""
+
+    fd: int
+    position: int
+    size: int
+
+    def __len__(self) -> int: ...
+
+    def read(self, skip: int = 0) -> bytes:
+        """The bytes after the first ``skip``, read into memory (where sendfile cannot go: TLS)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+#: a frame to send as the pieces that make it up, in order (a Fetch answer around the stored
 #: batches): written without joining them into one new buffer
-Pieces = list[bytes | bytearray | memoryview]
+Pieces = list[bytes | bytearray | memoryview | FileRegion]
 
 
 def framed_pieces(payload: bytes | Pieces) -> Pieces:
-    """The size prefix, then ``payload`` (one buffer or several), as buffers to write in order."""
+    """The size prefix, then ``payload`` (one buffer or several pieces), as pieces to write in order."""
     if isinstance(payload, bytes):
         return [SIZE.pack(len(payload)), payload]
     return [SIZE.pack(sum(len(piece) for piece in payload)), *payload]
