@@ -98,3 +98,10 @@ def test_the_hand_written_fetch_answer_writes_every_version_the_broker_advertise
 
     low, high = registered_versions()[ApiKey.FETCH]
     assert set(range(low, high + 1)) <= set(VERSIONS)
+
+
+def test_the_hand_written_produce_reader_reads_every_version_the_broker_advertises() -> None:
+    from kgroup.wire.produce_request import VERSIONS
+
+    low, high = registered_versions()[ApiKey.PRODUCE]
+    assert set(range(low, high + 1)) <= set(VERSIONS)

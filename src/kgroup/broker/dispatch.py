@@ -40,6 +40,7 @@ from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey, api_name
 from kgroup.wire.codec import (
+    BodyReader,
     RequestHeader,
     build,
     decode_request,
@@ -154,6 +155,7 @@ class Registration:
     max_version: int
     handler: Handler
     encoder: Encoder | None = None
+    decoder: BodyReader | None = None
 
     def answers(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -163,14 +165,19 @@ _REGISTRY: dict[int, Registration] = {}
 
 
 def register(
-    api_key: ApiKey, versions: tuple[int, int], *, encoder: Encoder | None = None
+    api_key: ApiKey,
+    versions: tuple[int, int],
+    *,
+    encoder: Encoder | None = None,
+    decoder: BodyReader | None = None,
 ) -> Callable[[Handler], Handler]:
     """Make the decorated function the handler of ``api_key`` at ``versions`` (both ends included).
 
     Every version must have a request and a response schema in kio's index (a range kio cannot read
     is a bug here, found at import; the schemas' modules are imported at a version's first request);
     an API has one handler. With ``encoder``, the handler's plain-data answers are written by it
-    instead of kio (it must write every version of the range exactly as kio would).
+    instead of kio (it must write every version of the range exactly as kio would); with
+    ``decoder``, requests are read by it instead of kio (after the same guard), as kio reads them.
     """
     low, high = versions
     missing = [v for v in range(low, high + 1) if not has_schemas(api_key, v)]
@@ -180,7 +187,7 @@ def register(
     def decorate(handler: Handler) -> Handler:
         if api_key in _REGISTRY:
             raise ValueError(f"{api_key.title} has a handler already")
-        _REGISTRY[api_key] = Registration(api_key, low, high, handler, encoder)
+        _REGISTRY[api_key] = Registration(api_key, low, high, handler, encoder, decoder)
         return handler
 
     return decorate
@@ -237,10 +244,13 @@ async def dispatch(
         )
     limit = services.config.max_request_elements
     large = len(frame) > LARGE_FRAME_BYTES and not _few_elements(frame, header)
+    read_body = registration.decoder
     if large:
-        request = await services.off_loop(decode_request, frame, header, max_elements=limit, piecewise=True)
+        request = await services.off_loop(
+            decode_request, frame, header, max_elements=limit, piecewise=True, read_body=read_body
+        )
     else:
-        request = decode_request(frame, header, max_elements=limit)
+        request = decode_request(frame, header, max_elements=limit, read_body=read_body)
     principal = "User:ANONYMOUS" if session is None else session.principal
     listener = "" if session is None else session.listener
     ctx = RequestContext(

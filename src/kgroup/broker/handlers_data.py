@@ -21,6 +21,7 @@ from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.fetch_response import fetch_response
+from kgroup.wire.produce_request import read_produce_request
 
 log = logging.getLogger("kgroup.broker")
 
@@ -67,7 +68,7 @@ _RECORDS_COUNT = struct.Struct(">i")
 _RECORDS_COUNT_AT = 57
 
 
-def _heavy(records: bytes) -> bool:
+def _heavy(records: bytes | memoryview) -> bool:
     """Whether validating ``records`` belongs in the codec thread: a compressed batch (inflating
     releases the GIL, so it runs beside the loop) or one of many records."""
     if len(records) <= _RECORDS_COUNT_AT + 4:
@@ -77,7 +78,9 @@ def _heavy(records: bytes) -> bool:
     return bool(_RECORDS_COUNT.unpack_from(records, _RECORDS_COUNT_AT)[0] > _HEAVY_BATCH_RECORDS)
 
 
-@register(ApiKey.PRODUCE, versions=(3, 12))  # Kafka 4.0 removed v0-v2; v13 addresses topics by id
+# Kafka 4.0 removed v0-v2; v13 addresses topics by id. The records stay in the request's frame
+# (kgroup.wire.produce_request): validated and written from there, never copied
+@register(ApiKey.PRODUCE, versions=(3, 12), decoder=read_produce_request)
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     services = ctx.services
     acks = int(request.acks)
@@ -116,7 +119,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             if code == ErrorCode.NONE:
                 plog = services.cluster.partition_log(topic.name, index)
                 assert plog is not None
-                records = bytes(part.records or b"")
+                records = b"" if part.records is None else part.records
                 try:
                     if _heavy(records):  # inflating and walking its records: off the event loop
                         result = plog.append(

@@ -36,7 +36,7 @@ class AppendResultLike(Protocol):
 
 
 class PartitionLogLike(Protocol):
-    def validate(self, records: bytes, *, now_ms: int) -> Any:
+    def validate(self, records: bytes | memoryview, *, now_ms: int) -> Any:
         """Kafka's checks of a batch, a pure function (run in another thread for a heavy batch)."""
         ...
 

@@ -154,7 +154,7 @@ class ValidatedBatch:
     """One produced batch that passed Kafka's checks: its header, exact bytes, true max timestamp."""
 
     header: BatchHeader
-    data: bytes
+    data: bytes | memoryview  # the producer's bytes (a view of the request's frame, in the broker)
     # The largest record timestamp, or -1 (Kafka recomputes it and rewrites the header if the
     # producer's maxTimestamp differs, for compressed batches as for uncompressed ones).
     records_max_timestamp: int
@@ -172,7 +172,7 @@ NO_BOUNDS = TimestampBounds()
 
 
 def validate_produce_records(
-    records: bytes,
+    records: bytes | memoryview,
     *,
     max_message_bytes: int,
     log_append_time: bool,
@@ -259,8 +259,13 @@ def validate_produce_records(
         raise PeerError(
             "producer should not set timestamp type to LogAppendTime", LogErrorCode.INVALID_TIMESTAMP
         )
-    # the producer's bytes as they are when they are exactly one batch (no copy), else that batch's
-    data = records if size == len(records) and isinstance(records, bytes) else bytes(view[:size])
+    # the producer's bytes as they are (no copy): the batch is ``records`` or its start; a read-only
+    # view (the request's frame, which the broker does not reuse while the batch is in use) is kept
+    # as one; bytes that can change under it (a bytearray) are copied
+    if isinstance(records, bytes) or (isinstance(records, memoryview) and records.readonly):
+        data: bytes | memoryview = records if size == len(records) else view[:size]
+    else:
+        data = bytes(view[:size])
     walked = _records_of(data, header)
     # Kafka's maxTimestamp starts at NO_TIMESTAMP and takes every larger record timestamp
     max_timestamp = NO_TIMESTAMP if walked.newest is None else max(walked.newest, NO_TIMESTAMP)
@@ -269,7 +274,7 @@ def validate_produce_records(
     return ValidatedBatch(header=header, data=data, records_max_timestamp=max_timestamp)
 
 
-def _records_of(data: bytes, header: BatchHeader) -> RecordTimestamps:
+def _records_of(data: bytes | memoryview, header: BatchHeader) -> RecordTimestamps:
     """(offset delta, timestamp) of every record, the payload inflated first if it is compressed.
 
     As Kafka's ``LogValidator`` reads them: a payload that does not inflate or an unknown codec is a

@@ -211,7 +211,7 @@ class PartitionLog:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def validate(self, records: bytes, *, now_ms: int) -> ValidatedBatch:
+    def validate(self, records: bytes | memoryview, *, now_ms: int) -> ValidatedBatch:
         """Kafka's checks of one partition's Produce ``records`` against this log's settings.
 
         A pure function of ``records``, ``now_ms`` and the (frozen) settings: the broker runs it in
@@ -234,7 +234,7 @@ class PartitionLog:
             )
         return batch
 
-    def append(self, records: bytes | ValidatedBatch | None, *, now_ms: int) -> AppendResult:
+    def append(self, records: bytes | memoryview | ValidatedBatch | None, *, now_ms: int) -> AppendResult:
         """Append the ``records`` of a Produce request (one RecordBatch v2, as Kafka requires).
 
         ``None`` (a null records field) is treated as no batch at all (INVALID_RECORD), as in Kafka.

@@ -48,7 +48,7 @@ def _invalid(message: str) -> PeerError:
     return PeerError(message, LogErrorCode.INVALID_RECORD)
 
 
-def _varint(data: bytes, position: int, end: int, max_bytes: int) -> tuple[int, int]:
+def _varint(data: bytes | memoryview, position: int, end: int, max_bytes: int) -> tuple[int, int]:
     """A zig-zag varint (``ByteUtils.readVarint``/``readVarlong``) at ``position``: (value, next)."""
     raw = 0
     shift = 0
@@ -102,7 +102,7 @@ class RecordTimestamps:
 
 
 def walk_records(
-    data: bytes, start: int, count: int, base_timestamp: int, log_append_time: int | None
+    data: bytes | memoryview, start: int, count: int, base_timestamp: int, log_append_time: int | None
 ) -> list[tuple[int, int]]:
     """(offset delta, timestamp) of each of the ``count`` records in ``data[start:]``: the entries of
     :func:`walk_record_timestamps`."""
@@ -110,7 +110,7 @@ def walk_records(
 
 
 def walk_record_timestamps(
-    data: bytes, start: int, count: int, base_timestamp: int, log_append_time: int | None
+    data: bytes | memoryview, start: int, count: int, base_timestamp: int, log_append_time: int | None
 ) -> RecordTimestamps:
     """(offset delta, timestamp) of each of the ``count`` records in ``data[start:]``.
 
@@ -241,7 +241,7 @@ def load_kernel() -> Any:
 
 
 def _walk_kernel(
-    data: bytes, start: int, count: int, base_timestamp: int, log_append_time: int | None
+    data: bytes | memoryview, start: int, count: int, base_timestamp: int, log_append_time: int | None
 ) -> RecordTimestamps | None:
     """What :func:`walk_record_timestamps` answers, from the numba kernel, kept in its arrays; None
     when it leaves the batch to the Python walk (a malformed record, a varint over 4 bytes)."""
@@ -265,14 +265,14 @@ def _walk_kernel(
 
 
 def _walk_compiled(
-    data: bytes, start: int, count: int, base_timestamp: int, log_append_time: int | None
+    data: bytes | memoryview, start: int, count: int, base_timestamp: int, log_append_time: int | None
 ) -> list[tuple[int, int]] | None:
     """The entries :func:`_walk_kernel` read, or None (its tests' view)."""
     read = _walk_kernel(data, start, count, base_timestamp, log_append_time)
     return None if read is None else read.entries()
 
 
-def _skip_headers(data: bytes, cursor: int, stop: int, headers: int) -> int:
+def _skip_headers(data: bytes | memoryview, cursor: int, stop: int, headers: int) -> int:
     """Past ``headers`` record headers from ``cursor`` (``DefaultRecord.readHeaders``' checks)."""
     if headers < 0:
         raise _invalid(f"Found invalid number of record headers {headers}")

@@ -40,6 +40,7 @@ from kgroup.wire.guard import check_body
 from kgroup.wire.piecewise import read_piecewise
 
 __all__ = [
+    "BodyReader",
     "DecodedRequest",
     "RequestHeader",
     "build",
@@ -214,14 +215,26 @@ def decode_request_header(frame: Frame) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, offset)
 
 
+#: an API's own reader of a request body: (frame, body offset, version) -> the request, as kio's
+#: entity reads it (``ValueError`` for what kio refuses); the guard has checked the body first
+BodyReader = Callable[[Frame, int, int], Any]
+
+
 def decode_request(
-    frame: Frame, header: RequestHeader, *, max_elements: int | None = None, piecewise: bool = False
+    frame: Frame,
+    header: RequestHeader,
+    *,
+    max_elements: int | None = None,
+    piecewise: bool = False,
+    read_body: BodyReader | None = None,
 ) -> DecodedRequest:
     """Read the body of a request whose version is supported; :class:`PeerError` if malformed.
 
     ``max_elements`` refuses a body whose arrays hold more elements in all (a limit of the broker's);
     ``piecewise`` reads it with many short native calls instead of one (:mod:`kgroup.wire.piecewise`:
-    for a large body read in a worker thread, so that the GIL is handed back between elements).
+    for a large body read in a worker thread, so that the GIL is handed back between elements);
+    ``read_body`` reads it instead of kio, after the same guard (the Produce request, whose records
+    it leaves in the frame: :mod:`kgroup.wire.produce_request`).
     """
     cls = request_class(header.api_key, header.api_version)
     if cls is None:
@@ -229,7 +242,9 @@ def decode_request(
     # kio's native reader must never see an implausible length
     check_body(cls, frame, header.size, max_elements=max_elements)
     try:
-        if piecewise:
+        if read_body is not None:
+            body = read_body(frame, header.size, header.api_version)
+        elif piecewise:
             body = read_piecewise(cls, frame, header.size)
         else:
             body, _size = entity_reader(cls)(frame, header.size)
