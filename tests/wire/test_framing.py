@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgroup.wire.framing import Frame, FrameError, FrameReceiver, framed, read_frame, read_frame_blocking
+from kgroup.wire.framing import (
+    BufferPool,
+    Frame,
+    FrameError,
+    FrameReceiver,
+    framed,
+    read_frame,
+    read_frame_blocking,
+)
 
 
 async def _read_all(payload: bytes, **limits: int) -> list[bytes | str | None]:
@@ -90,9 +98,12 @@ def test_the_blocking_reader_reads_what_framed_writes() -> None:
 # --- FrameReceiver: the buffered protocol's half (the broker's connections) -----------------------
 
 
-def _feed(receiver: FrameReceiver, data: bytes, chunks: list[int], allocate: list[bool]) -> list[Frame]:
+def _feed(
+    receiver: FrameReceiver, data: bytes, chunks: list[int], allocate: list[bool], *, keep: bool = True
+) -> list[Frame]:
     """Receive ``data`` as a transport would: into the receiver's buffers, ``chunks`` bytes at a time
-    at most (cycled), taking complete frames as they come."""
+    at most (cycled), taking complete frames as they come (``keep=False``: their bytes, the frames
+    themselves dropped, as the broker drops a request once served)."""
     out: list[Frame] = []
     position = step = 0
     while position < len(data) and receiver.error is None:
@@ -104,7 +115,8 @@ def _feed(receiver: FrameReceiver, data: bytes, chunks: list[int], allocate: lis
         position += count
         step += 1
         while (frame := receiver.next_frame()) is not None:
-            out.append(frame)
+            out.append(frame if keep else bytes(frame))
+            del frame
     return out
 
 
@@ -174,3 +186,43 @@ def test_the_end_of_the_stream_inside_a_frame_is_a_truncated_frame(data: bytes, 
     _feed(receiver, data, [7], [True])
     truncated = receiver.truncated()
     assert (truncated.message if truncated is not None else None) == expected
+
+
+@given(
+    payloads=st.lists(st.binary(max_size=300), max_size=12),
+    chunks=st.lists(st.integers(1, 400), min_size=1, max_size=8),
+)
+@settings(max_examples=200, deadline=None)
+def test_reused_buffers_give_every_frame_its_own_bytes(payloads: list[bytes], chunks: list[int]) -> None:
+    pool = BufferPool(max_bytes=2048, max_buffer_bytes=512)  # frames of 61-300 bytes: buffers of 64-512
+    receiver = FrameReceiver(max_bytes=1000, buffer_bytes=64, pool=pool)
+    assert _feed(receiver, b"".join(framed(p) for p in payloads), chunks, [True], keep=False) == payloads
+    assert pool.kept_bytes <= 2048
+
+
+def test_a_large_frames_buffer_is_reused_once_nothing_holds_the_frame() -> None:
+    pool = BufferPool()
+    receiver = FrameReceiver(max_bytes=1 << 20, pool=pool)
+    first = _feed(receiver, framed(b"a" * 100_000), [1 << 20], [True])[0]
+    assert isinstance(first, memoryview)
+    held = first.obj
+    second = _feed(receiver, framed(b"b" * 90_000), [1 << 20], [True])[0]
+    assert isinstance(second, memoryview) and second.obj is not held  # the first is still held
+    assert bytes(first) == b"a" * 100_000
+    del first
+    third = _feed(receiver, framed(b"c" * 120_000), [1 << 20], [True])[0]
+    assert isinstance(third, memoryview) and third.obj is held  # 100,000 rounded up to 128 KiB
+    assert bytes(third) == b"c" * 120_000 and bytes(second) == b"b" * 90_000
+
+
+def test_the_pool_keeps_at_most_its_bytes_and_no_huge_buffer() -> None:
+    pool = BufferPool(max_bytes=300_000, max_buffer_bytes=200_000)
+    assert len(pool.take(100_000)) == 128 * 1024 and len(pool.take(10)) == 16
+    assert len(pool.take(250_000)) == 250_000  # over max_buffer_bytes: exactly its size
+    pool.give(bytearray(250_000))
+    assert pool.kept_bytes == 0
+    pool.give(bytearray(131_072))
+    pool.give(bytearray(131_072))
+    pool.give(bytearray(131_072))  # over max_bytes
+    assert pool.kept_bytes == 262_144
+    assert len(pool.take(1000)) == 131_072 and pool.kept_bytes == 131_072

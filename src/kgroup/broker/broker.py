@@ -41,7 +41,7 @@ from kgroup.model import KgroupError
 from kgroup.security.listeners import Listener
 from kgroup.security.runtime import SecurityRuntime
 from kgroup.security.session import Session
-from kgroup.wire.framing import Frame
+from kgroup.wire.framing import BufferPool, Frame
 
 __all__ = ["Broker", "open_logs", "run_broker", "serve", "wall_clock_ms"]
 
@@ -110,6 +110,8 @@ class Broker:
             checkpoint_min_bytes=config.coordinator_checkpoint_min_bytes,
         )
         self._limits = ConnectionLimits(config.max_connections, config.max_request_bytes)
+        # large request frames' buffers, kept for the next ones (16 MiB at most, for every connection)
+        self._frame_buffers = BufferPool()
         for name, partitions in config.topics:
             error = topic_name_error(name)
             if error is not None:
@@ -174,7 +176,9 @@ class Broker:
 
         def connection(listener: Listener | None) -> Connection:
             return Connection(
-                partial(on_connect, listener), max_request_bytes=self._limits.max_request_bytes
+                partial(on_connect, listener),
+                max_request_bytes=self._limits.max_request_bytes,
+                pool=self._frame_buffers,
             )
 
         tls = self.security.ssl_context() if listener is not None and listener.tls else None

@@ -27,6 +27,7 @@ from typing import Any
 from kgroup.model import PeerError
 from kgroup.wire.framing import (
     RECEIVE_BUFFER_BYTES,
+    BufferPool,
     FileRegion,
     Frame,
     FrameError,
@@ -141,6 +142,7 @@ class Connection(asyncio.BufferedProtocol):
     response of several buffers with one ``writev``, the stored batches of a Fetch answer with
     ``sendfile``, as Kafka's ``FileRecords.writeTo`` does), flow control both ways.
 
+    Large frames' buffers come from ``pool`` (shared by the broker's connections) and go back to it.
     ``serve(connection)`` runs as a task once the connection is made (after the TLS handshake, on a
     TLS listener): the connection's whole life, as :func:`serve_connection`. Reading stops while a
     request is served once :data:`READ_AHEAD_BYTES` are buffered ahead of it, and whenever the client
@@ -148,10 +150,16 @@ class Connection(asyncio.BufferedProtocol):
     """
 
     def __init__(
-        self, serve: Callable[[Connection], Coroutine[Any, Any, None]], *, max_request_bytes: int
+        self,
+        serve: Callable[[Connection], Coroutine[Any, Any, None]],
+        *,
+        max_request_bytes: int,
+        pool: BufferPool | None = None,
     ) -> None:
         self._serve = serve
-        self._receiver = FrameReceiver(max_bytes=max_request_bytes, limit_name="socket.request.max.bytes")
+        self._receiver = FrameReceiver(
+            max_bytes=max_request_bytes, limit_name="socket.request.max.bytes", pool=pool
+        )
         self._transport: asyncio.Transport | None = None
         self._fd = -1  # the plain TCP socket's descriptor (-1 over TLS: its transport encrypts)
         self._over_ssl = False

@@ -19,6 +19,7 @@ from typing import Protocol
 __all__ = [
     "RECEIVE_BUFFER_BYTES",
     "SIZE",
+    "BufferPool",
     "FileRegion",
     "Frame",
     "FrameError",
@@ -148,6 +149,55 @@ Frame = bytes | memoryview
 RECEIVE_BUFFER_BYTES = 64 * 1024
 
 
+class BufferPool:
+    """Large frames' buffers, kept for the frames that follow (Kafka's broker has a ``MemoryPool``):
+    a fresh megabyte is faulted into memory page by page, a kept one is not.
+
+    :meth:`take` hands out the smallest kept buffer that fits, or a new one (its size rounded up to a
+    power of two, so that the next frames of about the same size fit it); :meth:`give` takes a buffer
+    back. At most ``max_bytes`` are kept, and no buffer over ``max_buffer_bytes`` (a rare huge frame
+    is not held on to). Used from one thread (the event loop's).
+    """
+
+    def __init__(self, *, max_bytes: int = 16 << 20, max_buffer_bytes: int = 4 << 20) -> None:
+        self.max_bytes = max_bytes
+        self.max_buffer_bytes = max_buffer_bytes
+        self._free: list[bytearray] = []
+        #: bytes kept now
+        self.kept_bytes = 0
+
+    def take(self, size: int) -> bytearray:
+        """A buffer of at least ``size`` bytes (its contents are whatever was there)."""
+        best = None
+        for index, buffer in enumerate(self._free):
+            if len(buffer) >= size and (best is None or len(buffer) < len(self._free[best])):
+                best = index
+        if best is not None:
+            buffer = self._free.pop(best)
+            self.kept_bytes -= len(buffer)
+            return buffer
+        if size > self.max_buffer_bytes:
+            return bytearray(size)
+        return bytearray(1 << max(size - 1, 1).bit_length())
+
+    def give(self, buffer: bytearray) -> None:
+        """Take ``buffer`` back (nothing may use it any more), if it is kept."""
+        if len(buffer) <= self.max_buffer_bytes and self.kept_bytes + len(buffer) <= self.max_bytes:
+            self._free.append(buffer)
+            self.kept_bytes += len(buffer)
+
+
+def _unused(buffer: bytearray) -> bool:
+    """Whether no view of ``buffer`` is alive: a bytearray with a live export cannot be resized (the
+    byte popped is put back; neither step reallocates)."""
+    try:
+        last = buffer.pop()
+    except BufferError:
+        return False
+    buffer.append(last)
+    return True
+
+
 class FrameReceiver:
     """Frames received straight into their buffers: the sans-IO half of an ``asyncio.BufferedProtocol``.
 
@@ -157,6 +207,9 @@ class FrameReceiver:
     whole. A larger frame gets a buffer of exactly its size once the caller allows the allocation
     (``buffer(allocate=True)``): the socket's bytes land in it directly and the frame is handed out as
     a read-only view of it, never copied (``asyncio.StreamReader`` copies each frame twice more).
+
+    With a :class:`BufferPool`, a large frame's buffer comes from it and goes back to it once no view
+    of the frame is alive any more (checked when the next frame is asked for).
 
     A size outside ``min_bytes..max_bytes`` is :attr:`error` (a :class:`FrameError`) once the frames
     before it are taken; nothing after it is read.
@@ -169,7 +222,10 @@ class FrameReceiver:
         min_bytes: int = 0,
         limit_name: str = "the limit",
         buffer_bytes: int = RECEIVE_BUFFER_BYTES,
+        pool: BufferPool | None = None,
     ) -> None:
+        self._pool = pool
+        self._lent: list[bytearray] = []  # the buffers of large frames handed out
         self._max_bytes = max_bytes
         self._min_bytes = min_bytes
         self._limit_name = limit_name
@@ -230,6 +286,8 @@ class FrameReceiver:
 
     def next_frame(self) -> Frame | None:
         """The next complete frame, or ``None`` if none is queued."""
+        if self._lent:
+            self._give_back()
         if not self._frames:
             return None
         frame = self._frames.popleft()
@@ -289,8 +347,21 @@ class FrameReceiver:
             start = end = 0
         self._start, self._end = start, end
 
+    def _give_back(self) -> None:
+        """Return to the pool the buffers of frames nobody holds any more."""
+        pool = self._pool
+        assert pool is not None
+        for buffer in [b for b in self._lent if _unused(b)]:
+            self._lent.remove(buffer)
+            pool.give(buffer)
+
     def _start_large(self, size: int) -> memoryview:
-        large = memoryview(bytearray(size))
+        if self._pool is None:
+            large = memoryview(bytearray(size))
+        else:
+            buffer = self._pool.take(size)
+            self._lent.append(buffer)
+            large = memoryview(buffer)[:size]
         have = self._end - self._start - SIZE.size
         large[:have] = self._small_view[self._start + SIZE.size : self._end]
         self._start = self._end = 0
