@@ -91,3 +91,17 @@ def test_a_millisecond_count_beyond_kios_reader_is_refused_not_misread() -> None
         correlation_id=1,
     )
     assert decode_request(frame, decode_request_header(frame)).body.retention_time == within
+
+
+def test_the_hand_written_fetch_answer_writes_every_version_the_broker_advertises() -> None:
+    from kgroup.wire.fetch_response import VERSIONS
+
+    low, high = registered_versions()[ApiKey.FETCH]
+    assert set(range(low, high + 1)) <= set(VERSIONS)
+
+
+def test_the_hand_written_produce_reader_reads_every_version_the_broker_advertises() -> None:
+    from kgroup.wire.produce_request import VERSIONS
+
+    low, high = registered_versions()[ApiKey.PRODUCE]
+    assert set(range(low, high + 1)) <= set(VERSIONS)

@@ -19,18 +19,19 @@ from kgroup.testing import KafkaBroker
 
 
 def _count_reads(kafka: KafkaBroker, topic: str, partition: int) -> list[int]:
-    """Wrap the partition log's ``read`` (on the broker's loop): the list grows by one per read."""
+    """Wrap the partition log's ``read_slice`` (the Fetch handler's read, on the broker's loop): the
+    list grows by one per read."""
     reads: list[int] = []
 
     async def wrap() -> None:
         plog = kafka.broker.cluster.partition_log(topic, partition)
-        original = plog.read
+        original = plog.read_slice
 
-        def counted(offset: int, max_bytes: int) -> bytes:
+        def counted(offset: int, max_bytes: int) -> object:
             reads.append(offset)
             return original(offset, max_bytes)
 
-        plog.read = counted
+        plog.read_slice = counted
 
     kafka.run_in_loop(wrap())
     return reads

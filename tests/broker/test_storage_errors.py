@@ -57,7 +57,7 @@ def test_failed_write_and_damaged_read_are_kafka_storage_errors(broker: KafkaBro
         assert failed.error_code == ErrorCode.kafka_storage_error
         ok = _produce(client, _batch(-1, -1, 2))  # the disk is back: the same connection goes on
         assert (ok.error_code, ok.base_offset) == (ErrorCode.none, 0)
-        with mock.patch.object(PartitionLog, "read", side_effect=LogStorageError("not a batch at 0")):
+        with mock.patch.object(PartitionLog, "read_slice", side_effect=LogStorageError("not a batch at 0")):
             damaged = _fetch(client)
         assert damaged.error_code == ErrorCode.kafka_storage_error
         assert damaged.records in (b"", None)

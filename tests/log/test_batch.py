@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 import pytest
 from crc32c import crc32c
 from hypothesis import given, settings
@@ -165,6 +166,7 @@ def test_stamp_fixes_a_wrong_max_timestamp_of_an_uncompressed_batch() -> None:
     checked = validate(with_crc(raw))
     stored = stamp_batch(checked, base_offset=0, leader_epoch=0, log_append_time_ms=None)  # type: ignore[arg-type]
     assert parse_header(stored).max_timestamp == BASE_TIME_MS + 50
+    assert batch_crc_ok(stored, parse_header(stored))  # recomputed over the new header and the records
 
 
 def test_compressed_batch_is_kept_compressed() -> None:
@@ -278,7 +280,7 @@ def test_timestamp_bounds_refuse_exactly_the_records_out_of_range(
     the check takes when every record is in range."""
     from kgroup.log.batch import TimestampBounds, _check_timestamp_bounds
     from kgroup.log.errors import RecordErrors
-    from kgroup.log.records import java_long
+    from kgroup.log.records import RecordTimestamps, java_long
 
     limit_before = 2**63 - 1 if before is None else before
     limit_after = 2**63 - 1 if after is None else after
@@ -289,9 +291,15 @@ def test_timestamp_bounds_refuse_exactly_the_records_out_of_range(
         and (java_long(now - stamp) > limit_before or java_long(-java_long(now - stamp)) > limit_after)
     ]
     entries = [(index, stamp) for index, stamp in enumerate(stamps)]
-    try:
-        _check_timestamp_bounds(entries, now, TimestampBounds(before, after))
-    except RecordErrors as refused:
-        assert [index for index, _message in refused.record_errors] == expected
-    else:
-        assert expected == []
+    # as the Python walk gives them, and as the numba kernel's arrays keep them
+    arrays = (np.arange(len(stamps), dtype=np.int64), np.array(stamps, dtype=np.int64))
+    for walked in (
+        RecordTimestamps(entries),
+        RecordTimestamps(None, arrays=arrays, oldest=min(stamps), newest=max(stamps)),
+    ):
+        try:
+            _check_timestamp_bounds(walked, now, TimestampBounds(before, after))
+        except RecordErrors as refused:
+            assert [index for index, _message in refused.record_errors] == expected
+        else:
+            assert expected == []

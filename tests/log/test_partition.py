@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-import pytest
-from tests.log.batches import BASE_TIME_MS, client_batch, decode, kio_batch
-from tests.log.conftest import OpenLog
+import os
+from collections.abc import Sequence
 
-from kgroup.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, OffsetOutOfRange
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.log.batches import BASE_TIME_MS, client_batch, decode, kio_batch
+from tests.log.conftest import OpenLog, partition_settings
+
+from kgroup.log import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    FileSlice,
+    LogStorageError,
+    OffsetOutOfRange,
+    PartitionLog,
+)
 from kgroup.log.batch import parse_header
 from kgroup.log.errors import LogErrorCode
+from kgroup.log.segment import SLICE_MIN_BYTES
 from kgroup.model import PeerError
 
 
@@ -46,6 +60,33 @@ def test_stored_bytes_are_the_produced_bytes_but_offset_and_epoch(open_log: Open
     assert stored[16:] == raw[16:]  # magic, CRC and everything the CRC covers: untouched
     header = parse_header(stored)
     assert (header.base_offset, header.partition_leader_epoch) == (1, 4)
+
+
+def test_a_short_then_failed_write_raises_and_leaves_the_log_as_it_was(
+    open_log: OpenLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stamped header and the produced records go out with one writev: a short write of part of
+    them, then a full disk, is cut back off (nothing acknowledged, nothing half there)."""
+    log = open_log()
+    log.append(kio_batch([b"a"]), now_ms=1)
+    before = bytes(log.read(0, 1 << 20))
+    real_writev = os.writev
+    calls = {"n": 0}
+
+    def short_then_fail(fd: int, buffers: Sequence[bytes | memoryview]) -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return real_writev(fd, [b"".join(bytes(b) for b in buffers)[:70]])  # header and a bit more
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "writev", short_then_fail)
+    with pytest.raises(OSError):
+        log.append(kio_batch([b"b" * 500]), now_ms=1)
+    monkeypatch.setattr(os, "writev", real_writev)
+    assert calls["n"] == 2 and log.log_end_offset == 1
+    assert log.read(0, 1 << 20) == before
+    log.append(kio_batch([b"c"]), now_ms=1)
+    assert [(r[0], r[3]) for r in decode(log.read(0, 1 << 20))] == [(0, b"a"), (1, b"c")]
 
 
 def test_read_returns_the_whole_batch_holding_the_offset(open_log: OpenLog) -> None:
@@ -182,3 +223,54 @@ def test_reopen_keeps_everything(open_log: OpenLog) -> None:
     assert reopened.read(0, 1 << 20) == expected
     assert reopened.recovery.truncated_bytes == 0 and reopened.recovery.indexes_rebuilt == 0
     assert reopened.append(kio_batch([b"next"]), now_ms=1).base_offset == 30
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from([1, 10, 100, 70, 120]), min_size=1, max_size=30),
+    reads=st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 600_000)), min_size=1, max_size=8),
+)
+def test_a_slice_of_the_file_is_what_read_answers(
+    tmp_path_factory: pytest.TempPathFactory, sizes: list[int], reads: list[tuple[int, int]]
+) -> None:
+    """read_slice answers the batches read answers: a FileSlice of the segment file from 64 KiB on
+    (its bytes read back equal), bytes below that or past 16 batches."""
+    log = PartitionLog(tmp_path_factory.mktemp("slice") / "t-0", partition_settings(), recover_tail=True)
+    try:
+        for count in sizes:  # batches of 1 to 120 records of 1 KiB
+            log.append(kio_batch([b"v" * 1000] * count), now_ms=1)
+        for at, max_bytes in reads:
+            offset = at % (log.log_end_offset + 1)
+            expected = bytes(log.read(offset, max_bytes))
+            got = log.read_slice(offset, max_bytes)
+            if isinstance(got, FileSlice):
+                try:
+                    assert len(got) >= SLICE_MIN_BYTES and got.read() == expected
+                    assert got.read(100) == expected[100:]
+                finally:
+                    got.close()
+            else:
+                assert bytes(got) == expected
+    finally:
+        log.close()
+
+
+def test_a_slice_refuses_a_damaged_file_as_read_does(open_log: OpenLog) -> None:
+    log = open_log()
+    log.append(kio_batch([b"v" * 1000] * 100), now_ms=1)
+    log.append(kio_batch([b"w" * 1000] * 100), now_ms=1)
+    segment = log._segments[-1]
+    position = segment.position_for_offset(100)
+    assert position is not None
+    with open(segment.log_path, "r+b") as file:  # the second batch's length now runs past the file
+        file.seek(position + 8)
+        file.write((10**8).to_bytes(4, "big"))
+    for read in (log.read, log.read_slice):
+        with pytest.raises(LogStorageError, match="damaged file"):
+            read(100, 1 << 20)
+    whole = log.read_slice(0, 1)  # the first batch, whole, even over max_bytes
+    assert isinstance(whole, FileSlice)
+    try:
+        assert whole.read() == bytes(log.read(0, 1))
+    finally:
+        whole.close()

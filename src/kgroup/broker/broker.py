@@ -22,7 +22,15 @@ from typing import Any, ParamSpec, TypeVar
 
 from kgroup.broker.cluster import Cluster, topic_name_error
 from kgroup.broker.config import BrokerConfig
-from kgroup.broker.connection import CloseConnection, CloseLog, ConnectionLimits, Peer, serve_connection
+from kgroup.broker.connection import (
+    CloseConnection,
+    CloseLog,
+    Connection,
+    ConnectionLimits,
+    Peer,
+    Response,
+    serve_connection,
+)
 from kgroup.broker.control import ControlChannel
 from kgroup.broker.coordinator_host import CoordinatorHost
 from kgroup.broker.dispatch import dispatch, supports
@@ -33,6 +41,7 @@ from kgroup.model import KgroupError
 from kgroup.security.listeners import Listener
 from kgroup.security.runtime import SecurityRuntime
 from kgroup.security.session import Session
+from kgroup.wire.framing import BufferPool, Frame
 
 __all__ = ["Broker", "open_logs", "run_broker", "serve", "wall_clock_ms"]
 
@@ -63,7 +72,7 @@ class Broker:
         self.ports: dict[int, int] = {}
         #: listener name -> broker id -> port ("" names the default PLAINTEXT listener)
         self.listener_ports: dict[str, dict[int, int]] = {}
-        self.connections: dict[int, set[asyncio.StreamWriter]] = {b: set() for b in self.cluster.broker_ids}
+        self.connections: dict[int, set[Connection]] = {b: set() for b in self.cluster.broker_ids}
         self._servers: dict[int, list[asyncio.Server]] = {}
         # a PLAIN password is salted and hashed (some ms) away from the loop, one at a time
         self._auth_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-auth")
@@ -101,6 +110,8 @@ class Broker:
             checkpoint_min_bytes=config.coordinator_checkpoint_min_bytes,
         )
         self._limits = ConnectionLimits(config.max_connections, config.max_request_bytes)
+        # large request frames' buffers, kept for the next ones (16 MiB at most, for every connection)
+        self._frame_buffers = BufferPool()
         for name, partitions in config.topics:
             error = topic_name_error(name)
             if error is not None:
@@ -140,19 +151,16 @@ class Broker:
         if port is None:
             port = 0 if base == 0 else base + broker_id
 
-        async def on_connect(
-            listener: Listener | None, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-        ) -> None:
+        async def on_connect(listener: Listener | None, connection: Connection) -> None:
             task = asyncio.current_task()
             if task is not None:
                 self._connection_tasks.add(task)
             try:
                 # authentication state (SASL, the TLS peer's principal): it answers frames itself
                 # until the connection is authenticated (kgroup.security.session)
-                session = self.security.session(listener, writer.get_extra_info("ssl_object"))
+                session = self.security.session(listener, connection.get_extra_info("ssl_object"))
                 await serve_connection(
-                    reader,
-                    writer,
+                    connection,
                     node_id=broker_id,
                     handle=partial(self._handle_frame, session),
                     limits=self._limits,
@@ -166,10 +174,17 @@ class Broker:
                 if task is not None:
                     self._connection_tasks.discard(task)
 
+        def connection(listener: Listener | None) -> Connection:
+            return Connection(
+                partial(on_connect, listener),
+                max_request_bytes=self._limits.max_request_bytes,
+                pool=self._frame_buffers,
+            )
+
         tls = self.security.ssl_context() if listener is not None and listener.tls else None
         try:
-            server = await asyncio.start_server(
-                partial(on_connect, listener), host, port, reuse_address=True, ssl=tls
+            server = await asyncio.get_running_loop().create_server(
+                partial(connection, listener), host, port, reuse_address=True, ssl=tls
             )
         except OSError as exc:
             where = "--port" if listener is None else f"--listener {listener}"
@@ -208,8 +223,8 @@ class Broker:
         self.cluster.broker_stopped(broker_id)
         for server in servers:
             server.close()
-        for writer in list(self.connections[broker_id]):
-            writer.close()
+        for connection in list(self.connections[broker_id]):
+            connection.close()
         for server in servers:
             await server.wait_closed()
         self.coordinator_host.on_brokers_changed()
@@ -226,8 +241,8 @@ class Broker:
             servers = self._servers.pop(broker_id)
             for server in servers:
                 server.close()
-            for writer in list(self.connections[broker_id]):
-                writer.close()
+            for connection in list(self.connections[broker_id]):
+                connection.close()
             for server in servers:
                 await server.wait_closed()
         tasks = list(self._connection_tasks)
@@ -261,7 +276,7 @@ class Broker:
         """Run a :class:`~kgroup.log.manager.PendingFlush` in the fsync thread; a failure is logged."""
         self._fsync_thread.submit(pending.run).add_done_callback(_log_flush_failure)
 
-    async def _handle_frame(self, session: Session, frame: bytes, peer: Peer) -> bytes | None:
+    async def _handle_frame(self, session: Session, frame: Frame, peer: Peer) -> Response | None:
         outcome = await session.on_frame(frame)
         if outcome is not None:  # the session answered it (SASL), or refused it
             if outcome.delay_s > 0:  # a failed authentication: only this connection waits

@@ -40,6 +40,7 @@ from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey, api_name
 from kgroup.wire.codec import (
+    BodyReader,
     RequestHeader,
     build,
     decode_request,
@@ -49,6 +50,7 @@ from kgroup.wire.codec import (
     request_class,
     response_class,
 )
+from kgroup.wire.framing import Frame, Pieces
 from kgroup.wire.guard import check_body
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LARGE_FRAME_BYTES",
     "CloseConnection",
+    "Encoder",
     "Handler",
     "Pacer",
     "Registration",
@@ -137,6 +140,12 @@ class RequestContext:
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]
 
 
+#: an API's own encoder of its answers (correlation id, version, the handler's plain data) -> the
+#: response frame as buffers: what ``encode_response(correlation_id, build(cls, data))`` makes,
+#: written by hand (the Fetch answer, around the stored batches: :mod:`kgroup.wire.fetch_response`)
+Encoder = Callable[[int, int, Mapping[str, Any]], Pieces]
+
+
 @dataclass(frozen=True, slots=True)
 class Registration:
     """The handler of one API and the versions of it the broker answers."""
@@ -145,6 +154,8 @@ class Registration:
     min_version: int
     max_version: int
     handler: Handler
+    encoder: Encoder | None = None
+    decoder: BodyReader | None = None
 
     def answers(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -153,12 +164,20 @@ class Registration:
 _REGISTRY: dict[int, Registration] = {}
 
 
-def register(api_key: ApiKey, versions: tuple[int, int]) -> Callable[[Handler], Handler]:
+def register(
+    api_key: ApiKey,
+    versions: tuple[int, int],
+    *,
+    encoder: Encoder | None = None,
+    decoder: BodyReader | None = None,
+) -> Callable[[Handler], Handler]:
     """Make the decorated function the handler of ``api_key`` at ``versions`` (both ends included).
 
     Every version must have a request and a response schema in kio's index (a range kio cannot read
     is a bug here, found at import; the schemas' modules are imported at a version's first request);
-    an API has one handler.
+    an API has one handler. With ``encoder``, the handler's plain-data answers are written by it
+    instead of kio (it must write every version of the range exactly as kio would); with
+    ``decoder``, requests are read by it instead of kio (after the same guard), as kio reads them.
     """
     low, high = versions
     missing = [v for v in range(low, high + 1) if not has_schemas(api_key, v)]
@@ -168,7 +187,7 @@ def register(api_key: ApiKey, versions: tuple[int, int]) -> Callable[[Handler], 
     def decorate(handler: Handler) -> Handler:
         if api_key in _REGISTRY:
             raise ValueError(f"{api_key.title} has a handler already")
-        _REGISTRY[api_key] = Registration(api_key, low, high, handler)
+        _REGISTRY[api_key] = Registration(api_key, low, high, handler, encoder, decoder)
         return handler
 
     return decorate
@@ -203,11 +222,11 @@ def _unsupported_api_versions(correlation_id: int) -> bytes:
 async def dispatch(
     services: BrokerServices,
     node_id: int,
-    frame: bytes,
+    frame: Frame,
     connection: str = "-",
     client_host: str = "/127.0.0.1",
     session: Session | None = None,
-) -> bytes | None:
+) -> bytes | Pieces | None:
     """The response frame (without its size) to one request frame, or ``None`` for no response;
     :class:`~kgroup.model.PeerError` or :class:`CloseConnection` to close the connection."""
     header = decode_request_header(frame)
@@ -225,10 +244,13 @@ async def dispatch(
         )
     limit = services.config.max_request_elements
     large = len(frame) > LARGE_FRAME_BYTES and not _few_elements(frame, header)
+    read_body = registration.decoder
     if large:
-        request = await services.off_loop(decode_request, frame, header, max_elements=limit, piecewise=True)
+        request = await services.off_loop(
+            decode_request, frame, header, max_elements=limit, piecewise=True, read_body=read_body
+        )
     else:
-        request = decode_request(frame, header, max_elements=limit)
+        request = decode_request(frame, header, max_elements=limit, read_body=read_body)
     principal = "User:ANONYMOUS" if session is None else session.principal
     listener = "" if session is None else session.listener
     ctx = RequestContext(
@@ -237,6 +259,11 @@ async def dispatch(
     data = await registration.handler(ctx, request.body)
     if data is None:
         return None
+    encoder = registration.encoder
+    if encoder is not None and isinstance(data, Mapping):
+        if not _fewer_entries_than(data, LARGE_RESPONSE_ENTRIES):
+            return await services.off_loop(encoder, header.correlation_id, header.api_version, data)
+        return encoder(header.correlation_id, header.api_version, data)
     cls = response_class(header.api_key, header.api_version)
     assert cls is not None  # supported versions all have a schema
     if isinstance(data, cls):  # built by a typed translation: encoded here unless the request was large
@@ -248,7 +275,7 @@ async def dispatch(
     return encode_response(header.correlation_id, build(cls, data))
 
 
-def _few_elements(frame: bytes, header: RequestHeader) -> bool:
+def _few_elements(frame: Frame, header: RequestHeader) -> bool:
     """Whether the body holds at most :data:`FEW_ELEMENTS` array elements (a walk bounded by that)."""
     cls = request_class(header.api_key, header.api_version)
     if cls is None:

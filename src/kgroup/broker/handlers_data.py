@@ -20,6 +20,8 @@ from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.fetch_response import fetch_response
+from kgroup.wire.produce_request import read_produce_request
 
 log = logging.getLogger("kgroup.broker")
 
@@ -66,7 +68,7 @@ _RECORDS_COUNT = struct.Struct(">i")
 _RECORDS_COUNT_AT = 57
 
 
-def _heavy(records: bytes) -> bool:
+def _heavy(records: bytes | memoryview) -> bool:
     """Whether validating ``records`` belongs in the codec thread: a compressed batch (inflating
     releases the GIL, so it runs beside the loop) or one of many records."""
     if len(records) <= _RECORDS_COUNT_AT + 4:
@@ -76,7 +78,9 @@ def _heavy(records: bytes) -> bool:
     return bool(_RECORDS_COUNT.unpack_from(records, _RECORDS_COUNT_AT)[0] > _HEAVY_BATCH_RECORDS)
 
 
-@register(ApiKey.PRODUCE, versions=(3, 12))  # Kafka 4.0 removed v0-v2; v13 addresses topics by id
+# Kafka 4.0 removed v0-v2; v13 addresses topics by id. The records stay in the request's frame
+# (kgroup.wire.produce_request): validated and written from there, never copied
+@register(ApiKey.PRODUCE, versions=(3, 12), decoder=read_produce_request)
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     services = ctx.services
     acks = int(request.acks)
@@ -115,7 +119,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             if code == ErrorCode.NONE:
                 plog = services.cluster.partition_log(topic.name, index)
                 assert plog is not None
-                records = bytes(part.records or b"")
+                records = b"" if part.records is None else part.records
                 try:
                     if _heavy(records):  # inflating and walking its records: off the event loop
                         result = plog.append(
@@ -200,7 +204,8 @@ def _fetch_partition(
     if offset >= hw or budget <= 0:
         return entry, 0
     try:
-        data = plog.read(offset, min(int(part.partition_max_bytes), budget))
+        # large reads are regions of the segment file, sent with sendfile (the connection closes them)
+        data = plog.read_slice(offset, min(int(part.partition_max_bytes), budget))
     except LogError as exc:  # damaged bytes (KAFKA_STORAGE_ERROR), a topic deleted meanwhile …
         log.error("fetch from %s-%d at %d: %s", topic, index, offset, exc.message)
         entry["error_code"] = exc.error_code
@@ -249,7 +254,8 @@ async def _fetch_once(
     return answer, total, errors, sizes
 
 
-@register(ApiKey.FETCH, versions=(4, 12))  # v13+ address topics by id
+# v13+ address topics by id; the answer is written around the stored batches, not copied by kio
+@register(ApiKey.FETCH, versions=(4, 12), encoder=fetch_response)
 async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     """Answer at once when ``min_bytes`` are there (or a partition has an error), else park the fetch.
 
@@ -274,6 +280,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     answer, total, errors, sizes = await _fetch_once(ctx, request)
     if total >= min_bytes or errors or loop.time() >= deadline:
         return answer
+    _close_regions(answer)  # the answer is read again once the fetch completes
     caps = {
         (topic.topic, int(part.partition)): int(part.partition_max_bytes)
         for topic in request.topics
@@ -288,6 +295,15 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     finally:
         ctx.services.unwatch_appends(waiter)
     return (await _fetch_once(ctx, request))[0]
+
+
+def _close_regions(answer: dict[str, Any]) -> None:
+    """Close the file regions (large reads) of an answer that will not be sent."""
+    for topic in answer["responses"]:
+        for entry in topic["partitions"]:
+            records = entry["records"]
+            if not isinstance(records, bytes | bytearray | memoryview):
+                records.close()
 
 
 @register(ApiKey.LIST_OFFSETS, versions=(1, 9))  # v10+: timeout semantics

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from kgroup.wire.framing import FileRegion
+
 __all__ = [
     "AppendResultLike",
     "CoordinatorLogLike",
@@ -34,7 +36,7 @@ class AppendResultLike(Protocol):
 
 
 class PartitionLogLike(Protocol):
-    def validate(self, records: bytes, *, now_ms: int) -> Any:
+    def validate(self, records: bytes | memoryview, *, now_ms: int) -> Any:
         """Kafka's checks of a batch, a pure function (run in another thread for a heavy batch)."""
         ...
 
@@ -42,7 +44,11 @@ class PartitionLogLike(Protocol):
         """Append ``records``: a batch's bytes, or what :meth:`validate` returned for them."""
         ...
 
-    def read(self, offset: int, max_bytes: int) -> bytes: ...
+    def read(self, offset: int, max_bytes: int) -> bytes | memoryview: ...
+    def read_slice(self, offset: int, max_bytes: int) -> bytes | memoryview | FileRegion:
+        """What :meth:`read` answers, or a region of the file holding it (sent with sendfile)."""
+        ...
+
     @property
     def log_start_offset(self) -> int: ...
     @property

@@ -33,6 +33,7 @@ from kgroup.log.partition import (
     PartitionSettings,
     RecoveryReport,
 )
+from kgroup.log.segment import FileSlice
 
 __all__ = [
     "EARLIEST_LOCAL_TIMESTAMP",
@@ -42,6 +43,7 @@ __all__ = [
     "MAX_TIMESTAMP",
     "AppendResult",
     "CoordinatorLog",
+    "FileSlice",
     "FsyncPolicy",
     "InvalidConfig",
     "InvalidPartitions",

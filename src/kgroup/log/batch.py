@@ -25,7 +25,7 @@ from crc32c import crc32c
 
 from kgroup.log.codecs import InflateError, TooLargeWhenInflated, inflate
 from kgroup.log.errors import LogErrorCode, RecordErrors
-from kgroup.log.records import java_long, walk_records
+from kgroup.log.records import RecordTimestamps, java_long, walk_record_timestamps
 from kgroup.model import PeerError
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "parse_header",
     "record_timestamps",
     "stamp_batch",
+    "stamp_header",
     "validate_produce_records",
 ]
 
@@ -153,7 +154,7 @@ class ValidatedBatch:
     """One produced batch that passed Kafka's checks: its header, exact bytes, true max timestamp."""
 
     header: BatchHeader
-    data: bytes
+    data: bytes | memoryview  # the producer's bytes (a view of the request's frame, in the broker)
     # The largest record timestamp, or -1 (Kafka recomputes it and rewrites the header if the
     # producer's maxTimestamp differs, for compressed batches as for uncompressed ones).
     records_max_timestamp: int
@@ -171,7 +172,7 @@ NO_BOUNDS = TimestampBounds()
 
 
 def validate_produce_records(
-    records: bytes,
+    records: bytes | memoryview,
     *,
     max_message_bytes: int,
     log_append_time: bool,
@@ -258,18 +259,22 @@ def validate_produce_records(
         raise PeerError(
             "producer should not set timestamp type to LogAppendTime", LogErrorCode.INVALID_TIMESTAMP
         )
-    # the producer's bytes as they are when they are exactly one batch (no copy), else that batch's
-    data = records if size == len(records) and isinstance(records, bytes) else bytes(view[:size])
-    entries = _records_of(data, header)
+    # the producer's bytes as they are (no copy): the batch is ``records`` or its start; a read-only
+    # view (the request's frame, which the broker does not reuse while the batch is in use) is kept
+    # as one; bytes that can change under it (a bytearray) are copied
+    if isinstance(records, bytes) or (isinstance(records, memoryview) and records.readonly):
+        data: bytes | memoryview = records if size == len(records) else view[:size]
+    else:
+        data = bytes(view[:size])
+    walked = _records_of(data, header)
     # Kafka's maxTimestamp starts at NO_TIMESTAMP and takes every larger record timestamp
-    max_timestamp = max((stamp for _, stamp in entries), default=NO_TIMESTAMP)
-    max_timestamp = max(max_timestamp, NO_TIMESTAMP)
+    max_timestamp = NO_TIMESTAMP if walked.newest is None else max(walked.newest, NO_TIMESTAMP)
     if not log_append_time and bounds != NO_BOUNDS:  # unbounded (Kafka's default): no record is out of range
-        _check_timestamp_bounds(entries, now_ms, bounds)
+        _check_timestamp_bounds(walked, now_ms, bounds)
     return ValidatedBatch(header=header, data=data, records_max_timestamp=max_timestamp)
 
 
-def _records_of(data: bytes, header: BatchHeader) -> list[tuple[int, int]]:
+def _records_of(data: bytes | memoryview, header: BatchHeader) -> RecordTimestamps:
     """(offset delta, timestamp) of every record, the payload inflated first if it is compressed.
 
     As Kafka's ``LogValidator`` reads them: a payload that does not inflate or an unknown codec is a
@@ -278,7 +283,9 @@ def _records_of(data: bytes, header: BatchHeader) -> list[tuple[int, int]]:
     """
     log_append_time = header.max_timestamp if header.is_log_append_time else None
     if header.compression == COMPRESSION_NONE:
-        return walk_records(data, HEADER_SIZE, header.records_count, header.base_timestamp, log_append_time)
+        return walk_record_timestamps(
+            data, HEADER_SIZE, header.records_count, header.base_timestamp, log_append_time
+        )
     try:
         payload = inflate(header.compression, memoryview(data)[HEADER_SIZE:], MAX_INFLATED_BYTES)
     except TooLargeWhenInflated as exc:
@@ -287,10 +294,10 @@ def _records_of(data: bytes, header: BatchHeader) -> list[tuple[int, int]]:
         ) from None
     except InflateError as exc:
         raise PeerError(exc.message, LogErrorCode.UNKNOWN_SERVER_ERROR) from None
-    return walk_records(payload, 0, header.records_count, header.base_timestamp, log_append_time)
+    return walk_record_timestamps(payload, 0, header.records_count, header.base_timestamp, log_append_time)
 
 
-def _check_timestamp_bounds(entries: list[tuple[int, int]], now_ms: int, bounds: TimestampBounds) -> None:
+def _check_timestamp_bounds(walked: RecordTimestamps, now_ms: int, bounds: TimestampBounds) -> None:
     """``LogValidator.validateTimestamp`` for a CreateTime topic, in Java ``long`` arithmetic.
 
     Records without a timestamp (-1) pass. Every record is checked; the refusal lists each record
@@ -298,16 +305,17 @@ def _check_timestamp_bounds(entries: list[tuple[int, int]], now_ms: int, bounds:
     """
     before = LONG_MAX if bounds.before_max_ms is None else bounds.before_max_ms
     after = LONG_MAX if bounds.after_max_ms is None else bounds.after_max_ms
-    if entries and -_NO_WRAP < now_ms < _NO_WRAP:
+    oldest, newest = walked.oldest, walked.newest
+    if oldest is None or newest is None:
+        return  # no records
+    if -_NO_WRAP < now_ms < _NO_WRAP:
         # the common case at once: when the oldest and the newest record are in range and no
         # difference can wrap around, every record is (one that has no timestamp passes anyway)
-        oldest = min(stamp for _, stamp in entries)
-        newest = max(stamp for _, stamp in entries)
         no_wrap = oldest > -_NO_WRAP and newest < _NO_WRAP
         if no_wrap and now_ms - oldest <= before and newest - now_ms <= after:
             return
     errors: list[tuple[int, str]] = []
-    for index, (offset_delta, stamp) in enumerate(entries):
+    for index, (offset_delta, stamp) in enumerate(walked.entries()):
         if stamp == NO_TIMESTAMP:
             continue
         difference = java_long(now_ms - stamp)
@@ -367,24 +375,27 @@ def record_timestamps(batch: bytes, header: BatchHeader) -> list[tuple[int, int]
     maxTimestamp, as in Kafka.
     """
     try:
-        entries = _records_of(batch, header)
+        entries = _records_of(batch, header).entries()
     except PeerError:
         return None
     return [(header.base_offset + delta, timestamp) for delta, timestamp in entries]
 
 
-def stamp_batch(
+def stamp_header(
     batch: ValidatedBatch, *, base_offset: int, leader_epoch: int, log_append_time_ms: int | None
 ) -> bytearray:
-    """The batch as the log stores it: what ``LogValidator``'s in-place path writes, nothing more.
+    """The batch's header (its first :data:`HEADER_SIZE` bytes) as the log stores it: what
+    ``LogValidator``'s in-place path writes, nothing more; the records after it are stored as produced.
 
     ``baseOffset`` and ``partitionLeaderEpoch`` are set (outside the CRC). With LogAppendTime the
     timestamp type bit and ``maxTimestamp = now`` are set; with CreateTime ``maxTimestamp`` becomes the
-    records' true maximum (-1 when none is larger). Either header change recomputes the CRC, and only
-    when the value differs (``DefaultRecordBatch.setMaxTimestamp``). The result is a new buffer (the
-    one copy of the batch the append makes), handed to the log as it is.
+    records' true maximum (-1 when none is larger). Either header change recomputes the CRC (over the
+    new header's covered part, then the unchanged records), and only when the value differs
+    (``DefaultRecordBatch.setMaxTimestamp``). The log writes this header and the produced bytes after
+    it with one ``writev``: the batch is not copied to be stamped.
     """
-    out = bytearray(batch.data)
+    data = memoryview(batch.data)
+    out = bytearray(data[:HEADER_SIZE])
     _BASE_OFFSET.pack_into(out, 0, base_offset)
     _INT32.pack_into(out, 12, leader_epoch)
     header = batch.header
@@ -395,5 +406,16 @@ def stamp_batch(
     if attributes != header.attributes or max_timestamp != header.max_timestamp:
         _ATTRIBUTES.pack_into(out, 21, attributes)
         _BASE_OFFSET.pack_into(out, 35, max_timestamp)
-        _CRC.pack_into(out, 17, crc32c(memoryview(out)[CRC_START:]))
+        _CRC.pack_into(out, 17, crc32c(data[HEADER_SIZE:], crc32c(memoryview(out)[CRC_START:])))
+    return out
+
+
+def stamp_batch(
+    batch: ValidatedBatch, *, base_offset: int, leader_epoch: int, log_append_time_ms: int | None
+) -> bytearray:
+    """The whole batch as the log stores it, in one new buffer: :func:`stamp_header`, then the records."""
+    out = stamp_header(
+        batch, base_offset=base_offset, leader_epoch=leader_epoch, log_append_time_ms=log_append_time_ms
+    )
+    out += memoryview(batch.data)[HEADER_SIZE:]
     return out

@@ -18,19 +18,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgroup.log.batch import (
+    HEADER_SIZE,
     NO_BOUNDS,
     BatchHeader,
     TimestampBounds,
     ValidatedBatch,
     parse_header,
     record_timestamps,
-    stamp_batch,
+    stamp_header,
     validate_produce_records,
 )
 from kgroup.log.errors import LogErrorCode, OffsetOutOfRange, UnknownTopicOrPartition
 from kgroup.log.handles import FileHandles
 from kgroup.log.producer_state import ProducerStateManager
-from kgroup.log.segment import INT32_MAX, Segment, SegmentRecovery
+from kgroup.log.segment import INT32_MAX, FileSlice, Segment, SegmentRecovery
 from kgroup.model import PeerError
 
 __all__ = [
@@ -210,7 +211,7 @@ class PartitionLog:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def validate(self, records: bytes, *, now_ms: int) -> ValidatedBatch:
+    def validate(self, records: bytes | memoryview, *, now_ms: int) -> ValidatedBatch:
         """Kafka's checks of one partition's Produce ``records`` against this log's settings.
 
         A pure function of ``records``, ``now_ms`` and the (frozen) settings: the broker runs it in
@@ -233,7 +234,7 @@ class PartitionLog:
             )
         return batch
 
-    def append(self, records: bytes | ValidatedBatch | None, *, now_ms: int) -> AppendResult:
+    def append(self, records: bytes | memoryview | ValidatedBatch | None, *, now_ms: int) -> AppendResult:
         """Append the ``records`` of a Produce request (one RecordBatch v2, as Kafka requires).
 
         ``None`` (a null records field) is treated as no batch at all (INVALID_RECORD), as in Kafka.
@@ -262,13 +263,14 @@ class PartitionLog:
     def _append_validated(self, batch: ValidatedBatch, now_ms: int) -> AppendResult:
         base_offset = self.log_end_offset
         log_append_time = now_ms if self.settings.log_append_time else None
-        data = stamp_batch(
+        head = stamp_header(
             batch, base_offset=base_offset, leader_epoch=self.leader_epoch, log_append_time_ms=log_append_time
         )
-        header = parse_header(data)
-        segment = self._maybe_roll(len(data), header)
+        header = parse_header(head)
+        size = len(batch.data)
+        segment = self._maybe_roll(size, header)
         created = segment.size == 0 and not segment.log_path.exists()
-        segment.append(data, header)
+        segment.append((head, memoryview(batch.data)[HEADER_SIZE:]), header)
         if created and self.settings.fsync is not FsyncPolicy.NEVER:
             self._sync_directory()  # the new file's directory entry, as a rolled segment's
         self.producers.record(header)
@@ -279,7 +281,7 @@ class PartitionLog:
             last_offset=header.last_offset,
             log_append_time=-1 if log_append_time is None else log_append_time,
             log_start_offset=self.log_start_offset,
-            valid_bytes=len(data),
+            valid_bytes=size,
         )
 
     def _maybe_roll(self, size: int, header: BatchHeader) -> Segment:
@@ -299,11 +301,13 @@ class PartitionLog:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int) -> bytes:
+    def read(self, offset: int, max_bytes: int) -> bytes | memoryview:
         """Whole batches from the one holding ``offset``; the first whole even if over ``max_bytes``.
 
-        ``b""`` at the log end. Reads stay within one segment, as Kafka's do. Raises
-        :class:`OffsetOutOfRange` for an offset below the log start or beyond the log end.
+        ``b""`` at the log end; a read-only ``memoryview`` of the bytes read when the last batch read
+        did not fit (not copied to cut it off: use it as bytes, or ``bytes()`` it). Reads stay within
+        one segment, as Kafka's do. Raises :class:`OffsetOutOfRange` for an offset below the log start
+        or beyond the log end.
         """
         self._open()
         if offset < self.log_start_offset or offset > self.log_end_offset:
@@ -315,6 +319,21 @@ class PartitionLog:
             position = segment.position_for_offset(offset)
             if position is not None:
                 return segment.read(position, max_bytes)
+        return b""
+
+    def read_slice(self, offset: int, max_bytes: int) -> bytes | memoryview | FileSlice:
+        """What :meth:`read` answers, as a :class:`~kgroup.log.segment.FileSlice` of the segment file
+        when it is 64 KiB or more (the Fetch answer sends it with sendfile; close it once sent)."""
+        self._open()
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRange(
+                f"offset {offset} is out of range [{self.log_start_offset}, {self.log_end_offset}]"
+            )
+        slot = bisect.bisect_right(self._bases, offset) - 1
+        for segment in self._segments[slot:]:
+            position = segment.position_for_offset(offset)
+            if position is not None:
+                return segment.read_slice(position, max_bytes)
         return b""
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:

@@ -23,7 +23,14 @@ from typing import Any
 from kgroup.log.errors import LogErrorCode
 from kgroup.model import PeerError
 
-__all__ = ["java_long", "kernel_loaded", "load_kernel", "walk_records"]
+__all__ = [
+    "RecordTimestamps",
+    "java_long",
+    "kernel_loaded",
+    "load_kernel",
+    "walk_record_timestamps",
+    "walk_records",
+]
 
 _LONG = 1 << 64
 _LONG_MIN = -(1 << 63)
@@ -41,7 +48,7 @@ def _invalid(message: str) -> PeerError:
     return PeerError(message, LogErrorCode.INVALID_RECORD)
 
 
-def _varint(data: bytes, position: int, end: int, max_bytes: int) -> tuple[int, int]:
+def _varint(data: bytes | memoryview, position: int, end: int, max_bytes: int) -> tuple[int, int]:
     """A zig-zag varint (``ByteUtils.readVarint``/``readVarlong``) at ``position``: (value, next)."""
     raw = 0
     shift = 0
@@ -57,9 +64,54 @@ def _varint(data: bytes, position: int, end: int, max_bytes: int) -> tuple[int, 
     raise _invalid("Found invalid record structure (a varint is longer than its maximum size)")
 
 
+class RecordTimestamps:
+    """What a walk of a batch's records read: each record's (offset delta, timestamp), and the
+    oldest and newest timestamp (None without records).
+
+    The numba kernel's walk keeps them in its arrays, the bounds taken there: a validated batch of a
+    thousand records needs no Python object per record unless a record is out of range and
+    :meth:`entries` is asked for.
+    """
+
+    __slots__ = ("_entries", "_offsets", "_timestamps", "newest", "oldest")
+
+    def __init__(
+        self,
+        entries: list[tuple[int, int]] | None,
+        *,
+        arrays: tuple[Any, Any] | None = None,
+        oldest: int | None = None,
+        newest: int | None = None,
+    ) -> None:
+        self._entries = entries
+        self._offsets: Any = None  # the kernel's numpy arrays, when it read the records
+        self._timestamps: Any = None
+        if arrays is not None:
+            self._offsets, self._timestamps = arrays
+        if entries is not None:
+            stamps = [stamp for _, stamp in entries]
+            oldest, newest = (min(stamps), max(stamps)) if stamps else (None, None)
+        self.oldest: int | None = oldest
+        self.newest: int | None = newest
+
+    def entries(self) -> list[tuple[int, int]]:
+        """(offset delta, timestamp) of every record, in order."""
+        if self._entries is None:
+            self._entries = list(zip(self._offsets.tolist(), self._timestamps.tolist(), strict=True))
+        return self._entries
+
+
 def walk_records(
-    data: bytes, start: int, count: int, base_timestamp: int, log_append_time: int | None
+    data: bytes | memoryview, start: int, count: int, base_timestamp: int, log_append_time: int | None
 ) -> list[tuple[int, int]]:
+    """(offset delta, timestamp) of each of the ``count`` records in ``data[start:]``: the entries of
+    :func:`walk_record_timestamps`."""
+    return walk_record_timestamps(data, start, count, base_timestamp, log_append_time).entries()
+
+
+def walk_record_timestamps(
+    data: bytes | memoryview, start: int, count: int, base_timestamp: int, log_append_time: int | None
+) -> RecordTimestamps:
     """(offset delta, timestamp) of each of the ``count`` records in ``data[start:]``.
 
     ``log_append_time`` (a LogAppendTime batch's max timestamp) is every record's timestamp, as in
@@ -75,7 +127,7 @@ def walk_records(
         and -_NO_WRAP < base_timestamp < _NO_WRAP
         and _kernel is not None
     ):
-        read = _walk_compiled(data, start, count, base_timestamp, log_append_time)
+        read = _walk_kernel(data, start, count, base_timestamp, log_append_time)
         if read is not None:
             return read
     entries: list[tuple[int, int]] = []
@@ -151,7 +203,7 @@ def walk_records(
         position = stop
     if position != end:
         raise _invalid("Incorrect declared batch size, records still remaining in file")
-    return entries
+    return RecordTimestamps(entries)
 
 
 #: from this many records on, a batch is walked by the compiled kernel first, once it is loaded
@@ -188,11 +240,11 @@ def load_kernel() -> Any:
     return _kernel
 
 
-def _walk_compiled(
-    data: bytes, start: int, count: int, base_timestamp: int, log_append_time: int | None
-) -> list[tuple[int, int]] | None:
-    """What :func:`walk_records` answers, from the numba kernel; None when it leaves the batch to the
-    Python walk (a malformed record, a varint over 4 bytes)."""
+def _walk_kernel(
+    data: bytes | memoryview, start: int, count: int, base_timestamp: int, log_append_time: int | None
+) -> RecordTimestamps | None:
+    """What :func:`walk_record_timestamps` answers, from the numba kernel, kept in its arrays; None
+    when it leaves the batch to the Python walk (a malformed record, a varint over 4 bytes)."""
     import numpy as np
 
     walk_kernel = load_kernel()
@@ -200,13 +252,27 @@ def _walk_compiled(
     timestamp_deltas = np.empty(count, np.int64)
     if walk_kernel(np.frombuffer(data, np.uint8), start, count, offset_deltas, timestamp_deltas) != 0:
         return None
-    offsets: list[int] = offset_deltas.tolist()
     if log_append_time is not None:
-        return [(offset, log_append_time) for offset in offsets]
-    return list(zip(offsets, (timestamp_deltas + base_timestamp).tolist(), strict=True))
+        timestamps = np.full(count, log_append_time, np.int64)
+    else:  # |base| < 2^62 and a delta read in 4 varint bytes is under 2^27: no int64 wraps
+        timestamps = timestamp_deltas + base_timestamp
+    return RecordTimestamps(
+        None,
+        arrays=(offset_deltas, timestamps),
+        oldest=int(timestamps.min()),
+        newest=int(timestamps.max()),
+    )
 
 
-def _skip_headers(data: bytes, cursor: int, stop: int, headers: int) -> int:
+def _walk_compiled(
+    data: bytes | memoryview, start: int, count: int, base_timestamp: int, log_append_time: int | None
+) -> list[tuple[int, int]] | None:
+    """The entries :func:`_walk_kernel` read, or None (its tests' view)."""
+    read = _walk_kernel(data, start, count, base_timestamp, log_append_time)
+    return None if read is None else read.entries()
+
+
+def _skip_headers(data: bytes | memoryview, cursor: int, stop: int, headers: int) -> int:
     """Past ``headers`` record headers from ``cursor`` (``DefaultRecord.readHeaders``' checks)."""
     if headers < 0:
         raise _invalid(f"Found invalid number of record headers {headers}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,13 +25,60 @@ from kgroup.log.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, BatchHeader, b
 from kgroup.log.errors import LogStorageError
 from kgroup.log.handles import FileHandles
 
-__all__ = ["Segment", "SegmentRecovery", "segment_file_name"]
+__all__ = ["FileSlice", "Segment", "SegmentRecovery", "segment_file_name"]
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _LENGTH = struct.Struct(">i")
 _READ_CHUNK = 1 << 20  # the recovery scan reads the log in chunks of this size
 INT32_MAX = 2**31 - 1
+#: a read of whole batches this large or larger is answered as a :class:`FileSlice` (sent with
+#: sendfile); a smaller one is read into memory (a descriptor and a sendfile cost more than its copy)
+SLICE_MIN_BYTES = 64 * 1024
+#: the batch headers a slice's read looks at (one pread each) before it reads the bytes instead: many
+#: small batches are cheaper to read in one go
+SLICE_MAX_BATCHES = 16
+
+
+class FileSlice:
+    """``size`` bytes of a segment file from ``position``, on a descriptor of its own: Kafka's
+    ``FileRecords.slice``, which the Fetch answer sends with sendfile(2) and never reads into memory.
+
+    The descriptor is a duplicate (the file-handle cache may close its own meanwhile, and retention
+    delete the file: the bytes stay readable). Whoever sends it closes it (it closes itself when
+    collected). The bytes never change: a log only appends after them.
+    """
+
+    __slots__ = ("fd", "position", "size")
+
+    def __init__(self, fd: int, position: int, size: int) -> None:
+        self.fd = fd
+        self.position = position
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self, skip: int = 0) -> bytes:
+        """The bytes (after the first ``skip``), read into memory."""
+        chunks: list[bytes] = []
+        position, left = self.position + skip, self.size - skip
+        while left > 0:
+            chunk = os.pread(self.fd, left, position)
+            if not chunk:
+                raise OSError(f"a segment file ends {left} bytes before its slice")
+            chunks.append(chunk)
+            position += len(chunk)
+            left -= len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
 
 
 def segment_file_name(base_offset: int, suffix: str) -> str:
@@ -47,11 +94,15 @@ class SegmentRecovery:
     indexes_rebuilt: bool
 
 
-def _write_all(fd: int, data: bytes | bytearray) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+def _write_all(fd: int, pieces: Sequence[bytes | bytearray | memoryview]) -> None:
+    """Write ``pieces`` one after the other, with writev(2) (a short write writes the rest)."""
+    views = [memoryview(piece) for piece in pieces if len(piece)]
+    while views:
+        written = os.writev(fd, views)
+        while views and written >= len(views[0]):
+            written -= len(views.pop(0))
+        if written:
+            views[0] = views[0][written:]
 
 
 class Segment:
@@ -235,25 +286,27 @@ class Segment:
 
     # -- appending -----------------------------------------------------------------------------
 
-    def append(self, data: bytes | bytearray, header: BatchHeader) -> None:
-        """Write the batch at the end with write(2): in the OS's hands (not yet on disk) on return.
+    def append(self, pieces: Sequence[bytes | bytearray | memoryview], header: BatchHeader) -> None:
+        """Write the batch (``pieces`` one after the other: its stamped header, then the produced
+        records) at the end with writev(2): in the OS's hands (not yet on disk) on return.
 
         A failed or short write is cut back off so the log never holds half a batch it acknowledged.
         """
         position = self.size
+        size = sum(len(piece) for piece in pieces)
         try:
             fd = self._fd()
             os.lseek(fd, position, os.SEEK_SET)
-            _write_all(fd, data)
+            _write_all(fd, pieces)
         except OSError:
             try:
                 os.ftruncate(self._fd(), position)
             finally:
                 raise
-        self.size = position + len(data)
+        self.size = position + size
         self.dirty = True
         entries_before = len(self._index_offsets), len(self._time_stamps)
-        self._note_batch(header, position, len(data), index=True)
+        self._note_batch(header, position, size, index=True)
         if len(self._index_offsets) > entries_before[0]:
             _write_all_at_end(
                 self._index_fd(), _OFFSET_ENTRY.pack(header.last_offset - self.base_offset, position)
@@ -331,8 +384,11 @@ class Segment:
     def read_batch(self, position: int, header: BatchHeader) -> bytes:
         return os.pread(self._fd(), header.size, position)
 
-    def read(self, position: int, max_bytes: int) -> bytes:
-        """Whole batches from ``position``: the first always whole, then as many as fit in ``max_bytes``."""
+    def read(self, position: int, max_bytes: int) -> bytes | memoryview:
+        """Whole batches from ``position``: the first always whole, then as many as fit in ``max_bytes``.
+
+        A read-only view of the bytes read when it stops short of them (a batch that did not fit):
+        the batches are not copied once more only to cut that tail off."""
         if position >= self.size:
             return b""
         want = min(self.size - position, max(max_bytes, HEADER_SIZE))
@@ -348,7 +404,42 @@ class Segment:
             if size < HEADER_SIZE or end + size > len(data):
                 break
             end += size
-        return data[:end]
+        return data if end == len(data) else memoryview(data)[:end]
+
+    def read_slice(self, position: int, max_bytes: int) -> bytes | memoryview | FileSlice:
+        """What :meth:`read` answers (the same batches, the same checks of the first one's length),
+        as a :class:`FileSlice` when it is :data:`SLICE_MIN_BYTES` or more: only the batches'
+        12-byte length prefixes are read, one pread each (a read of more than
+        :data:`SLICE_MAX_BATCHES` batches reads them instead, as :meth:`read`)."""
+        if position >= self.size:
+            return b""
+        limit = position + min(self.size - position, max(max_bytes, HEADER_SIZE))
+        fd = self._fd()
+        end = position + self._length_at(fd, position)
+        if end - position < HEADER_SIZE or end > self.size:
+            raise LogStorageError(f"{self.log_path}: no record batch at position {position} (damaged file)")
+        batches = 1
+        while end + LOG_OVERHEAD <= limit:
+            if batches == SLICE_MAX_BATCHES:
+                return self.read(position, max_bytes)
+            size = self._length_at(fd, end)
+            if size < HEADER_SIZE or end + size > limit:
+                break
+            end += size
+            batches += 1
+        if end - position < SLICE_MIN_BYTES:
+            return os.pread(fd, end - position, position)
+        return FileSlice(os.dup(fd), position, end - position)
+
+    @staticmethod
+    def _length_at(fd: int, position: int) -> int:
+        """The size of the batch at ``position``, its offset and length fields included (-1 when the
+        file ends first)."""
+        raw = os.pread(fd, LOG_OVERHEAD, position)
+        if len(raw) < LOG_OVERHEAD:
+            return -1
+        size: int = _LENGTH.unpack_from(raw, 8)[0] + LOG_OVERHEAD
+        return size
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -390,4 +481,4 @@ class Segment:
 
 def _write_all_at_end(fd: int, data: bytes) -> None:
     os.lseek(fd, 0, os.SEEK_END)
-    _write_all(fd, data)
+    _write_all(fd, (data,))

@@ -38,6 +38,7 @@ from kgroup.wire.codec import (
     encode_response,
     response_class,
 )
+from kgroup.wire.framing import Frame
 
 __all__ = [
     "SASL_AUTHENTICATE_KEY",
@@ -143,7 +144,7 @@ class Session:
     def expired(self) -> bool:
         return self._expires_at is not None and self._clock() >= self._expires_at
 
-    async def on_frame(self, frame: bytes) -> Outcome | None:
+    async def on_frame(self, frame: Frame) -> Outcome | None:
         if self._state == "complete":
             return self._when_complete(frame)
         if self._state == "authenticate_raw":
@@ -166,7 +167,7 @@ class Session:
 
     # --- states -----------------------------------------------------------------------------------
 
-    def _when_complete(self, frame: bytes) -> Outcome | None:
+    def _when_complete(self, frame: Frame) -> Outcome | None:
         if not self.sasl:
             return None
         try:
@@ -195,7 +196,7 @@ class Session:
         self._last_reauth_start = now
         return True
 
-    def _handshake_phase(self, frame: bytes, header: RequestHeader) -> Outcome | None:
+    def _handshake_phase(self, frame: Frame, header: RequestHeader) -> Outcome | None:
         if header.api_key == ApiKey.API_VERSIONS and self._state == "initial":
             if self._supported(header.api_key, header.api_version):
                 self._state = "versions_answered"
@@ -228,7 +229,7 @@ class Session:
         self._state = "authenticate" if self._framed else "authenticate_raw"
         return Outcome(reply=reply)
 
-    async def _authenticate(self, frame: bytes, header: RequestHeader) -> Outcome:
+    async def _authenticate(self, frame: Frame, header: RequestHeader) -> Outcome:
         if header.api_key != SASL_AUTHENTICATE_KEY:
             # Kafka answers this API's error response with ILLEGAL_SASL_STATE after the failed-
             # authentication delay, then closes; kgroup builds that answer for the SASL handshake and
@@ -271,9 +272,9 @@ class Session:
         data = {"error_code": 0, "error_message": "", "auth_bytes": answer, "session_lifetime": lifetime_ms}
         return Outcome(reply=self._encode(header, data))
 
-    async def _raw_token(self, frame: bytes) -> Outcome:
+    async def _raw_token(self, frame: Frame) -> Outcome:
         try:
-            answer = await self._evaluate(frame)
+            answer = await self._evaluate(bytes(frame))
         except (AuthenticationFailed, CredentialsRejected) as exc:
             detail = str(exc) if isinstance(exc, AuthenticationFailed) else "invalid credentials"
             return self._fail_silently(f"SASL {self._mechanism} authentication failed: {detail}")

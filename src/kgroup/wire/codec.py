@@ -35,10 +35,12 @@ from kio.static.constants import EntityType
 
 from kgroup.model import ErrorCode, PeerError
 from kgroup.wire.api_keys import ApiKey, api_name
+from kgroup.wire.framing import Frame
 from kgroup.wire.guard import check_body
 from kgroup.wire.piecewise import read_piecewise
 
 __all__ = [
+    "BodyReader",
     "DecodedRequest",
     "RequestHeader",
     "build",
@@ -132,13 +134,13 @@ def response_class(api_key: int, version: int) -> type[Any] | None:
     return None if name is None else _load(name, version, EntityType.response)
 
 
-_READERS: dict[type[Any], Callable[[bytes, int], tuple[Any, int]]] = {}
+_READERS: dict[type[Any], Callable[[Frame, int], tuple[Any, int]]] = {}
 _WRITERS: dict[type[Any], Callable[[Any, Any], None]] = {}
 _HINTS: dict[type[Any], dict[str, Any]] = {}
 _FIELDS: dict[type[Any], tuple[dataclasses.Field[Any], ...]] = {}
 
 
-def entity_reader(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
+def entity_reader(cls: type[Any]) -> Callable[[Frame, int], tuple[Any, int]]:
     """kio's reader of entity ``cls``, made once per class (the one cache of them in kgroup)."""
     reader = _READERS.get(cls)
     if reader is None:
@@ -154,7 +156,7 @@ def entity_writer(cls: type[Any]) -> Callable[[Any, Any], None]:
     return writer
 
 
-def _read_varint(frame: bytes, offset: int) -> tuple[int, int]:
+def _read_varint(frame: Frame, offset: int) -> tuple[int, int]:
     value = 0
     shift = 0
     while True:
@@ -170,7 +172,7 @@ def _read_varint(frame: bytes, offset: int) -> tuple[int, int]:
             raise PeerError("request header: unsigned varint longer than 5 bytes", _INVALID_REQUEST)
 
 
-def _skip_tagged_fields(frame: bytes, offset: int) -> int:
+def _skip_tagged_fields(frame: Frame, offset: int) -> int:
     count, offset = _read_varint(frame, offset)
     for _ in range(count):
         _tag, offset = _read_varint(frame, offset)
@@ -190,7 +192,7 @@ def _is_flexible(api_key: int, version: int) -> bool:
     return api_key == ApiKey.API_VERSIONS and version >= 3
 
 
-def decode_request_header(frame: bytes) -> RequestHeader:
+def decode_request_header(frame: Frame) -> RequestHeader:
     """Kafka's ``RequestHeader.parse``; :class:`PeerError` (INVALID_REQUEST) if it cannot be read."""
     if len(frame) < _PREFIX.size + 2:
         raise PeerError(f"request header: {len(frame)} bytes is too short", _INVALID_REQUEST)
@@ -204,7 +206,7 @@ def decode_request_header(frame: bytes) -> RequestHeader:
         if len(raw) != length:
             raise PeerError("request header: client id runs past the end of the frame", _INVALID_REQUEST)
         try:
-            client_id = raw.decode("utf-8")
+            client_id = bytes(raw).decode("utf-8")
         except UnicodeDecodeError:
             raise PeerError("request header: client id is not UTF-8", _INVALID_REQUEST) from None
         offset += length
@@ -213,14 +215,26 @@ def decode_request_header(frame: bytes) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, offset)
 
 
+#: an API's own reader of a request body: (frame, body offset, version) -> the request, as kio's
+#: entity reads it (``ValueError`` for what kio refuses); the guard has checked the body first
+BodyReader = Callable[[Frame, int, int], Any]
+
+
 def decode_request(
-    frame: bytes, header: RequestHeader, *, max_elements: int | None = None, piecewise: bool = False
+    frame: Frame,
+    header: RequestHeader,
+    *,
+    max_elements: int | None = None,
+    piecewise: bool = False,
+    read_body: BodyReader | None = None,
 ) -> DecodedRequest:
     """Read the body of a request whose version is supported; :class:`PeerError` if malformed.
 
     ``max_elements`` refuses a body whose arrays hold more elements in all (a limit of the broker's);
     ``piecewise`` reads it with many short native calls instead of one (:mod:`kgroup.wire.piecewise`:
-    for a large body read in a worker thread, so that the GIL is handed back between elements).
+    for a large body read in a worker thread, so that the GIL is handed back between elements);
+    ``read_body`` reads it instead of kio, after the same guard (the Produce request, whose records
+    it leaves in the frame: :mod:`kgroup.wire.produce_request`).
     """
     cls = request_class(header.api_key, header.api_version)
     if cls is None:
@@ -228,7 +242,9 @@ def decode_request(
     # kio's native reader must never see an implausible length
     check_body(cls, frame, header.size, max_elements=max_elements)
     try:
-        if piecewise:
+        if read_body is not None:
+            body = read_body(frame, header.size, header.api_version)
+        elif piecewise:
             body = read_piecewise(cls, frame, header.size)
         else:
             body, _size = entity_reader(cls)(frame, header.size)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kgroup.model import ErrorCode, PeerError
+from kgroup.wire.framing import Frame
 
 __all__ = ["check_body", "unwrap_hint"]
 
@@ -60,7 +61,7 @@ class _Budget:
 
 
 # (data, offset, end, budget) -> new offset
-Step = Callable[[bytes, int, int, _Budget], int]
+Step = Callable[[Frame, int, int, _Budget], int]
 _ENTITY_STEPS: dict[tuple[type[Any], bool], Step] = {}
 
 
@@ -68,7 +69,7 @@ def _fail(what: str) -> PeerError:
     return PeerError(f"malformed request: {what}", INVALID_REQUEST)
 
 
-def _uvarint(data: bytes, offset: int, end: int) -> tuple[int, int]:
+def _uvarint(data: Frame, offset: int, end: int) -> tuple[int, int]:
     value = 0
     shift = 0
     while True:
@@ -91,7 +92,7 @@ def _need(offset: int, size: int, end: int, what: str) -> int:
 
 
 def _fixed(size: int) -> Step:
-    def step(data: bytes, offset: int, end: int, budget: _Budget) -> int:
+    def step(data: Frame, offset: int, end: int, budget: _Budget) -> int:
         return _need(offset, size, end, "field")
 
     return step
@@ -100,7 +101,7 @@ def _fixed(size: int) -> Step:
 def _sized(
     flexible: bool, legacy_prefix: struct.Struct, nullable: bool = True, max_length: int | None = None
 ) -> Step:
-    def step(data: bytes, offset: int, end: int, budget: _Budget) -> int:
+    def step(data: Frame, offset: int, end: int, budget: _Budget) -> int:
         if flexible:
             length, offset = _uvarint(data, offset, end)
             length -= 1  # compact: length + 1, 0 = null
@@ -119,7 +120,7 @@ def _sized(
     return step
 
 
-def _array_count(flexible: bool, data: bytes, offset: int, end: int) -> tuple[int, int]:
+def _array_count(flexible: bool, data: Frame, offset: int, end: int) -> tuple[int, int]:
     if flexible:
         count, offset = _uvarint(data, offset, end)
         return count - 1, offset
@@ -129,7 +130,7 @@ def _array_count(flexible: bool, data: bytes, offset: int, end: int) -> tuple[in
 
 
 def _array(flexible: bool, element: Step, nullable: bool = True, fixed_size: int = 0) -> Step:
-    def step(data: bytes, offset: int, end: int, budget: _Budget) -> int:
+    def step(data: Frame, offset: int, end: int, budget: _Budget) -> int:
         count, offset = _array_count(flexible, data, offset, end)
         if count < 0:
             if not nullable:  # Java's reader refuses a null non-nullable array (INVALID_REQUEST)
@@ -151,7 +152,7 @@ def _array(flexible: bool, element: Step, nullable: bool = True, fixed_size: int
 
 
 def _nullable_struct(inner: Step) -> Step:
-    def step(data: bytes, offset: int, end: int, budget: _Budget) -> int:
+    def step(data: Frame, offset: int, end: int, budget: _Budget) -> int:
         _need(offset, 1, end, "struct marker")
         marker = data[offset]
         offset += 1
@@ -214,7 +215,7 @@ def _entity_step(cls: type[Any], *, flexible: bool) -> Step:
         else:
             tagged[int(tag)] = step
 
-    def walk(data: bytes, offset: int, end: int, budget: _Budget) -> int:
+    def walk(data: Frame, offset: int, end: int, budget: _Budget) -> int:
         for step in plain:
             offset = step(data, offset, end, budget)
         if not flexible:
@@ -236,7 +237,7 @@ def _entity_step(cls: type[Any], *, flexible: bool) -> Step:
     return walk
 
 
-def check_body(cls: type[Any], data: bytes, offset: int, *, max_elements: int | None = None) -> None:
+def check_body(cls: type[Any], data: Frame, offset: int, *, max_elements: int | None = None) -> None:
     """Raise :class:`PeerError` unless ``data[offset:]`` holds a structurally sound ``cls``.
 
     With ``max_elements``, a body whose arrays hold more elements than that in all is refused as

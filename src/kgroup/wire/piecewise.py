@@ -22,6 +22,7 @@ from typing import Any
 
 from kio._kio_native import entity_reader, get_field_reader
 
+from kgroup.wire.framing import Frame
 from kgroup.wire.guard import unwrap_hint
 
 __all__ = ["read_piecewise"]
@@ -29,13 +30,13 @@ __all__ = ["read_piecewise"]
 _I32 = struct.Struct(">i")
 
 # (data, offset) -> (value, bytes read)
-_Reader = Callable[[bytes, int], tuple[Any, int]]
+_Reader = Callable[[Frame, int], tuple[Any, int]]
 
 
 @dataclass(frozen=True, slots=True)
 class _Field:
     name: str
-    read: Callable[[bytes, int], tuple[Any, int]]  # -> (value, new offset)
+    read: Callable[[Frame, int], tuple[Any, int]]  # -> (value, new offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,7 @@ class _Plan:
 _PLANS: dict[type[Any], _Plan | None] = {}
 
 
-def _uvarint(data: bytes, offset: int) -> tuple[int, int]:
+def _uvarint(data: Frame, offset: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         byte = data[offset]
@@ -60,15 +61,15 @@ def _uvarint(data: bytes, offset: int) -> tuple[int, int]:
         shift += 7
 
 
-def _native(reader: _Reader) -> Callable[[bytes, int], tuple[Any, int]]:
-    def read(data: bytes, offset: int) -> tuple[Any, int]:
+def _native(reader: _Reader) -> Callable[[Frame, int], tuple[Any, int]]:
+    def read(data: Frame, offset: int) -> tuple[Any, int]:
         value, size = reader(data, offset)
         return value, offset + size
 
     return read
 
 
-def _entity(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
+def _entity(cls: type[Any]) -> Callable[[Frame, int], tuple[Any, int]]:
     """Read one ``cls``: natively when it holds no array of entities, else field by field."""
     plan = _plan(cls)
     if plan is None:
@@ -76,10 +77,10 @@ def _entity(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
     return lambda data, offset: _read(plan, data, offset)
 
 
-def _entity_array(element: type[Any], flexible: bool) -> Callable[[bytes, int], tuple[Any, int]]:
+def _entity_array(element: type[Any], flexible: bool) -> Callable[[Frame, int], tuple[Any, int]]:
     read_element = _entity(element)
 
-    def read(data: bytes, offset: int) -> tuple[Any, int]:
+    def read(data: Frame, offset: int) -> tuple[Any, int]:
         if flexible:
             count, offset = _uvarint(data, offset)
             count -= 1
@@ -99,8 +100,8 @@ def _entity_array(element: type[Any], flexible: bool) -> Callable[[bytes, int], 
     return read
 
 
-def _nullable(read_inner: Callable[[bytes, int], tuple[Any, int]]) -> Callable[[bytes, int], tuple[Any, int]]:
-    def read(data: bytes, offset: int) -> tuple[Any, int]:
+def _nullable(read_inner: Callable[[Frame, int], tuple[Any, int]]) -> Callable[[Frame, int], tuple[Any, int]]:
+    def read(data: Frame, offset: int) -> tuple[Any, int]:
         if data[offset] == 0xFF:  # -1: null
             return None, offset + 1
         return read_inner(data, offset + 1)
@@ -121,7 +122,7 @@ def _plan(cls: type[Any]) -> _Plan | None:
     for field in dataclasses.fields(cls):
         tag = field.metadata.get("tag")
         inner, is_array, optional = unwrap_hint(hints[field.name])
-        read: Callable[[bytes, int], tuple[Any, int]] | None = None
+        read: Callable[[Frame, int], tuple[Any, int]] | None = None
         if tag is None and isinstance(inner, type) and dataclasses.is_dataclass(inner):
             if is_array:
                 read = _entity_array(inner, flexible)
@@ -141,7 +142,7 @@ def _plan(cls: type[Any]) -> _Plan | None:
     return plan
 
 
-def _read(plan: _Plan, data: bytes, offset: int) -> tuple[Any, int]:
+def _read(plan: _Plan, data: Frame, offset: int) -> tuple[Any, int]:
     values: dict[str, Any] = {}
     for field in plan.plain:
         values[field.name], offset = field.read(data, offset)
@@ -158,7 +159,7 @@ def _read(plan: _Plan, data: bytes, offset: int) -> tuple[Any, int]:
     return plan.cls(**values), offset
 
 
-def read_piecewise(cls: type[Any], data: bytes, offset: int) -> Any:
+def read_piecewise(cls: type[Any], data: Frame, offset: int) -> Any:
     """The ``cls`` entity at ``data[offset:]``, equal to what ``kio``'s native reader returns."""
     value, _ = _entity(cls)(data, offset)
     return value

@@ -1,0 +1,166 @@
+"""The Fetch response (API key 1) written by hand, around the stored record bytes.
+
+kio's writer copies every partition's records into one new answer buffer (and the transport copies
+it again); this encoder packs the header and the fields into small buffers and hands each
+partition's records on as they came from the log — bytes, or a region of a segment file — so the
+connection writes the answer with ``writev`` and ``sendfile`` and the records are never copied in
+Python. The bytes are exactly what
+``encode_response(correlation_id, build(response_class(1, version), data))`` makes, for every
+version in :data:`VERSIONS` (``tests/wire/test_fetch_response.py`` compares the two on random
+answers): the same version-free data as :func:`kgroup.wire.codec.build` takes — fields the version
+lacks are dropped, fields left out take the schema's default, and a tagged field (v12) is written
+only when it differs from its default, as Kafka's generated writers (and kio's) do.
+"""
+
+from __future__ import annotations
+
+import datetime
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kgroup.wire.framing import Pieces
+
+__all__ = ["SEPARATE_RECORDS_BYTES", "VERSIONS", "fetch_response"]
+
+#: the Fetch versions this encoder writes: those kgroup's broker answers (v13+ name topics by id)
+VERSIONS = range(4, 13)
+#: record bytes at least this long stay a buffer of their own in the answer; shorter ones are copied
+#: in with the fields around them (an iovec per small partition would cost more than the copy)
+SEPARATE_RECORDS_BYTES = 4096
+
+_FLEXIBLE_FROM = 12
+_LOG_START_FROM = 5
+_SESSION_FROM = 7
+_PREFERRED_REPLICA_FROM = 11
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_ABORTED = struct.Struct(">qq")
+_PARTITION_V4 = struct.Struct(">ihqq")  # partition index, error code, high watermark, last stable offset
+_PARTITION_V5 = struct.Struct(">ihqqq")  # ... and the log start offset
+_TOP_V7 = struct.Struct(">ihi")  # throttle time, error code, session id
+_EPOCH_END_OFFSET = struct.Struct(">iqB")  # tag 0, diverging_epoch: epoch, end offset, no tags
+_LEADER = struct.Struct(">iiB")  # tag 1, current_leader: leader id, leader epoch, no tags
+_SNAPSHOT_ID = struct.Struct(">qiB")  # tag 2, snapshot_id: end offset, epoch, no tags
+_NO_TAGS = b"\x00"
+_BUFFERS = (bytes, bytearray, memoryview)
+
+
+def _uvarint(value: int) -> bytes:
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _millis(value: Any) -> int:
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1000)
+    return int(value)
+
+
+def _tagged(value: Any, first: str, second: str) -> tuple[int, int] | None:
+    """The two fields of a tagged struct (every one of Fetch's has two, defaulting to -1), or None when
+    it equals its default and is therefore not written."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        pair = (int(value.get(first, -1)), int(value.get(second, -1)))
+    else:  # a kio entity
+        pair = (int(getattr(value, first)), int(getattr(value, second)))
+    return None if pair == (-1, -1) else pair
+
+
+def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -> Pieces:
+    """The Fetch response frame of ``version`` (header and body, without the size prefix) as the
+    pieces that make it up in order: small buffers of packed fields, and each partition's records of
+    :data:`SEPARATE_RECORDS_BYTES` or more as given (``bytes`` or a ``memoryview``, not copied), as
+    is a :class:`~kgroup.wire.framing.FileRegion` of any size (stored batches sent from their file)."""
+    if version not in VERSIONS:
+        raise ValueError(f"Fetch v{version}: the hand-written encoder writes v{VERSIONS[0]}-v{VERSIONS[-1]}")
+    flexible = version >= _FLEXIBLE_FROM
+    pieces: Pieces = []
+    out = bytearray(_I32.pack(correlation_id))
+    if flexible:
+        out += _NO_TAGS  # response header v1: no tagged fields
+    throttle = _millis(data["throttle_time"])
+    if version >= _SESSION_FROM:
+        out += _TOP_V7.pack(throttle, int(data["error_code"]), int(data.get("session_id", 0)))
+    else:
+        out += _I32.pack(throttle)
+    partition_head = _PARTITION_V5 if version >= _LOG_START_FROM else _PARTITION_V4
+    preferred = version >= _PREFERRED_REPLICA_FROM
+    topics: Sequence[Mapping[str, Any]] = data["responses"]
+    out += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    for topic in topics:
+        name = topic["topic"].encode()
+        out += _uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+        out += name
+        partitions: Sequence[Mapping[str, Any]] = topic["partitions"]
+        out += _uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
+        for partition in partitions:
+            fields = [
+                int(partition["partition_index"]),
+                int(partition["error_code"]),
+                int(partition["high_watermark"]),
+                int(partition.get("last_stable_offset", -1)),
+            ]
+            if version >= _LOG_START_FROM:
+                fields.append(int(partition.get("log_start_offset", -1)))
+            out += partition_head.pack(*fields)
+            aborted: Sequence[Any] | None = partition["aborted_transactions"]
+            if aborted is None:
+                out += b"\x00" if flexible else _I32.pack(-1)
+            else:
+                out += _uvarint(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
+                for transaction in aborted:
+                    if isinstance(transaction, Mapping):
+                        pair = (int(transaction["producer_id"]), int(transaction["first_offset"]))
+                    else:
+                        pair = (int(transaction.producer_id), int(transaction.first_offset))
+                    out += _ABORTED.pack(*pair)
+                    if flexible:
+                        out += _NO_TAGS
+            if preferred:
+                out += _I32.pack(int(partition.get("preferred_read_replica", -1)))
+            records = partition["records"]
+            if records is None:
+                out += b"\x00" if flexible else _I32.pack(-1)
+            else:
+                size = len(records)
+                out += _uvarint(size + 1) if flexible else _I32.pack(size)
+                if size >= SEPARATE_RECORDS_BYTES or not isinstance(records, _BUFFERS):
+                    pieces.append(out)
+                    pieces.append(records)
+                    out = bytearray()
+                elif size:
+                    out += records
+            if flexible:
+                _write_partition_tags(out, partition)
+        if flexible:
+            out += _NO_TAGS  # the topic's
+    if flexible:
+        out += _NO_TAGS  # the response's
+    pieces.append(out)
+    return pieces
+
+
+def _write_partition_tags(out: bytearray, partition: Mapping[str, Any]) -> None:
+    tags: list[bytes] = []
+    diverging = _tagged(partition.get("diverging_epoch"), "epoch", "end_offset")
+    if diverging is not None:
+        tags.append(b"\x00" + _uvarint(_EPOCH_END_OFFSET.size) + _EPOCH_END_OFFSET.pack(*diverging, 0))
+    leader = _tagged(partition.get("current_leader"), "leader_id", "leader_epoch")
+    if leader is not None:
+        tags.append(b"\x01" + _uvarint(_LEADER.size) + _LEADER.pack(*leader, 0))
+    snapshot = _tagged(partition.get("snapshot_id"), "end_offset", "epoch")
+    if snapshot is not None:
+        tags.append(b"\x02" + _uvarint(_SNAPSHOT_ID.size) + _SNAPSHOT_ID.pack(*snapshot, 0))
+    out += _uvarint(len(tags))
+    for tag in tags:
+        out += tag
