@@ -8,10 +8,10 @@ STAMP := $(VENV)/.installed
 
 # pytest-xdist workers: most tests wait on sockets, brokers and sleeps, so more workers than cores pay
 TEST_WORKERS ?= 4
-# the Apache Kafka tests: two workers — each worker starts its own Apache Kafka node (a JVM) and its
-# Java clients; the tests mostly wait on those JVMs, and the real-timing scenarios hold at 2 (a run at
-# 2 workers beside other jobs, load 6-15, was green)
-KAFKA_TEST_WORKERS ?= 2
+# the Apache Kafka tests: three workers — each worker starts its own Apache Kafka node (a JVM, lean in
+# tests: C1 only, serial GC) and its Java clients; the tests mostly wait on those JVMs and on Kafka's
+# real timeouts, so a third worker shortens the run more than it loads the two cores
+KAFKA_TEST_WORKERS ?= 3
 PYTEST := $(VENV)/bin/python -m pytest
 # every process of a test run (pytest's workers, Spark's Python workers, the kgroup commands the
 # tests start) reads kgroup's and the tests' bytecode from __pycache__ instead of compiling the

@@ -222,8 +222,13 @@ def measure_produce(bootstrap: str, topic: str, records: int, record_bytes: int,
 def measure_fetch(bootstrap: str, topic: str, partitions: int, timeout_s: float) -> _Measured:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
+    # fetch.queue.backoff.ms: once librdkafka holds 64 MiB its application has not consumed, it stops
+    # fetching for this long (1,000 ms by default); this loop consumes more slowly than a fast broker
+    # fills that queue, so at the default the client's pause, not the broker, would set the figure.
+    # Every peer is measured with the same client settings.
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kgroup-bench-fetch-{time.time_ns()}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "fetch.queue.backoff.ms": 10})
     try:
         expected = 0
         for p in range(partitions):
