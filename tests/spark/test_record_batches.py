@@ -1,4 +1,5 @@
-"""The sink's bulk encoder (Arrow columns to RecordBatch v2), without a broker or Spark.
+"""The sink's bulk encoder (Arrow columns to RecordBatch v2) and the bulk path's option rules, without
+a broker or Spark.
 
 Every batch the encoder writes passes the checks Kafka's broker runs on a produced batch
 (:func:`kgroup.log.batch.validate_produce_records`: CRC, counts, offsets) and decodes — through the
@@ -19,6 +20,8 @@ from hypothesis import strategies as st
 
 from kgroup.log.batch import validate_produce_records
 from kgroup.model import KgroupError
+from kgroup.spark.source.bulk_producer import ProducerSettings
+from kgroup.spark.source.bulk_sink import bulk_settings
 from kgroup.spark.source.record_batches import encode_records, group_rows, seal_batch
 from kgroup.spark.source.record_columns import decode_fetched
 
@@ -129,3 +132,61 @@ def test_a_header_without_a_key_is_refused_in_one_line() -> None:
     order, bounds, _ = group_rows(np.zeros(1, np.int64))
     with pytest.raises(KgroupError, match=r"^headers: a header has a null key; give every header a key"):
         encode_records(pa.array([b"k"]), pa.array([b"v"]), headers, order, bounds, 1_000)
+
+
+def test_the_bulk_path_takes_the_java_producers_defaults() -> None:
+    assert bulk_settings({"bootstrap.servers": "b:9092"}, 60_000) == ProducerSettings(
+        acks=-1, idempotent=True, delivery_timeout_ms=60_000, max_batch_bytes=1_000_000, max_in_flight=5
+    )
+    # acks other than all: not idempotent, as a Java producer whose options conflict with idempotence
+    assert bulk_settings({"acks": "1"}, 60_000) == ProducerSettings(acks=1, idempotent=False)
+    custom = bulk_settings(
+        {
+            "request.required.acks": "all",
+            "enable.idempotence": "false",
+            "client.id": "me",
+            "request.timeout.ms": "5000",
+            "message.timeout.ms": "9000",
+            "batch.size": "65536",
+            "max.in.flight": "2",
+            "retry.backoff.ms": "0",
+            "linger.ms": "50",  # queueing: nothing to do when the records are in hand
+            "compression.type": "none",
+            "security.protocol": "PLAINTEXT",
+        },
+        60_000,
+    )
+    assert custom == ProducerSettings(-1, False, "me", 5_000, 9_000, 65_536, 2, 0)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"security.protocol": "SSL"},
+        {"compression.type": "gzip"},
+        {"compression.codec": "lz4"},
+        {"socket.keepalive.enable": "true"},  # a librdkafka property the bulk path does not know
+        {"retries": "0"},
+    ],
+)
+def test_what_only_librdkafka_does_takes_its_path(config: dict[str, str]) -> None:
+    assert bulk_settings(config, 60_000) is None
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"acks": "2"}, r"^kafka\.acks: '2' is not one of all, -1, 0, 1; give one of them$"),
+        (
+            {"acks": "1", "enable.idempotence": "true"},
+            r"^kafka\.enable\.idempotence: an idempotent producer needs acks=all, not kafka\.acks=1",
+        ),
+        ({"enable.idempotence": "yes"}, r"^kafka\.enable\.idempotence: 'yes' is not true or false$"),
+        ({"batch.size": "big"}, r"^kafka\.batch\.size: 'big' is not a whole number"),
+        ({"request.timeout.ms": "0"}, r"^kafka\.request\.timeout\.ms: 0 is too small"),
+        ({"max.in.flight": "6"}, r"^kafka\.max\.in\.flight\.requests\.per\.connection: 6 is more than"),
+    ],
+)
+def test_bad_values_are_refused_in_one_line(config: dict[str, str], message: str) -> None:
+    with pytest.raises(KgroupError, match=message):
+        bulk_settings(config, 60_000)
