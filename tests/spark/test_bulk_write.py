@@ -215,3 +215,33 @@ def test_a_record_the_broker_refuses_fails_the_write_in_one_line(
         f"KgroupError: kafka.bootstrap.servers: 1 records to {topic}-{partition} were not delivered "
         "(MESSAGE_TOO_LARGE"
     ) in str(caught.value)
+
+
+@pytest.mark.spark
+def test_a_topic_column_over_many_arrow_batches(kgroup_spark: Any, kafka_cluster: Any) -> None:
+    """Rows naming two topics, in Arrow batches of 50 rows (each batch's topics numbered anew): every
+    record on its topic and keyed partition, each partition's records in the task's row order."""
+    from pyspark.sql import functions as F
+
+    topics = [kafka_cluster.new_topic("sink-many-a"), kafka_cluster.new_topic("sink-many-b")]
+    df = kgroup_spark.range(0, 1_000, 1, 1).select(
+        F.when(F.col("id") % 3 == 0, F.lit(topics[1])).otherwise(F.lit(topics[0])).alias("topic"),
+        F.concat(F.lit("k"), (F.col("id") % 17).cast("string")).alias("key"),
+        F.col("id").cast("string").alias("value"),
+    )
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = kgroup_spark.conf.get(key)
+    kgroup_spark.conf.set(key, "50")
+    try:
+        writer = df.write.format("kgroup").option("kafka.bootstrap.servers", kafka_cluster.bootstrap)
+        writer.mode("append").save()
+    finally:
+        kgroup_spark.conf.set(key, before)
+    for index, topic in enumerate(topics):
+        got = _consume_all(kafka_cluster.bootstrap, topic)
+        expected: dict[int, list[tuple[bytes, bytes]]] = {p: [] for p in range(TOPIC_PARTITIONS)}
+        for i in range(1_000):
+            if (i % 3 == 0) == (index == 1):
+                k = f"k{i % 17}".encode()
+                expected[partition_for_key(k, TOPIC_PARTITIONS)].append((k, str(i).encode()))
+        assert {p: [(m.key(), m.value()) for m in ms] for p, ms in got.items()} == expected
