@@ -3,9 +3,10 @@
 On each broker — ``kgroup serve`` (its own process) and Apache Kafka
 (:class:`kgroup.testing.apache_kafka.ApacheKafka`, the pinned release) — with Spark ``local[2]``:
 
-1. the sink: ``--records`` records with ~100-byte values and string keys written by
-   ``df.write.format("kgroup")`` and by ``df.write.format("kafka")`` (Spark's ``spark-sql-kafka-0-10``),
-   each into a fresh topic of ``--partitions`` partitions;
+1. the sink: ``--records`` records with ~100-byte values and string keys in two Spark partitions
+   (two tasks) written by ``df.write.format("kgroup")`` and by ``df.write.format("kafka")`` (Spark's
+   ``spark-sql-kafka-0-10``), each into a fresh topic of ``--partitions`` partitions (with
+   ``--librdkafka-sink``, also by ``format("kgroup")``'s librdkafka path);
 2. a batch read of those records by ``spark.read.format("kgroup")`` and by ``spark.read.format("kafka")``;
 
 and once: 3. the same records read from Parquet by Spark — the ceiling of a Spark scan on this machine;
@@ -39,6 +40,10 @@ from pathlib import Path
 from typing import Any
 
 VALUE_BYTES = 100
+#: the sink's librdkafka path (one produce() per record), taken for a librdkafka property the bulk
+#: path does not honour; this one sets librdkafka's own default
+LIBRDKAFKA = "kgroup-librdkafka"
+LIBRDKAFKA_OPTION = ("kafka.socket.keepalive.enable", "false")
 
 
 def _free_port() -> int:
@@ -86,14 +91,18 @@ def _create_topic(bootstrap: str, name: str, partitions: int) -> None:
         future.result(60)
 
 
-def _spark(jars: list[Path]) -> Any:
-    """A ``local[2]`` session with Spark's Kafka connector on its class path (``spark.jars``)."""
+def _spark(jars: list[Path], arrow_batch_rows: int | None = None) -> Any:
+    """A ``local[2]`` session with Spark's Kafka connector on its class path (``spark.jars``);
+    ``arrow_batch_rows`` sets ``spark.sql.execution.arrow.maxRecordsPerBatch`` (None: Spark's 10,000)."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder
+    if arrow_batch_rows is not None:
+        builder = builder.config("spark.sql.execution.arrow.maxRecordsPerBatch", str(arrow_batch_rows))
     spark = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("kgroup-bench-spark-kafka")
         .config("spark.jars", ",".join(str(j) for j in jars))
         .config("spark.ui.enabled", "false")
@@ -168,17 +177,24 @@ def _broker_runs(
 
     n = args.records
     times: dict[str, list[float]] = {"sink kgroup": [], "sink kafka": [], "read kgroup": [], "read kafka": []}
+    sinks = ["kgroup", "kafka"]
+    if args.librdkafka_sink:
+        sinks.insert(1, LIBRDKAFKA)
+        times[f"sink {LIBRDKAFKA}"] = []
     read_topic = ""
     for repeat in range(args.repeats):
-        for fmt in ("kgroup", "kafka"):
-            topic = f"{tag}-{fmt}-{repeat}"
+        for sink in sinks:
+            topic = f"{tag}-{sink}-{repeat}"
             _create_topic(bootstrap, topic, args.partitions)
 
-            def write(fmt: str = fmt, topic: str = topic) -> None:
-                (data.write.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+            def write(sink: str = sink, topic: str = topic) -> None:
+                writer = data.write.format("kafka" if sink == "kafka" else "kgroup")
+                if sink == LIBRDKAFKA:  # a librdkafka property the bulk path leaves to librdkafka
+                    writer = writer.option(*LIBRDKAFKA_OPTION)
+                (writer.option("kafka.bootstrap.servers", bootstrap)
                  .option("topic", topic).mode("append").save())  # fmt: skip
 
-            times[f"sink {fmt}"].append(_timed(f"{tag}: sink {fmt} #{repeat}", write))
+            times[f"sink {sink}"].append(_timed(f"{tag}: sink {sink} #{repeat}", write))
             if not read_topic:
                 read_topic = topic
     for repeat in range(args.repeats):
@@ -204,6 +220,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--brokers", default="kgroup,apache", help="kgroup, apache or both (default)")
     parser.add_argument("--connector-version", help="spark-sql-kafka-0-10 release (default: PySpark's)")
+    parser.add_argument(
+        "--arrow-batch-rows",
+        type=int,
+        help="spark.sql.execution.arrow.maxRecordsPerBatch: rows per Arrow batch to a Python writer "
+        "(default: Spark's, 10,000)",
+    )
+    parser.add_argument(
+        "--librdkafka-sink",
+        action="store_true",
+        help="also time format('kgroup')'s librdkafka path (one produce() per record) beside its bulk path",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON only")
     args = parser.parse_args()
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
@@ -221,15 +248,20 @@ def main() -> None:
         jars = connector_jars(connector_version)
     except KgroupError as exc:
         raise SystemExit(f"error: {exc} (--connector-version names another release)") from None
-    spark = _spark(jars)
+    spark = _spark(jars, args.arrow_batch_rows)
     register(spark)
     workdir = Path(tempfile.mkdtemp(prefix="kgroup-bench-spark-"))
     n = args.records
     pad = "x" * (VALUE_BYTES - 8)
-    data = spark.range(0, n, 1, 2).select(
-        F.concat(F.lit("user-"), (F.col("id") % 100_000).cast("string")).alias("key"),
-        F.concat(F.lpad(F.col("id").cast("string"), 8, "0"), F.lit(pad)).alias("value"),
-    )
+
+    def records(count: int) -> Any:
+        """``count`` records in two Spark partitions: a write is two tasks, one per core."""
+        return spark.range(0, count, 1, 2).select(
+            F.concat(F.lit("user-"), (F.col("id") % 100_000).cast("string")).alias("key"),
+            F.concat(F.lpad(F.col("id").cast("string"), 8, "0"), F.lit(pad)).alias("value"),
+        )
+
+    data = records(n)
     started = datetime.datetime.now(datetime.UTC)
     loads = [os.getloadavg()[0]]
     results: dict[str, Any] = {
@@ -237,6 +269,7 @@ def main() -> None:
         "value_bytes": VALUE_BYTES,
         "partitions": args.partitions,
         "master": "local[2]",
+        "arrow_batch_rows": args.arrow_batch_rows or 10_000,
         "repeats": args.repeats,
         "spark": spark_version(),
         "connector": connector_version,
@@ -258,11 +291,12 @@ def main() -> None:
                 apache = ApacheKafka(heap="1g").start()
                 bootstrap = apache.bootstrap_servers
                 label = f"Apache Kafka {apache.version}"
-            # warm-up, not timed: the first jobs pay for the Python workers, numba's cache, class loading
+            # warm-up, not timed: the first jobs pay for the Python workers, numba's cache, class loading;
+            # two tasks, so that both Python workers (one per core) are warm, as both producers are
             for fmt in ("kgroup", "kafka"):
                 topic = f"warm-{broker}-{fmt}"
                 _create_topic(bootstrap, topic, 1)
-                (data.limit(1_000).write.format(fmt).option("kafka.bootstrap.servers", bootstrap)
+                (records(2_000).write.format(fmt).option("kafka.bootstrap.servers", bootstrap)
                  .option("topic", topic).mode("append").save())  # fmt: skip
                 spark.read.format(fmt).option("kafka.bootstrap.servers", bootstrap).option(
                     "subscribe", topic
@@ -330,7 +364,8 @@ def _print_table(results: dict[str, Any]) -> None:
     loads = ", ".join(f"{x:.1f}" for x in results["load_average_1min"])
     print(
         f"{n:,} records of {VALUE_BYTES}-byte values in {results['partitions']} partitions, Spark "
-        f"{results['spark']} {results['master']}, spark-sql-kafka-0-10 {results['connector']}; "
+        f"{results['spark']} {results['master']} ({results['arrow_batch_rows']:,} rows per Arrow batch), "
+        f"spark-sql-kafka-0-10 {results['connector']}; "
         f"{results['date']}; medians of {results['repeats']}; 1-min load average {loads} on "
         f"{results['cpus']} CPUs"
     )
@@ -343,14 +378,28 @@ def _print_table(results: dict[str, Any]) -> None:
             (broker, 'read, `spark.read.format("kgroup")`', figures["read kgroup"]),
             (broker, 'read, `spark.read.format("kafka")` (Spark\'s connector)', figures["read kafka"]),
             (broker, 'sink, `df.write.format("kgroup")`', figures["sink kgroup"]),
-            (broker, 'sink, `df.write.format("kafka")` (Spark\'s connector)', figures["sink kafka"]),
         ]
+        if f"sink {LIBRDKAFKA}" in figures:
+            rows.append(
+                (broker, 'sink, `df.write.format("kgroup")`, librdkafka path', figures[f"sink {LIBRDKAFKA}"])
+            )
+        rows.append((broker, 'sink, `df.write.format("kafka")` (Spark\'s connector)', figures["sink kafka"]))
     rows.append(("—", "Spark reading the same records from Parquet", results["parquet_read_s"]))
     rows.append(
         ("—", "a Python data source yielding ready Arrow batches", results["python_source_ceiling_s"])
     )
     for broker, label, seconds in rows:
         print(f"| {broker} | {label} | {seconds:.2f} | {n / seconds:,.0f} | {mb / seconds:.1f} |")
+    print()
+    for broker, figures in results["brokers"].items():
+        ratios = [
+            f"read {figures['read kafka'] / figures['read kgroup']:.2f}x",
+            f"sink {figures['sink kafka'] / figures['sink kgroup']:.2f}x",
+        ]
+        if f"sink {LIBRDKAFKA}" in figures:
+            librdkafka = figures[f"sink {LIBRDKAFKA}"]
+            ratios.append(f"sink's librdkafka path {figures['sink kafka'] / librdkafka:.2f}x")
+        print(f"{broker}: format('kgroup') against Spark's connector (same run): {', '.join(ratios)}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,12 @@ from kgroup.spark.source.options import (
     parse_source_options,
 )
 from kgroup.spark.source.stream import KgroupStreamReader
-from kgroup.spark.source.writer import KgroupBatchWriter, KgroupStreamWriter, check_sink_schema
+from kgroup.spark.source.writer import (
+    KgroupBatchWriter,
+    KgroupStreamWriter,
+    check_sink_client,
+    check_sink_schema,
+)
 
 __all__ = ["HEADERS_COLUMN", "KAFKA_SCHEMA", "KgroupDataSource", "register", "session_key"]
 
@@ -35,7 +40,8 @@ HEADERS_COLUMN = "headers array<struct<key: string, value: binary>>"
 
 
 class KgroupDataSource(DataSource):
-    """The ``kgroup`` format: Spark's Kafka source and sink, on confluent-kafka in Python."""
+    """The ``kgroup`` format: Spark's Kafka source and sink in Python (Kafka's wire on PLAINTEXT,
+    confluent-kafka otherwise)."""
 
     @classmethod
     def name(cls) -> str:
@@ -67,11 +73,15 @@ class KgroupDataSource(DataSource):
                 "mode: overwrite is not allowed for Kafka (records can only be appended); use mode('append')"
             )
         options = parse_sink_options(self.options)
-        return KgroupBatchWriter(options, check_sink_schema(schema, options))
+        columns = check_sink_schema(schema, options)
+        check_sink_client(options)
+        return KgroupBatchWriter(options, columns)
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         options = parse_sink_options(self.options)
-        return KgroupStreamWriter(options, check_sink_schema(schema, options))
+        columns = check_sink_schema(schema, options)
+        check_sink_client(options)
+        return KgroupStreamWriter(options, columns)
 
 
 #: The group-commit listener registered on each session, keyed by :func:`session_key`.

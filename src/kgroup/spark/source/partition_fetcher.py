@@ -1,11 +1,11 @@
 """One partition's records, fetched raw: the ``kgroup`` source's bulk read path in an executor task.
 
-:class:`PartitionFetcher` speaks Kafka's protocol itself over a blocking socket (requests and
-answers are kgroup's ``kio`` codec, :mod:`kgroup.wire.codec`): Metadata finds the partition's
-leader, then Fetch (v11, topics by name; every Kafka broker since 2.3 and ``kgroup serve`` answer it)
-asks for the records from an offset. The answer's record batches are handed as bytes to
-:mod:`kgroup.spark.source.record_columns`, which turns them into Arrow columns in bulk. librdkafka
-would build a Python object per record; this path builds none.
+:class:`PartitionFetcher` speaks Kafka's protocol itself over a blocking socket
+(:mod:`kgroup.spark.source.broker_connection`; requests and answers are kgroup's ``kio`` codec):
+Metadata finds the partition's leader, then Fetch (v11, topics by name; every Kafka broker since
+2.3 and ``kgroup serve`` answer it) asks for the records from an offset. The answer's record
+batches are handed as bytes to :mod:`kgroup.spark.source.record_columns`, which turns them into
+Arrow columns in bulk. librdkafka would build a Python object per record; this path builds none.
 
 It is the path of a PLAINTEXT connection (``kafka.security.protocol`` unset or ``PLAINTEXT``);
 any other security protocol reads through confluent-kafka (:func:`kgroup.spark.source.kafka_io.fetch_range`).
@@ -14,32 +14,20 @@ Leadership moves (NOT_LEADER_OR_FOLLOWER and its kin) are followed through a new
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-import socket
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from kgroup.model import ErrorCode, KgroupError
+from kgroup.spark.source.broker_connection import BrokerConnection, RetriableBrokerError, bootstrap_addresses
 from kgroup.wire.api_keys import ApiKey
-from kgroup.wire.codec import (
-    build,
-    decode_response,
-    encode_request,
-    error_from_wire,
-    request_class,
-    response_class,
-)
-from kgroup.wire.framing import framed, read_frame_blocking
+from kgroup.wire.codec import build, error_from_wire, request_class
 
 __all__ = ["FetchAnswer", "PartitionFetcher", "RetriableFetchError"]
 
 FETCH_VERSION = 11  # the newest Fetch that names topics (v13+ use topic ids)
 METADATA_VERSION = 8
 LIST_OFFSETS_VERSION = 4
-#: at most this many bytes in one answer (the 100 MiB frame limit of kgroup's client)
-MAX_ANSWER_BYTES = 100 * 1024 * 1024
 
 #: errors that a new Metadata request and a retry resolve (Kafka's consumer refreshes metadata on them)
 _RETRY_AFTER_METADATA = frozenset(
@@ -54,8 +42,8 @@ _RETRY_AFTER_METADATA = frozenset(
 )
 
 
-class RetriableFetchError(Exception):
-    """The broker could not answer now (no leader, moved leader, connection lost); try again."""
+#: the broker could not answer now (no leader, moved leader, connection lost); fetch again
+RetriableFetchError = RetriableBrokerError
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,56 +56,6 @@ class FetchAnswer:
     last_stable_offset: int
     log_start_offset: int
     aborted: tuple[tuple[int, int], ...]  # (producer id, first offset)
-
-
-def _addresses(bootstrap_servers: str) -> list[tuple[str, int]]:
-    out = []
-    for entry in bootstrap_servers.split(","):
-        entry = entry.strip()
-        if not entry:
-            continue
-        host, _, port = entry.rpartition(":")
-        out.append((host.strip("[]") or "localhost", int(port)))
-    return out
-
-
-class _Connection:
-    """A blocking connection to one broker: a request out, its answer in."""
-
-    def __init__(self, host: str, port: int, timeout_s: float, client_id: str) -> None:
-        self.address = f"{host}:{port}"
-        self._client_id = client_id
-        self._correlation = itertools.count()
-        try:
-            self._sock = socket.create_connection((host, port), timeout=timeout_s)
-        except OSError as exc:
-            raise RetriableFetchError(f"cannot connect to {self.address}: {exc}") from None
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-
-    def request(self, body: Any, timeout_s: float) -> Any:
-        correlation = next(self._correlation)
-        cls = response_class(int(body.__api_key__), int(body.__version__))
-        assert cls is not None
-        try:
-            self._sock.settimeout(timeout_s)
-            self._sock.sendall(framed(encode_request(body, correlation, self._client_id)))
-            frame = read_frame_blocking(self._recv, max_bytes=MAX_ANSWER_BYTES)
-        except (OSError, ConnectionError) as exc:
-            self.close()
-            raise RetriableFetchError(f"connection to {self.address} lost: {exc}") from None
-        got, answer = decode_response(frame, cls)
-        if got != correlation:
-            self.close()
-            raise RetriableFetchError(f"{self.address} answered request {got}, not {correlation}")
-        return answer
-
-    def _recv(self, count: int) -> bytes:
-        return self._sock.recv(min(count, 8 << 20))
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._sock.close()
 
 
 class PartitionFetcher:
@@ -137,7 +75,7 @@ class PartitionFetcher:
     ) -> None:
         self.topic = topic
         self.partition = partition
-        self._bootstrap = _addresses(bootstrap_servers)
+        self._bootstrap = bootstrap_addresses(bootstrap_servers)
         if not self._bootstrap:
             raise KgroupError("kafka.bootstrap.servers: no address given; give host:port[,host:port]")
         self._timeout_s = timeout_s
@@ -145,7 +83,7 @@ class PartitionFetcher:
         self._max_wait_ms = max_wait_ms
         self._partition_max_bytes = partition_max_bytes
         self._client_id = client_id
-        self._leader: _Connection | None = None
+        self._leader: BrokerConnection | None = None
         fetch_cls = request_class(ApiKey.FETCH, FETCH_VERSION)
         metadata_cls = request_class(ApiKey.METADATA, METADATA_VERSION)
         list_offsets_cls = request_class(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION)
@@ -159,7 +97,7 @@ class PartitionFetcher:
             self._leader.close()
             self._leader = None
 
-    def _find_leader(self) -> _Connection:
+    def _find_leader(self) -> BrokerConnection:
         """Ask the bootstrap brokers (in turn) who leads the partition; connect to it."""
         request = build(
             self._metadata_cls,
@@ -173,7 +111,7 @@ class PartitionFetcher:
         problems = []
         for host, port in self._bootstrap:
             try:
-                connection = _Connection(host, port, self._timeout_s, self._client_id)
+                connection = BrokerConnection(host, port, self._timeout_s, self._client_id)
             except RetriableFetchError as exc:
                 problems.append(str(exc))
                 continue
@@ -191,7 +129,7 @@ class PartitionFetcher:
             if f"{node_host}:{node_port}" == connection.address:
                 return connection
             connection.close()
-            return _Connection(node_host, node_port, self._timeout_s, self._client_id)
+            return BrokerConnection(node_host, node_port, self._timeout_s, self._client_id)
         raise RetriableFetchError("; ".join(problems) or "no bootstrap broker")
 
     def _leader_of(self, answer: Any) -> tuple[str, int] | None:

@@ -7,11 +7,16 @@ Columns: ``value`` (required; string or binary), ``key`` (string or binary, opti
 UTF-8, as Spark's sink does.
 
 What kgroup adds: a record without a ``partition`` gets the partition a **Java** producer would
-choose — keyed records by Kafka's murmur2 (computed vectorised over each Arrow batch by
-:func:`kgroup.partitioning.partitions_for_keys`), keyless records by the ``nullKeyStrategy`` option
-(kgroup's models of Kafka's partitioners, one producer per Spark task seeded from ``nullKeySeed``).
-Spark's sink leaves the choice to the Java client; librdkafka's own default partitioner (CRC32)
-would pick other partitions, which is why kgroup always passes the partition explicitly.
+choose (:mod:`kgroup.spark.source.sink_rows`) — keyed records by Kafka's murmur2, keyless records by
+the ``nullKeyStrategy`` option. Spark's sink leaves the choice to the Java client; librdkafka's own
+default partitioner (CRC32) would pick other partitions, which is why kgroup always passes the
+partition explicitly.
+
+Each task writes through one of two producers: the bulk path (:mod:`kgroup.spark.source.bulk_sink`:
+record batches written from Arrow in one kernel and sent on Kafka's wire, with the Java producer's
+delivery defaults — PLAINTEXT, no compression) or, when the ``kafka.*`` options ask for what only
+librdkafka does (TLS/SASL, compression, another librdkafka property), confluent-kafka
+(:mod:`kgroup.spark.source.librdkafka_sink`, one ``produce()`` per record).
 
 Delivery is at least once, like Spark's Kafka sink: a failed task is retried and may write twice.
 """
@@ -20,11 +25,9 @@ from __future__ import annotations
 
 import logging
 import random
-import time
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
@@ -33,21 +36,25 @@ from pyspark.sql.datasource import (
 )
 
 from kgroup.model import KgroupError
-from kgroup.spark.source.options import SinkOptions
+from kgroup.spark.source.bulk_producer import ProducerSettings
+from kgroup.spark.source.bulk_sink import BulkTaskProducer, bulk_settings
+from kgroup.spark.source.options import SinkOptions, check_client_config
+from kgroup.spark.source.sink_rows import SinkColumns
 
-__all__ = ["KgroupBatchWriter", "KgroupStreamWriter", "SinkColumns", "SinkCommit", "check_sink_schema"]
+if TYPE_CHECKING:
+    from kgroup.spark.source.librdkafka_sink import LibrdkafkaTaskProducer
+
+__all__ = [
+    "KgroupBatchWriter",
+    "KgroupStreamWriter",
+    "SinkColumns",
+    "SinkCommit",
+    "check_sink_client",
+    "check_sink_schema",
+    "sink_producer_settings",
+]
 
 LOG = logging.getLogger("kgroup.spark")
-
-
-@dataclass(frozen=True, slots=True)
-class SinkColumns:
-    """Which of the sink's columns the written DataFrame has (checked on the driver)."""
-
-    has_key: bool
-    has_topic: bool
-    has_partition: bool
-    has_headers: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,196 +112,43 @@ def _check_strategy(options: SinkOptions) -> None:
         raise KgroupError(f"nullKeyStrategy: {exc.message}") from None
 
 
-class _TaskProducer:
-    """One Spark task's producer: partitions chosen as a Java producer would, then produced."""
-
-    def __init__(self, options: SinkOptions, columns: SinkColumns, task_id: int) -> None:
-        from confluent_kafka import Producer
-
-        from kgroup.spark.source.kafka_io import producer_config
-
-        self.options = options
-        self.columns = columns
-        self.task_id = task_id
-        self.timeout_s = options.api_timeout_ms / 1000
-        # Only failed deliveries are reported (delivery.report.only.error): no Python call per record.
-        config = {"delivery.report.only.error": True, **producer_config(options.client_dict())}
-        config["on_delivery"] = self._on_delivery
-        self.producer = Producer(config)
-        self.partition_counts: dict[str, int] = {}
-        self.choosers: dict[str, Callable[..., int]] = {}
-        self.counts: dict[tuple[str, int], int] = {}
-        self.first_error: str | None = None
-
-    def _on_delivery(self, error: Any, _message: Any) -> None:
-        if error is not None and self.first_error is None:
-            self.first_error = str(error)
-
-    def partitions_of(self, topic: str) -> int:
-        count = self.partition_counts.get(topic)
-        if count is None:
-            try:
-                metadata = self.producer.list_topics(topic=topic, timeout=self.timeout_s)
-            except Exception as exc:
-                raise KgroupError(
-                    f"kafka.bootstrap.servers: no broker answered at {self.options.bootstrap_servers} "
-                    f"({exc}); check the address and that the broker is running"
-                ) from None
-            meta = metadata.topics.get(topic)
-            if meta is None or meta.error is not None or not meta.partitions:
-                raise KgroupError(f"topic: {topic!r} does not exist on the cluster; create it first")
-            count = len(meta.partitions)
-            self.partition_counts[topic] = count
-        return count
-
-    def chooser(self, topic: str) -> Callable[..., int]:
-        choose = self.choosers.get(topic)
-        if choose is None:
-            from kgroup.partitioning import null_key_chooser
-            from kgroup.spark.null_keys import task_seed
-
-            n = self.partitions_of(topic)
-            seed = task_seed(self.options.null_key_seed, self.task_id, n)
-            choose = null_key_chooser(self.options.null_key_strategy, n, rng=random.Random(seed))
-            self.choosers[topic] = choose
-        return choose
-
-    def write_batch(self, batch: Any) -> None:
-        import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from kgroup.partitioning import partitions_for_keys
-
-        names = [n.lower() for n in batch.schema.names]
-
-        def column(name: str) -> Any:
-            return batch.column(names.index(name))
-
-        n = batch.num_rows
-        if n == 0:
-            return
-        values = column("value")
-        keys = column("key") if self.columns.has_key else pa.nulls(n, pa.binary())
-        if pa.types.is_string(keys.type):
-            keys = keys.cast(pa.binary())
-        if self.options.topic is not None:
-            topics = [self.options.topic] * n
-        else:
-            topic_column = column("topic")
-            if topic_column.null_count:
-                raise KgroupError("topic: a row has a null topic and no topic option is set; fill the column")
-            topics = topic_column.to_pylist()
-        if self.columns.has_partition:
-            given = column("partition")
-            partitions = np.asarray(given.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
-            if int(partitions.min()) < -1 or given.null_count < int((partitions == -1).sum()):
-                raise KgroupError("partition: a negative partition number; give 0 or more, or null to choose")
-            self._check_given_partitions(topics, partitions)
-        else:
-            partitions = np.full(n, -1, dtype=np.int64)
-        missing = partitions < 0
-        if missing.any():
-            for topic in sorted(set(topics)):
-                rows = np.flatnonzero(missing & (np.asarray(topics, dtype=object) == topic))
-                if not len(rows):
-                    continue
-                count = self.partitions_of(topic)
-                topic_keys = keys.take(pa.array(rows))
-                keyed = np.asarray(partitions_for_keys(topic_keys, count), dtype=np.int64)
-                null_rows = np.flatnonzero(topic_keys.is_null().to_numpy(zero_copy_only=False))
-                if len(null_rows):
-                    choose = self.chooser(topic)
-                    sizes = pc.binary_length(values.take(pa.array(rows[null_rows]))).fill_null(0)
-                    for i, size in zip(null_rows.tolist(), sizes.to_pylist(), strict=True):
-                        keyed[i] = choose(max(int(size), 1))
-                partitions[rows] = keyed
-        key_list = keys.to_pylist()
-        value_list = values.to_pylist()  # str values are produced as UTF-8 by the client
-        partition_list = partitions.tolist()
-        produce = self.producer.produce
-        if self.columns.has_headers:
-            header_list = [
-                [(h["key"], h["value"]) for h in headers] if headers else None
-                for headers in column("headers").to_pylist()
-            ]
-            for topic, value, key, partition, headers in zip(
-                topics, value_list, key_list, partition_list, header_list, strict=True
-            ):
-                try:
-                    produce(topic, value, key, partition, headers=headers)
-                except BufferError:
-                    self._produce_when_room(topic, value, key, partition, headers)
-        else:
-            for topic, value, key, partition in zip(
-                topics, value_list, key_list, partition_list, strict=True
-            ):
-                try:
-                    produce(topic, value, key, partition)
-                except BufferError:
-                    self._produce_when_room(topic, value, key, partition, None)
-        for tp, count in Counter(zip(topics, partition_list, strict=True)).items():
-            self.counts[tp] = self.counts.get(tp, 0) + count
-        self.producer.poll(0)  # serve delivery reports as they come
-        self.fail_if_error()
-
-    def _check_given_partitions(self, topics: list[str], partitions: Any) -> None:
-        """A Java producer refuses a record for a partition the topic does not have; so does this."""
-        import numpy as np
-
-        given = partitions >= 0
-        if not given.any():
-            return
-        topic_array = np.asarray(topics, dtype=object)
-        for topic in sorted(set(topic_array[given].tolist())):
-            highest = int(partitions[given & (topic_array == topic)].max())
-            count = self.partitions_of(topic)
-            if highest >= count:
-                raise KgroupError(
-                    f"partition: {highest} is not a partition of topic {topic!r} (it has {count}: 0 to "
-                    f"{count - 1}); fix the partition column or leave it null to choose"
-                )
-
-    def _produce_when_room(self, topic: str, value: Any, key: Any, partition: int, headers: Any) -> None:
-        """Produce once the local queue has room (deliveries drain it), waiting at most the API timeout."""
-        deadline = time.monotonic() + self.timeout_s
-        while True:
-            self.producer.poll(0.05)
-            self.fail_if_error()
-            try:
-                self.producer.produce(topic, value, key, partition, headers=headers)
-                return
-            except BufferError:
-                if time.monotonic() > deadline:
-                    raise KgroupError(
-                        "kafka.bootstrap.servers: the producer's queue stayed full for "
-                        f"{self.timeout_s:g} s; check that the broker is reachable"
-                    ) from None
-
-    def fail_if_error(self) -> None:
-        if self.first_error is not None:
-            raise KgroupError(f"kafka.bootstrap.servers: a record was not delivered ({self.first_error})")
-
-    def finish(self) -> SinkCommit:
-        remaining = self.producer.flush(self.timeout_s)
-        self.fail_if_error()
-        if remaining:
-            raise KgroupError(
-                f"kafka.bootstrap.servers: {remaining} records not delivered within {self.timeout_s:g} s "
-                "(kafka.default.api.timeout.ms); check the broker"
-            )
-        return SinkCommit(tuple(sorted((t, p, c) for (t, p), c in self.counts.items())))
-
-
 def _write(options: SinkOptions, columns: SinkColumns, batches: Iterator[Any]) -> SinkCommit:
     from pyspark import TaskContext
 
     context = TaskContext.get()
     task_id = context.partitionId() if context is not None else 0
-    producer = _TaskProducer(options, columns, task_id)
-    for batch in batches:
-        producer.write_batch(batch)
-    return producer.finish()
+    settings = sink_producer_settings(options)
+    producer: BulkTaskProducer | LibrdkafkaTaskProducer
+    if settings is not None:
+        producer = BulkTaskProducer(options, columns, task_id, settings)
+    else:
+        from kgroup.spark.source.librdkafka_sink import LibrdkafkaTaskProducer
+
+        producer = LibrdkafkaTaskProducer(options, columns, task_id)
+    try:
+        for batch in batches:
+            producer.write_batch(batch)
+        counts = producer.finish()
+    finally:
+        if isinstance(producer, BulkTaskProducer):
+            producer.abort()
+    return SinkCommit(tuple(sorted((t, p, c) for (t, p), c in counts.items())))
+
+
+def sink_producer_settings(options: SinkOptions) -> ProducerSettings | None:
+    """The bulk path's settings for a write's ``kafka.*`` options, or None: librdkafka's path."""
+    return bulk_settings(options.client_dict(), options.api_timeout_ms)
+
+
+def check_sink_client(options: SinkOptions) -> None:
+    """On the driver, before any task: librdkafka checks every ``kafka.*`` property's name and value
+    (as it would on the librdkafka path), and the bulk path the values it takes itself."""
+    from confluent_kafka import Producer
+
+    from kgroup.spark.source.kafka_io import producer_config
+
+    check_client_config(producer_config(options.client_dict()), Producer)
+    sink_producer_settings(options)
 
 
 def _log_commit(messages: list[Any], what: str) -> None:

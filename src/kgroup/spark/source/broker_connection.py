@@ -1,0 +1,101 @@
+"""A blocking connection to one Kafka broker: what an executor task's bulk paths speak Kafka's protocol on.
+
+The bulk read (:mod:`kgroup.spark.source.partition_fetcher`) asks and waits; the bulk write
+(:mod:`kgroup.spark.source.bulk_producer`) keeps several requests in flight on one connection, so a
+request's sending and its answer's reading are two calls (:meth:`BrokerConnection.send`,
+:meth:`BrokerConnection.receive`). Requests and answers are kgroup's ``kio`` codec
+(:mod:`kgroup.wire.codec`), frames :mod:`kgroup.wire.framing`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+from kgroup.wire.codec import decode_response, encode_request, response_class
+from kgroup.wire.framing import framed, read_frame_blocking
+
+__all__ = ["MAX_ANSWER_BYTES", "BrokerConnection", "InFlight", "RetriableBrokerError", "bootstrap_addresses"]
+
+#: at most this many bytes in one answer (the 100 MiB frame limit of kgroup's client)
+MAX_ANSWER_BYTES = 100 * 1024 * 1024
+
+
+class RetriableBrokerError(Exception):
+    """The broker could not answer now (no leader, moved leader, connection lost); try again."""
+
+
+def bootstrap_addresses(bootstrap_servers: str) -> list[tuple[str, int]]:
+    """``host:port,host:port`` as (host, port) pairs (``[v6]:port`` unbracketed)."""
+    out = []
+    for entry in bootstrap_servers.split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        host, _, port = entry.rpartition(":")
+        out.append((host.strip("[]") or "localhost", int(port)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """A request sent and not yet answered: its correlation id and the class of its answer."""
+
+    correlation: int
+    answer_class: type[Any]
+
+
+class BrokerConnection:
+    """A blocking connection to one broker: requests out, their answers in, in order."""
+
+    def __init__(self, host: str, port: int, timeout_s: float, client_id: str) -> None:
+        self.address = f"{host}:{port}"
+        self._client_id = client_id
+        self._correlation = itertools.count()
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as exc:
+            raise RetriableBrokerError(f"cannot connect to {self.address}: {exc}") from None
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+
+    def send(self, body: Any, timeout_s: float) -> InFlight:
+        """Send one request; its answer is read by :meth:`receive` (answers come in sending order)."""
+        correlation = next(self._correlation)
+        cls = response_class(int(body.__api_key__), int(body.__version__))
+        assert cls is not None
+        try:
+            self._sock.settimeout(timeout_s)
+            self._sock.sendall(framed(encode_request(body, correlation, self._client_id)))
+        except OSError as exc:
+            self.close()
+            raise RetriableBrokerError(f"connection to {self.address} lost: {exc}") from None
+        return InFlight(correlation, cls)
+
+    def receive(self, request: InFlight, timeout_s: float) -> Any:
+        """The answer to ``request``, the oldest request not yet answered on this connection."""
+        try:
+            self._sock.settimeout(timeout_s)
+            frame = read_frame_blocking(self._recv, max_bytes=MAX_ANSWER_BYTES)
+        except (OSError, ConnectionError) as exc:
+            self.close()
+            raise RetriableBrokerError(f"connection to {self.address} lost: {exc}") from None
+        got, answer = decode_response(frame, request.answer_class)
+        if got != request.correlation:
+            self.close()
+            raise RetriableBrokerError(f"{self.address} answered request {got}, not {request.correlation}")
+        return answer
+
+    def request(self, body: Any, timeout_s: float) -> Any:
+        """Send one request and wait for its answer."""
+        return self.receive(self.send(body, timeout_s), timeout_s)
+
+    def _recv(self, count: int) -> bytes:
+        return self._sock.recv(min(count, 8 << 20))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()
