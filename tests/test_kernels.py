@@ -25,6 +25,7 @@ KERNEL_MODULES = (
     "kgroup.assignors.fast.userdata_kernel",
     "kgroup.log._records_kernel",
     "kgroup.spark.source._record_kernels",
+    "kgroup.spark.source._batch_kernels",
 )
 
 
@@ -44,6 +45,7 @@ ENTRY_KERNELS = frozenset(
         "kgroup.spark.source._record_kernels.records_kernel",
         "kgroup.spark.source._record_kernels.gather_kernel",
         "kgroup.spark.source._record_kernels.headers_kernel",
+        "kgroup.spark.source._batch_kernels.encode_kernel",
     }
 )
 

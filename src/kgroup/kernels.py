@@ -13,8 +13,8 @@ by running each kernel's public path on a small input:
 * the fast sticky assignors (``kgroup.assignors.fast``): the constrained and general kernels with and
   without racks, the sticky user-data decoder, the leader's assignment encoder;
 * the broker's record walk (``kgroup.log.records``);
-* the ``kgroup`` Spark source's RecordBatch decoder (``kgroup.spark.source.record_columns``; numba and
-  Arrow only, no pyspark).
+* the ``kgroup`` Spark source's RecordBatch decoder (``kgroup.spark.source.record_columns``) and its
+  sink's RecordBatch encoder (``kgroup.spark.source.record_batches``; numba and Arrow only, no pyspark).
 
 Run it once after installing (an image build, each node of a Spark cluster, a CI job before its
 parallel tests): ``python -m kgroup.kernels``. It changes no answer: a kernel it did not reach is
@@ -110,6 +110,21 @@ def _spark_source() -> None:
         decode_fetched(
             batch, topic="t", partition=0, fetch_offset=0, until_offset=20, include_headers=headers
         )
+    _spark_sink()
+
+
+def _spark_sink() -> None:
+    import numpy as np
+    import pyarrow as pa
+
+    from kgroup.spark.source.record_batches import encode_records, group_rows
+
+    header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    keys = pa.array([b"k", None], pa.binary())
+    values = pa.array(["v", None], pa.string())
+    order, bounds, _ = group_rows(np.zeros(2, np.int64))
+    for header_column in (None, pa.array([[{"key": "h", "value": b"v"}], None], header_type)):
+        encode_records(keys, values, header_column, order, bounds, 1_000_000)
 
 
 #: what :func:`compile_all` warms, in order: a name and the call that compiles that group's kernels
@@ -117,7 +132,7 @@ KERNEL_GROUPS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("keyed partitioning (murmur2)", _partitioning),
     ("fast sticky assignors", _assignors),
     ("broker record walk", _log),
-    ("Spark source record decoder", _spark_source),
+    ("Spark source record decoder and sink encoder", _spark_source),
 )
 
 
