@@ -88,6 +88,9 @@ def _session(kind: str, master: str) -> Any:
 
     from kgroup.spark import register
 
+    # the Python workers run this interpreter, as a user sets PYSPARK_PYTHON (or activates the
+    # virtualenv); without it PySpark starts "python3" from PATH, which here has no numpy
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master(master)
         .appName("user-bench-spark")
