@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from numba import njit
+from kgroup._njit import njit
 
 __all__ = ["walk_kernel"]
 

@@ -25,7 +25,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from kgroup._njit import njit
 
 __all__ = [
     "PARALLEL_MIN_KEYS",

@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numba
 import numpy as np
 
+from kgroup._njit import njit
 from kgroup.model import KgroupError
 
 __all__ = ["encode_flat_assignments", "encode_ranked_assignments", "topic_name_blob"]
@@ -52,7 +52,7 @@ def topic_name_blob(names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     return blob, starts
 
 
-@numba.njit(cache=True, inline="always")
+@njit(cache=True, inline="always")
 def _put_int32(out: Any, at: int, value: int) -> None:  # pragma: no cover - compiled
     v = np.uint32(value & 0xFFFFFFFF)
     out[at] = np.uint8((v >> np.uint32(24)) & np.uint32(0xFF))
@@ -61,7 +61,7 @@ def _put_int32(out: Any, at: int, value: int) -> None:  # pragma: no cover - com
     out[at + 3] = np.uint8(v & np.uint32(0xFF))
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _encode_kernel(
     ranks: Any, numbers: Any, starts: Any, topics: int, blob: Any, blob_start: Any, version: int
 ) -> tuple[Any, Any]:  # pragma: no cover - compiled

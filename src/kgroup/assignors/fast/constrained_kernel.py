@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
+
+from kgroup._njit import njit
 
 __all__ = ["ERR_NO_UNFILLED", "ERR_UNFILLED_LEFT", "OK", "constrained_kernel"]
 
@@ -25,7 +26,7 @@ ERR_NO_UNFILLED = 1
 ERR_UNFILLED_LEFT = 2
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _find_rack_consumer(
     mask: np.uint64, members: np.ndarray, length: int, first: int, member_rack: np.ndarray
 ) -> int:
@@ -40,14 +41,14 @@ def _find_rack_consumer(
     return -1
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _delete_at(arr: np.ndarray, length: int, index: int) -> int:
     for j in range(index, length - 1):
         arr[j] = arr[j + 1]
     return length - 1
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def constrained_kernel(
     total: int,
     owned_start: np.ndarray,  # int64[C+1]: member m's claimed partitions are owned_idx[start[m]:start[m+1]]

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
+
+from kgroup._njit import njit
 
 __all__ = ["NEEDS_REBALANCE", "OK", "UNASSIGNED_LEFT", "general_kernel"]
 
@@ -30,7 +31,7 @@ NEEDS_REBALANCE = 1
 UNASSIGNED_LEFT = 2
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _sift_down(heap: np.ndarray, n: int, i: int) -> None:
     item = heap[i]
     while True:
@@ -47,7 +48,7 @@ def _sift_down(heap: np.ndarray, n: int, i: int) -> None:
     heap[i] = item
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _sift_up(heap: np.ndarray, i: int) -> None:
     item = heap[i]
     while i > 0:
@@ -60,7 +61,7 @@ def _sift_up(heap: np.ndarray, i: int) -> None:
     heap[i] = item
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _pop(heap: np.ndarray, n: int) -> Any:
     top = heap[0]
     n -= 1
@@ -70,14 +71,14 @@ def _pop(heap: np.ndarray, n: int) -> Any:
     return top, n
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _push(heap: np.ndarray, n: int, key: Any) -> int:
     heap[n] = key
     _sift_up(heap, n)
     return n + 1
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _rack_ok(rack_pass: bool, rack: Any, mask: Any) -> bool:
     """Java's ``!racksMismatch`` in the rack-matching pass (a member without a rack always matches)."""
     if not rack_pass or rack < 0:
@@ -85,7 +86,7 @@ def _rack_ok(rack_pass: bool, rack: Any, mask: Any) -> bool:
     return bool((mask >> np.uint64(rack)) & np.uint64(1) != 0)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _greedy_one_heap(unassigned: np.ndarray, topic_of: np.ndarray, subscribed: np.ndarray, rack_aware: bool,
                      member_rack: np.ndarray, partition_mask: np.ndarray, id_rank: np.ndarray,
                      by_rank: np.ndarray, owner: np.ndarray, size: np.ndarray) -> Any:
@@ -129,7 +130,7 @@ def _greedy_one_heap(unassigned: np.ndarray, topic_of: np.ndarray, subscribed: n
     return todo
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _greedy_grouped(unassigned: np.ndarray, topic_of: np.ndarray, subscribed: np.ndarray, rack_aware: bool,
                     member_rack: np.ndarray, partition_mask: np.ndarray, group_of: np.ndarray,
                     group_count: int, id_rank: np.ndarray, by_rank: np.ndarray, owner: np.ndarray,
@@ -190,7 +191,7 @@ def _greedy_grouped(unassigned: np.ndarray, topic_of: np.ndarray, subscribed: np
     return todo
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def general_kernel(
     bases: np.ndarray,          # int64[T]: flat number of partition 0 of each topic (Java topic order)
     counts: np.ndarray,         # int64[T]

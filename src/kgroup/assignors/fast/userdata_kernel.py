@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
+
+from kgroup._njit import njit
 
 __all__ = ["decode_kernel", "fnv1a"]
 
@@ -13,7 +14,7 @@ _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FNV_PRIME = np.uint64(0x100000001B3)
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def fnv1a(data: np.ndarray, start: Any, length: Any) -> Any:
     """64-bit FNV-1a of ``data[start:start+length]`` (wrapping uint64 arithmetic)."""
     h = _FNV_OFFSET
@@ -22,7 +23,7 @@ def fnv1a(data: np.ndarray, start: Any, length: Any) -> Any:
     return h
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _int32_be(data: np.ndarray, pos: int) -> Any:
     value = (
         (np.int64(data[pos]) << 24)
@@ -33,7 +34,7 @@ def _int32_be(data: np.ndarray, pos: int) -> Any:
     return value - (np.int64(1) << 32) if value >= (np.int64(1) << 31) else value
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def _find_topic(
     data: np.ndarray,
     start: int,
@@ -61,7 +62,7 @@ def _find_topic(
     return -1
 
 
-@numba.njit(cache=True)
+@njit(cache=True)
 def decode_kernel(
     data: np.ndarray,
     blob: np.ndarray,

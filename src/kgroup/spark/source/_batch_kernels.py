@@ -19,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
+
+from kgroup._njit import njit
 
 __all__ = ["BATCH_HEADER_SIZE", "encode_kernel"]
 

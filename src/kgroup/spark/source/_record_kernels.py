@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
+
+from kgroup._njit import njit
 
 __all__ = ["ERR_NONE", "gather_kernel", "headers_kernel", "records_kernel"]
 
