@@ -167,10 +167,14 @@ class Cluster:
 def find_coordinator(bootstrap_servers: str, group_id: str, timeout_s: float = 30.0) -> int:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 3})
     deadline = time.monotonic() + timeout_s
     problem: object = None
     while time.monotonic() < deadline:
+        # a new client per attempt: librdkafka caches the coordinator it found and drops an entry only
+        # once it has gone unused for a while (rd_kafka_coord_cache_expire), which a retry every 0.2 s
+        # never lets happen — after a coordinator moved, one client went on asking the old one
+        # (NOT_COORDINATOR for 30 s, once in CI); a fresh client starts with a FindCoordinator
+        admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 3})
         try:
             description = admin.describe_consumer_groups([group_id], request_timeout=10)[group_id].result()
             return int(description.coordinator.id)
