@@ -24,7 +24,6 @@ time; this is numba's equivalent of warming it.
 
 from __future__ import annotations
 
-import struct
 import sys
 import time
 from collections.abc import Callable
@@ -83,48 +82,33 @@ def _log() -> None:
 
 
 def _spark_source() -> None:
-    from crc32c import crc32c
-
-    from kgroup.spark.source.record_columns import decode_fetched
-
-    def varint(value: int) -> bytes:
-        zigzag = (value << 1) ^ (value >> 63)
-        out = bytearray()
-        while zigzag >= 0x80:
-            out.append((zigzag & 0x7F) | 0x80)
-            zigzag >>= 7
-        out.append(zigzag)
-        return bytes(out)
-
-    def record(delta: int, key: bytes, value: bytes) -> bytes:
-        header = varint(1) + b"h" + varint(1) + b"v"
-        body = b"\x00" + varint(0) + varint(delta) + varint(len(key)) + key + varint(len(value)) + value
-        body += varint(1) + header
-        return varint(len(body)) + body
-
-    records = [record(i, b"k%d" % i, b"value-%d" % i) for i in range(20)]
-    after_crc = struct.pack(">hiqqqhii", 0, len(records) - 1, 0, 0, -1, -1, -1, len(records))
-    after_crc += b"".join(records)
-    batch = struct.pack(">qiibI", 0, 9 + len(after_crc), 0, 2, crc32c(after_crc)) + after_crc
-    for headers in (False, True):
-        decode_fetched(
-            batch, topic="t", partition=0, fetch_offset=0, until_offset=20, include_headers=headers
-        )
-    _spark_sink()
-
-
-def _spark_sink() -> None:
+    """The sink's encoder writes two records (one with a null key and value), with and without
+    headers, and the source's decoder reads each sealed batch back, with and without headers."""
     import numpy as np
     import pyarrow as pa
 
-    from kgroup.spark.source.record_batches import encode_records, group_rows
+    from kgroup.spark.source.record_batches import encode_records, group_rows, seal_batch
+    from kgroup.spark.source.record_columns import decode_fetched
 
     header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
     keys = pa.array([b"k", None], pa.binary())
     values = pa.array(["v", None], pa.string())
     order, bounds, _ = group_rows(np.zeros(2, np.int64))
     for header_column in (None, pa.array([[{"key": "h", "value": b"v"}], None], header_type)):
-        encode_records(keys, values, header_column, order, bounds, 1_000_000)
+        encoded = encode_records(keys, values, header_column, order, bounds, 1_000_000)
+        for batch in encoded.batches:
+            sealed = seal_batch(
+                encoded, batch, producer_id=-1, producer_epoch=-1, base_sequence=-1, timestamp_ms=0
+            )
+            for include_headers in (False, True):
+                decode_fetched(
+                    bytes(sealed),
+                    topic="t",
+                    partition=0,
+                    fetch_offset=0,
+                    until_offset=batch.records,
+                    include_headers=include_headers,
+                )
 
 
 #: what :func:`compile_all` warms, in order: a name and the call that compiles that group's kernels
