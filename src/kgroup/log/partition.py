@@ -309,21 +309,18 @@ class PartitionLog:
         one segment, as Kafka's do. Raises :class:`OffsetOutOfRange` for an offset below the log start
         or beyond the log end.
         """
-        self._open()
-        if offset < self.log_start_offset or offset > self.log_end_offset:
-            raise OffsetOutOfRange(
-                f"offset {offset} is out of range [{self.log_start_offset}, {self.log_end_offset}]"
-            )
-        slot = bisect.bisect_right(self._bases, offset) - 1
-        for segment in self._segments[slot:]:
-            position = segment.position_for_offset(offset)
-            if position is not None:
-                return segment.read(position, max_bytes)
-        return b""
+        found = self._batch_holding(offset)
+        return b"" if found is None else found[0].read(found[1], max_bytes)
 
     def read_slice(self, offset: int, max_bytes: int) -> bytes | memoryview | FileSlice:
         """What :meth:`read` answers, as a :class:`~kgroup.log.segment.FileSlice` of the segment file
         when it is 64 KiB or more (the Fetch answer sends it with sendfile; close it once sent)."""
+        found = self._batch_holding(offset)
+        return b"" if found is None else found[0].read_slice(found[1], max_bytes)
+
+    def _batch_holding(self, offset: int) -> tuple[Segment, int] | None:
+        """The segment and file position of the batch holding ``offset``, None at the log end; raises
+        :class:`OffsetOutOfRange` for an offset below the log start or beyond the log end."""
         self._open()
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRange(
@@ -333,8 +330,8 @@ class PartitionLog:
         for segment in self._segments[slot:]:
             position = segment.position_for_offset(offset)
             if position is not None:
-                return segment.read_slice(position, max_bytes)
-        return b""
+                return segment, position
+        return None
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets: (timestamp, offset) for ``timestamp``, or None when no record qualifies.
