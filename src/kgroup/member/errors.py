@@ -64,10 +64,18 @@ EXCEPTION_NAME: dict[ErrorCode, str] = {
     ErrorCode.UNRELEASED_INSTANCE_ID: "UnreleasedInstanceIdException",
     ErrorCode.UNSUPPORTED_ASSIGNOR: "UnsupportedAssignorException",
     ErrorCode.STALE_MEMBER_EPOCH: "StaleMemberEpochException",
+    ErrorCode.NOT_ENOUGH_REPLICAS: "NotEnoughReplicasException",
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: "NotEnoughReplicasAfterAppendException",
+    ErrorCode.KAFKA_STORAGE_ERROR: "KafkaStorageException",
+    ErrorCode.FETCH_SESSION_ID_NOT_FOUND: "FetchSessionIdNotFoundException",
+    ErrorCode.FENCED_LEADER_EPOCH: "FencedLeaderEpochException",
+    ErrorCode.UNKNOWN_LEADER_EPOCH: "UnknownLeaderEpochException",
+    ErrorCode.UNKNOWN_TOPIC_ID: "UnknownTopicIdException",
 }
 
-#: the codes whose exception is a ``RetriableException`` (directly or through
-#: ``InvalidMetadataException``)
+#: every code kgroup knows whose exception is a ``RetriableException`` (directly or through
+#: ``InvalidMetadataException``): what Kafka's consumer and producer (the ``Sender``'s ``canRetry``)
+#: retry, and so do kgroup's member and the Spark sink's producer
 RETRIABLE = frozenset(
     {
         ErrorCode.CORRUPT_MESSAGE,
@@ -79,7 +87,14 @@ RETRIABLE = frozenset(
         ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
         ErrorCode.COORDINATOR_NOT_AVAILABLE,
         ErrorCode.NOT_COORDINATOR,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
         ErrorCode.UNSTABLE_OFFSET_COMMIT,
+        ErrorCode.UNKNOWN_TOPIC_ID,
     }
 )
 

@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgroup.member.errors import RETRIABLE
 from kgroup.model import ErrorCode, KgroupError
 from kgroup.spark.source.broker_connection import (
     BrokerConnection,
@@ -45,22 +46,6 @@ NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 _INT32_MAX = 2**31 - 1
 
-#: Produce errors that a retry resolves (Kafka's RetriableException subclasses the producer meets)
-_RETRIABLE = frozenset(
-    {
-        ErrorCode.CORRUPT_MESSAGE,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.REQUEST_TIMED_OUT,
-        ErrorCode.NETWORK_EXCEPTION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        ErrorCode.KAFKA_STORAGE_ERROR,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.UNKNOWN_LEADER_EPOCH,
-    }
-)
 #: InitProducerId answers that mean "not ready yet" (a broker just started, a coordinator moving)
 _INIT_RETRIABLE = frozenset(
     {
@@ -191,7 +176,7 @@ class BulkProducer:
                 if missing_is_error:
                     raise KgroupError(f"topic: {meta.name!r} does not exist on the cluster; create it first")
                 continue
-            if error not in (ErrorCode.NONE, *_RETRIABLE):
+            if error not in (ErrorCode.NONE, *RETRIABLE):
                 raise KgroupError(
                     f"topic: the broker refused Metadata for {meta.name!r} ({error.name}); "
                     f"{_HINTS.get(error, 'check the broker')}"
@@ -360,7 +345,7 @@ class BulkProducer:
             error = error_from_wire(int(part.error_code))
             if error in (ErrorCode.NONE, ErrorCode.DUPLICATE_SEQUENCE_NUMBER):
                 self._acknowledge(batch)
-            elif error in _RETRIABLE or (
+            elif error in RETRIABLE or (
                 error == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER and self._earlier_failed(batch)
             ):
                 self._failed.append(batch)
