@@ -148,6 +148,15 @@ def _settled(consumers: list[GroupConsumer], partitions: set[TopicPartition]) ->
     return check
 
 
+def _fetched(consumers: list[GroupConsumer]) -> Callable[[], bool]:
+    """Every member knows the committed offset (or that there is none) of every partition it owns."""
+
+    def check() -> bool:
+        return all(set(c.consumer_member.positions()) == c.assignment for c in consumers)
+
+    return check
+
+
 def _run(coroutine: Awaitable[None]) -> None:
     asyncio.run(asyncio.wait_for(coroutine, TIMEOUT_S * 4))  # type: ignore[arg-type]
 
@@ -243,6 +252,9 @@ def test_cp_a_static_member_restarting_gets_its_partitions_back_without_moving_t
         await s1.start()
         await s2.start()
         await _until("two static members share four", _settled([s1, s2], four), [s1, s2])
+        # each member fetches its partitions' committed offsets after it owns them: wait for that too, so
+        # the events counted from here on are the restart's only
+        await _until("both fetched their offsets", _fetched([s1, s2]), [s1, s2])
         kept, first_id = s1.assignment, s1.member_id
         s1_seen, s2_seen = len(log.of("s1")), len(log.of("s2"))
         await s1.close()  # a static member leaves with epoch -2: the coordinator keeps its place
