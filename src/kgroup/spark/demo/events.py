@@ -107,6 +107,10 @@ def generate_events(spark: Any, spec: EventSpec, slices: int | None = None) -> A
     def generate(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
+        from kgroup.spark.worker_gc import task_started
+
+        task_started()
+
         cdf = spec.customer_cdf()
         # Index 0 is the null key; customer of rank r is at index r.
         names = pa.array(

@@ -320,7 +320,9 @@ def with_kafka_partitions(
         from pyspark import TaskContext
 
         from kgroup.partitioning import partitions_for_keys_multi
+        from kgroup.spark.worker_gc import task_started
 
+        task_started()
         context = TaskContext.get()
         task_id = context.partitionId() if context is not None else 0
         producers: list[KeylessProducer] | None = None

@@ -15,6 +15,7 @@ from pyspark.sql.datasource import InputPartition
 from kgroup.spark.source.kafka_io import fetch_range
 from kgroup.spark.source.options import SourceOptions
 from kgroup.spark.source.ranges import OffsetRange, data_loss_reporter
+from kgroup.spark.worker_gc import task_started
 
 __all__ = ["RangePartition", "read_piece"]
 
@@ -32,5 +33,6 @@ class RangePartition(InputPartition):
 def read_piece(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
     """An executor task: the range's records as Arrow record batches."""
     assert isinstance(partition, RangePartition)
+    task_started()
     report = data_loss_reporter(options.fail_on_data_loss, LOG.warning)
     yield from fetch_range(options, partition.piece, report)

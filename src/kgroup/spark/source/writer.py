@@ -40,6 +40,7 @@ from kgroup.spark.source.bulk_producer import ProducerSettings
 from kgroup.spark.source.bulk_sink import BulkTaskProducer, bulk_settings
 from kgroup.spark.source.options import SinkOptions, check_client_config
 from kgroup.spark.source.sink_rows import SinkColumns
+from kgroup.spark.worker_gc import task_started
 
 if TYPE_CHECKING:
     from kgroup.spark.source.librdkafka_sink import LibrdkafkaTaskProducer
@@ -115,6 +116,7 @@ def _check_strategy(options: SinkOptions) -> None:
 def _write(options: SinkOptions, columns: SinkColumns, batches: Iterator[Any]) -> SinkCommit:
     from pyspark import TaskContext
 
+    task_started()
     context = TaskContext.get()
     task_id = context.partitionId() if context is not None else 0
     settings = sink_producer_settings(options)

@@ -1,0 +1,44 @@
+"""kgroup's Spark tasks freeze a Python worker's long-lived objects once, at its second kgroup task."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from kgroup.spark import worker_gc
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.me = self  # a reference cycle: only the collector frees it
+
+
+def _tracked(obj: object) -> bool:
+    """Whether the collector's generations (not the frozen one) hold ``obj``."""
+    return any(o is obj for o in gc.get_objects())
+
+
+def test_the_second_task_freezes_what_is_alive_and_later_tasks_freeze_nothing_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker_gc, "_tasks", 0)
+    gc.unfreeze()
+    try:
+        worker_gc.task_started()  # the first task imports and loads its kernels: nothing frozen yet
+        assert gc.get_freeze_count() == 0
+        dropped = weakref.ref(_Node())  # garbage the first task left
+        kept = _Node()  # alive across tasks, as a module's objects are
+        assert dropped() is not None and _tracked(kept)
+
+        worker_gc.task_started()
+        frozen = gc.get_freeze_count()
+        assert frozen > 0 and not _tracked(kept)  # frozen: later collections skip it
+        assert dropped() is None  # collected first, not frozen with the rest
+
+        later = _Node()
+        worker_gc.task_started()  # once per process: later objects stay with the collector
+        assert gc.get_freeze_count() == frozen and _tracked(later)
+    finally:
+        gc.unfreeze()
