@@ -12,6 +12,9 @@ TEST_WORKERS ?= 4
 # tests: C1 only, serial GC) and its Java clients; the tests mostly wait on those JVMs and on Kafka's
 # real timeouts, so a third worker shortens the run more than it loads the two cores
 KAFKA_TEST_WORKERS ?= 3
+# the suites issues after the first run's 4-minute budget (issue 19) added, each under its own marker
+# (tests/conftest.py LATER_SUITES): make test runs them with Apache Kafka's, in its second run
+LATER_SUITES := apache_kafka or consumer_protocol or hostile or recording or security or speed
 PYTEST := $(VENV)/bin/python -m pytest
 # every process of a test run (pytest's workers, Spark's Python workers, the kgroup commands the
 # tests start) reads kgroup's and the tests' bytecode from __pycache__ instead of compiling the
@@ -46,7 +49,9 @@ faults-tools: $(STAMP)
 faults: $(STAMP)
 	$(VENV)/bin/python benchmarks/run_faults.py
 
-# two timed runs, both run even if the first fails: everything but Apache Kafka, then the tests that start Apache Kafka, its Java client or oracle
+# two timed runs, both run even if the first fails: the suite as it stood when issue 19 set its 4-minute
+# budget, then the suites later issues added (Apache Kafka's differential tests among them), each
+# reporting its own time under its own marker
 test: $(STAMP)
 	@$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch || test -z "$$CI"
 	@$(VENV)/bin/python -m kgroup.testing.faults fetch || test -z "$$CI"
@@ -58,10 +63,10 @@ test: $(STAMP)
 	$(VENV)/bin/mypy && $(VENV)/bin/lint-imports; status=$$?; \
 	wait $$kernels || status=1; wait $$collected || status=1; exit $$status
 	@status=0; \
-	echo "== tests without Apache Kafka (-m 'not apache_kafka', $(TEST_WORKERS) workers)"; \
-	$(PYTEST) -m "not apache_kafka" -n $(TEST_WORKERS) --dist loadgroup $(DURATIONS) || status=1; \
-	echo "== tests with Apache Kafka (-m apache_kafka, $(KAFKA_TEST_WORKERS) workers)"; \
-	$(PYTEST) -m apache_kafka -n $(KAFKA_TEST_WORKERS) --dist loadgroup $(DURATIONS) || status=1; \
+	echo "== the first run: the suite as it stood when its 4-minute budget was set (-m 'not ($(LATER_SUITES))', $(TEST_WORKERS) workers)"; \
+	$(PYTEST) -m "not ($(LATER_SUITES))" -n $(TEST_WORKERS) --dist loadgroup $(DURATIONS) || status=1; \
+	echo "== the second run: the suites added since, Apache Kafka's among them (-m '$(LATER_SUITES)', $(KAFKA_TEST_WORKERS) workers)"; \
+	$(PYTEST) -m "$(LATER_SUITES)" -n $(KAFKA_TEST_WORKERS) --dist loadgroup $(DURATIONS) || status=1; \
 	exit $$status
 
 # the pure core alone, in seconds: no servers, no Spark, no Apache Kafka

@@ -10,6 +10,11 @@ naming them:
   ``make test`` runs these in their own invocation (``-m apache_kafka``), timed on their own. A test
   that reaches Apache Kafka another way (``require_apache_kafka()``, the Java members) carries
   ``pytest.mark.apache_kafka`` itself.
+* the suites issues after the suite's 4-minute budget (issue 19) added, each under its own marker:
+  ``consumer_protocol``, ``hostile``, ``recording``, ``security`` and ``speed`` on the folders and
+  modules of ``LATER_SUITES``; a test such an issue added to an older module carries the marker in
+  its own file. ``make test`` runs them with ``apache_kafka`` in its second run, and each run ends
+  with its time per marker.
 * ``xdist_group`` on every ``spark`` test and every test using the ``spark`` fixtures, so under
   ``pytest -n N --dist loadgroup`` they run on as few workers as there are groups, each sharing its
   worker's one SparkSession: three groups, so the Spark tests are not one worker's long queue —
@@ -52,6 +57,58 @@ os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", f"{_LEAN_JVM} -Djava.awt.hea
 VECTORS = Path(__file__).parent / "vectors"
 TESTS = Path(__file__).parent
 
+#: The suites later issues added, each under its own marker (see the module's documentation): the
+#: folders and modules that hold only such tests. A test a later issue added to an older module carries
+#: its marker itself (``@pytest.mark.speed``); a few cheap pure ones stay unmarked.
+LATER_SUITES: dict[str, tuple[str, ...]] = {
+    "consumer_protocol": (
+        "group/consumer",
+        "group/server_assignors",
+        "group/test_consumer_admin.py",
+        "member/test_consumer_protocol.py",
+        "member/test_consumer_protocol_errors.py",
+        "broker/test_consumer_protocol.py",
+        "wire/test_consumer_group.py",
+        "sim/test_consumer_protocol.py",
+    ),
+    "hostile": (
+        "broker/test_canary.py",
+        "broker/test_close_log.py",
+        "broker/test_coordinator_work.py",
+        "broker/test_file_handles.py",
+        "broker/test_hostile_data.py",
+        "broker/test_hostile_groups.py",
+        "broker/test_parked_fetch.py",
+        "group/test_checkpoint.py",
+        "log/test_compressed.py",
+        "wire/test_large_requests.py",
+    ),
+    "recording": ("faults", "validate", "report/test_record_history.py"),
+    "security": ("security", "broker/test_advertised_listeners.py"),
+    "speed": (
+        "assignors/test_leader_path.py",
+        "broker/test_fetch_answer.py",
+        "log/test_records_walk.py",
+        "spark/test_bulk_read.py",
+        "spark/test_bulk_write.py",
+        "spark/test_jvm_keyless.py",
+        "spark/test_record_batches.py",
+        "spark/test_register.py",
+        "wire/test_fetch_response.py",
+        "wire/test_produce_request.py",
+    ),
+}
+#: a test under two of them counts under the first (Apache Kafka's first: it starts the JVMs)
+_SUITE_MARKERS = ("apache_kafka", *LATER_SUITES)
+_LATER_PATHS = tuple(
+    (TESTS / path, getattr(pytest.mark, name)) for name, paths in LATER_SUITES.items() for path in paths
+)
+for _path, _ in _LATER_PATHS:
+    if not _path.exists():  # a moved module would silently fall back to the first run
+        raise pytest.UsageError(
+            f"tests/conftest.py LATER_SUITES: {_path.relative_to(TESTS)} is gone; update it"
+        )
+
 #: fixtures that start (or reach) the run's Apache Kafka node or its Java oracle
 _APACHE_FIXTURES = frozenset({"apache_kafka", "kafka_oracle"})
 _SPARK_FIXTURES = frozenset({"spark", "kgroup_spark"})
@@ -92,6 +149,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _uses_apache_kafka(item) and not item.get_closest_marker("apache_kafka"):
             item.add_marker(pytest.mark.apache_kafka)
+        for path, mark in _LATER_PATHS:
+            if item.path.is_relative_to(path) and not item.get_closest_marker(mark.name):
+                item.add_marker(mark)
         fixtures = set(getattr(item, "fixturenames", ()))
         if item.get_closest_marker("spark") or fixtures & _SPARK_FIXTURES:
             group = _spark_group(item, fixtures)
@@ -142,3 +202,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.write_sep("=", "time per test folder (setup + call + teardown, summed over workers)")
     for folder, (seconds, count) in sorted(totals.items(), key=lambda kv: -kv[1][0])[:20]:
         terminalreporter.write_line(f"{seconds:8.1f} s  {int(count):5d} tests  {folder}")
+    suites: dict[str, list[float]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if isinstance(report, pytest.TestReport):
+                suite = next((name for name in _SUITE_MARKERS if name in report.keywords), "(unmarked)")
+                entry = suites.setdefault(suite, [0.0, 0.0])
+                entry[0] += report.duration
+                entry[1] += report.when == "call"
+    terminalreporter.write_sep("=", "time per suite marker (summed over workers)")
+    for suite, (seconds, count) in sorted(suites.items(), key=lambda kv: -kv[1][0]):
+        terminalreporter.write_line(f"{seconds:8.1f} s  {int(count):5d} tests  {suite}")

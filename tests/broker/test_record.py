@@ -6,6 +6,7 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
 from tests.broker.groupclients import Owned, Runner, confluent_consumer, wait_until
 
 from kgroup.cli import main
@@ -162,6 +163,7 @@ def _consumer_protocol_consumer(bootstrap: str, group: str, topic: str, owned: O
     return Runner(name, body)
 
 
+@pytest.mark.recording
 def test_a_consumer_protocol_group_is_recorded_and_drawn(tmp_path: Path) -> None:
     """`serve --record` records a KIP-848 group (group.protocol=consumer) through the builder
     `kgroup record` uses: epochs, acknowledged ownership under the topic's name, a member that

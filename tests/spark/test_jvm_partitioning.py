@@ -78,6 +78,7 @@ def _random_keys(seed: int, count: int) -> list[tuple[int, str | None, bytes | N
     return rows
 
 
+@pytest.mark.speed
 def test_nullable_keys_take_the_jvm_path_with_the_python_placement(
     spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -115,6 +116,7 @@ def test_nullable_keys_take_the_jvm_path_with_the_python_placement(
         df.unpersist()
 
 
+@pytest.mark.speed
 def test_a_nullable_key_column_without_null_keys_never_leaves_the_jvm(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -208,6 +210,7 @@ def test_an_unwritable_cache_means_no_jar(tmp_path: Path, monkeypatch: pytest.Mo
     assert "could not write the jar" in (jvm.jar_problem() or "")
 
 
+@pytest.mark.speed
 def test_a_users_own_session_gets_the_jvm_function(own_process_sessions: dict[str, Any]) -> None:
     """A session kgroup did not start (nothing of kgroup's in its configuration) gets the jar and
     the function from ``with_kafka_partition`` itself and from ``kgroup.spark.register``. Runs in its

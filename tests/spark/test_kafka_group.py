@@ -131,6 +131,7 @@ def test_available_now_reads_everything_once_and_leaves_the_group_with_no_lag(
     assert owned == [0, 1, 2, 3]
 
 
+@pytest.mark.consumer_protocol
 def test_consumer_protocol_reads_everything_once_and_commits_with_member_epochs(
     kgroup_spark: Any, kafka_cluster: KafkaCluster, tmp_path: Path
 ) -> None:
@@ -258,6 +259,7 @@ def test_a_consumer_joining_mid_stream_takes_partitions_and_nothing_is_read_twic
     assert late and all(p not in taken for p, _ in late)
 
 
+@pytest.mark.consumer_protocol
 def test_consumer_protocol_options_are_checked_as_kafka_checks_them() -> None:
     """Kafka's ConsumerConfig refuses the classic-only configs with group.protocol=consumer and the
     remote assignor with classic; kgroup says which option, before Spark starts anything."""
