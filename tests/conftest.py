@@ -37,6 +37,8 @@ from typing import Any
 
 import pytest
 from hypothesis import settings
+from tests.jvm_archive import LEAN_JVM
+from tests.jvm_archive import jvm_options as spark_archive_options
 
 # Hypothesis's per-example deadline is a timed assertion: on a loaded 2-core machine (parallel workers,
 # JVMs beside) a first example can take 0.6 s and fail a test whose checks all pass. Speed is measured
@@ -50,8 +52,10 @@ settings.load_profile("kgroup")
 # reads — Spark's spark-class (SPARK_SUBMIT_OPTS) and Kafka's kafka-run-class.sh
 # (KAFKA_JVM_PERFORMANCE_OPTS, which kgroup.testing.ApacheKafka reads as the script does) — so the
 # tests' own subprocesses get them too; neither launcher prints them. A value set outside wins.
-_LEAN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-os.environ.setdefault("SPARK_SUBMIT_OPTS", _LEAN_JVM)
+# Spark's driver also maps the run's class-data-sharing archive when make test has built it
+# (tests/jvm_archive.py: a Spark start in half the CPU).
+_LEAN_JVM = LEAN_JVM
+os.environ.setdefault("SPARK_SUBMIT_OPTS", f"{_LEAN_JVM} {spark_archive_options()}".strip())
 os.environ.setdefault("KAFKA_JVM_PERFORMANCE_OPTS", f"{_LEAN_JVM} -Djava.awt.headless=true")
 
 VECTORS = Path(__file__).parent / "vectors"
@@ -157,6 +161,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             group = _spark_group(item, fixtures)
             if group is not None:
                 item.add_marker(pytest.mark.xdist_group(group))
+    # pytest-xdist hands out the groups first (most tests first), then single tests in this order: a
+    # test that starts Spark in a JVM of its own goes first of those, not last into a run's tail
+    items.sort(key=lambda item: item.get_closest_marker("spark_own_process") is None)
 
 
 def load_vectors(kind: str) -> list[tuple[str, dict[str, Any]]]:

@@ -33,12 +33,11 @@ def test_the_second_task_freezes_what_is_alive_and_later_tasks_freeze_nothing_mo
         assert dropped() is not None and _tracked(kept)
 
         worker_gc.task_started()
-        frozen = gc.get_freeze_count()
-        assert frozen > 0 and not _tracked(kept)  # frozen: later collections skip it
+        assert gc.get_freeze_count() > 0 and not _tracked(kept)  # frozen: later collections skip it
         assert dropped() is None  # collected first, not frozen with the rest
 
         later = _Node()
         worker_gc.task_started()  # once per process: later objects stay with the collector
-        assert gc.get_freeze_count() == frozen and _tracked(later)
+        assert _tracked(later)  # (the frozen count itself only falls, as frozen objects are freed)
     finally:
         gc.unfreeze()
