@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from kgroup.model import KgroupError
+from kgroup.testing.apache_kafka.cluster import build_node_class_data_archive
 from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaUnavailable, kafka_libs
 
 
@@ -23,6 +25,14 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"Apache Kafka {libs.version}: {len(libs.jars())} jars in {libs.libs}")
+    # one node started and stopped, writing the class-data archive every later node start maps
+    # (about half a node's JVM start); a node that cannot make it only costs that saving
+    try:
+        archive = build_node_class_data_archive()
+    except KgroupError as exc:
+        print(f"no class-data archive for the nodes: {exc}", file=sys.stderr)
+    else:
+        print(f"the nodes' class-data archive: {archive or 'none'}")
     return 0
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import os
 import shutil
 import signal
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from kgroup.javatools import cache_root
 from kgroup.model import KgroupError
 from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, kafka_libs, log4j2_file_config
 
@@ -59,6 +61,36 @@ def jvm_performance_options() -> list[str]:
     serial collector, for small and short-lived nodes), else the script's defaults."""
     given = os.environ.get("KAFKA_JVM_PERFORMANCE_OPTS", "").split()
     return given or list(_JVM_OPTIONS)
+
+
+#: a JVM that cannot map the archive (another Java) starts as before, without saying so
+_QUIET_CDS = ("-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+
+
+def node_class_data_archive(java: str, classpath: str) -> Path:
+    """The nodes' class-data-sharing archive (keyed by the ``java`` and the class path it was made with):
+    a node's JVMs — its storage format and the node itself — map Kafka's classes from it, parsed and
+    verified, instead of loading them from the jars at each start."""
+    key = hashlib.sha256(f"{java}|{classpath}".encode()).hexdigest()[:16]
+    return cache_root() / "java" / f"kafka-node-{key}.jsa"
+
+
+def build_node_class_data_archive() -> Path | None:
+    """Start one node that writes the archive as it exits (unless it exists); where it is, or ``None``."""
+    libs = kafka_libs()
+    archive = node_class_data_archive(libs.java, libs.classpath)
+    if archive.is_file():
+        return archive
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    made = archive.with_suffix(f".{os.getpid()}.tmp")
+    kafka = ApacheKafka(topics={"warm": 3})
+    kafka._dump_archive_to = made
+    with kafka:
+        pass
+    if not made.is_file():
+        return None
+    os.replace(made, archive)  # atomic: a JVM never maps a half-written archive
+    return archive
 
 
 class KafkaNodeDied(KgroupError):
@@ -178,6 +210,8 @@ class ApacheKafka:
         self.configs = merged
         self._topics = dict(topics or {})
         self._libs: KafkaLibs | None = None
+        #: where a node writes its class-data archive as it exits (build_node_class_data_archive)
+        self._dump_archive_to: Path | None = None
         self._work: Path | None = None
         self._nodes: dict[int, _Node] = {}
         self._cluster_id = ""
@@ -376,10 +410,18 @@ class ApacheKafka:
 
     def _java(self, node: _Node, main: str, *args: str) -> list[str]:
         assert self._libs is not None
+        archive = node_class_data_archive(self._libs.java, self._libs.classpath)
+        if main == "kafka.Kafka" and self._dump_archive_to is not None:
+            sharing = [f"-XX:ArchiveClassesAtExit={self._dump_archive_to}", *_QUIET_CDS]
+        elif archive.is_file():
+            sharing = [f"-XX:SharedArchiveFile={archive}", *_QUIET_CDS]
+        else:
+            sharing = []
         return [
             self._libs.java,
             f"-Xmx{self.heap}",
             *jvm_performance_options(),
+            *sharing,
             f"-Dlog4j2.configurationFile={node.directory / 'log4j2.properties'}",
             "-cp",
             self._libs.classpath,
