@@ -50,6 +50,13 @@ def cache_root() -> Path:
     return Path(base) / "kgroup"
 
 
+def class_data_archive(name: str, java: str, classpath: str) -> Path:
+    """Where a JVM's class-data-sharing archive lives, keyed by the ``java`` and the class path it is
+    made with (a JVM ignores an archive that does not match them): ``<cache>/java/<name>-<key>.jsa``."""
+    key = hashlib.sha256(f"{java}|{classpath}".encode()).hexdigest()[:16]
+    return cache_root() / "java" / f"{name}-{key}.jsa"
+
+
 def find_java_tool(name: str) -> str:
     """The path of JDK tool ``name`` (``java``, ``javac``): ``$JAVA_HOME/bin`` first, then ``PATH``."""
     java_home = os.environ.get("JAVA_HOME")

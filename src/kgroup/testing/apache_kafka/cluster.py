@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import os
 import shutil
 import signal
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from kgroup.javatools import cache_root
+from kgroup.javatools import class_data_archive
 from kgroup.model import KgroupError
 from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, kafka_libs, log4j2_file_config
 
@@ -71,8 +70,7 @@ def node_class_data_archive(java: str, classpath: str) -> Path:
     """The nodes' class-data-sharing archive (keyed by the ``java`` and the class path it was made with):
     a node's JVMs — its storage format and the node itself — map Kafka's classes from it, parsed and
     verified, instead of loading them from the jars at each start."""
-    key = hashlib.sha256(f"{java}|{classpath}".encode()).hexdigest()[:16]
-    return cache_root() / "java" / f"kafka-node-{key}.jsa"
+    return class_data_archive("kafka-node", java, classpath)
 
 
 def build_node_class_data_archive() -> Path | None:
