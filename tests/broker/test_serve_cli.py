@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -58,11 +59,17 @@ def test_serve_stops_cleanly_and_keeps_its_topics(tmp_path: Path, sig: signal.Si
         ),
     ],
 )
-def test_bad_options_are_one_line_errors(args: list[str], message: str) -> None:
+def test_bad_options_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "kgroup", "serve", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "kgroup", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert done.returncode == 2
     assert done.stderr.startswith("kgroup: error:") and message in done.stderr
     assert "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+    # the temporary data directory it made (no --data-dir) is gone with the failed start
+    assert list(tmp_path.iterdir()) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -147,93 +148,103 @@ def register(app: typer.Typer) -> None:
         if fsync not in FSYNC_POLICIES:
             raise KgroupError(f"--fsync: {fsync!r} is not one of {', '.join(FSYNC_POLICIES)}")
         topics = tuple(parse_topic_spec(spec) for spec in topic)
+        # no --data-dir: a fresh temporary directory, printed once the broker serves and kept after it
+        # stops (`kgroup serve --data-dir` reopens it); removed when the command fails before the broker
+        # serves, since nothing can reach it then
+        temporary = data_dir is None
         if data_dir is None:
             data_dir = Path(tempfile.mkdtemp(prefix="kgroup-serve-"))
         data_dir.mkdir(parents=True, exist_ok=True)
-        users = [parse_user_spec(spec) for spec in sasl_user]
-        if sasl_users_file is not None:
-            users += read_users_file(sasl_users_file)
-        security = build_security_config(
-            listeners=listener,
-            listener_security_protocol_map=protocol_map,
-            advertised_listeners=advertised_listener,
-            ssl_certfile=ssl_certfile,
-            ssl_keyfile=ssl_keyfile,
-            ssl_cafile=ssl_cafile,
-            ssl_client_auth=ssl_client_auth,
-            sasl_mechanisms=tuple(sasl_mechanism) or SASL_MECHANISMS,
-            sasl_users=tuple(users),
-            authorizer=authorizer,
-            super_users=tuple(super_user),
-            allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
-            connections_max_reauth_ms=connections_max_reauth_ms,
-            failed_authentication_delay_ms=failed_authentication_delay_ms,
-            state_dir=data_dir,
-        )
-        config = BrokerConfig(
-            host=host,
-            port=port,
-            brokers=brokers,
-            max_request_bytes=max_request_bytes,
-            max_request_elements=max_request_elements,
-            max_connections=max_connections,
-            auto_create_topics=auto_create,
-            num_partitions=num_partitions,
-            group_consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
-            group_consumer_session_timeout_ms=consumer_session_timeout_ms,
-            auto_leader_rebalance_enable=auto_leader_rebalance,
-            leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
-            topics=topics,
-            security=security,
-        )
-        logging.basicConfig(
-            level=logging.WARNING if quiet else logging.INFO,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-            stream=sys.stderr,
-        )
-        log = logging.getLogger("kgroup.broker")
-        open_ones = security.open_listeners_beyond_loopback()
-        if not security.listeners and not is_loopback(host):
-            log.warning(
-                "listening on %s beyond loopback without authentication: anyone who reaches it may do "
-                "anything; add a SASL or SSL listener (docs/security.md)",
-                host,
+        served: list[bool] = []  # set once the broker listens
+        try:
+            users = [parse_user_spec(spec) for spec in sasl_user]
+            if sasl_users_file is not None:
+                users += read_users_file(sasl_users_file)
+            security = build_security_config(
+                listeners=listener,
+                listener_security_protocol_map=protocol_map,
+                advertised_listeners=advertised_listener,
+                ssl_certfile=ssl_certfile,
+                ssl_keyfile=ssl_keyfile,
+                ssl_cafile=ssl_cafile,
+                ssl_client_auth=ssl_client_auth,
+                sasl_mechanisms=tuple(sasl_mechanism) or SASL_MECHANISMS,
+                sasl_users=tuple(users),
+                authorizer=authorizer,
+                super_users=tuple(super_user),
+                allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
+                connections_max_reauth_ms=connections_max_reauth_ms,
+                failed_authentication_delay_ms=failed_authentication_delay_ms,
+                state_dir=data_dir,
             )
-        for item in open_ones:
-            log.warning(
-                "listener %s listens beyond loopback without authentication: anyone who reaches it may do "
-                "anything (docs/security.md)",
-                item,
+            config = BrokerConfig(
+                host=host,
+                port=port,
+                brokers=brokers,
+                max_request_bytes=max_request_bytes,
+                max_request_elements=max_request_elements,
+                max_connections=max_connections,
+                auto_create_topics=auto_create,
+                num_partitions=num_partitions,
+                group_consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
+                group_consumer_session_timeout_ms=consumer_session_timeout_ms,
+                auto_leader_rebalance_enable=auto_leader_rebalance,
+                leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
+                topics=topics,
+                security=security,
             )
-        logs = open_logs(data_dir, fsync, max_open_files)
-        recorder: Any = None
-        if record is not None:
-            from kgroup.broker.recorder import GroupRecorder
+            logging.basicConfig(
+                level=logging.WARNING if quiet else logging.INFO,
+                format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                stream=sys.stderr,
+            )
+            log = logging.getLogger("kgroup.broker")
+            open_ones = security.open_listeners_beyond_loopback()
+            if not security.listeners and not is_loopback(host):
+                log.warning(
+                    "listening on %s beyond loopback without authentication: anyone who reaches it may do "
+                    "anything; add a SASL or SSL listener (docs/security.md)",
+                    host,
+                )
+            for item in open_ones:
+                log.warning(
+                    "listener %s listens beyond loopback without authentication: anyone who reaches it "
+                    "may do anything (docs/security.md)",
+                    item,
+                )
+            logs = open_logs(data_dir, fsync, max_open_files)
+            recorder: Any = None
+            if record is not None:
+                from kgroup.broker.recorder import GroupRecorder
 
-            recorder = GroupRecorder(record)
+                recorder = GroupRecorder(record)
 
-        def started(broker: Any) -> None:
+            def started(broker: Any) -> None:
+                served.append(True)
+                if recorder is not None:
+                    broker.coordinator_host.recorder = recorder
+                for broker_id in sorted(broker.ports):
+                    if not security.listeners:
+                        typer.echo(f"broker {broker_id} listening on {host}:{broker.ports[broker_id]}")
+                    for item in security.listeners:
+                        port_of = broker.listener_ports[item.name][broker_id]
+                        typer.echo(f"broker {broker_id} listening on {item.name}://{item.host}:{port_of}")
+                for item in security.advertised_listeners:
+                    name = "" if item.name == "PLAINTEXT" and not security.listeners else item.name
+                    host_of, ports_of = broker.advertised(name)
+                    where = ",".join(f"{host_of}:{ports_of[b]}" for b in sorted(ports_of))
+                    typer.echo(f"advertised {item.name}://{where}")
+                typer.echo(f"bootstrap.servers={broker.bootstrap_servers}  data-dir={data_dir}", err=False)
+                sys.stdout.flush()
+
+            _load_records_kernel()
+            # a cluster gets the control channel of `kgroup serve-ctl` (its port in DATA_DIR/serve-ctl.port)
+            run_broker(config, logs, started, control_dir=data_dir if brokers > 1 else None)
             if recorder is not None:
-                broker.coordinator_host.recorder = recorder
-            for broker_id in sorted(broker.ports):
-                if not security.listeners:
-                    typer.echo(f"broker {broker_id} listening on {host}:{broker.ports[broker_id]}")
-                for item in security.listeners:
-                    port_of = broker.listener_ports[item.name][broker_id]
-                    typer.echo(f"broker {broker_id} listening on {item.name}://{item.host}:{port_of}")
-            for item in security.advertised_listeners:
-                name = "" if item.name == "PLAINTEXT" and not security.listeners else item.name
-                host_of, ports_of = broker.advertised(name)
-                where = ",".join(f"{host_of}:{ports_of[b]}" for b in sorted(ports_of))
-                typer.echo(f"advertised {item.name}://{where}")
-            typer.echo(f"bootstrap.servers={broker.bootstrap_servers}  data-dir={data_dir}", err=False)
-            sys.stdout.flush()
-
-        _load_records_kernel()
-        # a cluster gets the control channel of `kgroup serve-ctl` (its port in DATA_DIR/serve-ctl.port)
-        run_broker(config, logs, started, control_dir=data_dir if brokers > 1 else None)
-        if recorder is not None:
-            recorder.close()
+                recorder.close()
+        finally:
+            if temporary and not served:
+                shutil.rmtree(data_dir, ignore_errors=True)
 
     @app.command("test-ca")
     def test_ca_command(
