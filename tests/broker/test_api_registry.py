@@ -19,9 +19,13 @@ st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
 #: kio's reader turns an int64 millisecond count into microseconds in an int64: a count beyond this
 #: (some 292,000 years) cannot be read back, though kio writes it (see the test at the end)
 _KIO_READABLE_MS = (2**63 - 1) // 1000 - 1  # measured: one more is refused, either sign
+#: kio's writer goes through float seconds (``round(total_seconds() * 1000)``): a count is written
+#: exactly up to 2**51 ms (some 71,000 years); beyond it one may be written a millisecond off
+#: (4,480,233,606,194,303 ms was, in a CI run); see the test at the end
+_KIO_EXACT_WRITE_MS = 2**51
 st.register_type_strategy(
     i64Timedelta,
-    st.integers(-_KIO_READABLE_MS, _KIO_READABLE_MS).map(
+    st.integers(-_KIO_EXACT_WRITE_MS, _KIO_EXACT_WRITE_MS).map(
         lambda ms: i64Timedelta.parse(datetime.timedelta(milliseconds=ms))
     ),
 )
@@ -105,3 +109,27 @@ def test_the_hand_written_produce_reader_reads_every_version_the_broker_advertis
 
     low, high = registered_versions()[ApiKey.PRODUCE]
     assert set(range(low, high + 1)) <= set(VERSIONS)
+
+
+def test_kios_writer_is_exact_up_to_two_to_the_51_milliseconds() -> None:
+    """Another known limit, kio's writer: a retention time is written through float seconds, exact
+    within 2**51 ms either sign, and a millisecond off for some counts beyond it (Kafka's clients
+    write any int64 exactly; kgroup's client writes -1)."""
+    cls = request_class(ApiKey.OFFSET_COMMIT, 2)
+    assert cls is not None
+
+    def written(ms: int) -> datetime.timedelta:
+        request = cls(
+            group_id="g",
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            retention_time=datetime.timedelta(milliseconds=ms),
+            topics=(),
+        )
+        frame = encode_request(request, correlation_id=1)
+        return decode_request(frame, decode_request_header(frame)).body.retention_time
+
+    for ms in (_KIO_EXACT_WRITE_MS, -_KIO_EXACT_WRITE_MS, _KIO_EXACT_WRITE_MS - 1, -1, 0):
+        assert written(ms) == datetime.timedelta(milliseconds=ms)
+    beyond = 4_480_233_606_194_303
+    assert written(beyond) == datetime.timedelta(milliseconds=beyond - 1)
