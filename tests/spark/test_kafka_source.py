@@ -4,6 +4,7 @@ ends; a query stopped and restarted from its checkpoint neither loses nor repeat
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,26 @@ def test_batch_read_by_assign_and_json_offsets(kgroup_spark: Any, kafka_cluster:
     # subscribePattern reads the topics whose whole name matches
     pattern = _reader(kgroup_spark, kafka_cluster).option("subscribePattern", f"{topic}|no-such").load()
     assert pattern.count() == 400
+
+
+def test_a_batch_read_with_nothing_to_read_is_empty(kgroup_spark: Any, kafka_cluster: KafkaCluster) -> None:
+    """An empty topic, and ranges that are all empty, read as no rows with the source's columns:
+    PySpark then runs one task with its placeholder partition, which reads nothing."""
+    empty = kafka_cluster.new_topic("empty")
+    df = _reader(kgroup_spark, kafka_cluster).option("subscribe", empty).load()
+    assert df.collect() == []
+    assert df.count() == 0
+    full = kafka_cluster.new_topic("full")
+    _produce(kafka_cluster, full, 8)  # 2 per partition: every range starts at its end
+    at_the_end = json.dumps({full: {str(p): 2 for p in range(TOPIC_PARTITIONS)}})
+    none_left = (
+        _reader(kgroup_spark, kafka_cluster)
+        .option("subscribe", full)
+        .option("startingOffsets", at_the_end)
+        .load()
+    )
+    assert none_left.count() == 0
+    assert none_left.columns == df.columns
 
 
 def _progress_rows(query: Any) -> list[int]:

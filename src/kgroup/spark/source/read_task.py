@@ -31,8 +31,15 @@ class RangePartition(InputPartition):
 
 
 def read_piece(options: SourceOptions, partition: InputPartition) -> Iterator[Any]:
-    """An executor task: the range's records as Arrow record batches."""
-    assert isinstance(partition, RangePartition)
+    """An executor task: the range's records as Arrow record batches.
+
+    A batch read with nothing to read (an empty topic, every range empty) plans no piece; PySpark then
+    runs one task on its placeholder ``InputPartition(None)``, which reads nothing.
+    """
+    if not isinstance(partition, RangePartition):
+        if partition.value is None:
+            return
+        raise TypeError(f"a kgroup read task got {type(partition).__name__}, not a RangePartition")
     task_started()
     report = data_loss_reporter(options.fail_on_data_loss, LOG.warning)
     yield from fetch_range(options, partition.piece, report)
