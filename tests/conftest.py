@@ -137,8 +137,11 @@ def _spark_group(item: pytest.Item, fixtures: set[str]) -> str | None:
     return "spark"
 
 
+_APACHE_FOLDER = TESTS / "apache_kafka"
+
+
 def _uses_apache_kafka(item: pytest.Item) -> bool:
-    if item.path.is_relative_to(TESTS / "apache_kafka") or item.get_closest_marker("apache_kafka"):
+    if _APACHE_FOLDER in item.path.parents or item.get_closest_marker("apache_kafka"):
         return True
     fixtures = set(getattr(item, "fixturenames", ()))
     if fixtures & _APACHE_FIXTURES:
@@ -148,13 +151,21 @@ def _uses_apache_kafka(item: pytest.Item) -> bool:
     return any(isinstance(value, str) and value == "apache" for value in params.values())
 
 
+def _later_marks(path: Path, known: dict[Path, list[Any]]) -> list[Any]:
+    """The LATER_SUITES marks of a test module (looked up once per module: a run has 6,000 tests)."""
+    if path not in known:
+        known[path] = [mark for where, mark in _LATER_PATHS if path.is_relative_to(where)]
+    return known[path]
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    known: dict[Path, list[Any]] = {}
     for item in items:
         if _uses_apache_kafka(item) and not item.get_closest_marker("apache_kafka"):
             item.add_marker(pytest.mark.apache_kafka)
-        for path, mark in _LATER_PATHS:
-            if item.path.is_relative_to(path) and not item.get_closest_marker(mark.name):
+        for mark in _later_marks(item.path, known):
+            if not item.get_closest_marker(mark.name):
                 item.add_marker(mark)
         fixtures = set(getattr(item, "fixturenames", ()))
         if item.get_closest_marker("spark") or fixtures & _SPARK_FIXTURES:
