@@ -28,6 +28,9 @@ def _schema() -> Any:
 
 
 def _run_cell(cell: tuple[dict[str, Any], Variant, int]) -> tuple[Any, ...]:
+    from kgroup.spark.worker_gc import task_started
+
+    task_started()  # one cell per task (sweep_dataframe)
     data, variant, seed = cell
     row = run_one(data, variant, seed)
     return tuple(row[name] for name, _ in ROW_COLUMNS)
