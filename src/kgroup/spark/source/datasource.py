@@ -14,20 +14,16 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader
 
 from kgroup.model import KgroupError
-from kgroup.spark.source.batch import KgroupBatchReader
 from kgroup.spark.source.options import (
     ReadKind,
     check_read_options_early,
     parse_sink_options,
     parse_source_options,
 )
-from kgroup.spark.source.stream import KgroupStreamReader
-from kgroup.spark.source.writer import (
-    KgroupBatchWriter,
-    KgroupStreamWriter,
-    check_sink_client,
-    check_sink_schema,
-)
+
+# The readers and writers are imported where Spark asks for one: PySpark unpickles this class in each
+# of its Python workers (the lookup, the schema, the read and write planning, every task), and a
+# worker that plans a read has no use for the sink's modules, nor a writer for the reader's.
 
 __all__ = ["HEADERS_COLUMN", "KAFKA_SCHEMA", "KgroupDataSource", "register", "session_key"]
 
@@ -56,15 +52,18 @@ class KgroupDataSource(DataSource):
         return KAFKA_SCHEMA + (", " + HEADERS_COLUMN if self._include_headers() else "")
 
     def reader(self, schema: Any) -> DataSourceReader:
+        from kgroup.spark.source.batch import KgroupBatchReader
+
         return KgroupBatchReader(parse_source_options(self.options, ReadKind.BATCH))
 
     def streamReader(self, schema: Any) -> Any:
         options = parse_source_options(self.options, ReadKind.STREAM)
         if options.consume == "group":
-            # imported here: its asyncio and group client cost every Python worker time otherwise
             from kgroup.spark.source.group_stream import KgroupGroupStreamReader
 
             return KgroupGroupStreamReader(options)
+        from kgroup.spark.source.stream import KgroupStreamReader
+
         return KgroupStreamReader(options)
 
     def writer(self, schema: Any, overwrite: bool) -> Any:
@@ -72,12 +71,16 @@ class KgroupDataSource(DataSource):
             raise KgroupError(
                 "mode: overwrite is not allowed for Kafka (records can only be appended); use mode('append')"
             )
+        from kgroup.spark.source.writer import KgroupBatchWriter, check_sink_client, check_sink_schema
+
         options = parse_sink_options(self.options)
         columns = check_sink_schema(schema, options)
         check_sink_client(options)
         return KgroupBatchWriter(options, columns)
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+        from kgroup.spark.source.writer import KgroupStreamWriter, check_sink_client, check_sink_schema
+
         options = parse_sink_options(self.options)
         columns = check_sink_schema(schema, options)
         check_sink_client(options)
