@@ -43,7 +43,7 @@ from kgroup.assignors.fileformat import (
 )
 from kgroup.model import Assignment, Member, TopicMetadata, TopicPartition
 from kgroup.partitioning import ClusterView, create_partitioner, murmur2, partition_for_key
-from kgroup.testing.apache_kafka import KafkaOracle, OracleAnswer, vector_input
+from kgroup.testing.apache_kafka import KafkaOracle, OracleAnswer, OracleError, vector_input
 
 #: groups per Hypothesis example (one JVM round trip)
 BATCH = 25
@@ -414,6 +414,11 @@ def test_stale_sticky_claims_match_kafka(kafka_oracle: KafkaOracle, assignor: st
                 results = _check_batch(kafka_oracle, assignor, inputs)
             except _Differs as exc:
                 pytest.fail(f"round {round_no}: {exc}", pytrace=False)
+            except OracleError as exc:  # the JVM died or hung on this batch: name the batch's seed
+                pytest.fail(
+                    f"round {round_no}: {exc}\nreplay: KGROUP_ORACLE_SEED={SEED} pytest {__file__}",
+                    pytrace=False,
+                )
             inputs = [
                 _after_refusals(data, result, refusing)
                 for data, result, (_, refusing) in zip(inputs, results, drawn, strict=True)
