@@ -155,7 +155,7 @@ def register(app: typer.Typer) -> None:
         if data_dir is None:
             data_dir = Path(tempfile.mkdtemp(prefix="kgroup-serve-"))
         data_dir.mkdir(parents=True, exist_ok=True)
-        served: list[bool] = []  # set once the broker listens
+        served = False  # set once the broker listens
         try:
             users = [parse_user_spec(spec) for spec in sasl_user]
             if sasl_users_file is not None:
@@ -220,7 +220,8 @@ def register(app: typer.Typer) -> None:
                 recorder = GroupRecorder(record)
 
             def started(broker: Any) -> None:
-                served.append(True)
+                nonlocal served
+                served = True
                 if recorder is not None:
                     broker.coordinator_host.recorder = recorder
                 for broker_id in sorted(broker.ports):
