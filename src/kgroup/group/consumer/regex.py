@@ -1,73 +1,349 @@
-"""Kafka's subscribed-topic regexes are RE2/J's (Kafka 4.4 compiles them with ``com.google.re2j``):
-which patterns RE2/J refuses that Python's ``re`` accepts, and RE2/J's description of each mistake
-(what Kafka puts in its INVALID_REGULAR_EXPRESSION message)."""
+"""Kafka's subscribed-topic regexes: RE2/J 1.8's syntax (Kafka 4.4.0 compiles them with
+``com.google.re2j.Pattern``), matched by RE2 itself (``google-re2``) — linear time in the topic name
+whatever the pattern, so no regex can make the coordinator backtrack.
+
+RE2/J is a Java port of RE2's parser, so the two read almost every pattern alike. What differs, and
+what kgroup does about it (each row checked against RE2/J from Kafka's own jars on fixed, random and
+adversarial patterns in ``tests/apache_kafka/test_re2j.py``):
+
+* **RE2/J refuses, RE2 accepts**: ``\\C`` (RE2's any-byte escape); a capture group name with a
+  character outside ``[A-Za-z0-9_]``; a capture group name used twice; ``\\p{…}`` / ``\\P{…}`` of a
+  Unicode script that RE2/J 1.8's tables (Unicode 6.0) do not have (:data:`RE2J_UNKNOWN_SCRIPTS`).
+  kgroup refuses them first, with RE2/J's description, unless RE2 finds a mistake earlier in the
+  pattern (both parsers read left to right and report the first mistake).
+* **Both refuse**: RE2's description of the mistake is replaced by RE2/J's (:data:`_DESCRIPTIONS`).
+* **RE2/J accepts, RE2 refuses**: ``\\p{Unknown}`` (RE2/J's name for code points of no script) is
+  read as ``\\p{Cs}``, which matches the same characters of a topic name: none (topic names are
+  ASCII letters, digits, ``.``, ``_`` and ``-``). Counted repetitions nested so that their counts
+  multiply past 1000 (``(a{100}){100}``) and programs larger than RE2's memory budget stay refused:
+  RE2 cannot run them, and RE2/J's lack of a bound is what makes Kafka accept them
+  (``INVALID_REGULAR_EXPRESSION``, with RE2's own words for the second: docs/consumer-protocol.md).
+
+Matching: Kafka resolves a regex with ``matcher(topic).matches()`` — the whole name; RE2's
+``fullmatch`` is the same on the ASCII names topics have.
+"""
 
 from __future__ import annotations
 
-import re
-import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["compile_re2"]
+import re2
 
-#: what RE2/J 1.8 (Kafka's regex engine) refuses that Python's ``re`` accepts, with RE2/J's description
-_NOT_RE2 = (
-    (re.compile(r"\(\?<[=!]"), "invalid named capture"),
-    (re.compile(r"\(\?[=!>#]|\(\?P="), "invalid or unsupported Perl syntax"),
-    (re.compile(r"\\[1-9]"), "invalid escape sequence"),
-    (re.compile(r"[*+?}][+]"), "invalid nested repetition operator"),
+__all__ = ["RE2J_UNKNOWN_SCRIPTS", "InvalidTopicRegex", "TopicRegex", "compile_topic_regex", "resolve"]
+
+#: Unicode scripts RE2 knows and RE2/J 1.8 does not (its tables are Unicode 6.0's): ``\p{Adlam}`` is
+#: valid in RE2 and "invalid character class range" in RE2/J. Read off both engines (the test above
+#: probes every script name of Unicode 16 in each and holds this set to the difference).
+RE2J_UNKNOWN_SCRIPTS = frozenset(
+    """
+    Adlam Ahom Anatolian_Hieroglyphs Bassa_Vah Bhaiksuki Caucasian_Albanian Chakma Chorasmian
+    Cypro_Minoan Dives_Akuru Dogra Duployan Elbasan Elymaic Grantha Gunjala_Gondi Hanifi_Rohingya Hatran
+    Kawi Khitan_Small_Script Khojki Khudawadi Linear_A Mahajani Makasar Manichaean Marchen Masaram_Gondi
+    Medefaidrin Mende_Kikakui Meroitic_Cursive Meroitic_Hieroglyphs Miao Modi Mro Multani Nabataean
+    Nag_Mundari Nandinagari Newa Nushu Nyiakeng_Puachue_Hmong Old_Hungarian Old_North_Arabian Old_Permic
+    Old_Sogdian Old_Uyghur Osage Pahawh_Hmong Palmyrene Pau_Cin_Hau Psalter_Pahlavi Sharada Siddham
+    SignWriting Sogdian Sora_Sompeng Soyombo Takri Tangsa Tangut Tirhuta Toto Vithkuqi Wancho
+    Warang_Citi Yezidi Zanabazar_Square
+    """.split()  # noqa: SIM905 - a list of words reads as one
 )
-#: ``{n}``, ``{n,}``, ``{n,m}``: RE2/J refuses a count above 1000
-_REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
-#: the start of Python's ``re.error`` message -> RE2/J's description of the same mistake (what
-#: Kafka puts in its INVALID_REGULAR_EXPRESSION message); anything else is Perl syntax RE2 lacks
-_RE2_DESCRIPTIONS = (
-    ("unterminated character set", "missing closing ]"),
-    ("missing ), unterminated subpattern", "missing closing )"),
-    ("unbalanced parenthesis", "regexp/syntax: internal error"),
-    ("nothing to repeat", "missing argument to repetition operator"),
-    ("multiple repeat", "invalid nested repetition operator"),
-    ("bad escape (end of pattern)", "trailing backslash at end of expression"),
-    ("bad escape", "invalid escape sequence"),
-    ("invalid group reference", "invalid escape sequence"),
-    ("bad character range", "invalid character class range"),
-    ("redefinition of group name", "duplicate capture group name"),
-    ("min repeat greater than max repeat", "invalid repeat count"),
-    ("the repetition number is too large", "invalid repeat count"),
-    ("missing group name", "invalid named capture"),
-    ("bad character in group name", "invalid named capture"),
-)
+#: RE2/J's name that RE2 lacks, and RE2's name for the same characters of a topic name (none)
+_RE2J_ONLY_SCRIPTS = {"Unknown": "Cs"}
+
+#: RE2's error text (``RE2::ErrorCode``'s words, before ``: <fragment>``) -> RE2/J's description of
+#: the same mistake (``PatternSyntaxException.getDescription``, what Kafka's message carries)
+_DESCRIPTIONS = {
+    "invalid escape sequence": "invalid escape sequence",
+    "invalid character class": "invalid character class",
+    "invalid character class range": "invalid character class range",
+    "missing ]": "missing closing ]",
+    "missing )": "missing closing )",
+    "unexpected )": "regexp/syntax: internal error",
+    "trailing \\": "trailing backslash at end of expression",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "invalid repetition size": "invalid repeat count",
+    "bad repetition operator": "invalid nested repetition operator",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "invalid UTF-8": "invalid UTF-8",
+    "invalid named capture group": "invalid named capture",
+}
+#: RE2's mistakes found when the pattern ends: in the text before a construct, an artefact of the cut
+_AT_END = frozenset({"missing ]", "missing )", "trailing \\"})
+
+#: RE2 compiles each pattern in at most this much memory (its default): a larger program is refused
+_MAX_MEM = 8 << 20
 
 
-def _re2_description(error: re.error) -> str:
-    message = error.msg
-    for start, description in _RE2_DESCRIPTIONS:
-        if message.startswith(start):
-            return description
-    return "invalid or unsupported Perl syntax"
+class InvalidTopicRegex(ValueError):
+    """The pattern is not a valid RE2/J regex; ``description`` is RE2/J's description of why."""
+
+    def __init__(self, regex: str, description: str) -> None:
+        super().__init__(f"{regex!r}: {description}")
+        self.regex = regex
+        self.description = description
 
 
-def compile_re2(regex: str) -> tuple[re.Pattern[str] | None, str | None]:
-    """``regex`` compiled, or ``None`` and RE2/J's description of what is wrong
-    (``PatternSyntaxException.getDescription``): RE2/J's syntax — lookarounds, back-references,
-    possessive quantifiers and counts above 1000 are refused as RE2/J refuses them."""
-    problem: str | None = None
-    try:
-        with warnings.catch_warnings():
-            # ``re`` warns of syntax it may change ("possible nested set"): not the user's error
-            warnings.simplefilter("ignore", FutureWarning)
-            pattern = re.compile(regex)
-    except re.error as exc:
-        problem = _re2_description(exc)
-    else:
-        for not_re2, description in _NOT_RE2:
-            if not_re2.search(regex):
-                problem = description
-                break
+@dataclass(frozen=True, slots=True)
+class TopicRegex:
+    """A compiled subscribed-topic regex: ``pattern`` as the member sent it."""
+
+    pattern: str
+    _compiled: Any
+
+    def fullmatch(self, topic: str) -> bool:
+        """``Pattern.matcher(topic).matches()``."""
+        return self._compiled.fullmatch(topic) is not None
+
+
+def _options() -> Any:
+    options = re2.Options()
+    options.log_errors = False  # RE2 logs every refused pattern to stderr otherwise
+    options.max_mem = _MAX_MEM
+    return options
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What a left-to-right read of the pattern found: RE2/J's first own refusal (position and
+    description), and the pattern as RE2 must be given it."""
+
+    re2j_refusal: tuple[int, str] | None
+    for_re2: str
+
+
+def _name_ok(name: str) -> bool:
+    """RE2/J's ``isValidCaptureName``: ASCII letters, digits and ``_``."""
+    return bool(name) and all(c == "_" or (c.isascii() and c.isalnum()) for c in name)
+
+
+def _count(regex: str, at: int) -> tuple[int, int, int] | None:
+    """The counted repetition ``{n}``, ``{n,}`` or ``{n,m}`` at ``at`` as RE2/J's parser reads it
+    (``parseRepeat``: digits without a leading zero, more than 8 digits read as too large): (min,
+    max, index after it) with -1 for no max and 1001 for a number too large, or ``None`` when the
+    ``{`` is a literal."""
+
+    def number(i: int) -> tuple[int, int] | None:
+        j = i
+        while j < len(regex) and regex[j].isdigit() and regex[j].isascii():
+            j += 1
+        digits = regex[i:j]
+        if not digits or (len(digits) > 1 and digits[0] == "0"):
+            return None
+        return (int(digits) if len(digits) <= 8 else 1001), j
+
+    first = number(at + 1)
+    if first is None:
+        return None
+    low, i = first
+    high = low
+    if regex[i : i + 1] == ",":
+        i += 1
+        if regex[i : i + 1] == "}":
+            high = -1
         else:
-            for repeat in _REPEAT.finditer(regex):
-                if any(count and int(count) > 1000 for count in repeat.groups()):
-                    problem = "invalid repeat count"
-                    break
-    if problem is not None:
-        return None, problem
-    return pattern, None
+            second = number(i)
+            if second is None:
+                return None
+            high, i = second
+    if regex[i : i + 1] != "}":
+        return None
+    return low, high, i + 1
+
+
+def _escape(char: str) -> str:
+    """The escape of ``char`` as RE2 must be given it: RE2/J reads an escaped non-ASCII character
+    as that character, RE2 refuses the escape."""
+    if char and not char.isascii():
+        return f"\\x{{{ord(char):x}}}"
+    return "\\" + char
+
+
+def _count_ok(count: tuple[int, int, int]) -> bool:
+    """RE2/J's bounds on a count: at most 1000, and no max below the min."""
+    low, high, _ = count
+    return low <= 1000 and high <= 1000 and (high < 0 or low <= high)
+
+
+def _read(regex: str) -> _Reading:
+    refusal: tuple[int, str] | None = None
+    names: set[str] = set()
+    out: list[str] = []
+    i, n = 0, len(regex)
+
+    def refuse(at: int, description: str) -> None:
+        nonlocal refusal
+        if refusal is None:
+            refusal = (at, description)
+
+    def script(at: int) -> int:
+        """``\\p`` / ``\\P`` at ``at``: checks the name, writes the escape; the index after it."""
+        if at + 2 >= n:  # ``\p`` at the end: RE2 says what is wrong
+            out.append(regex[at:])
+            return n
+        if regex[at + 2 : at + 3] == "{":
+            end = regex.find("}", at + 3)
+            if end < 0:
+                out.append(regex[at:])
+                return n
+            name = regex[at + 3 : end]
+            bare = name[1:] if name.startswith("^") else name
+            if bare in RE2J_UNKNOWN_SCRIPTS:
+                refuse(at, "invalid character class range")
+            replaced = _RE2J_ONLY_SCRIPTS.get(bare)
+            if replaced is not None:
+                name = name[: len(name) - len(bare)] + replaced
+            out.append(regex[at : at + 3] + name + "}")
+            return end + 1
+        out.append(regex[at : at + 3])
+        return at + 3
+
+    while i < n:
+        c = regex[i]
+        if c == "\\":
+            nxt = regex[i + 1 : i + 2]
+            if nxt == "Q":  # literal text up to \E (or the end)
+                end = regex.find("\\E", i + 2)
+                stop = n if end < 0 else end + 2
+                out.append(regex[i:stop])
+                i = stop
+            elif nxt in ("p", "P"):
+                i = script(i)
+            else:
+                if nxt == "C":
+                    refuse(i, "invalid escape sequence")
+                out.append(_escape(nxt))
+                i += 2
+        elif c == "[":
+            j = i + 1
+            if regex[j : j + 1] == "^":
+                j += 1
+            if regex[j : j + 1] == "]":  # a ']' first is a literal
+                j += 1
+            out.append(regex[i:j])
+            while j < n and regex[j] != "]":
+                if regex[j] == "\\":
+                    if regex[j + 1 : j + 2] in ("p", "P"):
+                        j = script(j)
+                        continue
+                    out.append(_escape(regex[j + 1 : j + 2]))
+                    j += 2
+                elif regex.startswith("[:", j):
+                    if regex.startswith("[:]", j):  # RE2/J looks for ":]" from the ':' on
+                        refuse(j, "invalid character class range")
+                    end = regex.find(":]", j + 2)
+                    stop = j + 1 if end < 0 else end + 2
+                    out.append(regex[j:stop])
+                    j = stop
+                else:
+                    out.append(regex[j])
+                    j += 1
+            out.append(regex[j : j + 1])
+            i = j + 1
+        elif c == "{":
+            count = _count(regex, i)
+            if count is None:
+                # RE2/J takes a '{' that starts no count for a literal, and then refuses a repetition
+                # right after it as if the '{' had been one (RE2 repeats the literal)
+                nxt = regex[i + 1 : i + 2]
+                following = _count(regex, i + 1) if nxt == "{" else None
+                if nxt in ("*", "+", "?") or (following is not None and _count_ok(following)):
+                    refuse(i, "invalid nested repetition operator")
+                out.append(c)
+                i += 1
+            else:
+                # RE2/J checks the count before anything else about the repetition (RE2 reads a
+                # number of more than 8 digits as a literal)
+                if not _count_ok(count):
+                    refuse(i, "invalid repeat count")
+                out.append(regex[i : count[2]])
+                i = count[2]
+        elif c == "(":
+            if regex.startswith(("(?<=", "(?<!"), i):  # RE2/J reads (?< as a named group
+                refuse(i, "invalid named capture")
+            start = 0
+            if regex.startswith("(?P<", i):
+                start = i + 4
+            elif regex.startswith("(?<", i):
+                start = i + 3
+            if start:
+                end = regex.find(">", start)
+                if end < 0:
+                    refuse(i, "invalid named capture")
+                else:
+                    name = regex[start:end]
+                    if name and not _name_ok(name):
+                        refuse(i, "invalid named capture")
+                    elif name in names:
+                        refuse(i, "duplicate capture group name")
+                    names.add(name)
+            out.append(c)
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return _Reading(refusal, "".join(out))
+
+
+def _re2_mistake(error: Exception) -> tuple[str, str]:
+    """RE2's error as (its words, the fragment it names)."""
+    text = error.args[0] if error.args else ""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    words, _, fragment = str(text).partition(": ")
+    return words, fragment
+
+
+def _re2_description(pattern: str) -> str | None:
+    """RE2/J's description of the mistake RE2 finds in ``pattern`` where it is (not only at its
+    end), or ``None``."""
+    try:
+        re2.compile(_read(pattern).for_re2, _options())
+    except re2.error as exc:
+        words, _ = _re2_mistake(exc)
+        if words in _AT_END:
+            return None
+        return _DESCRIPTIONS.get(words, words)
+    except UnicodeEncodeError:
+        return "invalid UTF-8"
+    return None
+
+
+def compile_topic_regex(regex: str) -> TopicRegex:
+    """``regex`` as RE2/J reads it, compiled by RE2; :class:`InvalidTopicRegex` with RE2/J's
+    description of the first mistake when RE2/J refuses it (or RE2 cannot run it)."""
+    reading = _read(regex)
+    if reading.re2j_refusal is not None:
+        # both parsers report the first mistake from the left: RE2's, if it finds one before the
+        # construct only RE2/J refuses (read in the text before it)
+        at, description = reading.re2j_refusal
+        earlier = _re2_description(regex[:at])
+        raise InvalidTopicRegex(regex, earlier or description)
+    try:
+        compiled = re2.compile(reading.for_re2, _options())
+    except re2.error as exc:
+        words, _ = _re2_mistake(exc)
+        raise InvalidTopicRegex(regex, _DESCRIPTIONS.get(words, words)) from None
+    except UnicodeEncodeError:  # a lone surrogate: not text RE2 can read
+        raise InvalidTopicRegex(regex, "invalid UTF-8") from None
+    return TopicRegex(regex, compiled)
+
+
+def resolve(regexes: Iterable[str], topics: Iterable[str]) -> dict[str, frozenset[str]]:
+    """``TopicRegexResolver.resolveRegularExpressions`` without the authorizer: each regex's topics
+    (none for a regex that does not compile, as Kafka logs and ignores one)."""
+    names = tuple(topics)
+    resolved: dict[str, frozenset[str]] = {}
+    for regex in regexes:
+        try:
+            compiled = compile_topic_regex(regex)
+        except InvalidTopicRegex:
+            resolved[regex] = frozenset()
+            continue
+        resolved[regex] = frozenset(_matching(compiled, names))
+    return resolved
+
+
+def _matching(compiled: TopicRegex, names: tuple[str, ...]) -> Iterator[str]:
+    match = compiled._compiled.fullmatch
+    return (name for name in names if match(name) is not None)

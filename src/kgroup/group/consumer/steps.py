@@ -5,7 +5,6 @@ a member and arming its rebalance timer."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 
 from kgroup.group.assignors.api import (
@@ -27,7 +26,7 @@ from kgroup.group.consumer.context import (
 from kgroup.group.consumer.group import ConsumerGroupData, SubscriptionCount, subscription_type_of
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.reconcile import next_assignment, subscribed_topic_names
-from kgroup.group.consumer.regex import compile_re2
+from kgroup.group.consumer.regex import InvalidTopicRegex, TopicRegex, compile_topic_regex
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -55,19 +54,19 @@ S = MemberAssignmentState
 REGEX_MIN_REFRESH_MS = 10_000
 
 
-def check_regex(regex: str) -> re.Pattern[str]:
+def check_regex(regex: str) -> TopicRegex:
     """``Utils.throwIfRegularExpressionIsInvalid`` (INVALID_REGULAR_EXPRESSION with RE2/J's
-    description; :func:`kgroup.group.consumer.regex.compile_re2`)."""
-    pattern, problem = compile_re2(regex)
-    if pattern is None:
+    description; :func:`kgroup.group.consumer.regex.compile_topic_regex`)."""
+    try:
+        return compile_topic_regex(regex)
+    except InvalidTopicRegex as exc:
         raise ApiError(
             ErrorCode.INVALID_REGULAR_EXPRESSION,
-            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {problem}.",
-        )
-    return pattern
+            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc.description}.",
+        ) from None
 
 
-def compile_quietly(regex: str) -> re.Pattern[str] | None:
+def compile_quietly(regex: str) -> TopicRegex | None:
     try:
         return check_regex(regex)
     except ApiError:
@@ -181,7 +180,7 @@ def resolve_regexes_on_timer(txn: Txn, ctx: ConsumerContext, group_id: str) -> N
         return
     image = ctx.image
     resolved: dict[str, set[str]] = {}
-    patterns: list[tuple[str, re.Pattern[str]]] = []
+    patterns: list[tuple[str, TopicRegex]] = []
     for regex in group.subscribed_regexes:
         resolved[regex] = set()
         pattern = compile_quietly(regex)

@@ -21,6 +21,8 @@ first use against the pinned release's jars) and answers batches of requests, on
   ``__consumer_offsets`` records through Kafka's ``GroupCoordinatorRecordSerde``: the key and value bytes
   Kafka writes for a record given as the JSON of its generated converters, and the record Kafka reads
   from given bytes;
+* :meth:`~KafkaOracle.topic_regexes` — the KIP-848 coordinator's subscribed-topic regexes: its own
+  validation (the INVALID_REGULAR_EXPRESSION message) and RE2/J's matching of topic names;
 * :meth:`~KafkaOracle.has_class` — whether the release has a class at all.
 
     >>> with KafkaOracle() as kafka:  # doctest: +SKIP
@@ -71,6 +73,7 @@ __all__ = [
     "OracleDied",
     "OracleError",
     "Produced",
+    "RegexAnswer",
     "ServerAnswer",
     "ServerGroup",
     "ServerMember",
@@ -87,7 +90,7 @@ SERVER_ASSIGNORS = ("uniform", "range")
 START_TIMEOUT_S = 60.0
 #: one batch; a few thousand small groups take well under a second once the JIT is warm
 CALL_TIMEOUT_S = 120.0
-_SOURCES = ("AssignorOracle.java", "ServerAssignors.java", "CoordinatorRecords.java")
+_SOURCES = ("AssignorOracle.java", "ServerAssignors.java", "CoordinatorRecords.java", "TopicRegexes.java")
 _JVM_OPTIONS = ("-XX:+UseSerialGC", "-Xss4m", "-Djava.awt.headless=true")
 
 
@@ -160,6 +163,17 @@ class ServerAnswer:
     assignment: dict[str, Record]
     nanos: tuple[int, ...] = ()
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RegexAnswer:
+    """Kafka's group coordinator on one subscribed-topic regex: the topics it matches, or the message
+    of the INVALID_REGULAR_EXPRESSION it answers (``invalid``), or ``overflow`` when RE2/J's parser
+    ran out of stack on it (the JVM's default thread stack)."""
+
+    matches: tuple[str, ...] = ()
+    invalid: str | None = None
+    overflow: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,6 +556,20 @@ class KafkaOracle:
             CoordinatorRecordJson(int(raw["type"]), raw["key"], raw["value"])
             for raw in (_no_error(r) for r in self._call("record-read", batch))
         ]
+
+    def topic_regexes(self, patterns: Sequence[str], topics: Sequence[str]) -> list[RegexAnswer]:
+        """Each pattern as Kafka's group coordinator takes it as a ``SubscribedTopicRegex``: refused
+        with its INVALID_REGULAR_EXPRESSION message, or the ``topics`` RE2/J matches it with."""
+        names = list(topics)
+        out = []
+        for raw in self._call("topic-regex", [{"pattern": p, "topics": names} for p in patterns]):
+            raw = _no_error(raw)
+            out.append(
+                RegexAnswer(
+                    tuple(raw.get("matches", ())), raw.get("invalid"), bool(raw.get("overflow", False))
+                )
+            )
+        return out
 
     def has_class(self, name: str) -> bool:
         """Whether the release has class ``name`` (e.g. to see what moved or was removed)."""

@@ -28,6 +28,9 @@
 //   record-read    {"key": "<hex>", "value": "<hex>"|null} -> {"type", "key", "value", "valueVersion"}
 //                  the coordinator's __consumer_offsets records through GroupCoordinatorRecordSerde, built
 //                  from and answered as the JSON of Kafka's generated converters (CoordinatorRecords.java)
+//   topic-regex    {"pattern": "...", "topics": [...]} -> {"matches": [...]} | {"invalid": "<message>"}
+//                  | {"overflow": true}: the group coordinator's regex validation and RE2/J's matching
+//                  (TopicRegexes.java)
 //
 // Written for kgroup; it calls Kafka's classes, it copies none of their code.
 
@@ -149,6 +152,8 @@ public final class AssignorOracle {
                     return CoordinatorRecords.bytes(item);
                 case "record-read":
                     return CoordinatorRecords.read(item);
+                case "topic-regex":
+                    return TopicRegexes.answer(item);
                 default:
                     throw new IllegalArgumentException("unknown op '" + op + "'");
             }
