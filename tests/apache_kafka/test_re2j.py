@@ -81,7 +81,7 @@ NAMES = """
     Zanabazar_Square
     C Cc Cf Co Cs L Ll Lm Lo Lt Lu M Mc Me Mn N Nd Nl No P Pc Pd Pe Pf Pi Po Ps S Sc Sk Sm So Z Zl Zp
     Zs Any Cn LC L& Latn Zyyy Zinh Unknown Zzzz greek latin
-""".split()
+""".split()  # noqa: SIM905 - a list of words reads as one
 
 
 def _kgroup(pattern: str) -> RegexAnswer:

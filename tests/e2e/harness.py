@@ -217,6 +217,8 @@ class World:
         for reply in result.replies:
             self._at(self.now + self.latency_ms, lambda reply=reply: self._deliver(reply))
         self._timers.apply(result.timers)
+        for task in result.tasks:  # the coordinator's executor, run at once
+            self._apply(self.coordinator.complete(self.now, task, task.run()))
         deadline = self._timers.next_deadline()
         if deadline is not None:
             self._at(deadline, self._fire)  # (a wake-up with nothing due does nothing)

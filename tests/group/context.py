@@ -105,6 +105,8 @@ class GroupTestContext:
             self.answers[key] = reply.body
         self.timers.apply(result.timers)
         self.records.extend(result.records)
+        for task in result.tasks:  # the coordinator's executor, run at once (Kafka's executor.poll())
+            self.absorb(self.coordinator.complete(self.time_ms, task, task.run()))
 
     def send(
         self, body: Request, connection: str = "conn", client_id: str = "consumer", api_version: int = -1

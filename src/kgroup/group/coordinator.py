@@ -28,7 +28,7 @@ from kgroup.group.consumer.requests import (
     listed_consumer_group,
     restart_sessions,
 )
-from kgroup.group.consumer.steps import resolve_regexes_on_timer
+from kgroup.group.consumer.steps import RegexResolution, finish_regex_resolution, start_regex_resolution
 from kgroup.group.group import GroupData, GroupSnapshot, GroupView
 from kgroup.group.join import handle_join
 from kgroup.group.membership import handle_heartbeat, handle_leave, handle_sync
@@ -56,7 +56,7 @@ from kgroup.group.records.consumer import (
     MemberAssignmentState,
 )
 from kgroup.group.timers import ScheduleTimer, TimerKey, heartbeat_key
-from kgroup.group.txn import CoordinatorResult, Txn
+from kgroup.group.txn import CoordinatorResult, CoordinatorTask, Txn
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
@@ -259,7 +259,7 @@ class GroupCoordinator:
         kind, group_id = key[0], key[1]
         if kind.startswith("consumer-"):
             if kind == "consumer-regex":
-                resolve_regexes_on_timer(txn, self._consumer, group_id)
+                start_regex_resolution(txn, self._consumer, group_id)
             else:
                 fence_member_on_timer(txn, self._consumer, key)
             return txn.result()
@@ -271,6 +271,15 @@ class GroupCoordinator:
                 on_join_timer(txn, group)
             elif kind == "sync":
                 expire_pending_sync(txn, group, int(key[2]))
+        return txn.result()
+
+    def complete(self, now_ms: int, task: CoordinatorTask, outcome: object) -> CoordinatorResult:
+        """A task of an earlier result ran; ``outcome`` is what its ``run()`` returned."""
+        txn = self._txn(now_ms)
+        if isinstance(task, RegexResolution):
+            finish_regex_resolution(txn, self._consumer, task, outcome)  # type: ignore[arg-type]
+        else:
+            raise KgroupError(f"task: {type(task).__name__} is not a task of this coordinator")
         return txn.result()
 
     def delete_group(self, now_ms: int, group_id: str) -> tuple[ErrorCode, CoordinatorResult]:

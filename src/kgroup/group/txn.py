@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from random import Random
+from typing import Protocol
 
 from kgroup.group.config import CoordinatorConfig
 from kgroup.group.group import GroupData
@@ -32,7 +33,20 @@ from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKe
 from kgroup.messages import JoinGroupResponse, Reply, Response, SyncGroupResponse
 from kgroup.valuetypes import replace
 
-__all__ = ["CoordinatorResult", "Txn"]
+__all__ = ["CoordinatorResult", "CoordinatorTask", "Txn"]
+
+
+class CoordinatorTask(Protocol):
+    """Work the coordinator hands its host to run apart from everything else (Kafka's
+    ``CoordinatorExecutor``: regex resolution runs on an executor, never on the threads that serve
+    requests). ``run()`` is a pure function of the task; the host then hands what it returned to
+    :meth:`GroupCoordinator.complete <kgroup.group.GroupCoordinator.complete>` — at once (the
+    simulator), or from another thread when the work is done (the broker)."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    def run(self) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,12 +59,25 @@ class CoordinatorResult:
     timers: tuple[ScheduleTimer | CancelTimer, ...] = ()
     #: what to persist, in order (already applied to the coordinator through ``replay``)
     records: tuple[Record, ...] = ()
+    #: work to run apart, each then handed back to ``GroupCoordinator.complete``
+    tasks: tuple[CoordinatorTask, ...] = ()
 
 
 class Txn:
     """The context a handler works in: the clock, the groups, and the effects it collects."""
 
-    __slots__ = ("_replay", "armed", "config", "groups", "now_ms", "records", "replies", "rng", "timers")
+    __slots__ = (
+        "_replay",
+        "armed",
+        "config",
+        "groups",
+        "now_ms",
+        "records",
+        "replies",
+        "rng",
+        "tasks",
+        "timers",
+    )
 
     def __init__(
         self,
@@ -71,6 +98,7 @@ class Txn:
         self.records: list[Record] = []
         self.replies: list[Reply] = []
         self.timers: list[TimerEffect] = []
+        self.tasks: list[CoordinatorTask] = []
 
     # --- effects ----------------------------------------------------------------------------------
 
@@ -103,7 +131,9 @@ class Txn:
             self.timers.append(CancelTimer(key))
 
     def result(self) -> CoordinatorResult:
-        return CoordinatorResult(tuple(self.replies), tuple(self.timers), tuple(self.records))
+        return CoordinatorResult(
+            tuple(self.replies), tuple(self.timers), tuple(self.records), tuple(self.tasks)
+        )
 
     # --- member ids -------------------------------------------------------------------------------
 

@@ -74,6 +74,9 @@ def apply_coordinator_result(sim: CoordinatorHost, result: CoordinatorResult) ->
             body, (JoinGroupResponse, SyncGroupResponse)
         ):
             sim.arm_timeout(proc, owner[1], reply.correlation_id)
+    # the coordinator's tasks (regex resolution) take no virtual time: done where they were asked
+    for task in result.tasks:
+        apply_coordinator_result(sim, sim.coord.complete(now, task, task.run()))
 
 
 def _state_changed(sim: CoordinatorHost, state: GroupState, generation: int) -> None:

@@ -178,7 +178,13 @@ class ConsumerTestContext:
         self.timers.apply(result.timers)
         self.records.extend(result.records)
         response = result.replies[0].body if result.replies else None
-        kept = [r for r in result.records if not isinstance(r, TimerArmed | TimerDisarmed)]
+        records = list(result.records)
+        for task in result.tasks:  # the coordinator's executor, run at once (Kafka's executor.poll())
+            done = self.coordinator.complete(self.time_ms, task, task.run())
+            self.timers.apply(done.timers)
+            self.records.extend(done.records)
+            records.extend(done.records)
+        kept = [r for r in records if not isinstance(r, TimerArmed | TimerDisarmed)]
         return Result(response, kept, result)
 
     def send(self, body: Request, api_version: int = -1) -> Result:

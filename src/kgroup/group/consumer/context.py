@@ -65,6 +65,9 @@ class ConsumerContext:
     last_image_with_new_topics: int
     rebalance_timers: dict[tuple[str, str], tuple[str, ...]]
     assignors: dict[str, ServerAssignor] = field(default_factory=dict)
+    #: groups whose regex resolution is running (``executor.isScheduled(groupId + "-regex")``): not
+    #: state of the log, as Kafka's executor keeps none across a reload
+    resolving: set[str] = field(default_factory=set)
 
     def assignor(self, name: str) -> ServerAssignor:
         found = self.assignors.get(name)

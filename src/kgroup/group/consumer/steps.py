@@ -6,6 +6,7 @@ a member and arming its rebalance timer."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from kgroup.group.assignors.api import (
     GroupAssignment,
@@ -25,8 +26,9 @@ from kgroup.group.consumer.context import (
 )
 from kgroup.group.consumer.group import ConsumerGroupData, SubscriptionCount, subscription_type_of
 from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.metadata import MetadataImage
 from kgroup.group.consumer.reconcile import next_assignment, subscribed_topic_names
-from kgroup.group.consumer.regex import InvalidTopicRegex, TopicRegex, compile_topic_regex
+from kgroup.group.consumer.regex import InvalidTopicRegex, TopicRegex, compile_topic_regex, resolve
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -156,7 +158,7 @@ def maybe_update_regexes(
     if not require_refresh and not group.subscribed_regexes:
         return status
     key = regex_key(group_id)
-    if key in txn.armed:
+    if key in txn.armed or group_id in ctx.resolving:
         return status
     last_refresh = group.last_regex_refresh_ms()
     if last_refresh is not None and now_ms <= last_refresh + REGEX_MIN_REFRESH_MS:
@@ -172,24 +174,42 @@ def maybe_update_regexes(
     return status
 
 
-def resolve_regexes_on_timer(txn: Txn, ctx: ConsumerContext, group_id: str) -> None:
-    """The group's regex resolution ran (``TopicRegexResolver`` + ``handleRegularExpressionsResult``):
-    write each regex's topics and bump the group epoch if any changed."""
+@dataclass(frozen=True, slots=True)
+class RegexResolution:
+    """The group's regex resolution (Kafka's ``<group>-regex`` executor task running
+    ``TopicRegexResolver``): which topics of ``image`` each regex matches. ``run`` is the work —
+    RE2 over every topic name — and runs where the host puts it (off the coordinator in the broker);
+    ``started_ms`` and the image's version are what the resolved records carry."""
+
+    group_id: str
+    regexes: tuple[str, ...]
+    image: MetadataImage
+    started_ms: int
+
+    def run(self) -> dict[str, frozenset[str]]:
+        return resolve(self.regexes, self.image.topics)
+
+
+def start_regex_resolution(txn: Txn, ctx: ConsumerContext, group_id: str) -> None:
+    """The group's resolution is due: hand it to the host as a task (``executor.schedule``)."""
     group = ctx.groups.get(group_id)
     if group is None or not group.subscribed_regexes:
         return
+    ctx.resolving.add(group_id)
+    txn.tasks.append(RegexResolution(group_id, tuple(group.subscribed_regexes), ctx.image, txn.now_ms))
+
+
+def finish_regex_resolution(
+    txn: Txn, ctx: ConsumerContext, task: RegexResolution, resolved: Mapping[str, frozenset[str]]
+) -> None:
+    """``handleRegularExpressionsResult``: write each regex the group still uses with its topics, and
+    bump the group epoch if any changed or the subscribed topics' metadata did."""
+    ctx.resolving.discard(task.group_id)
+    group_id = task.group_id
+    group = ctx.groups.get(group_id)
+    if group is None:
+        return
     image = ctx.image
-    resolved: dict[str, set[str]] = {}
-    patterns: list[tuple[str, TopicRegex]] = []
-    for regex in group.subscribed_regexes:
-        resolved[regex] = set()
-        pattern = compile_quietly(regex)
-        if pattern is not None:
-            patterns.append((regex, pattern))
-    for topic in image.topics:
-        for regex, pattern in patterns:
-            if pattern.fullmatch(topic):
-                resolved[regex].add(topic)
     records: list[ConsumerGroupRecord] = []
     names = {
         name: SubscriptionCount(c.by_name, c.by_regex) for name, c in group.subscribed_topic_names.items()
@@ -198,7 +218,7 @@ def resolve_regexes_on_timer(txn: Txn, ctx: ConsumerContext, group_id: str) -> N
     for regex, topics in resolved.items():
         if group.num_subscribed_members(regex) == 0:
             continue
-        new = ResolvedRegularExpression(frozenset(topics), image.version, txn.now_ms)
+        new = ResolvedRegularExpression(topics, task.image.version, task.started_ms)
         old = group.resolved_regexes.get(regex)
         old_topics = old.topics if old is not None else frozenset()
         if old_topics != new.topics:

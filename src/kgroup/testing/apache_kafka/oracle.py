@@ -562,8 +562,8 @@ class KafkaOracle:
         with its INVALID_REGULAR_EXPRESSION message, or the ``topics`` RE2/J matches it with."""
         names = list(topics)
         out = []
-        for raw in self._call("topic-regex", [{"pattern": p, "topics": names} for p in patterns]):
-            raw = _no_error(raw)
+        for item in self._call("topic-regex", [{"pattern": p, "topics": names} for p in patterns]):
+            raw = _no_error(item)
             out.append(
                 RegexAnswer(
                     tuple(raw.get("matches", ())), raw.get("invalid"), bool(raw.get("overflow", False))
