@@ -212,14 +212,14 @@ def test_a_checkpoint_of_the_log_rebuilds_the_consumer_group(tmp_path: Path) -> 
         _heartbeat(raw, "g", "m-2", -1)  # leaves: tombstones in the log
         (before,) = _describe(raw, "g")
 
-        async def checkpoint() -> tuple[int, int, int]:
-            log = kafka.broker.coordinator_host.coordinator_log
+        def checkpoint(host: Any) -> tuple[int, int, int]:  # on the coordinators' thread, as its writes
+            log = host.coordinator_log
             since = log.size
-            written = make_checkpoint(log, since, kafka.broker.coordinator_host.config)
+            written = make_checkpoint(log, since, host.config)
             log.replace_with(log.checkpoint_path, since)
             return since, written, log.size
 
-        since, written, size = kafka.run_in_loop(checkpoint())
+        since, written, size = kafka.run_in_loop(kafka.broker.coordinators.inspect(checkpoint))
     with KafkaBroker(data_dir=tmp_path) as kafka, Raw(kafka.bootstrap_servers) as raw:
         (after,) = _describe(raw, "g")
         again = _heartbeat(raw, "g", "m-1", epochs["m-1"])

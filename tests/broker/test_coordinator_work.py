@@ -58,11 +58,10 @@ def _commit(group_id: str, partitions: range, offset: int) -> Any:
 def _loop_bytes(kafka: KafkaBroker) -> tuple[int, int, int]:
     """(bytes appended, bytes copied at checkpoint swaps, checkpoints made) so far."""
 
-    async def read() -> tuple[int, int, int]:
-        groups = kafka.broker.coordinator_host
+    def read(groups: Any) -> tuple[int, int, int]:
         return groups.coordinator_log.appended_bytes, groups.coordinator_log.copied_bytes, groups.checkpoints
 
-    result: tuple[int, int, int] = kafka.run_in_loop(read())
+    result: tuple[int, int, int] = kafka.run_in_loop(kafka.broker.coordinators.inspect(read))
     return result
 
 
@@ -70,10 +69,10 @@ def _loop_bytes(kafka: KafkaBroker) -> tuple[int, int, int]:
 def test_a_commits_work_on_the_event_loop_is_its_own_records(tmp_path: Path) -> None:
     with KafkaBroker(topics={"wide": _PARTITIONS}, data_dir=tmp_path) as kafka:
 
-        async def small_checkpoints() -> None:
-            kafka.broker.coordinator_host.checkpoint_min_bytes = 256 * 1024
+        def small_checkpoints(host: Any) -> None:
+            host.checkpoint_min_bytes = 256 * 1024
 
-        kafka.run_in_loop(small_checkpoints())
+        kafka.run_in_loop(kafka.broker.coordinators.inspect(small_checkpoints))
         with RawClient(kafka.bootstrap_servers, timeout_s=60) as client:
             for n in range(10):  # 10 groups of 2,500 offsets: the state every later commit sits on
                 answer = client.request(_commit(f"big-{n}", range(_PARTITIONS), n))
@@ -94,9 +93,9 @@ def test_a_commits_work_on_the_event_loop_is_its_own_records(tmp_path: Path) -> 
         # bytes, plus at most the frames appended while a checkpoint was made; never the log (MiBs)
         assert max(work) < 16 * 1024, sorted(work)[-5:]
         # the log every commit sat on: over a MiB (the 25,000 live offsets alone), 64 times the bound
-        assert kafka.broker.coordinator_host.coordinator_log.size > 1024 * 1024
+        size = kafka.run_in_loop(kafka.broker.coordinators.inspect(lambda host: host.coordinator_log.size))
+        assert size > 1024 * 1024
         assert sum(work[-100:]) <= 2 * sum(work[:100])  # the last hundred cost what the first did
-        size = kafka.broker.coordinator_host.coordinator_log.size
     # 100,000 offsets written, 25,000 live: a log at most twice its last checkpoint holds at most half
     assert size < 0.6 * appended, (size, appended)
     with KafkaBroker(data_dir=tmp_path) as kafka:  # everything is there after a restart

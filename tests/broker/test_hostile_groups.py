@@ -144,7 +144,7 @@ def test_partitions_of_unknown_topics_are_answered_without_the_coordinator() -> 
 def test_a_record_that_cannot_be_encoded_is_rolled_back_before_anything_sees_it(tmp_path: Path) -> None:
     """From inside the process (the wire refuses such strings), a topic name of 40,000 bytes."""
     with KafkaBroker(data_dir=tmp_path) as kafka:
-        groups = kafka.broker.coordinator_host
+        coordinators = kafka.broker.coordinators
         body = OffsetCommitRequest(
             group_id="inside",
             generation_id=-1,
@@ -153,12 +153,12 @@ def test_a_record_that_cannot_be_encoded_is_rolled_back_before_anything_sees_it(
         )
 
         async def commit() -> Any:
-            return await groups.call(0, Envelope("test", 1, body, "c", "/127.0.0.1", 8))
+            return await coordinators.call(0, Envelope("test", 1, body, "c", "/127.0.0.1", 8))
 
         answer = kafka.run_in_loop(commit())
         assert isinstance(answer, OffsetCommitResponse)
         assert [code for _, code in answer.results] == [ErrorCode.UNKNOWN_SERVER_ERROR]
         assert kafka.group("inside") is None  # rolled back: not even the group the commit made
-        assert list(groups.coordinator_log.replay()) == []
+        assert kafka.run_in_loop(coordinators.inspect(lambda host: list(host.coordinator_log.replay()))) == []
     with KafkaBroker(data_dir=tmp_path) as kafka:
         assert kafka.group("inside") is None

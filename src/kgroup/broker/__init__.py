@@ -3,9 +3,10 @@
 connections (:mod:`.connection`) → dispatch (:mod:`.dispatch`) → per-API handlers
 (:mod:`.handlers_admin`, :mod:`.handlers_data`, :mod:`.handlers_group`, each registered with the
 versions it answers) → cluster state (:mod:`.cluster`), logs and the group coordinators
-(:mod:`.coordinator_host`). :class:`kgroup.broker.broker.Broker` wires them together and is imported
-by no module here; :func:`kgroup.broker.broker.serve` runs one. An adapter like ``kgroup.sim``: it
-feeds the same pure core.
+(:mod:`.coordinator_host`, on a thread of their own: :mod:`.coordinator_runtime`).
+:class:`kgroup.broker.broker.Broker` wires them together and is imported by no module here;
+:func:`kgroup.broker.broker.serve` runs one. An adapter like ``kgroup.sim``: it feeds the same pure
+core.
 
 Importing the package registers the handlers (so the dispatch, and its ApiVersions answer, are
 complete whichever module of the package is imported first).

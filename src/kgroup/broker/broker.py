@@ -4,8 +4,10 @@ coordinator host, the parked-fetch waiters, the connections and the dispatch. No
 package imports this one: each part is handed what it uses (the handlers see the
 :class:`~kgroup.broker.services.BrokerServices` protocol, which :class:`Broker` provides).
 
-Everything runs on one asyncio loop. ``kgroup serve`` runs it in the main thread;
-``kgroup.testing.KafkaBroker`` runs it in a background thread with its own loop.
+Connections are served on one asyncio loop: ``kgroup serve`` runs it in the main thread,
+``kgroup.testing.KafkaBroker`` in a background thread. The group coordinators run on a thread and loop
+of their own (:mod:`kgroup.broker.coordinator_runtime`); large frames are decoded and encoded in a
+codec thread.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from kgroup.broker.connection import (
     serve_connection,
 )
 from kgroup.broker.control import ControlChannel
-from kgroup.broker.coordinator_host import CoordinatorHost
+from kgroup.broker.coordinator_runtime import CoordinatorRuntime
 from kgroup.broker.dispatch import dispatch, supports
 from kgroup.broker.logapi import LogManagerLike
 from kgroup.broker.waiters import AppendWatchers, FetchWaiter
@@ -94,7 +96,7 @@ class Broker:
         # goes on appending while the disk syncs what was written before
         self._fsync_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-fsync")
         self.close_log = CloseLog()
-        self.coordinator_host = CoordinatorHost(
+        self.coordinators = CoordinatorRuntime(
             CoordinatorConfig(
                 group_min_session_timeout_ms=config.group_min_session_timeout_ms,
                 group_max_session_timeout_ms=config.group_max_session_timeout_ms,
@@ -108,6 +110,8 @@ class Broker:
             cluster=self.cluster,
             off_loop=self.off_loop,
             checkpoint_min_bytes=config.coordinator_checkpoint_min_bytes,
+            flush_interval_ms=logs.coordinator_fsync_interval_ms(),
+            notify_appended=self.notify_appended,
         )
         self._limits = ConnectionLimits(config.max_connections, config.max_request_bytes)
         # large request frames' buffers, kept for the next ones (16 MiB at most, for every connection)
@@ -124,7 +128,7 @@ class Broker:
     async def start(self) -> None:
         for broker_id in self.cluster.broker_ids:
             await self.start_listener(broker_id)
-        self.coordinator_host.start()
+        self.coordinators.start()  # loads the groups on the coordinators' thread; serving starts now
         self._tick_task = asyncio.get_running_loop().create_task(self._tick())
 
     async def start_listener(self, broker_id: int) -> None:
@@ -227,11 +231,11 @@ class Broker:
             connection.close()
         for server in servers:
             await server.wait_closed()
-        self.coordinator_host.on_brokers_changed()
+        self.coordinators.brokers_changed()
 
     async def restart_listener(self, broker_id: int) -> None:
         await self.start_listener(broker_id)
-        self.coordinator_host.on_brokers_changed()
+        self.coordinators.brokers_changed()
 
     async def close(self) -> None:
         if self._tick_task is not None:
@@ -249,7 +253,7 @@ class Broker:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self.coordinator_host.close()
+        await self.coordinators.close()
         self.close_log.flush()
         self._codec.shutdown(wait=True, cancel_futures=True)
         self._auth_thread.shutdown(wait=True, cancel_futures=True)
@@ -263,14 +267,15 @@ class Broker:
         while True:
             await asyncio.sleep(1.0)
             try:
-                self.logs.tick(self.clock_ms(), flush_later=self._flush_later)
+                # (the coordinator log is fsynced by its writer, on the coordinators' thread)
+                self.logs.tick(self.clock_ms(), flush_later=self._flush_later, coordinator_logs=False)
             except OSError:
                 log.exception("log maintenance failed")
             if self.config.auto_leader_rebalance_enable and self.clock_ms() >= next_election_ms:
                 # KRaft's periodic electPreferred task (see kgroup.broker.cluster)
                 next_election_ms = self.clock_ms() + interval_ms
                 if self.cluster.elect_preferred_leaders():
-                    self.coordinator_host.on_brokers_changed()
+                    self.coordinators.brokers_changed()
 
     def _flush_later(self, pending: Any) -> None:
         """Run a :class:`~kgroup.log.manager.PendingFlush` in the fsync thread; a failure is logged."""

@@ -165,6 +165,12 @@ class Cluster:
             return -1
         return self.leader(info.replicas[partition])
 
+    def offsets_leaders(self) -> tuple[int, ...]:
+        """The leader of each partition of the offsets topic (-1: none): which broker coordinates the
+        groups of each partition."""
+        n = self.config.offsets_topic_partitions
+        return tuple(self.leader(replicas) for replicas in self._placement(n, self.config.replication_factor))
+
     def coordinator_for(self, key: str) -> int:
         """The leader of ``abs(hashCode(key)) % offsets.topic.num.partitions`` of the offsets topic."""
         n = self.config.offsets_topic_partitions

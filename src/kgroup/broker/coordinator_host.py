@@ -1,28 +1,34 @@
 """The coordinator host: the broker's side of :class:`kgroup.group.GroupCoordinator`.
 
 One coordinator per broker node, each owning the groups whose offsets-topic partition
-(``abs(hashCode(group.id)) % offsets.topic.num.partitions``) that broker leads. This host is what
-the simulator also is:
+(``abs(hashCode(group.id)) % offsets.topic.num.partitions``) that broker leads. The host runs on the
+coordinators' own thread and event loop (:mod:`kgroup.broker.coordinator_runtime`), never on the
+loop that serves connections; what it knows of the cluster is what the broker hands it
+(:class:`CoordinatorPlacement`, the metadata image). This host is what the simulator also is:
 
 * ``now_ms`` is the wall clock in milliseconds (records carry commit timestamps that must survive a
   restart); the coordinator's timers live in one :class:`kgroup.group.TimerTable` per coordinator
-  and fire from a task on the event loop;
+  and fire from a task on the coordinators' loop;
 * **persist, then apply**: the records of a call are encoded with
   :mod:`kgroup.group.records.serde` and appended to the coordinator log (durable when ``append``
   returns) before any reply of that call is released; if the write fails, the coordinator is rebuilt
   from the log — undoing the call — and the requests of the call are answered with
   COORDINATOR_NOT_AVAILABLE;
+* **any exception rolls back**: a call (or timer, or task) that raises after it applied records is
+  undone the same way, its requests answered UNKNOWN_SERVER_ERROR as Kafka answers an unexpected
+  error, and every other group goes on;
 * on start, and whenever a broker stops or starts, every coordinator is rebuilt **by replaying the
   log** — recovery, failover and rollback are one code path; a coordinator that takes a group over
   (start, failover) restarts its members' sessions from now, as Kafka's loading does;
+* the coordinator's **tasks** (regex resolution) run in a thread of their own and come back through
+  ``GroupCoordinator.complete``, as Kafka's ``CoordinatorExecutor`` runs them;
 * the log is compacted by **checkpoints**: once it has grown past ``coordinator_checkpoint_min_bytes``
   and twice its size after the last checkpoint, the codec thread replays it up to that point into a
   scratch coordinator and writes the records that rebuild that state (``GroupCoordinator.checkpoint``),
-  and the loop swaps the new file in with the frames appended meanwhile copied after it. A commit
-  costs its own records' bytes on the event loop, whatever the log and the groups hold.
+  and the host swaps the new file in with the frames appended meanwhile copied after it.
 
-A request waits (its connection muted, as Kafka's is) until the coordinator's reply for its
-correlation id arrives: at once, or when a parked JoinGroup/SyncGroup completes.
+A request waits until the coordinator's reply for its correlation id arrives: at once, or when a
+parked JoinGroup/SyncGroup completes.
 """
 
 from __future__ import annotations
@@ -32,23 +38,28 @@ import contextlib
 import itertools
 import logging
 import struct
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from random import Random
 from typing import Any, Protocol
 
-from kgroup.broker.cluster import Cluster
-from kgroup.broker.internal_topic import OffsetsTopicWriter
+from kgroup.broker.internal_topic import OffsetsTopicRecords
 from kgroup.broker.logapi import CoordinatorLogLike
 from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupView, TimerTable
-from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.consumer.metadata import EMPTY_IMAGE, MetadataImage
+from kgroup.group.discovery import coordinator_partition
 from kgroup.group.records import Record, TimerArmed, TimerDisarmed
 from kgroup.group.records.serde import decode_record, encode_record
+from kgroup.group.txn import CoordinatorTask
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     DescribedConsumerGroup,
+    DescribedGroup,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     Envelope,
     HeartbeatRequest,
     HeartbeatResponse,
@@ -57,6 +68,8 @@ from kgroup.messages import (
     LeaveGroupMemberResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
@@ -68,7 +81,14 @@ from kgroup.messages import (
 )
 from kgroup.model import ErrorCode, PeerError, TopicId
 
-__all__ = ["CoordinatorHost", "OffLoop", "error_response", "group_of", "make_checkpoint"]
+__all__ = [
+    "CoordinatorHost",
+    "CoordinatorPlacement",
+    "OffLoop",
+    "error_response",
+    "group_of",
+    "make_checkpoint",
+]
 
 log = logging.getLogger("kgroup.broker")
 
@@ -81,7 +101,7 @@ def group_of(record: Record) -> str:
 
 
 def error_response(body: Request, code: ErrorCode) -> Response:
-    """The answer to ``body`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE …)."""
+    """The answer to ``body`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
     if isinstance(body, JoinGroupRequest):
         return JoinGroupResponse(code, member_id=body.member_id)
     if isinstance(body, SyncGroupRequest):
@@ -101,6 +121,10 @@ def error_response(body: Request, code: ErrorCode) -> Response:
         return ConsumerGroupHeartbeatResponse(code)
     if isinstance(body, ConsumerGroupDescribeRequest):
         return ConsumerGroupDescribeResponse(tuple(DescribedConsumerGroup(code, g) for g in body.group_ids))
+    if isinstance(body, DescribeGroupsRequest):
+        return DescribeGroupsResponse(tuple(DescribedGroup(code, g, "", "", "") for g in body.groups))
+    if isinstance(body, ListGroupsRequest):
+        return ListGroupsResponse(code)
     raise TypeError(f"no error answer for {type(body).__name__}")
 
 
@@ -132,13 +156,30 @@ class OffLoop(Protocol):
     def __call__(self, function: Callable[..., Any], /, *args: Any) -> Awaitable[Any]: ...
 
 
+#: (group id, key, value) of the records Kafka writes to ``__consumer_offsets``
+OffsetsEntries = list[tuple[str, bytes, bytes | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorPlacement:
+    """Which broker coordinates which group, as the cluster sees it when the host is told: the live
+    brokers and the leader of each ``__consumer_offsets`` partition (-1: none)."""
+
+    alive: frozenset[int]
+    leaders: tuple[int, ...]
+
+    def coordinator_for(self, group_id: str) -> int:
+        return self.leaders[coordinator_partition(group_id, len(self.leaders))]
+
+
 class CoordinatorHost:
-    """One :class:`GroupCoordinator` per live broker node, their timers and the coordinator log,
-    driven from the broker's event loop.
+    """One :class:`GroupCoordinator` per live broker node, their timers, tasks and the coordinator
+    log, driven from the coordinators' own event loop.
 
     It is given what it uses, nothing more: the coordinators' config, the coordinator log, the clock,
-    the cluster (which node leads which group, the topics) and the codec thread (``off_loop``) for
-    checkpoints. FindCoordinator is not theirs: the broker's handler answers it from the cluster.
+    where groups live (:class:`CoordinatorPlacement`), the codec thread (``off_loop``) for checkpoints,
+    a thread for tasks (``run_task``) and where to send what ``__consumer_offsets`` shows
+    (``publish_offsets``, called with the records' time and entries once they are in the log).
     """
 
     def __init__(
@@ -147,72 +188,79 @@ class CoordinatorHost:
         coordinator_log: CoordinatorLogLike,
         *,
         clock_ms: Callable[[], int],
-        cluster: Cluster,
+        placement: CoordinatorPlacement,
         off_loop: OffLoop,
         checkpoint_min_bytes: int,
+        run_task: Callable[[CoordinatorTask], Awaitable[object]] | None = None,
+        publish_offsets: Callable[[int, OffsetsEntries], None] | None = None,
+        flush_interval_ms: int | None = None,
     ) -> None:
         self.config = config
         self.coordinator_log = coordinator_log
         self.clock_ms = clock_ms
-        self.cluster = cluster
+        self.placement = placement
         self._off_loop = off_loop
+        self._run_task = run_task
+        self._publish_offsets = publish_offsets
+        self._flush_interval_ms = flush_interval_ms
         # member ids come from the coordinator's Random: seeded per process so that ids differ
         # between runs, as Kafka's UUIDs do
         self._rng = Random(clock_ms())
         self.coordinators: dict[int, GroupCoordinator] = {}
         self.timers: dict[int, TimerTable] = {}
         self._waiting: dict[tuple[str, int], asyncio.Future[Response]] = {}
-        self._timer_task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
         self._timers_changed: asyncio.Event | None = None
         self.recorder: Any = None  # kgroup.broker.recorder.GroupRecorder when --record is given
-        self.offsets_topic = OffsetsTopicWriter(cluster)  # __consumer_offsets, readable
+        self.offsets_records = OffsetsTopicRecords()  # __consumer_offsets, readable
         self.checkpoint_min_bytes = checkpoint_min_bytes
         self.checkpoints = 0  # made since start
+        self.rollbacks = 0  # calls undone since start
         self._checkpoint_base = 0  # the log's size after the last checkpoint
         self._checkpointing: asyncio.Task[None] | None = None
-        self._image: MetadataImage | None = None  # the topics as of the cluster's topics_version
+        self._image: MetadataImage = EMPTY_IMAGE
+        #: the coordinators have replayed the log (until then the runtime answers LOAD_IN_PROGRESS)
+        self.loaded = False
 
     # --- lifecycle and rebuilding -----------------------------------------------------------------
 
     def start(self) -> None:
+        """Load every group (replay the log) and start the timers; on the coordinators' loop."""
         self._timers_changed = asyncio.Event()
-        self.cluster.watch_topics(self.on_topics_changed)
         self.rebuild()
-        self._timer_task = asyncio.get_running_loop().create_task(self._run_timers())
+        self.loaded = True
+        self._spawn(self._run_timers())
+        if self._flush_interval_ms is not None:
+            self._spawn(self._flush_periodically(self._flush_interval_ms))
 
     async def close(self) -> None:
-        if self._timer_task is not None:
-            self._timer_task.cancel()
-            await asyncio.gather(self._timer_task, return_exceptions=True)
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         if self._checkpointing is not None:  # let it finish: its file is swapped in or removed
             await asyncio.gather(self._checkpointing, return_exceptions=True)
         for future in self._waiting.values():
             if not future.done():
                 future.cancel()
         self._waiting.clear()
+        self.coordinator_log.flush()
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _topic_name(self, topic_id: TopicId) -> str | None:
-        topic = self.metadata_image().by_id.get(topic_id)
+        topic = self._image.by_id.get(topic_id)
         return None if topic is None else topic.name
 
     def metadata_image(self) -> MetadataImage:
-        """The cluster's topics as the consumer groups' coordinator reads them (Kafka's metadata
-        image): each topic's id, name and partition count, at the cluster's topic version."""
-        cluster = self.cluster
-        if self._image is None or self._image.version != cluster.topics_version:
-            self._image = MetadataImage.of(
-                (
-                    TopicImage(TopicId.from_int(info.topic_id.int), info.name, info.partitions)
-                    for info in cluster.topics.values()
-                ),
-                cluster.topics_version,
-            )
         return self._image
 
-    def on_topics_changed(self) -> None:
+    def set_image(self, image: MetadataImage) -> None:
         """A topic was created or deleted: every coordinator gets the new image (Kafka's
         ``onMetadataUpdate``); a group subscribed to a changed topic sees it at its next heartbeat."""
-        image = self.metadata_image()
+        self._image = image
         for coordinator in self.coordinators.values():
             coordinator.set_metadata(image)
 
@@ -224,12 +272,11 @@ class CoordinatorHost:
         does when it loads an offsets-topic partition. A rollback (``load=False``) keeps the log's
         deadlines.
         """
-        cluster = self.cluster
+        placement = self.placement
         previous = {group_id: node for node, c in self.coordinators.items() for group_id in c.group_ids()}
-        coordinators = {node: GroupCoordinator(self.config, rng=self._rng) for node in sorted(cluster.alive)}
-        image = self.metadata_image()
+        coordinators = {n: GroupCoordinator(self.config, rng=self._rng) for n in sorted(placement.alive)}
         for new in coordinators.values():
-            new.set_metadata(image)
+            new.set_metadata(self._image)
         owner: dict[str, int] = {}
         count = 0
         for key, value in self.coordinator_log.replay():
@@ -237,7 +284,7 @@ class CoordinatorHost:
             group_id = group_of(record)
             node = owner.get(group_id)
             if node is None:
-                node = owner[group_id] = cluster.coordinator_for(group_id)
+                node = owner[group_id] = placement.coordinator_for(group_id)
             coordinator = coordinators.get(node)
             if coordinator is not None:
                 coordinator.replay(record)
@@ -254,13 +301,14 @@ class CoordinatorHost:
                 if taken:
                     self.apply(node, coordinator.load(now, taken))
 
-    def on_brokers_changed(self) -> None:
+    def set_placement(self, placement: CoordinatorPlacement) -> None:
         """A broker stopped or started: its groups move; the old coordinator's parked requests get
         NOT_COORDINATOR (``unload``, whose records describe losing the groups, not the groups, and are
         not persisted); then every coordinator is rebuilt from the log."""
+        self.placement = placement
         now = self.clock_ms()
         for node, coordinator in self.coordinators.items():
-            if node not in self.cluster.alive:
+            if node not in placement.alive:
                 self._release(coordinator.unload(now).replies)
         self.rebuild()
 
@@ -277,16 +325,40 @@ class CoordinatorHost:
         try:
             result = coordinator.handle(self.clock_ms(), envelope)
         except PeerError:
+            # a request Kafka could not have read: the connection is closed, nothing may stay applied
             self._waiting.pop(key, None)
+            self._undo_if_applied(node_id, coordinator, (), ErrorCode.UNKNOWN_SERVER_ERROR)
             raise
-        self.apply(node_id, result, (envelope,))
+        except Exception:
+            log.exception("the coordinator failed on %s; undoing it", type(envelope.body).__name__)
+            self._undo_if_applied(node_id, coordinator, (envelope,), ErrorCode.UNKNOWN_SERVER_ERROR)
+            if not future.done():
+                future.set_result(error_response(envelope.body, ErrorCode.UNKNOWN_SERVER_ERROR))
+        else:
+            self.apply(node_id, result, (envelope,))
         try:
             return await future
         finally:
             self._waiting.pop(key, None)
 
+    def _undo_if_applied(
+        self,
+        node_id: int,
+        coordinator: GroupCoordinator,
+        requests: tuple[Envelope, ...],
+        code: ErrorCode,
+    ) -> None:
+        """A call raised: if it had applied records (which are not in the log), rebuild from the log."""
+        if coordinator.failed_call_applied():
+            self._roll_back(requests, code)
+        else:
+            for envelope in requests:
+                answer = error_response(envelope.body, code)
+                self._answer(envelope.connection, envelope.correlation_id, answer)
+
     def apply(self, node_id: int, result: CoordinatorResult, requests: tuple[Envelope, ...] = ()) -> None:
-        """Persist the result's records, then its timers, then release its replies.
+        """Persist the result's records, then its timers, then release its replies, then start its
+        tasks.
 
         Nothing of the call is visible before its records are written: ``handle`` and ``apply`` run
         without a suspension point between them, and a call whose records cannot be encoded or
@@ -308,17 +380,45 @@ class CoordinatorHost:
                 self._roll_back(requests, ErrorCode.COORDINATOR_NOT_AVAILABLE)
                 return
             self._maybe_checkpoint()
+            now = self.clock_ms()
+            view = self._view_of(node_id)
             if self.recorder is not None:
-                self.recorder.on_records(
-                    self.clock_ms(), result.records, self._view_of(node_id), requests, self._topic_name
-                )
-            self.offsets_topic.on_records(self.clock_ms(), result.records, self._view_of(node_id))
+                self.recorder.on_records(now, result.records, view, requests, self._topic_name)
+            if self._publish_offsets is not None:
+                offsets = self.offsets_records.kafka_records(result.records, view)
+                if offsets:
+                    self._publish_offsets(now, offsets)
         if result.timers:
             timers = self.timers.get(node_id)
             if timers is not None:
                 timers.apply(result.timers)
                 self._wake_timers()
         self._release(result.replies)
+        for task in result.tasks:
+            self._spawn(self._complete(task))
+
+    async def _complete(self, task: CoordinatorTask) -> None:
+        """Run one task apart, then hand what it found to the group's coordinator (whichever broker
+        coordinates the group by then); a task that fails completes with nothing, as Kafka logs it."""
+        try:
+            if self._run_task is not None:
+                outcome = await self._run_task(task)
+            else:
+                outcome = task.run()
+        except Exception:
+            log.exception("coordinator task %s failed", type(task).__name__)
+            outcome = None
+        node = self.placement.coordinator_for(task.group_id)
+        coordinator = self.coordinators.get(node)
+        if coordinator is None:
+            return
+        try:
+            result = coordinator.complete(self.clock_ms(), task, outcome)
+        except Exception:
+            log.exception("the coordinator failed completing %s; undoing it", type(task).__name__)
+            self._undo_if_applied(node, coordinator, (), ErrorCode.UNKNOWN_SERVER_ERROR)
+            return
+        self.apply(node, result)
 
     def _maybe_checkpoint(self) -> None:
         size = self.coordinator_log.size
@@ -344,7 +444,8 @@ class CoordinatorHost:
             self._checkpoint_base = log_.size  # the next one once it has doubled again
             self._checkpointing = None
 
-    def _roll_back(self, requests: tuple[Envelope, ...], code: ErrorCode) -> None:
+    def _roll_back(self, requests: Sequence[Envelope], code: ErrorCode) -> None:
+        self.rollbacks += 1
         self.rebuild(load=False)  # undoing a call is not a takeover: sessions keep their deadlines
         for envelope in requests:
             self._answer(envelope.connection, envelope.correlation_id, error_response(envelope.body, code))
@@ -372,11 +473,16 @@ class CoordinatorHost:
         coordinator = self.coordinators.get(node_id)
         if coordinator is None:
             return ErrorCode.NOT_COORDINATOR
-        code, result = coordinator.delete_group(self.clock_ms(), group_id)
+        try:
+            code, result = coordinator.delete_group(self.clock_ms(), group_id)
+        except Exception:
+            log.exception("the coordinator failed deleting group %s; undoing it", group_id)
+            self._undo_if_applied(node_id, coordinator, (), ErrorCode.UNKNOWN_SERVER_ERROR)
+            return ErrorCode.UNKNOWN_SERVER_ERROR
         self.apply(node_id, result)
         return code
 
-    # --- timers -------------------------------------------------------------------------------------
+    # --- timers and the log's interval fsync --------------------------------------------------------
 
     def _wake_timers(self) -> None:
         if self._timers_changed is not None:
@@ -390,6 +496,7 @@ class CoordinatorHost:
             now = self.clock_ms()
             if deadlines and min(deadlines) <= now:
                 self._fire_due(now)
+                await asyncio.sleep(0)  # a long run of due timers lets the calls queued meanwhile in
                 continue
             timeout = (min(deadlines) - now) / 1000 if deadlines else None
             with contextlib.suppress(TimeoutError):
@@ -402,6 +509,18 @@ class CoordinatorHost:
                 if coordinator is None or self.timers.get(node) is not table:
                     break  # rebuilt meanwhile
                 try:
-                    self.apply(node, coordinator.on_timer(now, key))
-                except Exception:  # a bug: log it, keep the loop (and every other group) alive
-                    log.exception("coordinator timer %s failed", key)
+                    result = coordinator.on_timer(now, key)
+                except Exception:  # a bug: undo it, keep every other group alive
+                    log.exception("coordinator timer %s failed; undoing it", key)
+                    self._undo_if_applied(node, coordinator, (), ErrorCode.UNKNOWN_SERVER_ERROR)
+                    break  # the tables were rebuilt
+                self.apply(node, result)
+
+    async def _flush_periodically(self, interval_ms: int) -> None:
+        """``--fsync interval``: the coordinator log is fsynced here, on its own thread."""
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                self.coordinator_log.flush()
+            except OSError:
+                log.exception("interval fsync of the coordinator log failed")

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from kgroup.broker.coordinator_host import error_response
 from kgroup.broker.dispatch import LARGE_RESPONSE_ENTRIES, CloseConnection, RequestContext, register
+from kgroup.broker.internal_topic import ensure_offsets_topic
 from kgroup.broker.topic_acls import answer_with_denied_topics, any_topic_denied, split_offset_fetch
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
 from kgroup.group.records.serde import offset_commit_batch_bytes
@@ -80,13 +81,13 @@ async def _translate(ctx: RequestContext, large: bool, function: Callable[..., T
 
 async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
     """The coordinator's answer, or NOT_COORDINATOR when another broker coordinates ``group_id``."""
-    coordinator_host = ctx.services.coordinator_host
+    coordinators = ctx.services.coordinators
     if ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
         return error_response(body, ErrorCode.NOT_COORDINATOR)
     envelope = Envelope(
         ctx.connection, ctx.header.correlation_id, body, ctx.header.client_id, ctx.client_host, ctx.version
     )
-    return await coordinator_host.call(ctx.node_id, envelope)
+    return await coordinators.call(ctx.node_id, envelope)
 
 
 @register(ApiKey.FIND_COORDINATOR, versions=(0, 6))
@@ -114,6 +115,10 @@ def _coordinator_of(ctx: RequestContext, key: str, key_type: int) -> FoundCoordi
     if _group_denied(ctx, AclOperation.DESCRIBE, key):
         return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     services = ctx.services
+    if ensure_offsets_topic(services.cluster):
+        # KafkaApis.getCoordinator: the offsets topic is created by the first FindCoordinator that
+        # finds none, which is answered COORDINATOR_NOT_AVAILABLE (the client asks again)
+        return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     node = services.cluster.coordinator_for(key)
     host, ports = services.advertised(ctx.listener)
     if node < 0 or node not in ports:
@@ -205,7 +210,7 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     large = sum(len(t.partitions) for t in request.topics) >= LARGE_RESPONSE_ENTRIES
     body = await _translate(ctx, large, offset_commit_api.request_from_wire, request)
     topics = services.cluster.topics
-    metadata_limit = services.coordinator_host.config.offset_metadata_max_bytes
+    metadata_limit = services.coordinators.config.offset_metadata_max_bytes
     batch_limit = services.config.offsets_max_message_bytes
     codes: list[ErrorCode | None] = []  # per request partition; None marks one the coordinator answers
     candidates: list[OffsetCommitPartition] = []
@@ -351,7 +356,7 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
         ctx.client_host,
         ctx.version,
     )
-    answer = await ctx.services.coordinator_host.call(ctx.node_id, envelope)
+    answer = await ctx.services.coordinators.call(ctx.node_id, envelope)
     assert isinstance(answer, ListGroupsResponse)
     groups = [
         {
@@ -379,7 +384,7 @@ async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
         elif ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
             code = ErrorCode.NOT_COORDINATOR
         else:
-            code = ctx.services.coordinator_host.delete_group(ctx.node_id, group_id)
+            code = await ctx.services.coordinators.delete_group(ctx.node_id, group_id)
         results.append({"group_id": group_id, "error_code": int(code)})
     return {"throttle_time": 0, "results": results}
 
@@ -420,7 +425,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
         answer = ConsumerGroupHeartbeatResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     else:
         answer = invalid_heartbeat_answer(
-            body, ctx.version, ctx.services.coordinator_host.config.consumer_assignors
+            body, ctx.version, ctx.services.coordinators.config.consumer_assignors
         )
     if answer is None:
         response = await _call(ctx, body.group_id, body)

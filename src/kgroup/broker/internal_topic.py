@@ -3,8 +3,9 @@
 Kafka's group coordinator writes its state to the compacted internal topic ``__consumer_offsets``, and
 tools read it (``kafka-console-consumer`` with Kafka's formatters, ``kgroup record``). kgroup's broker
 keeps its coordinator's own log (:mod:`kgroup.log.coordinator`, replayed on start) and, beside it, this
-topic: after every coordinator write that the log accepted, :class:`OffsetsTopicWriter` appends the
-records Kafka would have written to the group's partition (``abs(groupId.hashCode()) %
+topic: after every coordinator write that the log accepted, :class:`OffsetsTopicRecords` (on the
+coordinators' thread) says which records Kafka would have written and :class:`OffsetsTopicAppender`
+(on the broker's loop) appends them to the group's partition (``abs(groupId.hashCode()) %
 offsets.topic.num.partitions``, the partition whose leader coordinates the group) as one RecordBatch v2
 (CreateTime = the broker's clock). Fetch, ListOffsets and Metadata serve it as any topic; Metadata marks
 it internal; Produce to it is refused (``INVALID_TOPIC_EXCEPTION``, as Kafka refuses clients' appends to
@@ -21,8 +22,9 @@ What is written (Kafka 4.4's ``GroupCoordinatorRecordHelpers``):
   entered CompletingRebalance), a join phase ending with no member (the group becomes Empty), a static
   member replaced in a Stable group — and the group's tombstone when it is deleted.
 
-kgroup's own, said in ``docs/record.md``: the topic is created with the first coordinator record (Kafka
-creates it at the first FindCoordinator), it is not compacted, a deleted group gets its
+The topic is created as Kafka creates it, at the first FindCoordinator for a group (and at the first
+coordinator record, for a group reached without one). kgroup's own, said in ``docs/record.md``: it is
+not compacted, a deleted group gets its
 ``GroupMetadata`` tombstone but no offset tombstones, and records written while the writer was not
 running (a broker started on an older data directory) are not back-filled.
 """
@@ -62,7 +64,7 @@ from kgroup.group.records.offsets_topic import (
 )
 from kgroup.group.records.serde import encode_record
 
-__all__ = ["OffsetsTopicWriter", "record_batch"]
+__all__ = ["OffsetsTopicAppender", "OffsetsTopicRecords", "ensure_offsets_topic", "record_batch"]
 
 log = logging.getLogger("kgroup.broker")
 
@@ -144,11 +146,11 @@ def _value(view: GroupView, timestamp_ms: int, *, members: bool) -> bytes:
     )
 
 
-class OffsetsTopicWriter:
-    """Appends each accepted coordinator write to ``__consumer_offsets`` in Kafka's formats."""
+class OffsetsTopicRecords:
+    """What Kafka writes to ``__consumer_offsets`` for each accepted coordinator write, in Kafka's
+    formats; on the coordinators' thread (it reads the groups' views)."""
 
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
+    def __init__(self) -> None:
         self._state_since: dict[str, int] = {}  # group -> when it entered its current state
 
     def kafka_records(
@@ -193,28 +195,47 @@ class OffsetsTopicWriter:
                     out.append((record.group_id, _group_metadata_key(record.group_id), value))
         return out
 
-    def on_records(
-        self, now_ms: int, records: Sequence[Record], view: Callable[[str], GroupView | None]
-    ) -> None:
-        """Append what Kafka would have written for ``records`` (already in the coordinator log)."""
-        entries = self.kafka_records(records, view)
+
+def ensure_offsets_topic(cluster: Cluster) -> bool:
+    """Create ``__consumer_offsets`` (``offsets.topic.num.partitions``, compacted) unless it exists,
+    as Kafka's first FindCoordinator does; True when it was created now."""
+    if OFFSETS_TOPIC in cluster.topics:
+        return False
+    cluster.create_topic(
+        OFFSETS_TOPIC,
+        cluster.config.offsets_topic_partitions,
+        cluster.config.replication_factor,
+        {"cleanup.policy": "compact"},
+    )
+    return True
+
+
+class OffsetsTopicAppender:
+    """Appends the records of :class:`OffsetsTopicRecords` to ``__consumer_offsets``, each group's to
+    its partition, one RecordBatch v2 per partition; on the broker's loop (the partitions' logs are
+    read there)."""
+
+    def __init__(self, cluster: Cluster, notify: Callable[[str, int, int], None] | None = None) -> None:
+        self.cluster = cluster
+        self._notify = notify  # a parked fetch of the topic hears of the append
+
+    def append(self, now_ms: int, entries: Sequence[tuple[str, bytes, bytes | None]]) -> None:
+        """Append ``entries`` (group, key, value) written at ``now_ms`` (already in the coordinator
+        log)."""
         if not entries:
             return
         partitions = self.cluster.config.offsets_topic_partitions
         try:
-            if OFFSETS_TOPIC not in self.cluster.topics:
-                self.cluster.create_topic(
-                    OFFSETS_TOPIC,
-                    partitions,
-                    self.cluster.config.replication_factor,
-                    {"cleanup.policy": "compact"},
-                )
+            ensure_offsets_topic(self.cluster)
             by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
             for group_id, key, value in entries:
                 by_partition.setdefault(coordinator_partition(group_id, partitions), []).append((key, value))
             for partition, batch in sorted(by_partition.items()):
                 plog = self.cluster.partition_log(OFFSETS_TOPIC, partition)
                 if plog is not None:
-                    plog.append(plog.validate(record_batch(batch, now_ms), now_ms=now_ms), now_ms=now_ms)
+                    data = record_batch(batch, now_ms)
+                    plog.append(plog.validate(data, now_ms=now_ms), now_ms=now_ms)
+                    if self._notify is not None:
+                        self._notify(OFFSETS_TOPIC, partition, len(data))
         except Exception as exc:  # the coordinator's own log has the records: the broker keeps serving
             log.warning("cannot append to %s: %s", OFFSETS_TOPIC, exc)

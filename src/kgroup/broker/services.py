@@ -13,7 +13,7 @@ from typing import ParamSpec, Protocol, TypeVar
 
 from kgroup.broker.cluster import Cluster
 from kgroup.broker.config import BrokerConfig
-from kgroup.broker.coordinator_host import CoordinatorHost
+from kgroup.broker.coordinator_runtime import CoordinatorRuntime
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.security.runtime import SecurityRuntime
 
@@ -39,8 +39,8 @@ class BrokerServices(Protocol):
         """node id -> the port its listener is bound to (live nodes only)."""
 
     @property
-    def coordinator_host(self) -> CoordinatorHost:
-        """The group coordinators of the live nodes."""
+    def coordinators(self) -> CoordinatorRuntime:
+        """The group coordinators of the live nodes (on a thread of their own)."""
 
     @property
     def security(self) -> SecurityRuntime:

@@ -223,7 +223,7 @@ def register(app: typer.Typer) -> None:
                 nonlocal served
                 served = True
                 if recorder is not None:
-                    broker.coordinator_host.recorder = recorder
+                    broker.coordinators.set_recorder(recorder)
                 for broker_id in sorted(broker.ports):
                     if not security.listeners:
                         typer.echo(f"broker {broker_id} listening on {host}:{broker.ports[broker_id]}")

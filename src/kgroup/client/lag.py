@@ -22,6 +22,7 @@ read_uncommitted) at each partition's leader.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -42,6 +43,11 @@ from kgroup.messages import (
     OffsetFetchResponse,
 )
 from kgroup.model import ErrorCode, KgroupError, PeerError, TopicPartition
+
+#: FindCoordinator answers while the offsets topic is being made or loaded: asked again
+_COORDINATOR_NOT_READY = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+#: ``retry.backoff.ms``: Kafka's admin client's default
+_RETRY_BACKOFF_S = 0.1
 
 __all__ = ["GroupLag", "LagRow", "MemberOwnership", "describe_group_lag", "lag_rows"]
 
@@ -306,10 +312,17 @@ async def describe_group_lag(
         ) from None
     try:
         find = FindCoordinatorRequest(group_id)
-        found = from_wire(
-            find, await bootstrap_connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
-        )
-        assert isinstance(found, FindCoordinatorResponse)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            found = from_wire(
+                find, await bootstrap_connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
+            )
+            assert isinstance(found, FindCoordinatorResponse)
+            # a cluster's first FindCoordinator creates its offsets topic and is answered
+            # COORDINATOR_NOT_AVAILABLE: asked again after retry.backoff.ms, as Kafka's admin client does
+            if found.error_code not in _COORDINATOR_NOT_READY or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(_RETRY_BACKOFF_S)
         if found.error_code is not ErrorCode.NONE:
             raise KgroupError(f"group: no coordinator for {group_id!r} ({found.error_code.name}); try again")
         metadata = await _metadata(bootstrap_connection, versions, timeout_s)

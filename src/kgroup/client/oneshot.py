@@ -10,6 +10,7 @@ listener commits a finished batch this way). A stale generation is refused by th
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 
 from kgroup.client.connection import BrokerConnection
@@ -30,6 +31,9 @@ from kgroup.messages import (
 from kgroup.model import ErrorCode, TopicPartition
 
 __all__ = ["commit_as_member", "describe_consumer_group"]
+
+#: FindCoordinator's answers while the offsets topic is being made or loaded
+_NOT_READY = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
 
 
 async def _open(
@@ -53,9 +57,16 @@ async def _open_coordinator(
     connection, versions = await asyncio.wait_for(_open(host, port, timeout_s, security), timeout_s)
     try:
         find = FindCoordinatorRequest(group_id)
-        raw = await connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
-        found = from_wire(find, raw)
-        assert isinstance(found, FindCoordinatorResponse)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            raw = await connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
+            found = from_wire(find, raw)
+            assert isinstance(found, FindCoordinatorResponse)
+            # a cluster's first FindCoordinator makes its offsets topic (COORDINATOR_NOT_AVAILABLE):
+            # asked again after Kafka's retry.backoff.ms
+            if found.error_code not in _NOT_READY or time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.1)
         if found.error_code is not ErrorCode.NONE:
             return None
     finally:

@@ -149,11 +149,12 @@ class GroupCoordinator:
         self._consumer = ConsumerContext(
             groups={}, image=EMPTY_IMAGE, last_image_with_new_topics=0, rebalance_timers={}
         )
+        self._last_txn: Txn | None = None
 
     # --- driving it -----------------------------------------------------------------------------
 
     def _txn(self, now_ms: int) -> Txn:
-        return Txn(
+        txn = self._last_txn = Txn(
             now_ms=now_ms,
             config=self.config,
             rng=self._rng,
@@ -161,6 +162,13 @@ class GroupCoordinator:
             armed=self._armed,
             replay=self.replay,
         )
+        return txn
+
+    def failed_call_applied(self) -> bool:
+        """After a call raised: whether it had applied records before it did (records replay as they
+        are emitted on the classic path), so the host must rebuild from its log to undo them."""
+        txn = self._last_txn
+        return txn is not None and bool(txn.records)
 
     def handle(self, now_ms: int, envelope: Envelope) -> CoordinatorResult:
         """Process one request; its answer is in ``replies`` unless the request is parked."""

@@ -103,16 +103,16 @@ class Txn:
     # --- effects ----------------------------------------------------------------------------------
 
     def emit(self, record: Record) -> None:
+        self.records.append(record)  # counted first: a record that fails part-way is seen as applied
         self._replay(record)
-        self.records.append(record)
 
     def emit_all_to(self, group: GroupData, records: list[GroupRecord]) -> None:
         """:meth:`emit` for each of ``records`` of ``group`` (which exists), in order: the group
         replays them, exactly as the coordinator's ``replay`` would hand them over (commits)."""
+        self.records.extend(records)  # counted first: a failure part-way is seen as applied
         apply = group.apply
         for record in records:
             apply(record)
-        self.records.extend(records)
 
     def reply(self, connection: str, correlation_id: int, body: Response) -> None:
         self.replies.append(Reply(connection, correlation_id, body))

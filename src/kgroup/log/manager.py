@@ -411,6 +411,11 @@ class LogManager:
 
     # -- the coordinator's logs ----------------------------------------------------------------
 
+    def coordinator_fsync_interval_ms(self) -> int | None:
+        """How often a coordinator log's writer must fsync it when :meth:`tick` is told not to
+        (``fsync interval``), or ``None`` (``always`` syncs each append, ``never`` never syncs)."""
+        return self.config.fsync_interval_ms if self.config.fsync is FsyncPolicy.INTERVAL else None
+
     def coordinator_log(self, name: str = "__consumer_offsets") -> CoordinatorLog:
         """The coordinator log ``name`` (opened and recovered on first use, then the same object)."""
         log = self._coordinator_logs.get(name)
@@ -422,13 +427,20 @@ class LogManager:
 
     # -- time, flushing, closing ---------------------------------------------------------------
 
-    def tick(self, now_ms: int, flush_later: Callable[[PendingFlush], None] | None = None) -> None:
+    def tick(
+        self,
+        now_ms: int,
+        flush_later: Callable[[PendingFlush], None] | None = None,
+        *,
+        coordinator_logs: bool = True,
+    ) -> None:
         """Periodic work, ``now_ms`` being wall-clock milliseconds: interval fsync and retention.
 
         With ``flush_later``, the interval fsync of the partitions' segments is handed to it as a
         :class:`PendingFlush` (the files count as synced from now on; the caller runs it, e.g. in a
-        thread, so appends go on meanwhile); without, it is done here. The coordinator log is always
-        fsynced here.
+        thread, so appends go on meanwhile); without, it is done here. The coordinator logs are
+        fsynced here too unless ``coordinator_logs`` is false (their writer, on a thread of its own,
+        then syncs them itself).
         """
         config = self.config
         if config.fsync is FsyncPolicy.INTERVAL:
@@ -440,8 +452,9 @@ class LogManager:
                 else:
                     taken: list[Segment] = []
                     pending = PendingFlush(self._take_unsynced(taken), taken)
-                    for coordinator in self._coordinator_logs.values():
-                        coordinator.flush()
+                    if coordinator_logs:
+                        for coordinator in self._coordinator_logs.values():
+                            coordinator.flush()
                     flush_later(pending)
                 self._last_flush_ms = now_ms
         if (

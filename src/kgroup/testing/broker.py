@@ -152,8 +152,11 @@ class KafkaBroker:
                     from kgroup.broker.recorder import GroupRecorder
 
                     self._recorder = GroupRecorder(self._record_dir)
-                    self._broker.coordinator_host.recorder = self._recorder
+                    self._broker.coordinators.set_recorder(self._recorder)
                 await self._broker.start()
+                # a test's first request finds its groups (a real client would retry
+                # COORDINATOR_LOAD_IN_PROGRESS while the log is replayed)
+                await self._broker.coordinators.wait_loaded()
             except BaseException as exc:
                 logs.close()
                 started.set_exception(exc)
@@ -266,14 +269,13 @@ class KafkaBroker:
         """The coordinator's view of a group (:class:`kgroup.group.GroupView`: state, generation,
         members, offsets), or ``None`` if no broker coordinates such a group."""
 
-        async def view() -> Any:
-            node = self._broker.cluster.coordinator_for(group_id)
-            coordinator = self._broker.coordinator_host.coordinators.get(node)
+        def view(host: Any) -> Any:
+            coordinator = host.coordinators.get(host.placement.coordinator_for(group_id))
             if coordinator is None or not coordinator.has_group(group_id):
                 return None
             return coordinator.group(group_id)
 
-        return self._call(view())
+        return self._call(self._broker.coordinators.inspect(view))
 
     def stop_broker(self, broker_id: int) -> None:
         """Take broker ``broker_id`` down (its leaderships and groups move to the other brokers)."""

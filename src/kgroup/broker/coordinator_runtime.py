@@ -1,0 +1,247 @@
+"""The group coordinators on a thread of their own: the broker's loop serves connections, nothing else.
+
+Kafka runs its group coordinator on a runtime of its own threads (``CoordinatorRuntime``), apart from
+the request handlers that serve Produce and Fetch, and runs the coordinator's heavy background work —
+regex resolution — on an executor apart from both. kgroup does the same:
+
+* :class:`CoordinatorRuntime` runs the :class:`~kgroup.broker.coordinator_host.CoordinatorHost` on a
+  thread with an asyncio loop of its own (``kgroup-coordinator``): every request a coordinator
+  answers (JoinGroup … ConsumerGroupHeartbeat), every timer, every rebuild and the coordinator log's
+  writes and fsyncs run there. The broker's loop hands a request over and awaits the answer; a
+  100,000-name subscription or a 10,000-member assignment costs the other connections nothing but
+  the CPU the two threads share.
+* the coordinator's tasks (regex resolution with RE2) run in one more thread
+  (``kgroup-coordinator-tasks``), so a group's many regexes over many topics hold up no coordinator
+  either; their results come back to the coordinator's loop.
+* what the coordinator knows of the cluster is handed to it as values: the metadata image at every
+  topic change, the placement of the offsets topic's leaders at every broker change.
+* what ``__consumer_offsets`` shows is appended on the broker's loop, which serves it to readers,
+  before the answer of the call that wrote it.
+* while the log is being replayed after a start (``loaded`` is false), the broker answers every group
+  request COORDINATOR_LOAD_IN_PROGRESS, as Kafka does for an offsets partition it is still loading:
+  the broker listens at once, however many groups the log holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from kgroup.broker.cluster import Cluster
+from kgroup.broker.coordinator_host import (
+    CoordinatorHost,
+    CoordinatorPlacement,
+    OffLoop,
+    OffsetsEntries,
+    error_response,
+)
+from kgroup.broker.internal_topic import OffsetsTopicAppender
+from kgroup.broker.logapi import CoordinatorLogLike
+from kgroup.group import CoordinatorConfig
+from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.txn import CoordinatorTask
+from kgroup.messages import Envelope, Response
+from kgroup.model import ErrorCode, KgroupError, TopicId
+
+__all__ = ["CoordinatorRuntime", "metadata_image", "placement"]
+
+log = logging.getLogger("kgroup.broker")
+T = TypeVar("T")
+
+
+def metadata_image(cluster: Cluster) -> MetadataImage:
+    """The cluster's topics as the consumer groups' coordinator reads them (Kafka's metadata image):
+    each topic's id, name and partition count, at the cluster's topic version."""
+    return MetadataImage.of(
+        (
+            TopicImage(TopicId.from_int(info.topic_id.int), info.name, info.partitions)
+            for info in cluster.topics.values()
+        ),
+        cluster.topics_version,
+    )
+
+
+def placement(cluster: Cluster) -> CoordinatorPlacement:
+    """Where each group's coordinator is: the live brokers, the leader of each offsets partition."""
+    return CoordinatorPlacement(frozenset(cluster.alive), cluster.offsets_leaders())
+
+
+class CoordinatorRuntime:
+    """The coordinator host on its own thread and loop; the broker's side of it.
+
+    Built on the broker's thread; :meth:`start` (on the broker's loop) starts the thread and the
+    loading of the log, and returns at once.
+    """
+
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        coordinator_log: CoordinatorLogLike,
+        *,
+        clock_ms: Callable[[], int],
+        cluster: Cluster,
+        off_loop: OffLoop,
+        checkpoint_min_bytes: int,
+        flush_interval_ms: int | None,
+        notify_appended: Callable[[str, int, int], None] | None = None,
+    ) -> None:
+        self._cluster = cluster
+        self._appender = OffsetsTopicAppender(cluster, notify_appended)
+        self._tasks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-coordinator-tasks")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._broker_loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._loading: Future[None] | None = None
+        self.host = CoordinatorHost(
+            config,
+            coordinator_log,
+            clock_ms=clock_ms,
+            placement=placement(cluster),
+            off_loop=off_loop,
+            checkpoint_min_bytes=checkpoint_min_bytes,
+            run_task=self._run_task,
+            publish_offsets=self._publish_offsets,
+            flush_interval_ms=flush_interval_ms,
+        )
+        self.host.set_image(metadata_image(cluster))
+        cluster.watch_topics(self._topics_changed)
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        return self.host.config
+
+    @property
+    def loaded(self) -> bool:
+        """The log has been replayed: groups are served."""
+        return self.host.loaded
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the coordinators' thread and load the log there; returns before the loading ends."""
+        self._broker_loop = asyncio.get_running_loop()
+        ready = threading.Event()
+
+        def main() -> None:
+            loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._loop = loop
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=main, name="kgroup-coordinator", daemon=True)
+        self._thread.start()
+        ready.wait()
+        assert self._loop is not None
+        self._loading = asyncio.run_coroutine_threadsafe(self._load(), self._loop)
+
+    async def _load(self) -> None:
+        try:
+            self.host.start()
+        except Exception:
+            log.exception("loading the coordinator log failed; groups are not served")
+            raise
+
+    async def wait_loaded(self) -> None:
+        """Until the log is replayed (re-raises what made the loading fail)."""
+        if self._loading is not None:
+            await asyncio.wrap_future(self._loading)
+
+    async def close(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if self._loading is not None:
+            self._loading.cancel()
+        try:
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(self.host.close(), loop))
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            await asyncio.get_running_loop().run_in_executor(None, thread.join, 30)
+            self._tasks.shutdown(wait=True, cancel_futures=True)
+            self._loop = self._thread = None
+
+    # --- the broker's requests -----------------------------------------------------------------------
+
+    async def _on_coordinators(self, work: Coroutine[Any, Any, T]) -> T:
+        loop = self._loop
+        if loop is None:
+            work.close()
+            raise KgroupError("the coordinators are not running")
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, loop))
+
+    async def call(self, node_id: int, envelope: Envelope) -> Response:
+        """The answer of ``node_id``'s coordinator to one request."""
+        if not self.host.loaded:
+            return error_response(envelope.body, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        return await self._on_coordinators(self.host.call(node_id, envelope))
+
+    async def delete_group(self, node_id: int, group_id: str) -> ErrorCode:
+        if not self.host.loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+        async def delete() -> ErrorCode:
+            return self.host.delete_group(node_id, group_id)
+
+        return await self._on_coordinators(delete())
+
+    async def inspect(self, read: Callable[[CoordinatorHost], T]) -> T:
+        """``read(host)`` on the coordinators' thread, once loaded (tests, ``KafkaBroker.group``)."""
+        await self.wait_loaded()
+
+        async def run() -> T:
+            return read(self.host)
+
+        return await self._on_coordinators(run())
+
+    def set_recorder(self, recorder: Any) -> None:
+        """``serve --record``: the recorder follows every record from now on (on the coordinators'
+        thread)."""
+
+        def set_it() -> None:
+            self.host.recorder = recorder
+
+        if self._loop is None:
+            set_it()
+        else:
+            self._loop.call_soon_threadsafe(set_it)
+
+    # --- what the broker tells the coordinators --------------------------------------------------------
+
+    def _topics_changed(self) -> None:
+        image = metadata_image(self._cluster)
+        if self._loop is None:
+            self.host.set_image(image)
+        else:
+            self._loop.call_soon_threadsafe(self.host.set_image, image)
+
+    def brokers_changed(self) -> None:
+        """A broker stopped or started, or a leadership moved: groups follow their offsets partition."""
+        where = placement(self._cluster)
+        if self._loop is None:
+            self.host.placement = where
+        else:
+            self._loop.call_soon_threadsafe(self.host.set_placement, where)
+
+    # --- what the coordinators hand back ----------------------------------------------------------------
+
+    async def _run_task(self, task: CoordinatorTask) -> object:
+        """On the coordinators' loop: ``task.run()`` in the tasks' thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._tasks, task.run)
+
+    def _publish_offsets(self, now_ms: int, entries: OffsetsEntries) -> None:
+        """On the coordinators' thread: append to ``__consumer_offsets`` on the broker's loop (queued
+        before the answer of the call that wrote them, so a client reading it after that answer sees
+        them)."""
+        loop = self._broker_loop
+        if loop is None:
+            self._appender.append(now_ms, entries)
+        else:
+            loop.call_soon_threadsafe(self._appender.append, now_ms, entries)
