@@ -89,17 +89,33 @@ def hashmap_iteration_order(keys: Iterable[str]) -> list[str]:
     (Java turns buckets of 8+ colliding keys into trees once the table has 64+ buckets; member ids
     practically never collide that much, so that case is not modelled.)
     """
-    seen: dict[str, int] = {}
-    for key in keys:
-        if key not in seen:
-            h = java_string_hash(key) & _MASK32
-            seen[key] = h ^ (h >> 16)
+    unique = list(dict.fromkeys(keys))
+    return hashmap_order_of(unique, len(unique))
+
+
+def hashmap_order_of(keys: Iterable[str], size: int, insertion: Iterable[str] | None = None) -> list[str]:
+    """The order in which a ``HashMap<String, ?>`` of ``size`` distinct keys iterates ``keys``, some
+    of them: the table's capacity is the whole map's, so only the keys asked about are hashed (a
+    100,000-name subscription of which three topics exist costs three hashes). Keys that share a
+    bucket come in insertion order: the order of ``insertion`` (all the map's keys, read only when
+    two of ``keys`` share a bucket), else the order ``keys`` are given in."""
     capacity = 16
-    while len(seen) > 0.75 * capacity:
+    while size > 0.75 * capacity:
         capacity *= 2
+    mask = capacity - 1
     buckets: dict[int, list[str]] = {}
-    for key, spread in seen.items():
-        buckets.setdefault(spread & (capacity - 1), []).append(key)
+    shared = False
+    for key in keys:
+        h = java_string_hash(key) & _MASK32
+        bucket = buckets.setdefault((h ^ (h >> 16)) & mask, [])
+        bucket.append(key)
+        shared = shared or len(bucket) > 1
+    if shared and insertion is not None:
+        wanted = {key for chain in buckets.values() if len(chain) > 1 for key in chain}
+        position = {key: i for i, key in enumerate(insertion) if key in wanted}
+        for chain in buckets.values():
+            if len(chain) > 1:
+                chain.sort(key=position.__getitem__)
     return [key for index in sorted(buckets) for key in buckets[index]]
 
 

@@ -402,6 +402,14 @@ def _longer_than_kafka_reads(text: str) -> bool:
     return len(text) * 3 > _MAX_RECORD_STRING_BYTES and len(text.encode("utf-8")) > _MAX_RECORD_STRING_BYTES
 
 
+def _read_heartbeat(request: Any) -> tuple[ConsumerGroupHeartbeatRequest, bool]:
+    """The typed heartbeat, and whether a string of it is longer than Kafka reads (a pure function:
+    a 100,000-name subscription is read in the codec thread)."""
+    body = consumer_group_heartbeat_request_from_wire(request)
+    unreadable = any(t is not None and _longer_than_kafka_reads(t) for t in _heartbeat_strings(body))
+    return body, unreadable
+
+
 @register(
     ApiKey.CONSUMER_GROUP_HEARTBEAT, versions=(0, 1)
 )  # KIP-848; librdkafka's group.protocol=consumer needs v1
@@ -410,17 +418,17 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     first (READ group, DESCRIBE subscribed topics), then the request's own checks (INVALID_REQUEST,
     UNSUPPORTED_ASSIGNOR — at any broker), then the group's coordinator (NOT_COORDINATOR at another
     broker)."""
-    body = consumer_group_heartbeat_request_from_wire(request)
-    for text in _heartbeat_strings(body):
+    large = len(getattr(request, "subscribed_topic_names", None) or ()) >= LARGE_RESPONSE_ENTRIES
+    body, unreadable = await _translate(ctx, large, _read_heartbeat, request)
+    if unreadable:
         # Kafka's generated parser refuses a string longer than Short.MAX_VALUE (the request cannot be
         # read: the connection is closed); such a string could not be written into a record either
-        if text is not None and _longer_than_kafka_reads(text):
-            raise CloseConnection("ConsumerGroupHeartbeat: a string field is longer than 32767 bytes")
+        raise CloseConnection("ConsumerGroupHeartbeat: a string field is longer than 32767 bytes")
     answer: ConsumerGroupHeartbeatResponse | None = None
     if _group_denied(ctx, AclOperation.READ, body.group_id):
         # KafkaApis: READ on the group, before the request's own checks (the answer has no message)
         answer = ConsumerGroupHeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    elif any_topic_denied(ctx, body.subscribed_topic_names):
+    elif await any_topic_denied(ctx, body.subscribed_topic_names):
         # KafkaApis: then DESCRIBE on every subscribed topic name (no message)
         answer = ConsumerGroupHeartbeatResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     else:

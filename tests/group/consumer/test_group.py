@@ -9,7 +9,7 @@ from kgroup.group.assignors.api import SubscriptionType
 from kgroup.group.consumer.group import (
     ConsumerGroupData,
     ConsumerGroupState,
-    SubscriptionCount,
+    TopicCounts,
     subscription_type_of,
 )
 from kgroup.group.consumer.member import ConsumerMember
@@ -162,7 +162,10 @@ def test_subscription_type(
     regexes: dict[str, int], names: dict[str, tuple[int, int]], members: int, expected: SubscriptionType
 ) -> None:
     """testSubscriptionType"""
-    counts = {name: SubscriptionCount(*count) for name, count in names.items()}
+    counts = TopicCounts(
+        {name: by_name for name, (by_name, _) in names.items() if by_name},
+        {name: by_regex for name, (_, by_regex) in names.items() if by_regex},
+    )
     assert subscription_type_of(regexes, counts, members) is expected
 
 
@@ -170,15 +173,15 @@ def test_update_subscribed_topic_names_and_subscription_type() -> None:
     """testUpdateSubscribedTopicNamesAndSubscriptionType (the counts and the type as members come and go)."""
     group = ConsumerGroupData("foo")
     update(group, ConsumerMember("member1", subscribed_topic_names=frozenset({"foo"})))
-    assert (set(group.subscribed_topic_names), group.subscription_type) == ({"foo"}, HOMOGENEOUS)
+    assert (group.subscribed_topic_names.names(), group.subscription_type) == ({"foo"}, HOMOGENEOUS)
     update(group, ConsumerMember("member2", subscribed_topic_names=frozenset({"bar", "foo"})))
-    assert (set(group.subscribed_topic_names), group.subscription_type) == ({"foo", "bar"}, HETEROGENEOUS)
+    assert (group.subscribed_topic_names.names(), group.subscription_type) == ({"foo", "bar"}, HETEROGENEOUS)
     update(group, ConsumerMember("member1", subscribed_topic_names=frozenset({"bar", "foo"})))
     assert group.subscription_type is HOMOGENEOUS
     remove(group, "member2")
-    assert (set(group.subscribed_topic_names), group.subscription_type) == ({"foo", "bar"}, HOMOGENEOUS)
+    assert (group.subscribed_topic_names.names(), group.subscription_type) == ({"foo", "bar"}, HOMOGENEOUS)
     remove(group, "member1")
-    assert (group.subscribed_topic_names, group.subscription_type) == ({}, HOMOGENEOUS)
+    assert (group.subscribed_topic_names.names(), group.subscription_type) == (set(), HOMOGENEOUS)
 
 
 def test_preferred_server_assignor() -> None:

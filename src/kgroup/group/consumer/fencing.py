@@ -40,7 +40,7 @@ def fence_members(
             op.records.append(ConsumerGroupRegularExpression(group_id, regex, None))
             deleted.append(regex)
     names = group.subscribed_names_without(members, deleted)
-    metadata_hash = ctx.image.group_hash(names)
+    metadata_hash = ctx.image.group_hash(names.names())
     group_epoch = group.group_epoch + 1
     op.records.append(ConsumerGroupMetadata(group_id, (group_epoch, metadata_hash)))
     if len(group.members) == len(members):

@@ -108,6 +108,20 @@ class ConsumerMember:
             classic_member_metadata=self.classic_member_metadata,
         )
 
+    def same_metadata(self, other: ConsumerMember) -> bool:
+        """``metadata_value() == other.metadata_value()`` without sorting the subscribed names."""
+        return (
+            self.instance_id == other.instance_id
+            and self.rack_id == other.rack_id
+            and self.client_id == other.client_id
+            and self.client_host == other.client_host
+            and self.subscribed_topic_regex == other.subscribed_topic_regex
+            and self.rebalance_timeout_ms == other.rebalance_timeout_ms
+            and self.server_assignor == other.server_assignor
+            and self.classic_member_metadata == other.classic_member_metadata
+            and self.subscribed_topic_names == other.subscribed_topic_names
+        )
+
     def assignment_value(self) -> CurrentAssignmentValue:
         """``newConsumerGroupCurrentAssignmentRecord``'s value."""
         return CurrentAssignmentValue(

@@ -90,7 +90,9 @@ class MetadataImage:
     def group_hash(self, topic_names: Iterable[str]) -> int:
         """``ModernGroup.computeMetadataHash``: the hashes of the subscribed topics that exist, by name
         order, combined; 0 when none exists."""
-        key = frozenset(name for name in topic_names if name in self.topics)
+        topics = self.topics
+        key = frozenset(topics.keys() & topic_names if isinstance(topic_names, set | frozenset) else
+                        (name for name in topic_names if name in topics))
         cached = self._group_hashes.get(key)
         if cached is not None:
             return cached

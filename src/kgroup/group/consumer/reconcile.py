@@ -7,7 +7,7 @@ only once its previous owner released it (the coordinator knows an owner by the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.metadata import MetadataImage
@@ -41,13 +41,10 @@ def subscribed_topic_names(
     return names
 
 
-def _topic_ids(names: Iterable[str], image: MetadataImage) -> set[TopicId]:
-    ids = set()
-    for name in names:
-        topic = image.topic(name)
-        if topic is not None:
-            ids.add(topic.topic_id)
-    return ids
+def _topic_ids(names: Collection[str], image: MetadataImage) -> set[TopicId]:
+    topics = image.topics
+    present = topics.keys() & names if len(names) > len(topics) else (n for n in names if n in topics)
+    return {topics[name].topic_id for name in present}
 
 
 def next_assignment(

@@ -24,7 +24,7 @@ from kgroup.group.consumer.context import (
     rebalance_key,
     regex_key,
 )
-from kgroup.group.consumer.group import ConsumerGroupData, SubscriptionCount, subscription_type_of
+from kgroup.group.consumer.group import ConsumerGroupData, subscription_type_of
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.metadata import MetadataImage
 from kgroup.group.consumer.reconcile import next_assignment, subscribed_topic_names
@@ -43,7 +43,7 @@ from kgroup.group.records.consumer import (
     TopicAssignment,
 )
 from kgroup.group.txn import Txn
-from kgroup.javacompat import JavaHashSet, hashmap_iteration_order, java_integer_hash
+from kgroup.javacompat import JavaHashSet, hashmap_order_of, java_integer_hash
 from kgroup.messages import (
     TopicPartitions,
 )
@@ -114,9 +114,7 @@ def member_subscription_changed(
     group_id: str, member: ConsumerMember, updated: ConsumerMember, op: Op
 ) -> bool:
     """``hasMemberSubscriptionChanged``: writes the member's metadata record when anything changed."""
-    if updated != member and (
-        updated.metadata_value() != member.metadata_value() or updated.member_id != member.member_id
-    ):
+    if updated != member and (not updated.same_metadata(member) or updated.member_id != member.member_id):
         op.records.append(ConsumerGroupMemberMetadata(group_id, updated.member_id, updated.metadata_value()))
         return updated.subscribed_topic_names != member.subscribed_topic_names
     return False
@@ -211,9 +209,7 @@ def finish_regex_resolution(
         return
     image = ctx.image
     records: list[ConsumerGroupRecord] = []
-    names = {
-        name: SubscriptionCount(c.by_name, c.by_regex) for name, c in group.subscribed_topic_names.items()
-    }
+    names = group.subscribed_topic_names.copy()
     bump = False
     for regex, topics in resolved.items():
         if group.num_subscribed_members(regex) == 0:
@@ -223,12 +219,10 @@ def finish_regex_resolution(
         old_topics = old.topics if old is not None else frozenset()
         if old_topics != new.topics:
             bump = True
-            for topic in old_topics:
-                names[topic].by_regex -= 1
-            for topic in new.topics:
-                names.setdefault(topic, SubscriptionCount()).by_regex += 1
+            names.change_regex(old_topics, -1)
+            names.change_regex(new.topics, 1)
         records.append(ConsumerGroupRegularExpression(group_id, regex, new))
-    metadata_hash = image.group_hash(name for name, c in names.items() if c.by_name > 0 or c.by_regex > 0)
+    metadata_hash = image.group_hash(names.names())
     if metadata_hash != group.metadata_hash:
         bump = True
     if bump:
@@ -249,7 +243,7 @@ def update_subscription_metadata(
     metadata changed) and the subscription type the new member set would have."""
     regexes = group.subscribed_regexes_with(member, updated)
     names = group.subscribed_names_with(member, updated)
-    metadata_hash = ctx.image.group_hash(names)
+    metadata_hash = ctx.image.group_hash(names.names())
     members = len(group.members)
     if updated.member_id not in group.members and not group.has_static_member(updated.instance_id):
         members += 1
@@ -267,12 +261,11 @@ def member_spec(
     member: ConsumerMember, target: TopicAssignment, ctx: ConsumerContext, group: ConsumerGroupData
 ) -> MemberSpec:
     names = subscribed_topic_names(member, group.resolved_regexes)
-    ids = []
-    for name in hashmap_iteration_order(names):
-        topic = ctx.image.topic(name)
-        if topic is not None:
-            ids.append(topic.topic_id)
-    return MemberSpec(tuple(ids), target, member.instance_id, member.rack_id)
+    topics = ctx.image.topics
+    # the subscribed names that are topics, in the order the member's HashSet of names lists them
+    present = hashmap_order_of(topics.keys() & names, len(names), names)
+    ids = tuple(topics[name].topic_id for name in present)
+    return MemberSpec(ids, target, member.instance_id, member.rack_id)
 
 
 def maybe_update_target(

@@ -183,9 +183,7 @@ def _write_member_metadata(w: Writer, v: MemberMetadataValue) -> None:
     w.compact_string(v.rack_id)
     w.compact_string(v.client_id)
     w.compact_string(v.client_host)
-    w.uvarint(len(v.subscribed_topic_names) + 1)
-    for name in v.subscribed_topic_names:
-        w.compact_string(name)
+    w.compact_strings(v.subscribed_topic_names)
     w.compact_string(v.subscribed_topic_regex)
     w.i32(v.rebalance_timeout_ms)
     w.compact_string(v.server_assignor)
