@@ -333,7 +333,7 @@ def _compare(
     as_json: bool,
     report: Path | None,
 ) -> None:
-    from kgroup.sim.compare import SUMMARY_COLUMNS, run_local, summarize
+    from kgroup.sim.compare import add_event_recoveries, run_local, summarize, table_columns
     from kgroup.sim.variants import MEMBERSHIPS, compare_variants
 
     memberships: tuple[str | None, ...] = MEMBERSHIPS if membership is None else (membership,)
@@ -355,18 +355,20 @@ def _compare(
                 with watch_tasks(spark, lambda completed, total: done(completed) if total == runs else None):
                     rows, summary = run_sweep([base], variants, seeds, spark=spark)
                 done(runs)
+        summary = add_event_recoveries(summary, rows)
     else:
         with step_progress(what, runs, enabled=not as_json) as done:
             rows = run_local(base, variants, seeds, on_run=done)
         summary = summarize(rows)
     skipped_out = [(v.label, why) for v, why in skipped]
+    columns = table_columns(len(base.events))
     if report is not None:
         from kgroup.report.timeline import write_comparison_report
 
         page = write_comparison_report(
             f"kgroup simulate --compare: {base.name}",
             summary,
-            SUMMARY_COLUMNS,
+            columns,
             skipped_out,
             report,
             rows,
@@ -390,24 +392,26 @@ def _compare(
     from rich.console import Console
     from rich.table import Table
 
-    # the comparison is wide: never squeeze it into a narrow (or absent) terminal
-    wide = Console(highlight=False, width=max(console.width, 200))
+    # the comparison is wide: never squeeze it into a narrow terminal, and never cut it when piped
+    # (a file has no width: rich would drop the columns past its default 80, or the 200 given before)
+    width = console.width if console.is_terminal else 100_000
+    wide = Console(highlight=False, width=max(width, 200), soft_wrap=False)
     table = Table(
         title=f"{base.name}: strategies compared (means over {len(seeds)} seed(s); "
-        "partition-s = partition-seconds)"
+        "partition-s = partition-seconds; recovery: from an event's last action to stable)"
     )
     # the report's column names and units (the JSON keeps the metric names)
     from kgroup.report.html import format_cell
     from kgroup.report.timeline import metric_label, metric_value
 
-    for column in SUMMARY_COLUMNS:
+    for column in columns:
         if column == "variant":
             table.add_column(metric_label(column), no_wrap=True)
         else:
-            # wide enough for the longest word of a header, so headers wrap at spaces, never cut
-            table.add_column(metric_label(column), justify="right", min_width=14)
+            # headers wrap at spaces, at least as wide as a header's longest word, never cut
+            table.add_column(metric_label(column, base.events), justify="right", min_width=14, max_width=18)
     for row in summary:
-        table.add_row(*(format_cell(metric_value(c, row[c])) for c in SUMMARY_COLUMNS))
+        table.add_row(*(format_cell(metric_value(c, row.get(c))) for c in columns))
     wide.print(table)
     for label, why in skipped_out:
         wide.print(f"not run: {label} — {why}")

@@ -21,7 +21,7 @@ from typing import Any
 
 from kgroup.report.charts import figure_to_image
 from kgroup.report.html import Facts, Image, Paragraph, Report, Section, Table
-from kgroup.sim.compare import SUMMARY_COLUMNS
+from kgroup.sim.compare import table_columns
 from kgroup.sim.demo_stage import RebalanceStageData
 from kgroup.sim.result import SimResult
 
@@ -64,23 +64,39 @@ METRIC_LABELS: dict[str, tuple[str, float]] = {
     "zombie_owned_ms": ("zombie-owned (partition-s)", 1000.0),
     "zombie_overlap_ms": ("zombie and owner at once (partition-s)", 1000.0),
     "moved_partitions": ("partitions moved", 1.0),
-    "max_time_to_stable_ms": ("slowest recovery (s)", 1000.0),
+    "max_time_to_stable_ms": ("longest time to stable, from an event's start (s)", 1000.0),
     "max_lag_records": ("peak lag (records)", 1.0),
     "records_reprocessed": ("records reprocessed", 1.0),
     "invariant_violations": ("invariant violations", 1.0),
 }
 
 
-def metric_label(column: str) -> str:
-    """The header a report shows for a comparison column (the column name when it has none)."""
+#: the comparison's recovery per scenario event (kgroup.sim.compare.recovery_column)
+_RECOVERY_PREFIX = "recovery_ms_"
+
+
+def metric_label(column: str, events: Sequence[Any] = ()) -> str:
+    """The header a report shows for a comparison column (the column name when it has none); a
+    recovery column names its scenario event from ``events`` (the scenario's)."""
+    if column.startswith(_RECOVERY_PREFIX):
+        k = int(column[len(_RECOVERY_PREFIX) :]) - 1
+        what = f"event {k + 1}"
+        if k < len(events):
+            event = events[k]
+            kind = "crash" if event.kind == "restart" and not event.graceful else event.kind.replace("_", " ")
+            what = f"{kind} at {_duration(event.at_ms)}"
+        return f"recovery after {what} (s)"
     return METRIC_LABELS.get(column, (column.replace("_", " "), 1.0))[0]
 
 
 def metric_value(column: str, value: Any) -> Any:
-    """A comparison cell in the unit :func:`metric_label` names (``max_time_to_stable_ms`` of -1:
-    no run settled, shown as "never")."""
-    if column == "max_time_to_stable_ms" and isinstance(value, (int, float)) and value < 0:
+    """A comparison cell in the unit :func:`metric_label` names (``max_time_to_stable_ms`` or a
+    recovery of -1: no run settled, shown as "never")."""
+    recovery = column.startswith(_RECOVERY_PREFIX)
+    if (recovery or column == "max_time_to_stable_ms") and isinstance(value, (int, float)) and value < 0:
         return "never"
+    if recovery and isinstance(value, (int, float)):
+        return round(value / 1000, 1)
     divisor = METRIC_LABELS.get(column, ("", 1.0))[1]
     if isinstance(value, (int, float)) and not isinstance(value, bool) and divisor != 1.0:
         return round(value / divisor, 1)
@@ -421,14 +437,23 @@ def comparison_sections(
     summary: Sequence[dict[str, Any]],
     columns: Sequence[str],
     skipped: Sequence[tuple[str, str]],
+    events: Sequence[Any] = (),
 ) -> list[Section]:
-    """The report sections of a comparison (a summary table, bar charts, what Kafka cannot run)."""
+    """The report sections of a comparison (a summary table, bar charts, what Kafka cannot run);
+    ``events`` (the scenario's) name the recovery columns."""
     charts = [c for c in ("unowned_partition_ms", "rebalances", "records_reprocessed") if c in columns]
+    recovery = (
+        "; recovery after an event: from its last action (a rolling restart's last restart) to the "
+        "group being stable again, mean over the seeds in which it settled"
+        if any(c.startswith(_RECOVERY_PREFIX) for c in columns)
+        else ""
+    )
     blocks: list[Any] = [
         Table(
-            tuple(metric_label(c) for c in columns),
-            tuple(tuple(metric_value(c, r[c]) for c in columns) for r in summary),
-            caption="means over the seeds; partition-s: partition-seconds (one partition for one second)",
+            tuple(metric_label(c, events) for c in columns),
+            tuple(tuple(metric_value(c, r.get(c)) for c in columns) for r in summary),
+            caption="means over the seeds; partition-s: partition-seconds (one partition for one second)"
+            + recovery,
         ),
     ]
     if summary and charts:
@@ -463,7 +488,8 @@ def write_comparison_report(
     report = Report(title=title, subtitle="kgroup simulate --compare")
     if scenario is not None:
         report.add(scenario_section(scenario, seeds, how))
-    report.extend(comparison_sections("Strategies compared", summary, columns, skipped))
+    events = scenario.events if scenario is not None else ()
+    report.extend(comparison_sections("Strategies compared", summary, columns, skipped, events))
     report.attach("runs.json", json.dumps(list(rows), indent=2) + "\n")
     return report.write(out_dir)
 
@@ -502,7 +528,9 @@ class RebalanceStageResult:
             "(one Spark task per simulation). Stop-the-world is the cost of a rebalance: partition-seconds "
             "(one partition for one second) with no owner in the current generation."
         )
-        sections = comparison_sections("Rebalances compared", data.summary, SUMMARY_COLUMNS, data.skipped)
+        sections = comparison_sections(
+            "Rebalances compared", data.summary, table_columns(len(sc.events)), data.skipped, sc.events
+        )
         sections[0] = Section(sections[0].title, (intro, *sections[0].blocks), anchor="sim-rebalances")
         sections.insert(1, scenario_section(sc, data.seeds))
         for label, result in data.highlights:
