@@ -93,6 +93,10 @@ def test_recorded_group_is_drawn_by_kgroup_report(tmp_path: Path) -> None:
     assert "recorded by kgroup serve --record" in html
     assert "What the rebalances cost" in html and "Unowned partition-time" in html
     assert "Committed-offset progress" in html and 'id="rec-progress"' in html
+    # the interactive timeline beside it, linked from the page, with every member's bars
+    assert "Explore this timeline: timeline.html" in html and 'href="timeline.html"' in html
+    page = (record / "rec-group" / "timeline.html").read_text()
+    assert all(f'"name":"{m["member_id"]}"' in page for m in data["members"])
 
 
 def test_recording_of_a_cooperative_group_left_and_static_rejoin(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 from kgroup.report.html import format_cell
+from kgroup.report.interactive import member_colours
 from kgroup.report.timeline import (
-    _CONSUMER_PALETTE,
     _GAP_FACE,
     metric_label,
     metric_value,
@@ -62,15 +62,14 @@ def test_never_settled_is_said_in_words() -> None:
 
 
 def test_no_owner_is_distinct_from_every_consumer_colour() -> None:
-    from matplotlib import colormaps
     from matplotlib.colors import to_rgb
 
     gap = to_rgb(_GAP_FACE)
-    cmap = colormaps["tab20"]
-    for index in _CONSUMER_PALETTE:
-        colour = cmap(index)[:3]
-        distance = sum((a - b) ** 2 for a, b in zip(colour, gap, strict=True)) ** 0.5
-        assert distance > 0.25, (index, colour)  # and the gap is hatched besides
+    for count in (18, 100):  # tab20 without its greys, then the generated colours
+        for index, hex_colour in enumerate(member_colours(count)):
+            colour = to_rgb(hex_colour)
+            distance = sum((a - b) ** 2 for a, b in zip(colour, gap, strict=True)) ** 0.5
+            assert distance > 0.25, (index, colour)  # and the gap is hatched besides
 
 
 def test_simulation_report_shows_metrics_with_units_and_both_charts(tmp_path: Path) -> None:

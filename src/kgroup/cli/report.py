@@ -1,9 +1,10 @@
 """``kgroup report DIR``: the HTML report of groups recorded by ``kgroup record`` or
 ``kgroup serve --record DIR``.
 
-Each recorded group (``DIR/<group>/result.json``) gets ``DIR/<group>/index.html`` with the
-simulator's partition-owner timeline (:func:`kgroup.report.timeline.timeline_image`), the facts of the
-recording and its events.
+Each recorded group (``DIR/<group>/result.json``) gets ``DIR/<group>/index.html`` with the facts of
+the recording, what its rebalances cost, the simulator's partition-owner timeline
+(:func:`kgroup.report.timeline.timeline_image`), its members and its events, and
+``DIR/<group>/timeline.html``, the interactive timeline (:mod:`kgroup.report.interactive`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ RECORDING_FILE = "result.json"
 def write_recording_report(path: Path) -> Path:
     """``index.html`` beside one recording; returns its path."""
     from kgroup.report.html import Report
+    from kgroup.report.interactive import TIMELINE_FILE, timeline_page
     from kgroup.report.recording import load_recording, recorded_by, recording_sections
 
     recording = load_recording(path)
@@ -27,8 +29,12 @@ def write_recording_report(path: Path) -> Path:
         title=f"kgroup: {recording.data['scenario']}",
         subtitle=f"a real group, recorded by {recorded_by(recording.data)}",
     )
-    report.extend(recording_sections(recording))
+    report.extend(recording_sections(recording, interactive=True))
     report.attach("result.json", path.read_text(encoding="utf-8"))
+    title = f"kgroup: {recording.data['scenario']}"
+    report.attach(
+        TIMELINE_FILE, timeline_page(recording.result, title, f"Recorded by {recorded_by(recording.data)}.")
+    )
     return report.write(path.parent)
 
 

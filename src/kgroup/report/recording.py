@@ -90,10 +90,12 @@ def load_recording(path: Path) -> Recording:
     return Recording(path, data, result)
 
 
-def recording_sections(recording: Recording, *, title_prefix: str = "", events: bool = True) -> list[Section]:
+def recording_sections(
+    recording: Recording, *, title_prefix: str = "", events: bool = True, interactive: bool = False
+) -> list[Section]:
     """Facts, what the rebalances cost, the partition-owner timeline, the members and (optionally)
-    the event table of one recording."""
-    from kgroup.report.timeline import timeline_image
+    the event table of one recording (``interactive``: say where its timeline.html is)."""
+    from kgroup.report.timeline import EXPLORE, timeline_image
 
     metrics = recording.metrics
     facts = []
@@ -107,7 +109,7 @@ def recording_sections(recording: Recording, *, title_prefix: str = "", events: 
         Section(f"{title_prefix}What the rebalances cost", _cost_blocks(recording), anchor="rec-cost"),
         Section(
             f"{title_prefix}Partition owners over time",
-            (timeline_image(recording.result),),
+            (*((Paragraph(EXPLORE),) if interactive else ()), timeline_image(recording.result)),
             anchor="rec-owners",
         ),
     ]

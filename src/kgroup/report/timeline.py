@@ -47,8 +47,6 @@ _MAX_MARKERS = 400
 #: partitions the target gives to a member that does not hold them yet
 _REVOKING_HATCH, _REVOKING_COLOUR = "xxx", "#1a1a1a"
 _UNRELEASED_HATCH, _UNRELEASED_COLOUR = "\\\\\\", "#d35400"
-#: tab20 without its two greys (so no consumer looks like the hatched "no owner")
-_CONSUMER_PALETTE = tuple(i for i in range(20) if i not in (14, 15))
 _LABEL_SIZE = 10
 _TICK_SIZE = 9
 
@@ -147,8 +145,9 @@ def _unowned(result: SimResult, scale: float, duration: float) -> dict[int, list
 
 def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image:
     """Each partition's owner over time, gaps and rebalances visible."""
-    from matplotlib import colormaps
     from matplotlib.patches import Patch
+
+    from kgroup.report.interactive import member_colours
 
     n = max(1, len(result.partitions))
     scale, unit = _time_unit(result.scenario.duration_ms)
@@ -156,8 +155,8 @@ def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image
     ax = fig.add_subplot()
     duration = result.scenario.duration_ms / scale
     ax.set_facecolor(_GAP_FACE)
-    cmap = colormaps["tab20"]
-    colours = {c: cmap(_CONSUMER_PALETTE[i % len(_CONSUMER_PALETTE)]) for i, c in enumerate(result.consumers)}
+    # distinct for any number of consumers (tab20 without its greys up to 18, then generated)
+    colours = dict(zip(result.consumers, member_colours(len(result.consumers)), strict=True))
     spans: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for p, owner, start, end in result.intervals:
         spans.setdefault((owner, p), []).append((start / scale, (end - start) / scale))
@@ -185,7 +184,10 @@ def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image
     ax.set_xlabel(unit, fontsize=_LABEL_SIZE)
     ax.tick_params(axis="x", labelsize=_TICK_SIZE)
     owners = {owner for owner, _ in spans}
-    handles = [Patch(facecolor=colours[c], label=c) for c in result.consumers if c in owners][:30]
+    shown = [c for c in result.consumers if c in owners]
+    handles = [Patch(facecolor=colours[c], label=c) for c in shown[:30]]
+    if len(shown) > 30:  # the interactive timeline (timeline.html) names every one on hover
+        handles.append(Patch(facecolor="none", edgecolor="none", label=f"… {len(shown) - 30} more"))
     handles.append(Patch(facecolor=_GAP_FACE, edgecolor=_GAP_HATCH_COLOUR, hatch="///", label="no owner"))
     if "revoking" in statuses:
         handles.append(
@@ -374,8 +376,15 @@ def scenario_section(scenario: Any, seeds: Sequence[int], how: str = "") -> Sect
     return Section("Scenario", tuple(blocks), anchor="sim-scenario")
 
 
-def simulation_sections(result: SimResult) -> list[Section]:
-    """The report sections of one simulation run."""
+#: the paragraph that links a report's interactive timeline (kgroup.report.interactive)
+EXPLORE = (
+    "Explore this timeline: timeline.html, beside this page — zoom, hover a bar for its member, "
+    "generation and why it began and ended, highlight one member's row and bars (it opens without a network)."
+)
+
+
+def simulation_sections(result: SimResult, *, interactive: bool = False) -> list[Section]:
+    """The report sections of one simulation run (``interactive``: say where its timeline.html is)."""
     sc = result.scenario
     g = sc.group
     m = result.metrics
@@ -417,7 +426,11 @@ def simulation_sections(result: SimResult) -> list[Section]:
     )
     return [
         Section("Simulation", (facts,), anchor="sim-run"),
-        Section("Partition owners over time", (timeline_image(result),), anchor="sim-owners"),
+        Section(
+            "Partition owners over time",
+            (*((Paragraph(EXPLORE),) if interactive else ()), timeline_image(result)),
+            anchor="sim-owners",
+        ),
         Section("Lag over time", (lag_image(result),), anchor="sim-lag-over-time"),
         Section(
             "Metrics",
@@ -467,8 +480,11 @@ def write_simulation_report(result: SimResult, out_dir: str | Path) -> Path:
     report = Report(
         title=f"kgroup simulation: {result.scenario.name}", subtitle="deterministic rebalance simulator"
     )
-    report.extend(simulation_sections(result))
+    from kgroup.report.interactive import TIMELINE_FILE, timeline_page
+
+    report.extend(simulation_sections(result, interactive=True))
     report.attach("result.json", result.to_json())
+    report.attach(TIMELINE_FILE, timeline_page(result, f"kgroup simulation: {result.scenario.name}"))
     return report.write(out_dir)
 
 
