@@ -70,22 +70,33 @@ def test_recovery_is_per_event_and_counts_from_the_events_last_action() -> None:
     assert metric_label("recovery_ms_2", events) == "recovery after crash at 90 s (s)"
 
 
+def test_the_engine_is_chosen_by_what_the_sweep_costs() -> None:
+    from kgroup.cli.simulate import SPARK_FIXED_S, SPARK_PARALLEL_EFFICIENCY, SPARK_TASK_S, choose_engine
+
+    # two cores (the project's machine): Spark never pays, however long the sweep (measured: 3.3x and
+    # 5.0x slower for 14 and 140 runs)
+    small = choose_engine(5.0, 14, cores=2)
+    assert small.engine == "local" and small.local_s == 70.0 and small.spark_pays_from_s is None
+    assert "does not pay" in small.note and "--engine spark or local" in small.note
+    assert choose_engine(60.0, 1000, cores=2).engine == "local"
+    # eight cores: 14 runs of a second stay here (Spark's start alone is longer), 14 runs of 5 s go
+    assert choose_engine(1.0, 14, cores=8).engine == "local"
+    big = choose_engine(5.0, 14, cores=8)
+    pays_from = big.spark_pays_from_s
+    assert big.engine == "spark" and pays_from is not None and big.local_s > pays_from
+    spark_s = SPARK_FIXED_S + 14 * SPARK_TASK_S + big.local_s / (8 * SPARK_PARALLEL_EFFICIENCY)
+    assert spark_s < big.local_s and "pays from about" in big.note
+
+
 def test_the_piped_text_table_keeps_every_column(tmp_path: Path) -> None:
     path = tmp_path / "scenario.yaml"
     path.write_text(yaml.safe_dump(SCENARIO))
-    command = [
-        sys.executable,
-        "-m",
-        "kgroup",
-        "simulate",
-        str(path),
-        "--compare",
-        "--engine",
-        "local",
-        "--static",
-    ]
+    # no --engine: auto, which keeps a sweep of a few seconds in this process (Spark's start alone is longer)
+    command = [sys.executable, "-m", "kgroup", "simulate", str(path), "--compare", "--static"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("engine: local (auto) — about "), done.stderr
+    assert "starting Spark" not in done.stderr
     lines = done.stdout.splitlines()
     rows = [line for line in lines if line.startswith("│ ")]
     assert len(rows) == 7  # every strategy × protocol Kafka runs, static

@@ -215,8 +215,9 @@ def timeline_figure(result: SimResult, title: str = "") -> dict[str, Any]:
     duration = max(1, result.scenario.duration_ms)
     partitions = list(result.partitions)
     drawn = sorted(result.intervals, key=lambda i: (i[2], i[0]))[:MAX_BARS]
-    members = list(dict.fromkeys([*result.consumers, *sorted({m for _, m, _, _ in drawn})]))
-    members = [m for m in members if any(m == owner for _, owner, _, _ in drawn)] or members
+    owners = {m for _, m, _, _ in drawn}
+    # the consumers in their own order (the static chart's), then anyone else who owned something
+    members = [m for m in dict.fromkeys([*result.consumers, *sorted(owners)]) if m in owners]
     colours = dict(zip(members, member_colours(len(members)), strict=True))
     why = _Why(result)
     traces: list[dict[str, Any]] = []
