@@ -121,6 +121,7 @@ def test_the_page_opens_in_chromium_and_shows_the_members(hundred: SimResult, tm
     _chromium()
     page = write_timeline(hundred, tmp_path, "kgroup simulation: hundred")
     assert page.name == TIMELINE_FILE
+    assert page.read_text().count("* plotly.js v") == 1  # inlined, not fetched
     owners = sorted({member for _, member, _, _ in hundred.intervals})
     with Chromium(timeout_s=300) as browser:  # a bound for a loaded machine, not a timing
         browser.open(page)
@@ -189,3 +190,32 @@ def test_the_page_opens_in_chromium_and_shows_the_members(hundred: SimResult, tm
         assert opacity["member-42"] == [1, 1]  # its bars and its own row
         assert all(v == [0.12, 0.12] for name, v in opacity.items() if name in owners and name != "member-42")
         assert browser.errors() == []
+
+
+def test_the_demo_report_gets_its_highlighted_timelines_on_one_page() -> None:
+    from kgroup.demo.stages import DemoConfig, DemoRun, build_report
+    from kgroup.report.timeline import TIMELINES_FILE, RebalanceStageResult
+    from kgroup.sim.demo_stage import HIGHLIGHTS, RebalanceStageData
+    from kgroup.sim.runner import simulate
+    from kgroup.sim.scenario import parse_scenario
+
+    scenario = parse_scenario(
+        {
+            "name": "tiny",
+            "duration_ms": 40_000,
+            "topics": {"t": 4},
+            "consumers": [{"count": 2, "prefix": "c", "topics": ["t"]}],
+            "events": [{"at_ms": 10_000, "kind": "crash", "consumer": "c1"}],
+        }
+    )
+    highlights = [(v.label, simulate(v.apply(scenario))) for v in HIGHLIGHTS]
+    stage = RebalanceStageResult(RebalanceStageData(scenario, (1,), [], [], [], highlights))
+    report = build_report(DemoRun(DemoConfig(), (("rebalance", stage),), ()))
+    page = report.attachments[TIMELINES_FILE].decode()
+    # the three timelines, each its own figure, and plotly.js inlined once for the three
+    assert all(
+        f'id="{element}"' in page for element in ("kgroup-timeline", "kgroup-timeline-2", "kgroup-timeline-3")
+    )
+    assert page.count("* plotly.js v") == 1 and page.count("Plotly.newPlot(") == 3
+    assert all(f"Timeline: {label}" in page for label, _ in highlights)
+    assert f"Explore it: {TIMELINES_FILE}" in report.to_html()

@@ -197,6 +197,9 @@ def build_report(run: DemoRun, title: str = "kgroup demo") -> Report:
     )
     for _name, result in run.results:
         report.extend(result.report_sections())
+        # a stage's own files beside the page (the rebalance stage's interactive timelines)
+        for name, content in getattr(result, "report_attachments", dict)().items():
+            report.attach(name, content)
     report.add(
         Section(
             "How this report was made",

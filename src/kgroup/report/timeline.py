@@ -376,6 +376,8 @@ def scenario_section(scenario: Any, seeds: Sequence[int], how: str = "") -> Sect
     return Section("Scenario", tuple(blocks), anchor="sim-scenario")
 
 
+#: the demo report's interactive timelines (kgroup.report.interactive), beside its index.html
+TIMELINES_FILE = "timelines.html"
 #: the paragraph that links a report's interactive timeline (kgroup.report.interactive)
 EXPLORE = (
     "Explore this timeline: timeline.html, beside this page — zoom, hover a bar for its member, "
@@ -554,8 +556,26 @@ class RebalanceStageResult:
             sections.append(
                 Section(
                     f"Timeline: {label}",
-                    (timeline_image(result, element_id=f"sim-timeline-{slug}"),),
+                    (
+                        Paragraph(
+                            f"Explore it: {TIMELINES_FILE}, beside this page (zoom, hover, highlight)."
+                        ),
+                        timeline_image(result, element_id=f"sim-timeline-{slug}"),
+                    ),
                     anchor=f"sim-timeline-{slug}",
                 )
             )
         return sections
+
+    def report_attachments(self) -> dict[str, str]:
+        """The files beside the report: the highlighted timelines, interactive, on one page."""
+        if not self.data.highlights:
+            return {}
+        from kgroup.report.interactive import timelines_page
+
+        title = f"kgroup demo: {self.data.scenario.name}, timelines"
+        return {
+            TIMELINES_FILE: timelines_page(
+                title, [(f"Timeline: {label}", r) for label, r in self.data.highlights]
+            )
+        }
