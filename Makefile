@@ -55,6 +55,8 @@ faults: $(STAMP)
 test: $(STAMP)
 	@$(VENV)/bin/python -m kgroup.testing.apache_kafka fetch || test -z "$$CI"
 	@$(VENV)/bin/python -m kgroup.testing.faults fetch || test -z "$$CI"
+	@# Debian's chromium opens the reports' interactive timeline in tests/report (headless)
+	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) || test -z "$$CI"
 	$(VENV)/bin/ruff check src tests benchmarks
 	@# beside mypy, on the other core, what every test worker would otherwise do at once: compile
 	@# numba's kernels (numba's cache), read the test modules (bytecode, assertion rewriting) and

@@ -253,9 +253,29 @@ def test_classic_group_recording_agrees_with_the_clients(target: Target, names: 
         f"{topic}-{p}": [5, 7] if f"{topic}-{p}" in b_partitions else [5] for p in range(PARTITIONS)
     }
     assert document["metrics"]["offset_commits"] == PARTITIONS + len(b_partitions)
+    assert document["metrics"]["committed_progress_records"] == (7 - 5) * len(b_partitions)
+    # what Kafka's describe shows of each member: its client id and host
+    clients = {m["member_id"]: (m["client_id"], m["client_host"]) for m in document["members"]}
+    assert clients[crashed] == ("crasher", "/127.0.0.1")
+    assert sorted(clients.values()) == sorted((name, "/127.0.0.1") for name in ("a", "b", "c", "crasher"))
+    assert document["metrics"]["final_protocol"] == "range"
+    # range is eager: every member holds nothing from a join phase's end (the record's
+    # currentStateTimestamp) until the generation's assignment is stored; every generation assigns
+    # all the partitions, so each later generation adds its sync window on each of them
+    start = document["source"]["start_epoch_ms"]
+    windows, previous = 0, None
+    for event in (e for e in document["events"] if e["kind"] == "generation"):
+        if previous is not None:
+            joined = min(event["t_ms"], max(previous, event["join_completed_epoch_ms"] - start))
+            windows += event["t_ms"] - joined
+        previous = event["t_ms"]
+    assert document["metrics"]["unowned_partition_ms"] == PARTITIONS * windows
     report = _kgroup("report", str(tmp_path / "rec"))
     assert report.returncode == 0, report.stderr
-    assert (tmp_path / "rec" / group / "index.html").stat().st_size > 10_000
+    html = (tmp_path / "rec" / group / "index.html").read_text()
+    assert len(html) > 10_000
+    assert "recorded by kgroup record" in html and "kgroup serve --record" not in html
+    assert "Unowned partition-time" in html and "Committed-offset progress" in html and "crasher" in html
 
 
 def test_consumer_protocol_group_recording_agrees_with_the_clients(
@@ -285,6 +305,13 @@ def test_consumer_protocol_group_recording_agrees_with_the_clients(
     assert any(status == "revoking" for _, status, _, _ in document["recording"]["handover_intervals"])
     states = [e["state"] for e in document["events"] if e["kind"] == "group_state"]
     assert states.count("Stable") >= len(snapshots)
+    # client id and host as Kafka's describe shows them; no member names a remote assignor
+    assert sorted((m["client_id"], m["client_host"]) for m in document["members"]) == [
+        (name, "/127.0.0.1") for name in ("a", "b", "c")
+    ]
+    assert document["metrics"]["final_protocol"].startswith("the broker's default")
+    # a moved partition waits for its new owner's next heartbeat after the old one released it
+    assert document["metrics"]["unowned_partition_ms"] == sum(document["recording"]["unowned_ms"]) > 0
 
 
 def _wait_for_generations(path: Path, count: int, until_ms: int = 0) -> dict[str, Any]:

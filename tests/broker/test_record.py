@@ -14,25 +14,53 @@ from kgroup.testing import KafkaBroker
 
 
 def test_recorded_group_is_drawn_by_kgroup_report(tmp_path: Path) -> None:
+    """An eager (range) group that two members join, committing what they read: the recording has
+    the members as Kafka's describe shows them, their commits, and the eager rebalance's unowned
+    window (every member holds nothing from the join phase's end to the assignment); `kgroup
+    report` draws and explains it."""
+    from confluent_kafka import Producer
+
     record = tmp_path / "rec"
+    path = record / "rec-group" / "result.json"
+    auto_commit = {"auto.commit.interval.ms": 200}
     with KafkaBroker(topics={"rec": 4}, record_dir=record) as kafka:
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+        for n in range(40):
+            producer.produce("rec", value=b"x", partition=n % 4)
+        assert producer.flush(10) == 0
         owned = Owned()
-        first = confluent_consumer(kafka.bootstrap_servers, "rec-group", "rec", owned, "one")
+        first = confluent_consumer(
+            kafka.bootstrap_servers, "rec-group", "rec", owned, "one", **{"client.id": "one"}, **auto_commit
+        )
         first.start()
         try:
             wait_until(
                 lambda: owned.snapshot().get("one") == frozenset(range(4)), 60, "one member owning all"
             )
-            second = confluent_consumer(kafka.bootstrap_servers, "rec-group", "rec", owned, "two")
+            second = confluent_consumer(
+                kafka.bootstrap_servers,
+                "rec-group",
+                "rec",
+                owned,
+                "two",
+                **{"client.id": "two"},
+                **auto_commit,
+            )
             second.start()
             try:
                 wait_until(lambda: len(owned.snapshot().get("two", ())) == 2, 60, "two members sharing")
+                wait_until(
+                    lambda: path.exists() and json.loads(path.read_text())["metrics"]["offset_commits"] > 0,
+                    30,
+                    "an auto-commit recorded",
+                )
             finally:
                 second.join_checked()
         finally:
             first.join_checked()
-    data = json.loads((record / "rec-group" / "result.json").read_text())
-    assert set(data) >= {"scenario", "metrics", "ownership", "events"}
+    data = json.loads(path.read_text())
+    assert set(data) >= {"scenario", "metrics", "ownership", "events", "members", "commits"}
+    assert data["recording"]["recorded_by"] == "kgroup serve --record"
     states = [e["state"] for e in data["events"] if e["kind"] == "group_state"]
     assert states.count("Stable") >= 2 and "PreparingRebalance" in states
     assert data["metrics"]["generation"] >= 2
@@ -40,12 +68,35 @@ def test_recorded_group_is_drawn_by_kgroup_report(tmp_path: Path) -> None:
     assert assigned == {f"rec-{p}" for p in range(4)}
     assert data["recording"]["partitions"] == [f"rec-{p}" for p in range(4)]
     assert data["recording"]["intervals"]
+    # the members as Kafka's describe shows them: client id and host
+    assert sorted((m["client_id"], m["client_host"]) for m in data["members"]) == [
+        ("one", "/127.0.0.1"),
+        ("two", "/127.0.0.1"),
+    ]
+    # the eager rebalance: at the end of the second join phase, "one" revokes all four partitions
+    one = next(m["member_id"] for m in data["members"] if m["client_id"] == "one")
+    completing = [e["t_ms"] for e in data["events"] if e.get("state") == "CompletingRebalance"]
+    assert any(
+        o["member"] == one and o["t_ms"] in completing and len(o["revoked"]) == 4 for o in data["ownership"]
+    ), data["ownership"]
+    assert data["metrics"]["unowned_partition_ms"] == sum(data["recording"]["unowned_ms"])
+    # what the members read was committed: at most the 10 records of each partition
+    progress = {p: points[-1][1] for p, points in data["commits"].items()}
+    assert progress and all(0 < offset <= 10 for offset in progress.values()), data["commits"]
+    assert data["metrics"]["offset_commits"] == sum(len(points) for points in data["commits"].values())
     try:
         main(["report", str(record)])
     except SystemExit as exc:
         assert exc.code in (0, None)
     html = (record / "rec-group" / "index.html").read_text()
     assert "Partition owners over time" in html and "<img" in html
+    assert "recorded by kgroup serve --record" in html
+    assert "What the rebalances cost" in html and "Unowned partition-time" in html
+    assert "Committed-offset progress" in html and 'id="rec-progress"' in html
+    # the interactive timeline beside it, linked from the page, with every member's bars
+    assert "Explore this timeline: timeline.html" in html and 'href="timeline.html"' in html
+    page = (record / "rec-group" / "timeline.html").read_text()
+    assert all(f'"name":"{m["member_id"]}"' in page for m in data["members"])
 
 
 def test_recording_of_a_cooperative_group_left_and_static_rejoin(tmp_path: Path) -> None:
@@ -193,6 +244,9 @@ def test_a_consumer_protocol_group_is_recorded_and_drawn(tmp_path: Path) -> None
     data = json.loads((record / "kip848-group" / "result.json").read_text())
     metrics = data["metrics"]
     assert metrics["group_protocol"] == "consumer" and metrics["protocol_type"] == "consumer"
+    # no member names a group.remote.assignor: the broker's default assigns, and the report says so
+    assert metrics["final_protocol"].startswith("the broker's default")
+    assert [(m["client_host"], bool(m["client_id"])) for m in data["members"]] == [("/127.0.0.1", True)] * 2
     assert metrics["members_seen"] == 2 and metrics["rebalances"] >= 3  # join, join, leave
     epochs = [e["generation"] for e in data["events"] if e["kind"] == "group_epoch"]
     assert epochs == sorted(epochs) and len(epochs) == metrics["rebalances"]
@@ -214,3 +268,4 @@ def test_a_consumer_protocol_group_is_recorded_and_drawn(tmp_path: Path) -> None
         assert exc.code in (0, None)
     html = (record / "kip848-group" / "index.html").read_text()
     assert "Partition owners over time" in html and "<img" in html
+    assert "What the rebalances cost" in html and "/127.0.0.1" in html

@@ -8,14 +8,14 @@ import re
 from pathlib import Path
 
 from kgroup.report.html import format_cell
+from kgroup.report.interactive import member_colours
 from kgroup.report.timeline import (
-    _CONSUMER_PALETTE,
     _GAP_FACE,
     metric_label,
     metric_value,
     write_comparison_report,
 )
-from kgroup.sim.compare import SUMMARY_COLUMNS, run_local, summarize
+from kgroup.sim.compare import run_local, summarize, table_columns
 from kgroup.sim.scenario import parse_scenario
 from kgroup.sim.variants import compare_variants
 
@@ -34,13 +34,14 @@ def test_comparison_report_has_units_human_names_and_the_scenario(tmp_path: Path
     variants, skipped = compare_variants()
     rows = run_local(SCENARIO, variants, [1])
     summary = summarize(rows)
+    columns = table_columns(len(SCENARIO.events))
     page = write_comparison_report(
-        "compare", summary, SUMMARY_COLUMNS, [(v.label, why) for v, why in skipped], tmp_path, rows,
+        "compare", summary, columns, [(v.label, why) for v, why in skipped], tmp_path, rows,
         scenario=SCENARIO, seeds=[1],
     ).read_text()  # fmt: skip
     head = page[page.index("Strategies compared") :]
-    for column in SUMMARY_COLUMNS:
-        assert f"<th>{metric_label(column)}</th>" in head
+    for column in columns:
+        assert f"<th>{metric_label(column, SCENARIO.events)}</th>" in head
         assert f"<th>{column}</th>" not in head or column in ("runs", "rebalances")
     assert '<table class="wide">' in head  # takes the page's width rather than overflowing it
     assert not re.search(r"\d\.?\d*e[+-]\d", page.split("<img")[0])  # no 1.513e+06 anywhere in the text
@@ -56,18 +57,19 @@ def test_comparison_report_has_units_human_names_and_the_scenario(tmp_path: Path
 def test_never_settled_is_said_in_words() -> None:
     assert metric_value("max_time_to_stable_ms", -1.0) == "never"
     assert metric_value("max_time_to_stable_ms", 4500.0) == 4.5
+    assert metric_value("recovery_ms_2", -1.0) == "never"
+    assert metric_value("recovery_ms_2", 42_100.0) == 42.1
 
 
 def test_no_owner_is_distinct_from_every_consumer_colour() -> None:
-    from matplotlib import colormaps
     from matplotlib.colors import to_rgb
 
     gap = to_rgb(_GAP_FACE)
-    cmap = colormaps["tab20"]
-    for index in _CONSUMER_PALETTE:
-        colour = cmap(index)[:3]
-        distance = sum((a - b) ** 2 for a, b in zip(colour, gap, strict=True)) ** 0.5
-        assert distance > 0.25, (index, colour)  # and the gap is hatched besides
+    for count in (18, 100):  # tab20 without its greys, then the generated colours
+        for index, hex_colour in enumerate(member_colours(count)):
+            colour = to_rgb(hex_colour)
+            distance = sum((a - b) ** 2 for a, b in zip(colour, gap, strict=True)) ** 0.5
+            assert distance > 0.25, (index, colour)  # and the gap is hatched besides
 
 
 def test_simulation_report_shows_metrics_with_units_and_both_charts(tmp_path: Path) -> None:

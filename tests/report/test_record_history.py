@@ -44,13 +44,16 @@ def _member(member_id: str, *partitions: int, instance: str | None = None) -> Gr
     )
 
 
-def _generation(generation: int, *members: GroupMetadataMember, version: int = 3) -> bytes:
+def _generation(
+    generation: int, *members: GroupMetadataMember, version: int = 3, joined_ms: int | None = None
+) -> bytes:
+    """A GroupMetadata value; ``joined_ms``: its currentStateTimestamp (the join phase's end)."""
     value = GroupMetadataValue(
         "consumer",
         generation,
         "range" if members else None,
         members[0].member_id if members else None,
-        1_000 * generation,
+        1_000 * generation if joined_ms is None else joined_ms,
         members,
     )
     return encode_group_metadata_value(value, version)
@@ -104,21 +107,22 @@ def test_a_classic_groups_generations_owners_and_commits() -> None:
     history = GroupHistory(G)
     base = 1_700_000_000_000
     entries = [
-        (0, _generation(0)),  # the group is created: empty
-        (100, _generation(1, _member("a", 0, 1, 2, 3))),
+        (0, _generation(0, joined_ms=base)),  # the group is created: empty
+        (100, _generation(1, _member("a", 0, 1, 2, 3), joined_ms=base + 60)),
         (
             200,
             encode_record(OffsetCommitted(G, TopicPartition("orders", 0), OffsetAndMetadata(10, -1, "", 0)))[
                 1
             ],
         ),
-        (1_000, _generation(2, _member("a", 0, 1), _member("b", 2, 3))),
+        # range is eager: the join phase ended 50 ms before each new generation's assignment
+        (1_000, _generation(2, _member("a", 0, 1), _member("b", 2, 3), joined_ms=base + 950)),
         (
             1_500,
-            _generation(2, _member("a", 0, 1), _member("b2", 2, 3, instance="i-b")),
+            _generation(2, _member("a", 0, 1), _member("b2", 2, 3, instance="i-b"), joined_ms=base + 950),
         ),  # static replacement
-        (3_000, _generation(3, _member("b2", 0, 1, 2, 3, instance="i-b"))),  # a ended
-        (4_000, _generation(4)),  # everyone gone: Empty
+        (3_000, _generation(3, _member("b2", 0, 1, 2, 3, instance="i-b"), joined_ms=base + 2_950)),  # a ended
+        (4_000, _generation(4, joined_ms=base + 4_000)),  # everyone gone: Empty
         (5_000, None),  # deleted
     ]
     commit_key = encode_record(
@@ -133,6 +137,23 @@ def test_a_classic_groups_generations_owners_and_commits() -> None:
     assert doc["metrics"]["members_seen"] == 3 and doc["metrics"]["state"] == "Dead"
     assert doc["commits"] == {"orders-0": [[200, 10]]}
     assert _owners(doc, 500) == {f"orders-{p}": "a" for p in range(4)}
+    # eager members hold nothing from the join phase's end to the assignment: 50 ms before generation
+    # 2 and before generation 3, on each of the 4 partitions; nothing counts once the group is Empty
+    assert _owners(doc, 975) == {} and _owners(doc, 2_975) == {}
+    assert doc["metrics"]["unowned_partition_ms"] == 2 * 4 * 50
+    assert doc["recording"]["unowned_ms"] == [100, 100, 100, 100]
+    assert doc["recording"]["recorded_by"] == "kgroup record (from __consumer_offsets)"
+    assert doc["metrics"]["final_protocol"] == "range"
+    members = {m["member_id"]: m for m in doc["members"]}
+    assert sorted(members) == ["a", "b", "b2"]
+    assert {(m["client_id"], m["client_host"]) for m in members.values()} == {("client", "/127.0.0.1")}
+    # b is missing from the record that has b2: the records cannot tell a replacement from a leave
+    assert (members["b"]["left_ms"], members["b"]["left_reason"]) == (1_500, None)
+    assert (members["b2"]["group_instance_id"], members["b2"]["joined_ms"], members["b2"]["left_ms"]) == (
+        "i-b",
+        1_500,
+        4_000,
+    )
     assert _owners(doc, 1_200) == {"orders-0": "a", "orders-1": "a", "orders-2": "b", "orders-3": "b"}
     assert _owners(doc, 2_000) == {"orders-0": "a", "orders-1": "a", "orders-2": "b2", "orders-3": "b2"}
     assert _owners(doc, 3_500) == {f"orders-{p}": "b2" for p in range(4)}
@@ -163,6 +184,7 @@ def _cg(record: Any, t: int, history: GroupHistory, offset: int) -> None:
 def test_a_consumer_protocol_groups_epochs_handover_and_states() -> None:
     history = GroupHistory(G, topic_names={T: "orders"})
     meta = cg.MemberMetadataValue(None, None, "c", "/h", ("orders",), None, 45_000, "uniform")
+    meta_b = cg.MemberMetadataValue(None, "rack-b", "client-b", "/10.0.0.2", ("orders",), None, 45_000, None)
     stable = cg.MemberAssignmentState.STABLE
     steps: list[tuple[int, Any]] = [
         (0, cg.ConsumerGroupMemberMetadata(G, "a", meta)),
@@ -175,7 +197,7 @@ def test_a_consumer_protocol_groups_epochs_handover_and_states() -> None:
                 G, "a", cg.CurrentAssignmentValue(1, 0, stable, {T: {0: 1, 1: 1}}, {})
             ),
         ),
-        (1_000, cg.ConsumerGroupMemberMetadata(G, "b", meta)),
+        (1_000, cg.ConsumerGroupMemberMetadata(G, "b", meta_b)),
         (1_000, cg.ConsumerGroupMetadata(G, (2, 0))),
         (1_000, cg.ConsumerGroupTargetAssignmentMetadata(G, cg.TargetAssignmentMetadataValue(2, 0))),
         # a must give up 1 first; b waits for it
@@ -216,6 +238,15 @@ def test_a_consumer_protocol_groups_epochs_handover_and_states() -> None:
         _cg(record, 50_000 + t, history, offset)
     doc = history.document()
     assert doc["metrics"]["group_protocol"] == "consumer" and doc["metrics"]["rebalances"] == 2
+    # a asks for uniform, b for nothing: the most asked-for server assignor
+    assert doc["metrics"]["final_protocol"] == "uniform"
+    # what Kafka's describe shows of each member
+    assert [(m["member_id"], m["client_id"], m["client_host"], m["left_ms"]) for m in doc["members"]] == [
+        ("a", "c", "/h", 3_000),
+        ("b", "client-b", "/10.0.0.2", None),
+    ]
+    # orders-1 released by a at 1.5 s and acknowledged by b at 1.6 s: 100 ms with no owner
+    assert doc["metrics"]["unowned_partition_ms"] == 100
     assert doc["recording"]["rebalance_starts"] == [0, 1_000]
     assert _owners(doc, 500) == {"orders-0": "a", "orders-1": "a"}
     assert _owners(doc, 1_200) == {"orders-0": "a", "orders-1": "a"}  # revoking, still a's
@@ -246,14 +277,18 @@ def test_the_recording_reads_as_kgroup_reports_recording(tmp_path: Path) -> None
     from kgroup.report.recording import load_recording
 
     history = GroupHistory(G)
-    history.add(OffsetsEntry(0, 1_000, _key(G), _generation(1, _member("a", 0, 1))))
-    history.add(OffsetsEntry(1, 3_000, _key(G), _generation(2, _member("a", 0), _member("b", 1))))
+    history.add(OffsetsEntry(0, 1_000, _key(G), _generation(1, _member("a", 0, 1), joined_ms=900)))
+    history.add(
+        OffsetsEntry(1, 3_000, _key(G), _generation(2, _member("a", 0), _member("b", 1), joined_ms=2_900))
+    )
     path = tmp_path / "result.json"
     path.write_text(json.dumps(history.document()))
     recording = load_recording(path)
     assert recording.result.partitions == ["orders-0", "orders-1"]
+    # range is eager: a held nothing from the join phase's end (1.9 s) to the assignment (2 s)
     assert sorted(recording.result.intervals) == [
-        (0, "a", 0, 2_000),
-        (1, "a", 0, 2_000),
+        (0, "a", 0, 1_900),
+        (0, "a", 2_000, 2_000),
+        (1, "a", 0, 1_900),
         (1, "b", 2_000, 2_000),
     ]

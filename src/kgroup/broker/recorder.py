@@ -43,12 +43,18 @@ from kgroup.group.records import (
     GroupStateChanged,
     MemberRemoved,
     MemberUpserted,
+    OffsetCommitted,
     Record,
     StaticMemberReplaced,
 )
 from kgroup.messages import ConsumerGroupHeartbeatRequest, Envelope, LeaveGroupRequest
 from kgroup.model import TopicId
-from kgroup.record.builder import FOLLOWED_CONSUMER_RECORDS, RecordingBuilder, assignment_partitions
+from kgroup.record.builder import (
+    FOLLOWED_CONSUMER_RECORDS,
+    RecordingBuilder,
+    assignment_partitions,
+    eager_assignor,
+)
 
 __all__ = ["RECORDING_FILE", "GroupRecorder"]
 
@@ -100,6 +106,12 @@ class GroupRecorder:
                 group = self._group(record.group_id, now_ms, topic_name)
                 t = group.built.last_ms = now_ms - group.start_ms
                 _classic(group.built, record, t, view, reason, lost=not left)
+            elif isinstance(record, OffsetCommitted) and record.group_id in self._groups:
+                # a group recorded since its first member: its commits (a group that only commits
+                # offsets, with no member, is not recorded)
+                group = self._groups[record.group_id]
+                t = group.built.last_ms = now_ms - group.start_ms
+                group.built.commit(t, str(record.partition), record.value.offset)
             else:
                 continue
             touched.add(record.group_id)
@@ -115,7 +127,9 @@ class GroupRecorder:
 
     def _write(self, group_id: str, group: _Group) -> None:
         built = group.built
-        document = built.document(f"group {group_id} (recorded by kgroup serve)", built.last_ms)
+        document = built.document(
+            f"group {group_id} (recorded by kgroup serve)", built.last_ms, "kgroup serve --record"
+        )
         folder = self.directory / (_SAFE.sub("_", group_id) or "_")
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -152,18 +166,37 @@ def _classic(
             built.protocol = record.protocol_name
     elif isinstance(record, StaticMemberReplaced):
         member = record.member
-        built.joined(t, member.member_id, member.group_instance_id, replaces=record.old_member_id)
+        built.joined(
+            t,
+            member.member_id,
+            member.group_instance_id,
+            replaces=record.old_member_id,
+            client_id=member.client_id,
+            client_host=member.client_host,
+        )
         built.classic_members.add(member.member_id)
     elif isinstance(record, MemberUpserted):
-        built.joined(t, record.member.member_id, record.member.group_instance_id)
-        built.classic_members.add(record.member.member_id)
+        member = record.member
+        built.joined(
+            t,
+            member.member_id,
+            member.group_instance_id,
+            client_id=member.client_id,
+            client_host=member.client_host,
+        )
+        built.classic_members.add(member.member_id)
     elif isinstance(record, MemberRemoved):
         built.left(t, record.member_id, reason, lost=lost)
     elif isinstance(record, GroupStateChanged):
         built.group_state(t, record.state.kafka_name, built.generation)
         if record.state is GroupState.PREPARING_REBALANCE:
             built.rebalance_starts.append(t)
+        elif record.state is GroupState.COMPLETING_REBALANCE and eager_assignor(built.stable_protocol):
+            # as kgroup record reads it from Kafka's records: eager members hold nothing from the join
+            # phase's end until the assignment (they revoked everything before rejoining)
+            built.eager_rejoin(t)
         elif record.state is GroupState.STABLE:
+            built.stable_protocol = built.protocol
             built.stable_marks.append(t)
             current = view(record.group_id)
             if current is not None:

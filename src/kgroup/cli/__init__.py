@@ -34,7 +34,7 @@ def _root() -> None:
 def version_command() -> None:
     """Print kgroup's version and the Kafka version it reproduces."""
     from kgroup import __version__
-    from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION
+    from kgroup.kafka_release import KAFKA_VERSION
 
     typer.echo(f"kgroup {__version__} (exact to Apache Kafka {KAFKA_VERSION})")
 

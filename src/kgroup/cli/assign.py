@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from kgroup.kafka_release import exact_to
 from kgroup.model import KgroupError
 
 __all__ = ["COMPARED_STRATEGIES", "register"]
@@ -27,10 +28,17 @@ COMPARED_STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 SHOWN_MISMATCHES = 10
 #: from this size on, reading and assigning a file shows its progress on a terminal
 LARGE_FILE_BYTES = 5_000_000
+#: the command's help, naming the Kafka release from :mod:`kgroup.kafka_release`
+ASSIGN_HELP = (
+    f"Assign partitions to a group's members with Kafka's assignors (exact to {exact_to()}).\n\n"
+    "Examples: 'kgroup assign group.json', 'kgroup assign --check tests/vectors', "
+    "'kgroup assign --compare group.json', 'kgroup assign --list'. The file format is "
+    "described in docs/assignors.md."
+)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("assign")(assign_command)
+    app.command("assign", help=ASSIGN_HELP)(assign_command)
 
 
 def assign_command(
@@ -60,12 +68,7 @@ def assign_command(
         bool, typer.Option("--full", help="print every member (tables stop at 50 rows otherwise)")
     ] = False,
 ) -> int:
-    """Assign partitions to a group's members with Kafka's assignors (exact to Kafka 4.0).
-
-    Examples: 'kgroup assign group.json', 'kgroup assign --check tests/vectors',
-    'kgroup assign --compare group.json', 'kgroup assign --list'. The file format is
-    described in docs/assignors.md.
-    """
+    """``kgroup assign`` (its help: :data:`ASSIGN_HELP`)."""
     modes = [
         name for name, on in (("--check", check), ("--compare", compare), ("--list", list_assignors)) if on
     ]

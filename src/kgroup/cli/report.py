@@ -1,8 +1,10 @@
-"""``kgroup report DIR``: the HTML timeline of groups recorded by ``kgroup serve --record DIR``.
+"""``kgroup report DIR``: the HTML report of groups recorded by ``kgroup record`` or
+``kgroup serve --record DIR``.
 
-Each recorded group (``DIR/<group>/result.json``) gets ``DIR/<group>/index.html`` with the
-simulator's partition-owner timeline (:func:`kgroup.report.timeline.timeline_image`), the facts of the
-recording and its events.
+Each recorded group (``DIR/<group>/result.json``) gets ``DIR/<group>/index.html`` with the facts of
+the recording, what its rebalances cost, the simulator's partition-owner timeline
+(:func:`kgroup.report.timeline.timeline_image`), its members and its events, and
+``DIR/<group>/timeline.html``, the interactive timeline (:mod:`kgroup.report.interactive`).
 """
 
 from __future__ import annotations
@@ -19,26 +21,36 @@ RECORDING_FILE = "result.json"
 def write_recording_report(path: Path) -> Path:
     """``index.html`` beside one recording; returns its path."""
     from kgroup.report.html import Report
-    from kgroup.report.recording import load_recording, recording_sections
+    from kgroup.report.interactive import TIMELINE_FILE, timeline_page
+    from kgroup.report.recording import load_recording, recorded_by, recording_sections
 
     recording = load_recording(path)
     report = Report(
         title=f"kgroup: {recording.data['scenario']}",
-        subtitle="a real group, recorded by kgroup serve --record",
+        subtitle=f"a real group, recorded by {recorded_by(recording.data)}",
     )
-    report.extend(recording_sections(recording))
+    report.extend(recording_sections(recording, interactive=True))
     report.attach("result.json", path.read_text(encoding="utf-8"))
+    title = f"kgroup: {recording.data['scenario']}"
+    report.attach(
+        TIMELINE_FILE, timeline_page(recording.result, title, f"Recorded by {recorded_by(recording.data)}.")
+    )
     return report.write(path.parent)
 
 
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report_command(
-        directory: Path = typer.Argument(..., help="The folder given to `kgroup serve --record`."),  # noqa: B008
+        directory: Path = typer.Argument(  # noqa: B008
+            ..., help="The folder given to `kgroup record --out` or `kgroup serve --record`."
+        ),
     ) -> None:
-        """Draw the rebalance timeline of every group recorded by `kgroup serve --record DIR`."""
+        """Draw the report of every group recorded by `kgroup record` or `kgroup serve --record DIR`."""
         if not directory.is_dir():
-            raise KgroupError(f"{directory}: not a folder; give the folder of `kgroup serve --record`")
+            raise KgroupError(
+                f"{directory}: not a folder; give the folder of `kgroup record --out` "
+                "or `kgroup serve --record`"
+            )
         recordings = sorted(directory.glob(f"*/{RECORDING_FILE}"))
         if not recordings:
             raise KgroupError(f"{directory}: no recorded group (no */{RECORDING_FILE}); record with --record")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,10 @@ def register(app: typer.Typer) -> None:
             None, "--seeds", help="--compare: seeds per variant (seed, seed+1, …; default 1)"
         ),
         engine: str | None = typer.Option(
-            None, "--engine", help="--compare / --campaign: spark (default) or local (in-process)"
+            None,
+            "--engine",
+            help="--compare: auto (default: Spark only where it pays, see docs/simulator.md), spark or local "
+            "(in-process); --campaign: spark (default) or local",
         ),
         master: str | None = typer.Option(
             None, "--master", help="--compare / --campaign on Spark: the Spark master URL (default local[*])"
@@ -101,7 +105,7 @@ def register(app: typer.Typer) -> None:
                 raise KgroupError(f"--campaign: {campaign} is out of range; give 1..1000000 scenarios")
             engine = engine or "spark"
             if engine not in ("spark", "local"):
-                raise KgroupError(f"--engine: {engine!r} is unknown; use spark or local")
+                raise KgroupError(f"--engine: {engine!r} is unknown for --campaign; use spark or local")
             start = 0 if seed is None else seed
             if start < 0:
                 raise KgroupError(f"--seed: {start} is negative; give a whole number >= 0")
@@ -120,14 +124,15 @@ def register(app: typer.Typer) -> None:
         membership = "static" if static else "dynamic" if dynamic else None
         if compare:
             seeds = 1 if seeds is None else seeds
-            engine = engine or "spark"
+            # a --master is a Spark the user asks for; otherwise auto decides (choose_engine)
+            engine = "spark" if master is not None and engine in (None, "auto") else engine or "auto"
             master = master or "local[*]"
             if assignors is not None or protocol is not None:
                 raise KgroupError("--compare runs every strategy and protocol; drop --assignors/--protocol")
             if seeds < 1 or seeds > 1000:
                 raise KgroupError(f"--seeds: {seeds} is out of range; give 1..1000")
-            if engine not in ("spark", "local"):
-                raise KgroupError(f"--engine: {engine!r} is unknown; use spark or local")
+            if engine not in ("auto", "spark", "local"):
+                raise KgroupError(f"--engine: {engine!r} is unknown; use auto, spark or local")
             start = base.seed if seed is None else seed
             if start < 0:
                 raise KgroupError(f"--seed: {start} is negative; give a whole number >= 0")
@@ -178,6 +183,56 @@ def _run_with_progress(scenario: Any, *, show: bool) -> Any:
                 bar.update(task, completed=now_ms, virtual=f"{now_ms // 1000} s")
 
         return simulate(scenario, progress)
+
+
+#: what Spark costs ``kgroup simulate --compare`` beside running the cells in this process, fitted to
+#: benchmarks/bench_compare_engines.py's runs on the project's 2-core machine (docs/simulator.md,
+#: "Which engine"): a fixed cost (the session's JVM, the Python workers' imports), a cost per task, and
+#: the share of ideal parallel speed its workers reach (below 1/2 there: two cores never pay)
+SPARK_FIXED_S = 20.0
+SPARK_TASK_S = 1.0
+SPARK_PARALLEL_EFFICIENCY = 0.45
+
+
+@dataclass(frozen=True, slots=True)
+class EngineChoice:
+    engine: str
+    #: seconds the sweep would take in this process, and from which Spark would be faster (None: never)
+    local_s: float
+    spark_pays_from_s: float | None
+    note: str
+
+
+def choose_engine(first_run_s: float, runs: int, cores: int) -> EngineChoice:
+    """``--engine auto``: local unless the sweep, estimated from its first run, is long enough for
+    Spark on ``cores`` cores to win back what it costs. Spark's time is ``SPARK_FIXED_S + runs ×
+    SPARK_TASK_S + local / (cores × SPARK_PARALLEL_EFFICIENCY)``; it pays once that is below the local
+    time, which needs ``cores × efficiency > 1`` (more than two cores)."""
+    local_s = first_run_s * runs
+    speedup = cores * SPARK_PARALLEL_EFFICIENCY
+    overhead = SPARK_FIXED_S + runs * SPARK_TASK_S
+    pays_from = overhead / (1 - 1 / speedup) if speedup > 1 else None
+    engine = "spark" if pays_from is not None and local_s > pays_from else "local"
+    where = (
+        f"Spark on {cores} cores pays from about {pays_from:.0f} s"
+        if pays_from is not None
+        else f"Spark on {cores} core(s) does not pay (measured 3.3-5.0x slower on 2 cores)"
+    )
+    note = (
+        f"engine: {engine} (auto) — about {local_s:.0f} s of simulation in this process "
+        f"({runs} runs, the first took {first_run_s:.1f} s); {where}; --engine spark or local to choose"
+    )
+    return EngineChoice(engine, local_s, pays_from, note)
+
+
+def _local_cores(master: str) -> int:
+    """The cores a ``local[N]`` / ``local[*]`` / ``local`` master gives Spark."""
+    import os
+
+    inner = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
+    if inner in ("*", ""):
+        return os.cpu_count() or 1
+    return int(inner.split(",")[0]) if inner.split(",")[0].isdigit() else os.cpu_count() or 1
 
 
 def _check_options(
@@ -333,13 +388,28 @@ def _compare(
     as_json: bool,
     report: Path | None,
 ) -> None:
-    from kgroup.sim.compare import SUMMARY_COLUMNS, run_local, summarize
+    from kgroup.sim.compare import add_event_recoveries, run_one, summarize, table_columns
     from kgroup.sim.variants import MEMBERSHIPS, compare_variants
 
     memberships: tuple[str | None, ...] = MEMBERSHIPS if membership is None else (membership,)
     variants, skipped = compare_variants(memberships=memberships)
     runs = len(variants) * len(seeds)
     what = f"simulating {runs} runs ({len(variants)} variants × {len(seeds)} seed(s))"
+    cells = [(v, s) for v in variants for s in seeds]
+    rows: list[dict[str, Any]] = []
+    data = base.to_data()
+    if engine == "auto":
+        # the first run, timed, tells how long the sweep is (it is kept if the sweep stays here)
+        import time
+
+        with step_progress(f"{what}: the first, to choose the engine", runs, enabled=not as_json) as done:
+            began = time.perf_counter()
+            rows.append(run_one(data, *cells[0]))
+            done(1)
+        choice = choose_engine(time.perf_counter() - began, runs, _local_cores(master))
+        engine = choice.engine
+        if not as_json:
+            err_console.print(choice.note, highlight=False, soft_wrap=True)
     if engine == "spark":
         from contextlib import ExitStack
 
@@ -355,18 +425,23 @@ def _compare(
                 with watch_tasks(spark, lambda completed, total: done(completed) if total == runs else None):
                     rows, summary = run_sweep([base], variants, seeds, spark=spark)
                 done(runs)
+        summary = add_event_recoveries(summary, rows)
     else:
         with step_progress(what, runs, enabled=not as_json) as done:
-            rows = run_local(base, variants, seeds, on_run=done)
+            done(len(rows))
+            for variant, seed in cells[len(rows) :]:
+                rows.append(run_one(data, variant, seed))
+                done(len(rows))
         summary = summarize(rows)
     skipped_out = [(v.label, why) for v, why in skipped]
+    columns = table_columns(len(base.events))
     if report is not None:
         from kgroup.report.timeline import write_comparison_report
 
         page = write_comparison_report(
             f"kgroup simulate --compare: {base.name}",
             summary,
-            SUMMARY_COLUMNS,
+            columns,
             skipped_out,
             report,
             rows,
@@ -381,6 +456,7 @@ def _compare(
             {
                 "scenario": base.name,
                 "seeds": seeds,
+                "engine": engine,
                 "summary": summary,
                 "skipped": [{"variant": v, "reason": why} for v, why in skipped_out],
                 "runs": rows,
@@ -390,24 +466,26 @@ def _compare(
     from rich.console import Console
     from rich.table import Table
 
-    # the comparison is wide: never squeeze it into a narrow (or absent) terminal
-    wide = Console(highlight=False, width=max(console.width, 200))
+    # the comparison is wide: never squeeze it into a narrow terminal, and never cut it when piped
+    # (a file has no width: rich would drop the columns past its default 80, or the 200 given before)
+    width = console.width if console.is_terminal else 100_000
+    wide = Console(highlight=False, width=max(width, 200), soft_wrap=False)
     table = Table(
         title=f"{base.name}: strategies compared (means over {len(seeds)} seed(s); "
-        "partition-s = partition-seconds)"
+        "partition-s = partition-seconds; recovery: from an event's last action to stable)"
     )
     # the report's column names and units (the JSON keeps the metric names)
     from kgroup.report.html import format_cell
     from kgroup.report.timeline import metric_label, metric_value
 
-    for column in SUMMARY_COLUMNS:
+    for column in columns:
         if column == "variant":
             table.add_column(metric_label(column), no_wrap=True)
         else:
-            # wide enough for the longest word of a header, so headers wrap at spaces, never cut
-            table.add_column(metric_label(column), justify="right", min_width=14)
+            # headers wrap at spaces, at least as wide as a header's longest word, never cut
+            table.add_column(metric_label(column, base.events), justify="right", min_width=14, max_width=18)
     for row in summary:
-        table.add_row(*(format_cell(metric_value(c, row[c])) for c in SUMMARY_COLUMNS))
+        table.add_row(*(format_cell(metric_value(c, row.get(c))) for c in columns))
     wide.print(table)
     for label, why in skipped_out:
         wide.print(f"not run: {label} — {why}")

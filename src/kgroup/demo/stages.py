@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from kgroup.kafka_release import exact_to
 from kgroup.model import KgroupError
 from kgroup.report import Facts, Paragraph, Report, Section, Table
 
@@ -183,7 +184,8 @@ def build_report(run: DemoRun, title: str = "kgroup demo") -> Report:
     report = Report(
         title=title,
         subtitle=(
-            f"{config.events:,} synthetic events partitioned exactly as a Kafka 4.0 producer would, "
+            f"{config.events:,} synthetic events partitioned exactly as a Kafka producer "
+            f"would ({exact_to()}), "
             f"for {config.partitions} and {config.grow_to} partitions"
             + (
                 ", and a consumer group's rebalances simulated under every strategy"
@@ -195,6 +197,9 @@ def build_report(run: DemoRun, title: str = "kgroup demo") -> Report:
     )
     for _name, result in run.results:
         report.extend(result.report_sections())
+        # a stage's own files beside the page (the rebalance stage's interactive timelines)
+        for name, content in getattr(result, "report_attachments", dict)().items():
+            report.attach(name, content)
     report.add(
         Section(
             "How this report was made",

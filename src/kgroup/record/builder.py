@@ -13,6 +13,18 @@ same in both places and are followed here whole (:meth:`consumer_record`):
   "revoking"). The group state (Empty, Assigning, Reconciling, Stable) is derived from the records as
   Kafka's ``ConsumerGroup.maybeUpdateGroupState`` derives it.
 
+What the rebalances cost the group, in both kinds of recording (``metrics``):
+
+* ``unowned_partition_ms`` — partition-milliseconds during which a partition the group was assigned
+  (from its first owner on) had no owner while the group had members (not Empty or Dead): the
+  stop-the-world time the records show. For a classic group whose assignor is eager (every built-in
+  one but ``cooperative-sticky``) every member holds nothing from the end of the join phase until
+  the generation's assignment is stored (:meth:`RecordingBuilder.eager_rejoin`): its members revoked
+  everything before they rejoined. The records do not say when a rebalance started, so this is the
+  part of the eager stop-the-world window they show, a lower bound.
+* ``committed_progress_records`` — the offsets committed past: over the partitions, the last
+  committed offset read minus the first (``commits`` holds each partition's commits over time).
+
 Pure: no I/O, no clock; times are milliseconds since the group's first record.
 """
 
@@ -34,7 +46,20 @@ from kgroup.group.records.consumer import (
 )
 from kgroup.model import PeerError, TopicId
 
-__all__ = ["FOLLOWED_CONSUMER_RECORDS", "RecordingBuilder", "assignment_partitions", "partition_key"]
+__all__ = [
+    "FOLLOWED_CONSUMER_RECORDS",
+    "RecordingBuilder",
+    "assignment_partitions",
+    "eager_assignor",
+    "partition_key",
+    "unowned_ms",
+]
+
+#: a KIP-848 group whose members name no ``group.remote.assignor``: the broker's first
+#: ``group.consumer.assignors`` assigns (the records do not name it; Kafka's default is ``uniform``)
+BROKER_DEFAULT_ASSIGNOR = "the broker's default (uniform unless group.consumer.assignors is changed)"
+#: group states in which the group has no member
+_MEMBERLESS = ("Empty", "Dead")
 
 #: the KIP-848 records :meth:`RecordingBuilder.consumer_record` follows (its recorders pass these on)
 FOLLOWED_CONSUMER_RECORDS = (
@@ -72,6 +97,48 @@ def _no_names(topic: TopicId) -> str | None:
     return None
 
 
+def eager_assignor(name: str | None) -> bool | None:
+    """Whether a classic group whose members chose ``name`` rebalances eagerly: ``False`` when the
+    assignor supports the cooperative protocol, ``None`` when kgroup does not know it (a plug-in of
+    the group's clients). Members that also list an eager assignor (a rolling upgrade from
+    ``[cooperative-sticky, range]``) are eager even under ``cooperative-sticky``: the records do
+    not carry a member's other assignors, so such a group is taken as cooperative."""
+    if not name:
+        return None
+    from kgroup.assignors import create_assignor
+    from kgroup.model import KgroupError, RebalanceProtocol
+
+    try:
+        return not create_assignor(name).supports(RebalanceProtocol.COOPERATIVE)
+    except KgroupError:
+        return None
+
+
+def unowned_ms(
+    intervals: list[tuple[str, str, int, int]], active: list[tuple[int, int]], end: int
+) -> dict[str, int]:
+    """Per partition, the milliseconds from its first owner on (up to ``end``) in which nobody owned it
+    while the group had members (``active``: sorted, disjoint spans)."""
+    owned: dict[str, list[tuple[int, int]]] = {}
+    for p, _member, start, stop in intervals:
+        owned.setdefault(p, []).append((start, stop))
+    out: dict[str, int] = {}
+    for p, spans in owned.items():
+        spans.sort()
+        gaps: list[tuple[int, int]] = []
+        at = spans[0][0]
+        for start, stop in spans:
+            if start > at:
+                gaps.append((at, start))
+            at = max(at, stop)
+        if at < end:
+            gaps.append((at, end))
+        out[p] = sum(
+            max(0, min(b, hi) - max(a, lo)) for a, b in gaps for lo, hi in active if lo < b and a < hi
+        )
+    return out
+
+
 @dataclass(slots=True)
 class RecordingBuilder:
     """One group's recording as it is built; ``topic_name`` names the topic ids of consumer-group
@@ -102,15 +169,39 @@ class RecordingBuilder:
     member_epochs: dict[str, tuple[int, MemberAssignmentState]] = field(default_factory=dict)
     consumer_stables: int = 0
     unknown_topic_ids: set[TopicId] = field(default_factory=set)
+    server_assignors: dict[str, str] = field(default_factory=dict)  # member -> its remote assignor
+    # what Kafka's describe shows of each member (client id, host, instance id), and when it was in
+    member_info: dict[str, dict[str, Any]] = field(default_factory=dict)
+    commits: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # partition -> (t, offset)
+    #: a classic group's protocol when it was last Stable: what its members ran when a rebalance began
+    stable_protocol: str | None = None
 
     # --- members -----------------------------------------------------------------------------------
 
     def members(self) -> set[str]:
         return set(self.classic_members) | set(self.member_epochs)
 
-    def joined(self, t: int, member_id: str, instance_id: str | None, replaces: str | None = None) -> None:
+    def joined(
+        self,
+        t: int,
+        member_id: str,
+        instance_id: str | None,
+        replaces: str | None = None,
+        *,
+        client_id: str | None = None,
+        client_host: str | None = None,
+    ) -> None:
         """A member joined (the first time its id is seen); a static member's new id that
-        ``replaces`` its old one joins anew and takes over what the old id owned."""
+        ``replaces`` its old one joins anew and takes over what the old id owned. ``client_id`` and
+        ``client_host`` are what Kafka's describe shows of it (kept up to date on every call)."""
+        info = self.member_info.setdefault(
+            member_id, {"member_id": member_id, "joined_ms": t, "left_ms": None, "left_reason": None}
+        )
+        info["group_instance_id"] = instance_id
+        if client_id is not None:
+            info["client_id"] = client_id
+        if client_host is not None:
+            info["client_host"] = client_host
         if replaces is not None:
             self.members_seen.add(member_id)
             self.events.append(
@@ -136,12 +227,19 @@ class RecordingBuilder:
         if reason is not None:
             event["reason"] = reason
         self.events.append(event)
+        info = self.member_info.get(member_id)
+        if info is not None:
+            info["left_ms"], info["left_reason"] = t, reason
+        self.server_assignors.pop(member_id, None)
         self.own(t, member_id, set(), self.generation, lost=lost)
         self.owned.pop(member_id, None)
         self.classic_members.discard(member_id)
         self.member_epochs.pop(member_id, None)
 
     def _replace(self, old: str, new: str, t: int) -> None:
+        info = self.member_info.get(old)
+        if info is not None:
+            info["left_ms"], info["left_reason"] = t, f"replaced by {new}"
         partitions = self.owned.pop(old, set())
         self.classic_members.discard(old)
         if not partitions:
@@ -197,6 +295,17 @@ class RecordingBuilder:
             }
         )
 
+    def eager_rejoin(self, t: int) -> None:
+        """An eager classic group's join phase ended at ``t``: its members revoked everything before
+        they rejoined, so nobody holds anything until the generation's assignment arrives."""
+        for member_id in sorted(self.owned):
+            if self.owned[member_id]:
+                self.own(t, member_id, set(), self.generation)
+
+    def commit(self, t: int, partition: str, offset: int) -> None:
+        """The group committed ``offset`` for ``partition`` ("topic-p") at ``t``."""
+        self.commits.setdefault(partition, []).append((t, offset))
+
     # --- consumer groups (KIP-848) -------------------------------------------------------------------
 
     def consumer_record(
@@ -213,9 +322,19 @@ class RecordingBuilder:
                 self.left(t, record.member_id, reason, lost=lost)
                 self._consumer_state(t)
                 return
-            self.joined(t, record.member_id, record.value.instance_id)
-            if record.value.server_assignor:
-                self.protocol = record.value.server_assignor
+            value = record.value
+            self.joined(
+                t,
+                record.member_id,
+                value.instance_id,
+                client_id=value.client_id,
+                client_host=value.client_host,
+            )
+            if value.server_assignor:
+                self.server_assignors[record.member_id] = value.server_assignor
+            else:
+                self.server_assignors.pop(record.member_id, None)
+            self.protocol = self._preferred_assignor()
             self.member_epochs.setdefault(record.member_id, (0, MemberAssignmentState.UNKNOWN))
         elif isinstance(record, ConsumerGroupTargetAssignmentMetadata):
             if record.value is not None:
@@ -226,6 +345,21 @@ class RecordingBuilder:
             self._current_assignment(record, t)
         elif isinstance(record, ConsumerGroupTargetAssignmentMember):
             pass  # the target is the assignor's plan; ownership follows what members acknowledge
+
+    def _preferred_assignor(self) -> str:
+        """The server assignor the group's members ask for most (Kafka's
+        ``computePreferredServerAssignor``: ties go to the first in Java's ``HashMap`` order), or the
+        broker's default when none asks for one."""
+        from kgroup.javacompat import hashmap_iteration_order
+
+        counts: dict[str, int] = {}
+        for name in self.server_assignors.values():
+            counts[name] = counts.get(name, 0) + 1
+        best: str | None = None
+        for name in hashmap_iteration_order(counts):
+            if best is None or counts[name] > counts[best]:
+                best = name
+        return best or BROKER_DEFAULT_ASSIGNOR
 
     def _group_epoch(self, record: ConsumerGroupMetadata, t: int) -> None:
         if record.value is None:
@@ -288,14 +422,48 @@ class RecordingBuilder:
 
     # --- the document ----------------------------------------------------------------------------------
 
-    def document(self, scenario: str, end: int) -> dict[str, Any]:
-        """The recording (``result.json``) up to ``end``: ``metrics``, ``ownership``, ``events`` and
-        the ``recording`` the timeline draws (what members own lasts until ``end``)."""
+    def active_spans(self, end: int) -> list[tuple[int, int]]:
+        """The spans (up to ``end``) in which the group had members, from its state changes."""
+        spans: list[tuple[int, int]] = []
+        since: int | None = None
+        for event in self.events:
+            if event["kind"] != "group_state":
+                continue
+            active = event["state"] not in _MEMBERLESS
+            if active and since is None:
+                since = event["t_ms"]
+            elif not active and since is not None:
+                spans.append((since, event["t_ms"]))
+                since = None
+        if since is not None:
+            spans.append((since, end))
+        return [(a, b) for a, b in spans if b > a]
+
+    def document(self, scenario: str, end: int, recorded_by: str) -> dict[str, Any]:
+        """The recording (``result.json``) up to ``end``: ``metrics``, ``ownership``, ``events``,
+        ``members`` (as Kafka's describe shows them), ``commits`` and the ``recording`` the timeline
+        draws (what members own lasts until ``end``); ``recorded_by`` names the recorder."""
         intervals = list(self.intervals) + [(p, m, since, end) for p, (m, since) in self.owner_since.items()]
         handover = list(self.handover)
         handover += [(p, "revoking", since, end) for p, since in self.revoking_since.items()]
         partitions = sorted({p for p, *_ in intervals} | {p for p, *_ in handover}, key=partition_key)
         index = {p: i for i, p in enumerate(partitions)}
+        unowned = unowned_ms(intervals, self.active_spans(end), end)
+        commits = sorted(self.commits.items(), key=lambda item: partition_key(item[0]))
+        members = []
+        for member_id, info in self.member_info.items():
+            members.append(
+                {
+                    "member_id": member_id,
+                    "group_instance_id": info.get("group_instance_id"),
+                    "client_id": info.get("client_id"),
+                    "client_host": info.get("client_host"),
+                    "joined_ms": info["joined_ms"],
+                    "left_ms": info["left_ms"],
+                    "left_reason": info["left_reason"],
+                    "partitions": len(self.owned.get(member_id, ())),
+                }
+            )
         return {
             "scenario": scenario,
             "metrics": {
@@ -307,11 +475,17 @@ class RecordingBuilder:
                 "state": self.state,
                 "members_seen": len(self.members_seen),
                 "duration_ms": end,
+                "unowned_partition_ms": sum(unowned.values()),
+                "offset_commits": sum(len(points) for points in self.commits.values()),
+                "committed_progress_records": sum(points[-1][1] - points[0][1] for _, points in commits),
             },
             "ownership": self.ownership,
             "events": self.events,
+            "members": members,
+            "commits": {p: [[t, o] for t, o in points] for p, points in commits},
             "recording": {
                 "group_id": self.group_id,
+                "recorded_by": recorded_by,
                 "duration_ms": end,
                 "partitions": partitions,
                 "consumers": sorted({m for _, m, _, _ in intervals}),
@@ -319,5 +493,6 @@ class RecordingBuilder:
                 "rebalance_starts": self.rebalance_starts,
                 "stable_marks": self.stable_marks,
                 "handover_intervals": [[index[p], status, s, e] for p, status, s, e in handover],
+                "unowned_ms": [unowned.get(p, 0) for p in partitions],
             },
         }

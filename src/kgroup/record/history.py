@@ -42,7 +42,7 @@ from kgroup.record.builder import (
     FOLLOWED_CONSUMER_RECORDS,
     RecordingBuilder,
     assignment_partitions,
-    partition_key,
+    eager_assignor,
 )
 
 __all__ = ["GroupHistory", "OffsetsEntry"]
@@ -74,7 +74,6 @@ class GroupHistory:
     records: int = 0
     undecodable: int = 0
     generations: int = 0  # classic generations (records with members)
-    commits: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     built: RecordingBuilder = field(init=False)
 
     def __post_init__(self) -> None:
@@ -99,22 +98,24 @@ class GroupHistory:
             return False
         if self.start_epoch_ms is None:
             self.start_epoch_ms = entry.timestamp_ms
-        t = max(self.last_ms, entry.timestamp_ms - self.start_epoch_ms)
+        before = self.last_ms
+        t = max(before, entry.timestamp_ms - self.start_epoch_ms)
         self.last_ms = t
         self.last_offset = entry.offset
         self.records += 1
         if isinstance(record, GroupMetadata):
-            self._group_metadata(record, t)
+            self._group_metadata(record, t, before)
         elif isinstance(record, OffsetCommit):
             if record.offset is not None:
-                self.commits.setdefault(str(record.partition), []).append((t, record.offset))
+                self.built.commit(t, str(record.partition), record.offset)
         elif isinstance(record, FOLLOWED_CONSUMER_RECORDS):
             self.built.consumer_record(t, record)
         return True
 
     # --- classic groups --------------------------------------------------------------------------------
 
-    def _group_metadata(self, record: GroupMetadata, t: int) -> None:
+    def _group_metadata(self, record: GroupMetadata, t: int, before: int) -> None:
+        """One ``GroupMetadata`` record at ``t`` (``before``: the time of the record read before it)."""
         built = self.built
         value = record.value
         if value is None:
@@ -124,17 +125,24 @@ class GroupHistory:
             return
         built.protocol_type = value.protocol_type or built.protocol_type
         members = {m.member_id: m for m in value.members}
+        new_generation = bool(members) and (value.generation != built.generation or built.state != "Stable")
+        if new_generation and eager_assignor(built.protocol) and value.current_state_timestamp_ms >= 0:
+            # the members ran an eager assignor: they revoked everything before rejoining, and hold
+            # nothing from the join phase's end (currentStateTimestamp) until this assignment
+            joined_at = value.current_state_timestamp_ms - (self.start_epoch_ms or 0)
+            built.eager_rejoin(min(t, max(before, joined_at)))
         for member_id in sorted(built.members() - set(members)):
             built.left(t, member_id)  # the records cannot tell a member that left from one that crashed
         if not members:
             built.generation = value.generation
             built.group_state(t, "Empty", value.generation)
             return
-        new_generation = value.generation != built.generation or built.state != "Stable"
         built.generation = value.generation
         built.protocol = value.protocol
         for m in value.members:
-            built.joined(t, m.member_id, m.group_instance_id)
+            built.joined(
+                t, m.member_id, m.group_instance_id, client_id=m.client_id, client_host=m.client_host
+            )
         if new_generation:
             self.generations += 1
             built.events.append(
@@ -165,15 +173,13 @@ class GroupHistory:
         if now_epoch_ms is not None and self.start_epoch_ms is not None:
             end = max(end, now_epoch_ms - self.start_epoch_ms)
         built = self.built
-        document = built.document(f"group {self.group_id} (recorded from {self.source})", end)
-        progress = {p: points[-1][1] - points[0][1] for p, points in self.commits.items()}
-        commits = sorted(self.commits.items(), key=lambda item: partition_key(item[0]))
-        metrics = document["metrics"]
+        document = built.document(
+            f"group {self.group_id} (recorded from {self.source})", end, f"kgroup record (from {self.source})"
+        )
         if not built.consumer_protocol:
-            metrics["rebalances"] = self.generations  # the records carry no classic rebalance start
-        metrics["offset_commits"] = sum(len(points) for points in self.commits.values())
-        metrics["committed_progress_records"] = sum(progress.values())
-        document["commits"] = {p: [[t, o] for t, o in points] for p, points in commits}
+            document["metrics"]["rebalances"] = (
+                self.generations
+            )  # the records carry no classic rebalance start
         document["source"] = {
             "topic": "__consumer_offsets",
             "records": self.records,
@@ -184,5 +190,5 @@ class GroupHistory:
         return {key: document[key] for key in _ORDER}
 
 
-#: the document's keys in the order ``kgroup record`` has always written them
-_ORDER = ("scenario", "metrics", "ownership", "events", "commits", "source", "recording")
+#: the document's keys in the order ``kgroup record`` has always written them (``members`` added)
+_ORDER = ("scenario", "metrics", "ownership", "events", "members", "commits", "source", "recording")

@@ -21,7 +21,7 @@ from typing import Any
 
 from kgroup.report.charts import figure_to_image
 from kgroup.report.html import Facts, Image, Paragraph, Report, Section, Table
-from kgroup.sim.compare import SUMMARY_COLUMNS
+from kgroup.sim.compare import table_columns
 from kgroup.sim.demo_stage import RebalanceStageData
 from kgroup.sim.result import SimResult
 
@@ -47,8 +47,6 @@ _MAX_MARKERS = 400
 #: partitions the target gives to a member that does not hold them yet
 _REVOKING_HATCH, _REVOKING_COLOUR = "xxx", "#1a1a1a"
 _UNRELEASED_HATCH, _UNRELEASED_COLOUR = "\\\\\\", "#d35400"
-#: tab20 without its two greys (so no consumer looks like the hatched "no owner")
-_CONSUMER_PALETTE = tuple(i for i in range(20) if i not in (14, 15))
 _LABEL_SIZE = 10
 _TICK_SIZE = 9
 
@@ -64,23 +62,39 @@ METRIC_LABELS: dict[str, tuple[str, float]] = {
     "zombie_owned_ms": ("zombie-owned (partition-s)", 1000.0),
     "zombie_overlap_ms": ("zombie and owner at once (partition-s)", 1000.0),
     "moved_partitions": ("partitions moved", 1.0),
-    "max_time_to_stable_ms": ("slowest recovery (s)", 1000.0),
+    "max_time_to_stable_ms": ("longest time to stable, from an event's start (s)", 1000.0),
     "max_lag_records": ("peak lag (records)", 1.0),
     "records_reprocessed": ("records reprocessed", 1.0),
     "invariant_violations": ("invariant violations", 1.0),
 }
 
 
-def metric_label(column: str) -> str:
-    """The header a report shows for a comparison column (the column name when it has none)."""
+#: the comparison's recovery per scenario event (kgroup.sim.compare.recovery_column)
+_RECOVERY_PREFIX = "recovery_ms_"
+
+
+def metric_label(column: str, events: Sequence[Any] = ()) -> str:
+    """The header a report shows for a comparison column (the column name when it has none); a
+    recovery column names its scenario event from ``events`` (the scenario's)."""
+    if column.startswith(_RECOVERY_PREFIX):
+        k = int(column[len(_RECOVERY_PREFIX) :]) - 1
+        what = f"event {k + 1}"
+        if k < len(events):
+            event = events[k]
+            kind = "crash" if event.kind == "restart" and not event.graceful else event.kind.replace("_", " ")
+            what = f"{kind} at {_duration(event.at_ms)}"
+        return f"recovery after {what} (s)"
     return METRIC_LABELS.get(column, (column.replace("_", " "), 1.0))[0]
 
 
 def metric_value(column: str, value: Any) -> Any:
-    """A comparison cell in the unit :func:`metric_label` names (``max_time_to_stable_ms`` of -1:
-    no run settled, shown as "never")."""
-    if column == "max_time_to_stable_ms" and isinstance(value, (int, float)) and value < 0:
+    """A comparison cell in the unit :func:`metric_label` names (``max_time_to_stable_ms`` or a
+    recovery of -1: no run settled, shown as "never")."""
+    recovery = column.startswith(_RECOVERY_PREFIX)
+    if (recovery or column == "max_time_to_stable_ms") and isinstance(value, (int, float)) and value < 0:
         return "never"
+    if recovery and isinstance(value, (int, float)):
+        return round(value / 1000, 1)
     divisor = METRIC_LABELS.get(column, ("", 1.0))[1]
     if isinstance(value, (int, float)) and not isinstance(value, bool) and divisor != 1.0:
         return round(value / divisor, 1)
@@ -131,8 +145,9 @@ def _unowned(result: SimResult, scale: float, duration: float) -> dict[int, list
 
 def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image:
     """Each partition's owner over time, gaps and rebalances visible."""
-    from matplotlib import colormaps
     from matplotlib.patches import Patch
+
+    from kgroup.report.interactive import member_colours
 
     n = max(1, len(result.partitions))
     scale, unit = _time_unit(result.scenario.duration_ms)
@@ -140,8 +155,8 @@ def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image
     ax = fig.add_subplot()
     duration = result.scenario.duration_ms / scale
     ax.set_facecolor(_GAP_FACE)
-    cmap = colormaps["tab20"]
-    colours = {c: cmap(_CONSUMER_PALETTE[i % len(_CONSUMER_PALETTE)]) for i, c in enumerate(result.consumers)}
+    # distinct for any number of consumers (tab20 without its greys up to 18, then generated)
+    colours = dict(zip(result.consumers, member_colours(len(result.consumers)), strict=True))
     spans: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for p, owner, start, end in result.intervals:
         spans.setdefault((owner, p), []).append((start / scale, (end - start) / scale))
@@ -169,7 +184,10 @@ def timeline_image(result: SimResult, element_id: str = "sim-timeline") -> Image
     ax.set_xlabel(unit, fontsize=_LABEL_SIZE)
     ax.tick_params(axis="x", labelsize=_TICK_SIZE)
     owners = {owner for owner, _ in spans}
-    handles = [Patch(facecolor=colours[c], label=c) for c in result.consumers if c in owners][:30]
+    shown = [c for c in result.consumers if c in owners]
+    handles = [Patch(facecolor=colours[c], label=c) for c in shown[:30]]
+    if len(shown) > 30:  # the interactive timeline (timeline.html) names every one on hover
+        handles.append(Patch(facecolor="none", edgecolor="none", label=f"… {len(shown) - 30} more"))
     handles.append(Patch(facecolor=_GAP_FACE, edgecolor=_GAP_HATCH_COLOUR, hatch="///", label="no owner"))
     if "revoking" in statuses:
         handles.append(
@@ -358,8 +376,17 @@ def scenario_section(scenario: Any, seeds: Sequence[int], how: str = "") -> Sect
     return Section("Scenario", tuple(blocks), anchor="sim-scenario")
 
 
-def simulation_sections(result: SimResult) -> list[Section]:
-    """The report sections of one simulation run."""
+#: the demo report's interactive timelines (kgroup.report.interactive), beside its index.html
+TIMELINES_FILE = "timelines.html"
+#: the paragraph that links a report's interactive timeline (kgroup.report.interactive)
+EXPLORE = (
+    "Explore this timeline: timeline.html, beside this page — zoom, hover a bar for its member, "
+    "generation and why it began and ended, highlight one member's row and bars (it opens without a network)."
+)
+
+
+def simulation_sections(result: SimResult, *, interactive: bool = False) -> list[Section]:
+    """The report sections of one simulation run (``interactive``: say where its timeline.html is)."""
     sc = result.scenario
     g = sc.group
     m = result.metrics
@@ -401,7 +428,11 @@ def simulation_sections(result: SimResult) -> list[Section]:
     )
     return [
         Section("Simulation", (facts,), anchor="sim-run"),
-        Section("Partition owners over time", (timeline_image(result),), anchor="sim-owners"),
+        Section(
+            "Partition owners over time",
+            (*((Paragraph(EXPLORE),) if interactive else ()), timeline_image(result)),
+            anchor="sim-owners",
+        ),
         Section("Lag over time", (lag_image(result),), anchor="sim-lag-over-time"),
         Section(
             "Metrics",
@@ -421,14 +452,23 @@ def comparison_sections(
     summary: Sequence[dict[str, Any]],
     columns: Sequence[str],
     skipped: Sequence[tuple[str, str]],
+    events: Sequence[Any] = (),
 ) -> list[Section]:
-    """The report sections of a comparison (a summary table, bar charts, what Kafka cannot run)."""
+    """The report sections of a comparison (a summary table, bar charts, what Kafka cannot run);
+    ``events`` (the scenario's) name the recovery columns."""
     charts = [c for c in ("unowned_partition_ms", "rebalances", "records_reprocessed") if c in columns]
+    recovery = (
+        "; recovery after an event: from its last action (a rolling restart's last restart) to the "
+        "group being stable again, mean over the seeds in which it settled"
+        if any(c.startswith(_RECOVERY_PREFIX) for c in columns)
+        else ""
+    )
     blocks: list[Any] = [
         Table(
-            tuple(metric_label(c) for c in columns),
-            tuple(tuple(metric_value(c, r[c]) for c in columns) for r in summary),
-            caption="means over the seeds; partition-s: partition-seconds (one partition for one second)",
+            tuple(metric_label(c, events) for c in columns),
+            tuple(tuple(metric_value(c, r.get(c)) for c in columns) for r in summary),
+            caption="means over the seeds; partition-s: partition-seconds (one partition for one second)"
+            + recovery,
         ),
     ]
     if summary and charts:
@@ -442,8 +482,11 @@ def write_simulation_report(result: SimResult, out_dir: str | Path) -> Path:
     report = Report(
         title=f"kgroup simulation: {result.scenario.name}", subtitle="deterministic rebalance simulator"
     )
-    report.extend(simulation_sections(result))
+    from kgroup.report.interactive import TIMELINE_FILE, timeline_page
+
+    report.extend(simulation_sections(result, interactive=True))
     report.attach("result.json", result.to_json())
+    report.attach(TIMELINE_FILE, timeline_page(result, f"kgroup simulation: {result.scenario.name}"))
     return report.write(out_dir)
 
 
@@ -463,7 +506,8 @@ def write_comparison_report(
     report = Report(title=title, subtitle="kgroup simulate --compare")
     if scenario is not None:
         report.add(scenario_section(scenario, seeds, how))
-    report.extend(comparison_sections("Strategies compared", summary, columns, skipped))
+    events = scenario.events if scenario is not None else ()
+    report.extend(comparison_sections("Strategies compared", summary, columns, skipped, events))
     report.attach("runs.json", json.dumps(list(rows), indent=2) + "\n")
     return report.write(out_dir)
 
@@ -502,7 +546,9 @@ class RebalanceStageResult:
             "(one Spark task per simulation). Stop-the-world is the cost of a rebalance: partition-seconds "
             "(one partition for one second) with no owner in the current generation."
         )
-        sections = comparison_sections("Rebalances compared", data.summary, SUMMARY_COLUMNS, data.skipped)
+        sections = comparison_sections(
+            "Rebalances compared", data.summary, table_columns(len(sc.events)), data.skipped, sc.events
+        )
         sections[0] = Section(sections[0].title, (intro, *sections[0].blocks), anchor="sim-rebalances")
         sections.insert(1, scenario_section(sc, data.seeds))
         for label, result in data.highlights:
@@ -510,8 +556,26 @@ class RebalanceStageResult:
             sections.append(
                 Section(
                     f"Timeline: {label}",
-                    (timeline_image(result, element_id=f"sim-timeline-{slug}"),),
+                    (
+                        Paragraph(
+                            f"Explore it: {TIMELINES_FILE}, beside this page (zoom, hover, highlight)."
+                        ),
+                        timeline_image(result, element_id=f"sim-timeline-{slug}"),
+                    ),
                     anchor=f"sim-timeline-{slug}",
                 )
             )
         return sections
+
+    def report_attachments(self) -> dict[str, str]:
+        """The files beside the report: the highlighted timelines, interactive, on one page."""
+        if not self.data.highlights:
+            return {}
+        from kgroup.report.interactive import timelines_page
+
+        title = f"kgroup demo: {self.data.scenario.name}, timelines"
+        return {
+            TIMELINES_FILE: timelines_page(
+                title, [(f"Timeline: {label}", r) for label, r in self.data.highlights]
+            )
+        }

@@ -197,4 +197,5 @@ def build_result(sim: ResultSource) -> SimResult:
         rebalance_starts=sim.rebalance_starts,
         stable_marks=sim.stable_marks,
         handover_intervals=sorted(sim.handover.intervals) if sim.handover is not None else [],
+        recovery_ms=[None if d.resolved_ms is None else d.resolved_ms - d.ready_ms for d in sim.disturbances],
     )

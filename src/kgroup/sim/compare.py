@@ -16,10 +16,13 @@ from kgroup.sim.variants import Variant
 __all__ = [
     "ROW_COLUMNS",
     "SUMMARY_COLUMNS",
+    "add_event_recoveries",
+    "recovery_column",
     "result_row",
     "run_local",
     "run_one",
     "summarize",
+    "table_columns",
 ]
 
 #: one simulation's row (the Spark sweep's DataFrame schema follows this order)
@@ -38,6 +41,8 @@ ROW_COLUMNS: tuple[tuple[str, str], ...] = (
     ("moved_partitions", "int"),
     ("max_time_to_stable_ms", "int"),  # -1 when some disturbance never settled
     ("unsettled_disturbances", "int"),
+    # per scenario event, in order: ms from its last action to stable (-1: never), comma-separated
+    ("recovery_by_event_ms", "str"),
     ("max_lag_records", "int"),
     ("records_processed", "int"),
     ("records_reprocessed", "int"),
@@ -57,6 +62,22 @@ SUMMARY_METRICS = (
     "invariant_violations",
 )
 SUMMARY_COLUMNS = ("variant", "runs", *SUMMARY_METRICS)
+
+
+def recovery_column(event: int) -> str:
+    """The summary's column of the ``event``-th scenario event's recovery (0-based), in ms."""
+    return f"recovery_ms_{event + 1}"
+
+
+def table_columns(event_count: int) -> tuple[str, ...]:
+    """The comparison table's columns for a scenario of ``event_count`` events: the summary's, with
+    one recovery column per event where the summary has the slowest time to stable (which counts
+    from each event's start, so a rolling restart's own length hid a crash's recovery)."""
+    recoveries = tuple(recovery_column(k) for k in range(event_count))
+    out: list[str] = []
+    for column in SUMMARY_COLUMNS:
+        out.extend(recoveries if column == "max_time_to_stable_ms" else (column,))
+    return tuple(out)
 
 
 def result_row(scenario: Scenario, variant: Variant, result: SimResult) -> dict[str, Any]:
@@ -79,6 +100,7 @@ def result_row(scenario: Scenario, variant: Variant, result: SimResult) -> dict[
         "moved_partitions": m["moved_partitions"],
         "max_time_to_stable_ms": -1 if unsettled else max(settled, default=0),
         "unsettled_disturbances": unsettled,
+        "recovery_by_event_ms": ",".join(str(-1 if t is None else t) for t in result.recovery_ms),
         "max_lag_records": m["max_lag_records"],
         "records_processed": m["records_processed"],
         "records_reprocessed": m["records_reprocessed"],
@@ -131,4 +153,22 @@ def summarize(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                     continue
             summary[metric] = round(sum(values) / len(values), 1)
         out.append(summary)
-    return out
+    return add_event_recoveries(out, [r for group in groups.values() for r in group])
+
+
+def add_event_recoveries(
+    summary: list[dict[str, Any]], rows: Iterable[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Add each summary row's recovery per scenario event (:func:`recovery_column`): the mean over the
+    runs in which that event settled, in ms from the event's last action to stable (-1.0 if it never
+    did in any run). Works on either engine's summary (the Spark sweep's rows carry the same column)."""
+    by_variant: dict[tuple[str, str], list[list[int]]] = {}
+    for row in rows:
+        values = [int(v) for v in str(row["recovery_by_event_ms"]).split(",") if v]
+        by_variant.setdefault((row["scenario"], row["variant"]), []).append(values)
+    for entry in summary:
+        runs = by_variant.get((entry["scenario"], entry["variant"]), [])
+        for k in range(max((len(v) for v in runs), default=0)):
+            settled = [v[k] for v in runs if k < len(v) and v[k] >= 0]
+            entry[recovery_column(k)] = round(sum(settled) / len(settled), 1) if settled else -1.0
+    return summary

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kgroup.sim.compare import run_local, summarize
+from kgroup.sim.compare import add_event_recoveries, run_local, summarize
 from kgroup.sim.result import SimResult
 from kgroup.sim.scenario import Scenario, parse_scenario
 from kgroup.sim.variants import Variant, compare_variants
@@ -108,6 +108,7 @@ def run_rebalance_stage(
         summary = summarize(rows)
     else:
         rows, summary = runner([base], variants, seed_list)
+        summary = add_event_recoveries(summary, rows)
     shown = [(v.label, simulate(v.apply(base))) for v in HIGHLIGHTS] if highlights else []
     return RebalanceStageData(
         scenario=base,

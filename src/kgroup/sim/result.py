@@ -49,6 +49,9 @@ class SimResult:
     stable_marks: list[int] = field(default_factory=list)
     #: consumer protocol: (partition, "revoking" | "unreleased", start, end), for the timeline
     handover_intervals: list[tuple[int, str, int, int]] = field(default_factory=list)
+    #: per scenario event, ms from its last action (a rolling restart's last restart) to stable, None
+    #: if never: the comparison's recovery per event (``time_to_stable_ms`` counts from the event's start)
+    recovery_ms: list[int | None] = field(default_factory=list)
 
     def to_data(self) -> dict[str, Any]:
         """The ``--json`` document: ``{"scenario", "metrics", "ownership", "events"}``."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from random import Random
 
 from kgroup.javacompat import int32, to_positive
+from kgroup.kafka_release import KAFKA_VERSION
 from kgroup.model import KgroupError
 from kgroup.partitioning.murmur2 import partition_for_key
 from kgroup.partitioning.partitioners.api import (
@@ -120,7 +121,9 @@ class RoundRobinPartitioner(Partitioner):
     """
 
     name = "round-robin"
-    models = "RoundRobinPartitioner (Kafka 2.4 – 4.4.0; the KAFKA-9965 double call of < 4.0 on request)"
+    models = (
+        f"RoundRobinPartitioner (Kafka 2.4 – {KAFKA_VERSION}; the KAFKA-9965 double call of < 4.0 on request)"
+    )
 
     def __init__(self, *, rng: Random, double_call_on_new_batch: bool = False) -> None:
         del rng  # deterministic

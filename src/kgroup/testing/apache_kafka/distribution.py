@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgroup.javatools import JavaToolMissing, MavenFailed, cache_root, find_java_tool, maven_copy_dependencies
+from kgroup.kafka_release import KAFKA_VERSION  # the one place it is named
 from kgroup.model import KgroupError
 
 __all__ = [
@@ -29,8 +30,6 @@ __all__ = [
     "log4j2_file_config",
 ]
 
-#: The Apache Kafka release kgroup is checked against (why this one: docs/apache-kafka.md).
-KAFKA_VERSION = "4.4.0"
 #: Kafka's broker artefact is built per Scala version; 2.13 is the only one Kafka 4 publishes.
 SCALA_VERSION = "2.13"
 #: The log4j 2 release Kafka 4.4.0 depends on; its SLF4J binding gives the broker a log file.
