@@ -116,6 +116,10 @@ class Canary:
             time.sleep(0.25)
 
     def __enter__(self) -> Canary:
+        # one of each first, untimed: a broker reads an API's schema when it first sees the API
+        self.data.request(produce_request(self.topic, 0, kio_batch([b"warm"])))
+        self.data.request(fetch_request([(self.topic, 0, 0)]))
+        self.group.request(heartbeat("canary-warm-up", str(uuid.uuid4()), 0, names=[self.topic]))
         for thread in self._threads:
             thread.start()
         time.sleep(0.5)
@@ -142,15 +146,22 @@ class Canary:
 
 
 @pytest.fixture(scope="module")
-def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The module's broker: its bootstrap servers and data directory."""
     args = ["--topic", "canary-t:1", "--topic", "aaa:1", "--fsync", "never"]
     for name in EVIL_TOPICS:
         args += ["--topic", f"{name}:1"]
-    served = BrokerProcess(tmp_path_factory.mktemp("coordinator-canary"), *args)
+    data_dir = tmp_path_factory.mktemp("coordinator-canary")
+    process = BrokerProcess(data_dir, *args)
     try:
-        yield served.bootstrap_servers
+        yield process.bootstrap_servers, data_dir
     finally:
-        served.terminate()
+        process.terminate()
+
+
+@pytest.fixture
+def bootstrap(served: tuple[str, Path]) -> str:
+    return served[0]
 
 
 def test_a_backtracking_regex_is_resolved_in_linear_time_beside_the_canary(bootstrap: str) -> None:
@@ -202,6 +213,55 @@ def test_two_subscriptions_of_100000_names_alternate_beside_the_canary(bootstrap
     print(f"the hostile heartbeats took {', '.join(f'{t:.2f}' for t in took)} s")
     assert canary.errors == []
     assert canary.worst < WORST_ROUND_TRIP_S, canary.report("names")
+
+
+def _topics_request(api: int, version: int, fields: dict[str, Any]) -> Any:
+    return build(request_class(api, version), fields)
+
+
+@pytest.mark.slow
+def test_a_topic_of_10000_partitions_is_deleted_beside_the_canary(served: tuple[str, Path]) -> None:
+    """Its 10,000 directories are renamed at once (the name is free again) and removed in a thread
+    (5 s on the loop before, in which nobody else was served)."""
+    bootstrap, data_dir = served
+
+    def create(partitions: int) -> Any:
+        topic = {"name": "doomed", "num_partitions": partitions, "replication_factor": 1}
+        fields = {"topics": [{**topic, "assignments": [], "configs": []}], "timeout": 60_000}
+        return _topics_request(19, 7, {**fields, "validate_only": False})
+
+    delete = _topics_request(20, 6, {"topics": [{"name": "doomed", "topic_id": None}], "timeout": 60_000})
+    with RawClient(bootstrap, timeout_s=300) as admin:
+        assert int(admin.request(create(10_000)).topics[0].error_code) == NONE
+        assert sum(1 for p in data_dir.iterdir() if p.name.startswith("doomed-")) == 10_000
+        with Canary(bootstrap, "canary-t") as canary:
+            assert int(admin.request(delete).responses[0].error_code) == NONE
+            # the name is free at once
+            assert int(admin.request(create(1)).topics[0].error_code) == NONE
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            left = [p for p in data_dir.iterdir() if p.name.startswith("doomed-") and p.name != "doomed-0"]
+            if not left:
+                break
+            time.sleep(0.5)
+    print("\n" + canary.report("DeleteTopics of 10,000 partitions"))
+    assert left == []  # every old directory removed (the new topic's doomed-0 stays)
+    assert canary.errors == []
+    assert canary.worst < WORST_ROUND_TRIP_S, canary.report("delete")
+
+
+def test_deleted_directories_a_crash_left_are_removed_at_start(tmp_path: Path) -> None:
+    left = tmp_path / "gone-3.0123456789abcdef-delete"
+    left.mkdir()
+    (left / "00000000000000000000.log").write_bytes(b"x" * 100)
+    process = BrokerProcess(tmp_path, "--topic", "t:1", "--fsync", "never")
+    try:
+        deadline = time.monotonic() + 60
+        while left.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        process.terminate()
+    assert not left.exists()
 
 
 @pytest.mark.slow

@@ -167,3 +167,30 @@ def test_replay_after_any_cut_is_a_prefix_of_whole_frames(
     expected = [entry for frame in frames[:whole] if frame for entry in frame]
     assert list(reopened.replay()) == expected
     reopened.close()
+
+
+def test_a_log_opened_unrecovered_is_cut_by_its_first_replay(tmp_path: Path) -> None:
+    """A broker opens its coordinator log without reading it (it listens at once) and reads it on the
+    coordinators' thread: the first replay stops at the torn tail and cuts it off; so does a first
+    append that comes before any replay."""
+    path = tmp_path / "c.log"
+    log = CoordinatorLog(path)
+    log.append([(b"a", b"1")])
+    log.close()
+    good = path.stat().st_size
+    with path.open("ab") as f:
+        f.write(b"\x00\x00\x01\x00torn")
+    unread = CoordinatorLog(path, recover=False)
+    assert not unread.recovered and unread.size == good + 8
+    assert list(unread.replay()) == [(b"a", b"1")]
+    assert unread.recovered and unread.truncated_bytes == 8 and path.stat().st_size == good
+    unread.append([(b"b", b"2")])
+    unread.close()
+    appended_first = CoordinatorLog(path, recover=False)
+    with path.open("ab") as f:
+        f.write(b"junk")
+    appended_first.size = path.stat().st_size
+    appended_first.append([(b"c", b"3")])
+    assert appended_first.truncated_bytes == 4
+    assert list(appended_first.replay()) == [(b"a", b"1"), (b"b", b"2"), (b"c", b"3")]
+    appended_first.close()

@@ -167,7 +167,13 @@ def test_filters_as_kafka_matches_them() -> None:
 def test_validation_messages() -> None:
     assert validate_new_acl(acl("t", Op.READ)) is None
     assert validate_new_acl(acl("t", Op.ANY)) == "Invalid operation ANY"
-    assert validate_new_acl(acl("", Op.READ)) == "Resource name should not be empty"
+    # the broker's own checks come first (AclApis), then the controller's (AclControlManager)
+    assert validate_new_acl(acl("", Op.READ)) == "Invalid empty resource name"
+    assert validate_new_acl(acl("", Op.READ, rtype=RT.ANY)) == "Invalid empty resource name"
+    cluster_only = "The only valid name for the CLUSTER resource is kafka-cluster"
+    assert validate_new_acl(acl("foo", Op.ALTER, rtype=RT.CLUSTER)) == cluster_only
+    assert validate_new_acl(acl("", Op.ALTER, rtype=RT.CLUSTER)) == cluster_only
+    assert validate_new_acl(acl("kafka-cluster", Op.ALTER, rtype=RT.CLUSTER)) is None
     assert validate_new_acl(acl("t", Op.READ, pattern=PT.MATCH)) == "Invalid patternType MATCH"
     assert validate_new_acl(acl("t", Op.READ, rtype=RT.ANY)) == "Invalid resourceType ANY"
     assert "no colon is present" in (validate_new_acl(acl("t", Op.READ, principal="alice")) or "")

@@ -243,6 +243,19 @@ def scenario(bootstrap: str) -> dict[str, Any]:
         future.result(timeout=30)
     time.sleep(1.0)  # Apache Kafka applies ACLs from its metadata log
     seen: dict[str, Any] = {}
+    # ACLs the broker refuses before the controller sees them (issue 35): a CLUSTER resource named
+    # other than kafka-cluster, an empty resource name
+    for what, rtype, name in (
+        ("cluster acl named foo", ResourceType.BROKER, "foo"),
+        ("topic acl with an empty name", ResourceType.TOPIC, ""),
+        ("cluster acl with an empty name", ResourceType.BROKER, ""),
+    ):
+        try:
+            next(iter(admin.create_acls([acl(rtype, name, AclOperation.ALTER)]).values())).result(timeout=20)
+            seen[what] = "NONE"
+        except confluent_kafka.KafkaException as exc:
+            error = exc.args[0]
+            seen[what] = (_code(exc), error.str())
     alice = config(bootstrap, "alice")
     for topic in ("d-write", "d-read", "d-none"):
         producer = confluent_kafka.Producer({**alice, "message.timeout.ms": 10000})
@@ -336,3 +349,4 @@ def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> N
     assert theirs["offset fetch v8 named"][1]["d-none"] == [(0, -1, 29)]
     assert "d-none" not in theirs["offset fetch v8 all"][1]
     assert theirs["consumer heartbeat d-group-hb [d-none]"] == (29, None)
+    assert theirs["cluster acl named foo"][0] == "INVALID_REQUEST"

@@ -39,6 +39,7 @@ from kgroup.broker.dispatch import dispatch, supports
 from kgroup.broker.logapi import LogManagerLike
 from kgroup.broker.waiters import AppendWatchers, FetchWaiter
 from kgroup.group import CoordinatorConfig
+from kgroup.log.manager import remove_directories
 from kgroup.model import KgroupError
 from kgroup.security.listeners import Listener
 from kgroup.security.runtime import SecurityRuntime
@@ -95,6 +96,8 @@ class Broker:
         # the interval fsync of the partitions' files (``--fsync interval``), one at a time, so the loop
         # goes on appending while the disk syncs what was written before
         self._fsync_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-fsync")
+        # deleted topics' directories, removed in the background as Kafka removes renamed logs
+        self._deletions = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-deletions")
         self.close_log = CloseLog()
         self.coordinators = CoordinatorRuntime(
             CoordinatorConfig(
@@ -129,6 +132,7 @@ class Broker:
         for broker_id in self.cluster.broker_ids:
             await self.start_listener(broker_id)
         self.coordinators.start()  # loads the groups on the coordinators' thread; serving starts now
+        self.remove_later(self.logs.leftover_deletions())  # what a crash left half removed
         self._tick_task = asyncio.get_running_loop().create_task(self._tick())
 
     async def start_listener(self, broker_id: int) -> None:
@@ -257,6 +261,8 @@ class Broker:
         self.close_log.flush()
         self._codec.shutdown(wait=True, cancel_futures=True)
         self._auth_thread.shutdown(wait=True, cancel_futures=True)
+        # the removal under way ends; what is left is removed at the next start
+        self._deletions.shutdown(wait=True, cancel_futures=True)
         self._fsync_thread.shutdown(wait=True)  # every fsync handed over is done before the last flush
         self.logs.flush()
         self.logs.close()
@@ -312,6 +318,11 @@ class Broker:
     async def _run_auth(self, function: Callable[[bytes], bytes], token: bytes) -> bytes:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._auth_thread, function, token)
+
+    def remove_later(self, directories: list[Path]) -> None:
+        """Remove deleted partitions' directories in the deletions thread, a hundred at a time."""
+        for start in range(0, len(directories), 100):
+            self._deletions.submit(remove_directories, directories[start : start + 100])
 
     def allocate_producer_id(self) -> int:
         # Unique across restarts without a persisted counter: the start time in ms, shifted.

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kgroup.broker.config import BrokerConfig
-from kgroup.broker.logapi import LogManagerLike, PartitionLogLike
+from kgroup.broker.logapi import LogManagerLike, PartitionLogLike, TopicDeletionLike
 from kgroup.group.discovery import coordinator_partition
 from kgroup.partitioning.placement import assign_replicas_seed_rule
 
@@ -197,10 +197,13 @@ class Cluster:
         self._topics_changed()
         return info
 
-    def delete_topic(self, name: str) -> None:
-        self.logs.delete_topic(name)
+    def delete_topic(self, name: str) -> TopicDeletionLike:
+        """Delete the topic: gone from the cluster now; the caller steps its partitions' deletion
+        (closed and renamed a few at a time) and removes the renamed directories."""
+        deletion = self.logs.begin_deletion(name)
         if self.topics.pop(name, None) is not None:
             self._topics_changed()
+        return deletion
 
     def partition_log(self, topic: str, partition: int) -> PartitionLogLike | None:
         info = self.topics.get(topic)

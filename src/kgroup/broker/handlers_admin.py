@@ -202,6 +202,8 @@ def _created(
 
 #: partitions made per step of a topic's creation, between the loop's turns for other connections
 _PARTITIONS_PER_STEP = 50
+#: partitions closed and renamed per step of a topic's deletion
+_PARTITIONS_PER_DELETION_STEP = 500
 
 
 async def _create_paced(
@@ -347,7 +349,12 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 }
             )
             continue
-        cluster.delete_topic(info.name)
+        deletion = cluster.delete_topic(info.name)
+        # its directories renamed 500 at a time, other connections served in between; removed in a
+        # thread (Kafka renames a deleted log and removes it in the background)
+        while not deletion.step(_PARTITIONS_PER_DELETION_STEP):
+            await ctx.pacer.pause()
+        ctx.services.remove_later(deletion.finish())
         log.info("deleted topic %s", info.name)
         results.append(
             {

@@ -9,6 +9,7 @@ broker module, the composition root, is imported by no module of the broker pack
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import ParamSpec, Protocol, TypeVar
 
 from kgroup.broker.cluster import Cluster
@@ -54,6 +55,9 @@ class BrokerServices(Protocol):
 
     async def off_loop(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``function(*args, **kwargs)`` in the codec thread (a pure function of its arguments)."""
+
+    def remove_later(self, directories: list[Path]) -> None:
+        """Remove deleted partitions' directories in a thread of their own (DeleteTopics)."""
 
     def allocate_producer_id(self) -> int:
         """A producer id no other producer of this broker got (InitProducerId)."""

@@ -142,7 +142,9 @@ def write_checkpoint(path: Path, frames: Iterable[Sequence[tuple[bytes, bytes | 
 class CoordinatorLog:
     """An append-only, CRC-framed file of the coordinator's key/value records, replayed on start."""
 
-    def __init__(self, path: Path, *, fsync: FsyncPolicy = FsyncPolicy.INTERVAL) -> None:
+    def __init__(
+        self, path: Path, *, fsync: FsyncPolicy = FsyncPolicy.INTERVAL, recover: bool = True
+    ) -> None:
         self.path = path
         self.fsync = fsync
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -154,7 +156,10 @@ class CoordinatorLog:
         #: in (the frames appended while it was being made)
         self.appended_bytes = 0
         self.copied_bytes = 0
-        self.truncated_bytes = self._recover()
+        #: the file has been read to its last whole frame and cut there (a torn tail removed): at
+        #: open, or (``recover=False``: a broker listens before its log is read) by the first replay
+        self.recovered = False
+        self.truncated_bytes = self._recover() if recover else 0
 
     @property
     def checkpoint_path(self) -> Path:
@@ -176,11 +181,15 @@ class CoordinatorLog:
         valid_end = 0
         for end, _ in _iter_frames(self._fd, self.size):
             valid_end = end
+        return self._cut(valid_end)
+
+    def _cut(self, valid_end: int) -> int:
         truncated = self.size - valid_end
         if truncated:
             os.ftruncate(self._fd, valid_end)
             self.size = valid_end
             self.dirty = True
+        self.recovered = True
         return truncated
 
     # -- the interface the coordinator uses -----------------------------------------------------
@@ -194,6 +203,8 @@ class CoordinatorLog:
         """
         if not entries:
             return
+        if not self.recovered:  # never after a torn tail
+            self.truncated_bytes += self._recover()
         frame = encode_frame(entries)
         position = self.size
         try:
@@ -213,9 +224,14 @@ class CoordinatorLog:
         self.dirty = self.fsync is not FsyncPolicy.ALWAYS
 
     def replay(self) -> Iterator[tuple[bytes, bytes | None]]:
-        """Every record in the order it was appended (after a checkpoint: the checkpoint's first)."""
-        for _, entries in _iter_frames(self._fd, self.size):
+        """Every record in the order it was appended (after a checkpoint: the checkpoint's first); the
+        first replay of a log opened unrecovered also cuts a torn tail off once it has read it all."""
+        valid_end = 0
+        for end, entries in _iter_frames(self._fd, self.size):
+            valid_end = end
             yield from entries
+        if not self.recovered:
+            self.truncated_bytes += self._cut(valid_end)
 
     # -- checkpoints, flushing, closing ----------------------------------------------------------
 

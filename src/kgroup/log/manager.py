@@ -19,8 +19,9 @@ import fcntl
 import json
 import os
 import re
+import secrets
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,8 @@ __all__ = [
     "LogManager",
     "PendingFlush",
     "TopicCreation",
+    "TopicDeletion",
+    "remove_directories",
     "validate_topic_name",
 ]
 
@@ -55,6 +58,14 @@ COORDINATOR_DIR = "coordinator"
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 _PARTITION_DIR = re.compile(r"(.+)-(\d+)")
+#: the suffix of a deleted partition's directory until it is removed (Kafka's ``-delete``)
+_DELETED_SUFFIX = "-delete"
+
+
+def remove_directories(directories: Iterable[Path]) -> None:
+    """Remove deleted partitions' directories (a thread may call this: nothing else touches them)."""
+    for directory in directories:
+        shutil.rmtree(directory, ignore_errors=True)
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # message.max.bytes: 1 MiB + the 12-byte log overhead
 
 # Kafka's topic-level config names (org.apache.kafka.common.config.TopicConfig). All are accepted and
@@ -283,7 +294,8 @@ class LogManager:
                 continue
             topic = self._topics.get(match.group(1))
             if topic is None or int(match.group(2)) >= len(topic.partitions):
-                shutil.rmtree(path)  # an interrupted create, delete or add_partitions
+                # an interrupted create, delete or add_partitions: removed as a deletion is
+                path.rename(path.with_name(f"{path.name}.{secrets.token_hex(8)}{_DELETED_SUFFIX}"))
 
     def _settings(self, configs: Mapping[str, str]) -> PartitionSettings:
         config = self.config
@@ -334,15 +346,34 @@ class LogManager:
         self._creating.add(name)
         return TopicCreation(self, name, partitions, topic_configs, self._settings(topic_configs))
 
-    def delete_topic(self, name: str) -> None:
-        """Delete a topic and its data (the metadata goes first: a crash midway leaves no topic)."""
+    def delete_topic(self, name: str, *, remove: Callable[[list[Path]], None] | None = None) -> None:
+        """Delete a topic and its data at once (:meth:`begin_deletion`, every step, then the renamed
+        directories removed here, or handed to ``remove``)."""
+        deletion = self.begin_deletion(name)
+        deletion.step(deletion.partitions)
+        renamed = deletion.finish()
+        if remove is None:
+            remove_directories(renamed)
+        else:
+            remove(renamed)
+
+    def begin_deletion(self, name: str) -> TopicDeletion:
+        """Delete a topic a few partitions at a time (:class:`TopicDeletion`). The metadata goes now —
+        the topic is gone, after a crash too; each partition's directory is then renamed
+        ``<topic>-<n>.<random>-delete``, as Kafka renames a deleted log, and the name is free again
+        once all are; the renamed directories are the caller's to remove (the broker removes them in
+        a thread: 10,000 partitions took 5 s on its loop). Directories a crash left behind are found
+        when the data directory is opened again (:meth:`leftover_deletions`)."""
         topic = self._topic(name)
         (self._meta_dir / f"{name}.json").unlink()
         _sync_directory(self._meta_dir)
         del self._topics[name]
-        for number, log in enumerate(topic.partitions):
-            log.close()
-            shutil.rmtree(self.data_dir / f"{name}-{number}", ignore_errors=True)
+        self._creating.add(name)  # reserved until every directory is renamed
+        return TopicDeletion(self, name, topic.partitions)
+
+    def leftover_deletions(self) -> list[Path]:
+        """Directories renamed by a :meth:`delete_topic` whose removal a crash interrupted."""
+        return [p for p in self.data_dir.iterdir() if p.name.endswith(_DELETED_SUFFIX) and p.is_dir()]
 
     def add_partitions(self, name: str, total: int) -> None:
         """Grow a topic to ``total`` partitions (CreatePartitions); fewer or equal is refused as in Kafka."""
@@ -417,12 +448,14 @@ class LogManager:
         return self.config.fsync_interval_ms if self.config.fsync is FsyncPolicy.INTERVAL else None
 
     def coordinator_log(self, name: str = "__consumer_offsets") -> CoordinatorLog:
-        """The coordinator log ``name`` (opened and recovered on first use, then the same object)."""
+        """The coordinator log ``name`` (opened on first use, then the same object). It is read — and a
+        torn tail cut off — by its first replay (or its first append), not here: the broker listens
+        while its coordinators replay a large log on their own thread."""
         log = self._coordinator_logs.get(name)
         if log is None:
             validate_topic_name(name)
             path = self.data_dir / COORDINATOR_DIR / f"{name}.log"
-            log = self._coordinator_logs[name] = CoordinatorLog(path, fsync=self.config.fsync)
+            log = self._coordinator_logs[name] = CoordinatorLog(path, fsync=self.config.fsync, recover=False)
         return log
 
     # -- time, flushing, closing ---------------------------------------------------------------
@@ -606,3 +639,39 @@ def _sync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class TopicDeletion:
+    """A topic being deleted (:meth:`LogManager.begin_deletion`): :meth:`step` closes and renames a
+    few of its partitions' directories, :meth:`finish` frees the name and hands back the renamed
+    directories. The broker renames 500 per step and gives its other connections a turn between."""
+
+    def __init__(self, manager: LogManager, name: str, logs: list[PartitionLog]) -> None:
+        self._manager = manager
+        self.name = name
+        self._logs = logs
+        self.partitions = len(logs)
+        self._done = 0
+        self._renamed: list[Path] = []
+
+    def step(self, count: int) -> bool:
+        """Close and rename up to ``count`` more partitions; True once all are."""
+        data_dir = self._manager.data_dir
+        for number in range(self._done, min(self.partitions, self._done + count)):
+            self._logs[number].close()
+            directory = data_dir / f"{self.name}-{number}"
+            doomed = data_dir / f"{self.name}-{number}.{secrets.token_hex(8)}{_DELETED_SUFFIX}"
+            try:
+                directory.rename(doomed)
+                self._renamed.append(doomed)
+            except FileNotFoundError:
+                pass  # never made on disk
+            self._done = number + 1
+        return self._done == self.partitions
+
+    def finish(self) -> list[Path]:
+        """Free the topic's name; the renamed directories, for the caller to remove."""
+        if self._done != self.partitions:
+            self.step(self.partitions)
+        self._manager._creating.discard(self.name)
+        return self._renamed

@@ -168,8 +168,13 @@ class AclBindingFilter:
 
 
 def validate_new_acl(acl: AclBinding) -> str | None:
-    """Why CreateAcls refuses ``acl`` (INVALID_REQUEST with this message), as Kafka's
-    ``AclControlManager.validateNewAcl`` does, or None."""
+    """Why CreateAcls refuses ``acl`` (INVALID_REQUEST with this message), or None: first as the
+    broker's ``AclApis.handleCreateAcls`` does, then as the controller's
+    ``AclControlManager.validateNewAcl`` does."""
+    if acl.resource_type is ResourceType.CLUSTER and acl.resource_name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if not acl.resource_name:
+        return "Invalid empty resource name"
     if acl.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
         return f"Invalid resourceType {acl.resource_type.name}"
     if acl.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
