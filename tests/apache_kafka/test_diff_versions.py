@@ -343,6 +343,44 @@ def test_offset_commit_and_fetch_every_version_by_name_and_by_id(target: Target,
     }
 
 
+def test_describe_groups_of_a_consumer_group(target: Target, names: str) -> None:
+    """DescribeGroups describes classic groups: a KIP-848 consumer group is Dead with no error before
+    v6, and GROUP_ID_NOT_FOUND with "… is not a classic group." from v6."""
+    topic, group = f"{names}-t", f"{names}-cg"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 1)
+    with Raw(find_coordinator(target.bootstrap_servers, group)) as raw:
+        _coordinator_ready(raw, group)
+        joined = raw.call(
+            "ConsumerGroupHeartbeat",
+            1,
+            {
+                "group_id": group,
+                "member_id": str(uuid.uuid4()),
+                "member_epoch": 0,
+                "instance_id": None,
+                "rack_id": None,
+                "rebalance_timeout": 30000,
+                "subscribed_topic_names": [topic],
+                "subscribed_topic_regex": None,
+                "server_assignor": None,
+                "topic_partitions": [],
+            },
+        )
+        assert joined["error_code"] == NONE, joined
+        described = {}
+        for v in (5, 6):
+            answer = raw.call(
+                "DescribeGroups", v, {"groups": [group], "include_authorized_operations": False}
+            )
+            (g,) = answer["groups"]
+            described[v] = (g["error_code"], g["group_state"], g["members"], g.get("error_message"))
+    assert described == {
+        5: (NONE, "Dead", [], None),
+        6: (GROUP_ID_NOT_FOUND, "Dead", [], f"Group {group} is not a classic group."),
+    }
+
+
 def test_describe_and_delete_groups_every_version(target: Target, names: str) -> None:
     topic, group, nobody = f"{names}-t", f"{names}-g", f"{names}-nobody"
     with Raw(target.bootstrap_servers) as raw:
