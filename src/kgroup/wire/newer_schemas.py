@@ -5,8 +5,10 @@ DeleteGroups v3. These classes are written as kio generates its own (frozen data
 ``kafka_type`` of each field), from the layouts of Kafka 4.4.0's generated ``*Data`` classes
 (``SCHEMA_5`` / ``SCHEMA_3`` of ``kafka-clients-4.4.0.jar``), so kio's native reader and writer read
 and write them like any other version. :mod:`kgroup.wire.codec` looks a version up here when kio's
-index does not have it; ``tests/wire/test_newer_schemas.py`` checks them byte for byte against
-Kafka's own classes.
+index does not have it. ``tests/apache_kafka/test_diff_versions.py`` sends both versions to Apache
+Kafka 4.4.0 and reads its answers with them (a v5 request with a cluster id and node id Kafka reads
+as meant: the right ones answered, another cluster or node ``REBOOTSTRAP_REQUIRED``);
+``tests/broker/test_api_registry.py`` round-trips random requests of every version.
 
 * **ApiVersions v5** (KIP-1242): the request adds ``cluster_id`` (nullable string) and ``node_id``
   (int32, -1 for none) as ordinary fields after the client software name and version: the cluster and
