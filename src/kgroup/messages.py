@@ -339,6 +339,7 @@ class DescribedGroup:
     protocol_type: str
     protocol_data: str  # the selected protocol (assignor) name
     members: tuple[DescribedMember, ...] = ()
+    error_message: str | None = None  # DescribeGroups v6+ (KIP-1043)
 
 
 @fast_init

@@ -73,7 +73,7 @@ def test_api_versions_advertise_the_consumer_protocol(broker: KafkaBroker) -> No
     assert answer.error_code == KioErrorCode.none
     ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
     # librdkafka 2.16 needs ConsumerGroupHeartbeat v1 for group.protocol=consumer
-    assert (ranges[68], ranges[69], ranges[16], ranges[9]) == ((0, 1), (0, 1), (0, 5), (1, 9))
+    assert (ranges[68], ranges[69], ranges[16], ranges[9]) == ((0, 1), (0, 1), (0, 5), (1, 10))
 
 
 def test_another_broker_answers_not_coordinator_but_checks_the_request_first() -> None:

@@ -26,7 +26,7 @@ BATCHES = 4
 RECORDS = 300  # of 1,000 bytes: about 300 KiB a batch, sent from the file
 
 
-def _fetch(version: int, *, offset: int = 0, partition_max_bytes: int = 1 << 20) -> Any:
+def _fetch(version: int, *, offset: int = 0, partition_max_bytes: int = 1 << 20, topic_id: Any = None) -> Any:
     return build(
         request_class(1, version),
         {
@@ -41,6 +41,7 @@ def _fetch(version: int, *, offset: int = 0, partition_max_bytes: int = 1 << 20)
             "topics": [
                 {
                     "topic": "big",
+                    "topic_id": topic_id,  # (v13+ name the topic by id)
                     "partitions": [
                         {
                             "partition": 0,
@@ -110,9 +111,12 @@ def kafka(ca: CaFiles) -> Iterator[KafkaBroker]:
 
 @pytest.mark.parametrize("version", list(VERSIONS))
 def test_every_version_reads_the_stored_batches(kafka: KafkaBroker, version: int) -> None:
+    topic_id = kafka.broker.cluster.topics["big"].topic_id
     with RawClient(kafka.listener_bootstrap_servers("PLAINTEXT")) as client:
         for offset, max_bytes in ((0, 1 << 20), (RECORDS, 1), (RECORDS * 2 + 5, 10 << 20)):
-            answer = client.request(_fetch(version, offset=offset, partition_max_bytes=max_bytes))
+            answer = client.request(
+                _fetch(version, offset=offset, partition_max_bytes=max_bytes, topic_id=topic_id)
+            )
             records = _records(answer)
             assert records == _stored(kafka, offset, max_bytes)
             assert len(records) > 64 * 1024  # large enough to go out from the file

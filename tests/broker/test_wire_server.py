@@ -18,6 +18,7 @@ from tests.broker.rawclient import RawClient
 
 from kgroup.broker.dispatch import registered_versions
 from kgroup.testing import KafkaBroker
+from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.codec import encode_request
 
 SUPPORTED_VERSIONS = registered_versions()
@@ -35,11 +36,12 @@ def test_api_versions_lists_the_implemented_ranges(broker: KafkaBroker) -> None:
     for answer in (v3, v0):
         assert answer.error_code == ErrorCode.none
         ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
-        # exactly the handler registry: every registered API, nothing else
-        assert ranges == {int(k): span for k, span in SUPPORTED_VERSIONS.items()}
-        assert ranges[18] == (0, 4)
-        assert ranges[3] == (0, 12)
-        assert ranges[0] == (3, 12)
+        # exactly the handler registry: every registered API, nothing else — Produce advertised from
+        # v0 as Kafka 4.4.0 does (KAFKA-18659), though v0-v2 are refused
+        assert ranges == {**{int(k): span for k, span in SUPPORTED_VERSIONS.items()}, 0: (0, 13)}
+        assert SUPPORTED_VERSIONS[ApiKey.PRODUCE] == (3, 13)
+        assert ranges[18] == (0, 5)
+        assert ranges[3] == (0, 13)
 
 
 def test_unsupported_api_versions_version_answers_v0_layout_with_the_ranges(broker: KafkaBroker) -> None:

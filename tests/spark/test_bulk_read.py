@@ -20,12 +20,14 @@ import pytest
 from crc32c import crc32c
 from tests.log.hostile_batches import compressed, zigzag
 
-from kgroup.model import KgroupError
+from kgroup.model import ErrorCode, KgroupError
 from kgroup.spark.source.bulk_read import can_read_in_bulk, read_range_in_bulk
 from kgroup.spark.source.kafka_io import fetch_range_with_librdkafka
 from kgroup.spark.source.options import ReadKind, parse_source_options
+from kgroup.spark.source.partition_fetcher import PartitionFetcher
 from kgroup.spark.source.ranges import OffsetRange
 from kgroup.spark.source.record_columns import AbortedTransaction, decode_fetched
+from kgroup.wire.api_keys import ApiKey
 
 T0 = 1_700_000_000_000
 TRANSACTIONAL, CONTROL, LOG_APPEND_TIME = 0x10, 0x20, 0x08
@@ -152,6 +154,26 @@ def _both_paths(options: Any, piece: OffsetRange) -> tuple[list[dict[str, Any]],
     ]
     assert losses == []
     return bulk, librdkafka
+
+
+def test_the_fetcher_speaks_the_newest_versions_both_sides_support(kafka_cluster: Any) -> None:
+    """ApiVersions decides, as in Kafka's clients: Kafka 4.4.0 and kgroup both serve Fetch v18 (the
+    topic named by the id Metadata v13 gave) and ListOffsets v11."""
+    from confluent_kafka import Producer
+
+    topic = kafka_cluster.new_topic("bulk-read-versions")
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap, "log_level": 3})
+    for i in range(10):
+        producer.produce(topic, b"v%d" % i, None, 2)
+    assert producer.flush(30) == 0
+    fetcher = PartitionFetcher(kafka_cluster.bootstrap, topic, 2, timeout_s=30, read_committed=False)
+    try:
+        assert fetcher.earliest_offset() == 0
+        answer = fetcher.fetch(0)
+    finally:
+        fetcher.close()
+    assert (answer.error, answer.high_watermark) == (ErrorCode.NONE, 10) and answer.records
+    assert fetcher.versions_spoken == {ApiKey.METADATA: 13, ApiKey.LIST_OFFSETS: 11, ApiKey.FETCH: 18}
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])

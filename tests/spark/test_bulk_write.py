@@ -11,6 +11,7 @@ Kafka's wire, and the sink's two paths in Spark.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from typing import Any
 
@@ -18,10 +19,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from kgroup.broker import dispatch
 from kgroup.model import KgroupError
 from kgroup.partitioning import partition_for_key
 from kgroup.spark.source.bulk_producer import BulkProducer, ProducerSettings, SentBatch
 from kgroup.spark.source.record_batches import encode_records, group_rows, seal_batch
+from kgroup.wire.api_keys import ApiKey
 
 TOPIC_PARTITIONS = 4  # the test brokers' topics (tests/spark/conftest.py)
 
@@ -99,6 +102,35 @@ def test_every_record_lands_once_in_order_on_its_partition(kafka_cluster: Any) -
     got = _consume_all(kafka_cluster.bootstrap, topic)
     assert {p: [(m.key(), m.value()) for m in ms] for p, ms in got.items()} == _expected(keys, values)
     assert {m.timestamp() for ms in got.values() for m in ms} == {(1, 1_700_000_000_000)}  # CreateTime
+
+
+def test_the_producer_speaks_the_newest_versions_both_sides_support(
+    kafka_cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ApiVersions decides, as in Kafka's clients: against Kafka 4.4.0 (and kgroup, which serves what it
+    serves) Produce v13 by topic id, Metadata v13, InitProducerId v5; against a broker whose ranges
+    stop lower (kgroup's, capped in this process) the versions it has, Produce by name."""
+    topic = kafka_cluster.new_topic("bulk-write-versions")
+    keys = [f"user-{i}".encode() for i in range(200)]
+    values = [b"v"] * 200
+    producer = BulkProducer(kafka_cluster.bootstrap, ProducerSettings(), 60)
+    _send(producer, topic, keys, values)
+    producer.flush()
+    producer.close()
+    newest = {ApiKey.PRODUCE: 13, ApiKey.METADATA: 13, ApiKey.INIT_PRODUCER_ID: 5}
+    assert producer.versions_spoken == newest
+    if kafka_cluster.kind != "kgroup":
+        return
+    registry = dispatch._REGISTRY
+    for api, top in ((ApiKey.PRODUCE, 9), (ApiKey.METADATA, 9), (ApiKey.INIT_PRODUCER_ID, 3)):
+        monkeypatch.setitem(registry, api, dataclasses.replace(registry[api], max_version=top))
+    older = BulkProducer(kafka_cluster.bootstrap, ProducerSettings(), 60)
+    _send(older, topic, keys, values)
+    older.flush()
+    older.close()
+    assert older.versions_spoken == {ApiKey.PRODUCE: 9, ApiKey.METADATA: 9, ApiKey.INIT_PRODUCER_ID: 3}
+    got = _consume_all(kafka_cluster.bootstrap, topic)
+    assert sum(len(ms) for ms in got.values()) == 400
 
 
 def test_batches_sent_again_after_a_lost_connection_are_written_once(kafka_cluster: Any) -> None:

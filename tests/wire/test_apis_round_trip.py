@@ -7,6 +7,7 @@ what was sent, less what the version cannot carry (spelled out in ``_as_sent_*``
 from __future__ import annotations
 
 import dataclasses
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +49,7 @@ from kgroup.wire.apis import (
     offset_fetch,
     sync_group,
 )
+from kgroup.wire.apis._common import ZERO_UUID, TopicIds
 from kgroup.wire.apis.find_coordinator import (
     FindCoordinatorBatchRequest,
     FindCoordinatorBatchResponse,
@@ -88,18 +90,30 @@ CASES = [
 ]
 
 
+#: the topics both sides know, for the versions that name topics by id (OffsetCommit/OffsetFetch v10)
+_IDS = {"a": uuid.UUID(int=1), "b": uuid.UUID(int=2), "c": uuid.UUID(int=3)}
+TOPIC_IDS = TopicIds({i: n for n, i in _IDS.items()}.get, _IDS.get)
+
+
+def _ids(module: Any, version: int) -> dict[str, Any]:
+    """The topic ids argument, for the translations of the versions that name topics by id."""
+    return {"topic_ids": TOPIC_IDS} if version >= getattr(module, "TOPIC_IDS", 99) else {}
+
+
 def _through_bytes_request(module: Any, body: Any, version: int) -> Any:
-    frame = encode_request(module.request_to_wire(body, version), correlation_id=3, client_id="c")
-    return module.request_from_wire(decode_request(frame, decode_request_header(frame)).body)
+    ids = _ids(module, version)
+    frame = encode_request(module.request_to_wire(body, version, **ids), correlation_id=3, client_id="c")
+    return module.request_from_wire(decode_request(frame, decode_request_header(frame)).body, **ids)
 
 
 def _through_bytes_response(module: Any, api_key: ApiKey, body: Any, version: int) -> Any:
     cls = response_class(api_key, version)
     assert cls is not None
-    frame = encode_response(5, module.response_to_wire(body, version))
+    ids = _ids(module, version)
+    frame = encode_response(5, module.response_to_wire(body, version, **ids))
     correlation, decoded = decode_response(frame, cls)
     assert correlation == 5
-    return module.response_from_wire(decoded)
+    return module.response_from_wire(decoded, **ids)
 
 
 # --- what each version carries ------------------------------------------------------------------
@@ -297,3 +311,35 @@ def test_offset_fetch_v1_names_its_partitions() -> None:
 def test_find_coordinator_before_v4_asks_for_one_key() -> None:
     with pytest.raises(ValueError, match="FindCoordinator v3 asks for one key, not 2"):
         find_coordinator.request_to_wire(FindCoordinatorBatchRequest(("g", "h")), 3)
+
+
+@pytest.mark.parametrize("module", [offset_commit, offset_fetch])
+def test_a_version_that_names_topics_by_id_needs_the_ids(module: Any) -> None:
+    body = (
+        OffsetCommitRequest("g", 1, "m", ())
+        if module is offset_commit
+        else OffsetFetchBatchRequest((OffsetFetchRequest("g", ()),))
+    )
+    with pytest.raises(ValueError, match="v10 addresses topics by id: pass topic_ids"):
+        module.request_to_wire(body, 10)
+
+
+def test_an_unknown_topic_id_comes_back_as_the_same_id() -> None:
+    """The broker does not know the id a client sent: the typed request names it by a name no topic
+    has, and the answer names the same id (Kafka echoes it, with UNKNOWN_TOPIC_ID)."""
+    stranger = uuid.UUID(int=99)
+    client = TopicIds({stranger: "gone"}.get, {"gone": stranger}.get)
+    sent = OffsetCommitRequest("g", 1, "m", (OffsetCommitPartition(TopicPartition("gone", 0), 5),))
+    frame = encode_request(offset_commit.request_to_wire(sent, 10, client), correlation_id=1)
+    received = offset_commit.request_from_wire(
+        decode_request(frame, decode_request_header(frame)).body, TOPIC_IDS
+    )
+    (offset,) = received.offsets
+    assert TopicIds.is_unknown(offset.partition.topic) and TOPIC_IDS.id(offset.partition.topic) == stranger
+    answer = OffsetCommitResponse(((offset.partition, ErrorCode.UNKNOWN_TOPIC_ID),))
+    wire = offset_commit.response_to_wire(answer, 10, TOPIC_IDS)
+    assert [t.topic_id for t in wire.topics] == [stranger]
+    assert offset_commit.response_from_wire(wire, client).results == (
+        (TopicPartition("gone", 0), ErrorCode.UNKNOWN_TOPIC_ID),
+    )
+    assert TOPIC_IDS.id("no-such-topic") == ZERO_UUID

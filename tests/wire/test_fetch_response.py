@@ -1,11 +1,13 @@
 """The hand-written Fetch answer (:mod:`kgroup.wire.fetch_response`) is byte for byte what kio
-encodes from the same data, for every version it writes: random answers with throttling, errors,
-aborted transactions (none, or null), the preferred read replica, the tagged fields of the flexible
-version at and off their defaults, empty and null records, records large enough to stay a buffer of
-their own, fields left out (their defaults)."""
+encodes from the same data, for every version it writes (v4-v18): random answers with throttling,
+errors, aborted transactions (none, or null), the preferred read replica, the tagged fields of the
+flexible versions at and off their defaults, topic ids (v13+, the all-zero id and none among them),
+the leaders' endpoints (v16+: none, or some with and without a rack), empty and null records,
+records large enough to stay a buffer of their own, fields left out (their defaults)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -66,12 +68,29 @@ _answers = st.fixed_dictionaries(
         "error_code": _error_codes,
         "responses": st.lists(
             st.fixed_dictionaries(
-                {"topic": st.text(max_size=20), "partitions": st.lists(_partitions, max_size=4)}
+                {
+                    "topic": st.text(max_size=20),
+                    "topic_id": st.none() | st.just(uuid.UUID(int=0)) | st.uuids(),
+                    "partitions": st.lists(_partitions, max_size=4),
+                }
             ),
             max_size=3,
         ),
     },
-    optional={"session_id": _i32},
+    optional={
+        "session_id": _i32,
+        "node_endpoints": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "node_id": _i32,
+                    "host": st.text(max_size=12),
+                    "port": _i32,
+                    "rack": st.none() | st.text(max_size=5),
+                }
+            ),
+            max_size=3,
+        ),
+    },
 )
 
 
@@ -113,14 +132,21 @@ def test_what_the_broker_answers_is_what_kio_encodes() -> None:
         "throttle_time": 0,
         "error_code": 0,
         "session_id": 0,
-        "responses": [{"topic": "orders", "partitions": [partition, {**partition, "records": b""}]}],
+        "responses": [
+            {
+                "topic": "orders",
+                "topic_id": uuid.UUID(int=7),
+                "partitions": [partition, {**partition, "records": b""}],
+            }
+        ],
+        "node_endpoints": [{"node_id": 2, "host": "127.0.0.1", "port": 9093, "rack": None}],
     }
     for version in VERSIONS:
         pieces = fetch_response(7, version, answer)
         assert b"".join(pieces) == encode_response(7, build(response_class(1, version), answer))
 
 
-@pytest.mark.parametrize("version", [3, 13])
+@pytest.mark.parametrize("version", [3, 19])
 def test_a_version_it_does_not_write_is_refused(version: int) -> None:
-    with pytest.raises(ValueError, match="writes v4-v12"):
+    with pytest.raises(ValueError, match="writes v4-v18"):
         fetch_response(1, version, {"throttle_time": 0, "error_code": 0, "responses": []})

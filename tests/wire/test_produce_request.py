@@ -5,6 +5,7 @@ request), and the records are views of the frame, not copies."""
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any
 
 import pytest
@@ -23,7 +24,8 @@ _requests = st.fixed_dictionaries(
         "topic_data": st.lists(
             st.fixed_dictionaries(
                 {
-                    "name": st.text(max_size=10),
+                    "name": st.text(max_size=10),  # v3-v12
+                    "topic_id": st.none() | st.just(uuid.UUID(int=0)) | st.uuids(),  # v13
                     "partition_data": st.lists(
                         st.fixed_dictionaries(
                             {
@@ -44,7 +46,11 @@ _requests = st.fixed_dictionaries(
 def _plain(request: Any) -> Any:
     """The request's values (kio's entity or the hand-read one) as plain data."""
     topics = [
-        (topic.name, [(int(p.index), None if p.records is None else bytes(p.records)) for p in partitions])
+        (
+            getattr(topic, "name", None),
+            getattr(topic, "topic_id", None),
+            [(int(p.index), None if p.records is None else bytes(p.records)) for p in partitions],
+        )
         for topic in request.topic_data
         for partitions in [topic.partition_data]
     ]
@@ -81,13 +87,19 @@ def test_the_hand_reader_reads_what_kio_reads(
     assert _outcome(bytes(frame), hand=True) == _outcome(bytes(frame), hand=False)
 
 
-@pytest.mark.parametrize("version", [3, 9, 12])
+@pytest.mark.parametrize("version", [3, 9, 12, 13])
 def test_the_records_are_views_of_the_frame(version: int) -> None:
     request = {
         "transactional_id": None,
         "acks": -1,
         "timeout": 30_000,
-        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"r" * 100}]}],
+        "topic_data": [
+            {
+                "name": "t",
+                "topic_id": uuid.UUID(int=9),
+                "partition_data": [{"index": 0, "records": b"r" * 100}],
+            }
+        ],
     }
     frame = encode_request(build(request_class(0, version), request), 1)
     header = decode_request_header(frame)

@@ -87,6 +87,8 @@ class Cluster:
         #: grows with every topic created or deleted (the version of the consumer groups' metadata image)
         self.topics_version = 0
         self._topic_watchers: list[Callable[[], None]] = []
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        self._by_id_version = -1
 
     def watch_topics(self, callback: Callable[[], None]) -> None:
         """Call ``callback`` after every topic creation or deletion."""
@@ -212,7 +214,9 @@ class Cluster:
         return self.logs.partition(topic, partition)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
-        for info in self.topics.values():
-            if info.topic_id == topic_id:
-                return info
-        return None
+        # an index made again after each topic change: Produce v13 and Fetch v13+ name every topic
+        # by id, and a scan of every topic per request would grow with the cluster
+        if self._by_id_version != self.topics_version or len(self._by_id) != len(self.topics):
+            self._by_id = {info.topic_id: info for info in self.topics.values()}
+            self._by_id_version = self.topics_version
+        return self._by_id.get(topic_id)

@@ -2,9 +2,9 @@
 
 Each handler registers with the range of versions it answers (:func:`register`); the ApiVersions
 answer is made from that registry, so the broker advertises exactly what it serves. The ranges are
-Kafka 4.0's, capped where a newer version needs something kgroup does not implement (topic ids in
-Fetch v13+ / OffsetCommit v10 / OffsetFetch v10, Produce v13, ListOffsets v10+ timeout semantics): a
-client picks the highest version both sides support, so a cap only changes which layout is spoken.
+Apache Kafka 4.4.0's (``tests/apache_kafka/test_diff_wire.py`` compares the two answers), including
+its one advertised version it does not serve: Produce's range starts at v0 for old librdkafka
+(KAFKA-18659), but v0-v2 are refused like any version the broker does not enable.
 
 Kafka's rules (``SocketServer``, ``RequestContext``): an unknown API key, a version the broker does
 not enable or a body that cannot be parsed is an ``InvalidRequestException`` and the connection is
@@ -156,6 +156,8 @@ class Registration:
     handler: Handler
     encoder: Encoder | None = None
     decoder: BodyReader | None = None
+    #: the lowest version ApiVersions names, where it is below ``min_version`` (Kafka's Produce)
+    advertised_min: int | None = None
 
     def answers(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -170,6 +172,7 @@ def register(
     *,
     encoder: Encoder | None = None,
     decoder: BodyReader | None = None,
+    advertised_min: int | None = None,
 ) -> Callable[[Handler], Handler]:
     """Make the decorated function the handler of ``api_key`` at ``versions`` (both ends included).
 
@@ -178,6 +181,8 @@ def register(
     an API has one handler. With ``encoder``, the handler's plain-data answers are written by it
     instead of kio (it must write every version of the range exactly as kio would); with
     ``decoder``, requests are read by it instead of kio (after the same guard), as kio reads them.
+    ``advertised_min`` is the lowest version the ApiVersions answer names when Kafka names one it
+    does not serve (requests below ``versions`` are still refused).
     """
     low, high = versions
     missing = [v for v in range(low, high + 1) if not has_schemas(api_key, v)]
@@ -187,7 +192,7 @@ def register(
     def decorate(handler: Handler) -> Handler:
         if api_key in _REGISTRY:
             raise ValueError(f"{api_key.title} has a handler already")
-        _REGISTRY[api_key] = Registration(api_key, low, high, handler, encoder, decoder)
+        _REGISTRY[api_key] = Registration(api_key, low, high, handler, encoder, decoder, advertised_min)
         return handler
 
     return decorate
@@ -200,14 +205,18 @@ def supports(api_key: int, version: int) -> bool:
 
 
 def registered_versions() -> dict[ApiKey, tuple[int, int]]:
-    """api key -> (min version, max version) of every registered handler."""
+    """api key -> (min version, max version) of every registered handler: the versions it answers."""
     return {r.api_key: (r.min_version, r.max_version) for r in _REGISTRY.values()}
 
 
 def api_version_ranges() -> list[dict[str, int]]:
     """The ``api_keys`` of the ApiVersions answer: the registry, in api key order."""
     return [
-        {"api_key": int(r.api_key), "min_version": r.min_version, "max_version": r.max_version}
+        {
+            "api_key": int(r.api_key),
+            "min_version": r.min_version if r.advertised_min is None else r.advertised_min,
+            "max_version": r.max_version,
+        }
         for r in sorted(_REGISTRY.values(), key=lambda r: r.api_key)
     ]
 

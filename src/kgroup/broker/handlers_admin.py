@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections import Counter
 from typing import Any
@@ -42,8 +43,37 @@ TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
 CLUSTER_DEFAULT_TOPIC_CONFIGS = frozenset({"min.insync.replicas"})
 
 
-@register(ApiKey.API_VERSIONS, versions=(0, 4))
+#: Kafka's ``ApiVersionsRequest`` rule for the client software name and version (v3+)
+_SOFTWARE_NAME_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _api_versions_error(ctx: RequestContext, request: Any) -> ErrorCode | None:
+    """``KafkaApis.handleApiVersionsRequest``'s checks: a request that is not valid
+    (``ApiVersionsRequest.isValid``: a v3+ software name or version that is not a plain dotted word,
+    or in v5 a cluster id without a node id or the other way round) is ``INVALID_REQUEST``; a v5
+    request meant for another cluster or another node is ``REBOOTSTRAP_REQUIRED`` (KIP-1242: the
+    client reached the wrong broker and must bootstrap again)."""
+    if ctx.version >= 5 and (request.cluster_id is None) != (int(request.node_id) == -1):
+        return ErrorCode.INVALID_REQUEST
+    if ctx.version >= 3 and not (
+        _SOFTWARE_NAME_VERSION.fullmatch(request.client_software_name)
+        and _SOFTWARE_NAME_VERSION.fullmatch(request.client_software_version)
+    ):
+        return ErrorCode.INVALID_REQUEST
+    if (
+        ctx.version >= 5
+        and request.cluster_id is not None
+        and (request.cluster_id != ctx.services.config.cluster_id or int(request.node_id) != ctx.node_id)
+    ):
+        return ErrorCode.REBOOTSTRAP_REQUIRED
+    return None
+
+
+@register(ApiKey.API_VERSIONS, versions=(0, 5))
 async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    error = _api_versions_error(ctx, request)
+    if error is not None:  # Kafka's error answer: no ranges
+        return {"error_code": error, "api_keys": [], "throttle_time": 0}
     return {"error_code": ErrorCode.NONE, "api_keys": api_version_ranges(), "throttle_time": 0}
 
 
@@ -95,7 +125,7 @@ def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -
     }
 
 
-@register(ApiKey.METADATA, versions=(0, 12))
+@register(ApiKey.METADATA, versions=(0, 13))  # v13: a top-level error code (KIP-1102)
 async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     services = ctx.services
     cluster = services.cluster
@@ -163,6 +193,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     return {
         "throttle_time": 0,
+        "error_code": ErrorCode.NONE,  # v13+
         "brokers": _broker_entries(ctx),
         "cluster_id": services.config.cluster_id,
         "controller_id": min(cluster.alive) if cluster.alive else -1,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import uuid
 from typing import Any
 
 from kgroup.broker.cluster import OFFSETS_TOPIC
@@ -27,6 +28,7 @@ log = logging.getLogger("kgroup.broker")
 
 __all__: list[str] = []
 
+ZERO_UUID = uuid.UUID(int=0)
 NO_EPOCH = -1
 INVALID_SESSION_ID = 0
 LEADER_EPOCH = 0  # one copy, one leader epoch
@@ -78,9 +80,21 @@ def _heavy(records: bytes | memoryview) -> bool:
     return bool(_RECORDS_COUNT.unpack_from(records, _RECORDS_COUNT_AT)[0] > _HEAVY_BATCH_RECORDS)
 
 
-# Kafka 4.0 removed v0-v2; v13 addresses topics by id. The records stay in the request's frame
+def _topic_name(ctx: RequestContext, topic: Any) -> str:
+    """The topic a Produce (v13+) or Fetch (v13+) entry names by id, as ``KafkaApis`` resolves it: ""
+    when the broker knows no such id (the entry's partitions are answered UNKNOWN_TOPIC_ID)."""
+    name = getattr(topic, "name", None) if hasattr(topic, "name") else getattr(topic, "topic", None)
+    if name is not None:
+        return str(name)
+    topic_id = topic.topic_id
+    info = ctx.services.cluster.topic_by_id(topic_id) if topic_id is not None else None
+    return "" if info is None else info.name
+
+
+# Kafka 4.0 removed v0-v2, but 4.x advertises v0 for old librdkafka (KAFKA-18659) and refuses
+# v0-v2 when they come; v13 addresses topics by id. The records stay in the request's frame
 # (kgroup.wire.produce_request): validated and written from there, never copied
-@register(ApiKey.PRODUCE, versions=(3, 12), decoder=read_produce_request)
+@register(ApiKey.PRODUCE, versions=(3, 13), decoder=read_produce_request, advertised_min=0)
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     services = ctx.services
     acks = int(request.acks)
@@ -88,7 +102,9 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     failed = False
     now_ms = services.clock_ms()
     appended: list[tuple[str, int, int]] = []
+    leaders: set[int] = set()
     for topic in request.topic_data:
+        name = _topic_name(ctx, topic)
         partition_responses = []
         for part in topic.partition_data:
             if ctx.pacer.due():
@@ -108,16 +124,19 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             elif acks not in (-1, 0, 1):
                 code = ErrorCode.INVALID_REQUIRED_ACKS
-            elif not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, topic.name):
+            elif not name and topic.name is None:  # an id the broker does not know (v13+)
+                code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, name):
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif topic.name == OFFSETS_TOPIC:  # Kafka: "Cannot append to internal topic"
+            elif name == OFFSETS_TOPIC:  # Kafka: "Cannot append to internal topic"
                 code = ErrorCode.INVALID_TOPIC_EXCEPTION
             else:
-                code = _leader_check(ctx, topic.name, index)
+                code = _leader_check(ctx, name, index)
             if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-                entry["current_leader"] = _current_leader(ctx, topic.name, index)
+                entry["current_leader"] = _current_leader(ctx, name, index)
+                leaders.add(entry["current_leader"]["leader_id"])
             if code == ErrorCode.NONE:
-                plog = services.cluster.partition_log(topic.name, index)
+                plog = services.cluster.partition_log(name, index)
                 assert plog is not None
                 records = b"" if part.records is None else part.records
                 try:
@@ -134,14 +153,14 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                         {"batch_index": index_in_batch, "batch_index_error_message": message}
                         for index_in_batch, message in getattr(exc, "record_errors", ())
                     ]
-                    log.info("produce to %s-%d rejected: %s", topic.name, index, exc.message)
+                    log.info("produce to %s-%d rejected: %s", name, index, exc.message)
                 except OSError as exc:  # the disk write failed: Kafka's KafkaStorageException
                     code = ErrorCode.KAFKA_STORAGE_ERROR
                     entry["error_message"] = f"write failed: {exc.strerror or exc}"
-                    log.error("produce to %s-%d: write failed: %s", topic.name, index, exc)
+                    log.error("produce to %s-%d: write failed: %s", name, index, exc)
                 else:
                     if not result.duplicate:
-                        appended.append((topic.name, index, result.valid_bytes))
+                        appended.append((name, index, result.valid_bytes))
                     entry["base_offset"] = result.base_offset
                     entry["log_start_offset"] = result.log_start_offset
                     if result.log_append_time >= 0:
@@ -149,14 +168,21 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             entry["error_code"] = code
             failed = failed or code != ErrorCode.NONE
             partition_responses.append(entry)
-        responses.append({"name": topic.name, "partition_responses": partition_responses})
+        responses.append(
+            {
+                "name": name,
+                "topic_id": topic.topic_id or ZERO_UUID,
+                "partition_responses": partition_responses,
+            }
+        )
     for name, index, size in appended:
         services.notify_appended(name, index, size)
     if acks == 0:
         if failed:  # Kafka closes the connection so that an acks=0 producer notices and refreshes metadata
             raise CloseConnection("acks=0 produce request failed")
         return None
-    return {"responses": responses, "throttle_time": 0, "node_endpoints": []}
+    # v10+: where the leaders named in current_leader are (KIP-951)
+    return {"responses": responses, "throttle_time": 0, "node_endpoints": _node_endpoints(ctx, leaders)}
 
 
 def _fetch_partition(
@@ -176,11 +202,13 @@ def _fetch_partition(
         "records": b"",
     }
     code: int
-    if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, topic):
+    if not topic:  # a topic id the broker does not know (v13+)
+        code = ErrorCode.UNKNOWN_TOPIC_ID
+    elif not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, topic):
         code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     else:
         code = _leader_check(ctx, topic, index)
-    if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+    if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
         # KafkaApis answers an unknown partition before the replica manager reads, with the
         # response's default (an empty aborted-transactions list, not null)
         entry["aborted_transactions"] = []
@@ -230,32 +258,52 @@ async def _fetch_once(
     sizes: dict[tuple[str, int], int] = {}
     responses = []
     pacer = ctx.pacer
+    leaders: set[int] = set()
     for topic in request.topics:
+        name = _topic_name(ctx, topic)
         partitions = []
         for part in topic.partitions:
             # KIP-74: the first non-empty partition is returned even if larger than max_bytes
             entry, size = _fetch_partition(
-                ctx, topic.topic, part, read_committed, budget if total else max(budget, 1)
+                ctx, name, part, read_committed, budget if total else max(budget, 1)
             )
             total += size
             budget -= size
-            errors = errors or entry["error_code"] != ErrorCode.NONE
-            sizes[(topic.topic, int(part.partition))] = size
+            if entry["error_code"] != ErrorCode.NONE:
+                errors = True
+                if entry["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    leaders.add(entry["current_leader"]["leader_id"])
+            sizes[(name, int(part.partition))] = size
             partitions.append(entry)
             if pacer.due():
                 await pacer.pause()
-        responses.append({"topic": topic.topic, "partitions": partitions})
+        responses.append({"topic": name, "topic_id": topic_id_of(topic), "partitions": partitions})
     answer = {
         "throttle_time": 0,
         "error_code": ErrorCode.NONE,
         "session_id": INVALID_SESSION_ID,
         "responses": responses,
+        # v16+: where the leaders named in current_leader are (KIP-951), for the client's metadata
+        "node_endpoints": _node_endpoints(ctx, leaders),
     }
     return answer, total, errors, sizes
 
 
+def topic_id_of(topic: Any) -> uuid.UUID:
+    """The id a request's topic entry names (v13+; the all-zero id before, or for none)."""
+    return getattr(topic, "topic_id", None) or ZERO_UUID
+
+
+def _node_endpoints(ctx: RequestContext, nodes: set[int]) -> list[dict[str, Any]]:
+    """The endpoints of the brokers an answer names as leaders (Produce v10+, Fetch v16+)."""
+    if not nodes:
+        return []
+    host, ports = ctx.services.advertised(ctx.listener)
+    return [{"node_id": n, "host": host, "port": ports[n], "rack": None} for n in sorted(nodes) if n in ports]
+
+
 # v13+ address topics by id; the answer is written around the stored batches, not copied by kio
-@register(ApiKey.FETCH, versions=(4, 12), encoder=fetch_response)
+@register(ApiKey.FETCH, versions=(4, 18), encoder=fetch_response)
 async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     """Answer at once when ``min_bytes`` are there (or a partition has an error), else park the fetch.
 
@@ -273,6 +321,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
             "session_id": 0,
             "responses": [],
+            "node_endpoints": [],
         }
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0.0, request.max_wait.total_seconds())
@@ -282,7 +331,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         return answer
     _close_regions(answer)  # the answer is read again once the fetch completes
     caps = {
-        (topic.topic, int(part.partition)): int(part.partition_max_bytes)
+        (_topic_name(ctx, topic), int(part.partition)): int(part.partition_max_bytes)
         for topic in request.topics
         for part in topic.partitions
     }
@@ -306,7 +355,9 @@ def _close_regions(answer: dict[str, Any]) -> None:
                 records.close()
 
 
-@register(ApiKey.LIST_OFFSETS, versions=(1, 9))  # v10+: timeout semantics
+# v10 adds a timeout (for reads from tiered storage, which kgroup has not); v11 the earliest
+# pending-upload offset (-6), which without tiered storage is no offset (-1), as latest-tiered (-5)
+@register(ApiKey.LIST_OFFSETS, versions=(1, 11))
 async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
     topics = []
     for topic in request.topics:

@@ -34,6 +34,7 @@ from kgroup.messages import (
     ListGroupsResponse,
     OffsetCommitPartition,
     OffsetCommitResponse,
+    OffsetFetchPartition,
     OffsetFetchResponse,
     Request,
     Response,
@@ -49,6 +50,7 @@ from kgroup.wire.apis import leave_group as leave_group_api
 from kgroup.wire.apis import offset_commit as offset_commit_api
 from kgroup.wire.apis import offset_fetch as offset_fetch_api
 from kgroup.wire.apis import sync_group as sync_group_api
+from kgroup.wire.apis._common import TopicIds
 from kgroup.wire.apis.find_coordinator import FindCoordinatorBatchResponse, FoundCoordinator
 from kgroup.wire.apis.offset_fetch import FetchedGroup, OffsetFetchBatchResponse
 from kgroup.wire.consumer_group import (
@@ -68,6 +70,22 @@ def _group_denied(ctx: RequestContext, operation: AclOperation, group_id: str) -
 
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+def _topic_ids(ctx: RequestContext) -> TopicIds:
+    """The cluster's topic ids, for the versions that name topics by id (OffsetCommit and
+    OffsetFetch v10)."""
+    cluster = ctx.services.cluster
+
+    def name_of_id(topic_id: Any) -> str | None:
+        info = cluster.topic_by_id(topic_id)
+        return None if info is None else info.name
+
+    def id_of_name(name: str) -> Any:
+        info = cluster.topics.get(name)
+        return None if info is None else info.topic_id
+
+    return TopicIds(name_of_id, id_of_name)
 
 
 async def _translate(ctx: RequestContext, large: bool, function: Callable[..., T], *args: Any) -> T:
@@ -194,12 +212,13 @@ async def leave_group(ctx: RequestContext, request: Any) -> Any:
     return leave_group_api.response_to_wire(answer, ctx.version)
 
 
-@register(ApiKey.OFFSET_COMMIT, versions=(2, 9))  # v10 addresses topics by id
+@register(ApiKey.OFFSET_COMMIT, versions=(2, 10))  # v10 addresses topics by id
 async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     """Kafka's checks before the coordinator (``KafkaApis.handleOffsetCommitRequest``, then
     ``CoordinatorRuntime``'s batch limit), then the coordinator's answer for the partitions left.
 
-    A partition of a topic the broker does not have gets UNKNOWN_TOPIC_OR_PARTITION and never reaches
+    A partition of a topic the broker does not have gets UNKNOWN_TOPIC_OR_PARTITION (in v10, of a
+    topic id it does not know: UNKNOWN_TOPIC_ID) and never reaches
     the coordinator; with none left the coordinator is not asked at all. A commit whose offset records
     would make a batch larger than the offsets topic's ``max.message.bytes`` is answered
     UNKNOWN_SERVER_ERROR for every partition before any state changes, as Kafka's runtime refuses it
@@ -208,7 +227,8 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     """
     services, pacer = ctx.services, ctx.pacer
     large = sum(len(t.partitions) for t in request.topics) >= LARGE_RESPONSE_ENTRIES
-    body = await _translate(ctx, large, offset_commit_api.request_from_wire, request)
+    topic_ids = _topic_ids(ctx)
+    body = await _translate(ctx, large, offset_commit_api.request_from_wire, request, topic_ids)
     topics = services.cluster.topics
     metadata_limit = services.coordinators.config.offset_metadata_max_bytes
     batch_limit = services.config.offsets_max_message_bytes
@@ -227,6 +247,8 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
         info = topics.get(tp.topic)
         if group_denied:
             codes.append(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        elif TopicIds.is_unknown(tp.topic):  # (KafkaApis: before the topic's authorization)
+            codes.append(ErrorCode.UNKNOWN_TOPIC_ID)
         elif denied:
             codes.append(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         elif info is None or not 0 <= tp.partition < info.partitions:
@@ -256,7 +278,7 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
         if pacer.due():
             await pacer.pause()
     answer = OffsetCommitResponse(tuple(results))
-    return await _translate(ctx, large, offset_commit_api.response_to_wire, answer, ctx.version)
+    return await _translate(ctx, large, offset_commit_api.response_to_wire, answer, ctx.version, topic_ids)
 
 
 #: fewer bytes than the smallest offset record Kafka writes (1-byte group id and topic: 61 bytes):
@@ -272,10 +294,17 @@ def _metadata_too_large(metadata: str | None, limit: int) -> bool:
     return len(metadata.encode("utf-16-le")) // 2 > limit
 
 
-@register(ApiKey.OFFSET_FETCH, versions=(1, 9))  # v10 addresses topics by id
+@register(ApiKey.OFFSET_FETCH, versions=(1, 10))  # v10 addresses topics by id
 async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
-    """Each group's committed offsets, from its coordinator (one group before v8, a batch from v8)."""
-    batch = offset_fetch_api.request_from_wire(request)
+    """Each group's committed offsets, from its coordinator (one group before v8, a batch from v8).
+
+    v10 names topics by id (``KafkaApis.fetchOffsetsForGroup``): the partitions of an id the broker
+    does not know are answered UNKNOWN_TOPIC_ID beside the coordinator's answer, and an answer of
+    every committed offset leaves out the topics that no longer exist (they have no id to name them by).
+    """
+    topic_ids = _topic_ids(ctx)
+    by_id = ctx.version >= offset_fetch_api.TOPIC_IDS
+    batch = offset_fetch_api.request_from_wire(request, topic_ids)
     fetched = []
     for group in batch.groups:
         if ctx.pacer.due():
@@ -283,19 +312,35 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
         if _group_denied(ctx, AclOperation.DESCRIBE, group.group_id):
             answer: Response = OffsetFetchResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         else:
+            unknown: tuple[OffsetFetchPartition, ...] = ()
+            if by_id and group.partitions is not None:
+                unknown = tuple(
+                    OffsetFetchPartition(tp, -1, "", ErrorCode.UNKNOWN_TOPIC_ID)
+                    for tp in group.partitions
+                    if TopicIds.is_unknown(tp.topic)
+                )
+                if unknown:
+                    known = tuple(tp for tp in group.partitions if not TopicIds.is_unknown(tp.topic))
+                    group = replace(group, partitions=known)
             allowed, denied = split_offset_fetch(ctx, group)
             answer = await _call(ctx, group.group_id, allowed)
             assert isinstance(answer, OffsetFetchResponse)
             all_offsets = group.partitions is None
-            answer = answer_with_denied_topics(ctx, answer, all_offsets=all_offsets, denied=denied)
+            answer = answer_with_denied_topics(ctx, answer, all_offsets=all_offsets, denied=denied + unknown)
+            if by_id and all_offsets and answer.error_code == ErrorCode.NONE:
+                named = tuple(
+                    p for p in answer.partitions if p.partition.topic in ctx.services.cluster.topics
+                )
+                if len(named) != len(answer.partitions):
+                    answer = replace(answer, partitions=named)
         assert isinstance(answer, OffsetFetchResponse)
         fetched.append(FetchedGroup(group.group_id, answer))
     large = sum(len(f.response.partitions) for f in fetched) >= LARGE_RESPONSE_ENTRIES
     response = OffsetFetchBatchResponse(tuple(fetched))
-    return await _translate(ctx, large, offset_fetch_api.response_to_wire, response, ctx.version)
+    return await _translate(ctx, large, offset_fetch_api.response_to_wire, response, ctx.version, topic_ids)
 
 
-@register(ApiKey.DESCRIBE_GROUPS, versions=(0, 5))
+@register(ApiKey.DESCRIBE_GROUPS, versions=(0, 6))  # v6: GROUP_ID_NOT_FOUND and a message (KIP-1043)
 async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     described = []
     for group_id in request.groups:
@@ -339,6 +384,7 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
                         for m in g.members
                     ],
                     "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                    "error_message": g.error_message,
                 }
             )
     return {"throttle_time": 0, "groups": described}
@@ -373,7 +419,7 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "error_code": int(answer.error_code), "groups": groups}
 
 
-@register(ApiKey.DELETE_GROUPS, versions=(0, 2))
+@register(ApiKey.DELETE_GROUPS, versions=(0, 3))  # v3: an error message per group (null: none)
 async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     results = []
     for group_id in request.groups_names:
@@ -385,7 +431,7 @@ async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
             code = ErrorCode.NOT_COORDINATOR
         else:
             code = await ctx.services.coordinators.delete_group(ctx.node_id, group_id)
-        results.append({"group_id": group_id, "error_code": int(code)})
+        results.append({"group_id": group_id, "error_code": int(code), "error_message": None})
     return {"throttle_time": 0, "results": results}
 
 

@@ -24,6 +24,7 @@ import contextlib
 import logging
 import random
 import re
+import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,16 +35,23 @@ from kgroup.client.cluster import ClusterView, cluster_from_metadata
 from kgroup.client.connection import BrokerConnection, ConnectionLost
 from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 from kgroup.client.translate import API_KEY, from_wire, to_wire
-from kgroup.client.versions import CLIENT_RANGES, UnsupportedApi, negotiate
+from kgroup.client.versions import CLIENT_RANGES, LAST_BY_NAME, UnsupportedApi, negotiate, offsets_version
 from kgroup.member import ConsumerMember, ConsumerMemberState, ConsumerProtocolMember, MemberConfig
 from kgroup.member.consumer_protocol import CONSUMER_PROTOCOL_NOT_SUPPORTED
 from kgroup.member.consumer_protocol_config import ConsumerProtocolConfig
 from kgroup.member.events import CommitFailed, FatalError, MemberEvent, OffsetsCommitted
 from kgroup.member.requests import OutboundRequest
 from kgroup.member.states import Phase
-from kgroup.messages import ConsumerGroupHeartbeatRequest, FindCoordinatorResponse, Response
+from kgroup.messages import (
+    ConsumerGroupHeartbeatRequest,
+    FindCoordinatorResponse,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    Response,
+)
 from kgroup.model import ErrorCode, KgroupError, PeerError, TopicPartition
 from kgroup.wire.api_keys import ApiKey, api_name
+from kgroup.wire.apis._common import TopicIds
 from kgroup.wire.codec import request_class
 
 __all__ = ["ClientError", "GroupConsumer", "parse_bootstrap"]
@@ -596,7 +604,10 @@ class GroupConsumer:
             api_key = API_KEY[type(request.body)]
             try:
                 version = self._version(entry, api_key)
-                future = entry.connection.send(to_wire(request.body, version))
+                topic_ids = None
+                if isinstance(request.body, OffsetCommitRequest | OffsetFetchRequest):
+                    version, topic_ids = self._offsets_version(request.body, version)
+                future = entry.connection.send(to_wire(request.body, version, topic_ids))
             except UnsupportedApi as exc:
                 if isinstance(request.body, ConsumerGroupHeartbeatRequest) and self._consumer_member:
                     # Kafka's client fails building the request: fatal, naming the setting
@@ -640,7 +651,7 @@ class GroupConsumer:
             self._failed(request)
             return
         try:
-            typed = from_wire(request.body, response)
+            typed = from_wire(request.body, response, self._topic_ids())
         except PeerError as exc:
             log.warning("bad response: %s", exc)
             connection.close(ConnectionLost(exc.message))
@@ -686,6 +697,32 @@ class GroupConsumer:
     async def _negotiate(self, connection: BrokerConnection) -> dict[int, int]:
         chosen = await negotiate(connection, self._request_timeout_s)
         return {key: min(version, self._caps.get(key, version)) for key, version in chosen.items()}
+
+    def _topic_ids(self) -> TopicIds:
+        """The topic ids the last metadata named (what OffsetCommit / OffsetFetch v10 speak)."""
+        known = {} if self._cluster is None else self._cluster.topic_ids
+        by_id = {uuid.UUID(int=tid.to_int()): name for name, tid in known.items()}
+
+        def id_of(name: str) -> uuid.UUID | None:
+            tid = known.get(name)
+            return None if tid is None else uuid.UUID(int=tid.to_int())
+
+        return TopicIds(by_id.get, id_of)
+
+    def _offsets_version(
+        self, body: OffsetCommitRequest | OffsetFetchRequest, negotiated: int
+    ) -> tuple[int, TopicIds | None]:
+        """As Kafka's consumers: a classic member names its topics (v9 at most); a consumer-protocol
+        member names them by id (v10) when the metadata gave every one's id."""
+        if isinstance(body, OffsetCommitRequest):
+            topics: set[str] = {o.partition.topic for o in body.offsets}
+        else:
+            topics = {tp.topic for tp in body.partitions or ()}
+        known = None
+        if self._consumer_member is not None and self._cluster is not None:
+            known = self._cluster.topic_ids
+        version = offsets_version(negotiated, topics, known)
+        return version, (self._topic_ids() if version > LAST_BY_NAME else None)
 
     def _version(self, entry: _Node, api_key: int) -> int:
         assert entry.versions is not None

@@ -22,6 +22,7 @@ read_uncommitted) at each partition's leader.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -33,7 +34,7 @@ from kgroup.client.connection import BrokerConnection
 from kgroup.client.consumer import parse_bootstrap
 from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 from kgroup.client.translate import from_wire, to_wire
-from kgroup.client.versions import negotiate
+from kgroup.client.versions import negotiate, offsets_version
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -277,7 +278,7 @@ async def _log_end_offsets(
                 )
                 for topic, ps in grouped.items()
             )
-            extra = {"timeout": 30_000} if version >= 10 else {}
+            extra = {"timeout": datetime.timedelta(seconds=30)} if version >= 10 else {}  # v10+
             body = cls(replica_id=-1, isolation_level=0, topics=topics, **extra)
             response = await connection.request(body, timeout_s=timeout_s)
         finally:
@@ -341,9 +342,8 @@ async def describe_group_lag(
             )
         state, members = described
         fetch = OffsetFetchRequest(group_id)
-        fetched = from_wire(
-            fetch, await coordinator.request(to_wire(fetch, coordinator_versions[9]), timeout_s=timeout_s)
-        )
+        version = offsets_version(coordinator_versions[9], (), None)  # by name (v9 at most)
+        fetched = from_wire(fetch, await coordinator.request(to_wire(fetch, version), timeout_s=timeout_s))
         assert isinstance(fetched, OffsetFetchResponse)
         if fetched.error_code is not ErrorCode.NONE:
             raise KgroupError(

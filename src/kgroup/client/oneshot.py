@@ -17,7 +17,7 @@ from kgroup.client.connection import BrokerConnection
 from kgroup.client.consumer import parse_bootstrap
 from kgroup.client.security import ClientSecurity
 from kgroup.client.translate import from_wire, to_wire
-from kgroup.client.versions import negotiate
+from kgroup.client.versions import negotiate, offsets_version
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -117,7 +117,9 @@ async def commit_as_member(
             offsets=tuple(OffsetCommitPartition(tp, off) for tp, off in sorted(offsets.items())),
             group_instance_id=group_instance_id,
         )
-        raw = await coordinator.request(to_wire(request, versions[8]), timeout_s=timeout_s)
+        # names its topics (v9 at most), as a classic consumer does
+        version = offsets_version(versions[8], (), None)
+        raw = await coordinator.request(to_wire(request, version), timeout_s=timeout_s)
         answer = from_wire(request, raw)
         assert isinstance(answer, OffsetCommitResponse)
         return all(error is ErrorCode.NONE for _, error in answer.results)

@@ -34,7 +34,7 @@ from kgroup.wire.apis import (
     offset_fetch,
     sync_group,
 )
-from kgroup.wire.apis._common import ms
+from kgroup.wire.apis._common import TopicIds, ms
 from kgroup.wire.apis.find_coordinator import FindCoordinatorBatchRequest
 from kgroup.wire.apis.offset_fetch import OffsetFetchBatchRequest
 from kgroup.wire.consumer_group import (
@@ -60,8 +60,9 @@ API_KEY: dict[type, ApiKey] = {
 }
 
 
-def to_wire(body: Request, version: int) -> Any:
-    """The kio request of ``version`` carrying ``body``."""
+def to_wire(body: Request, version: int, topic_ids: TopicIds | None = None) -> Any:
+    """The kio request of ``version`` carrying ``body`` (``topic_ids``: for OffsetCommit and
+    OffsetFetch v10, which name topics by id)."""
     api_key = API_KEY.get(type(body))
     if api_key is None:
         raise TypeError(f"{type(body).__name__} is not a request kgroup's client sends")
@@ -75,9 +76,11 @@ def to_wire(body: Request, version: int) -> Any:
             FindCoordinatorBatchRequest((body.key,), body.key_type), version
         )
     if isinstance(body, OffsetCommitRequest):
-        return offset_commit.request_to_wire(body, version)
+        return offset_commit.request_to_wire(body, version, topic_ids)
     if isinstance(body, OffsetFetchRequest):
-        return offset_fetch.request_to_wire(OffsetFetchBatchRequest((body,), require_stable=True), version)
+        return offset_fetch.request_to_wire(
+            OffsetFetchBatchRequest((body,), require_stable=True), version, topic_ids
+        )
     if isinstance(body, JoinGroupRequest):
         return join_group.request_to_wire(body, version)
     if isinstance(body, SyncGroupRequest):
@@ -89,7 +92,7 @@ def to_wire(body: Request, version: int) -> Any:
     raise TypeError(f"{type(body).__name__} is not a request kgroup's client sends")
 
 
-def from_wire(request: Request, response: Any) -> Response:
+def from_wire(request: Request, response: Any, topic_ids: TopicIds | None = None) -> Response:
     """The typed response to ``request`` from its kio response (:class:`PeerError` if it cannot be)."""
     if isinstance(request, ConsumerGroupHeartbeatRequest):
         return consumer_group_heartbeat_response_from_wire(response)
@@ -101,9 +104,9 @@ def from_wire(request: Request, response: Any) -> Response:
             raise PeerError(f"FindCoordinator: {len(coordinators)} coordinators for one key")
         return coordinators[0].response
     if isinstance(request, OffsetCommitRequest):
-        return offset_commit.response_from_wire(response)
+        return offset_commit.response_from_wire(response, topic_ids)
     if isinstance(request, OffsetFetchRequest):
-        groups = offset_fetch.response_from_wire(response).groups
+        groups = offset_fetch.response_from_wire(response, topic_ids).groups
         if len(groups) != 1:
             raise PeerError(f"OffsetFetch: {len(groups)} groups in the answer for one")
         return groups[0].response

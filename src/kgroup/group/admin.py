@@ -25,7 +25,7 @@ from kgroup.messages import (
 )
 from kgroup.model import ErrorCode
 
-__all__ = ["delete_group", "handle_describe", "handle_list", "unload"]
+__all__ = ["delete_group", "handle_describe", "handle_list", "not_described", "unload"]
 
 S = GroupState
 
@@ -52,13 +52,26 @@ def _describe(group: GroupData) -> DescribedGroup:
     )
 
 
+#: the first DescribeGroups version that answers a group it cannot describe with GROUP_ID_NOT_FOUND
+DESCRIBE_GROUP_NOT_FOUND_VERSION = 6
+
+
+def not_described(group_id: str, api_version: int, message: str) -> DescribedGroup:
+    """A group DescribeGroups cannot describe (none, or not a classic one): Dead with no error before
+    v6, and from v6 GROUP_ID_NOT_FOUND with ``message`` (``GroupMetadataManager.describeGroups``)."""
+    if api_version < DESCRIBE_GROUP_NOT_FOUND_VERSION:
+        return DescribedGroup(ErrorCode.NONE, group_id, S.DEAD.kafka_name, "", "")
+    return DescribedGroup(
+        ErrorCode.GROUP_ID_NOT_FOUND, group_id, S.DEAD.kafka_name, "", "", error_message=message
+    )
+
+
 def handle_describe(txn: Txn, env: Envelope, req: DescribeGroupsRequest) -> None:
     described: list[DescribedGroup] = []
     for group_id in req.groups:
         group = txn.groups.get(group_id)
         if group is None:
-            # an unknown group is described as Dead with no error (DescribeGroups before v6)
-            described.append(DescribedGroup(ErrorCode.NONE, group_id, S.DEAD.kafka_name, "", ""))
+            described.append(not_described(group_id, env.api_version, f"Group {group_id} not found."))
         else:
             described.append(_describe(group))
     txn.reply(env.connection, env.correlation_id, DescribeGroupsResponse(tuple(described)))

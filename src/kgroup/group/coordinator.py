@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from random import Random
 from types import MappingProxyType
 
-from kgroup.group.admin import delete_group, handle_describe, handle_list, unload
+from kgroup.group.admin import delete_group, handle_describe, handle_list, not_described, unload
 from kgroup.group.config import CoordinatorConfig
 from kgroup.group.consumer.classic_members import classic_heartbeat, classic_join, classic_leave, classic_sync
 from kgroup.group.consumer.context import ConsumerContext, rebalance_key
@@ -61,6 +61,7 @@ from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     DescribeGroupsRequest,
+    DescribeGroupsResponse,
     Envelope,
     HeartbeatRequest,
     JoinGroupRequest,
@@ -211,7 +212,27 @@ class GroupCoordinator:
         handler(txn, envelope, body)
         if isinstance(body, ListGroupsRequest) and (consumer.groups or body.types_filter):
             return self._with_consumer_groups(txn.result(), body)
+        if isinstance(body, DescribeGroupsRequest) and consumer.groups:
+            return self._not_classic(txn.result(), envelope.api_version)
         return txn.result()
+
+    def _not_classic(self, result: CoordinatorResult, api_version: int) -> CoordinatorResult:
+        """DescribeGroups describes classic groups only: a consumer group is one it cannot describe
+        (``GroupMetadataManager.classicGroup``: "Group g is not a classic group.")."""
+        (reply,) = result.replies
+        answer = reply.body
+        assert isinstance(answer, DescribeGroupsResponse)
+        groups = self._consumer.groups
+        described = tuple(
+            not_described(g.group_id, api_version, f"Group {g.group_id} is not a classic group.")
+            if g.group_id in groups
+            else g
+            for g in answer.groups
+        )
+        body = DescribeGroupsResponse(described)
+        return CoordinatorResult(
+            (type(reply)(reply.connection, reply.correlation_id, body),), result.timers, result.records
+        )
 
     def _with_consumer_groups(self, result: CoordinatorResult, req: ListGroupsRequest) -> CoordinatorResult:
         """ListGroups: the classic answer, then the consumer groups (filtered by state and type)."""

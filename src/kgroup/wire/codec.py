@@ -37,6 +37,7 @@ from kgroup.model import ErrorCode, PeerError
 from kgroup.wire.api_keys import ApiKey, api_name
 from kgroup.wire.framing import Frame
 from kgroup.wire.guard import check_body
+from kgroup.wire.newer_schemas import entities_of, schema_class
 from kgroup.wire.piecewise import read_piecewise
 
 __all__ = [
@@ -104,7 +105,7 @@ def _load(name: str, version: int, kind: EntityType) -> type[Any] | None:
     try:
         path = schema_name_map[name][version][kind]  # type: ignore[index]
     except KeyError:
-        return None
+        return schema_class(name, version, kind)  # a Kafka 4.4.0 version kio lacks, or None
     module_name, _, attr = path.partition(":")
     module = __import__(module_name, fromlist=[attr])
     cls: type[Any] = getattr(module, attr)
@@ -113,10 +114,13 @@ def _load(name: str, version: int, kind: EntityType) -> type[Any] | None:
 
 def has_schemas(api_key: int, version: int) -> bool:
     """Whether kio has both a request and a response schema of an API key and version: read from
-    kio's index, without importing the schemas' modules (``request_class`` imports them on first use)."""
+    kio's index, without importing the schemas' modules (``request_class`` imports them on first use),
+    or :mod:`kgroup.wire.newer_schemas` has them."""
     name = api_key_map.get(api_key)
     if name is None:
         return False
+    if schema_class(name, version, EntityType.request) is not None:
+        return True
     kinds = schema_name_map.get(name, {}).get(version, {})
     return EntityType.request in kinds and EntityType.response in kinds
 
@@ -357,15 +361,23 @@ _KNOWN_FIELDS: dict[type[Any], frozenset[str]] = {}
 
 def _known_fields(cls: type[Any]) -> frozenset[str]:
     """The field names of ``cls`` in any version of its API: the entity of the same name in every
-    version's module (``kio.schema.<api>.v<N>.<request|response>``)."""
+    version's module (``kio.schema.<api>.v<N>.<request|response>``) and in
+    :mod:`kgroup.wire.newer_schemas` (the versions kio lacks)."""
     known = _KNOWN_FIELDS.get(cls)
     if known is not None:
         return known
     names = {field.name for field in _fields(cls)}
     package, _, kind = cls.__module__.rpartition(".")
     api_package = package.rpartition(".")[0]
+    name: str | None = None
     if api_package.startswith("kio.schema."):
         name = api_package.rpartition(".")[2]
+    elif hasattr(cls, "__api_key__"):  # a class of kgroup.wire.newer_schemas
+        name = api_key_map.get(cls.__api_key__)
+        if name is not None:
+            kind = "request" if cls in set(entities_of(name, "request")) else "response"
+            api_package = f"kio.schema.{name}"
+    if name is not None:
         for version in schema_name_map.get(name, {}):
             try:
                 module = __import__(f"{api_package}.v{version}.{kind}", fromlist=[cls.__name__])
@@ -373,6 +385,9 @@ def _known_fields(cls: type[Any]) -> frozenset[str]:
                 continue
             other = getattr(module, cls.__name__, None)
             if isinstance(other, type) and dataclasses.is_dataclass(other):
+                names.update(field.name for field in dataclasses.fields(other))
+        for other in entities_of(name, kind):
+            if other.__name__ == cls.__name__:
                 names.update(field.name for field in dataclasses.fields(other))
     known = _KNOWN_FIELDS[cls] = frozenset(names)
     return known

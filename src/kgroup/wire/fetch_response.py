@@ -8,14 +8,17 @@ Python. The bytes are exactly what
 ``encode_response(correlation_id, build(response_class(1, version), data))`` makes, for every
 version in :data:`VERSIONS` (``tests/wire/test_fetch_response.py`` compares the two on random
 answers): the same version-free data as :func:`kgroup.wire.codec.build` takes — fields the version
-lacks are dropped, fields left out take the schema's default, and a tagged field (v12) is written
-only when it differs from its default, as Kafka's generated writers (and kio's) do.
+lacks are dropped, fields left out take the schema's default, and a tagged field (v12+) is written
+only when it differs from its default, as Kafka's generated writers (and kio's) do. v13+ name each
+topic by its id (16 bytes) instead of its name; v16+ add the leaders' endpoints as the response's
+tagged field 0 (``node_endpoints``). v14, v15, v17 and v18 change only the request.
 """
 
 from __future__ import annotations
 
 import datetime
 import struct
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -23,8 +26,8 @@ from kgroup.wire.framing import Pieces
 
 __all__ = ["SEPARATE_RECORDS_BYTES", "VERSIONS", "fetch_response"]
 
-#: the Fetch versions this encoder writes: those kgroup's broker answers (v13+ name topics by id)
-VERSIONS = range(4, 13)
+#: the Fetch versions this encoder writes: those kgroup's broker answers
+VERSIONS = range(4, 19)
 #: record bytes at least this long stay a buffer of their own in the answer; shorter ones are copied
 #: in with the fields around them (an iovec per small partition would cost more than the copy)
 SEPARATE_RECORDS_BYTES = 4096
@@ -33,6 +36,8 @@ _FLEXIBLE_FROM = 12
 _LOG_START_FROM = 5
 _SESSION_FROM = 7
 _PREFERRED_REPLICA_FROM = 11
+_TOPIC_IDS_FROM = 13
+_NODE_ENDPOINTS_FROM = 16
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -97,10 +102,14 @@ def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -
     preferred = version >= _PREFERRED_REPLICA_FROM
     topics: Sequence[Mapping[str, Any]] = data["responses"]
     out += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    by_id = version >= _TOPIC_IDS_FROM
     for topic in topics:
-        name = topic["topic"].encode()
-        out += _uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
-        out += name
+        if by_id:
+            out += _uuid_bytes(topic.get("topic_id"))
+        else:
+            name = topic["topic"].encode()
+            out += _uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+            out += name
         partitions: Sequence[Mapping[str, Any]] = topic["partitions"]
         out += _uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
         for partition in partitions:
@@ -144,10 +153,50 @@ def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -
                 _write_partition_tags(out, partition)
         if flexible:
             out += _NO_TAGS  # the topic's
-    if flexible:
-        out += _NO_TAGS  # the response's
+    if flexible:  # the response's tagged fields
+        endpoints = data.get("node_endpoints") if version >= _NODE_ENDPOINTS_FROM else None
+        if endpoints:
+            field = _node_endpoints(endpoints)
+            out += b"\x01\x00" + _uvarint(len(field)) + field  # one tag: 0
+        else:
+            out += _NO_TAGS
     pieces.append(out)
     return pieces
+
+
+def _uuid_bytes(value: Any) -> bytes:
+    """A topic id's 16 bytes (None, as kio writes it, is the all-zero id)."""
+    if value is None:
+        return bytes(16)
+    if isinstance(value, int):
+        return value.to_bytes(16, "big")
+    assert isinstance(value, uuid.UUID)
+    return value.bytes
+
+
+def _compact_string(value: str | None) -> bytes:
+    if value is None:
+        return b"\x00"
+    raw = value.encode()
+    return _uvarint(len(raw) + 1) + raw
+
+
+def _node_endpoints(endpoints: Sequence[Any]) -> bytes:
+    """The ``node_endpoints`` array: node id, host, port, rack and no tags, each."""
+    out = bytearray(_uvarint(len(endpoints) + 1))
+    for endpoint in endpoints:
+        if isinstance(endpoint, Mapping):
+            node, host, port, rack = (
+                endpoint["node_id"],
+                endpoint["host"],
+                endpoint["port"],
+                endpoint.get("rack"),
+            )
+        else:  # a kio entity
+            node, host, port, rack = endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack
+        out += _I32.pack(int(node)) + _compact_string(host) + _I32.pack(int(port)) + _compact_string(rack)
+        out += _NO_TAGS
+    return bytes(out)
 
 
 def _write_partition_tags(out: bytearray, partition: Mapping[str, Any]) -> None:

@@ -6,28 +6,33 @@ the same request with the records as read-only ``memoryview`` slices of the fram
 validates and writes as they are. It runs after :func:`kgroup.wire.guard.check_body` (as kio's does,
 in :func:`kgroup.wire.codec.decode_request`), so lengths and element counts are already known to be
 sound; it refuses what kio refuses past the guard — a negative length other than null, a string that
-is not UTF-8, any tagged field (Produce v9-v12 define none: kio refuses an unknown tag) — with a
+is not UTF-8, any tagged field (Produce v9-v13 define none: kio refuses an unknown tag) — with a
 ``ValueError`` (the codec answers ``PeerError``, as for kio's). ``tests/wire/test_produce_request.py``
-compares it with kio on random and damaged requests of every version.
+compares it with kio on random and damaged requests of every version. v13 names each topic by its
+id (16 bytes) instead of its name; the all-zero id reads as ``None``, as kio reads it.
 """
 
 from __future__ import annotations
 
 import datetime
 import struct
+import uuid
 from dataclasses import dataclass
 
 from kgroup.wire.framing import Frame
 
 __all__ = ["VERSIONS", "PartitionProduceData", "ProduceRequest", "TopicProduceData", "read_produce_request"]
 
-#: the Produce versions this reader reads: those kgroup's broker answers (v13 names topics by id)
-VERSIONS = range(3, 13)
+#: the Produce versions this reader reads: those kgroup's broker answers
+VERSIONS = range(3, 14)
 _FLEXIBLE_FROM = 9
+_TOPIC_IDS_FROM = 13
+_UUID_BYTES = 16
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
+_ZERO_ID = bytes(_UUID_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +43,14 @@ class PartitionProduceData:
 
 @dataclass(frozen=True, slots=True)
 class TopicProduceData:
-    name: str
+    name: str | None  # v3-v12 (None in v13)
     partition_data: tuple[PartitionProduceData, ...]
+    topic_id: uuid.UUID | None = None  # v13 (None before, or the all-zero id)
 
 
 @dataclass(frozen=True, slots=True)
 class ProduceRequest:
-    """The fields kio's ``ProduceRequest`` has (v3-v12), with the records left in the frame."""
+    """The fields kio's ``ProduceRequest`` has (v3-v13), with the records left in the frame."""
 
     transactional_id: str | None
     acks: int
@@ -116,7 +122,7 @@ class _Reader:
 
     def no_tags(self) -> None:
         tags = self.uvarint()
-        if tags:  # kio knows no tagged field of Produce v9-v12, and refuses one it does not know
+        if tags:  # kio knows no tagged field of Produce v9-v13, and refuses one it does not know
             raise ValueError(f"Unknown tagged field tag: {self.uvarint()}")
 
 
@@ -125,6 +131,7 @@ def read_produce_request(frame: Frame, offset: int, version: int) -> ProduceRequ
     if version not in VERSIONS:
         raise ValueError(f"Produce v{version}: the hand-written reader reads v{VERSIONS[0]}-v{VERSIONS[-1]}")
     flexible = version >= _FLEXIBLE_FROM
+    by_id = version >= _TOPIC_IDS_FROM
     view = memoryview(frame)
     if not view.readonly:
         view = view.toreadonly()
@@ -133,8 +140,13 @@ def read_produce_request(frame: Frame, offset: int, version: int) -> ProduceRequ
     acks, timeout_ms = read.unpack(_ACKS_TIMEOUT)
     topics = []
     for _ in range(read.count(flexible)):
-        name = read.string(flexible, nullable=False)
-        assert name is not None
+        name: str | None = None
+        topic_id: uuid.UUID | None = None
+        if by_id:
+            raw = bytes(read.take(_UUID_BYTES))
+            topic_id = None if raw == _ZERO_ID else uuid.UUID(bytes=raw)
+        else:
+            name = read.string(flexible, nullable=False)
         partitions = []
         for _ in range(read.count(flexible)):
             (index,) = read.unpack(_I32)
@@ -145,9 +157,7 @@ def read_produce_request(frame: Frame, offset: int, version: int) -> ProduceRequ
             partitions.append(PartitionProduceData(index, records))
         if flexible:
             read.no_tags()
-        topics.append(TopicProduceData(name, tuple(partitions)))
+        topics.append(TopicProduceData(name, tuple(partitions), topic_id))
     if flexible:
         read.no_tags()
-    return ProduceRequest(
-        transactional_id, acks, datetime.timedelta(milliseconds=timeout_ms), tuple(topics)
-    )
+    return ProduceRequest(transactional_id, acks, datetime.timedelta(milliseconds=timeout_ms), tuple(topics))

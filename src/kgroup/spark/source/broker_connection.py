@@ -5,6 +5,9 @@ The bulk read (:mod:`kgroup.spark.source.partition_fetcher`) asks and waits; the
 request's sending and its answer's reading are two calls (:meth:`BrokerConnection.send`,
 :meth:`BrokerConnection.receive`). Requests and answers are kgroup's ``kio`` codec
 (:mod:`kgroup.wire.codec`), frames :mod:`kgroup.wire.framing`'s.
+
+Which version of an API to speak is asked, as Kafka's clients ask it: ApiVersions once per
+connection (:meth:`BrokerConnection.version`), then the highest version both sides support.
 """
 
 from __future__ import annotations
@@ -15,10 +18,16 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from kgroup.wire.codec import decode_response, encode_request, response_class
+from kgroup.model import ErrorCode, KgroupError, PeerError
+from kgroup.wire.api_keys import ApiKey, api_name
+from kgroup.wire.codec import decode_response, encode_request, request_class, response_class
 from kgroup.wire.framing import framed, read_frame_blocking
 
 __all__ = ["MAX_ANSWER_BYTES", "BrokerConnection", "InFlight", "RetriableBrokerError", "bootstrap_addresses"]
+
+#: the ApiVersions version asked first: the newest kgroup's codec has (a broker that does not know it
+#: answers UNSUPPORTED_VERSION in v0's layout, KIP-511, and is asked again at v0)
+API_VERSIONS_VERSION = 5
 
 #: at most this many bytes in one answer (the 100 MiB frame limit of kgroup's client)
 MAX_ANSWER_BYTES = 100 * 1024 * 1024
@@ -61,6 +70,39 @@ class BrokerConnection:
             raise RetriableBrokerError(f"cannot connect to {self.address}: {exc}") from None
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self._ranges: dict[int, tuple[int, int]] | None = None
+
+    def version(self, api_key: ApiKey, ours: tuple[int, int], timeout_s: float) -> int:
+        """The highest version of ``api_key`` in ``ours`` (lowest, highest) that the broker supports
+        too (Kafka's ``NetworkClient`` rule; ApiVersions asked on the connection's first use); one
+        line naming the API when there is none."""
+        if self._ranges is None:
+            self._ranges = self._api_versions(timeout_s)
+        theirs = self._ranges.get(int(api_key))
+        low, high = ours
+        if theirs is None or min(high, theirs[1]) < max(low, theirs[0]):
+            offered = "none" if theirs is None else f"v{theirs[0]}-v{theirs[1]}"
+            raise KgroupError(
+                f"kafka.bootstrap.servers: {self.address} speaks {api_name(api_key)} {offered}, "
+                f"kgroup's Spark source and sink v{low}-v{high}; use a Kafka 2.4+ broker"
+            )
+        return min(high, theirs[1])
+
+    def _api_versions(self, timeout_s: float) -> dict[int, tuple[int, int]]:
+        cls: Any = request_class(ApiKey.API_VERSIONS, API_VERSIONS_VERSION)
+        request = self.send(cls(client_software_name="kgroup-spark", client_software_version="1"), timeout_s)
+        try:
+            answer = self.receive(request, timeout_s)
+        except PeerError:  # not the asked layout: v0's (KIP-511)
+            answer = None
+        if answer is None or int(answer.error_code) == ErrorCode.UNSUPPORTED_VERSION:
+            v0: Any = request_class(ApiKey.API_VERSIONS, 0)
+            answer = self.request(v0(), timeout_s)
+        if int(answer.error_code) != ErrorCode.NONE:
+            raise RetriableBrokerError(
+                f"{self.address} answered ApiVersions with error {int(answer.error_code)}"
+            )
+        return {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in answer.api_keys}
 
     def send(self, body: Any, timeout_s: float) -> InFlight:
         """Send one request; its answer is read by :meth:`receive` (answers come in sending order)."""

@@ -6,6 +6,9 @@ written from Arrow columns, over blocking connections (:mod:`kgroup.spark.source
 with its defaults (``acks=all``, ``enable.idempotence=true``, at most 5 requests in flight per
 connection):
 
+* Each connection asks ApiVersions first and speaks the highest version of each API both sides
+  support, as Kafka's clients do (Produce v13 names topics by id: it is spoken when Metadata gave
+  every topic's id, v12 otherwise, as the Java producer decides).
 * Metadata finds each topic's partitions and their leaders; each leader gets one connection.
 * Idempotent (the default): InitProducerId gives the task a producer id; each partition's batches
   carry consecutive sequence numbers, so a batch sent again after a lost answer is written once
@@ -22,7 +25,9 @@ connection):
 from __future__ import annotations
 
 import time
+import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,9 +44,12 @@ from kgroup.wire.codec import build, error_from_wire, request_class
 
 __all__ = ["BulkProducer", "ProducerSettings", "SentBatch"]
 
-PRODUCE_VERSION = 8  # Kafka 2.4+ (record errors in the answer); v13+ name topics by id
-INIT_PRODUCER_ID_VERSION = 1
-METADATA_VERSION = 8
+#: the versions the sink speaks: (lowest, highest); the highest the broker supports too is spoken
+PRODUCE_VERSIONS = (8, 13)  # v8: Kafka 2.4+ (record errors in the answer); v13 names topics by id
+INIT_PRODUCER_ID_VERSIONS = (1, 5)
+METADATA_VERSIONS = (8, 13)  # v10+ give topic ids
+#: the last Produce version that names topics
+_PRODUCE_BY_NAME = 12
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 _INT32_MAX = 2**31 - 1
@@ -101,6 +109,12 @@ class _Connection:
     waiting: deque[tuple[InFlight, list[SentBatch]]] = field(default_factory=deque)
 
 
+def _request(api_key: ApiKey, version: int) -> type[Any]:
+    cls = request_class(api_key, version)
+    assert cls is not None  # every version in the ranges above is in kgroup's codec
+    return cls
+
+
 class BulkProducer:
     """One task's producer (blocking, single-threaded): batches in, acknowledged records counted."""
 
@@ -121,13 +135,10 @@ class BulkProducer:
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = -1
         self.acknowledged: dict[tuple[str, int], int] = {}
-        classes = {
-            "produce": request_class(ApiKey.PRODUCE, PRODUCE_VERSION),
-            "metadata": request_class(ApiKey.METADATA, METADATA_VERSION),
-            "init": request_class(ApiKey.INIT_PRODUCER_ID, INIT_PRODUCER_ID_VERSION),
-        }
-        assert all(cls is not None for cls in classes.values())
-        self._classes: dict[str, type[Any]] = classes  # type: ignore[assignment]
+        #: api key -> the version last spoken (what ApiVersions and the topics' ids allowed)
+        self.versions_spoken: dict[ApiKey, int] = {}
+        self._topic_ids: dict[str, uuid.UUID] = {}  # (Metadata v10+)
+        self._topic_names: dict[uuid.UUID, str] = {}
 
     # --- the cluster -------------------------------------------------------------------------------
 
@@ -137,8 +148,9 @@ class BulkProducer:
             self._refresh_metadata([topic], missing_is_error=True)
         return len(self._leaders[topic])
 
-    def _bootstrap_request(self, body: Any) -> Any:
-        """Ask a known broker (a bootstrap one first) until one answers."""
+    def _bootstrap_request(self, make: Callable[[BrokerConnection], Any]) -> Any:
+        """Ask a known broker (a bootstrap one first) until one answers; ``make`` builds the request
+        for the connection (at a version it speaks)."""
         problems = []
         candidates = list(self._bootstrap) + [a for a in self._brokers.values() if a not in self._bootstrap]
         for host, port in candidates:
@@ -148,7 +160,7 @@ class BulkProducer:
                 problems.append(str(exc))
                 continue
             try:
-                return link.request(body, self._timeout_s)
+                return link.request(make(link), self._timeout_s)
             except RetriableBrokerError as exc:
                 problems.append(str(exc))
             finally:
@@ -159,16 +171,20 @@ class BulkProducer:
         )
 
     def _refresh_metadata(self, topics: list[str], *, missing_is_error: bool) -> None:
-        body = build(
-            self._classes["metadata"],
-            {
-                "topics": [{"name": t} for t in sorted(set(topics))],
-                "allow_auto_topic_creation": False,
-                "include_cluster_authorized_operations": False,
-                "include_topic_authorized_operations": False,
-            },
-        )
-        answer = self._bootstrap_request(body)
+        def metadata(link: BrokerConnection) -> Any:
+            version = link.version(ApiKey.METADATA, METADATA_VERSIONS, self._timeout_s)
+            self.versions_spoken[ApiKey.METADATA] = version
+            return build(
+                _request(ApiKey.METADATA, version),
+                {
+                    "topics": [{"name": t, "topic_id": None} for t in sorted(set(topics))],
+                    "allow_auto_topic_creation": False,
+                    "include_cluster_authorized_operations": False,
+                    "include_topic_authorized_operations": False,
+                },
+            )
+
+        answer = self._bootstrap_request(metadata)
         self._brokers.update({int(b.node_id): (b.host, int(b.port)) for b in answer.brokers})
         for meta in answer.topics:
             error = error_from_wire(int(meta.error_code))
@@ -187,6 +203,10 @@ class BulkProducer:
                 if 0 <= index < len(leaders):
                     leaders[index] = int(part.leader_id)
             self._leaders[meta.name] = leaders
+            topic_id = getattr(meta, "topic_id", None)
+            if topic_id is not None and topic_id.int:
+                self._topic_ids[meta.name] = topic_id
+                self._topic_names[topic_id] = meta.name
 
     def _connection(self, node: int) -> _Connection | None:
         connection = self._connections.get(node)
@@ -202,10 +222,16 @@ class BulkProducer:
 
     def _init_producer_id(self) -> None:
         """A producer id for this task (InitProducerId, asked again while the broker is not ready)."""
-        body = build(self._classes["init"], {"transactional_id": None, "transaction_timeout": 60_000})
+
+        def init(link: BrokerConnection) -> Any:
+            version = link.version(ApiKey.INIT_PRODUCER_ID, INIT_PRODUCER_ID_VERSIONS, self._timeout_s)
+            self.versions_spoken[ApiKey.INIT_PRODUCER_ID] = version
+            fields = {"transactional_id": None, "transaction_timeout": 60_000}
+            return build(_request(ApiKey.INIT_PRODUCER_ID, version), fields)
+
         deadline = time.monotonic() + self._timeout_s
         while True:
-            answer = self._bootstrap_request(body)
+            answer = self._bootstrap_request(init)
             error = error_from_wire(int(answer.error_code))
             if error not in _INIT_RETRIABLE or time.monotonic() > deadline:
                 break
@@ -290,16 +316,23 @@ class BulkProducer:
             topics.setdefault(batch.topic, []).append(
                 {"index": batch.partition, "records": bytes(batch.data)}
             )
-        body = build(
-            self._classes["produce"],
-            {
-                "transactional_id": None,
-                "acks": self.settings.acks,
-                "timeout": self.settings.request_timeout_ms,
-                "topic_data": [{"name": t, "partition_data": parts} for t, parts in topics.items()],
-            },
-        )
         try:
+            version = connection.link.version(ApiKey.PRODUCE, PRODUCE_VERSIONS, self._timeout_s)
+            if version > _PRODUCE_BY_NAME and not all(t in self._topic_ids for t in topics):
+                version = _PRODUCE_BY_NAME  # a topic without a known id: by name (the Java producer's rule)
+            self.versions_spoken[ApiKey.PRODUCE] = version
+            body = build(
+                _request(ApiKey.PRODUCE, version),
+                {
+                    "transactional_id": None,
+                    "acks": self.settings.acks,
+                    "timeout": self.settings.request_timeout_ms,
+                    "topic_data": [
+                        {"name": t, "topic_id": self._topic_ids.get(t), "partition_data": parts}
+                        for t, parts in topics.items()
+                    ],
+                },
+            )
             in_flight = connection.link.send(body, self._request_timeout_s)
         except RetriableBrokerError:
             self._lose(connection)
@@ -335,8 +368,11 @@ class BulkProducer:
         connection.waiting.popleft()
         results: dict[tuple[str, int], Any] = {}
         for topic in answer.responses:
+            name = getattr(topic, "name", None)
+            if name is None:  # v13+: by id
+                name = self._topic_names.get(topic.topic_id, "")
             for part in topic.partition_responses:
-                results[(topic.name, int(part.index))] = part
+                results[(name, int(part.index))] = part
         for batch in batches:
             part = results.get((batch.topic, batch.partition))
             if part is None:

@@ -2,8 +2,9 @@
 
 :class:`PartitionFetcher` speaks Kafka's protocol itself over a blocking socket
 (:mod:`kgroup.spark.source.broker_connection`; requests and answers are kgroup's ``kio`` codec):
-Metadata finds the partition's leader, then Fetch (v11, topics by name; every Kafka broker since
-2.3 and ``kgroup serve`` answer it) asks for the records from an offset. The answer's record
+Metadata finds the partition's leader, then Fetch asks for the records from an offset — at the
+highest version both sides support (ApiVersions, asked once per connection, as Kafka's clients do:
+v13+ name the topic by the id Metadata gave, v12 by name when it gave none). The answer's record
 batches are handed as bytes to :mod:`kgroup.spark.source.record_columns`, which turns them into
 Arrow columns in bulk. librdkafka would build a Python object per record; this path builds none.
 
@@ -15,6 +16,7 @@ Leadership moves (NOT_LEADER_OR_FOLLOWER and its kin) are followed through a new
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,9 +27,11 @@ from kgroup.wire.codec import build, error_from_wire, request_class
 
 __all__ = ["FetchAnswer", "PartitionFetcher", "RetriableFetchError"]
 
-FETCH_VERSION = 11  # the newest Fetch that names topics (v13+ use topic ids)
-METADATA_VERSION = 8
-LIST_OFFSETS_VERSION = 4
+#: the versions the bulk read speaks: (lowest, highest); the highest the broker supports too is spoken
+FETCH_VERSIONS = (5, 18)  # v5: the log start offset in the answer; v13+ name topics by id
+METADATA_VERSIONS = (8, 13)  # v10+ give topic ids
+LIST_OFFSETS_VERSIONS = (4, 11)  # v4: the current leader epoch
+_FETCH_BY_NAME = 12  # the last Fetch version that names topics
 
 #: errors that a new Metadata request and a retry resolve (Kafka's consumer refreshes metadata on them)
 _RETRY_AFTER_METADATA = frozenset(
@@ -84,13 +88,18 @@ class PartitionFetcher:
         self._partition_max_bytes = partition_max_bytes
         self._client_id = client_id
         self._leader: BrokerConnection | None = None
-        fetch_cls = request_class(ApiKey.FETCH, FETCH_VERSION)
-        metadata_cls = request_class(ApiKey.METADATA, METADATA_VERSION)
-        list_offsets_cls = request_class(ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION)
-        assert fetch_cls is not None and metadata_cls is not None and list_offsets_cls is not None
-        self._list_offsets_cls = list_offsets_cls
-        self._fetch_cls = fetch_cls
-        self._metadata_cls = metadata_cls
+        self._topic_id: uuid.UUID | None = None  # from Metadata v10+
+        #: api key -> the version last spoken
+        self.versions_spoken: dict[ApiKey, int] = {}
+
+    def _request(self, link: BrokerConnection, api_key: ApiKey, ours: tuple[int, int]) -> type[Any]:
+        version = link.version(api_key, ours, self._timeout_s)
+        if api_key == ApiKey.FETCH and version > _FETCH_BY_NAME and self._topic_id is None:
+            version = _FETCH_BY_NAME  # no id known for the topic: by name (the Java consumer's rule)
+        self.versions_spoken[api_key] = version
+        cls = request_class(api_key, version)
+        assert cls is not None  # every version in the ranges above is in kgroup's codec
+        return cls
 
     def close(self) -> None:
         if self._leader is not None:
@@ -99,15 +108,6 @@ class PartitionFetcher:
 
     def _find_leader(self) -> BrokerConnection:
         """Ask the bootstrap brokers (in turn) who leads the partition; connect to it."""
-        request = build(
-            self._metadata_cls,
-            {
-                "topics": [{"name": self.topic}],
-                "allow_auto_topic_creation": False,
-                "include_cluster_authorized_operations": False,
-                "include_topic_authorized_operations": False,
-            },
-        )
         problems = []
         for host, port in self._bootstrap:
             try:
@@ -116,6 +116,15 @@ class PartitionFetcher:
                 problems.append(str(exc))
                 continue
             try:
+                request = build(
+                    self._request(connection, ApiKey.METADATA, METADATA_VERSIONS),
+                    {
+                        "topics": [{"name": self.topic, "topic_id": None}],
+                        "allow_auto_topic_creation": False,
+                        "include_cluster_authorized_operations": False,
+                        "include_topic_authorized_operations": False,
+                    },
+                )
                 answer = connection.request(request, self._timeout_s)
             except RetriableFetchError as exc:
                 problems.append(str(exc))
@@ -137,6 +146,8 @@ class PartitionFetcher:
         for topic in answer.topics:
             if topic.name != self.topic or int(topic.error_code) != 0:
                 continue
+            topic_id = getattr(topic, "topic_id", None)
+            self._topic_id = topic_id if topic_id is not None and topic_id.int else None
             for part in topic.partitions:
                 if int(part.partition_index) == self.partition and int(part.error_code) == 0:
                     return brokers.get(int(part.leader_id))
@@ -147,7 +158,7 @@ class PartitionFetcher:
         if self._leader is None:
             self._leader = self._find_leader()
         request = build(
-            self._fetch_cls,
+            self._request(self._leader, ApiKey.FETCH, FETCH_VERSIONS),
             {
                 "replica_id": -1,
                 "max_wait": self._max_wait_ms,
@@ -159,6 +170,7 @@ class PartitionFetcher:
                 "topics": [
                     {
                         "topic": self.topic,
+                        "topic_id": self._topic_id,
                         "partitions": [
                             {
                                 "partition": self.partition,
@@ -180,7 +192,8 @@ class PartitionFetcher:
             self.close()
             raise RetriableFetchError(f"Fetch answered {top_error.name}")
         for topic in answer.responses:
-            if topic.topic != self.topic:
+            by_id = hasattr(topic, "topic_id")  # v13+
+            if (topic.topic_id != self._topic_id) if by_id else (topic.topic != self.topic):
                 continue
             for part in topic.partitions:
                 if int(part.partition_index) != self.partition:
@@ -204,10 +217,11 @@ class PartitionFetcher:
         if self._leader is None:
             self._leader = self._find_leader()
         request = build(
-            self._list_offsets_cls,
+            self._request(self._leader, ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSIONS),
             {
                 "replica_id": -1,
                 "isolation_level": 1 if self._read_committed else 0,
+                "timeout": int(self._timeout_s * 1000),  # (v10+)
                 "topics": [
                     {
                         "name": self.topic,

@@ -1,10 +1,13 @@
-"""OffsetCommit (API key 8), v2-v9, both directions.
+"""OffsetCommit (API key 8), v2-v10, both directions.
 
 The typed request is flat (one :class:`OffsetCommitPartition` per partition, in the request's order);
 the wire groups partitions by topic. The answer has one entry per partition of the request, grouped
 by topic name in the order topics first appear (a topic named twice is answered once, as Kafka's
 response builder does). Versions change fields only: v6 adds each partition's leader epoch, v7 the
-group instance id; v2-v4's retention time is not carried (kgroup keeps offsets until the group goes).
+group instance id; v10 names each topic by its id instead of its name (KIP-848's topic ids): the
+translation goes through a :class:`~kgroup.wire.apis._common.TopicIds` then, and an id the side does
+not know stands under a name no topic has (``TopicIds.is_unknown``: the broker answers it
+UNKNOWN_TOPIC_ID). v2-v4's retention time is not carried (kgroup keeps offsets until the group goes).
 """
 
 from __future__ import annotations
@@ -15,14 +18,19 @@ from typing import Any
 from kgroup.messages import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse
 from kgroup.model import ErrorCode, TopicPartition
 from kgroup.wire.api_keys import ApiKey
-from kgroup.wire.apis._common import by_topic, request_entity, response_entity
+from kgroup.wire.apis._common import TopicIds, by_topic, need_topic_ids, request_entity, response_entity
 from kgroup.wire.codec import build, error_from_wire
 
-__all__ = ["request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
+__all__ = ["TOPIC_IDS", "request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
 
 
-def request_to_wire(body: OffsetCommitRequest, version: int) -> Any:
+#: the first version that names topics by id
+TOPIC_IDS = 10
+
+
+def request_to_wire(body: OffsetCommitRequest, version: int, topic_ids: TopicIds | None = None) -> Any:
     topics = by_topic((o.partition.topic, o) for o in body.offsets)
+    ids = need_topic_ids(ApiKey.OFFSET_COMMIT, version, topic_ids) if version >= TOPIC_IDS else None
     return build(
         request_entity(ApiKey.OFFSET_COMMIT, version),
         {
@@ -33,6 +41,7 @@ def request_to_wire(body: OffsetCommitRequest, version: int) -> Any:
             "topics": [
                 {
                     "name": name,
+                    **({"topic_id": ids.id(name)} if ids is not None else {}),
                     "partitions": [
                         {
                             "partition_index": o.partition.partition,
@@ -49,48 +58,67 @@ def request_to_wire(body: OffsetCommitRequest, version: int) -> Any:
     )
 
 
-def request_from_wire(request: Any) -> OffsetCommitRequest:
+def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> OffsetCommitRequest:
+    version = int(request.__version__)
+    if version >= TOPIC_IDS:
+        ids = need_topic_ids(ApiKey.OFFSET_COMMIT, version, topic_ids)
+        names = [ids.name(t.topic_id) for t in request.topics]
+    else:
+        names = [t.name for t in request.topics]
     return OffsetCommitRequest(
         group_id=request.group_id,
         generation_id=int(request.generation_id_or_member_epoch),
         member_id=request.member_id,
         offsets=tuple(
             OffsetCommitPartition(
-                TopicPartition(t.name, int(p.partition_index)),
+                TopicPartition(name, int(p.partition_index)),
                 int(p.committed_offset),
                 p.committed_metadata,
                 int(getattr(p, "committed_leader_epoch", -1)),
             )
-            for t in request.topics
+            for t, name in zip(request.topics, names, strict=True)
             for p in t.partitions
         ),
         group_instance_id=getattr(request, "group_instance_id", None),
     )
 
 
-def response_to_wire(body: OffsetCommitResponse, version: int) -> Any:
+def response_to_wire(body: OffsetCommitResponse, version: int, topic_ids: TopicIds | None = None) -> Any:
+    ids = need_topic_ids(ApiKey.OFFSET_COMMIT, version, topic_ids) if version >= TOPIC_IDS else None
     return build(
         response_entity(ApiKey.OFFSET_COMMIT, version),
         {
             "throttle_time": 0,
-            "topics": _topics((tp.topic, (tp.partition, code)) for tp, code in body.results),
+            "topics": _topics(((tp.topic, (tp.partition, code)) for tp, code in body.results), ids),
         },
     )
 
 
-def _topics(results: Iterable[tuple[str, tuple[int, ErrorCode]]]) -> list[dict[str, Any]]:
+def _topics(
+    results: Iterable[tuple[str, tuple[int, ErrorCode]]], ids: TopicIds | None
+) -> list[dict[str, Any]]:
     # the partitions are generators: a commit of a million partitions is not a million dicts at once
     return [
-        {"name": name, "partitions": ({"partition_index": i, "error_code": c} for i, c in entries)}
+        {
+            "name": name,
+            **({"topic_id": ids.id(name)} if ids is not None else {}),
+            "partitions": ({"partition_index": i, "error_code": c} for i, c in entries),
+        }
         for name, entries in by_topic(results).items()
     ]
 
 
-def response_from_wire(response: Any) -> OffsetCommitResponse:
+def response_from_wire(response: Any, topic_ids: TopicIds | None = None) -> OffsetCommitResponse:
+    version = int(response.__version__)
+    if version >= TOPIC_IDS:
+        ids = need_topic_ids(ApiKey.OFFSET_COMMIT, version, topic_ids)
+        names = [ids.name(t.topic_id) for t in response.topics]
+    else:
+        names = [t.name for t in response.topics]
     return OffsetCommitResponse(
         tuple(
-            (TopicPartition(t.name, int(p.partition_index)), error_from_wire(p.error_code))
-            for t in response.topics
+            (TopicPartition(name, int(p.partition_index)), error_from_wire(p.error_code))
+            for t, name in zip(response.topics, names, strict=True)
             for p in t.partitions
         )
     )

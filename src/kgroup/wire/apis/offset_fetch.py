@@ -1,4 +1,4 @@
-"""OffsetFetch (API key 9), v1-v9, both directions.
+"""OffsetFetch (API key 9), v1-v10, both directions.
 
 On the wire a request fetches one group's offsets before v8 and a batch of groups from v8 (KIP-709):
 :class:`OffsetFetchBatchRequest` is that batch, typed — one :class:`~kgroup.messages.OffsetFetchRequest`
@@ -6,7 +6,8 @@ per group — which the broker iterates and the client builds (with one group), 
 :class:`OffsetFetchBatchResponse` its answer. Shape changes: v1 names the partitions (``None``, every
 committed partition, needs v2); v2 adds the answer's group error; v5 each partition's leader epoch; v7
 ``require_stable``; v8 the batch (the answer names each group); v9 the consumer-protocol member's id
-and epoch (KIP-848).
+and epoch (KIP-848); v10 names each topic by its id, in the request and the answer (translated
+through a :class:`~kgroup.wire.apis._common.TopicIds`, as OffsetCommit v10).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from kgroup.messages import OffsetFetchPartition, OffsetFetchRequest, OffsetFetc
 from kgroup.model import TopicPartition
 from kgroup.valuetypes import fast_init
 from kgroup.wire.api_keys import ApiKey
-from kgroup.wire.apis._common import by_topic, request_entity, response_entity
+from kgroup.wire.apis._common import TopicIds, by_topic, need_topic_ids, request_entity, response_entity
 from kgroup.wire.codec import build, error_from_wire
 
 __all__ = [
     "BATCHED",
+    "TOPIC_IDS",
     "FetchedGroup",
     "OffsetFetchBatchRequest",
     "OffsetFetchBatchResponse",
@@ -36,6 +38,8 @@ __all__ = [
 BATCHED = 8
 #: the first version whose request may ask for every committed partition (null topics)
 _ALL_PARTITIONS = 2
+#: the first version that names topics by id
+TOPIC_IDS = 10
 
 
 @fast_init
@@ -62,22 +66,32 @@ class OffsetFetchBatchResponse:
     groups: tuple[FetchedGroup, ...]
 
 
-def _request_topics(partitions: tuple[TopicPartition, ...] | None) -> list[dict[str, Any]] | None:
+def _request_topics(
+    partitions: tuple[TopicPartition, ...] | None, ids: TopicIds | None
+) -> list[dict[str, Any]] | None:
     if partitions is None:
         return None
     grouped = by_topic((tp.topic, tp.partition) for tp in partitions)
-    return [{"name": name, "partition_indexes": indexes} for name, indexes in grouped.items()]
+    return [
+        {"name": name, **({"topic_id": ids.id(name)} if ids else {}), "partition_indexes": indexes}
+        for name, indexes in grouped.items()
+    ]
 
 
-def request_to_wire(body: OffsetFetchBatchRequest, version: int) -> Any:
+def _ids(version: int, topic_ids: TopicIds | None) -> TopicIds | None:
+    return need_topic_ids(ApiKey.OFFSET_FETCH, version, topic_ids) if version >= TOPIC_IDS else None
+
+
+def request_to_wire(body: OffsetFetchBatchRequest, version: int, topic_ids: TopicIds | None = None) -> Any:
     cls = request_entity(ApiKey.OFFSET_FETCH, version)
+    ids = _ids(version, topic_ids)
     if version >= BATCHED:
         groups = [
             {
                 "group_id": g.group_id,
                 "member_id": g.member_id,
                 "member_epoch": g.member_epoch,
-                "topics": _request_topics(g.partitions),
+                "topics": _request_topics(g.partitions, ids),
             }
             for g in body.groups
         ]
@@ -91,16 +105,20 @@ def request_to_wire(body: OffsetFetchBatchRequest, version: int) -> Any:
         cls,
         {
             "group_id": group.group_id,
-            "topics": _request_topics(group.partitions),
+            "topics": _request_topics(group.partitions, None),
             "require_stable": body.require_stable,
         },
     )
 
 
-def _request_group(group: Any) -> OffsetFetchRequest:
+def _request_group(group: Any, ids: TopicIds | None) -> OffsetFetchRequest:
     partitions = None
     if group.topics is not None:
-        partitions = tuple(TopicPartition(t.name, int(p)) for t in group.topics for p in t.partition_indexes)
+        partitions = tuple(
+            TopicPartition(t.name if ids is None else ids.name(t.topic_id), int(p))
+            for t in group.topics
+            for p in t.partition_indexes
+        )
     return OffsetFetchRequest(
         group.group_id,
         partitions,
@@ -110,18 +128,20 @@ def _request_group(group: Any) -> OffsetFetchRequest:
     )
 
 
-def request_from_wire(request: Any) -> OffsetFetchBatchRequest:
+def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> OffsetFetchBatchRequest:
+    ids = _ids(int(request.__version__), topic_ids)
     groups = request.groups if hasattr(request, "groups") else (request,)
     return OffsetFetchBatchRequest(
-        tuple(_request_group(g) for g in groups), bool(getattr(request, "require_stable", False))
+        tuple(_request_group(g, ids) for g in groups), bool(getattr(request, "require_stable", False))
     )
 
 
-def _response_topics(answer: OffsetFetchResponse) -> list[dict[str, Any]]:
+def _response_topics(answer: OffsetFetchResponse, ids: TopicIds | None) -> list[dict[str, Any]]:
     grouped = by_topic((p.partition.topic, p) for p in answer.partitions)
     return [
         {
             "name": name,
+            **({"topic_id": ids.id(name)} if ids else {}),
             "partitions": [
                 {
                     "partition_index": p.partition.partition,
@@ -137,13 +157,14 @@ def _response_topics(answer: OffsetFetchResponse) -> list[dict[str, Any]]:
     ]
 
 
-def response_to_wire(body: OffsetFetchBatchResponse, version: int) -> Any:
+def response_to_wire(body: OffsetFetchBatchResponse, version: int, topic_ids: TopicIds | None = None) -> Any:
     cls = response_entity(ApiKey.OFFSET_FETCH, version)
+    ids = _ids(version, topic_ids)
     if version >= BATCHED:
         groups = [
             {
                 "group_id": g.group_id,
-                "topics": _response_topics(g.response),
+                "topics": _response_topics(g.response, ids),
                 "error_code": g.response.error_code,
             }
             for g in body.groups
@@ -153,17 +174,17 @@ def response_to_wire(body: OffsetFetchBatchResponse, version: int) -> Any:
         raise ValueError(f"OffsetFetch v{version} answers one group, not {len(body.groups)}")
     answer = body.groups[0].response
     return build(
-        cls, {"throttle_time": 0, "topics": _response_topics(answer), "error_code": answer.error_code}
+        cls, {"throttle_time": 0, "topics": _response_topics(answer, None), "error_code": answer.error_code}
     )
 
 
-def _response_group(group: Any) -> OffsetFetchResponse:
+def _response_group(group: Any, ids: TopicIds | None) -> OffsetFetchResponse:
     return OffsetFetchResponse(
         # v0-v1 have no group error: errors are the partitions'
         error_from_wire(getattr(group, "error_code", 0)),
         tuple(
             OffsetFetchPartition(
-                TopicPartition(t.name, int(p.partition_index)),
+                TopicPartition(t.name if ids is None else ids.name(t.topic_id), int(p.partition_index)),
                 int(p.committed_offset),
                 p.metadata,
                 error_from_wire(p.error_code),
@@ -175,9 +196,10 @@ def _response_group(group: Any) -> OffsetFetchResponse:
     )
 
 
-def response_from_wire(response: Any) -> OffsetFetchBatchResponse:
+def response_from_wire(response: Any, topic_ids: TopicIds | None = None) -> OffsetFetchBatchResponse:
+    ids = _ids(int(response.__version__), topic_ids)
     if hasattr(response, "groups"):
         return OffsetFetchBatchResponse(
-            tuple(FetchedGroup(g.group_id, _response_group(g)) for g in response.groups)
+            tuple(FetchedGroup(g.group_id, _response_group(g, ids)) for g in response.groups)
         )
-    return OffsetFetchBatchResponse((FetchedGroup(None, _response_group(response)),))
+    return OffsetFetchBatchResponse((FetchedGroup(None, _response_group(response, None)),))

@@ -1,0 +1,180 @@
+"""Kafka 4.4.0 message versions that kio 0.6.5 (kgroup's codec) does not have, in kio's entity form.
+
+kio's schemas stop at ApiVersions v4 and DeleteGroups v2; Kafka 4.4.0 serves ApiVersions v5 and
+DeleteGroups v3. These classes are written as kio generates its own (frozen dataclasses with the
+``kafka_type`` of each field), from the layouts of Kafka 4.4.0's generated ``*Data`` classes
+(``SCHEMA_5`` / ``SCHEMA_3`` of ``kafka-clients-4.4.0.jar``), so kio's native reader and writer read
+and write them like any other version. :mod:`kgroup.wire.codec` looks a version up here when kio's
+index does not have it. ``tests/apache_kafka/test_diff_versions.py`` sends both versions to Apache
+Kafka 4.4.0 and reads its answers with them (a v5 request with a cluster id and node id Kafka reads
+as meant: the right ones answered, another cluster or node ``REBOOTSTRAP_REQUIRED``);
+``tests/broker/test_api_registry.py`` round-trips random requests of every version.
+
+* **ApiVersions v5** (KIP-1242): the request adds ``cluster_id`` (nullable string) and ``node_id``
+  (int32, -1 for none) as ordinary fields after the client software name and version: the cluster and
+  node the client means to reach. Both or neither must be set (``INVALID_REQUEST`` otherwise), and a
+  broker of another cluster or with another node id answers ``REBOOTSTRAP_REQUIRED``. The response is
+  v4's.
+* **DeleteGroups v3**: the request is v2's; each result adds ``error_message`` (nullable string).
+"""
+
+# no ``from __future__ import annotations``: kio reads the fields' types as objects, as in its
+# own generated modules
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from kio.schema.errors import ErrorCode
+from kio.schema.request_header.v2.header import RequestHeader
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.schema.types import GroupId
+from kio.static.constants import EntityType
+from kio.static.primitive import i16, i32, i32Timedelta, i64
+
+__all__ = ["entities_of", "schema_class"]
+
+
+# --- ApiVersions v5 -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiVersionsRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(5)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(18)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    client_software_name: str = field(metadata={"kafka_type": "string"})
+    """The name of the client."""
+    client_software_version: str = field(metadata={"kafka_type": "string"})
+    """The version of the client."""
+    cluster_id: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    """The cluster ID the client intends to connect to. Provide both ClusterId and NodeId, if known."""
+    node_id: i32 = field(metadata={"kafka_type": "int32"}, default=i32(-1))
+    """The node ID the client intends to connect to. Provide both ClusterId and NodeId, if known."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiVersion:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(5)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(18)
+    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
+    api_key: i16 = field(metadata={"kafka_type": "int16"})
+    min_version: i16 = field(metadata={"kafka_type": "int16"})
+    max_version: i16 = field(metadata={"kafka_type": "int16"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SupportedFeatureKey:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(5)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(18)
+    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
+    name: str = field(metadata={"kafka_type": "string"})
+    min_version: i16 = field(metadata={"kafka_type": "int16"})
+    max_version: i16 = field(metadata={"kafka_type": "int16"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FinalizedFeatureKey:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(5)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(18)
+    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
+    name: str = field(metadata={"kafka_type": "string"})
+    max_version_level: i16 = field(metadata={"kafka_type": "int16"})
+    min_version_level: i16 = field(metadata={"kafka_type": "int16"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiVersionsResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(5)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(18)
+    # always the v0 header: a client reads it before it knows which versions the broker has
+    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    api_keys: tuple[ApiVersion, ...]
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    supported_features: tuple[SupportedFeatureKey, ...] = field(metadata={"tag": 0}, default=())
+    finalized_features_epoch: i64 = field(metadata={"kafka_type": "int64", "tag": 1}, default=i64(-1))
+    finalized_features: tuple[FinalizedFeatureKey, ...] = field(metadata={"tag": 2}, default=())
+    zk_migration_ready: bool = field(metadata={"kafka_type": "bool", "tag": 3}, default=False)
+
+
+# --- DeleteGroups v3 ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroupsRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(42)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    groups_names: tuple[GroupId, ...] = field(metadata={"kafka_type": "string"}, default=())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeletableGroupResult:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(42)
+    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
+    group_id: GroupId = field(metadata={"kafka_type": "string"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    """The error message, or null if there was no error."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroupsResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(3)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(42)
+    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    results: tuple[DeletableGroupResult, ...]
+
+
+#: (kio's name of the API, version) -> (request class, response class)
+_SCHEMAS: dict[tuple[str, int], tuple[type[Any], type[Any]]] = {
+    ("api_versions", 5): (ApiVersionsRequest, ApiVersionsResponse),
+    ("delete_groups", 3): (DeleteGroupsRequest, DeleteGroupsResponse),
+}
+
+
+def schema_class(name: str, version: int, kind: EntityType) -> type[Any] | None:
+    """The request or response entity of API ``name`` (kio's name: ``api_versions``) at ``version``,
+    if this module has it."""
+    pair = _SCHEMAS.get((name, version))
+    if pair is None or kind not in (EntityType.request, EntityType.response):
+        return None
+    return pair[0] if kind == EntityType.request else pair[1]
+
+
+def entities_of(name: str, kind: str) -> Iterator[type[Any]]:
+    """Every entity (top level and nested) of API ``name``'s ``kind`` ("request" / "response")
+    defined here: what :func:`kgroup.wire.codec.build` counts as fields some version has."""
+    for (api, _version), pair in _SCHEMAS.items():
+        if api != name:
+            continue
+        top = pair[0] if kind == "request" else pair[1]
+        stack: list[type[Any]] = [top]
+        while stack:
+            cls = stack.pop()
+            yield cls
+            for entry in dataclasses.fields(cls):
+                inner = getattr(entry.type, "__args__", None)
+                for candidate in inner or ():
+                    if isinstance(candidate, type) and dataclasses.is_dataclass(candidate):
+                        stack.append(candidate)
