@@ -2,7 +2,8 @@
 
 * keyed partitioning: :func:`murmur2`, :func:`partition_for_key` and their vectorised forms;
 * producer partitioners (explicit, keyed, round robin, uniform sticky, adaptive, legacy) by name;
-* replica placement: the seeds' rule and Kafka's ``AdminUtils.assignReplicasToBrokers``.
+* replica placement: Kafka 4.4.0's ``StripedReplicaPlacer``, the ZooKeeper era's
+  ``AdminUtils.assignReplicasToBrokers`` and the seeds' rule.
 """
 
 from kgroup.partitioning.murmur2 import (
@@ -35,13 +36,16 @@ from kgroup.partitioning.placement import (
     Placement,
     assign_replicas,
     assign_replicas_seed_rule,
+    assign_replicas_striped,
     rack_alternated_brokers,
 )
+from kgroup.partitioning.striped import InvalidReplicationFactor, StripedReplicaPlacer, UsableBroker
 
 __all__ = [
     "AdaptivePartitioner",
     "Broker",
     "ClusterView",
+    "InvalidReplicationFactor",
     "KeyedPartitioner",
     "LegacyRoundRobinPartitioner",
     "NodeLatency",
@@ -49,10 +53,13 @@ __all__ = [
     "Placement",
     "ProducerModel",
     "RoundRobinPartitioner",
+    "StripedReplicaPlacer",
     "TopicState",
     "UniformStickyPartitioner",
+    "UsableBroker",
     "assign_replicas",
     "assign_replicas_seed_rule",
+    "assign_replicas_striped",
     "create_partitioner",
     "murmur2",
     "murmur2_array",
