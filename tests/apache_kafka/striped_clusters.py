@@ -59,7 +59,7 @@ def random_case(rng: random.Random) -> PlacementCase:
             racks.append(rng.choice(names))
         else:
             racks.append(rng.choice([*names, None]))
-    fence_mode = rng.choice(("none", "none", "some", "some", "all-but-one", "all"))
+    fence_mode = rng.choice(("none", "none", "none", "some", "some", "all-but-one", "all"))
     if fence_mode == "none":
         fenced = set()
     elif fence_mode == "some":
@@ -72,7 +72,10 @@ def random_case(rng: random.Random) -> PlacementCase:
     topics = []
     for _ in range(rng.randint(1, 4)):
         partitions = rng.choice((1, 2, 3, n, n + 1, 2 * n + 1, rng.randint(1, 60), rng.randint(1, 200)))
-        rf = rng.choice((1, 1, 2, 2, 3, 3, n, rng.randint(1, n), 0, n + 1))
+        if rng.random() < 0.08:
+            rf = rng.choice((0, n + 1))  # Kafka refuses these (after its draws)
+        else:
+            rf = min(n, rng.choice((1, 1, 2, 2, 3, 3, n, rng.randint(1, n))))
         topics.append((max(1, partitions), rf))
     seed = rng.getrandbits(64) - 2**63  # a Java long
     return PlacementCase(brokers, tuple(topics), seed)

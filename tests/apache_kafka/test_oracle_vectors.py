@@ -17,7 +17,7 @@ import pytest
 from tests.group.server_assignors.vectors import SERVER_UNIFORM_CHANGED_BY_KAFKA_4
 
 from kgroup.assignors.fileformat import parse_assignment_file, run_assignment_file
-from kgroup.partitioning import ClusterView, ProducerModel, create_partitioner
+from kgroup.partitioning import ClusterView, ProducerModel, UsableBroker, create_partitioner
 from kgroup.testing.apache_kafka import ApacheKafka, KafkaOracle, server_vector_group
 
 VECTORS = Path(__file__).parents[1] / "vectors"
@@ -104,11 +104,11 @@ def test_server_assignor_vectors_in_the_pinned_kafka(kafka_oracle: KafkaOracle, 
     assert changed == recorded
 
 
-def test_the_replica_vectors_reference_is_gone_from_the_pinned_kafka(kafka_oracle: KafkaOracle) -> None:
-    """``replicas/`` holds ``org.apache.kafka.admin.AdminUtils.assignReplicasToBrokers`` answers (the
-    ZooKeeper-era placement). Kafka 4.x removed that class; a KRaft controller places replicas with
-    ``StripedReplicaPlacer`` (and ``kafka-reassign-partitions --generate`` uses it too). The 60
-    vectors cannot be re-checked against 4.4.0: they stay facts about 1eb7644."""
+def test_the_adminutils_vectors_reference_is_gone_from_the_pinned_kafka(kafka_oracle: KafkaOracle) -> None:
+    """``replicas/adminutils_*`` hold ``org.apache.kafka.admin.AdminUtils.assignReplicasToBrokers``
+    answers (the ZooKeeper-era placement). Kafka 4.x removed that class; a KRaft controller places
+    replicas with ``StripedReplicaPlacer`` (the ``striped_*`` vectors, below). The 60 AdminUtils vectors
+    cannot be re-checked against 4.4.0: they stay facts about 1eb7644."""
     assert not kafka_oracle.has_class("org.apache.kafka.admin.AdminUtils")
     assert not kafka_oracle.has_class("kafka.admin.AdminUtils")
     assert kafka_oracle.has_class("org.apache.kafka.metadata.placement.StripedReplicaPlacer")
@@ -203,3 +203,25 @@ def test_eager_sticky_stale_claim_depends_on_the_subscription_generation(
     assert _strings(answer.assignment)[ids[0]] == c0_gets
     af = parse_assignment_file({"assignor": "sticky", "input": group}, source="issue 22, generation 4")
     assert _strings(run_assignment_file(af)) == _strings(answer.assignment)
+
+
+def test_the_striped_replica_vectors_are_the_pinned_kafkas_answers(kafka_oracle: KafkaOracle) -> None:
+    """``replicas/striped_*`` were computed by 4.4.0's ``StripedReplicaPlacer`` (through the oracle, the
+    brokers registered with a real ``BrokerHeartbeatManager``); asked again, Kafka gives each answer."""
+    vectors = [(name, v) for name, v in _load("replicas") if v.get("placer") == "striped"]
+    assert len(vectors) == 60
+    cases = [
+        (
+            [UsableBroker(b["id"], b["rack"], b["fenced"]) for b in v["input"]["brokers"]],
+            [(v["input"]["partitions"], v["input"]["replicationFactor"])],
+            v["input"]["seed"],
+        )
+        for _, v in vectors
+    ]
+    for (name, vector), answer in zip(vectors, kafka_oracle.striped_place_many(cases), strict=True):
+        (placed,) = answer.topics
+        expected = vector["expected"]
+        if "error" in expected:
+            assert placed == expected["error"], name
+        else:
+            assert placed == [expected["assignment"][str(p)] for p in range(len(placed))], name
