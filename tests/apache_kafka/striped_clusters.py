@@ -92,3 +92,38 @@ def kgroup_answer(case: PlacementCase) -> tuple[tuple[int, ...], tuple[list[list
         except InvalidReplicationFactor as exc:
             answers.append(f"InvalidReplicationFactorException: {exc.message}")
     return tuple(b.id for b in usable), tuple(answers)
+
+
+class _ScriptedRandom(JavaRandom):
+    """A ``Random`` whose draws are given: ``script`` first, then 0; it records each bound asked."""
+
+    def __init__(self, script: list[int]) -> None:
+        super().__init__(0)
+        self.script = script
+        self.bounds: list[int] = []
+
+    def next_int(self, bound: int | None = None) -> int:
+        assert bound is not None, "the placer draws only nextInt(bound)"
+        at = len(self.bounds)
+        self.bounds.append(bound)
+        return self.script[at] if at < len(self.script) else 0
+
+
+def possible_placements(brokers: list[UsableBroker], partitions: int, rf: int) -> list[list[list[int]]]:
+    """Every placement kgroup's placer gives for one topic over every value each of its draws can take:
+    what a controller whose ``Random`` is unseeded (Kafka's) may answer. Draws are enumerated depth
+    first, each from 0 to its bound (a few dozen placements for a small cluster)."""
+    found: list[list[list[int]]] = []
+    pending: list[list[int]] = [[]]
+    while pending:
+        script = pending.pop()
+        random = _ScriptedRandom(script)
+        placed = StripedReplicaPlacer(random).place(controller_broker_order(brokers), partitions, rf)
+        if placed not in found:
+            found.append(placed)
+        if len(random.bounds) > len(script):  # the first draw the script left at 0: its other values
+            pending.extend([*script, value] for value in range(1, random.bounds[len(script)]))
+            if len(random.bounds) > len(script) + 1:  # and, with it at 0, the later draws' values
+                pending.append([*script, 0])
+        assert len(found) < 10_000, "too many draws to enumerate: use a smaller cluster"
+    return found

@@ -57,6 +57,9 @@ class BrokerConfig:
     #: preferred replicas take their leaderships (and group coordinators) back after a broker restart
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_s: int = 300
+    #: kgroup's own: the seed of the controller's ``java.util.Random`` that places new topics' replicas
+    #: (``StripedReplicaPlacer``); Kafka's controller draws one at random, kgroup's repeats run after run
+    replica_placement_seed: int = 0
     cluster_id: str = "kgroup-cluster"
     #: topics created at start: name -> partition count
     topics: tuple[tuple[str, int], ...] = field(default=())
@@ -85,6 +88,11 @@ class BrokerConfig:
             raise KgroupError(f"max_connections: {self.max_connections}; use at least 1")
         if self.num_partitions < 1:
             raise KgroupError(f"num_partitions: {self.num_partitions}; use at least 1")
+        if not -(2**63) <= self.replica_placement_seed < 2**63:
+            raise KgroupError(
+                f"replica_placement_seed: {self.replica_placement_seed} does not fit Java's long; "
+                "give a smaller one"
+            )
         for name in ("group_consumer_heartbeat_interval_ms", "group_consumer_session_timeout_ms"):
             if getattr(self, name) < 1:
                 kafka_name = name.replace("_", ".")
@@ -95,6 +103,11 @@ class BrokerConfig:
                 "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms "
                 f"({self.group_consumer_heartbeat_interval_ms} >= {self.group_consumer_session_timeout_ms}); "
                 "lower the interval or raise the timeout"
+            )
+        if self.default_replication_factor > self.brokers:
+            raise KgroupError(
+                f"default_replication_factor: {self.default_replication_factor} is more than the "
+                f"{self.brokers} broker(s); lower it or run more brokers"
             )
         if self.offsets_topic_partitions < 1:
             raise KgroupError(f"offsets_topic_partitions: {self.offsets_topic_partitions}; use at least 1")

@@ -71,6 +71,12 @@ def register(app: typer.Typer) -> None:
         auto_leader_rebalance: bool = typer.Option(
             True, "--auto-leader-rebalance/--no-auto-leader-rebalance", help="auto.leader.rebalance.enable."
         ),
+        replica_placement_seed: int = typer.Option(
+            0,
+            "--replica-placement-seed",
+            help="Seed of the java.util.Random that Kafka 4.4.0's StripedReplicaPlacer places new topics' "
+            "replicas with (Kafka's controller draws one at random).",
+        ),
         max_open_files: int = typer.Option(
             256, "--max-open-files", help="Segment files open at once (kgroup's limit; see docs/broker.md)."
         ),
@@ -190,6 +196,7 @@ def register(app: typer.Typer) -> None:
                 group_consumer_session_timeout_ms=consumer_session_timeout_ms,
                 auto_leader_rebalance_enable=auto_leader_rebalance,
                 leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
+                replica_placement_seed=replica_placement_seed,
                 topics=topics,
                 security=security,
             )
