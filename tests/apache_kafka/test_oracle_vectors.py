@@ -17,7 +17,13 @@ import pytest
 from tests.group.server_assignors.vectors import SERVER_UNIFORM_CHANGED_BY_KAFKA_4
 
 from kgroup.assignors.fileformat import parse_assignment_file, run_assignment_file
-from kgroup.partitioning import ClusterView, ProducerModel, UsableBroker, create_partitioner
+from kgroup.partitioning import (
+    ClusterView,
+    ProducerModel,
+    UsableBroker,
+    create_partitioner,
+    java_client_partition_order,
+)
 from kgroup.testing.apache_kafka import ApacheKafka, KafkaOracle, server_vector_group
 
 VECTORS = Path(__file__).parents[1] / "vectors"
@@ -122,9 +128,8 @@ def test_kafka_producer_asks_a_round_robin_partitioner_once_per_record(
     (with 4 partitions it reached only 2 of them). 4.4.0 has no ``Partitioner.onNewBatch`` and asks
     once. Here every record starts a new batch (batch.size 1, each send waits for its ack).
 
-    The real producer walks ``availablePartitionsForTopic`` in the order the broker's metadata lists
-    the partitions (not ascending on a 4.4.0 KRaft broker); kgroup's ``ClusterView`` lists them
-    ascending, so the two are compared as positions in that list."""
+    The real producer walks ``availablePartitionsForTopic`` in its own order (not ascending: its
+    ``MetadataSnapshot``'s HashMap), which ``ClusterView.single(..., java_client_order=True)`` gives."""
     topic = "oracle-round-robin-producer"
     apache_kafka.create_topic(topic, 4)
     real = kafka_oracle.produce(
@@ -135,15 +140,15 @@ def test_kafka_producer_asks_a_round_robin_partitioner_once_per_record(
         batch_size=1,
     )
     order = real.metadata_order
-    assert sorted(order) == [0, 1, 2, 3]
-    positions = [order.index(p) for p in real.partitions]
-    assert positions == [0, 1, 2, 3] * 3  # one counter value per record: every partition in turn
-    model = ProducerModel(create_partitioner("round-robin"), ClusterView.single(topic, 4), batch_size=1)
+    assert order == java_client_partition_order(topic, 4) == (1, 2, 3, 0)
+    assert list(real.partitions) == list(order) * 3  # one counter value per record: every partition in turn
+    cluster = ClusterView.single(topic, 4, java_client_order=True)
+    model = ProducerModel(create_partitioner("round-robin"), cluster, batch_size=1)
     modelled = []
     for _ in range(12):
         modelled.append(model.send(topic, size_bytes=20))
         model.drain()
-    assert modelled == positions
+    assert modelled == list(real.partitions)
     assert model.new_batch_calls == 0
 
 

@@ -1,11 +1,13 @@
 """Producer partitioning and replica placement, exact to Kafka.
 
 * keyed partitioning: :func:`murmur2`, :func:`partition_for_key` and their vectorised forms;
-* producer partitioners (explicit, keyed, round robin, uniform sticky, adaptive, legacy) by name;
+* producer partitioners (explicit, keyed, round robin, uniform sticky, adaptive, legacy) by name, and
+  the order a Java producer lists a topic's partitions in (where its round robin starts);
 * replica placement: Kafka 4.4.0's ``StripedReplicaPlacer``, the ZooKeeper era's
   ``AdminUtils.assignReplicasToBrokers`` and the seeds' rule.
 """
 
+from kgroup.partitioning.client_order import JavaClientMetadata, java_client_partition_order
 from kgroup.partitioning.murmur2 import (
     murmur2,
     murmur2_array,
@@ -46,6 +48,7 @@ __all__ = [
     "Broker",
     "ClusterView",
     "InvalidReplicationFactor",
+    "JavaClientMetadata",
     "KeyedPartitioner",
     "LegacyRoundRobinPartitioner",
     "NodeLatency",
@@ -61,6 +64,7 @@ __all__ = [
     "assign_replicas_seed_rule",
     "assign_replicas_striped",
     "create_partitioner",
+    "java_client_partition_order",
     "murmur2",
     "murmur2_array",
     "null_key_chooser",

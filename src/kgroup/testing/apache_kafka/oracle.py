@@ -135,7 +135,7 @@ class Murmur2Answer:
 @dataclass(frozen=True, slots=True)
 class Produced:
     """Where a real ``KafkaProducer`` put each record, and the order in which its metadata listed the
-    topic's partitions (the broker's order: ``availablePartitionsForTopic`` keeps it)."""
+    topic's partitions (the client's own order, not the broker's: ``kgroup.partitioning.client_order``)."""
 
     partitions: tuple[int, ...]
     metadata_order: tuple[int, ...]

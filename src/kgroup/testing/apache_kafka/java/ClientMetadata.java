@@ -32,8 +32,10 @@ import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.requests.MetadataResponse;
 import org.apache.kafka.common.utils.internals.LogContext;
 
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 final class ClientMetadata {
@@ -44,6 +46,7 @@ final class ClientMetadata {
 
     static JsonNode order(JsonNode item) {
         long now = 1_000L;
+        Map<String, Uuid> ids = new HashMap<>();  // one id per topic name, distinct
         try (ProducerMetadata metadata = new ProducerMetadata(
                 100L, 1_000L, 300_000L, 300_000L, new LogContext(), new ClusterResourceListeners())) {
             for (JsonNode update : item.path("updates")) {
@@ -61,7 +64,7 @@ final class ClientMetadata {
                     }
                     MetadataResponseData.MetadataResponseTopic entry = new MetadataResponseData.MetadataResponseTopic()
                         .setName(name)
-                        .setTopicId(new Uuid(1L, name.hashCode()))
+                        .setTopicId(ids.computeIfAbsent(name, n -> new Uuid(1L, ids.size() + 1L)))
                         .setErrorCode(Errors.NONE.code());
                     for (JsonNode p : topic.path("partitions")) {
                         boolean led = !leaderless.contains(p.asInt());
