@@ -43,6 +43,7 @@ from kgroup.partitioning.striped import StripedReplicaPlacer, UsableBroker, cont
 
 __all__ = [
     "OFFSETS_TOPIC",
+    "OFFSETS_TOPIC_CONFIGS",
     "Cluster",
     "ReplicaAssignmentError",
     "TopicInfo",
@@ -54,6 +55,8 @@ __all__ = [
 log = logging.getLogger("kgroup.broker")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+#: the configs the offsets topic is made with (Kafka's: compacted)
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 _TOPIC_ID_NAMESPACE = uuid.UUID("6b67726f-7570-4b61-666b-612d746f7069")
 
@@ -297,9 +300,24 @@ class Cluster:
         return self.leader(info.replicas[partition])
 
     def coordinator_for(self, key: str) -> int:
-        """The leader of ``abs(hashCode(key)) % offsets.topic.num.partitions`` of the offsets topic."""
+        """The leader of ``abs(hashCode(key)) % offsets.topic.num.partitions`` of the offsets topic.
+
+        The first lookup makes the topic (Kafka creates ``__consumer_offsets`` at the first
+        FindCoordinator), so Metadata lists it from then on; kgroup's creation is done before the
+        answer, so no lookup waits on it."""
+        if OFFSETS_TOPIC not in self.topics:
+            self._create_offsets_topic()
         placement = self._offsets_placement()
         return self.leader(placement[coordinator_partition(key, len(placement))])
+
+    def _create_offsets_topic(self) -> None:
+        partitions = self.config.offsets_topic_partitions
+        try:
+            self.create_topic(
+                OFFSETS_TOPIC, partitions, len(self._offsets_placement()[0]), OFFSETS_TOPIC_CONFIGS
+            )
+        except Exception as exc:  # (a full disk, a closed log) the coordinators are known without it
+            log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc)
 
     # --- topics ----------------------------------------------------------------------------------
 

@@ -21,8 +21,9 @@ What is written (Kafka 4.4's ``GroupCoordinatorRecordHelpers``):
   entered CompletingRebalance), a join phase ending with no member (the group becomes Empty), a static
   member replaced in a Stable group — and the group's tombstone when it is deleted.
 
-kgroup's own, said in ``docs/record.md``: the topic is created with the first coordinator record (Kafka
-creates it at the first FindCoordinator), it is not compacted, a deleted group gets its
+kgroup's own, said in ``docs/record.md``: the topic is created at the first coordinator lookup (as Kafka
+creates it at the first FindCoordinator; here, or with the first coordinator record of a broker whose
+groups are older than the topic), it is not compacted, a deleted group gets its
 ``GroupMetadata`` tombstone but no offset tombstones, and records written while the writer was not
 running (a broker started on an older data directory) are not back-filled.
 """
