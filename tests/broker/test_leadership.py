@@ -86,3 +86,25 @@ def test_a_broker_down_when_a_topic_is_made_gets_its_last_replicas_and_no_leader
         assert [cluster.partition_leader("late", p) for p in range(4)] == leaders
     finally:
         cluster.logs.close()
+
+
+def test_leadership_is_kept_per_partition(tmp_path: Path) -> None:
+    """A partition that failed over does not drag another partition with the same replicas along: a new
+    topic's partition is led by its first live replica (Kafka's controller leads it by its first ISR
+    member), and a topic made again after a deletion starts afresh."""
+    cluster = _cluster(tmp_path)
+    try:
+        cluster.broker_stopped(0)
+        cluster.broker_started(0)
+        assert cluster.partition_leader("t", 0) == 1  # replicas (0, 1, 2): still where it failed over
+        placement = cluster.place_manually([(0, [0, 1, 2])])
+        cluster.logs.create_topic("same", 1, {}, placement.log_metadata())
+        cluster.register_topic("same", placement, {})
+        assert cluster.partition_leader("same", 0) == 0
+        cluster.delete_topic("t")
+        again = cluster.place_manually([(0, [0, 1, 2])])
+        cluster.logs.create_topic("t", 1, {}, again.log_metadata())
+        cluster.register_topic("t", again, {})
+        assert cluster.partition_leader("t", 0) == 0
+    finally:
+        cluster.logs.close()

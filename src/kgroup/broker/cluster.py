@@ -20,7 +20,7 @@ directory. The replicas are reported in the Metadata answer. Leadership follows 
   ``leader.imbalance.per.broker.percentage``: it went with ZooKeeper).
 
 Since there is one copy, every live replica is in sync, so the choice depends only on the replica
-list and the brokers' history: the current leader is kept per replica list. No data moves.
+list and the brokers' history: the current leader is kept per partition. No data moves.
 The offsets topic's leaders decide the group coordinators, so they move the same way.
 """
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,8 @@ __all__ = [
 log = logging.getLogger("kgroup.broker")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+#: a partition: (topic name, partition index)
+PartitionKey = tuple[str, int]
 #: the configs the offsets topic is made with (Kafka's: compacted)
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
@@ -132,8 +134,8 @@ class Cluster:
         #: the offsets topic's replicas, placed at the first coordinator lookup (Kafka: at the first
         #: FindCoordinator), before the topic itself is made
         self._offsets_replicas: tuple[tuple[int, ...], ...] | None = None
-        #: replica list -> its current leader, where that is not the preferred (first) replica
-        self._moved: dict[tuple[int, ...], int] = {}
+        #: (topic, partition) -> its current leader, where that is not the preferred (first) replica
+        self._moved: dict[PartitionKey, int] = {}
         self.topics: dict[str, TopicInfo] = {}
         for name, count in sorted(logs.topics().items()):
             self.topics[name] = self._loaded(name, count, logs.topic_configs(name), logs.topic_metadata(name))
@@ -242,62 +244,74 @@ class Cluster:
             replicas = self.place(partitions, rf).replicas
         return TopicInfo(name, topic_id, replicas, configs)
 
-    def leader(self, replicas: tuple[int, ...]) -> int:
-        """The current leader of a partition with these replicas, or -1 (every replica is down)."""
-        replicas = tuple(replicas)
-        moved = self._moved.get(replicas)
+    def _leader(self, key: PartitionKey, replicas: tuple[int, ...]) -> int:
+        """The current leader of partition ``key`` (with these replicas), or -1 (every replica down)."""
+        moved = self._moved.get(key)
         if moved is not None:
             return moved
         if not replicas:
             return -1
-        if replicas[0] not in self.alive:  # first seen with its preferred replica down (a new topic)
+        if replicas[0] not in self.alive:  # first seen with its preferred replica down
             live = [b for b in replicas if b in self.alive]
-            self._elect(replicas, live[0] if live else -1)
-            return self._moved.get(replicas, replicas[0])
+            self._elect(key, replicas, live[0] if live else -1)
+            return self._moved.get(key, replicas[0])
         return replicas[0]
 
-    def _replica_lists(self) -> set[tuple[int, ...]]:
-        lists = {r for info in self.topics.values() for r in info.replicas}
-        lists.update(self._offsets_placement())
-        return lists
+    def _partitions(self) -> Iterator[tuple[PartitionKey, tuple[int, ...]]]:
+        """Every partition whose leader the controller keeps: the topics', and the offsets topic's
+        (placed before the topic is made)."""
+        for info in self.topics.values():
+            for index, replicas in enumerate(info.replicas):
+                yield (info.name, index), replicas
+        if OFFSETS_TOPIC not in self.topics:
+            for index, replicas in enumerate(self._offsets_placement()):
+                yield (OFFSETS_TOPIC, index), replicas
 
-    def _elect(self, replicas: tuple[int, ...], leader: int) -> None:
+    def _replicas_of(self, key: PartitionKey) -> tuple[int, ...]:
+        info = self.topics.get(key[0])
+        if info is not None:
+            return info.replicas[key[1]] if key[1] < info.partitions else ()
+        if key[0] == OFFSETS_TOPIC:
+            return self._offsets_placement()[key[1]]
+        return ()
+
+    def _elect(self, key: PartitionKey, replicas: tuple[int, ...], leader: int) -> None:
         if replicas and leader == replicas[0]:
-            self._moved.pop(replicas, None)
+            self._moved.pop(key, None)
         else:
-            self._moved[replicas] = leader
+            self._moved[key] = leader
 
     def broker_stopped(self, broker: int) -> None:
-        """A controlled shutdown: the broker's leaderships go to the next live replica of each list."""
+        """A controlled shutdown: the broker's leaderships go to the next live replica of each partition."""
         self.alive.discard(broker)
-        for replicas in self._replica_lists():
-            if self.leader(replicas) == broker:
+        for key, replicas in self._partitions():
+            if self._leader(key, replicas) == broker:
                 live = [b for b in replicas if b in self.alive]
-                self._elect(replicas, live[0] if live else -1)
+                self._elect(key, replicas, live[0] if live else -1)
 
     def broker_started(self, broker: int) -> None:
         """The broker is back: it leads only the leaderless partitions it is a replica of."""
         self.alive.add(broker)
-        for replicas in self._replica_lists():
-            if broker in replicas and self.leader(replicas) == -1:
-                self._elect(replicas, broker)
+        for key, replicas in self._partitions():
+            if broker in replicas and self._leader(key, replicas) == -1:
+                self._elect(key, replicas, broker)
 
     def elect_preferred_leaders(self) -> bool:
         """The periodic preferred-leader election: True when a leader of the offsets topic moved
         (the group coordinators must follow)."""
-        offsets = set(self._offsets_placement())
         coordinators_moved = False
-        for replicas in list(self._moved):
+        for key in list(self._moved):
+            replicas = self._replicas_of(key)
             if replicas and replicas[0] in self.alive:
-                del self._moved[replicas]
-                coordinators_moved = coordinators_moved or replicas in offsets
+                del self._moved[key]
+                coordinators_moved = coordinators_moved or key[0] == OFFSETS_TOPIC
         return coordinators_moved
 
     def partition_leader(self, topic: str, partition: int) -> int:
         info = self.topics.get(topic)
         if info is None or not 0 <= partition < info.partitions:
             return -1
-        return self.leader(info.replicas[partition])
+        return self._leader((topic, partition), info.replicas[partition])
 
     def coordinator_for(self, key: str) -> int:
         """The leader of ``abs(hashCode(key)) % offsets.topic.num.partitions`` of the offsets topic.
@@ -308,7 +322,8 @@ class Cluster:
         if OFFSETS_TOPIC not in self.topics:
             self._create_offsets_topic()
         placement = self._offsets_placement()
-        return self.leader(placement[coordinator_partition(key, len(placement))])
+        index = coordinator_partition(key, len(placement))
+        return self._leader((OFFSETS_TOPIC, index), placement[index])
 
     def _create_offsets_topic(self) -> None:
         partitions = self.config.offsets_topic_partitions
@@ -343,6 +358,8 @@ class Cluster:
 
     def delete_topic(self, name: str) -> None:
         self.logs.delete_topic(name)
+        for key in [k for k in self._moved if k[0] == name]:  # a topic made again starts afresh
+            del self._moved[key]
         if self.topics.pop(name, None) is not None:
             self._topics_changed()
 

@@ -68,7 +68,7 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
     cluster = ctx.services.cluster
     partitions = []
     for index, replicas in enumerate(info.replicas):
-        leader = cluster.leader(replicas)
+        leader = cluster.partition_leader(info.name, index)
         live = [r for r in replicas if r in cluster.alive]
         partitions.append(
             {
