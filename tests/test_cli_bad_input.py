@@ -179,6 +179,12 @@ def test_place_rejects_what_kafka_would_not_accept(
     assert one_line_error(capsys, "place", *args, "-p", "3", "-r", "1") == message
 
 
+def test_place_refuses_a_seed_java_cannot_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    assert one_line_error(capsys, "place", "-b", "1,2,3", "-p", "3", "-r", "2", "--seed", str(2**63)) == (
+        f"--seed: {2**63} does not fit Java's long; give a smaller seed"
+    )
+
+
 def test_place_refuses_more_partitions_than_its_limit(capsys: pytest.CaptureFixture[str]) -> None:
     assert one_line_error(capsys, "place", "-b", "1,2,3", "-p", "20000000", "-r", "2") == (
         "--partitions: 20,000,000 is more than kgroup places in one run (1,000,000, already beyond the "
@@ -189,16 +195,12 @@ def test_place_refuses_more_partitions_than_its_limit(capsys: pytest.CaptureFixt
 def test_place_summarises_a_long_table_and_prints_it_all_with_full(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, out, _ = run(capsys, "place", "-b", "1,2,3", "-p", "2000", "-r", "2", "--start-index", "0")
+    code, out, _ = run(capsys, "place", "-b", "1,2,3", "-p", "2000", "-r", "2")
     assert code == 0
     assert "… 1,950 more partitions not shown (of 2,000): --full prints them all, --json too" in out
-    code, out, _ = run(
-        capsys, "place", "-b", "1,2,3", "-p", "2000", "-r", "2", "--start-index", "0", "--full"
-    )
+    code, out, _ = run(capsys, "place", "-b", "1,2,3", "-p", "2000", "-r", "2", "--full")
     assert code == 0
-    _, out_json, _ = run(
-        capsys, "place", "-b", "1,2,3", "-p", "2000", "-r", "2", "--start-index", "0", "--json"
-    )
+    _, out_json, _ = run(capsys, "place", "-b", "1,2,3", "-p", "2000", "-r", "2", "--json")
     assignment = json.loads(out_json)["assignment"]
     rows = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.strip()[:1].isdigit()}
     assert len(assignment) == 2000
@@ -243,9 +245,10 @@ def test_partition_input_is_validated_before_spark(
 ) -> None:
     data = tmp_path / "d.csv"
     data.write_text("key\na\n")
-    assert one_line_error(
-        capsys, "partition", "-p", "6", "--input", str(data), "--null-key-strategy", "keyed"
-    ) == f"--null-key-strategy: 'keyed' is not a null-key strategy; choose one of: {_strategies()}"
+    assert (
+        one_line_error(capsys, "partition", "-p", "6", "--input", str(data), "--null-key-strategy", "keyed")
+        == f"--null-key-strategy: 'keyed' is not a null-key strategy; choose one of: {_strategies()}"
+    )
     assert one_line_error(capsys, "partition", "-p", "2147483647", "--input", str(data)).startswith(
         "--partitions: 2,147,483,647 is more than a --input job counts (1,000,000"
     )

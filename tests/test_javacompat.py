@@ -8,10 +8,12 @@ from hypothesis import strategies as st
 
 from conftest import load_vectors
 from kgroup.javacompat import (
+    JavaRandom,
     hashmap_iteration_order,
     int32,
     java_abs,
     java_compare,
+    java_shuffle,
     java_string_hash,
     sorted_java,
     to_positive,
@@ -63,3 +65,27 @@ def test_hashmap_order_matches_every_vector() -> None:
             assert hashmap_iteration_order(ids) == vector["expected"]["memberIterationOrder"], name
             checked += 1
     assert checked == 1446
+
+
+def test_java_random_draws_what_java_util_random_draws() -> None:
+    # printed by JDK 17: r = new Random(42); five nextInt(), three nextInt(b) for each bound b, then
+    # Collections.shuffle(List.of(0..9) as an ArrayList, r)
+    r = JavaRandom(42)
+    assert [r.next_int() for _ in range(5)] == [-1170105035, 234785527, -1360544799, 205897768, 1325939940]
+    bounds = (1, 2, 3, 5, 7, 10, 16, 100, 1 << 30, (1 << 30) + 1, 2**31 - 1)
+    assert [r.next_int(b) for b in bounds for _ in range(3)] == [
+        0, 0, 0, 1, 0, 1, 2, 0, 0, 1, 2, 1, 5, 0, 2, 0, 3, 6, 7, 11, 14, 30, 58, 87,
+        161649123, 638178365, 363255378, 450472430, 538291085, 784177727, 369835212, 340708093, 1261490713,
+    ]  # fmt: skip
+    items = list(range(10))
+    java_shuffle(items, r)
+    assert items == [3, 2, 7, 9, 6, 1, 0, 8, 5, 4]
+    with pytest.raises(ValueError, match="bound"):
+        r.next_int(0)
+
+
+def test_java_random_takes_any_java_long_seed() -> None:
+    # new Random(-1).nextInt(), new Random(Long.MIN_VALUE).nextInt(), new Random(Long.MAX_VALUE).nextInt(1000)
+    assert JavaRandom(-1).next_int() == 1155099827
+    assert JavaRandom(-(2**63)).next_int() == -1155484576
+    assert JavaRandom(2**63 - 1).next_int(1000) == 913

@@ -17,12 +17,14 @@ _V = TypeVar("_V")
 __all__ = [
     "JavaHashMap",
     "JavaHashSet",
+    "JavaRandom",
     "capacity_over_load_factor",
     "hashmap_iteration_order",
     "int32",
     "java_abs",
     "java_compare",
     "java_integer_hash",
+    "java_shuffle",
     "java_spread",
     "java_string_hash",
     "java_string_key",
@@ -307,3 +309,55 @@ class JavaHashSet(JavaHashMap[_K, None]):
         for item in listed:
             copy.put(item, None)
         return copy
+
+
+# --- java.util.Random ---------------------------------------------------------------------------------
+#
+# Kafka's controller places replicas with a ``java.util.Random`` (``StripedReplicaPlacer``); with the same
+# seed, the same draws give the same placement. ``Random`` is a 48-bit linear congruential generator whose
+# algorithm the JDK documents as fixed ("the algorithms shown here are used by class Random for the sake
+# of absolute portability of Java code"), so it is reproduced here draw for draw.
+
+_RANDOM_MULTIPLIER = 0x5DEECE66D
+_RANDOM_ADDEND = 0xB
+_RANDOM_MASK = (1 << 48) - 1
+
+
+class JavaRandom:
+    """``java.util.Random(seed)``: ``next_int()`` and ``next_int(bound)`` give the values Java's
+    ``nextInt()`` / ``nextInt(bound)`` give for the same seed and the same sequence of calls."""
+
+    __slots__ = ("_seed",)
+
+    def __init__(self, seed: int) -> None:
+        self._seed = (seed ^ _RANDOM_MULTIPLIER) & _RANDOM_MASK  # Random.initialScramble
+
+    def _next(self, bits: int) -> int:
+        self._seed = (self._seed * _RANDOM_MULTIPLIER + _RANDOM_ADDEND) & _RANDOM_MASK
+        return int32(self._seed >> (48 - bits))
+
+    def next_int(self, bound: int | None = None) -> int:
+        """``nextInt()`` (a signed 32-bit int), or ``nextInt(bound)`` (0 ≤ value < bound, Java's
+        rejection of the values that would bias the result included)."""
+        if bound is None:
+            return self._next(32)
+        if not 0 < bound <= 0x7FFF_FFFF:
+            raise ValueError(f"bound must be positive and fit Java's int, not {bound}")
+        r = self._next(31)
+        m = bound - 1
+        if bound & m == 0:  # a power of two: the high bits
+            return (bound * r) >> 31
+        u = r
+        r = u % bound
+        while int32(u - r + m) < 0:  # u - r + m overflowed: u fell in the biased top range, draw again
+            u = self._next(31)
+            r = u % bound
+        return r
+
+
+def java_shuffle(items: list[_V], rnd: JavaRandom) -> None:
+    """``Collections.shuffle(list, rnd)`` on a random-access list, in place: from the last index
+    down, swap each element with one at ``rnd.nextInt(i + 1)``."""
+    for i in range(len(items), 1, -1):
+        j = rnd.next_int(i)
+        items[i - 1], items[j] = items[j], items[i - 1]

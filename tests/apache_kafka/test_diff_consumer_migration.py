@@ -50,8 +50,11 @@ Broker = KafkaBroker | ApacheKafka
 @pytest.fixture(scope="module", params=["kgroup", "apache"])
 def kafka(request: pytest.FixtureRequest) -> Iterator[Broker]:
     if request.param == "kgroup":
-        with KafkaBroker(
-            group_consumer_heartbeat_interval_ms=HEARTBEAT_MS, group_consumer_session_timeout_ms=SESSION_MS
+        with KafkaBroker(  # with Kafka's bounds lowered as on Apache Kafka
+            group_consumer_heartbeat_interval_ms=HEARTBEAT_MS,
+            group_consumer_min_heartbeat_interval_ms=HEARTBEAT_MS,
+            group_consumer_session_timeout_ms=SESSION_MS,
+            group_consumer_min_session_timeout_ms=SESSION_MS,
         ) as ours:
             yield ours
         return

@@ -216,19 +216,10 @@ def test_metadata_shape_and_auto_creation(target: Target, names: str) -> None:
     }
 
 
-def test_the_offsets_topic_in_metadata(request: pytest.FixtureRequest, target: Target, names: str) -> None:
+def test_the_offsets_topic_in_metadata(target: Target, names: str) -> None:
     with Raw(target.bootstrap_servers) as raw:
         # a group makes Kafka create __consumer_offsets
         raw.call("FindCoordinator", 4, {"key_type": 0, "coordinator_keys": [f"{names}-g"]})
-        if target.kind == "kgroup":
-            request.applymarker(
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="kgroup creates its readable __consumer_offsets with the first coordinator "
-                    "record, not at FindCoordinator as Kafka does: until a group writes, Metadata "
-                    "answers UNKNOWN_TOPIC_OR_PARTITION for it (docs/record.md)",
-                )
-            )
         deadline = time.monotonic() + 5  # Apache Kafka has it within a second
         while (found := metadata(raw, ["__consumer_offsets"], auto_create=False)["topics"][0])[
             "error_code"

@@ -1,7 +1,8 @@
 """A group's coordinator fails over on a three-node cluster, on kgroup's broker and on Apache Kafka:
 the group keeps its committed offsets, the new coordinator gives every member a whole session (a
 member that died before the failover is expired a session timeout after it), and the group
-rebalances on the new coordinator."""
+rebalances on the new coordinator. On the same cluster, new topics' replicas are placed as a KRaft
+controller places them, a stopped node fenced."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ import pytest
 
 from apache_kafka.conftest import Cluster
 from apache_kafka.groups import FAST, all_partitions, java_consumer, java_consumers, wait_settled
+from apache_kafka.striped_clusters import possible_placements
+from apache_kafka.wire import Raw, metadata
 from kgroup.model import TopicPartition
+from kgroup.partitioning import UsableBroker
 from kgroup.testing.apache_kafka import require_apache_kafka
 from kgroup.testing.apache_kafka.java_client import close_all
 
@@ -83,6 +87,51 @@ def test_coordinator_failover_keeps_offsets_and_rebalances_on_the_new_coordinato
         close_all(*consumers)
         if old is not None:
             cluster.start_node(old)
+
+
+def _placed(raw: Raw, name: str, partitions: int, replication_factor: int) -> list[list[int]]:
+    """CreateTopics (the controller places the replicas), then each partition's replicas as Metadata
+    lists them once every partition has a leader (bounded: 30 s)."""
+    topic = {"name": name, "num_partitions": partitions, "replication_factor": replication_factor}
+    answer = raw.call(
+        "CreateTopics",
+        7,
+        {"topics": [{**topic, "assignments": [], "configs": []}], "timeout": 30_000, "validate_only": False},
+    )
+    assert answer["topics"][0]["error_code"] == 0, answer
+    deadline = time.monotonic() + 30
+    while True:
+        (found,) = metadata(raw, [name], auto_create=False)["topics"]
+        if found["error_code"] == 0 and all(p["leader_id"] >= 0 for p in found["partitions"]):
+            parts = sorted(found["partitions"], key=lambda p: p["partition_index"])
+            assert [p["leader_id"] for p in parts] == [p["replica_nodes"][0] for p in parts]
+            return [list(p["replica_nodes"]) for p in parts]
+        assert time.monotonic() < deadline, f"{name} has no leaders after 30 s: {found}"
+        time.sleep(0.1)
+
+
+def test_new_topics_are_placed_as_a_kraft_controller_places_them(cluster: Cluster) -> None:
+    """Kafka 4.4.0's StripedReplicaPlacer on three nodes. Kafka's controller draws from an unseeded
+    Random, so its answer is held against every placement kgroup's placer gives over all the values its
+    draws can take (``possible_placements``: each partition a rotation of the brokers, the start drawn);
+    kgroup's broker (seed 0) must give one of the same. A stopped node (fenced once its controlled
+    shutdown ends) gets a replica only when the live ones do not suffice, last, and leads nothing."""
+    nodes = cluster.node_ids
+    live, down = nodes[:-1], nodes[-1]
+    with Raw(cluster.bootstrap_servers.split(",")[0]) as raw:
+        placed = _placed(raw, "placed-all-up", 3, 3)
+        assert placed in possible_placements([UsableBroker(n) for n in nodes], 3, 3), placed
+        cluster.stop_node(down)
+        try:
+            fenced = [UsableBroker(n, None, n == down) for n in nodes]
+            three = _placed(raw, "placed-one-down-3", 2, 3)
+            assert three in possible_placements(fenced, 2, 3), three
+            assert [r[-1] for r in three] == [down, down]
+            two = _placed(raw, "placed-one-down-2", 2, 2)
+            assert two in possible_placements(fenced, 2, 2), two
+            assert all(sorted(r) == live for r in two)
+        finally:
+            cluster.start_node(down)
 
 
 def test_a_restarted_node_does_not_take_its_groups_back(cluster: Cluster, tmp_path: Path) -> None:

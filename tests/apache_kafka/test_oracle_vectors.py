@@ -17,7 +17,13 @@ import pytest
 from tests.group.server_assignors.vectors import SERVER_UNIFORM_CHANGED_BY_KAFKA_4
 
 from kgroup.assignors.fileformat import parse_assignment_file, run_assignment_file
-from kgroup.partitioning import ClusterView, ProducerModel, create_partitioner
+from kgroup.partitioning import (
+    ClusterView,
+    ProducerModel,
+    UsableBroker,
+    create_partitioner,
+    java_client_partition_order,
+)
 from kgroup.testing.apache_kafka import ApacheKafka, KafkaOracle, server_vector_group
 
 VECTORS = Path(__file__).parents[1] / "vectors"
@@ -104,11 +110,11 @@ def test_server_assignor_vectors_in_the_pinned_kafka(kafka_oracle: KafkaOracle, 
     assert changed == recorded
 
 
-def test_the_replica_vectors_reference_is_gone_from_the_pinned_kafka(kafka_oracle: KafkaOracle) -> None:
-    """``replicas/`` holds ``org.apache.kafka.admin.AdminUtils.assignReplicasToBrokers`` answers (the
-    ZooKeeper-era placement). Kafka 4.x removed that class; a KRaft controller places replicas with
-    ``StripedReplicaPlacer`` (and ``kafka-reassign-partitions --generate`` uses it too). The 60
-    vectors cannot be re-checked against 4.4.0: they stay facts about 1eb7644."""
+def test_the_adminutils_vectors_reference_is_gone_from_the_pinned_kafka(kafka_oracle: KafkaOracle) -> None:
+    """``replicas/adminutils_*`` hold ``org.apache.kafka.admin.AdminUtils.assignReplicasToBrokers``
+    answers (the ZooKeeper-era placement). Kafka 4.x removed that class; a KRaft controller places
+    replicas with ``StripedReplicaPlacer`` (the ``striped_*`` vectors, below). The 60 AdminUtils vectors
+    cannot be re-checked against 4.4.0: they stay facts about 1eb7644."""
     assert not kafka_oracle.has_class("org.apache.kafka.admin.AdminUtils")
     assert not kafka_oracle.has_class("kafka.admin.AdminUtils")
     assert kafka_oracle.has_class("org.apache.kafka.metadata.placement.StripedReplicaPlacer")
@@ -122,9 +128,8 @@ def test_kafka_producer_asks_a_round_robin_partitioner_once_per_record(
     (with 4 partitions it reached only 2 of them). 4.4.0 has no ``Partitioner.onNewBatch`` and asks
     once. Here every record starts a new batch (batch.size 1, each send waits for its ack).
 
-    The real producer walks ``availablePartitionsForTopic`` in the order the broker's metadata lists
-    the partitions (not ascending on a 4.4.0 KRaft broker); kgroup's ``ClusterView`` lists them
-    ascending, so the two are compared as positions in that list."""
+    The real producer walks ``availablePartitionsForTopic`` in its own order (not ascending: its
+    ``MetadataSnapshot``'s HashMap), which ``ClusterView.single(..., java_client_order=True)`` gives."""
     topic = "oracle-round-robin-producer"
     apache_kafka.create_topic(topic, 4)
     real = kafka_oracle.produce(
@@ -135,15 +140,15 @@ def test_kafka_producer_asks_a_round_robin_partitioner_once_per_record(
         batch_size=1,
     )
     order = real.metadata_order
-    assert sorted(order) == [0, 1, 2, 3]
-    positions = [order.index(p) for p in real.partitions]
-    assert positions == [0, 1, 2, 3] * 3  # one counter value per record: every partition in turn
-    model = ProducerModel(create_partitioner("round-robin"), ClusterView.single(topic, 4), batch_size=1)
+    assert order == java_client_partition_order(topic, 4) == (1, 2, 3, 0)
+    assert list(real.partitions) == list(order) * 3  # one counter value per record: every partition in turn
+    cluster = ClusterView.single(topic, 4, java_client_order=True)
+    model = ProducerModel(create_partitioner("round-robin"), cluster, batch_size=1)
     modelled = []
     for _ in range(12):
         modelled.append(model.send(topic, size_bytes=20))
         model.drain()
-    assert modelled == positions
+    assert modelled == list(real.partitions)
     assert model.new_batch_calls == 0
 
 
@@ -203,3 +208,25 @@ def test_eager_sticky_stale_claim_depends_on_the_subscription_generation(
     assert _strings(answer.assignment)[ids[0]] == c0_gets
     af = parse_assignment_file({"assignor": "sticky", "input": group}, source="issue 22, generation 4")
     assert _strings(run_assignment_file(af)) == _strings(answer.assignment)
+
+
+def test_the_striped_replica_vectors_are_the_pinned_kafkas_answers(kafka_oracle: KafkaOracle) -> None:
+    """``replicas/striped_*`` were computed by 4.4.0's ``StripedReplicaPlacer`` (through the oracle, the
+    brokers registered with a real ``BrokerHeartbeatManager``); asked again, Kafka gives each answer."""
+    vectors = [(name, v) for name, v in _load("replicas") if v.get("placer") == "striped"]
+    assert len(vectors) == 60
+    cases = [
+        (
+            [UsableBroker(b["id"], b["rack"], b["fenced"]) for b in v["input"]["brokers"]],
+            [(v["input"]["partitions"], v["input"]["replicationFactor"])],
+            v["input"]["seed"],
+        )
+        for _, v in vectors
+    ]
+    for (name, vector), answer in zip(vectors, kafka_oracle.striped_place_many(cases), strict=True):
+        (placed,) = answer.topics
+        expected = vector["expected"]
+        if "error" in expected:
+            assert placed == expected["error"], name
+        else:
+            assert placed == [expected["assignment"][str(p)] for p in range(len(placed))], name

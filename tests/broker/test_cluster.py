@@ -15,6 +15,8 @@ from tests.broker.rawclient import RawClient
 
 from kgroup.group import GroupState
 from kgroup.group.discovery import coordinator_partition
+from kgroup.javacompat import JavaRandom
+from kgroup.partitioning import StripedReplicaPlacer, UsableBroker
 from kgroup.testing import KafkaBroker
 
 GROUP = "failover-group"
@@ -27,17 +29,22 @@ def _coordinator(kafka: KafkaBroker, group: str) -> int:
 
 
 def test_leaders_replicas_and_coordinators_follow_placement() -> None:
+    """Kafka 4.4.0's placement (StripedReplicaPlacer, one java.util.Random(0) for the cluster): the
+    topic made at start is placed first, the offsets topic at the first FindCoordinator, from the same
+    generator; each partition is led by its first replica."""
+    placer = StripedReplicaPlacer(JavaRandom(0))
+    brokers = [UsableBroker(b) for b in range(3)]
+    events, offsets = placer.place(brokers, 6, 3), placer.place(brokers, 50, 3)
+    assert events != [[i % 3, (i + 1) % 3, (i + 2) % 3] for i in range(6)]  # not the seeds' rule
     with KafkaBroker(topics={TOPIC: 6}, brokers=3) as kafka:
         with RawClient(kafka.bootstrap_servers) as client:
             metadata = client.request(MetadataRequest(topics=None, include_topic_authorized_operations=False))
             assert sorted(b.node_id for b in metadata.brokers) == [0, 1, 2]
             (topic,) = metadata.topics
-            for p in topic.partitions:  # seed rule: partition i on brokers i, i+1, i+2 (mod 3)
-                i = int(p.partition_index)
-                assert tuple(p.replica_nodes) == (i % 3, (i + 1) % 3, (i + 2) % 3)
-                assert p.leader_id == i % 3
+            assert [list(p.replica_nodes) for p in topic.partitions] == events
+            assert [p.leader_id for p in topic.partitions] == [r[0] for r in events]
             found = client.request(FindCoordinatorRequest(key=GROUP, key_type=0))
-        expected = coordinator_partition(GROUP, 50) % 3  # leader of the offsets-topic partition
+        expected = offsets[coordinator_partition(GROUP, 50)][0]  # leader of the offsets-topic partition
         assert found.node_id == expected
         wrong = (expected + 1) % 3
         with RawClient(f"127.0.0.1:{kafka.port(wrong)}") as client:

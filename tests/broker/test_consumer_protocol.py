@@ -255,7 +255,11 @@ def test_the_consumer_group_settings_reach_the_coordinator() -> None:
     """``group.consumer.heartbeat.interval.ms`` is the interval every answer names, and
     ``group.consumer.session.timeout.ms`` fences a silent member (its next heartbeat: UNKNOWN_MEMBER_ID)."""
     with KafkaBroker(
-        topics={"t": 2}, group_consumer_heartbeat_interval_ms=300, group_consumer_session_timeout_ms=1000
+        topics={"t": 2},
+        group_consumer_heartbeat_interval_ms=300,
+        group_consumer_min_heartbeat_interval_ms=300,
+        group_consumer_session_timeout_ms=1000,
+        group_consumer_min_session_timeout_ms=1000,
     ) as broker:
         member = str(uuid.uuid4())
         with Raw(broker.bootstrap_servers) as raw:
@@ -276,6 +280,8 @@ def test_the_consumer_group_settings_reach_the_coordinator() -> None:
     values = {c["name"]: c["value"] for c in configs["results"][0]["configs"]}
     assert values["group.consumer.heartbeat.interval.ms"] == "300"
     assert values["group.consumer.session.timeout.ms"] == "1000"
+    assert values["group.consumer.min.session.timeout.ms"] == "1000"
+    assert values["group.consumer.max.heartbeat.interval.ms"] == "15000"
 
 
 def test_the_consumer_group_settings_are_checked_in_one_line() -> None:
@@ -289,6 +295,20 @@ def test_the_consumer_group_settings_are_checked_in_one_line() -> None:
     with pytest.raises(
         KgroupError,
         match=r"^group\.consumer\.heartbeat\.interval\.ms must be less than "
-        r"group\.consumer\.session\.timeout\.ms \(5000 >= 5000\); lower the interval or raise the timeout$",
+        r"group\.consumer\.session\.timeout\.ms \(5000 vs 5000\); lower the interval or raise the timeout$",
     ):
-        BrokerConfig(group_consumer_session_timeout_ms=5000)
+        BrokerConfig(group_consumer_session_timeout_ms=5000, group_consumer_min_session_timeout_ms=5000)
+    # Kafka's bounds (GroupCoordinatorConfig), checked in its order: a broker outside them does not start
+    with pytest.raises(
+        KgroupError,
+        match=r"^group\.consumer\.heartbeat\.interval\.ms must be greater than or equal to "
+        r"group\.consumer\.min\.heartbeat\.interval\.ms \(500 vs 5000\); "
+        r"raise the interval or lower the minimum$",
+    ):
+        BrokerConfig(group_consumer_heartbeat_interval_ms=500)
+    with pytest.raises(
+        KgroupError, match=r"^group\.consumer\.session\.timeout\.ms must be less than or equal"
+    ):
+        BrokerConfig(group_consumer_session_timeout_ms=90_000)
+    with pytest.raises(KgroupError, match=r"^group\.consumer\.max\.session\.timeout\.ms must be greater"):
+        BrokerConfig(group_consumer_max_session_timeout_ms=1000)

@@ -221,7 +221,10 @@ def test_a_consumer_protocol_group_is_recorded_and_drawn(tmp_path: Path) -> None
     leaves revoking (not losing) its partitions, and `kgroup report` draws it."""
     record = tmp_path / "rec"
     with KafkaBroker(
-        topics={"kip848": 4}, record_dir=record, group_consumer_heartbeat_interval_ms=500
+        topics={"kip848": 4},
+        record_dir=record,
+        group_consumer_heartbeat_interval_ms=500,
+        group_consumer_min_heartbeat_interval_ms=500,
     ) as kafka:
         owned = Owned()
         first = _consumer_protocol_consumer(kafka.bootstrap_servers, "kip848-group", "kip848", owned, "one")

@@ -54,8 +54,22 @@ def test_serve_stops_cleanly_and_keeps_its_topics(tmp_path: Path, sig: signal.Si
             "group.consumer.heartbeat.interval.ms: 0; use at least 1",
         ),
         (
-            ["--group-consumer-session-timeout-ms", "4000"],
+            [
+                "--group-consumer-session-timeout-ms",
+                "4000",
+                "--group-consumer-min-session-timeout-ms",
+                "4000",
+            ],
             "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms",
+        ),
+        (
+            ["--replica-placement-seed", str(2**63)],
+            "replica_placement_seed: 9223372036854775808 does not fit",
+        ),
+        (
+            ["--group-consumer-heartbeat-interval-ms", "500"],
+            "group.consumer.heartbeat.interval.ms must be greater than or equal to "
+            "group.consumer.min.heartbeat.interval.ms",
         ),
     ],
 )

@@ -134,9 +134,27 @@ def test_partition_input_mode_is_delegated(
 
 
 def test_place_json_kafka_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    """The default: Kafka 4.4.0's StripedReplicaPlacer with java.util.Random(0) — the answer Kafka's own
+    class gives (asked through the oracle), partition after partition one broker on."""
+    code, out, _ = run(capsys, "place", "--brokers", "1,2,3,4", "--partitions", "6", "-r", "3", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["rule"] == "kafka"
+    assert data["assignment"] == {
+        "0": [3, 4, 1], "1": [4, 1, 2], "2": [1, 2, 3], "3": [2, 3, 4], "4": [3, 1, 4], "5": [1, 4, 2]
+    }  # fmt: skip
+    code, out, _ = run(capsys, "place", "-b", "1,2,3", "-p", "4", "-r", "3", "--fenced", "3", "--json")
+    data = json.loads(out)
+    assert [r[-1] for r in data["assignment"].values()] == [3, 3, 3, 3]  # the fenced broker last
+    assert data["brokerLoad"]["3"] == {"rack": None, "fenced": True, "replicas": 4, "leaders": 0}
+    code, out, _ = run(capsys, "place", "-b", "1,2,3", "-p", "4", "-r", "3", "--fenced", "3")
+    assert code == 0 and "fenced" in out
+
+
+def test_place_json_adminutils_rule(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(
         capsys, "place", "--brokers", "1,2,3,4", "--partitions", "6", "--replication-factor", "3",
-        "--start-index", "0", "--json",
+        "--rule", "adminutils", "--start-index", "0", "--json",
     )  # fmt: skip
     assert code == 0
     data = json.loads(out)
@@ -149,7 +167,7 @@ def test_place_json_kafka_rule(capsys: pytest.CaptureFixture[str]) -> None:
 def test_place_racks_and_seed_rule(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(
         capsys, "place", "-b", "0,1,2,3,4,5", "--racks", "rack1,rack3,rack3,rack2,rack2,rack1",
-        "-p", "6", "-r", "3", "--start-index", "0", "--json",
+        "-p", "6", "-r", "3", "--rule", "adminutils", "--start-index", "0", "--json",
     )  # fmt: skip
     assert code == 0
     assert json.loads(out)["assignment"]["1"] == [3, 1, 5]  # Kafka's javadoc example
@@ -173,11 +191,33 @@ def test_place_random_start_is_seeded(capsys: pytest.CaptureFixture[str]) -> Non
     ("args", "needle"),
     [
         (
-            ("place", "-b", "1,2", "-p", "3", "-r", "3"),
+            ("place", "-b", "1,2", "-p", "3", "-r", "3", "--rule", "adminutils"),
             "replication_factor: 3 larger than available brokers: 2",
         ),
         (
-            ("place", "-b", "1,2,3", "--racks", "a,,b", "-p", "3", "-r", "2"),
+            ("place", "-b", "1,2", "-p", "3", "-r", "3"),
+            "--replication-factor: The target replication factor of 3 cannot be reached because only 2 "
+            "broker(s) are registered",
+        ),
+        (
+            ("place", "-b", "1,2", "-p", "3", "-r", "1", "--fenced", "1,2"),
+            "--replication-factor: All brokers are currently fenced",
+        ),
+        (
+            ("place", "-b", "1,2", "-p", "3", "-r", "1", "--fenced", "3"),
+            "--fenced: broker 3 is not in --brokers",
+        ),
+        (("place", "-b", "1,2", "-p", "3", "-r", "1", "--fenced", "x"), "--fenced: 'x' is not a broker id"),
+        (
+            ("place", "-b", "1,2", "-p", "3", "-r", "1", "--fenced", "1", "--rule", "seed"),
+            "--fenced: the seeds' rule has no fenced brokers",
+        ),
+        (
+            ("place", "-b", "1,2", "-p", "3", "-r", "1", "--start-index", "0"),
+            "--start-index/--start-partition-id apply to --rule adminutils only",
+        ),
+        (
+            ("place", "-b", "1,2,3", "--racks", "a,,b", "-p", "3", "-r", "2", "--rule", "adminutils"),
             "not all brokers have rack information",
         ),
         (("place", "-b", "1,2,3", "--racks", "a,b", "-p", "3", "-r", "2"), "--racks: 2 racks for 3 brokers"),
@@ -186,7 +226,7 @@ def test_place_random_start_is_seeded(capsys: pytest.CaptureFixture[str]) -> Non
             ("place", "-b", "1,2", "-p", "0", "-r", "1"),
             "partitions: 0; the number of partitions must be larger",
         ),
-        (("place", "-b", "1,2", "-p", "2", "-r", "0"), "replication_factor: 0"),
+        (("place", "-b", "1,2", "-p", "2", "-r", "0"), "--replication-factor: Invalid replication factor 0"),
         (("place", "-b", "1,1", "-p", "2", "-r", "1"), "broker id 1 listed more than once"),
         (("place", "-b", "1,2", "-p", "two", "-r", "1"), "Invalid value for '--partitions'"),
         (("place", "-p", "2", "-r", "1"), "--brokers: missing"),
@@ -203,12 +243,14 @@ def test_place_bad_input(capsys: pytest.CaptureFixture[str], args: tuple[str, ..
 def test_place_check_all_vectors(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "place", "--check", str(VECTORS / "replicas"))
     assert code == 0
-    assert out.strip().splitlines()[-1] == "60/60 exact"
+    assert out.strip().splitlines()[-1] == "120/120 exact"  # 60 AdminUtils, 60 StripedReplicaPlacer
     code, out, _ = run(
         capsys, "place", "--check", str(VECTORS / "replicas" / "adminutils_000.json"), "--json"
     )
     assert code == 0
     assert json.loads(out) == {"exact": 1, "total": 1, "mismatches": []}
+    code, out, _ = run(capsys, "place", "--check", str(VECTORS / "replicas" / "striped_001.json"), "--json")
+    assert (code, json.loads(out)["exact"]) == (0, 1)
 
 
 def test_place_check_reports_mismatches(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -226,6 +268,25 @@ def test_place_check_reports_mismatches(capsys: pytest.CaptureFixture[str], tmp_
     (tmp_path / "bad.json").write_text("{not json")
     code, _, err = run(capsys, "place", "--check", str(tmp_path))
     assert_one_line_error(code, err, "bad.json: not valid JSON")
+
+
+def test_place_check_reports_a_striped_mismatch_and_an_error_answer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    vector = json.loads((VECTORS / "replicas" / "striped_000.json").read_text())
+    vector["input"]["seed"] += 1  # another Random: another placement
+    (tmp_path / "moved.json").write_text(json.dumps(vector))
+    vector["input"]["replicationFactor"] = 10  # more replicas than brokers: Kafka refuses
+    (tmp_path / "refused.json").write_text(json.dumps(vector))
+    code, out, _ = run(capsys, "place", "--check", str(tmp_path))
+    assert code == 1
+    lines = out.strip().splitlines()
+    assert lines[-1] == "0/2 exact"
+    assert "moved.json: partition 0 expected" in lines[0]
+    assert (
+        "refused.json: expected {" in lines[1]
+        and "got InvalidReplicationFactorException: The target" in lines[1]
+    )
 
 
 def test_subprocess_error_is_one_line() -> None:

@@ -306,3 +306,22 @@ def test_cluster_view_validation() -> None:
         ClusterView.single("t", 3, available=[7])
     with pytest.raises(KgroupError, match="batch_size"):
         create_partitioner("adaptive", batch_size=0)
+
+
+def test_a_java_producer_lists_partitions_in_its_own_order() -> None:
+    """kgroup.partitioning.client_order (checked against Kafka's ProducerMetadata by
+    tests/apache_kafka/test_oracle_client_order.py): (1, 2, 3, 0) is what a real 4.4.0 producer listed
+    for this topic (tests/apache_kafka/test_oracle_vectors.py); the round robin starts there."""
+    from kgroup.partitioning import JavaClientMetadata, java_client_partition_order
+
+    assert java_client_partition_order("oracle-round-robin-producer", 4) == (1, 2, 3, 0)
+    view = ClusterView.single("oracle-round-robin-producer", 4, available=[0, 1, 3], java_client_order=True)
+    assert view.available_partitions("oracle-round-robin-producer") == (1, 3, 0)
+    metadata = JavaClientMetadata()
+    metadata.update([("a", p) for p in range(3)])
+    metadata.update([("b", 0)])  # a partial answer keeps a's partitions
+    assert sorted(metadata.partitions_for("a")) == [0, 1, 2] and metadata.partitions_for("b") == (0,)
+    metadata.update([("b", 0), ("b", 1)], partial=False)  # a full answer replaces them
+    assert metadata.partitions_for("a") == () and sorted(metadata.partitions_for("b")) == [0, 1]
+    with pytest.raises(KgroupError, match=r"order: not the partitions 0\.\.2"):
+        TopicState(3, order=(0, 0, 1))

@@ -1,4 +1,5 @@
-"""Replica placement: every AdminUtils vector, Kafka's documented examples, the seeds' rule, errors."""
+"""Replica placement: every AdminUtils and StripedReplicaPlacer vector, Kafka's documented examples, the
+seeds' rule, errors."""
 
 from __future__ import annotations
 
@@ -9,15 +10,95 @@ from typing import Any
 
 import pytest
 
+from kgroup.javacompat import JavaRandom
 from kgroup.model import KgroupError
-from kgroup.partitioning import Broker, assign_replicas, assign_replicas_seed_rule, rack_alternated_brokers
+from kgroup.partitioning import (
+    Broker,
+    InvalidReplicationFactor,
+    StripedReplicaPlacer,
+    UsableBroker,
+    assign_replicas,
+    assign_replicas_seed_rule,
+    assign_replicas_striped,
+    rack_alternated_brokers,
+)
+from kgroup.partitioning.striped import controller_broker_order
 
 REPLICA_DIR = Path(__file__).parents[1] / "vectors" / "replicas"
-FILES = sorted(REPLICA_DIR.glob("*.json"))
+FILES = sorted(REPLICA_DIR.glob("adminutils_*.json"))
+STRIPED = sorted(REPLICA_DIR.glob("striped_*.json"))
 
 
 def test_all_vectors_present() -> None:
-    assert len(FILES) == 60
+    assert (len(FILES), len(STRIPED)) == (60, 60)
+    assert len(list(REPLICA_DIR.glob("*.json"))) == 120
+
+
+@pytest.mark.parametrize("path", STRIPED, ids=lambda p: p.stem)
+def test_striped_vector(path: Path) -> None:
+    """Kafka 4.4.0's ``StripedReplicaPlacer`` answers (tests/vectors/FORMAT.md), kgroup's placer."""
+    vector: dict[str, Any] = json.loads(path.read_text())
+    spec = vector["input"]
+    brokers = [Broker(b["id"], b["rack"]) for b in spec["brokers"]]
+    fenced = [b["id"] for b in spec["brokers"] if b["fenced"]]
+    expected = vector["expected"]
+    if "error" in expected:
+        with pytest.raises(InvalidReplicationFactor) as refused:
+            assign_replicas_striped(
+                brokers, spec["partitions"], spec["replicationFactor"], fenced=fenced, seed=spec["seed"]
+            )
+        assert f"InvalidReplicationFactorException: {refused.value.message}" == expected["error"]
+    else:
+        got = assign_replicas_striped(
+            brokers, spec["partitions"], spec["replicationFactor"], fenced=fenced, seed=spec["seed"]
+        )
+        assert got == {int(p): replicas for p, replicas in expected["assignment"].items()}
+
+
+def test_striped_placer_stripes_racks_and_keeps_fenced_brokers_last() -> None:
+    # the javadoc's cluster: racks A, B, C of three brokers; with Random(0) (the answer Kafka gives,
+    # tests/vectors/replicas/striped_000.json) each partition has one replica per rack
+    brokers = [Broker(i, "ABC"[i // 3]) for i in range(9)]
+    got = assign_replicas_striped(brokers, 9, 3, seed=0)
+    assert all(sorted(brokers[b].rack or "" for b in r) == ["A", "B", "C"] for r in got.values())
+    fenced = assign_replicas_striped([1, 2, 3], 6, 3, fenced=[3], seed=1)
+    assert all(r[-1] == 3 for r in fenced.values())  # a replica only where needed, never the leader
+    assert all(3 not in r for r in assign_replicas_striped([1, 2, 3], 6, 2, fenced=[3], seed=1).values())
+
+
+def test_one_placer_goes_on_from_topic_to_topic() -> None:
+    """A controller keeps one Random: the second topic starts where the first left the generator."""
+    usable = [UsableBroker(i) for i in range(4)]
+    placer = StripedReplicaPlacer(JavaRandom(0))
+    first, second = placer.place(usable, 6, 3), placer.place(usable, 6, 3)
+    assert first == list(assign_replicas_striped(range(4), 6, 3, seed=0).values())
+    random = JavaRandom(0)
+    assert assign_replicas_striped(range(4), 6, 3, random=random) == dict(enumerate(first))
+    assert assign_replicas_striped(range(4), 6, 3, random=random) == dict(enumerate(second))
+
+
+def test_controller_lists_brokers_in_hashmap_order() -> None:
+    """BrokerHeartbeatManager's HashMap<Integer>: ascending below its bucket count, then by bucket."""
+    assert [b.id for b in controller_broker_order(UsableBroker(i) for i in (5, 1, 3))] == [1, 3, 5]
+    # 16 buckets: 17 lands in bucket 1 after 1 (it registered later), 16 in bucket 0
+    assert [b.id for b in controller_broker_order(UsableBroker(i) for i in (17, 1, 16, 2))] == [16, 17, 1, 2]
+
+
+def test_striped_placement_errors() -> None:
+    with pytest.raises(
+        InvalidReplicationFactor, match=r"^The target replication factor of 3 cannot be reached"
+    ):
+        assign_replicas_striped([1, 2], 3, 3)
+    with pytest.raises(InvalidReplicationFactor, match=r"^All brokers are currently fenced"):
+        assign_replicas_striped([1, 2], 3, 1, fenced=[1, 2])
+    with pytest.raises(InvalidReplicationFactor, match=r"^Invalid replication factor 0"):
+        assign_replicas_striped([1, 2], 3, 0)
+    with pytest.raises(KgroupError, match=r"^fenced: broker 9 is not one of the brokers"):
+        assign_replicas_striped([1, 2], 3, 1, fenced=[9])
+    with pytest.raises(KgroupError, match=r"^partitions: 0"):
+        assign_replicas_striped([1, 2], 0, 1)
+    with pytest.raises(KgroupError, match=r"^brokers: none given"):
+        assign_replicas_striped([], 1, 1)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)

@@ -53,10 +53,20 @@ class BrokerConfig:
     #: ``group.consumer.session.timeout.ms``: a consumer-protocol member not heard from for this long
     #: is fenced
     group_consumer_session_timeout_ms: int = 45_000
+    #: ``group.consumer.{min,max}.heartbeat.interval.ms`` and ``group.consumer.{min,max}.session.timeout.ms``:
+    #: the bounds Kafka's ``GroupCoordinatorConfig`` holds the two settings above to (a broker outside
+    #: them does not start)
+    group_consumer_min_heartbeat_interval_ms: int = 5000
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    group_consumer_min_session_timeout_ms: int = 45_000
+    group_consumer_max_session_timeout_ms: int = 60_000
     #: ``auto.leader.rebalance.enable`` and ``leader.imbalance.check.interval.seconds``: how often the
     #: preferred replicas take their leaderships (and group coordinators) back after a broker restart
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_s: int = 300
+    #: kgroup's own: the seed of the controller's ``java.util.Random`` that places new topics' replicas
+    #: (``StripedReplicaPlacer``); Kafka's controller draws one at random, kgroup's repeats run after run
+    replica_placement_seed: int = 0
     cluster_id: str = "kgroup-cluster"
     #: topics created at start: name -> partition count
     topics: tuple[tuple[str, int], ...] = field(default=())
@@ -85,25 +95,63 @@ class BrokerConfig:
             raise KgroupError(f"max_connections: {self.max_connections}; use at least 1")
         if self.num_partitions < 1:
             raise KgroupError(f"num_partitions: {self.num_partitions}; use at least 1")
-        for name in ("group_consumer_heartbeat_interval_ms", "group_consumer_session_timeout_ms"):
-            if getattr(self, name) < 1:
-                kafka_name = name.replace("_", ".")
-                raise KgroupError(f"{kafka_name}: {getattr(self, name)}; use at least 1 (ms)")
-        if self.group_consumer_heartbeat_interval_ms >= self.group_consumer_session_timeout_ms:
-            # Kafka's GroupCoordinatorConfig: "%s must be less than %s"
+        if not -(2**63) <= self.replica_placement_seed < 2**63:
             raise KgroupError(
-                "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms "
-                f"({self.group_consumer_heartbeat_interval_ms} >= {self.group_consumer_session_timeout_ms}); "
-                "lower the interval or raise the timeout"
+                f"replica_placement_seed: {self.replica_placement_seed} does not fit Java's long; "
+                "give a smaller one"
+            )
+        self._check_consumer_group_timing()
+        if self.default_replication_factor > self.brokers:
+            raise KgroupError(
+                f"default_replication_factor: {self.default_replication_factor} is more than the "
+                f"{self.brokers} broker(s); lower it or run more brokers"
             )
         if self.offsets_topic_partitions < 1:
             raise KgroupError(f"offsets_topic_partitions: {self.offsets_topic_partitions}; use at least 1")
+
+    def _check_consumer_group_timing(self) -> None:
+        """Kafka's ``GroupCoordinatorConfig`` checks, in its order and words (then the values and the fix)."""
+        names = (
+            "group_consumer_heartbeat_interval_ms",
+            "group_consumer_session_timeout_ms",
+            "group_consumer_min_heartbeat_interval_ms",
+            "group_consumer_max_heartbeat_interval_ms",
+            "group_consumer_min_session_timeout_ms",
+            "group_consumer_max_session_timeout_ms",
+        )
+        for name in names:
+            if getattr(self, name) < 1:
+                kafka_name = name.replace("_", ".")
+                raise KgroupError(f"{kafka_name}: {getattr(self, name)}; use at least 1 (ms)")
+        hb, session = "heartbeat_interval_ms", "session_timeout_ms"
+        checks = (
+            (f"max_{hb}", ">=", f"min_{hb}", "raise the maximum"),
+            (hb, ">=", f"min_{hb}", "raise the interval or lower the minimum"),
+            (hb, "<=", f"max_{hb}", "lower the interval or raise the maximum"),
+            (f"max_{session}", ">=", f"min_{session}", "raise the maximum"),
+            (session, ">=", f"min_{session}", "raise the timeout or lower the minimum"),
+            (session, "<=", f"max_{session}", "lower the timeout or raise the maximum"),
+            (hb, "<", session, "lower the interval or raise the timeout"),
+        )
+        words = {">=": "greater than or equal to", "<=": "less than or equal to", "<": "less than"}
+        for left, op, right, fix in checks:
+            a = getattr(self, f"group_consumer_{left}")
+            b = getattr(self, f"group_consumer_{right}")
+            if not (a >= b if op == ">=" else a <= b if op == "<=" else a < b):
+                kafka_left = "group.consumer." + _kafka_setting(left)
+                kafka_right = "group.consumer." + _kafka_setting(right)
+                raise KgroupError(f"{kafka_left} must be {words[op]} {kafka_right} ({a} vs {b}); {fix}")
 
     @property
     def replication_factor(self) -> int:
         if self.default_replication_factor > 0:
             return self.default_replication_factor
         return min(self.brokers, 3)
+
+
+def _kafka_setting(name: str) -> str:
+    """``min_heartbeat_interval_ms`` -> ``min.heartbeat.interval.ms`` (Kafka's config names)."""
+    return name.replace("_", ".")
 
 
 def parse_topic_spec(spec: str) -> tuple[str, int]:

@@ -96,11 +96,13 @@ class CoordinatorRuntime:
         self._broker_loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._loading: Future[None] | None = None
+        #: the placement last handed to the host (from the broker's thread)
+        self._placement = placement(cluster)
         self.host = CoordinatorHost(
             config,
             coordinator_log,
             clock_ms=clock_ms,
-            placement=placement(cluster),
+            placement=self._placement,
             off_loop=off_loop,
             checkpoint_min_bytes=checkpoint_min_bytes,
             run_task=self._run_task,
@@ -221,10 +223,12 @@ class CoordinatorRuntime:
             self.host.set_image(image)
         else:
             self._loop.call_soon_threadsafe(self.host.set_image, image)
+        if placement(self._cluster) != self._placement:  # the offsets topic was made: its leaders
+            self.brokers_changed()
 
     def brokers_changed(self) -> None:
         """A broker stopped or started, or a leadership moved: groups follow their offsets partition."""
-        where = placement(self._cluster)
+        where = self._placement = placement(self._cluster)
         if self._loop is None:
             self.host.placement = where
         else:

@@ -8,10 +8,17 @@ import uuid
 from collections import Counter
 from typing import Any
 
-from kgroup.broker.cluster import OFFSETS_TOPIC, TopicInfo, topic_name_error
+from kgroup.broker.cluster import (
+    OFFSETS_TOPIC,
+    ReplicaAssignmentError,
+    TopicInfo,
+    TopicPlacement,
+    topic_name_error,
+)
 from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
 from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
+from kgroup.partitioning.striped import InvalidReplicationFactor
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
 
@@ -91,7 +98,7 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
     cluster = ctx.services.cluster
     partitions = []
     for index, replicas in enumerate(info.replicas):
-        leader = cluster.leader(replicas)
+        leader = cluster.partition_leader(info.name, index)
         live = [r for r in replicas if r in cluster.alive]
         partitions.append(
             {
@@ -187,6 +194,10 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 except LogError as exc:  # the log refused it: answer its error for this topic
                     topics.append(_error_topic(name, exc.error_code))
                     continue
+                except InvalidReplicationFactor as exc:  # the controller refused it: the topic stays unknown
+                    log.warning("cannot auto-create topic %s: %s", name, exc.message)
+                    topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    continue
                 log.info("auto-created topic %s with %d partition(s)", name, services.config.num_partitions)
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             else:
@@ -238,12 +249,13 @@ _PARTITIONS_PER_DELETION_STEP = 500
 
 
 async def _create_paced(
-    ctx: RequestContext, name: str, partitions: int, rf: int, configs: dict[str, str]
+    ctx: RequestContext, name: str, configs: dict[str, str], placement: TopicPlacement
 ) -> TopicInfo:
     """Make the topic's partitions a few at a time, giving other connections a turn in between (a
     10,000-partition topic is 10,000 directories); all or nothing (the log removes a half-made one)."""
     cluster = ctx.services.cluster
-    creation = cluster.logs.begin_topic(name, partitions, configs)
+    partitions = len(placement.replicas)
+    creation = cluster.logs.begin_topic(name, partitions, configs, placement.log_metadata())
     try:
         while not creation.step(_PARTITIONS_PER_STEP):
             await ctx.pacer.pause()
@@ -251,7 +263,7 @@ async def _create_paced(
     except BaseException:
         creation.abort()  # (a no-op once the log aborted it itself)
         raise
-    return cluster.register_topic(name, partitions, rf, configs)
+    return cluster.register_topic(name, placement, configs)
 
 
 @register(ApiKey.CREATE_TOPICS, versions=(2, 7))
@@ -299,6 +311,17 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             results.append(
                 _created(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", None, 0, 0)
             )
+        elif not topic.assignments and rf <= 0:  # (-1 was the default) Kafka checks this first
+            results.append(
+                _created(
+                    name,
+                    ErrorCode.INVALID_REPLICATION_FACTOR,
+                    "Replication factor must be larger than 0, or -1 to use the default value.",
+                    None,
+                    0,
+                    0,
+                )
+            )
         elif partitions <= 0 or partitions > MAX_PARTITIONS_PER_TOPIC:
             results.append(
                 _created(
@@ -312,25 +335,29 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     0,
                 )
             )
-        elif rf <= 0 or rf > len(cluster.alive):
-            results.append(
-                _created(
-                    name,
-                    ErrorCode.INVALID_REPLICATION_FACTOR,
-                    f"Unable to replicate the partition {rf} time(s): The target replication factor of "
-                    f"{rf} cannot be reached because only {len(cluster.alive)} broker(s) are registered.",
-                    None,
-                    0,
-                    0,
-                )
-            )
         else:
             configs = {c.name: c.value for c in topic.configs if c.value is not None}
+            # the controller places the topic (its Random moves on, even to validate only), or takes
+            # the request's own assignment
+            try:
+                if topic.assignments:
+                    placement = cluster.place_manually(
+                        [(int(a.partition_index), [int(b) for b in a.broker_ids]) for a in topic.assignments]
+                    )
+                else:
+                    placement = cluster.place(partitions, rf)
+            except InvalidReplicationFactor as exc:
+                message = f"Unable to replicate the partition {rf} time(s): {exc.message}"
+                results.append(_created(name, ErrorCode.INVALID_REPLICATION_FACTOR, message, None, 0, 0))
+                continue
+            except ReplicaAssignmentError as exc:
+                results.append(_created(name, ErrorCode.INVALID_REPLICA_ASSIGNMENT, exc.message, None, 0, 0))
+                continue
             if request.validate_only:
-                info = TopicInfo(name, uuid.UUID(int=0), ((),) * partitions, configs)
+                info = TopicInfo(name, uuid.UUID(int=0), placement.replicas, configs)
             else:
                 try:
-                    info = await _create_paced(ctx, name, partitions, rf, configs)
+                    info = await _create_paced(ctx, name, configs, placement)
                 except LogError as exc:  # a bad topic config: INVALID_CONFIG and its message
                     results.append(_created(name, exc.error_code, exc.message, None, 0, 0))
                     continue
@@ -471,6 +498,13 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "group.initial.rebalance.delay.ms": str(config.group_initial_rebalance_delay_ms),
                 "group.consumer.heartbeat.interval.ms": str(config.group_consumer_heartbeat_interval_ms),
                 "group.consumer.session.timeout.ms": str(config.group_consumer_session_timeout_ms),
+                **{
+                    f"group.consumer.{bound}.{what}.ms".replace("_", "."): str(
+                        getattr(config, f"group_consumer_{bound}_{what}_ms")
+                    )
+                    for bound in ("min", "max")
+                    for what in ("heartbeat_interval", "session_timeout")
+                },
             }
             overridden = set()
             cluster_defaults = frozenset()

@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 from kgroup.broker.coordinator_host import error_response
 from kgroup.broker.dispatch import LARGE_RESPONSE_ENTRIES, CloseConnection, RequestContext, register
-from kgroup.broker.internal_topic import ensure_offsets_topic
 from kgroup.broker.topic_acls import answer_with_denied_topics, any_topic_denied, split_offset_fetch
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
 from kgroup.group.records.serde import offset_commit_batch_bytes
@@ -133,7 +132,7 @@ def _coordinator_of(ctx: RequestContext, key: str, key_type: int) -> FoundCoordi
     if _group_denied(ctx, AclOperation.DESCRIBE, key):
         return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     services = ctx.services
-    if ensure_offsets_topic(services.cluster):
+    if services.cluster.ensure_offsets_topic():
         # KafkaApis.getCoordinator: the offsets topic is created by the first FindCoordinator that
         # finds none, which is answered COORDINATOR_NOT_AVAILABLE (the client asks again)
         return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))

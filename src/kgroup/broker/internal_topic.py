@@ -22,9 +22,9 @@ What is written (Kafka 4.4's ``GroupCoordinatorRecordHelpers``):
   entered CompletingRebalance), a join phase ending with no member (the group becomes Empty), a static
   member replaced in a Stable group — and the group's tombstone when it is deleted.
 
-The topic is created as Kafka creates it, at the first FindCoordinator for a group (and at the first
-coordinator record, for a group reached without one). kgroup's own, said in ``docs/record.md``: it is
-not compacted, a deleted group gets its
+The topic is created as Kafka creates it, at the first FindCoordinator for a group (and with the first
+coordinator record of a broker whose groups are older than the topic). kgroup's own, said in
+``docs/record.md``: it is not compacted, a deleted group gets its
 ``GroupMetadata`` tombstone but no offset tombstones, and records written while the writer was not
 running (a broker started on an older data directory) are not back-filled.
 """
@@ -64,7 +64,7 @@ from kgroup.group.records.offsets_topic import (
 )
 from kgroup.group.records.serde import encode_record
 
-__all__ = ["OffsetsTopicAppender", "OffsetsTopicRecords", "ensure_offsets_topic", "record_batch"]
+__all__ = ["OffsetsTopicAppender", "OffsetsTopicRecords", "record_batch"]
 
 log = logging.getLogger("kgroup.broker")
 
@@ -196,20 +196,6 @@ class OffsetsTopicRecords:
         return out
 
 
-def ensure_offsets_topic(cluster: Cluster) -> bool:
-    """Create ``__consumer_offsets`` (``offsets.topic.num.partitions``, compacted) unless it exists,
-    as Kafka's first FindCoordinator does; True when it was created now."""
-    if OFFSETS_TOPIC in cluster.topics:
-        return False
-    cluster.create_topic(
-        OFFSETS_TOPIC,
-        cluster.config.offsets_topic_partitions,
-        cluster.config.replication_factor,
-        {"cleanup.policy": "compact"},
-    )
-    return True
-
-
 class OffsetsTopicAppender:
     """Appends the records of :class:`OffsetsTopicRecords` to ``__consumer_offsets``, each group's to
     its partition, one RecordBatch v2 per partition; on the broker's loop (the partitions' logs are
@@ -226,7 +212,7 @@ class OffsetsTopicAppender:
             return
         partitions = self.cluster.config.offsets_topic_partitions
         try:
-            ensure_offsets_topic(self.cluster)
+            self.cluster.ensure_offsets_topic()
             by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
             for group_id, key, value in entries:
                 by_partition.setdefault(coordinator_partition(group_id, partitions), []).append((key, value))

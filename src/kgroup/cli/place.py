@@ -1,5 +1,6 @@
-"""``kgroup place``: replica placement at topic creation (the seeds' rule or Kafka's ``AdminUtils``),
-and ``kgroup place --check PATH`` against Kafka's own answers."""
+"""``kgroup place``: replica placement at topic creation — Kafka 4.4.0's (the KRaft controller's
+``StripedReplicaPlacer``, the default), the ZooKeeper era's ``AdminUtils`` or the seeds' rule — and
+``kgroup place --check PATH`` against Kafka's own answers."""
 
 from __future__ import annotations
 
@@ -13,12 +14,35 @@ import typer
 from kgroup.cli.output import SUMMARY_ROWS
 from kgroup.model import KgroupError
 
-RULES = ("kafka", "seed")
+#: --rule: Kafka 4.4.0's placement (the default), the ZooKeeper era's AdminUtils, the seeds' rule
+RULES = ("kafka", "adminutils", "seed")
+RULE_TITLES = {
+    "kafka": "Kafka 4.4.0 StripedReplicaPlacer",
+    "adminutils": "ZooKeeper-era AdminUtils",
+    "seed": "seeds' rule",
+}
 MAX_MISMATCHES_SHOWN = 10
 JAVA_INT_MAX = 2**31 - 1
 #: the most partitions ``kgroup place`` computes at once: the answer is held in memory (and
 #: printed), ~300 bytes a partition; a million is more than a whole Kafka cluster usually holds
 MAX_PLACE_PARTITIONS = 1_000_000
+
+
+def parse_fenced(fenced: str | None, brokers: list[Any]) -> list[int]:
+    if fenced is None or not fenced.strip():
+        return []
+    ids = {b.id for b in brokers}
+    out: list[int] = []
+    for item in fenced.split(","):
+        try:
+            out.append(int(item.strip()))
+        except ValueError:
+            raise KgroupError(
+                f"--fenced: {item.strip()!r} is not a broker id; give ids from --brokers, e.g. --fenced 3"
+            ) from None
+        if out[-1] not in ids:
+            raise KgroupError(f"--fenced: broker {out[-1]} is not in --brokers; fence only listed brokers")
+    return out
 
 
 def parse_brokers(brokers: str | None, racks: str | None) -> list[Any]:
@@ -65,21 +89,41 @@ def _is_replica_vector(data: dict[str, Any]) -> bool:
     )
 
 
-def _run_vector(path: Path, data: dict[str, Any]) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
-    from kgroup.partitioning.placement import Broker, assign_replicas
+def _run_vector(path: Path, data: dict[str, Any]) -> tuple[Any, Any]:
+    """kgroup's answer and the vector's: placements (partition -> replicas), or Kafka's error text."""
+    from kgroup.partitioning.placement import Broker, assign_replicas, assign_replicas_striped
+    from kgroup.partitioning.striped import InvalidReplicationFactor
 
     try:
         spec = data["input"]
         brokers = [Broker(int(b["id"]), b.get("rack")) for b in spec["brokers"]]
-        expected = {int(k): list(v) for k, v in data["expected"]["assignment"].items()}
-        got = assign_replicas(
-            brokers,
-            int(spec["partitions"]),
-            int(spec["replicationFactor"]),
-            fixed_start_index=int(spec.get("fixedStartIndex", -1)),
-            start_partition_id=int(spec.get("startPartitionId", -1)),
-            rng=random.Random(0),
+        expected_raw = data["expected"]
+        expected: Any = (
+            str(expected_raw["error"])
+            if "error" in expected_raw
+            else {int(k): list(v) for k, v in expected_raw["assignment"].items()}
         )
+        got: Any
+        if data.get("placer") == "striped":
+            try:
+                got = assign_replicas_striped(
+                    brokers,
+                    int(spec["partitions"]),
+                    int(spec["replicationFactor"]),
+                    fenced=[int(b["id"]) for b in spec["brokers"] if b.get("fenced")],
+                    seed=int(spec["seed"]),
+                )
+            except InvalidReplicationFactor as exc:
+                got = f"InvalidReplicationFactorException: {exc.message}"
+        else:
+            got = assign_replicas(
+                brokers,
+                int(spec["partitions"]),
+                int(spec["replicationFactor"]),
+                fixed_start_index=int(spec.get("fixedStartIndex", -1)),
+                start_partition_id=int(spec.get("startPartitionId", -1)),
+                rng=random.Random(0),
+            )
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, KgroupError):
             raise KgroupError(f"{path}: {exc.message}") from None
@@ -105,16 +149,14 @@ def run_check(path: Path, json_output: bool) -> int:
     mismatches: list[dict[str, Any]] = []
     for file, data in vectors:
         got, expected = _run_vector(file, data)
-        if got != expected:
+        if got == expected:
+            continue
+        if isinstance(got, dict) and isinstance(expected, dict):
             first = next(p for p in sorted(set(got) | set(expected)) if got.get(p) != expected.get(p))
-            mismatches.append(
-                {
-                    "file": str(file),
-                    "partition": first,
-                    "expected": expected.get(first),
-                    "got": got.get(first),
-                }
-            )
+            mismatch = {"partition": first, "expected": expected.get(first), "got": got.get(first)}
+        else:  # an error on one side
+            mismatch = {"partition": None, "expected": expected, "got": got}
+        mismatches.append({"file": str(file), **mismatch})
     exact = len(vectors) - len(mismatches)
     if json_output:
         from kgroup.cli.output import emit_json
@@ -122,9 +164,8 @@ def run_check(path: Path, json_output: bool) -> int:
         emit_json({"exact": exact, "total": len(vectors), "mismatches": mismatches})
     else:
         for m in mismatches[:MAX_MISMATCHES_SHOWN]:
-            typer.echo(
-                f"MISMATCH {m['file']}: partition {m['partition']} expected {m['expected']} got {m['got']}"
-            )
+            where = "" if m["partition"] is None else f" partition {m['partition']}"
+            typer.echo(f"MISMATCH {m['file']}:{where} expected {m['expected']} got {m['got']}")
         if len(mismatches) > MAX_MISMATCHES_SHOWN:
             typer.echo(f"... and {len(mismatches) - MAX_MISMATCHES_SHOWN} more mismatches")
         typer.echo(f"{exact}/{len(vectors)} exact")
@@ -141,8 +182,13 @@ def run_place(
     seed: int,
     json_output: bool,
     full: bool = False,
+    fenced: list[int] | None = None,
 ) -> int:
-    from kgroup.partitioning.placement import assign_replicas, assign_replicas_seed_rule
+    from kgroup.partitioning.placement import (
+        assign_replicas,
+        assign_replicas_seed_rule,
+        assign_replicas_striped,
+    )
 
     if partitions > MAX_PLACE_PARTITIONS:
         raise KgroupError(
@@ -158,10 +204,30 @@ def run_place(
             "give a smaller start"
         )
 
+    fenced = fenced or []
+    if rule != "adminutils" and (start_index >= 0 or start_partition_id >= 0):
+        raise KgroupError(
+            "--start-index/--start-partition-id apply to --rule adminutils only (AdminUtils' start index); "
+            "drop them"
+        )
+    if fenced and rule != "kafka":
+        raise KgroupError(
+            f"--fenced: the {RULE_TITLES[rule]} has no fenced brokers; drop --fenced or use --rule kafka"
+        )
     if rule == "seed":
-        if start_index >= 0 or start_partition_id >= 0:
-            raise KgroupError("--start-index/--start-partition-id apply to --rule kafka only; drop them")
         placement = assign_replicas_seed_rule(brokers, partitions, replication_factor)
+    elif rule == "kafka":
+        from kgroup.partitioning.striped import InvalidReplicationFactor
+
+        try:
+            placement = assign_replicas_striped(
+                brokers, partitions, replication_factor, fenced=fenced, seed=seed
+            )
+        except InvalidReplicationFactor as exc:  # Kafka's own words, then kgroup's fix
+            raise KgroupError(
+                f"--replication-factor: {exc.message.rstrip('.')} (Kafka 4.4.0's words); lower the "
+                "replication factor, add brokers or unfence some"
+            ) from None
     else:
         placement = assign_replicas(
             brokers,
@@ -172,7 +238,9 @@ def run_place(
             rng=random.Random(seed),
         )
     racks = {b.id: b.rack for b in brokers}
-    load = {b.id: {"rack": b.rack, "replicas": 0, "leaders": 0} for b in brokers}
+    load: dict[int, dict[str, Any]] = {
+        b.id: {"rack": b.rack, "fenced": b.id in fenced, "replicas": 0, "leaders": 0} for b in brokers
+    }
     for replicas in placement.values():
         load[replicas[0]]["leaders"] += 1
         for broker in replicas:
@@ -183,7 +251,7 @@ def run_place(
         emit_json(
             {
                 "rule": rule,
-                "brokers": [{"id": b.id, "rack": b.rack} for b in brokers],
+                "brokers": [{"id": b.id, "rack": b.rack, "fenced": b.id in fenced} for b in brokers],
                 "partitions": partitions,
                 "replicationFactor": replication_factor,
                 "assignment": {str(p): r for p, r in sorted(placement.items())},
@@ -193,7 +261,7 @@ def run_place(
         return 0
     from kgroup.cli.output import Column, print_table
 
-    title = "seeds' rule" if rule == "seed" else "Kafka AdminUtils"
+    title = RULE_TITLES[rule]
     show_racks = any(r is not None for r in racks.values())
     columns = [Column("partition", right=True), Column("replicas"), Column("leader", right=True)]
     if show_racks:
@@ -212,9 +280,16 @@ def run_place(
         what="partitions",
     )
     per_broker = [Column("broker", right=True)] + ([Column("rack")] if show_racks else [])
+    per_broker += [Column("fenced")] if fenced else []
     per_broker += [Column("replicas", right=True), Column("leaders", right=True)]
     broker_rows = [
-        [str(broker_id), *([str(v["rack"])] if show_racks else []), f"{v['replicas']:,}", f"{v['leaders']:,}"]
+        [
+            str(broker_id),
+            *([str(v["rack"])] if show_racks else []),
+            *(["yes" if v["fenced"] else ""] if fenced else []),
+            f"{v['replicas']:,}",
+            f"{v['leaders']:,}",
+        ]
         for broker_id, v in load.items()
     ]
     print_table("Per broker", per_broker, broker_rows, full=full, what="brokers")
@@ -232,14 +307,24 @@ def register(app: typer.Typer) -> None:
         replication_factor: int | None = typer.Option(
             None, "--replication-factor", "-r", help="Replicas per partition."
         ),
-        rule: str = typer.Option("kafka", "--rule", help="kafka (AdminUtils) or seed (i mod n)."),
+        rule: str = typer.Option(
+            "kafka",
+            "--rule",
+            help="kafka (Kafka 4.4.0's StripedReplicaPlacer), adminutils (the ZooKeeper era's AdminUtils) "
+            "or seed (i mod n).",
+        ),
+        fenced: str | None = typer.Option(
+            None, "--fenced", help="Fenced brokers (--rule kafka): replicas only when needed, never a leader."
+        ),
         start_index: int = typer.Option(
-            -1, "--start-index", help="Kafka's fixedStartIndex; negative = random from --seed."
+            -1, "--start-index", help="AdminUtils' fixedStartIndex (--rule adminutils); negative = random."
         ),
         start_partition_id: int = typer.Option(
-            -1, "--start-partition-id", help="First partition id (Kafka's startPartitionId)."
+            -1, "--start-partition-id", help="First partition id (AdminUtils' startPartitionId)."
         ),
-        seed: int = typer.Option(0, "--seed", help="Seed of the random start index."),
+        seed: int = typer.Option(
+            0, "--seed", help="--rule kafka: the java.util.Random seed; adminutils: of the random start."
+        ),
         check: Path | None = typer.Option(  # noqa: B008
             None, "--check", help="Check replica vectors (a file or a folder) against Kafka's answers."
         ),
@@ -248,7 +333,8 @@ def register(app: typer.Typer) -> None:
             False, "--full", help=f"Print every partition (tables stop at {SUMMARY_ROWS} rows otherwise)."
         ),
     ) -> int:
-        """Place the replicas of a new topic's partitions on brokers, as Kafka does (or the seeds' rule)."""
+        """Place the replicas of a new topic's partitions on brokers, as Kafka 4.4.0's controller does
+        (or the ZooKeeper era's AdminUtils, or the seeds' rule)."""
         if check is not None:
             if brokers is not None or partitions is not None or replication_factor is not None:
                 raise KgroupError("--check takes no --brokers/--partitions/--replication-factor; drop them")
@@ -257,7 +343,10 @@ def register(app: typer.Typer) -> None:
             raise KgroupError(f"--rule: {rule!r} is not one of {', '.join(RULES)}")
         if rule == "seed" and racks is not None:
             raise KgroupError("--racks: the seeds' rule ignores racks; drop --racks or use --rule kafka")
+        if not -(2**63) <= seed < 2**63:
+            raise KgroupError(f"--seed: {seed} does not fit Java's long; give a smaller seed")
         broker_list = parse_brokers(brokers, racks)
+        fenced_ids = parse_fenced(fenced, broker_list)
         if partitions is None:
             raise KgroupError("--partitions: missing; give the number of partitions, e.g. --partitions 6")
         if replication_factor is None:
@@ -272,4 +361,5 @@ def register(app: typer.Typer) -> None:
             seed,
             json_output,
             full,
+            fenced_ids,
         )

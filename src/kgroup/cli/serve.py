@@ -62,6 +62,22 @@ def register(app: typer.Typer) -> None:
             "--group-consumer-session-timeout-ms",
             help="group.consumer.session.timeout.ms: a silent consumer-protocol member is fenced after it.",
         ),
+        consumer_min_heartbeat_interval_ms: int = typer.Option(
+            5000,
+            "--group-consumer-min-heartbeat-interval-ms",
+            help="group.consumer.min.heartbeat.interval.ms.",
+        ),
+        consumer_max_heartbeat_interval_ms: int = typer.Option(
+            15_000,
+            "--group-consumer-max-heartbeat-interval-ms",
+            help="group.consumer.max.heartbeat.interval.ms.",
+        ),
+        consumer_min_session_timeout_ms: int = typer.Option(
+            45_000, "--group-consumer-min-session-timeout-ms", help="group.consumer.min.session.timeout.ms."
+        ),
+        consumer_max_session_timeout_ms: int = typer.Option(
+            60_000, "--group-consumer-max-session-timeout-ms", help="group.consumer.max.session.timeout.ms."
+        ),
         leader_imbalance_check_interval_s: int = typer.Option(
             300,
             "--leader-imbalance-check-interval-seconds",
@@ -70,6 +86,12 @@ def register(app: typer.Typer) -> None:
         ),
         auto_leader_rebalance: bool = typer.Option(
             True, "--auto-leader-rebalance/--no-auto-leader-rebalance", help="auto.leader.rebalance.enable."
+        ),
+        replica_placement_seed: int = typer.Option(
+            0,
+            "--replica-placement-seed",
+            help="Seed of the java.util.Random that Kafka 4.4.0's StripedReplicaPlacer places new topics' "
+            "replicas with (Kafka's controller draws one at random).",
         ),
         max_open_files: int = typer.Option(
             256, "--max-open-files", help="Segment files open at once (kgroup's limit; see docs/broker.md)."
@@ -188,8 +210,13 @@ def register(app: typer.Typer) -> None:
                 num_partitions=num_partitions,
                 group_consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
                 group_consumer_session_timeout_ms=consumer_session_timeout_ms,
+                group_consumer_min_heartbeat_interval_ms=consumer_min_heartbeat_interval_ms,
+                group_consumer_max_heartbeat_interval_ms=consumer_max_heartbeat_interval_ms,
+                group_consumer_min_session_timeout_ms=consumer_min_session_timeout_ms,
+                group_consumer_max_session_timeout_ms=consumer_max_session_timeout_ms,
                 auto_leader_rebalance_enable=auto_leader_rebalance,
                 leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
+                replica_placement_seed=replica_placement_seed,
                 topics=topics,
                 security=security,
             )

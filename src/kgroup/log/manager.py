@@ -5,7 +5,9 @@ Layout (see ``docs/log.md``)::
     <data dir>/
       .lock                          flock'ed while a LogManager has the directory open
       .kgroup-clean-shutdown         written by close(); absent after a crash -> full tail recovery
-      meta/topics/<topic>.json       name, partition count, configs (written: temp, fsync, rename)
+      meta/topics/<topic>.json       name, partition count, configs, and what the broker's controller
+                                     keeps with the topic (its id and replicas: "metadata") (written:
+                                     temp, fsync, rename)
       <topic>-<partition>/           Kafka's partition directory: <base offset>.log/.index/.timeindex
       coordinator/<name>.log         the coordinator's record logs
 
@@ -22,8 +24,9 @@ import re
 import secrets
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kgroup.log.batch import TimestampBounds
 from kgroup.log.coordinator import CoordinatorLog
@@ -188,6 +191,8 @@ class _Topic:
     partitions: list[PartitionLog]
     configs: dict[str, str]
     settings: PartitionSettings
+    #: the broker's own record of the topic, kept with it (opaque here; ``{}`` for a topic made before)
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 class PendingFlush:
@@ -272,6 +277,7 @@ class LogManager:
             try:
                 meta = json.loads(path.read_text())
                 name, count, configs = meta["name"], int(meta["partitions"]), dict(meta["configs"])
+                metadata = dict(meta.get("metadata") or {})
             except (ValueError, KeyError, TypeError) as error:
                 raise KgroupError(
                     f"data dir {self.data_dir}: topic metadata {path} is unreadable ({error}); "
@@ -287,7 +293,7 @@ class LogManager:
                 )
                 for number in range(count)
             ]
-            self._topics[name] = _Topic(partitions, configs, settings)
+            self._topics[name] = _Topic(partitions, configs, settings, metadata)
         for path in self.data_dir.iterdir():
             match = _PARTITION_DIR.fullmatch(path.name)
             if not path.is_dir() or match is None or path.name in (META_DIR, COORDINATOR_DIR):
@@ -318,18 +324,29 @@ class LogManager:
 
     # -- topics --------------------------------------------------------------------------------
 
-    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> None:
-        """Create a topic of ``partitions`` empty partitions; persisted before this returns.
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Create a topic of ``partitions`` empty partitions; persisted before this returns, with
+        ``metadata`` (JSON-able; the broker's record of the topic, given back by :meth:`topic_metadata`).
 
         All or nothing: a failure part of the way (a full disk) removes what was made and raises
         :class:`LogStorageError`.
         """
-        creation = self.begin_topic(name, partitions, configs)
+        creation = self.begin_topic(name, partitions, configs, metadata)
         creation.step(partitions)
         creation.finish()
 
     def begin_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> TopicCreation:
         """Start creating a topic a few partitions at a time (:class:`TopicCreation`): the name is
         checked and reserved now; the topic exists once :meth:`TopicCreation.finish` returns."""
@@ -344,7 +361,9 @@ class LogManager:
         topic_configs = dict(configs or {})
         _validate_topic_configs(topic_configs)
         self._creating.add(name)
-        return TopicCreation(self, name, partitions, topic_configs, self._settings(topic_configs))
+        return TopicCreation(
+            self, name, partitions, topic_configs, self._settings(topic_configs), dict(metadata or {})
+        )
 
     def delete_topic(self, name: str, *, remove: Callable[[list[Path]], None] | None = None) -> None:
         """Delete a topic and its data at once (:meth:`begin_deletion`, every step, then the renamed
@@ -388,7 +407,7 @@ class LogManager:
         numbers = range(current, total)
         new = self._new_partitions(name, numbers, topic.settings)
         try:
-            self._write_meta(name, total, topic.configs)
+            self._write_meta(name, total, topic.configs, topic.metadata)
         except OSError as error:
             self._discard(name, new, numbers)
             raise LogStorageError(f"cannot add partitions to topic '{name}': {error}") from None
@@ -401,6 +420,10 @@ class LogManager:
     def topic_configs(self, name: str) -> dict[str, str]:
         """The configs the topic was created with (not the defaults)."""
         return dict(self._topic(name).configs)
+
+    def topic_metadata(self, name: str) -> dict[str, Any]:
+        """What the topic was created with as ``metadata`` (``{}`` when nothing, or made before)."""
+        return dict(self._topic(name).metadata)
 
     def partition(self, topic: str, partition: int) -> PartitionLog:
         logs = self._topic(topic).partitions
@@ -435,8 +458,17 @@ class LogManager:
         for number in numbers:
             shutil.rmtree(self.data_dir / f"{name}-{number}", ignore_errors=True)
 
-    def _write_meta(self, name: str, partitions: int, configs: Mapping[str, str]) -> None:
-        meta = {"version": 1, "name": name, "partitions": partitions, "configs": dict(configs)}
+    def _write_meta(
+        self, name: str, partitions: int, configs: Mapping[str, str], metadata: Mapping[str, Any]
+    ) -> None:
+        meta: dict[str, Any] = {
+            "version": 1,
+            "name": name,
+            "partitions": partitions,
+            "configs": dict(configs),
+        }
+        if metadata:
+            meta["metadata"] = dict(metadata)
         _write_atomically(self._meta_dir / f"{name}.json", json.dumps(meta, sort_keys=True).encode())
         _sync_directory(self.data_dir)  # the new partition directories
 
@@ -561,12 +593,14 @@ class TopicCreation:
         partitions: int,
         configs: dict[str, str],
         settings: PartitionSettings,
+        metadata: dict[str, Any],
     ) -> None:
         self._manager = manager
         self.name = name
         self.partitions = partitions
         self._configs = configs
         self._settings = settings
+        self._metadata = metadata
         self._logs: list[PartitionLog] = []
         self._ended = False
 
@@ -592,12 +626,12 @@ class TopicCreation:
             raise RuntimeError(f"topic '{self.name}': finish() before every partition was made")
         manager = self._manager
         try:
-            manager._write_meta(self.name, self.partitions, self._configs)
+            manager._write_meta(self.name, self.partitions, self._configs, self._metadata)
         except OSError as error:
             (manager._meta_dir / f"{self.name}.json").unlink(missing_ok=True)
             self.abort()
             raise LogStorageError(f"cannot create topic '{self.name}': {error}") from None
-        manager._topics[self.name] = _Topic(self._logs, self._configs, self._settings)
+        manager._topics[self.name] = _Topic(self._logs, self._configs, self._settings, self._metadata)
         manager._creating.discard(self.name)
         self._ended = True
 

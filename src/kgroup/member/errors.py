@@ -53,6 +53,7 @@ EXCEPTION_NAME: dict[ErrorCode, str] = {
     ErrorCode.TOPIC_ALREADY_EXISTS: "TopicExistsException",
     ErrorCode.INVALID_PARTITIONS: "InvalidPartitionsException",
     ErrorCode.INVALID_REPLICATION_FACTOR: "InvalidReplicationFactorException",
+    ErrorCode.INVALID_REPLICA_ASSIGNMENT: "InvalidReplicaAssignmentException",
     ErrorCode.INVALID_REQUEST: "InvalidRequestException",
     ErrorCode.NON_EMPTY_GROUP: "GroupNotEmptyException",
     ErrorCode.GROUP_ID_NOT_FOUND: "GroupIdNotFoundException",

@@ -1,14 +1,18 @@
-"""Replica placement at topic creation: the seeds' simple rule and Kafka's ``AdminUtils`` rule.
+"""Replica placement at topic creation: Kafka 4.4.0's rule, the ZooKeeper era's, and the seeds'.
 
+* :func:`assign_replicas_striped` — Kafka 4.4.0's: a KRaft controller's ``StripedReplicaPlacer``
+  (:mod:`kgroup.partitioning.striped`) with a seeded ``java.util.Random``: racks striped, fenced
+  brokers last.
+* :func:`assign_replicas` — the ZooKeeper era's ``AdminUtils.assignReplicasToBrokers``
+  (``org.apache.kafka.admin.AdminUtils`` in Kafka 4.0's ``server-common``, the same algorithm as the
+  old Scala ``kafka.admin.AdminUtils``; Kafka 4.4.0 no longer has it): rack-unaware round robin from a
+  start index with an increasing follower shift, or, when every broker has a rack, the same over a
+  rack-alternated broker list with followers steered onto racks not yet used.
 * :func:`assign_replicas_seed_rule` — the rule the seed articles describe: sort the brokers, partition
   ``i`` leads on broker ``i mod n`` and its replica ``j`` sits on broker ``(i + j) mod n``.
-* :func:`assign_replicas` — ``org.apache.kafka.admin.AdminUtils.assignReplicasToBrokers`` (Kafka 4.0,
-  ``server-common``; the same algorithm as the old Scala ``kafka.admin.AdminUtils``): rack-unaware
-  round robin from a start index with an increasing follower shift, or, when every broker has a rack,
-  the same over a rack-alternated broker list with followers steered onto racks not yet used.
 
-Pure: the random start index Kafka draws when ``fixed_start_index < 0`` comes from an injected
-:class:`Random`.
+Pure: every random draw comes from an injected generator (a seeded :class:`JavaRandom` for Kafka
+4.4.0's rule, a :class:`Random` for ``AdminUtils``' start index).
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from random import Random
 
-from kgroup.javacompat import java_string_key
+from kgroup.javacompat import JavaRandom, java_string_key
 from kgroup.model import KgroupError
+from kgroup.partitioning.striped import StripedReplicaPlacer, UsableBroker, controller_broker_order
 
 __all__ = [
     "Broker",
     "Placement",
     "assign_replicas",
     "assign_replicas_seed_rule",
+    "assign_replicas_striped",
     "rack_alternated_brokers",
 ]
 
@@ -92,6 +98,45 @@ def assign_replicas_seed_rule(
     ids = sorted(b.id for b in broker_list)
     n = len(ids)
     return {i: [ids[(i + j) % n] for j in range(replication_factor)] for i in range(partitions)}
+
+
+def assign_replicas_striped(
+    brokers: Iterable[Broker | int],
+    partitions: int,
+    replication_factor: int,
+    *,
+    fenced: Iterable[int] = (),
+    seed: int = 0,
+    random: JavaRandom | None = None,
+) -> Placement:
+    """Kafka 4.4.0's placement of a new topic: ``StripedReplicaPlacer.place`` as a KRaft controller
+    calls it, with a ``java.util.Random(seed)`` (or the given ``random``, to go on from earlier topics as
+    a controller's one generator does).
+
+    ``brokers`` are taken in the order they registered with the controller (its ``ClusterDescriber``
+    lists them in ``HashMap`` order: ascending ids for small clusters); a broker without a rack is in
+    the "no rack" rack, which may sit beside named ones. ``fenced`` brokers get replicas only when the
+    unfenced ones do not suffice, and never a leader. Kafka's controller draws its seed at random
+    (``new Random()``); a seed here makes the answer repeatable.
+
+    Raises :class:`KgroupError` for no brokers, duplicate ids, ``partitions <= 0``, a fenced id that is
+    not a broker, and (:class:`~kgroup.partitioning.striped.InvalidReplicationFactor`, Kafka's message)
+    a replication factor that is not positive or above the broker count, or every broker fenced.
+    """
+    broker_list = _brokers(brokers)
+    if not broker_list:
+        raise KgroupError("brokers: none given; list at least one broker id")
+    if partitions <= 0:
+        raise KgroupError(f"partitions: {partitions}; the number of partitions must be larger than 0")
+    if partitions > JAVA_INT_MAX:
+        raise KgroupError(f"partitions: {partitions} does not fit Java's int; give at most {JAVA_INT_MAX:,}")
+    fenced_ids = set(fenced)
+    unknown = sorted(fenced_ids - {b.id for b in broker_list})
+    if unknown:
+        raise KgroupError(f"fenced: broker {unknown[0]} is not one of the brokers; fence only listed brokers")
+    usable = controller_broker_order(UsableBroker(b.id, b.rack, b.id in fenced_ids) for b in broker_list)
+    placer = StripedReplicaPlacer(JavaRandom(seed) if random is None else random)
+    return dict(enumerate(placer.place(usable, partitions, replication_factor)))
 
 
 def _replica_index(first_replica_index: int, second_replica_shift: int, replica_index: int, n: int) -> int:

@@ -77,11 +77,15 @@ class TopicState:
     * ``queue_sizes`` — batches queued per partition (one entry per partition), or ``None`` while the
       producer has not yet created a batch queue for every partition (Kafka's adaptive logic waits
       for that).
+    * ``order`` — the order in which the producer's ``Cluster`` lists the partitions, ``None`` for
+      ascending. A Java producer's is not ascending (:mod:`kgroup.partitioning.client_order`):
+      ``ClusterView.single(..., java_client_order=True)`` gives it.
     """
 
     num_partitions: int
     leaders: tuple[int | None, ...] | None = None
     queue_sizes: tuple[int, ...] | None = None
+    order: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.num_partitions < 1:
@@ -95,16 +99,23 @@ class TopicState:
                 f"queue_sizes: {len(self.queue_sizes)} entries; "
                 f"give one per partition ({self.num_partitions})"
             )
+        if self.order is not None and sorted(self.order) != list(range(self.num_partitions)):
+            raise KgroupError(
+                f"order: not the partitions 0..{self.num_partitions - 1} each once; list every partition once"
+            )
 
     def leader(self, partition: int) -> int | None:
         return partition if self.leaders is None else self.leaders[partition]
 
     @property
     def available_partitions(self) -> tuple[int, ...]:
-        """Partitions with a leader, ascending (Kafka's ``Cluster.availablePartitionsForTopic``)."""
+        """Partitions with a leader, in the producer's order (Kafka's
+        ``Cluster.availablePartitionsForTopic``): :attr:`order`, or ascending."""
+        listed = range(self.num_partitions) if self.order is None else self.order
         if self.leaders is None:
-            return tuple(range(self.num_partitions))
-        return tuple(p for p, leader in enumerate(self.leaders) if leader is not None)
+            return tuple(listed)
+        leaders = self.leaders
+        return tuple(p for p in listed if leaders[p] is not None)
 
     @classmethod
     def with_available(cls, num_partitions: int, available: list[int] | tuple[int, ...]) -> TopicState:
@@ -132,15 +143,24 @@ class ClusterView:
         available: list[int] | tuple[int, ...] | None = None,
         queue_sizes: tuple[int, ...] | None = None,
         node_latency: Mapping[int, NodeLatency] | None = None,
+        java_client_order: bool = False,
     ) -> ClusterView:
-        """A cluster with one topic; ``available`` lists the partitions that have a leader (all if None)."""
+        """A cluster with one topic; ``available`` lists the partitions that have a leader (all if None).
+        ``java_client_order``: listed as a Java producer lists them after its first Metadata answer
+        for the topic (where its ``RoundRobinPartitioner`` starts), not ascending."""
         state = (
             TopicState(num_partitions)
             if available is None
             else TopicState.with_available(num_partitions, available)
         )
-        if queue_sizes is not None:
-            state = TopicState(state.num_partitions, state.leaders, tuple(queue_sizes))
+        order = None
+        if java_client_order:
+            from kgroup.partitioning.client_order import java_client_partition_order
+
+            order = java_client_partition_order(topic, num_partitions)
+        if queue_sizes is not None or order is not None:
+            sizes = None if queue_sizes is None else tuple(queue_sizes)
+            state = TopicState(state.num_partitions, state.leaders, sizes, order)
         return cls({topic: state}, dict(node_latency or {}))
 
     def topic(self, name: str) -> TopicState:

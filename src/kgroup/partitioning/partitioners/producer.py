@@ -103,7 +103,7 @@ class ProducerModel:
                 if len(queues) >= state.num_partitions
                 else None
             )
-            topics[name] = TopicState(state.num_partitions, state.leaders, sizes)
+            topics[name] = TopicState(state.num_partitions, state.leaders, sizes, state.order)
         return ClusterView(topics, self._cluster.node_latency)
 
     def set_cluster(self, cluster: ClusterView) -> None:

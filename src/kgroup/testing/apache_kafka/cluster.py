@@ -459,7 +459,10 @@ class ApacheKafka:
                 ) from None
             if process.returncode != 0:
                 text = output.decode(errors="replace").strip().splitlines()
-                last = next((line for line in reversed(text) if "SLF4J" not in line), "no output")
+                # the exception's own line says why (a refused setting, …), not the stack under it
+                said = [line for line in text if "SLF4J" not in line and not line.lstrip().startswith("at ")]
+                thrown = [line for line in said if "Exception" in line or "Error" in line]
+                last = (thrown or said or ["no output"])[-1]
                 raise KgroupError(
                     f"Apache Kafka's StorageTool could not format node {node.node_id}: {last[:300]}"
                 )

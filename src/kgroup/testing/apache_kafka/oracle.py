@@ -23,6 +23,11 @@ first use against the pinned release's jars) and answers batches of requests, on
   from given bytes;
 * :meth:`~KafkaOracle.topic_regexes` — the KIP-848 coordinator's subscribed-topic regexes: its own
   validation (the INVALID_REGULAR_EXPRESSION message) and RE2/J's matching of topic names;
+* :meth:`~KafkaOracle.striped_place` — a KRaft controller's ``StripedReplicaPlacer`` with a seeded
+  ``java.util.Random``, placing topics in turn over brokers as the controller's
+  ``BrokerHeartbeatManager`` lists them;
+* :meth:`~KafkaOracle.client_partition_order` — the order in which a Java producer's ``Cluster`` lists
+  a topic's partitions after given Metadata answers (its ``ProducerMetadata`` merging them);
 * :meth:`~KafkaOracle.has_class` — whether the release has a class at all.
 
     >>> with KafkaOracle() as kafka:  # doctest: +SKIP
@@ -61,6 +66,7 @@ from kgroup.group.assignors import (
 from kgroup.javacompat import java_string_key
 from kgroup.javatools import CompileFailed, JavaToolMissing, cache_root, compile_jar
 from kgroup.model import Assignment, KgroupError, TopicPartition
+from kgroup.partitioning.striped import UsableBroker
 from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, KafkaUnavailable, kafka_libs
 
 __all__ = [
@@ -72,6 +78,7 @@ __all__ = [
     "OracleAnswer",
     "OracleDied",
     "OracleError",
+    "PlacedTopics",
     "Produced",
     "RegexAnswer",
     "ServerAnswer",
@@ -90,7 +97,14 @@ SERVER_ASSIGNORS = ("uniform", "range")
 START_TIMEOUT_S = 60.0
 #: one batch; a few thousand small groups take well under a second once the JIT is warm
 CALL_TIMEOUT_S = 120.0
-_SOURCES = ("AssignorOracle.java", "ServerAssignors.java", "CoordinatorRecords.java", "TopicRegexes.java")
+_SOURCES = (
+    "AssignorOracle.java",
+    "ServerAssignors.java",
+    "CoordinatorRecords.java",
+    "TopicRegexes.java",
+    "ReplicaPlacement.java",
+    "ClientMetadata.java",
+)
 _JVM_OPTIONS = ("-XX:+UseSerialGC", "-Xss4m", "-Djava.awt.headless=true")
 
 
@@ -125,10 +139,20 @@ class Murmur2Answer:
 @dataclass(frozen=True, slots=True)
 class Produced:
     """Where a real ``KafkaProducer`` put each record, and the order in which its metadata listed the
-    topic's partitions (the broker's order: ``availablePartitionsForTopic`` keeps it)."""
+    topic's partitions (the client's own order, not the broker's: ``kgroup.partitioning.client_order``)."""
 
     partitions: tuple[int, ...]
     metadata_order: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PlacedTopics:
+    """A controller's placer on topics in turn: the brokers in the order its ``ClusterDescriber`` gave
+    them, and per topic the replicas of each partition or the exception (``"InvalidReplicationFactorException:
+    …"``)."""
+
+    usable: tuple[int, ...]
+    topics: tuple[list[list[int]] | str, ...]
 
 
 #: one member's partitions per topic, in the order a target-assignment record (or Kafka's maps) lists them
@@ -570,6 +594,63 @@ class KafkaOracle:
                 )
             )
         return out
+
+    def striped_place(
+        self, brokers: Sequence[UsableBroker], topics: Sequence[tuple[int, int]], seed: int
+    ) -> PlacedTopics:
+        """``StripedReplicaPlacer(new Random(seed))`` placing ``topics`` (partitions, replication factor)
+        one after the other; ``brokers`` register with a fresh ``BrokerHeartbeatManager`` in this order
+        (fenced or not) and its ``usableBrokers()`` is the describer."""
+        return self.striped_place_many([(brokers, topics, seed)])[0]
+
+    def striped_place_many(
+        self, cases: Sequence[tuple[Sequence[UsableBroker], Sequence[tuple[int, int]], int]]
+    ) -> list[PlacedTopics]:
+        """:meth:`striped_place` for many clusters in one round trip, each with its own controller."""
+        batch = [
+            {
+                "seed": seed,
+                "brokers": [{"id": b.id, "rack": b.rack, "fenced": b.fenced} for b in brokers],
+                "topics": [{"partitions": p, "replicationFactor": rf} for p, rf in topics],
+            }
+            for brokers, topics, seed in cases
+        ]
+        out = []
+        for answer in self._call("striped-place", batch):
+            raw = _no_error(answer)
+            placed: list[list[list[int]] | str] = [
+                str(t["error"]) if "error" in t else [[int(b) for b in r] for r in t["assignment"]]
+                for t in raw["topics"]
+            ]
+            out.append(PlacedTopics(tuple(int(b) for b in raw["usable"]), tuple(placed)))
+        return out
+
+    def client_partition_order(
+        self,
+        updates: Sequence[tuple[bool, Sequence[tuple[str, Sequence[int], Sequence[int]]]]],
+        topics: Sequence[str],
+    ) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+        """A fresh ``ProducerMetadata`` given Metadata answers in turn — each (partial, [(topic, its
+        partitions in the answer's order, the leaderless ones)]) — then, per asked topic,
+        ``Cluster.partitionsForTopic`` and ``availablePartitionsForTopic`` as partition ids in order."""
+        item = {
+            "updates": [
+                {
+                    "partial": partial,
+                    "topics": [
+                        {"name": name, "partitions": list(parts), "leaderless": list(leaderless)}
+                        for name, parts, leaderless in listed
+                    ],
+                }
+                for partial, listed in updates
+            ],
+            "topics": list(topics),
+        }
+        raw = _no_error(self._call("client-partition-order", [item])[0])
+        return {
+            t: (tuple(int(p) for p in raw["all"][t]), tuple(int(p) for p in raw["available"][t]))
+            for t in topics
+        }
 
     def has_class(self, name: str) -> bool:
         """Whether the release has class ``name`` (e.g. to see what moved or was removed)."""

@@ -24,6 +24,13 @@
 //                  cluster; the answer is the partition each record went to (RecordMetadata.partition)
 //                  and the order in which the producer's metadata lists the topic's partitions
 //   has-class      {"name": "..."} -> {"present": true|false}
+//   striped-place  {"seed": S, "brokers": [{"id", "rack", "fenced"}], "topics": [{"partitions", "replicationFactor"}]}
+//                  -> {"usable": [...], "topics": [{"assignment": [[...], ...]} | {"error": "..."}]}
+//                  a KRaft controller's StripedReplicaPlacer with java.util.Random(S), the brokers as its
+//                  BrokerHeartbeatManager lists them (ReplicaPlacement.java)
+//   client-partition-order  {"updates": [{"partial", "topics": [{"name", "partitions", "leaderless"}]}],
+//                  "topics": [...]} -> {"all": {...}, "available": {...}}: the order in which a producer's
+//                  Cluster lists partitions after those Metadata answers (ClientMetadata.java)
 //   record-bytes   {"type": 3, "key": {...}, "value": {...}|null} -> {"key": "<hex>", "value": "<hex>"|null}
 //   record-read    {"key": "<hex>", "value": "<hex>"|null} -> {"type", "key", "value", "valueVersion"}
 //                  the coordinator's __consumer_offsets records through GroupCoordinatorRecordSerde, built
@@ -148,6 +155,10 @@ public final class AssignorOracle {
                     return produce(item);
                 case "has-class":
                     return hasClass(item.path("name").asText());
+                case "striped-place":
+                    return ReplicaPlacement.place(item);
+                case "client-partition-order":
+                    return ClientMetadata.order(item);
                 case "record-bytes":
                     return CoordinatorRecords.bytes(item);
                 case "record-read":
