@@ -324,14 +324,14 @@ class Cluster:
         return tuple(self._leader((OFFSETS_TOPIC, index), r) for index, r in enumerate(replicas))
 
     def coordinator_for(self, key: str) -> int:
-        """The leader of ``abs(hashCode(key)) % offsets.topic.num.partitions`` of the offsets topic,
-        -1 before the topic is made (as in Kafka, where only FindCoordinator makes it: a group request
-        sent before is NOT_COORDINATOR)."""
-        info = self.topics.get(OFFSETS_TOPIC)
-        if info is None:
-            return -1
-        index = coordinator_partition(key, info.partitions)
-        return self._leader((OFFSETS_TOPIC, index), info.replicas[index])
+        """The leader of ``abs(hashCode(key)) % offsets.topic.num.partitions`` of the offsets topic.
+        A group request that comes before any FindCoordinator makes the topic (Kafka answers it
+        NOT_COORDINATOR; kgroup serves it: docs/apache-kafka.md)."""
+        if OFFSETS_TOPIC not in self.topics:
+            self.ensure_offsets_topic()
+        placement = self._offsets_placement()
+        index = coordinator_partition(key, len(placement))
+        return self._leader((OFFSETS_TOPIC, index), placement[index])
 
     def ensure_offsets_topic(self) -> bool:
         """Make ``__consumer_offsets`` unless it exists, as Kafka's first FindCoordinator for a group
