@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,9 +25,13 @@ def _advertised(bootstrap: str, group: str) -> tuple[list[str], str]:
             12,
             {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
         )["brokers"]
-        (found,) = raw.call("FindCoordinator", 4, {"key_type": 0, "coordinator_keys": [group]})[
-            "coordinators"
-        ]
+        for _ in range(50):  # the first FindCoordinator makes the offsets topic and is asked again
+            (found,) = raw.call("FindCoordinator", 4, {"key_type": 0, "coordinator_keys": [group]})[
+                "coordinators"
+            ]
+            if found["error_code"] != 15:  # COORDINATOR_NOT_AVAILABLE
+                break
+            time.sleep(0.1)
     assert found["error_code"] == 0, found
     return sorted(f"{b['host']}:{b['port']}" for b in brokers), f"{found['host']}:{found['port']}"
 

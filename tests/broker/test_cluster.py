@@ -43,6 +43,8 @@ def test_leaders_replicas_and_coordinators_follow_placement() -> None:
             (topic,) = metadata.topics
             assert [list(p.replica_nodes) for p in topic.partitions] == events
             assert [p.leader_id for p in topic.partitions] == [r[0] for r in events]
+            first = client.request(FindCoordinatorRequest(key=GROUP, key_type=0))
+            assert first.error_code == ErrorCode.coordinator_not_available  # it made the offsets topic
             found = client.request(FindCoordinatorRequest(key=GROUP, key_type=0))
         expected = offsets[coordinator_partition(GROUP, 50)][0]  # leader of the offsets-topic partition
         assert found.node_id == expected

@@ -37,6 +37,7 @@ from kgroup.broker.config import BrokerConfig
 from kgroup.broker.logapi import LogManagerLike, PartitionLogLike, TopicDeletionLike
 from kgroup.group.discovery import coordinator_partition
 from kgroup.javacompat import JavaRandom
+from kgroup.log.manager import remove_directories
 from kgroup.model import KgroupError
 from kgroup.partitioning.placement import assign_replicas_seed_rule
 from kgroup.partitioning.striped import StripedReplicaPlacer, UsableBroker, controller_broker_order
@@ -371,9 +372,15 @@ class Cluster:
         self._topics_changed()
         return info
 
-    def delete_topic(self, name: str) -> TopicDeletionLike:
+    def delete_topic(self, name: str) -> None:
+        """Delete the topic and its data at once."""
+        deletion = self.begin_deletion(name)
+        deletion.step(deletion.partitions)
+        remove_directories(deletion.finish())
+
+    def begin_deletion(self, name: str) -> TopicDeletionLike:
         """Delete the topic: gone from the cluster now; the caller steps its partitions' deletion
-        (closed and renamed a few at a time) and removes the renamed directories."""
+        (closed and renamed a few at a time: DeleteTopics) and removes the renamed directories."""
         deletion = self.logs.begin_deletion(name)
         for key in [k for k in self._moved if k[0] == name]:  # a topic made again starts afresh
             del self._moved[key]

@@ -407,7 +407,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 }
             )
             continue
-        deletion = cluster.delete_topic(info.name)
+        deletion = cluster.begin_deletion(info.name)
         # its directories renamed 500 at a time, other connections served in between; removed in a
         # thread (Kafka renames a deleted log and removes it in the background)
         while not deletion.step(_PARTITIONS_PER_DELETION_STEP):
