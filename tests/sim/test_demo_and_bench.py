@@ -44,7 +44,9 @@ def test_rebalance_stage_renders_a_comparison_and_two_timelines() -> None:
     assert any(isinstance(b, Table) for b in sections[0].blocks)
     events = [b for b in sections[1].blocks if isinstance(b, Table)]
     assert events and events[0].rows == (("20 s", "restart c1, 2 s down"),)
-    assert all(isinstance(s.blocks[0], Image) for s in sections[2:])
+    # each timeline: a pointer to the interactive page beside the report, then the chart
+    assert all("timelines.html" in s.blocks[0].text and isinstance(s.blocks[1], Image) for s in sections[2:])
+    assert set(result.report_attachments()) == {"timelines.html"}
     report = Report(title="demo")
     report.extend(sections)
     assert "Rebalances compared" in report.to_html()
