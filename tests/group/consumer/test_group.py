@@ -3,7 +3,11 @@ preferred server assignor, as :class:`ConsumerGroupData` keeps them while it rep
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kgroup.group.assignors.api import SubscriptionType
 from kgroup.group.consumer.group import (
@@ -219,3 +223,22 @@ def test_static_members_by_instance_id() -> None:
     remove(group, "member")
     assert group.static_member("instance") is None
     assert not group.has_static_member("instance")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.frozensets(st.sampled_from("abcdefgh"), max_size=6)), max_size=30
+    )
+)
+def test_topic_counts_follow_members_subscriptions(changes: list[tuple[int, frozenset[str]]]) -> None:
+    """TopicCounts.change_names, in bulk or name by name, counts what members subscribe to: the
+    same counts as counting every member's names afresh, and ``shared`` the names counted twice."""
+    counts = TopicCounts()
+    members: dict[int, frozenset[str]] = {}
+    for member, names in changes:
+        counts.change_names(members.get(member, frozenset()), names)
+        members[member] = names
+        expected = Counter(name for subscribed in members.values() for name in subscribed)
+        assert counts.by_name == dict(expected)
+        assert counts.shared == {name for name, n in expected.items() if n > 1}

@@ -60,28 +60,34 @@ class TopicCounts:
 
     by_name: dict[str, int] = field(default_factory=dict)
     by_regex: dict[str, int] = field(default_factory=dict)
+    #: the names more than one member subscribes to by name (usually few: the rest change in bulk)
+    shared: set[str] = field(default_factory=set)
 
     def copy(self) -> TopicCounts:
-        return TopicCounts(dict(self.by_name), dict(self.by_regex))
+        return TopicCounts(dict(self.by_name), dict(self.by_regex), set(self.shared))
 
     def names(self) -> set[str]:
         """Every name subscribed to, by name or through a regex."""
         return self.by_name.keys() | self.by_regex.keys()
 
     def change_names(self, old: frozenset[str], new: frozenset[str]) -> None:
-        """One member's subscribed names went from ``old`` to ``new``: only the difference counts."""
+        """One member's subscribed names went from ``old`` to ``new``: only the difference counts,
+        and names nobody else subscribes to are dropped or added by loops in C."""
         if old is new or old == new:
             return
-        counts = self.by_name
+        counts, shared = self.by_name, self.shared
         removed = old - new if new else old
         if removed:
-            if max(map(counts.get, removed, repeat(0))) <= 1:  # nobody else subscribes to them
-                deque(map(counts.pop, removed, repeat(None)), maxlen=0)  # (a loop in C)
+            if shared.isdisjoint(removed):  # each counted once: by this member
+                deque(map(counts.pop, removed, repeat(None)), maxlen=0)
             else:
                 for name in removed:
                     value = counts.get(name, 0) - 1
-                    if value > 0:
+                    if value > 1:
                         counts[name] = value
+                    elif value == 1:
+                        counts[name] = 1
+                        shared.discard(name)
                     else:
                         counts.pop(name, None)
         added = new - old if old else new
@@ -89,6 +95,7 @@ class TopicCounts:
             known = counts.keys() & added
             for name in known:
                 counts[name] += 1
+            shared.update(known)
             counts.update(dict.fromkeys(added - known if known else added, 1))
 
     def change_regex(self, topics: Iterable[str], delta: int) -> None:
@@ -493,12 +500,15 @@ def subscription_type_of(regexes: Mapping[str, int], counts: TopicCounts, member
     by_name, by_regex = counts.by_name, counts.by_regex
     if not regexes:
         # every subscribed name (by name or regex) counted by name by every member
-        if any(count != members for count in by_name.values()):
+        values = list(by_name.values())
+        if values.count(members) != len(values):
             return SubscriptionType.HETEROGENEOUS
         if members != 0 and not by_regex.keys() <= by_name.keys():
             return SubscriptionType.HETEROGENEOUS
         return SubscriptionType.HOMOGENEOUS
     first = next(iter(regexes.values()))
-    if first == members and not by_name and all(count == 1 for count in by_regex.values()):
-        return SubscriptionType.HOMOGENEOUS
+    if first == members and not by_name:
+        values = list(by_regex.values())
+        if values.count(1) == len(values):
+            return SubscriptionType.HOMOGENEOUS
     return SubscriptionType.HETEROGENEOUS
