@@ -452,6 +452,11 @@ def _read_heartbeat(request: Any) -> tuple[ConsumerGroupHeartbeatRequest, bool]:
     a 100,000-name subscription is read in the codec thread)."""
     body = consumer_group_heartbeat_request_from_wire(request)
     unreadable = any(t is not None and _longer_than_kafka_reads(t) for t in _heartbeat_strings(body))
+    names = body.subscribed_topic_names
+    if names is not None and len(names) > 1:
+        # a subscription is a set, written to the member's record sorted: sorted here, in the codec
+        # thread for a large one, the coordinator only checks the order
+        body = replace(body, subscribed_topic_names=tuple(dict.fromkeys(sorted(names))))
     return body, unreadable
 
 

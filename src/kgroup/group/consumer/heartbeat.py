@@ -287,7 +287,12 @@ def _heartbeat(
     if req.server_assignor is not None:
         changes["server_assignor"] = req.server_assignor
     if req.subscribed_topic_names is not None:
-        changes["subscribed_topic_names"] = frozenset(req.subscribed_topic_names)
+        # the names as the member's record lists them (sorted, once each): cheap when the broker
+        # handed them over sorted, as it does
+        ordered = tuple(dict.fromkeys(sorted(req.subscribed_topic_names)))
+        names = frozenset(ordered)
+        changes["subscribed_topic_names"] = names
+        changes["names_sorted"] = (names, ordered)
     if req.subscribed_topic_regex is not None:
         changes["subscribed_topic_regex"] = req.subscribed_topic_regex
     changes["classic_member_metadata"] = None

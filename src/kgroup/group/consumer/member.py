@@ -56,6 +56,12 @@ class ConsumerMember:
     assigned_partitions: PartitionEpochs = field(default_factory=lambda: _NO_PARTITIONS)
     partitions_pending_revocation: PartitionEpochs = field(default_factory=lambda: _NO_PARTITIONS)
     classic_member_metadata: ClassicMemberMetadata | None = None
+    #: ``subscribed_topic_names`` sorted, with the set it sorts (kept only while that set is this
+    #: member's: a replaced set is sorted again): the record of a 100,000-name subscription needs
+    #: the names sorted, and the broker hands them over sorted
+    names_sorted: tuple[frozenset[str], tuple[str, ...]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     # --- Kafka's reading methods ------------------------------------------------------------------
 
@@ -101,12 +107,19 @@ class ConsumerMember:
             rack_id=self.rack_id,
             client_id=self.client_id,
             client_host=self.client_host,
-            subscribed_topic_names=tuple(sorted(self.subscribed_topic_names)),
+            subscribed_topic_names=self.sorted_topic_names(),
             subscribed_topic_regex=self.subscribed_topic_regex,
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             server_assignor=self.server_assignor,
             classic_member_metadata=self.classic_member_metadata,
         )
+
+    def sorted_topic_names(self) -> tuple[str, ...]:
+        """The subscribed names in the order Kafka's record lists them (``Collections.sort``)."""
+        cached = self.names_sorted
+        if cached is not None and cached[0] is self.subscribed_topic_names:
+            return cached[1]
+        return tuple(sorted(self.subscribed_topic_names))
 
     def same_metadata(self, other: ConsumerMember) -> bool:
         """``metadata_value() == other.metadata_value()`` without sorting the subscribed names."""
@@ -134,13 +147,16 @@ class ConsumerMember:
 
     def with_metadata(self, value: MemberMetadataValue) -> ConsumerMember:
         """``Builder.updateWith(ConsumerGroupMemberMetadataValue)``."""
+        ordered = tuple(dict.fromkeys(sorted(value.subscribed_topic_names)))  # (sorted already: O(n))
+        names = frozenset(ordered)
         return replace(
             self,
             instance_id=value.instance_id,
             rack_id=value.rack_id,
             client_id=value.client_id,
             client_host=value.client_host,
-            subscribed_topic_names=frozenset(value.subscribed_topic_names),
+            subscribed_topic_names=names,
+            names_sorted=(names, ordered),
             subscribed_topic_regex=value.subscribed_topic_regex,
             rebalance_timeout_ms=value.rebalance_timeout_ms,
             server_assignor=value.server_assignor,
