@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,7 +36,7 @@ from kgroup.broker.connection import (
 )
 from kgroup.broker.control import ControlChannel
 from kgroup.broker.coordinator_runtime import CoordinatorRuntime
-from kgroup.broker.dispatch import dispatch, supports
+from kgroup.broker.dispatch import dispatch, supports, warm_codec
 from kgroup.broker.logapi import LogManagerLike
 from kgroup.broker.waiters import AppendWatchers, FetchWaiter
 from kgroup.group import CoordinatorConfig
@@ -131,6 +132,8 @@ class Broker:
     async def start(self) -> None:
         for broker_id in self.cluster.broker_ids:
             await self.start_listener(broker_id)
+        # the schemas of the APIs clients speak, read in a thread rather than by the first request
+        threading.Thread(target=warm_codec, name="kgroup-warm-codec", daemon=True).start()
         self.coordinators.start()  # loads the groups on the coordinators' thread; serving starts now
         self.remove_later(self.logs.leftover_deletions())  # what a crash left half removed
         self._tick_task = asyncio.get_running_loop().create_task(self._tick())

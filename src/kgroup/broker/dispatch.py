@@ -46,6 +46,8 @@ from kgroup.wire.codec import (
     decode_request,
     decode_request_header,
     encode_response,
+    entity_reader,
+    entity_writer,
     has_schemas,
     request_class,
     response_class,
@@ -207,6 +209,21 @@ def supports(api_key: int, version: int) -> bool:
 def registered_versions() -> dict[ApiKey, tuple[int, int]]:
     """api key -> (min version, max version) of every registered handler: the versions it answers."""
     return {r.api_key: (r.min_version, r.max_version) for r in _REGISTRY.values()}
+
+
+def warm_codec() -> None:
+    """Read the schemas (and make the readers and writers) of every registered API at its newest
+    version — what current clients speak — and of every ApiVersions version. A broker runs this in a
+    thread when it starts: read on first use instead, an API's first request held the loop, and so
+    every other connection, for 0.1-1 s while its modules were imported."""
+    for api_key, (low, high) in registered_versions().items():
+        versions = range(low, high + 1) if api_key is ApiKey.API_VERSIONS else (high,)
+        for version in versions:
+            request, response = request_class(int(api_key), version), response_class(int(api_key), version)
+            if request is not None:
+                entity_reader(request)
+            if response is not None:
+                entity_writer(response)
 
 
 def api_version_ranges() -> list[dict[str, int]]:
