@@ -50,6 +50,7 @@ from kgroup.group.consumer.metadata import EMPTY_IMAGE, MetadataImage
 from kgroup.group.discovery import coordinator_partition
 from kgroup.group.records import Record, TimerArmed, TimerDisarmed
 from kgroup.group.records.serde import decode_record, encode_record
+from kgroup.group.timers import ScheduleTimer
 from kgroup.group.txn import CoordinatorTask
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
@@ -128,6 +129,8 @@ def error_response(body: Request, code: ErrorCode) -> Response:
     raise TypeError(f"no error answer for {type(body).__name__}")
 
 
+#: a timer whose work failed (and was undone) fires again after this long
+_RETRY_MS = 500
 #: records per frame of a checkpoint (frames are replayed whole: a bounded size keeps reads small)
 _CHECKPOINT_FRAME_RECORDS = 1000
 
@@ -511,9 +514,14 @@ class CoordinatorHost:
                 try:
                     result = coordinator.on_timer(now, key)
                 except Exception:  # a bug: undo it, keep every other group alive
-                    log.exception("coordinator timer %s failed; undoing it", key)
+                    log.exception("coordinator timer %s failed; undoing it, again in %d ms", key, _RETRY_MS)
                     self._undo_if_applied(node, coordinator, (), ErrorCode.UNKNOWN_SERVER_ERROR)
-                    break  # the tables were rebuilt
+                    # (rebuilt, the key is armed again: it fires after a pause, not in a loop)
+                    rebuilt = self.timers.get(node)
+                    armed = {t.key for t in self.coordinators[node].armed_timers()} if rebuilt else set()
+                    if rebuilt is not None and key in armed:
+                        rebuilt.apply((ScheduleTimer(key, now + _RETRY_MS),))
+                    break  # the tables may have been rebuilt
                 self.apply(node, result)
 
     async def _flush_periodically(self, interval_ms: int) -> None:
