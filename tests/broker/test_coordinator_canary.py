@@ -41,7 +41,7 @@ from kgroup.log.coordinator import CoordinatorLog
 from kgroup.model import TopicPartition
 from kgroup.wire.codec import build, request_class
 
-pytestmark = [pytest.mark.hostile, pytest.mark.xdist_group("coordinator-canary")]
+pytestmark = pytest.mark.xdist_group("coordinator-canary")
 
 #: the worst canary round trip allowed: the freezes were 2.3 s to forever; a loaded two-core machine
 #: shows a few hundred milliseconds at most (the figures printed are docs/broker.md's)
