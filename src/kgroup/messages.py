@@ -524,8 +524,8 @@ CONSUMER_API_VERSIONS: dict[type, int] = {
 @dataclass(frozen=True, slots=True)
 class Envelope:
     """A request as it arrives: which connection sent it, its correlation id, the client's id and host,
-    and the API version it was sent with (``-1``: the version Kafka 4.0's Java consumer sends for this
-    request, :data:`CONSUMER_API_VERSIONS`)."""
+    the principal it authenticated as, and the API version it was sent with (``-1``: the version Kafka
+    4.0's Java consumer sends for this request, :data:`CONSUMER_API_VERSIONS`)."""
 
     connection: str
     correlation_id: int
@@ -533,6 +533,9 @@ class Envelope:
     client_id: str = "consumer"
     client_host: str = "/127.0.0.1"
     api_version: int = -1
+    #: the connection's authenticated principal (Kafka's ``RequestContext.principal``): what the
+    #: coordinator's regex resolution filters topics by
+    principal: str = "User:ANONYMOUS"
 
     def __post_init__(self) -> None:
         if self.api_version < 0:

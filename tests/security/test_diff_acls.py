@@ -204,6 +204,7 @@ def group_topic_requests(raw: RawClient) -> dict[str, Any]:
                     },
                 )
             )
+    seen["regex heartbeat d-group-hb [d-.*] assigned"] = _regex_assignment(raw)
     # invalid (a first heartbeat without subscription / without rebalance timeout) and denied: which
     # check answers first
     for group, topics, timeout in (("d-group-denied", None, 30_000), ("d-group-hb", ["d-none"], -1)):
@@ -225,6 +226,60 @@ def group_topic_requests(raw: RawClient) -> dict[str, Any]:
         )
         seen[f"invalid consumer heartbeat {group} {topics}"] = (int(answer.error_code), answer.error_message)
     return seen
+
+
+def _regex_heartbeat(raw: RawClient, member_id: str, epoch: int, regex: str | None) -> Any:
+    return raw.request(
+        build(
+            request_class(68, 1),
+            {
+                "group_id": "d-group-hb",
+                "member_id": member_id,
+                "member_epoch": epoch,
+                "instance_id": None,
+                "rack_id": None,
+                "rebalance_timeout": 30_000 if epoch == 0 else -1,
+                "subscribed_topic_names": None,
+                "subscribed_topic_regex": regex,
+                "server_assignor": None,
+                "topic_partitions": [] if epoch == 0 else None,
+            },
+        )
+    )
+
+
+def _regex_assignment(raw: RawClient) -> list[str]:
+    """As alice, subscribed with ``d-.*``: the topics assigned once the regex is resolved. Kafka
+    resolves a regex in the context of the member whose heartbeat asked, keeping only the topics it
+    may describe (``TopicRegexResolver.filterTopicDescribeAuthorizedTopics``): d-write and d-read,
+    not d-none."""
+    import uuid
+
+    member = str(uuid.uuid4())
+    answer = _regex_heartbeat(raw, member, 0, "d-.*")
+    assert int(answer.error_code) == 0, answer
+    epoch, assigned = answer.member_epoch, []
+    deadline = time.monotonic() + 30
+    while not assigned and time.monotonic() < deadline:
+        time.sleep(0.5)
+        answer = _regex_heartbeat(raw, member, epoch, None)
+        assert int(answer.error_code) == 0, answer
+        epoch = answer.member_epoch
+        if answer.assignment is not None:
+            assigned = [t.topic_id for t in answer.assignment.topic_partitions]
+    metadata = raw.request(
+        build(
+            request_class(3, 12),
+            {
+                "topics": [{"topic_id": None, "name": n} for n in TOPICS],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
+    )
+    names = {t.topic_id: t.name for t in metadata.topics}
+    _regex_heartbeat(raw, member, -1, None)  # leaves
+    return sorted(names.get(topic_id, "a topic alice may not describe") for topic_id in assigned)
 
 
 def scenario(bootstrap: str) -> dict[str, Any]:
@@ -350,3 +405,4 @@ def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> N
     assert "d-none" not in theirs["offset fetch v8 all"][1]
     assert theirs["consumer heartbeat d-group-hb [d-none]"] == (29, None)
     assert theirs["cluster acl named foo"][0] == "INVALID_REQUEST"
+    assert theirs["regex heartbeat d-group-hb [d-.*] assigned"] == ["d-read", "d-write"]

@@ -42,6 +42,7 @@ from kgroup.broker.waiters import AppendWatchers, FetchWaiter
 from kgroup.group import CoordinatorConfig
 from kgroup.log.manager import remove_directories
 from kgroup.model import KgroupError
+from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.security.listeners import Listener
 from kgroup.security.runtime import SecurityRuntime
 from kgroup.security.session import Session
@@ -116,6 +117,7 @@ class Broker:
             checkpoint_min_bytes=config.coordinator_checkpoint_min_bytes,
             flush_interval_ms=logs.coordinator_fsync_interval_ms(),
             notify_appended=self.notify_appended,
+            describable=self._describable if config.security.authorizer else None,
         )
         self._limits = ConnectionLimits(config.max_connections, config.max_request_bytes)
         # large request frames' buffers, kept for the next ones (16 MiB at most, for every connection)
@@ -321,6 +323,10 @@ class Broker:
     async def _run_auth(self, function: Callable[[bytes], bytes], token: bytes) -> bytes:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._auth_thread, function, token)
+
+    def _describable(self, principal: str, host: str, topic: str) -> bool:
+        """May ``principal`` from ``host`` describe ``topic`` (the regex resolution's filter)."""
+        return self.security.authorize(principal, host, AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
 
     def remove_later(self, directories: list[Path]) -> None:
         """Remove deleted partitions' directories in the deletions thread, a hundred at a time."""

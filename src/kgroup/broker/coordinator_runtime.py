@@ -43,6 +43,7 @@ from kgroup.broker.internal_topic import OffsetsTopicAppender
 from kgroup.broker.logapi import CoordinatorLogLike
 from kgroup.group import CoordinatorConfig
 from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.consumer.steps import RegexResolution
 from kgroup.group.txn import CoordinatorTask
 from kgroup.messages import Envelope, Response
 from kgroup.model import ErrorCode, KgroupError, TopicId
@@ -88,8 +89,11 @@ class CoordinatorRuntime:
         checkpoint_min_bytes: int,
         flush_interval_ms: int | None,
         notify_appended: Callable[[str, int, int], None] | None = None,
+        describable: Callable[[str, str, str], bool] | None = None,
     ) -> None:
         self._cluster = cluster
+        #: (principal, host, topic) -> may it describe the topic; None: no authorizer
+        self._describable = describable
         self._appender = OffsetsTopicAppender(cluster, notify_appended)
         self._tasks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-coordinator-tasks")
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -237,8 +241,34 @@ class CoordinatorRuntime:
     # --- what the coordinators hand back ----------------------------------------------------------------
 
     async def _run_task(self, task: CoordinatorTask) -> object:
-        """On the coordinators' loop: ``task.run()`` in the tasks' thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._tasks, task.run)
+        """On the coordinators' loop: ``task.run()`` in the tasks' thread; a regex resolution's topics
+        then filtered by what its requester may describe (on the broker's loop, where the ACLs are)."""
+        outcome = await asyncio.get_running_loop().run_in_executor(self._tasks, task.run)
+        if isinstance(task, RegexResolution) and self._describable is not None:
+            broker_loop = self._broker_loop
+            assert broker_loop is not None and isinstance(outcome, dict)
+            filtering = self._filter_regex_topics(task.requester, outcome)
+            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(filtering, broker_loop))
+        return outcome
+
+    async def _filter_regex_topics(
+        self, requester: tuple[str, str] | None, resolved: dict[str, frozenset[str]]
+    ) -> dict[str, frozenset[str]] | None:
+        """``TopicRegexResolver.filterTopicDescribeAuthorizedTopics``: every regex loses the topics the
+        requester may not describe. Unknown requester (a resolution due at a reload): no answer — the
+        group keeps what it had and the next heartbeat asks again."""
+        describable = self._describable
+        assert describable is not None
+        if requester is None:
+            return None
+        principal, host = requester
+        denied: set[str] = set()
+        for count, topic in enumerate({t for topics in resolved.values() for t in topics}):
+            if count % 1000 == 999:
+                await asyncio.sleep(0)  # the broker's loop serves its connections in between
+            if not describable(principal, host, topic):
+                denied.add(topic)
+        return {regex: topics - denied for regex, topics in resolved.items()} if denied else resolved
 
     def _publish_offsets(self, now_ms: int, entries: OffsetsEntries) -> None:
         """On the coordinators' thread: append to ``__consumer_offsets`` on the broker's loop (queued

@@ -102,7 +102,13 @@ async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
     if ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
         return error_response(body, ErrorCode.NOT_COORDINATOR)
     envelope = Envelope(
-        ctx.connection, ctx.header.correlation_id, body, ctx.header.client_id, ctx.client_host, ctx.version
+        ctx.connection,
+        ctx.header.correlation_id,
+        body,
+        ctx.header.client_id,
+        ctx.client_host,
+        ctx.version,
+        ctx.principal,
     )
     return await coordinators.call(ctx.node_id, envelope)
 

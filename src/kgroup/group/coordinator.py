@@ -177,6 +177,7 @@ class GroupCoordinator:
         consumer = self._consumer
         if isinstance(body, ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest):
             txn = self._txn(now_ms)
+            txn.requester = (envelope.principal, envelope.client_host)
             if isinstance(body, ConsumerGroupHeartbeatRequest):
                 handle_consumer_heartbeat(txn, envelope, body, consumer)
             else:

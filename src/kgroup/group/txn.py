@@ -74,6 +74,7 @@ class Txn:
         "now_ms",
         "records",
         "replies",
+        "requester",
         "rng",
         "tasks",
         "timers",
@@ -99,6 +100,8 @@ class Txn:
         self.replies: list[Reply] = []
         self.timers: list[TimerEffect] = []
         self.tasks: list[CoordinatorTask] = []
+        #: who asked (principal, client host): the request's, none for a timer
+        self.requester: tuple[str, str] | None = None
 
     # --- effects ----------------------------------------------------------------------------------
 

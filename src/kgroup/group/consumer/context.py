@@ -68,6 +68,9 @@ class ConsumerContext:
     #: groups whose regex resolution is running (``executor.isScheduled(groupId + "-regex")``): not
     #: state of the log, as Kafka's executor keeps none across a reload
     resolving: set[str] = field(default_factory=set)
+    #: whose heartbeat scheduled each group's next resolution (principal, client host): Kafka resolves
+    #: in that request's context, keeping only the topics it may describe
+    regex_requesters: dict[str, tuple[str, str] | None] = field(default_factory=dict)
 
     def assignor(self, name: str) -> ServerAssignor:
         found = self.assignors.get(name)

@@ -168,7 +168,13 @@ def maybe_update_regexes(
         last_refresh is None or now_ms > last_refresh + txn.config.consumer_regex_refresh_interval_ms
     )
     if require_refresh and regexes:
-        op.timer_ops.append(lambda: txn.schedule(key, 0))
+        requester = txn.requester
+
+        def schedule() -> None:
+            txn.schedule(key, 0)
+            ctx.regex_requesters[group_id] = requester
+
+        op.timer_ops.append(schedule)
     return status
 
 
@@ -183,6 +189,9 @@ class RegexResolution:
     regexes: tuple[str, ...]
     image: MetadataImage
     started_ms: int
+    #: whose heartbeat asked for it (principal, client host), ``None`` when unknown (a resolution due
+    #: at a reload): a host with an authorizer keeps only the topics it may describe
+    requester: tuple[str, str] | None = None
 
     def run(self) -> dict[str, frozenset[str]]:
         return resolve(self.regexes, self.image.topics)
@@ -194,18 +203,21 @@ def start_regex_resolution(txn: Txn, ctx: ConsumerContext, group_id: str) -> Non
     if group is None or not group.subscribed_regexes:
         return
     ctx.resolving.add(group_id)
-    txn.tasks.append(RegexResolution(group_id, tuple(group.subscribed_regexes), ctx.image, txn.now_ms))
+    requester = ctx.regex_requesters.pop(group_id, None)
+    regexes = tuple(group.subscribed_regexes)
+    txn.tasks.append(RegexResolution(group_id, regexes, ctx.image, txn.now_ms, requester))
 
 
 def finish_regex_resolution(
-    txn: Txn, ctx: ConsumerContext, task: RegexResolution, resolved: Mapping[str, frozenset[str]]
+    txn: Txn, ctx: ConsumerContext, task: RegexResolution, resolved: Mapping[str, frozenset[str]] | None
 ) -> None:
     """``handleRegularExpressionsResult``: write each regex the group still uses with its topics, and
-    bump the group epoch if any changed or the subscribed topics' metadata did."""
+    bump the group epoch if any changed or the subscribed topics' metadata did. A resolution that
+    failed (``None``) writes nothing, as Kafka's logs its exception."""
     ctx.resolving.discard(task.group_id)
     group_id = task.group_id
     group = ctx.groups.get(group_id)
-    if group is None:
+    if group is None or resolved is None:
         return
     image = ctx.image
     records: list[ConsumerGroupRecord] = []
