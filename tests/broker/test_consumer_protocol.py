@@ -280,6 +280,7 @@ def test_the_consumer_group_settings_reach_the_coordinator() -> None:
     values = {c["name"]: c["value"] for c in configs["results"][0]["configs"]}
     assert values["group.consumer.heartbeat.interval.ms"] == "300"
     assert values["group.consumer.session.timeout.ms"] == "1000"
+    assert values["group.consumer.assignment.interval.ms"] == "1000"  # Kafka's default
     assert values["group.consumer.min.session.timeout.ms"] == "1000"
     assert values["group.consumer.max.heartbeat.interval.ms"] == "15000"
 

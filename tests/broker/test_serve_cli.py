@@ -67,6 +67,15 @@ def test_serve_stops_cleanly_and_keeps_its_topics(tmp_path: Path, sig: signal.Si
             "replica_placement_seed: 9223372036854775808 does not fit",
         ),
         (
+            ["--group-consumer-assignment-interval-ms", "-1"],
+            "group.consumer.assignment.interval.ms: -1; use at least 0",
+        ),
+        (
+            ["--group-consumer-assignment-interval-ms", "15001"],
+            "group.consumer.assignment.interval.ms must be less than or equal to "
+            "group.consumer.max.assignment.interval.ms",
+        ),
+        (
             ["--group-consumer-heartbeat-interval-ms", "500"],
             "group.consumer.heartbeat.interval.ms must be greater than or equal to "
             "group.consumer.min.heartbeat.interval.ms",

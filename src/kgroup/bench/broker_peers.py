@@ -195,7 +195,7 @@ class KgroupServePeer:
     bootstrap_servers: str
     notes: tuple[str, ...]
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Mapping[str, str] | None = None) -> None:
         from kgroup.broker.config import BrokerConfig
 
         self._dir = Path(tempfile.mkdtemp(prefix="kgroup-bench-serve-"))
@@ -206,6 +206,9 @@ class KgroupServePeer:
         )
         command = [sys.executable, "-m", "kgroup", "serve", "--port", "0", "--host", HOST, "--quiet",
                    "--data-dir", str(self._dir / "data")]
+        for name, value in (settings or {}).items():  # Kafka's setting names are kgroup serve's options
+            command += [f"--{name.replace('.', '-')}", value]
+            self.notes += (f"{name}={value}",)
         with self._log.open("wb") as log:
             self._proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log,
                                           start_new_session=True)
@@ -341,12 +344,13 @@ class ApacheKafkaPeer:
     bootstrap_servers: str
     notes: tuple[str, ...]
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Mapping[str, str] | None = None) -> None:
         from kgroup.broker.config import BrokerConfig
         from kgroup.testing.apache_kafka import ApacheKafka, KafkaUnavailable
 
         delay = BrokerConfig().group_initial_rebalance_delay_ms
-        self._kafka = ApacheKafka(configs={"group.initial.rebalance.delay.ms": delay}, heap="1g")
+        configs = {"group.initial.rebalance.delay.ms": str(delay), **(settings or {})}
+        self._kafka = ApacheKafka(configs=configs, heap="1g")
         try:
             self._kafka.start()
         except KafkaUnavailable as exc:
@@ -355,6 +359,7 @@ class ApacheKafkaPeer:
         self.notes = (
             f"Apache Kafka {self._kafka.version}, one KRaft node (JVM -Xmx1g), data on disk, flushed by the "
             f"OS (Kafka's default: no fsync per produce); group.initial.rebalance.delay.ms={delay}",
+            *(f"{name}={value}" for name, value in (settings or {}).items()),
         )
 
     def create_topics(self, topics: Mapping[str, int], timeout_s: float) -> None:
@@ -425,12 +430,17 @@ class MockClusterPeer:
         del holder  # the mock cluster is destroyed with the last reference to its client
 
 
-def start_peer(name: str) -> RunningPeer:
-    """Start ``name`` (one of :data:`PEERS`); :class:`PeerUnavailable` if it cannot run here."""
+def start_peer(name: str, settings: Mapping[str, str] | None = None) -> RunningPeer:
+    """Start ``name`` (one of :data:`PEERS`); :class:`PeerUnavailable` if it cannot run here.
+
+    ``settings`` are broker settings by Kafka's names, given to ``kgroup`` (its ``serve`` options of
+    the same names) and ``apache``; the other peers take none."""
     peers: dict[str, Callable[[], RunningPeer]] = {
-        "kgroup": KgroupServePeer, "kgroup-inproc": KgroupInprocPeer,
-        "tansu": TansuPeer, "apache": ApacheKafkaPeer, "mock": MockClusterPeer,
+        "kgroup": lambda: KgroupServePeer(settings), "kgroup-inproc": KgroupInprocPeer,
+        "tansu": TansuPeer, "apache": lambda: ApacheKafkaPeer(settings), "mock": MockClusterPeer,
     }
+    if settings and name not in ("kgroup", "apache"):
+        raise PeerUnavailable(f"{name} takes no broker settings (given {sorted(settings)})")
     try:
         return peers[name]()
     except PeerUnavailable:

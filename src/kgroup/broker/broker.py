@@ -109,6 +109,7 @@ class Broker:
                 offsets_topic_num_partitions=config.offsets_topic_partitions,
                 consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
                 consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+                consumer_assignment_interval_ms=config.group_consumer_assignment_interval_ms,
             ),
             logs.coordinator_log(),
             clock_ms=clock_ms,

@@ -10,6 +10,8 @@ from kgroup.security.listeners import SecurityConfig
 __all__ = ["BrokerConfig", "parse_topic_spec"]
 
 MIB = 1024 * 1024
+#: ``group.consumer.max.assignment.interval.ms``'s default, the bound of the interval kgroup takes
+ASSIGNMENT_INTERVAL_MAX_MS = 15_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,10 @@ class BrokerConfig:
     group_consumer_max_heartbeat_interval_ms: int = 15_000
     group_consumer_min_session_timeout_ms: int = 45_000
     group_consumer_max_session_timeout_ms: int = 60_000
+    #: ``group.consumer.assignment.interval.ms``: a consumer group's target assignment is computed at
+    #: most this often (Kafka: at least ``group.consumer.min.assignment.interval.ms``, 0, and at most
+    #: ``group.consumer.max.assignment.interval.ms``, 15,000, their defaults here)
+    group_consumer_assignment_interval_ms: int = 1000
     #: ``auto.leader.rebalance.enable`` and ``leader.imbalance.check.interval.seconds``: how often the
     #: preferred replicas take their leaderships (and group coordinators) back after a broker restart
     auto_leader_rebalance_enable: bool = True
@@ -141,6 +147,15 @@ class BrokerConfig:
                 kafka_left = "group.consumer." + _kafka_setting(left)
                 kafka_right = "group.consumer." + _kafka_setting(right)
                 raise KgroupError(f"{kafka_left} must be {words[op]} {kafka_right} ({a} vs {b}); {fix}")
+        interval = self.group_consumer_assignment_interval_ms
+        if interval < 0:
+            raise KgroupError(f"group.consumer.assignment.interval.ms: {interval}; use at least 0 (ms)")
+        if interval > ASSIGNMENT_INTERVAL_MAX_MS:
+            raise KgroupError(
+                "group.consumer.assignment.interval.ms must be less than or equal to "
+                f"group.consumer.max.assignment.interval.ms ({interval} vs {ASSIGNMENT_INTERVAL_MAX_MS}); "
+                "lower the interval"
+            )
 
     @property
     def replication_factor(self) -> int:

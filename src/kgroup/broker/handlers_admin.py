@@ -498,6 +498,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "group.initial.rebalance.delay.ms": str(config.group_initial_rebalance_delay_ms),
                 "group.consumer.heartbeat.interval.ms": str(config.group_consumer_heartbeat_interval_ms),
                 "group.consumer.session.timeout.ms": str(config.group_consumer_session_timeout_ms),
+                "group.consumer.assignment.interval.ms": str(config.group_consumer_assignment_interval_ms),
                 **{
                     f"group.consumer.{bound}.{what}.ms".replace("_", "."): str(
                         getattr(config, f"group_consumer_{bound}_{what}_ms")

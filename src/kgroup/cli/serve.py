@@ -57,6 +57,12 @@ def register(app: typer.Typer) -> None:
             "--group-consumer-heartbeat-interval-ms",
             help="group.consumer.heartbeat.interval.ms: the interval consumer-protocol members are told.",
         ),
+        consumer_assignment_interval_ms: int = typer.Option(
+            1000,
+            "--group-consumer-assignment-interval-ms",
+            help="group.consumer.assignment.interval.ms: a consumer group's new target assignment at most "
+            "this often.",
+        ),
         consumer_session_timeout_ms: int = typer.Option(
             45_000,
             "--group-consumer-session-timeout-ms",
@@ -210,6 +216,7 @@ def register(app: typer.Typer) -> None:
                 num_partitions=num_partitions,
                 group_consumer_heartbeat_interval_ms=consumer_heartbeat_interval_ms,
                 group_consumer_session_timeout_ms=consumer_session_timeout_ms,
+                group_consumer_assignment_interval_ms=consumer_assignment_interval_ms,
                 group_consumer_min_heartbeat_interval_ms=consumer_min_heartbeat_interval_ms,
                 group_consumer_max_heartbeat_interval_ms=consumer_max_heartbeat_interval_ms,
                 group_consumer_min_session_timeout_ms=consumer_min_session_timeout_ms,
