@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kgroup.group.assignors import (
+    GroupSpec,
     SubscriptionType,
     TopicDescriber,
     TopicId,
@@ -108,6 +109,15 @@ def run(case: Case, oracle: KafkaOracle, repeat: int, warmup: int) -> dict[str, 
     kind = subscription_type([r.topics for r in rows])
     kafka = oracle.server_assign(case.assignor, topics, rows, kind, warmup=warmup, repeat=repeat)
     spec = kgroup_group_spec(rows, kind)
+    # the coordinator hands the assignor its inverted target assignment (ConsumerGroup's
+    # invertedTargetAssignment, kept up to date record by record), as the harness hands Kafka's its own
+    inverted: dict[TopicId, dict[int, str]] = {}
+    for row in rows:
+        for topic, partitions in row.record:
+            owners = inverted.setdefault(topic, {})
+            for partition in partitions:
+                owners[partition] = row.member_id
+    spec = GroupSpec(spec.members, spec.subscription_type, inverted)
     describer = TopicDescriber(topics)
     assignor = create_server_assignor(case.assignor)
     times = []

@@ -26,6 +26,9 @@ KERNEL_MODULES = (
     "kgroup.log._records_kernel",
     "kgroup.spark.source._record_kernels",
     "kgroup.spark.source._batch_kernels",
+    "kgroup.group.assignors.fast.javamaps",
+    "kgroup.group.assignors.fast.range_fast",
+    "kgroup.group.assignors.fast.uniform_fast",
 )
 
 
@@ -46,6 +49,10 @@ ENTRY_KERNELS = frozenset(
         "kgroup.spark.source._record_kernels.gather_kernel",
         "kgroup.spark.source._record_kernels.headers_kernel",
         "kgroup.spark.source._batch_kernels.encode_kernel",
+        "kgroup.group.assignors.fast.javamaps.put_order",
+        "kgroup.group.assignors.fast.javamaps.replay",
+        "kgroup.group.assignors.fast.range_fast.range_kernel",
+        "kgroup.group.assignors.fast.uniform_fast.homogeneous_kernel",
     }
 )
 

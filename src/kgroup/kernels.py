@@ -12,6 +12,8 @@ by running each kernel's public path on a small input:
   parallel, over Arrow binary and large-binary arrays;
 * the fast sticky assignors (``kgroup.assignors.fast``): the constrained and general kernels with and
   without racks, the sticky user-data decoder, the leader's assignment encoder;
+* the KIP-848 server assignors (``kgroup.group.assignors.fast``): ``range`` and homogeneous ``uniform``,
+  and the replay of Java's map order;
 * the broker's record walk (``kgroup.log.records``);
 * the ``kgroup`` Spark source's RecordBatch decoder (``kgroup.spark.source.record_columns``) and its
   sink's RecordBatch encoder (``kgroup.spark.source.record_batches``; numba and Arrow only, no pyspark).
@@ -75,6 +77,30 @@ def _assignors() -> None:
                     )
 
 
+def _server_assignors() -> None:
+    """``range`` and homogeneous ``uniform`` on a small group: a new one, then one member joining it
+    (the replay of changed members' maps), with a chain long enough to resize a small table."""
+    from kgroup.group.assignors import (
+        MemberSpec,
+        RangeAssignor,
+        SubscriptionType,
+        TopicDescriber,
+        TopicId,
+        UniformAssignor,
+        group_spec,
+    )
+
+    topics = {TopicId(0, i): 3 + i for i in range(12)}
+    describer = TopicDescriber(topics)
+    subscription = tuple(topics)
+    for kind in SubscriptionType:
+        for assignor in (RangeAssignor(), UniformAssignor()):
+            first = group_spec([(f"m{i}", MemberSpec(subscription)) for i in range(3)], kind)
+            result = assignor.assign(first, describer)
+            members = [(m, MemberSpec(subscription, result.get(m, {}))) for m in first.members]
+            assignor.assign(group_spec([*members, ("m3", MemberSpec(subscription))], kind), describer)
+
+
 def _log() -> None:
     from kgroup.log.records import load_kernel
 
@@ -115,6 +141,7 @@ def _spark_source() -> None:
 KERNEL_GROUPS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("keyed partitioning (murmur2)", _partitioning),
     ("fast sticky assignors", _assignors),
+    ("server assignors (range, uniform)", _server_assignors),
     ("broker record walk", _log),
     ("Spark source record decoder and sink encoder", _spark_source),
 )

@@ -97,6 +97,8 @@ class TopicId:
     lsb: int
     #: ``Uuid.hashCode``: the halves XORed, then the 64-bit result's halves XORed
     java_hash: int = field(init=False, compare=False, repr=False)
+    #: Python's hash of the two halves, computed once: topic ids key the assignors' hot dicts
+    _hash: int = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         msb, lsb = _signed64(self.msb), _signed64(self.lsb)
@@ -104,6 +106,10 @@ class TopicId:
         object.__setattr__(self, "lsb", lsb)
         xor = (msb ^ lsb) & _MASK64
         object.__setattr__(self, "java_hash", int32((xor >> 32) ^ xor))
+        object.__setattr__(self, "_hash", hash((msb, lsb)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def from_int(cls, value: int) -> TopicId:

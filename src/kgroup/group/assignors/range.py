@@ -84,6 +84,17 @@ class RangeAssignor(ServerAssignor):
     name = "range"
 
     def assign(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+        """The closed form over integer arrays (:mod:`kgroup.group.assignors.fast.range_fast`); it
+        answers exactly what :meth:`assign_reference` answers."""
+        if not group.members:
+            return {}
+        from kgroup.group.assignors.fast.range_fast import assign_range  # numba: imported when used
+
+        result = assign_range(group, topics)
+        return self.assign_reference(group, topics) if result is None else result
+
+    def assign_reference(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+        """Kafka's algorithm step by step over Python objects: the readable spec of the fast path."""
         if not group.members:
             return {}
         if group.subscription_type is SubscriptionType.HOMOGENEOUS:

@@ -1,0 +1,439 @@
+"""``java.util.HashMap`` / ``HashSet`` iteration order as numba kernels over integer keys.
+
+The same rules as :class:`kgroup.javacompat.JavaHashMap` (the readable spec, JDK 17's): buckets
+``spread(hash) & (capacity - 1)``; ``put`` appends to its chain and resizes after inserting when the size
+passes 0.75 × capacity; ``computeIfAbsent`` resizes first (on every call), then prepends; a chain of 9
+(``put``) or 8 (``computeIfAbsent``) doubles a table under 64 buckets; a resize keeps each chain's
+order, so a map iterates its keys by (bucket, sequence): sequences rise for a tail insert, fall for a
+head insert. Keys are small integers (topic indices, partition numbers) whose spread hash is given.
+
+:func:`put_order` orders a map filled by ``put`` alone (``new HashSet<>(collection)``, ``RangeAssignor``'s
+member maps). :func:`replay` plays back what a KIP-848 assignor does to members' target maps —
+``deepCopyAssignment`` of the current one, then removes and ``computeIfAbsent(topic, new HashSet<>(n))
+.add(partition)`` — and writes each replayed member's topics and partitions in Java's order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kgroup._njit import njit
+
+__all__ = [
+    "OP_ADD",
+    "OP_REMOVE",
+    "OP_REMOVE_TOPIC",
+    "put_order",
+    "replay",
+    "table_size_for",
+]
+
+_MAX_CAPACITY = 1 << 30
+_TREEIFY = 8
+_MIN_TREEIFY_CAPACITY = 64
+
+#: ``computeIfAbsent(topic, new HashSet<>(cap)).add(partition)`` (``cap`` the set's initial capacity)
+OP_ADD = 0
+#: ``map.get(topic).remove(partition)``, and the topic too when its set is left empty
+OP_REMOVE = 1
+#: ``map.remove(topic)``
+OP_REMOVE_TOPIC = 2
+
+
+@njit(cache=True)
+def table_size_for(capacity: int) -> int:
+    """``HashMap.tableSizeFor``: the smallest power of two ≥ ``capacity`` (at least 1)."""
+    if capacity <= 1:
+        return 1
+    size = 1
+    while size < capacity:
+        size *= 2
+    return min(size, _MAX_CAPACITY)
+
+
+@njit(cache=True, inline="always")
+def spread(hash_code: int) -> int:
+    """``HashMap.hash``: the 32-bit hash code with its high half folded into the low half."""
+    h = hash_code & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+@njit(cache=True)
+def _recount(spreads: np.ndarray, count: int, capacity: int) -> np.ndarray:
+    chains = np.zeros(capacity, np.int64)
+    mask = capacity - 1
+    for i in range(count):
+        chains[spreads[i] & mask] += 1
+    return chains
+
+
+@njit(cache=True)
+def put_order(spreads: np.ndarray, initial_capacity: int) -> tuple[np.ndarray, int]:
+    """The positions of distinct keys ``put`` in the given order into ``new HashMap<>(initial_capacity)``,
+    in the order the map iterates them, and the map's final capacity."""
+    n = len(spreads)
+    capacity = table_size_for(initial_capacity)
+    chains = np.zeros(capacity, np.int64)
+    for i in range(n):
+        bucket = spreads[i] & (capacity - 1)
+        chains[bucket] += 1
+        if chains[bucket] > _TREEIFY and capacity < _MIN_TREEIFY_CAPACITY:
+            capacity *= 2
+            chains = _recount(spreads, i + 1, capacity)
+        if i + 1 > (capacity * 3) // 4 and capacity < _MAX_CAPACITY:
+            capacity *= 2
+            chains = _recount(spreads, i + 1, capacity)
+    keys = np.empty(n, np.int64)
+    mask = capacity - 1
+    for i in range(n):
+        keys[i] = (spreads[i] & mask) * n + i
+    return np.argsort(keys), capacity
+
+
+@njit(cache=True, inline="always")
+def _sort_by(keys: np.ndarray, items: np.ndarray, n: int) -> None:
+    """Sort ``items[:n]`` by ``keys[:n]`` in place (distinct keys): insertion sort when short."""
+    if n > 24:
+        order = np.argsort(keys[:n])
+        items[:n] = items[:n][order]
+        keys[:n] = keys[:n][order]
+        return
+    for i in range(1, n):
+        key = keys[i]
+        item = items[i]
+        j = i - 1
+        while j >= 0 and keys[j] > key:
+            keys[j + 1] = keys[j]
+            items[j + 1] = items[j]
+            j -= 1
+        keys[j + 1] = key
+        items[j + 1] = item
+
+
+@njit(cache=True, inline="always")
+def _grow(buffer: np.ndarray, needed: int) -> np.ndarray:
+    if needed <= len(buffer):
+        return buffer
+    bigger = np.zeros(max(needed, 2 * len(buffer)), np.int64)
+    bigger[: len(buffer)] = buffer
+    return bigger
+
+
+@njit(cache=True, inline="always")
+def _resize_set(
+    pool: np.ndarray,
+    used: int,
+    slot: int,
+    s_cap: np.ndarray,
+    s_chain: np.ndarray,
+    e_slot: np.ndarray,
+    e_part: np.ndarray,
+    e_alive: np.ndarray,
+    n_entries: int,
+) -> tuple[np.ndarray, int]:
+    """Double one set's table: fresh chain counts at the end of ``pool``."""
+    cap = s_cap[slot] * 2
+    s_cap[slot] = cap
+    pool = _grow(pool, used + cap)
+    s_chain[slot] = used
+    pool[used : used + cap] = 0
+    for j in range(n_entries):
+        if e_alive[j] and e_slot[j] == slot:
+            pool[used + (spread(e_part[j]) & (cap - 1))] += 1
+    return pool, used + cap
+
+
+@njit(cache=True, inline="always")
+def _set_put(
+    pool: np.ndarray,
+    used: int,
+    slot: int,
+    p: int,
+    s_cap: np.ndarray,
+    s_size: np.ndarray,
+    s_chain: np.ndarray,
+    e_slot: np.ndarray,
+    e_part: np.ndarray,
+    e_alive: np.ndarray,
+    n_entries: int,
+) -> tuple[np.ndarray, int]:
+    """The table side of ``HashSet.add`` of a new partition (its entry already written): the chain
+    grows; a chain of 9 doubles a table under 64 buckets; then a size past 0.75 × capacity doubles it."""
+    s_size[slot] += 1
+    bucket = spread(p) & (s_cap[slot] - 1)
+    pool[s_chain[slot] + bucket] += 1
+    if pool[s_chain[slot] + bucket] > _TREEIFY and s_cap[slot] < _MIN_TREEIFY_CAPACITY:
+        pool, used = _resize_set(pool, used, slot, s_cap, s_chain, e_slot, e_part, e_alive, n_entries)
+    if s_size[slot] > (s_cap[slot] * 3) // 4 and s_cap[slot] < _MAX_CAPACITY:
+        pool, used = _resize_set(pool, used, slot, s_cap, s_chain, e_slot, e_part, e_alive, n_entries)
+    return pool, used
+
+
+@njit(cache=True)
+def replay(
+    members: np.ndarray,  # int64[R]: the replayed members (each has ops)
+    op_start: np.ndarray,  # int64[R+1]: member members[r]'s ops are op_*[op_start[r]:op_start[r+1]]
+    op_kind: np.ndarray,
+    op_topic: np.ndarray,
+    op_partition: np.ndarray,
+    op_capacity: np.ndarray,  # OP_ADD: the new set's initial capacity
+    old_start: np.ndarray,  # int64[M+1]: member m's current topics are old_topic[old_start[m]:old_start[m+1]]
+    old_topic: np.ndarray,
+    old_part_start: np.ndarray,  # int64[E+1]: entry e's partitions old_parts[old_part_start[e]:...+1]]
+    old_parts: np.ndarray,
+    topic_spread: np.ndarray,  # int64[T]
+    flat_offset: np.ndarray,  # int64[T+1]: topic t's partitions are flat ids flat_offset[t] + p
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each replayed member's map after ``deepCopyAssignment`` of its current one and its ops.
+
+    Returns ``(entry_start[R+1], entry_topic, part_start[E'+1], parts)``: member ``members[r]``'s topics
+    in Java's order are ``entry_topic[entry_start[r]:entry_start[r+1]]``, entry ``e``'s partitions in
+    Java's order ``parts[part_start[e]:part_start[e+1]]``. A partition outside its topic's
+    ``flat_offset`` range is kept but cannot be removed (the callers never remove one)."""
+    replayed = len(members)
+    total_old_parts = 0
+    total_ops = 0
+    max_slots = 1
+    max_entries = 1
+    for r in range(replayed):
+        m = members[r]
+        parts_here = old_part_start[old_start[m + 1]] - old_part_start[old_start[m]]
+        ops_here = op_start[r + 1] - op_start[r]
+        total_old_parts += parts_here
+        total_ops += ops_here
+        max_slots = max(max_slots, old_start[m + 1] - old_start[m] + ops_here)
+        max_entries = max(max_entries, parts_here + ops_here)
+    entry_start = np.zeros(replayed + 1, np.int64)
+    out_topic = np.empty(max(1, total_old_parts + total_ops), np.int64)
+    part_start = np.zeros(max(1, total_old_parts + total_ops) + 1, np.int64)
+    out_parts = np.empty(max(1, total_old_parts + total_ops), np.int64)
+    n_entries_out = 0
+    n_parts_out = 0
+
+    topic_count = len(topic_spread)
+    slot_of_topic = np.full(topic_count, -1, np.int64)
+    entry_of_flat = np.full(max(1, flat_offset[topic_count]), -1, np.int64)
+    # per topic slot of the member's map
+    s_topic = np.empty(max_slots, np.int64)
+    s_seq = np.empty(max_slots, np.int64)
+    s_alive = np.zeros(max_slots, np.bool_)
+    s_cap = np.empty(max_slots, np.int64)
+    s_size = np.empty(max_slots, np.int64)
+    s_tail = np.empty(max_slots, np.int64)
+    s_chain = np.empty(max_slots, np.int64)  # where the set's chain counts start in `pool`
+    # per partition entry
+    e_slot = np.empty(max_entries, np.int64)
+    e_part = np.empty(max_entries, np.int64)
+    e_seq = np.empty(max_entries, np.int64)
+    e_alive = np.zeros(max_entries, np.bool_)
+    pool = np.zeros(1024, np.int64)
+    sort_keys = np.empty(max_slots, np.int64)
+    sort_items = np.empty(max_slots, np.int64)
+    counts = np.zeros(max_slots + 1, np.int64)
+    fill = np.zeros(max_slots, np.int64)
+    grouped = np.empty(max_entries, np.int64)
+    entry_keys = np.empty(max_entries, np.int64)
+    entry_items = np.empty(max_entries, np.int64)
+    t_chains = np.zeros(64, np.int64)
+
+    for r in range(replayed):
+        m = members[r]
+        n_slots = 0
+        n_entries = 0
+        used = 0  # bump allocator over pool
+        # the topic map: new HashMap<>(size of the current assignment)
+        t_cap = table_size_for(old_start[m + 1] - old_start[m])
+        t_chains = _grow(t_chains, t_cap)
+        t_chains[:t_cap] = 0
+        t_head = 0
+        t_tail = 0
+        t_size = 0
+        for e in range(old_start[m], old_start[m + 1]):
+            topic = old_topic[e]
+            count = old_part_start[e + 1] - old_part_start[e]
+            # new HashSet<>(set): max((int) (n / .75f) + 1, 16) buckets, then addAll
+            slot = n_slots
+            n_slots += 1
+            slot_of_topic[topic] = slot
+            s_topic[slot] = topic
+            s_alive[slot] = True
+            s_cap[slot] = table_size_for(max((4 * count) // 3 + 1, 16))
+            s_size[slot] = 0
+            s_tail[slot] = 0
+            pool = _grow(pool, used + s_cap[slot])
+            s_chain[slot] = used
+            pool[used : used + s_cap[slot]] = 0
+            used += s_cap[slot]
+            for k in range(old_part_start[e], old_part_start[e + 1]):
+                p = old_parts[k]
+                flat = -1
+                if 0 <= p < flat_offset[topic + 1] - flat_offset[topic]:
+                    flat = flat_offset[topic] + p
+                    if entry_of_flat[flat] != -1:
+                        continue  # already in the set (put of a present key)
+                else:
+                    dup = False
+                    for j in range(n_entries):
+                        if e_alive[j] and e_slot[j] == slot and e_part[j] == p:
+                            dup = True
+                    if dup:
+                        continue
+                # HashSet.add (put: tail insert)
+                entry = n_entries
+                n_entries += 1
+                e_slot[entry] = slot
+                e_part[entry] = p
+                s_tail[slot] += 1
+                e_seq[entry] = s_tail[slot]
+                e_alive[entry] = True
+                if flat >= 0:
+                    entry_of_flat[flat] = entry
+                pool, used = _set_put(
+                    pool, used, slot, p, s_cap, s_size, s_chain, e_slot, e_part, e_alive, n_entries
+                )
+            # HashMap.put of the topic (tail insert)
+            t_tail += 1
+            s_seq[slot] = t_tail
+            t_size += 1
+            bucket = topic_spread[topic] & (t_cap - 1)
+            t_chains[bucket] += 1
+            if t_chains[bucket] > _TREEIFY and t_cap < _MIN_TREEIFY_CAPACITY:
+                t_cap *= 2
+                t_chains = _grow(t_chains, t_cap)
+                t_chains[:t_cap] = 0
+                for j in range(n_slots):
+                    if s_alive[j]:
+                        t_chains[topic_spread[s_topic[j]] & (t_cap - 1)] += 1
+            if t_size > (t_cap * 3) // 4 and t_cap < _MAX_CAPACITY:
+                t_cap *= 2
+                t_chains = _grow(t_chains, t_cap)
+                t_chains[:t_cap] = 0
+                for j in range(n_slots):
+                    if s_alive[j]:
+                        t_chains[topic_spread[s_topic[j]] & (t_cap - 1)] += 1
+
+        for o in range(op_start[r], op_start[r + 1]):
+            kind = op_kind[o]
+            topic = op_topic[o]
+            slot = slot_of_topic[topic]
+            if kind in (OP_REMOVE_TOPIC, OP_REMOVE):
+                if slot == -1 or not s_alive[slot]:
+                    continue
+                if kind == OP_REMOVE:
+                    p = op_partition[o]
+                    flat = flat_offset[topic] + p
+                    entry = entry_of_flat[flat]
+                    if entry == -1 or not e_alive[entry]:
+                        continue
+                    e_alive[entry] = False
+                    entry_of_flat[flat] = -1
+                    pool[s_chain[slot] + (spread(p) & (s_cap[slot] - 1))] -= 1
+                    s_size[slot] -= 1
+                    if s_size[slot] > 0:
+                        continue
+                # map.remove(topic); the table never shrinks
+                s_alive[slot] = False
+                t_size -= 1
+                t_chains[topic_spread[topic] & (t_cap - 1)] -= 1
+                continue
+            # OP_ADD: computeIfAbsent resizes first when over the threshold, even for a present key
+            if t_size > (t_cap * 3) // 4 and t_cap < _MAX_CAPACITY:
+                t_cap *= 2
+                t_chains = _grow(t_chains, t_cap)
+                t_chains[:t_cap] = 0
+                for j in range(n_slots):
+                    if s_alive[j]:
+                        t_chains[topic_spread[s_topic[j]] & (t_cap - 1)] += 1
+            if slot == -1 or not s_alive[slot]:
+                slot = n_slots
+                n_slots += 1
+                slot_of_topic[topic] = slot
+                s_topic[slot] = topic
+                s_alive[slot] = True
+                s_cap[slot] = table_size_for(op_capacity[o])
+                s_size[slot] = 0
+                s_tail[slot] = 0
+                pool = _grow(pool, used + s_cap[slot])
+                s_chain[slot] = used
+                pool[used : used + s_cap[slot]] = 0
+                used += s_cap[slot]
+                t_head -= 1
+                s_seq[slot] = t_head
+                t_size += 1
+                bucket = topic_spread[topic] & (t_cap - 1)
+                t_chains[bucket] += 1
+                if t_chains[bucket] > _TREEIFY - 1 and t_cap < _MIN_TREEIFY_CAPACITY:
+                    t_cap *= 2
+                    t_chains = _grow(t_chains, t_cap)
+                    t_chains[:t_cap] = 0
+                    for j in range(n_slots):
+                        if s_alive[j]:
+                            t_chains[topic_spread[s_topic[j]] & (t_cap - 1)] += 1
+            p = op_partition[o]
+            flat = flat_offset[topic] + p
+            if entry_of_flat[flat] != -1:
+                continue
+            entry = n_entries
+            n_entries += 1
+            e_slot[entry] = slot
+            e_part[entry] = p
+            s_tail[slot] += 1
+            e_seq[entry] = s_tail[slot]
+            e_alive[entry] = True
+            entry_of_flat[flat] = entry
+            pool, used = _set_put(
+                pool, used, slot, p, s_cap, s_size, s_chain, e_slot, e_part, e_alive, n_entries
+            )
+
+        # the member's map in Java's order: topics by (bucket, sequence), each set likewise
+        k = 0
+        for j in range(n_slots):
+            if s_alive[j]:
+                sort_keys[k] = (topic_spread[s_topic[j]] & (t_cap - 1)) * (4 * max_slots + 4) + (
+                    s_seq[j] + 2 * max_slots + 2
+                )
+                sort_items[k] = j
+                k += 1
+        _sort_by(sort_keys, sort_items, k)
+        alive_slots = k
+        # the entries of each slot, gathered
+        counts[: n_slots + 1] = 0
+        for j in range(n_entries):
+            if e_alive[j]:
+                counts[e_slot[j] + 1] += 1
+        for j in range(n_slots):
+            counts[j + 1] += counts[j]
+        fill[:n_slots] = counts[:n_slots]
+        for j in range(n_entries):
+            if e_alive[j]:
+                grouped[fill[e_slot[j]]] = j
+                fill[e_slot[j]] += 1
+        for a in range(alive_slots):
+            slot = sort_items[a]
+            out_topic[n_entries_out] = s_topic[slot]
+            lo = counts[slot]
+            hi = counts[slot + 1]
+            cap = s_cap[slot]
+            for i in range(lo, hi):
+                j = grouped[i]
+                entry_keys[i - lo] = (spread(e_part[j]) & (cap - 1)) * (max_entries + 1) + e_seq[j]
+                entry_items[i - lo] = j
+            _sort_by(entry_keys, entry_items, hi - lo)
+            for i in range(hi - lo):
+                out_parts[n_parts_out] = e_part[entry_items[i]]
+                n_parts_out += 1
+            n_entries_out += 1
+            part_start[n_entries_out] = n_parts_out
+        entry_start[r + 1] = n_entries_out
+        # reset the scratch the member used
+        for j in range(n_slots):
+            slot_of_topic[s_topic[j]] = -1
+        for j in range(n_entries):
+            p = e_part[j]
+            topic = s_topic[e_slot[j]]
+            if 0 <= p < flat_offset[topic + 1] - flat_offset[topic]:
+                entry_of_flat[flat_offset[topic] + p] = -1
+            e_alive[j] = False
+        for j in range(n_slots):
+            s_alive[j] = False
+    return entry_start, out_topic[:n_entries_out], part_start[: n_entries_out + 1], out_parts[:n_parts_out]

@@ -1,0 +1,124 @@
+"""The fast server assignors (``kgroup.group.assignors.fast``) answer exactly what the step-by-step
+reference answers (``assign_reference``): the same members, topics and partitions, each in the same
+order, on random groups over several rounds — each round starting from the previous answer, as the
+coordinator does — and the same errors. The oracle tests (tests/apache_kafka/test_server_assignors.py)
+hold both to Apache Kafka's own classes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kgroup.group.assignors import (
+    GroupAssignment,
+    MemberSpec,
+    PartitionAssignorError,
+    RangeAssignor,
+    SubscriptionType,
+    TopicDescriber,
+    TopicId,
+    UniformAssignor,
+    assignment_from_record,
+    group_spec,
+    subscription_type,
+    topic_id_set,
+)
+
+
+def _ordered(result: GroupAssignment) -> list[tuple[str, list[tuple[TopicId, tuple[int, ...]]]]]:
+    return [(m, list(a.items())) for m, a in result.items()]
+
+
+def _answer(
+    assign: object, spec: object, describer: TopicDescriber
+) -> GroupAssignment | type[PartitionAssignorError]:
+    try:
+        return assign(spec, describer)  # type: ignore[operator,no-any-return]
+    except PartitionAssignorError:
+        return PartitionAssignorError
+
+
+@dataclass(frozen=True)
+class _Group:
+    topics: dict[TopicId, int]
+    members: list[tuple[str, tuple[TopicId, ...], str | None]]
+    kind: SubscriptionType | None
+    rounds: int
+    churn: list[tuple[int, int]]  # per later round: members leaving (from the front), joining
+
+
+@st.composite
+def _groups(draw: st.DrawFn) -> _Group:
+    topic_count = draw(st.integers(1, 12))
+    ids = draw(
+        st.lists(st.integers(0, (1 << 128) - 1), min_size=topic_count, max_size=topic_count, unique=True)
+    )
+    big = draw(st.booleans())
+    topics = {TopicId.from_int(i): draw(st.integers(0, 300 if big else 20)) for i in ids}
+    ghost = TopicId.from_int(draw(st.integers(0, (1 << 128) - 1)))  # a topic not in the metadata
+    pool = [*topics, ghost] if draw(st.integers(0, 9)) == 0 else list(topics)
+    homogeneous = draw(st.booleans())
+    shared = tuple(draw(st.lists(st.sampled_from(pool), min_size=1, max_size=len(pool), unique=True)))
+    count = draw(st.integers(1, 40))
+    static = draw(st.booleans())
+    names = draw(
+        st.lists(
+            st.text("abcxyzAB-_09\u00e9\U0001f600", min_size=1, max_size=6),
+            min_size=count,
+            max_size=count,
+            unique=True,
+        )
+    )
+    members = []
+    for name in names:
+        subscription = (
+            shared
+            if homogeneous
+            else tuple(draw(st.lists(st.sampled_from(pool), min_size=0, max_size=len(pool), unique=True)))
+        )
+        instance = draw(st.one_of(st.none(), st.sampled_from(["i1", "i2", "i3"]))) if static else None
+        members.append((name, subscription, instance))
+    rounds = draw(st.integers(1, 3))
+    churn = [(draw(st.integers(0, 3)), draw(st.integers(0, 3))) for _ in range(rounds)]
+    kind = draw(st.sampled_from([None, None, SubscriptionType.HOMOGENEOUS, SubscriptionType.HETEROGENEOUS]))
+    return _Group(topics, members, kind, rounds, churn)
+
+
+@pytest.mark.parametrize("assignor", [UniformAssignor(), RangeAssignor()], ids=["uniform", "range"])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(group=_groups(), with_inverted=st.booleans())
+def test_the_fast_path_answers_as_the_reference(
+    assignor: UniformAssignor | RangeAssignor, group: _Group, with_inverted: bool
+) -> None:
+    describer = TopicDescriber(group.topics)
+    members = list(group.members)
+    current: dict[str, dict[TopicId, tuple[int, ...]]] = {}
+    for number in range(group.rounds):
+        leave, join = group.churn[number]
+        if number:
+            members = members[leave:] + [(f"{m}-r{number}", s, i) for m, s, i in members[:join]]
+        if not members:
+            return
+        specs = [
+            (m, MemberSpec(topic_id_set(s), assignment_from_record(current.get(m, {}).items()), i))
+            for m, s, i in members
+        ]
+        kind = group.kind or subscription_type(s for _, s, _ in members)
+        assigned = None
+        if with_inverted:
+            assigned = {}
+            for m, record in current.items():
+                for topic, partitions in record.items():
+                    for p in partitions:
+                        assigned.setdefault(topic, {})[p] = m
+        spec = group_spec(specs, kind, assigned)
+        fast = _answer(assignor.assign, spec, describer)
+        reference = _answer(assignor.assign_reference, spec, describer)
+        if fast is PartitionAssignorError or reference is PartitionAssignorError:
+            assert fast is reference
+            return
+        assert _ordered(fast) == _ordered(reference)  # type: ignore[arg-type]
+        current = {m: dict(a) for m, a in fast.items()}  # type: ignore[union-attr]
