@@ -30,6 +30,8 @@ __all__ = [
     "java_string_key",
     "sorted_java",
     "table_size_for",
+    "timeline_hashmap_order",
+    "timeline_table_after_put",
     "to_positive",
 ]
 
@@ -119,6 +121,41 @@ def hashmap_order_of(keys: Iterable[str], size: int, insertion: Iterable[str] | 
             if len(chain) > 1:
                 chain.sort(key=position.__getitem__)
     return [key for index in sorted(buckets) for key in buckets[index]]
+
+
+# --- org.apache.kafka.timeline.TimelineHashMap (BaseHashTable), keyed by strings ---------------------
+#
+# A consumer group's members live in a ``TimelineHashMap`` (``ModernGroup.members``), and the target
+# assignment's ``GroupSpec`` is filled by iterating it, so which members of one ``HashMap`` bucket the
+# assignor sees first follows that table's order. ``BaseHashTable`` chains separately in a power-of-two
+# table (2 slots to start), slot = the top log2(table) bits of ``hashCode × -7046029254386353131``
+# (Fibonacci hashing, ``findSlot``); a put appends a new key to its slot's chain and replaces an
+# existing one in place, a removal keeps the others' order, a resize splits slot s into 2s and 2s+1
+# keeping each chain's order. So a chain's order is its keys' insertion order, and the latest
+# version iterates slots upward, each chain from its last key to its first
+# (``SnapshottableHashTable.CurrentIterator``).
+
+_MASK64 = (1 << 64) - 1
+_FIBONACCI = -7046029254386353131
+
+
+def timeline_table_after_put(size: int, table: int) -> int:
+    """``BaseHashTable.baseAddOrReplace``'s growth: before every put — a new key or a replaced one —
+    into a table of ``table`` slots holding ``size`` elements, it doubles when (size + 1) × 0.75 > table.
+    The table never shrinks."""
+    return table * 2 if (size + 1) * 0.75 > table else table
+
+
+def _timeline_slot(key: str, table: int) -> int:
+    return ((java_string_hash(key) * _FIBONACCI) & _MASK64) >> (65 - table.bit_length())
+
+
+def timeline_hashmap_order(keys: Iterable[str], table: int) -> list[str]:
+    """The order a ``TimelineHashMap<String, ?>`` of ``table`` slots iterates ``keys`` (its keys, given
+    in the order they were first put since their last removal — a Python dict's order)."""
+    listed = list(keys)
+    slots = [_timeline_slot(key, table) for key in listed]
+    return [listed[i] for i in sorted(range(len(listed)), key=lambda i: (slots[i], -i))]
 
 
 def sorted_java(strings: Sequence[str]) -> list[str]:

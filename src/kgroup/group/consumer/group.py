@@ -30,7 +30,7 @@ from kgroup.group.records.consumer import (
     TargetAssignmentMetadataValue,
     TopicAssignment,
 )
-from kgroup.javacompat import hashmap_iteration_order
+from kgroup.javacompat import hashmap_iteration_order, timeline_hashmap_order, timeline_table_after_put
 from kgroup.model import TopicId, TopicPartition
 from kgroup.valuetypes import replace
 
@@ -149,7 +149,11 @@ class ConsumerGroupData:
     assignment_epoch: int = 1
     assignment_timestamp_ms: int = 0
     state: ConsumerGroupState = ConsumerGroupState.EMPTY
+    #: in the order the members were first put (since their last removal); Kafka iterates them in
+    #: its ``TimelineHashMap``'s order instead: :meth:`member_ids_in_kafka_order`
     members: dict[str, ConsumerMember] = field(default_factory=dict)
+    #: the slots of that ``TimelineHashMap`` (2 to start; it doubles on a put, never shrinks)
+    members_table: int = 2
     target_assignment: dict[str, TopicAssignment] = field(default_factory=dict)
     #: topic -> partition -> the member the target assignment gives it to
     inverted_target: dict[TopicId, dict[int, str]] = field(default_factory=dict)
@@ -171,6 +175,12 @@ class ConsumerGroupData:
 
     def has_member(self, member_id: str) -> bool:
         return member_id in self.members
+
+    def member_ids_in_kafka_order(self) -> list[str]:
+        """The member ids as ``ModernGroup.members()`` iterates them (a ``TimelineHashMap``): the order
+        the target assignment's ``GroupSpec`` is filled in, which decides the order of members that
+        share a bucket of its ``HashMap``."""
+        return timeline_hashmap_order(self.members, self.members_table)
 
     def static_member(self, instance_id: str | None) -> ConsumerMember | None:
         if instance_id is None:
@@ -357,6 +367,7 @@ class ConsumerGroupData:
 
     def _update_member(self, new: ConsumerMember) -> None:
         old = self.members.get(new.member_id)
+        self.members_table = timeline_table_after_put(len(self.members), self.members_table)
         self.members[new.member_id] = new
         self.subscribed_topic_names.change_names(_names(old), new.subscribed_topic_names)
         if old is not None and old.server_assignor is not None:

@@ -297,9 +297,10 @@ def maybe_update_target(
     ):
         return group.assignment_epoch, group.target_of_static(updated.member_id, updated.instance_id)
     name = group.preferred_server_assignor(member, updated) or txn.config.consumer_assignors[0]
-    # the members as they will be (UpdatedMembersAndTargetAssignmentView): the updated member in its
-    # place; a static member's new id takes the old id's place and target
-    members: dict[str, ConsumerMember] = dict(group.members)
+    # the members as they will be (UpdatedMembersAndTargetAssignmentView's OverlayMap over the group's
+    # TimelineHashMap, iterated in that map's order): the updated member in its place, a new one after
+    # them all; a static member's new id takes the old id's place and target
+    members: dict[str, ConsumerMember] = {m: group.members[m] for m in group.member_ids_in_kafka_order()}
     targets: dict[str, TopicAssignment] = dict(group.target_assignment)
     previous_static = (
         group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
