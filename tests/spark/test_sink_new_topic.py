@@ -101,7 +101,7 @@ def test_a_topic_the_cluster_will_not_create_is_one_line_before_any_job(
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)
     assert (
-        f"topic: '{topic}' does not exist on the cluster at {kgroup_cluster.bootstrap}, which does not create "
-        "topics on first use (auto.create.topics.enable=false); create it first"
+        f"topic: '{topic}' does not exist on the cluster at {kgroup_cluster.bootstrap}, which does not "
+        "create topics on first use (auto.create.topics.enable=false); create it first"
     ) in str(caught.value)
     assert list(context.statusTracker().getJobIdsForGroup(GROUP)) == []
