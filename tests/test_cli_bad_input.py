@@ -398,3 +398,25 @@ def test_simulate_warns_about_events_that_do_nothing(
         "kgroup: warning: scale -10 at 3000 ms stops at most 3: only 3 consumer(s) are deployed then",
     ]
     assert json.loads(out)["metrics"]["invariant_violations"] == []
+
+
+# --- kgroup serve ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("orders", "'orders' has no partition count; write NAME:PARTITIONS, e.g. orders:12"),
+        (":3", "has no name"),
+        ("orders:x", "'x' is not a partition count"),
+        ("orders:0", "at least 1"),
+    ],
+)
+def test_serve_topic_needs_a_partition_count(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spec: str, needle: str
+) -> None:
+    """Issue 31: `--topic orders` silently made a one-partition topic; it is refused before the broker
+    starts, as a bad count is."""
+    message = one_line_error(capsys, "serve", "--port", "0", "--data-dir", str(tmp_path), "--topic", spec)
+    assert message.startswith(f"--topic: {spec!r}") and needle in message, message
+    assert not list(tmp_path.iterdir())  # nothing was started or written

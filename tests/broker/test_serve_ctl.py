@@ -192,3 +192,24 @@ def test_serve_ctl_does_not_import_the_broker(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_a_single_broker_answers_status_and_says_what_stop_node_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31: `serve-ctl` against a running one-broker `kgroup serve` said "no running kgroup serve
+    uses DIR"; it has a control channel too, answers status, and says stop-node needs --brokers N > 1."""
+    broker = BrokerProcess(tmp_path)
+    try:
+        status = ctl(capsys, tmp_path, "status")
+        assert status.returncode == 0, status.stderr
+        assert status.stdout.splitlines() == [f"broker 0 up {broker.bootstrap_servers}"]
+        for action in ("stop-node", "start-node"):
+            done = ctl(capsys, tmp_path, action, "0")
+            assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+            assert done.stderr.startswith(f"kgroup: error: {action}: this kgroup serve runs one broker")
+            assert "--brokers N` with N > 1" in done.stderr
+        assert broker.proc.poll() is None
+    finally:
+        assert broker.terminate() == 0
+    assert not (tmp_path / CONTROL_FILE).exists()

@@ -1,6 +1,6 @@
 """Sessions kgroup's tests cannot start in the test process (whose one shared session must run on):
 run as a script in a process of its own (``python own_process_sessions.py``), it prints one JSON
-line with what each part saw. One process serves two tests (the ``own_process_sessions`` fixture of
+line with what each part saw. One process serves three tests (the ``own_process_sessions`` fixture of
 ``conftest.py``), each reading its part, so the suite starts one more Python and JVM, not two:
 
 * ``user_session`` (``test_jvm_partitioning``): a session kgroup did not start — a plain
@@ -11,6 +11,8 @@ line with what each part saw. One process serves two tests (the ``own_process_se
   session, and to every new session, including one started after another was stopped (whose Python
   object may take the old one's ``id()``). The user's session is stopped by then, as ``first`` is
   before ``second`` starts: another stopped context before them changes nothing of that.
+* ``worker_python`` (``test_register``): a local session whose Python workers would run a Python
+  without kgroup gets the driver's from ``register(spark)``, with one line saying so.
 """
 
 from __future__ import annotations
@@ -106,6 +108,54 @@ def register_per_session() -> dict[str, Any]:
     return out
 
 
+def worker_python() -> dict[str, Any]:
+    """A user's own local session started without ``PYSPARK_PYTHON`` naming a Python with kgroup
+    (here: this Python without its site-packages, where kgroup is installed): ``register(spark)``
+    says so in one line and runs the workers on the driver's Python, so a read works. Runs last: it
+    sets ``PYSPARK_PYTHON`` for the sessions started after it."""
+    import logging
+    import os
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from confluent_kafka import Producer
+    from pyspark.sql import SparkSession
+
+    import kgroup.spark
+    from kgroup.spark.worker_python import has_kgroup
+    from kgroup.testing import KafkaBroker
+
+    wrapper = Path(tempfile.mkdtemp()) / "python-without-kgroup"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    wrapper.chmod(0o755)
+    os.environ["PYSPARK_PYTHON"] = str(wrapper)
+    said: list[str] = []
+
+    class Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    logging.getLogger("kgroup.spark").addHandler(Lines())
+    spark = SparkSession.builder.master("local[1]").appName("users-python").getOrCreate()
+    out: dict[str, Any] = {
+        "wrapper_has_kgroup": has_kgroup(str(wrapper)),
+        "before": spark.sparkContext.pythonExec,
+    }
+    out["register"] = kgroup.spark.register(spark)
+    out["said"] = said
+    out["after"] = spark.sparkContext.pythonExec
+    out["driver"] = sys.executable
+    with KafkaBroker(topics={"orders": 2}) as kafka:
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+        producer.produce("orders", b"v", b"k")
+        assert producer.flush(10) == 0
+        reader = spark.read.format("kgroup").option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        out["rows"] = reader.option("subscribe", "orders").load().count()
+    spark.stop()
+    return out
+
+
 def _part(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """What ``run`` saw, or its traceback under ``"error"``: a failing part fails its own test only."""
     try:
@@ -115,5 +165,9 @@ def _part(run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    parts = {"user_session": _part(user_session), "register": _part(register_per_session)}
+    parts = {
+        "user_session": _part(user_session),
+        "register": _part(register_per_session),
+        "worker_python": _part(worker_python),
+    }
     print(json.dumps(parts))

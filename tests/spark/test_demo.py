@@ -66,7 +66,10 @@ def test_demo_writes_a_report_consistent_with_its_json(
     assert partition_read["duplicate_offsets"] == 0
     assert partition_read["misplaced_keyed"] == 0
     assert partition_read["exactly_once"] is True
-    assert partition_read["batches"] >= 4  # maxOffsetsPerTrigger bounds each micro-batch
+    # maxOffsetsPerTrigger bounds each micro-batch, and its per-partition rounding leaves no tail
+    # batch of a few records (issue 31: 26 of 1,000,000 cost a fifth micro-batch)
+    assert partition_read["batches"] == 4
+    assert partition_read["first_batch_seconds"] > 0  # the warm-up the demo's output names
     # per group: 3 Spark members plus a plain confluent-kafka consumer joining mid-stream
     [group_read] = [r for r in pipeline["reads"] if r["mode"] == "group"]
     assert group_read["exactly_once"] is True and group_read["records"] == EVENTS

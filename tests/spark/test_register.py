@@ -24,3 +24,20 @@ def test_a_new_session_gets_its_own_commit_listener(own_process_sessions: dict[s
     assert keys[1][0] == keys[2][0]  # same application, different sessions
     assert keys[0][0] != keys[1][0]  # a stopped context's application id is not reused
     assert out["dataframe"][:3] == ["key", "value", "topic"]  # the format works on the new session
+
+
+def test_a_local_session_without_pysparks_python_gets_the_drivers(
+    own_process_sessions: dict[str, Any],
+) -> None:
+    """Issue 31: `register(spark)` returned as if all was well and the first read failed in a Spark
+    traceback with "No module named 'kgroup'"; it now says so in one line and arranges it."""
+    out = own_process_sessions["worker_python"]
+    assert "error" not in out, out.get("error")
+    assert out["wrapper_has_kgroup"] is False  # the case: the workers' Python has no kgroup
+    assert out["before"].endswith("python-without-kgroup") and out["after"] == out["driver"]
+    assert out["said"] == [
+        f"kgroup: this local SparkSession's Python workers ran {out['before']!r}, which has no kgroup; "
+        f"register() runs them on {out['driver']} (the driver's Python) instead. To choose, start the "
+        "session with PYSPARK_PYTHON set to a Python that has kgroup (docs/spark.md)"
+    ]
+    assert out["rows"] == 1

@@ -170,18 +170,22 @@ def _kafka_setting(name: str) -> str:
 
 
 def parse_topic_spec(spec: str) -> tuple[str, int]:
-    """``orders:12`` -> ("orders", 12); ``orders`` -> ("orders", 1)."""
+    """``orders:12`` -> ("orders", 12). A name without a count is refused: the partition count is the
+    one choice a topic cannot undo downward, so it is never guessed."""
     name, sep, count = spec.rpartition(":")
     if not sep:
-        name, count = spec, "1"
+        raise KgroupError(
+            f"--topic: {spec!r} has no partition count; write NAME:PARTITIONS, e.g. {spec}:12 "
+            f"({spec}:1 for one partition)"
+        )
     if not name:
-        raise KgroupError(f"topic: {spec!r} has no name; write NAME:PARTITIONS, e.g. orders:12")
+        raise KgroupError(f"--topic: {spec!r} has no name; write NAME:PARTITIONS, e.g. orders:12")
     try:
         partitions = int(count)
     except ValueError:
         raise KgroupError(
-            f"topic: {spec!r}: {count!r} is not a partition count; write NAME:PARTITIONS"
+            f"--topic: {spec!r}: {count!r} is not a partition count; write NAME:PARTITIONS"
         ) from None
     if partitions < 1:
-        raise KgroupError(f"topic: {spec!r}: the partition count must be at least 1")
+        raise KgroupError(f"--topic: {spec!r}: the partition count must be at least 1")
     return name, partitions

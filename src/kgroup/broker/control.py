@@ -1,5 +1,8 @@
 """``kgroup serve``'s control channel: stop and start one broker of a ``--brokers N`` cluster.
 
+Every ``kgroup serve`` has one (a single broker answers ``status``, and refuses ``stop-node`` /
+``start-node`` with one line saying they need ``--brokers N`` with N > 1).
+
 Kafka runs one process per broker, so an operator stops one with ``kafka-server-stop.sh`` or a
 signal. ``kgroup serve --brokers N`` runs all N in one process; to take one down (and bring it back
 on its port and data) it listens on ``127.0.0.1`` (a free port) for one-line commands, and writes
@@ -70,6 +73,11 @@ async def run_command(broker: ControlledBroker, line: str) -> str:
         return f"error: unknown command {line.strip()[:80]!r}; use stop-node N, start-node N or status"
     action, node_text = words
     ids = list(broker.cluster.broker_ids)
+    if len(ids) == 1:
+        return (
+            f"error: {action}: this kgroup serve runs one broker; stopping and starting one broker "
+            f"needs `kgroup serve --brokers N` with N > 1 (stop this one with Ctrl-C or SIGTERM)"
+        )
     if not node_text.lstrip("-").isdigit() or int(node_text) not in ids:
         return f"error: node: {node_text[:20]!r} is not a broker of this cluster; give one of {ids}"
     node = int(node_text)

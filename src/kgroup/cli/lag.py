@@ -77,6 +77,7 @@ def register(app: typer.Typer) -> None:
         from kgroup.cli.output import emit_json
         from kgroup.client.consumer import parse_bootstrap
         from kgroup.client.lag import describe_group_lag
+        from kgroup.client.probe import ListenerMismatch
         from kgroup.client.security import ClientSecurity
 
         try:
@@ -94,6 +95,11 @@ def register(app: typer.Typer) -> None:
             security = ClientSecurity.from_config(load_command_config(command_config))
         try:
             result = asyncio.run(describe_group_lag(bootstrap_servers, group, timeout_s, security=security))
+        except ListenerMismatch as exc:
+            raise KgroupError(
+                f"--command-config: {exc.message}; give a --command-config file with those settings "
+                "(docs/security.md)"
+            ) from None
         except KgroupError as exc:
             if command_config is None or not exc.message.startswith("sasl."):
                 raise

@@ -134,11 +134,14 @@ def register(app: typer.Typer) -> None:
         key_serializer: str | None = typer.Option(
             None,
             "--key-serializer",
-            help="How an integer key column's producer writes the key: long, integer, short "
-            "(Kafka's LongSerializer …, big-endian) or string (its decimal text).",
+            help="How the key column's producer writes the key: long, integer, short (Kafka's "
+            "LongSerializer …, big-endian; integer columns), string (its decimal text) or bytes "
+            "(ByteArraySerializer; a binary column, as without this option).",
         ),
         output_dir: Path | None = typer.Option(  # noqa: B008
-            None, "--output", help="Write --input's records with their partition, partitioned by it."
+            None,
+            "--output",
+            help="Write --input's records with their partition column(s), one folder per partition.",
         ),
         null_key_strategy: str | None = typer.Option(
             None,

@@ -114,7 +114,14 @@ def print_partition_summary(summary: PartitionSummary, out: Console | None = Non
         out.print(table)
         out.print("[dim]uniform hash: the share of keys expected to move if hashes were uniform[/dim]")
     if summary.output:
-        out.print(f"\nrecords written to [bold]{summary.output}[/bold] (Parquet, partitioned by partition)")
+        counts = [c.num_partitions for c in summary.counts]
+        column = "partition" if len(counts) == 1 else f"partition_{counts[0]}"
+        names = ", ".join(f"partition_{n}" for n in counts)
+        also = "" if len(counts) == 1 else f"; each record has its {names}"
+        out.print(
+            f"\nrecords written to [bold]{summary.output}[/bold] (Parquet, one folder per {column} "
+            f"value: {column}=0/ … {column}={counts[0] - 1}/{also})"
+        )
 
 
 def run_input_mode(

@@ -273,8 +273,9 @@ def register(app: typer.Typer) -> None:
                 sys.stdout.flush()
 
             _load_records_kernel()
-            # a cluster gets the control channel of `kgroup serve-ctl` (its port in DATA_DIR/serve-ctl.port)
-            run_broker(config, logs, started, control_dir=data_dir if brokers > 1 else None)
+            # the control channel of `kgroup serve-ctl` (its port in DATA_DIR/serve-ctl.port); a single
+            # broker has one too, so that serve-ctl can say what it needs instead of finding nothing
+            run_broker(config, logs, started, control_dir=data_dir)
             if recorder is not None:
                 recorder.close()
         finally:

@@ -50,12 +50,16 @@ class BrokerConnection:
         client_id: str = "kgroup",
         node_id: int | None = None,
         security: ClientSecurity | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """``ssl_context`` replaces ``security``'s TLS context (:mod:`kgroup.client.probe`'s
+        unchecked one, which only asks whether a port speaks TLS)."""
         self.host = host
         self.port = port
         self.security = security or ClientSecurity()
         self.client_id = client_id
         self.node_id = node_id
+        self._ssl_context = ssl_context
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._next_correlation = 0
@@ -73,7 +77,7 @@ class BrokerConnection:
 
     async def open(self, timeout_s: float = 10.0) -> None:
         """Connect (TLS and SASL as ``security`` says); on failure the connection is closed."""
-        context = self.security.ssl_context()
+        context = self._ssl_context or self.security.ssl_context()
         try:
             self._reader, self._writer = await asyncio.wait_for(
                 asyncio.open_connection(
@@ -212,7 +216,7 @@ class BrokerConnection:
         if self._writer is None:
             return
         with contextlib.suppress(Exception):
-            if self.security.uses_tls:
+            if self._ssl_context is not None or self.security.uses_tls:
                 # no TLS close_notify exchange (Kafka's client just closes the socket): a TLS
                 # transport's graceful close outlives an event loop that ends now
                 self._writer.transport.abort()

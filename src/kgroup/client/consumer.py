@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from kgroup.assignors.api import Assignor
 from kgroup.client.cluster import ClusterView, cluster_from_metadata
 from kgroup.client.connection import BrokerConnection, ConnectionLost
+from kgroup.client.probe import ListenerMismatch, check_listener
 from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 from kgroup.client.translate import API_KEY, from_wire, to_wire
 from kgroup.client.versions import CLIENT_RANGES, LAST_BY_NAME, UnsupportedApi, negotiate, offsets_version
@@ -252,6 +253,8 @@ class GroupConsumer:
                     "sasl.password and sasl.mechanism"
                 ) from None
             except (ConnectionLost, UnsupportedApi, TimeoutError, PeerError) as exc:
+                if isinstance(exc, ConnectionLost):
+                    await self._check_listener(host, port)
                 errors.append(f"{host}:{port}: {exc}")
         else:
             raise ClientError(
@@ -266,7 +269,11 @@ class GroupConsumer:
                     entry.connection.close()
             host, port = self._addresses[node]
             raise ClientError(f"group_protocol='consumer': {host}:{port}: {CONSUMER_PROTOCOL_NOT_SUPPORTED}")
-        await self.refresh_metadata()
+        try:
+            await self.refresh_metadata()
+        except ConnectionLost:
+            await self._check_listener(*self._addresses[node])  # a SASL listener closes here
+            raise
         self._driver = self._loop.create_task(self._drive())
 
     async def close(self, timeout_ms: int = 5000) -> None:
@@ -667,6 +674,17 @@ class GroupConsumer:
             self._addresses[_COORDINATOR_BASE - typed.node_id] = (typed.host, typed.port)
         self._dispatch(active.on_response(self._now(), request.correlation_id, typed))
         self._wake.set()
+
+    async def _check_listener(self, host: str, port: int) -> None:
+        """After the broker closed a connection: a :class:`ClientError` naming the TLS or SASL the
+        listener wants, when that was why (:mod:`kgroup.client.probe`)."""
+        try:
+            await check_listener(host, port, self._security)
+        except ListenerMismatch as exc:
+            raise ClientError(
+                f"{exc.message}; give GroupConsumer(security=ClientSecurity(protocol="
+                f"{exc.wants.protocol.split()[0]!r}, ...)) (docs/security.md)"
+            ) from None
 
     def _member_closed(self) -> bool:
         if self._consumer_member is not None:

@@ -30,8 +30,9 @@ from typing import Any
 
 from kio.index import load_request_schema
 
-from kgroup.client.connection import BrokerConnection
+from kgroup.client.connection import BrokerConnection, ConnectionLost
 from kgroup.client.consumer import parse_bootstrap
+from kgroup.client.probe import check_listener
 from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 from kgroup.client.translate import from_wire, to_wire
 from kgroup.client.versions import negotiate, offsets_version
@@ -290,6 +291,26 @@ async def _log_end_offsets(
     return ends
 
 
+async def _coordinator_and_metadata(
+    bootstrap_connection: BrokerConnection, versions: Mapping[int, int], group_id: str, timeout_s: float
+) -> tuple[FindCoordinatorResponse, Any]:
+    find = FindCoordinatorRequest(group_id)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = from_wire(
+            find, await bootstrap_connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
+        )
+        assert isinstance(found, FindCoordinatorResponse)
+        # a cluster's first FindCoordinator creates its offsets topic and is answered
+        # COORDINATOR_NOT_AVAILABLE: asked again after retry.backoff.ms, as Kafka's admin client does
+        if found.error_code not in _COORDINATOR_NOT_READY or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(_RETRY_BACKOFF_S)
+    if found.error_code is not ErrorCode.NONE:
+        raise KgroupError(f"group: no coordinator for {group_id!r} ({found.error_code.name}); try again")
+    return found, await _metadata(bootstrap_connection, versions, timeout_s)
+
+
 async def describe_group_lag(
     bootstrap: str, group_id: str, timeout_s: float = 30.0, *, security: ClientSecurity | None = None
 ) -> GroupLag:
@@ -307,26 +328,18 @@ async def describe_group_lag(
             "sasl.password and sasl.mechanism"
         ) from None
     except (OSError, TimeoutError) as exc:
+        if isinstance(exc, ConnectionLost):  # it answered, then closed: TLS or SASL it was not given?
+            await check_listener(host, port, security)
         raise KgroupError(
             f"bootstrap servers: cannot reach {host}:{port} ({exc or type(exc).__name__}); "
             "is the broker running?"
         ) from None
     try:
-        find = FindCoordinatorRequest(group_id)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            found = from_wire(
-                find, await bootstrap_connection.request(to_wire(find, versions[10]), timeout_s=timeout_s)
-            )
-            assert isinstance(found, FindCoordinatorResponse)
-            # a cluster's first FindCoordinator creates its offsets topic and is answered
-            # COORDINATOR_NOT_AVAILABLE: asked again after retry.backoff.ms, as Kafka's admin client does
-            if found.error_code not in _COORDINATOR_NOT_READY or time.monotonic() >= deadline:
-                break
-            await asyncio.sleep(_RETRY_BACKOFF_S)
-        if found.error_code is not ErrorCode.NONE:
-            raise KgroupError(f"group: no coordinator for {group_id!r} ({found.error_code.name}); try again")
-        metadata = await _metadata(bootstrap_connection, versions, timeout_s)
+        found, metadata = await _coordinator_and_metadata(bootstrap_connection, versions, group_id, timeout_s)
+    except ConnectionLost:
+        bootstrap_connection.close()
+        await check_listener(host, port, security)  # a SASL listener closes at the first request
+        raise
     finally:
         bootstrap_connection.close()
     coordinator, coordinator_versions = await _connect(found.host, found.port, timeout_s, security)

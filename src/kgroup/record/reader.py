@@ -24,6 +24,7 @@ __all__ = ["OFFSETS_TOPIC", "RECORDING_FILE", "RecordOptions", "record_group", "
 
 OFFSETS_TOPIC = "__consumer_offsets"
 RECORDING_FILE = "result.json"
+_TOPIC_AUTHORIZATION_FAILED = 29
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 #: one poll's wait; a read to the end gives up after this long without a record or the end
 _POLL_S = 0.5
@@ -74,7 +75,37 @@ def _topic_names(admin: Any, timeout_s: float) -> dict[TopicId, str]:
     return out
 
 
-def _partition_count(admin: Any, bootstrap: str, timeout_s: float) -> int:
+def _reach(options: RecordOptions) -> None:
+    """Fail at once where librdkafka would retry until the timeout: no broker accepts a connection,
+    the listener wants TLS or SASL that ``client_config`` does not give, or it refuses the login."""
+    from kgroup.client import parse_bootstrap
+    from kgroup.client.probe import ListenerMismatch, reach_cluster_blocking
+    from kgroup.client.security import ClientSecurity
+
+    security = ClientSecurity.from_config(dict(options.client_config))
+    try:
+        reach_cluster_blocking(parse_bootstrap(options.bootstrap_servers), security, options.timeout_s)
+    except ListenerMismatch as exc:
+        raise KgroupError(
+            f"--command-config: {exc.message}; give a --command-config file with those settings "
+            "(docs/security.md)"
+        ) from None
+    except KgroupError as exc:
+        field = "--command-config" if exc.message.startswith("sasl.") else "--bootstrap-servers"
+        raise KgroupError(f"{field}: {exc.message.removeprefix('bootstrap servers: ')}") from None
+
+
+def _not_authorized(principal: str, operation: str) -> KgroupError:
+    """What ``kgroup record`` says when the cluster's authorizer refuses it (docs/record.md, ACLs)."""
+    return KgroupError(
+        f"--command-config: {principal} is not authorized to {operation} {OFFSETS_TOPIC} "
+        f"(TOPIC_AUTHORIZATION_FAILED); kgroup record needs the ACLs Describe and Read on "
+        f"Topic:{OFFSETS_TOPIC} for {principal} (kafka-acls.sh --add --allow-principal {principal} "
+        f"--operation Describe --operation Read --topic {OFFSETS_TOPIC}; docs/record.md)"
+    )
+
+
+def _partition_count(admin: Any, bootstrap: str, timeout_s: float, principal: str) -> int:
     from confluent_kafka import KafkaException
 
     try:
@@ -85,6 +116,8 @@ def _partition_count(admin: Any, bootstrap: str, timeout_s: float) -> int:
             f"({exc.args[0].str() if exc.args else exc}); check the address"
         ) from None
     topic = metadata.topics.get(OFFSETS_TOPIC)
+    if topic is not None and topic.error is not None and topic.error.code() == _TOPIC_AUTHORIZATION_FAILED:
+        raise _not_authorized(principal, "Describe")
     if topic is None or topic.error is not None or not topic.partitions:
         raise KgroupError(
             f"--group: the cluster at {bootstrap} has no {OFFSETS_TOPIC} topic yet (no group has used "
@@ -113,8 +146,12 @@ def record_group(
         "bootstrap.servers": options.bootstrap_servers,
         "log_level": 0,
     }
+    _reach(options)
     admin = AdminClient(dict(common, **{"socket.timeout.ms": int(options.timeout_s * 1000)}))
-    partitions = _partition_count(admin, options.bootstrap_servers, options.timeout_s)
+    config = dict(options.client_config)
+    username = config.get("sasl.username")
+    principal = f"User:{username}" if username else "this client's principal"
+    partitions = _partition_count(admin, options.bootstrap_servers, options.timeout_s, principal)
     partition = coordinator_partition(options.group_id, partitions)
     consumer = Consumer(
         dict(
@@ -155,6 +192,12 @@ def record_group(
                     if error.code() == KafkaError._PARTITION_EOF:
                         at_end = True
                         continue
+                    if error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                        # librdkafka looks up its group's coordinator though it only assigns and never
+                        # commits: a user without rights on that group reads on
+                        continue
+                    if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                        raise _not_authorized(principal, "Read")
                     if error.fatal() or not error.retriable():
                         raise KgroupError(f"reading {OFFSETS_TOPIC}-{partition}: {error.str()}")
                     continue

@@ -102,7 +102,22 @@ def read_back_and_check(
         "batches": batches,
         "seconds": seconds,
         **_checks(read, events, key_column, partitions),
+        "extra": (("first_batch_seconds", _first_batch_seconds(query)),),
     }
+
+
+def _first_batch_seconds(query: Any) -> float | None:
+    """How long the query's first micro-batch with records took (``triggerExecution``): in a
+    session's first streaming query it includes Spark's warm-up (its Python workers, the plan's
+    code generation, the sink's first files)."""
+    for progress in query.recentProgress:
+        if _input_rows(progress) > 0:
+            durations = getattr(progress, "durationMs", None)
+            if durations is None and isinstance(progress, dict):
+                durations = progress.get("durationMs")
+            value = dict(durations or {}).get("triggerExecution")
+            return None if value is None else round(float(value) / 1000, 3)
+    return None
 
 
 def _checks(read: Any, events: Any, key_column: str, partitions: int) -> dict[str, int]:
@@ -231,6 +246,7 @@ def read_back_in_group(
         "seconds": seconds,
         **_checks(read, events, key_column, partitions),
         "extra": (
+            ("first_batch_seconds", _first_batch_seconds(query)),
             ("group_id", group_id),
             ("spark_members", members),
             ("records_read_by_spark", job.count()),

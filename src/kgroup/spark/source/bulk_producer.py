@@ -48,6 +48,9 @@ __all__ = ["BulkProducer", "ProducerSettings", "SentBatch"]
 PRODUCE_VERSIONS = (8, 13)  # v8: Kafka 2.4+ (record errors in the answer); v13 names topics by id
 INIT_PRODUCER_ID_VERSIONS = (1, 5)
 METADATA_VERSIONS = (8, 13)  # v10+ give topic ids
+DESCRIBE_CONFIGS_VERSIONS = (1, 4)
+_BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
+_AUTO_CREATE = "auto.create.topics.enable"
 #: the last Produce version that names topics
 _PRODUCE_BY_NAME = 12
 NO_PRODUCER_ID = -1
@@ -73,6 +76,22 @@ _HINTS = {
     "kafka.enable.idempotence=false or grant IdempotentWrite",
     ErrorCode.INVALID_REQUIRED_ACKS: "give kafka.acks as all, -1, 0 or 1",
 }
+
+
+def missing_topic_message(topic: str, bootstrap: str) -> str:
+    """The sink's line for a topic the cluster neither has nor creates on first use."""
+    return (
+        f"topic: {topic!r} does not exist on the cluster at {bootstrap}, which does not create topics "
+        "on first use (auto.create.topics.enable=false); create it first (kafka-topics.sh --create, "
+        "or an AdminClient's create_topics)"
+    )
+
+
+def unauthorized_topic_message(topic: str) -> str:
+    return (
+        f"topic: the principal may not write to {topic!r} (TOPIC_AUTHORIZATION_FAILED); grant it Write "
+        "on the topic (and Create, for a topic the broker creates on first use)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +162,70 @@ class BulkProducer:
     # --- the cluster -------------------------------------------------------------------------------
 
     def partition_count(self, topic: str) -> int:
-        """The topic's partition count (Metadata, asked once per topic)."""
-        if topic not in self._leaders:
-            self._refresh_metadata([topic], missing_is_error=True)
+        """The topic's partition count (Metadata, asked once per topic).
+
+        As Kafka's Java producer (and so Spark's ``format("kafka")`` sink), the Metadata request
+        allows the broker to create a missing topic (``allow_auto_topic_creation``): a cluster with
+        ``auto.create.topics.enable`` creates it with its ``num.partitions``, answering
+        ``LEADER_NOT_AVAILABLE`` (asked again after ``retry.backoff.ms``) until it has leaders. A
+        cluster that does not create topics answers ``UNKNOWN_TOPIC_OR_PARTITION``: one line at
+        once, where the Java producer would wait ``max.block.ms`` first."""
+        deadline = time.monotonic() + self._timeout_s
+        asked_config = False
+        while topic not in self._leaders:
+            missing = self._refresh_metadata([topic], missing_is_error=False)
+            if topic in self._leaders:
+                break
+            if missing and not asked_config:
+                # KRaft answers UNKNOWN_TOPIC_OR_PARTITION whether or not it creates the topic:
+                # the broker's auto.create.topics.enable says which (DescribeConfigs)
+                asked_config = True
+                if self._auto_create_enabled() is False:
+                    raise KgroupError(missing_topic_message(topic, self._bootstrap_text))
+            if time.monotonic() >= deadline:
+                raise KgroupError(
+                    f"topic: {topic!r} does not exist on the cluster at {self._bootstrap_text} and was not "
+                    f"created within {self._timeout_s:g} s (kafka.default.api.timeout.ms); create it first, "
+                    "or grant Create on it"
+                )
+            time.sleep(self.settings.retry_backoff_ms / 1000)
         return len(self._leaders[topic])
+
+    def _auto_create_enabled(self) -> bool | None:
+        """``auto.create.topics.enable`` of a broker of the cluster (DescribeConfigs on the broker
+        itself, as Kafka's admin client sends a BROKER resource), or None when none says."""
+        for node, (host, port) in sorted(self._brokers.items()):
+            try:
+                link = BrokerConnection(host, port, self._timeout_s, self.settings.client_id)
+            except RetriableBrokerError:
+                continue
+            try:
+                version = link.version(ApiKey.DESCRIBE_CONFIGS, DESCRIBE_CONFIGS_VERSIONS, self._timeout_s)
+                request = {
+                    "resources": [
+                        {
+                            "resource_type": _BROKER_RESOURCE,
+                            "resource_name": str(node),
+                            "configuration_keys": [_AUTO_CREATE],
+                        }
+                    ],
+                    "include_synonyms": False,
+                    "include_documentation": False,
+                }
+                body = build(_request(ApiKey.DESCRIBE_CONFIGS, version), request)
+                answer = link.request(body, self._timeout_s)
+            except (RetriableBrokerError, KgroupError, OSError):
+                continue
+            finally:
+                link.close()
+            for result in answer.results:
+                if int(result.error_code) != ErrorCode.NONE:
+                    return None  # not allowed to describe the broker (DescribeConfigs on the cluster)
+                for entry in result.configs:
+                    if entry.name == _AUTO_CREATE and entry.value is not None:
+                        return bool(entry.value.strip().lower() == "true")
+            return None
+        return None
 
     def _bootstrap_request(self, make: Callable[[BrokerConnection], Any]) -> Any:
         """Ask a known broker (a bootstrap one first) until one answers; ``make`` builds the request
@@ -170,7 +249,11 @@ class BulkProducer:
             "check the address and that the broker is running"
         )
 
-    def _refresh_metadata(self, topics: list[str], *, missing_is_error: bool) -> None:
+    def _refresh_metadata(self, topics: list[str], *, missing_is_error: bool) -> set[str]:
+        """Ask Metadata for ``topics`` (allowing the broker to create them, as producers do); the
+        ones it answered UNKNOWN_TOPIC_OR_PARTITION (``missing_is_error``: a :class:`KgroupError`)."""
+        missing: set[str] = set()
+
         def metadata(link: BrokerConnection) -> Any:
             version = link.version(ApiKey.METADATA, METADATA_VERSIONS, self._timeout_s)
             self.versions_spoken[ApiKey.METADATA] = version
@@ -178,7 +261,7 @@ class BulkProducer:
                 _request(ApiKey.METADATA, version),
                 {
                     "topics": [{"name": t, "topic_id": None} for t in sorted(set(topics))],
-                    "allow_auto_topic_creation": False,
+                    "allow_auto_topic_creation": True,
                     "include_cluster_authorized_operations": False,
                     "include_topic_authorized_operations": False,
                 },
@@ -188,9 +271,14 @@ class BulkProducer:
         self._brokers.update({int(b.node_id): (b.host, int(b.port)) for b in answer.brokers})
         for meta in answer.topics:
             error = error_from_wire(int(meta.error_code))
-            if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or not meta.partitions:
+            if error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 if missing_is_error:
-                    raise KgroupError(f"topic: {meta.name!r} does not exist on the cluster; create it first")
+                    raise KgroupError(missing_topic_message(meta.name, self._bootstrap_text))
+                missing.add(meta.name)
+                continue
+            if error == ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                raise KgroupError(unauthorized_topic_message(meta.name))
+            if not meta.partitions:  # being created (LEADER_NOT_AVAILABLE): asked again
                 continue
             if error not in (ErrorCode.NONE, *RETRIABLE):
                 raise KgroupError(
@@ -207,6 +295,7 @@ class BulkProducer:
             if topic_id is not None and topic_id.int:
                 self._topic_ids[meta.name] = topic_id
                 self._topic_names[topic_id] = meta.name
+        return missing
 
     def _connection(self, node: int) -> _Connection | None:
         connection = self._connections.get(node)

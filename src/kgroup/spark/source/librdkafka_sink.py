@@ -14,10 +14,72 @@ from collections import Counter
 from typing import Any
 
 from kgroup.model import KgroupError
+from kgroup.spark.source.bulk_producer import missing_topic_message, unauthorized_topic_message
 from kgroup.spark.source.options import SinkOptions
 from kgroup.spark.source.sink_rows import RowPlanner, SinkColumns
 
-__all__ = ["LibrdkafkaTaskProducer"]
+__all__ = ["LibrdkafkaTaskProducer", "topic_partition_count"]
+
+
+def _auto_create_enabled(config: dict[str, Any], metadata: Any, timeout_s: float) -> bool | None:
+    """``auto.create.topics.enable`` of a broker of the cluster (an AdminClient's DescribeConfigs),
+    or None when it cannot be asked (no DescribeConfigs right on the cluster, say)."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        ConfigResource,
+        ResourceType,
+    )
+
+    if not metadata.brokers:
+        return None
+    node = min(metadata.brokers)
+    admin = AdminClient(dict(config))
+    resource = ConfigResource(ResourceType.BROKER, str(node))
+    try:
+        described = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout_s)
+    except Exception:
+        return None
+    entry = described.get("auto.create.topics.enable")
+    return None if entry is None or entry.value is None else entry.value.strip().lower() == "true"
+
+
+def topic_partition_count(
+    producer: Any, topic: str, bootstrap: str, timeout_s: float, config: dict[str, Any]
+) -> int:
+    """The topic's partition count through a confluent-kafka producer, whose Metadata request lets
+    the broker create a missing topic (librdkafka's ``allow.auto.create.topics``, true for
+    producers, as Kafka's Java producer): asked again while it is being created (no partitions yet,
+    ``LEADER_NOT_AVAILABLE``), one line when the cluster will not create it or refuses the principal."""
+    from confluent_kafka import KafkaError
+
+    deadline = time.monotonic() + timeout_s
+    asked_config = False
+    while True:
+        try:
+            metadata = producer.list_topics(topic=topic, timeout=max(0.1, deadline - time.monotonic()))
+        except Exception as exc:
+            raise KgroupError(
+                f"kafka.bootstrap.servers: no broker answered at {bootstrap} "
+                f"({exc}); check the address and that the broker is running"
+            ) from None
+        meta = metadata.topics.get(topic)
+        code = None if meta is None or meta.error is None else meta.error.code()
+        if code == KafkaError.UNKNOWN_TOPIC_OR_PART and not asked_config:
+            # KRaft answers so whether or not it creates the topic: the broker's config says which
+            asked_config = True
+            if _auto_create_enabled(config, metadata, timeout_s) is False:
+                raise KgroupError(missing_topic_message(topic, bootstrap))
+        if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+            raise KgroupError(unauthorized_topic_message(topic))
+        if meta is not None and code is None and meta.partitions:
+            return len(meta.partitions)
+        if time.monotonic() >= deadline:
+            raise KgroupError(
+                f"topic: {topic!r} does not exist on the cluster at {bootstrap} and was not created "
+                f"within {timeout_s:g} s ({meta.error if meta is not None else 'no answer'}); create it "
+                "first, or grant Create on it"
+            )
+        time.sleep(0.1)  # retry.backoff.ms
 
 
 class LibrdkafkaTaskProducer:
@@ -32,7 +94,8 @@ class LibrdkafkaTaskProducer:
         self.columns = columns
         self.timeout_s = options.api_timeout_ms / 1000
         # Only failed deliveries are reported (delivery.report.only.error): no Python call per record.
-        config = {"delivery.report.only.error": True, **producer_config(options.client_dict())}
+        self.config = producer_config(options.client_dict())
+        config = {"delivery.report.only.error": True, **self.config}
         config["on_delivery"] = self._on_delivery
         self.producer = Producer(config)
         self.partition_counts: dict[str, int] = {}
@@ -47,17 +110,8 @@ class LibrdkafkaTaskProducer:
     def partitions_of(self, topic: str) -> int:
         count = self.partition_counts.get(topic)
         if count is None:
-            try:
-                metadata = self.producer.list_topics(topic=topic, timeout=self.timeout_s)
-            except Exception as exc:
-                raise KgroupError(
-                    f"kafka.bootstrap.servers: no broker answered at {self.options.bootstrap_servers} "
-                    f"({exc}); check the address and that the broker is running"
-                ) from None
-            meta = metadata.topics.get(topic)
-            if meta is None or meta.error is not None or not meta.partitions:
-                raise KgroupError(f"topic: {topic!r} does not exist on the cluster; create it first")
-            count = len(meta.partitions)
+            bootstrap = self.options.bootstrap_servers
+            count = topic_partition_count(self.producer, topic, bootstrap, self.timeout_s, self.config)
             self.partition_counts[topic] = count
         return count
 

@@ -36,7 +36,7 @@ from pyspark.sql.datasource import (
 )
 
 from kgroup.model import KgroupError
-from kgroup.spark.source.bulk_producer import ProducerSettings
+from kgroup.spark.source.bulk_producer import BulkProducer, ProducerSettings
 from kgroup.spark.source.bulk_sink import BulkTaskProducer, bulk_settings
 from kgroup.spark.source.options import SinkOptions, check_client_config
 from kgroup.spark.source.sink_rows import SinkColumns
@@ -52,6 +52,7 @@ __all__ = [
     "SinkCommit",
     "check_sink_client",
     "check_sink_schema",
+    "check_sink_topic",
     "sink_producer_settings",
 ]
 
@@ -150,7 +151,37 @@ def check_sink_client(options: SinkOptions) -> None:
     from kgroup.spark.source.kafka_io import producer_config
 
     check_client_config(producer_config(options.client_dict()), Producer)
-    sink_producer_settings(options)
+    settings = sink_producer_settings(options)
+    if options.topic is not None:
+        check_sink_topic(options, settings)
+
+
+def check_sink_topic(options: SinkOptions, settings: ProducerSettings | None) -> None:
+    """On the driver, before any task: the ``topic`` option's topic exists, or the cluster creates
+    it now as it would for the first record of Spark's ``format("kafka")`` sink (a producer's
+    Metadata request with ``allow_auto_topic_creation``, honoured where ``auto.create.topics.enable``
+    is on); where the cluster will not create it or the principal may not write it, one line
+    here, before any Spark job (Spark's sink fails each task after ``max.block.ms``, 60 s)."""
+    assert options.topic is not None
+    timeout_s = options.api_timeout_ms / 1000
+    if settings is not None:
+        producer = BulkProducer(options.bootstrap_servers, settings, timeout_s)
+        try:
+            producer.partition_count(options.topic)
+        finally:
+            producer.close()
+        return
+    from confluent_kafka import Producer
+
+    from kgroup.spark.source.kafka_io import producer_config
+    from kgroup.spark.source.librdkafka_sink import topic_partition_count
+
+    config = producer_config(options.client_dict())
+    client = Producer(config)
+    try:
+        topic_partition_count(client, options.topic, options.bootstrap_servers, timeout_s, config)
+    finally:
+        client.flush(0)
 
 
 def _log_commit(messages: list[Any], what: str) -> None:
