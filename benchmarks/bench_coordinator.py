@@ -145,7 +145,7 @@ class BigGroup:
         self.rtts_ms: list[float] = []
         self.errors: dict[int, int] = {}
         self.running = True
-        self._wake = asyncio.Event()
+        self._loops: dict[str, asyncio.Task[None]] = {}
 
     def _request(self, m: Member, *, join: bool) -> Any:
         data: dict[str, Any] = {
@@ -192,13 +192,17 @@ class BigGroup:
         self.interval_s = response.heartbeat_interval.total_seconds()
         return response
 
-    async def join(self, m: Member) -> None:
+    async def join(self, m: Member, *, heartbeats: bool = True) -> None:
+        """Join (retrying while the coordinator loads), acknowledge the assignment, then heartbeat
+        on its own (``heartbeats``)."""
         for _ in range(100):  # the coordinator may still be loading its partition (bounded: 10 s)
             response = await self.heartbeat(m, join=True)
             if _code(response) not in RETRIABLE:
                 break
             await asyncio.sleep(0.1)
         await self._settle(m)
+        if heartbeats:
+            self.start(m)
 
     async def _settle(self, m: Member) -> None:
         """Acknowledge what the member was just given, as a consumer does after reconciling."""
@@ -210,32 +214,39 @@ class BigGroup:
 
     async def leave(self, m: Member) -> None:
         m.leaving = True
+        task = self._loops.pop(m.member_id, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.wait([task])
         await self.heartbeat(m)
         del self.members[m.member_id]
 
-    async def run(self) -> None:
-        """Heartbeat each member at its interval until stopped (a member with something to
-        acknowledge goes at once)."""
-        pending: set[asyncio.Task[Any]] = set()
-        while self.running:
-            now = time.monotonic()
-            for m in list(self.members.values()):
-                if m.leaving:
-                    continue
-                if m.next_at <= now or (m.send_owned and m.joined):
-                    m.next_at = now + self.interval_s
-                    task = asyncio.ensure_future(self._beat(m))
-                    pending.add(task)
-                    task.add_done_callback(pending.discard)
-            await asyncio.sleep(0.01)
-        if pending:
-            await asyncio.wait(pending, timeout=REQUEST_TIMEOUT_S)
+    def start(self, m: Member) -> None:
+        """The member heartbeats on its own from now on."""
+        self._loops[m.member_id] = asyncio.ensure_future(self._member_loop(m))
 
-    async def _beat(self, m: Member) -> None:
-        try:
-            await self.heartbeat(m, join=not m.joined)
-        except Exception:  # counted; the member tries again at its next interval
-            self.errors[-1] = self.errors.get(-1, 0) + 1
+    async def _member_loop(self, m: Member) -> None:
+        """One heartbeat at a time: at the member's interval, or at once when it has something to
+        acknowledge (as a consumer does after reconciling)."""
+        while self.running and not m.leaving:
+            delay = m.next_at - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            try:
+                await self.heartbeat(m, join=not m.joined)
+            except Exception:  # counted; the member tries again at its next interval
+                self.errors[-1] = self.errors.get(-1, 0) + 1
+            again = m.send_owned and m.joined
+            m.next_at = time.monotonic() + (0.0 if again else self.interval_s)
+
+    async def stop(self) -> None:
+        self.running = False
+        tasks = list(self._loops.values())
+        self._loops.clear()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=REQUEST_TIMEOUT_S)
 
 
 async def describe(conn: BrokerConnection, group: str) -> dict[str, Any]:
@@ -308,7 +319,7 @@ class Canary:
         group = BigGroup(Pool.__new__(Pool), CANARY_GROUP, [member.member_id], 5.0)
         group.pool.conns, group.pool._next = [self.beat], 0
         member = group.members[member.member_id]
-        await group.join(member)
+        await group.join(member, heartbeats=False)  # this loop heartbeats it
         while self.running:
             started = time.perf_counter()
             await self.meta.request(
@@ -390,10 +401,8 @@ async def consumer_protocol(
     out: dict[str, Any] = {}
     try:
         cpu0, t0 = _cpu_seconds(pid), time.monotonic()
-        beats = asyncio.ensure_future(group.run())
         for i, mid in enumerate(ids[:members]):
             m = group.members[mid]
-            m.next_at = float("inf")  # the join below sends its first heartbeats
             await group.join(m)
             if i % 100 == 0:
                 _progress(f"{peer.name}: {i + 1}/{members} members joined")
@@ -436,9 +445,8 @@ async def consumer_protocol(
         cpu2, t2 = _cpu_seconds(pid), time.monotonic()
         leavers = ids[:churn]
         for mid, newcomer in zip(leavers, ids[members:], strict=True):
-            group.members[newcomer] = m = Member(newcomer, next_at=float("inf"))
-            await group.heartbeat(m, join=True)
-            m.next_at = time.monotonic()
+            group.members[newcomer] = m = Member(newcomer)
+            await group.join(m)
             await group.leave(group.members[mid])
         churned = time.monotonic() - t2
         deadline = time.monotonic() + RECONCILE_TIMEOUT_S
@@ -460,10 +468,9 @@ async def consumer_protocol(
         }
         out["after_churn"] = comparable(after, names)
         out["errors"] = {str(k): v for k, v in sorted(group.errors.items())}
-        group.running = False
-        await beats
+        await group.stop()
     finally:
-        group.running = False
+        await group.stop()
         canary.running = False
         await asyncio.wait([canary_task], timeout=5)
         canary.close()
