@@ -242,3 +242,39 @@ def test_topic_counts_follow_members_subscriptions(changes: list[tuple[int, froz
         expected = Counter(name for subscribed in members.values() for name in subscribed)
         assert counts.by_name == dict(expected)
         assert counts.shared == {name for name, n in expected.items() if n > 1}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["update", "remove", "target"]),
+            st.sampled_from(["m1", "m2", "m3", "m4"]),
+            st.integers(1, 4),
+            st.sampled_from(list(S)),
+        ),
+        max_size=40,
+    )
+)
+def test_group_state_counted_is_the_walk_over_members(steps: list[tuple[str, str, int, S]]) -> None:
+    """The state kept from a count of the members STABLE at each epoch is what
+    ``maybeUpdateGroupState`` finds walking every member (``isReconciledTo``), after any sequence of
+    member updates, removals and new target assignments."""
+    group = ConsumerGroupData("g")
+    for action, member_id, epoch, state in steps:
+        if action == "update":
+            update(group, ConsumerMember(member_id, member_epoch=epoch, state=state))
+        elif action == "remove" and member_id in group.members:
+            remove(group, member_id)
+        elif action == "target":
+            group.apply(ConsumerGroupMetadata("g", (max(epoch, group.assignment_epoch), 0)))
+            group.apply(ConsumerGroupTargetAssignmentMetadata("g", TargetAssignmentMetadataValue(epoch, 0)))
+        if not group.members:
+            walked = ConsumerGroupState.EMPTY
+        elif group.group_epoch > group.assignment_epoch:
+            walked = ConsumerGroupState.ASSIGNING
+        elif all(m.is_reconciled_to(group.assignment_epoch) for m in group.members.values()):
+            walked = ConsumerGroupState.STABLE
+        else:
+            walked = ConsumerGroupState.RECONCILING
+        assert group.state is walked

@@ -25,6 +25,7 @@ from kgroup.group.records.consumer import (
     ConsumerGroupRegularExpression,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
+    MemberAssignmentState,
     PartitionEpochs,
     ResolvedRegularExpression,
     TargetAssignmentMetadataValue,
@@ -166,6 +167,9 @@ class ConsumerGroupData:
     partition_epochs: dict[TopicId, dict[int, int]] = field(default_factory=dict)
     subscription_type: SubscriptionType = SubscriptionType.HOMOGENEOUS
     offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    #: member epoch -> how many members are STABLE at it: the group is reconciled when that count at
+    #: the assignment epoch is every member (what ``maybeUpdateGroupState`` finds walking them all)
+    stable_at: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
 
     # --- reading (Kafka's ConsumerGroup methods) ----------------------------------------------------
 
@@ -369,6 +373,9 @@ class ConsumerGroupData:
         old = self.members.get(new.member_id)
         self.members_table = timeline_table_after_put(len(self.members), self.members_table)
         self.members[new.member_id] = new
+        if old is not None:
+            self._count_stable(old, -1)
+        self._count_stable(new, 1)
         self.subscribed_topic_names.change_names(_names(old), new.subscribed_topic_names)
         if old is not None and old.server_assignor is not None:
             _dec(self.server_assignors, old.server_assignor)
@@ -389,6 +396,7 @@ class ConsumerGroupData:
 
     def _remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id)
+        self._count_stable(old, -1)
         self.subscribed_topic_names.change_names(old.subscribed_topic_names, frozenset())
         if old.server_assignor is not None:
             _dec(self.server_assignors, old.server_assignor)
@@ -399,6 +407,14 @@ class ConsumerGroupData:
         if old.instance_id is not None:
             self.static_members.pop(old.instance_id, None)
         self._update_subscription_type()
+
+    def _count_stable(self, member: ConsumerMember, delta: int) -> None:
+        if member.state is MemberAssignmentState.STABLE:
+            count = self.stable_at.get(member.member_epoch, 0) + delta
+            if count:
+                self.stable_at[member.member_epoch] = count
+            else:
+                del self.stable_at[member.member_epoch]
 
     def _remove_epochs(self, assignment: PartitionEpochs, expected_epoch: int) -> None:
         for topic, partitions in assignment.items():
@@ -448,8 +464,8 @@ class ConsumerGroupData:
         elif self.group_epoch > self.assignment_epoch:
             self.state = ConsumerGroupState.ASSIGNING
         else:
-            epoch = self.assignment_epoch
-            reconciled = all(m.is_reconciled_to(epoch) for m in self.members.values())
+            # every member reconciled to the assignment epoch (is_reconciled_to), counted as they change
+            reconciled = self.stable_at.get(self.assignment_epoch, 0) == len(self.members)
             self.state = ConsumerGroupState.STABLE if reconciled else ConsumerGroupState.RECONCILING
 
     # --- checkpoint and snapshot ----------------------------------------------------------------------
