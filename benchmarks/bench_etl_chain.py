@@ -23,11 +23,18 @@ The stages (``--stages``, default all), librdkafka (confluent-kafka) members:
 Both brokers run for the whole benchmark (each in its own process: ``kgroup serve`` and a KRaft JVM,
 Kafka's default group delay of 3 s on both); every run creates new topics and groups on each, the
 peers taking turns. Printed: per stage and in total, the median over ``--runs`` of each peer, their
-ratio, every run's figure, and the load average before and after.
+ratio, every run's figure, the broker's CPU seconds over the stages (``cpu``; ``/proc``, so Linux
+only) and the load average before and after.
 
     .venv/bin/python benchmarks/bench_etl_chain.py [--records 100000] [--partitions 20] [--members 3]
         [--runs 3] [--stages range,cooperative-sticky,static,consumer-range] [--peer kgroup --peer apache]
         [--json]
+
+``--franz-go KGO_TEST`` also runs, in each run on each peer, the Go test itself: franz-go's
+``TestGroupETL`` from its compiled test binary (``go test -c`` in franz-go's ``pkg/kgo``; a Go
+toolchain and franz-go's source, neither a dependency of kgroup), ``KGO_TEST_RECORDS=--records``,
+replication factor 1; its sub-tests (range, cooperative-sticky, KIP-848 and static groups, each a
+chain of three groups, four at a time) are printed as ``go/<name>``.
 
 Needs Apache Kafka's jars (``make kafka``) for the ``apache`` peer.
 """
@@ -37,13 +44,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer, start_peer
@@ -111,12 +121,13 @@ def _member(kind: str, bootstrap: str, group: str, slot: int, source: str, sink:
         consumer.subscribe([source])
         while handled < quota and not stage.finished.is_set():
             messages = consumer.consume(BATCH, POLL_S)
-            batch = []
+            batch: list[tuple[int, int]] = []
             for message in messages:
-                if message.error() is not None:
+                partition, offset = message.partition(), message.offset()
+                if message.error() is not None or partition is None or offset is None:
                     continue
                 producer.produce(sink, key=message.key(), value=message.value())
-                batch.append((message.partition(), message.offset()))
+                batch.append((partition, offset))
             if not batch:
                 continue
             if producer.flush(60.0) != 0:
@@ -130,7 +141,7 @@ def _member(kind: str, bootstrap: str, group: str, slot: int, source: str, sink:
                 continue
             handled += len(batch)
             stage.committed(batch)
-    except Exception as exc:  # noqa: BLE001 - reported with the figures, the stage times out
+    except Exception as exc:  # reported with the figures (the stage then ends)
         stage.errors.append(f"{group} member {slot}: {type(exc).__name__}: {exc}")
     finally:
         consumer.close()
@@ -186,13 +197,27 @@ def _produce(bootstrap: str, topic: str, records: int) -> float:
     return time.monotonic() - start
 
 
+def _cpu_seconds(peer: RunningPeer) -> float:
+    """The broker process's CPU seconds so far (user + system, from /proc); NaN where unknown."""
+    proc = getattr(peer, "_proc", None)
+    kafka = getattr(peer, "_kafka", None)
+    pid = proc.pid if proc is not None else (kafka.pid(1) if kafka is not None else None)
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except (OSError, TypeError):
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_chain(peer: RunningPeer, args: argparse.Namespace, stages: list[str]) -> dict[str, float]:
-    """One run of the chain on ``peer``: seconds per stage (and ``produce``, ``total``)."""
+    """One run of the chain on ``peer``: seconds per stage (and ``produce``, ``total``, and the
+    broker's CPU seconds over the stages, ``cpu``)."""
     tag = uuid.uuid4().hex[:8]
     topics = [f"etl-{tag}-{i}" for i in range(len(stages) + 1)]
     peer.create_topics(dict.fromkeys(topics, args.partitions), timeout_s=60.0)
     times: dict[str, float] = {"produce": _produce(peer.bootstrap_servers, topics[0], args.records)}
     _progress(f"  {peer.name}: produce {times['produce']:.2f} s")
+    cpu_before = _cpu_seconds(peer)
     for index, kind in enumerate(stages):
         elapsed, stage = _run_stage(kind, peer.bootstrap_servers, f"etl-{tag}-{kind}", topics[index],
                                     topics[index + 1], args.records, args.members)
@@ -202,6 +227,34 @@ def run_chain(peer: RunningPeer, args: argparse.Namespace, stages: list[str]) ->
         _progress(f"  {peer.name}: {kind} {elapsed:.2f} s ({stage.members} members, "
                   f"{stage.failed_commits} commits refused)")
     times["total"] = sum(times[kind] for kind in stages)
+    times["cpu"] = _cpu_seconds(peer) - cpu_before
+    return times
+
+
+_GO_SUBTEST = re.compile(r"--- (PASS|FAIL|SKIP): TestGroupETL(?:/(\S+))? \(([0-9.]+)s\)")
+
+
+def run_franz_go(peer: RunningPeer, args: argparse.Namespace) -> dict[str, float]:
+    """One run of franz-go's own ``TestGroupETL`` (its compiled test binary, ``--franz-go``) against
+    ``peer``: seconds per sub-test (``go/<name>``) and in all (``go/total``)."""
+    binary = Path(args.franz_go).resolve()
+    env = dict(os.environ, KGO_SEEDS=peer.bootstrap_servers, KGO_TEST_RF="1",
+               KGO_TEST_RECORDS=str(args.records), KGO_LOG_LEVEL="none")
+    cpu_before = _cpu_seconds(peer)
+    done = subprocess.run([str(binary), "-test.run", "^TestGroupETL$", "-test.v", "-test.timeout", "600s"],
+                          cwd=args.franz_go_dir or binary.parent, env=env, capture_output=True, text=True,
+                          timeout=700, check=False)
+    times: dict[str, float] = {}
+    for status, name, seconds in _GO_SUBTEST.findall(done.stdout):
+        if status == "FAIL" or done.returncode != 0:
+            tail = " ".join(done.stdout.strip().splitlines()[-3:])
+            raise PeerUnavailable(f"franz-go TestGroupETL failed (exit {done.returncode}): {tail}")
+        if status == "PASS":
+            times[f"go/{name or 'total'}"] = float(seconds)
+    if "go/total" not in times:
+        raise PeerUnavailable(f"franz-go TestGroupETL printed no result (exit {done.returncode})")
+    times["go/cpu"] = _cpu_seconds(peer) - cpu_before
+    _progress(f"  {peer.name}: franz-go TestGroupETL {times['go/total']:.2f} s")
     return times
 
 
@@ -214,11 +267,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", default=",".join(DEFAULT_STAGES),
                         help=f"comma-separated, of {', '.join(STAGES)}")
     parser.add_argument("--peer", action="append", choices=["kgroup", "apache"])
+    parser.add_argument("--franz-go", metavar="KGO_TEST",
+                        help="also run franz-go's TestGroupETL: its compiled test binary "
+                             "(cd franz-go/pkg/kgo && go test -c -o kgo.test .)")
+    parser.add_argument("--franz-go-dir", metavar="DIR",
+                        help="franz-go's pkg/kgo directory (the test's working directory; default: the "
+                             "binary's)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     stages = [s for s in args.stages.split(",") if s]
     unknown = [s for s in stages if s not in STAGES]
-    if unknown or not stages:
+    if unknown or not (stages or args.franz_go):
         print(f"--stages: unknown stage {unknown[0] if unknown else '(none)'}; choose from "
               f"{', '.join(STAGES)}", file=sys.stderr)
         return 2
@@ -227,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
         if value < 1:
             print(f"{name}: must be at least 1, not {value}", file=sys.stderr)
             return 2
+    if args.franz_go and not os.access(args.franz_go, os.X_OK):
+        print(f"--franz-go: {args.franz_go} is not an executable file; build it with "
+              f"`go test -c -o kgo.test .` in franz-go's pkg/kgo", file=sys.stderr)
+        return 2
     names = args.peer or ["kgroup", "apache"]
     load_before = os.getloadavg()
     peers: list[RunningPeer] = []
@@ -244,7 +307,10 @@ def main(argv: list[str] | None = None) -> int:
             for peer in order:
                 _progress(f"run {run + 1}/{args.runs} on {peer.name} (load {os.getloadavg()[0]:.2f})")
                 try:
-                    results[peer.name].append(run_chain(peer, args, stages))
+                    times = run_chain(peer, args, stages) if stages else {}
+                    if args.franz_go:
+                        times.update(run_franz_go(peer, args))
+                    results[peer.name].append(times)
                 except PeerUnavailable as exc:
                     print(f"{peer.name}: {exc.reason}", file=sys.stderr)
                     return 1
@@ -262,7 +328,12 @@ def _report(args: argparse.Namespace, stages: list[str], results: dict[str, list
             load_after: tuple[float, float, float]) -> None:
     from confluent_kafka import libversion
 
-    rows = ["produce", *stages, "total"]
+    first = next(iter(results.values()))[0]
+    rows = [row for row in ("produce", *stages, "total", "cpu") if row in first]
+    rows += sorted(row for row in first if row.startswith("go/") and row not in ("go/total", "go/cpu"))
+    rows += [row for row in ("go/total", "go/cpu") if row in first]
+    if any(set(r) != set(first) for runs in results.values() for r in runs):  # a sub-test skipped somewhere
+        rows = [row for row in rows if all(row in r for runs in results.values() for r in runs)]
     medians = {name: {row: statistics.median(r[row] for r in runs) for row in rows}
                for name, runs in results.items()}
     if args.json:
@@ -277,12 +348,12 @@ def _report(args: argparse.Namespace, stages: list[str], results: dict[str, list
           f"per group at once, librdkafka {libversion()[0]}, {args.runs} run(s), medians in seconds")
     print(f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
           f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
-    header = f"{'stage':<20}" + "".join(f"{name:>10}" for name in names)
+    header = f"{'stage':<30}" + "".join(f"{name:>10}" for name in names)
     if len(names) == 2:
         header += f"{names[0] + '/' + names[1]:>16}"
     print(header + "   runs")
     for row in rows:
-        line = f"{row:<20}" + "".join(f"{fmt(medians[name][row]):>10}" for name in names)
+        line = f"{row:<30}" + "".join(f"{fmt(medians[name][row]):>10}" for name in names)
         if len(names) == 2:
             a, b = (medians[name][row] for name in names)
             line += f"{(a / b if b else float('inf')):>15.2f}×"
