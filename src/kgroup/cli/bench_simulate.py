@@ -104,8 +104,8 @@ def register_bench(bench_app: typer.Typer) -> None:
             emit_json(out)
             return
         console.print(
-            f"simulate {scenario.name}, {minutes} min virtual, {assignor}: median {median:.2f} s wall "
-            f"({cpu_median:.2f} s CPU) over {runs} run(s) ({out['virtual_to_wall']}x real time; "
-            f"{out['steps']:,} steps, "
+            f"simulate {scenario.name} ({members:,} members, {partitions:,} partitions), {minutes} min "
+            f"virtual, {assignor}: median {median:.2f} s wall ({cpu_median:.2f} s CPU) over {runs} run(s) "
+            f"({out['virtual_to_wall']}x real time; {out['steps']:,} steps, {out['steps_per_s']:,} steps/s, "
             f"{out['rebalances']} rebalances, {out['invariant_violations']} invariant violations)"
         )

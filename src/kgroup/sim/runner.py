@@ -179,6 +179,8 @@ class Simulation:
         self.commits_sent = 0
         self._in_double = False
         self._started = False
+        #: the deployed processes' topics and the partition count the subscribed set was last built for
+        self._subscribed_key: tuple[frozenset[str], int] | None = None
         self.settled_at_end = False
         self.reconciled_at_end = False
 
@@ -381,7 +383,11 @@ class Simulation:
         proc.load.batch_phase_ms = self.workload_rng.randrange(batch_ms) if batch_ms > 0 else 0
         if not proc.deployed:
             proc.deployed = True
-            self.resubscribe()
+            known = self._subscribed_key
+            # (a process deploying with topics already subscribed changes nothing: a group of a
+            # thousand starting at once does not recompute the subscribed set a thousand times)
+            if known is None or known[1] != len(self.workload.index) or not known[0].issuperset(proc.topics):
+                self.resubscribe()
         self.running_count += 1
         proc.app_tick_at = None
         proc.app_poll_at = None
@@ -663,20 +669,42 @@ class Simulation:
         return group.is_current(generation, member_id)
 
     def resubscribe(self) -> None:
-        topics = {t for p in self.procs if p.deployed for t in p.topics}
+        topics = frozenset(t for p in self.procs if p.deployed for t in p.topics)
         index = self.workload.index
+        key = (topics, len(index))
+        if key == self._subscribed_key:
+            return  # the same topics over the same partitions: the same subscribed set
+        self._subscribed_key = key
         self.own.set_subscribed(i for tp, i in index.items() if tp.topic in topics)
 
     def group_changed(self) -> None:
         """The generation or the member set changed: every claim may have become (non-)current."""
-        is_current = self.group.is_current
+        group = self.group
+        is_current = group.is_current
+        if isinstance(group, ConsumerGroupObserver):
+            for proc in self.procs:
+                member = proc.member
+                if member is None:
+                    continue
+                current = is_current(member.generation, member.member_id)
+                self._set_claim(proc, proc.claim, current)
+                self._refresh_settled(proc)
+            return
+        # classic: the same as above with the no-op calls left out (a group of a thousand changes
+        # membership thousands of times): a claim whose standing is unchanged keeps it
+        # (_set_claim returns at once), and a member is settled exactly when it is STABLE and current
+        stable = Phase.STABLE
         for proc in self.procs:
             member = proc.member
             if member is None:
                 continue
             current = is_current(member.generation, member.member_id)
-            self._set_claim(proc, proc.claim, current)
-            self._refresh_settled(proc)
+            if current is not proc.claim_current:
+                self._set_claim(proc, proc.claim, current)
+            settled = current and member.phase is stable
+            if settled is not proc.settled:
+                proc.settled = settled
+                self.settled_count += 1 if settled else -1
 
     # --- handlers -------------------------------------------------------------------------------------
 
@@ -799,9 +827,14 @@ class Simulation:
             if member is not None:
                 self.workload.advance(proc.load, member, now)
         # the group's committed offsets as the coordinator holds them (new owners start there)
-        on_commit = self.workload.on_commit
+        # (Workload.on_commit, inlined: ten thousand partitions a sample)
+        index, committed = self.workload.index, self.workload.committed
         for tp, value in self.coord.committed_offsets(self.group_id).items():
-            on_commit(tp, value.offset)
+            offset = value.offset
+            if offset >= 0:
+                i = index.get(tp)
+                if i is not None:
+                    committed[i] = offset
         subscribed = self.own.subscribed()
         committed_total, largest, unprocessed = self.workload.lag(subscribed, now)
         if self.lag and self.lag[-1].t_ms == now:
