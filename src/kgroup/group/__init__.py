@@ -1,10 +1,10 @@
 """The classic group coordinator (Kafka 4.0's ``ClassicGroup`` / ``GroupMetadataManager``) as a pure,
 replayable state machine. See ``docs/coordinator.md``."""
 
+from kgroup.group.classic.group import GroupSnapshot, GroupView
 from kgroup.group.config import CoordinatorConfig
 from kgroup.group.coordinator import CoordinatorSnapshot, GroupCoordinator, UnknownGroupError
 from kgroup.group.discovery import ConnectionState, coordinator_partition, least_loaded_node
-from kgroup.group.group import GroupSnapshot, GroupView
 from kgroup.group.records import (
     GenerationStarted,
     GroupCreated,

@@ -12,7 +12,17 @@ from dataclasses import dataclass
 from random import Random
 from types import MappingProxyType
 
-from kgroup.group.admin import delete_group, handle_describe, handle_list, not_described, unload
+from kgroup.group.classic.admin import delete_group, handle_describe, handle_list, not_described, unload
+from kgroup.group.classic.group import GroupData, GroupSnapshot, GroupView
+from kgroup.group.classic.join import handle_join
+from kgroup.group.classic.membership import handle_heartbeat, handle_leave, handle_sync
+from kgroup.group.classic.offsets import handle_offset_commit, handle_offset_fetch
+from kgroup.group.classic.rebalance import (
+    expire_heartbeat,
+    expire_pending_sync,
+    on_join_timer,
+    reschedule_heartbeat,
+)
 from kgroup.group.config import CoordinatorConfig
 from kgroup.group.consumer.classic_members import classic_heartbeat, classic_join, classic_leave, classic_sync
 from kgroup.group.consumer.context import ConsumerContext, rebalance_key
@@ -29,11 +39,6 @@ from kgroup.group.consumer.requests import (
     restart_sessions,
 )
 from kgroup.group.consumer.steps import RegexResolution, finish_regex_resolution, start_regex_resolution
-from kgroup.group.group import GroupData, GroupSnapshot, GroupView
-from kgroup.group.join import handle_join
-from kgroup.group.membership import handle_heartbeat, handle_leave, handle_sync
-from kgroup.group.offsets import handle_offset_commit, handle_offset_fetch
-from kgroup.group.rebalance import expire_heartbeat, expire_pending_sync, on_join_timer, reschedule_heartbeat
 from kgroup.group.records import (
     GroupCreated,
     GroupDeleted,

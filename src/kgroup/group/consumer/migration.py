@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kgroup.group.classic.group import GroupData
+from kgroup.group.classic.rebalance import prepare_rebalance, reschedule_heartbeat
 from kgroup.group.consumer.context import ApiError, ConsumerContext, cancel_timers, session_key
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember, epochs_of
-from kgroup.group.group import GroupData
 from kgroup.group.javamap import JavaHashOrder
-from kgroup.group.rebalance import prepare_rebalance, reschedule_heartbeat
 from kgroup.group.records import GroupRestored, MemberState
 from kgroup.group.records.consumer import (
     ClassicMemberMetadata,

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from kgroup.group.consumer.context import ApiError, ConsumerContext, session_key
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.records import GroupDeleted, GroupRecord, OffsetAndMetadata, OffsetCommitted
+from kgroup.group.records import GroupDeleted, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -215,7 +215,7 @@ def handle_consumer_offset_commit(
     whole request (Kafka's operation throws; every partition gets the error)."""
     try:
         check = _validate_commit(group, req, env.api_version)
-        committed: list[GroupRecord] = []
+        committed: list[OffsetCommitted] = []
         results: list[tuple[TopicPartition, ErrorCode]] = []
         max_bytes = txn.config.offset_metadata_max_bytes
         for entry in req.offsets:
@@ -235,7 +235,7 @@ def handle_consumer_offset_commit(
         body = OffsetCommitResponse(tuple((p.partition, error.code) for p in req.offsets))
         txn.reply(env.connection, env.correlation_id, body)
         return
-    txn.emit_all_to(group, committed)  # type: ignore[arg-type]
+    txn.emit_all_to(group, committed)
     txn.reply(env.connection, env.correlation_id, OffsetCommitResponse(tuple(results)))
 
 

@@ -6,9 +6,9 @@ group's state, survive every state change, and come back when the log is replaye
 
 from __future__ import annotations
 
-from kgroup.group.group import GroupData
-from kgroup.group.rebalance import reschedule_heartbeat
-from kgroup.group.records import GroupCreated, GroupRecord, OffsetAndMetadata, OffsetCommitted
+from kgroup.group.classic.group import GroupData
+from kgroup.group.classic.rebalance import reschedule_heartbeat
+from kgroup.group.records import GroupCreated, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.states import GroupState
 from kgroup.group.txn import Txn
 from kgroup.messages import (
@@ -73,7 +73,7 @@ def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> N
         # in the classic protocol an offset commit also keeps the member's session alive
         reschedule_heartbeat(txn, group, req.member_id)
     results: list[tuple[TopicPartition, ErrorCode]] = []
-    committed: list[GroupRecord] = []
+    committed: list[OffsetCommitted] = []
     now_ms, group_id = txn.now_ms, group.group_id
     max_bytes = txn.config.offset_metadata_max_bytes
     for entry in req.offsets:

@@ -7,7 +7,8 @@ runner)."""
 
 from __future__ import annotations
 
-from kgroup.group.group import GroupData
+from kgroup.group.classic import mutate
+from kgroup.group.classic.group import GroupData
 from kgroup.group.records import GroupDeleted
 from kgroup.group.states import GroupState
 from kgroup.group.txn import Txn
@@ -98,7 +99,7 @@ def delete_group(txn: Txn, group_id: str) -> ErrorCode:
         return ErrorCode.NON_EMPTY_GROUP
     for key in [k for k in txn.armed if len(k) > 1 and k[1] == group_id]:
         txn.cancel(key)
-    txn.transition(group, S.DEAD)
+    mutate.transition(txn, group, S.DEAD)
     txn.emit(GroupDeleted(group_id))
     return ErrorCode.NONE
 
@@ -108,14 +109,14 @@ def unload(txn: Txn) -> None:
     requests are answered NOT_COORDINATOR, so clients look for the new coordinator."""
     for group in list(txn.groups.values()):
         before = group.state
-        txn.transition(group, S.DEAD)
+        mutate.transition(txn, group, S.DEAD)
         if before is S.PREPARING_REBALANCE:
             for m in group.all_members():
-                txn.complete_join(
-                    group, m, JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=m.member_id)
+                mutate.complete_join_future(
+                    txn, group, m, JoinGroupResponse(ErrorCode.NOT_COORDINATOR, member_id=m.member_id)
                 )
         elif before in (S.COMPLETING_REBALANCE, S.STABLE):
             for m in group.all_members():
-                txn.complete_sync(group, m, SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
+                mutate.complete_sync_future(txn, group, m, SyncGroupResponse(ErrorCode.NOT_COORDINATOR))
     for key in list(txn.armed):
         txn.cancel(key)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from kgroup.group.group import GroupData
-from kgroup.group.rebalance import (
+from kgroup.group.classic import mutate
+from kgroup.group.classic.group import GroupData
+from kgroup.group.classic.rebalance import (
     maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join,
     prepare_rebalance,
@@ -64,7 +65,7 @@ def handle_join(txn: Txn, env: Envelope, req: JoinGroupRequest) -> None:
 
     if not _accept_joining_member(txn, group, req.member_id):
         if group.is_pending_member(req.member_id) or group.has_member(req.member_id):
-            txn.remove_member(group, req.member_id)
+            mutate.remove_member(txn, group, req.member_id)
         return fail(ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID)
     if is_unknown_member:
         _join_new_member(txn, env, req, group)
@@ -182,7 +183,7 @@ def _updated(member: MemberState, req: JoinGroupRequest, parked: Parked | None) 
 def _update_member_and_rebalance(
     txn: Txn, env: Envelope, req: JoinGroupRequest, group: GroupData, member: MemberState
 ) -> None:
-    txn.put_member(group, _updated(member, req, Parked(env.connection, env.correlation_id)))
+    mutate.put_member(txn, group, _updated(member, req, Parked(env.connection, env.correlation_id)))
     maybe_prepare_rebalance_or_complete_join(txn, group)
 
 
@@ -212,7 +213,7 @@ def _add_member_and_rebalance(
                 group.group_id, True, None if delay is None else delay[0], None if delay is None else delay[1]
             )
         )
-    txn.add_member(group, member)
+    mutate.add_member(txn, group, member)
     # A parked JoinGroup hides disconnects, so new members get a long fixed timeout instead of the
     # session timeout; a member still interested simply retries.
     reschedule_heartbeat(txn, group, member_id, txn.config.group_new_member_join_timeout_ms)
@@ -237,11 +238,11 @@ def _update_static_member(
     # Java removes the old id from the map and puts the new one (at its bucket's tail)
     txn.emit(StaticMemberReplaced(group.group_id, old_member_id, new))
     if current_leader == old_member_id:
-        txn.set_leader(group, new_member_id)
+        mutate.set_leader(txn, group, new_member_id)
     # the old id's session timer will fire harmlessly; the new id gets its own
     reschedule_heartbeat(txn, group, new_member_id)
-    txn.put_member(
-        group, _updated(group.member(new_member_id), req, Parked(env.connection, env.correlation_id))
+    mutate.put_member(
+        txn, group, _updated(group.member(new_member_id), req, Parked(env.connection, env.correlation_id))
     )
 
     if group.in_state(S.STABLE):
@@ -273,7 +274,7 @@ def _update_static_member(
                     skip_assignment=False,
                     member_id=new_member_id,
                 )
-            txn.complete_join(group, group.member(new_member_id), response)
+            mutate.complete_join_future(txn, group, group.member(new_member_id), response)
         else:
             maybe_prepare_rebalance_or_complete_join(txn, group)
     elif group.in_state(S.COMPLETING_REBALANCE):

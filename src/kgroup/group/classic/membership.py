@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from kgroup.group.group import GroupData
-from kgroup.group.rebalance import (
+from kgroup.group.classic import mutate
+from kgroup.group.classic.group import GroupData
+from kgroup.group.classic.rebalance import (
     maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join,
     remove_pending_sync_member,
@@ -75,7 +76,9 @@ def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
         return answer(ErrorCode.REBALANCE_IN_PROGRESS)
     if group.in_state(S.COMPLETING_REBALANCE):
         member = group.member(req.member_id)
-        txn.put_member(group, replace(member, awaiting_sync=Parked(env.connection, env.correlation_id)))
+        mutate.put_member(
+            txn, group, replace(member, awaiting_sync=Parked(env.connection, env.correlation_id))
+        )
         remove_pending_sync_member(txn, group, req.member_id)
         if group.is_leader(req.member_id):
             # the leader's assignment; a later entry for the same member wins, as in Java's HashMap,
@@ -84,7 +87,7 @@ def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
             for entry in req.assignments:
                 assignment[entry.member_id] = entry.assignment
             set_and_propagate_assignment(txn, group, assignment)
-            txn.transition(group, S.STABLE)
+            mutate.transition(txn, group, S.STABLE)
         return None
     # Stable: the member's current assignment
     remove_pending_sync_member(txn, group, req.member_id)
@@ -113,7 +116,7 @@ def handle_heartbeat(txn: Txn, env: Envelope, req: HeartbeatRequest) -> None:
 def _heartbeat(txn: Txn, req: HeartbeatRequest) -> ErrorCode:
     if not req.group_id:
         return ErrorCode.INVALID_GROUP_ID
-    group = txn.groups.get(req.group_id)
+    group: GroupData | None = txn.groups.get(req.group_id)
     if group is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     state = group.state
@@ -135,10 +138,10 @@ def _heartbeat(txn: Txn, req: HeartbeatRequest) -> ErrorCode:
 def _remove_current_member(txn: Txn, group: GroupData, member_id: str) -> None:
     txn.cancel(heartbeat_key(group.group_id, member_id))
     member = group.member(member_id)
-    txn.complete_join(
-        group, member, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
+    mutate.complete_join_future(
+        txn, group, member, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
     )
-    txn.remove_member(group, member_id)
+    mutate.remove_member(txn, group, member_id)
 
 
 def handle_leave(txn: Txn, env: Envelope, req: LeaveGroupRequest) -> None:
