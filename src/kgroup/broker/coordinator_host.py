@@ -45,9 +45,16 @@ from typing import Any, Protocol
 
 from kgroup.broker.internal_topic import OffsetsTopicRecords
 from kgroup.broker.logapi import CoordinatorLogLike
-from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupView, TimerTable
-from kgroup.group.consumer.metadata import EMPTY_IMAGE, MetadataImage
+from kgroup.group import (
+    ClassicGroups,
+    CoordinatorConfig,
+    CoordinatorResult,
+    GroupCoordinator,
+    GroupView,
+    TimerTable,
+)
 from kgroup.group.discovery import coordinator_partition
+from kgroup.group.metadata import EMPTY_IMAGE, MetadataImage
 from kgroup.group.records import Record, TimerArmed, TimerDisarmed
 from kgroup.group.records.serde import decode_record, encode_record
 from kgroup.group.timers import ScheduleTimer
@@ -458,7 +465,7 @@ class CoordinatorHost:
             coordinator = self.coordinators.get(node_id)
             if coordinator is None or not coordinator.has_group(group_id):
                 return None
-            return coordinator.group(group_id)
+            return coordinator.kind(ClassicGroups).group(group_id)
 
         return view
 

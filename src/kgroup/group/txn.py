@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
-from typing import Any, Protocol
+from typing import Protocol
 
 from kgroup.group.config import CoordinatorConfig
 from kgroup.group.records import OffsetCommitted, Parked, Record, TimerArmed, TimerDisarmed
@@ -54,13 +54,12 @@ class CoordinatorResult:
 
 
 class Txn:
-    """The context a handler works in: the clock, the groups, and the effects it collects."""
+    """The context a handler works in: the clock, the armed timers, and the effects it collects."""
 
     __slots__ = (
         "_replay",
         "armed",
         "config",
-        "groups",
         "now_ms",
         "records",
         "replies",
@@ -76,14 +75,12 @@ class Txn:
         now_ms: int,
         config: CoordinatorConfig,
         rng: Random,
-        groups: dict[str, Any],
         armed: dict[TimerKey, int],
         replay: Callable[[Record], None],
     ) -> None:
         self.now_ms = now_ms
         self.config = config
         self.rng = rng
-        self.groups = groups
         self.armed = armed
         self._replay = replay
         self.records: list[Record] = []

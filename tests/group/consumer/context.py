@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from random import Random
 
 from kgroup.group import (
+    ConsumerGroups,
     CoordinatorConfig,
     CoordinatorResult,
     GroupCoordinator,
@@ -23,7 +24,7 @@ from kgroup.group.assignors.api import GroupAssignment, GroupSpec, ServerAssigno
 from kgroup.group.consumer.context import rebalance_key, regex_key, session_key
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -166,7 +167,7 @@ class ConsumerTestContext:
         self.coordinator = GroupCoordinator(self.config, rng=Random(self.seed))
         for assignor in self.assignors:
             # the coordinator's assignors by name, as Kafka's config holds assignor instances
-            self.coordinator._consumer.assignors[assignor.name] = assignor
+            self.coordinator.kind(ConsumerGroups).ctx.assignors[assignor.name] = assignor
         self.coordinator.set_metadata(self.metadata)
         self.timers = TimerTable()
         self.records: list[Record] = []
@@ -230,7 +231,7 @@ class ConsumerTestContext:
     # --- reading --------------------------------------------------------------------------------------
 
     def group(self, group_id: str = GROUP) -> ConsumerGroupData:
-        return self.coordinator._consumer.groups[group_id]
+        return self.coordinator.kind(ConsumerGroups).ctx.groups[group_id]
 
     def member(self, member_id: str, group_id: str = GROUP) -> ConsumerMember:
         return self.group(group_id).members[member_id]

@@ -3,6 +3,7 @@ assignments on subscription, metadata and membership changes, leaving, and stati
 
 from __future__ import annotations
 
+from kgroup.group import ConsumerGroups
 from kgroup.group.consumer.context import session_key
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.records.consumer import MemberAssignmentState
@@ -60,7 +61,7 @@ def test_member_joins_empty_consumer_group() -> None:
     """testMemberJoinsEmptyConsumerGroup"""
     ctx, assignor = _ctx((FOO, "foo", 6), (BAR, "bar", 3))
     assignor.prepare({M1: assignment((FOO, range(6)), (BAR, range(3)))})
-    assert ctx.coordinator.consumer_group_ids() == []
+    assert sorted(ctx.coordinator.kind(ConsumerGroups).group_ids()) == []
     result = ctx.heartbeat(**_join(M1, "foo", "bar"))
     response = result.heartbeat
     assert (

@@ -42,7 +42,7 @@ _REQUIRES_KNOWN_MEMBER_ID_VERSION = 4
 _SKIP_ASSIGNMENT_VERSION = 9
 
 
-def handle_join(txn: Txn, env: Envelope, req: JoinGroupRequest) -> None:
+def handle_join(txn: Txn, groups: dict[str, GroupData], env: Envelope, req: JoinGroupRequest) -> None:
     def fail(error: ErrorCode, member_id: str = req.member_id) -> None:
         txn.reply(
             env.connection, env.correlation_id, JoinGroupResponse(error_code=error, member_id=member_id)
@@ -55,13 +55,13 @@ def handle_join(txn: Txn, env: Envelope, req: JoinGroupRequest) -> None:
         return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
 
     is_unknown_member = req.member_id == UNKNOWN_MEMBER_ID
-    group = txn.groups.get(req.group_id)
+    group = groups.get(req.group_id)
     if group is None:
         if not is_unknown_member:
             # a member id for a group that does not exist: the member must start over
             return fail(ErrorCode.UNKNOWN_MEMBER_ID)
         txn.emit(GroupCreated(req.group_id, txn.now_ms))
-        group = txn.groups[req.group_id]
+        group = groups[req.group_id]
 
     if not _accept_joining_member(txn, group, req.member_id):
         if group.is_pending_member(req.member_id) or group.has_member(req.member_id):

@@ -60,13 +60,13 @@ def _validate_sync(group: GroupData, req: SyncGroupRequest, api_version: int) ->
     return None
 
 
-def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
+def handle_sync(txn: Txn, groups: dict[str, GroupData], env: Envelope, req: SyncGroupRequest) -> None:
     def answer(error: ErrorCode) -> None:
         txn.reply(env.connection, env.correlation_id, SyncGroupResponse(error))
 
     if not req.group_id:
         return answer(ErrorCode.INVALID_GROUP_ID)
-    group = txn.groups.get(req.group_id)
+    group = groups.get(req.group_id)
     if group is None or group.in_state(S.EMPTY):
         return answer(ErrorCode.UNKNOWN_MEMBER_ID)
     error = _validate_sync(group, req, env.api_version)
@@ -109,14 +109,15 @@ def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
 _HEARTBEAT_ANSWERS = {error: HeartbeatResponse(error) for error in ErrorCode}
 
 
-def handle_heartbeat(txn: Txn, env: Envelope, req: HeartbeatRequest) -> None:
-    txn.reply(env.connection, env.correlation_id, _HEARTBEAT_ANSWERS[_heartbeat(txn, req)])
+def handle_heartbeat(txn: Txn, groups: dict[str, GroupData], env: Envelope, req: HeartbeatRequest) -> None:
+    txn.reply(
+        env.connection, env.correlation_id, _HEARTBEAT_ANSWERS[_heartbeat(txn, groups.get(req.group_id), req)]
+    )
 
 
-def _heartbeat(txn: Txn, req: HeartbeatRequest) -> ErrorCode:
+def _heartbeat(txn: Txn, group: GroupData | None, req: HeartbeatRequest) -> ErrorCode:
     if not req.group_id:
         return ErrorCode.INVALID_GROUP_ID
-    group: GroupData | None = txn.groups.get(req.group_id)
     if group is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     state = group.state
@@ -144,11 +145,11 @@ def _remove_current_member(txn: Txn, group: GroupData, member_id: str) -> None:
     mutate.remove_member(txn, group, member_id)
 
 
-def handle_leave(txn: Txn, env: Envelope, req: LeaveGroupRequest) -> None:
+def handle_leave(txn: Txn, groups: dict[str, GroupData], env: Envelope, req: LeaveGroupRequest) -> None:
     if not req.group_id:
         txn.reply(env.connection, env.correlation_id, LeaveGroupResponse(ErrorCode.INVALID_GROUP_ID))
         return
-    group = txn.groups.get(req.group_id)
+    group = groups.get(req.group_id)
     if group is None:
         # Kafka's service answers a group it does not know with no error and each member unknown
         # (before v3 the one member's error becomes the answer's, in the wire layer)

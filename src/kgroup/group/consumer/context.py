@@ -11,8 +11,9 @@ from kgroup.group.assignors import create_server_assignor
 from kgroup.group.assignors.api import (
     ServerAssignor,
 )
+from kgroup.group.classic.kind import ClassicGroups
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.metadata import MetadataImage
+from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import (
     ConsumerGroupRecord,
 )
@@ -56,10 +57,12 @@ def regex_key(group_id: str) -> tuple[str, ...]:
 
 @dataclass(slots=True)
 class ConsumerContext:
-    """What consumer-group handlers read besides the groups: the metadata image, the assignors, and
-    the armed rebalance timers by member (an index the coordinator keeps from its timer records)."""
+    """What consumer-group handlers read besides the groups: the classic groups (a classic group
+    upgrades to a consumer group and back), the metadata image, the assignors, and the armed
+    rebalance timers by member (an index the kind keeps from its timer records)."""
 
     groups: dict[str, ConsumerGroupData]
+    classic: ClassicGroups
     image: MetadataImage
     #: the version of the last image that created topics (``lastMetadataImageWithNewTopics``)
     last_image_with_new_topics: int

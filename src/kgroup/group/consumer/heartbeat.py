@@ -245,11 +245,11 @@ def _heartbeat(
             # ``getOrMaybeCreateConsumerGroup`` without creating: a classic group of that id is not one
             message = (
                 f"Group {group_id} is not a consumer group."
-                if group_id in txn.groups
+                if group_id in ctx.classic.groups
                 else f"Consumer group {group_id} not found."
             )
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, message)
-        classic = txn.groups.get(group_id)
+        classic = ctx.classic.groups.get(group_id)
         if classic is not None and classic.members:
             from kgroup.group.consumer.migration import upgrade
 

@@ -246,7 +246,7 @@ def downgrade(
     for record in _tombstones(group):
         txn.emit(record)
     txn.emit(replace(restored, protocol_name=protocol, members=tuple(with_assignments)))
-    classic = txn.groups[group_id]
+    classic = ctx.classic.groups[group_id]
     for classic_member in classic.all_members():
         reschedule_heartbeat(txn, classic, classic_member.member_id)
     if rebalance:

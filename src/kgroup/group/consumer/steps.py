@@ -26,9 +26,9 @@ from kgroup.group.consumer.context import (
 )
 from kgroup.group.consumer.group import ConsumerGroupData, subscription_type_of
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.metadata import MetadataImage
 from kgroup.group.consumer.reconcile import next_assignment, subscribed_topic_names
 from kgroup.group.consumer.regex import InvalidTopicRegex, TopicRegex, compile_topic_regex, resolve
+from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
