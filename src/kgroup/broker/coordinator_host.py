@@ -103,7 +103,7 @@ log = logging.getLogger("kgroup.broker")
 
 def group_of(record: Record) -> str:
     if isinstance(record, TimerArmed | TimerDisarmed):
-        return record.key[1]
+        return record.key.group_id
     group_id: str = record.group_id
     return group_id
 

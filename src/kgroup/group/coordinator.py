@@ -76,7 +76,7 @@ class GroupCoordinator:
             ListGroupsRequest: self._list_groups,
         }
         self._record_kinds: dict[type, list[GroupKind]] = {}
-        self._timer_kinds: dict[str, GroupKind] = {}
+        self._timer_kinds: dict[type[TimerKey], GroupKind] = {}
         self._task_kinds: dict[type, GroupKind] = {}
         for kind in kinds:
             for request_type, handler in kind.handlers.items():
@@ -86,7 +86,7 @@ class GroupCoordinator:
                 self._record_kinds.setdefault(record_type, []).append(kind)
             for timer_kind in kind.timer_kinds:
                 if self._timer_kinds.setdefault(timer_kind, kind) is not kind:
-                    raise AssertionError(f"timer kind {timer_kind} is armed by two kinds")
+                    raise AssertionError(f"{timer_kind.__name__} is armed by two kinds")
             for task_type in kind.task_types:
                 self._task_kinds[task_type] = kind
 
@@ -185,7 +185,7 @@ class GroupCoordinator:
             return CoordinatorResult()
         txn = self._txn(now_ms)
         txn.emit(TimerDisarmed(key))
-        self._timer_kinds[key[0]].on_timer(txn, key)
+        self._timer_kinds[type(key)].on_timer(txn, key)
         return txn.result()
 
     def complete(self, now_ms: int, task: CoordinatorTask, outcome: object) -> CoordinatorResult:
@@ -239,7 +239,7 @@ class GroupCoordinator:
                 self._armed[record.key] = record.deadline_ms
             else:
                 self._armed.pop(record.key, None)
-            self._timer_kinds[record.key[0]].replay(record)
+            self._timer_kinds[type(record.key)].replay(record)
             return
         kinds = self._record_kinds[type(record)]
         if len(kinds) > 1:  # a record more than one kind replays: its group's owner's

@@ -44,8 +44,8 @@ class GroupKind(Protocol):
     owned_handlers: Mapping[type, Handler]
     #: the record types this kind replays (a type two kinds replay goes to the group's owner)
     records: frozenset[type]
-    #: the first element of the timer keys this kind arms (its timers fire into ``on_timer``)
-    timer_kinds: frozenset[str]
+    #: the timer key types this kind arms (its timers fire into ``on_timer``)
+    timer_kinds: frozenset[type[TimerKey]]
     #: the task types whose outcome ``complete`` takes
     task_types: frozenset[type]
 

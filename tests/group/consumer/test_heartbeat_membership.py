@@ -4,8 +4,8 @@ assignments on subscription, metadata and membership changes, leaving, and stati
 from __future__ import annotations
 
 from kgroup.group import ConsumerGroups
-from kgroup.group.consumer.context import session_key
 from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.timers import SessionTimer
 from kgroup.group.records.consumer import MemberAssignmentState
 from kgroup.messages import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, TopicPartitions
 from kgroup.model import ErrorCode, TopicId
@@ -385,7 +385,7 @@ def test_static_member_gets_back_assignment_upon_rejoin() -> None:
         ],
         result,
     )
-    assert ctx.deadline(session_key(GROUP, M2)) is None
+    assert ctx.deadline(SessionTimer(GROUP, M2)) is None
     assert ctx.rebalance_timers(M2) == []
     assert ctx.session_deadline(REJOIN) == ctx.time_ms + 45_000
 
@@ -468,7 +468,7 @@ def test_static_member_rejoins_with_new_subscribed_topics() -> None:
         ],
         result,
     )
-    assert ctx.deadline(session_key(GROUP, M2)) is None
+    assert ctx.deadline(SessionTimer(GROUP, M2)) is None
     assert ctx.rebalance_timers(M2) == []
 
 

@@ -10,6 +10,7 @@ from kgroup.group.classic.rebalance import (
     prepare_rebalance,
     reschedule_heartbeat,
 )
+from kgroup.group.classic.timers import HeartbeatTimer
 from kgroup.group.records import (
     GroupCreated,
     InitialDelayUpdated,
@@ -19,7 +20,6 @@ from kgroup.group.records import (
     StaticMemberReplaced,
 )
 from kgroup.group.states import GroupState
-from kgroup.group.timers import heartbeat_key
 from kgroup.group.txn import Txn
 from kgroup.messages import (
     UNKNOWN_MEMBER_ID,
@@ -111,7 +111,7 @@ def _join_new_member(txn: Txn, env: Envelope, req: JoinGroupRequest, group: Grou
         return
     # KIP-394: hand out an id and ask the member to come back with it
     txn.emit(PendingMemberAdded(group.group_id, new_member_id))
-    txn.schedule(heartbeat_key(group.group_id, new_member_id), req.session_timeout_ms)
+    txn.schedule(HeartbeatTimer(group.group_id, new_member_id), req.session_timeout_ms)
     txn.reply(*reply_to, JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=new_member_id))
 
 

@@ -17,6 +17,7 @@ from kgroup.group.classic.rebalance import (
     on_join_timer,
     reschedule_heartbeat,
 )
+from kgroup.group.classic.timers import HeartbeatTimer, JoinTimer, SyncTimer
 from kgroup.group.kind import Handler, UnknownGroupError
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.records import (
@@ -31,7 +32,7 @@ from kgroup.group.records import (
     TimerArmed,
     TimerDisarmed,
 )
-from kgroup.group.timers import TimerKey, heartbeat_key
+from kgroup.group.timers import TimerKey
 from kgroup.group.txn import CoordinatorTask, Txn
 from kgroup.messages import (
     DescribedGroup,
@@ -69,7 +70,7 @@ class ClassicGroups:
 
     name = "classic"
     records: frozenset[type] = frozenset({GroupCreated, GroupDeleted, GroupRestored, *get_args(GroupRecord)})
-    timer_kinds = frozenset({"heartbeat", "join", "sync"})
+    timer_kinds: frozenset[type[TimerKey]] = frozenset({HeartbeatTimer, JoinTimer, SyncTimer})
     task_types: frozenset[type] = frozenset()
     owned_handlers: Mapping[type, Handler] = MappingProxyType({})
 
@@ -95,16 +96,15 @@ class ClassicGroups:
         return self.groups
 
     def on_timer(self, txn: Txn, key: TimerKey) -> None:
-        group = self.groups.get(key[1])
+        group = self.groups.get(key.group_id)
         if group is None:
             return
-        kind = key[0]
-        if kind == "heartbeat":
-            expire_heartbeat(txn, group, key[2])
-        elif kind == "join":
+        if isinstance(key, HeartbeatTimer):
+            expire_heartbeat(txn, group, key.member_id)
+        elif isinstance(key, JoinTimer):
             on_join_timer(txn, group)
-        elif kind == "sync":
-            expire_pending_sync(txn, group, int(key[2]))
+        elif isinstance(key, SyncTimer):
+            expire_pending_sync(txn, group, key.generation)
 
     def complete(self, txn: Txn, task: CoordinatorTask, outcome: object) -> None:
         raise KgroupError(f"task: {type(task).__name__} is not a task of classic groups")
@@ -114,7 +114,7 @@ class ClassicGroups:
         (``rescheduleClassicGroupMemberHeartbeat``); only sessions that are armed are restarted."""
         group = self.groups[group_id]
         for member in group.all_members():
-            if heartbeat_key(group_id, member.member_id) in txn.armed:
+            if HeartbeatTimer(group_id, member.member_id) in txn.armed:
                 reschedule_heartbeat(txn, group, member.member_id)
 
     def unload(self, txn: Txn) -> None:

@@ -12,9 +12,9 @@ from kgroup.group.classic.rebalance import (
     reschedule_heartbeat,
     set_and_propagate_assignment,
 )
+from kgroup.group.classic.timers import HeartbeatTimer
 from kgroup.group.records import Parked, PendingMemberRemoved
 from kgroup.group.states import GroupState
-from kgroup.group.timers import heartbeat_key
 from kgroup.group.txn import Txn
 from kgroup.messages import (
     UNKNOWN_MEMBER_ID,
@@ -137,7 +137,7 @@ def _heartbeat(txn: Txn, group: GroupData | None, req: HeartbeatRequest) -> Erro
 
 
 def _remove_current_member(txn: Txn, group: GroupData, member_id: str) -> None:
-    txn.cancel(heartbeat_key(group.group_id, member_id))
+    txn.cancel(HeartbeatTimer(group.group_id, member_id))
     member = group.member(member_id)
     mutate.complete_join_future(
         txn, group, member, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
@@ -175,7 +175,7 @@ def handle_leave(txn: Txn, groups: dict[str, GroupData], env: Envelope, req: Lea
                 error = ErrorCode.UNKNOWN_MEMBER_ID
         elif group.is_pending_member(identity.member_id):
             txn.emit(PendingMemberRemoved(group.group_id, identity.member_id))
-            txn.cancel(heartbeat_key(group.group_id, identity.member_id))
+            txn.cancel(HeartbeatTimer(group.group_id, identity.member_id))
             error = None
         else:
             error = group.validate_member(identity.member_id, identity.group_instance_id)

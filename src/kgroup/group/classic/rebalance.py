@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kgroup.group.classic import mutate
 from kgroup.group.classic.group import GroupData
+from kgroup.group.classic.timers import HeartbeatTimer, JoinTimer, SyncTimer
 from kgroup.group.records import (
     GenerationStarted,
     InitialDelayUpdated,
@@ -13,7 +14,6 @@ from kgroup.group.records import (
     PendingSyncMemberRemoved,
 )
 from kgroup.group.states import ALLOWED_PREVIOUS_STATES, GroupState
-from kgroup.group.timers import heartbeat_key, join_key, sync_key
 from kgroup.group.txn import Txn
 from kgroup.messages import UNKNOWN_MEMBER_ID, JoinGroupResponse, SyncGroupResponse
 from kgroup.model import ErrorCode
@@ -43,7 +43,7 @@ def can_rebalance(group: GroupData) -> bool:
 def reschedule_heartbeat(txn: Txn, group: GroupData, member_id: str, timeout_ms: int | None = None) -> None:
     """(Re)arm the member's session expiry: its session timeout, or ``timeout_ms`` if given."""
     txn.schedule(
-        ("heartbeat", group.group_id, member_id),  # heartbeat_key, inlined: this runs for every heartbeat
+        HeartbeatTimer(group.group_id, member_id),
         group.members[member_id].session_timeout_ms if timeout_ms is None else timeout_ms,
     )
 
@@ -64,7 +64,7 @@ def _set_initial_delay(
 
 def _schedule_join(txn: Txn, group: GroupData, delay_ms: int, initial: tuple[int, int] | None) -> None:
     _set_initial_delay(txn, group, group.new_member_added, initial)
-    txn.schedule(join_key(group.group_id), delay_ms)
+    txn.schedule(JoinTimer(group.group_id), delay_ms)
 
 
 def prepare_rebalance(txn: Txn, group: GroupData) -> None:
@@ -119,7 +119,7 @@ def on_join_timer(txn: Txn, group: GroupData) -> None:
         new_delay = min(txn.config.group_initial_rebalance_delay_ms, remaining_ms)
         new_remaining = max(remaining_ms - delay_ms, 0)
         _set_initial_delay(txn, group, False, (new_delay, new_remaining))
-        txn.schedule(join_key(group.group_id), new_delay)
+        txn.schedule(JoinTimer(group.group_id), new_delay)
     else:
         complete_join(txn, group)
 
@@ -127,19 +127,19 @@ def on_join_timer(txn: Txn, group: GroupData) -> None:
 def complete_join(txn: Txn, group: GroupData) -> None:
     """End the join phase: drop dynamic members that did not rejoin, start the next generation and
     answer every parked JoinGroup (the leader's answer lists all members in map order)."""
-    txn.cancel(join_key(group.group_id))
+    txn.cancel(JoinTimer(group.group_id))
     _set_initial_delay(txn, group, group.new_member_added, None)
     for member in group.all_members():
         if member.awaiting_join is None and member.group_instance_id is None:
             mutate.remove_member(txn, group, member.member_id)
-            txn.cancel(heartbeat_key(group.group_id, member.member_id))
+            txn.cancel(HeartbeatTimer(group.group_id, member.member_id))
 
     if group.in_state(S.DEAD):
         return
     if not _maybe_elect_new_joined_leader(txn, group) and group.members:
         # Nobody rejoined (only static members that did not come back): wait another rebalance
         # timeout for their sessions to expire.
-        txn.schedule(join_key(group.group_id), group.rebalance_timeout_ms())
+        txn.schedule(JoinTimer(group.group_id), group.rebalance_timeout_ms())
         return
 
     generation = group.generation + 1
@@ -171,7 +171,7 @@ def complete_join(txn: Txn, group: GroupData) -> None:
         if current.is_new:
             mutate.put_member(txn, group, replace(current, is_new=False))
     mutate.set_pending_sync(txn, group, group.order.order())
-    txn.schedule(sync_key(group.group_id, group.generation), group.rebalance_timeout_ms())
+    txn.schedule(SyncTimer(group.group_id, group.generation), group.rebalance_timeout_ms())
 
 
 def _maybe_elect_new_joined_leader(txn: Txn, group: GroupData) -> bool:
@@ -223,13 +223,13 @@ def _propagate_assignment(txn: Txn, group: GroupData, error: ErrorCode) -> None:
 def _remove_sync_expiration(txn: Txn, group: GroupData) -> None:
     if group.pending_sync:
         mutate.set_pending_sync(txn, group, [])
-    txn.cancel(sync_key(group.group_id, group.generation))
+    txn.cancel(SyncTimer(group.group_id, group.generation))
 
 
 def remove_pending_sync_member(txn: Txn, group: GroupData, member_id: str) -> None:
     if member_id in group.pending_sync:
         txn.emit(PendingSyncMemberRemoved(group.group_id, member_id))
-    key = sync_key(group.group_id, group.generation)
+    key = SyncTimer(group.group_id, group.generation)
     if group.in_state(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync:
         txn.cancel(key)
 
@@ -242,7 +242,7 @@ def expire_pending_sync(txn: Txn, group: GroupData, generation: int) -> None:
         return
     for member_id in [m for m in group.order.order() if m in group.pending_sync]:
         mutate.remove_member(txn, group, member_id)
-        txn.cancel(heartbeat_key(group.group_id, member_id))
+        txn.cancel(HeartbeatTimer(group.group_id, member_id))
     prepare_rebalance(txn, group)
 
 

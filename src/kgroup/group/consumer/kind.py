@@ -11,7 +11,7 @@ from kgroup.group.admin import not_described
 from kgroup.group.classic.join import handle_join
 from kgroup.group.classic.kind import ClassicGroups
 from kgroup.group.consumer.classic_members import classic_heartbeat, classic_join, classic_leave, classic_sync
-from kgroup.group.consumer.context import ConsumerContext, rebalance_key
+from kgroup.group.consumer.context import ConsumerContext
 from kgroup.group.consumer.fencing import fence_member_on_timer
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupSnapshot
 from kgroup.group.consumer.heartbeat import handle_consumer_heartbeat
@@ -24,6 +24,13 @@ from kgroup.group.consumer.requests import (
     restart_sessions,
 )
 from kgroup.group.consumer.steps import RegexResolution, finish_regex_resolution, start_regex_resolution
+from kgroup.group.consumer.timers import (
+    ClassicMemberJoinTimer,
+    ClassicMemberSyncTimer,
+    RebalanceTimer,
+    RegexTimer,
+    SessionTimer,
+)
 from kgroup.group.kind import Handler, UnknownGroupError
 from kgroup.group.metadata import EMPTY_IMAGE, MetadataImage
 from kgroup.group.records import OffsetAndMetadata, OffsetCommitted, Record, TimerArmed, TimerDisarmed
@@ -47,8 +54,6 @@ from kgroup.model import ErrorCode, KgroupError, TopicPartition
 
 __all__ = ["ConsumerGroups"]
 
-_REBALANCE = "consumer-rebalance"
-
 
 class ConsumerGroups:
     """Every consumer group of one coordinator, and what the kind serves. A classic group upgrades to
@@ -57,8 +62,8 @@ class ConsumerGroups:
 
     name = "consumer"
     records: frozenset[type] = frozenset({*get_args(ConsumerGroupRecord), OffsetCommitted})
-    timer_kinds = frozenset(
-        {"consumer-session", _REBALANCE, "consumer-join", "consumer-sync", "consumer-regex"}
+    timer_kinds: frozenset[type[TimerKey]] = frozenset(
+        {SessionTimer, RebalanceTimer, ClassicMemberJoinTimer, ClassicMemberSyncTimer, RegexTimer}
     )
     task_types: frozenset[type] = frozenset({RegexResolution})
 
@@ -115,10 +120,10 @@ class ConsumerGroups:
         return self.ctx.groups
 
     def on_timer(self, txn: Txn, key: TimerKey) -> None:
-        if key[0] == "consumer-regex":
-            start_regex_resolution(txn, self.ctx, key[1])
+        if isinstance(key, RegexTimer):
+            start_regex_resolution(txn, self.ctx, key.group_id)
         else:
-            fence_member_on_timer(txn, self.ctx, key)
+            fence_member_on_timer(txn, self.ctx, key)  # type: ignore[arg-type]
 
     def complete(self, txn: Txn, task: CoordinatorTask, outcome: object) -> None:
         if not isinstance(task, RegexResolution):
@@ -137,7 +142,7 @@ class ConsumerGroups:
                 if key is not None:
                     txn.cancel(key)
                 txn.schedule(
-                    rebalance_key(group_id, member.member_id, member.member_epoch),
+                    RebalanceTimer(group_id, member.member_id, member.member_epoch),
                     member.rebalance_timeout_ms,
                 )
 
@@ -160,13 +165,14 @@ class ConsumerGroups:
     def _replay_timer(self, record: TimerArmed | TimerDisarmed) -> None:
         """The armed rebalance timers by member, an index the handlers read."""
         key = record.key
-        if key[0] != _REBALANCE:
+        if not isinstance(key, RebalanceTimer):
             return
         index = self.ctx.rebalance_timers
+        member = (key.group_id, key.member_id)
         if isinstance(record, TimerArmed):
-            index[(key[1], key[2])] = key
-        elif index.get((key[1], key[2])) == key:
-            del index[(key[1], key[2])]
+            index[member] = key
+        elif index.get(member) == key:
+            del index[member]
 
     def _replay_consumer(self, record: ConsumerGroupRecord) -> None:
         """``GroupMetadataManager.replay`` of a consumer-group record: a record with a value creates

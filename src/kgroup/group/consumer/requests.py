@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kgroup.group.consumer.context import ApiError, ConsumerContext, session_key
+from kgroup.group.consumer.context import ApiError, ConsumerContext
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
 from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.timers import SessionTimer
 from kgroup.group.records import GroupDeleted, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
@@ -138,7 +139,7 @@ def delete_consumer_group(txn: Txn, group: ConsumerGroupData, *, keep_offsets: b
     if group.state is not ConsumerGroupState.EMPTY:
         return ErrorCode.NON_EMPTY_GROUP
     group_id = group.group_id
-    for key in [k for k in txn.armed if len(k) > 1 and k[1] == group_id]:
+    for key in [k for k in txn.armed if k.group_id == group_id]:
         txn.cancel(key)
     members = list(group.members)
     for member_id in members:
@@ -275,4 +276,4 @@ def handle_consumer_offset_fetch(
 def restart_sessions(txn: Txn, group: ConsumerGroupData) -> None:
     """``onLoaded``: every member's session starts again from now."""
     for member_id in group.members:
-        txn.schedule(session_key(group.group_id, member_id), txn.config.consumer_session_timeout_ms)
+        txn.schedule(SessionTimer(group.group_id, member_id), txn.config.consumer_session_timeout_ms)

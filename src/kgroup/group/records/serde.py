@@ -68,6 +68,7 @@ from kgroup.group.records.consumer_serde import (
 )
 from kgroup.group.records.primitives import I16, I32, MAX_STRING_BYTES, Reader, Writer
 from kgroup.group.states import GroupState
+from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import PeerError, TopicPartition
 
@@ -226,9 +227,17 @@ def _read_restored(group_id: str, r: Reader) -> GroupRestored:
     )
 
 
+def _timer_key(r: Reader) -> TimerKey:
+    parts = r.array(r.string)
+    key = TimerKey.from_parts(parts)
+    if key is None:
+        raise PeerError(f"{r.what}: unknown timer key {parts!r}")
+    return key
+
+
 def _group_of(record: Record) -> str:
     if isinstance(record, (TimerArmed, TimerDisarmed)):
-        return record.key[1] if len(record.key) > 1 else ""
+        return record.key.group_id
     return record.group_id
 
 
@@ -261,10 +270,10 @@ def _write_kgroup_value(w: Writer, record: Record) -> None:
         w.optional_i64(record.delay_ms)
         w.optional_i64(record.remaining_ms)
     elif isinstance(record, TimerArmed):
-        w.strings(record.key)
+        w.strings(record.key.parts())
         w.i64(record.deadline_ms)
     elif isinstance(record, TimerDisarmed):
-        w.strings(record.key)
+        w.strings(record.key.parts())
     elif isinstance(record, GroupRestored):
         _write_restored(w, record)
     else:  # pragma: no cover - _TYPES and this chain list the same records
@@ -303,9 +312,9 @@ def _read_kgroup_value(kind: int, group_id: str, r: Reader) -> Record:
     if kind == 13:
         return InitialDelayUpdated(group_id, r.boolean(), r.optional_i64(), r.optional_i64())
     if kind == 14:
-        return TimerArmed(r.array(r.string), r.i64())
+        return TimerArmed(_timer_key(r), r.i64())
     if kind == 15:
-        return TimerDisarmed(r.array(r.string))
+        return TimerDisarmed(_timer_key(r))
     if kind == 16:
         return _read_restored(group_id, r)
     raise PeerError(f"{r.what}: unknown kgroup record type {kind}")
