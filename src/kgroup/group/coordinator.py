@@ -14,11 +14,12 @@ loading and unloading groups, checkpoints and snapshots.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from random import Random
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kgroup.group.admin import not_described
 from kgroup.group.config import CoordinatorConfig
@@ -75,20 +76,38 @@ class GroupCoordinator:
             DescribeGroupsRequest: self._describe_groups,
             ListGroupsRequest: self._list_groups,
         }
-        self._record_kinds: dict[type, list[GroupKind]] = {}
+        record_kinds: dict[type, list[GroupKind]] = {}
+        #: request type -> (owns, handler) of each kind that answers it for its own groups
+        self._owned: dict[type, list[tuple[Callable[[str], bool], Handler]]] = {}
         self._timer_kinds: dict[type[TimerKey], GroupKind] = {}
+        #: timer key type -> its kind, for the kinds that replay their timer records (keep an index)
+        self._timer_followers: dict[type[TimerKey], GroupKind] = {}
         self._task_kinds: dict[type, GroupKind] = {}
         for kind in kinds:
             for request_type, handler in kind.handlers.items():
                 if self._handlers.setdefault(request_type, handler) is not handler:
                     raise AssertionError(f"{request_type.__name__} is served by two kinds")
+            for request_type, handler in kind.owned_handlers.items():
+                self._owned.setdefault(request_type, []).append((kind.owns, handler))
             for record_type in kind.records:
-                self._record_kinds.setdefault(record_type, []).append(kind)
+                record_kinds.setdefault(record_type, []).append(kind)
             for timer_kind in kind.timer_kinds:
                 if self._timer_kinds.setdefault(timer_kind, kind) is not kind:
                     raise AssertionError(f"{timer_kind.__name__} is armed by two kinds")
+                if TimerArmed in kind.records:
+                    self._timer_followers[timer_kind] = kind
             for task_type in kind.task_types:
                 self._task_kinds[task_type] = kind
+        #: record type -> what replays it: the one kind's replay, or its group's owner's among several
+        self._replayers: dict[type, Callable[[Any], None]] = {
+            TimerArmed: self._replay_armed,
+            TimerDisarmed: self._replay_disarmed,
+        }
+        for record_type, replaying in record_kinds.items():
+            if record_type not in self._replayers:
+                self._replayers[record_type] = (
+                    replaying[0].replay if len(replaying) == 1 else partial(self._replay_by_owner, replaying)
+                )
 
     def kind(self, kind_type: type[K]) -> K:
         """The registered kind of ``kind_type`` (e.g. ``ClassicGroups``), to ask about its groups."""
@@ -127,12 +146,12 @@ class GroupCoordinator:
 
     def _handler_of(self, body: object) -> Handler:
         request_type = type(body)
-        group_id = getattr(body, "group_id", None)
-        if group_id is not None:
-            for kind in self._kinds:
-                owned = kind.owned_handlers.get(request_type)
-                if owned is not None and kind.owns(group_id):
-                    return owned
+        owned = self._owned.get(request_type)
+        if owned is not None:
+            group_id: str = body.group_id  # type: ignore[attr-defined]  # a type served per group has one
+            for owns, owned_handler in owned:
+                if owns(group_id):
+                    return owned_handler
         handler = self._handlers.get(request_type)
         if handler is None:
             for base in request_type.__mro__[1:]:  # a subclass of a request type
@@ -234,18 +253,25 @@ class GroupCoordinator:
 
     def replay(self, record: Record) -> None:
         """Apply one record: the only way the coordinator's state changes."""
-        if isinstance(record, TimerArmed | TimerDisarmed):
-            if isinstance(record, TimerArmed):
-                self._armed[record.key] = record.deadline_ms
-            else:
-                self._armed.pop(record.key, None)
-            self._timer_kinds[type(record.key)].replay(record)
-            return
-        kinds = self._record_kinds[type(record)]
-        if len(kinds) > 1:  # a record more than one kind replays: its group's owner's
-            group_id = record.group_id
-            kinds = [next((k for k in kinds if k.owns(group_id)), kinds[0])]
-        kinds[0].replay(record)
+        self._replayers[type(record)](record)
+
+    def _replay_armed(self, record: TimerArmed) -> None:
+        self._armed[record.key] = record.deadline_ms
+        follower = self._timer_followers.get(type(record.key))
+        if follower is not None:
+            follower.replay(record)
+
+    def _replay_disarmed(self, record: TimerDisarmed) -> None:
+        self._armed.pop(record.key, None)
+        follower = self._timer_followers.get(type(record.key))
+        if follower is not None:
+            follower.replay(record)
+
+    @staticmethod
+    def _replay_by_owner(kinds: list[GroupKind], record: Any) -> None:
+        """A record more than one kind replays (an offset commit): its group's owner's (else the first's)."""
+        group_id = record.group_id
+        next((kind for kind in kinds if kind.owns(group_id)), kinds[0]).replay(record)
 
     def checkpoint(self) -> Iterator[Record]:
         """Records that rebuild this coordinator's state exactly when replayed into an empty one: each

@@ -42,7 +42,8 @@ class GroupKind(Protocol):
     handlers: Mapping[type, Handler]
     #: request type -> handler, for a request whose group this kind owns (before ``handlers``)
     owned_handlers: Mapping[type, Handler]
-    #: the record types this kind replays (a type two kinds replay goes to the group's owner)
+    #: the record types this kind replays (a type two kinds replay goes to the group's owner); with
+    #: TimerArmed and TimerDisarmed it also replays those of its own timers (after the router)
     records: frozenset[type]
     #: the timer key types this kind arms (its timers fire into ``on_timer``)
     timer_kinds: frozenset[type[TimerKey]]
@@ -54,7 +55,7 @@ class GroupKind(Protocol):
     def group_ids(self) -> Iterable[str]: ...
 
     def replay(self, record: Record) -> None:
-        """Apply one of ``records`` (or a TimerArmed / TimerDisarmed of one of its timers)."""
+        """Apply one of ``records``."""
 
     def on_timer(self, txn: Txn, key: TimerKey) -> None: ...
 

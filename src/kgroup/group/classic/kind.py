@@ -29,8 +29,6 @@ from kgroup.group.records import (
     OffsetAndMetadata,
     OffsetCommitted,
     Record,
-    TimerArmed,
-    TimerDisarmed,
 )
 from kgroup.group.timers import TimerKey
 from kgroup.group.txn import CoordinatorTask, Txn
@@ -126,8 +124,6 @@ class ClassicGroups:
     # --- state ---------------------------------------------------------------------------------------
 
     def replay(self, record: Record) -> None:
-        if isinstance(record, TimerArmed | TimerDisarmed):
-            return  # the router keeps the armed timers; classic groups keep no index of theirs
         if isinstance(record, GroupCreated):
             if record.group_id in self.groups:
                 raise AssertionError(f"group {record.group_id} created twice")
@@ -146,7 +142,7 @@ class ClassicGroups:
             if self.orphan_offsets:  # a group of another kind downgraded to this classic group
                 restored.offsets.update(self.orphan_offsets.pop(record.group_id, {}))
         else:
-            self.groups[record.group_id].apply(record)  # type: ignore[arg-type]
+            self.groups[record.group_id].apply(record)  # type: ignore[union-attr, arg-type]
 
     def checkpoint(self) -> Iterator[Record]:
         """Per group a :class:`GroupRestored` and its offsets."""

@@ -61,7 +61,10 @@ class ConsumerGroups:
     groups; the classic kind knows nothing of this one."""
 
     name = "consumer"
-    records: frozenset[type] = frozenset({*get_args(ConsumerGroupRecord), OffsetCommitted})
+    #: its timer records too: the armed rebalance timers by member are an index its handlers read
+    records: frozenset[type] = frozenset(
+        {*get_args(ConsumerGroupRecord), OffsetCommitted, TimerArmed, TimerDisarmed}
+    )
     timer_kinds: frozenset[type[TimerKey]] = frozenset(
         {SessionTimer, RebalanceTimer, ClassicMemberJoinTimer, ClassicMemberSyncTimer, RegexTimer}
     )
