@@ -42,9 +42,6 @@ from kgroup.model import KgroupError, TopicId
 from kgroup.wire.codec import error_from_wire, error_to_wire
 
 __all__ = [
-    "CONSUMER_GROUP_DESCRIBE",
-    "CONSUMER_GROUP_HEARTBEAT",
-    "VERSIONS",
     "consumer_group_describe_request_from_wire",
     "consumer_group_describe_request_to_wire",
     "consumer_group_describe_response_from_wire",
@@ -55,10 +52,6 @@ __all__ = [
     "consumer_group_heartbeat_response_to_wire",
 ]
 
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
-#: the versions this module speaks, per API key (Kafka 4.x's stable ones)
-VERSIONS: dict[int, tuple[int, int]] = {CONSUMER_GROUP_HEARTBEAT: (0, 1), CONSUMER_GROUP_DESCRIBE: (0, 1)}
 
 _HEARTBEAT_REQUEST = (heartbeat_req_v0, heartbeat_req_v1)
 _HEARTBEAT_RESPONSE = (heartbeat_resp_v0, heartbeat_resp_v1)

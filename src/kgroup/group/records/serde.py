@@ -71,6 +71,7 @@ from kgroup.group.states import GroupState
 from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import PeerError, TopicPartition
+from kgroup.wire.varint import varint_size
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
@@ -494,16 +495,6 @@ _RECORD_BATCH_OVERHEAD = 61
 _TOPIC_ID_TAG_BYTES = 1 + 1 + 1 + 16
 
 
-def _varint_size(value: int) -> int:
-    """``ByteUtils.sizeOfVarint`` / ``sizeOfVarlong``: bytes of the zig-zag varint of ``value``."""
-    raw = (value << 1) ^ (value >> 63)
-    size = 1
-    while raw >= 0x80:
-        raw >>= 7
-        size += 1
-    return size
-
-
 def offset_commit_batch_bytes(
     group_id: str, commits: Iterable[tuple[str, str]], *, stop_above: int | None = None
 ) -> int:
@@ -526,18 +517,18 @@ def offset_commit_batch_bytes(
             topic_bytes = topic_sizes[topic] = len(topic.encode("utf-8"))
         key_size = 2 + 2 + group_bytes + 2 + topic_bytes + 4
         metadata_bytes = len(metadata.encode("utf-8")) if metadata else 0
-        value_size = 2 + 8 + 4 + _varint_size(metadata_bytes + 1) + metadata_bytes + 8 + _TOPIC_ID_TAG_BYTES
+        value_size = 2 + 8 + 4 + varint_size(metadata_bytes + 1) + metadata_bytes + 8 + _TOPIC_ID_TAG_BYTES
         body = (
             1  # attributes
-            + _varint_size(delta)
+            + varint_size(delta)
             + 1  # timestamp delta 0
-            + _varint_size(key_size)
+            + varint_size(key_size)
             + key_size
-            + _varint_size(value_size)
+            + varint_size(value_size)
             + value_size
             + 1  # no headers
         )
-        total += body + _varint_size(body)
+        total += body + varint_size(body)
         if stop_above is not None and total > stop_above:
             return total
     return total
