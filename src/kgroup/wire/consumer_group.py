@@ -38,14 +38,16 @@ from kgroup.messages import (
     DescribedTopicPartitions,
     TopicPartitions,
 )
-from kgroup.model import KgroupError, TopicId
+from kgroup.model import ErrorCode, KgroupError, TopicId
 from kgroup.wire.codec import error_from_wire, error_to_wire
 
 __all__ = [
+    "consumer_group_describe_error_answer",
     "consumer_group_describe_request_from_wire",
     "consumer_group_describe_request_to_wire",
     "consumer_group_describe_response_from_wire",
     "consumer_group_describe_response_to_wire",
+    "consumer_group_heartbeat_error_answer",
     "consumer_group_heartbeat_request_from_wire",
     "consumer_group_heartbeat_request_to_wire",
     "consumer_group_heartbeat_response_from_wire",
@@ -295,3 +297,17 @@ def consumer_group_describe_response_from_wire(obj: Any) -> ConsumerGroupDescrib
             for g in obj.groups
         )
     )
+
+
+def consumer_group_heartbeat_error_answer(
+    request: ConsumerGroupHeartbeatRequest, code: ErrorCode
+) -> ConsumerGroupHeartbeatResponse:
+    """The answer to ``request`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
+    return ConsumerGroupHeartbeatResponse(code)
+
+
+def consumer_group_describe_error_answer(
+    request: ConsumerGroupDescribeRequest, code: ErrorCode
+) -> ConsumerGroupDescribeResponse:
+    """The answer to ``request`` carrying only ``code``, for each group it names."""
+    return ConsumerGroupDescribeResponse(tuple(DescribedConsumerGroup(code, g) for g in request.group_ids))
