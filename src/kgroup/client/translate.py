@@ -74,6 +74,15 @@ def _one_group(response: Any, topic_ids: TopicIds | None) -> Response:
     return groups[0].response
 
 
+def _plain(
+    api_key: ApiKey, to_wire: Callable[[Any, int], Any], from_wire: Callable[[Any], Response]
+) -> _Spec:
+    """The spec of an API whose translation needs no topic ids."""
+    return _Spec(
+        api_key, lambda body, version, ids: to_wire(body, version), lambda response, ids: from_wire(response)
+    )
+
+
 #: every request type the member sends (KIP-848's APIs have their one home in kgroup.wire.consumer_group,
 #: the others in kgroup.wire.apis: the broker uses the same)
 _SPECS: dict[type, _Spec] = {
@@ -94,35 +103,21 @@ _SPECS: dict[type, _Spec] = {
         ),
         _one_coordinator,
     ),
-    JoinGroupRequest: _Spec(
-        ApiKey.JOIN_GROUP,
-        lambda body, version, ids: join_group.request_to_wire(body, version),
-        lambda response, ids: join_group.response_from_wire(response),
+    JoinGroupRequest: _plain(ApiKey.JOIN_GROUP, join_group.request_to_wire, join_group.response_from_wire),
+    HeartbeatRequest: _plain(ApiKey.HEARTBEAT, heartbeat.request_to_wire, heartbeat.response_from_wire),
+    LeaveGroupRequest: _plain(
+        ApiKey.LEAVE_GROUP, leave_group.request_to_wire, leave_group.response_from_wire
     ),
-    HeartbeatRequest: _Spec(
-        ApiKey.HEARTBEAT,
-        lambda body, version, ids: heartbeat.request_to_wire(body, version),
-        lambda response, ids: heartbeat.response_from_wire(response),
-    ),
-    LeaveGroupRequest: _Spec(
-        ApiKey.LEAVE_GROUP,
-        lambda body, version, ids: leave_group.request_to_wire(body, version),
-        lambda response, ids: leave_group.response_from_wire(response),
-    ),
-    SyncGroupRequest: _Spec(
-        ApiKey.SYNC_GROUP,
-        lambda body, version, ids: sync_group.request_to_wire(body, version),
-        lambda response, ids: sync_group.response_from_wire(response),
-    ),
-    ConsumerGroupHeartbeatRequest: _Spec(
+    SyncGroupRequest: _plain(ApiKey.SYNC_GROUP, sync_group.request_to_wire, sync_group.response_from_wire),
+    ConsumerGroupHeartbeatRequest: _plain(
         ApiKey.CONSUMER_GROUP_HEARTBEAT,
-        lambda body, version, ids: consumer_group_heartbeat_request_to_wire(body, version),
-        lambda response, ids: consumer_group_heartbeat_response_from_wire(response),
+        consumer_group_heartbeat_request_to_wire,
+        consumer_group_heartbeat_response_from_wire,
     ),
-    ConsumerGroupDescribeRequest: _Spec(
+    ConsumerGroupDescribeRequest: _plain(
         ApiKey.CONSUMER_GROUP_DESCRIBE,
-        lambda body, version, ids: consumer_group_describe_request_to_wire(body, version),
-        lambda response, ids: consumer_group_describe_response_from_wire(response),
+        consumer_group_describe_request_to_wire,
+        consumer_group_describe_response_from_wire,
     ),
 }
 
