@@ -168,8 +168,8 @@ def _failing_after_applying(original: Any) -> Any:
     """A handler that does its work — records applied to the coordinator's memory — then fails, as
     a bug would: the coordinator is ahead of its log."""
 
-    def handler(txn: Any, envelope: Any, body: Any) -> None:
-        original(txn, envelope, body)
+    def handler(txn: Any, groups: Any, envelope: Any, body: Any) -> None:
+        original(txn, groups, envelope, body)
         assert txn.records, "the failing handler must have applied records to be a rollback test"
         raise RuntimeError("a bug in a handler, after it applied records")
 
@@ -182,20 +182,20 @@ def test_a_coordinator_failure_after_applying_records_is_undone_and_answered(
     """Issue 35, item 7: any exception rolls the coordinator back to its log (it rolled back only on
     PeerError, and left a waiter forever otherwise), the request is answered UNKNOWN_SERVER_ERROR as
     Kafka answers an unexpected error, and the broker goes on serving — here the very next commit."""
-    from kgroup.group import coordinator as coordinator_module
+    from kgroup.group.classic import kind as classic_kind
     from kgroup.messages import OffsetCommitRequest as TypedCommit
 
-    handlers = dict(coordinator_module._HANDLERS)
+    handlers = dict(classic_kind.HANDLERS)
     with KafkaBroker(topics={"t": 1}, data_dir=tmp_path) as kafka:
         with RawClient(kafka.bootstrap_servers) as client:
             assert _codes(client.request(_commit("before", [("t", 0, 5)]))) == [("t", 0, 0)]
             monkeypatch.setitem(
-                coordinator_module._HANDLERS, TypedCommit, _failing_after_applying(handlers[TypedCommit])
+                classic_kind.HANDLERS, TypedCommit, _failing_after_applying(handlers[TypedCommit])
             )
             failed = client.request(_commit("broken", [("t", 0, 7)]))
             assert _codes(failed) == [("t", 0, int(ErrorCode.UNKNOWN_SERVER_ERROR))]
             assert kafka.group("broken") is None  # undone: not even the group the commit made
-            monkeypatch.setitem(coordinator_module._HANDLERS, TypedCommit, handlers[TypedCommit])
+            monkeypatch.setitem(classic_kind.HANDLERS, TypedCommit, handlers[TypedCommit])
             assert _codes(client.request(_commit("after", [("t", 0, 9)]))) == [("t", 0, 0)]
             assert _fetched(client, "before") == [("t", 0, 5)]
         rollbacks = kafka.run_in_loop(kafka.broker.coordinators.inspect(lambda host: host.rollbacks))
@@ -213,9 +213,9 @@ def test_a_coordinator_timer_that_fails_is_undone_and_tried_again_later(monkeypa
 
     from tests.apache_kafka.wire import Raw, join, sync
 
-    from kgroup.group import coordinator as coordinator_module
+    from kgroup.group.classic import kind as classic_kind
 
-    original = coordinator_module.expire_heartbeat
+    original = classic_kind.expire_heartbeat
     calls: list[float] = []
 
     def failing(txn: Any, group: Any, member_id: str) -> None:
@@ -227,14 +227,14 @@ def test_a_coordinator_timer_that_fails_is_undone_and_tried_again_later(monkeypa
         member = join(raw, "tg", session_timeout_ms=500)["member_id"]
         joined = join(raw, "tg", member, session_timeout_ms=500)
         assert sync(raw, "tg", joined["generation_id"], member)["error_code"] == 0
-        monkeypatch.setattr(coordinator_module, "expire_heartbeat", failing)
+        monkeypatch.setattr(classic_kind, "expire_heartbeat", failing)
         deadline = time.monotonic() + 30
         while len(calls) < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert len(calls) >= 3
         assert [m.member_id for m in kafka.group("tg").members] == [member]  # every expiry undone
         assert all(b - a >= 0.4 for a, b in itertools.pairwise(calls))  # paused between tries
-        monkeypatch.setattr(coordinator_module, "expire_heartbeat", original)
+        monkeypatch.setattr(classic_kind, "expire_heartbeat", original)
         while kafka.group("tg").members and time.monotonic() < deadline:
             time.sleep(0.1)
         assert kafka.group("tg").members == ()

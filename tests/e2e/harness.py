@@ -18,7 +18,14 @@ from random import Random
 from typing import TypeVar
 
 from kgroup.assignors.api import Assignor
-from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupState, TimerTable
+from kgroup.group import (
+    ClassicGroups,
+    CoordinatorConfig,
+    CoordinatorResult,
+    GroupCoordinator,
+    GroupState,
+    TimerTable,
+)
 from kgroup.member import ConsumerMember, MemberConfig, MemberEvent, MemberState, OutboundRequest
 from kgroup.messages import (
     Envelope,
@@ -150,10 +157,10 @@ class World:
         group_id = self._group_id()
         if not self.coordinator.has_group(group_id):
             return None
-        return self.coordinator.group(group_id).state
+        return self.coordinator.kind(ClassicGroups).group(group_id).state
 
     def group_generation(self) -> int:
-        return self.coordinator.group(self._group_id()).generation
+        return self.coordinator.kind(ClassicGroups).group(self._group_id()).generation
 
     def assignment(self) -> dict[str, frozenset[TopicPartition]]:
         return {n: node.member.assignment() for n, node in self.nodes.items() if not node.crashed}

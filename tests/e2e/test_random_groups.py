@@ -9,6 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kgroup.group import ClassicGroups
 from kgroup.member import MemberConfig
 from kgroup.model import TopicPartition
 
@@ -77,7 +78,10 @@ def test_random_group_life(assignor: str, static: bool, first: int, events: list
     # settle: crashed and closed static members leave only by session timeout, and a rebalance may
     # wait for them up to the rebalance timeout first
     deadline = world.now + 200_000
-    while not (world.is_stable(alive) and len(world.coordinator.group("g").member_ids) == len(alive)):
+    while not (
+        world.is_stable(alive)
+        and len(world.coordinator.kind(ClassicGroups).group("g").member_ids) == len(alive)
+    ):
         assert world.now < deadline, f"no settled group by {deadline} ms"
         world.run_for(10)
         exclusive(world, current_only=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from random import Random
 
 from kgroup.group import (
+    ClassicGroups,
     CoordinatorConfig,
     CoordinatorResult,
     GroupCoordinator,
@@ -133,10 +134,10 @@ class GroupTestContext:
             self.sleep(max(deadline - self.time_ms, 0))
 
     def state(self, group_id: str = GROUP) -> GroupState:
-        return self.coordinator.group(group_id).state
+        return self.coordinator.kind(ClassicGroups).group(group_id).state
 
     def generation(self, group_id: str = GROUP) -> int:
-        return self.coordinator.group(group_id).generation
+        return self.coordinator.kind(ClassicGroups).group(group_id).generation
 
     def rebuilt(self) -> GroupCoordinator:
         """A fresh coordinator fed every record so far."""

@@ -15,7 +15,7 @@ from hypothesis.stateful import invariant, rule
 
 from group.context import GroupTestContext
 from group.test_stateful import CoordinatorMachine
-from kgroup.group import GroupCoordinator, Record
+from kgroup.group import ClassicGroups, GroupCoordinator, Record
 from kgroup.group.records.serde import decode_record, encode_record
 
 
@@ -67,7 +67,7 @@ def test_a_checkpoint_of_a_stable_group_with_offsets_and_a_deleted_group() -> No
     checkpoint = _through_the_wire(list(ctx.coordinator.checkpoint()))
     rebuilt = _replayed(ctx, checkpoint)
     assert rebuilt.snapshot() == ctx.coordinator.snapshot()
-    assert len(rebuilt.group("group-id").members) == 3
+    assert len(rebuilt.kind(ClassicGroups).group("group-id").members) == 3
     # the old compaction by key kept one record per (kind, group): two of the three members were lost
     kinds = [type(r).__name__ for r in checkpoint]
     assert kinds[0] == "GroupRestored"
@@ -82,7 +82,7 @@ def test_a_checkpoint_keeps_the_member_maps_grown_table() -> None:
     ctx = GroupTestContext()
     member_ids, _, _ = ctx.join_group_to_stable(20)
     ctx.leave(*(LeaveGroupMember(m) for m in member_ids[:15]))
-    capacity, _ = ctx.coordinator.snapshot().groups[0].member_order
+    capacity, _ = ctx.coordinator.snapshot().of("classic")[0].member_order
     assert capacity == 32
     rebuilt = _replayed(ctx, _through_the_wire(list(ctx.coordinator.checkpoint())))
     assert rebuilt.snapshot() == ctx.coordinator.snapshot()

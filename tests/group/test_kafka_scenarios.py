@@ -10,7 +10,7 @@ from __future__ import annotations
 from random import Random
 
 from group.context import DEFAULT_PROTOCOLS, GROUP, GroupTestContext, protocols
-from kgroup.group import CoordinatorConfig, GroupCoordinator, GroupState, TimerTable
+from kgroup.group import ClassicGroups, CoordinatorConfig, GroupCoordinator, GroupState, TimerTable
 from kgroup.messages import UNKNOWN_MEMBER_ID, JoinGroupRequest, LeaveGroupMember
 from kgroup.model import ErrorCode
 
@@ -60,7 +60,7 @@ def test_replace_static_member_in_stable_state_no_error() -> None:
     assert response.member_id != old_id
     assert response.members == () and response.skip_assignment is False
     assert (response.protocol_type, response.protocol_name) == ("consumer", "range")
-    view = ctx.coordinator.group(GROUP)
+    view = ctx.coordinator.kind(ClassicGroups).group(GROUP)
     assert view.state is S.STABLE and view.generation == 1
     member = view.member(response.member_id)
     assert (member.rebalance_timeout_ms, member.session_timeout_ms) == (7000, 6000)
@@ -126,14 +126,14 @@ def test_replace_static_member_in_stable_state_with_updated_protocol_triggers_re
     )
     ctx.sleep_until(lambda: first.done)
     ctx.sync(first.join.member_id, 1, {first.join.member_id: []}, instance_id="group-instance-id")
-    assert ctx.state() is S.STABLE and ctx.coordinator.group(GROUP).protocol == "range"
+    assert ctx.state() is S.STABLE and ctx.coordinator.kind(ClassicGroups).group(GROUP).protocol == "range"
     rejoin = ctx.join_static("group-instance-id", protocols=protocols(("roundrobin", ["foo"])))
     # the only member rejoined, so the join completes at once
     assert rejoin.done and rejoin.join.error_code is ErrorCode.NONE
     assert ctx.generation() == 2
     assert ctx.state() is S.COMPLETING_REBALANCE
     assert rejoin.join.protocol_name == "roundrobin"
-    assert len(ctx.coordinator.group(GROUP).members) == 1
+    assert len(ctx.coordinator.kind(ClassicGroups).group(GROUP).members) == 1
 
 
 def test_static_member_fence_duplicate_rejoined_follower() -> None:
@@ -160,7 +160,7 @@ def test_static_member_fence_duplicate_rejoined_follower() -> None:
     leader_rejoin = ctx.join(leader_id, instance_id="instance-0", connection="m0")
     assert leader_rejoin.done and duplicate.done and third.done
     assert ctx.generation() == generation + 1
-    assert set(ctx.coordinator.group(GROUP).member_ids) == {
+    assert set(ctx.coordinator.kind(ClassicGroups).group(GROUP).member_ids) == {
         leader_id,
         duplicate.join.member_id,
         third.join.member_id,
@@ -178,7 +178,7 @@ def test_leave_group_with_fenced_instance_id() -> None:
         ("some-other-member-id", "instance-0", ErrorCode.FENCED_INSTANCE_ID)
     ]
     assert ctx.state() is S.STABLE
-    assert ctx.coordinator.group(GROUP).member_ids == (member_id,)
+    assert ctx.coordinator.kind(ClassicGroups).group(GROUP).member_ids == (member_id,)
 
 
 def test_delay_initial_rebalance_by_group_initial_rebalance_delay_on_empty_group() -> None:
@@ -231,7 +231,7 @@ def test_delay_rebalance_upto_rebalance_timeout() -> None:
     ctx.sleep(1)  # exactly the rebalance timeout: no further extension despite the new member
     assert all(c.done and c.join.error_code is ErrorCode.NONE for c in calls)
     assert ctx.time_ms == delay * 2
-    assert ctx.generation() == 1 and len(ctx.coordinator.group(GROUP).members) == 3
+    assert ctx.generation() == 1 and len(ctx.coordinator.kind(ClassicGroups).group(GROUP).members) == 3
 
 
 def test_join_group_should_receive_error_if_group_over_max_size() -> None:
@@ -244,7 +244,7 @@ def test_join_group_should_receive_error_if_group_over_max_size() -> None:
     assert extra.join.member_id == UNKNOWN_MEMBER_ID
     ctx.sleep_until(lambda: all(c.done for c in calls))
     assert all(c.join.error_code is ErrorCode.NONE for c in calls)
-    assert len(ctx.coordinator.group(GROUP).members) == 10
+    assert len(ctx.coordinator.kind(ClassicGroups).group(GROUP).members) == 10
 
 
 def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size() -> None:
@@ -264,11 +264,11 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
     for call in calls[10:]:
         assert call.done and call.join.error_code is ErrorCode.GROUP_MAX_SIZE_REACHED
     assert not any(c.done for c in calls[:10])
-    assert set(ctx.coordinator.group(GROUP).member_ids) == set(rejoin_order[:10])
+    assert set(ctx.coordinator.kind(ClassicGroups).group(GROUP).member_ids) == set(rejoin_order[:10])
     ctx.sleep_until(lambda: all(c.done for c in calls[:10]))
     assert all(c.join.error_code is ErrorCode.NONE for c in calls[:10])
     assert ctx.generation() == generation + 1
-    assert len(ctx.coordinator.group(GROUP).members) == 10
+    assert len(ctx.coordinator.kind(ClassicGroups).group(GROUP).members) == 10
 
 
 def test_join_group_unknown_member_new_group() -> None:
@@ -289,9 +289,9 @@ def test_heartbeat_expiration_should_remove_pending_member() -> None:
     assert first.join.error_code is ErrorCode.MEMBER_ID_REQUIRED
     pending_id = first.join.member_id
     assert pending_id.startswith("consumer-")
-    assert ctx.coordinator.group(GROUP).pending_members == {pending_id}
+    assert ctx.coordinator.kind(ClassicGroups).group(GROUP).pending_members == {pending_id}
     ctx.sleep(6000)
-    assert ctx.coordinator.group(GROUP).pending_members == frozenset()
+    assert ctx.coordinator.kind(ClassicGroups).group(GROUP).pending_members == frozenset()
     late = ctx.join(pending_id)
     assert late.join.error_code is ErrorCode.UNKNOWN_MEMBER_ID
 
@@ -305,13 +305,13 @@ def test_new_member_join_expiration() -> None:
     (old_id,), _, _ = ctx.join_group_to_stable(1, session_timeout_ms=long_ms, rebalance_timeout_ms=long_ms)
     new = ctx.join_dynamic(session_timeout_ms=long_ms, rebalance_timeout_ms=long_ms, connection="new")
     assert not new.done and ctx.state() is S.PREPARING_REBALANCE
-    new_id = next(m for m in ctx.coordinator.group(GROUP).member_ids if m != old_id)
+    new_id = next(m for m in ctx.coordinator.kind(ClassicGroups).group(GROUP).member_ids if m != old_id)
     ctx.sleep(ctx.config.group_new_member_join_timeout_ms - 1)
     assert not new.done
     ctx.sleep(1)
     assert new.done and new.join.error_code is ErrorCode.UNKNOWN_MEMBER_ID
     assert new.join.member_id == UNKNOWN_MEMBER_ID
-    view = ctx.coordinator.group(GROUP)
+    view = ctx.coordinator.kind(ClassicGroups).group(GROUP)
     assert new_id not in view.member_ids and view.member_ids == (old_id,)
     assert view.state is S.PREPARING_REBALANCE
 
@@ -334,7 +334,7 @@ def test_classic_group_member_session_timeout_during_rebalance() -> None:
     assert new.done and new.join.error_code is ErrorCode.NONE
     assert new.join.generation_id == generation + 1
     assert new.join.leader == new.join.member_id
-    assert ctx.coordinator.group(GROUP).member_ids == (new.join.member_id,)
+    assert ctx.coordinator.kind(ClassicGroups).group(GROUP).member_ids == (new.join.member_id,)
     assert ctx.heartbeat(leader_id, generation) is ErrorCode.UNKNOWN_MEMBER_ID
 
 
@@ -388,13 +388,13 @@ def test_group_stuck_in_rebalance_timeout_due_to_nonjoined_static_member() -> No
     new_id = new.join.member_id
     assert new.join.leader == new_id and new.join.generation_id == generation + 1
     assert ctx.state() is S.COMPLETING_REBALANCE
-    assert len(ctx.coordinator.group(GROUP).members) == 3
+    assert len(ctx.coordinator.kind(ClassicGroups).group(GROUP).members) == 3
     sync = ctx.sync(new_id, generation + 1, {new_id: []})
     assert sync.done and ctx.state() is S.STABLE
     ctx.sleep(5000)  # the static members never synced: removed, rebalance with the new member alone
     rejoin = ctx.join(new_id, session_timeout_ms=long_session, rebalance_timeout_ms=5000)
     assert rejoin.done and rejoin.join.generation_id == generation + 2
-    assert ctx.coordinator.group(GROUP).member_ids == (new_id,)
+    assert ctx.coordinator.kind(ClassicGroups).group(GROUP).member_ids == (new_id,)
 
 
 def test_sync_group_from_illegal_generation() -> None:
@@ -432,7 +432,7 @@ def test_every_scenario_replays_to_the_same_state() -> None:
     fresh = GroupCoordinator(ctx.config, rng=Random(1))
     for record in ctx.records:
         fresh.replay(record)
-    assert fresh.group(GROUP) == ctx.coordinator.group(GROUP)
+    assert fresh.kind(ClassicGroups).group(GROUP) == ctx.coordinator.kind(ClassicGroups).group(GROUP)
     assert len(ctx.records) > 10 and leader in member_ids and generation == 1
 
 
@@ -469,7 +469,7 @@ def test_static_member_rejoin_with_leader_id_and_known_member_id() -> None:
     assert call.join.error_code is ErrorCode.NONE
     assert (call.join.generation_id, call.join.leader) == (generation + 1, leader_id)
     assert [m.member_id for m in call.join.members] == [leader_id]
-    assert follower_id not in ctx.coordinator.group(GROUP).member_ids
+    assert follower_id not in ctx.coordinator.kind(ClassicGroups).group(GROUP).member_ids
     assert ctx.state() is S.COMPLETING_REBALANCE
 
 
@@ -503,7 +503,7 @@ def test_static_rejoin_unknown_id_change_of_protocol_selected_protocol_changed()
         generation + 1,
     )
     assert {m.member_id for m in response.members} == {leader_id, response.member_id}
-    assert ctx.coordinator.group(GROUP).static_member_id("instance-0") == leader_id
+    assert ctx.coordinator.kind(ClassicGroups).group(GROUP).static_member_id("instance-0") == leader_id
 
 
 def test_envelope_defaults_to_the_versions_kafka_4_consumer_sends() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from group.context import GROUP, GroupTestContext
 from kgroup.group import GroupState, TimerTable
-from kgroup.group.timers import heartbeat_key
+from kgroup.group.classic.timers import HeartbeatTimer
 
 S = GroupState
 
@@ -18,7 +18,7 @@ def test_loaded_members_get_a_whole_session_from_the_load() -> None:
     fresh = ctx.rebuilt()
     result = fresh.load(loaded_at, [GROUP])
     assert {t.key: t.deadline_ms for t in result.timers} == {
-        heartbeat_key(GROUP, m): loaded_at + 10_000 for m in member_ids
+        HeartbeatTimer(GROUP, m): loaded_at + 10_000 for m in member_ids
     }
     # what load armed is persisted: a coordinator replaying the records arms the same deadlines
     replayed = GroupTestContext()
@@ -39,13 +39,13 @@ def test_load_leaves_other_groups_and_unknown_groups_alone() -> None:
     before = dict((t.key, t.deadline_ms) for t in ctx.coordinator.armed_timers())
     ctx.sleep(4000)
     result = ctx.coordinator.load(ctx.time_ms, [GROUP, "no-such-group"])
-    assert [t.key[1] for t in result.timers] == [GROUP]
+    assert [t.key.group_id for t in result.timers] == [GROUP]
     after = dict((t.key, t.deadline_ms) for t in ctx.coordinator.armed_timers())
-    assert after[heartbeat_key("other", other)] == before[heartbeat_key("other", other)]
+    assert after[HeartbeatTimer("other", other)] == before[HeartbeatTimer("other", other)]
 
 
 def test_load_does_not_arm_a_session_that_was_not_armed() -> None:
     ctx = GroupTestContext()
     (member,), _, _ = ctx.join_group_to_stable(1, session_timeout_ms=10_000)
-    ctx.coordinator._armed.pop(heartbeat_key(GROUP, member))  # e.g. a member whose session was cancelled
+    ctx.coordinator._armed.pop(HeartbeatTimer(GROUP, member))  # e.g. a member whose session was cancelled
     assert ctx.coordinator.load(ctx.time_ms, [GROUP]).timers == ()

@@ -13,7 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from group.context import GROUP, GroupTestContext
-from kgroup.group import GroupCoordinator, GroupState, Record, records
+from kgroup.group import ClassicGroups, GroupCoordinator, GroupState, Record, records
+from kgroup.group.classic.timers import HeartbeatTimer, JoinTimer, SyncTimer
+from kgroup.group.consumer.timers import (
+    ClassicMemberJoinTimer,
+    ClassicMemberSyncTimer,
+    RebalanceTimer,
+    RegexTimer,
+    SessionTimer,
+)
 from kgroup.group.records.primitives import Reader
 from kgroup.group.records.serde import KGROUP_KEY_VERSION, _decode_offset_commit, decode_record, encode_record
 from kgroup.messages import (
@@ -88,7 +96,18 @@ _member = st.builds(
     awaiting_sync=_parked,
     is_new=st.booleans(),
 )
-_timer_key = st.lists(_text, min_size=1, max_size=3).map(tuple)
+_i32 = st.integers(-(2**31), 2**31 - 1)
+#: every registered kind of timer key (a record writes a key's kind and fields as strings)
+_timer_key = st.one_of(
+    st.builds(HeartbeatTimer, _text, _text),
+    st.builds(JoinTimer, _text),
+    st.builds(SyncTimer, _text, _i32),
+    st.builds(SessionTimer, _text, _text),
+    st.builds(RebalanceTimer, _text, _text, _i32),
+    st.builds(ClassicMemberJoinTimer, _text, _text),
+    st.builds(ClassicMemberSyncTimer, _text, _text),
+    st.builds(RegexTimer, _text),
+)
 _opt_i64 = st.none() | _i64
 
 _BY_TYPE: dict[type, st.SearchStrategy[Record]] = {
@@ -246,4 +265,20 @@ def test_a_coordinator_rebuilt_from_the_bytes_of_a_recorded_run_equals_the_origi
     for record in ctx.records:
         rebuilt.replay(decode_record(*encode_record(record)))
     assert rebuilt.snapshot() == ctx.coordinator.snapshot()
-    assert static_ids[0] not in rebuilt.group("static-group").member_ids
+    assert static_ids[0] not in rebuilt.kind(ClassicGroups).group("static-group").member_ids
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [(b"join", b"jxin"), (b"\x00\x01g\x00\x017", b"\x00\x01g\x00\x01x")],
+    ids=["unknown-kind", "non-integer-field"],
+)
+def test_a_timer_key_no_kind_reads_is_refused(written: bytes, read: bytes) -> None:
+    """A TimerArmed whose key names no registered kind of timer, or whose integer field is not one,
+    is corrupt: a clear PeerError, not a key no timer fires for."""
+    record = records.TimerArmed(JoinTimer("g") if written == b"join" else SyncTimer("g", 7), 5)
+    key, value = encode_record(record)
+    assert value is not None and written in value
+    assert decode_record(key, value) == record
+    with pytest.raises(PeerError, match="unknown timer key"):
+        decode_record(key, value.replace(written, read))

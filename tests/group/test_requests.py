@@ -9,6 +9,7 @@ import pytest
 
 from group.context import GROUP, TOPIC, GroupTestContext, protocols
 from kgroup.group import (
+    ClassicGroups,
     CoordinatorConfig,
     CoordinatorResult,
     GroupCoordinator,
@@ -206,7 +207,7 @@ def test_leader_failure_in_sync_group() -> None:
     assert not waiting.done
     ctx.sleep(6000)
     assert waiting.sync.error_code is E.REBALANCE_IN_PROGRESS
-    view = ctx.coordinator.group(GROUP)
+    view = ctx.coordinator.kind(ClassicGroups).group(GROUP)
     assert view.member_ids == (follower,) and view.state is S.PREPARING_REBALANCE
 
 
@@ -218,9 +219,9 @@ def test_members_that_never_sync_are_removed_after_the_rebalance_timeout() -> No
     ctx.sync(leader, 1, {leader: [TP0], other: [TP1]})
     assert ctx.state() is S.STABLE
     ctx.sleep(5000 - 1)
-    assert set(ctx.coordinator.group(GROUP).member_ids) == {leader, other}
+    assert set(ctx.coordinator.kind(ClassicGroups).group(GROUP).member_ids) == {leader, other}
     ctx.sleep(1)
-    view = ctx.coordinator.group(GROUP)
+    view = ctx.coordinator.kind(ClassicGroups).group(GROUP)
     assert view.member_ids == (leader,) and view.state is S.PREPARING_REBALANCE
 
 
@@ -233,7 +234,7 @@ def test_heartbeat_answer_in_every_state() -> None:
     assert ctx.heartbeat("m", 0, group_id="") is E.INVALID_GROUP_ID
     calls = [ctx.join_dynamic(connection="a")]
     assert ctx.state() is S.PREPARING_REBALANCE
-    member = ctx.coordinator.group(GROUP).member_ids[0]
+    member = ctx.coordinator.kind(ClassicGroups).group(GROUP).member_ids[0]
     assert ctx.heartbeat(member, 0) is E.REBALANCE_IN_PROGRESS
     ctx.sleep_until(lambda: calls[0].done)
     assert ctx.state() is S.COMPLETING_REBALANCE
@@ -292,7 +293,7 @@ def test_batched_leave_answers_each_member() -> None:
         E.FENCED_INSTANCE_ID,
         E.NONE,
     ]
-    view = ctx.coordinator.group(GROUP)
+    view = ctx.coordinator.kind(ClassicGroups).group(GROUP)
     assert view.member_ids == (ids[2],) and view.pending_members == frozenset()
     assert view.state is S.PREPARING_REBALANCE and view.generation == generation
 
@@ -301,7 +302,7 @@ def test_leave_of_the_last_member_empties_the_group_with_a_new_generation() -> N
     ctx = GroupTestContext()
     (member,), _, generation = ctx.join_group_to_stable(1)
     ctx.leave(Leave(member))
-    view = ctx.coordinator.group(GROUP)
+    view = ctx.coordinator.kind(ClassicGroups).group(GROUP)
     assert view.state is S.EMPTY and view.generation == generation + 1 and view.protocol is None
     assert view.leader is None
 
@@ -323,7 +324,7 @@ def test_new_leader_is_first_member_in_java_map_order_after_the_leader_leaves() 
     ids, leader, _ = ctx.join_group_to_stable(5)
     ctx.leave(Leave(leader))
     remaining = [m for m in hashmap_iteration_order(ids) if m != leader]
-    assert ctx.coordinator.group(GROUP).leader == remaining[0]
+    assert ctx.coordinator.kind(ClassicGroups).group(GROUP).leader == remaining[0]
 
 
 # --- OffsetCommit / OffsetFetch -------------------------------------------------------------------
@@ -406,7 +407,7 @@ def test_offsets_survive_rebalances_emptiness_and_replay() -> None:
     assert (fetched.committed_offset, fetched.committed_leader_epoch) == (5, 3)
     rebuilt = ctx.rebuilt()
     assert rebuilt.snapshot() == ctx.coordinator.snapshot()
-    assert dict(rebuilt.group(GROUP).offsets)[TP0].offset == 5
+    assert dict(rebuilt.kind(ClassicGroups).group(GROUP).offsets)[TP0].offset == 5
 
 
 def test_commits_keep_the_session_alive() -> None:
@@ -518,9 +519,9 @@ def test_stale_and_unknown_timers_do_nothing() -> None:
 
 def test_unknown_group_view_is_a_clear_error() -> None:
     with pytest.raises(KgroupError, match="group_id: no group 'nope'"):
-        GroupCoordinator(rng=Random(0)).group("nope")
+        GroupCoordinator(rng=Random(0)).kind(ClassicGroups).group("nope")
     with pytest.raises(KeyError):
-        GroupCoordinator(rng=Random(0)).group("nope")
+        GroupCoordinator(rng=Random(0)).kind(ClassicGroups).group("nope")
 
 
 def test_config_validation() -> None:
@@ -540,14 +541,14 @@ def test_static_replacement_before_sync_leaves_the_old_id_pending() -> None:
     leader, follower = calls[0].join.member_id, calls[1].join.member_id
     ctx.sync(leader, 1, {leader: [TP0], follower: [TP1]}, instance_id="instance-0")
     assert ctx.state() is S.STABLE
-    assert ctx.coordinator.group(GROUP).pending_sync_members == {follower}
+    assert ctx.coordinator.kind(ClassicGroups).group(GROUP).pending_sync_members == {follower}
     rejoin = ctx.join_static("instance-1", connection="m1b", session_timeout_ms=60_000)
     new_id = rejoin.join.member_id
     assert rejoin.join.generation_id == 1 and ctx.state() is S.STABLE
     assert decode_assignment(ctx.sync(new_id, 1, instance_id="instance-1").sync.assignment).partitions == (
         TP1,
     )
-    assert ctx.coordinator.group(GROUP).pending_sync_members == {follower}
+    assert ctx.coordinator.kind(ClassicGroups).group(GROUP).pending_sync_members == {follower}
     ctx.sleep(5000)
     assert ctx.state() is S.PREPARING_REBALANCE
-    assert set(ctx.coordinator.group(GROUP).member_ids) == {leader, new_id}
+    assert set(ctx.coordinator.kind(ClassicGroups).group(GROUP).member_ids) == {leader, new_id}

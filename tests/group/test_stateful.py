@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from group.context import GROUP, TOPIC, Call, GroupTestContext
-from kgroup.group import ALLOWED_PREVIOUS_STATES, GroupState, GroupStateChanged
+from kgroup.group import ALLOWED_PREVIOUS_STATES, ClassicGroups, GroupState, GroupStateChanged
 from kgroup.messages import (
     UNKNOWN_MEMBER_ID,
     JoinGroupResponse,
@@ -204,7 +204,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
             return
         owned = [
             tp
-            for raw in self.ctx.coordinator.group(GROUP).assignments.values()
+            for raw in self.ctx.coordinator.kind(ClassicGroups).group(GROUP).assignments.values()
             for tp in decode_assignment(raw).partitions
         ]
         assert len(owned) == len(set(owned)), owned
@@ -214,7 +214,7 @@ class CoordinatorMachine(RuleBasedStateMachine):
         if self.ctx.coordinator.has_group(GROUP) and self.ctx.state() is GroupState.STABLE:
             owned = {
                 tp
-                for raw in self.ctx.coordinator.group(GROUP).assignments.values()
+                for raw in self.ctx.coordinator.kind(ClassicGroups).group(GROUP).assignments.values()
                 for tp in decode_assignment(raw).partitions
             }
             assert owned == set(PARTITIONS)

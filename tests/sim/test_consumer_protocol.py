@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kgroup.group import ConsumerGroups
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -104,7 +105,7 @@ def test_a_consumer_protocol_group_forms_and_reports_its_epochs() -> None:
     assert sorted(len(p.member.assignment()) for p in sim.procs if p.member is not None) == [3, 3, 3, 3]
     # the consumers were really consumer-protocol members, with ids from the coordinator's view
     assert all(isinstance(p.member, SimMember) for p in sim.procs)
-    assert set(sim.coord.consumer_group_ids()) == {"sim-group"}
+    assert set(sorted(sim.coord.kind(ConsumerGroups).group_ids())) == {"sim-group"}
     assert m["records_processed"] > 0 and m["offset_commits_sent"] > 0
 
 

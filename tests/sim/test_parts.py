@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping
 
+from kgroup.group import ClassicGroups
 from kgroup.model import TopicPartition
 from kgroup.sim.network import Network
 from kgroup.sim.ownership import OwnershipTracker
@@ -173,7 +174,7 @@ def test_group_observer_follows_the_coordinators_records() -> None:
     ctx.leave(LeaveGroupMember(ids[0]))
     observer = GroupObserver()
     seen = observer.observe(ctx.records)
-    view = ctx.coordinator.group("group-id")
+    view = ctx.coordinator.kind(ClassicGroups).group("group-id")
     assert (observer.state, observer.generation, observer.protocol) == (
         view.state,
         view.generation,

@@ -45,42 +45,49 @@ from typing import Any, Protocol
 
 from kgroup.broker.internal_topic import OffsetsTopicRecords
 from kgroup.broker.logapi import CoordinatorLogLike
-from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupView, TimerTable
-from kgroup.group.consumer.metadata import EMPTY_IMAGE, MetadataImage
+from kgroup.group import (
+    ClassicGroups,
+    CoordinatorConfig,
+    CoordinatorResult,
+    GroupCoordinator,
+    GroupView,
+    TimerTable,
+)
 from kgroup.group.discovery import coordinator_partition
+from kgroup.group.metadata import EMPTY_IMAGE, MetadataImage
 from kgroup.group.records import Record, TimerArmed, TimerDisarmed
 from kgroup.group.records.serde import decode_record, encode_record
 from kgroup.group.timers import ScheduleTimer
 from kgroup.group.txn import CoordinatorTask
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
     ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-    DescribedConsumerGroup,
     DescribedGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Envelope,
     HeartbeatRequest,
-    HeartbeatResponse,
     JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupMemberResponse,
     LeaveGroupRequest,
-    LeaveGroupResponse,
     ListGroupsRequest,
     ListGroupsResponse,
     OffsetCommitRequest,
-    OffsetCommitResponse,
     OffsetFetchRequest,
-    OffsetFetchResponse,
     Request,
     Response,
     SyncGroupRequest,
-    SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, PeerError, TopicId
+from kgroup.wire.apis import heartbeat as heartbeat_api
+from kgroup.wire.apis import join_group as join_group_api
+from kgroup.wire.apis import leave_group as leave_group_api
+from kgroup.wire.apis import offset_commit as offset_commit_api
+from kgroup.wire.apis import offset_fetch as offset_fetch_api
+from kgroup.wire.apis import sync_group as sync_group_api
+from kgroup.wire.consumer_group import (
+    consumer_group_describe_error_answer,
+    consumer_group_heartbeat_error_answer,
+)
 
 __all__ = [
     "CoordinatorHost",
@@ -96,37 +103,35 @@ log = logging.getLogger("kgroup.broker")
 
 def group_of(record: Record) -> str:
     if isinstance(record, TimerArmed | TimerDisarmed):
-        return record.key[1]
+        return record.key.group_id
     group_id: str = record.group_id
     return group_id
 
 
+#: request type -> its answer carrying only an error code: each group API's, beside its translation
+#: (DescribeGroups and ListGroups, which the broker answers with version-free data, here)
+_ERROR_ANSWERS: dict[type, Callable[[Any, ErrorCode], Response]] = {
+    JoinGroupRequest: join_group_api.error_answer,
+    SyncGroupRequest: sync_group_api.error_answer,
+    HeartbeatRequest: heartbeat_api.error_answer,
+    LeaveGroupRequest: leave_group_api.error_answer,
+    OffsetCommitRequest: offset_commit_api.error_answer,
+    OffsetFetchRequest: offset_fetch_api.error_answer,
+    ConsumerGroupHeartbeatRequest: consumer_group_heartbeat_error_answer,
+    ConsumerGroupDescribeRequest: consumer_group_describe_error_answer,
+    DescribeGroupsRequest: lambda body, code: DescribeGroupsResponse(
+        tuple(DescribedGroup(code, g, "", "", "") for g in body.groups)
+    ),
+    ListGroupsRequest: lambda body, code: ListGroupsResponse(code),
+}
+
+
 def error_response(body: Request, code: ErrorCode) -> Response:
     """The answer to ``body`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
-    if isinstance(body, JoinGroupRequest):
-        return JoinGroupResponse(code, member_id=body.member_id)
-    if isinstance(body, SyncGroupRequest):
-        return SyncGroupResponse(code)
-    if isinstance(body, HeartbeatRequest):
-        return HeartbeatResponse(code)
-    if isinstance(body, LeaveGroupRequest):
-        return LeaveGroupResponse(
-            code,
-            tuple(LeaveGroupMemberResponse(m.member_id, m.group_instance_id, code) for m in body.members),
-        )
-    if isinstance(body, OffsetCommitRequest):
-        return OffsetCommitResponse(tuple((o.partition, code) for o in body.offsets))
-    if isinstance(body, OffsetFetchRequest):
-        return OffsetFetchResponse(code)
-    if isinstance(body, ConsumerGroupHeartbeatRequest):
-        return ConsumerGroupHeartbeatResponse(code)
-    if isinstance(body, ConsumerGroupDescribeRequest):
-        return ConsumerGroupDescribeResponse(tuple(DescribedConsumerGroup(code, g) for g in body.group_ids))
-    if isinstance(body, DescribeGroupsRequest):
-        return DescribeGroupsResponse(tuple(DescribedGroup(code, g, "", "", "") for g in body.groups))
-    if isinstance(body, ListGroupsRequest):
-        return ListGroupsResponse(code)
-    raise TypeError(f"no error answer for {type(body).__name__}")
+    answer = _ERROR_ANSWERS.get(type(body))
+    if answer is None:
+        raise TypeError(f"no error answer for {type(body).__name__}")
+    return answer(body, code)
 
 
 #: a timer whose work failed (and was undone) fires again after this long
@@ -458,7 +463,7 @@ class CoordinatorHost:
             coordinator = self.coordinators.get(node_id)
             if coordinator is None or not coordinator.has_group(group_id):
                 return None
-            return coordinator.group(group_id)
+            return coordinator.kind(ClassicGroups).group(group_id)
 
         return view
 

@@ -42,8 +42,8 @@ from kgroup.broker.coordinator_host import (
 from kgroup.broker.internal_topic import OffsetsTopicAppender
 from kgroup.broker.logapi import CoordinatorLogLike
 from kgroup.group import CoordinatorConfig
-from kgroup.group.consumer.metadata import MetadataImage, TopicImage
 from kgroup.group.consumer.steps import RegexResolution
+from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.group.txn import CoordinatorTask
 from kgroup.messages import Envelope, Response
 from kgroup.model import ErrorCode, KgroupError, TopicId

@@ -169,52 +169,49 @@ def _member_id_too_long(ctx: RequestContext, request: Any) -> bool:
     return len(prefix.encode("utf-8")) + _MEMBER_ID_SUFFIX_BYTES > _MAX_RECORD_STRING_BYTES
 
 
+async def _membership_call(
+    ctx: RequestContext, request: Any, api: Any, answer_type: type, refused: Any
+) -> Any:
+    """JoinGroup, SyncGroup, Heartbeat and LeaveGroup: the ``refused`` answer if there is one, else
+    the request translated by its ``api`` module, the coordinator's answer, translated back."""
+    if refused is not None:
+        return api.response_to_wire(refused, ctx.version)
+    body = api.request_from_wire(request)
+    answer = await _call(ctx, body.group_id, body)
+    assert isinstance(answer, answer_type)
+    return api.response_to_wire(answer, ctx.version)
+
+
+def _denied(ctx: RequestContext, request: Any) -> bool:
+    return _group_denied(ctx, AclOperation.READ, request.group_id)
+
+
 @register(ApiKey.JOIN_GROUP, versions=(0, 9))
 async def join_group(ctx: RequestContext, request: Any) -> Any:
-    denied = _group_denied(ctx, AclOperation.READ, request.group_id)
+    denied = _denied(ctx, request)
+    refused = None
     if denied or _member_id_too_long(ctx, request):
         code = ErrorCode.GROUP_AUTHORIZATION_FAILED if denied else ErrorCode.UNKNOWN_SERVER_ERROR
-        return join_group_api.response_to_wire(JoinGroupResponse(code, generation_id=-1), ctx.version)
-    body = join_group_api.request_from_wire(request)
-    answer = await _call(ctx, body.group_id, body)
-    assert isinstance(answer, JoinGroupResponse)
-    return join_group_api.response_to_wire(answer, ctx.version)
+        refused = JoinGroupResponse(code, generation_id=-1)
+    return await _membership_call(ctx, request, join_group_api, JoinGroupResponse, refused)
 
 
 @register(ApiKey.SYNC_GROUP, versions=(0, 5))
 async def sync_group(ctx: RequestContext, request: Any) -> Any:
-    if _group_denied(ctx, AclOperation.READ, request.group_id):
-        return sync_group_api.response_to_wire(
-            SyncGroupResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED), ctx.version
-        )
-    body = sync_group_api.request_from_wire(request)
-    answer = await _call(ctx, body.group_id, body)
-    assert isinstance(answer, SyncGroupResponse)
-    return sync_group_api.response_to_wire(answer, ctx.version)
+    refused = SyncGroupResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED) if _denied(ctx, request) else None
+    return await _membership_call(ctx, request, sync_group_api, SyncGroupResponse, refused)
 
 
 @register(ApiKey.HEARTBEAT, versions=(0, 4))
 async def heartbeat(ctx: RequestContext, request: Any) -> Any:
-    if _group_denied(ctx, AclOperation.READ, request.group_id):
-        return heartbeat_api.response_to_wire(
-            HeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED), ctx.version
-        )
-    body = heartbeat_api.request_from_wire(request)
-    answer = await _call(ctx, body.group_id, body)
-    assert isinstance(answer, HeartbeatResponse)
-    return heartbeat_api.response_to_wire(answer, ctx.version)
+    refused = HeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED) if _denied(ctx, request) else None
+    return await _membership_call(ctx, request, heartbeat_api, HeartbeatResponse, refused)
 
 
 @register(ApiKey.LEAVE_GROUP, versions=(0, 5))
 async def leave_group(ctx: RequestContext, request: Any) -> Any:
-    if _group_denied(ctx, AclOperation.READ, request.group_id):
-        return leave_group_api.response_to_wire(
-            LeaveGroupResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED), ctx.version
-        )
-    body = leave_group_api.request_from_wire(request)
-    answer = await _call(ctx, body.group_id, body)
-    assert isinstance(answer, LeaveGroupResponse)
-    return leave_group_api.response_to_wire(answer, ctx.version)
+    refused = LeaveGroupResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED) if _denied(ctx, request) else None
+    return await _membership_call(ctx, request, leave_group_api, LeaveGroupResponse, refused)
 
 
 @register(ApiKey.OFFSET_COMMIT, versions=(2, 10))  # v10 addresses topics by id

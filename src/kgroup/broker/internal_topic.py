@@ -63,6 +63,7 @@ from kgroup.group.records.offsets_topic import (
     encode_group_metadata_value,
 )
 from kgroup.group.records.serde import encode_record
+from kgroup.wire.varint import encode_varint
 
 __all__ = ["OffsetsTopicAppender", "OffsetsTopicRecords", "record_batch"]
 
@@ -85,29 +86,18 @@ _KAFKA_FORMAT = (
 _AFTER_CRC = struct.Struct(">hiqqqhii")
 
 
-def _varint(value: int) -> bytes:
-    """Kafka's zig-zag varint / varlong."""
-    raw = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
-
-
 def record_batch(entries: Sequence[tuple[bytes, bytes | None]], timestamp_ms: int) -> bytes:
     """One uncompressed RecordBatch v2 (base offset 0, no producer, CreateTime ``timestamp_ms``)
     holding ``entries`` as (key, value) records; a ``None`` value is a tombstone."""
     records = bytearray()
     for delta, (key, value) in enumerate(entries):
         body = bytearray(b"\x00")  # attributes
-        body += _varint(0)  # timestamp delta
-        body += _varint(delta)
-        body += _varint(len(key)) + key
-        body += _varint(-1) if value is None else _varint(len(value)) + value
-        body += _varint(0)  # no headers
-        records += _varint(len(body)) + body
+        body += encode_varint(0)  # timestamp delta
+        body += encode_varint(delta)
+        body += encode_varint(len(key)) + key
+        body += encode_varint(-1) if value is None else encode_varint(len(value)) + value
+        body += encode_varint(0)  # no headers
+        records += encode_varint(len(body)) + body
     count = len(entries)
     after_crc = _AFTER_CRC.pack(0, count - 1, timestamp_ms, timestamp_ms, -1, -1, -1, count) + records
     length = 4 + 1 + 4 + len(after_crc)  # partition leader epoch, magic, crc, then the rest

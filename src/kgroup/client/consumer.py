@@ -62,7 +62,6 @@ log = logging.getLogger("kgroup.client")
 _BOOTSTRAP_NODE = -1
 _COORDINATOR_BASE = 2**31 - 1  # Kafka's coordinator connection id: Integer.MAX_VALUE - node id
 _GROUP_PROTOCOLS = ("classic", "consumer")
-_CONSUMER_GROUP_HEARTBEAT = 68
 
 
 class _Member(Protocol):
@@ -263,7 +262,7 @@ class GroupConsumer:
                 + "); check that the broker runs and the address is right"
             )
         versions = self._nodes[node].versions or {}
-        if self._consumer_member is not None and _CONSUMER_GROUP_HEARTBEAT not in versions:
+        if self._consumer_member is not None and ApiKey.CONSUMER_GROUP_HEARTBEAT not in versions:
             for entry in self._nodes.values():
                 if entry.connection is not None:
                     entry.connection.close()

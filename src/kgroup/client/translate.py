@@ -8,6 +8,8 @@ typed response the member expects. Protocol metadata and assignments are opaque 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from kgroup.messages import (
@@ -46,79 +48,99 @@ from kgroup.wire.consumer_group import (
 
 __all__ = ["API_KEY", "from_wire", "to_wire"]
 
-#: Kafka's API key of each request type the member sends
-API_KEY: dict[type, ApiKey] = {
-    OffsetCommitRequest: ApiKey.OFFSET_COMMIT,
-    OffsetFetchRequest: ApiKey.OFFSET_FETCH,
-    FindCoordinatorRequest: ApiKey.FIND_COORDINATOR,
-    JoinGroupRequest: ApiKey.JOIN_GROUP,
-    HeartbeatRequest: ApiKey.HEARTBEAT,
-    LeaveGroupRequest: ApiKey.LEAVE_GROUP,
-    SyncGroupRequest: ApiKey.SYNC_GROUP,
-    ConsumerGroupHeartbeatRequest: ApiKey.CONSUMER_GROUP_HEARTBEAT,
-    ConsumerGroupDescribeRequest: ApiKey.CONSUMER_GROUP_DESCRIBE,
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """How the client speaks one request type: its API key and its translation both ways."""
+
+    api_key: ApiKey
+    #: (body, version, topic ids) -> the kio request
+    to_wire: Callable[[Any, int, TopicIds | None], Any]
+    #: (kio response, topic ids) -> the typed response
+    from_wire: Callable[[Any, TopicIds | None], Response]
+
+
+def _one_coordinator(response: Any, topic_ids: TopicIds | None) -> Response:
+    coordinators = find_coordinator.response_from_wire(response).coordinators
+    if len(coordinators) != 1:
+        raise PeerError(f"FindCoordinator: {len(coordinators)} coordinators for one key")
+    return coordinators[0].response
+
+
+def _one_group(response: Any, topic_ids: TopicIds | None) -> Response:
+    groups = offset_fetch.response_from_wire(response, topic_ids).groups
+    if len(groups) != 1:
+        raise PeerError(f"OffsetFetch: {len(groups)} groups in the answer for one")
+    return groups[0].response
+
+
+def _plain(
+    api_key: ApiKey, to_wire: Callable[[Any, int], Any], from_wire: Callable[[Any], Response]
+) -> _Spec:
+    """The spec of an API whose translation needs no topic ids."""
+    return _Spec(
+        api_key, lambda body, version, ids: to_wire(body, version), lambda response, ids: from_wire(response)
+    )
+
+
+#: every request type the member sends (KIP-848's APIs have their one home in kgroup.wire.consumer_group,
+#: the others in kgroup.wire.apis: the broker uses the same)
+_SPECS: dict[type, _Spec] = {
+    OffsetCommitRequest: _Spec(
+        ApiKey.OFFSET_COMMIT, offset_commit.request_to_wire, offset_commit.response_from_wire
+    ),
+    OffsetFetchRequest: _Spec(
+        ApiKey.OFFSET_FETCH,
+        lambda body, version, ids: offset_fetch.request_to_wire(
+            OffsetFetchBatchRequest((body,), require_stable=True), version, ids
+        ),
+        _one_group,
+    ),
+    FindCoordinatorRequest: _Spec(
+        ApiKey.FIND_COORDINATOR,
+        lambda body, version, ids: find_coordinator.request_to_wire(
+            FindCoordinatorBatchRequest((body.key,), body.key_type), version
+        ),
+        _one_coordinator,
+    ),
+    JoinGroupRequest: _plain(ApiKey.JOIN_GROUP, join_group.request_to_wire, join_group.response_from_wire),
+    HeartbeatRequest: _plain(ApiKey.HEARTBEAT, heartbeat.request_to_wire, heartbeat.response_from_wire),
+    LeaveGroupRequest: _plain(
+        ApiKey.LEAVE_GROUP, leave_group.request_to_wire, leave_group.response_from_wire
+    ),
+    SyncGroupRequest: _plain(ApiKey.SYNC_GROUP, sync_group.request_to_wire, sync_group.response_from_wire),
+    ConsumerGroupHeartbeatRequest: _plain(
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        consumer_group_heartbeat_request_to_wire,
+        consumer_group_heartbeat_response_from_wire,
+    ),
+    ConsumerGroupDescribeRequest: _plain(
+        ApiKey.CONSUMER_GROUP_DESCRIBE,
+        consumer_group_describe_request_to_wire,
+        consumer_group_describe_response_from_wire,
+    ),
 }
+
+#: Kafka's API key of each request type the member sends
+API_KEY: dict[type, ApiKey] = {request_type: spec.api_key for request_type, spec in _SPECS.items()}
+
+
+def _spec(request: Request) -> _Spec:
+    spec = _SPECS.get(type(request))
+    if spec is None:
+        raise TypeError(f"{type(request).__name__} is not a request kgroup's client sends")
+    return spec
 
 
 def to_wire(body: Request, version: int, topic_ids: TopicIds | None = None) -> Any:
     """The kio request of ``version`` carrying ``body`` (``topic_ids``: for OffsetCommit and
     OffsetFetch v10, which name topics by id)."""
-    api_key = API_KEY.get(type(body))
-    if api_key is None:
-        raise TypeError(f"{type(body).__name__} is not a request kgroup's client sends")
-    # KIP-848's APIs have their one home in kgroup.wire.consumer_group (the broker uses it too)
-    if isinstance(body, ConsumerGroupHeartbeatRequest):
-        return consumer_group_heartbeat_request_to_wire(body, version)
-    if isinstance(body, ConsumerGroupDescribeRequest):
-        return consumer_group_describe_request_to_wire(body, version)
-    if isinstance(body, FindCoordinatorRequest):
-        return find_coordinator.request_to_wire(
-            FindCoordinatorBatchRequest((body.key,), body.key_type), version
-        )
-    if isinstance(body, OffsetCommitRequest):
-        return offset_commit.request_to_wire(body, version, topic_ids)
-    if isinstance(body, OffsetFetchRequest):
-        return offset_fetch.request_to_wire(
-            OffsetFetchBatchRequest((body,), require_stable=True), version, topic_ids
-        )
-    if isinstance(body, JoinGroupRequest):
-        return join_group.request_to_wire(body, version)
-    if isinstance(body, SyncGroupRequest):
-        return sync_group.request_to_wire(body, version)
-    if isinstance(body, HeartbeatRequest):
-        return heartbeat.request_to_wire(body, version)
-    if isinstance(body, LeaveGroupRequest):
-        return leave_group.request_to_wire(body, version)
-    raise TypeError(f"{type(body).__name__} is not a request kgroup's client sends")
+    return _spec(body).to_wire(body, version, topic_ids)
 
 
 def from_wire(request: Request, response: Any, topic_ids: TopicIds | None = None) -> Response:
     """The typed response to ``request`` from its kio response (:class:`PeerError` if it cannot be)."""
-    if isinstance(request, ConsumerGroupHeartbeatRequest):
-        return consumer_group_heartbeat_response_from_wire(response)
-    if isinstance(request, ConsumerGroupDescribeRequest):
-        return consumer_group_describe_response_from_wire(response)
-    if isinstance(request, FindCoordinatorRequest):
-        coordinators = find_coordinator.response_from_wire(response).coordinators
-        if len(coordinators) != 1:
-            raise PeerError(f"FindCoordinator: {len(coordinators)} coordinators for one key")
-        return coordinators[0].response
-    if isinstance(request, OffsetCommitRequest):
-        return offset_commit.response_from_wire(response, topic_ids)
-    if isinstance(request, OffsetFetchRequest):
-        groups = offset_fetch.response_from_wire(response, topic_ids).groups
-        if len(groups) != 1:
-            raise PeerError(f"OffsetFetch: {len(groups)} groups in the answer for one")
-        return groups[0].response
-    if isinstance(request, JoinGroupRequest):
-        return join_group.response_from_wire(response)
-    if isinstance(request, SyncGroupRequest):
-        return sync_group.response_from_wire(response)
-    if isinstance(request, HeartbeatRequest):
-        return heartbeat.response_from_wire(response)
-    if isinstance(request, LeaveGroupRequest):
-        return leave_group.response_from_wire(response)
-    raise TypeError(f"{type(request).__name__} is not a request kgroup's client sends")
+    return _spec(request).from_wire(response, topic_ids)
 
 
 def throttle_ms(response: Any) -> int:

@@ -1,10 +1,15 @@
-"""The classic group coordinator (Kafka 4.0's ``ClassicGroup`` / ``GroupMetadataManager``) as a pure,
-replayable state machine. See ``docs/coordinator.md``."""
+"""The group coordinator (Kafka 4.4's ``GroupCoordinatorShard`` / ``GroupMetadataManager``) as a pure,
+replayable state machine: a router (:mod:`.coordinator`) over the registered group kinds
+(:mod:`.kinds`): classic groups (:mod:`.classic`) and KIP-848 consumer groups (:mod:`.consumer`).
+See ``docs/coordinator.md`` and ``docs/architecture.md``."""
 
+from kgroup.group.classic.group import GroupSnapshot, GroupView
+from kgroup.group.classic.kind import ClassicGroups
 from kgroup.group.config import CoordinatorConfig
+from kgroup.group.consumer.kind import ConsumerGroups
 from kgroup.group.coordinator import CoordinatorSnapshot, GroupCoordinator, UnknownGroupError
 from kgroup.group.discovery import ConnectionState, coordinator_partition, least_loaded_node
-from kgroup.group.group import GroupSnapshot, GroupView
+from kgroup.group.kind import GroupKind
 from kgroup.group.records import (
     GenerationStarted,
     GroupCreated,
@@ -37,7 +42,9 @@ from kgroup.group.txn import CoordinatorResult
 __all__ = [
     "ALLOWED_PREVIOUS_STATES",
     "CancelTimer",
+    "ClassicGroups",
     "ConnectionState",
+    "ConsumerGroups",
     "CoordinatorConfig",
     "CoordinatorResult",
     "CoordinatorSnapshot",
@@ -45,6 +52,7 @@ __all__ = [
     "GroupCoordinator",
     "GroupCreated",
     "GroupDeleted",
+    "GroupKind",
     "GroupLeaderChanged",
     "GroupProtocolTypeChanged",
     "GroupRestored",

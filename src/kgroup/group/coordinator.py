@@ -1,139 +1,63 @@
-"""The classic group coordinator of one broker: every group it owns, as a pure state machine.
+"""The group coordinator of one broker: a router over the registered group kinds, as a pure state machine.
 
 ``handle(now_ms, envelope)`` and ``on_timer(now_ms, key)`` return a :class:`CoordinatorResult`
 (replies, timer effects, records); ``replay(record)`` is the only way state changes. The host keeps the
 clock and the timer queue; ids come from the injected ``random.Random``.
+
+The router knows no kind (``kgroup.group.kinds`` lists them, :class:`~kgroup.group.kind.GroupKind`
+says what each declares): a request goes to the kind that owns its group and serves its type, else to
+the one kind that serves its type; a record to the kind that replays its type (a type two kinds
+replay, to the owner of its group); a timer to the kind that arms its kind of key; a task to the kind
+of its type. It answers itself only what spans the kinds: ListGroups, DescribeGroups, deleting,
+loading and unloading groups, checkpoints and snapshots.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from random import Random
 from types import MappingProxyType
+from typing import Any, TypeVar
 
-from kgroup.group.admin import delete_group, handle_describe, handle_list, not_described, unload
+from kgroup.group.admin import not_described
 from kgroup.group.config import CoordinatorConfig
-from kgroup.group.consumer.classic_members import classic_heartbeat, classic_join, classic_leave, classic_sync
-from kgroup.group.consumer.context import ConsumerContext, rebalance_key
-from kgroup.group.consumer.fencing import fence_member_on_timer
-from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupSnapshot
-from kgroup.group.consumer.heartbeat import handle_consumer_heartbeat
-from kgroup.group.consumer.metadata import EMPTY_IMAGE, MetadataImage
-from kgroup.group.consumer.requests import (
-    delete_consumer_group,
-    handle_consumer_describe,
-    handle_consumer_offset_commit,
-    handle_consumer_offset_fetch,
-    listed_consumer_group,
-    restart_sessions,
-)
-from kgroup.group.consumer.steps import RegexResolution, finish_regex_resolution, start_regex_resolution
-from kgroup.group.group import GroupData, GroupSnapshot, GroupView
-from kgroup.group.join import handle_join
-from kgroup.group.membership import handle_heartbeat, handle_leave, handle_sync
-from kgroup.group.offsets import handle_offset_commit, handle_offset_fetch
-from kgroup.group.rebalance import expire_heartbeat, expire_pending_sync, on_join_timer, reschedule_heartbeat
-from kgroup.group.records import (
-    GroupCreated,
-    GroupDeleted,
-    GroupRestored,
-    MemberState,
-    OffsetAndMetadata,
-    OffsetCommitted,
-    Record,
-    TimerArmed,
-    TimerDisarmed,
-)
-from kgroup.group.records.consumer import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRecord,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-    MemberAssignmentState,
-)
-from kgroup.group.timers import ScheduleTimer, TimerKey, heartbeat_key
+from kgroup.group.kind import GroupKind, Handler, UnknownGroupError
+from kgroup.group.kinds import registered_kinds
+from kgroup.group.metadata import EMPTY_IMAGE, MetadataImage
+from kgroup.group.records import OffsetAndMetadata, Record, TimerArmed, TimerDisarmed
+from kgroup.group.timers import ScheduleTimer, TimerKey
 from kgroup.group.txn import CoordinatorResult, CoordinatorTask, Txn
 from kgroup.messages import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupHeartbeatRequest,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Envelope,
-    HeartbeatRequest,
-    JoinGroupRequest,
-    LeaveGroupRequest,
     ListGroupsRequest,
     ListGroupsResponse,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
-    SyncGroupRequest,
 )
 from kgroup.model import ErrorCode, KgroupError, TopicPartition
 
 __all__ = ["CoordinatorSnapshot", "GroupCoordinator", "UnknownGroupError"]
 
-#: the records about timers and whole groups; every other record changes one existing group
-_COORDINATOR_RECORDS = frozenset({TimerArmed, TimerDisarmed, GroupCreated, GroupDeleted, GroupRestored})
-#: Kafka's consumer-group records (KIP-848), replayed as ``GroupMetadataManager.replay`` does
-_CONSUMER_RECORDS = frozenset(
-    {
-        ConsumerGroupMetadata,
-        ConsumerGroupMemberMetadata,
-        ConsumerGroupTargetAssignmentMember,
-        ConsumerGroupTargetAssignmentMetadata,
-        ConsumerGroupCurrentMemberAssignment,
-        ConsumerGroupRegularExpression,
-    }
-)
-#: classic requests a consumer group id answers itself (the rest are offsets, describe and list)
-_CLASSIC_MEMBERSHIP = (JoinGroupRequest, SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest)
-
-
-#: request type -> its handler (FindCoordinator is the host's to answer: the cluster knows the node)
-_HANDLERS: dict[type, Callable[..., None]] = {
-    JoinGroupRequest: handle_join,
-    SyncGroupRequest: handle_sync,
-    HeartbeatRequest: handle_heartbeat,
-    LeaveGroupRequest: handle_leave,
-    OffsetCommitRequest: handle_offset_commit,
-    OffsetFetchRequest: handle_offset_fetch,
-    DescribeGroupsRequest: handle_describe,
-    ListGroupsRequest: handle_list,
-}
-
-
-def _handler_of(body: object) -> Callable[..., None]:
-    for request_type, handler in _HANDLERS.items():
-        if isinstance(body, request_type):
-            return handler
-    raise KgroupError(
-        f"envelope.body: {type(body).__name__} is not a group request; "
-        "send one of the requests in kgroup.messages"
-    )
-
-
-class UnknownGroupError(KgroupError, KeyError):
-    """The coordinator has no such group: a :class:`KgroupError` that ``except KeyError`` also catches."""
-
-    def __str__(self) -> str:
-        return self.message
+K = TypeVar("K", bound=GroupKind)
 
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorSnapshot:
-    """All of a coordinator's state as one comparable value (groups by id, then armed timers)."""
+    """All of a coordinator's state as one comparable value: per kind (by name) its groups by id, then
+    the armed timers."""
 
-    groups: tuple[GroupSnapshot, ...]
+    kinds: tuple[tuple[str, tuple[object, ...]], ...]
     timers: tuple[tuple[TimerKey, int], ...]
-    consumer_groups: tuple[ConsumerGroupSnapshot, ...] = ()
+
+    def of(self, kind_name: str) -> tuple[object, ...]:
+        """One kind's groups (``"classic"``, ``"consumer"``)."""
+        return dict(self.kinds)[kind_name]
 
 
 class GroupCoordinator:
-    """All the classic groups of one coordinator (one broker)."""
+    """All the groups of one coordinator (one broker), of every registered kind."""
 
     def __init__(
         self,
@@ -143,25 +67,66 @@ class GroupCoordinator:
     ) -> None:
         self.config = config
         self._rng = rng
-        self._groups: dict[str, GroupData] = {}
         self._armed: dict[TimerKey, int] = {}
-        #: offsets of a consumer group deleted to become a classic group, until that group is created
-        self._orphan_offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
-        self._consumer = ConsumerContext(
-            groups={}, image=EMPTY_IMAGE, last_image_with_new_topics=0, rebalance_timers={}
-        )
+        self._image = EMPTY_IMAGE
         self._last_txn: Txn | None = None
+        kinds = self._kinds = registered_kinds()
+        #: request type -> the one handler for a group no kind owns through its owned handlers
+        self._handlers: dict[type, Handler] = {
+            DescribeGroupsRequest: self._describe_groups,
+            ListGroupsRequest: self._list_groups,
+        }
+        record_kinds: dict[type, list[GroupKind]] = {}
+        #: request type -> (owns, handler) of each kind that answers it for its own groups
+        self._owned: dict[type, list[tuple[Callable[[str], bool], Handler]]] = {}
+        self._timer_kinds: dict[type[TimerKey], GroupKind] = {}
+        #: timer key type -> its kind, for the kinds that replay their timer records (keep an index)
+        self._timer_followers: dict[type[TimerKey], GroupKind] = {}
+        self._task_kinds: dict[type, GroupKind] = {}
+        for kind in kinds:
+            for request_type, handler in kind.handlers.items():
+                if self._handlers.setdefault(request_type, handler) is not handler:
+                    raise AssertionError(f"{request_type.__name__} is served by two kinds")
+            for request_type, handler in kind.owned_handlers.items():
+                self._owned.setdefault(request_type, []).append((kind.owns, handler))
+            for record_type in kind.records:
+                record_kinds.setdefault(record_type, []).append(kind)
+            for timer_kind in kind.timer_kinds:
+                if self._timer_kinds.setdefault(timer_kind, kind) is not kind:
+                    raise AssertionError(f"{timer_kind.__name__} is armed by two kinds")
+                if TimerArmed in kind.records:
+                    self._timer_followers[timer_kind] = kind
+            for task_type in kind.task_types:
+                self._task_kinds[task_type] = kind
+        #: record type -> what replays it: the one kind's replay, or its group's owner's among several
+        self._replayers: dict[type, Callable[[Any], None]] = {
+            TimerArmed: self._replay_armed,
+            TimerDisarmed: self._replay_disarmed,
+        }
+        for record_type, replaying in record_kinds.items():
+            if record_type not in self._replayers:
+                self._replayers[record_type] = (
+                    replaying[0].replay if len(replaying) == 1 else partial(self._replay_by_owner, replaying)
+                )
+
+    def kind(self, kind_type: type[K]) -> K:
+        """The registered kind of ``kind_type`` (e.g. ``ClassicGroups``), to ask about its groups."""
+        for kind in self._kinds:
+            if isinstance(kind, kind_type):
+                return kind
+        raise KgroupError(f"kind_type: {kind_type.__name__} is not a registered group kind")
+
+    def _owner(self, group_id: str) -> GroupKind | None:
+        for kind in self._kinds:
+            if kind.owns(group_id):
+                return kind
+        return None
 
     # --- driving it -----------------------------------------------------------------------------
 
     def _txn(self, now_ms: int) -> Txn:
         txn = self._last_txn = Txn(
-            now_ms=now_ms,
-            config=self.config,
-            rng=self._rng,
-            groups=self._groups,
-            armed=self._armed,
-            replay=self.replay,
+            now_ms=now_ms, config=self.config, rng=self._rng, armed=self._armed, replay=self.replay
         )
         return txn
 
@@ -174,110 +139,63 @@ class GroupCoordinator:
     def handle(self, now_ms: int, envelope: Envelope) -> CoordinatorResult:
         """Process one request; its answer is in ``replies`` unless the request is parked."""
         body = envelope.body
-        consumer = self._consumer
-        if isinstance(body, ConsumerGroupHeartbeatRequest | ConsumerGroupDescribeRequest):
-            txn = self._txn(now_ms)
-            txn.requester = (envelope.principal, envelope.client_host)
-            if isinstance(body, ConsumerGroupHeartbeatRequest):
-                handle_consumer_heartbeat(txn, envelope, body, consumer)
-            else:
-                handle_consumer_describe(txn, envelope, body, consumer)
-            return txn.result()
-        consumer_group = consumer.groups.get(getattr(body, "group_id", None)) if consumer.groups else None  # type: ignore[arg-type]
-        if consumer_group is not None:
-            txn = self._txn(now_ms)
-            if isinstance(body, OffsetCommitRequest):
-                handle_consumer_offset_commit(txn, envelope, body, consumer_group, consumer)
-            elif isinstance(body, OffsetFetchRequest):
-                handle_consumer_offset_fetch(txn, envelope, body, consumer_group)
-            elif isinstance(body, JoinGroupRequest):
-                if not consumer_group.is_empty():
-                    classic_join(txn, envelope, body, consumer_group, consumer)
-                    return txn.result()
-                # an empty consumer group becomes a classic group (its offsets stay)
-                delete_consumer_group(txn, consumer_group, keep_offsets=True)
-                handle_join(txn, envelope, body)
-            elif isinstance(body, SyncGroupRequest):
-                classic_sync(txn, envelope, body, consumer_group, consumer)
-            elif isinstance(body, HeartbeatRequest):
-                classic_heartbeat(txn, envelope, body, consumer_group)
-            elif isinstance(body, LeaveGroupRequest):
-                classic_leave(txn, envelope, body, consumer_group, consumer)
-            else:
-                raise AssertionError(f"{type(body).__name__} is not answered by a consumer group")
-            return txn.result()
-        handler = _HANDLERS.get(type(body))
-        if handler is None:
-            handler = _handler_of(body)  # a subclass of a request type
+        handler = self._handler_of(body)
         txn = self._txn(now_ms)
         handler(txn, envelope, body)
-        if isinstance(body, ListGroupsRequest) and (consumer.groups or body.types_filter):
-            return self._with_consumer_groups(txn.result(), body)
-        if isinstance(body, DescribeGroupsRequest) and consumer.groups:
-            return self._not_classic(txn.result(), envelope.api_version)
         return txn.result()
 
-    def _not_classic(self, result: CoordinatorResult, api_version: int) -> CoordinatorResult:
-        """DescribeGroups describes classic groups only: a consumer group is one it cannot describe
-        (``GroupMetadataManager.classicGroup``: "Group g is not a classic group.")."""
-        (reply,) = result.replies
-        answer = reply.body
-        assert isinstance(answer, DescribeGroupsResponse)
-        groups = self._consumer.groups
-        described = tuple(
-            not_described(g.group_id, api_version, f"Group {g.group_id} is not a classic group.")
-            if g.group_id in groups
-            else g
-            for g in answer.groups
-        )
-        body = DescribeGroupsResponse(described)
-        return CoordinatorResult(
-            (type(reply)(reply.connection, reply.correlation_id, body),), result.timers, result.records
-        )
+    def _handler_of(self, body: object) -> Handler:
+        request_type = type(body)
+        owned = self._owned.get(request_type)
+        if owned is not None:
+            group_id: str = body.group_id  # type: ignore[attr-defined]  # a type served per group has one
+            for owns, owned_handler in owned:
+                if owns(group_id):
+                    return owned_handler
+        handler = self._handlers.get(request_type)
+        if handler is None:
+            for base in request_type.__mro__[1:]:  # a subclass of a request type
+                handler = self._handlers.get(base)
+                if handler is not None:
+                    return handler
+            raise KgroupError(
+                f"envelope.body: {request_type.__name__} is not a group request; "
+                "send one of the requests in kgroup.messages"
+            )
+        return handler
 
-    def _with_consumer_groups(self, result: CoordinatorResult, req: ListGroupsRequest) -> CoordinatorResult:
-        """ListGroups: the classic answer, then the consumer groups (filtered by state and type)."""
-        (reply,) = result.replies
-        answer = reply.body
-        assert isinstance(answer, ListGroupsResponse)
+    def _describe_groups(self, txn: Txn, env: Envelope, req: DescribeGroupsRequest) -> None:
+        """DescribeGroups: each group described by its kind (a kind that is not classic answers that it
+        cannot describe it), a group no kind has not found."""
+        described = []
+        for group_id in req.groups:
+            owner = self._owner(group_id)
+            if owner is None:
+                described.append(not_described(group_id, env.api_version, f"Group {group_id} not found."))
+            else:
+                described.append(owner.described(group_id, env.api_version))
+        txn.reply(env.connection, env.correlation_id, DescribeGroupsResponse(tuple(described)))
+
+    def _list_groups(self, txn: Txn, env: Envelope, req: ListGroupsRequest) -> None:
+        """ListGroups: every kind's groups (filtered by state and by kind), by group id."""
         states = {s.lower() for s in req.states_filter}
         types = {t.lower() for t in req.types_filter}
-        classic = answer.groups if not types or "classic" in types else ()
         listed = [
-            listed_consumer_group(g)
-            for g in self._consumer.groups.values()
-            if (not states or g.state.kafka_name.lower() in states) and (not types or "consumer" in types)
+            group for kind in self._kinds if not types or kind.name in types for group in kind.listed(states)
         ]
-        body = ListGroupsResponse(
-            answer.error_code, tuple(sorted((*classic, *listed), key=lambda g: g.group_id))
-        )
-        return CoordinatorResult(
-            (type(reply)(reply.connection, reply.correlation_id, body),), result.timers, result.records
-        )
-
-    # --- consumer groups (KIP-848) ---------------------------------------------------------------------
+        listed.sort(key=lambda g: g.group_id)
+        txn.reply(env.connection, env.correlation_id, ListGroupsResponse(ErrorCode.NONE, tuple(listed)))
 
     def set_metadata(self, image: MetadataImage) -> None:
-        """The cluster's topics changed (Kafka's ``onMetadataUpdate``): consumer groups read ``image``
-        from now on; a group whose topics changed bumps its epoch at its next heartbeat."""
-        consumer = self._consumer
-        if any(name not in consumer.image.topics for name in image.topics):
-            consumer.last_image_with_new_topics = image.version
-        consumer.image = image
+        """The cluster's topics changed (Kafka's ``onMetadataUpdate``): every kind reads ``image``
+        from now on."""
+        self._image = image
+        for kind in self._kinds:
+            kind.set_metadata(image)
 
     @property
     def metadata(self) -> MetadataImage:
-        return self._consumer.image
-
-    def consumer_group(self, group_id: str) -> ConsumerGroupSnapshot:
-        """A consumer group's state (:class:`UnknownGroupError` if there is none)."""
-        group = self._consumer.groups.get(group_id)
-        if group is None:
-            raise UnknownGroupError(f"group_id: no consumer group {group_id!r} on this coordinator")
-        return group.snapshot()
-
-    def consumer_group_ids(self) -> list[str]:
-        return sorted(self._consumer.groups)
+        return self._image
 
     def on_timer(self, now_ms: int, key: TimerKey) -> CoordinatorResult:
         """A scheduled deadline passed. Keys not armed (cancelled, replaced, stale) do nothing."""
@@ -286,74 +204,45 @@ class GroupCoordinator:
             return CoordinatorResult()
         txn = self._txn(now_ms)
         txn.emit(TimerDisarmed(key))
-        kind, group_id = key[0], key[1]
-        if kind.startswith("consumer-"):
-            if kind == "consumer-regex":
-                start_regex_resolution(txn, self._consumer, group_id)
-            else:
-                fence_member_on_timer(txn, self._consumer, key)
-            return txn.result()
-        group = self._groups.get(group_id)
-        if group is not None:
-            if kind == "heartbeat":
-                expire_heartbeat(txn, group, key[2])
-            elif kind == "join":
-                on_join_timer(txn, group)
-            elif kind == "sync":
-                expire_pending_sync(txn, group, int(key[2]))
+        self._timer_kinds[type(key)].on_timer(txn, key)
         return txn.result()
 
     def complete(self, now_ms: int, task: CoordinatorTask, outcome: object) -> CoordinatorResult:
         """A task of an earlier result ran; ``outcome`` is what its ``run()`` returned."""
-        txn = self._txn(now_ms)
-        if isinstance(task, RegexResolution):
-            finish_regex_resolution(txn, self._consumer, task, outcome)  # type: ignore[arg-type]
-        else:
+        kind = self._task_kinds.get(type(task))
+        if kind is None:
             raise KgroupError(f"task: {type(task).__name__} is not a task of this coordinator")
+        txn = self._txn(now_ms)
+        kind.complete(txn, task, outcome)
         return txn.result()
 
     def delete_group(self, now_ms: int, group_id: str) -> tuple[ErrorCode, CoordinatorResult]:
         """DeleteGroups for one group (only Empty groups; NON_EMPTY_GROUP / GROUP_ID_NOT_FOUND otherwise)."""
         txn = self._txn(now_ms)
-        consumer_group = self._consumer.groups.get(group_id)
-        if consumer_group is not None:
-            return delete_consumer_group(txn, consumer_group), txn.result()
-        error = delete_group(txn, group_id)
+        owner = self._owner(group_id)
+        error = ErrorCode.GROUP_ID_NOT_FOUND if owner is None else owner.delete_group(txn, group_id)
         return error, txn.result()
 
     def unload(self, now_ms: int) -> CoordinatorResult:
-        """Lose coordinatorship: every group goes Dead, parked requests get NOT_COORDINATOR."""
+        """Lose coordinatorship: every group goes Dead, parked requests get NOT_COORDINATOR, no timer
+        stays armed."""
         txn = self._txn(now_ms)
-        unload(txn)
+        for kind in self._kinds:
+            kind.unload(txn)
+        for key in list(self._armed):
+            txn.cancel(key)
         return txn.result()
 
     def load(self, now_ms: int, group_ids: Iterable[str]) -> CoordinatorResult:
         """This coordinator has just taken over ``group_ids`` (a failover, or a start on old data):
         every member's session starts again from ``now_ms``, as Kafka's ``GroupMetadataManager.onLoaded``
-        reschedules each loaded classic member's heartbeat (``rescheduleClassicGroupMemberHeartbeat``)
-        — a member is not expired for the time its group had no coordinator. Only sessions that are
-        armed are restarted."""
+        does — a member is not expired for the time its group had no coordinator. Only sessions that
+        are armed are restarted."""
         txn = self._txn(now_ms)
         for group_id in group_ids:
-            consumer_group = self._consumer.groups.get(group_id)
-            if consumer_group is not None:
-                restart_sessions(txn, consumer_group)
-                for consumer_member in consumer_group.members.values():
-                    if consumer_member.state is MemberAssignmentState.UNREVOKED_PARTITIONS:
-                        key = self._consumer.rebalance_timers.get((group_id, consumer_member.member_id))
-                        if key is not None:
-                            txn.cancel(key)
-                        txn.schedule(
-                            rebalance_key(group_id, consumer_member.member_id, consumer_member.member_epoch),
-                            consumer_member.rebalance_timeout_ms,
-                        )
-                continue
-            group = self._groups.get(group_id)
-            if group is None:
-                continue
-            for member in group.all_members():
-                if heartbeat_key(group_id, member.member_id) in self._armed:
-                    reschedule_heartbeat(txn, group, member.member_id)
+            owner = self._owner(group_id)
+            if owner is not None:
+                owner.load(txn, group_id)
         return txn.result()
 
     def armed_timers(self) -> tuple[ScheduleTimer, ...]:
@@ -364,116 +253,50 @@ class GroupCoordinator:
 
     def replay(self, record: Record) -> None:
         """Apply one record: the only way the coordinator's state changes."""
-        kind = type(record)
-        if kind in _CONSUMER_RECORDS:
-            self._replay_consumer(record)  # type: ignore[arg-type]
-        elif kind not in _COORDINATOR_RECORDS:
-            group_id = record.group_id  # type: ignore[union-attr]
-            consumer_group = self._consumer.groups.get(group_id) if self._consumer.groups else None
-            if consumer_group is not None:
-                consumer_group.apply(record)  # type: ignore[arg-type]
-            else:
-                self._groups[group_id].apply(record)  # type: ignore[arg-type]
-        elif isinstance(record, TimerArmed):
-            self._armed[record.key] = record.deadline_ms
-            if record.key[0] == "consumer-rebalance":
-                self._consumer.rebalance_timers[(record.key[1], record.key[2])] = record.key
-        elif isinstance(record, TimerDisarmed):
-            self._armed.pop(record.key, None)
-            if record.key[0] == "consumer-rebalance":
-                index = self._consumer.rebalance_timers
-                if index.get((record.key[1], record.key[2])) == record.key:
-                    del index[(record.key[1], record.key[2])]
-        elif isinstance(record, GroupCreated):
-            if record.group_id in self._groups:
-                raise AssertionError(f"group {record.group_id} created twice")
-            created = GroupData(record.group_id, state_timestamp_ms=record.timestamp_ms)
-            self._groups[record.group_id] = created
-            if self._orphan_offsets:
-                created.offsets.update(self._orphan_offsets.pop(record.group_id, {}))
-        elif isinstance(record, GroupDeleted):
-            self._groups.pop(record.group_id, None)
-            self._orphan_offsets.pop(record.group_id, None)
-        elif isinstance(record, GroupRestored):
-            if record.group_id in self._groups:
-                raise AssertionError(f"group {record.group_id} restored over an existing one")
-            restored = self._groups[record.group_id] = GroupData.from_restored(record)
-            if self._orphan_offsets:  # a consumer group downgraded to this classic group
-                restored.offsets.update(self._orphan_offsets.pop(record.group_id, {}))
+        self._replayers[type(record)](record)
 
-    def _replay_consumer(self, record: ConsumerGroupRecord) -> None:
-        """``GroupMetadataManager.replay`` of a consumer-group record: a record with a value creates
-        the group (an empty classic group with the same id becomes it, keeping its offsets); the
-        group tombstone deletes it."""
-        groups = self._consumer.groups
+    def _replay_armed(self, record: TimerArmed) -> None:
+        self._armed[record.key] = record.deadline_ms
+        follower = self._timer_followers.get(type(record.key))
+        if follower is not None:
+            follower.replay(record)
+
+    def _replay_disarmed(self, record: TimerDisarmed) -> None:
+        self._armed.pop(record.key, None)
+        follower = self._timer_followers.get(type(record.key))
+        if follower is not None:
+            follower.replay(record)
+
+    @staticmethod
+    def _replay_by_owner(kinds: list[GroupKind], record: Any) -> None:
+        """A record more than one kind replays (an offset commit): its group's owner's (else the first's)."""
         group_id = record.group_id
-        group = groups.get(group_id)
-        if group is None:
-            if record.value is None:
-                return
-            group = groups[group_id] = ConsumerGroupData(group_id)
-            # an empty classic group becomes it, or a classic group upgraded (its members come in
-            # the records that follow); its offsets stay
-            classic = self._groups.pop(group_id, None)
-            if classic is not None:
-                group.offsets.update(classic.offsets)
-        if isinstance(record, ConsumerGroupMetadata) and record.value is None:
-            if group.members or group.target_assignment:
-                raise AssertionError(f"consumer group {group_id} deleted while it has members")
-            del groups[group_id]
-            # Kafka keeps offsets apart from groups: a classic group created next takes them over,
-            # a GroupDeleted (DeleteGroups) drops them
-            if group.offsets:
-                self._orphan_offsets[group_id] = group.offsets
-            return
-        group.apply(record)
+        next((kind for kind in kinds if kind.owns(group_id)), kinds[0]).replay(record)
 
     def checkpoint(self) -> Iterator[Record]:
-        """Records that rebuild this coordinator's state exactly when replayed into an empty one: per
-        group a :class:`GroupRestored` and its offsets, then the armed timers (in arming order). A
-        host compacts its log with them: the records written after the checkpoint replay onto its
-        state as they did onto the original's."""
-        for group in self._groups.values():
-            yield group.restored_record()
-            group_id = group.group_id
-            for partition, value in group.offsets.items():
-                yield OffsetCommitted(group_id, partition, value)
-        for consumer_group in self._consumer.groups.values():
-            yield from consumer_group.checkpoint_records()
+        """Records that rebuild this coordinator's state exactly when replayed into an empty one: each
+        kind's (for a classic group a :class:`GroupRestored` and its offsets), then the armed timers (in
+        arming order). A host compacts its log with them: the records written after the checkpoint
+        replay onto its state as they did onto the original's."""
+        for kind in self._kinds:
+            yield from kind.checkpoint()
         for key, deadline in self._armed.items():
             yield TimerArmed(key, deadline)
 
-    def group(self, group_id: str) -> GroupView:
-        """A read-only view of one group (:class:`UnknownGroupError` if the coordinator has none)."""
-        group = self._groups.get(group_id)
-        if group is None:
-            raise UnknownGroupError(f"group_id: no group {group_id!r} on this coordinator; join it first")
-        return group.view()
-
-    def group_members(self, group_id: str) -> tuple[MemberState, ...]:
-        """The members of one group in Kafka's iteration order (what :meth:`group` lists, without
-        building the rest of the view); :class:`UnknownGroupError` if the coordinator has no such group."""
-        group = self._groups.get(group_id)
-        if group is None:
-            raise UnknownGroupError(f"group_id: no group {group_id!r} on this coordinator; join it first")
-        return tuple(group.all_members())
-
     def committed_offsets(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
         """The offsets committed in one group (a read-only view; empty if there is no such group)."""
-        group = self._groups.get(group_id) or self._consumer.groups.get(group_id)
-        return MappingProxyType(group.offsets) if group is not None else MappingProxyType({})
+        owner = self._owner(group_id)
+        return owner.committed_offsets(group_id) if owner is not None else MappingProxyType({})
 
     def has_group(self, group_id: str) -> bool:
-        return group_id in self._groups or group_id in self._consumer.groups
+        return self._owner(group_id) is not None
 
     def group_ids(self) -> list[str]:
-        """Every group's id, classic and consumer."""
-        return sorted((*self._groups, *self._consumer.groups))
+        """Every group's id, of every kind."""
+        return sorted(group_id for kind in self._kinds for group_id in kind.group_ids())
 
     def snapshot(self) -> CoordinatorSnapshot:
-        consumer_groups = self._consumer.groups
         return CoordinatorSnapshot(
-            groups=tuple(self._groups[g].snapshot() for g in sorted(self._groups)),
+            kinds=tuple((kind.name, kind.snapshot()) for kind in self._kinds),
             timers=tuple(sorted(self._armed.items())),
-            consumer_groups=tuple(consumer_groups[g].snapshot() for g in sorted(consumer_groups)),
         )

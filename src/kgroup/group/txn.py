@@ -1,39 +1,29 @@
 """One handler invocation: collects replies, timer effects and records, and applies each record at once.
 
-The mutators mirror ``ClassicGroup``'s mutating methods (``add``, ``remove``, ``transitionTo``,
-``completeJoinFuture`` …) but never touch state themselves: each emits a record, which the
-coordinator's ``replay`` applies before the next line of the handler reads the group again.
+Every group kind's handlers work in one: they never touch state themselves but emit records, which the
+coordinator's ``replay`` applies before the next line of the handler reads the group again (the classic
+group's mutators are :mod:`kgroup.group.classic.mutate`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
 from typing import Protocol
 
 from kgroup.group.config import CoordinatorConfig
-from kgroup.group.group import GroupData
-from kgroup.group.records import (
-    GroupLeaderChanged,
-    GroupProtocolTypeChanged,
-    GroupRecord,
-    GroupStateChanged,
-    MemberRemoved,
-    MemberState,
-    MemberUpserted,
-    Parked,
-    PendingSyncMembersSet,
-    Record,
-    TimerArmed,
-    TimerDisarmed,
-)
-from kgroup.group.states import GroupState
+from kgroup.group.records import OffsetCommitted, Parked, Record, TimerArmed, TimerDisarmed
 from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKey
-from kgroup.messages import JoinGroupResponse, Reply, Response, SyncGroupResponse
-from kgroup.valuetypes import replace
+from kgroup.messages import Reply, Response
 
 __all__ = ["CoordinatorResult", "CoordinatorTask", "Txn"]
+
+
+class AppliesCommits(Protocol):
+    """A group that replays its own offset commits (every kind's group does)."""
+
+    def apply(self, record: OffsetCommitted) -> None: ...
 
 
 class CoordinatorTask(Protocol):
@@ -64,13 +54,12 @@ class CoordinatorResult:
 
 
 class Txn:
-    """The context a handler works in: the clock, the groups, and the effects it collects."""
+    """The context a handler works in: the clock, the armed timers, and the effects it collects."""
 
     __slots__ = (
         "_replay",
         "armed",
         "config",
-        "groups",
         "now_ms",
         "records",
         "replies",
@@ -86,14 +75,12 @@ class Txn:
         now_ms: int,
         config: CoordinatorConfig,
         rng: Random,
-        groups: dict[str, GroupData],
         armed: dict[TimerKey, int],
         replay: Callable[[Record], None],
     ) -> None:
         self.now_ms = now_ms
         self.config = config
         self.rng = rng
-        self.groups = groups
         self.armed = armed
         self._replay = replay
         self.records: list[Record] = []
@@ -109,7 +96,7 @@ class Txn:
         self.records.append(record)  # counted first: a record that fails part-way is seen as applied
         self._replay(record)
 
-    def emit_all_to(self, group: GroupData, records: list[GroupRecord]) -> None:
+    def emit_all_to(self, group: AppliesCommits, records: list[OffsetCommitted]) -> None:
         """:meth:`emit` for each of ``records`` of ``group`` (which exists), in order: the group
         replays them, exactly as the coordinator's ``replay`` would hand them over (commits)."""
         self.records.extend(records)  # counted first: a failure part-way is seen as applied
@@ -149,54 +136,3 @@ class Txn:
         uuid = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
         prefix = group_instance_id if group_instance_id is not None else client_id
         return f"{prefix}-{uuid}"
-
-    # --- group mutators (ClassicGroup) ------------------------------------------------------------
-
-    def transition(self, group: GroupData, state: GroupState) -> None:
-        self.emit(GroupStateChanged(group.group_id, state, self.now_ms))
-
-    def put_member(self, group: GroupData, member: MemberState) -> None:
-        self.emit(MemberUpserted(group.group_id, member))
-
-    def add_member(self, group: GroupData, member: MemberState) -> None:
-        """``ClassicGroup.add``: the first member sets the protocol type, the first with no leader leads."""
-        if member.group_instance_id is not None and member.group_instance_id in group.static_members:
-            raise AssertionError(f"static member {member.group_instance_id} is already in {group.group_id}")
-        if not group.members:
-            self.emit(GroupProtocolTypeChanged(group.group_id, member.protocol_type))
-        if group.protocol_type != member.protocol_type:
-            raise AssertionError("the group and member's protocol type must be the same")
-        if group.leader is None:
-            self.emit(GroupLeaderChanged(group.group_id, member.member_id))
-        self.put_member(group, member)
-
-    def remove_member(self, group: GroupData, member_id: str) -> None:
-        """``ClassicGroup.remove``: a removed leader is replaced by the first member in map order."""
-        self.emit(MemberRemoved(group.group_id, member_id))
-        if group.is_leader(member_id):
-            remaining = group.order.order()
-            self.emit(GroupLeaderChanged(group.group_id, remaining[0] if remaining else None))
-
-    def set_leader(self, group: GroupData, leader: str | None) -> None:
-        self.emit(GroupLeaderChanged(group.group_id, leader))
-
-    def complete_join(self, group: GroupData, member: MemberState, response: JoinGroupResponse) -> bool:
-        """Answer the member's parked JoinGroup, if any (``completeJoinFuture``)."""
-        parked = group.members[member.member_id].awaiting_join
-        if parked is None:
-            return False
-        self.put_member(group, replace(group.members[member.member_id], awaiting_join=None))
-        self.answer(parked, response)
-        return True
-
-    def complete_sync(self, group: GroupData, member: MemberState, response: SyncGroupResponse) -> bool:
-        """Answer the member's parked SyncGroup, if any (``completeSyncFuture``)."""
-        parked = group.members[member.member_id].awaiting_sync
-        if parked is None:
-            return False
-        self.put_member(group, replace(group.members[member.member_id], awaiting_sync=None))
-        self.answer(parked, response)
-        return True
-
-    def set_pending_sync(self, group: GroupData, member_ids: Sequence[str]) -> None:
-        self.emit(PendingSyncMembersSet(group.group_id, tuple(member_ids)))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from random import Random
 
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
-from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.group.records import Record
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,

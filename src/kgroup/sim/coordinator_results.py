@@ -17,7 +17,7 @@ from kgroup.assignors.invariants import (
     check_subscriptions,
     stale_sticky_claims,
 )
-from kgroup.group import CoordinatorResult
+from kgroup.group import ClassicGroups, CoordinatorResult
 from kgroup.group.consumer.group import ConsumerGroupState
 from kgroup.group.states import GroupState
 from kgroup.messages import JoinGroupResponse, SyncGroupResponse
@@ -100,7 +100,7 @@ def _check_stable_assignment(sim: CoordinatorHost) -> None:
     assignment = {}
     # the coordinator keeps metadata and assignments as opaque bytes; the simulator observes them as
     # a consumer would, through the consumer protocol's codec
-    for state in sim.coord.group_members(sim.group_id):
+    for state in sim.coord.kind(ClassicGroups).members(sim.group_id):
         sub = decode_subscription(state.metadata(protocol))
         members.append(
             Member(

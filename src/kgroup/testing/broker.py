@@ -281,11 +281,13 @@ class KafkaBroker:
         """The coordinator's view of a group (:class:`kgroup.group.GroupView`: state, generation,
         members, offsets), or ``None`` if no broker coordinates such a group."""
 
+        from kgroup.group import ClassicGroups
+
         def view(host: Any) -> Any:
             coordinator = host.coordinators.get(host.placement.coordinator_for(group_id))
             if coordinator is None or not coordinator.has_group(group_id):
                 return None
-            return coordinator.group(group_id)
+            return coordinator.kind(ClassicGroups).group(group_id)
 
         return self._call(self._broker.coordinators.inspect(view))
 

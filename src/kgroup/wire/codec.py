@@ -39,6 +39,7 @@ from kgroup.wire.framing import Frame
 from kgroup.wire.guard import check_body
 from kgroup.wire.newer_schemas import entities_of, schema_class
 from kgroup.wire.piecewise import read_piecewise
+from kgroup.wire.varint import VarintError, read_uvarint
 
 __all__ = [
     "BodyReader",
@@ -161,19 +162,11 @@ def entity_writer(cls: type[Any]) -> Callable[[Any, Any], None]:
 
 
 def _read_varint(frame: Frame, offset: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    while True:
-        if offset >= len(frame):
-            raise PeerError("request header: truncated unsigned varint", _INVALID_REQUEST)
-        byte = frame[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, offset
-        shift += 7
-        if shift > 28:
-            raise PeerError("request header: unsigned varint longer than 5 bytes", _INVALID_REQUEST)
+    try:
+        return read_uvarint(frame, offset, len(frame))
+    except VarintError as exc:
+        what = "truncated unsigned varint" if exc.truncated else "unsigned varint longer than 5 bytes"
+        raise PeerError(f"request header: {what}", _INVALID_REQUEST) from None
 
 
 def _skip_tagged_fields(frame: Frame, offset: int) -> int:

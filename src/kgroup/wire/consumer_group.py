@@ -38,27 +38,22 @@ from kgroup.messages import (
     DescribedTopicPartitions,
     TopicPartitions,
 )
-from kgroup.model import KgroupError, TopicId
+from kgroup.model import ErrorCode, KgroupError, TopicId
 from kgroup.wire.codec import error_from_wire, error_to_wire
 
 __all__ = [
-    "CONSUMER_GROUP_DESCRIBE",
-    "CONSUMER_GROUP_HEARTBEAT",
-    "VERSIONS",
+    "consumer_group_describe_error_answer",
     "consumer_group_describe_request_from_wire",
     "consumer_group_describe_request_to_wire",
     "consumer_group_describe_response_from_wire",
     "consumer_group_describe_response_to_wire",
+    "consumer_group_heartbeat_error_answer",
     "consumer_group_heartbeat_request_from_wire",
     "consumer_group_heartbeat_request_to_wire",
     "consumer_group_heartbeat_response_from_wire",
     "consumer_group_heartbeat_response_to_wire",
 ]
 
-CONSUMER_GROUP_HEARTBEAT = 68
-CONSUMER_GROUP_DESCRIBE = 69
-#: the versions this module speaks, per API key (Kafka 4.x's stable ones)
-VERSIONS: dict[int, tuple[int, int]] = {CONSUMER_GROUP_HEARTBEAT: (0, 1), CONSUMER_GROUP_DESCRIBE: (0, 1)}
 
 _HEARTBEAT_REQUEST = (heartbeat_req_v0, heartbeat_req_v1)
 _HEARTBEAT_RESPONSE = (heartbeat_resp_v0, heartbeat_resp_v1)
@@ -302,3 +297,17 @@ def consumer_group_describe_response_from_wire(obj: Any) -> ConsumerGroupDescrib
             for g in obj.groups
         )
     )
+
+
+def consumer_group_heartbeat_error_answer(
+    request: ConsumerGroupHeartbeatRequest, code: ErrorCode
+) -> ConsumerGroupHeartbeatResponse:
+    """The answer to ``request`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
+    return ConsumerGroupHeartbeatResponse(code)
+
+
+def consumer_group_describe_error_answer(
+    request: ConsumerGroupDescribeRequest, code: ErrorCode
+) -> ConsumerGroupDescribeResponse:
+    """The answer to ``request`` carrying only ``code``, for each group it names."""
+    return ConsumerGroupDescribeResponse(tuple(DescribedConsumerGroup(code, g) for g in request.group_ids))

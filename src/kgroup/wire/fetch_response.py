@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kgroup.wire.framing import Pieces
+from kgroup.wire.varint import encode_uvarint
 
 __all__ = ["SEPARATE_RECORDS_BYTES", "VERSIONS", "fetch_response"]
 
@@ -50,17 +51,6 @@ _LEADER = struct.Struct(">iiB")  # tag 1, current_leader: leader id, leader epoc
 _SNAPSHOT_ID = struct.Struct(">qiB")  # tag 2, snapshot_id: end offset, epoch, no tags
 _NO_TAGS = b"\x00"
 _BUFFERS = (bytes, bytearray, memoryview)
-
-
-def _uvarint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _millis(value: Any) -> int:
@@ -101,17 +91,17 @@ def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -
     partition_head = _PARTITION_V5 if version >= _LOG_START_FROM else _PARTITION_V4
     preferred = version >= _PREFERRED_REPLICA_FROM
     topics: Sequence[Mapping[str, Any]] = data["responses"]
-    out += _uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    out += encode_uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
     by_id = version >= _TOPIC_IDS_FROM
     for topic in topics:
         if by_id:
             out += _uuid_bytes(topic.get("topic_id"))
         else:
             name = topic["topic"].encode()
-            out += _uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+            out += encode_uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
             out += name
         partitions: Sequence[Mapping[str, Any]] = topic["partitions"]
-        out += _uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
+        out += encode_uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions))
         for partition in partitions:
             fields = [
                 int(partition["partition_index"]),
@@ -126,7 +116,7 @@ def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -
             if aborted is None:
                 out += b"\x00" if flexible else _I32.pack(-1)
             else:
-                out += _uvarint(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
+                out += encode_uvarint(len(aborted) + 1) if flexible else _I32.pack(len(aborted))
                 for transaction in aborted:
                     if isinstance(transaction, Mapping):
                         pair = (int(transaction["producer_id"]), int(transaction["first_offset"]))
@@ -142,7 +132,7 @@ def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -
                 out += b"\x00" if flexible else _I32.pack(-1)
             else:
                 size = len(records)
-                out += _uvarint(size + 1) if flexible else _I32.pack(size)
+                out += encode_uvarint(size + 1) if flexible else _I32.pack(size)
                 if size >= SEPARATE_RECORDS_BYTES or not isinstance(records, _BUFFERS):
                     pieces.append(out)
                     pieces.append(records)
@@ -157,7 +147,7 @@ def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -
         endpoints = data.get("node_endpoints") if version >= _NODE_ENDPOINTS_FROM else None
         if endpoints:
             field = _node_endpoints(endpoints)
-            out += b"\x01\x00" + _uvarint(len(field)) + field  # one tag: 0
+            out += b"\x01\x00" + encode_uvarint(len(field)) + field  # one tag: 0
         else:
             out += _NO_TAGS
     pieces.append(out)
@@ -178,12 +168,12 @@ def _compact_string(value: str | None) -> bytes:
     if value is None:
         return b"\x00"
     raw = value.encode()
-    return _uvarint(len(raw) + 1) + raw
+    return encode_uvarint(len(raw) + 1) + raw
 
 
 def _node_endpoints(endpoints: Sequence[Any]) -> bytes:
     """The ``node_endpoints`` array: node id, host, port, rack and no tags, each."""
-    out = bytearray(_uvarint(len(endpoints) + 1))
+    out = bytearray(encode_uvarint(len(endpoints) + 1))
     for endpoint in endpoints:
         if isinstance(endpoint, Mapping):
             node, host, port, rack = (
@@ -203,13 +193,13 @@ def _write_partition_tags(out: bytearray, partition: Mapping[str, Any]) -> None:
     tags: list[bytes] = []
     diverging = _tagged(partition.get("diverging_epoch"), "epoch", "end_offset")
     if diverging is not None:
-        tags.append(b"\x00" + _uvarint(_EPOCH_END_OFFSET.size) + _EPOCH_END_OFFSET.pack(*diverging, 0))
+        tags.append(b"\x00" + encode_uvarint(_EPOCH_END_OFFSET.size) + _EPOCH_END_OFFSET.pack(*diverging, 0))
     leader = _tagged(partition.get("current_leader"), "leader_id", "leader_epoch")
     if leader is not None:
-        tags.append(b"\x01" + _uvarint(_LEADER.size) + _LEADER.pack(*leader, 0))
+        tags.append(b"\x01" + encode_uvarint(_LEADER.size) + _LEADER.pack(*leader, 0))
     snapshot = _tagged(partition.get("snapshot_id"), "end_offset", "epoch")
     if snapshot is not None:
-        tags.append(b"\x02" + _uvarint(_SNAPSHOT_ID.size) + _SNAPSHOT_ID.pack(*snapshot, 0))
-    out += _uvarint(len(tags))
+        tags.append(b"\x02" + encode_uvarint(_SNAPSHOT_ID.size) + _SNAPSHOT_ID.pack(*snapshot, 0))
+    out += encode_uvarint(len(tags))
     for tag in tags:
         out += tag

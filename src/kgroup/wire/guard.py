@@ -24,6 +24,7 @@ from typing import Any
 
 from kgroup.model import ErrorCode, PeerError
 from kgroup.wire.framing import Frame
+from kgroup.wire.varint import VarintError, read_uvarint
 
 __all__ = ["check_body", "unwrap_hint"]
 
@@ -39,6 +40,7 @@ _I32 = struct.Struct(">i")
 INVALID_REQUEST = ErrorCode.INVALID_REQUEST
 #: Kafka's generated readers refuse a string longer than this (``MessageDataGenerator``: ``> 0x7fff``)
 MAX_STRING_BYTES = 0x7FFF
+
 
 class _Budget:
     """How many more array elements this request may carry (one per walk, so threads never share it)."""
@@ -70,19 +72,10 @@ def _fail(what: str) -> PeerError:
 
 
 def _uvarint(data: Frame, offset: int, end: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    while True:
-        if offset >= end:
-            raise _fail("truncated varint")
-        byte = data[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, offset
-        shift += 7
-        if shift > 28:
-            raise _fail("varint longer than 5 bytes")
+    try:
+        return read_uvarint(data, offset, end)
+    except VarintError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _need(offset: int, size: int, end: int, what: str) -> int:

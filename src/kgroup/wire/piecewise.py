@@ -24,6 +24,7 @@ from kio._kio_native import entity_reader, get_field_reader
 
 from kgroup.wire.framing import Frame
 from kgroup.wire.guard import unwrap_hint
+from kgroup.wire.varint import read_uvarint
 
 __all__ = ["read_piecewise"]
 
@@ -51,14 +52,7 @@ _PLANS: dict[type[Any], _Plan | None] = {}
 
 
 def _uvarint(data: Frame, offset: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, offset
-        shift += 7
+    return read_uvarint(data, offset, len(data))  # the guard checked the body's varints before
 
 
 def _native(reader: _Reader) -> Callable[[Frame, int], tuple[Any, int]]:

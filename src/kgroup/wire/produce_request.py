@@ -20,6 +20,7 @@ import uuid
 from dataclasses import dataclass
 
 from kgroup.wire.framing import Frame
+from kgroup.wire.varint import VarintError, read_uvarint
 
 __all__ = ["VERSIONS", "PartitionProduceData", "ProduceRequest", "TopicProduceData", "read_produce_request"]
 
@@ -73,18 +74,11 @@ class _Reader:
         return self.data[start : start + size]
 
     def uvarint(self) -> int:
-        value = shift = 0
-        data, position = self.data, self.position
-        while True:
-            if position >= len(data) or shift > 28:
-                raise ValueError("malformed unsigned varint")
-            byte = data[position]
-            position += 1
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                self.position = position
-                return value
-            shift += 7
+        try:
+            value, self.position = read_uvarint(self.data, self.position, len(self.data))
+        except VarintError:
+            raise ValueError("malformed unsigned varint") from None
+        return value
 
     def unpack(self, layout: struct.Struct) -> tuple[int, ...]:
         try:

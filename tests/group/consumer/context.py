@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from random import Random
 
 from kgroup.group import (
+    ConsumerGroups,
     CoordinatorConfig,
     CoordinatorResult,
     GroupCoordinator,
@@ -20,10 +21,10 @@ from kgroup.group import (
     TimerTable,
 )
 from kgroup.group.assignors.api import GroupAssignment, GroupSpec, ServerAssignor, SubscribedTopicDescriber
-from kgroup.group.consumer.context import rebalance_key, regex_key, session_key
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.consumer.timers import RebalanceTimer, RegexTimer, SessionTimer
+from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -166,7 +167,7 @@ class ConsumerTestContext:
         self.coordinator = GroupCoordinator(self.config, rng=Random(self.seed))
         for assignor in self.assignors:
             # the coordinator's assignors by name, as Kafka's config holds assignor instances
-            self.coordinator._consumer.assignors[assignor.name] = assignor
+            self.coordinator.kind(ConsumerGroups).ctx.assignors[assignor.name] = assignor
         self.coordinator.set_metadata(self.metadata)
         self.timers = TimerTable()
         self.records: list[Record] = []
@@ -222,7 +223,7 @@ class ConsumerTestContext:
 
     def resolve_regexes(self, group_id: str = GROUP) -> Result:
         """Run the group's regex resolution now (Kafka's executor task, ``executor.poll()``)."""
-        key = regex_key(group_id)
+        key = RegexTimer(group_id)
         assert self.deadline(key) == self.time_ms, f"no regex resolution due for {group_id}"
         self.timers.cancel(key)
         return self.absorb(self.coordinator.on_timer(self.time_ms, key))
@@ -230,7 +231,7 @@ class ConsumerTestContext:
     # --- reading --------------------------------------------------------------------------------------
 
     def group(self, group_id: str = GROUP) -> ConsumerGroupData:
-        return self.coordinator._consumer.groups[group_id]
+        return self.coordinator.kind(ConsumerGroups).ctx.groups[group_id]
 
     def member(self, member_id: str, group_id: str = GROUP) -> ConsumerMember:
         return self.group(group_id).members[member_id]
@@ -242,16 +243,17 @@ class ConsumerTestContext:
         return None
 
     def session_deadline(self, member_id: str, group_id: str = GROUP) -> int | None:
-        return self.deadline(session_key(group_id, member_id))
+        return self.deadline(SessionTimer(group_id, member_id))
 
     def rebalance_deadline(self, member_id: str, epoch: int, group_id: str = GROUP) -> int | None:
-        return self.deadline(rebalance_key(group_id, member_id, epoch))
+        return self.deadline(RebalanceTimer(group_id, member_id, epoch))
 
     def rebalance_timers(self, member_id: str, group_id: str = GROUP) -> list[tuple[str, ...]]:
         return [
             t.key
             for t in self.coordinator.armed_timers()
-            if t.key[:3] == ("consumer-rebalance", group_id, member_id)
+            if isinstance(t.key, RebalanceTimer)
+            and (t.key.group_id, t.key.member_id) == (group_id, member_id)
         ]
 
     def hash_of(self, *names: str) -> int:

@@ -4,7 +4,7 @@ beside classic groups: kgroup answers as Kafka with ``group.consumer.migration.p
 
 from __future__ import annotations
 
-from kgroup.group import CoordinatorConfig, GroupCreated, GroupDeleted
+from kgroup.group import ClassicGroups, ConsumerGroups, CoordinatorConfig, GroupCreated, GroupDeleted
 from kgroup.group.records.consumer import ConsumerGroupMetadata, ConsumerGroupTargetAssignmentMetadata
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
@@ -152,7 +152,7 @@ def test_consumer_group_heartbeat_with_non_empty_classic_group() -> None:
         image((FOO, "foo", 2)), config=CoordinatorConfig(consumer_migration_policy="disabled")
     )
     _join_classic(ctx, "classic-group-id")
-    assert ctx.coordinator.group("classic-group-id").members
+    assert ctx.coordinator.kind(ClassicGroups).group("classic-group-id").members
     result = ctx.heartbeat(
         group_id="classic-group-id",
         member_id="m",
@@ -185,7 +185,7 @@ def test_consumer_group_heartbeat_with_empty_classic_group() -> None:
         topic_partitions=(),
     )
     assert (result.heartbeat.error_code, result.heartbeat.member_epoch) == (ErrorCode.NONE, 2)
-    assert ctx.coordinator.consumer_group_ids() == ["classic-group-id"]
+    assert sorted(ctx.coordinator.kind(ConsumerGroups).group_ids()) == ["classic-group-id"]
     assert ctx.coordinator.group_ids() == ["classic-group-id"]
 
 

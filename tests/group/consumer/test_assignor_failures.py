@@ -3,7 +3,7 @@ Kafka's write operation fails), writes nothing, and leaves the coordinator servi
 
 from __future__ import annotations
 
-from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.messages import ConsumerGroupHeartbeatRequest
 from kgroup.model import ErrorCode, TopicId
 

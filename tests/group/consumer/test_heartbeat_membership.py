@@ -3,8 +3,9 @@ assignments on subscription, metadata and membership changes, leaving, and stati
 
 from __future__ import annotations
 
-from kgroup.group.consumer.context import session_key
+from kgroup.group import ConsumerGroups
 from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.timers import SessionTimer
 from kgroup.group.records.consumer import MemberAssignmentState
 from kgroup.messages import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, TopicPartitions
 from kgroup.model import ErrorCode, TopicId
@@ -60,7 +61,7 @@ def test_member_joins_empty_consumer_group() -> None:
     """testMemberJoinsEmptyConsumerGroup"""
     ctx, assignor = _ctx((FOO, "foo", 6), (BAR, "bar", 3))
     assignor.prepare({M1: assignment((FOO, range(6)), (BAR, range(3)))})
-    assert ctx.coordinator.consumer_group_ids() == []
+    assert sorted(ctx.coordinator.kind(ConsumerGroups).group_ids()) == []
     result = ctx.heartbeat(**_join(M1, "foo", "bar"))
     response = result.heartbeat
     assert (
@@ -384,7 +385,7 @@ def test_static_member_gets_back_assignment_upon_rejoin() -> None:
         ],
         result,
     )
-    assert ctx.deadline(session_key(GROUP, M2)) is None
+    assert ctx.deadline(SessionTimer(GROUP, M2)) is None
     assert ctx.rebalance_timers(M2) == []
     assert ctx.session_deadline(REJOIN) == ctx.time_ms + 45_000
 
@@ -467,7 +468,7 @@ def test_static_member_rejoins_with_new_subscribed_topics() -> None:
         ],
         result,
     )
-    assert ctx.deadline(session_key(GROUP, M2)) is None
+    assert ctx.deadline(SessionTimer(GROUP, M2)) is None
     assert ctx.rebalance_timers(M2) == []
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from random import Random
 from typing import Any
 
-from kgroup.group import CoordinatorConfig, GroupCoordinator, TimerTable
+from kgroup.group import ClassicGroups, ConsumerGroups, CoordinatorConfig, GroupCoordinator, TimerTable
 from kgroup.group.consumer.group import ConsumerGroupState
-from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.group.records import Record
 from kgroup.group.records.consumer import MemberAssignmentState
 from kgroup.group.states import GroupState
@@ -158,7 +158,7 @@ def test_a_classic_member_joins_a_consumer_group_and_gets_its_share_once_release
     )
     heartbeat = h.send(HeartbeatRequest("g", rejoined.generation_id, rejoined.member_id))
     assert heartbeat.error_code is ErrorCode.NONE
-    group = h.coordinator.consumer_group("g")
+    group = h.coordinator.kind(ConsumerGroups).group("g")
     assert group.state is ConsumerGroupState.STABLE
     described = h.send(ConsumerGroupDescribeRequest(("g",)))
     assert isinstance(described, ConsumerGroupDescribeResponse)
@@ -189,7 +189,7 @@ def test_classic_requests_are_checked_as_kafka_checks_them() -> None:
     left = h.send(LeaveGroupRequest("g", (LeaveGroupMember(joined.member_id), LeaveGroupMember("ghost"))))
     assert isinstance(left, LeaveGroupResponse)
     assert [m.error_code for m in left.members] == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
-    assert [m.member_id for m in h.coordinator.consumer_group("g").members] == ["m1"]
+    assert [m.member_id for m in h.coordinator.kind(ConsumerGroups).group("g").members] == ["m1"]
 
 
 def test_classic_members_are_refused_when_the_migration_policy_is_disabled() -> None:
@@ -215,7 +215,7 @@ def test_a_consumer_protocol_member_upgrades_a_classic_group_and_the_last_one_le
     classic = _classic_group(h)
     first = h.heartbeat("m1", 0)
     assert first.error_code is ErrorCode.NONE and first.member_epoch == 2
-    group = h.coordinator.consumer_group("g")
+    group = h.coordinator.kind(ConsumerGroups).group("g")
     upgraded = {m.member_id: m for m in group.members}
     # the classic member keeps what it owned, at the classic generation, still speaking classic
     old = upgraded[classic.member_id]
@@ -228,8 +228,8 @@ def test_a_consumer_protocol_member_upgrades_a_classic_group_and_the_last_one_le
     # the only consumer-protocol member leaves: the group turns classic and rebalances
     left = h.send(ConsumerGroupHeartbeatRequest("g", "m1", -1), 1)
     assert left.error_code is ErrorCode.NONE
-    assert "g" not in h.coordinator.consumer_group_ids()
-    view = h.coordinator.group("g")
+    assert "g" not in sorted(h.coordinator.kind(ConsumerGroups).group_ids())
+    view = h.coordinator.kind(ClassicGroups).group("g")
     assert (view.state, view.generation, view.protocol_type, view.protocol) == (
         GroupState.PREPARING_REBALANCE,
         2,
@@ -250,7 +250,7 @@ def test_the_upgrade_is_refused_with_kafkas_reasons() -> None:
         refused.error_message
         == "Cannot upgrade classic group g to consumer group because online upgrade is disabled."
     )
-    assert h.coordinator.group("g").state is GroupState.STABLE
+    assert h.coordinator.kind(ClassicGroups).group("g").state is GroupState.STABLE
 
 
 def test_a_classic_static_member_replacing_the_last_consumer_protocol_member_downgrades_the_group() -> None:
@@ -287,15 +287,15 @@ def test_a_classic_static_member_replacing_the_last_consumer_protocol_member_dow
         rejoin = h.join(classic.member_id)
         h.sync(rejoin)
         h.now += 1000
-    group = h.coordinator.consumer_group("g")
+    group = h.coordinator.kind(ConsumerGroups).group("g")
     assert group.state is ConsumerGroupState.STABLE, group
     s1_partitions = dict(next(m for m in group.members if m.member_id == "s1").assigned_partitions)
     # s1 leaves for now (-2), and a classic consumer with instance id i1 takes its place
     assert h.send(ConsumerGroupHeartbeatRequest("g", "s1", -2, instance_id="i1"), 1).member_epoch == -2
     replacing = h.send(JoinGroupRequest("g", 45_000, 30_000, "", PROTOCOLS, group_instance_id="i1"))
     assert isinstance(replacing, JoinGroupResponse) and replacing.error_code is ErrorCode.NONE
-    assert "g" not in h.coordinator.consumer_group_ids()
-    view = h.coordinator.group("g")
+    assert "g" not in sorted(h.coordinator.kind(ConsumerGroups).group_ids())
+    view = h.coordinator.kind(ClassicGroups).group("g")
     assert view.state is GroupState.STABLE and view.generation == group.group_epoch
     assert set(view.member_ids) == {classic.member_id, replacing.member_id}
     assignment = decode_assignment(view.member(replacing.member_id).assignment)
@@ -304,11 +304,17 @@ def test_a_classic_static_member_replacing_the_last_consumer_protocol_member_dow
 
 
 def _epoch(h: Harness, member_id: str) -> int:
-    return next(m.member_epoch for m in h.coordinator.consumer_group("g").members if m.member_id == member_id)
+    return next(
+        m.member_epoch
+        for m in h.coordinator.kind(ConsumerGroups).group("g").members
+        if m.member_id == member_id
+    )
 
 
 def _owned(h: Harness, member_id: str) -> tuple[Any, ...]:
     from kgroup.messages import TopicPartitions
 
-    member = next(m for m in h.coordinator.consumer_group("g").members if m.member_id == member_id)
+    member = next(
+        m for m in h.coordinator.kind(ConsumerGroups).group("g").members if m.member_id == member_id
+    )
     return tuple(TopicPartitions(t, tuple(sorted(p))) for t, p in member.assigned_partitions.items())

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.metadata import MetadataImage, TopicImage
 from kgroup.group.consumer.reconcile import FencedMemberEpoch, next_assignment
+from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.group.records.consumer import MemberAssignmentState, ResolvedRegularExpression
 from kgroup.messages import TopicPartitions
 from kgroup.model import TopicId

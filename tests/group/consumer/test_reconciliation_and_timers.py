@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from kgroup.group import CoordinatorConfig
+from kgroup.group import ConsumerGroups, CoordinatorConfig
 from kgroup.group.assignors.api import (
     GroupAssignment,
     GroupSpec,
     PartitionAssignorError,
     SubscribedTopicDescriber,
 )
-from kgroup.group.consumer.context import rebalance_key, session_key
 from kgroup.group.consumer.group import ConsumerGroupState
+from kgroup.group.consumer.timers import RebalanceTimer, SessionTimer
 from kgroup.group.records.consumer import MemberAssignmentState, TargetAssignmentMetadataValue
 from kgroup.messages import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, TopicPartitions
 from kgroup.model import ErrorCode, TopicId
@@ -279,7 +279,7 @@ def test_partition_assignor_exception_on_regular_heartbeat() -> None:
         == "Failed to compute a new target assignment for epoch 2: Assignment failed."
     )
     assert result.records == []
-    assert ctx.coordinator.consumer_group_ids() == []
+    assert sorted(ctx.coordinator.kind(ConsumerGroups).group_ids()) == []
     assert ctx.session_deadline(M1) is None
 
 
@@ -317,7 +317,7 @@ def test_session_timeout_expiration() -> None:
     ctx.heartbeat(**_join(M1, "foo", timeout_ms=90_000))
     assert ctx.session_deadline(M1) == ctx.time_ms + 45_000
     fired = ctx.sleep(45_000 + 1)
-    assert [key for key, _ in fired] == [session_key(GROUP, M1)]
+    assert [key for key, _ in fired] == [SessionTimer(GROUP, M1)]
     assert_records(_fenced_alone(ctx, M1, 3, 0), fired[0][1])  # type: ignore[arg-type]
     assert ctx.session_deadline(M1) is None
     assert ctx.rebalance_timers(M1) == []
@@ -341,7 +341,7 @@ def test_session_timeout_expiration_static_member() -> None:
     )
     assert ctx.session_deadline(M1) == ctx.time_ms + 45_000
     fired = ctx.sleep(45_000 + 1)
-    assert [key for key, _ in fired] == [session_key(GROUP, M1)]
+    assert [key for key, _ in fired] == [SessionTimer(GROUP, M1)]
     assert_records(_fenced_alone(ctx, M1, 3, 0), fired[0][1])  # type: ignore[arg-type]
     assert ctx.session_deadline(M1) is None
     assert ctx.rebalance_timers(M1) == []
@@ -363,7 +363,7 @@ def test_rebalance_timeout_lifecycle() -> None:
         member_id=M1, member_epoch=2, rebalance_timeout_ms=12_000, subscribed_topic_names=("foo",)
     ).heartbeat
     assert (revoking.member_epoch, revoking.assignment) == (2, (TopicPartitions(FOO, (0, 1)),))
-    key = rebalance_key(GROUP, M1, 2)
+    key = RebalanceTimer(GROUP, M1, 2)
     assert ctx.rebalance_timers(M1) == [key]
     assert ctx.deadline(key) == ctx.time_ms + 12_000
     assert ctx.sleep(revoking.heartbeat_interval_ms) == []
@@ -389,7 +389,7 @@ def test_rebalance_timeout_expiration() -> None:
     revoking = ctx.heartbeat(member_id=M1, member_epoch=2).heartbeat
     assert (revoking.member_epoch, revoking.assignment) == (2, (TopicPartitions(FOO, (0, 1)),))
     fired = ctx.sleep(10_000 + 1)
-    assert [key for key, _ in fired] == [rebalance_key(GROUP, M1, 2)]
+    assert [key for key, _ in fired] == [RebalanceTimer(GROUP, M1, 2)]
     assert_records(
         [
             Current(GROUP, M1, None),

@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kgroup.group import CoordinatorConfig, GroupCoordinator
-from kgroup.group.consumer.metadata import MetadataImage, TopicImage
+from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.group.records import consumer as cg
 from kgroup.group.records.serde import decode_record, encode_record
 from kgroup.messages import (
@@ -204,5 +204,5 @@ def test_a_coordinator_rebuilt_from_the_bytes_of_a_consumer_group_equals_the_ori
     rebuilt = GroupCoordinator(CoordinatorConfig(), rng=Random(1))
     for record in written:
         rebuilt.replay(decode_record(*encode_record(record)))
-    assert rebuilt.snapshot().consumer_groups == coordinator.snapshot().consumer_groups
-    assert coordinator.snapshot().consumer_groups
+    assert rebuilt.snapshot().of("consumer") == coordinator.snapshot().of("consumer")
+    assert coordinator.snapshot().of("consumer")

@@ -12,10 +12,10 @@ from random import Random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kgroup.group import GroupCoordinator
+from kgroup.group import ConsumerGroups, GroupCoordinator
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.metadata import MetadataImage
 from kgroup.group.consumer.reconcile import subscribed_topic_names
+from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import MemberAssignmentState
 from kgroup.messages import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -225,7 +225,7 @@ def test_replay_and_checkpoint_rebuild_the_same_coordinator(ops: list[Op], seed:
         moved = _apply(run, op)
         # clients heartbeat every few hundred ms: the assignment interval passes now and then
         ctx.sleep(400)
-        groups = ctx.coordinator._consumer.groups
+        groups = ctx.coordinator.kind(ConsumerGroups).ctx.groups
         group = groups.get(GROUP)
         if group is None:
             continue

@@ -15,10 +15,7 @@ from kgroup.group.consumer.context import (
     ApiError,
     ConsumerContext,
     Op,
-    join_key,
     random_uuid,
-    session_key,
-    sync_key,
 )
 from kgroup.group.consumer.fencing import fence_members
 from kgroup.group.consumer.group import ConsumerGroupData
@@ -33,6 +30,7 @@ from kgroup.group.consumer.steps import (
     replace_member,
     update_subscription_metadata,
 )
+from kgroup.group.consumer.timers import ClassicMemberJoinTimer, ClassicMemberSyncTimer, SessionTimer
 from kgroup.group.records.consumer import ClassicMemberMetadata, MemberAssignmentState
 from kgroup.group.txn import Txn
 from kgroup.messages import (
@@ -159,18 +157,15 @@ def classic_join(
             updated = maybe_reconcile(txn, group, updated, target_epoch, target, bump, owned, op, ctx)
     except ApiError as error:
         return answer(JoinGroupResponse(error.code, member_id=req.member_id))
-    for record in op.records:
-        txn.emit(record)
-    for timer_op in op.timer_ops:
-        timer_op()
+    op.apply(txn)
     group_id, final_id = group.group_id, updated.member_id
-    txn.cancel(join_key(group_id, final_id))
+    txn.cancel(ClassicMemberJoinTimer(group_id, final_id))
     if downgrade:
         # the group (every member classic now, the joining one in the replaced member's place)
         downgrade_group(txn, ctx.groups[group_id], [], ctx, rebalance=rebalance)
     else:
-        txn.schedule(session_key(group_id, final_id), req.session_timeout_ms)
-        txn.schedule(sync_key(group_id, final_id), req.rebalance_timeout_ms)
+        txn.schedule(SessionTimer(group_id, final_id), req.session_timeout_ms)
+        txn.schedule(ClassicMemberSyncTimer(group_id, final_id), req.rebalance_timeout_ms)
     answer(
         JoinGroupResponse(
             ErrorCode.NONE,
@@ -255,9 +250,9 @@ def classic_sync(
     except ApiError as error:
         return answer(SyncGroupResponse(error.code))
     group_id = group.group_id
-    txn.cancel(sync_key(group_id, member.member_id))
+    txn.cancel(ClassicMemberSyncTimer(group_id, member.member_id))
     assert member.classic_member_metadata is not None
-    txn.schedule(session_key(group_id, member.member_id), member.classic_member_metadata.session_timeout_ms)
+    txn.schedule(SessionTimer(group_id, member.member_id), member.classic_member_metadata.session_timeout_ms)
     partitions: list[TopicPartition] = []
     for topic_id, numbers in member.assigned_partitions.items():
         topic = ctx.image.topic_by_id(topic_id)
@@ -269,7 +264,7 @@ def classic_sync(
 
 
 def _join_timeout_if_absent(txn: Txn, group_id: str, member: ConsumerMember) -> None:
-    key = join_key(group_id, member.member_id)
+    key = ClassicMemberJoinTimer(group_id, member.member_id)
     if key not in txn.armed:
         txn.schedule(key, member.rebalance_timeout_ms)
 
@@ -296,7 +291,7 @@ def classic_heartbeat(txn: Txn, env: Envelope, req: HeartbeatRequest, group: Con
         return
     assert member.classic_member_metadata is not None
     group_id = group.group_id
-    txn.schedule(session_key(group_id, member.member_id), member.classic_member_metadata.session_timeout_ms)
+    txn.schedule(SessionTimer(group_id, member.member_id), member.classic_member_metadata.session_timeout_ms)
     error = ErrorCode.NONE
     if (
         member.member_epoch < group.assignment_epoch
@@ -333,8 +328,5 @@ def classic_leave(
             leaving.append(member)
     op = Op()
     fence_members(txn, group, leaving, op, ctx)
-    for record in op.records:
-        txn.emit(record)
-    for timer_op in op.timer_ops:
-        timer_op()
+    op.apply(txn)
     txn.reply(env.connection, env.correlation_id, LeaveGroupResponse(ErrorCode.NONE, tuple(responses)))

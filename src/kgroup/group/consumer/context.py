@@ -11,8 +11,15 @@ from kgroup.group.assignors import create_server_assignor
 from kgroup.group.assignors.api import (
     ServerAssignor,
 )
+from kgroup.group.classic.kind import ClassicGroups
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.metadata import MetadataImage
+from kgroup.group.consumer.timers import (
+    ClassicMemberJoinTimer,
+    ClassicMemberSyncTimer,
+    RebalanceTimer,
+    SessionTimer,
+)
+from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import (
     ConsumerGroupRecord,
 )
@@ -29,41 +36,18 @@ class ApiError(Exception):
         self.message = message
 
 
-def session_key(group_id: str, member_id: str) -> tuple[str, ...]:
-    """``groupSessionTimeoutKey``: the member is fenced when it fires."""
-    return ("consumer-session", group_id, member_id)
-
-
-def rebalance_key(group_id: str, member_id: str, member_epoch: int) -> tuple[str, ...]:
-    """``groupRebalanceTimeoutKey``, with the epoch the timer was armed for (Kafka's closure keeps it)."""
-    return ("consumer-rebalance", group_id, member_id, str(member_epoch))
-
-
-def join_key(group_id: str, member_id: str) -> tuple[str, ...]:
-    """``consumerGroupJoinKey``: a classic member that must rejoin is fenced if it does not in time."""
-    return ("consumer-join", group_id, member_id)
-
-
-def sync_key(group_id: str, member_id: str) -> tuple[str, ...]:
-    """``consumerGroupSyncKey``: a classic member that joined is fenced if it does not sync in time."""
-    return ("consumer-sync", group_id, member_id)
-
-
-def regex_key(group_id: str) -> tuple[str, ...]:
-    """The group's regex resolution (Kafka's ``<group>-regex`` executor task), due at once."""
-    return ("consumer-regex", group_id)
-
-
 @dataclass(slots=True)
 class ConsumerContext:
-    """What consumer-group handlers read besides the groups: the metadata image, the assignors, and
-    the armed rebalance timers by member (an index the coordinator keeps from its timer records)."""
+    """What consumer-group handlers read besides the groups: the classic groups (a classic group
+    upgrades to a consumer group and back), the metadata image, the assignors, and the armed
+    rebalance timers by member (an index the kind keeps from its timer records)."""
 
     groups: dict[str, ConsumerGroupData]
+    classic: ClassicGroups
     image: MetadataImage
     #: the version of the last image that created topics (``lastMetadataImageWithNewTopics``)
     last_image_with_new_topics: int
-    rebalance_timers: dict[tuple[str, str], tuple[str, ...]]
+    rebalance_timers: dict[tuple[str, str], RebalanceTimer]
     assignors: dict[str, ServerAssignor] = field(default_factory=dict)
     #: groups whose regex resolution is running (``executor.isScheduled(groupId + "-regex")``): not
     #: state of the log, as Kafka's executor keeps none across a reload
@@ -88,6 +72,13 @@ class Op:
         self.records: list[ConsumerGroupRecord] = []
         self.timer_ops: list[Callable[[], None]] = []
 
+    def apply(self, txn: Txn) -> None:
+        """The operation succeeded: its records are emitted (replayed) in order, then its timers set."""
+        for record in self.records:
+            txn.emit(record)
+        for timer_op in self.timer_ops:
+            timer_op()
+
 
 def random_uuid(txn: Txn) -> str:
     """``Uuid.randomUuid().toString()``: 16 random bytes, URL-safe base64 without padding."""
@@ -102,7 +93,7 @@ def cancel_rebalance(txn: Txn, ctx: ConsumerContext, group_id: str, member_id: s
 
 def cancel_timers(txn: Txn, ctx: ConsumerContext, group_id: str, member_id: str) -> None:
     """``cancelTimers``: session, rebalance, and a classic member's join and sync timeouts."""
-    txn.cancel(session_key(group_id, member_id))
+    txn.cancel(SessionTimer(group_id, member_id))
     cancel_rebalance(txn, ctx, group_id, member_id)
-    txn.cancel(join_key(group_id, member_id))
-    txn.cancel(sync_key(group_id, member_id))
+    txn.cancel(ClassicMemberJoinTimer(group_id, member_id))
+    txn.cancel(ClassicMemberSyncTimer(group_id, member_id))

@@ -8,6 +8,7 @@ from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember
 from kgroup.group.consumer.migration import can_downgrade, downgrade
 from kgroup.group.consumer.steps import remove_member_records
+from kgroup.group.consumer.timers import MemberTimer, RebalanceTimer
 from kgroup.group.records.consumer import (
     ConsumerGroupMetadata,
     ConsumerGroupRegularExpression,
@@ -52,21 +53,17 @@ def fence_members(
         op.timer_ops.append(lambda member_id=member_id: cancel_timers(txn, ctx, group_id, member_id))  # type: ignore[misc]
 
 
-def fence_member_on_timer(txn: Txn, ctx: ConsumerContext, key: tuple[str, ...]) -> None:
-    """A session or rebalance timer fired: fence the member (a rebalance timer only if the member is
-    still in the epoch it was armed for)."""
-    kind, group_id, member_id = key[0], key[1], key[2]
-    group = ctx.groups.get(group_id)
+def fence_member_on_timer(txn: Txn, ctx: ConsumerContext, key: MemberTimer) -> None:
+    """A session, rebalance or classic member's join or sync timer fired: fence the member (a
+    rebalance timer only if the member is still in the epoch it was armed for)."""
+    group = ctx.groups.get(key.group_id)
     if group is None:
         return
-    member = group.members.get(member_id)
+    member = group.members.get(key.member_id)
     if member is None:
         return
-    if kind == "consumer-rebalance" and member.member_epoch != int(key[3]):
+    if isinstance(key, RebalanceTimer) and member.member_epoch != key.member_epoch:
         return
     op = Op()
     fence_members(txn, group, [member], op, ctx)
-    for record in op.records:
-        txn.emit(record)
-    for timer_op in op.timer_ops:
-        timer_op()
+    op.apply(txn)

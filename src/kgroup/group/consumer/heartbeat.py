@@ -15,7 +15,6 @@ from kgroup.group.consumer.context import (
     ConsumerContext,
     Op,
     random_uuid,
-    session_key,
 )
 from kgroup.group.consumer.fencing import fence_members
 from kgroup.group.consumer.group import ConsumerGroupData
@@ -31,6 +30,7 @@ from kgroup.group.consumer.steps import (
     response_assignment,
     update_subscription_metadata,
 )
+from kgroup.group.consumer.timers import SessionTimer
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
 )
@@ -119,10 +119,7 @@ def handle_consumer_heartbeat(
             ConsumerGroupHeartbeatResponse(error.code, error.message),
         )
         return
-    for record in op.records:
-        txn.emit(record)
-    for timer_op in op.timer_ops:
-        timer_op()
+    op.apply(txn)
     txn.reply(env.connection, env.correlation_id, response)
 
 
@@ -245,11 +242,11 @@ def _heartbeat(
             # ``getOrMaybeCreateConsumerGroup`` without creating: a classic group of that id is not one
             message = (
                 f"Group {group_id} is not a consumer group."
-                if group_id in txn.groups
+                if group_id in ctx.classic.groups
                 else f"Consumer group {group_id} not found."
             )
             raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, message)
-        classic = txn.groups.get(group_id)
+        classic = ctx.classic.groups.get(group_id)
         if classic is not None and classic.members:
             from kgroup.group.consumer.migration import upgrade
 
@@ -323,7 +320,7 @@ def _heartbeat(
         raise ApiError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from exc
     final_member_id = updated.member_id
     op.timer_ops.append(
-        lambda: txn.schedule(session_key(group_id, final_member_id), config.consumer_session_timeout_ms)
+        lambda: txn.schedule(SessionTimer(group_id, final_member_id), config.consumer_session_timeout_ms)
     )
 
     full_request = (

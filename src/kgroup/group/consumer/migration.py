@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kgroup.group.consumer.context import ApiError, ConsumerContext, cancel_timers, session_key
+from kgroup.group.classic.group import GroupData
+from kgroup.group.classic.rebalance import prepare_rebalance, reschedule_heartbeat
+from kgroup.group.classic.timers import HeartbeatTimer, JoinTimer, SyncTimer
+from kgroup.group.consumer.context import ApiError, ConsumerContext, cancel_timers
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerMember, epochs_of
-from kgroup.group.group import GroupData
+from kgroup.group.consumer.timers import SessionTimer
 from kgroup.group.javamap import JavaHashOrder
-from kgroup.group.rebalance import prepare_rebalance, reschedule_heartbeat
 from kgroup.group.records import GroupRestored, MemberState
 from kgroup.group.records.consumer import (
     ClassicMemberMetadata,
@@ -37,7 +39,6 @@ from kgroup.group.records.consumer import (
     TargetAssignmentMetadataValue,
 )
 from kgroup.group.states import GroupState
-from kgroup.group.timers import heartbeat_key, join_key, sync_key
 from kgroup.group.txn import Txn
 from kgroup.javacompat import hashmap_iteration_order
 from kgroup.messages import ConsumerAssignment, JoinGroupResponse, SyncGroupResponse
@@ -142,13 +143,13 @@ def upgrade(
                 )
             if m.awaiting_sync is not None:
                 txn.answer(m.awaiting_sync, SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
-            txn.cancel(heartbeat_key(group_id, m.member_id))
-        txn.cancel(join_key(group_id))
-        txn.cancel(sync_key(group_id, generation))
+            txn.cancel(HeartbeatTimer(group_id, m.member_id))
+        txn.cancel(JoinTimer(group_id))
+        txn.cancel(SyncTimer(group_id, generation))
         for converted_member in members:
             session = converted_member.classic_member_metadata
             assert session is not None
-            txn.schedule(session_key(group_id, converted_member.member_id), session.session_timeout_ms)
+            txn.schedule(SessionTimer(group_id, converted_member.member_id), session.session_timeout_ms)
 
     after.insert(0, finish)
     return converted
@@ -246,7 +247,7 @@ def downgrade(
     for record in _tombstones(group):
         txn.emit(record)
     txn.emit(replace(restored, protocol_name=protocol, members=tuple(with_assignments)))
-    classic = txn.groups[group_id]
+    classic = ctx.classic.groups[group_id]
     for classic_member in classic.all_members():
         reschedule_heartbeat(txn, classic, classic_member.member_id)
     if rebalance:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.metadata import MetadataImage
+from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import MemberAssignmentState, PartitionEpochs, ResolvedRegularExpression
 from kgroup.messages import TopicPartitions
 from kgroup.model import TopicId

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kgroup.group.consumer.context import ApiError, ConsumerContext, session_key
+from kgroup.group.consumer.context import ApiError, ConsumerContext
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.records import GroupDeleted, GroupRecord, OffsetAndMetadata, OffsetCommitted
+from kgroup.group.consumer.timers import SessionTimer
+from kgroup.group.records import GroupDeleted, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -104,7 +105,7 @@ def handle_consumer_describe(
             # ``GroupMetadataManager.consumerGroup(id, offset)``: ``group(id)`` first
             message = (
                 f"Group {group_id} is not a consumer group."
-                if group_id in txn.groups
+                if group_id in ctx.classic.groups
                 else f"Group {group_id} not found."  # GroupMetadataManager.group(id, offset)
             )
             described.append(DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
@@ -138,7 +139,7 @@ def delete_consumer_group(txn: Txn, group: ConsumerGroupData, *, keep_offsets: b
     if group.state is not ConsumerGroupState.EMPTY:
         return ErrorCode.NON_EMPTY_GROUP
     group_id = group.group_id
-    for key in [k for k in txn.armed if len(k) > 1 and k[1] == group_id]:
+    for key in [k for k in txn.armed if k.group_id == group_id]:
         txn.cancel(key)
     members = list(group.members)
     for member_id in members:
@@ -215,7 +216,7 @@ def handle_consumer_offset_commit(
     whole request (Kafka's operation throws; every partition gets the error)."""
     try:
         check = _validate_commit(group, req, env.api_version)
-        committed: list[GroupRecord] = []
+        committed: list[OffsetCommitted] = []
         results: list[tuple[TopicPartition, ErrorCode]] = []
         max_bytes = txn.config.offset_metadata_max_bytes
         for entry in req.offsets:
@@ -235,7 +236,7 @@ def handle_consumer_offset_commit(
         body = OffsetCommitResponse(tuple((p.partition, error.code) for p in req.offsets))
         txn.reply(env.connection, env.correlation_id, body)
         return
-    txn.emit_all_to(group, committed)  # type: ignore[arg-type]
+    txn.emit_all_to(group, committed)
     txn.reply(env.connection, env.correlation_id, OffsetCommitResponse(tuple(results)))
 
 
@@ -275,4 +276,4 @@ def handle_consumer_offset_fetch(
 def restart_sessions(txn: Txn, group: ConsumerGroupData) -> None:
     """``onLoaded``: every member's session starts again from now."""
     for member_id in group.members:
-        txn.schedule(session_key(group.group_id, member_id), txn.config.consumer_session_timeout_ms)
+        txn.schedule(SessionTimer(group.group_id, member_id), txn.config.consumer_session_timeout_ms)

@@ -21,14 +21,13 @@ from kgroup.group.consumer.context import (
     Op,
     cancel_rebalance,
     cancel_timers,
-    rebalance_key,
-    regex_key,
 )
 from kgroup.group.consumer.group import ConsumerGroupData, subscription_type_of
 from kgroup.group.consumer.member import ConsumerMember
-from kgroup.group.consumer.metadata import MetadataImage
 from kgroup.group.consumer.reconcile import next_assignment, subscribed_topic_names
 from kgroup.group.consumer.regex import InvalidTopicRegex, TopicRegex, compile_topic_regex, resolve
+from kgroup.group.consumer.timers import RebalanceTimer, RegexTimer
+from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -155,7 +154,7 @@ def maybe_update_regexes(
             status = RegexStatus.UPDATED_AND_RESOLVED
     if not require_refresh and not group.subscribed_regexes:
         return status
-    key = regex_key(group_id)
+    key = RegexTimer(group_id)
     if key in txn.armed or group_id in ctx.resolving:
         return status
     last_refresh = group.last_regex_refresh_ms()
@@ -397,4 +396,4 @@ def schedule_rebalance(
     txn: Txn, ctx: ConsumerContext, group_id: str, member_id: str, epoch: int, timeout: int
 ) -> None:
     cancel_rebalance(txn, ctx, group_id, member_id)
-    txn.schedule(rebalance_key(group_id, member_id, epoch), timeout)
+    txn.schedule(RebalanceTimer(group_id, member_id, epoch), timeout)

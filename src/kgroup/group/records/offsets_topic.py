@@ -26,6 +26,7 @@ from kgroup.group.records.consumer import ConsumerGroupRecord
 from kgroup.group.records.consumer_serde import CONSUMER_GROUP_RECORD_TYPES, decode_consumer_group_record
 from kgroup.group.records.primitives import Reader
 from kgroup.model import PeerError, TopicPartition
+from kgroup.wire.varint import encode_uvarint
 
 __all__ = [
     "GROUP_METADATA_TYPE",
@@ -221,15 +222,6 @@ def decode_offsets_record(key: bytes, value: bytes | None) -> OffsetsTopicRecord
     return OtherRecord(kind)
 
 
-def _uvarint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
 def encode_group_metadata_value(value: GroupMetadataValue, version: int = 3) -> bytes:
     """``GroupMetadataValue`` at ``version`` (0–4) as Kafka serializes it (Kafka 4.x writes 3)."""
     if not 0 <= version <= 4:
@@ -239,14 +231,14 @@ def encode_group_metadata_value(value: GroupMetadataValue, version: int = 3) -> 
 
     def string(s: str | None) -> None:
         if s is None:
-            out.extend(_uvarint(0) if flex else _I16.pack(-1))
+            out.extend(encode_uvarint(0) if flex else _I16.pack(-1))
             return
         raw = s.encode("utf-8")
-        out.extend(_uvarint(len(raw) + 1) if flex else _I16.pack(len(raw)))
+        out.extend(encode_uvarint(len(raw) + 1) if flex else _I16.pack(len(raw)))
         out.extend(raw)
 
     def raw(b: bytes) -> None:
-        out.extend(_uvarint(len(b) + 1) if flex else _I32.pack(len(b)))
+        out.extend(encode_uvarint(len(b) + 1) if flex else _I32.pack(len(b)))
         out.extend(b)
 
     string(value.protocol_type)
@@ -255,7 +247,7 @@ def encode_group_metadata_value(value: GroupMetadataValue, version: int = 3) -> 
     string(value.leader)
     if version >= 2:
         out.extend(_I64.pack(value.current_state_timestamp_ms))
-    out.extend(_uvarint(len(value.members) + 1) if flex else _I32.pack(len(value.members)))
+    out.extend(encode_uvarint(len(value.members) + 1) if flex else _I32.pack(len(value.members)))
     for m in value.members:
         string(m.member_id)
         if version >= 3:

@@ -12,6 +12,7 @@ from itertools import chain, repeat
 from typing import TypeVar
 
 from kgroup.model import PeerError, TopicId
+from kgroup.wire.varint import encode_uvarint
 
 __all__ = ["I8", "I16", "I32", "I64", "MAX_STRING_BYTES", "Reader", "Writer"]
 
@@ -51,12 +52,7 @@ class Writer:
     def uvarint(self, v: int) -> None:
         if not 0 <= v <= 0xFFFFFFFF:
             raise ValueError(f"{v} does not fit an unsigned varint")
-        out = bytearray()
-        while v >= 0x80:
-            out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        out.append(v)
-        self.parts.append(bytes(out))
+        self.parts.append(encode_uvarint(v))
 
     @staticmethod
     def _utf8(v: str) -> bytes:

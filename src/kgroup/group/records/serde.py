@@ -68,8 +68,10 @@ from kgroup.group.records.consumer_serde import (
 )
 from kgroup.group.records.primitives import I16, I32, MAX_STRING_BYTES, Reader, Writer
 from kgroup.group.states import GroupState
+from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import PeerError, TopicPartition
+from kgroup.wire.varint import varint_size
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
@@ -226,9 +228,17 @@ def _read_restored(group_id: str, r: Reader) -> GroupRestored:
     )
 
 
+def _timer_key(r: Reader) -> TimerKey:
+    parts = r.array(r.string)
+    key = TimerKey.from_parts(parts)
+    if key is None:
+        raise PeerError(f"{r.what}: unknown timer key {parts!r}")
+    return key
+
+
 def _group_of(record: Record) -> str:
     if isinstance(record, (TimerArmed, TimerDisarmed)):
-        return record.key[1] if len(record.key) > 1 else ""
+        return record.key.group_id
     return record.group_id
 
 
@@ -261,10 +271,10 @@ def _write_kgroup_value(w: Writer, record: Record) -> None:
         w.optional_i64(record.delay_ms)
         w.optional_i64(record.remaining_ms)
     elif isinstance(record, TimerArmed):
-        w.strings(record.key)
+        w.strings(record.key.parts())
         w.i64(record.deadline_ms)
     elif isinstance(record, TimerDisarmed):
-        w.strings(record.key)
+        w.strings(record.key.parts())
     elif isinstance(record, GroupRestored):
         _write_restored(w, record)
     else:  # pragma: no cover - _TYPES and this chain list the same records
@@ -303,9 +313,9 @@ def _read_kgroup_value(kind: int, group_id: str, r: Reader) -> Record:
     if kind == 13:
         return InitialDelayUpdated(group_id, r.boolean(), r.optional_i64(), r.optional_i64())
     if kind == 14:
-        return TimerArmed(r.array(r.string), r.i64())
+        return TimerArmed(_timer_key(r), r.i64())
     if kind == 15:
-        return TimerDisarmed(r.array(r.string))
+        return TimerDisarmed(_timer_key(r))
     if kind == 16:
         return _read_restored(group_id, r)
     raise PeerError(f"{r.what}: unknown kgroup record type {kind}")
@@ -485,16 +495,6 @@ _RECORD_BATCH_OVERHEAD = 61
 _TOPIC_ID_TAG_BYTES = 1 + 1 + 1 + 16
 
 
-def _varint_size(value: int) -> int:
-    """``ByteUtils.sizeOfVarint`` / ``sizeOfVarlong``: bytes of the zig-zag varint of ``value``."""
-    raw = (value << 1) ^ (value >> 63)
-    size = 1
-    while raw >= 0x80:
-        raw >>= 7
-        size += 1
-    return size
-
-
 def offset_commit_batch_bytes(
     group_id: str, commits: Iterable[tuple[str, str]], *, stop_above: int | None = None
 ) -> int:
@@ -517,18 +517,18 @@ def offset_commit_batch_bytes(
             topic_bytes = topic_sizes[topic] = len(topic.encode("utf-8"))
         key_size = 2 + 2 + group_bytes + 2 + topic_bytes + 4
         metadata_bytes = len(metadata.encode("utf-8")) if metadata else 0
-        value_size = 2 + 8 + 4 + _varint_size(metadata_bytes + 1) + metadata_bytes + 8 + _TOPIC_ID_TAG_BYTES
+        value_size = 2 + 8 + 4 + varint_size(metadata_bytes + 1) + metadata_bytes + 8 + _TOPIC_ID_TAG_BYTES
         body = (
             1  # attributes
-            + _varint_size(delta)
+            + varint_size(delta)
             + 1  # timestamp delta 0
-            + _varint_size(key_size)
+            + varint_size(key_size)
             + key_size
-            + _varint_size(value_size)
+            + varint_size(value_size)
             + value_size
             + 1  # no headers
         )
-        total += body + _varint_size(body)
+        total += body + varint_size(body)
         if stop_above is not None and total > stop_above:
             return total
     return total

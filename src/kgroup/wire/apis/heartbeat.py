@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.messages import HeartbeatRequest, HeartbeatResponse
+from kgroup.model import ErrorCode
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.apis._common import request_entity, response_entity
 from kgroup.wire.codec import build, error_from_wire
 
-__all__ = ["request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
+__all__ = ["error_answer", "request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
 
 
 def request_to_wire(body: HeartbeatRequest, version: int) -> Any:
@@ -41,3 +42,8 @@ def response_to_wire(body: HeartbeatResponse, version: int) -> Any:
 
 def response_from_wire(response: Any) -> HeartbeatResponse:
     return HeartbeatResponse(error_from_wire(response.error_code))
+
+
+def error_answer(request: HeartbeatRequest, code: ErrorCode) -> HeartbeatResponse:
+    """The answer to ``request`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
+    return HeartbeatResponse(code)

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.messages import JoinGroupMember, JoinGroupProtocol, JoinGroupRequest, JoinGroupResponse
+from kgroup.model import ErrorCode
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.apis._common import ms, request_entity, response_entity
 from kgroup.wire.codec import build, error_from_wire
 
-__all__ = ["request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
+__all__ = ["error_answer", "request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
 
 
 def request_to_wire(body: JoinGroupRequest, version: int) -> Any:
@@ -84,3 +85,8 @@ def response_from_wire(response: Any) -> JoinGroupResponse:
             for m in response.members
         ),
     )
+
+
+def error_answer(request: JoinGroupRequest, code: ErrorCode) -> JoinGroupResponse:
+    """The answer to ``request`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
+    return JoinGroupResponse(code, member_id=request.member_id)

@@ -15,7 +15,7 @@ from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.apis._common import request_entity, response_entity
 from kgroup.wire.codec import build, error_from_wire
 
-__all__ = ["request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
+__all__ = ["error_answer", "request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
 
 #: the first version with a batch of members
 BATCHED = 3
@@ -66,4 +66,11 @@ def response_from_wire(response: Any) -> LeaveGroupResponse:
             LeaveGroupMemberResponse(m.member_id, m.group_instance_id, error_from_wire(m.error_code))
             for m in getattr(response, "members", ())
         ),
+    )
+
+
+def error_answer(request: LeaveGroupRequest, code: ErrorCode) -> LeaveGroupResponse:
+    """The answer to ``request`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
+    return LeaveGroupResponse(
+        code, tuple(LeaveGroupMemberResponse(m.member_id, m.group_instance_id, code) for m in request.members)
     )

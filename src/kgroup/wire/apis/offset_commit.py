@@ -21,7 +21,14 @@ from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.apis._common import TopicIds, by_topic, need_topic_ids, request_entity, response_entity
 from kgroup.wire.codec import build, error_from_wire
 
-__all__ = ["TOPIC_IDS", "request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
+__all__ = [
+    "TOPIC_IDS",
+    "error_answer",
+    "request_from_wire",
+    "request_to_wire",
+    "response_from_wire",
+    "response_to_wire",
+]
 
 
 #: the first version that names topics by id
@@ -122,3 +129,8 @@ def response_from_wire(response: Any, topic_ids: TopicIds | None = None) -> Offs
             for p in t.partitions
         )
     )
+
+
+def error_answer(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:
+    """The answer to ``request`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
+    return OffsetCommitResponse(tuple((o.partition, code) for o in request.offsets))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kgroup.messages import OffsetFetchPartition, OffsetFetchRequest, OffsetFetchResponse
-from kgroup.model import TopicPartition
+from kgroup.model import ErrorCode, TopicPartition
 from kgroup.valuetypes import fast_init
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.apis._common import TopicIds, by_topic, need_topic_ids, request_entity, response_entity
@@ -28,6 +28,7 @@ __all__ = [
     "FetchedGroup",
     "OffsetFetchBatchRequest",
     "OffsetFetchBatchResponse",
+    "error_answer",
     "request_from_wire",
     "request_to_wire",
     "response_from_wire",
@@ -203,3 +204,8 @@ def response_from_wire(response: Any, topic_ids: TopicIds | None = None) -> Offs
             tuple(FetchedGroup(g.group_id, _response_group(g, ids)) for g in response.groups)
         )
     return OffsetFetchBatchResponse((FetchedGroup(None, _response_group(response, None)),))
+
+
+def error_answer(request: OffsetFetchRequest, code: ErrorCode) -> OffsetFetchResponse:
+    """The answer to ``request`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
+    return OffsetFetchResponse(code)

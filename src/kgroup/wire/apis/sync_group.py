@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.messages import SyncGroupAssignment, SyncGroupRequest, SyncGroupResponse
+from kgroup.model import ErrorCode
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.apis._common import request_entity, response_entity
 from kgroup.wire.codec import build, error_from_wire
 
-__all__ = ["request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
+__all__ = ["error_answer", "request_from_wire", "request_to_wire", "response_from_wire", "response_to_wire"]
 
 
 def request_to_wire(body: SyncGroupRequest, version: int) -> Any:
@@ -62,3 +63,8 @@ def response_from_wire(response: Any) -> SyncGroupResponse:
         protocol_type=getattr(response, "protocol_type", None),
         protocol_name=getattr(response, "protocol_name", None),
     )
+
+
+def error_answer(request: SyncGroupRequest, code: ErrorCode) -> SyncGroupResponse:
+    """The answer to ``request`` carrying only ``code`` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS …)."""
+    return SyncGroupResponse(code)

@@ -3,7 +3,9 @@ expire sessions and syncs (the classic parts of Kafka's ``GroupMetadataManager``
 
 from __future__ import annotations
 
-from kgroup.group.group import GroupData
+from kgroup.group.classic import mutate
+from kgroup.group.classic.group import GroupData
+from kgroup.group.classic.timers import HeartbeatTimer, JoinTimer, SyncTimer
 from kgroup.group.records import (
     GenerationStarted,
     InitialDelayUpdated,
@@ -12,7 +14,6 @@ from kgroup.group.records import (
     PendingSyncMemberRemoved,
 )
 from kgroup.group.states import ALLOWED_PREVIOUS_STATES, GroupState
-from kgroup.group.timers import heartbeat_key, join_key, sync_key
 from kgroup.group.txn import Txn
 from kgroup.messages import UNKNOWN_MEMBER_ID, JoinGroupResponse, SyncGroupResponse
 from kgroup.model import ErrorCode
@@ -42,7 +43,7 @@ def can_rebalance(group: GroupData) -> bool:
 def reschedule_heartbeat(txn: Txn, group: GroupData, member_id: str, timeout_ms: int | None = None) -> None:
     """(Re)arm the member's session expiry: its session timeout, or ``timeout_ms`` if given."""
     txn.schedule(
-        ("heartbeat", group.group_id, member_id),  # heartbeat_key, inlined: this runs for every heartbeat
+        HeartbeatTimer(group.group_id, member_id),
         group.members[member_id].session_timeout_ms if timeout_ms is None else timeout_ms,
     )
 
@@ -63,7 +64,7 @@ def _set_initial_delay(
 
 def _schedule_join(txn: Txn, group: GroupData, delay_ms: int, initial: tuple[int, int] | None) -> None:
     _set_initial_delay(txn, group, group.new_member_added, initial)
-    txn.schedule(join_key(group.group_id), delay_ms)
+    txn.schedule(JoinTimer(group.group_id), delay_ms)
 
 
 def prepare_rebalance(txn: Txn, group: GroupData) -> None:
@@ -78,7 +79,7 @@ def prepare_rebalance(txn: Txn, group: GroupData) -> None:
         delay = txn.config.group_initial_rebalance_delay_ms
         remaining = max(group.rebalance_timeout_ms() - delay, 0)
         _schedule_join(txn, group, delay, (delay, remaining))
-    txn.transition(group, S.PREPARING_REBALANCE)
+    mutate.transition(txn, group, S.PREPARING_REBALANCE)
     if not initial:
         _maybe_complete_join_else_schedule(txn, group)
 
@@ -118,7 +119,7 @@ def on_join_timer(txn: Txn, group: GroupData) -> None:
         new_delay = min(txn.config.group_initial_rebalance_delay_ms, remaining_ms)
         new_remaining = max(remaining_ms - delay_ms, 0)
         _set_initial_delay(txn, group, False, (new_delay, new_remaining))
-        txn.schedule(join_key(group.group_id), new_delay)
+        txn.schedule(JoinTimer(group.group_id), new_delay)
     else:
         complete_join(txn, group)
 
@@ -126,29 +127,29 @@ def on_join_timer(txn: Txn, group: GroupData) -> None:
 def complete_join(txn: Txn, group: GroupData) -> None:
     """End the join phase: drop dynamic members that did not rejoin, start the next generation and
     answer every parked JoinGroup (the leader's answer lists all members in map order)."""
-    txn.cancel(join_key(group.group_id))
+    txn.cancel(JoinTimer(group.group_id))
     _set_initial_delay(txn, group, group.new_member_added, None)
     for member in group.all_members():
         if member.awaiting_join is None and member.group_instance_id is None:
-            txn.remove_member(group, member.member_id)
-            txn.cancel(heartbeat_key(group.group_id, member.member_id))
+            mutate.remove_member(txn, group, member.member_id)
+            txn.cancel(HeartbeatTimer(group.group_id, member.member_id))
 
     if group.in_state(S.DEAD):
         return
     if not _maybe_elect_new_joined_leader(txn, group) and group.members:
         # Nobody rejoined (only static members that did not come back): wait another rebalance
         # timeout for their sessions to expire.
-        txn.schedule(join_key(group.group_id), group.rebalance_timeout_ms())
+        txn.schedule(JoinTimer(group.group_id), group.rebalance_timeout_ms())
         return
 
     generation = group.generation + 1
     if group.members:
         txn.emit(GenerationStarted(group.group_id, generation, group.select_protocol()))
-        txn.transition(group, S.COMPLETING_REBALANCE)
+        mutate.transition(txn, group, S.COMPLETING_REBALANCE)
     else:
         txn.emit(GenerationStarted(group.group_id, generation, None))
-        txn.transition(group, S.EMPTY)
-    txn.set_pending_sync(group, [])
+        mutate.transition(txn, group, S.EMPTY)
+    mutate.set_pending_sync(txn, group, [])
     if group.in_state(S.EMPTY):
         return
 
@@ -164,13 +165,13 @@ def complete_join(txn: Txn, group: GroupData) -> None:
             member_id=member.member_id,
             members=group.join_response_members() if is_leader else (),
         )
-        txn.complete_join(group, member, response)
+        mutate.complete_join_future(txn, group, member, response)
         reschedule_heartbeat(txn, group, member.member_id)
         current = group.member(member.member_id)
         if current.is_new:
-            txn.put_member(group, replace(current, is_new=False))
-    txn.set_pending_sync(group, group.order.order())
-    txn.schedule(sync_key(group.group_id, group.generation), group.rebalance_timeout_ms())
+            mutate.put_member(txn, group, replace(current, is_new=False))
+    mutate.set_pending_sync(txn, group, group.order.order())
+    txn.schedule(SyncTimer(group.group_id, group.generation), group.rebalance_timeout_ms())
 
 
 def _maybe_elect_new_joined_leader(txn: Txn, group: GroupData) -> bool:
@@ -181,7 +182,7 @@ def _maybe_elect_new_joined_leader(txn: Txn, group: GroupData) -> bool:
         return True
     for member in group.all_members():
         if member.awaiting_join is not None:
-            txn.set_leader(group, member.member_id)
+            mutate.set_leader(txn, group, member.member_id)
             return True
     return False
 
@@ -191,7 +192,7 @@ def _reset_and_propagate_assignment_with_error(txn: Txn, group: GroupData, error
         raise AssertionError(f"group {group.group_id} must be CompletingRebalance, is {group.state}")
     for member in group.all_members():
         if member.assignment:
-            txn.put_member(group, replace(member, assignment=b""))
+            mutate.put_member(txn, group, replace(member, assignment=b""))
     _propagate_assignment(txn, group, error)
 
 
@@ -201,7 +202,7 @@ def set_and_propagate_assignment(txn: Txn, group: GroupData, assignment: dict[st
     for member in group.all_members():
         new = assignment.get(member.member_id, b"")
         if member.assignment != new:
-            txn.put_member(group, replace(member, assignment=new))
+            mutate.put_member(txn, group, replace(member, assignment=new))
     _propagate_assignment(txn, group, ErrorCode.NONE)
 
 
@@ -214,21 +215,21 @@ def _propagate_assignment(txn: Txn, group: GroupData, error: ErrorCode) -> None:
             protocol_type=group.protocol_type if ok else None,
             protocol_name=group.protocol_name if ok else None,
         )
-        if txn.complete_sync(group, member, response):
+        if mutate.complete_sync_future(txn, group, member, response):
             # a session that expired while the member waited for the leader was ignored; restart it
             reschedule_heartbeat(txn, group, member.member_id)
 
 
 def _remove_sync_expiration(txn: Txn, group: GroupData) -> None:
     if group.pending_sync:
-        txn.set_pending_sync(group, [])
-    txn.cancel(sync_key(group.group_id, group.generation))
+        mutate.set_pending_sync(txn, group, [])
+    txn.cancel(SyncTimer(group.group_id, group.generation))
 
 
 def remove_pending_sync_member(txn: Txn, group: GroupData, member_id: str) -> None:
     if member_id in group.pending_sync:
         txn.emit(PendingSyncMemberRemoved(group.group_id, member_id))
-    key = sync_key(group.group_id, group.generation)
+    key = SyncTimer(group.group_id, group.generation)
     if group.in_state(S.DEAD, S.EMPTY, S.PREPARING_REBALANCE) or not group.pending_sync:
         txn.cancel(key)
 
@@ -240,8 +241,8 @@ def expire_pending_sync(txn: Txn, group: GroupData, generation: int) -> None:
     if not group.in_state(S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync:
         return
     for member_id in [m for m in group.order.order() if m in group.pending_sync]:
-        txn.remove_member(group, member_id)
-        txn.cancel(heartbeat_key(group.group_id, member_id))
+        mutate.remove_member(txn, group, member_id)
+        txn.cancel(HeartbeatTimer(group.group_id, member_id))
     prepare_rebalance(txn, group)
 
 
@@ -271,10 +272,13 @@ def expire_heartbeat(txn: Txn, group: GroupData, member_id: str) -> None:
 
 def remove_member_and_update_group(txn: Txn, group: GroupData, member: MemberState) -> None:
     """Remove a failed member (its parked JoinGroup gets UNKNOWN_MEMBER_ID) and move the group on."""
-    txn.complete_join(
-        group, member, JoinGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
+    mutate.complete_join_future(
+        txn,
+        group,
+        member,
+        JoinGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID),
     )
-    txn.remove_member(group, member.member_id)
+    mutate.remove_member(txn, group, member.member_id)
     if group.in_state(S.STABLE, S.COMPLETING_REBALANCE):
         maybe_prepare_rebalance_or_complete_join(txn, group)
     elif group.in_state(S.PREPARING_REBALANCE) and group.has_all_members_joined():

@@ -91,8 +91,11 @@ class MetadataImage:
         """``ModernGroup.computeMetadataHash``: the hashes of the subscribed topics that exist, by name
         order, combined; 0 when none exists."""
         topics = self.topics
-        key = frozenset(topics.keys() & topic_names if isinstance(topic_names, set | frozenset) else
-                        (name for name in topic_names if name in topics))
+        key = frozenset(
+            topics.keys() & topic_names
+            if isinstance(topic_names, set | frozenset)
+            else (name for name in topic_names if name in topics)
+        )
         cached = self._group_hashes.get(key)
         if cached is not None:
             return cached

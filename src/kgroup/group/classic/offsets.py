@@ -6,9 +6,9 @@ group's state, survive every state change, and come back when the log is replaye
 
 from __future__ import annotations
 
-from kgroup.group.group import GroupData
-from kgroup.group.rebalance import reschedule_heartbeat
-from kgroup.group.records import GroupCreated, GroupRecord, OffsetAndMetadata, OffsetCommitted
+from kgroup.group.classic.group import GroupData
+from kgroup.group.classic.rebalance import reschedule_heartbeat
+from kgroup.group.records import GroupCreated, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.states import GroupState
 from kgroup.group.txn import Txn
 from kgroup.messages import (
@@ -54,10 +54,12 @@ def _answer_all(txn: Txn, env: Envelope, req: OffsetCommitRequest, error: ErrorC
     txn.reply(env.connection, env.correlation_id, body)
 
 
-def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> None:
+def handle_offset_commit(
+    txn: Txn, groups: dict[str, GroupData], env: Envelope, req: OffsetCommitRequest
+) -> None:
     # the empty group id is a group like any other here (Kafka keeps it for old "simple consumer"
     # commits; only JoinGroup, SyncGroup, Heartbeat and LeaveGroup refuse it)
-    group = txn.groups.get(req.group_id)
+    group = groups.get(req.group_id)
     if group is None:
         if req.generation_id >= 0:
             # Kafka answers GROUP_ID_NOT_FOUND from OffsetCommit v9; older versions ILLEGAL_GENERATION
@@ -65,7 +67,7 @@ def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> N
                 return _answer_all(txn, env, req, ErrorCode.GROUP_ID_NOT_FOUND)
             return _answer_all(txn, env, req, ErrorCode.ILLEGAL_GENERATION)
         txn.emit(GroupCreated(req.group_id, txn.now_ms))  # a "simple" group, created by the commit
-        group = txn.groups[req.group_id]
+        group = groups[req.group_id]
     error = _validate_commit(group, req)
     if error is not None:
         return _answer_all(txn, env, req, error)
@@ -73,7 +75,7 @@ def handle_offset_commit(txn: Txn, env: Envelope, req: OffsetCommitRequest) -> N
         # in the classic protocol an offset commit also keeps the member's session alive
         reschedule_heartbeat(txn, group, req.member_id)
     results: list[tuple[TopicPartition, ErrorCode]] = []
-    committed: list[GroupRecord] = []
+    committed: list[OffsetCommitted] = []
     now_ms, group_id = txn.now_ms, group.group_id
     max_bytes = txn.config.offset_metadata_max_bytes
     for entry in req.offsets:
@@ -103,8 +105,10 @@ def _fetched(group: GroupData | None, tp: TopicPartition) -> OffsetFetchPartitio
     return OffsetFetchPartition(tp, value.offset, value.metadata, ErrorCode.NONE, value.leader_epoch)
 
 
-def handle_offset_fetch(txn: Txn, env: Envelope, req: OffsetFetchRequest) -> None:
-    group = txn.groups.get(req.group_id)
+def handle_offset_fetch(
+    txn: Txn, groups: dict[str, GroupData], env: Envelope, req: OffsetFetchRequest
+) -> None:
+    group = groups.get(req.group_id)
     if group is not None and group.in_state(S.DEAD):
         group = None  # a Dead group's offsets are not served: every partition reads as uncommitted
     if req.partitions is None:

@@ -3,17 +3,18 @@
 
 from __future__ import annotations
 
-from kgroup.group.group import GroupData
-from kgroup.group.rebalance import (
+from kgroup.group.classic import mutate
+from kgroup.group.classic.group import GroupData
+from kgroup.group.classic.rebalance import (
     maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join,
     remove_pending_sync_member,
     reschedule_heartbeat,
     set_and_propagate_assignment,
 )
+from kgroup.group.classic.timers import HeartbeatTimer
 from kgroup.group.records import Parked, PendingMemberRemoved
 from kgroup.group.states import GroupState
-from kgroup.group.timers import heartbeat_key
 from kgroup.group.txn import Txn
 from kgroup.messages import (
     UNKNOWN_MEMBER_ID,
@@ -59,13 +60,13 @@ def _validate_sync(group: GroupData, req: SyncGroupRequest, api_version: int) ->
     return None
 
 
-def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
+def handle_sync(txn: Txn, groups: dict[str, GroupData], env: Envelope, req: SyncGroupRequest) -> None:
     def answer(error: ErrorCode) -> None:
         txn.reply(env.connection, env.correlation_id, SyncGroupResponse(error))
 
     if not req.group_id:
         return answer(ErrorCode.INVALID_GROUP_ID)
-    group = txn.groups.get(req.group_id)
+    group = groups.get(req.group_id)
     if group is None or group.in_state(S.EMPTY):
         return answer(ErrorCode.UNKNOWN_MEMBER_ID)
     error = _validate_sync(group, req, env.api_version)
@@ -75,7 +76,9 @@ def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
         return answer(ErrorCode.REBALANCE_IN_PROGRESS)
     if group.in_state(S.COMPLETING_REBALANCE):
         member = group.member(req.member_id)
-        txn.put_member(group, replace(member, awaiting_sync=Parked(env.connection, env.correlation_id)))
+        mutate.put_member(
+            txn, group, replace(member, awaiting_sync=Parked(env.connection, env.correlation_id))
+        )
         remove_pending_sync_member(txn, group, req.member_id)
         if group.is_leader(req.member_id):
             # the leader's assignment; a later entry for the same member wins, as in Java's HashMap,
@@ -84,7 +87,7 @@ def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
             for entry in req.assignments:
                 assignment[entry.member_id] = entry.assignment
             set_and_propagate_assignment(txn, group, assignment)
-            txn.transition(group, S.STABLE)
+            mutate.transition(txn, group, S.STABLE)
         return None
     # Stable: the member's current assignment
     remove_pending_sync_member(txn, group, req.member_id)
@@ -106,14 +109,15 @@ def handle_sync(txn: Txn, env: Envelope, req: SyncGroupRequest) -> None:
 _HEARTBEAT_ANSWERS = {error: HeartbeatResponse(error) for error in ErrorCode}
 
 
-def handle_heartbeat(txn: Txn, env: Envelope, req: HeartbeatRequest) -> None:
-    txn.reply(env.connection, env.correlation_id, _HEARTBEAT_ANSWERS[_heartbeat(txn, req)])
+def handle_heartbeat(txn: Txn, groups: dict[str, GroupData], env: Envelope, req: HeartbeatRequest) -> None:
+    txn.reply(
+        env.connection, env.correlation_id, _HEARTBEAT_ANSWERS[_heartbeat(txn, groups.get(req.group_id), req)]
+    )
 
 
-def _heartbeat(txn: Txn, req: HeartbeatRequest) -> ErrorCode:
+def _heartbeat(txn: Txn, group: GroupData | None, req: HeartbeatRequest) -> ErrorCode:
     if not req.group_id:
         return ErrorCode.INVALID_GROUP_ID
-    group = txn.groups.get(req.group_id)
     if group is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     state = group.state
@@ -133,19 +137,19 @@ def _heartbeat(txn: Txn, req: HeartbeatRequest) -> ErrorCode:
 
 
 def _remove_current_member(txn: Txn, group: GroupData, member_id: str) -> None:
-    txn.cancel(heartbeat_key(group.group_id, member_id))
+    txn.cancel(HeartbeatTimer(group.group_id, member_id))
     member = group.member(member_id)
-    txn.complete_join(
-        group, member, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
+    mutate.complete_join_future(
+        txn, group, member, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=UNKNOWN_MEMBER_ID)
     )
-    txn.remove_member(group, member_id)
+    mutate.remove_member(txn, group, member_id)
 
 
-def handle_leave(txn: Txn, env: Envelope, req: LeaveGroupRequest) -> None:
+def handle_leave(txn: Txn, groups: dict[str, GroupData], env: Envelope, req: LeaveGroupRequest) -> None:
     if not req.group_id:
         txn.reply(env.connection, env.correlation_id, LeaveGroupResponse(ErrorCode.INVALID_GROUP_ID))
         return
-    group = txn.groups.get(req.group_id)
+    group = groups.get(req.group_id)
     if group is None:
         # Kafka's service answers a group it does not know with no error and each member unknown
         # (before v3 the one member's error becomes the answer's, in the wire layer)
@@ -171,7 +175,7 @@ def handle_leave(txn: Txn, env: Envelope, req: LeaveGroupRequest) -> None:
                 error = ErrorCode.UNKNOWN_MEMBER_ID
         elif group.is_pending_member(identity.member_id):
             txn.emit(PendingMemberRemoved(group.group_id, identity.member_id))
-            txn.cancel(heartbeat_key(group.group_id, identity.member_id))
+            txn.cancel(HeartbeatTimer(group.group_id, identity.member_id))
             error = None
         else:
             error = group.validate_member(identity.member_id, identity.group_instance_id)

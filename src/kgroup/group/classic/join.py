@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from kgroup.group.group import GroupData
-from kgroup.group.rebalance import (
+from kgroup.group.classic import mutate
+from kgroup.group.classic.group import GroupData
+from kgroup.group.classic.rebalance import (
     maybe_complete_join_phase,
     maybe_prepare_rebalance_or_complete_join,
     prepare_rebalance,
     reschedule_heartbeat,
 )
+from kgroup.group.classic.timers import HeartbeatTimer
 from kgroup.group.records import (
     GroupCreated,
     InitialDelayUpdated,
@@ -18,7 +20,6 @@ from kgroup.group.records import (
     StaticMemberReplaced,
 )
 from kgroup.group.states import GroupState
-from kgroup.group.timers import heartbeat_key
 from kgroup.group.txn import Txn
 from kgroup.messages import (
     UNKNOWN_MEMBER_ID,
@@ -41,7 +42,7 @@ _REQUIRES_KNOWN_MEMBER_ID_VERSION = 4
 _SKIP_ASSIGNMENT_VERSION = 9
 
 
-def handle_join(txn: Txn, env: Envelope, req: JoinGroupRequest) -> None:
+def handle_join(txn: Txn, groups: dict[str, GroupData], env: Envelope, req: JoinGroupRequest) -> None:
     def fail(error: ErrorCode, member_id: str = req.member_id) -> None:
         txn.reply(
             env.connection, env.correlation_id, JoinGroupResponse(error_code=error, member_id=member_id)
@@ -54,17 +55,17 @@ def handle_join(txn: Txn, env: Envelope, req: JoinGroupRequest) -> None:
         return fail(ErrorCode.INVALID_SESSION_TIMEOUT)
 
     is_unknown_member = req.member_id == UNKNOWN_MEMBER_ID
-    group = txn.groups.get(req.group_id)
+    group = groups.get(req.group_id)
     if group is None:
         if not is_unknown_member:
             # a member id for a group that does not exist: the member must start over
             return fail(ErrorCode.UNKNOWN_MEMBER_ID)
         txn.emit(GroupCreated(req.group_id, txn.now_ms))
-        group = txn.groups[req.group_id]
+        group = groups[req.group_id]
 
     if not _accept_joining_member(txn, group, req.member_id):
         if group.is_pending_member(req.member_id) or group.has_member(req.member_id):
-            txn.remove_member(group, req.member_id)
+            mutate.remove_member(txn, group, req.member_id)
         return fail(ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID)
     if is_unknown_member:
         _join_new_member(txn, env, req, group)
@@ -110,7 +111,7 @@ def _join_new_member(txn: Txn, env: Envelope, req: JoinGroupRequest, group: Grou
         return
     # KIP-394: hand out an id and ask the member to come back with it
     txn.emit(PendingMemberAdded(group.group_id, new_member_id))
-    txn.schedule(heartbeat_key(group.group_id, new_member_id), req.session_timeout_ms)
+    txn.schedule(HeartbeatTimer(group.group_id, new_member_id), req.session_timeout_ms)
     txn.reply(*reply_to, JoinGroupResponse(ErrorCode.MEMBER_ID_REQUIRED, member_id=new_member_id))
 
 
@@ -182,7 +183,7 @@ def _updated(member: MemberState, req: JoinGroupRequest, parked: Parked | None) 
 def _update_member_and_rebalance(
     txn: Txn, env: Envelope, req: JoinGroupRequest, group: GroupData, member: MemberState
 ) -> None:
-    txn.put_member(group, _updated(member, req, Parked(env.connection, env.correlation_id)))
+    mutate.put_member(txn, group, _updated(member, req, Parked(env.connection, env.correlation_id)))
     maybe_prepare_rebalance_or_complete_join(txn, group)
 
 
@@ -212,7 +213,7 @@ def _add_member_and_rebalance(
                 group.group_id, True, None if delay is None else delay[0], None if delay is None else delay[1]
             )
         )
-    txn.add_member(group, member)
+    mutate.add_member(txn, group, member)
     # A parked JoinGroup hides disconnects, so new members get a long fixed timeout instead of the
     # session timeout; a member still interested simply retries.
     reschedule_heartbeat(txn, group, member_id, txn.config.group_new_member_join_timeout_ms)
@@ -237,11 +238,11 @@ def _update_static_member(
     # Java removes the old id from the map and puts the new one (at its bucket's tail)
     txn.emit(StaticMemberReplaced(group.group_id, old_member_id, new))
     if current_leader == old_member_id:
-        txn.set_leader(group, new_member_id)
+        mutate.set_leader(txn, group, new_member_id)
     # the old id's session timer will fire harmlessly; the new id gets its own
     reschedule_heartbeat(txn, group, new_member_id)
-    txn.put_member(
-        group, _updated(group.member(new_member_id), req, Parked(env.connection, env.correlation_id))
+    mutate.put_member(
+        txn, group, _updated(group.member(new_member_id), req, Parked(env.connection, env.correlation_id))
     )
 
     if group.in_state(S.STABLE):
@@ -273,7 +274,7 @@ def _update_static_member(
                     skip_assignment=False,
                     member_id=new_member_id,
                 )
-            txn.complete_join(group, group.member(new_member_id), response)
+            mutate.complete_join_future(txn, group, group.member(new_member_id), response)
         else:
             maybe_prepare_rebalance_or_complete_join(txn, group)
     elif group.in_state(S.COMPLETING_REBALANCE):

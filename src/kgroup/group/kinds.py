@@ -1,0 +1,21 @@
+"""The one registration of group kinds: what one coordinator routes to, in order.
+
+A new kind is a package under ``kgroup.group`` with a class that declares what
+:class:`~kgroup.group.kind.GroupKind` asks, and one line here. The order is the order of a
+checkpoint and of the kinds asked about a group id; a kind built on another (the consumer kind
+upgrades classic groups) is given it.
+"""
+
+from __future__ import annotations
+
+from kgroup.group.classic.kind import ClassicGroups
+from kgroup.group.consumer.kind import ConsumerGroups
+from kgroup.group.kind import GroupKind
+
+__all__ = ["registered_kinds"]
+
+
+def registered_kinds() -> tuple[GroupKind, ...]:
+    """Fresh kinds for one coordinator (each holds that coordinator's groups of its kind)."""
+    classic = ClassicGroups()
+    return (classic, ConsumerGroups(classic))
