@@ -11,6 +11,8 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Generic, TypeVar
 
+from kgroup.java_treebin import UNTREEIFY_THRESHOLD, TreeBin
+
 _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
 
@@ -171,9 +173,8 @@ def sorted_java(strings: Sequence[str]) -> list[str]:
 # ``spread(hash) & (capacity - 1)``, ``put`` appends to its bucket's chain, ``computeIfAbsent`` prepends
 # to it, a table doubles when the size passes 0.75 × capacity (``put`` checks after inserting,
 # ``computeIfAbsent`` before, on every call), or when a chain reaches 9 (8 for ``computeIfAbsent``)
-# while the table is under 64 buckets; a resize keeps each chain's relative order. Chains of 9+ in a
-# table of 64+ become trees in Java, whose order is not modelled: :attr:`JavaHashMap.treeified` says
-# when that happened.
+# while the table is under 64 buckets; a resize keeps each chain's relative order. A chain of 9 (8)
+# in a table of 64+ becomes a tree, which orders its bucket its own way (:mod:`kgroup.java_treebin`).
 
 _TREEIFY_THRESHOLD = 8
 _MIN_TREEIFY_CAPACITY = 64
@@ -223,6 +224,7 @@ class JavaHashMap(Generic[_K, _V]):
         "_spread",
         "_tail",
         "_threshold",
+        "_trees",
         "_values",
         "treeified",
     )
@@ -238,7 +240,8 @@ class JavaHashMap(Generic[_K, _V]):
         self._head = 0
         self._tail = 0
         self._order: list[_K] | None = None
-        #: True once a chain grew long enough that Java would have made it a tree (order not modelled)
+        self._trees: dict[int, TreeBin[_K]] = {}  # bucket -> its tree (a chain Java treeified)
+        #: True once a bucket became a tree (its order is modelled: see :mod:`kgroup.java_treebin`)
         self.treeified = False
 
     @property
@@ -246,6 +249,7 @@ class JavaHashMap(Generic[_K, _V]):
         return self._capacity
 
     def _resize(self) -> None:
+        old_capacity = self._capacity
         self._capacity = min(self._capacity * 2, _MAX_CAPACITY)
         self._threshold = (self._capacity * 3) // 4
         mask = self._capacity - 1
@@ -254,6 +258,33 @@ class JavaHashMap(Generic[_K, _V]):
             chains[spread & mask] = chains.get(spread & mask, 0) + 1
         self._chains = chains
         self._order = None
+        if self._trees and self._capacity > old_capacity:
+            self._split_trees(old_capacity)
+
+    def _split_trees(self, bit: int) -> None:
+        """``TreeNode.split`` of every tree bucket: each half in ``next`` order; a half of 6 or fewer
+        becomes a plain chain, a bigger one a new tree when the other half is not empty."""
+        trees: dict[int, TreeBin[_K]] = {}
+        for index, tree in self._trees.items():
+            keys = list(tree.keys())
+            lo = [k for k in keys if self._spread[k][0] & bit == 0]
+            hi = [k for k in keys if self._spread[k][0] & bit != 0]
+            for half, at, other in ((lo, index, hi), (hi, index + bit, lo)):
+                if not half:
+                    continue
+                if len(half) <= UNTREEIFY_THRESHOLD:
+                    self._untreeify(half)
+                elif other:
+                    trees[at] = TreeBin((k, self._spread[k][0]) for k in half)
+                else:
+                    trees[at] = tree
+        self._trees = trees
+
+    def _untreeify(self, chain: list[_K]) -> None:
+        """A tree bucket made a plain chain again: its keys keep their order (sequences reassigned)."""
+        sequences = sorted(self._spread[k][1] for k in chain)
+        for key, sequence in zip(chain, sequences, strict=True):
+            self._spread[key] = (self._spread[key][0], sequence)
 
     def _insert(self, key: _K, value: _V, sequence: int, limit: int) -> None:
         spread = java_spread(self._hash(key))
@@ -263,11 +294,20 @@ class JavaHashMap(Generic[_K, _V]):
         self._values[key] = value
         self._spread[key] = (spread, sequence)
         self._order = None
+        tree = self._trees.get(bucket)
+        if tree is not None:
+            tree.put(key, spread)  # putTreeVal: no threshold
+            return
         if length > limit:
             if self._capacity < _MIN_TREEIFY_CAPACITY:
                 self._resize()
             else:
                 self.treeified = True
+                chain = sorted(
+                    (k for k, (s, _) in self._spread.items() if s & (self._capacity - 1) == bucket),
+                    key=lambda k: self._spread[k][1],
+                )
+                self._trees[bucket] = TreeBin((k, self._spread[k][0]) for k in chain)
 
     def put(self, key: _K, value: _V) -> None:
         """``map.put``: a new key goes to the tail of its chain."""
@@ -296,8 +336,13 @@ class JavaHashMap(Generic[_K, _V]):
         if key in self._values:
             del self._values[key]
             spread, _ = self._spread.pop(key)
-            self._chains[spread & (self._capacity - 1)] -= 1
+            bucket = spread & (self._capacity - 1)
+            self._chains[bucket] -= 1
             self._order = None
+            tree = self._trees.get(bucket)
+            if tree is not None and tree.remove(key):
+                del self._trees[bucket]
+                self._untreeify(list(tree.keys()))
 
     def get(self, key: _K) -> _V | None:
         return self._values.get(key)
@@ -318,6 +363,11 @@ class JavaHashMap(Generic[_K, _V]):
             entries = self._spread
             if len(entries) < 2:
                 self._order = list(entries)
+            elif self._trees:
+                position = {k: i for tree in self._trees.values() for i, k in enumerate(tree.keys())}
+                self._order = sorted(
+                    entries, key=lambda k: (entries[k][0] & mask, position.get(k, entries[k][1]))
+                )
             else:
                 self._order = sorted(entries, key=lambda k: (entries[k][0] & mask, entries[k][1]))
         return self._order

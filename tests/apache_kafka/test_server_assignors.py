@@ -26,6 +26,7 @@ from kgroup.group.assignors import (
     create_server_assignor,
     subscription_type,
 )
+from kgroup.javacompat import JavaHashSet, java_integer_hash
 from kgroup.testing.apache_kafka import (
     KafkaOracle,
     ServerAnswer,
@@ -252,3 +253,33 @@ def test_a_current_assignment_beyond_the_topic_fails_as_kafka_fails(
         ],
     )
     _run_rounds(kafka_oracle, assignor, scenario)
+
+
+def test_members_joining_a_big_topic_one_by_one_match_kafka(kafka_oracle: KafkaOracle) -> None:
+    """Found by the join-by-join differential run on 5,000 partitions: from about 15 members on, a
+    member's target is a ``HashSet`` of 512 buckets over partitions up to 4,999, so up to 10 partitions
+    share a bucket, and a chain of 9 in a table of 64+ buckets becomes a tree, which orders its bucket
+    its own way (root first, each new node after its tree parent). kgroup took tree buckets for plain
+    chains: the 20th join iterated a member's partitions in another order than Kafka, the 29th gave
+    two members each other's partition. Each round starts from the target Kafka recorded, as the
+    coordinator's next one does; the fast path and the reference must both agree."""
+    topic = TopicId.from_int(0x1234567890ABCDEF0FEDCBA987654321)
+    counts = {topic: 5000}
+    topics = (topic,)
+    ids = [f"member-{i:03d}" for i in range(30)]
+    records: dict[str, tuple[tuple[TopicId, tuple[int, ...]], ...]] = {}
+    trees = 0
+    for joined in range(1, len(ids) + 1):
+        rows = [ServerMember(m, topics, records.get(m, ())) for m in ids[:joined]]
+        answer = kafka_oracle.server_assign("uniform", counts, rows, SubscriptionType.HOMOGENEOUS)
+        _assert_same(answer, "uniform", counts, rows, SubscriptionType.HOMOGENEOUS)
+        spec = kgroup_group_spec(rows, SubscriptionType.HOMOGENEOUS)
+        reference = create_server_assignor("uniform").assign_reference(spec, TopicDescriber(counts))  # type: ignore[attr-defined]
+        assert {m: tuple(a.items()) for m, a in reference.items()} == answer.assignment, joined
+        records = dict(answer.assignment)
+        trees += sum(
+            JavaHashSet.copy_of(java_integer_hash, parts).treeified
+            for record in records.values()
+            for _, parts in record
+        )
+    assert trees  # the targets Kafka recorded do have tree buckets

@@ -156,17 +156,22 @@ def _set_put(
     e_part: np.ndarray,
     e_alive: np.ndarray,
     n_entries: int,
-) -> tuple[np.ndarray, int]:
+) -> tuple[np.ndarray, int, bool]:
     """The table side of ``HashSet.add`` of a new partition (its entry already written): the chain
-    grows; a chain of 9 doubles a table under 64 buckets; then a size past 0.75 × capacity doubles it."""
+    grows; a chain of 9 doubles a table under 64 buckets (in a bigger one it becomes a tree, whose
+    order is not modelled here: the third value says so); then a size past 0.75 × capacity doubles it."""
     s_size[slot] += 1
     bucket = spread(p) & (s_cap[slot] - 1)
     pool[s_chain[slot] + bucket] += 1
-    if pool[s_chain[slot] + bucket] > _TREEIFY and s_cap[slot] < _MIN_TREEIFY_CAPACITY:
-        pool, used = _resize_set(pool, used, slot, s_cap, s_chain, e_slot, e_part, e_alive, n_entries)
+    tree = False
+    if pool[s_chain[slot] + bucket] > _TREEIFY:
+        if s_cap[slot] < _MIN_TREEIFY_CAPACITY:
+            pool, used = _resize_set(pool, used, slot, s_cap, s_chain, e_slot, e_part, e_alive, n_entries)
+        else:
+            tree = True
     if s_size[slot] > (s_cap[slot] * 3) // 4 and s_cap[slot] < _MAX_CAPACITY:
         pool, used = _resize_set(pool, used, slot, s_cap, s_chain, e_slot, e_part, e_alive, n_entries)
-    return pool, used
+    return pool, used, tree
 
 
 @njit(cache=True)
@@ -183,13 +188,16 @@ def replay(
     old_parts: np.ndarray,
     topic_spread: np.ndarray,  # int64[T]
     flat_offset: np.ndarray,  # int64[T+1]: topic t's partitions are flat ids flat_offset[t] + p
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool]:
     """Each replayed member's map after ``deepCopyAssignment`` of its current one and its ops.
 
     Returns ``(entry_start[R+1], entry_topic, part_start[E'+1], parts)``: member ``members[r]``'s topics
     in Java's order are ``entry_topic[entry_start[r]:entry_start[r+1]]``, entry ``e``'s partitions in
     Java's order ``parts[part_start[e]:part_start[e+1]]``. A partition outside its topic's
-    ``flat_offset`` range is kept but cannot be removed (the callers never remove one)."""
+    ``flat_offset`` range is kept but cannot be removed (the callers never remove one). The last value
+    is False (and the rest empty) when a chain would have become a tree: Java then orders that bucket
+    as :mod:`kgroup.java_treebin` does, which this kernel does not follow; the caller answers with the
+    reference."""
     replayed = len(members)
     total_old_parts = 0
     total_ops = 0
@@ -288,15 +296,19 @@ def replay(
                 e_alive[entry] = True
                 if flat >= 0:
                     entry_of_flat[flat] = entry
-                pool, used = _set_put(
+                pool, used, tree = _set_put(
                     pool, used, slot, p, s_cap, s_size, s_chain, e_slot, e_part, e_alive, n_entries
                 )
+                if tree:
+                    return entry_start, out_topic[:0], part_start[:1], out_parts[:0], False
             # HashMap.put of the topic (tail insert)
             t_tail += 1
             s_seq[slot] = t_tail
             t_size += 1
             bucket = topic_spread[topic] & (t_cap - 1)
             t_chains[bucket] += 1
+            if t_chains[bucket] > _TREEIFY and t_cap >= _MIN_TREEIFY_CAPACITY:
+                return entry_start, out_topic[:0], part_start[:1], out_parts[:0], False
             if t_chains[bucket] > _TREEIFY and t_cap < _MIN_TREEIFY_CAPACITY:
                 t_cap *= 2
                 t_chains = _grow(t_chains, t_cap)
@@ -362,6 +374,8 @@ def replay(
                 t_size += 1
                 bucket = topic_spread[topic] & (t_cap - 1)
                 t_chains[bucket] += 1
+                if t_chains[bucket] > _TREEIFY - 1 and t_cap >= _MIN_TREEIFY_CAPACITY:
+                    return entry_start, out_topic[:0], part_start[:1], out_parts[:0], False
                 if t_chains[bucket] > _TREEIFY - 1 and t_cap < _MIN_TREEIFY_CAPACITY:
                     t_cap *= 2
                     t_chains = _grow(t_chains, t_cap)
@@ -381,9 +395,11 @@ def replay(
             e_seq[entry] = s_tail[slot]
             e_alive[entry] = True
             entry_of_flat[flat] = entry
-            pool, used = _set_put(
+            pool, used, tree = _set_put(
                 pool, used, slot, p, s_cap, s_size, s_chain, e_slot, e_part, e_alive, n_entries
             )
+            if tree:
+                return entry_start, out_topic[:0], part_start[:1], out_parts[:0], False
 
         # the member's map in Java's order: topics by (bucket, sequence), each set likewise
         k = 0
@@ -436,4 +452,10 @@ def replay(
             e_alive[j] = False
         for j in range(n_slots):
             s_alive[j] = False
-    return entry_start, out_topic[:n_entries_out], part_start[: n_entries_out + 1], out_parts[:n_parts_out]
+    return (
+        entry_start,
+        out_topic[:n_entries_out],
+        part_start[: n_entries_out + 1],
+        out_parts[:n_parts_out],
+        True,
+    )

@@ -199,7 +199,7 @@ def assign_uniform_homogeneous(group: GroupSpec, topics: SubscribedTopicDescribe
     if status == ERR_LEFT:
         raise PartitionAssignorError("Partitions were left unassigned")
     capacities = np.full(len(op_member), 16, np.int64)  # new HashSet<>()
-    return finish_replayed(
+    result = finish_replayed(
         member_ids,
         old,
         table,
@@ -212,6 +212,7 @@ def assign_uniform_homogeneous(group: GroupSpec, topics: SubscribedTopicDescribe
         op_partition,
         capacities,
     )
+    return result  # None: a replayed set would have held a tree bucket; the reference answers
 
 
 def finish_replayed(
@@ -226,8 +227,10 @@ def finish_replayed(
     op_topic: np.ndarray,
     op_partition: np.ndarray,
     op_capacity: np.ndarray,
-) -> GroupAssignment:
-    """The result: each replayed member's map in Java's order, every other member's own map."""
+) -> GroupAssignment | None:
+    """The result: each replayed member's map in Java's order, every other member's own map; None
+    when a replayed map would have held a tree bucket (see
+    :func:`~kgroup.group.assignors.fast.javamaps.replay`)."""
     if old.plain:
         result: GroupAssignment = dict(zip(member_ids, old.maps, strict=True))  # type: ignore[arg-type]
     else:
@@ -238,7 +241,7 @@ def finish_replayed(
     # every op belongs to a replayed member; a replayed member may have none (a bare deep copy)
     order = np.argsort(op_member, kind="mergesort")
     op_start = np.searchsorted(op_member[order], np.concatenate([which, which[-1:] + 1]))
-    entry_start, entry_topic, part_start, parts = replay(
+    entry_start, entry_topic, part_start, parts, modelled = replay(
         which.astype(np.int64),
         op_start,
         op_kind[order],
@@ -252,6 +255,8 @@ def finish_replayed(
         spreads,
         flat_offset,
     )
+    if not modelled:
+        return None
     topics = list(map(table.topics.__getitem__, entry_topic.tolist()))
     flat = tuple(parts.tolist())
     bounds = part_start.tolist()
