@@ -45,6 +45,8 @@ from kgroup.messages import (
     OffsetFetchResponse,
 )
 from kgroup.model import ErrorCode, KgroupError, PeerError, TopicPartition
+from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.codec import build, error_from_wire
 
 #: FindCoordinator answers while the offsets topic is being made or loaded: asked again
 _COORDINATOR_NOT_READY = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
@@ -53,9 +55,6 @@ _RETRY_BACKOFF_S = 0.1
 
 __all__ = ["GroupLag", "LagRow", "MemberOwnership", "describe_group_lag", "lag_rows"]
 
-DESCRIBE_GROUPS = 15
-LIST_OFFSETS = 2
-METADATA = 3
 LATEST = -1  # ListOffsets' timestamp for the log end offset
 
 
@@ -159,13 +158,52 @@ def _version(versions: Mapping[int, int], api_key: int, name: str, where: str) -
 
 
 async def _metadata(connection: BrokerConnection, versions: Mapping[int, int], timeout_s: float) -> Any:
-    version = _version(versions, METADATA, "Metadata", f"{connection.host}:{connection.port}")
-    cls: Any = load_request_schema(METADATA, version)
-    if version >= 8:
-        body = cls(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
-    else:
-        body = cls(topics=None, allow_auto_topic_creation=False)
-    return await connection.request(body, timeout_s=timeout_s)
+    version = _version(versions, ApiKey.METADATA, "Metadata", f"{connection.host}:{connection.port}")
+    return await connection.request(metadata_request(version), timeout_s=timeout_s)
+
+
+# the requests, one description for every version: build() drops the fields a version does not have
+
+
+def metadata_request(version: int) -> Any:
+    """Metadata of every topic, creating none."""
+    return build(
+        load_request_schema(ApiKey.METADATA, version),
+        {
+            "topics": None,
+            "allow_auto_topic_creation": False,
+            "include_cluster_authorized_operations": False,  # v8-v10
+            "include_topic_authorized_operations": False,
+        },
+    )
+
+
+def describe_groups_request(version: int, group_id: str) -> Any:
+    return build(
+        load_request_schema(ApiKey.DESCRIBE_GROUPS, version),
+        {"groups": (group_id,), "include_authorized_operations": False},
+    )
+
+
+def list_offsets_request(version: int, partitions: Mapping[str, Sequence[int]]) -> Any:
+    """The log end offsets of ``partitions`` (topic -> partition numbers)."""
+    return build(
+        load_request_schema(ApiKey.LIST_OFFSETS, version),
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {"partition_index": p, "timestamp": LATEST, "current_leader_epoch": -1} for p in ps
+                    ],
+                }
+                for topic, ps in partitions.items()
+            ],
+            "timeout": datetime.timedelta(seconds=30),  # v10+
+        },
+    )
 
 
 async def _describe_classic(
@@ -176,16 +214,12 @@ async def _describe_classic(
     from kgroup.wire.consumer_protocol import decode_assignment
     from kgroup.wire.guard import check_body
 
-    version = _version(versions, DESCRIBE_GROUPS, "DescribeGroups", f"{coordinator.host}:{coordinator.port}")
-    cls: Any = load_request_schema(DESCRIBE_GROUPS, version)
-    body = (
-        cls(groups=(group_id,), include_authorized_operations=False)
-        if version >= 3
-        else cls(groups=(group_id,))
-    )
+    where = f"{coordinator.host}:{coordinator.port}"
+    version = _version(versions, ApiKey.DESCRIBE_GROUPS, "DescribeGroups", where)
+    body = describe_groups_request(version, group_id)
     response = await coordinator.request(body, timeout_s=timeout_s)
     group = response.groups[0]
-    error = ErrorCode(int(group.error_code))
+    error = error_from_wire(group.error_code)
     if error is ErrorCode.GROUP_ID_NOT_FOUND or (error is ErrorCode.NONE and group.group_state == "Dead"):
         return None
     if error is not ErrorCode.NONE:
@@ -211,12 +245,11 @@ async def _describe_consumer(
 ) -> tuple[str, list[MemberOwnership]] | None:
     """ConsumerGroupDescribe: ``None`` when it is not a consumer-protocol group (or the broker does
     not speak KIP-848), as Kafka's Admin client then falls back to DescribeGroups."""
-    if 69 not in versions:
+    if ApiKey.CONSUMER_GROUP_DESCRIBE not in versions:
         return None
     request = ConsumerGroupDescribeRequest((group_id,))
-    answer = from_wire(
-        request, await coordinator.request(to_wire(request, versions[69]), timeout_s=timeout_s)
-    )
+    body = to_wire(request, versions[ApiKey.CONSUMER_GROUP_DESCRIBE])
+    answer = from_wire(request, await coordinator.request(body, timeout_s=timeout_s))
     assert isinstance(answer, ConsumerGroupDescribeResponse)
     group = answer.groups[0]
     if group.error_code is ErrorCode.GROUP_ID_NOT_FOUND:
@@ -257,30 +290,12 @@ async def _log_end_offsets(
         host, port = addresses[leader]
         connection, versions = await _connect(host, port, timeout_s, security)
         try:
-            version = _version(versions, LIST_OFFSETS, "ListOffsets", f"{connection.host}:{connection.port}")
-            cls: Any = load_request_schema(LIST_OFFSETS, version)
-            module = __import__(cls.__module__, fromlist=["ListOffsetsTopic", "ListOffsetsPartition"])
+            where = f"{connection.host}:{connection.port}"
+            version = _version(versions, ApiKey.LIST_OFFSETS, "ListOffsets", where)
             grouped: dict[str, list[int]] = {}
             for tp in sorted(tps):
                 grouped.setdefault(tp.topic, []).append(tp.partition)
-            partition_cls = module.ListOffsetsPartition
-            names = {f for f in partition_cls.__dataclass_fields__}
-            topics = tuple(
-                module.ListOffsetsTopic(
-                    name=topic,
-                    partitions=tuple(
-                        partition_cls(
-                            partition_index=p,
-                            timestamp=LATEST,
-                            **({"current_leader_epoch": -1} if "current_leader_epoch" in names else {}),
-                        )
-                        for p in ps
-                    ),
-                )
-                for topic, ps in grouped.items()
-            )
-            extra = {"timeout": datetime.timedelta(seconds=30)} if version >= 10 else {}  # v10+
-            body = cls(replica_id=-1, isolation_level=0, topics=topics, **extra)
+            body = list_offsets_request(version, grouped)
             response = await connection.request(body, timeout_s=timeout_s)
         finally:
             connection.close()
