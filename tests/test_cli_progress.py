@@ -73,7 +73,8 @@ def test_bench_simulate_shows_progress_on_a_terminal() -> None:
     assert code == 0, err
     assert "timing bench-3x6 (1 min virtual)" in err
     assert "2/2" in err  # the bar ends complete
-    assert out.startswith("simulate bench-3x6, 1 min virtual")
+    assert out.startswith("simulate bench-3x6 (3 members, 6 partitions), 1 min virtual")
+    assert " steps/s, " in out and len(out.splitlines()) == 1  # one line, though longer than 80 columns
 
 
 def test_bench_simulate_json_on_a_terminal_prints_nothing_extra() -> None:

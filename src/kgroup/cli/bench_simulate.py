@@ -107,5 +107,6 @@ def register_bench(bench_app: typer.Typer) -> None:
             f"simulate {scenario.name} ({members:,} members, {partitions:,} partitions), {minutes} min "
             f"virtual, {assignor}: median {median:.2f} s wall ({cpu_median:.2f} s CPU) over {runs} run(s) "
             f"({out['virtual_to_wall']}x real time; {out['steps']:,} steps, {out['steps_per_s']:,} steps/s, "
-            f"{out['rebalances']} rebalances, {out['invariant_violations']} invariant violations)"
+            f"{out['rebalances']} rebalances, {out['invariant_violations']} invariant violations)",
+            soft_wrap=True,  # one line, piped or not
         )
