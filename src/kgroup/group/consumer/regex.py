@@ -48,6 +48,11 @@ RE2J_UNKNOWN_SCRIPTS = frozenset(
     Warang_Citi Yezidi Zanabazar_Square
     """.split()  # noqa: SIM905 - a list of words reads as one
 )
+#: the escapes RE2/J reads as one character in a class (``parseEscape``: octal, ``\x``, the C escapes;
+#: punctuation and non-ASCII are read as themselves); any other letter or digit there is refused
+_RE2J_CLASS_CHAR_ESCAPES = frozenset("01234567xafnrtv")
+#: the Perl classes a class may hold (``maybeParsePerlCharClass``): not a character a range can start at
+_RE2J_PERL_CLASSES = frozenset("dDsSwW")
 #: RE2/J's name that RE2 lacks, and RE2's name for the same characters of a topic name (none)
 _RE2J_ONLY_SCRIPTS = {"Unknown": "Cs"}
 
@@ -221,12 +226,28 @@ def _read(regex: str) -> _Reading:
             if regex[j : j + 1] == "]":  # a ']' first is a literal
                 j += 1
             out.append(regex[i:j])
+            # a single character just read (it may start a range), and whether the next element
+            # ends a range: RE2/J reads a range's end as one character (parseClassChar), so a class
+            # escape there (\p, \d, ...) is "invalid escape sequence" before anything else about it
+            single = j > i + 1 and regex[j - 1] == "]"
+            range_end = False
             while j < n and regex[j] != "]":
+                ends_range, range_end = range_end, False
                 if regex[j] == "\\":
-                    if regex[j + 1 : j + 2] in ("p", "P"):
+                    escaped = regex[j + 1 : j + 2]
+                    if (
+                        ends_range
+                        and escaped.isascii()
+                        and escaped.isalnum()
+                        and escaped not in _RE2J_CLASS_CHAR_ESCAPES
+                    ):
+                        refuse(j, "invalid escape sequence")
+                    if escaped in ("p", "P") and not ends_range:
                         j = script(j)
+                        single = False
                         continue
-                    out.append(_escape(regex[j + 1 : j + 2]))
+                    single = not ends_range and escaped not in _RE2J_PERL_CLASSES
+                    out.append(_escape(escaped))
                     j += 2
                 elif regex.startswith("[:", j):
                     if regex.startswith("[:]", j):  # RE2/J looks for ":]" from the ':' on
@@ -234,8 +255,14 @@ def _read(regex: str) -> _Reading:
                     end = regex.find(":]", j + 2)
                     stop = j + 1 if end < 0 else end + 2
                     out.append(regex[j:stop])
+                    single = end < 0 and not ends_range  # a '[' read as itself
                     j = stop
+                elif regex[j] == "-" and single and regex[j + 1 : j + 2] not in ("]", ""):
+                    range_end, single = True, False
+                    out.append("-")
+                    j += 1
                 else:
+                    single = not ends_range
                     out.append(regex[j])
                     j += 1
             out.append(regex[j : j + 1])
