@@ -111,9 +111,13 @@ class Member:
 class Pool:
     """A few connections to the broker, used in turn."""
 
-    def __init__(self, host: str, port: int, size: int) -> None:
-        self.conns = [BrokerConnection(host, port, client_id=f"bench-{i}") for i in range(size)]
+    def __init__(self, conns: list[BrokerConnection]) -> None:
+        self.conns = conns
         self._next = 0
+
+    @classmethod
+    def to(cls, host: str, port: int, size: int) -> Pool:
+        return cls([BrokerConnection(host, port, client_id=f"bench-{i}") for i in range(size)])
 
     async def open(self) -> None:
         for conn in self.conns:
@@ -288,6 +292,16 @@ def reconciled(described: dict[str, Any], expected_members: int) -> bool:
     )
 
 
+async def wait_reconciled(admin: BrokerConnection, members: int, doing: str) -> None:
+    """Describe the group every 0.5 s until every member has its target (bounded)."""
+    deadline = time.monotonic() + RECONCILE_TIMEOUT_S
+    while not reconciled(await describe(admin, GROUP), members):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{doing}: not done within {RECONCILE_TIMEOUT_S:g} s")
+        _progress(doing)
+        await asyncio.sleep(0.5)
+
+
 def comparable(described: dict[str, Any], topic_names: dict[str, str]) -> dict[str, Any]:
     """What the differential check compares: epochs and each member's target, topics by name."""
 
@@ -316,8 +330,7 @@ class Canary:
         await self.meta.open()
         await self.beat.open()
         member = Member(_member_ids(1, 99)[0])
-        group = BigGroup(Pool.__new__(Pool), CANARY_GROUP, [member.member_id], 5.0)
-        group.pool.conns, group.pool._next = [self.beat], 0
+        group = BigGroup(Pool([self.beat]), CANARY_GROUP, [member.member_id], 5.0)
         member = group.members[member.member_id]
         await group.join(member, heartbeats=False)  # this loop heartbeats it
         while self.running:
@@ -388,7 +401,7 @@ async def consumer_protocol(
     peer: RunningPeer, pid: int, members: int, churn: int, hold_s: float, seed: int
 ) -> dict[str, Any]:
     host, port = peer.bootstrap_servers.split(",")[0].rsplit(":", 1)
-    pool = Pool(host, int(port), CONNECTIONS)
+    pool = Pool.to(host, int(port), CONNECTIONS)
     await pool.open()
     admin = BrokerConnection(host, int(port), client_id="bench-describe")
     await admin.open()
@@ -406,15 +419,7 @@ async def consumer_protocol(
             if i % 100 == 0:
                 _progress(f"{peer.name}: {i + 1}/{members} members joined")
         out["join_s"] = time.monotonic() - t0
-        deadline = time.monotonic() + RECONCILE_TIMEOUT_S
-        while time.monotonic() < deadline:
-            built = await describe(admin, GROUP)
-            if reconciled(built, members):
-                break
-            _progress(f"{peer.name}: reconciling the {members} members")
-            await asyncio.sleep(0.5)
-        else:
-            raise TimeoutError(f"{peer.name}: the group did not reconcile within {RECONCILE_TIMEOUT_S:g} s")
+        await wait_reconciled(admin, members, f"{peer.name}: reconciling the {members} members")
         out["build_up_s"] = time.monotonic() - t0
         out["build_up_cpu_s"] = _cpu_seconds(pid) - cpu0
         # hold the group: heartbeats only
@@ -447,15 +452,8 @@ async def consumer_protocol(
             await group.join(m)
             await group.leave(group.members[mid])
         churned = time.monotonic() - t2
-        deadline = time.monotonic() + RECONCILE_TIMEOUT_S
-        while time.monotonic() < deadline:
-            after = await describe(admin, GROUP)
-            if reconciled(after, members):
-                break
-            _progress(f"{peer.name}: reconciling after {churn} joined and {churn} left")
-            await asyncio.sleep(0.5)
-        else:
-            raise TimeoutError(f"{peer.name}: the churn did not reconcile within {RECONCILE_TIMEOUT_S:g} s")
+        doing = f"{peer.name}: reconciling after {churn} joined and {churn} left"
+        await wait_reconciled(admin, members, doing)
         out["churn"] = {
             "ops_s": churned,
             "reconciled_s": time.monotonic() - t2,
@@ -482,7 +480,7 @@ async def differential(peer: RunningPeer, members: int, churn: int, seed: int) -
     grows on every put, an update's too, so its order follows the interleaving); described after the
     build-up and after the churn."""
     host, port = peer.bootstrap_servers.split(",")[0].rsplit(":", 1)
-    pool = Pool(host, int(port), 1)
+    pool = Pool.to(host, int(port), 1)
     await pool.open()
     admin = BrokerConnection(host, int(port), client_id="bench-describe")
     await admin.open()
@@ -665,6 +663,15 @@ def main() -> None:
     parser.add_argument("--peer", action="append", choices=["kgroup", "apache"])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    for name in ("members", "partitions", "check_members"):
+        if getattr(args, name) < (0 if name == "check_members" else 1):
+            parser.error(f"--{name.replace('_', '-')}: {getattr(args, name)}; give a positive count")
+    if not 0 <= args.churn <= args.members:
+        parser.error(f"--churn: {args.churn}; give 0 to --members ({args.members})")
+    if not 0 <= args.check_churn <= args.check_members:
+        parser.error(f"--check-churn: {args.check_churn}; give 0 to --check-members ({args.check_members})")
+    if args.classic_members < 0 or args.hold_s < 0:
+        parser.error("--classic-members and --hold-s: give 0 or more")
     peers = args.peer or ["kgroup", "apache"]
     need = args.classic_members + 2 * CONNECTIONS + 64
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
