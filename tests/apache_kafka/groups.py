@@ -3,6 +3,7 @@ the per-generation table of who got what, and kgroup's own assignor's answer for
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -180,6 +181,24 @@ def generations(consumers: Sequence[JavaConsumer]) -> Generations:
             if rebalance.kind == "assigned":
                 table.setdefault(rebalance.generation, {})[consumer.name] = rebalance.assignment
     return dict(sorted(table.items()))
+
+
+#: what the Java client logs (INFO, AbstractCoordinator) when its SyncGroup is answered
+#: REBALANCE_IN_PROGRESS: the leader had assigned the generation, the next rebalance began first
+_MISSED_SYNC = re.compile(
+    r"SyncGroup failed: The group began another rebalance\."
+    r".*Sent generation was Generation\{generationId=(\d+),"
+)
+
+
+def missed_generations(consumer: JavaConsumer) -> frozenset[int]:
+    """The generations ``consumer`` was a member of but never got its assignment for (its SyncGroup
+    came after the next rebalance began, as its client logged): it joins the next one still owning
+    what it had before, which changes the generations that follow (Kafka does this under load)."""
+    if not consumer.log_file.exists():
+        return frozenset()
+    text = consumer.log_file.read_text(errors="replace")
+    return frozenset(int(m.group(1)) for m in _MISSED_SYNC.finditer(text))
 
 
 def kgroup_assignment(

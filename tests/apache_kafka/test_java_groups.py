@@ -16,6 +16,7 @@ from apache_kafka.groups import (
     generations,
     java_consumers,
     kgroup_assignment,
+    missed_generations,
     show,
     wait_settled,
 )
@@ -92,11 +93,21 @@ def test_generations_of_a_growing_then_shrinking_group(
         consumers[1].close()
         wait_settled([consumers[0], consumers[2]], everything)
         table = generations(consumers)
-        assert _short(table, f"{names}-") == EXPECTED[strategy], show(table)
+        short = _short(table, f"{names}-")
+        missed = {c.name: missed_generations(c) for c in consumers}
+        if not any(missed.values()):
+            assert short == EXPECTED[strategy], show(table)
+        else:
+            # a member's SyncGroup came after the next rebalance began (the client logs it; Kafka does
+            # this under load): it rejoined owning what it had before, so the generations between take
+            # another path; every one of them is still kgroup's assignor's answer (below) and the group
+            # ends where the table does
+            assert list(short.values())[-1] == list(EXPECTED[strategy].values())[-1], (missed, show(table))
         for generation, row in table.items():
             expected = kgroup_assignment(strategy, consumers, generation, topics)
             assert row == {name: expected[name] for name in row}, generation
-            assert all(not expected[name] for name in expected.keys() - row.keys()), generation
+            not_told = expected.keys() - row.keys()
+            assert all(not expected[name] or generation in missed[name] for name in not_told), generation
     finally:
         close_all(*consumers)
 
