@@ -66,6 +66,9 @@ def encode_value(m: TxnMetadata, version: int) -> bytes:
         raise ValueError(f"TransactionLogValue version {version}: Kafka 4.4.0 writes 0 or 1")
     if m.state is TxnState.EMPTY and m.partitions:
         raise ValueError(f"Transaction is not expected to have any partitions since its state is Empty: {m}")
+    if version == 0 and m.client_transaction_version != 0:
+        # the field is tagged (version 1+): Kafka's writer throws UnsupportedVersionException
+        raise ValueError("Attempted to write a non-default clientTransactionVersion at version 0")
     groups = None if m.state is TxnState.EMPTY else grouped_partitions(m.partitions)
     flexible = version >= 1
     w = Writer()
