@@ -140,6 +140,14 @@ def test_init_after_rotation_with_the_old_id_and_an_unexhausted_epoch_is_fenced(
     assert h.init(pid=10, epoch=MAX_EPOCH - 3).error is E.PRODUCER_FENCED
 
 
+def test_init_with_exhausted_epoch_and_a_stale_expected_epoch_is_unknown_server_error() -> None:
+    """Kafka tries to bump an exhausted epoch (IllegalStateException), which Errors.forException answers."""
+    h = Host()
+    h.put(metadata(state=S.EMPTY, producer_id=10, epoch=MAX_EPOCH - 1, start=-1))
+    assert h.init(pid=10, epoch=MAX_EPOCH - 3).error is E.UNKNOWN_SERVER_ERROR
+    assert h.log == []
+
+
 @pytest.mark.parametrize("state", [S.PREPARE_COMMIT, S.PREPARE_ABORT])
 def test_init_while_completing_is_concurrent_transactions(state: TxnState) -> None:
     h = Host()

@@ -47,7 +47,7 @@ from kgroup.transactions.api import (
     WriteMarkers,
 )
 from kgroup.transactions.metadata import ApiError, TxnMetadata
-from kgroup.transactions.records import TransactionLogRecord
+from kgroup.transactions.records import TransactionLogRecord, encode_key, encode_value
 from kgroup.transactions.state import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -56,6 +56,7 @@ from kgroup.transactions.state import (
     TV_2,
     TxnState,
     is_epoch_exhausted,
+    log_value_version,
     supports_epoch_bump,
 )
 
@@ -146,6 +147,14 @@ class TransactionCoordinator:
     def partition_for(self, transactional_id: str) -> int:
         """``TransactionStateManager.partitionFor``: ``Utils.abs(id.hashCode) % partitions``."""
         return coordinator_partition(transactional_id, self.config.transaction_log_partitions)
+
+    def encode(self, record: TransactionLogRecord) -> tuple[bytes, bytes | None]:
+        """A record's key and value bytes as this coordinator's Kafka writes them: the value at the
+        ``TransactionLogValue`` version of the cluster's ``transaction.version``; a tombstone's is null."""
+        key = encode_key(record.transactional_id)
+        if record.value is None:
+            return key, None
+        return key, encode_value(record.value, log_value_version(self.config.transaction_version))
 
     def metadata(self, transactional_id: str) -> TxnMetadata | None:
         return self._txns.get(transactional_id)
@@ -355,7 +364,7 @@ class TransactionCoordinator:
         timeout = request.transaction_timeout_ms
         if not 0 < timeout <= self.config.transaction_max_timeout_ms:
             return fail(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
-        error, m, coordinator_epoch = self._lookup(txn_id)
+        error, m, _ = self._lookup(txn_id)
         if error is not ErrorCode.NONE:
             return fail(error)
         created = m is None
@@ -410,8 +419,11 @@ class TransactionCoordinator:
                 new = meta.increment_epoch(m, timeout, None if expected is None else expected[1], now_ms)
         except ApiError as e:
             return fail(e.code)
+        except meta.IllegalTransition:
+            # Kafka wraps the transition in Errors.forException: an exhausted epoch with a stale
+            # expected epoch is an IllegalStateException, answered UNKNOWN_SERVER_ERROR
+            return fail(ErrorCode.UNKNOWN_SERVER_ERROR)
         op.write(None if created else m, new)
-        del coordinator_epoch
         return op.result(InitProducerIdAnswer(ErrorCode.NONE, new.producer_id, new.producer_epoch))
 
     def add_partitions(self, request: AddPartitionsToTxn, now_ms: int) -> TxnResult:
