@@ -383,8 +383,9 @@ def test_end_txn_v2_epoch_overflow_rotates_the_producer_id() -> None:
     h = Host()
     h.put(metadata(state=S.ONGOING, producer_id=10, epoch=MAX_EPOCH - 1, partitions=(T0,), start=1, tv=TV_2))
     answer = h.end(10, MAX_EPOCH - 1, True, TV_2)
-    assert (answer.error, answer.producer_id, answer.producer_epoch) == (E.NONE, 10, MAX_EPOCH)
-    assert h.meta().next_producer_id == 1000
+    # answered with the completion: the next producer id at epoch 0 (the log holds epoch MAX meanwhile)
+    assert (answer.error, answer.producer_id, answer.producer_epoch) == (E.NONE, 1000, 0)
+    assert (h.meta().producer_id, h.meta().producer_epoch, h.meta().next_producer_id) == (10, MAX_EPOCH, 1000)
     h.write_markers()
     m = h.meta()
     assert (m.state, m.producer_id, m.producer_epoch, m.prev_producer_id) == (S.COMPLETE_COMMIT, 1000, 0, 10)

@@ -615,7 +615,10 @@ class TransactionCoordinator:
             op.write(current, new)
             op.effects.append(self._markers(new, coordinator_epoch))
             if v2:
-                return EndTxnAnswer(ErrorCode.NONE, new.producer_id, new.producer_epoch)
+                # Kafka answers with the completion it prepares once the Prepare* record is written:
+                # the bumped epoch, or the next producer id at epoch 0 when the epoch overflowed
+                completion = meta.complete(new, now_ms)
+                return EndTxnAnswer(ErrorCode.NONE, completion.producer_id, completion.producer_epoch)
             return EndTxnAnswer(ErrorCode.NONE)
 
         state = m.state
