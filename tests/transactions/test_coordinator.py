@@ -488,6 +488,10 @@ def test_list_transactions_filters() -> None:
     assert listed(duration_filter_ms=50) == [("b", "Empty")]  # running 50 ms: not longer than 50
     assert listed(duration_filter_ms=49) == [("a", "Ongoing"), ("b", "Empty")]
     assert listed(transactional_id_pattern="b.*") == [("b", "Empty")]
+    assert listed(transactional_id_pattern="") == [("a", "Ongoing"), ("b", "Empty")]  # empty: no filter
+    assert listed(transactional_id_pattern="(?P<x>a|b)") == [("a", "Ongoing"), ("b", "Empty")]
+    bad = h.coordinator.list_transactions(ListTransactions(transactional_id_pattern="a("), h.now)
+    assert bad.error is E.INVALID_REGULAR_EXPRESSION
     answer = h.coordinator.list_transactions(ListTransactions(state_filters=("Nope", "Empty")), h.now)
     assert answer.unknown_state_filters == ("Nope",)
     assert [t.transactional_id for t in answer.transactions] == ["b"]

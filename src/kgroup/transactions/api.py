@@ -107,7 +107,8 @@ class DescribeTransactions:
 @dataclass(frozen=True, slots=True)
 class ListTransactions:
     """ListTransactions: the filters empty or -1 filter nothing; ``duration_filter_ms`` (v1) keeps the
-    transactions running longer than it; ``transactional_id_pattern`` (v2) a regular expression."""
+    transactions running longer than it; ``transactional_id_pattern`` (v2) an RE2/J regular expression the
+    whole id matches (empty or ``None``: no filter)."""
 
     state_filters: tuple[str, ...] = ()
     producer_id_filters: tuple[int, ...] = ()

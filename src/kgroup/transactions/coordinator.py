@@ -16,10 +16,10 @@ reports its markers written (:meth:`~TransactionCoordinator.markers_written`).
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from kgroup.group.consumer.regex import InvalidTopicRegex, compile_topic_regex
 from kgroup.group.discovery import coordinator_partition
 from kgroup.model import ErrorCode, KgroupError, TopicPartition
 from kgroup.transactions import metadata as meta
@@ -720,10 +720,11 @@ class TransactionCoordinator:
                 states.add(state)
         pattern = None
         if request.transactional_id_pattern:
+            # Kafka compiles it with RE2/J (com.google.re2j.Pattern) and matches whole ids
             try:
-                pattern = re.compile(request.transactional_id_pattern)
-            except re.error:
-                return ListTransactionsAnswer(ErrorCode.INVALID_REQUEST)
+                pattern = compile_topic_regex(request.transactional_id_pattern)
+            except InvalidTopicRegex:
+                return ListTransactionsAnswer(ErrorCode.INVALID_REGULAR_EXPRESSION)
         pids = set(request.producer_id_filters)
         listed: list[ListedTransaction] = []
         for txn_id in self._served_ids():
@@ -736,7 +737,7 @@ class TransactionCoordinator:
                 continue
             if request.duration_filter_ms >= 0 and now_ms - m.txn_start_ms <= request.duration_filter_ms:
                 continue
-            if pattern is not None and pattern.fullmatch(txn_id) is None:
+            if pattern is not None and not pattern.fullmatch(txn_id):
                 continue
             listed.append(ListedTransaction(txn_id, m.producer_id, m.state.state_name))
         return ListTransactionsAnswer(ErrorCode.NONE, tuple(unknown), tuple(listed))
