@@ -3,11 +3,13 @@ reader refuses. (Kafka's own serializer checks the same bytes in tests/apache_ka
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import struct
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from kgroup.model import PeerError, TopicPartition
 from kgroup.transactions.metadata import TxnMetadata, add_partitions_order
@@ -162,3 +164,20 @@ def test_partitions_group_by_topic_in_java_hashmap_order() -> None:
     met = list(dict.fromkeys(tp.topic for tp in parts))
     assert [t for t, _ in groups] == met[::-1]
     assert dict(groups)["BB"] == [tp.partition for tp in parts if tp.topic == "BB"]
+
+
+@given(st.binary(max_size=80), st.one_of(st.none(), st.binary(max_size=120)))
+def test_any_bytes_read_as_a_record_none_or_a_peer_error(key: bytes, value: bytes | None) -> None:
+    """What a reader of a damaged or foreign log meets: never another exception."""
+    with contextlib.suppress(PeerError):
+        read = decode_record(key, value)
+        assert read is None or isinstance(read, TransactionLogRecord)
+
+
+@given(metadata_strategy(), st.integers(0, 200), st.integers(0, 255))
+def test_a_damaged_byte_reads_as_a_record_none_or_a_peer_error(m: TxnMetadata, at: int, byte: int) -> None:
+    value = bytearray(encode_value(dataclasses.replace(m, client_transaction_version=0), 1))
+    value[at % len(value)] = byte
+    with contextlib.suppress(PeerError):
+        read = decode_record(encode_key(m.transactional_id), bytes(value))
+        assert read is None or isinstance(read, TransactionLogRecord)

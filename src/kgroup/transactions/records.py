@@ -12,6 +12,7 @@ The partitions are written grouped by topic as ``Collectors.groupingBy`` over th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kgroup.group.records.primitives import Reader, Writer
@@ -158,20 +159,27 @@ def decode_record(key: bytes, value: bytes | None) -> TransactionLogRecord | Non
         groups = None if n == -1 else tuple((r.string(), r.array(r.i32)) for _ in range(n))
     last_update = r.i64()
     start = r.i64()
-    extra = {"prev": NO_PRODUCER_ID, "next": NO_PRODUCER_ID, "client": TV_0}
+    tagged = {
+        _TAG_PREVIOUS_PRODUCER_ID: NO_PRODUCER_ID,
+        _TAG_NEXT_PRODUCER_ID: NO_PRODUCER_ID,
+        _TAG_CLIENT_VERSION: TV_0,
+    }
     if flexible:
 
-        def field(name: str, size: int) -> object:
+        def long_field(tag: int) -> Callable[[Reader], None]:
             def read(sub: Reader) -> None:
-                extra[name] = sub.i64() if size == 8 else sub.i16()
+                tagged[tag] = sub.i64()
 
             return read
 
+        def read_client_version(sub: Reader) -> None:
+            tagged[_TAG_CLIENT_VERSION] = sub.i16()
+
         r.tagged(
             {
-                _TAG_PREVIOUS_PRODUCER_ID: field("prev", 8),  # type: ignore[dict-item]
-                _TAG_NEXT_PRODUCER_ID: field("next", 8),  # type: ignore[dict-item]
-                _TAG_CLIENT_VERSION: field("client", 2),  # type: ignore[dict-item]
+                _TAG_PREVIOUS_PRODUCER_ID: long_field(_TAG_PREVIOUS_PRODUCER_ID),
+                _TAG_NEXT_PRODUCER_ID: long_field(_TAG_NEXT_PRODUCER_ID),
+                _TAG_CLIENT_VERSION: read_client_version,
             }
         )
     r.end()
@@ -185,8 +193,8 @@ def decode_record(key: bytes, value: bytes | None) -> TransactionLogRecord | Non
         TxnMetadata(
             transactional_id=transactional_id,
             producer_id=producer_id,
-            prev_producer_id=extra["prev"],
-            next_producer_id=extra["next"],
+            prev_producer_id=tagged[_TAG_PREVIOUS_PRODUCER_ID],
+            next_producer_id=tagged[_TAG_NEXT_PRODUCER_ID],
             producer_epoch=epoch,
             last_producer_epoch=NO_PRODUCER_EPOCH,
             txn_timeout_ms=timeout,
@@ -194,6 +202,6 @@ def decode_record(key: bytes, value: bytes | None) -> TransactionLogRecord | Non
             partitions=partitions,
             txn_start_ms=start,
             txn_last_update_ms=last_update,
-            client_transaction_version=extra["client"],
+            client_transaction_version=tagged[_TAG_CLIENT_VERSION],
         ),
     )
