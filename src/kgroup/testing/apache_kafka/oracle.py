@@ -22,8 +22,9 @@ first use against the pinned release's jars) and answers batches of requests, on
   Kafka writes for a record given as the JSON of its generated converters, and the record Kafka reads
   from given bytes;
 * :meth:`~KafkaOracle.transaction_record_bytes` / :meth:`~KafkaOracle.transaction_add_partitions_bytes` /
-  :meth:`~KafkaOracle.transaction_record_read` — the transaction coordinator's ``__transaction_state``
-  records through Kafka's ``TransactionLog`` and ``TransactionMetadata``;
+  :meth:`~KafkaOracle.transaction_record_read` / :meth:`~KafkaOracle.transaction_metadata_steps` — the
+  transaction coordinator's ``__transaction_state`` records through Kafka's ``TransactionLog``, and its
+  transitions through Kafka's ``TransactionMetadata``;
 * :meth:`~KafkaOracle.topic_regexes` — the KIP-848 coordinator's subscribed-topic regexes: its own
   validation (the INVALID_REGULAR_EXPRESSION message) and RE2/J's matching of topic names;
 * :meth:`~KafkaOracle.striped_place` — a KRaft controller's ``StripedReplicaPlacer`` with a seeded
@@ -604,6 +605,12 @@ class KafkaOracle:
         """What Kafka's ``TransactionLog.read`` reads from each (key, value) (``"txn-record-read"``)."""
         batch = [{"key": k.hex(), "value": None if v is None else v.hex()} for k, v in entries]
         return [dict(_no_error(r)) for r in self._call("txn-record-read", batch)]
+
+    def transaction_metadata_steps(self, items: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
+        """Kafka's ``TransactionMetadata`` run through each item's transitions (``"txn-metadata-steps"``):
+        per step, the metadata after it or its error."""
+        batch = [dict(i) for i in items]
+        return [list(_no_error(r)["steps"]) for r in self._call("txn-metadata-steps", batch)]
 
     @staticmethod
     def _hex_pair(raw: Mapping[str, Any]) -> tuple[bytes, bytes]:

@@ -35,7 +35,7 @@
 //   record-read    {"key": "<hex>", "value": "<hex>"|null} -> {"type", "key", "value", "valueVersion"}
 //                  the coordinator's __consumer_offsets records through GroupCoordinatorRecordSerde, built
 //                  from and answered as the JSON of Kafka's generated converters (CoordinatorRecords.java)
-//   txn-record-bytes, txn-add-partitions-bytes, txn-record-read
+//   txn-record-bytes, txn-add-partitions-bytes, txn-record-read, txn-metadata-steps
 //                  the transaction coordinator's __transaction_state records through Kafka's TransactionLog
 //                  and TransactionMetadata (TransactionRecords.java)
 //   topic-regex    {"pattern": "...", "topics": [...]} -> {"matches": [...]} | {"invalid": "<message>"}
@@ -174,6 +174,8 @@ public final class AssignorOracle {
                     return TransactionRecords.addPartitionsBytes(item);
                 case "txn-record-read":
                     return TransactionRecords.read(item);
+                case "txn-metadata-steps":
+                    return TransactionRecords.metadataSteps(item);
                 default:
                     throw new IllegalArgumentException("unknown op '" + op + "'");
             }

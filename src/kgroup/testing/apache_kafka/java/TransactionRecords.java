@@ -14,6 +14,15 @@
 // writes the last transition:
 //   Item:   {"transactionalId", "producerId", "steps": [[[t, p], ...], ...], "transactionVersion"}
 //   Result: {"key": "<hex>", "value": "<hex>"}
+// "txn-metadata-steps" runs Kafka's TransactionMetadata through transitions (each prepared and completed
+// as the coordinator does) from the given start, answering the metadata after each step, or the error:
+//   Item:   {"start": {fields as above, "transactionalId"}, "steps": [{"op": "increment", "timeoutMs",
+//            "expectedEpoch" | null, "now"} | {"op": "rotate", "producerId", "timeoutMs", "now",
+//            "recordLastEpoch"} | {"op": "add", "partitions", "now", "clientTransactionVersion"} |
+//            {"op": "end", "state", "clientTransactionVersion", "nextProducerId", "now", "noPartitionAdded"} |
+//            {"op": "fenceAndAbort", "clientTransactionVersion", "now"} | {"op": "complete", "now"}, ...]}
+//   Result: {"steps": [{metadata fields} | {"error": "illegal" | "fenced" | "<exception>"}, ...]}
+//   (an error leaves the metadata as it was, its pending state cleared)
 // "txn-record-read" reads bytes with TransactionLog.read:
 //   Item:   {"key": "<hex>", "value": "<hex>" | null}
 //   Result: {"kind": "record" | "tombstone" | "unknown-key" | "unknown-value", "transactionalId", and for a
@@ -93,6 +102,87 @@ final class TransactionRecords {
             metadata.completeTransitionTo(transit);
         }
         return written(transactionalId, transit, tv);
+    }
+
+    static JsonNode metadataSteps(JsonNode item) {
+        JsonNode start = item.path("start");
+        TransactionMetadata m = new TransactionMetadata(start.path("transactionalId").asText(),
+            start.path("producerId").asLong(), start.path("prevProducerId").asLong(),
+            start.path("nextProducerId").asLong(), (short) start.path("producerEpoch").asInt(),
+            (short) start.path("lastProducerEpoch").asInt(), start.path("txnTimeoutMs").asInt(),
+            TransactionState.fromId((byte) start.path("state").asInt()), new HashSet<>(pairs(start.path("partitions"))),
+            start.path("txnStartTimestamp").asLong(), start.path("txnLastUpdateTimestamp").asLong(),
+            version(start, "clientTransactionVersion"));
+        ObjectNode result = NODES.objectNode();
+        ArrayNode out = result.putArray("steps");
+        for (JsonNode step : item.path("steps")) {
+            try {
+                TxnTransitMetadata transit;
+                long now = step.path("now").asLong();
+                switch (step.path("op").asText()) {
+                    case "increment":
+                        JsonNode expected = step.get("expectedEpoch");
+                        transit = m.prepareIncrementProducerEpoch(step.path("timeoutMs").asInt(),
+                            expected == null || expected.isNull() ? java.util.Optional.empty()
+                                : java.util.Optional.of((short) expected.asInt()), now);
+                        break;
+                    case "rotate":
+                        transit = m.prepareProducerIdRotation(step.path("producerId").asLong(),
+                            step.path("timeoutMs").asInt(), now, step.path("recordLastEpoch").asBoolean());
+                        break;
+                    case "add":
+                        transit = m.prepareAddPartitions(new LinkedHashSet<>(pairs(step.path("partitions"))), now,
+                            version(step, "clientTransactionVersion"));
+                        break;
+                    case "end":
+                        transit = m.prepareAbortOrCommit(TransactionState.fromId((byte) step.path("state").asInt()),
+                            version(step, "clientTransactionVersion"), step.path("nextProducerId").asLong(), now,
+                            step.path("noPartitionAdded").asBoolean());
+                        break;
+                    case "fenceAndAbort":
+                        // TransactionCoordinator.endTransaction after prepareFenceProducerEpoch
+                        TxnTransitMetadata fence = m.prepareFenceProducerEpoch();
+                        m.pendingState(java.util.Optional.empty());
+                        m.setProducerEpoch(fence.producerEpoch());
+                        m.setLastProducerEpoch((short) -1);
+                        transit = m.prepareAbortOrCommit(TransactionState.PREPARE_ABORT,
+                            version(step, "clientTransactionVersion"), -1L, now, false);
+                        break;
+                    case "complete":
+                        transit = m.prepareComplete(now);
+                        break;
+                    default:
+                        throw new IllegalArgumentException("unknown step " + step);
+                }
+                m.completeTransitionTo(transit);
+                out.add(fields(m));
+            } catch (IllegalStateException | IllegalArgumentException e) {
+                m.pendingState(java.util.Optional.empty());
+                out.addObject().put("error", "illegal");
+            } catch (org.apache.kafka.common.errors.ProducerFencedException e) {
+                m.pendingState(java.util.Optional.empty());
+                out.addObject().put("error", "fenced");
+            }
+        }
+        return result;
+    }
+
+    private static ObjectNode fields(TransactionMetadata m) {
+        ObjectNode result = NODES.objectNode();
+        result.put("producerId", m.producerId());
+        result.put("prevProducerId", m.prevProducerId());
+        result.put("producerEpoch", m.producerEpoch());
+        result.put("lastProducerEpoch", m.lastProducerEpoch());
+        result.put("txnTimeoutMs", m.txnTimeoutMs());
+        result.put("state", m.state().id());
+        ArrayNode partitions = result.putArray("partitions");
+        for (TopicPartition tp : m.topicPartitions()) {
+            partitions.addArray().add(tp.topic()).add(tp.partition());
+        }
+        result.put("txnStartTimestamp", m.txnStartTimestamp());
+        result.put("txnLastUpdateTimestamp", m.txnLastUpdateTimestamp());
+        result.put("clientTransactionVersion", m.clientTransactionVersion().featureLevel());
+        return result;
     }
 
     static JsonNode read(JsonNode item) {
