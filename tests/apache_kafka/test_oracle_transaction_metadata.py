@@ -137,8 +137,8 @@ def starts(draw: st.DrawFn) -> meta.TxnMetadata:
 def test_transitions_agree_with_kafkas_transaction_metadata(
     kafka_oracle: KafkaOracle, runs: list[tuple[meta.TxnMetadata, list[dict[str, Any]]]]
 ) -> None:
-    items = [
-        {"start": {**_fields(start), "transactionalId": "tx", "nextProducerId": -1}, "steps": steps}
+    items: list[dict[str, Any]] = [
+        {"start": _fields(start) | {"transactionalId": "tx", "nextProducerId": -1}, "steps": steps}
         for start, steps in runs
     ]
     answers = kafka_oracle.transaction_metadata_steps(items)
