@@ -185,6 +185,24 @@ def test_init_during_an_ongoing_transaction_fences_and_aborts_it(server_tv: int)
     )
 
 
+@pytest.mark.parametrize("server_tv", [TV_0, TV_2])
+def test_fencing_at_exhausted_epochs_uses_the_last_epoch_then_rotates(server_tv: int) -> None:
+    """shouldUseLastEpochToFenceWhenEpochsAreExhausted: the fence takes Short.MAX_VALUE, never past it."""
+    h = Host(config=TxnCoordinatorConfig(transaction_log_partitions=4, transaction_version=server_tv))
+    h.put(
+        metadata(
+            state=S.ONGOING, producer_id=10, epoch=MAX_EPOCH - 1, partitions=(T0,), start=1, tv=server_tv
+        )
+    )
+    assert h.init().error is E.CONCURRENT_TRANSACTIONS
+    m = h.meta()
+    assert (m.state, m.producer_id, m.producer_epoch) == (S.PREPARE_ABORT, 10, MAX_EPOCH)
+    h.write_markers()
+    assert (h.meta().state, h.meta().producer_epoch) == (S.COMPLETE_ABORT, MAX_EPOCH)
+    again = h.init()
+    assert (again.error, again.producer_id, again.producer_epoch) == (E.NONE, 1000, 0)
+
+
 def test_producer_ids_unavailable_is_coordinator_load_in_progress() -> None:
     def none_now() -> int:
         raise ProducerIdsUnavailable
