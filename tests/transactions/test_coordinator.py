@@ -9,8 +9,11 @@ import pytest
 from kgroup.group.discovery import coordinator_partition
 from kgroup.model import ErrorCode, TopicPartition
 from kgroup.transactions.api import (
+    AddOffsetsToTxn,
+    AddPartitionsToTxn,
     AddPartitionsToTxnAnswer,
     DescribeTransactions,
+    EndTxn,
     InitProducerId,
     InitProducerIdAnswer,
     ListTransactions,
@@ -18,6 +21,7 @@ from kgroup.transactions.api import (
     TxnTimer,
     VerifyPartitionsInTxn,
     WriteMarkers,
+    error_for_version,
 )
 from kgroup.transactions.coordinator import (
     ProducerIdsUnavailable,
@@ -537,3 +541,18 @@ def test_replaying_the_log_rebuilds_the_state_and_resends_pending_markers() -> N
     [record] = completed.records
     assert record.value is not None and record.value.state is S.COMPLETE_COMMIT
     assert record.value.txn_last_update_ms == h.now + 99  # prepared when loaded
+
+
+@pytest.mark.parametrize(
+    ("request_type", "first_fenced"),
+    [(InitProducerId, 4), (EndTxn, 2), (AddPartitionsToTxn, 2), (AddOffsetsToTxn, 2)],
+)
+def test_producer_fenced_is_invalid_producer_epoch_for_older_versions(
+    request_type: type, first_fenced: int
+) -> None:
+    for version in range(first_fenced + 3):
+        expected = E.PRODUCER_FENCED if version >= first_fenced else E.INVALID_PRODUCER_EPOCH
+        assert error_for_version(request_type, version, E.PRODUCER_FENCED) is expected
+        assert (
+            error_for_version(request_type, version, E.CONCURRENT_TRANSACTIONS) is E.CONCURRENT_TRANSACTIONS
+        )

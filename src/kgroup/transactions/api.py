@@ -36,6 +36,7 @@ __all__ = [
     "TxnTimer",
     "VerifyPartitionsInTxn",
     "WriteMarkers",
+    "error_for_version",
 ]
 
 
@@ -247,3 +248,22 @@ class TxnResult:
     answer: Answer | None = None
     records: tuple[TransactionLogRecord, ...] = ()
     effects: tuple[TxnEffect, ...] = field(default=())
+
+
+#: the first version of each request whose clients know PRODUCER_FENCED; KafkaApis answers older ones
+#: INVALID_PRODUCER_EPOCH instead (4.4.0's createResponse / sendResponseCallback of each)
+_PRODUCER_FENCED_FROM: dict[type, int] = {
+    InitProducerId: 4,
+    EndTxn: 2,
+    AddPartitionsToTxn: 2,
+    AddOffsetsToTxn: 2,
+}
+
+
+def error_for_version(request: type, version: int, error: ErrorCode) -> ErrorCode:
+    """The error a request of ``version`` is answered: PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for the
+    versions before their clients knew it."""
+    first = _PRODUCER_FENCED_FROM.get(request)
+    if error is ErrorCode.PRODUCER_FENCED and first is not None and version < first:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return error
