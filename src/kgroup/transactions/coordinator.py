@@ -16,6 +16,7 @@ reports its markers written (:meth:`~TransactionCoordinator.markers_written`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -104,6 +105,12 @@ class TxnCoordinatorConfig:
             raise KgroupError(f"transaction_version: is {self.transaction_version}; give 0, 1 or 2")
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _partition(transactional_id: str, partitions: int) -> int:
+    """Cached: the sweeps ask it of every id (Java's ``String.hashCode`` is a Python loop here)."""
+    return coordinator_partition(transactional_id, partitions)
+
+
 class _Op:
     """One call's records and effects; each record replayed as it is emitted."""
 
@@ -146,7 +153,7 @@ class TransactionCoordinator:
 
     def partition_for(self, transactional_id: str) -> int:
         """``TransactionStateManager.partitionFor``: ``Utils.abs(id.hashCode) % partitions``."""
-        return coordinator_partition(transactional_id, self.config.transaction_log_partitions)
+        return _partition(transactional_id, self.config.transaction_log_partitions)
 
     def encode(self, record: TransactionLogRecord) -> tuple[bytes, bytes | None]:
         """A record's key and value bytes as this coordinator's Kafka writes them: the value at the
