@@ -48,7 +48,12 @@ def run_java_stage(
 ) -> JavaStageResult:
     """Run one stage to its end in its own JVM; :class:`KgroupError` (one line) when it cannot."""
     from kgroup.javatools import CompileFailed, JavaToolMissing, cache_root, compile_jar
-    from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaUnavailable, kafka_libs
+    from kgroup.testing.apache_kafka.distribution import (
+        KAFKA_VERSION,
+        KafkaUnavailable,
+        kafka_libs,
+        log4j2_file_config,
+    )
 
     if kind not in JAVA_KINDS:
         raise KgroupError(f"java stage: unknown kind {kind!r}; choose from {', '.join(JAVA_KINDS)}")
@@ -60,11 +65,15 @@ def run_java_stage(
         raise KgroupError(f"java stage: Kafka's Java clients cannot run here: {exc}") from None
     with tempfile.TemporaryDirectory(prefix="kgroup-etl-java-") as work:
         log = Path(work) / "stderr.log"
+        # the clients' log (WARN and up) to a file: stdout carries only the stage's own lines
+        client_log, log4j = Path(work) / "clients.log", Path(work) / "log4j2.properties"
+        log4j.write_text(log4j2_file_config(client_log, "WARN"))
         with log.open("wb") as errors:
             process = subprocess.Popen(
                 [
                     libs.java,
                     "-Xmx1g",
+                    f"-Dlog4j2.configurationFile={log4j}",
                     "-cp",
                     os.pathsep.join([str(jar), libs.classpath]),
                     "EtlStage",
@@ -100,7 +109,8 @@ def run_java_stage(
             if answer.startswith("error "):
                 raise KgroupError(f"java stage {kind}: {answer.removeprefix('error ')}")
             if not answer.startswith("done "):
-                raise KgroupError(f"java stage {kind}: no result ({answer or _last_line(log)})")
+                last = _last_line(client_log) if client_log.exists() else _last_line(log)
+                raise KgroupError(f"java stage {kind}: no result ({answer or last})")
     elapsed, started, refused = answer.split()[1:4]
     return JavaStageResult(float(elapsed), int(started), int(refused))
 
