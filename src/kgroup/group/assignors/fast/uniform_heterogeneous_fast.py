@@ -118,10 +118,21 @@ def _exclude_most_loaded(state: np.ndarray, ordered: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def _grown(values: np.ndarray, size: int) -> np.ndarray:
-    bigger = np.empty(max(2 * len(values), size), np.int64)
-    bigger[: len(values)] = values
-    return bigger
+def _record(
+    ops: np.ndarray, n_ops: int, member: int, kind: int, topic: int, partition: int, capacity: int
+) -> np.ndarray:
+    """``ops`` (rows: member, kind, topic, partition, new set's capacity) with op ``n_ops`` written,
+    grown to twice its width when full."""
+    if n_ops >= ops.shape[1]:
+        bigger = np.empty((5, 2 * ops.shape[1]), np.int64)
+        bigger[:, : ops.shape[1]] = ops
+        ops = bigger
+    ops[0, n_ops] = member
+    ops[1, n_ops] = kind
+    ops[2, n_ops] = topic
+    ops[3, n_ops] = partition
+    ops[4, n_ops] = capacity
+    return ops
 
 
 @njit(cache=True)
@@ -185,11 +196,7 @@ def heterogeneous_kernel(
     owners = np.full(max(total, 1), -1, np.int64)
     sizes = np.zeros(members, np.int64)
     size = 2 * total + len(old_topic) + 16
-    op_member = np.empty(size, np.int64)
-    op_kind = np.empty(size, np.int64)
-    op_topic = np.empty(size, np.int64)
-    op_partition = np.empty(size, np.int64)
-    op_capacity = np.empty(size, np.int64)
+    ops = np.empty((5, size), np.int64)
     n_ops = 0
     # maybeRevokePartitions
     mark = np.zeros(topic_count, np.bool_)
@@ -209,11 +216,7 @@ def heterogeneous_kernel(
                     owners[flat_offset[t] + p] = m
                 continue
             replayed[m] = True
-            op_member[n_ops] = m
-            op_kind[n_ops] = OP_REMOVE_TOPIC
-            op_topic[n_ops] = t
-            op_partition[n_ops] = -1
-            op_capacity[n_ops] = 0
+            ops = _record(ops, n_ops, m, OP_REMOVE_TOPIC, t, -1, 0)
             n_ops += 1
         for k in range(class_start[c], class_start[c + 1]):
             mark[class_topics[k]] = False
@@ -244,18 +247,8 @@ def heterogeneous_kernel(
             if owners[flat] != -1:
                 continue
             m = _next_least_loaded(state, ordered, sizes)
-            if n_ops + 2 > len(op_member):
-                op_member = _grown(op_member, n_ops + 2)
-                op_kind = _grown(op_kind, n_ops + 2)
-                op_topic = _grown(op_topic, n_ops + 2)
-                op_partition = _grown(op_partition, n_ops + 2)
-                op_capacity = _grown(op_capacity, n_ops + 2)
             replayed[m] = True
-            op_member[n_ops] = m
-            op_kind[n_ops] = OP_ADD
-            op_topic[n_ops] = t
-            op_partition[n_ops] = p
-            op_capacity[n_ops] = capacity[t]
+            ops = _record(ops, n_ops, m, OP_ADD, t, p, capacity[t])
             n_ops += 1
             owners[flat] = m
             sizes[m] += 1
@@ -311,26 +304,12 @@ def heterogeneous_kernel(
                     least = _next_least_loaded(state, ordered, sizes)
                     if state[_MOST_COUNT] - state[_LEAST_COUNT] <= 1:
                         break
-                    if n_ops + 2 > len(op_member):
-                        op_member = _grown(op_member, n_ops + 2)
-                        op_kind = _grown(op_kind, n_ops + 2)
-                        op_topic = _grown(op_topic, n_ops + 2)
-                        op_partition = _grown(op_partition, n_ops + 2)
-                        op_capacity = _grown(op_capacity, n_ops + 2)
                     replayed[most] = True
-                    op_member[n_ops] = most
-                    op_kind[n_ops] = OP_REMOVE
-                    op_topic[n_ops] = t
-                    op_partition[n_ops] = p
-                    op_capacity[n_ops] = 0
+                    ops = _record(ops, n_ops, most, OP_REMOVE, t, p, 0)
                     n_ops += 1
                     sizes[most] -= 1
                     replayed[least] = True
-                    op_member[n_ops] = least
-                    op_kind[n_ops] = OP_ADD
-                    op_topic[n_ops] = t
-                    op_partition[n_ops] = p
-                    op_capacity[n_ops] = capacity[t]
+                    ops = _record(ops, n_ops, least, OP_ADD, t, p, capacity[t])
                     n_ops += 1
                     owners[base + p] = least
                     sizes[least] += 1
@@ -339,11 +318,11 @@ def heterogeneous_kernel(
                 last_rebalanced = topic_index
     return (
         OK,
-        op_member[:n_ops],
-        op_kind[:n_ops],
-        op_topic[:n_ops],
-        op_partition[:n_ops],
-        op_capacity[:n_ops],
+        ops[0, :n_ops].copy(),
+        ops[1, :n_ops].copy(),
+        ops[2, :n_ops].copy(),
+        ops[3, :n_ops].copy(),
+        ops[4, :n_ops].copy(),
         replayed,
     )
 
