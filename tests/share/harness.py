@@ -75,7 +75,12 @@ class Host:
         return result
 
     def acquire(
-        self, member: str, log: Sequence[FetchedBatch], max_fetch: int = 500, fetch_offset: int | None = None, **kw: object
+        self,
+        member: str,
+        log: Sequence[FetchedBatch],
+        max_fetch: int = 500,
+        fetch_offset: int | None = None,
+        **kw: object,
     ) -> AcquireResult:
         offset = self.sp.next_fetch_offset() if fetch_offset is None else fetch_offset
         result = self.sp.acquire(member, self.now, offset, log, max_fetch_records=max_fetch, **kw)  # type: ignore[arg-type]
@@ -95,7 +100,7 @@ class Host:
             due = sorted((d, k) for k, d in self.timers.items() if d <= self.now)
             if not due:
                 return
-            deadline, key = due[0]
+            _deadline, key = due[0]
             del self.timers[key]
             self.persist(self.sp.on_lock_timeout(self.now, key))
 

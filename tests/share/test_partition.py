@@ -6,6 +6,7 @@ offset, read_committed, RENEW."""
 from __future__ import annotations
 
 import pytest
+from tests.share.harness import Host, ack, batches, ranges
 
 from kgroup.share import (
     AbortedTransaction,
@@ -16,11 +17,10 @@ from kgroup.share import (
     PersistedPartitionState,
     PersisterStateBatch,
     RecordState,
+    ShareErrorCode,
     SharePartition,
     SharePartitionConfig,
-    ShareErrorCode,
 )
-from tests.share.harness import Host, ack, batches, ranges
 
 A, Q, K, X = RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED
 ACCEPT, RELEASE, REJECT, RENEW, GAP = 1, 2, 3, 4, 0
