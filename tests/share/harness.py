@@ -22,9 +22,10 @@ from kgroup.share import (
     ShareStateRecord,
     ShareStateStore,
 )
+from kgroup.share.codec import decode_share_record, encode_share_record
 
 GROUP, TOPIC, PARTITION = "g", "t", 0
-KEY = ShareKey(GROUP, "topic-id", PARTITION)
+KEY = ShareKey(GROUP, "mUQ0Mkg0S6uUSe3pNnvU2A", PARTITION)
 
 
 def batches(*ranges: tuple[int, int]) -> list[FetchedBatch]:
@@ -108,7 +109,10 @@ class Host:
         """``kill -9``: the partition, the timers and the coordinator's soft state are gone; the records
         appended to ``__share_group_state`` stay and are replayed."""
         self.store = ShareStateStore(self.store.updates_per_snapshot)
-        self.store.replay_all(self.records)
+        for record in self.records:  # through the bytes Kafka writes
+            decoded = decode_share_record(*encode_share_record(record))
+            assert decoded == record
+            self.store.replay(record)
         records_state = self.store.read(KEY)
         self.timers.clear()
         self.sp = SharePartition(GROUP, TOPIC, PARTITION, self.config)

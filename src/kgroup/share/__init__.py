@@ -1,6 +1,7 @@
 """Share partitions (KIP-932) as Kafka 4.4.0 runs them, pure: the in-flight window of each share
 partition (:mod:`.partition`), its acquisition locks as timer effects (:mod:`.timers`), the share
-coordinator's durable state (:mod:`.persist`) and ``share.auto.offset.reset`` (:mod:`.reset`).
+coordinator's durable state (:mod:`.persist`), its records as Kafka's bytes (:mod:`.codec`) and
+``share.auto.offset.reset`` (:mod:`.reset`).
 See ``docs/share-groups.md``."""
 
 from kgroup.share.partition import (
