@@ -158,10 +158,10 @@ def test_stale_member_cannot_acknowledge_after_restart() -> None:
 
 
 def test_restored_batch_holding_the_spso_is_not_cached_again() -> None:
-    """Found by the property test (a deviation from Kafka's code, docs/share-groups.md): after a restart
-    the cache holds 3-4 with 3 acknowledged and the SPSO at 4; the fetch from 4 returns the log batch
-    1-4. Kafka's ``acquire`` adjusts the base to the SPSO, finds no cached batch at or after it, and
-    caches 1-4 anew (the SPSO back to 1, 1-3 delivered again); kgroup uses the batch holding the SPSO."""
+    """After a restart the cache holds 3-4 with 3 acknowledged and the SPSO at 4; the fetch from 4
+    returns the log batch 1-4. Kafka 4.4.0's ``acquire`` looks at the cached batches from the log
+    batch's base, so 4 alone is acquired (the sources before 4.4 cached 1-4 anew: the SPSO back to 1
+    and 1-3 delivered again; the property test found it against them)."""
     from kgroup.share import FetchedBatch, SharePartitionConfig
 
     log = [FetchedBatch(0, 0), FetchedBatch(1, 4)]
@@ -189,9 +189,8 @@ def test_restored_batch_holding_the_spso_is_not_cached_again() -> None:
 
 
 def test_log_batch_starting_before_the_spso_is_acquired_from_the_spso() -> None:
-    """The other half of the same deviation: the SPSO persisted inside a log batch (its head accepted
-    one by one), nothing cached at it after the restart, a later batch restored: the log batch is
-    acquired from the SPSO, never from its base."""
+    """The SPSO persisted inside a log batch (its head accepted), nothing cached at it after the
+    restart: Kafka 4.4.0 acquires the log batch from the SPSO, never from its base."""
     from kgroup.share import FetchedBatch
 
     log = [FetchedBatch(5, 14), FetchedBatch(15, 19)]
