@@ -278,6 +278,31 @@ def test_renew_extends_the_lock_and_stales_the_old_timer() -> None:
     assert h.sp.batch_state(0) == (A, 1, "")
 
 
+def test_renew_disabled_is_invalid_record_state() -> None:
+    """``share.renew.acknowledge.enable=false``: RENEW fails the request (Kafka 4.4.0's message)."""
+    h = Host(SharePartitionConfig(renew_acknowledge_enabled=False))
+    h.acquire(M1, batches((0, 5)))
+    for batch in (ack(0, 4, RENEW), ack(0, 4, ACCEPT, RENEW, ACCEPT, ACCEPT, ACCEPT)):
+        res = h.acknowledge(M1, batch)
+        assert res.error is not None and res.error.code is ShareErrorCode.INVALID_RECORD_STATE
+        assert res.error.message == "Renewing acquisition locks is not enabled for the group."
+    assert offsets(h, 0, 4) == [(Q, 1, M1)] * 5
+
+
+def test_leave_skips_offsets_another_member_holds() -> None:
+    """Kafka 4.4.0's releaseAcquiredRecordsForPerOffsetBatch skips another member's offset and goes on
+    (the sources before it stopped at it, keeping the leaver's later records locked)."""
+    h = Host()
+    h.acquire(M1, batches((0, 10)))
+    h.acknowledge(M1, ack(0, 9, *([ACCEPT] * 3 + [RELEASE] * 2 + [RENEW] * 5)))
+    assert ranges(h.acquire(M2, batches((0, 10)), fetch_offset=3).acquired) == [(3, 3, 2), (4, 4, 2)]
+    res = h.release(M1)
+    assert res.write is not None and [(b.first_offset, b.delivery_state) for b in res.write.batches] == [
+        (o, 0) for o in range(5, 10)
+    ]
+    assert offsets(h, 3, 9) == [(Q, 2, M2)] * 2 + [(A, 0, "")] * 5
+
+
 def test_renew_per_offset_keeps_the_others_on_the_old_lock() -> None:
     h = Host()
     h.acquire(M1, batches((0, 5)))

@@ -142,19 +142,14 @@ def test_share_partition_invariants(data: st.DataObject) -> None:
             h.advance(data.draw(st.integers(0, 2 * LOCK)))
             model.expire(h.now)
         elif op == "leave":
-            # Kafka releases a leaving member's records, but stops at the first record of a per-offset
-            # batch another member holds (releaseAcquiredRecordsForPerOffsetBatch returns there):
-            # what it did not release stays held until its lock ends.
             res = h.release(member)
-            released = [
+            released = sorted(
                 o
                 for b in (res.write.batches if res.write else ())
                 for o in range(b.first_offset, b.last_offset + 1)
-            ]
+            )
+            assert released == sorted(o for o, (m, _) in model.holder.items() if m == member)
             for o in released:
-                assert model.holder[o][0] == member, (
-                    f"offset {o} released for {member}, held by {model.holder[o]}"
-                )
                 del model.holder[o]
         else:
             h.restart()

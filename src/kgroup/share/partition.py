@@ -61,6 +61,9 @@ _ACK_TO_STATE = {
 }
 
 
+_RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."
+
+
 class PartitionState(enum.Enum):
     """``SharePartition.SharePartitionState``."""
 
@@ -87,9 +90,15 @@ class SharePartitionConfig:
     max_delivery_count: int = 5
     #: ``share.record.lock.duration.ms``
     record_lock_duration_ms: int = 30000
+    #: ``share.renew.acknowledge.enable`` (KIP-1222): RENEW is refused when off
+    renew_acknowledge_enabled: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("max_in_flight_records", "max_delivery_count", "record_lock_duration_ms"):
+        for name in (
+            "max_in_flight_records",
+            "max_delivery_count",
+            "record_lock_duration_ms",
+        ):  # not the flag
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
 
@@ -832,6 +841,8 @@ class SharePartition:
             types = ack.acknowledge_types
             ack_type = types[o - ack.first_offset] if len(types) > 1 else types[0]
             if ack_type == AcknowledgeType.RENEW:
+                if not self.config.renew_acknowledge_enabled:
+                    return _invalid_state(_RENEW_DISABLED)
                 if renew_lock is None:
                     renew_lock = self._renewal_lock(member_id)
                 self._detach(st)
@@ -859,6 +870,8 @@ class SharePartition:
             return _invalid_state("The batch cannot be acknowledged. The batch is not in the acquired state.")
         ack_type = ack.acknowledge_types[0]
         if ack_type == AcknowledgeType.RENEW:
+            if not self.config.renew_acknowledge_enabled:
+                return _invalid_state(_RENEW_DISABLED)
             lock = self._renewal_lock(member_id)
             self._detach(st)
             self._attach(st, lock, b.first, b.last)
@@ -894,7 +907,7 @@ class SharePartition:
             if b.offsets is not None:
                 for o, st in b.offsets.items():
                     if st.member not in (member_id, EMPTY_MEMBER_ID):
-                        break
+                        continue  # Kafka 4.4.0 skips another member's offset (older sources stopped there)
                     if st.state is RecordState.ACQUIRED:
                         target = RecordState.ARCHIVED if o < self.start_offset else RecordState.AVAILABLE
                         if self._start_transition(st, target, _Ops.DECREASE, EMPTY_MEMBER_ID):
