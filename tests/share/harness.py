@@ -14,7 +14,6 @@ from kgroup.share import (
     CancelLockTimer,
     FetchedBatch,
     LockKey,
-    PersistedPartitionState,
     ScheduleLockTimer,
     ShareKey,
     SharePartition,
@@ -55,8 +54,10 @@ class Host:
     sp: SharePartition = field(init=False)
 
     def __post_init__(self) -> None:
+        # the group coordinator initialises the share partition's state (start offset −1: not yet set)
+        self.records.append(self.store.initialize(KEY, 0, -1, self.now))
         self.sp = SharePartition(GROUP, TOPIC, PARTITION, self.config)
-        assert self.sp.initialize(PersistedPartitionState(), self.start_offset) is None
+        assert self.sp.initialize(self.store.read(KEY), self.start_offset) is None
 
     def apply(self, effects: Sequence[object]) -> None:
         for e in effects:

@@ -10,12 +10,13 @@ from kgroup.share import (
     PersisterStateBatch,
     RecordState,
     ShareSnapshot,
+    ShareStateRecord,
     ShareStateStore,
     ShareUpdate,
     StateWrite,
     combine_state_batches,
 )
-from kgroup.share.persist import FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH
+from kgroup.share.persist import FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH, INVALID_REQUEST
 
 A, Q, K, X = RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED
 ACCEPT, RELEASE, REJECT = 1, 2, 3
@@ -28,17 +29,25 @@ def write(
     return StateWrite(start, 0, state_epoch, leader_epoch, tuple(PersisterStateBatch(*x) for x in b))
 
 
-def test_first_write_is_a_snapshot_then_updates_until_the_limit() -> None:
-    """ShareCoordinatorShard.generateShareStateRecord: a snapshot for a new partition, then updates;
-    once ``updates_per_snapshot`` updates followed it, a new snapshot with the next snapshot epoch."""
+def test_initialize_then_updates_until_the_limit_then_a_snapshot() -> None:
+    """ShareCoordinatorShard: InitializeShareGroupState writes the first snapshot; each write is then an
+    update until ``updates_per_snapshot`` updates followed the snapshot (Kafka counts the first update
+    after a snapshot as 0), then a snapshot with the next snapshot epoch."""
     store = ShareStateStore(updates_per_snapshot=2)
+    assert store.write(KEY, write(0), 0) == (None, INVALID_REQUEST)
+    first = store.initialize(KEY, state_epoch=0, start_offset=-1, now_ms=0)
+    assert (first.snapshot_epoch, first.start_offset, first.delivery_complete_count, first.batches) == (
+        0,
+        -1,
+        -1,
+        (),
+    )
     kinds = []
-    for i in range(6):
+    for i in range(5):
         record, error = store.write(KEY, write(i, (i, i, 2, 1)), now_ms=i)
         assert error == 0 and record is not None
         kinds.append((type(record).__name__, record.snapshot_epoch))
     assert kinds == [
-        ("ShareSnapshot", 0),
         ("ShareUpdate", 0),
         ("ShareUpdate", 0),
         ("ShareUpdate", 0),
@@ -46,16 +55,16 @@ def test_first_write_is_a_snapshot_then_updates_until_the_limit() -> None:
         ("ShareUpdate", 1),
     ]
     state = store.read(KEY)
-    assert state.start_offset == 5 and state.batches == (PersisterStateBatch(5, 5, 2, 1),)
+    assert state.start_offset == 4 and state.batches == (PersisterStateBatch(4, 4, 2, 1),)
 
 
 def test_snapshot_folds_the_updates() -> None:
     store = ShareStateStore(updates_per_snapshot=1)
-    writes = (write(0, (0, 9, 0, 1)), write(0, (3, 4, 2, 1)), write(0, (0, 2, 4, 2)), write(0, (9, 9, 0, 1)))
+    store.initialize(KEY, 0, 0, 0)
+    writes = (write(0, (0, 9, 0, 1)), write(0, (3, 4, 2, 1)), write(0, (0, 2, 4, 2)))
     records = [store.write(KEY, w, 0)[0] for w in writes]
-    # Kafka counts the first update after a snapshot as 0: two updates before the next snapshot
-    assert [type(r) for r in records[:3]] == [ShareSnapshot, ShareUpdate, ShareUpdate]
-    snap = records[3]
+    assert [type(r) for r in records] == [ShareUpdate, ShareUpdate, ShareSnapshot]
+    snap = records[2]
     assert isinstance(snap, ShareSnapshot) and snap.snapshot_epoch == 1
     assert snap.batches == (
         PersisterStateBatch(0, 2, 4, 2),
@@ -64,9 +73,22 @@ def test_snapshot_folds_the_updates() -> None:
     )
 
 
+def test_start_offset_never_goes_back() -> None:
+    """Kafka 4.4.0: a write made at an older start offset keeps the newer one (and its count)."""
+    store = ShareStateStore()
+    store.initialize(KEY, 0, 0, 0)
+    store.write(KEY, StateWrite(10, 3, 0, 0, ()), 0)
+    record, _ = store.write(KEY, StateWrite(5, 1, 0, 0, (PersisterStateBatch(5, 12, 2, 1),)), 0)
+    assert (
+        isinstance(record, ShareUpdate) and record.start_offset == 10 and record.delivery_complete_count == 3
+    )
+    assert record.batches == (PersisterStateBatch(10, 12, 2, 1),)
+    assert store.read(KEY).start_offset == 10
+
+
 def test_replay_rebuilds_the_same_state() -> None:
     store = ShareStateStore(updates_per_snapshot=3)
-    records = []
+    records: list[ShareStateRecord] = [store.initialize(KEY, 0, 0, 0)]
     for i in range(10):
         record, _ = store.write(KEY, write(i, (i, i + 3, (0, 2, 4)[i % 3], 1 + i % 2)), i)
         assert record is not None
@@ -78,6 +100,7 @@ def test_replay_rebuilds_the_same_state() -> None:
 
 def test_fenced_writes_are_refused() -> None:
     store = ShareStateStore()
+    store.initialize(KEY, 2, 0, 0)
     store.write(KEY, write(0, leader_epoch=5, state_epoch=2), 0)
     assert store.write(KEY, write(0, leader_epoch=4, state_epoch=2), 0) == (None, FENCED_LEADER_EPOCH)
     assert store.write(KEY, write(0, leader_epoch=5, state_epoch=1), 0) == (None, FENCED_STATE_EPOCH)

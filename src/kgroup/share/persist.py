@@ -1,9 +1,10 @@
 """The share coordinator's durable state of share partitions, as ``__share_group_state`` keeps it
 (Kafka 4.4.0's ``ShareCoordinatorShard``, ``PersisterStateBatchCombiner``), pure.
 
-A share partition's :class:`~kgroup.share.partition.StateWrite` becomes one record: a
-:class:`ShareSnapshot` (the whole state) for a partition the coordinator has no state for, or once
-``share.coordinator.snapshot.update.records.per.snapshot`` updates have followed the last snapshot;
+:meth:`ShareStateStore.initialize` writes a partition's first :class:`ShareSnapshot`
+(``InitializeShareGroupState``); a share partition's :class:`~kgroup.share.partition.StateWrite` then
+becomes one record: a :class:`ShareSnapshot` (the whole state) once
+``share.coordinator.snapshot.update.records.per.snapshot`` updates have followed the last snapshot,
 else a :class:`ShareUpdate` (the write's batches, a delta). Replaying the records in order rebuilds
 every partition's state (:meth:`ShareStateStore.replay`), which :meth:`ShareStateStore.read` hands
 to :meth:`SharePartition.initialize <kgroup.share.partition.SharePartition.initialize>` after a
@@ -23,6 +24,7 @@ from kgroup.share.records import PersisterStateBatch
 __all__ = [
     "FENCED_LEADER_EPOCH",
     "FENCED_STATE_EPOCH",
+    "INVALID_REQUEST",
     "SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT",
     "ShareKey",
     "ShareSnapshot",
@@ -34,7 +36,8 @@ __all__ = [
 
 #: ``share.coordinator.snapshot.update.records.per.snapshot``'s default
 SNAPSHOT_UPDATE_RECORDS_PER_SNAPSHOT = 500
-#: Kafka's error codes for a write from an old leader or an old state epoch
+#: Kafka's error codes: a write to a partition never initialised, from an old leader, an old state epoch
+INVALID_REQUEST = 42
 FENCED_LEADER_EPOCH = 74
 FENCED_STATE_EPOCH = 124
 
@@ -99,43 +102,61 @@ class ShareStateStore:
     _state: dict[ShareKey, _Offsets] = field(default_factory=dict)
     _update_count: dict[ShareKey, int] = field(default_factory=dict)
 
+    def initialize(self, key: ShareKey, state_epoch: int, start_offset: int, now_ms: int) -> ShareSnapshot:
+        """``InitializeShareGroupState`` (the group coordinator initialises a share partition before
+        anything is written for it): a snapshot with no batches, the next snapshot epoch, leader epoch
+        0, the delivery-complete count 0 (−1 while the start offset is −1: set at the first read)."""
+        current = self._state.get(key)
+        record = ShareSnapshot(
+            key=key,
+            snapshot_epoch=0 if current is None else current.snapshot_epoch + 1,
+            state_epoch=state_epoch,
+            leader_epoch=0,
+            start_offset=start_offset,
+            delivery_complete_count=-1 if start_offset == -1 else 0,
+            create_timestamp=now_ms,
+            write_timestamp=now_ms,
+            batches=(),
+        )
+        self.replay(record)
+        return record
+
     def write(self, key: ShareKey, write: StateWrite, now_ms: int) -> tuple[ShareStateRecord | None, int]:
         """``writeState``: the record to append (already replayed here) and the error code (0: none;
-        a fenced write gets its error and no record)."""
+        a refused write gets its error and no record)."""
         current = self._state.get(key)
-        if current is not None:
-            if write.leader_epoch != -1 and write.leader_epoch < current.leader_epoch:
-                return None, FENCED_LEADER_EPOCH
-            if write.state_epoch < current.state_epoch:
-                return None, FENCED_STATE_EPOCH
-        record = self._record_for(key, write, now_ms)
+        if current is None:
+            # "Write operation on uninitialized share partition not allowed."
+            return None, INVALID_REQUEST
+        if write.leader_epoch != -1 and write.leader_epoch < current.leader_epoch:
+            return None, FENCED_LEADER_EPOCH
+        if write.state_epoch < current.state_epoch:
+            return None, FENCED_STATE_EPOCH
+        record = self._record_for(key, current, write, now_ms)
         self.replay(record)
         return record, 0
 
-    def _record_for(self, key: ShareKey, write: StateWrite, now_ms: int) -> ShareStateRecord:
-        current = self._state.get(key)
-        if current is None or write.state_epoch > current.state_epoch:
-            return ShareSnapshot(
-                key=key,
-                snapshot_epoch=0 if current is None else current.snapshot_epoch + 1,
-                state_epoch=write.state_epoch,
-                leader_epoch=write.leader_epoch,
-                start_offset=write.start_offset,
-                delivery_complete_count=write.delivery_complete_count,
-                create_timestamp=now_ms,
-                write_timestamp=now_ms,
-                batches=combine_state_batches(write.batches, write.start_offset),
-            )
+    def _record_for(
+        self, key: ShareKey, current: _Offsets, write: StateWrite, now_ms: int
+    ) -> ShareStateRecord:
         leader_epoch = write.leader_epoch if write.leader_epoch != -1 else current.leader_epoch
+        # Kafka 4.4.0 (the jar): the start offset never goes back, and the delivery-complete count
+        # follows the start offset the write was made at.
+        start = max(write.start_offset, current.start_offset)
+        if write.start_offset == current.start_offset:
+            complete = max(write.delivery_complete_count, current.delivery_complete_count)
+        elif write.start_offset < current.start_offset:
+            complete = current.delivery_complete_count
+        else:
+            complete = write.delivery_complete_count
         if self._update_count.get(key, 0) >= self.updates_per_snapshot:
-            start = current.start_offset if write.start_offset == -1 else write.start_offset
             return ShareSnapshot(
                 key=key,
                 snapshot_epoch=current.snapshot_epoch + 1,
                 state_epoch=current.state_epoch,
                 leader_epoch=leader_epoch,
                 start_offset=start,
-                delivery_complete_count=write.delivery_complete_count,
+                delivery_complete_count=complete,
                 create_timestamp=now_ms,
                 write_timestamp=now_ms,
                 batches=combine_state_batches((*current.batches, *write.batches), start),
@@ -144,9 +165,9 @@ class ShareStateStore:
             key=key,
             snapshot_epoch=current.snapshot_epoch,
             leader_epoch=leader_epoch,
-            start_offset=write.start_offset,
-            delivery_complete_count=write.delivery_complete_count,
-            batches=combine_state_batches(write.batches, -1),
+            start_offset=start,
+            delivery_complete_count=complete,
+            batches=combine_state_batches(write.batches, start),
         )
 
     def replay(self, record: ShareStateRecord) -> None:
@@ -178,7 +199,8 @@ class ShareStateStore:
             start = current.start_offset if record.start_offset == -1 else record.start_offset
             current.batches = combine_state_batches((*current.batches, *record.batches), start)
             current.start_offset = start
-            current.leader_epoch = record.leader_epoch
+            if record.leader_epoch != -1:
+                current.leader_epoch = record.leader_epoch
             current.delivery_complete_count = record.delivery_complete_count
         self._update_count[key] = self._update_count[key] + 1 if key in self._update_count else 0
 
