@@ -438,6 +438,19 @@ def test_log_start_offset_beyond_end_resets_window() -> None:
     assert (h.sp.start_offset, h.sp.end_offset, h.sp.next_fetch_offset()) == (20, 20, 20)
 
 
+def test_stale_batches_compacted_away_are_archived() -> None:
+    """maybeArchiveStaleBatches: released records the log no longer has (the read from 0 starts at 5)
+    are archived, and the next write moves the SPSO past them."""
+    h = Host()
+    h.acquire(M1, batches((0, 5)))
+    h.acknowledge(M1, ack(0, 4, RELEASE))
+    r = h.acquire(M2, batches((5, 5)), fetch_offset=0)
+    assert ranges(r.acquired) == [(5, 9, 1)]
+    assert h.sp.batch_state(0) == (X, 1, "")
+    h.acknowledge(M2, ack(5, 9, ACCEPT))
+    assert h.sp.start_offset == 10
+
+
 # ---------------------------------------------------------------- read_committed
 
 

@@ -448,6 +448,7 @@ class SharePartition:
             return AcquireResult()
         first_batch = batches[0]
         base_offset = first_batch.base_offset
+        self._maybe_archive_stale_batches(fetch_offset, base_offset)
         floor = self._floor_key(base_offset)
         if floor is None:
             if base_offset < self.start_offset:
@@ -551,6 +552,20 @@ class SharePartition:
             self._maybe_update_gap_window_start(result[-1].last_offset + 1)
             return self._maybe_filter_aborted(batches, isolation, aborted, result, acquired_count)
         return AcquireResult(result, acquired_count)
+
+    def _maybe_archive_stale_batches(self, fetch_offset: int, base_offset: int) -> None:
+        """``maybeArchiveStaleBatches``: the log read from ``fetch_offset`` starts later, at
+        ``base_offset`` (compaction removed what lay between): the Available records cached there are
+        archived, so the SPSO and the next fetch offset can move past them."""
+        if not self._keys or fetch_offset >= base_offset:
+            return
+        floor_offset = fetch_offset
+        floor = self._floor_key(fetch_offset)
+        if floor is not None and self._batches[floor].last >= fetch_offset:
+            floor_offset = floor
+        keys = [k for k in self._sub_keys(floor_offset, base_offset) if k < base_offset]
+        if keys and self._archive_records(fetch_offset, base_offset, keys, RecordState.AVAILABLE):
+            self._find_next_fetch_offset = True
 
     def _last_offset_and_max_records(
         self, fetch_offset: int, max_fetch: int, last_offset: int
