@@ -4,6 +4,8 @@ and the persisted delivery counts come back; acquired records come back Availabl
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.share.harness import KEY, Host, ack, batches, ranges
 
 from kgroup.share import (
@@ -228,3 +230,20 @@ def test_log_batch_starting_before_the_spso_is_acquired_from_the_spso() -> None:
     got = h.acquire("c", log[:1])  # the log read from 10 returns the batch holding it: 5-14
     assert ranges(got.acquired) == [(10, 14, 1)]
     assert h.sp.start_offset == 10
+
+
+def _batches(text: str) -> list[PersisterStateBatch]:
+    if text == "-":
+        return []
+    return [PersisterStateBatch(*(int(x) for x in part.split(","))) for part in text.split(";")]
+
+
+def test_combine_is_kafkas_combiner() -> None:
+    """400 random cases against Kafka 4.4.0's own PersisterStateBatchCombiner
+    (``share_state_combiner.txt``, printed by ``ShareStateCombiner.java``)."""
+    lines = (Path(__file__).parent / "share_state_combiner.txt").read_text().splitlines()
+    assert len(lines) == 400
+    for line in lines:
+        start, so_far, fresh, combined = line.split("\t")
+        got = combine_state_batches([*_batches(so_far), *_batches(fresh)], int(start))
+        assert list(got) == _batches(combined), line
