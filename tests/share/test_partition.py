@@ -300,7 +300,7 @@ def test_leave_skips_offsets_another_member_holds() -> None:
     assert res.write is not None and [(b.first_offset, b.delivery_state) for b in res.write.batches] == [
         (o, 0) for o in range(5, 10)
     ]
-    assert offsets(h, 3, 9) == [(Q, 2, M2)] * 2 + [(A, 0, "")] * 5
+    assert offsets(h, 3, 9) == [(Q, 2, M2)] * 2 + [(A, 1, "")] * 5
 
 
 def test_renew_per_offset_keeps_the_others_on_the_old_lock() -> None:
@@ -399,16 +399,69 @@ def test_throttled_batch_is_not_joined_with_others() -> None:
 # ---------------------------------------------------------------- release on leave
 
 
-def test_release_acquired_records_on_leave_decrements_delivery_count() -> None:
-    """testReleaseSingleRecordBatch / testReleaseAcquiredRecordsWithAnotherMember."""
+def test_release_acquired_records_on_leave() -> None:
+    """testReleaseSingleRecordBatch / testReleaseAcquiredRecordsWithAnotherMember: a leaving member's
+    records go back to Available, their delivery counted (Kafka 4.4.0: NO_OP), another's stay."""
     h = Host()
     h.acquire(M1, batches((0, 5)))
     h.acquire(M2, batches((5, 5)))
     res = h.release(M1)
-    assert res.write is not None and res.write.batches == (PersisterStateBatch(0, 4, 0, 0),)
-    assert h.sp.batch_state(0) == (A, 0, "") and h.sp.batch_state(5) == (Q, 1, M2)
+    assert res.write is not None and res.write.batches == (PersisterStateBatch(0, 4, 0, 1),)
+    assert h.sp.batch_state(0) == (A, 1, "") and h.sp.batch_state(5) == (Q, 1, M2)
     assert len(h.timers) == 1
-    assert ranges(h.acquire(M1, batches((0, 5))).acquired) == [(0, 4, 1)]
+    assert ranges(h.acquire(M1, batches((0, 5))).acquired) == [(0, 4, 2)]
+
+
+def test_release_on_leave_at_the_delivery_limit_archives() -> None:
+    h = Host(SharePartitionConfig(max_delivery_count=2))
+    h.acquire(M1, batches((0, 5)))
+    h.acknowledge(M1, ack(0, 4, RELEASE))
+    h.acquire(M1, batches((0, 5)))
+    h.release(M1)
+    assert h.sp.start_offset == 5 and h.sp.cached_batches() == []
+
+
+def test_release_after_spso_moved_into_the_batch() -> None:
+    """testReleaseAcquiredRecordsBatchesPostStartOffsetMovementToMiddleOfBatch: the log start moved to
+    11; released, 5-9 and 10 are archived, 11-14 Available."""
+    h = Host()
+    h.acquire(M1, batches((5, 5)))
+    h.acquire(M1, batches((10, 5)))
+    h.sp.update_log_start_offset(11)
+    assert (h.sp.next_fetch_offset(), h.sp.start_offset, h.sp.end_offset) == (15, 11, 14)
+    h.release(M1)
+    assert h.sp.batch_state(5) == (X, 1, "")
+    assert offsets(h, 10, 14) == [(X, 1, "")] + [(A, 1, "")] * 4
+
+
+def test_lock_timeout_after_spso_moved_into_the_batch() -> None:
+    """testAcquisitionLockTimeoutForBatchesPostStartOffsetMovementToMiddleOfBatch."""
+    h = Host()
+    h.acquire(M1, batches((5, 5)))
+    h.acquire(M1, batches((10, 5)))
+    h.sp.update_log_start_offset(11)
+    h.advance(LOCK)
+    assert h.sp.batch_state(5) == (X, 1, "")
+    assert offsets(h, 10, 14) == [(X, 1, "")] + [(A, 1, "")] * 4
+
+
+def test_log_start_then_lock_timeout_then_acknowledge() -> None:
+    """testLsoMovementThenAcquisitionLockTimeoutThenAcknowledge: a batch wholly behind the new log
+    start is archived at its lock's end and leaves the cache; an acknowledgement naming it with later
+    records applies to the later ones only."""
+    h = Host()
+    h.acquire(M1, batches((2, 5)))
+    h.sp.update_log_start_offset(7)
+    assert (h.sp.next_fetch_offset(), h.sp.start_offset, h.sp.end_offset) == (7, 7, 7)
+    assert h.sp.batch_state(2) == (Q, 1, M1)
+    h.advance(LOCK)
+    assert (h.sp.next_fetch_offset(), h.sp.start_offset, h.sp.end_offset) == (7, 7, 7)
+    assert h.sp.cached_batches() == []
+    h.acquire(M1, batches((10, 5)), fetch_offset=7)
+    assert (h.sp.next_fetch_offset(), h.sp.start_offset, h.sp.end_offset) == (15, 10, 14)
+    assert h.acknowledge(M1, ack(2, 14, RELEASE)).error is None
+    assert (h.sp.next_fetch_offset(), h.sp.start_offset, h.sp.end_offset) == (10, 10, 14)
+    assert h.sp.batch_state(10) == (A, 1, "")
 
 
 # ---------------------------------------------------------------- log start offset

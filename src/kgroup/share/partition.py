@@ -904,8 +904,8 @@ class SharePartition:
 
     def release_acquired_records(self, member_id: str) -> AcknowledgeResult:
         """Release what ``member_id`` holds as it leaves (``releaseAcquiredRecords``): its records go
-        back to Available with the delivery count they had before (they were not processed), those
-        behind the SPSO to Archived."""
+        back to Available (Archived at the delivery-count limit, or behind the SPSO), their delivery
+        counted (Kafka 4.4.0: ``DeliveryCountOps.NO_OP``; later sources uncount it)."""
         self._effects = []
         self._journal = {}
         writes: list[tuple[_State, PersisterStateBatch]] = []
@@ -925,7 +925,7 @@ class SharePartition:
                         continue  # Kafka 4.4.0 skips another member's offset (older sources stopped there)
                     if st.state is RecordState.ACQUIRED:
                         target = RecordState.ARCHIVED if o < self.start_offset else RecordState.AVAILABLE
-                        if self._start_transition(st, target, _Ops.DECREASE, EMPTY_MEMBER_ID):
+                        if self._start_transition(st, target, _Ops.NO_OP, EMPTY_MEMBER_ID):
                             writes.append((st, PersisterStateBatch(o, o, int(st.state), st.count)))
                 continue
             whole = b.whole
@@ -934,7 +934,7 @@ class SharePartition:
                 continue
             if whole.state is RecordState.ACQUIRED:
                 target = RecordState.ARCHIVED if b.last < self.start_offset else RecordState.AVAILABLE
-                if self._start_transition(whole, target, _Ops.DECREASE, EMPTY_MEMBER_ID):
+                if self._start_transition(whole, target, _Ops.NO_OP, EMPTY_MEMBER_ID):
                     writes.append(
                         (whole, PersisterStateBatch(b.first, b.last, int(whole.state), whole.count))
                     )
@@ -1144,9 +1144,12 @@ class SharePartition:
         if floor is None:
             return False
         b = self._batches[floor]
-        if self.start_offset > b.last:
-            return False
-        st = b.whole if b.offsets is None else b.offsets[self.start_offset]
+        if b.offsets is None:
+            st = b.whole  # Kafka reads the batch's state even when the SPSO lies past the batch
+        else:
+            st = b.offsets.get(self.start_offset)
+            if st is None:  # past a per-offset batch (Kafka would throw here)
+                return False
         assert st is not None
         if self._ongoing(st):
             return False
