@@ -97,6 +97,31 @@ def test_next_fetch_offset_with_multiple_consumers() -> None:
     assert h.sp.next_fetch_offset() == 3
 
 
+def test_reacquire_subset_with_another_member() -> None:
+    """testReacquireSubsetWithAnotherMember: released records are reacquired by another member, one
+    offset at a time inside a per-offset batch; gaps stay archived, unreleased records stay held."""
+    h = Host()
+    h.acquire(M1, batches((5, 5)))
+    h.acquire(M1, batches((10, 12)))
+    h.acknowledge(M1, ack(5, 11, RELEASE), ack(12, 13, GAP), ack(14, 15, RELEASE), ack(17, 20, RELEASE))
+    h.acquire(M2, batches((5, 5)), fetch_offset=5)
+    assert h.sp.next_fetch_offset() == 10
+    h.acquire(M2, batches((10, 7)))
+    assert h.sp.next_fetch_offset() == 17
+    assert h.sp.batch_state(5) == (Q, 2, M2)
+    assert offsets(h, 10, 21) == [
+        (Q, 2, M2),
+        (Q, 2, M2),
+        (X, 1, ""),
+        (X, 1, ""),
+        (Q, 2, M2),
+        (Q, 2, M2),
+        (Q, 1, M1),
+        *[(A, 1, "")] * 4,
+        (Q, 1, M1),
+    ]
+
+
 # ---------------------------------------------------------------- in-flight cap
 
 
@@ -360,6 +385,33 @@ def test_release_at_the_delivery_limit_archives() -> None:
     h.acquire(M1, batches((5, 10)))
     h.acknowledge(M1, ack(5, 14, RELEASE))
     assert h.sp.cached_batches() == [] and h.sp.start_offset == 15 and h.sp.next_fetch_offset() == 15
+
+
+def test_delivery_limit_for_records_subset() -> None:
+    """testMaxDeliveryCountLimitExceededForRecordsSubset (limit 2): released subsets redelivered, then
+    released again at the limit: archived, the cache empties, the SPSO moves to 20."""
+    h = Host(SharePartitionConfig(max_delivery_count=2))
+    h.acquire(M1, batches((10, 5)), fetch_offset=3)
+    h.acquire(M1, batches((15, 5)), fetch_offset=3)
+    h.acknowledge(M1, ack(10, 12, ACCEPT), ack(13, 16, RELEASE), ack(17, 19, ACCEPT))
+    assert ranges(h.acquire(M1, batches((10, 5)), fetch_offset=3).acquired) == [(13, 13, 2), (14, 14, 2)]
+    assert ranges(h.acquire(M1, batches((15, 5)), fetch_offset=3).acquired) == [(15, 15, 2), (16, 16, 2)]
+    h.acknowledge(M1, ack(13, 16, RELEASE))
+    assert h.sp.next_fetch_offset() == 20 and h.sp.cached_batches() == [] and h.sp.start_offset == 20
+
+
+def test_acknowledgements_in_between_keep_the_spso() -> None:
+    """testMaybeUpdateCachedStateWhenAcknowledgementsInBetween."""
+    h = Host(SharePartitionConfig(max_in_flight_records=20))
+    h.acquire(M1, batches((0, 15)))
+    assert h.sp.can_acquire_records()
+    h.acquire(M1, batches((15, 15)))
+    assert not h.sp.can_acquire_records()
+    h.acknowledge(M1, ack(10, 14, REJECT))
+    assert offsets(h, 9, 10) == [(Q, 1, M1), (X, 1, "")]
+    assert h.sp.batch_state(15) == (Q, 1, M1)
+    assert not h.sp.can_acquire_records()
+    assert (h.sp.start_offset, h.sp.end_offset, h.sp.next_fetch_offset()) == (0, 29, 30)
 
 
 def test_throttled_redelivery_and_poison_record_delivered_alone() -> None:
