@@ -33,8 +33,8 @@ def write(
 
 def test_initialize_then_updates_until_the_limit_then_a_snapshot() -> None:
     """ShareCoordinatorShard: InitializeShareGroupState writes the first snapshot; each write is then an
-    update until ``updates_per_snapshot`` updates followed the snapshot (Kafka counts the first update
-    after a snapshot as 0), then a snapshot with the next snapshot epoch."""
+    update until ``updates_per_snapshot`` updates followed the snapshot, then a snapshot with the next
+    snapshot epoch (Kafka 4.4.0 counts the first update 1; the older sources counted it 0)."""
     store = ShareStateStore(updates_per_snapshot=2)
     assert store.write(KEY, write(0), 0) == (None, INVALID_REQUEST)
     first = store.initialize(KEY, state_epoch=0, start_offset=-1, now_ms=0)
@@ -45,19 +45,20 @@ def test_initialize_then_updates_until_the_limit_then_a_snapshot() -> None:
         (),
     )
     kinds = []
-    for i in range(5):
+    for i in range(6):
         record, error = store.write(KEY, write(i, (i, i, 2, 1)), now_ms=i)
         assert error == 0 and record is not None
         kinds.append((type(record).__name__, record.snapshot_epoch))
     assert kinds == [
         ("ShareUpdate", 0),
         ("ShareUpdate", 0),
-        ("ShareUpdate", 0),
         ("ShareSnapshot", 1),
         ("ShareUpdate", 1),
+        ("ShareUpdate", 1),
+        ("ShareSnapshot", 2),
     ]
     state = store.read(KEY)
-    assert state.start_offset == 4 and state.batches == (PersisterStateBatch(4, 4, 2, 1),)
+    assert state.start_offset == 5 and state.batches == (PersisterStateBatch(5, 5, 2, 1),)
 
 
 def test_snapshot_folds_the_updates() -> None:
@@ -65,14 +66,28 @@ def test_snapshot_folds_the_updates() -> None:
     store.initialize(KEY, 0, 0, 0)
     writes = (write(0, (0, 9, 0, 1)), write(0, (3, 4, 2, 1)), write(0, (0, 2, 4, 2)))
     records = [store.write(KEY, w, 0)[0] for w in writes]
-    assert [type(r) for r in records] == [ShareUpdate, ShareUpdate, ShareSnapshot]
-    snap = records[2]
+    assert [type(r) for r in records] == [ShareUpdate, ShareSnapshot, ShareUpdate]
+    snap = records[1]
     assert isinstance(snap, ShareSnapshot) and snap.snapshot_epoch == 1
     assert snap.batches == (
+        PersisterStateBatch(0, 2, 0, 1),
+        PersisterStateBatch(3, 4, 2, 1),
+        PersisterStateBatch(5, 9, 0, 1),
+    )
+    assert store.read(KEY).batches == (
         PersisterStateBatch(0, 2, 4, 2),
         PersisterStateBatch(3, 4, 2, 1),
         PersisterStateBatch(5, 9, 0, 1),
     )
+
+
+def test_tombstone_deletes_the_state() -> None:
+    store = ShareStateStore()
+    store.initialize(KEY, 0, 0, 0)
+    store.write(KEY, write(0, (0, 4, 2, 1)), 0)
+    store.replay_tombstone(KEY)
+    assert store.read(KEY).start_offset == -1
+    assert store.write(KEY, write(0), 0) == (None, INVALID_REQUEST)
 
 
 def test_start_offset_never_goes_back() -> None:

@@ -202,7 +202,12 @@ class ShareStateStore:
             if record.leader_epoch != -1:
                 current.leader_epoch = record.leader_epoch
             current.delivery_complete_count = record.delivery_complete_count
-        self._update_count[key] = self._update_count[key] + 1 if key in self._update_count else 0
+        self._update_count[key] = self._update_count.get(key, 0) + 1  # 4.4.0: the first counts 1
+
+    def replay_tombstone(self, key: ShareKey) -> None:
+        """A null value for ``key`` (``DeleteShareGroupState``): the partition's state is gone."""
+        self._state.pop(key, None)
+        self._update_count.pop(key, None)
 
     def replay_all(self, records: Iterable[ShareStateRecord]) -> None:
         for record in records:
