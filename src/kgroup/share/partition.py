@@ -1,5 +1,7 @@
 """One share partition (KIP-932) as Kafka 4.4.0's broker keeps it (``kafka.server.share.SharePartition``),
 pure: no I/O, no clock (every operation takes ``now_ms``), the acquisition locks as timer effects.
+Where Kafka's sources and the 4.4.0 release differ, this follows the release's bytecode (``javap`` on
+``kafka_2.13-4.4.0.jar`` / ``kafka-server-4.4.0.jar``); the comments say where.
 
 The in-flight window runs from the share-partition start offset (SPSO, :attr:`start_offset`) to the end
 offset (SPEO, :attr:`end_offset`). Records are cached as in-flight batches keyed by first offset; a batch
@@ -19,7 +21,7 @@ from __future__ import annotations
 import bisect
 import enum
 import heapq
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kgroup.share.records import (
@@ -1285,10 +1287,6 @@ class SharePartition:
         if b.first not in self._batches:
             bisect.insort(self._keys, b.first)
         self._batches[b.first] = b
-
-    def _iter_batches(self) -> Iterator[_Batch]:
-        for k in self._keys:
-            yield self._batches[k]
 
 
 def _count_terminal(b: _Batch, start: int) -> int:
