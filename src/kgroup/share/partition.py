@@ -678,6 +678,7 @@ class SharePartition:
         throttled_max = -1
         has_throttled = False
         lock: _Lock | None = None
+        local: list[AcquiredRecords] = []
         for o, st in b.offsets.items():
             if o < request_first:
                 continue
@@ -695,7 +696,7 @@ class SharePartition:
             if lock is None:
                 lock = self._new_lock(member_id, now_ms)
             self._attach(st, lock, o, o)
-            result.append(AcquiredRecords(o, o, st.count))
+            local.append(AcquiredRecords(o, o, st.count))
             acquired += 1
             if st.count == max_deliveries and max_deliveries > 2:
                 break
@@ -703,6 +704,7 @@ class SharePartition:
                 break
             if has_throttled and acquired == throttled_max:
                 break
+        _accumulate(local, result)
         return acquired
 
     def _should_throttle(self, b: _Batch, request_first: int, request_last: int) -> bool:
@@ -1296,6 +1298,25 @@ def _count_terminal(b: _Batch, start: int) -> int:
             return 0
         return max(0, b.last - max(b.first, start) + 1)
     return sum(1 for o, st in b.offsets.items() if o >= start and st.state.terminal)
+
+
+def _accumulate(acquired: list[AcquiredRecords], into: list[AcquiredRecords]) -> None:
+    """``ShareFetchUtils.accumulateAcquiredRecords`` (4.4.0): records acquired one by one, contiguous
+    and delivered as often, are answered as one range."""
+    run: AcquiredRecords | None = None
+    for r in acquired:
+        if (
+            run is not None
+            and run.last_offset + 1 == r.first_offset
+            and run.delivery_count == r.delivery_count
+        ):
+            run = AcquiredRecords(run.first_offset, r.last_offset, run.delivery_count)
+            continue
+        if run is not None:
+            into.append(run)
+        run = r
+    if run is not None:
+        into.append(run)
 
 
 def _invalid_state(message: str) -> ShareError:
