@@ -710,11 +710,17 @@ class SharePartition:
     def _should_throttle(self, b: _Batch, request_first: int, request_last: int) -> bool:
         limit = self.config.throttle_records_delivery_limit
         if b.offsets is None:
-            assert b.whole is not None
-            return b.whole.count >= limit
+            # Kafka 4.4.0: only an Available batch is throttled (older sources read any batch's count)
+            st = b.whole
+            assert st is not None
+            return st.state is RecordState.AVAILABLE and not self._ongoing(st) and st.count >= limit
         top = 0
         for o, st in b.offsets.items():
-            if request_first <= o <= request_last and st.state is RecordState.AVAILABLE:
+            if (
+                request_first <= o <= request_last
+                and st.state is RecordState.AVAILABLE
+                and not self._ongoing(st)
+            ):
                 top = max(top, st.count)
         return top >= limit
 
