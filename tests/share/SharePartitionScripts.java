@@ -2,8 +2,10 @@
 // kafka.server.share.SharePartition and prints what it did (Java 17):
 //   L=~/.cache/kgroup/apache-kafka/4.4.0/libs
 //   java -cp "$L/*" SharePartitionScripts.java < share_partition_scripts.txt > share_partition_kafka.txt
-// The share partition runs with a persister that accepts every write (NoOpStatePersister), a clock
-// and a timer the script moves, log start 0 (earliest and latest both 0). One line per operation:
+// The share partition runs with an in-memory persister keeping what the share coordinator keeps (the
+// start offset, never moved back, and the state batches combined by Kafka's own
+// PersisterStateBatchCombiner), a clock and a timer the script moves, log start 0. "restart" drops the
+// partition and its timers and loads a new one from the persister, as after a broker's kill -9. One line per operation:
 // its result, then the partition (start, end, next fetch offset, cached batches).
 import java.lang.reflect.*;
 import java.nio.ByteBuffer;
@@ -24,7 +26,7 @@ import org.apache.kafka.server.share.acknowledge.ShareAcknowledgementBatch;
 import org.apache.kafka.server.share.dlq.NoOpShareGroupDLQManager;
 import org.apache.kafka.server.share.fetch.*;
 import org.apache.kafka.server.share.metrics.SharePartitionMetrics;
-import org.apache.kafka.server.share.persister.NoOpStatePersister;
+import org.apache.kafka.server.share.persister.*;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.server.storage.log.FetchPartitionData;
 import org.apache.kafka.server.util.timer.Timer;
@@ -89,6 +91,44 @@ public class SharePartitionScripts {
     static Object sp;
     static ScriptTimer timer;
 
+    /** What the share coordinator keeps for the one partition. */
+    static final class MemoryPersister extends NoOpStatePersister {
+        long start = -1;
+        List<PersisterStateBatch> batches = List.of();
+
+        @Override
+        public CompletableFuture<ReadShareGroupStateResult> readState(ReadShareGroupStateParameters request) {
+            Uuid topic = request.groupTopicPartitionData().topicsData().get(0).topicId();
+            return CompletableFuture.completedFuture(new ReadShareGroupStateResult.Builder().setTopicsData(List.of(
+                new TopicData<>(topic, List.of(PartitionFactory.newPartitionAllData(0, 0, start, (short) 0, null, batches))))).build());
+        }
+
+        @Override
+        public CompletableFuture<WriteShareGroupStateResult> writeState(WriteShareGroupStateParameters request) {
+            TopicData<PartitionStateBatchData> topic = request.groupTopicPartitionData().topicsData().get(0);
+            PartitionStateBatchData data = topic.partitions().get(0);
+            long newStart = start == -1 ? data.startOffset() : Math.max(start, data.startOffset());
+            batches = new org.apache.kafka.coordinator.share.PersisterStateBatchCombiner(batches, data.stateBatches(), newStart).combineStateBatches();
+            start = newStart;
+            return CompletableFuture.completedFuture(new WriteShareGroupStateResult.Builder().setTopicsData(List.of(
+                new TopicData<>(topic.topicId(), List.of(PartitionFactory.newPartitionErrorData(0, (short) 0, null))))).build());
+        }
+    }
+
+    static MemoryPersister persister;
+    static Constructor<?> ctor;
+    static Config config;
+    static final Time TIME = new ScriptTime();
+    static final TopicIdPartition TP = new TopicIdPartition(Uuid.fromString("mUQ0Mkg0S6uUSe3pNnvU2A"), 0, "t");
+
+    static void load() throws Exception {
+        timer = new ScriptTimer();
+        sp = ctor.newInstance("g", TP, 0, config.locks, config.deliveries, config.lock, timer, TIME, persister,
+            new Metadata(), (Consumer<DelayedShareFetchKey>) k -> { }, config,
+            null, (Supplier<Boolean>) () -> false, new NoOpShareGroupDLQManager());
+        ((CompletableFuture<?>) call("maybeInitialize")).get();
+    }
+
     static Object call(String name, Object... args) throws Exception {
         for (Method m : sp.getClass().getDeclaredMethods()) {
             if (m.getName().equals(name) && m.getParameterCount() == args.length) {
@@ -147,10 +187,7 @@ public class SharePartitionScripts {
 
     public static void main(String[] args) throws Exception {
         Scanner in = new Scanner(System.in);
-        Time time = new ScriptTime();
-        TopicIdPartition tp = new TopicIdPartition(Uuid.fromString("mUQ0Mkg0S6uUSe3pNnvU2A"), 0, "t");
         Class<?> cls = Class.forName("kafka.server.share.SharePartition");
-        Constructor<?> ctor = null;
         for (Constructor<?> c : cls.getDeclaredConstructors()) if (c.getParameterCount() == 15) ctor = c;
         ctor.setAccessible(true);
         while (in.hasNextLine()) {
@@ -163,11 +200,9 @@ public class SharePartitionScripts {
                     case "script": {
                         int locks = Integer.parseInt(w[2]), deliveries = Integer.parseInt(w[3]), lock = Integer.parseInt(w[4]);
                         now = 0;
-                        timer = new ScriptTimer();
-                        sp = ctor.newInstance("g", tp, 0, locks, deliveries, lock, timer, time, new NoOpStatePersister(),
-                            new Metadata(), (Consumer<DelayedShareFetchKey>) k -> { }, new Config(lock, deliveries, locks),
-                            null, (Supplier<Boolean>) () -> false, new NoOpShareGroupDLQManager());
-                        ((CompletableFuture<?>) call("maybeInitialize")).get();
+                        persister = new MemoryPersister();
+                        config = new Config(lock, deliveries, locks);
+                        load();
                         out = "script " + w[1];
                         break;
                     }
@@ -205,6 +240,11 @@ public class SharePartitionScripts {
                     case "advance": {
                         now += Long.parseLong(w[1]);
                         timer.fire();
+                        out = "ok";
+                        break;
+                    }
+                    case "restart": {
+                        load();
                         out = "ok";
                         break;
                     }

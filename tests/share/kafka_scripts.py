@@ -1,5 +1,6 @@
 """Scripts of share-partition operations, run through kgroup here and through Kafka 4.4.0's own
-``SharePartition`` by ``SharePartitionScripts.java``; both print the same lines.
+``SharePartition`` by ``SharePartitionScripts.java``; both print the same lines. ``restart`` is a
+``kill -9``: the partition is loaded again from what its writes persisted.
 
 ``python -m tests.share.kafka_scripts > tests/share/share_partition_scripts.txt`` writes the scripts
 (seeded, so the file is reproducible); the Java program then prints Kafka's answers
@@ -10,6 +11,7 @@
     ack <member> <first>-<last>:<type>.<type>...;...
     release <member>
     advance <ms>
+    restart
     lso <log start offset>
 
 and each prints ``<result> | <start> <end> <next fetch> [<first>-<last> <state>/<count>/<member> ...]``.
@@ -96,6 +98,9 @@ class Runner:
         elif w[0] == "lso":
             h.sp.update_log_start_offset(int(w[1]))
             out = "ok"
+        elif w[0] == "restart":
+            h.restart()
+            out = "ok"
         else:
             raise ValueError(line)
         return f"{out} | {_state(h)}"
@@ -120,7 +125,7 @@ def scripts(seed: int = 932, count: int = 80, steps: int = 30) -> Iterator[str]:
         got: dict[str, list[tuple[int, int]]] = {m: [] for m in MEMBERS}
         for _ in range(steps):
             op = rng.choice(
-                ["acquire", "acquire", "acquire", "ack", "ack", "ack", "advance", "release", "lso"]
+                ["acquire", "acquire", "acquire", "ack", "ack", "ack", "advance", "release", "lso", "restart"]
             )
             member = rng.choice(MEMBERS)
             h = runner.h
@@ -157,6 +162,9 @@ def scripts(seed: int = 932, count: int = 80, steps: int = 30) -> Iterator[str]:
                 runner.run(line)
             elif op == "release":
                 line = f"release {member}"
+                runner.run(line)
+            elif op == "restart":
+                line = "restart"
                 runner.run(line)
             else:
                 line = f"lso {h.sp.start_offset + rng.randint(1, 6)}"

@@ -779,12 +779,17 @@ class SharePartition:
     def _sub_for_ack(self, ack: AcknowledgementBatch) -> tuple[list[int], ShareError | None]:
         floor = self._floor_key(ack.first_offset)
         if floor is None:
-            if ack.first_offset < self.start_offset <= ack.last_offset:
-                floor = self._floor_key(self.start_offset)
-            if floor is None:
+            if not ack.first_offset < self.start_offset <= ack.last_offset:
                 return [], ShareError(
                     ShareErrorCode.INVALID_RECORD_STATE,
                     "Batch record not found. The request batch offsets are not found in the cache.",
+                )
+            floor = self._floor_key(self.start_offset)
+            if floor is None:
+                # Kafka 4.4.0 dereferences the missing floor entry here (a NullPointerException the
+                # broker answers as UNKNOWN_SERVER_ERROR): nothing cached at or before the SPSO.
+                return [], ShareError(
+                    ShareErrorCode.UNKNOWN_SERVER_ERROR, "Unexpected error: no cached batch at the SPSO"
                 )
         sub = self._sub_keys(floor, ack.last_offset)
         last = self._batches[sub[-1]].last

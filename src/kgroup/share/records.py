@@ -58,6 +58,8 @@ class IsolationLevel(enum.IntEnum):
 class ShareErrorCode(enum.IntEnum):
     """The Kafka error codes a share partition answers with (``Errors``)."""
 
+    #: what Kafka answers when its own code throws (a null it does not expect)
+    UNKNOWN_SERVER_ERROR = -1
     INVALID_REQUEST = 42
     INVALID_RECORD_STATE = 121
 
