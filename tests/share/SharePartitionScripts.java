@@ -1,7 +1,8 @@
 // Runs the scripts of tests/share/share_partition_scripts.txt through Kafka 4.4.0's own
 // kafka.server.share.SharePartition and prints what it did (Java 17):
 //   L=~/.cache/kgroup/apache-kafka/4.4.0/libs
-//   java -cp "$L/*" SharePartitionScripts.java < share_partition_scripts.txt > share_partition_kafka.txt
+//   java -cp "$L/*" SharePartitionScripts.java < share_partition_scripts.txt 2>/dev/null \
+//     | grep -E '^(script|acquired|ok|error) ' > share_partition_kafka.txt   (Kafka's own log lines dropped)
 // The share partition runs with an in-memory persister keeping what the share coordinator keeps (the
 // start offset, never moved back, and the state batches combined by Kafka's own
 // PersisterStateBatchCombiner), a clock and a timer the script moves, log start 0. "restart" drops the
@@ -14,6 +15,7 @@ import java.util.concurrent.*;
 import java.util.function.*;
 import org.apache.kafka.common.*;
 import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.message.FetchResponseData;
 import org.apache.kafka.common.message.ShareFetchResponseData.AcquiredRecords;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.record.internal.*;
@@ -144,6 +146,7 @@ public class SharePartitionScripts {
     }
 
     static MemoryRecords records(String spec) {
+        // base:count (plain), base:count:t<pid> (transactional), base:1:a<pid> / base:1:c<pid> (abort / commit marker)
         List<ByteBuffer> parts = new ArrayList<>();
         int size = 0;
         for (String b : spec.split(",")) {
@@ -152,7 +155,19 @@ public class SharePartitionScripts {
             int count = Integer.parseInt(bc[1]);
             SimpleRecord[] recs = new SimpleRecord[count];
             for (int i = 0; i < count; i++) recs[i] = new SimpleRecord(0L, ("k" + i).getBytes(), ("v" + i).getBytes());
-            ByteBuffer buf = MemoryRecords.withRecords(base, Compression.NONE, recs).buffer();
+            ByteBuffer buf;
+            if (bc.length == 2) {
+                buf = MemoryRecords.withRecords(base, Compression.NONE, recs).buffer();
+            } else {
+                char kind = bc[2].charAt(0);
+                long pid = Long.parseLong(bc[2].substring(1));
+                if (kind == 't') {
+                    buf = MemoryRecords.withTransactionalRecords(base, Compression.NONE, pid, (short) 0, 0, 0, recs).buffer();
+                } else {
+                    ControlRecordType type = kind == 'a' ? ControlRecordType.ABORT : ControlRecordType.COMMIT;
+                    buf = MemoryRecords.withEndTransactionMarker(base, 0L, 0, pid, (short) 0, new EndTransactionMarker(type, 0)).buffer();
+                }
+            }
             parts.add(buf);
             size += buf.remaining();
         }
@@ -160,6 +175,16 @@ public class SharePartitionScripts {
         for (ByteBuffer p : parts) all.put(p.duplicate());
         all.flip();
         return MemoryRecords.readableRecords(all);
+    }
+
+    static Optional<List<FetchResponseData.AbortedTransaction>> aborted(String spec) {
+        if (spec.equals("-")) return Optional.empty();
+        List<FetchResponseData.AbortedTransaction> out = new ArrayList<>();
+        for (String a : spec.split(";")) {
+            String[] pf = a.split("@");
+            out.add(new FetchResponseData.AbortedTransaction().setProducerId(Long.parseLong(pf[0])).setFirstOffset(Long.parseLong(pf[1])));
+        }
+        return Optional.of(out);
     }
 
     static String state() throws Exception {
@@ -209,10 +234,13 @@ public class SharePartitionScripts {
                     case "acquire": {
                         // acquire member fetchOffset maxFetch batchSize recordLimit batches
                         ShareAcquireMode mode = w[5].equals("1") ? ShareAcquireMode.RECORD_LIMIT : ShareAcquireMode.BATCH_OPTIMIZED;
+                        // ... [isolation 0|1 (read_committed) aborted pid@first;...|-]
+                        boolean committed = w.length > 7 && w[7].equals("1");
                         FetchPartitionData data = new FetchPartitionData(Errors.NONE, 1000, 0, records(w[6]), Optional.empty(),
-                            OptionalLong.empty(), Optional.empty(), OptionalInt.empty(), false);
+                            OptionalLong.empty(), w.length > 8 ? aborted(w[8]) : Optional.empty(), OptionalInt.empty(), false);
                         ShareAcquiredRecords r = (ShareAcquiredRecords) call("acquire", w[1], mode, Integer.parseInt(w[4]),
-                            Integer.parseInt(w[3]), Long.parseLong(w[2]), data, FetchIsolation.HIGH_WATERMARK);
+                            Integer.parseInt(w[3]), Long.parseLong(w[2]), data,
+                            committed ? FetchIsolation.TXN_COMMITTED : FetchIsolation.HIGH_WATERMARK);
                         StringJoiner j = new StringJoiner(",");
                         for (AcquiredRecords ar : r.acquiredRecords()) j.add(ar.firstOffset() + "-" + ar.lastOffset() + "/" + ar.deliveryCount());
                         out = "acquired " + r.count() + " " + (r.acquiredRecords().isEmpty() ? "-" : j.toString());

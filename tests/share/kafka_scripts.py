@@ -7,7 +7,8 @@
 (``share_partition_kafka.txt``, see its header). A script line is one of::
 
     script <n> <max locks> <delivery limit> <lock ms>
-    acquire <member> <fetch offset> <max fetch records> <batch size> <record limit 0|1> <base:count,...>
+    acquire <member> <fetch offset> <max fetch records> <batch size> <record limit 0|1> <batches>
+            <read_committed 0|1> <aborted transactions pid@first;...|->
     ack <member> <first>-<last>:<type>.<type>...;...
     release <member>
     advance <ms>
@@ -25,7 +26,13 @@ from collections.abc import Iterable, Iterator
 
 from tests.share.harness import Host
 
-from kgroup.share import AcknowledgementBatch, FetchedBatch, SharePartitionConfig
+from kgroup.share import (
+    AbortedTransaction,
+    AcknowledgementBatch,
+    FetchedBatch,
+    IsolationLevel,
+    SharePartitionConfig,
+)
 
 MEMBERS = ("a", "b", "c")
 
@@ -45,11 +52,25 @@ def _state(h: Host) -> str:
 
 
 def _batches(spec: str) -> list[FetchedBatch]:
+    """``base:count`` plain, ``base:count:t<pid>`` transactional, ``base:1:a<pid>`` / ``base:1:c<pid>``
+    an abort / commit marker."""
     out = []
     for part in spec.split(","):
-        base, count = (int(x) for x in part.split(":"))
-        out.append(FetchedBatch(base, base + count - 1))
+        fields = part.split(":")
+        base, count = int(fields[0]), int(fields[1])
+        if len(fields) == 2:
+            out.append(FetchedBatch(base, base + count - 1))
+            continue
+        kind, pid = fields[2][0], int(fields[2][1:])
+        control = kind in "ac"
+        out.append(FetchedBatch(base, base + count - 1, pid, True, control, kind == "a"))
     return out
+
+
+def _aborted(spec: str) -> list[AbortedTransaction]:
+    if spec == "-":
+        return []
+    return [AbortedTransaction(*(int(x) for x in part.split("@"))) for part in spec.split(";")]
 
 
 def _acks(spec: str) -> list[AcknowledgementBatch]:
@@ -83,9 +104,13 @@ class Runner:
                 fetch_offset=int(w[2]),
                 batch_size=int(w[4]),
                 record_limit=w[5] == "1",
+                isolation=IsolationLevel.READ_COMMITTED
+                if len(w) > 7 and w[7] == "1"
+                else IsolationLevel.READ_UNCOMMITTED,
+                aborted_transactions=_aborted(w[8]) if len(w) > 8 else [],
             )
             got = ",".join(f"{a.first_offset}-{a.last_offset}/{a.delivery_count}" for a in r.acquired) or "-"
-            out = f"acquired {r.count} {got}"
+            out = f"acquired {r.count} {got}" if r.error is None else f"error {r.error.code.name}"
         elif w[0] == "ack":
             res = h.acknowledge(w[1], *_acks(w[2]))
             out = "ok" if res.error is None else f"error {res.error.code.name}"
@@ -116,12 +141,27 @@ def scripts(seed: int = 932, count: int = 80, steps: int = 30) -> Iterator[str]:
         head = f"script {n} {locks} {deliveries} {lock}"
         yield head
         runner.run(head)
-        log: list[tuple[int, int]] = []
+        # (base, count, kind): kind "" plain, "t<pid>" transactional, "a<pid>" / "c<pid>" a marker
+        log: list[tuple[int, int, str]] = []
+        aborted: list[tuple[int, int, int]] = []  # (pid, first offset, marker offset)
         base = 0
         for _ in range(rng.randint(3, 12)):
-            size = rng.randint(1, 7)
-            log.append((base, size))
-            base += size
+            if rng.random() < 0.35:
+                pid = rng.choice([7, 8, 9])
+                first = base
+                for _ in range(rng.randint(1, 2)):
+                    size = rng.randint(1, 5)
+                    log.append((base, size, f"t{pid}"))
+                    base += size
+                abort = rng.random() < 0.5
+                log.append((base, 1, f"{'a' if abort else 'c'}{pid}"))
+                if abort:
+                    aborted.append((pid, first, base))
+                base += 1
+            else:
+                size = rng.randint(1, 7)
+                log.append((base, size, ""))
+                base += size
         got: dict[str, list[tuple[int, int]]] = {m: [] for m in MEMBERS}
         for _ in range(steps):
             op = rng.choice(
@@ -135,13 +175,16 @@ def scripts(seed: int = 932, count: int = 80, steps: int = 30) -> Iterator[str]:
                 fetched = [b for b in log if b[0] + b[1] - 1 >= offset][: rng.randint(1, 4)]
                 if not fetched:
                     continue
-                spec = ",".join(f"{b}:{c}" for b, c in fetched)
+                spec = ",".join(f"{b}:{c}:{k}" if k else f"{b}:{c}" for b, c, k in fetched)
+                last = fetched[-1][0] + fetched[-1][1] - 1
+                overlapping = [f"{p}@{f}" for p, f, m in aborted if f <= last and m >= fetched[0][0]]
                 line = (
                     f"acquire {member} {offset} {rng.randint(1, 12)} {rng.randint(1, 12)} "
-                    f"{rng.randint(0, 1)} {spec}"
+                    f"{rng.randint(0, 1)} {spec} {rng.randint(0, 1)} {';'.join(overlapping) or '-'}"
                 )
                 out = runner.run(line)
-                for part in out.split(" | ")[0].split()[2].split(","):
+                result = out.split(" | ")[0].split()
+                for part in result[2].split(",") if result[0] == "acquired" else ():
                     if part != "-":
                         first, last = (int(x) for x in part.split("/")[0].split("-"))
                         got[member].append((first, last))

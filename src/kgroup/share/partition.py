@@ -143,11 +143,14 @@ class PersistedPartitionState:
 
 @dataclass(slots=True)
 class AcquireResult:
-    """The records one fetch acquired, their count, and the lock timers to arm."""
+    """The records one fetch acquired, their count, and the lock timers to arm. ``error`` is set when
+    Kafka's acquisition throws part-way (read_committed finding an aborted batch it has not cached):
+    what was acquired stays acquired, under its locks, and nothing is delivered."""
 
     acquired: list[AcquiredRecords] = field(default_factory=list)
     count: int = 0
     effects: list[LockTimerEffect] = field(default_factory=list)
+    error: ShareError | None = None
 
 
 @dataclass(slots=True)
@@ -640,11 +643,10 @@ class SharePartition:
                 b = _Batch(first, last, _State(RecordState.ACQUIRED, 1, member_id))
                 b.whole = None
                 b.offsets = {}
-                lock = self._new_lock(member_id, now_ms)
                 for o in range(first, last + 1):
                     if o <= target:
                         st = _State(RecordState.ACQUIRED, 1, member_id)
-                        self._attach(st, lock, o, o)
+                        self._attach(st, self._new_lock(member_id, now_ms), o, o)
                     else:
                         st = _State(RecordState.AVAILABLE, 0, EMPTY_MEMBER_ID)
                     b.offsets[o] = st
@@ -677,7 +679,6 @@ class SharePartition:
         acquired = 0
         throttled_max = -1
         has_throttled = False
-        lock: _Lock | None = None
         local: list[AcquiredRecords] = []
         for o, st in b.offsets.items():
             if o < request_first:
@@ -693,9 +694,7 @@ class SharePartition:
                 has_throttled = True
             if not self._try_update(st, RecordState.ACQUIRED, _Ops.INCREASE, member_id):
                 continue
-            if lock is None:
-                lock = self._new_lock(member_id, now_ms)
-            self._attach(st, lock, o, o)
+            self._attach(st, self._new_lock(member_id, now_ms), o, o)
             local.append(AcquiredRecords(o, o, st.count))
             acquired += 1
             if st.count == max_deliveries and max_deliveries > 2:
@@ -740,7 +739,14 @@ class SharePartition:
         for fb in to_archive:
             floor = self._floor_key(fb.base_offset)
             if floor is None:
-                continue
+                # Kafka 4.4.0's fetchSubMap throws here (IllegalStateException, answered as
+                # UNKNOWN_SERVER_ERROR); the batches archived before it stay archived.
+                return AcquireResult(
+                    error=ShareError(
+                        ShareErrorCode.UNKNOWN_SERVER_ERROR,
+                        "Batch record not found. The request batch offsets are not found in the cache.",
+                    )
+                )
             self._archive_records(
                 fb.base_offset,
                 fb.last_offset + 1,
@@ -854,7 +860,6 @@ class SharePartition:
         writes: list[tuple[_State, PersisterStateBatch]],
     ) -> ShareError | None:
         assert b.offsets is not None
-        renew_lock: _Lock | None = None
         for o, st in b.offsets.items():
             if o < ack.first_offset or o < self.start_offset:
                 continue
@@ -873,10 +878,8 @@ class SharePartition:
             if ack_type == AcknowledgeType.RENEW:
                 if not self.config.renew_acknowledge_enabled:
                     return _invalid_state(_RENEW_DISABLED)
-                if renew_lock is None:
-                    renew_lock = self._renewal_lock(member_id)
                 self._detach(st)
-                self._attach(st, renew_lock, o, o)
+                self._attach(st, self._renewal_lock(member_id), o, o)
                 continue
             if not self._start_transition(
                 st, _ACK_TO_STATE[AcknowledgeType(ack_type)], _Ops.NO_OP, EMPTY_MEMBER_ID
@@ -1243,8 +1246,9 @@ class SharePartition:
         return True
 
     def _split(self, b: _Batch) -> None:
-        """``maybeInitializeOffsetStateUpdate()``: track the batch's records one by one, each keeping
-        the batch's lock (and so its deadline)."""
+        """``maybeInitializeOffsetStateUpdate()``: track the batch's records one by one; an acquired
+        batch's lock becomes one lock per record with the same deadline (Kafka's per-offset timer tasks:
+        each fires, and persists, on its own)."""
         if b.offsets is not None:
             return
         whole = b.whole
@@ -1253,7 +1257,7 @@ class SharePartition:
         for o in range(b.first, b.last + 1):
             st = _State(whole.state, whole.count, whole.member)
             if whole.lock is not None:
-                self._attach(st, whole.lock, o, o)
+                self._attach(st, self._new_lock_until(whole.member, whole.lock.deadline_ms), o, o)
             offsets[o] = st
         b.offsets = offsets
         if whole.lock is not None:
@@ -1261,9 +1265,12 @@ class SharePartition:
         b.whole = None
 
     def _new_lock(self, member: str, now_ms: int) -> _Lock:
+        return self._new_lock_until(member, now_ms + self.config.record_lock_duration_ms)
+
+    def _new_lock_until(self, member: str, deadline_ms: int) -> _Lock:
         key = LockKey(self.group_id, self.topic, self.partition, self._next_lock_id)
         self._next_lock_id += 1
-        lock = _Lock(key, member, now_ms + self.config.record_lock_duration_ms)
+        lock = _Lock(key, member, deadline_ms)
         self._locks[key.lock_id] = lock
         self._effects.append(ScheduleLockTimer(key, lock.deadline_ms))
         return lock

@@ -3,9 +3,9 @@
 its timers (``kgroup.group.timers``). Scheduling a key that is scheduled replaces its deadline;
 cancelling an unknown key is harmless; a stale firing does nothing.
 
-Kafka arms one ``AcquisitionLockTimerTask`` per acquired batch (or per offset once a batch is tracked
-per offset); every task armed by one acquisition shares one deadline, so this model arms one lock per
-acquisition and lets the records it covers refer to it, cancelling it when no record holds it any more.
+Kafka arms one ``AcquisitionLockTimerTask`` per acquired batch, and one per offset for records
+acquired or tracked one by one; so does this model (one lock per timer task, fired and persisted on its
+own, as Kafka's are).
 """
 
 from __future__ import annotations
