@@ -71,11 +71,14 @@ public class SharePartitionScripts {
 
     static final class Config extends ShareGroupConfigProvider {
         final int lock, deliveries, locks;
-        Config(int lock, int deliveries, int locks) { super(null); this.lock = lock; this.deliveries = deliveries; this.locks = locks; }
+        final boolean renew;
+        Config(int lock, int deliveries, int locks, boolean renew) {
+            super(null); this.lock = lock; this.deliveries = deliveries; this.locks = locks; this.renew = renew;
+        }
         @Override public int recordLockDurationMsOrDefault(String g, int d) { return lock; }
         @Override public int deliveryCountLimitOrDefault(String g, int d) { return deliveries; }
         @Override public int partitionMaxRecordLocksOrDefault(String g, int d) { return locks; }
-        @Override public boolean isRenewAcknowledgeEnabled(String g) { return true; }
+        @Override public boolean isRenewAcknowledgeEnabled(String g) { return renew; }
         @Override public ShareGroupAutoOffsetResetStrategy autoOffsetReset(String g) { return ShareGroupAutoOffsetResetStrategy.earliest(); }
         @Override public Optional<String> errorsDLQTopicName(String g) { return Optional.empty(); }
     }
@@ -226,7 +229,8 @@ public class SharePartitionScripts {
                         int locks = Integer.parseInt(w[2]), deliveries = Integer.parseInt(w[3]), lock = Integer.parseInt(w[4]);
                         now = 0;
                         persister = new MemoryPersister();
-                        config = new Config(lock, deliveries, locks);
+                        // script n locks deliveries lockMs [renew 0|1]
+                        config = new Config(lock, deliveries, locks, w.length <= 5 || w[5].equals("1"));
                         load();
                         out = "script " + w[1];
                         break;

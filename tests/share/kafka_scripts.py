@@ -6,7 +6,7 @@
 (seeded, so the file is reproducible); the Java program then prints Kafka's answers
 (``share_partition_kafka.txt``, see its header). A script line is one of::
 
-    script <n> <max locks> <delivery limit> <lock ms>
+    script <n> <max locks> <delivery limit> <lock ms> <share.renew.acknowledge.enable 0|1>
     acquire <member> <fetch offset> <max fetch records> <batch size> <record limit 0|1> <batches>
             <read_committed 0|1> <aborted transactions pid@first;...|->
     ack <member> <first>-<last>:<type>.<type>...;...
@@ -92,7 +92,8 @@ class Runner:
         w = line.split()
         if w[0] == "script":
             locks, deliveries, lock = int(w[2]), int(w[3]), int(w[4])
-            self.h = Host(SharePartitionConfig(locks, deliveries, lock))
+            renew = len(w) <= 5 or w[5] == "1"
+            self.h = Host(SharePartitionConfig(locks, deliveries, lock, renew))
             return f"script {w[1]} | {_state(self.h)}"
         h = self.h
         assert h is not None
@@ -138,7 +139,7 @@ def scripts(seed: int = 932, count: int = 80, steps: int = 30) -> Iterator[str]:
     for n in range(count):
         runner = Runner()
         locks, deliveries, lock = rng.randint(6, 40), rng.randint(2, 6), 1000
-        head = f"script {n} {locks} {deliveries} {lock}"
+        head = f"script {n} {locks} {deliveries} {lock} {int(rng.random() < 0.85)}"
         yield head
         runner.run(head)
         # (base, count, kind): kind "" plain, "t<pid>" transactional, "a<pid>" / "c<pid>" a marker
