@@ -18,7 +18,11 @@ The stages (``--stages``, default all), librdkafka (confluent-kafka) members:
 * ``static`` — classic ``range`` with ``group.instance.id`` (a replacement member takes the leaver's
   instance id, as a restarted static member does: no rebalance, no LeaveGroup);
 * ``consumer-range`` / ``consumer-uniform`` — KIP-848 (``group.protocol=consumer``) with the server
-  assignor ``range`` / ``uniform``.
+  assignor ``range`` / ``uniform``;
+* ``java-<stage>`` — any of the above with Kafka's own Java clients (4.4.0's ``KafkaConsumer`` and
+  ``KafkaProducer``, idempotent, the default partitioner) in one JVM per stage
+  (``kgroup.bench.java_etl``, ``EtlStage.java``): the JVM starts before the clock does, the stage is
+  timed inside it.
 
 Both brokers run for the whole benchmark (each in its own process: ``kgroup serve`` and a KRaft JVM,
 Kafka's default group delay of 3 s on both); every run creates new topics and groups on each, the
@@ -58,7 +62,10 @@ from typing import Any
 
 from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer, start_peer
 
-STAGES = ("range", "cooperative-sticky", "static", "consumer-range", "consumer-uniform")
+LIBRDKAFKA_STAGES = ("range", "cooperative-sticky", "static", "consumer-range", "consumer-uniform")
+#: the same stages with Kafka's Java clients (one JVM per stage: kgroup.bench.java_etl)
+JAVA_STAGES = tuple(f"java-{kind}" for kind in LIBRDKAFKA_STAGES)
+STAGES = LIBRDKAFKA_STAGES + JAVA_STAGES
 DEFAULT_STAGES = ("range", "cooperative-sticky", "static", "consumer-range")
 STAGE_TIMEOUT_S = 300.0
 BATCH = 500
@@ -219,13 +226,26 @@ def run_chain(peer: RunningPeer, args: argparse.Namespace, stages: list[str]) ->
     _progress(f"  {peer.name}: produce {times['produce']:.2f} s")
     cpu_before = _cpu_seconds(peer)
     for index, kind in enumerate(stages):
-        elapsed, stage = _run_stage(kind, peer.bootstrap_servers, f"etl-{tag}-{kind}", topics[index],
-                                    topics[index + 1], args.records, args.members)
-        if stage.errors:
-            raise PeerUnavailable(f"stage {kind}: {stage.errors[0]}")
+        group = f"etl-{tag}-{kind}"
+        if kind in JAVA_STAGES:
+            from kgroup.bench.java_etl import run_java_stage
+            from kgroup.model import KgroupError
+
+            try:
+                java = run_java_stage(kind.removeprefix("java-"), peer.bootstrap_servers, group,
+                                      topics[index], topics[index + 1], args.records, args.members,
+                                      STAGE_TIMEOUT_S)
+            except KgroupError as exc:
+                raise PeerUnavailable(str(exc)) from None
+            elapsed, members, refused = java.elapsed_s, java.members, java.refused_commits
+        else:
+            elapsed, stage = _run_stage(kind, peer.bootstrap_servers, group, topics[index],
+                                        topics[index + 1], args.records, args.members)
+            if stage.errors:
+                raise PeerUnavailable(f"stage {kind}: {stage.errors[0]}")
+            members, refused = stage.members, stage.failed_commits
         times[kind] = elapsed
-        _progress(f"  {peer.name}: {kind} {elapsed:.2f} s ({stage.members} members, "
-                  f"{stage.failed_commits} commits refused)")
+        _progress(f"  {peer.name}: {kind} {elapsed:.2f} s ({members} members, {refused} commits refused)")
     times["total"] = sum(times[kind] for kind in stages)
     times["cpu"] = _cpu_seconds(peer) - cpu_before
     return times

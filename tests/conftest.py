@@ -111,8 +111,10 @@ LATER_SUITES: dict[str, tuple[str, ...]] = {
         "spark/test_record_batches.py",
         "spark/test_register.py",
         "wire/test_fetch_response.py",
+        "wire/test_metadata_response.py",
         "wire/test_produce_request.py",
     ),
+    "transactions": ("transactions",),
 }
 #: a test under two of them counts under the first (Apache Kafka's first: it starts the JVMs)
 _SUITE_MARKERS = ("apache_kafka", *LATER_SUITES)

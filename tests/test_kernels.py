@@ -29,6 +29,7 @@ KERNEL_MODULES = (
     "kgroup.group.assignors.fast.javamaps",
     "kgroup.group.assignors.fast.range_fast",
     "kgroup.group.assignors.fast.uniform_fast",
+    "kgroup.group.assignors.fast.uniform_heterogeneous_fast",
 )
 
 
@@ -53,6 +54,7 @@ ENTRY_KERNELS = frozenset(
         "kgroup.group.assignors.fast.javamaps.replay",
         "kgroup.group.assignors.fast.range_fast.range_kernel",
         "kgroup.group.assignors.fast.uniform_fast.homogeneous_kernel",
+        "kgroup.group.assignors.fast.uniform_heterogeneous_fast.heterogeneous_kernel",
     }
 )
 

@@ -12,8 +12,8 @@ by running each kernel's public path on a small input:
   parallel, over Arrow binary and large-binary arrays;
 * the fast sticky assignors (``kgroup.assignors.fast``): the constrained and general kernels with and
   without racks, the sticky user-data decoder, the leader's assignment encoder;
-* the KIP-848 server assignors (``kgroup.group.assignors.fast``): ``range`` and homogeneous ``uniform``,
-  and the replay of Java's map order;
+* the KIP-848 server assignors (``kgroup.group.assignors.fast``): ``range`` and ``uniform`` (both
+  builders), and the replay of Java's map order;
 * the broker's record walk (``kgroup.log.records``);
 * the ``kgroup`` Spark source's RecordBatch decoder (``kgroup.spark.source.record_columns``) and its
   sink's RecordBatch encoder (``kgroup.spark.source.record_batches``; numba and Arrow only, no pyspark).
@@ -78,7 +78,8 @@ def _assignors() -> None:
 
 
 def _server_assignors() -> None:
-    """``range`` and homogeneous ``uniform`` on a small group: a new one, then one member joining it
+    """``range`` and ``uniform`` (as homogeneous and as heterogeneous groups: both uniform builders) on
+    a small group: a new one, then one member joining it
     (the replay of changed members' maps), with a chain long enough to resize a small table."""
     from kgroup.group.assignors import (
         MemberSpec,

@@ -69,3 +69,16 @@ def test_simulation_options_are_bounded(
     capsys: pytest.CaptureFixture[str], args: tuple[str, ...], prefix: str
 ) -> None:
     assert _error(capsys, "crash-range-3", *args).startswith(prefix)
+
+
+def test_a_consumer_protocol_heartbeat_not_below_its_session(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    slow = tmp_path / "slow.yaml"
+    slow.write_text(
+        "duration_ms: 10000\ntopics: {t: 1}\nconsumers: [{id: a, topics: [t]}]\n"
+        "group: {protocol: consumer, consumer_session_timeout_ms: 6000,"
+        " consumer_heartbeat_interval_ms: 6000}\n",
+        encoding="utf-8",
+    )
+    assert "consumer_heartbeat_interval_ms" in _error(capsys, str(slow))

@@ -215,3 +215,31 @@ def test_simulated_over_seeds_is_the_median_and_jitter_reaches_the_network() -> 
     one, one_details = simulated(scenario)
     assert "per_seed" not in one_details and one_details["jitter_ms"] == 0
     assert one["rebalances"] == one_details["simulator_metrics"]["generation"]
+
+
+def test_the_worker_speaks_the_scenarios_protocol_in_a_config_librdkafka_accepts() -> None:
+    from confluent_kafka import Consumer
+
+    from kgroup.validate.worker import consumer_config
+
+    spec = {
+        "bootstrap": "127.0.0.1:9",
+        "group": "g",
+        "id": "w0",
+        "assignors": ["cooperative-sticky"],
+        "session_timeout_ms": 6000,
+        "heartbeat_interval_ms": 1000,
+        "max_poll_interval_ms": 30000,
+        "enable_auto_commit": True,
+        "auto_commit_interval_ms": 1000,
+        "auto_offset_reset": "earliest",
+    }
+    classic = consumer_config({**spec, "protocol": "classic"})
+    assert classic["partition.assignment.strategy"] == "cooperative-sticky"
+    assert classic["session.timeout.ms"] == 6000 and "group.protocol" not in classic
+    kip848 = consumer_config({**spec, "protocol": "consumer", "server_assignor": "range"})
+    assert kip848["group.protocol"] == "consumer" and kip848["group.remote.assignor"] == "range"
+    # the coordinator owns these with KIP-848: librdkafka refuses a consumer that sets them
+    assert not {"partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"} & set(kip848)
+    for config in (classic, kip848):
+        Consumer(config).close()  # librdkafka accepts it (nothing connects before a poll)

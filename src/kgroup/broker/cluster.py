@@ -137,6 +137,8 @@ class Cluster:
         self._offsets_replicas: tuple[tuple[int, ...], ...] | None = None
         #: (topic, partition) -> its current leader, where that is not the preferred (first) replica
         self._moved: dict[PartitionKey, int] = {}
+        #: grows with every change of a leader or of the brokers alive (what Metadata's partitions show)
+        self.leadership_version = 0
         self.topics: dict[str, TopicInfo] = {}
         for name, count in sorted(logs.topics().items()):
             self.topics[name] = self._loaded(name, count, logs.topic_configs(name), logs.topic_metadata(name))
@@ -279,6 +281,7 @@ class Cluster:
         return ()
 
     def _elect(self, key: PartitionKey, replicas: tuple[int, ...], leader: int) -> None:
+        self.leadership_version += 1
         if replicas and leader == replicas[0]:
             self._moved.pop(key, None)
         else:
@@ -287,6 +290,7 @@ class Cluster:
     def broker_stopped(self, broker: int) -> None:
         """A controlled shutdown: the broker's leaderships go to the next live replica of each partition."""
         self.alive.discard(broker)
+        self.leadership_version += 1
         for key, replicas in self._partitions():
             if self._leader(key, replicas) == broker:
                 live = [b for b in replicas if b in self.alive]
@@ -295,6 +299,7 @@ class Cluster:
     def broker_started(self, broker: int) -> None:
         """The broker is back: it leads only the leaderless partitions it is a replica of."""
         self.alive.add(broker)
+        self.leadership_version += 1
         for key, replicas in self._partitions():
             if broker in replicas and self._leader(key, replicas) == -1:
                 self._elect(key, replicas, broker)
@@ -307,6 +312,7 @@ class Cluster:
             replicas = self._replicas_of(key)
             if replicas and replicas[0] in self.alive:
                 del self._moved[key]
+                self.leadership_version += 1
                 coordinators_moved = coordinators_moved or key[0] == OFFSETS_TOPIC
         return coordinators_moved
 

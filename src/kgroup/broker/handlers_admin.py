@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+import weakref
 from collections import Counter
 from typing import Any
 
 from kgroup.broker.cluster import (
     OFFSETS_TOPIC,
+    Cluster,
     ReplicaAssignmentError,
     TopicInfo,
     TopicPlacement,
@@ -21,6 +23,12 @@ from kgroup.model import ErrorCode, PeerError
 from kgroup.partitioning.striped import InvalidReplicationFactor
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.metadata_response import (
+    EncodedPartitions,
+    PartitionsCache,
+    encode_partitions,
+    metadata_response,
+)
 
 log = logging.getLogger("kgroup.broker")
 
@@ -94,8 +102,14 @@ def _broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
     ]
 
 
-def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
-    cluster = ctx.services.cluster
+#: each cluster's encoded partition arrays (a topic's, per version, while its leaders stay); weakly
+#: keyed, so a stopped broker's cluster takes its arrays with it
+_PARTITION_ARRAYS: weakref.WeakKeyDictionary[Cluster, PartitionsCache] = weakref.WeakKeyDictionary()
+#: a topic with this many partitions has its array encoded in the codec thread, off the loop
+_ENCODE_OFF_LOOP_PARTITIONS = 1000
+
+
+def _partition_entries(cluster: Cluster, info: TopicInfo) -> list[dict[str, Any]]:
     partitions = []
     for index, replicas in enumerate(info.replicas):
         leader = cluster.partition_leader(info.name, index)
@@ -111,12 +125,31 @@ def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
                 "offline_replicas": [r for r in replicas if r not in cluster.alive],
             }
         )
+    return partitions
+
+
+async def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
+    """The topic's Metadata entry, its partitions encoded once per version until a leader or the
+    brokers alive change (:class:`~kgroup.wire.metadata_response.PartitionsCache`)."""
+    cluster = ctx.services.cluster
+    cache = _PARTITION_ARRAYS.get(cluster)
+    if cache is None:
+        cache = _PARTITION_ARRAYS[cluster] = PartitionsCache()
+    stamp = cluster.leadership_version
+    encoded = cache.get(info, stamp, ctx.version)
+    if encoded is None:
+        entries = _partition_entries(cluster, info)
+        if len(entries) >= _ENCODE_OFF_LOOP_PARTITIONS:
+            encoded = await ctx.services.off_loop(encode_partitions, ctx.version, entries)
+        else:
+            encoded = encode_partitions(ctx.version, entries)
+        cache.put(info, stamp, ctx.version, encoded)
     return {
         "error_code": ErrorCode.NONE,
         "name": info.name,
         "topic_id": info.topic_id,
         "is_internal": info.name == OFFSETS_TOPIC,
-        "partitions": partitions,
+        "partitions": EncodedPartitions(ctx.version, encoded, info.partitions),
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
@@ -132,7 +165,9 @@ def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -
     }
 
 
-@register(ApiKey.METADATA, versions=(0, 13))  # v13: a top-level error code (KIP-1102)
+@register(
+    ApiKey.METADATA, versions=(0, 13), encoder=metadata_response
+)  # v13: a top-level error code (KIP-1102)
 async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     services = ctx.services
     cluster = services.cluster
@@ -144,7 +179,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
         for name in sorted(cluster.topics):
             # every topic: the ones the principal may not describe are left out (KafkaApis)
             if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
-                topics.append(_topic_entry(ctx, cluster.topics[name]))
+                topics.append(await _topic_entry(ctx, cluster.topics[name]))
             if pacer.due():
                 await pacer.pause()
     else:
@@ -166,14 +201,14 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 elif not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, info.name):
                     topics.append(_error_topic(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, info.topic_id))
                 else:
-                    topics.append(_topic_entry(ctx, info))
+                    topics.append(await _topic_entry(ctx, info))
                 continue
             info = cluster.topics.get(name)
             if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                 # not disclosed whether it exists (KafkaApis.handleTopicMetadataRequest)
                 topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             elif info is not None:
-                topics.append(_topic_entry(ctx, info))
+                topics.append(await _topic_entry(ctx, info))
             elif topic_name_error(name) is not None:
                 topics.append(_error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
             elif (

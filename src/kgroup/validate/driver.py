@@ -67,10 +67,6 @@ def check_playable(scenario: Scenario) -> None:
                 f"{scenario.name}: events[{i}].kind: {event.kind!r} cannot be played with real clients; "
                 f"use one of {', '.join(SUPPORTED_EVENTS)}"
             )
-    if scenario.group.protocol != "classic":
-        raise KgroupError(
-            f"{scenario.name}: group.protocol: only the classic protocol is validated; remove it"
-        )
 
 
 @dataclass
@@ -135,6 +131,8 @@ class _Players:
             "group": self.group,
             "id": spec.id,
             "topics": [self.topic_names[t] for t in spec.topics],
+            "protocol": g.protocol,
+            "server_assignor": g.server_assignor,
             "assignors": list(spec.assignors or g.assignors),
             "static": spec.static,
             "session_timeout_ms": g.session_timeout_ms,

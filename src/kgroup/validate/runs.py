@@ -17,7 +17,7 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +194,14 @@ def _generations(recording_file: Path) -> int | None:
 
 def check_scenario(scenario: Scenario) -> None:
     check_playable(scenario)
+    group = scenario.group
+    if group.consumer_protocol:
+        if group.consumer_heartbeat_interval_ms >= group.consumer_session_timeout_ms:
+            raise KgroupError(
+                f"{scenario.name}: group.consumer_heartbeat_interval_ms: not below "
+                "group.consumer_session_timeout_ms, which the brokers refuse; lower it"
+            )
+        return
     if scenario.group.max_poll_interval_ms < scenario.group.session_timeout_ms:
         raise KgroupError(
             f"{scenario.name}: group.max_poll_interval_ms: below group.session_timeout_ms, which librdkafka "
@@ -212,10 +220,21 @@ def _on_kgroup(scenario: Scenario, work: Path, progress: Callable[[str], None]) 
 
     run_id = uuid.uuid4().hex[:8]
     record_dir = work / f"kgroup-{run_id}"
+    consumer = consumer_group_settings(scenario)  # {} for a classic scenario: Kafka's defaults
     broker = KafkaBroker(
         record_dir=record_dir,
         group_initial_rebalance_delay_ms=scenario.group.initial_rebalance_delay_ms,
         group_min_session_timeout_ms=MIN_SESSION_TIMEOUT_MS,
+        group_consumer_session_timeout_ms=consumer.get("group.consumer.session.timeout.ms", 45_000),
+        group_consumer_min_session_timeout_ms=consumer.get("group.consumer.min.session.timeout.ms", 45_000),
+        group_consumer_max_session_timeout_ms=consumer.get("group.consumer.max.session.timeout.ms", 60_000),
+        group_consumer_heartbeat_interval_ms=consumer.get("group.consumer.heartbeat.interval.ms", 5_000),
+        group_consumer_min_heartbeat_interval_ms=consumer.get(
+            "group.consumer.min.heartbeat.interval.ms", 5_000
+        ),
+        group_consumer_max_heartbeat_interval_ms=consumer.get(
+            "group.consumer.max.heartbeat.interval.ms", 15_000
+        ),
     ).start()
     try:
         run = play(scenario, broker.bootstrap_servers, broker.create_topic, run_id, progress)
@@ -246,30 +265,53 @@ def _range(details: dict[str, Any], metric: str) -> tuple[float, float] | None:
     return (min(known), max(known)) if known else None
 
 
-class ApachePool:
-    """One Apache Kafka node per ``group.initial.rebalance.delay.ms`` the scenarios ask for (started
-    on first use, stopped by :meth:`stop`); ``running`` lends nodes started elsewhere (by delay), which
-    :meth:`stop` leaves running."""
+def consumer_group_settings(scenario: Scenario) -> dict[str, int]:
+    """The brokers' KIP-848 settings a consumer-protocol scenario runs with (Kafka's names): its
+    session timeout and heartbeat interval, with the bounds widened to admit them (``{}`` for a
+    classic scenario: the brokers' defaults)."""
+    group = scenario.group
+    if not group.consumer_protocol:
+        return {}
+    session, heartbeat = group.consumer_session_timeout_ms, group.consumer_heartbeat_interval_ms
+    return {
+        "group.consumer.session.timeout.ms": session,
+        "group.consumer.min.session.timeout.ms": min(session, 45_000),
+        "group.consumer.max.session.timeout.ms": max(session, 60_000),
+        "group.consumer.heartbeat.interval.ms": heartbeat,
+        "group.consumer.min.heartbeat.interval.ms": min(heartbeat, 5_000),
+        "group.consumer.max.heartbeat.interval.ms": max(heartbeat, 15_000),
+    }
 
-    def __init__(self, running: Mapping[int, Any] | None = None) -> None:
-        self.nodes: dict[int, Any] = dict(running or {})
+
+class ApachePool:
+    """One Apache Kafka node per broker setting the scenarios ask for — ``group.initial.rebalance.delay.ms``
+    (the key: the delay), and for a consumer-protocol scenario the group.consumer settings too (the key:
+    the delay and those) — started on first use, stopped by :meth:`stop`; ``running`` lends nodes
+    started elsewhere (by key), which :meth:`stop` leaves running."""
+
+    def __init__(self, running: Mapping[Hashable, Any] | None = None) -> None:
+        self.nodes: dict[Hashable, Any] = dict(running or {})
         self.lent = set(self.nodes)
 
-    def get(self, initial_delay_ms: int) -> Any:
+    def get(self, scenario: Scenario) -> Any:
         from kgroup.testing.apache_kafka import ApacheKafka
 
-        if initial_delay_ms not in self.nodes:
-            self.nodes[initial_delay_ms] = ApacheKafka(
+        delay = scenario.group.initial_rebalance_delay_ms
+        consumer = consumer_group_settings(scenario)
+        key: Hashable = (delay, *sorted(consumer.items())) if consumer else delay
+        if key not in self.nodes:
+            self.nodes[key] = ApacheKafka(
                 configs={
-                    "group.initial.rebalance.delay.ms": initial_delay_ms,
+                    "group.initial.rebalance.delay.ms": delay,
                     "group.min.session.timeout.ms": MIN_SESSION_TIMEOUT_MS,
+                    **consumer,
                 }
             ).start()
-        return self.nodes[initial_delay_ms]
+        return self.nodes[key]
 
     def stop(self) -> None:
-        for delay, node in self.nodes.items():
-            if delay not in self.lent:
+        for key, node in self.nodes.items():
+            if key not in self.lent:
                 node.stop()
         self.nodes.clear()
 
@@ -310,7 +352,7 @@ def validate(
                 run, generations = _on_kgroup(scenario, work, progress)
             else:
                 assert pool is not None
-                kafka = pool.get(scenario.group.initial_rebalance_delay_ms)
+                kafka = pool.get(scenario)
                 run, generations = _on_apache(scenario, kafka, work, progress)
             measured[broker] = _real_metrics(scenario, run, generations)
             runs[broker] = {

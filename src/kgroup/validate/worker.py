@@ -1,6 +1,7 @@
 """One real consumer process of a validation run (``python -m kgroup.validate.worker CONFIG_JSON``).
 
-A confluent-kafka (librdkafka) consumer subscribes, polls and "processes" what it gets at the
+A confluent-kafka (librdkafka) consumer (the classic protocol, or KIP-848's with
+``group.protocol=consumer``) subscribes, polls and "processes" what it gets at the
 scenario's ``consume_per_consumer_per_s`` (a batch of ``n`` records takes ``n / rate`` seconds, as
 the simulator's application loop does), and reports on stdout, one JSON object per line, with
 wall-clock epoch milliseconds:
@@ -45,15 +46,22 @@ def consumer_config(spec: dict[str, Any]) -> dict[str, Any]:
         "bootstrap.servers": spec["bootstrap"],
         "group.id": spec["group"],
         "client.id": spec["id"],
-        "partition.assignment.strategy": ",".join(LIBRDKAFKA_ASSIGNORS[a] for a in spec["assignors"]),
-        "session.timeout.ms": spec["session_timeout_ms"],
-        "heartbeat.interval.ms": spec["heartbeat_interval_ms"],
         "max.poll.interval.ms": spec["max_poll_interval_ms"],
         "enable.auto.commit": spec["enable_auto_commit"],
         "auto.commit.interval.ms": spec["auto_commit_interval_ms"],
         "auto.offset.reset": spec["auto_offset_reset"],
         "log_level": 2,
     }
+    if spec.get("protocol", "classic") == "consumer":
+        # KIP-848: the coordinator assigns and owns the session and heartbeat settings (the broker's
+        # group.consumer.*); librdkafka refuses the classic protocol's properties with it
+        conf["group.protocol"] = "consumer"
+        if spec.get("server_assignor"):
+            conf["group.remote.assignor"] = spec["server_assignor"]
+    else:
+        conf["partition.assignment.strategy"] = ",".join(LIBRDKAFKA_ASSIGNORS[a] for a in spec["assignors"])
+        conf["session.timeout.ms"] = spec["session_timeout_ms"]
+        conf["heartbeat.interval.ms"] = spec["heartbeat_interval_ms"]
     if spec.get("static"):
         conf["group.instance.id"] = spec["id"]
     return conf

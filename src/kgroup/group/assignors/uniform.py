@@ -30,16 +30,20 @@ class UniformAssignor(ServerAssignor):
     name = "uniform"
 
     def assign(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
-        """The homogeneous builder over integer arrays (:mod:`kgroup.group.assignors.fast`); it answers
-        exactly what :meth:`assign_reference` answers."""
+        """Both builders over integer arrays (:mod:`kgroup.group.assignors.fast`); they answer exactly
+        what :meth:`assign_reference` answers (which answers where they step aside)."""
         if not group.members:
             return {}
         if group.subscription_type is SubscriptionType.HOMOGENEOUS:
             from kgroup.group.assignors.fast.uniform_fast import assign_uniform_homogeneous  # numba: lazily
 
             result = assign_uniform_homogeneous(group, topics)
-            if result is not None:
-                return result
+        else:
+            from kgroup.group.assignors.fast.uniform_heterogeneous_fast import assign_uniform_heterogeneous
+
+            result = assign_uniform_heterogeneous(group, topics)
+        if result is not None:
+            return result
         return self.assign_reference(group, topics)
 
     def assign_reference(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:

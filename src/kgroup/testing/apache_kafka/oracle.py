@@ -21,6 +21,10 @@ first use against the pinned release's jars) and answers batches of requests, on
   ``__consumer_offsets`` records through Kafka's ``GroupCoordinatorRecordSerde``: the key and value bytes
   Kafka writes for a record given as the JSON of its generated converters, and the record Kafka reads
   from given bytes;
+* :meth:`~KafkaOracle.transaction_record_bytes` / :meth:`~KafkaOracle.transaction_add_partitions_bytes` /
+  :meth:`~KafkaOracle.transaction_record_read` / :meth:`~KafkaOracle.transaction_metadata_steps` — the
+  transaction coordinator's ``__transaction_state`` records through Kafka's ``TransactionLog``, and its
+  transitions through Kafka's ``TransactionMetadata``;
 * :meth:`~KafkaOracle.topic_regexes` — the KIP-848 coordinator's subscribed-topic regexes: its own
   validation (the INVALID_REGULAR_EXPRESSION message) and RE2/J's matching of topic names;
 * :meth:`~KafkaOracle.striped_place` — a KRaft controller's ``StripedReplicaPlacer`` with a seeded
@@ -101,6 +105,7 @@ _SOURCES = (
     "AssignorOracle.java",
     "ServerAssignors.java",
     "CoordinatorRecords.java",
+    "TransactionRecords.java",
     "TopicRegexes.java",
     "ReplicaPlacement.java",
     "ClientMetadata.java",
@@ -580,6 +585,36 @@ class KafkaOracle:
             CoordinatorRecordJson(int(raw["type"]), raw["key"], raw["value"])
             for raw in (_no_error(r) for r in self._call("record-read", batch))
         ]
+
+    def transaction_record_bytes(self, items: Sequence[Mapping[str, Any]]) -> list[tuple[bytes, bytes]]:
+        """The key and value bytes Kafka's ``TransactionLog`` writes for each transition, given as
+        ``TransactionRecords.java`` describes (``"txn-record-bytes"``)."""
+        return [
+            self._hex_pair(_no_error(r)) for r in self._call("txn-record-bytes", [dict(i) for i in items])
+        ]
+
+    def transaction_add_partitions_bytes(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> list[tuple[bytes, bytes]]:
+        """The record Kafka's own ``TransactionMetadata`` writes after AddPartitionsToTxn steps
+        (``"txn-add-partitions-bytes"``: the set's history is Kafka's)."""
+        batch = [dict(i) for i in items]
+        return [self._hex_pair(_no_error(r)) for r in self._call("txn-add-partitions-bytes", batch)]
+
+    def transaction_record_read(self, entries: Sequence[tuple[bytes, bytes | None]]) -> list[dict[str, Any]]:
+        """What Kafka's ``TransactionLog.read`` reads from each (key, value) (``"txn-record-read"``)."""
+        batch = [{"key": k.hex(), "value": None if v is None else v.hex()} for k, v in entries]
+        return [dict(_no_error(r)) for r in self._call("txn-record-read", batch)]
+
+    def transaction_metadata_steps(self, items: Sequence[Mapping[str, Any]]) -> list[list[dict[str, Any]]]:
+        """Kafka's ``TransactionMetadata`` run through each item's transitions (``"txn-metadata-steps"``):
+        per step, the metadata after it or its error."""
+        batch = [dict(i) for i in items]
+        return [list(_no_error(r)["steps"]) for r in self._call("txn-metadata-steps", batch)]
+
+    @staticmethod
+    def _hex_pair(raw: Mapping[str, Any]) -> tuple[bytes, bytes]:
+        return bytes.fromhex(raw["key"]), bytes.fromhex(raw["value"])
 
     def topic_regexes(self, patterns: Sequence[str], topics: Sequence[str]) -> list[RegexAnswer]:
         """Each pattern as Kafka's group coordinator takes it as a ``SubscribedTopicRegex``: refused

@@ -1,6 +1,6 @@
 """The server assignors' fast paths: the same answers as the step-by-step builders, over integer arrays.
 
-``RangeAssignor.assign`` and ``UniformAssignor.assign`` (homogeneous groups) run these; each class's
+``RangeAssignor.assign`` and ``UniformAssignor.assign`` (both of its builders) run these; each class's
 ``assign_reference`` is Kafka's algorithm over Python objects, the readable spec the fast path is
 tested against (``tests/group/server_assignors/test_fast_paths.py``) besides Kafka's own classes
 (``tests/apache_kafka/test_server_assignors.py``). Topics become dense indices, members positions,

@@ -35,6 +35,9 @@
 //   record-read    {"key": "<hex>", "value": "<hex>"|null} -> {"type", "key", "value", "valueVersion"}
 //                  the coordinator's __consumer_offsets records through GroupCoordinatorRecordSerde, built
 //                  from and answered as the JSON of Kafka's generated converters (CoordinatorRecords.java)
+//   txn-record-bytes, txn-add-partitions-bytes, txn-record-read, txn-metadata-steps
+//                  the transaction coordinator's __transaction_state records through Kafka's TransactionLog
+//                  and TransactionMetadata (TransactionRecords.java)
 //   topic-regex    {"pattern": "...", "topics": [...]} -> {"matches": [...]} | {"invalid": "<message>"}
 //                  | {"overflow": true}: the group coordinator's regex validation and RE2/J's matching
 //                  (TopicRegexes.java)
@@ -165,6 +168,14 @@ public final class AssignorOracle {
                     return CoordinatorRecords.read(item);
                 case "topic-regex":
                     return TopicRegexes.answer(item);
+                case "txn-record-bytes":
+                    return TransactionRecords.bytes(item);
+                case "txn-add-partitions-bytes":
+                    return TransactionRecords.addPartitionsBytes(item);
+                case "txn-record-read":
+                    return TransactionRecords.read(item);
+                case "txn-metadata-steps":
+                    return TransactionRecords.metadataSteps(item);
                 default:
                     throw new IllegalArgumentException("unknown op '" + op + "'");
             }
