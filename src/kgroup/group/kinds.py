@@ -11,6 +11,7 @@ from __future__ import annotations
 from kgroup.group.classic.kind import ClassicGroups
 from kgroup.group.consumer.kind import ConsumerGroups
 from kgroup.group.kind import GroupKind
+from kgroup.group.share.kind import ShareGroups
 
 __all__ = ["registered_kinds"]
 
@@ -18,4 +19,6 @@ __all__ = ["registered_kinds"]
 def registered_kinds() -> tuple[GroupKind, ...]:
     """Fresh kinds for one coordinator (each holds that coordinator's groups of its kind)."""
     classic = ClassicGroups()
-    return (classic, ConsumerGroups(classic))
+    consumer = ConsumerGroups(classic)
+    share = ShareGroups(lambda group_id: classic.owns(group_id) or consumer.owns(group_id))
+    return (classic, consumer, share)
