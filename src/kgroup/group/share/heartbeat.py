@@ -56,6 +56,7 @@ __all__ = [
     "fence_share_member",
     "finish_initialize",
     "handle_share_heartbeat",
+    "invalid_share_heartbeat_answer",
 ]
 
 #: ``setMetadataRefreshDeadline(now + Integer.MAX_VALUE, epoch)``: a share group's topic metadata is
@@ -131,6 +132,16 @@ def _validate(req: ShareGroupHeartbeatRequest) -> None:
             )
     elif req.member_epoch < SHARE_LEAVE_GROUP_MEMBER_EPOCH:
         raise ShareApiError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+
+
+def invalid_share_heartbeat_answer(req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse | None:
+    """The answer Kafka's ``GroupCoordinatorService`` gives a request that fails its own checks (at any
+    broker, before the group's coordinator is looked for), or ``None``."""
+    try:
+        _validate(req)
+    except ShareApiError as exc:
+        return ShareGroupHeartbeatResponse(exc.code, exc.message)
+    return None
 
 
 def handle_share_heartbeat(

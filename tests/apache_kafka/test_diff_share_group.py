@@ -1,0 +1,191 @@
+"""The differential suite, share groups (KIP-932): raw ShareGroupHeartbeat / ShareGroupDescribe v1
+requests against kgroup's broker and Apache Kafka 4.4.0 (the ``target`` fixture; the ``[apache]`` run
+proves the expected values are Kafka's).
+
+Compared as observed: error codes and messages, member epochs, when a joining member first gets
+partitions (after its group's share state is initialised, at the next heartbeat past the assignment
+interval), which partitions each member gets (``SimpleAssignor``: more members than partitions
+share them), what a leave answers, and what ShareGroupDescribe and ListGroups say.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+from tests.apache_kafka.conftest import Target
+from tests.apache_kafka.wire import Raw, create_topic, find_coordinator
+
+pytestmark = pytest.mark.slow
+
+NONE = 0
+UNKNOWN_MEMBER_ID = 25
+INVALID_REQUEST = 42
+GROUP_ID_NOT_FOUND = 69
+FENCED_MEMBER_EPOCH = 110
+_NOT_READY = (14, 15, 16)  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+#: past group.share.assignment.interval.ms (1 s): a heartbeat this long after the last target may
+#: compute the next one
+_PAST_INTERVAL_S = 1.2
+
+
+def _heartbeat(raw: Raw, **fields: Any) -> Any:
+    """One heartbeat; asked again (bounded) while Apache Kafka's new offsets-topic partition loads."""
+    body = {
+        "group_id": "",
+        "member_id": "",
+        "member_epoch": 0,
+        "rack_id": None,
+        "subscribed_topic_names": None,
+    }
+    body.update(fields)
+    deadline = time.monotonic() + 30
+    while True:
+        answer = raw.call("ShareGroupHeartbeat", 1, body)
+        if answer["error_code"] not in _NOT_READY or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
+def _describe(raw: Raw, *groups: str) -> list[Any]:
+    answer = raw.call(
+        "ShareGroupDescribe", 1, {"group_ids": list(groups), "include_authorized_operations": False}
+    )
+    return list(answer["groups"])
+
+
+def _partitions(answer: Any) -> list[int] | None:
+    if answer["assignment"] is None:
+        return None
+    return sorted(p for t in answer["assignment"]["topic_partitions"] for p in t["partitions"])
+
+
+def test_share_heartbeat_errors(target: Target, names: str) -> None:
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 2)
+    member, stranger = str(uuid.uuid4()), str(uuid.uuid4())
+    with Raw(find_coordinator(target.bootstrap_servers, group)) as raw:
+        seen = {
+            "empty member id": _heartbeat(raw, group_id=group, subscribed_topic_names=[topic]),
+            "37-character member id": _heartbeat(
+                raw, group_id=group, member_id="m" * 37, subscribed_topic_names=[topic]
+            ),
+            "no subscription": _heartbeat(raw, group_id=group, member_id=member),
+            "invalid epoch": _heartbeat(raw, group_id=group, member_id=member, member_epoch=-2),
+            "unknown group": _heartbeat(raw, group_id=group, member_id=member, member_epoch=3),
+            "leave unknown group": _heartbeat(raw, group_id=group, member_id=member, member_epoch=-1),
+        }
+        joined = _heartbeat(raw, group_id=group, member_id=member, subscribed_topic_names=[topic])
+        later = {
+            "unknown member": _heartbeat(raw, group_id=group, member_id=stranger, member_epoch=1),
+            "greater epoch": _heartbeat(
+                raw, group_id=group, member_id=member, member_epoch=joined["member_epoch"] + 7
+            ),
+            "leave unknown member": _heartbeat(raw, group_id=group, member_id="nobody", member_epoch=-1),
+        }
+        describe_unknown = _describe(raw, f"{group}-nobody")
+    codes = {what: (a["error_code"], a["error_message"]) for what, a in {**seen, **later}.items()}
+    epoch = joined["member_epoch"]
+    assert codes == {
+        # KafkaApis.isMemberIdValid (1 to 36 characters), answered without a message
+        "empty member id": (INVALID_REQUEST, None),
+        "37-character member id": (INVALID_REQUEST, None),
+        "no subscription": (INVALID_REQUEST, "SubscribedTopicNames must be set in first request."),
+        "invalid epoch": (INVALID_REQUEST, "MemberEpoch is invalid."),
+        "unknown group": (GROUP_ID_NOT_FOUND, f"Share group {group} not found."),
+        "leave unknown group": (GROUP_ID_NOT_FOUND, f"Group {group} not found."),
+        "unknown member": (UNKNOWN_MEMBER_ID, f"Member {stranger} is not a member of group {group}."),
+        "greater epoch": (
+            FENCED_MEMBER_EPOCH,
+            f"The share group member has a greater member epoch ({epoch + 7}) than the one known by the "
+            f"group coordinator ({epoch}). The member must abandon all its partitions and rejoin.",
+        ),
+        "leave unknown member": (UNKNOWN_MEMBER_ID, f"Member nobody is not a member of group {group}."),
+    }
+    assert [(g["error_code"], g["group_id"], g["error_message"]) for g in describe_unknown] == [
+        (GROUP_ID_NOT_FOUND, f"{group}-nobody", f"Group {group}-nobody not found.")
+    ]
+
+
+def _until_assigned(raw: Raw, group: str, member: str, epoch: int, limit_s: float = 20.0) -> list[Any]:
+    """Heartbeats past the assignment interval until the member's answer carries partitions: each
+    answer's (epoch, partitions or None)."""
+    seen = []
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        time.sleep(_PAST_INTERVAL_S)
+        answer = _heartbeat(raw, group_id=group, member_id=member, member_epoch=epoch)
+        assert answer["error_code"] == NONE, answer
+        epoch = answer["member_epoch"]
+        seen.append((epoch, _partitions(answer)))
+        if _partitions(answer):
+            return seen
+    raise AssertionError(f"no partitions after {limit_s} s: {seen}")
+
+
+def test_members_join_share_partitions_and_leave(target: Target, names: str) -> None:
+    """One member gets both partitions once their share state is initialised; two more join and the
+    three share the two partitions (ceil(3 / 2) = 2 members each); one leaves."""
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 2)
+    ids = [str(uuid.uuid4()) for _ in range(3)]
+    with Raw(find_coordinator(target.bootstrap_servers, group)) as raw:
+        first = _heartbeat(raw, group_id=group, member_id=ids[0], subscribed_topic_names=[topic])
+        assert (first["error_code"], first["member_id"], first["member_epoch"]) == (NONE, ids[0], 2)
+        assert first["heartbeat_interval"] == 5000
+        assert _partitions(first) == []  # nothing is initialised yet
+        steps = _until_assigned(raw, group, ids[0], 2)
+        epoch, partitions = steps[-1]
+        assert (epoch, partitions) == (3, [0, 1])
+        epochs = {ids[0]: epoch}
+        for member in ids[1:]:
+            time.sleep(_PAST_INTERVAL_S)
+            joined = _heartbeat(raw, group_id=group, member_id=member, subscribed_topic_names=[topic])
+            assert joined["error_code"] == NONE
+            epochs[member] = joined["member_epoch"]
+        # a round of heartbeats past the interval brings everyone to the last target
+        held: dict[str, list[int]] = {}
+        for _ in range(3):
+            time.sleep(_PAST_INTERVAL_S)
+            for member in ids:
+                answer = _heartbeat(raw, group_id=group, member_id=member, member_epoch=epochs[member])
+                assert answer["error_code"] == NONE, answer
+                epochs[member] = answer["member_epoch"]
+                if answer["assignment"] is not None:
+                    held[member] = _partitions(answer) or []
+        described = _describe(raw, group)[0]
+        left = _heartbeat(raw, group_id=group, member_id=ids[2], member_epoch=-1)
+        after = _describe(raw, group)[0]
+        listed = raw.call("ListGroups", 5, {"states_filter": [], "types_filter": ["share"]})
+    assert described["error_code"] == NONE and described["group_state"] == "Stable"
+    assert described["assignor_name"] == "simple"
+    assert {m["member_epoch"] for m in described["members"]} == {described["assignment_epoch"]}
+    shares: dict[int, int] = {}
+    for m in described["members"]:
+        for t in m["assignment"]["topic_partitions"]:
+            assert t["topic_name"] == topic
+            for p in t["partitions"]:
+                shares[p] = shares.get(p, 0) + 1
+    assert shares == {0: 2, 1: 2}
+    # the quotas in member order are [2, 1, 1] (SimpleAssignor: 2 sharers x 2 partitions over 3)
+    assert sorted(
+        sum(len(t["partitions"]) for t in m["assignment"]["topic_partitions"]) for m in described["members"]
+    ) == [1, 1, 2]
+    assert held  # answers carried the changed assignments
+    assert (left["error_code"], left["member_id"], left["member_epoch"], left["assignment"]) == (
+        NONE,
+        ids[2],
+        -1,
+        None,
+    )
+    assert after["group_epoch"] == described["group_epoch"] + 1
+    assert sorted(m["member_id"] for m in after["members"]) == sorted(ids[:2])
+    assert [
+        (g["group_id"], g["protocol_type"], g["group_state"], g["group_type"])
+        for g in listed["groups"]
+        if g["group_id"] == group
+    ] == [(group, "share", "Stable", "share")]
