@@ -49,6 +49,12 @@ __all__ = [
 #: the versions Kafka 4.4.0 serves (and kgroup): v1 only
 SHARE_GROUP_VERSIONS = (1, 1)
 
+# kio's modules, untyped here as in consumer_group.py (its NewType ids and names are plain strings)
+_HEARTBEAT_REQUEST: Any = heartbeat_req_v1
+_HEARTBEAT_RESPONSE: Any = heartbeat_resp_v1
+_DESCRIBE_REQUEST: Any = describe_req_v1
+_DESCRIBE_RESPONSE: Any = describe_resp_v1
+
 
 def _check(version: int, what: str) -> None:
     if version != 1:
@@ -77,7 +83,7 @@ def _ms(value: datetime.timedelta) -> int:
 def share_group_heartbeat_request_to_wire(msg: ShareGroupHeartbeatRequest, version: int = 1) -> Any:
     _check(version, "ShareGroupHeartbeat")
     names = msg.subscribed_topic_names
-    return heartbeat_req_v1.ShareGroupHeartbeatRequest(
+    return _HEARTBEAT_REQUEST.ShareGroupHeartbeatRequest(
         group_id=msg.group_id,
         member_id=msg.member_id,
         member_epoch=i32(msg.member_epoch),
@@ -101,7 +107,7 @@ def share_group_heartbeat_response_to_wire(
     msg: ShareGroupHeartbeatResponse, version: int = 1, throttle_time_ms: int = 0
 ) -> Any:
     _check(version, "ShareGroupHeartbeat")
-    module = heartbeat_resp_v1
+    module = _HEARTBEAT_RESPONSE
     assignment = None
     if msg.assignment is not None:
         assignment = module.Assignment(
@@ -152,7 +158,7 @@ def share_group_heartbeat_error_answer(
 
 def share_group_describe_request_to_wire(msg: ShareGroupDescribeRequest, version: int = 1) -> Any:
     _check(version, "ShareGroupDescribe")
-    return describe_req_v1.ShareGroupDescribeRequest(
+    return _DESCRIBE_REQUEST.ShareGroupDescribeRequest(
         group_ids=tuple(msg.group_ids), include_authorized_operations=msg.include_authorized_operations
     )
 
@@ -167,7 +173,7 @@ def share_group_describe_response_to_wire(
     msg: ShareGroupDescribeResponse, version: int = 1, throttle_time_ms: int = 0
 ) -> Any:
     _check(version, "ShareGroupDescribe")
-    module = describe_resp_v1
+    module = _DESCRIBE_RESPONSE
 
     def member(m: DescribedShareMember) -> Any:
         return module.Member(
