@@ -189,3 +189,114 @@ def test_members_join_share_partitions_and_leave(target: Target, names: str) -> 
         for g in listed["groups"]
         if g["group_id"] == group
     ] == [(group, "share", "Stable", "share")]
+
+
+def _pure_run(
+    topic: str, topic_id: uuid.UUID, partitions: int, steps: list[tuple[int, str, int | None]]
+) -> Any:
+    """kgroup's pure coordinator through the same heartbeats (time in ms, member, epoch or None to
+    join), each initialisation finished at once (the brokers finish theirs within milliseconds, well
+    before the next heartbeat): its ShareGroupDescribe of the group."""
+    from random import Random
+
+    from kgroup.group.coordinator import GroupCoordinator
+    from kgroup.group.metadata import MetadataImage, TopicImage
+    from kgroup.messages import Envelope, ShareGroupDescribeRequest, ShareGroupHeartbeatRequest
+    from kgroup.model import TopicId
+
+    coordinator = GroupCoordinator(rng=Random(0))
+    coordinator.set_metadata(
+        MetadataImage.of([TopicImage(TopicId.from_int(topic_id.int), topic, partitions)])
+    )
+    epochs: dict[str, int] = {}
+    for now, member, _ in steps:
+        joining = member not in epochs
+        request = ShareGroupHeartbeatRequest(
+            "g",
+            member,
+            0 if joining else epochs[member],
+            subscribed_topic_names=(topic,) if joining else None,
+        )
+        result = coordinator.handle(now, Envelope("c", 1, request))
+        for task in result.tasks:
+            coordinator.complete(now, task, task.run())
+        epochs[member] = result.replies[0].body.member_epoch  # type: ignore[union-attr]
+    described = coordinator.handle(steps[-1][0], Envelope("c", 2, ShareGroupDescribeRequest(("g",))))
+    return described.replies[0].body.groups[0]  # type: ignore[union-attr]
+
+
+def test_which_member_gets_which_partition_is_the_pure_coordinators(target: Target, names: str) -> None:
+    """Five members with fixed ids join three partitions one by one, then heartbeat in rounds: the
+    group's epochs, its member order and every member's partitions as ShareGroupDescribe gives them
+    are what kgroup's pure coordinator (its ``SimpleAssignor`` over Kafka's member order) computes for
+    the same heartbeats — on kgroup serve and on Apache Kafka."""
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 3)
+        (described_topic,) = raw.call(
+            "Metadata",
+            12,
+            {
+                "topics": [{"name": topic, "topic_id": None}],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )["topics"]
+    topic_id = uuid.UUID(described_topic["topic_id"])
+    ids = [f"member-{i}-{names}"[:36] for i in range(5)]
+    steps: list[tuple[int, str, int | None]] = []
+    epochs: dict[str, int] = {}
+    trace: list[Any] = []
+    start = time.monotonic()
+    with Raw(find_coordinator(target.bootstrap_servers, group)) as raw:
+
+        def beat(member: str) -> None:
+            joining = member not in epochs
+            answer = _heartbeat(
+                raw,
+                group_id=group,
+                member_id=member,
+                member_epoch=0 if joining else epochs[member],
+                subscribed_topic_names=[topic] if joining else None,
+            )
+            assert answer["error_code"] == NONE, answer
+            epochs[member] = answer["member_epoch"]
+            steps.append((int((time.monotonic() - start) * 1000) + 1, member, None))
+            trace.append((member[:8], answer["member_epoch"], _partitions(answer)))
+
+        beat(ids[0])
+        # the first member's partitions come once their share state is initialised: on Apache Kafka
+        # that can take a few seconds (its share coordinator's state topic is created on first use);
+        # the waiting heartbeats change nothing, so the pure run sees only the one that assigns
+        assigned = _until_assigned(raw, group, ids[0], epochs[ids[0]])
+        epochs[ids[0]] = assigned[-1][0]
+        steps.append((int((time.monotonic() - start) * 1000) + 1, ids[0], None))
+        trace.append(("waited", assigned))
+        for member in ids[1:]:
+            time.sleep(_PAST_INTERVAL_S)
+            beat(member)
+        for _ in range(2):
+            time.sleep(_PAST_INTERVAL_S)
+            for member in ids:
+                beat(member)
+        (described,) = _describe(raw, group)
+    # the pure run at the heartbeats' own times (1.2 s apart where a new target is due, so the
+    # 1 s assignment interval decides the same way; a round's five follow each other at once)
+    pure = _pure_run(topic, topic_id, 3, steps)
+    assert (described["group_epoch"], described["assignment_epoch"]) == (
+        pure.group_epoch,
+        pure.assignment_epoch,
+    ), trace
+    mine = [
+        (m.member_id, m.member_epoch, sorted(p for t in m.assignment for p in t.partitions))
+        for m in pure.members
+    ]
+    theirs = [
+        (
+            m["member_id"],
+            m["member_epoch"],
+            sorted(p for t in m["assignment"]["topic_partitions"] for p in t["partitions"]),
+        )
+        for m in described["members"]
+    ]
+    assert mine == theirs
