@@ -192,11 +192,13 @@ def test_members_join_share_partitions_and_leave(target: Target, names: str) -> 
 
 
 def _pure_run(
-    topic: str, topic_id: uuid.UUID, partitions: int, steps: list[tuple[int, str, int | None]]
+    topics: dict[str, tuple[uuid.UUID, int]],
+    subscriptions: dict[str, list[str]],
+    steps: list[tuple[int, str]],
 ) -> Any:
-    """kgroup's pure coordinator through the same heartbeats (time in ms, member, epoch or None to
-    join), each initialisation finished at once (the brokers finish theirs within milliseconds, well
-    before the next heartbeat): its ShareGroupDescribe of the group."""
+    """kgroup's pure coordinator through the same heartbeats (time in ms, member; a member's first
+    one joins with its subscription), each initialisation finished at once (the one heartbeat that
+    found it finished, on the broker, is in ``steps``): its ShareGroupDescribe of the group."""
     from random import Random
 
     from kgroup.group.coordinator import GroupCoordinator
@@ -206,16 +208,16 @@ def _pure_run(
 
     coordinator = GroupCoordinator(rng=Random(0))
     coordinator.set_metadata(
-        MetadataImage.of([TopicImage(TopicId.from_int(topic_id.int), topic, partitions)])
+        MetadataImage.of([TopicImage(TopicId.from_int(i.int), name, n) for name, (i, n) in topics.items()])
     )
     epochs: dict[str, int] = {}
-    for now, member, _ in steps:
+    for now, member in steps:
         joining = member not in epochs
         request = ShareGroupHeartbeatRequest(
             "g",
             member,
             0 if joining else epochs[member],
-            subscribed_topic_names=(topic,) if joining else None,
+            subscribed_topic_names=tuple(subscriptions[member]) if joining else None,
         )
         result = coordinator.handle(now, Envelope("c", 1, request))
         for task in result.tasks:
@@ -225,26 +227,42 @@ def _pure_run(
     return described.replies[0].body.groups[0]  # type: ignore[union-attr]
 
 
-def test_which_member_gets_which_partition_is_the_pure_coordinators(target: Target, names: str) -> None:
-    """Five members with fixed ids join three partitions one by one, then heartbeat in rounds: the
-    group's epochs, its member order and every member's partitions as ShareGroupDescribe gives them
-    are what kgroup's pure coordinator (its ``SimpleAssignor`` over Kafka's member order) computes for
-    the same heartbeats — on kgroup serve and on Apache Kafka."""
-    group, topic = f"{names}-g", f"{names}-t"
+@pytest.mark.parametrize("shape", ["homogeneous", "heterogeneous"])
+def test_which_member_gets_which_partition_is_the_pure_coordinators(
+    target: Target, names: str, shape: str
+) -> None:
+    """Five members with fixed ids join one by one, then heartbeat in rounds: on one topic of three
+    partitions (homogeneous), or on two topics of three and two partitions that members subscribe to
+    differently (heterogeneous: the assignor balances topic by topic). The group's epochs, its member
+    order and every member's partitions as ShareGroupDescribe gives them are what kgroup's pure
+    coordinator (its ``SimpleAssignor`` over Kafka's member order) computes for the same heartbeats
+    at the same times — on kgroup serve and on Apache Kafka."""
+    group = f"{names}-g"
+    sizes = {f"{names}-a": 3} if shape == "homogeneous" else {f"{names}-a": 3, f"{names}-b": 2}
+    topics: dict[str, tuple[uuid.UUID, int]] = {}
     with Raw(target.bootstrap_servers) as raw:
-        create_topic(raw, topic, 3)
-        (described_topic,) = raw.call(
+        for name, partitions in sizes.items():
+            create_topic(raw, name, partitions)
+        answer = raw.call(
             "Metadata",
             12,
             {
-                "topics": [{"name": topic, "topic_id": None}],
+                "topics": [{"name": name, "topic_id": None} for name in sizes],
                 "allow_auto_topic_creation": False,
                 "include_topic_authorized_operations": False,
             },
-        )["topics"]
-    topic_id = uuid.UUID(described_topic["topic_id"])
+        )
+        for described_topic in answer["topics"]:
+            name = described_topic["name"]
+            topics[name] = (uuid.UUID(described_topic["topic_id"]), sizes[name])
     ids = [f"member-{i}-{names}"[:36] for i in range(5)]
-    steps: list[tuple[int, str, int | None]] = []
+    names_ = list(sizes)
+    if shape == "homogeneous":
+        subscriptions = {m: names_ for m in ids}
+    else:  # the first subscribes to both (so both are initialised before the others join)
+        pattern = [names_, names_[:1], names_[1:], names_[::-1], names_[1:]]
+        subscriptions = dict(zip(ids, pattern, strict=True))
+    steps: list[tuple[int, str]] = []
     epochs: dict[str, int] = {}
     trace: list[Any] = []
     start = time.monotonic()
@@ -257,11 +275,11 @@ def test_which_member_gets_which_partition_is_the_pure_coordinators(target: Targ
                 group_id=group,
                 member_id=member,
                 member_epoch=0 if joining else epochs[member],
-                subscribed_topic_names=[topic] if joining else None,
+                subscribed_topic_names=subscriptions[member] if joining else None,
             )
             assert answer["error_code"] == NONE, answer
             epochs[member] = answer["member_epoch"]
-            steps.append((int((time.monotonic() - start) * 1000) + 1, member, None))
+            steps.append((int((time.monotonic() - start) * 1000) + 1, member))
             trace.append((member[:8], answer["member_epoch"], _partitions(answer)))
 
         beat(ids[0])
@@ -270,7 +288,7 @@ def test_which_member_gets_which_partition_is_the_pure_coordinators(target: Targ
         # the waiting heartbeats change nothing, so the pure run sees only the one that assigns
         assigned = _until_assigned(raw, group, ids[0], epochs[ids[0]])
         epochs[ids[0]] = assigned[-1][0]
-        steps.append((int((time.monotonic() - start) * 1000) + 1, ids[0], None))
+        steps.append((int((time.monotonic() - start) * 1000) + 1, ids[0]))
         trace.append(("waited", assigned))
         for member in ids[1:]:
             time.sleep(_PAST_INTERVAL_S)
@@ -282,21 +300,23 @@ def test_which_member_gets_which_partition_is_the_pure_coordinators(target: Targ
         (described,) = _describe(raw, group)
     # the pure run at the heartbeats' own times (1.2 s apart where a new target is due, so the
     # 1 s assignment interval decides the same way; a round's five follow each other at once)
-    pure = _pure_run(topic, topic_id, 3, steps)
+    pure = _pure_run(topics, subscriptions, steps)
     assert (described["group_epoch"], described["assignment_epoch"]) == (
         pure.group_epoch,
         pure.assignment_epoch,
     ), trace
     mine = [
-        (m.member_id, m.member_epoch, sorted(p for t in m.assignment for p in t.partitions))
+        (m.member_id, m.member_epoch, sorted((t.topic_name, p) for t in m.assignment for p in t.partitions))
         for m in pure.members
     ]
     theirs = [
         (
             m["member_id"],
             m["member_epoch"],
-            sorted(p for t in m["assignment"]["topic_partitions"] for p in t["partitions"]),
+            sorted(
+                (t["topic_name"], p) for t in m["assignment"]["topic_partitions"] for p in t["partitions"]
+            ),
         )
         for m in described["members"]
     ]
-    assert mine == theirs
+    assert mine == theirs, trace
