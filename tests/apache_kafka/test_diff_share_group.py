@@ -148,15 +148,12 @@ def test_members_join_share_partitions_and_leave(target: Target, names: str) -> 
             assert joined["error_code"] == NONE
             epochs[member] = joined["member_epoch"]
         # a round of heartbeats past the interval brings everyone to the last target
-        held: dict[str, list[int]] = {}
         for _ in range(3):
             time.sleep(_PAST_INTERVAL_S)
             for member in ids:
                 answer = _heartbeat(raw, group_id=group, member_id=member, member_epoch=epochs[member])
                 assert answer["error_code"] == NONE, answer
                 epochs[member] = answer["member_epoch"]
-                if answer["assignment"] is not None:
-                    held[member] = _partitions(answer) or []
         described = _describe(raw, group)[0]
         left = _heartbeat(raw, group_id=group, member_id=ids[2], member_epoch=-1)
         after = _describe(raw, group)[0]
@@ -175,7 +172,6 @@ def test_members_join_share_partitions_and_leave(target: Target, names: str) -> 
     assert sorted(
         sum(len(t["partitions"]) for t in m["assignment"]["topic_partitions"]) for m in described["members"]
     ) == [1, 1, 2]
-    assert held  # answers carried the changed assignments
     assert (left["error_code"], left["member_id"], left["member_epoch"], left["assignment"]) == (
         NONE,
         ids[2],
