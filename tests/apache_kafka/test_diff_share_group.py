@@ -16,14 +16,16 @@ from typing import Any
 
 import pytest
 from tests.apache_kafka.conftest import Target
-from tests.apache_kafka.wire import Raw, create_topic, find_coordinator
+from tests.apache_kafka.wire import RANGE, Raw, commit, create_topic, find_coordinator, heartbeat, leave, sync
 
 pytestmark = pytest.mark.slow
 
 NONE = 0
+INCONSISTENT_GROUP_PROTOCOL = 23
 UNKNOWN_MEMBER_ID = 25
 INVALID_REQUEST = 42
 GROUP_ID_NOT_FOUND = 69
+NON_EMPTY_GROUP = 68
 FENCED_MEMBER_EPOCH = 110
 _NOT_READY = (14, 15, 16)  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 #: past group.share.assignment.interval.ms (1 s): a heartbeat this long after the last target may
@@ -316,3 +318,97 @@ def test_which_member_gets_which_partition_is_the_pure_coordinators(
         for m in described["members"]
     ]
     assert mine == theirs, trace
+
+
+def test_a_share_groups_id_in_the_other_group_apis(target: Target, names: str) -> None:
+    """A share group's id in the classic and consumer protocols' requests: refused as Kafka refuses
+    them (no classic or consumer group is made of it), and answered as a group without such a member
+    or offsets where Kafka does that."""
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 2)
+    with Raw(find_coordinator(target.bootstrap_servers, group)) as raw:
+        assert (
+            _heartbeat(raw, group_id=group, member_id="m1", subscribed_topic_names=[topic])["error_code"]
+            == NONE
+        )
+        join = {
+            "join v9": raw.call(
+                "JoinGroup",
+                9,
+                {
+                    "group_id": group,
+                    "session_timeout": 10000,
+                    "rebalance_timeout": 10000,
+                    "member_id": "",
+                    "group_instance_id": None,
+                    "protocol_type": "consumer",
+                    "protocols": RANGE,
+                    "reason": None,
+                },
+            ),
+            "join v3": raw.call(
+                "JoinGroup",
+                3,
+                {
+                    "group_id": group,
+                    "session_timeout": 10000,
+                    "rebalance_timeout": 10000,
+                    "member_id": "m1",
+                    "protocol_type": "consumer",
+                    "protocols": RANGE,
+                },
+            ),
+        }
+        consumer = raw.call(
+            "ConsumerGroupHeartbeat",
+            1,
+            {
+                "group_id": group,
+                "member_id": str(uuid.uuid4()),
+                "member_epoch": 0,
+                "instance_id": None,
+                "rack_id": None,
+                "rebalance_timeout": 30000,
+                "subscribed_topic_names": [topic],
+                "subscribed_topic_regex": None,
+                "server_assignor": None,
+                "topic_partitions": [],
+            },
+        )
+        consumer_describe = raw.call(
+            "ConsumerGroupDescribe", 1, {"group_ids": [group], "include_authorized_operations": False}
+        )
+        codes = {
+            "sync": sync(raw, group, 1, "m1")["error_code"],
+            "heartbeat": heartbeat(raw, group, 1, "m1"),
+            "leave": leave(raw, group, "m1")["members"][0]["error_code"],
+            "commit as a member": commit(raw, group, 1, "m1", {(topic, 0): (5, None)})[(topic, 0)],
+            "commit without a member": commit(raw, group, -1, "", {(topic, 0): (5, None)})[(topic, 0)],
+        }
+        described = raw.call("DescribeGroups", 5, {"groups": [group], "include_authorized_operations": False})
+        deleted = raw.call("DeleteGroups", 2, {"groups_names": [group]})
+        after = _describe(raw, group)[0]
+    for what, answer in join.items():
+        assert (answer["error_code"], answer["member_id"], answer["generation_id"]) == (
+            INCONSISTENT_GROUP_PROTOCOL,
+            "",
+            -1,
+        ), what
+    not_consumer = f"Group {group} is not a consumer group."
+    assert (consumer["error_code"], consumer["error_message"]) == (GROUP_ID_NOT_FOUND, not_consumer)
+    assert [(g["error_code"], g["error_message"]) for g in consumer_describe["groups"]] == [
+        (GROUP_ID_NOT_FOUND, not_consumer)
+    ]
+    assert codes == {
+        "sync": UNKNOWN_MEMBER_ID,
+        "heartbeat": UNKNOWN_MEMBER_ID,
+        "leave": UNKNOWN_MEMBER_ID,
+        "commit as a member": GROUP_ID_NOT_FOUND,
+        "commit without a member": GROUP_ID_NOT_FOUND,
+    }
+    # DescribeGroups v5 cannot describe it: Dead, no error
+    assert [(g["error_code"], g["group_state"]) for g in described["groups"]] == [(NONE, "Dead")]
+    assert [r["error_code"] for r in deleted["results"]] == [NON_EMPTY_GROUP]
+    # and the share group is untouched
+    assert (after["error_code"], [m["member_id"] for m in after["members"]]) == (NONE, ["m1"])

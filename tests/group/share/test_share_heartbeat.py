@@ -275,3 +275,55 @@ def test_replaying_the_records_or_a_checkpoint_rebuilds_the_groups() -> None:
         restored.replay(decode_record(*encode_record(record)))
     assert restored.snapshot().of("share") == expected
     assert restored.kind(ShareGroups).group("g").partition_states is not None
+
+
+def test_the_other_kinds_requests_for_a_share_groups_id() -> None:
+    """Refused as Kafka refuses them; no classic or consumer group is made of the id."""
+    from kgroup.messages import (
+        ConsumerGroupDescribeRequest,
+        ConsumerGroupDescribeResponse,
+        ConsumerGroupHeartbeatResponse,
+        JoinGroupProtocol,
+        JoinGroupRequest,
+        JoinGroupResponse,
+        OffsetCommitPartition,
+        OffsetCommitRequest,
+        OffsetCommitResponse,
+    )
+    from kgroup.model import TopicPartition
+
+    s = Share()
+    s.heartbeat(0, "m1", 0, ("orders",))
+    c = s.coordinator
+    join = c.handle(
+        1, Envelope("c", 1, JoinGroupRequest("g", 10_000, 10_000, "", (JoinGroupProtocol("range", b""),)))
+    )
+    assert join.replies[0].body == JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+    heartbeat = c.handle(
+        1,
+        Envelope(
+            "c",
+            2,
+            ConsumerGroupHeartbeatRequest(
+                "g",
+                "c1",
+                0,
+                rebalance_timeout_ms=1000,
+                subscribed_topic_names=("orders",),
+                topic_partitions=(),
+            ),
+        ),
+    )
+    assert heartbeat.replies[0].body == ConsumerGroupHeartbeatResponse(
+        ErrorCode.GROUP_ID_NOT_FOUND, "Group g is not a consumer group."
+    )
+    tp = TopicPartition("orders", 0)
+    commit = c.handle(1, Envelope("c", 3, OffsetCommitRequest("g", -1, "", (OffsetCommitPartition(tp, 5),))))
+    assert commit.replies[0].body == OffsetCommitResponse(((tp, ErrorCode.GROUP_ID_NOT_FOUND),))
+    described = c.handle(1, Envelope("c", 4, ConsumerGroupDescribeRequest(("g",)))).replies[0].body
+    assert isinstance(described, ConsumerGroupDescribeResponse)
+    assert [(g.error_code, g.error_message) for g in described.groups] == [
+        (ErrorCode.GROUP_ID_NOT_FOUND, "Group g is not a consumer group.")
+    ]
+    assert not join.records and not heartbeat.records and not commit.records
+    assert c.snapshot().of("classic") == () and c.snapshot().of("consumer") == ()

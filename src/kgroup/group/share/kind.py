@@ -29,8 +29,14 @@ from kgroup.group.share.timers import ShareSessionTimer
 from kgroup.group.timers import TimerKey
 from kgroup.group.txn import CoordinatorTask, Txn
 from kgroup.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
     DescribedGroup,
+    JoinGroupRequest,
+    JoinGroupResponse,
     ListedGroup,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
     ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
 )
@@ -56,7 +62,26 @@ class ShareGroups:
             ShareGroupHeartbeatRequest: lambda txn, env, req: handle_share_heartbeat(txn, env, req, ctx),
             ShareGroupDescribeRequest: lambda txn, env, req: handle_share_describe(txn, env, req, ctx),
         }
-        self.owned_handlers: Mapping[type, Handler] = {}
+        # a share group's id in the other kinds' requests, as Kafka answers them (the other kinds
+        # would create a group of their own; SyncGroup, Heartbeat, LeaveGroup and OffsetFetch already
+        # answer as Kafka does: no such member, no offsets)
+        self.owned_handlers: Mapping[type, Handler] = {
+            JoinGroupRequest: lambda txn, env, req: txn.reply(
+                env.connection, env.correlation_id, JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            ),
+            ConsumerGroupHeartbeatRequest: lambda txn, env, req: txn.reply(
+                env.connection,
+                env.correlation_id,
+                ConsumerGroupHeartbeatResponse(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."
+                ),
+            ),
+            OffsetCommitRequest: lambda txn, env, req: txn.reply(
+                env.connection,
+                env.correlation_id,
+                OffsetCommitResponse(tuple((p.partition, ErrorCode.GROUP_ID_NOT_FOUND) for p in req.offsets)),
+            ),
+        }
 
     # --- routing ------------------------------------------------------------------------------------
 
