@@ -327,3 +327,39 @@ def test_the_other_kinds_requests_for_a_share_groups_id() -> None:
     ]
     assert not join.records and not heartbeat.records and not commit.records
     assert c.snapshot().of("classic") == () and c.snapshot().of("consumer") == ()
+
+
+def test_a_subscribed_topic_growing_bumps_the_epoch_and_its_new_partition_is_initialised_then_assigned() -> (
+    None
+):
+    s = Share()
+    s.heartbeat(0, "m1", 0, ("events",))
+    assert _partitions(s.heartbeat(2000, "m1", 2)) == {EVENTS: {0, 1}}
+    assert s.heartbeat(4000, "m1", 3).assignment is None
+    s.coordinator.set_metadata(
+        MetadataImage.of([TopicImage(ORDERS, "orders", 3), TopicImage(EVENTS, "events", 3)])
+    )
+    grown = s.heartbeat(6000, "m1", 3)  # the hash moved: epoch 4, partition 2 asked for
+    assert grown.member_epoch == 4 and grown.assignment is None
+    assigned = s.heartbeat(8000, "m1", 4)  # initialised since: epoch 5, assigned
+    assert (assigned.member_epoch, _partitions(assigned)) == (5, {EVENTS: {0, 1, 2}})
+
+
+def test_a_member_changing_its_subscription_gets_the_new_topics_partitions() -> None:
+    s = Share()
+    s.heartbeat(0, "m1", 0, ("events",))
+    assert _partitions(s.heartbeat(2000, "m1", 2)) == {EVENTS: {0, 1}}
+    changed = s.heartbeat(4000, "m1", 3, ("orders",))
+    # the subscription moved the epoch; the new target keeps only initialised partitions (none of
+    # orders yet): the member's assignment is empty, its answer carries it (a full request)
+    assert (changed.member_epoch, _partitions(changed)) == (4, {})
+    later = s.heartbeat(6000, "m1", 4)
+    assert (later.member_epoch, _partitions(later)) == (5, {ORDERS: {0, 1, 2}})
+
+
+def test_load_restarts_every_session() -> None:
+    s = Share()
+    s.heartbeat(0, "m1", 0, ("orders",))
+    result = s.coordinator.load(30_000, ["g"])
+    timers = {t.key: t.deadline_ms for t in result.timers}  # type: ignore[union-attr]
+    assert timers == {ShareSessionTimer("g", "m1"): 75_000}

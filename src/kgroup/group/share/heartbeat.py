@@ -234,7 +234,14 @@ def _heartbeat(
     counts: Mapping[str, int] = group.subscribed_topic_names
     subscription = group.subscription_type(counts, len(group.members))
     refreshed = False
-    if changed or group.metadata_refresh_epoch != group_epoch:
+    # Kafka refreshes a share group's topic metadata when its epoch moved or when a topic it subscribes
+    # to changed (``onMetadataUpdate`` -> ``requestMetadataRefresh``); comparing the subscribed topics'
+    # hash on every heartbeat gives the same refreshes
+    expired = group.metadata_refresh_epoch != group_epoch or (
+        bool(group.members)
+        and ctx.image.group_hash(group.subscribed_topic_names.keys()) != group.metadata_hash
+    )
+    if changed or expired:
         counts = group.names_with(group.members.get(member_id), updated)
         metadata_hash = ctx.image.group_hash(counts.keys())
         members = len(group.members) + (0 if member_id in group.members else 1)
