@@ -193,6 +193,7 @@ def _pure_run(
     topics: dict[str, tuple[uuid.UUID, int]],
     subscriptions: dict[str, list[str]],
     steps: list[tuple[int, str]],
+    resubscribed: dict[int, list[str]] | None = None,
 ) -> Any:
     """kgroup's pure coordinator through the same heartbeats (time in ms, member; a member's first
     one joins with its subscription), each initialisation finished at once (the one heartbeat that
@@ -209,13 +210,14 @@ def _pure_run(
         MetadataImage.of([TopicImage(TopicId.from_int(i.int), name, n) for name, (i, n) in topics.items()])
     )
     epochs: dict[str, int] = {}
-    for now, member in steps:
+    for index, (now, member) in enumerate(steps):
         joining = member not in epochs
+        names = subscriptions[member] if joining else (resubscribed or {}).get(index)
         request = ShareGroupHeartbeatRequest(
             "g",
             member,
             0 if joining else epochs[member],
-            subscribed_topic_names=tuple(subscriptions[member]) if joining else None,
+            subscribed_topic_names=None if names is None else tuple(names),
         )
         result = coordinator.handle(now, Envelope("c", 1, request))
         for task in result.tasks:
@@ -412,3 +414,61 @@ def test_a_share_groups_id_in_the_other_group_apis(target: Target, names: str) -
     assert [r["error_code"] for r in deleted["results"]] == [NON_EMPTY_GROUP]
     # and the share group is untouched
     assert (after["error_code"], [m["member_id"] for m in after["members"]]) == (NONE, ["m1"])
+
+
+def test_a_subscription_change_is_the_pure_coordinators(target: Target, names: str) -> None:
+    """A member assigned one topic's partitions subscribes to another topic instead: the epoch moves
+    and the answer carries an empty assignment (the new topic is not initialised yet), then the new
+    topic's partitions come once it is; epochs and partitions as the pure coordinator computes them."""
+    group, first, second = f"{names}-g", f"{names}-a", f"{names}-b"
+    sizes = {first: 2, second: 3}
+    topics: dict[str, tuple[uuid.UUID, int]] = {}
+    with Raw(target.bootstrap_servers) as raw:
+        for name, partitions in sizes.items():
+            create_topic(raw, name, partitions)
+        answer = raw.call(
+            "Metadata",
+            12,
+            {
+                "topics": [{"name": name, "topic_id": None} for name in sizes],
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
+        for described_topic in answer["topics"]:
+            topics[described_topic["name"]] = (
+                uuid.UUID(described_topic["topic_id"]),
+                sizes[described_topic["name"]],
+            )
+    member = f"member-{names}"[:36]
+    start = time.monotonic()
+
+    def now() -> int:
+        return int((time.monotonic() - start) * 1000) + 1
+
+    with Raw(find_coordinator(target.bootstrap_servers, group)) as raw:
+        joined = _heartbeat(raw, group_id=group, member_id=member, subscribed_topic_names=[first])
+        steps = [(now(), member)]
+        epoch = _until_assigned(raw, group, member, joined["member_epoch"])[-1][0]
+        steps.append((now(), member))
+        time.sleep(_PAST_INTERVAL_S)
+        changed = _heartbeat(
+            raw, group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=[second]
+        )
+        steps.append((now(), member))
+        final = _until_assigned(raw, group, member, changed["member_epoch"])[-1]
+        steps.append((now(), member))
+        (described,) = _describe(raw, group)
+    pure = _pure_run(topics, {member: [first]}, steps, {2: [second]})
+    assert (changed["error_code"], changed["member_epoch"], _partitions(changed)) == (NONE, epoch + 1, [])
+    assert final == (epoch + 2, [0, 1, 2])
+    assert (described["group_epoch"], described["assignment_epoch"]) == (
+        pure.group_epoch,
+        pure.assignment_epoch,
+    )
+    (mine,) = pure.members
+    (theirs,) = described["members"]
+    assert (mine.member_epoch, [(t.topic_name, sorted(t.partitions)) for t in mine.assignment]) == (
+        theirs["member_epoch"],
+        [(t["topic_name"], sorted(t["partitions"])) for t in theirs["assignment"]["topic_partitions"]],
+    )
