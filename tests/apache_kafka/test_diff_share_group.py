@@ -472,3 +472,31 @@ def test_a_subscription_change_is_the_pure_coordinators(target: Target, names: s
         theirs["member_epoch"],
         [(t["topic_name"], sorted(t["partitions"])) for t in theirs["assignment"]["topic_partitions"]],
     )
+
+
+def test_the_group_max_size(kind: str, names: str) -> None:
+    """``group.share.max.size`` 2: a third member is refused with Kafka's message; a member already in
+    rejoins."""
+    from kgroup.testing import KafkaBroker
+    from kgroup.testing.apache_kafka import ApacheKafka
+
+    server: Any = (
+        KafkaBroker(group_share_max_size=2)
+        if kind == "kgroup"
+        else ApacheKafka(1, configs={"group.share.max.size": 2})
+    )
+    group, topic = f"{names}-g", f"{names}-t"
+    with server:
+        with Raw(server.bootstrap_servers) as raw:
+            create_topic(raw, topic, 2)
+        with Raw(find_coordinator(server.bootstrap_servers, group)) as raw:
+            answers = [
+                _heartbeat(raw, group_id=group, member_id=m, subscribed_topic_names=[topic])
+                for m in ("m1", "m2", "m3", "m2")
+            ]
+    assert [(a["error_code"], a["error_message"]) for a in answers] == [
+        (NONE, None),
+        (NONE, None),
+        (81, "The share group has reached its maximum capacity of 2 members."),  # GROUP_MAX_SIZE_REACHED
+        (NONE, None),
+    ]
