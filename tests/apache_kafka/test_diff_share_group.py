@@ -162,6 +162,9 @@ def test_members_join_share_partitions_and_leave(target: Target, names: str) -> 
         listed = raw.call("ListGroups", 5, {"states_filter": [], "types_filter": ["share"]})
     assert described["error_code"] == NONE and described["group_state"] == "Stable"
     assert described["assignor_name"] == "simple"
+    assert {
+        (m["client_host"], m["rack_id"], tuple(m["subscribed_topic_names"])) for m in described["members"]
+    } == {("/127.0.0.1", None, (topic,))}
     assert {m["member_epoch"] for m in described["members"]} == {described["assignment_epoch"]}
     shares: dict[int, int] = {}
     for m in described["members"]:
