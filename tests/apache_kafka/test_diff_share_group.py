@@ -503,3 +503,107 @@ def test_the_group_max_size(kind: str, names: str) -> None:
         (81, "The share group has reached its maximum capacity of 2 members."),  # GROUP_MAX_SIZE_REACHED
         (NONE, None),
     ]
+
+
+def _share_records(bootstrap: str, group: str, count: int) -> list[Any]:
+    """The first ``count`` share-group records of ``group`` in its ``__consumer_offsets`` partition,
+    decoded by kgroup's record codec (bounded wait)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from kgroup.group.discovery import coordinator_partition
+    from kgroup.group.records.serde import decode_record
+    from kgroup.group.records.share_serde import SHARE_GROUP_RECORD_TYPES
+
+    types = set(SHARE_GROUP_RECORD_TYPES.values())
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group}-reader", "log_level": 3})
+    out: list[Any] = []
+    try:
+        reader.assign([TopicPartition("__consumer_offsets", coordinator_partition(group, 50), 0)])
+        deadline = time.monotonic() + 20
+        while len(out) < count and time.monotonic() < deadline:
+            message = reader.poll(0.5)
+            if message is None or message.error() is not None:
+                continue
+            key = message.key()
+            if int.from_bytes(key[:2], "big") in types:
+                record = decode_record(key, message.value())
+                if record.group_id == group:
+                    out.append(record)
+    finally:
+        reader.close()
+    return out
+
+
+def test_the_records_in_the_offsets_topic(target: Target, names: str) -> None:
+    """A member joins and gets its partitions: the ShareGroup* records both brokers write to
+    ``__consumer_offsets``, in order, decoded by kgroup's codec, are the same — but for what is
+    each broker's own: the metadata hash (Kafka's XXH3, kgroup's BLAKE2b: only its changes are
+    compared), the assignment timestamps, and the order of the two topics' infos."""
+    from kgroup.group.records.share import (
+        ShareGroupMetadata,
+        ShareGroupTargetAssignmentMetadata,
+    )
+
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 2)
+    with Raw(find_coordinator(target.bootstrap_servers, group)) as raw:
+        joined = _heartbeat(raw, group_id=group, member_id="m1", subscribed_topic_names=[topic])
+        _until_assigned(raw, group, "m1", joined["member_epoch"])
+    records = _share_records(target.bootstrap_servers, group, 11)
+    hashes: list[int] = []
+
+    def shape(record: Any) -> Any:
+        if isinstance(record, ShareGroupMetadata) and record.value is not None:
+            hashes.append(record.value[1])
+            return ("group", record.value[0])
+        if isinstance(record, ShareGroupTargetAssignmentMetadata) and record.value is not None:
+            return ("target", record.value.assignment_epoch, record.value.assignment_timestamp_ms > 0)
+        value = record.value
+        if hasattr(value, "initialized"):
+            return (
+                "state",
+                [(i.topic_name, i.partitions) for i in value.initializing],
+                [(i.topic_name, i.partitions) for i in value.initialized],
+                list(value.deleting),
+            )
+        if hasattr(value, "client_host"):
+            return (
+                "member",
+                record.member_id,
+                value.rack_id,
+                value.client_host,
+                value.subscribed_topic_names,
+            )
+        if hasattr(value, "assigned_partitions"):
+            return (
+                "current",
+                record.member_id,
+                value.member_epoch,
+                value.previous_member_epoch,
+                value.state,
+                {str(t): sorted(p) for t, p in value.assigned_partitions.items()},
+            )
+        return ("target member", record.member_id, {str(t): sorted(p) for t, p in value.items()})
+
+    seen = [shape(r) for r in records]
+    topic_id = next(
+        str(t)
+        for r in records
+        if hasattr(r.value, "assigned_partitions")
+        for t in r.value.assigned_partitions
+    )
+    assert seen == [
+        ("member", "m1", None, "/127.0.0.1", (topic,)),
+        ("group", 2),
+        ("target member", "m1", {}),
+        ("target", 2, True),
+        ("current", "m1", 2, 0, 0, {}),
+        ("state", [(topic, (0, 1))], [], []),
+        ("state", [], [(topic, (0, 1))], []),
+        ("group", 3),
+        ("target member", "m1", {topic_id: [0, 1]}),
+        ("target", 3, True),
+        ("current", "m1", 3, 2, 0, {topic_id: [0, 1]}),
+    ], records
+    assert hashes[0] == hashes[1] != 0  # the topic did not change between the two epochs
