@@ -1,13 +1,17 @@
-"""KIP-848 server assignors at KIP-848's published scale: kgroup against Apache Kafka's own classes.
+"""KIP-848 server assignors at KIP-848's published scale, and the share groups' ``simple`` assignor at
+a share group's maximum size: kgroup against Apache Kafka's own classes.
 
 5,000 members × 10 partitions per member over 1,000 topics, and 10,000 members (the same 1,000 topics,
 so 100 partitions each). For each case both sides get the same group (built as the coordinator builds
 it); kgroup is timed around ``assign`` in this process, Kafka inside the oracle's JVM
 (:meth:`KafkaOracle.server_assign` with ``repeat``) around ``assign()`` (after warm-up calls), and the
 medians are printed. Each case also checks that the answers are equal.
+Share groups (``--share-members``, default 200: ``group.share.max.size``) get ``SimpleAssignor`` on 50
+partitions (members outnumber them: four share each) and on 2,000, new and with one member joining.
 Benchmarks are not tests: nothing here asserts a time. ::
 
-    python benchmarks/bench_server_assignors.py [--members 5000 10000] [--repeat 5] [--json]
+    python benchmarks/bench_server_assignors.py [--members 5000 10000] [--share-members 200]
+                                                [--repeat 5] [--json]
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from dataclasses import dataclass
 
 from kgroup.group.assignors import (
     GroupSpec,
+    ServerAssignor,
+    SimpleAssignor,
     SubscriptionType,
     TopicDescriber,
     TopicId,
@@ -91,6 +97,58 @@ def _one_joins(
     return build
 
 
+def _share(
+    members: int, topics: int, per_topic: int, seed: int
+) -> tuple[dict[TopicId, int], list[ServerMember]]:
+    rng = random.Random(seed)
+    counts = {TopicId.from_int(rng.getrandbits(128)): per_topic for _ in range(topics)}
+    subscription = tuple(counts)
+    return counts, [ServerMember(m, subscription) for m in _ids(members, rng)]
+
+
+def _share_case(
+    members: int, topics: int, per_topic: int, joins: bool
+) -> Callable[[KafkaOracle], tuple[dict[TopicId, int], list[ServerMember]]]:
+    def build(oracle: KafkaOracle) -> tuple[dict[TopicId, int], list[ServerMember]]:
+        counts, rows = _share(members - 1 if joins else members, topics, per_topic, 3)
+        if not joins:
+            return counts, rows
+        previous = oracle.server_assign("simple", counts, rows, SubscriptionType.HOMOGENEOUS)
+        subscription = rows[0].topics
+        stable = [
+            ServerMember(r.member_id, subscription, previous.assignment.get(r.member_id, ())) for r in rows
+        ]
+        return counts, [*stable, ServerMember("joiner", subscription)]
+
+    return build
+
+
+def share_cases(sizes: list[int]) -> list[Case]:
+    found: list[Case] = []
+    for members in sizes:
+        for topics, per_topic in ((10, 5), (10, 200)):
+            partitions = topics * per_topic
+            found += [
+                Case(
+                    f"simple, new group, {partitions} partitions",
+                    "simple",
+                    members,
+                    _share_case(members, topics, per_topic, False),
+                ),
+                Case(
+                    f"simple, one joins, {partitions} partitions",
+                    "simple",
+                    members,
+                    _share_case(members, topics, per_topic, True),
+                ),
+            ]
+    return found
+
+
+def _assignor(name: str) -> ServerAssignor:
+    return SimpleAssignor() if name == "simple" else create_server_assignor(name)
+
+
 def cases(sizes: list[int]) -> list[Case]:
     found: list[Case] = []
     for members in sizes:
@@ -119,7 +177,7 @@ def run(case: Case, oracle: KafkaOracle, repeat: int, warmup: int) -> dict[str, 
                 owners[partition] = row.member_id
     spec = GroupSpec(spec.members, spec.subscription_type, inverted)
     describer = TopicDescriber(topics)
-    assignor = create_server_assignor(case.assignor)
+    assignor = _assignor(case.assignor)
     times = []
     result = {}
     for _ in range(repeat):
@@ -142,16 +200,19 @@ def run(case: Case, oracle: KafkaOracle, repeat: int, warmup: int) -> dict[str, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--members", type=int, nargs="+", default=[5000, 10000])
+    parser.add_argument("--members", type=int, nargs="*", default=[5000, 10000])
+    parser.add_argument("--share-members", type=int, nargs="*", default=[200])
     parser.add_argument("--repeat", type=int, default=5, help="timed calls per side (median reported)")
     parser.add_argument("--warmup", type=int, default=5, help="untimed JVM calls first (JIT)")
     parser.add_argument("--heap", default="4g", help="the Kafka JVM's -Xmx")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if any(m < 1 for m in args.members) or any(m < 2 for m in args.share_members):
+        raise SystemExit("--members / --share-members: give at least 1 member (share groups: 2, one joins)")
     rows = []
     # one case at 10,000 members is a few MB of JSON and tens of seconds of assign() calls in the JVM
     with KafkaOracle(call_timeout_s=600, heap=args.heap) as oracle:
-        for case in cases(args.members):
+        for case in [*cases(args.members), *share_cases(args.share_members)]:
             row = run(case, oracle, args.repeat, args.warmup)
             rows.append(row)
             if not args.json:

@@ -30,6 +30,7 @@ __all__ = [
     "LEAVE_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
     "NO_GENERATION",
+    "SHARE_LEAVE_GROUP_MEMBER_EPOCH",
     "UNKNOWN_MEMBER_ID",
     "ConsumerAssignment",
     "ConsumerGroupDescribeRequest",
@@ -43,6 +44,8 @@ __all__ = [
     "DescribedConsumerMember",
     "DescribedGroup",
     "DescribedMember",
+    "DescribedShareGroup",
+    "DescribedShareMember",
     "DescribedTopicPartitions",
     "Envelope",
     "FindCoordinatorRequest",
@@ -69,6 +72,10 @@ __all__ = [
     "Reply",
     "Request",
     "Response",
+    "ShareGroupDescribeRequest",
+    "ShareGroupDescribeResponse",
+    "ShareGroupHeartbeatRequest",
+    "ShareGroupHeartbeatResponse",
     "SyncGroupAssignment",
     "SyncGroupRequest",
     "SyncGroupResponse",
@@ -474,6 +481,78 @@ class ConsumerGroupDescribeResponse:
     groups: tuple[DescribedConsumerGroup, ...]
 
 
+# --- share groups (KIP-932) ----------------------------------------------------------------------------
+
+#: ``ShareGroupHeartbeatRequest.LEAVE_GROUP_MEMBER_EPOCH``: the epoch a share member leaves with
+SHARE_LEAVE_GROUP_MEMBER_EPOCH = -1
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ShareGroupHeartbeatRequest:
+    """``ShareGroupHeartbeatRequest`` v1: a share member joins with epoch 0 and an id it chose itself
+    (its ``Uuid``), leaves with -1; ``subscribed_topic_names`` ``None`` means "unchanged"."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None = None
+    subscribed_topic_names: tuple[str, ...] | None = None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ShareGroupHeartbeatResponse:
+    """``ShareGroupHeartbeatResponse`` v1: ``assignment`` is ``None`` unless the member joined, sent its
+    whole state, or its assignment changed (Kafka's rule)."""
+
+    error_code: ErrorCode
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[TopicPartitions, ...] | None = None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescribeRequest:
+    group_ids: tuple[str, ...]
+    include_authorized_operations: bool = False
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class DescribedShareMember:
+    member_id: str
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    assignment: tuple[DescribedTopicPartitions, ...]
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class DescribedShareGroup:
+    error_code: ErrorCode
+    group_id: str
+    error_message: str | None = None
+    group_state: str = ""  # "Empty", "Stable", "Dead"
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedShareMember, ...] = ()
+    authorized_operations: int = -(2**31)
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescribeResponse:
+    groups: tuple[DescribedShareGroup, ...]
+
+
 Request = (
     FindCoordinatorRequest
     | JoinGroupRequest
@@ -486,6 +565,8 @@ Request = (
     | ListGroupsRequest
     | ConsumerGroupHeartbeatRequest
     | ConsumerGroupDescribeRequest
+    | ShareGroupHeartbeatRequest
+    | ShareGroupDescribeRequest
 )
 Response = (
     FindCoordinatorResponse
@@ -499,6 +580,8 @@ Response = (
     | ListGroupsResponse
     | ConsumerGroupHeartbeatResponse
     | ConsumerGroupDescribeResponse
+    | ShareGroupHeartbeatResponse
+    | ShareGroupDescribeResponse
 )
 
 

@@ -66,6 +66,8 @@ APACHE_RANGES = {
     51: (0, 0),  # AlterUserScramCredentials
     68: (0, 1),  # ConsumerGroupHeartbeat
     69: (0, 1),  # ConsumerGroupDescribe
+    76: (1, 1),  # ShareGroupHeartbeat
+    77: (1, 1),  # ShareGroupDescribe
 }
 def _ranges(answer: Any) -> dict[int, tuple[int, int]]:
     return {k["api_key"]: (k["min_version"], k["max_version"]) for k in answer["api_keys"]}

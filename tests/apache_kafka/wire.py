@@ -44,6 +44,8 @@ API = {
     "DeleteGroups": 42,
     "ConsumerGroupHeartbeat": 68,
     "ConsumerGroupDescribe": 69,
+    "ShareGroupHeartbeat": 76,
+    "ShareGroupDescribe": 77,
 }
 
 

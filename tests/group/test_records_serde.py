@@ -31,7 +31,7 @@ from kgroup.messages import (
     OffsetCommitRequest,
 )
 from kgroup.model import PeerError, TopicPartition
-from wire.strategies import CONSUMER_GROUP_RECORDS
+from wire.strategies import CONSUMER_GROUP_RECORDS, SHARE_GROUP_RECORDS
 
 
 def _string(text: str) -> bytes:
@@ -157,6 +157,7 @@ _BY_TYPE: dict[type, st.SearchStrategy[Record]] = {
         st.none() | st.tuples(_i64, _i64),
     ),
     **CONSUMER_GROUP_RECORDS,
+    **SHARE_GROUP_RECORDS,
 }
 RECORD = st.one_of(*_BY_TYPE.values())
 

@@ -1,11 +1,12 @@
-"""Hypothesis strategies for the consumer group's (KIP-848) coordinator records, shared by the record
-codec's tests."""
+"""Hypothesis strategies for the consumer group's (KIP-848) and share group's (KIP-932) coordinator
+records, shared by the record codec's tests."""
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
 from kgroup.group.records import consumer as cg
+from kgroup.group.records import share as sg
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import TopicId
 
@@ -77,3 +78,58 @@ CONSUMER_GROUP_RECORDS: dict[type, st.SearchStrategy[cg.ConsumerGroupRecord]] = 
     ),
 }
 CONSUMER_GROUP_RECORD = st.one_of(*CONSUMER_GROUP_RECORDS.values())
+
+_share_infos = st.lists(st.builds(sg.SharePartitionsInfo, _topic_ids, _text, _partitions), max_size=3).map(
+    tuple
+)
+SHARE_GROUP_RECORDS: dict[type, st.SearchStrategy[sg.ShareGroupRecord]] = {
+    sg.ShareGroupMetadata: st.builds(sg.ShareGroupMetadata, _ids, st.none() | st.tuples(_i32, _i64)),
+    sg.ShareGroupMemberMetadata: st.builds(
+        sg.ShareGroupMemberMetadata,
+        _ids,
+        _ids,
+        st.none()
+        | st.builds(
+            sg.ShareMemberMetadataValue,
+            st.none() | _text,
+            _text,
+            _text,
+            st.lists(_ids, max_size=4).map(tuple),
+        ),
+    ),
+    sg.ShareGroupTargetAssignmentMetadata: st.builds(
+        sg.ShareGroupTargetAssignmentMetadata,
+        _ids,
+        st.none() | st.builds(cg.TargetAssignmentMetadataValue, _i32, _i64),
+    ),
+    sg.ShareGroupTargetAssignmentMember: st.builds(
+        sg.ShareGroupTargetAssignmentMember,
+        _ids,
+        _ids,
+        st.none() | st.dictionaries(_topic_ids, _partitions, max_size=3),
+    ),
+    sg.ShareGroupCurrentMemberAssignment: st.builds(
+        sg.ShareGroupCurrentMemberAssignment,
+        _ids,
+        _ids,
+        st.none()
+        | st.builds(
+            sg.ShareCurrentAssignmentValue,
+            _i32,
+            _i32,
+            st.integers(-128, 127),
+            st.dictionaries(_topic_ids, _partitions, max_size=3),
+        ),
+    ),
+    sg.ShareGroupStatePartitionMetadata: st.builds(
+        sg.ShareGroupStatePartitionMetadata,
+        _ids,
+        st.none()
+        | st.builds(
+            sg.ShareStatePartitionValue,
+            _share_infos,
+            _share_infos,
+            st.lists(st.tuples(_topic_ids, _text), max_size=2).map(tuple),
+        ),
+    ),
+}

@@ -1,7 +1,8 @@
 """The live broker (``kgroup serve``): an asyncio server speaking Kafka's wire protocol.
 
 connections (:mod:`.connection`) → dispatch (:mod:`.dispatch`) → per-API handlers
-(:mod:`.handlers_admin`, :mod:`.handlers_data`, :mod:`.handlers_group`, each registered with the
+(:mod:`.handlers_admin`, :mod:`.handlers_data`, :mod:`.handlers_group`, :mod:`.handlers_share_group`,
+each registered with the
 versions it answers) → cluster state (:mod:`.cluster`), logs and the group coordinators
 (:mod:`.coordinator_host`, on a thread of their own: :mod:`.coordinator_runtime`).
 :class:`kgroup.broker.broker.Broker` wires them together and is imported by no module here;
@@ -19,4 +20,5 @@ from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_group,
     handlers_scram,
     handlers_security,
+    handlers_share_group,
 )

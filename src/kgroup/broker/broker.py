@@ -110,6 +110,7 @@ class Broker:
                 consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
                 consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
                 consumer_assignment_interval_ms=config.group_consumer_assignment_interval_ms,
+                **config.share_coordinator_config(),  # type: ignore[arg-type]
             ),
             logs.coordinator_log(),
             clock_ms=clock_ms,

@@ -66,6 +66,13 @@ class BrokerConfig:
     #: most this often (Kafka: at least ``group.consumer.min.assignment.interval.ms``, 0, and at most
     #: ``group.consumer.max.assignment.interval.ms``, 15,000, their defaults here)
     group_consumer_assignment_interval_ms: int = 1000
+    #: ``group.share.max.size``, ``group.share.session.timeout.ms``, ``group.share.heartbeat.interval.ms``
+    #: and ``group.share.assignment.interval.ms``: the share groups' coordinator (KIP-932), Kafka 4.4's
+    #: defaults and bounds (kgroup.group.config.CoordinatorConfig checks them)
+    group_share_max_size: int = 200
+    group_share_session_timeout_ms: int = 45_000
+    group_share_heartbeat_interval_ms: int = 5000
+    group_share_assignment_interval_ms: int = 1000
     #: ``auto.leader.rebalance.enable`` and ``leader.imbalance.check.interval.seconds``: how often the
     #: preferred replicas take their leaderships (and group coordinators) back after a broker restart
     auto_leader_rebalance_enable: bool = True
@@ -107,6 +114,7 @@ class BrokerConfig:
                 "give a smaller one"
             )
         self._check_consumer_group_timing()
+        self.share_coordinator_config()  # Kafka's checks of the group.share.* settings, one line each
         if self.default_replication_factor > self.brokers:
             raise KgroupError(
                 f"default_replication_factor: {self.default_replication_factor} is more than the "
@@ -114,6 +122,22 @@ class BrokerConfig:
             )
         if self.offsets_topic_partitions < 1:
             raise KgroupError(f"offsets_topic_partitions: {self.offsets_topic_partitions}; use at least 1")
+
+    def share_coordinator_config(self) -> dict[str, int]:
+        """The ``group.share.*`` settings as :class:`CoordinatorConfig` fields (checked there)."""
+        from kgroup.group.config import CoordinatorConfig
+
+        fields = {
+            "share_max_size": self.group_share_max_size,
+            "share_session_timeout_ms": self.group_share_session_timeout_ms,
+            "share_heartbeat_interval_ms": self.group_share_heartbeat_interval_ms,
+            "share_assignment_interval_ms": self.group_share_assignment_interval_ms,
+        }
+        try:
+            CoordinatorConfig(**fields)  # type: ignore[arg-type]
+        except KgroupError as exc:  # named as this config names them
+            raise KgroupError(str(exc).replace("share_", "group_share_")) from None
+        return fields
 
     def _check_consumer_group_timing(self) -> None:
         """Kafka's ``GroupCoordinatorConfig`` checks, in its order and words (then the values and the fix)."""

@@ -75,6 +75,8 @@ from kgroup.messages import (
     OffsetFetchRequest,
     Request,
     Response,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
     SyncGroupRequest,
 )
 from kgroup.model import ErrorCode, PeerError, TopicId
@@ -88,6 +90,7 @@ from kgroup.wire.consumer_group import (
     consumer_group_describe_error_answer,
     consumer_group_heartbeat_error_answer,
 )
+from kgroup.wire.share_group import share_group_describe_error_answer, share_group_heartbeat_error_answer
 
 __all__ = [
     "CoordinatorHost",
@@ -119,6 +122,8 @@ _ERROR_ANSWERS: dict[type, Callable[[Any, ErrorCode], Response]] = {
     OffsetFetchRequest: offset_fetch_api.error_answer,
     ConsumerGroupHeartbeatRequest: consumer_group_heartbeat_error_answer,
     ConsumerGroupDescribeRequest: consumer_group_describe_error_answer,
+    ShareGroupHeartbeatRequest: share_group_heartbeat_error_answer,
+    ShareGroupDescribeRequest: share_group_describe_error_answer,
     DescribeGroupsRequest: lambda body, code: DescribeGroupsResponse(
         tuple(DescribedGroup(code, g, "", "", "") for g in body.groups)
     ),

@@ -68,6 +68,10 @@ def _group_denied(ctx: RequestContext, operation: AclOperation, group_id: str) -
     return not ctx.authorized(operation, ResourceType.GROUP, group_id)
 
 
+#: for the other group handlers' modules (the share group's)
+group_denied = _group_denied
+
+
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
@@ -94,6 +98,11 @@ async def _translate(ctx: RequestContext, large: bool, function: Callable[..., T
         result: T = await ctx.services.off_loop(function, *args)
         return result
     return function(*args)
+
+
+async def call_coordinator(ctx: RequestContext, group_id: str, body: Request) -> Response:
+    """The coordinator's answer, or NOT_COORDINATOR when another broker coordinates ``group_id``."""
+    return await _call(ctx, group_id, body)
 
 
 async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:

@@ -63,6 +63,7 @@ from kgroup.group.records.offsets_topic import (
     encode_group_metadata_value,
 )
 from kgroup.group.records.serde import encode_record
+from kgroup.group.records.share import ShareGroupRecord
 from kgroup.wire.varint import encode_varint
 
 __all__ = ["OffsetsTopicAppender", "OffsetsTopicRecords", "record_batch"]
@@ -80,6 +81,7 @@ _KAFKA_FORMAT = (
     | ConsumerGroupTargetAssignmentMember
     | ConsumerGroupCurrentMemberAssignment
     | ConsumerGroupRegularExpression
+    | ShareGroupRecord
 )
 #: RecordBatch v2 after its CRC: attributes, last offset delta, base and max timestamp, producer id,
 #: producer epoch, base sequence, record count

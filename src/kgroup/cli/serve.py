@@ -63,6 +63,25 @@ def register(app: typer.Typer) -> None:
             help="group.consumer.assignment.interval.ms: a consumer group's new target assignment at most "
             "this often.",
         ),
+        share_max_size: int = typer.Option(
+            200, "--group-share-max-size", help="group.share.max.size: members a share group may hold."
+        ),
+        share_session_timeout_ms: int = typer.Option(
+            45_000,
+            "--group-share-session-timeout-ms",
+            help="group.share.session.timeout.ms (45000-60000): a silent share member is fenced after it.",
+        ),
+        share_heartbeat_interval_ms: int = typer.Option(
+            5000,
+            "--group-share-heartbeat-interval-ms",
+            help="group.share.heartbeat.interval.ms (5000-15000): the interval named to share members.",
+        ),
+        share_assignment_interval_ms: int = typer.Option(
+            1000,
+            "--group-share-assignment-interval-ms",
+            help="group.share.assignment.interval.ms (0-15000): a share group's new target assignment at "
+            "most this often.",
+        ),
         consumer_session_timeout_ms: int = typer.Option(
             45_000,
             "--group-consumer-session-timeout-ms",
@@ -221,6 +240,10 @@ def register(app: typer.Typer) -> None:
                 group_consumer_max_heartbeat_interval_ms=consumer_max_heartbeat_interval_ms,
                 group_consumer_min_session_timeout_ms=consumer_min_session_timeout_ms,
                 group_consumer_max_session_timeout_ms=consumer_max_session_timeout_ms,
+                group_share_max_size=share_max_size,
+                group_share_session_timeout_ms=share_session_timeout_ms,
+                group_share_heartbeat_interval_ms=share_heartbeat_interval_ms,
+                group_share_assignment_interval_ms=share_assignment_interval_ms,
                 auto_leader_rebalance_enable=auto_leader_rebalance,
                 leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
                 replica_placement_seed=replica_placement_seed,

@@ -45,6 +45,27 @@ class CoordinatorConfig:
     #: members join consumer groups; ``disabled`` refuses them (INCONSISTENT_GROUP_PROTOCOL). The
     #: conversions of a whole group (``upgrade`` / ``downgrade``) are not built: see docs/consumer-protocol.md
     consumer_migration_policy: str = "bidirectional"
+    # --- share groups (KIP-932), Kafka 4.4's defaults ----------------------------------------------------
+    #: ``group.share.session.timeout.ms``: a share member not heard from for this long is fenced
+    share_session_timeout_ms: int = 45_000
+    #: ``group.share.min.session.timeout.ms`` / ``group.share.max.session.timeout.ms``: its bounds
+    share_min_session_timeout_ms: int = 45_000
+    share_max_session_timeout_ms: int = 60_000
+    #: ``group.share.heartbeat.interval.ms``: the interval given to share members in every response
+    share_heartbeat_interval_ms: int = 5000
+    #: ``group.share.min.heartbeat.interval.ms`` / ``group.share.max.heartbeat.interval.ms``: its bounds
+    share_min_heartbeat_interval_ms: int = 5000
+    share_max_heartbeat_interval_ms: int = 15_000
+    #: ``group.share.max.size``: share members beyond it get GROUP_MAX_SIZE_REACHED
+    share_max_size: int = 200
+    #: ``group.share.assignment.interval.ms``: a new target assignment at most this often
+    share_assignment_interval_ms: int = 1000
+    #: ``group.share.min.assignment.interval.ms`` / ``group.share.max.assignment.interval.ms``
+    share_min_assignment_interval_ms: int = 0
+    share_max_assignment_interval_ms: int = 15_000
+    #: ``group.share.initialize.retry.interval.ms``: partitions whose share state is still being
+    #: initialised this long after asking are asked for again
+    share_initialize_retry_interval_ms: int = 30_000
 
     def __post_init__(self) -> None:
         if self.group_min_session_timeout_ms < 0:
@@ -74,6 +95,7 @@ class CoordinatorConfig:
         ):
             if getattr(self, name) < 0:
                 raise KgroupError(f"{name}: must be 0 or more; give a non-negative value")
+        self._check_share()
         if self.consumer_migration_policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
             raise KgroupError(
                 "consumer_migration_policy: must be one of bidirectional, upgrade, downgrade, disabled"
@@ -84,3 +106,45 @@ class CoordinatorConfig:
             raise KgroupError("consumer_assignors: name at least one server assignor, e.g. uniform")
         if self.offset_metadata_max_bytes < 0:
             raise KgroupError("offset_metadata_max_bytes: must be 0 or more; give a non-negative value")
+
+    def _check_share(self) -> None:
+        """Kafka's ``GroupCoordinatorConfig`` checks of the ``group.share.*`` settings, one line each."""
+
+        def kafka(name: str) -> str:
+            return "group." + name.replace("_", ".")
+
+        def at_least(name: str, low: str) -> None:
+            if getattr(self, name) < getattr(self, low):
+                raise KgroupError(
+                    f"{name}: must be at least {low} ({getattr(self, low)}; Kafka: {kafka(name)} must be "
+                    f"greater than or equal to {kafka(low)}); raise it or lower the minimum"
+                )
+
+        def at_most(name: str, high: str) -> None:
+            if getattr(self, name) > getattr(self, high):
+                raise KgroupError(
+                    f"{name}: must be at most {high} ({getattr(self, high)}; Kafka: {kafka(name)} must be "
+                    f"less than or equal to {kafka(high)}); lower it or raise the maximum"
+                )
+
+        if self.share_max_size < 1:
+            raise KgroupError("share_max_size: must be at least 1; give a positive value")
+        if self.share_min_assignment_interval_ms < 0 or self.share_initialize_retry_interval_ms < 0:
+            raise KgroupError(
+                "share_min_assignment_interval_ms / share_initialize_retry_interval_ms: must be 0 or more; "
+                "give a non-negative value"
+            )
+        at_least("share_max_session_timeout_ms", "share_min_session_timeout_ms")
+        at_least("share_session_timeout_ms", "share_min_session_timeout_ms")
+        at_most("share_session_timeout_ms", "share_max_session_timeout_ms")
+        at_least("share_max_heartbeat_interval_ms", "share_min_heartbeat_interval_ms")
+        at_least("share_heartbeat_interval_ms", "share_min_heartbeat_interval_ms")
+        at_most("share_heartbeat_interval_ms", "share_max_heartbeat_interval_ms")
+        if self.share_heartbeat_interval_ms >= self.share_session_timeout_ms:
+            raise KgroupError(
+                "share_heartbeat_interval_ms: must be less than share_session_timeout_ms (Kafka: group.share."
+                "heartbeat.interval.ms must be less than group.share.session.timeout.ms); lower it"
+            )
+        at_least("share_max_assignment_interval_ms", "share_min_assignment_interval_ms")
+        at_least("share_assignment_interval_ms", "share_min_assignment_interval_ms")
+        at_most("share_assignment_interval_ms", "share_max_assignment_interval_ms")

@@ -1,7 +1,9 @@
 """KIP-848 server-side assignors, exact to the pinned Apache Kafka (``docs/server-assignors.md``).
 
 Built-in names: ``uniform`` (Kafka's default) and ``range``; plug-ins come from the
-``kgroup.server_assignors`` entry-point group.
+``kgroup.server_assignors`` entry-point group. Share groups (KIP-932) have their own assignor,
+:class:`SimpleAssignor` (``simple``, Kafka's ``ShareGroupPartitionAssignor``), which a consumer group
+cannot name.
 """
 
 from kgroup.group.assignors.api import (
@@ -26,6 +28,7 @@ from kgroup.group.assignors.registry import (
     create_server_assignor,
     register_server_assignor,
 )
+from kgroup.group.assignors.simple import SimpleAssignor
 from kgroup.group.assignors.uniform import UniformAssignor
 
 #: Kafka's ``group.consumer.assignors`` default: the first is the one used when a member names none
@@ -40,6 +43,7 @@ __all__ = [
     "PartitionAssignorError",
     "RangeAssignor",
     "ServerAssignor",
+    "SimpleAssignor",
     "SubscribedTopicDescriber",
     "SubscriptionType",
     "TopicDescriber",

@@ -81,11 +81,23 @@ class GroupSpec:
     ``assigned`` is Kafka's inverted target assignment (topic -> partition -> owner), consulted by
     ``isPartitionAssigned``; ``None`` derives it from the members' current assignments, which is what
     the coordinator holds whenever no departed member's assignment is still pending.
+
+    ``assignable`` is Kafka's ``topicPartitionAllowedMap`` (a share group's initialised partitions:
+    topic -> the partitions ``isPartitionAssignable`` answers true for); ``None``, a consumer group's
+    spec, allows every partition.
     """
 
     members: Mapping[str, MemberSpec]
     subscription_type: SubscriptionType
     assigned: Mapping[TopicId, Mapping[int, str]] | None = None
+    assignable: Mapping[TopicId, Collection[int]] | None = None
+
+    def is_partition_assignable(self, topic_id: TopicId, partition: int) -> bool:
+        """``GroupSpecImpl.isPartitionAssignable``: in the allowed map, or any partition without one."""
+        if self.assignable is None:
+            return True
+        allowed = self.assignable.get(topic_id)
+        return allowed is not None and partition in allowed
 
     def assigned_partitions(self) -> dict[TopicId, Collection[int]]:
         """Topic -> the partitions ``isPartitionAssigned`` answers true for."""
@@ -182,10 +194,12 @@ def group_spec(
     members: Iterable[tuple[str, MemberSpec]],
     subscription: SubscriptionType | None = None,
     assigned: Mapping[TopicId, Mapping[int, str]] | None = None,
+    assignable: Mapping[TopicId, Collection[int]] | None = None,
 ) -> GroupSpec:
     """A :class:`GroupSpec` as ``TargetAssignmentBuilder`` builds it: members ``put`` into a ``HashMap``
     in the given order (the group's own member order), so ``memberIds()`` iterates in that map's order.
-    ``subscription`` defaults to :func:`subscription_type` over the members' subscriptions."""
+    ``subscription`` defaults to :func:`subscription_type` over the members' subscriptions;
+    ``assignable`` is a share group's initialised partitions (see :class:`GroupSpec`)."""
     listed = list(members)
     by_id: JavaHashMap[str, MemberSpec] = JavaHashMap(java_string_hash)
     for member_id, member in listed:
@@ -193,4 +207,4 @@ def group_spec(
     ordered = dict(by_id.items())
     if subscription is None:
         subscription = subscription_type(m.subscribed_topic_ids for m in ordered.values())
-    return GroupSpec(ordered, subscription, assigned)
+    return GroupSpec(ordered, subscription, assigned, assignable)

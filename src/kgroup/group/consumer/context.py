@@ -55,6 +55,9 @@ class ConsumerContext:
     #: whose heartbeat scheduled each group's next resolution (principal, client host): Kafka resolves
     #: in that request's context, keeping only the topics it may describe
     regex_requesters: dict[str, tuple[str, str] | None] = field(default_factory=dict)
+    #: whether a kind that is neither this one nor the classic one owns a group id (a share group):
+    #: its ConsumerGroupDescribe answers "Group … is not a consumer group."
+    owned_elsewhere: Callable[[str], bool] = field(default=lambda group_id: False)
 
     def assignor(self, name: str) -> ServerAssignor:
         found = self.assignors.get(name)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import get_args
 
@@ -70,11 +70,13 @@ class ConsumerGroups:
     )
     task_types: frozenset[type] = frozenset({RegexResolution})
 
-    def __init__(self, classic: ClassicGroups) -> None:
+    def __init__(self, classic: ClassicGroups, owned_elsewhere: Callable[[str], bool] | None = None) -> None:
         self.classic = classic
         ctx = self.ctx = ConsumerContext(
             groups={}, classic=classic, image=EMPTY_IMAGE, last_image_with_new_topics=0, rebalance_timers={}
         )
+        if owned_elsewhere is not None:
+            ctx.owned_elsewhere = owned_elsewhere
         groups = ctx.groups
 
         def with_requester(handle: Handler) -> Handler:

@@ -105,7 +105,7 @@ def handle_consumer_describe(
             # ``GroupMetadataManager.consumerGroup(id, offset)``: ``group(id)`` first
             message = (
                 f"Group {group_id} is not a consumer group."
-                if group_id in ctx.classic.groups
+                if group_id in ctx.classic.groups or ctx.owned_elsewhere(group_id)
                 else f"Group {group_id} not found."  # GroupMetadataManager.group(id, offset)
             )
             described.append(DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kgroup.group.records.consumer import ConsumerGroupRecord
+from kgroup.group.records.share import ShareGroupRecord
 from kgroup.group.states import GroupState
 from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
@@ -304,4 +305,5 @@ Record = (
     | TimerDisarmed
     | GroupRestored
     | ConsumerGroupRecord
+    | ShareGroupRecord
 )

@@ -12,6 +12,8 @@ is a tombstone. The layouts are big-endian with Kafka's primitive encodings (int
 * The consumer group's (KIP-848) records are Kafka's own ``ConsumerGroup*`` records (types 3, 5, 6, 7,
   8 and 16), byte for byte what Kafka 4.4 writes: :mod:`kgroup.group.records.consumer_serde`. Like
   Kafka's, they are upserts and tombstones keyed by what they describe.
+* The share group's (KIP-932) records are Kafka's own ``ShareGroup*`` records (types 10–15), byte for
+  byte what Kafka 4.4 writes: :mod:`kgroup.group.records.share_serde`.
 * Every other record is kgroup's own (Kafka persists only a whole-group ``GroupMetadataValue`` per
   completed rebalance; kgroup's log is a finer-grained superset, see ``docs/coordinator.md``). Its key
   starts with key version :data:`KGROUP_KEY_VERSION` (1000: Kafka's record keys use 0–15, so the two
@@ -67,6 +69,11 @@ from kgroup.group.records.consumer_serde import (
     encode_consumer_group_record,
 )
 from kgroup.group.records.primitives import I16, I32, MAX_STRING_BYTES, Reader, Writer
+from kgroup.group.records.share_serde import (
+    SHARE_GROUP_RECORD_TYPES,
+    decode_share_group_record,
+    encode_share_group_record,
+)
 from kgroup.group.states import GroupState
 from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
@@ -124,6 +131,7 @@ _TYPES: dict[type, int] = {
 }
 _STATES = {state.kafka_name: state for state in GroupState}
 _CONSUMER_GROUP_KEY_VERSIONS = frozenset(CONSUMER_GROUP_RECORD_TYPES.values())
+_SHARE_GROUP_KEY_VERSIONS = frozenset(SHARE_GROUP_RECORD_TYPES.values())
 
 
 def _write_parked(w: Writer, parked: Parked | None) -> None:
@@ -339,6 +347,9 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
         | ConsumerGroupRegularExpression,
     ):
         return encode_consumer_group_record(record)
+    share_type = SHARE_GROUP_RECORD_TYPES.get(type(record))
+    if share_type is not None:
+        return encode_share_group_record(record)  # type: ignore[arg-type]
     if isinstance(record, GroupDeleted):
         key.i16(GROUP_METADATA_KEY_VERSION)
         key.string(record.group_id)
@@ -471,6 +482,8 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
         return GroupDeleted(group_id)
     if version in _CONSUMER_GROUP_KEY_VERSIONS:
         return decode_consumer_group_record(key, value)
+    if version in _SHARE_GROUP_KEY_VERSIONS:
+        return decode_share_group_record(key, value)
     if version != KGROUP_KEY_VERSION:
         raise PeerError(f"record key: unknown key version {version}")
     kind = k.i16()

@@ -202,6 +202,9 @@ class ApacheKafka:
             "offsets.topic.replication.factor": replication,
             "transaction.state.log.replication.factor": replication,
             "transaction.state.log.min.isr": "1",
+            # the share coordinator's state topic (KIP-932) asks for 3 replicas and 2 in sync
+            "share.coordinator.state.topic.replication.factor": replication,
+            "share.coordinator.state.topic.min.isr": "1",
             "default.replication.factor": "1",
         }
         merged.update({key: _config_text(value) for key, value in (configs or {}).items()})

@@ -12,6 +12,7 @@ first use against the pinned release's jars) and answers batches of requests, on
   ``BuiltInPartitioner.partitionForKey`` for any partition counts;
 * :meth:`~KafkaOracle.round_robin_partitioner` — successive ``RoundRobinPartitioner.partition`` calls;
 * :meth:`~KafkaOracle.server_assign` — the KIP-848 coordinator's ``UniformAssignor`` / ``RangeAssignor``
+  (and the share groups' ``SimpleAssignor``)
   on a group given as :class:`ServerMember` rows (what the coordinator holds), optionally timed inside
   the JVM; :func:`kgroup_group_spec` builds kgroup's own ``GroupSpec`` from the same rows, and
   :func:`server_vector_group` reads a ``server-*`` vector's input into them;
@@ -96,7 +97,7 @@ __all__ = [
 #: the client-side assignors the oracle runs, by kgroup's (and the vectors') names
 CONSUMER_ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 #: the KIP-848 group coordinator's assignors, by their own names (``ConsumerGroupPartitionAssignor.name()``)
-SERVER_ASSIGNORS = ("uniform", "range")
+SERVER_ASSIGNORS = ("uniform", "range", "simple")
 #: starting a JVM and loading Kafka's classes: ~1 s here, far less than this on any machine
 START_TIMEOUT_S = 60.0
 #: one batch; a few thousand small groups take well under a second once the JIT is warm
@@ -262,7 +263,9 @@ def server_vector_group(input: Mapping[str, Any], topic_ids: Mapping[str, str]) 
 
 
 def kgroup_group_spec(
-    members: Sequence[ServerMember], subscription: SubscriptionType | None = None
+    members: Sequence[ServerMember],
+    subscription: SubscriptionType | None = None,
+    assignable: Mapping[TopicId, Sequence[int]] | None = None,
 ) -> GroupSpec:
     """kgroup's GroupSpec built from the rows exactly as the harness builds Kafka's (members whose
     ``topics`` is the same tuple object share one set, as they share one ``HashSet`` in the harness)."""
@@ -283,6 +286,7 @@ def kgroup_group_spec(
             for m in members
         ),
         subscription,
+        assignable=None if assignable is None else {t: frozenset(ps) for t, ps in assignable.items()},
     )
 
 
@@ -481,16 +485,19 @@ class KafkaOracle:
         members: Sequence[ServerMember],
         subscription: SubscriptionType | None = None,
         *,
+        assignable: Mapping[TopicId, Sequence[int]] | None = None,
         warmup: int = 0,
         repeat: int = 0,
     ) -> ServerAnswer:
-        """The KIP-848 coordinator's ``assignor`` (``uniform`` / ``range``) on one group: ``topics`` gives
-        each topic id's partition count, ``members`` the rows in the group's own member order.
+        """The KIP-848 coordinator's ``assignor`` (``uniform`` / ``range``, or the share groups'
+        ``simple``) on one group: ``topics`` gives each topic id's partition count, ``members`` the
+        rows in the group's own member order.
 
         ``subscription`` defaults to ``ModernGroup.subscriptionType``'s rule over the members' ids (pass
         it when a member subscribes to a topic that does not exist yet: the coordinator counts names).
         ``warmup`` untimed and then ``repeat`` timed ``assign()`` calls run first, inside the JVM; their
-        times are :attr:`ServerAnswer.nanos`."""
+        times are :attr:`ServerAnswer.nanos`. ``assignable`` is a share group's initialised partitions
+        (``GroupSpecImpl``'s ``topicPartitionAllowedMap``, for the share groups' ``simple``)."""
         if assignor not in SERVER_ASSIGNORS:
             known = ", ".join(SERVER_ASSIGNORS)
             raise OracleError(f"unknown server assignor {assignor!r}; use one of {known}")
@@ -522,6 +529,8 @@ class KafkaOracle:
         }
         if subscription is not None:
             item["subscriptionType"] = subscription.value
+        if assignable is not None:
+            item["assignable"] = [[str(t), list(ps)] for t, ps in assignable.items()]
         raw = self._call("server-assign", [item])[0]
         if "memberIds" not in raw:
             raise OracleError(f"the Kafka oracle could not build the group: {raw.get('error')}")

@@ -1,18 +1,20 @@
 // The KIP-848 group coordinator's assignors (UniformAssignor, RangeAssignor of
-// org.apache.kafka.coordinator.group.assignor), the "server-assign" op of kgroup's oracle (AssignorOracle.java).
+// org.apache.kafka.coordinator.group.assignor) and the share groups' SimpleAssignor, the "server-assign" op of kgroup's oracle (AssignorOracle.java).
 //
 // The GroupSpec is built as Kafka's TargetAssignmentBuilder builds it: members put into a HashMap in the
 // given order; each member's current assignment as Assignment.fromRecord rebuilds it from a
 // target-assignment record (a HashMap filled in record order, each topic's partitions a HashSet); its
 // subscribed topic ids a HashSet filled in the given order; the inverted assignment from all of them.
 //
-// Item:   {"assignor": "uniform"|"range", "topics": [{"id": "<base64 Uuid>", "partitions": 3}],
+// Item:   {"assignor": "uniform"|"range"|"simple", "topics": [{"id": "<base64 Uuid>", "partitions": 3}],
 //          "members": [{"id": "m1", "subscription": 0, "assignment": [["<id>", [0, 2]]],
 //                       "instanceId": null, "rackId": null}],
 //          "subscriptions": [["<id>", ...]]   (members giving one index share one HashSet, as cheap as
 //                                              Kafka's TopicIds view; a member may give "topics" instead),
 //          "subscriptionType": "HOMOGENEOUS"  (optional; default: ModernGroup.subscriptionType's rule over
 //                                              the members' subscribed ids),
+//          "assignable": [["<id>", [0, 1]]]   (optional: GroupSpecImpl's topicPartitionAllowedMap, a share
+//                                              group's initialised partitions; absent = every partition)
 //          "warmup": 0, "repeat": 0}          (optional: untimed, then timed assign() calls first)
 // Result: {"memberIds": [...], "subscriptionType": "...",
 //          "assignment": {"m1": [["<id>", [0, 2]]]}   (every list in the order Kafka's collections iterate),
@@ -28,12 +30,13 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.common.Uuid;
-import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
 import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
 import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.PartitionAssignor;
 import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
 import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
 import org.apache.kafka.coordinator.group.assignor.RangeAssignor;
+import org.apache.kafka.coordinator.group.assignor.SimpleAssignor;
 import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
 import org.apache.kafka.coordinator.group.modern.Assignment;
 import org.apache.kafka.coordinator.group.modern.GroupSpecImpl;
@@ -74,12 +77,14 @@ final class ServerAssignors {
         }
     }
 
-    private static ConsumerGroupPartitionAssignor assignor(String name) {
+    private static PartitionAssignor assignor(String name) {
         switch (name) {
             case "uniform":
                 return new UniformAssignor();
             case "range":
                 return new RangeAssignor();
+            case "simple":
+                return new SimpleAssignor();
             default:
                 throw new IllegalArgumentException("unknown server assignor '" + name + "'");
         }
@@ -99,7 +104,7 @@ final class ServerAssignors {
     }
 
     static JsonNode assign(JsonNode item) {
-        ConsumerGroupPartitionAssignor assignor = assignor(item.path("assignor").asText());
+        PartitionAssignor assignor = assignor(item.path("assignor").asText());
         Map<Uuid, Integer> partitionCounts = new HashMap<>();
         for (JsonNode topic : item.path("topics")) {
             partitionCounts.put(Uuid.fromString(topic.get("id").asText()), topic.get("partitions").asInt());
@@ -155,7 +160,19 @@ final class ServerAssignors {
                 }
             }
         }
-        GroupSpecImpl spec = new GroupSpecImpl(Collections.unmodifiableMap(memberSpecs), type, inverted);
+        Optional<Map<Uuid, Set<Integer>>> allowed = Optional.empty();
+        if (item.has("assignable") && !item.get("assignable").isNull()) {
+            Map<Uuid, Set<Integer>> assignable = new HashMap<>();
+            for (JsonNode entry : item.get("assignable")) {
+                Set<Integer> partitions = new HashSet<>();
+                for (JsonNode partition : entry.get(1)) {
+                    partitions.add(partition.asInt());
+                }
+                assignable.put(Uuid.fromString(entry.get(0).asText()), partitions);
+            }
+            allowed = Optional.of(assignable);
+        }
+        GroupSpecImpl spec = new GroupSpecImpl(Collections.unmodifiableMap(memberSpecs), type, inverted, allowed);
         Topics topics = new Topics(partitionCounts);
 
         ObjectNode answer = NODES.objectNode();

@@ -1,0 +1,82 @@
+"""The share group's coordinator APIs (KIP-932): ShareGroupHeartbeat and ShareGroupDescribe, v1, as
+Kafka 4.4.0's ``KafkaApis`` and ``GroupCoordinatorService`` answer them. (ShareFetch and
+ShareAcknowledge, the share partitions' APIs, are not here.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgroup.broker.dispatch import RequestContext, register
+from kgroup.broker.handlers_group import call_coordinator, group_denied
+from kgroup.broker.topic_acls import any_topic_denied
+from kgroup.group.share.heartbeat import invalid_share_heartbeat_answer
+from kgroup.messages import (
+    DescribedShareGroup,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatResponse,
+)
+from kgroup.model import ErrorCode
+from kgroup.security.acl import AclOperation
+from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.share_group import (
+    SHARE_GROUP_VERSIONS,
+    share_group_describe_request_from_wire,
+    share_group_describe_response_to_wire,
+    share_group_heartbeat_request_from_wire,
+    share_group_heartbeat_response_to_wire,
+)
+
+__all__: list[str] = []
+
+#: ``KafkaApis.isMemberIdValid``: a share member's own id (a ``Uuid``'s 22 characters) is at most 36
+_MAX_MEMBER_ID_CHARS = 36
+
+
+@register(ApiKey.SHARE_GROUP_HEARTBEAT, versions=SHARE_GROUP_VERSIONS)
+async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
+    """``KafkaApis.handleShareGroupHeartbeat``: READ on the group, a member id of 1 to 36 characters
+    (``isMemberIdValid``), DESCRIBE on every subscribed topic (these answers carry no message), then
+    the service's own checks (INVALID_REQUEST at any broker), then the group's coordinator
+    (NOT_COORDINATOR at another broker)."""
+    body = share_group_heartbeat_request_from_wire(request)
+    answer: ShareGroupHeartbeatResponse | None
+    if group_denied(ctx, AclOperation.READ, body.group_id):
+        answer = ShareGroupHeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    elif not 0 < len(body.member_id) <= _MAX_MEMBER_ID_CHARS:
+        # "Invalid member id in the request.": getErrorResponse keeps only the code
+        answer = ShareGroupHeartbeatResponse(ErrorCode.INVALID_REQUEST)
+    elif body.subscribed_topic_names and await any_topic_denied(ctx, body.subscribed_topic_names):
+        answer = ShareGroupHeartbeatResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    else:
+        answer = invalid_share_heartbeat_answer(body)
+    if answer is None:
+        response = await call_coordinator(ctx, body.group_id, body)
+        assert isinstance(response, ShareGroupHeartbeatResponse)
+        answer = response
+    return share_group_heartbeat_response_to_wire(answer, ctx.version)
+
+
+@register(ApiKey.SHARE_GROUP_DESCRIBE, versions=SHARE_GROUP_VERSIONS)
+async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
+    """``GroupCoordinatorService.shareGroupDescribe``: an empty group id is INVALID_GROUP_ID (answered
+    first, with an empty id), every other group its coordinator's description — or NOT_COORDINATOR at
+    another broker. Authorized operations are left out (kgroup has no authorizer's operations list)."""
+    body = share_group_describe_request_from_wire(request)
+    invalid: list[DescribedShareGroup] = []
+    described: list[DescribedShareGroup] = []
+    for group_id in body.group_ids:
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
+        if not group_id:
+            invalid.append(DescribedShareGroup(ErrorCode.INVALID_GROUP_ID, ""))
+            continue
+        if group_denied(ctx, AclOperation.DESCRIBE, group_id):
+            described.append(DescribedShareGroup(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id))
+            continue
+        answer = await call_coordinator(ctx, group_id, ShareGroupDescribeRequest((group_id,)))
+        assert isinstance(answer, ShareGroupDescribeResponse)
+        described.extend(answer.groups)
+    return share_group_describe_response_to_wire(
+        ShareGroupDescribeResponse((*invalid, *described)), ctx.version
+    )

@@ -1,0 +1,165 @@
+"""The share group kind (KIP-932): what it declares to the coordinator's router (:class:`ShareGroups`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
+from typing import get_args
+
+from kgroup.group.admin import not_described
+from kgroup.group.kind import Handler, UnknownGroupError
+from kgroup.group.metadata import EMPTY_IMAGE, MetadataImage
+from kgroup.group.records import OffsetAndMetadata, Record
+from kgroup.group.records.share import ShareGroupMetadata, ShareGroupRecord
+from kgroup.group.share.group import ShareGroupData
+from kgroup.group.share.heartbeat import (
+    InitializeShareState,
+    ShareContext,
+    fence_on_timer,
+    finish_initialize,
+    handle_share_heartbeat,
+)
+from kgroup.group.share.requests import (
+    delete_share_group,
+    handle_share_describe,
+    listed_share_group,
+    restart_sessions,
+)
+from kgroup.group.share.timers import ShareSessionTimer
+from kgroup.group.timers import TimerKey
+from kgroup.group.txn import CoordinatorTask, Txn
+from kgroup.messages import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    DescribedGroup,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    ListedGroup,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
+)
+from kgroup.model import ErrorCode, KgroupError, TopicPartition
+
+__all__ = ["ShareGroups"]
+
+_NO_OFFSETS: Mapping[TopicPartition, OffsetAndMetadata] = MappingProxyType({})
+
+
+class ShareGroups:
+    """Every share group of one coordinator. ``owned_elsewhere`` says whether another kind has a group
+    id (its share heartbeats and describes are answered ``Group … is not a share group.``)."""
+
+    name = "share"
+    records: frozenset[type] = frozenset(get_args(ShareGroupRecord))
+    timer_kinds: frozenset[type[TimerKey]] = frozenset({ShareSessionTimer})
+    task_types: frozenset[type] = frozenset({InitializeShareState})
+
+    def __init__(self, owned_elsewhere: Callable[[str], bool]) -> None:
+        ctx = self.ctx = ShareContext(groups={}, image=EMPTY_IMAGE, owned_elsewhere=owned_elsewhere)
+        self.handlers: Mapping[type, Handler] = {
+            ShareGroupHeartbeatRequest: lambda txn, env, req: handle_share_heartbeat(txn, env, req, ctx),
+            ShareGroupDescribeRequest: lambda txn, env, req: handle_share_describe(txn, env, req, ctx),
+        }
+        # a share group's id in the other kinds' requests, as Kafka answers them (the other kinds
+        # would create a group of their own; SyncGroup, Heartbeat, LeaveGroup and OffsetFetch already
+        # answer as Kafka does: no such member, no offsets)
+        self.owned_handlers: Mapping[type, Handler] = {
+            JoinGroupRequest: lambda txn, env, req: txn.reply(
+                env.connection, env.correlation_id, JoinGroupResponse(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            ),
+            ConsumerGroupHeartbeatRequest: lambda txn, env, req: txn.reply(
+                env.connection,
+                env.correlation_id,
+                ConsumerGroupHeartbeatResponse(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."
+                ),
+            ),
+            OffsetCommitRequest: lambda txn, env, req: txn.reply(
+                env.connection,
+                env.correlation_id,
+                OffsetCommitResponse(tuple((p.partition, ErrorCode.GROUP_ID_NOT_FOUND) for p in req.offsets)),
+            ),
+        }
+
+    # --- routing ------------------------------------------------------------------------------------
+
+    def owns(self, group_id: str) -> bool:
+        return group_id in self.ctx.groups
+
+    def group_ids(self) -> Iterable[str]:
+        return self.ctx.groups
+
+    def on_timer(self, txn: Txn, key: TimerKey) -> None:
+        fence_on_timer(txn, self.ctx, key)  # type: ignore[arg-type]
+
+    def complete(self, txn: Txn, task: CoordinatorTask, outcome: object) -> None:
+        if not isinstance(task, InitializeShareState):
+            raise KgroupError(f"task: {type(task).__name__} is not a task of share groups")
+        finish_initialize(txn, self.ctx, task, outcome)
+
+    def load(self, txn: Txn, group_id: str) -> None:
+        """Every member's session restarts from now."""
+        restart_sessions(txn, self.ctx.groups[group_id])
+
+    def unload(self, txn: Txn) -> None:
+        """Nothing is parked in a share group."""
+
+    def delete_group(self, txn: Txn, group_id: str) -> ErrorCode:
+        return delete_share_group(txn, self.ctx.groups[group_id])
+
+    # --- state ---------------------------------------------------------------------------------------
+
+    def replay(self, record: Record) -> None:
+        """``GroupMetadataManager.replay`` of a share-group record: a record with a value creates the
+        group; the group tombstone deletes it."""
+        groups = self.ctx.groups
+        group_id = record.group_id  # type: ignore[union-attr]
+        group = groups.get(group_id)
+        if group is None:
+            if getattr(record, "value", None) is None:
+                return
+            group = groups[group_id] = ShareGroupData(group_id)
+        if isinstance(record, ShareGroupMetadata) and record.value is None:
+            if group.members:
+                raise AssertionError(f"share group {group_id} deleted while it has members")
+            del groups[group_id]
+            return
+        group.apply(record)  # type: ignore[arg-type]
+
+    def checkpoint(self) -> Iterator[Record]:
+        for group in self.ctx.groups.values():
+            yield from group.checkpoint_records()
+
+    def snapshot(self) -> tuple[object, ...]:
+        groups = self.ctx.groups
+        return tuple(groups[g].snapshot() for g in sorted(groups))
+
+    def listed(self, states: set[str]) -> Iterable[ListedGroup]:
+        return [
+            listed_share_group(g)
+            for g in self.ctx.groups.values()
+            if not states or g.state.kafka_name.lower() in states
+        ]
+
+    def described(self, group_id: str, api_version: int) -> DescribedGroup:
+        """DescribeGroups describes classic groups only."""
+        return not_described(group_id, api_version, f"Group {group_id} is not a classic group.")
+
+    def committed_offsets(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
+        """A share group commits no offsets to ``__consumer_offsets`` (its state is the share
+        partitions')."""
+        return _NO_OFFSETS
+
+    def set_metadata(self, image: MetadataImage) -> None:
+        self.ctx.image = image
+
+    # --- queries -------------------------------------------------------------------------------------
+
+    def group(self, group_id: str) -> ShareGroupData:
+        """A share group's state (:class:`UnknownGroupError` if there is none); read it, never change it."""
+        group = self.ctx.groups.get(group_id)
+        if group is None:
+            raise UnknownGroupError(f"group_id: no share group {group_id!r} on this coordinator")
+        return group
