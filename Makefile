@@ -14,7 +14,7 @@ TEST_WORKERS ?= 4
 KAFKA_TEST_WORKERS ?= 3
 # the suites issues after the first run's 4-minute budget (issue 19) added, each under its own marker
 # (tests/conftest.py LATER_SUITES): make test runs them in its second run, Apache Kafka's in its third
-LATER_SUITES := consumer_protocol or hostile or recording or security or speed or transactions
+LATER_SUITES := consumer_protocol or hostile or recording or security or speed or transactions or share_groups
 PYTEST := $(VENV)/bin/python -m pytest
 # every process of a test run (pytest's workers, Spark's Python workers, the kgroup commands the
 # tests start) reads kgroup's and the tests' bytecode from __pycache__ instead of compiling the

@@ -115,6 +115,11 @@ LATER_SUITES: dict[str, tuple[str, ...]] = {
         "wire/test_produce_request.py",
     ),
     "transactions": ("transactions",),
+    "share_groups": (
+        "share",
+        "group/share",
+        "wire/test_share_group.py",
+    ),
 }
 #: a test under two of them counts under the first (Apache Kafka's first: it starts the JVMs)
 _SUITE_MARKERS = ("apache_kafka", *LATER_SUITES)
