@@ -40,8 +40,13 @@ API = {
     "CreateTopics": 19,
     "DeleteTopics": 20,
     "InitProducerId": 22,
+    "AddPartitionsToTxn": 24,
+    "AddOffsetsToTxn": 25,
+    "EndTxn": 26,
     "DescribeConfigs": 32,
     "DeleteGroups": 42,
+    "DescribeTransactions": 65,
+    "ListTransactions": 66,
     "ConsumerGroupHeartbeat": 68,
     "ConsumerGroupDescribe": 69,
 }

@@ -19,4 +19,5 @@ from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_group,
     handlers_scram,
     handlers_security,
+    handlers_txn,
 )

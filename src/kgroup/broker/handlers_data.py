@@ -1,4 +1,4 @@
-"""Produce, Fetch, ListOffsets and InitProducerId (as ``KafkaApis`` / ``ReplicaManager`` answer them).
+"""Produce, Fetch and ListOffsets (as ``KafkaApis`` / ``ReplicaManager`` answer them).
 
 Simplifications (documented in docs/broker.md): one copy of the data, so acks=-1 is acknowledged once
 the leader's log has the batch (its fsync policy decides durability); no transactions (a
@@ -14,12 +14,12 @@ import struct
 import uuid
 from typing import Any
 
-from kgroup.broker.cluster import OFFSETS_TOPIC
+from kgroup.broker.cluster import INTERNAL_TOPICS
 from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
-from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.fetch_response import fetch_response
 from kgroup.wire.produce_request import read_produce_request
@@ -128,7 +128,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 code = ErrorCode.UNKNOWN_TOPIC_ID
             elif not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, name):
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif name == OFFSETS_TOPIC:  # Kafka: "Cannot append to internal topic"
+            elif name in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
                 code = ErrorCode.INVALID_TOPIC_EXCEPTION
             else:
                 code = _leader_check(ctx, name, index)
@@ -399,33 +399,3 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
             partitions.append(entry)
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}
-
-
-@register(ApiKey.INIT_PRODUCER_ID, versions=(0, 5))
-async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if request.transactional_id is not None:
-        return {
-            "throttle_time": 0,
-            "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
-    # KafkaApis: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
-    security = ctx.services.security
-    if not ctx.authorized(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME) and not (
-        security.authorize_by_resource_type(
-            ctx.principal, ctx.client_host, AclOperation.WRITE, ResourceType.TOPIC
-        )
-    ):
-        return {
-            "throttle_time": 0,
-            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.NONE,
-        "producer_id": ctx.services.allocate_producer_id(),
-        "producer_epoch": 0,
-    }

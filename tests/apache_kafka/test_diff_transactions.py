@@ -1,0 +1,302 @@
+"""The transaction APIs on ``kgroup serve`` and on Apache Kafka 4.4.0 (the ``target`` fixture): raw requests
+answered alike, field by field, and librdkafka's transactional producer (confluent-kafka) initialising,
+committing and being fenced alike.
+
+What differs by nature and is not compared: producer ids (each broker allocates its own), node ids and
+ports, and the transaction start time (compared as within the test's wall-clock window).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from typing import Any
+
+import pytest
+from tests.apache_kafka.conftest import Target
+from tests.apache_kafka.wire import Raw
+
+from kgroup.wire.varint import read_uvarint
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+INVALID_PRODUCER_EPOCH = 47
+INVALID_TXN_STATE = 48
+CONCURRENT_TRANSACTIONS = 51
+OPERATION_NOT_ATTEMPTED = 55
+PRODUCER_FENCED = 90
+_RETRIABLE = (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    NOT_COORDINATOR,
+    CONCURRENT_TRANSACTIONS,
+)
+
+
+def _until(call: Any, error_of: Any, timeout_s: float = 30.0) -> Any:
+    """``call()`` again while its answer's error is one a client retries (bounded)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = call()
+        if error_of(answer) not in _RETRIABLE or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.1)
+
+
+def _find_transaction_coordinator(raw: Raw, transactional_id: str) -> dict[str, Any]:
+    answer = _until(
+        lambda: raw.call("FindCoordinator", 4, {"key_type": 1, "coordinator_keys": [transactional_id]}),
+        lambda a: a["coordinators"][0]["error_code"],
+    )
+    (found,) = answer["coordinators"]
+    return dict(found)
+
+
+def _init(raw: Raw, transactional_id: str, version: int = 5) -> dict[str, Any]:
+    fields = {"transactional_id": transactional_id, "transaction_timeout": 60_000}
+    if version >= 3:
+        fields |= {"producer_id": -1, "producer_epoch": -1}
+    return dict(_until(lambda: raw.call("InitProducerId", version, fields), lambda a: a["error_code"]))
+
+
+def _add(raw: Raw, txn: str, pid: int, epoch: int, partitions: dict[str, list[int]], version: int = 3) -> Any:
+    answer = raw.call(
+        "AddPartitionsToTxn",
+        version,
+        {
+            "v3_and_below_transactional_id": txn,
+            "v3_and_below_producer_id": pid,
+            "v3_and_below_producer_epoch": epoch,
+            "v3_and_below_topics": [{"name": t, "partitions": p} for t, p in partitions.items()],
+        },
+    )
+    return {
+        (topic["name"], p["partition_index"]): p["partition_error_code"]
+        for topic in answer["results_by_topic_v3_and_below"]
+        for p in topic["results_by_partition"]
+    }
+
+
+def _end(raw: Raw, txn: str, pid: int, epoch: int, committed: bool, version: int = 3) -> int:
+    fields = {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch, "committed": committed}
+    return int(raw.call("EndTxn", version, fields)["error_code"])
+
+
+def _describe(raw: Raw, txn: str) -> dict[str, Any]:
+    """DescribeTransactions v0, read here: kio's reader refuses the -1 start time of a transaction that
+    has not started (both brokers answer it)."""
+    raw.send("DescribeTransactions", 0, {"transactional_ids": [txn]})
+    raw._pending = None
+    frame = raw.client.read_frame()
+    at = 4 + 1 + 4  # correlation id, the header's tagged fields, throttle time (a flexible version)
+
+    def take(fmt: str) -> Any:
+        nonlocal at
+        (value,) = struct.unpack_from(fmt, frame, at)
+        at += struct.calcsize(fmt)
+        return value
+
+    def uvarint() -> int:
+        nonlocal at
+        value, at = read_uvarint(frame, at, len(frame))
+        return value
+
+    def string() -> str:
+        nonlocal at
+        length = uvarint() - 1
+        value = frame[at : at + length].decode()
+        at += length
+        return value
+
+    assert uvarint() - 1 == 1
+    state: dict[str, Any] = {
+        "error_code": take(">h"),
+        "transactional_id": string(),
+        "transaction_state": string(),
+        "transaction_timeout": take(">i"),
+        "transaction_start_time": take(">q"),
+        "producer_id": take(">q"),
+        "producer_epoch": take(">h"),
+    }
+    topics = []
+    for _ in range(uvarint() - 1):
+        name = string()
+        topics.append({"topic": name, "partitions": [take(">i") for _ in range(uvarint() - 1)]})
+        assert uvarint() == 0  # no tagged fields
+    state["topics"] = topics
+    return state
+
+
+def _describe_settled(raw: Raw, txn: str, timeout_s: float = 30.0) -> dict[str, Any]:
+    """Described once its markers are written (Apache Kafka writes them after answering EndTxn)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = _describe(raw, txn)
+        if not state["transaction_state"].startswith("Prepare") or time.monotonic() > deadline:
+            return state
+        time.sleep(0.1)
+
+
+def test_transaction_apis_answer_as_kafka(target: Target, names: str) -> None:
+    """FindCoordinator for a transactional id, InitProducerId and its epoch bumps, AddPartitionsToTxn's
+    per-partition errors, DescribeTransactions, ListTransactions' filters, EndTxn, and a fenced producer's
+    errors at old and new versions."""
+    topic, txn = f"{names}-out", f"{names}-tx"
+    target.create_topic(topic, 2)
+    started_ms = int(time.time() * 1000)
+    with Raw(target.bootstrap_servers) as raw:
+        found = _find_transaction_coordinator(raw, txn)
+        assert (found["error_code"], found["key"]) == (NONE, txn)
+        init = _init(raw, txn)
+        assert (init["error_code"], init["producer_epoch"]) == (NONE, 0)
+        pid = init["producer_id"]
+        assert pid >= 0
+
+        # an unknown partition fails the request: the others are not attempted
+        refused = _add(raw, txn, pid, 0, {topic: [0], f"{names}-missing": [0]})
+        assert refused == {
+            (topic, 0): OPERATION_NOT_ATTEMPTED,
+            (f"{names}-missing", 0): UNKNOWN_TOPIC_OR_PARTITION,
+        }
+        assert _describe(raw, txn)["transaction_state"] == "Empty"
+
+        assert _add(raw, txn, pid, 0, {topic: [1, 0]}) == {(topic, 1): NONE, (topic, 0): NONE}
+        described = _describe(raw, txn)
+        # the partitions' order is the coordinator's hash set's: kgroup's differs from Kafka's for some
+        # topic names (docs/transactions.md), so they are compared as sets here
+        for entry in described["topics"]:
+            entry["partitions"] = sorted(entry["partitions"])
+        start = described.pop("transaction_start_time")
+        assert started_ms - 1000 <= start <= int(time.time() * 1000) + 1000
+        assert described == {
+            "error_code": NONE,
+            "transactional_id": txn,
+            "transaction_state": "Ongoing",
+            "transaction_timeout": 60_000,
+            "producer_id": pid,
+            "producer_epoch": 0,
+            "topics": [{"topic": topic, "partitions": [0, 1]}],
+        }
+        listed = raw.call(
+            "ListTransactions",
+            2,
+            {
+                "state_filters": ["Ongoing", "Bogus"],
+                "producer_id_filters": [pid],
+                "duration_filter": -1,
+                "transactional_id_pattern": f"{names}-t.*",
+            },
+        )
+        assert (listed["error_code"], listed["unknown_state_filters"]) == (NONE, ["Bogus"])
+        assert listed["transaction_states"] == [
+            {"transactional_id": txn, "producer_id": pid, "transaction_state": "Ongoing"}
+        ]
+
+        # transactions v1 (EndTxn v3): the epoch stays
+        assert _end(raw, txn, pid, 0, committed=False) == NONE
+        settled = _describe_settled(raw, txn)
+        assert (settled["transaction_state"], settled["producer_epoch"], settled["topics"]) == (
+            "CompleteAbort",
+            0,
+            [],
+        )
+        # committing what was aborted: INVALID_TXN_STATE
+        assert _end(raw, txn, pid, 0, committed=True) == INVALID_TXN_STATE
+
+        # a second producer with the id: the same producer id, the epoch bumped; the first is fenced
+        again = _init(raw, txn)
+        assert (again["error_code"], again["producer_id"], again["producer_epoch"]) == (NONE, pid, 1)
+        assert _add(raw, txn, pid, 0, {topic: [0]}, version=3) == {(topic, 0): PRODUCER_FENCED}
+        assert _add(raw, txn, pid, 0, {topic: [0]}, version=1) == {(topic, 0): INVALID_PRODUCER_EPOCH}
+        assert _end(raw, txn, pid, 0, committed=True, version=3) == PRODUCER_FENCED
+        assert _end(raw, txn, pid, 0, committed=True, version=1) == INVALID_PRODUCER_EPOCH
+        assert (
+            raw.call(
+                "AddOffsetsToTxn",
+                3,
+                {"transactional_id": txn, "producer_id": pid, "producer_epoch": 0, "group_id": f"{names}-g"},
+            )["error_code"]
+            == PRODUCER_FENCED
+        )
+
+        # transactions v2 (EndTxn v5) on an empty transaction: an abort is allowed and bumps the epoch
+        assert _add(raw, txn, pid, 1, {topic: [0]}) == {(topic, 0): NONE}
+        ended = raw.call(
+            "EndTxn", 5, {"transactional_id": txn, "producer_id": pid, "producer_epoch": 1, "committed": True}
+        )
+        assert (ended["error_code"], ended["producer_id"], ended["producer_epoch"]) == (NONE, pid, 2)
+        settled = _describe_settled(raw, txn)
+        assert (settled["transaction_state"], settled["producer_epoch"]) == ("CompleteCommit", 2)
+
+        # an id nobody initialised
+        unknown = _describe(raw, f"{names}-nobody")
+        assert unknown["error_code"] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+
+
+def test_a_transactional_id_on_a_coordinator_that_is_not_its_own(target: Target, names: str) -> None:
+    """InitProducerId v0 (no producer id fields) works as v5 does; an empty id is INVALID_REQUEST."""
+    with Raw(target.bootstrap_servers) as raw:
+        _find_transaction_coordinator(raw, f"{names}-tx")
+        v0 = _init(raw, f"{names}-tx", version=0)
+        assert (v0["error_code"], v0["producer_epoch"]) == (NONE, 0)
+        empty = raw.call("InitProducerId", 0, {"transactional_id": "", "transaction_timeout": 60_000})
+        assert empty["error_code"] == 42  # INVALID_REQUEST
+
+
+def test_librdkafka_transactional_producer_is_fenced_alike(target: Target, names: str) -> None:
+    """confluent-kafka's transactional producer: init_transactions, an empty transaction committed and
+    one aborted, then a second producer with the same transactional.id fences the first, whose next
+    transaction fails with the fatal _FENCED error, on both brokers."""
+    from confluent_kafka import KafkaError, KafkaException, Producer
+
+    topic = f"{names}-out"
+    target.create_topic(topic, 1)
+    config = {
+        "bootstrap.servers": target.bootstrap_servers,
+        "transactional.id": f"{names}-tx",
+        "log_level": 0,
+    }
+    first = Producer(config)
+    first.init_transactions(60)
+    first.begin_transaction()
+    first.commit_transaction(30)
+    first.begin_transaction()
+    first.abort_transaction(30)
+    second = Producer(config)
+    second.init_transactions(60)
+    first.begin_transaction()
+    first.produce(topic, b"zombie")
+    with pytest.raises(KafkaException) as failed:
+        first.commit_transaction(30)
+    error = failed.value.args[0]
+    assert (error.code(), error.fatal()) == (KafkaError._FENCED, True)
+    second.begin_transaction()
+    second.abort_transaction(30)
+
+
+def test_init_producer_id_fences_an_ongoing_transaction(target: Target, names: str) -> None:
+    """A second InitProducerId while a (transactions v1) transaction is Ongoing: CONCURRENT_TRANSACTIONS
+    while the fenced transaction aborts, then the new producer at epoch 2 on Kafka 4.4.0. kgroup's
+    coordinator answers epoch 3 (its abort of a fenced transaction bumps the epoch once more, as the
+    transactions-v2 path of Kafka's 2024 sources does): a known difference, docs/transactions.md."""
+    if target.kind == "kgroup":
+        pytest.xfail("kgroup bumps the epoch once more after fencing an Ongoing transaction (3, Kafka 2)")
+    topic, txn = f"{names}-out", f"{names}-tx"
+    target.create_topic(topic, 2)
+    fields = {"transactional_id": txn, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}
+    with Raw(target.bootstrap_servers) as raw:
+        _find_transaction_coordinator(raw, txn)
+        pid = _init(raw, txn)["producer_id"]
+        assert _add(raw, txn, pid, 0, {topic: [0, 1]}) == {(topic, 0): NONE, (topic, 1): NONE}
+        assert raw.call("InitProducerId", 5, fields)["error_code"] == CONCURRENT_TRANSACTIONS
+        again = _init(raw, txn)
+        assert (again["error_code"], again["producer_id"], again["producer_epoch"]) == (NONE, pid, 2)
+        settled = _describe_settled(raw, txn)
+        assert (settled["transaction_state"], settled["producer_epoch"], settled["topics"]) == (
+            "Empty",
+            2,
+            [],
+        )
