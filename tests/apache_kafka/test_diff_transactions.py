@@ -300,3 +300,99 @@ def test_init_producer_id_fences_an_ongoing_transaction(target: Target, names: s
             2,
             [],
         )
+
+
+def _read_all(bootstrap: str, topic: str, isolation: str, expected: int) -> list[tuple[int, bytes]]:
+    """(offset, value) of the records a consumer at ``isolation`` reads from partition 0, from the
+    start, until it has ``expected`` records and has reached the partition's end (for read_committed
+    the last stable offset), bounded: a record visible when it should not be is read before the end."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{topic}-{isolation}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        seen: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                if message.error().code() == KafkaError._PARTITION_EOF and len(seen) >= expected:
+                    break
+                continue
+            seen.append((message.offset(), message.value()))
+        return seen
+    finally:
+        consumer.close()
+
+
+def _latest(raw: Raw, topic: str, isolation_level: int) -> int:
+    answer = raw.call(
+        "ListOffsets",
+        7,
+        {
+            "replica_id": -1,
+            "isolation_level": isolation_level,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}],
+                }
+            ],
+        },
+    )
+    (entry,) = answer["topics"][0]["partitions"]
+    assert entry["error_code"] == NONE
+    return int(entry["offset"])
+
+
+def test_committed_records_are_read_and_aborted_ones_skipped(target: Target, names: str) -> None:
+    """librdkafka's transactional producer commits, aborts and commits again: a read_committed consumer
+    reads the committed records, a read_uncommitted one every record, at the same offsets on both
+    brokers (each transaction's marker taking one offset after its records); while a transaction is
+    open, ListOffsets' latest offset for read_committed is its first offset (the last stable offset) and
+    a read_committed consumer stops before it."""
+    from confluent_kafka import Producer
+
+    topic = f"{names}-out"
+    target.create_topic(topic, 1)
+    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "transactional.id": f"{names}-tx"})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.produce(topic, b"c1", partition=0)
+    producer.produce(topic, b"c2", partition=0)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"a1", partition=0)
+    producer.flush(30)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"c3", partition=0)
+    producer.commit_transaction(30)
+    committed = [(0, b"c1"), (1, b"c2"), (5, b"c3")]
+    everything = [(0, b"c1"), (1, b"c2"), (3, b"a1"), (5, b"c3")]
+    assert _read_all(target.bootstrap_servers, topic, "read_committed", 3) == committed
+    assert _read_all(target.bootstrap_servers, topic, "read_uncommitted", 4) == everything
+
+    producer.begin_transaction()
+    producer.produce(topic, b"open", partition=0)
+    producer.flush(30)
+    with Raw(target.bootstrap_servers) as raw:
+        assert (_latest(raw, topic, 0), _latest(raw, topic, 1)) == (8, 7)
+        assert _read_all(target.bootstrap_servers, topic, "read_committed", 3) == committed
+        producer.abort_transaction(30)
+        # Kafka writes the markers after answering EndTxn (kgroup before): waited for, bounded
+        deadline = time.monotonic() + 15
+        while _latest(raw, topic, 0) < 9 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (_latest(raw, topic, 0), _latest(raw, topic, 1)) == (9, 9)
+    assert _read_all(target.bootstrap_servers, topic, "read_uncommitted", 5) == [*everything, (7, b"open")]

@@ -87,3 +87,49 @@ def test_kill_9_keeps_the_transactional_state(tmp_path: Path) -> None:
         producer.commit_transaction(30)
     finally:
         restarted.kill()
+
+
+def test_kill_9_keeps_markers_the_last_stable_offset_and_the_aborted_list(tmp_path: Path) -> None:
+    """Committed, aborted and open transactions, then ``kill -9``: the restarted broker rebuilds each
+    partition's open and aborted transactions from its batches — read_committed stops at the open
+    transaction's first offset and skips the aborted records; once the coordinator (replayed from
+    ``__transaction_state``) fences the open transaction at the next InitProducerId, its records are
+    aborted too."""
+    from confluent_kafka import Producer
+    from tests.apache_kafka.test_diff_transactions import _latest, _read_all
+
+    data = tmp_path / "data"
+    broker = BrokerProcess(data, "--topic", "out:1")
+    try:
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "etl"})
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        producer.produce("out", b"c1", partition=0)
+        producer.commit_transaction(30)
+        producer.begin_transaction()
+        producer.produce("out", b"a1", partition=0)
+        producer.flush(30)
+        producer.abort_transaction(30)
+        producer.begin_transaction()
+        producer.produce("out", b"open", partition=0)
+        producer.flush(30)
+    finally:
+        broker.kill()
+
+    restarted = BrokerProcess(data)
+    try:
+        bootstrap = restarted.bootstrap_servers
+        with Raw(bootstrap) as raw:
+            assert (_latest(raw, "out", 0), _latest(raw, "out", 1)) == (5, 4)
+        assert _read_all(bootstrap, "out", "read_committed", 1) == [(0, b"c1")]
+        assert _read_all(bootstrap, "out", "read_uncommitted", 3) == [(0, b"c1"), (2, b"a1"), (4, b"open")]
+        successor = Producer({"bootstrap.servers": bootstrap, "transactional.id": "etl"})
+        successor.init_transactions(60)  # fences the open transaction: its abort marker at offset 5
+        with Raw(bootstrap) as raw:
+            assert (_latest(raw, "out", 0), _latest(raw, "out", 1)) == (6, 6)
+        successor.begin_transaction()
+        successor.produce("out", b"c2", partition=0)
+        successor.commit_transaction(30)
+        assert _read_all(bootstrap, "out", "read_committed", 2) == [(0, b"c1"), (6, b"c2")]
+    finally:
+        restarted.kill()

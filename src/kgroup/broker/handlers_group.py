@@ -136,7 +136,7 @@ def _coordinator_of(ctx: RequestContext, key: str, key_type: int) -> FoundCoordi
         return FoundCoordinator(
             key,
             FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-            "kgroup has no transaction coordinator",
+            f"kgroup has no coordinator of key type {key_type}",
         )
     if _group_denied(ctx, AclOperation.DESCRIBE, key):
         return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED))

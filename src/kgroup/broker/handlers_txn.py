@@ -16,7 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
+from kgroup.broker.logapi import PartitionLogLike
 from kgroup.broker.txn_host import TransactionHost
+from kgroup.log.batch import HEADER_SIZE, parse_header
 from kgroup.messages import FindCoordinatorResponse
 from kgroup.model import ErrorCode, TopicPartition
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -25,7 +27,7 @@ from kgroup.transactions.state import TV_0, TV_2
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.apis.find_coordinator import FoundCoordinator
 
-__all__ = ["transaction_coordinator_of"]
+__all__ = ["transaction_coordinator_of", "verify_transactional_batch"]
 
 #: OPERATION_NOT_ATTEMPTED: a partition left alone because another one of the request failed
 OPERATION_NOT_ATTEMPTED = 55
@@ -333,3 +335,59 @@ async def list_transactions(ctx: RequestContext, request: Any) -> dict[str, Any]
         "unknown_state_filters": list(result.unknown_state_filters),
         "transaction_states": listed,
     }
+
+
+# --- Produce's transactional batches ----------------------------------------------------------------
+
+
+async def verify_transactional_batch(
+    ctx: RequestContext,
+    transactional_id: str | None,
+    topic: str,
+    partition: int,
+    records: bytes | memoryview,
+    plog: PartitionLogLike,
+) -> int:
+    """The error a Produce of ``records`` to ``topic``-``partition`` gets before it reaches the log, for a
+    transactional batch (NONE for any other): the request's transactional id and its WRITE ACL, then —
+    for the producer's first batch of a transaction on this partition — the coordinator's verification
+    that the partition is in the producer's transaction (KIP-890, ``transaction.partition.verification.
+    enable``): a partition not added is INVALID_TXN_STATE (TRANSACTION_ABORTABLE from Produce v11),
+    a fenced producer INVALID_PRODUCER_EPOCH, a coordinator that cannot answer now NOT_ENOUGH_REPLICAS
+    (the producer retries), as ``AddPartitionsToTxnManager`` maps them."""
+    if len(records) < HEADER_SIZE:
+        return ErrorCode.NONE  # the log refuses it
+    header = parse_header(records)
+    if not header.is_transactional:
+        return ErrorCode.NONE
+    if transactional_id is None or not header.has_producer_id:
+        return ErrorCode.INVALID_RECORD if transactional_id is None else ErrorCode.NONE
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if header.producer_id in plog.transactions.ongoing:
+        return ErrorCode.NONE
+    verify = api.VerifyPartitionsInTxn(
+        transactional_id, header.producer_id, header.producer_epoch, (TopicPartition(topic, partition),)
+    )
+    error, result = await _host(ctx).handle(verify)
+    if error is ErrorCode.NONE:
+        assert isinstance(result, api.AddPartitionsToTxnAnswer)
+        error = result.error
+    if error is ErrorCode.NONE:
+        return ErrorCode.NONE
+    if error is ErrorCode.TRANSACTION_ABORTABLE:
+        return ErrorCode.TRANSACTION_ABORTABLE if ctx.version >= 11 else ErrorCode.INVALID_TXN_STATE
+    if error in (
+        ErrorCode.PRODUCER_FENCED,
+        ErrorCode.INVALID_PRODUCER_EPOCH,
+        ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+    ):
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error in (
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+    ):
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return int(error)

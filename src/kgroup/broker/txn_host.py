@@ -23,9 +23,10 @@ One process serves every broker node: the coordinator leads every ``__transactio
 a request reaching a node that does not lead its id's partition is answered ``NOT_COORDINATOR``
 (:meth:`TransactionHost.coordinator_node`).
 
-Markers: the data path does not hold transactional batches yet (Produce refuses them), so a
-transaction's partitions have nothing to mark; the ``WriteMarkers`` effect completes at once
-(``markers_written``). docs/transactions.md says what this means.
+Markers: the ``WriteMarkers`` effect appends a control batch to each partition of the transaction
+(every partition's log is in this process) and completes the transaction (``markers_written``) before
+the EndTxn that ended it is answered (Kafka answers after the Prepare* record and writes the markers
+afterwards; here they are local appends).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from kgroup.broker.cluster import TRANSACTION_STATE_TOPIC, Cluster
+from kgroup.broker.cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster
 from kgroup.broker.internal_topic import record_batch
 from kgroup.log.batch import HEADER_SIZE, parse_header
 from kgroup.model import ErrorCode
@@ -290,15 +291,45 @@ class TransactionHost:
         return True
 
     async def _write_markers(self, markers: WriteMarkers) -> None:
-        """The transaction's partitions hold no transactional data yet (see the module's docs): the
-        markers are complete at once."""
-        result = await self._on_thread(
+        """Append the commit or abort marker to each partition of the transaction (``WriteTxnMarkers``;
+        here, where every partition's log is, on the broker's loop), then complete the transaction.
+        A partition gone since (its topic deleted) or refusing the marker (an older epoch) is logged
+        and passed, as Kafka's marker writer drops a marker whose partition is gone. The offsets
+        topic's partition (AddOffsetsToTxn) gets no marker yet: transactional offset commits are not
+        kept (docs/transactions.md)."""
+        now_ms = self.clock_ms()
+        for tp in markers.partitions:
+            if tp.topic == OFFSETS_TOPIC:
+                continue
+            plog = self.cluster.partition_log(tp.topic, tp.partition)
+            if plog is None:
+                continue
+            try:
+                appended = plog.append_marker(
+                    markers.producer_id,
+                    markers.producer_epoch,
+                    markers.committed,
+                    markers.coordinator_epoch,
+                    now_ms=now_ms,
+                )
+            except Exception as exc:
+                log.warning(
+                    "transaction marker for %s-%d (producer %d) not written: %s",
+                    tp.topic,
+                    tp.partition,
+                    markers.producer_id,
+                    exc,
+                )
+                continue
+            if self._notify is not None:
+                self._notify(tp.topic, tp.partition, appended.valid_bytes)
+        completed = await self._on_thread(
             self.coordinator.markers_written,
             markers.transactional_id,
             markers.producer_id,
             markers.producer_epoch,
         )
-        await self._perform(result)
+        await self._perform(completed)
 
     def _schedule(self, effect: ScheduleTxnTimer) -> None:
         if self._closed:
