@@ -13,8 +13,10 @@ import time
 from typing import Any
 
 import pytest
+from crc32c import crc32c
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import Raw
+from tests.log.batches import kio_batch
 
 from kgroup.wire.varint import read_uvarint
 
@@ -396,3 +398,53 @@ def test_committed_records_are_read_and_aborted_ones_skipped(target: Target, nam
             time.sleep(0.05)
         assert (_latest(raw, topic, 0), _latest(raw, topic, 1)) == (9, 9)
     assert _read_all(target.bootstrap_servers, topic, "read_uncommitted", 5) == [*everything, (7, b"open")]
+
+
+def _transactional_batch(pid: int, epoch: int, sequence: int, value: bytes) -> bytes:
+    batch = bytearray(kio_batch([value], producer_id=pid, producer_epoch=epoch, base_sequence=sequence))
+    struct.pack_into(">h", batch, 21, 0x10)  # transactional
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    return bytes(batch)
+
+
+def _produce(
+    raw: Raw, version: int, txn: str | None, topic: str, partition: int, records: bytes
+) -> tuple[int, int]:
+    answer = raw.call(
+        "Produce",
+        version,
+        {
+            "transactional_id": txn,
+            "acks": -1,
+            "timeout": 30_000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}],
+        },
+    )
+    (entry,) = answer["responses"][0]["partition_responses"]
+    return int(entry["error_code"]), int(entry["base_offset"])
+
+
+def test_transactional_produce_errors_answer_as_kafka(target: Target, names: str) -> None:
+    """Raw transactional Produce: a batch to a partition the transaction holds is appended; to one it
+    does not, refused (INVALID_TXN_STATE before Produce v11, TRANSACTION_ABORTABLE from v11); without a
+    transactional id, TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a zombie's batch after its successor's
+    InitProducerId, INVALID_PRODUCER_EPOCH; the offsets, the commit marker's included, alike."""
+    topic, txn = f"{names}-out", f"{names}-tx"
+    target.create_topic(topic, 2)
+    with Raw(target.bootstrap_servers) as raw:
+        _find_transaction_coordinator(raw, txn)
+        pid = _init(raw, txn)["producer_id"]
+        assert _add(raw, txn, pid, 0, {topic: [0]}) == {(topic, 0): NONE}
+        assert _produce(raw, 9, txn, topic, 0, _transactional_batch(pid, 0, 0, b"in")) == (NONE, 0)
+        outside = _transactional_batch(pid, 0, 0, b"outside")
+        assert _produce(raw, 9, txn, topic, 1, outside)[0] == INVALID_TXN_STATE
+        assert _produce(raw, 11, txn, topic, 1, outside)[0] == 120  # TRANSACTION_ABORTABLE
+        no_id = _transactional_batch(pid, 0, 1, b"no-id")
+        assert _produce(raw, 9, None, topic, 0, no_id)[0] == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert _end(raw, txn, pid, 0, committed=True) == NONE
+        _describe_settled(raw, txn)
+        assert _latest(raw, topic, 1) == 2  # the record and the commit marker
+        assert _init(raw, txn)["producer_epoch"] == 1
+        zombie = _transactional_batch(pid, 0, 1, b"zombie")
+        assert _produce(raw, 9, txn, topic, 0, zombie)[0] == INVALID_PRODUCER_EPOCH
+        assert _latest(raw, topic, 0) == 2

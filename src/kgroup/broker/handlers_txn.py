@@ -349,7 +349,8 @@ async def verify_transactional_batch(
     plog: PartitionLogLike,
 ) -> int:
     """The error a Produce of ``records`` to ``topic``-``partition`` gets before it reaches the log, for a
-    transactional batch (NONE for any other): the request's transactional id and its WRITE ACL, then —
+    transactional batch (NONE for any other): the request's transactional id and its WRITE ACL
+    (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without either), then —
     for the producer's first batch of a transaction on this partition — the coordinator's verification
     that the partition is in the producer's transaction (KIP-890, ``transaction.partition.verification.
     enable``): a partition not added is INVALID_TXN_STATE (TRANSACTION_ABORTABLE from Produce v11),
@@ -360,10 +361,13 @@ async def verify_transactional_batch(
     header = parse_header(records)
     if not header.is_transactional:
         return ErrorCode.NONE
-    if transactional_id is None or not header.has_producer_id:
-        return ErrorCode.INVALID_RECORD if transactional_id is None else ErrorCode.NONE
-    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+    # KafkaApis: transactional records need a transactional id the principal may WRITE
+    if transactional_id is None or not ctx.authorized(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if not header.has_producer_id:
+        return ErrorCode.NONE  # the log refuses it
     if header.producer_id in plog.transactions.ongoing:
         return ErrorCode.NONE
     verify = api.VerifyPartitionsInTxn(
