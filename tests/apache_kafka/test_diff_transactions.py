@@ -281,11 +281,10 @@ def test_librdkafka_transactional_producer_is_fenced_alike(target: Target, names
 
 def test_init_producer_id_fences_an_ongoing_transaction(target: Target, names: str) -> None:
     """A second InitProducerId while a (transactions v1) transaction is Ongoing: CONCURRENT_TRANSACTIONS
-    while the fenced transaction aborts, then the new producer at epoch 2 on Kafka 4.4.0. kgroup's
-    coordinator answers epoch 3 (its abort of a fenced transaction bumps the epoch once more, as the
-    transactions-v2 path of Kafka's 2024 sources does): a known difference, docs/transactions.md."""
-    if target.kind == "kgroup":
-        pytest.xfail("kgroup bumps the epoch once more after fencing an Ongoing transaction (3, Kafka 2)")
+    while the fenced transaction aborts — at the cluster's transaction version 2, whose abort bumps the
+    epoch once, and that bump is the fence — then the new producer at epoch 2. The zombie's EndTxn v5 at
+    epoch 0 then looks like a retry after a bump (its epoch + 1 is the abort's): committing what was
+    aborted, INVALID_TXN_STATE."""
     topic, txn = f"{names}-out", f"{names}-tx"
     target.create_topic(topic, 2)
     fields = {"transactional_id": txn, "transaction_timeout": 60_000, "producer_id": -1, "producer_epoch": -1}
@@ -294,6 +293,10 @@ def test_init_producer_id_fences_an_ongoing_transaction(target: Target, names: s
         pid = _init(raw, txn)["producer_id"]
         assert _add(raw, txn, pid, 0, {topic: [0, 1]}) == {(topic, 0): NONE, (topic, 1): NONE}
         assert raw.call("InitProducerId", 5, fields)["error_code"] == CONCURRENT_TRANSACTIONS
+        aborted = _describe_settled(raw, txn)
+        assert (aborted["transaction_state"], aborted["producer_epoch"]) == ("CompleteAbort", 1)
+        zombie = {"transactional_id": txn, "producer_id": pid, "producer_epoch": 0, "committed": True}
+        assert raw.call("EndTxn", 5, zombie)["error_code"] == INVALID_TXN_STATE
         again = _init(raw, txn)
         assert (again["error_code"], again["producer_id"], again["producer_epoch"]) == (NONE, pid, 2)
         settled = _describe_settled(raw, txn)
@@ -302,6 +305,7 @@ def test_init_producer_id_fences_an_ongoing_transaction(target: Target, names: s
             2,
             [],
         )
+        assert raw.call("EndTxn", 5, zombie)["error_code"] == PRODUCER_FENCED  # the epoch is 2 now
 
 
 def _read_all(bootstrap: str, topic: str, isolation: str, expected: int) -> list[tuple[int, bytes]]:
