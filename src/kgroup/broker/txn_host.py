@@ -241,7 +241,17 @@ class TransactionHost:
         if not self.loaded or self._lock is None:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None
         async with self._lock:
-            result = await self._on_thread(self.coordinator.handle, request, self.clock_ms())
+            try:
+                result = await self._on_thread(self.coordinator.handle, request, self.clock_ms())
+            except Exception:
+                # Kafka answers an unexpected error UNKNOWN_SERVER_ERROR; what the call replayed
+                # before it raised was never appended: the coordinator is rebuilt from the topic
+                log.exception("transaction coordinator failed on %s", type(request).__name__)
+                try:
+                    await self._on_thread(self._rebuild, self._read_all())
+                except Exception:
+                    log.exception("rebuilding the transaction coordinator failed")
+                return ErrorCode.UNKNOWN_SERVER_ERROR, None
             if not await self._perform(result):
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         return ErrorCode.NONE, result.answer
