@@ -22,6 +22,7 @@ from kgroup.wire.varint import read_uvarint
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
 COORDINATOR_LOAD_IN_PROGRESS = 14
 COORDINATOR_NOT_AVAILABLE = 15
 NOT_COORDINATOR = 16
@@ -412,6 +413,19 @@ def _transactional_batch(pid: int, epoch: int, sequence: int, value: bytes) -> b
 
 
 def _produce(
+    raw: Raw, version: int, txn: str | None, topic: str, partition: int, records: bytes
+) -> tuple[int, int]:
+    """One Produce; NOT_LEADER_OR_FOLLOWER (a topic just made, its leader not yet known to the broker
+    that answers: Apache Kafka) is retried as a client retries it, bounded."""
+    deadline = time.monotonic() + 15
+    while True:
+        code, offset = _produce_once(raw, version, txn, topic, partition, records)
+        if code != NOT_LEADER_OR_FOLLOWER or time.monotonic() > deadline:
+            return code, offset
+        time.sleep(0.1)
+
+
+def _produce_once(
     raw: Raw, version: int, txn: str | None, topic: str, partition: int, records: bytes
 ) -> tuple[int, int]:
     answer = raw.call(

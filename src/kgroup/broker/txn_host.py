@@ -11,8 +11,10 @@ transactional id, with ``TransactionStateManager.transactionTopicConfigs``). kgr
   id's ``__transaction_state`` partition on the broker's loop, where the partitions' logs live, before
   the answer is sent; a failed append rebuilds the coordinator from the topic (undoing the call) and the
   request is answered ``COORDINATOR_NOT_AVAILABLE``;
-* **replayed on start**: the topic's partitions are read back (on the coordinator's thread, before any
-  transactional request is served — they are answered ``COORDINATOR_LOAD_IN_PROGRESS`` meanwhile) and
+* **replayed on start**: the topic's partitions are read back (a megabyte at a time on the broker's
+  loop, which owns the logs, giving other connections a turn after each read; decoded and replayed on
+  the coordinator's thread) before any transactional request is served — they are answered
+  ``COORDINATOR_LOAD_IN_PROGRESS`` meanwhile — and
   every transaction left in PrepareCommit or PrepareAbort completes, as Kafka's loader resends its
   markers. The partitions' logs are the broker's (fsync policy included), so a ``kill -9`` keeps what
   they kept;
@@ -36,6 +38,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kgroup.broker.cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster
@@ -105,6 +108,24 @@ def read_batch_entries(data: bytes | memoryview) -> Iterator[tuple[int, bytes, b
         position = end
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    entries: list[tuple[bytes, bytes | None]]
+    next_offset: int
+
+
+def _entries_from(data: bytes, offset: int) -> _Read:
+    """The (key, value) records at or after ``offset`` in ``data`` (batches read from ``offset``), and
+    the offset after the last one."""
+    entries: list[tuple[bytes, bytes | None]] = []
+    last = offset - 1
+    for record_offset, key, value in read_batch_entries(data):
+        if record_offset >= offset:
+            entries.append((key, value))
+        last = max(last, record_offset)
+    return _Read(entries, last + 1)
+
+
 class TransactionHost:
     """The transaction coordinator on its thread, its records in ``__transaction_state``."""
 
@@ -143,7 +164,7 @@ class TransactionHost:
         assert self._lock is not None
         async with self._lock:
             try:
-                result = await self._on_thread(self._rebuild, self._read_all())
+                result = await self._on_thread(self._rebuild, await self._read_all())
             except Exception:
                 log.exception("loading %s failed; transactions are not served", TRANSACTION_STATE_TOPIC)
                 raise
@@ -169,9 +190,10 @@ class TransactionHost:
     async def _on_thread(self, function: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._thread, function, *args)
 
-    def _read_all(self) -> list[tuple[bytes, bytes | None]]:
-        """Every record of the topic, partition by partition (read on the broker's loop, at start and
-        after a failed append: the partitions' logs are the loop's)."""
+    async def _read_all(self) -> list[tuple[bytes, bytes | None]]:
+        """Every record of the topic, partition by partition: read on the broker's loop (the
+        partitions' logs and their open files are the loop's), a megabyte at a time, the loop given a
+        turn after each read; decoded on the coordinator's thread."""
         entries: list[tuple[bytes, bytes | None]] = []
         info = self.cluster.topics.get(TRANSACTION_STATE_TOPIC)
         if info is None:
@@ -182,17 +204,15 @@ class TransactionHost:
                 continue
             offset = plog.log_start_offset
             while offset < plog.log_end_offset:
-                data = plog.read(offset, _READ_BYTES)
+                data = bytes(plog.read(offset, _READ_BYTES))
                 if not data:
                     break
-                last = offset - 1
-                for record_offset, key, value in read_batch_entries(data):
-                    if record_offset >= offset:
-                        entries.append((key, value))
-                    last = record_offset
-                if last < offset:
+                read = await self._on_thread(_entries_from, data, offset)
+                await asyncio.sleep(0)
+                if read.next_offset <= offset:
                     break
-                offset = last + 1
+                entries.extend(read.entries)
+                offset = read.next_offset
         return entries
 
     def _rebuild(self, entries: Sequence[tuple[bytes, bytes | None]]) -> TxnResult:
@@ -248,7 +268,7 @@ class TransactionHost:
                 # before it raised was never appended: the coordinator is rebuilt from the topic
                 log.exception("transaction coordinator failed on %s", type(request).__name__)
                 try:
-                    await self._on_thread(self._rebuild, self._read_all())
+                    await self._on_thread(self._rebuild, await self._read_all())
                 except Exception:
                     log.exception("rebuilding the transaction coordinator failed")
                 return ErrorCode.UNKNOWN_SERVER_ERROR, None
@@ -268,7 +288,7 @@ class TransactionHost:
         (the coordinator is then rebuilt from the topic)."""
         if result.records and not self._append(result.records):
             try:
-                await self._on_thread(self._rebuild, self._read_all())
+                await self._on_thread(self._rebuild, await self._read_all())
             except Exception:
                 log.exception("rebuilding the transaction coordinator failed")
             return False
