@@ -342,7 +342,7 @@ def _read_all(bootstrap: str, topic: str, isolation: str, expected: int) -> list
         consumer.close()
 
 
-def _latest(raw: Raw, topic: str, isolation_level: int) -> int:
+def _latest(raw: Raw, topic: str, isolation_level: int, partition: int = 0) -> int:
     answer = raw.call(
         "ListOffsets",
         7,
@@ -352,7 +352,9 @@ def _latest(raw: Raw, topic: str, isolation_level: int) -> int:
             "topics": [
                 {
                     "name": topic,
-                    "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}],
+                    "partitions": [
+                        {"partition_index": partition, "current_leader_epoch": -1, "timestamp": -1}
+                    ],
                 }
             ],
         },
@@ -466,3 +468,30 @@ def test_transactional_produce_errors_answer_as_kafka(target: Target, names: str
         zombie = _transactional_batch(pid, 0, 1, b"zombie")
         assert _produce(raw, 9, txn, topic, 0, zombie)[0] == INVALID_PRODUCER_EPOCH
         assert _latest(raw, topic, 0) == 2
+
+
+def test_produce_v12_adds_the_partition_to_the_transaction(target: Target, names: str) -> None:
+    """Transactions v2 (KIP-890 part 2): a Produce v12+ of a transactional batch to a partition the
+    producer never added adds it to the transaction (the partition leader asks the coordinator); the
+    transaction's EndTxn v5 commits it and bumps the epoch; a read_committed reader sees the record."""
+    topic, txn = f"{names}-out", f"{names}-tx"
+    target.create_topic(topic, 2)
+    with Raw(target.bootstrap_servers) as raw:
+        _find_transaction_coordinator(raw, txn)
+        pid = _init(raw, txn)["producer_id"]
+        assert _produce(raw, 12, txn, topic, 1, _transactional_batch(pid, 0, 0, b"v2")) == (NONE, 0)
+        described = _describe(raw, txn)
+        assert (described["transaction_state"], described["topics"]) == (
+            "Ongoing",
+            [{"topic": topic, "partitions": [1]}],
+        )
+        assert _latest(raw, topic, 1, partition=1) == 0  # open: the last stable offset is its first offset
+        ended = raw.call(
+            "EndTxn", 5, {"transactional_id": txn, "producer_id": pid, "producer_epoch": 0, "committed": True}
+        )
+        assert (ended["error_code"], ended["producer_epoch"]) == (NONE, 1)
+        _describe_settled(raw, txn)
+        deadline = time.monotonic() + 15
+        while _latest(raw, topic, 1, partition=1) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _latest(raw, topic, 1, partition=1) == 2  # the record and the commit marker

@@ -350,12 +350,13 @@ async def verify_transactional_batch(
 ) -> int:
     """The error a Produce of ``records`` to ``topic``-``partition`` gets before it reaches the log, for a
     transactional batch (NONE for any other): the request's transactional id and its WRITE ACL
-    (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without either), then —
-    for the producer's first batch of a transaction on this partition — the coordinator's verification
-    that the partition is in the producer's transaction (KIP-890, ``transaction.partition.verification.
-    enable``): a partition not added is INVALID_TXN_STATE (TRANSACTION_ABORTABLE from Produce v11),
-    a fenced producer INVALID_PRODUCER_EPOCH, a coordinator that cannot answer now NOT_ENOUGH_REPLICAS
-    (the producer retries), as ``AddPartitionsToTxnManager`` maps them."""
+    (TRANSACTIONAL_ID_AUTHORIZATION_FAILED without either); then, for the producer's first batch of a
+    transaction on this partition, the coordinator's verification that the partition is in the
+    producer's transaction (KIP-890, ``transaction.partition.verification.enable``) — or, from Produce
+    v12 (a transactions-v2 producer), the partition added to it. A partition not added is
+    INVALID_TXN_STATE (TRANSACTION_ABORTABLE from Produce v11), a fenced producer
+    INVALID_PRODUCER_EPOCH, a coordinator that cannot answer now NOT_ENOUGH_REPLICAS (the producer
+    retries), as ``AddPartitionsToTxnManager`` maps them."""
     if len(records) < HEADER_SIZE:
         return ErrorCode.NONE  # the log refuses it
     header = parse_header(records)
@@ -370,10 +371,17 @@ async def verify_transactional_batch(
         return ErrorCode.NONE  # the log refuses it
     if header.producer_id in plog.transactions.ongoing:
         return ErrorCode.NONE
-    verify = api.VerifyPartitionsInTxn(
-        transactional_id, header.producer_id, header.producer_epoch, (TopicPartition(topic, partition),)
-    )
-    error, result = await _host(ctx).handle(verify)
+    tp = (TopicPartition(topic, partition),)
+    request: api.TxnRequest
+    if ctx.version > 11:
+        # a transactions-v2 producer (KafkaApis: Produce v12+): the partition leader adds the partition
+        # to the transaction itself (AddPartitionsToTxn v5, KIP-890 part 2)
+        request = api.AddPartitionsToTxn(
+            transactional_id, header.producer_id, header.producer_epoch, tp, TV_2
+        )
+    else:
+        request = api.VerifyPartitionsInTxn(transactional_id, header.producer_id, header.producer_epoch, tp)
+    error, result = await _host(ctx).handle(request)
     if error is ErrorCode.NONE:
         assert isinstance(result, api.AddPartitionsToTxnAnswer)
         error = result.error
