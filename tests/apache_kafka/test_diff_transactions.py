@@ -495,3 +495,47 @@ def test_produce_v12_adds_the_partition_to_the_transaction(target: Target, names
         while _latest(raw, topic, 1, partition=1) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _latest(raw, topic, 1, partition=1) == 2  # the record and the commit marker
+
+
+@pytest.mark.parametrize("kind", ["kgroup", "apache"])
+def test_a_transaction_past_its_timeout_is_aborted_by_the_sweep(kind: str, tmp_path: Any) -> None:
+    """``transaction.timeout.ms`` 1 s, the abort sweep every 200 ms (both brokers started with it): an
+    open transaction with a record is fenced and aborted by the coordinator itself — its abort marker
+    written, the record invisible to read_committed — and the producer's commit then fails fatally
+    (fenced), on both brokers."""
+    from confluent_kafka import KafkaException, Producer
+
+    from kgroup.testing import KafkaBroker
+    from kgroup.testing.apache_kafka import ApacheKafka, require_apache_kafka
+
+    if kind == "apache":
+        require_apache_kafka()
+    server: Any = (
+        KafkaBroker(transaction_abort_timed_out_interval_ms=200)
+        if kind == "kgroup"
+        else ApacheKafka(1, configs={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 200})
+    )
+    with server:
+        server.create_topic("out", 1)
+        bootstrap = server.bootstrap_servers
+        producer = Producer(
+            {"bootstrap.servers": bootstrap, "transactional.id": "slow", "transaction.timeout.ms": 1000}
+        )
+        producer.init_transactions(60)
+        producer.begin_transaction()
+        producer.produce("out", b"late", partition=0)
+        producer.flush(30)
+        with Raw(bootstrap) as raw:
+            aborted = _describe(raw, "slow")
+            deadline = time.monotonic() + 20
+            while aborted["transaction_state"] != "CompleteAbort" and time.monotonic() < deadline:
+                time.sleep(0.1)
+                aborted = _describe(raw, "slow")
+            assert (aborted["transaction_state"], aborted["producer_epoch"]) == ("CompleteAbort", 1)
+            assert (_latest(raw, "out", 0), _latest(raw, "out", 1)) == (2, 2)  # the record, the marker
+        with pytest.raises(KafkaException) as failed:
+            producer.commit_transaction(30)
+        error = failed.value.args[0]
+        assert (error.name(), error.fatal()) == ("_FENCED", True)
+        assert _read_all(bootstrap, "out", "read_committed", 0) == []
+        assert _read_all(bootstrap, "out", "read_uncommitted", 1) == [(0, b"late")]

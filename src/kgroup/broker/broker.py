@@ -47,6 +47,7 @@ from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.security.listeners import Listener
 from kgroup.security.runtime import SecurityRuntime
 from kgroup.security.session import Session
+from kgroup.transactions.coordinator import TxnCoordinatorConfig
 from kgroup.wire.framing import BufferPool, Frame
 
 __all__ = ["Broker", "open_logs", "run_broker", "serve", "wall_clock_ms"]
@@ -128,6 +129,10 @@ class Broker:
             self.cluster,
             clock_ms=clock_ms,
             allocate_producer_id=self.allocate_producer_id,
+            config=TxnCoordinatorConfig(
+                offsets_topic_partitions=config.offsets_topic_partitions,
+                abort_timed_out_interval_ms=config.transaction_abort_timed_out_interval_ms,
+            ),
             notify_appended=self.notify_appended,
         )
         self._limits = ConnectionLimits(config.max_connections, config.max_request_bytes)
