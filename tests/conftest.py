@@ -114,7 +114,7 @@ LATER_SUITES: dict[str, tuple[str, ...]] = {
         "wire/test_metadata_response.py",
         "wire/test_produce_request.py",
     ),
-    "transactions": ("transactions", "apache_kafka/test_diff_transactions.py"),
+    "transactions": ("transactions", "apache_kafka/test_diff_transactions.py", "log/test_txn_index.py"),
 }
 #: a test under two of them counts under the first (Apache Kafka's first: it starts the JVMs)
 _SUITE_MARKERS = ("apache_kafka", *LATER_SUITES)

@@ -34,9 +34,10 @@ afterwards; here they are local appends).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -71,6 +72,8 @@ TRANSACTION_STATE_CONFIGS = {
 }
 #: bytes read per call when the topic is replayed
 _READ_BYTES = 1 << 20
+#: markers the disk refused are tried again after this long
+_RETRY_S = 0.5
 
 
 def _signed(data: bytes | memoryview, at: int, end: int) -> tuple[int, int]:
@@ -149,6 +152,8 @@ class TransactionHost:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-transactions")
         self._lock: asyncio.Lock | None = None
         self._timers: dict[TxnTimer, asyncio.TimerHandle] = {}
+        #: the sweeps and marker retries running (referenced until done; cancelled at close)
+        self._tasks: set[asyncio.Task[None]] = set()
         self._loading: asyncio.Task[None] | None = None
         self.loaded = False
         self._closed = False
@@ -182,6 +187,9 @@ class TransactionHost:
         for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._loading is not None and not self._loading.done():
             self._loading.cancel()
             await asyncio.gather(self._loading, return_exceptions=True)
@@ -342,6 +350,16 @@ class TransactionHost:
                     markers.coordinator_epoch,
                     now_ms=now_ms,
                 )
+            except OSError as exc:
+                # the disk refused it: the transaction stays Prepare* (answered CONCURRENT_TRANSACTIONS)
+                # and the markers not yet written are tried again, as Kafka's marker channel retries
+                log.error(
+                    "transaction marker for %s-%d not written (%s); retrying", tp.topic, tp.partition, exc
+                )
+                left = markers.partitions[markers.partitions.index(tp) :]
+                retry = dataclasses.replace(markers, partitions=left)
+                asyncio.get_running_loop().call_later(_RETRY_S, self._spawn, self._retry_markers, retry)
+                return
             except Exception as exc:
                 log.warning(
                     "transaction marker for %s-%d (producer %d) not written: %s",
@@ -361,6 +379,12 @@ class TransactionHost:
         )
         await self._perform(completed)
 
+    async def _retry_markers(self, markers: WriteMarkers) -> None:
+        if self._lock is None:
+            return
+        async with self._lock:
+            await self._write_markers(markers)
+
     def _schedule(self, effect: ScheduleTxnTimer) -> None:
         if self._closed:
             return
@@ -369,9 +393,15 @@ class TransactionHost:
             previous.cancel()
         loop = asyncio.get_running_loop()
         delay_s = max(0.0, (effect.deadline_ms - self.clock_ms()) / 1000)
-        self._timers[effect.timer] = loop.call_later(
-            delay_s, lambda: loop.create_task(self._fire(effect.timer))
-        )
+        self._timers[effect.timer] = loop.call_later(delay_s, self._spawn, self._fire, effect.timer)
+
+    def _spawn(self, work: Callable[[Any], Coroutine[Any, Any, None]], argument: Any) -> None:
+        """Run ``work(argument)`` as a task (from a timer: the coroutine is made only when it is due)."""
+        if self._closed:
+            return
+        task = asyncio.get_running_loop().create_task(work(argument))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _fire(self, timer: TxnTimer) -> None:
         if self._closed or self._lock is None:

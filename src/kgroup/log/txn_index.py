@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import bisect
 import struct
 from dataclasses import dataclass
 
@@ -100,6 +101,7 @@ class TransactionIndex:
         self.ongoing: dict[int, int] = {}
         #: in the order of their markers (so by last offset)
         self.aborted: list[AbortedTxn] = []
+        self._aborted_ends: list[int] = []  # each one's last offset, for the bisection
 
     def on_batch(self, header: BatchHeader, kind: int | None = None) -> None:
         """An appended (or replayed) batch, its base offset assigned; ``kind`` is a control batch's type."""
@@ -109,6 +111,7 @@ class TransactionIndex:
             first = self.ongoing.pop(header.producer_id, None)
             if kind == ABORT and first is not None:
                 self.aborted.append(AbortedTxn(header.producer_id, first, header.base_offset))
+                self._aborted_ends.append(header.base_offset)
             return
         self.ongoing.setdefault(header.producer_id, header.base_offset)
 
@@ -120,9 +123,13 @@ class TransactionIndex:
         return high_watermark if first is None else min(first, high_watermark)
 
     def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
-        """The aborted transactions a fetch of offsets [start, end) may hold records of."""
-        return [a for a in self.aborted if a.last_offset >= start and a.first_offset < end]
+        """The aborted transactions a fetch of offsets [start, end) may hold records of: those whose
+        marker is at or after ``start`` (found by bisection) and whose first record is before ``end``."""
+        first = bisect.bisect_left(self._aborted_ends, start)
+        return [a for a in self.aborted[first:] if a.first_offset < end]
 
     def evict_before(self, log_start_offset: int) -> None:
         """Retention removed the log's start: the transactions wholly before it are forgotten."""
-        self.aborted = [a for a in self.aborted if a.last_offset >= log_start_offset]
+        gone = bisect.bisect_left(self._aborted_ends, log_start_offset)
+        del self.aborted[:gone]
+        del self._aborted_ends[:gone]
