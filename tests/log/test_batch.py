@@ -128,9 +128,13 @@ def test_control_transactional_and_sequence_rules() -> None:
     control = bytearray(kio_batch([b"a"]))
     struct.pack_into(">h", control, 21, 0x20)
     assert rejected(with_crc(control)) == LogErrorCode.INVALID_RECORD
+    # a transactional batch is the log's to store (the broker checks it against its transaction first)
     transactional = bytearray(kio_batch([b"a"], producer_id=1, producer_epoch=0, base_sequence=0))
     struct.pack_into(">h", transactional, 21, 0x10)
-    assert rejected(with_crc(transactional)) == LogErrorCode.INVALID_TXN_STATE
+    assert validate_produce_records(with_crc(transactional), max_message_bytes=10_000, log_append_time=False)
+    no_producer = bytearray(kio_batch([b"a"]))
+    struct.pack_into(">h", no_producer, 21, 0x10)
+    assert rejected(with_crc(no_producer)) == LogErrorCode.INVALID_RECORD
     no_sequence = kio_batch([b"a"], producer_id=1, producer_epoch=0, base_sequence=-1)
     assert rejected(no_sequence) == LogErrorCode.INVALID_RECORD
 

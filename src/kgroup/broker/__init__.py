@@ -21,4 +21,5 @@ from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_scram,
     handlers_security,
     handlers_share_group,
+    handlers_txn,
 )

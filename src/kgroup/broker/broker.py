@@ -38,6 +38,7 @@ from kgroup.broker.control import ControlChannel
 from kgroup.broker.coordinator_runtime import CoordinatorRuntime
 from kgroup.broker.dispatch import dispatch, supports, warm_codec
 from kgroup.broker.logapi import LogManagerLike
+from kgroup.broker.txn_host import TransactionHost, thread_safe
 from kgroup.broker.waiters import AppendWatchers, FetchWaiter
 from kgroup.group import CoordinatorConfig
 from kgroup.log.manager import remove_directories
@@ -46,6 +47,7 @@ from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.security.listeners import Listener
 from kgroup.security.runtime import SecurityRuntime
 from kgroup.security.session import Session
+from kgroup.transactions.coordinator import TxnCoordinatorConfig
 from kgroup.wire.framing import BufferPool, Frame
 
 __all__ = ["Broker", "open_logs", "run_broker", "serve", "wall_clock_ms"]
@@ -90,6 +92,8 @@ class Broker:
         )
         self.fetch_waiters = AppendWatchers()
         self._next_producer_id = (wall_clock_ms() << 12) & ((1 << 62) - 1)
+        # asked on the broker's loop (idempotent producers) and the transaction coordinator's thread
+        self.allocate_producer_id = thread_safe(self._allocate_producer_id)
         self._tick_task: asyncio.Task[None] | None = None
         self._connection_tasks: set[asyncio.Task[Any]] = set()
         # one thread for decoding and encoding large requests and responses (pure functions of bytes
@@ -121,6 +125,17 @@ class Broker:
             notify_appended=self.notify_appended,
             describable=self._describable if config.security.authorizer else None,
         )
+        # the transaction coordinator (its calls on a thread of its own, its records in __transaction_state)
+        self.transactions = TransactionHost(
+            self.cluster,
+            clock_ms=clock_ms,
+            allocate_producer_id=self.allocate_producer_id,
+            config=TxnCoordinatorConfig(
+                offsets_topic_partitions=config.offsets_topic_partitions,
+                abort_timed_out_interval_ms=config.transaction_abort_timed_out_interval_ms,
+            ),
+            notify_appended=self.notify_appended,
+        )
         self._limits = ConnectionLimits(config.max_connections, config.max_request_bytes)
         # large request frames' buffers, kept for the next ones (16 MiB at most, for every connection)
         self._frame_buffers = BufferPool()
@@ -139,6 +154,7 @@ class Broker:
         # the schemas of the APIs clients speak, read in a thread rather than by the first request
         threading.Thread(target=warm_codec, name="kgroup-warm-codec", daemon=True).start()
         self.coordinators.start()  # loads the groups on the coordinators' thread; serving starts now
+        self.transactions.start()  # replays __transaction_state on its thread
         self.remove_later(self.logs.leftover_deletions())  # what a crash left half removed
         self._tick_task = asyncio.get_running_loop().create_task(self._tick())
 
@@ -265,6 +281,7 @@ class Broker:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.coordinators.close()
+        await self.transactions.close()
         self.close_log.flush()
         self._codec.shutdown(wait=True, cancel_futures=True)
         self._auth_thread.shutdown(wait=True, cancel_futures=True)
@@ -335,7 +352,7 @@ class Broker:
         for start in range(0, len(directories), 100):
             self._deletions.submit(remove_directories, directories[start : start + 100])
 
-    def allocate_producer_id(self) -> int:
+    def _allocate_producer_id(self) -> int:
         # Unique across restarts without a persisted counter: the start time in ms, shifted.
         self._next_producer_id += 1
         return self._next_producer_id

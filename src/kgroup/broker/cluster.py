@@ -43,8 +43,10 @@ from kgroup.partitioning.placement import assign_replicas_seed_rule
 from kgroup.partitioning.striped import StripedReplicaPlacer, UsableBroker, controller_broker_order
 
 __all__ = [
+    "INTERNAL_TOPICS",
     "OFFSETS_TOPIC",
     "OFFSETS_TOPIC_CONFIGS",
+    "TRANSACTION_STATE_TOPIC",
     "Cluster",
     "ReplicaAssignmentError",
     "TopicInfo",
@@ -56,6 +58,10 @@ __all__ = [
 log = logging.getLogger("kgroup.broker")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+#: the transaction coordinator's log (kgroup.broker.txn_host)
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+#: Kafka's internal topics (``Topic.isInternal``): Metadata marks them, clients cannot produce to them
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 #: a partition: (topic name, partition index)
 PartitionKey = tuple[str, int]
 #: the configs the offsets topic is made with (Kafka's: compacted)

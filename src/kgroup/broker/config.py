@@ -46,6 +46,9 @@ class BrokerConfig:
     offsets_topic_partitions: int = 50
     #: ``group.initial.rebalance.delay.ms``
     group_initial_rebalance_delay_ms: int = 3000
+    #: ``transaction.abort.timed.out.transaction.cleanup.interval.ms``: how often the transaction
+    #: coordinator aborts the transactions past their ``transaction.timeout.ms``
+    transaction_abort_timed_out_interval_ms: int = 10_000
     #: ``group.min.session.timeout.ms`` / ``group.max.session.timeout.ms``
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
@@ -119,6 +122,11 @@ class BrokerConfig:
             raise KgroupError(
                 f"default_replication_factor: {self.default_replication_factor} is more than the "
                 f"{self.brokers} broker(s); lower it or run more brokers"
+            )
+        if self.transaction_abort_timed_out_interval_ms < 1:
+            raise KgroupError(
+                f"transaction_abort_timed_out_interval_ms: {self.transaction_abort_timed_out_interval_ms}; "
+                "use at least 1"
             )
         if self.offsets_topic_partitions < 1:
             raise KgroupError(f"offsets_topic_partitions: {self.offsets_topic_partitions}; use at least 1")

@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any
 
 from kgroup.broker.cluster import (
-    OFFSETS_TOPIC,
+    INTERNAL_TOPICS,
     Cluster,
     ReplicaAssignmentError,
     TopicInfo,
@@ -148,7 +148,7 @@ async def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
         "error_code": ErrorCode.NONE,
         "name": info.name,
         "topic_id": info.topic_id,
-        "is_internal": info.name == OFFSETS_TOPIC,
+        "is_internal": info.name in INTERNAL_TOPICS,
         "partitions": EncodedPartitions(ctx.version, encoded, info.partitions),
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
@@ -159,7 +159,7 @@ def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -
         "error_code": code,
         "name": name,
         "topic_id": topic_id,
-        "is_internal": name == OFFSETS_TOPIC,
+        "is_internal": name in INTERNAL_TOPICS,
         "partitions": [],
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
@@ -214,11 +214,11 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
             elif (
                 allow_auto
                 and services.config.auto_create_topics
-                and name != OFFSETS_TOPIC
+                and name not in INTERNAL_TOPICS
                 and not _may_create(ctx, name)
             ):
                 topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
-            elif allow_auto and services.config.auto_create_topics and name != OFFSETS_TOPIC:
+            elif allow_auto and services.config.auto_create_topics and name not in INTERNAL_TOPICS:
                 # Kafka (KRaft) hands the creation to the controller and answers
                 # UNKNOWN_TOPIC_OR_PARTITION; the client asks again and finds the topic (created
                 # here at once). ZooKeeper-era Kafka answered LEADER_NOT_AVAILABLE.

@@ -1,9 +1,11 @@
-"""Produce, Fetch, ListOffsets and InitProducerId (as ``KafkaApis`` / ``ReplicaManager`` answer them).
+"""Produce, Fetch and ListOffsets (as ``KafkaApis`` / ``ReplicaManager`` answer them).
 
 Simplifications (documented in docs/broker.md): one copy of the data, so acks=-1 is acknowledged once
-the leader's log has the batch (its fsync policy decides durability); no transactions (a
-transactional id is refused); fetch sessions are not kept — every answer carries session id 0,
-which tells the client to send full fetches, as a Kafka broker whose session cache is full does.
+the leader's log has the batch (its fsync policy decides durability); fetch sessions are not kept —
+every answer carries session id 0, which tells the client to send full fetches, as a Kafka broker
+whose session cache is full does. Transactional batches are checked against their transaction
+(:func:`kgroup.broker.handlers_txn.verify_transactional_batch`); ``read_committed`` reads up to the
+last stable offset and is told the aborted transactions to skip.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import struct
 import uuid
 from typing import Any
 
-from kgroup.broker.cluster import OFFSETS_TOPIC
+from kgroup.broker.cluster import INTERNAL_TOPICS
 from kgroup.broker.dispatch import CloseConnection, RequestContext, register
+from kgroup.broker.handlers_txn import verify_transactional_batch
 from kgroup.broker.waiters import FetchWaiter
+from kgroup.log.batch import HEADER_SIZE, parse_header
 from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
-from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.fetch_response import fetch_response
 from kgroup.wire.produce_request import read_produce_request
@@ -32,6 +36,7 @@ ZERO_UUID = uuid.UUID(int=0)
 NO_EPOCH = -1
 INVALID_SESSION_ID = 0
 LEADER_EPOCH = 0  # one copy, one leader epoch
+LATEST = -1  # ListOffsets' latest timestamp
 
 
 def _leader_check(ctx: RequestContext, topic: str, partition: int) -> int:
@@ -120,15 +125,13 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 "current_leader": {"leader_id": -1, "leader_epoch": -1},
             }
             code: int = ErrorCode.NONE
-            if request.transactional_id is not None:
-                code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            elif acks not in (-1, 0, 1):
+            if acks not in (-1, 0, 1):
                 code = ErrorCode.INVALID_REQUIRED_ACKS
             elif not name and topic.name is None:  # an id the broker does not know (v13+)
                 code = ErrorCode.UNKNOWN_TOPIC_ID
             elif not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, name):
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif name == OFFSETS_TOPIC:  # Kafka: "Cannot append to internal topic"
+            elif name in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
                 code = ErrorCode.INVALID_TOPIC_EXCEPTION
             else:
                 code = _leader_check(ctx, name, index)
@@ -139,6 +142,11 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 plog = services.cluster.partition_log(name, index)
                 assert plog is not None
                 records = b"" if part.records is None else part.records
+                code = await verify_transactional_batch(
+                    ctx, request.transactional_id, name, index, records, plog
+                )
+            if code == ErrorCode.NONE:
+                assert plog is not None
                 try:
                     if _heavy(records):  # inflating and walking its records: off the event loop
                         result = plog.append(
@@ -222,18 +230,25 @@ def _fetch_partition(
     plog = ctx.services.cluster.partition_log(topic, index)
     assert plog is not None
     hw = plog.high_watermark
+    lso = plog.last_stable_offset
     offset = int(part.fetch_offset)
     if offset < plog.log_start_offset or offset > plog.log_end_offset:
         # as Kafka's failed read: no high watermark, stable offset or log start offset (-1)
         entry["error_code"] = ErrorCode.OFFSET_OUT_OF_RANGE
         return entry, 0
-    entry.update(high_watermark=hw, last_stable_offset=hw, log_start_offset=plog.log_start_offset)
+    entry.update(high_watermark=hw, last_stable_offset=lso, log_start_offset=plog.log_start_offset)
     entry["error_code"] = ErrorCode.NONE
-    if offset >= hw or budget <= 0:
+    limit = lso if read_committed else hw
+    if offset >= limit or budget <= 0:
         return entry, 0
+    max_bytes = min(int(part.partition_max_bytes), budget)
     try:
-        # large reads are regions of the segment file, sent with sendfile (the connection closes them)
-        data = plog.read_slice(offset, min(int(part.partition_max_bytes), budget))
+        if limit < plog.log_end_offset:
+            # read_committed below an open transaction: the batches before the last stable offset
+            data: Any = _batches_below(plog.read(offset, max_bytes), limit)
+        else:
+            # large reads are regions of the segment file, sent with sendfile (the connection closes them)
+            data = plog.read_slice(offset, max_bytes)
     except LogError as exc:  # damaged bytes (KAFKA_STORAGE_ERROR), a topic deleted meanwhile …
         log.error("fetch from %s-%d at %d: %s", topic, index, offset, exc.message)
         entry["error_code"] = exc.error_code
@@ -243,7 +258,25 @@ def _fetch_partition(
         entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
         return entry, 0
     entry["records"] = data
+    if read_committed:
+        # the aborted transactions whose records this answer may hold (the client skips them)
+        entry["aborted_transactions"] = [
+            {"producer_id": a.producer_id, "first_offset": a.first_offset}
+            for a in plog.transactions.aborted_between(offset, limit)
+        ]
     return entry, len(data)
+
+
+def _batches_below(data: bytes | memoryview, limit: int) -> bytes | memoryview:
+    """The whole batches of ``data`` whose offsets are all below ``limit`` (the last stable offset)."""
+    view = memoryview(data)
+    end = 0
+    while end + HEADER_SIZE <= len(view):
+        header = parse_header(view, end)
+        if header.base_offset >= limit or end + header.size > len(view):
+            break
+        end += header.size
+    return view[:end]
 
 
 async def _fetch_once(
@@ -385,8 +418,14 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 entry["leader_epoch"] = LEADER_EPOCH
                 # -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered, else
                 # the first record at or after the timestamp (UnifiedLog.fetchOffsetByTimestamp)
+                found: tuple[int, int] | None
                 try:
-                    found = plog.offset_for_timestamp(int(part.timestamp))
+                    if int(part.timestamp) == LATEST and int(getattr(request, "isolation_level", 0)) == 1:
+                        # read_committed's latest offset is the last stable offset (Kafka's
+                        # fetchOffsetForTimestamp with READ_COMMITTED)
+                        found = (-1, plog.last_stable_offset)
+                    else:
+                        found = plog.offset_for_timestamp(int(part.timestamp))
                 except LogError as exc:
                     code, found = exc.error_code, None
                 except OSError:
@@ -399,33 +438,3 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
             partitions.append(entry)
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}
-
-
-@register(ApiKey.INIT_PRODUCER_ID, versions=(0, 5))
-async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    if request.transactional_id is not None:
-        return {
-            "throttle_time": 0,
-            "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
-    # KafkaApis: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
-    security = ctx.services.security
-    if not ctx.authorized(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME) and not (
-        security.authorize_by_resource_type(
-            ctx.principal, ctx.client_host, AclOperation.WRITE, ResourceType.TOPIC
-        )
-    ):
-        return {
-            "throttle_time": 0,
-            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-            "producer_id": -1,
-            "producer_epoch": -1,
-        }
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.NONE,
-        "producer_id": ctx.services.allocate_producer_id(),
-        "producer_epoch": 0,
-    }

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from kgroup.broker.coordinator_host import error_response
 from kgroup.broker.dispatch import LARGE_RESPONSE_ENTRIES, CloseConnection, RequestContext, register
+from kgroup.broker.handlers_txn import transaction_coordinator_of
 from kgroup.broker.topic_acls import answer_with_denied_topics, any_topic_denied, split_offset_fetch
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
 from kgroup.group.records.serde import offset_commit_batch_bytes
@@ -125,7 +126,7 @@ async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
 @register(ApiKey.FIND_COORDINATOR, versions=(0, 6))
 async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
     """Each key's coordinator: the broker leading the group's ``__consumer_offsets`` partition, as the
-    cluster sees it (kgroup has no transaction coordinator)."""
+    cluster sees it; a transactional id's: :func:`kgroup.broker.handlers_txn.transaction_coordinator_of`."""
     large = len(getattr(request, "coordinator_keys", ())) >= LARGE_RESPONSE_ENTRIES
     batch = await _translate(ctx, large, find_coordinator_api.request_from_wire, request)
     found = []
@@ -138,11 +139,13 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
 
 
 def _coordinator_of(ctx: RequestContext, key: str, key_type: int) -> FoundCoordinator:
+    if key_type == find_coordinator_api.TRANSACTION_KEY:
+        return transaction_coordinator_of(ctx, key)
     if key_type != find_coordinator_api.GROUP_KEY:
         return FoundCoordinator(
             key,
             FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE),
-            "kgroup has no transaction coordinator",
+            f"kgroup has no coordinator of key type {key_type}",
         )
     if _group_denied(ctx, AclOperation.DESCRIBE, key):
         return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from kgroup.log.txn_index import TransactionIndex
 from kgroup.wire.framing import FileRegion
 
 __all__ = [
@@ -56,6 +57,19 @@ class PartitionLogLike(Protocol):
     def log_end_offset(self) -> int: ...
     @property
     def high_watermark(self) -> int: ...
+    @property
+    def last_stable_offset(self) -> int: ...
+    @property
+    def transactions(self) -> TransactionIndex:
+        """The partition's open and aborted transactions."""
+        ...
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int, *, now_ms: int
+    ) -> AppendResultLike:
+        """Append a transaction's commit or abort marker (a control batch)."""
+        ...
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None: ...
 
 

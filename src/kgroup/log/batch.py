@@ -248,13 +248,8 @@ def validate_produce_records(
             f"{header.producer_id}",
             LogErrorCode.INVALID_RECORD,
         )
-    if header.is_transactional:
-        # Kafka rejects a transactional write the transaction coordinator has not verified the same
-        # way; kgroup's broker has no transaction coordinator, so every transactional batch is refused.
-        raise PeerError(
-            "transactional record batches are not supported by kgroup's log (no transaction coordinator)",
-            LogErrorCode.INVALID_TXN_STATE,
-        )
+    if header.is_transactional and not header.has_producer_id:
+        raise PeerError("transactional record batch without a producer id", LogErrorCode.INVALID_RECORD)
     if log_append_time and header.is_log_append_time:
         raise PeerError(
             "producer should not set timestamp type to LogAppendTime", LogErrorCode.INVALID_TIMESTAMP

@@ -32,6 +32,7 @@ from kgroup.log.errors import LogErrorCode, OffsetOutOfRange, UnknownTopicOrPart
 from kgroup.log.handles import FileHandles
 from kgroup.log.producer_state import ProducerStateManager
 from kgroup.log.segment import INT32_MAX, FileSlice, Segment, SegmentRecovery
+from kgroup.log.txn_index import TransactionIndex, control_batch, control_type
 from kgroup.model import PeerError
 
 __all__ = [
@@ -133,6 +134,8 @@ class PartitionLog:
         self._segments: list[Segment] = []
         self._bases: list[int] = []
         self.producers = ProducerStateManager()
+        #: the open and aborted transactions (the last stable offset, read_committed's aborted list)
+        self.transactions = TransactionIndex()
         self.recovery = self._open_segments(recover_tail)
         self._rebuild_producer_state()
 
@@ -206,8 +209,13 @@ class PartitionLog:
 
     def _rebuild_producer_state(self) -> None:
         for segment in self._segments:
+            position = 0
             for header in segment.iter_headers():
                 self.producers.record(header)
+                if header.is_transactional:
+                    kind = control_type(segment.read_batch(position, header)) if header.is_control else None
+                    self.transactions.on_batch(header, kind)
+                position += header.size
 
     # -- appending -----------------------------------------------------------------------------
 
@@ -274,6 +282,8 @@ class PartitionLog:
         if created and self.settings.fsync is not FsyncPolicy.NEVER:
             self._sync_directory()  # the new file's directory entry, as a rolled segment's
         self.producers.record(header)
+        if header.is_transactional:
+            self.transactions.on_batch(header, control_type(batch.data) if header.is_control else None)
         if self.settings.fsync is FsyncPolicy.ALWAYS:
             segment.flush()
         return AppendResult(
@@ -283,6 +293,31 @@ class PartitionLog:
             log_start_offset=self.log_start_offset,
             valid_bytes=size,
         )
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int, *, now_ms: int
+    ) -> AppendResult:
+        """Append a transaction's commit or abort marker (``WriteTxnMarkers``' append): a control batch
+        of the producer, which closes its open transaction here. A marker of an epoch older than the
+        producer's is INVALID_PRODUCER_EPOCH (``ProducerAppendInfo.appendEndTxnMarker``)."""
+        self._open()
+        entry = self.producers.entry(producer_id)
+        if entry is not None and producer_epoch < entry.producer_epoch:
+            raise PeerError(
+                f"epoch of the marker of producer {producer_id} is {producer_epoch}, which is smaller than "
+                f"the last seen epoch {entry.producer_epoch}",
+                LogErrorCode.INVALID_PRODUCER_EPOCH,
+            )
+        data = control_batch(producer_id, producer_epoch, committed, coordinator_epoch, now_ms)
+        header = parse_header(data)
+        return self._append_validated(
+            ValidatedBatch(header=header, data=data, records_max_timestamp=now_ms), now_ms
+        )
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest open transaction, the high watermark when none is open."""
+        return self.transactions.last_stable_offset(self.high_watermark)
 
     def _maybe_roll(self, size: int, header: BatchHeader) -> Segment:
         """Kafka's ``shouldRoll`` on size and relative-offset overflow (time-based rolling is not done)."""
@@ -410,6 +445,7 @@ class PartitionLog:
         for segment in doomed:
             segment.delete()
         self.producers.evict_before(self.log_start_offset)
+        self.transactions.evict_before(self.log_start_offset)
         return deletable
 
     def flush(self) -> None:

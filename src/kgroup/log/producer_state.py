@@ -143,6 +143,12 @@ class ProducerStateManager:
         entry = self._producers.get(header.producer_id)
         if entry is None:
             entry = self._producers[header.producer_id] = ProducerStateEntry(header.producer_id)
+        if header.is_control:
+            # a transaction marker (``appendEndTxnMarker``): the producer's epoch, no sequence of its own
+            if header.producer_epoch != entry.producer_epoch:
+                entry.batches.clear()
+                entry.producer_epoch = header.producer_epoch
+            return
         entry.add_batch(
             header.producer_epoch,
             header.last_sequence,

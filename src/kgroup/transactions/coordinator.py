@@ -605,14 +605,19 @@ class TransactionCoordinator:
             assert m is not None
             current = m
             next_pid = NO_PRODUCER_ID
-            if v2 and not is_fence and current.epoch_exhausted:
+            # 4.4.0's endTransaction (transactions v2) asks only whether the epoch is exhausted: a fence
+            # left the epoch as it was (below), so the abort's own bump is the fence's
+            if v2 and current.epoch_exhausted:
                 try:
                     next_pid = self._new_producer_id()
                 except ProducerIdsUnavailable:
                     return EndTxnAnswer(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-            if state is S.PREPARE_ABORT and is_fence:
-                # the fence's epoch, the pending state cleared (an in-memory change Kafka makes before
-                # the append; the record carries it)
+            if state is S.PREPARE_ABORT and is_fence and not v2:
+                # endTransactionWithTV1: the fence's epoch, the pending state cleared (an in-memory
+                # change Kafka makes before the append; the record carries it). Transactions v2 only
+                # clears the pending state: the abort bumps the epoch once, and that bump fences
+                # (4.4.0's generateTxnTransitMetadataForTxnCompletion, read off its bytecode; checked in
+                # tests/apache_kafka/test_diff_transactions.py)
                 current = dataclasses.replace(
                     current, producer_epoch=epoch, last_producer_epoch=NO_PRODUCER_EPOCH
                 )

@@ -225,6 +225,12 @@ def abort_or_commit(
     if supports_epoch_bump(client_version):
         if m.producer_epoch == MAX_EPOCH and state is TxnState.PREPARE_ABORT:
             epoch = m.producer_epoch  # already broken: let the abort through without overflowing
+        elif m.producer_epoch == MAX_EPOCH:
+            # Java's (short) (epoch + 1) wraps to a negative epoch, which the transition refuses
+            raise IllegalTransition(
+                f"TransactionalId {m.transactional_id} cannot bump epoch {m.producer_epoch} "
+                "past Short.MAX_VALUE"
+            )
         else:
             epoch = m.producer_epoch + 1
         last = m.producer_epoch

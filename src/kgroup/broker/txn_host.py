@@ -1,0 +1,427 @@
+"""The transaction host: the broker's side of :class:`kgroup.transactions.TransactionCoordinator`.
+
+Kafka's transaction coordinator keeps its state in the compacted internal topic ``__transaction_state``
+(``transaction.state.log.num.partitions`` = 50 partitions, made at the first FindCoordinator for a
+transactional id, with ``TransactionStateManager.transactionTopicConfigs``). kgroup's host does the same:
+
+* every call of the coordinator runs on a thread of its own (``kgroup-transactions``), one at a time —
+  the sweeps walk every transactional id, and the loop serving connections never does;
+* **persist, then answer**: the records a call returns are appended (one uncompressed RecordBatch v2 per
+  partition, Kafka's key and value bytes: :meth:`TransactionCoordinator.encode`) to the transactional
+  id's ``__transaction_state`` partition on the broker's loop, where the partitions' logs live, before
+  the answer is sent; a failed append rebuilds the coordinator from the topic (undoing the call) and the
+  request is answered ``COORDINATOR_NOT_AVAILABLE``;
+* **replayed on start**: the topic's partitions are read back (a megabyte at a time on the broker's
+  loop, which owns the logs, giving other connections a turn after each read; decoded and replayed on
+  the coordinator's thread) before any transactional request is served — they are answered
+  ``COORDINATOR_LOAD_IN_PROGRESS`` meanwhile — and
+  every transaction left in PrepareCommit or PrepareAbort completes, as Kafka's loader resends its
+  markers. The partitions' logs are the broker's (fsync policy included), so a ``kill -9`` keeps what
+  they kept;
+* the two sweeps (timed-out transactions, expired ids) fire from timers on the broker's loop and run on
+  the coordinator's thread.
+
+One process serves every broker node: the coordinator leads every ``__transaction_state`` partition, and
+a request reaching a node that does not lead its id's partition is answered ``NOT_COORDINATOR``
+(:meth:`TransactionHost.coordinator_node`).
+
+Markers: the ``WriteMarkers`` effect appends a control batch to each partition of the transaction
+(every partition's log is in this process) and completes the transaction (``markers_written``) before
+the EndTxn that ended it is answered (Kafka answers after the Prepare* record and writes the markers
+afterwards; here they are local appends).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable, Coroutine, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kgroup.broker.cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster
+from kgroup.broker.internal_topic import record_batch
+from kgroup.log.batch import HEADER_SIZE, parse_header
+from kgroup.model import ErrorCode
+from kgroup.transactions.api import ScheduleTxnTimer, TxnRequest, TxnResult, TxnTimer, WriteMarkers
+from kgroup.transactions.coordinator import TransactionCoordinator, TxnCoordinatorConfig
+from kgroup.transactions.records import TransactionLogRecord, decode_record
+from kgroup.wire.varint import read_uvarint
+
+__all__ = [
+    "TRANSACTION_STATE_CONFIGS",
+    "TRANSACTION_STATE_TOPIC",
+    "TransactionHost",
+    "read_batch_entries",
+]
+
+log = logging.getLogger("kgroup.broker")
+T = TypeVar("T")
+
+#: ``TransactionStateManager.transactionTopicConfigs`` with 4.4.0's defaults
+#: (``transaction.state.log.min.isr`` 2, ``transaction.state.log.segment.bytes`` 100 MiB)
+TRANSACTION_STATE_CONFIGS = {
+    "unclean.leader.election.enable": "false",
+    "compression.type": "uncompressed",
+    "cleanup.policy": "compact",
+    "min.insync.replicas": "2",
+    "segment.bytes": "104857600",
+}
+#: bytes read per call when the topic is replayed
+_READ_BYTES = 1 << 20
+#: markers the disk refused are tried again after this long
+_RETRY_S = 0.5
+
+
+def _signed(data: bytes | memoryview, at: int, end: int) -> tuple[int, int]:
+    raw, at = read_uvarint(data, at, end)
+    return (raw >> 1) ^ -(raw & 1), at
+
+
+def read_batch_entries(data: bytes | memoryview) -> Iterator[tuple[int, bytes, bytes | None]]:
+    """(offset, key, value) of every record of the uncompressed RecordBatch v2 batches in ``data`` (a
+    trailing partial batch is ignored): what the host wrote to ``__transaction_state``."""
+    view = memoryview(data)
+    position = 0
+    while position + HEADER_SIZE <= len(view):
+        header = parse_header(view, position)
+        end = position + header.size
+        if end > len(view):
+            return
+        if header.compression != 0 or header.is_control:
+            position = end
+            continue
+        at = position + HEADER_SIZE
+        for _ in range(header.records_count):
+            length, at = _signed(view, at, end)
+            stop = at + length
+            at += 1  # attributes
+            _, at = _signed(view, at, stop)  # timestamp delta
+            delta, at = _signed(view, at, stop)
+            key_length, at = _signed(view, at, stop)
+            key = bytes(view[at : at + max(key_length, 0)])
+            at += max(key_length, 0)
+            value_length, at = _signed(view, at, stop)
+            value = None if value_length < 0 else bytes(view[at : at + value_length])
+            yield header.base_offset + delta, key, value
+            at = stop
+        position = end
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    entries: list[tuple[bytes, bytes | None]]
+    next_offset: int
+
+
+def _entries_from(data: bytes, offset: int) -> _Read:
+    """The (key, value) records at or after ``offset`` in ``data`` (batches read from ``offset``), and
+    the offset after the last one."""
+    entries: list[tuple[bytes, bytes | None]] = []
+    last = offset - 1
+    for record_offset, key, value in read_batch_entries(data):
+        if record_offset >= offset:
+            entries.append((key, value))
+        last = max(last, record_offset)
+    return _Read(entries, last + 1)
+
+
+class TransactionHost:
+    """The transaction coordinator on its thread, its records in ``__transaction_state``."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        clock_ms: Callable[[], int],
+        allocate_producer_id: Callable[[], int],
+        config: TxnCoordinatorConfig | None = None,
+        notify_appended: Callable[[str, int, int], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.clock_ms = clock_ms
+        self.config = config or TxnCoordinatorConfig(
+            offsets_topic_partitions=cluster.config.offsets_topic_partitions
+        )
+        self._allocate = allocate_producer_id
+        self._notify = notify_appended
+        self.coordinator = TransactionCoordinator(self.config, allocate_producer_id)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-transactions")
+        self._lock: asyncio.Lock | None = None
+        self._timers: dict[TxnTimer, asyncio.TimerHandle] = {}
+        #: the sweeps and marker retries running (referenced until done; cancelled at close)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._loading: asyncio.Task[None] | None = None
+        self.loaded = False
+        self._closed = False
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Replay ``__transaction_state`` on the coordinator's thread; returns before that ends."""
+        self._lock = asyncio.Lock()
+        self._loading = asyncio.get_running_loop().create_task(self._load())
+
+    async def _load(self) -> None:
+        assert self._lock is not None
+        async with self._lock:
+            try:
+                result = await self._on_thread(self._rebuild, await self._read_all())
+            except Exception:
+                log.exception("loading %s failed; transactions are not served", TRANSACTION_STATE_TOPIC)
+                raise
+            self.loaded = True
+            await self._perform(result)
+            started = await self._on_thread(self.coordinator.start, self.clock_ms())
+            await self._perform(started)
+
+    async def wait_loaded(self) -> None:
+        if self._loading is not None:
+            await asyncio.shield(self._loading)
+
+    async def close(self) -> None:
+        self._closed = True
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._loading is not None and not self._loading.done():
+            self._loading.cancel()
+            await asyncio.gather(self._loading, return_exceptions=True)
+        self._thread.shutdown(wait=True, cancel_futures=True)
+
+    async def _on_thread(self, function: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, function, *args)
+
+    async def _read_all(self) -> list[tuple[bytes, bytes | None]]:
+        """Every record of the topic, partition by partition: read on the broker's loop (the
+        partitions' logs and their open files are the loop's), a megabyte at a time, the loop given a
+        turn after each read; decoded on the coordinator's thread."""
+        entries: list[tuple[bytes, bytes | None]] = []
+        info = self.cluster.topics.get(TRANSACTION_STATE_TOPIC)
+        if info is None:
+            return entries
+        for partition in range(info.partitions):
+            plog = self.cluster.partition_log(TRANSACTION_STATE_TOPIC, partition)
+            if plog is None:
+                continue
+            offset = plog.log_start_offset
+            while offset < plog.log_end_offset:
+                data = bytes(plog.read(offset, _READ_BYTES))
+                if not data:
+                    break
+                read = await self._on_thread(_entries_from, data, offset)
+                await asyncio.sleep(0)
+                if read.next_offset <= offset:
+                    break
+                entries.extend(read.entries)
+                offset = read.next_offset
+        return entries
+
+    def _rebuild(self, entries: Sequence[tuple[bytes, bytes | None]]) -> TxnResult:
+        """On the coordinator's thread: a coordinator rebuilt from the topic's records."""
+        coordinator = TransactionCoordinator(self.config, self._allocate)
+        records: list[TransactionLogRecord] = []
+        for key, value in entries:
+            record = decode_record(key, value)
+            if record is not None:
+                records.append(record)
+        result = coordinator.load_all(records, self.clock_ms())
+        self.coordinator = coordinator
+        return result
+
+    # --- where ----------------------------------------------------------------------------------------
+
+    def ensure_topic(self) -> bool:
+        """Make ``__transaction_state`` unless it exists, as Kafka's first FindCoordinator for a
+        transactional id does; True when it was made now (that FindCoordinator is answered
+        COORDINATOR_NOT_AVAILABLE and the client asks again)."""
+        if TRANSACTION_STATE_TOPIC in self.cluster.topics:
+            return False
+        rf = min(self.cluster.config.replication_factor, len(self.cluster.broker_ids))
+        try:
+            self.cluster.create_topic(
+                TRANSACTION_STATE_TOPIC, self.config.transaction_log_partitions, rf, TRANSACTION_STATE_CONFIGS
+            )
+        except Exception as exc:
+            log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, exc)
+            return False
+        return True
+
+    def coordinator_node(self, transactional_id: str) -> int:
+        """The node leading the id's ``__transaction_state`` partition (-1: none, or no topic yet)."""
+        if TRANSACTION_STATE_TOPIC not in self.cluster.topics:
+            return -1
+        return self.cluster.partition_leader(
+            TRANSACTION_STATE_TOPIC, self.coordinator.partition_for(transactional_id)
+        )
+
+    # --- requests -------------------------------------------------------------------------------------
+
+    async def handle(self, request: TxnRequest) -> tuple[ErrorCode, Any]:
+        """(NONE, the coordinator's answer) once its records are appended; (error, None) when the
+        answer cannot be given (still loading, the append failed)."""
+        if not self.loaded or self._lock is None:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, None
+        async with self._lock:
+            try:
+                result = await self._on_thread(self.coordinator.handle, request, self.clock_ms())
+            except Exception:
+                # Kafka answers an unexpected error UNKNOWN_SERVER_ERROR; what the call replayed
+                # before it raised was never appended: the coordinator is rebuilt from the topic
+                log.exception("transaction coordinator failed on %s", type(request).__name__)
+                try:
+                    await self._on_thread(self._rebuild, await self._read_all())
+                except Exception:
+                    log.exception("rebuilding the transaction coordinator failed")
+                return ErrorCode.UNKNOWN_SERVER_ERROR, None
+            if not await self._perform(result):
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+        return ErrorCode.NONE, result.answer
+
+    async def inspect(self, read: Callable[[TransactionCoordinator], T]) -> T:
+        """``read(coordinator)`` on the coordinator's thread, once loaded (tests)."""
+        await self.wait_loaded()
+        return await self._on_thread(read, self.coordinator)
+
+    # --- results --------------------------------------------------------------------------------------
+
+    async def _perform(self, result: TxnResult) -> bool:
+        """Append the records, then run the effects (under the lock); False when the append failed
+        (the coordinator is then rebuilt from the topic)."""
+        if result.records and not self._append(result.records):
+            try:
+                await self._on_thread(self._rebuild, await self._read_all())
+            except Exception:
+                log.exception("rebuilding the transaction coordinator failed")
+            return False
+        for effect in result.effects:
+            if isinstance(effect, ScheduleTxnTimer):
+                self._schedule(effect)
+            elif isinstance(effect, WriteMarkers):
+                await self._write_markers(effect)
+        return True
+
+    def _append(self, records: Sequence[TransactionLogRecord]) -> bool:
+        now_ms = self.clock_ms()
+        by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        for record in records:
+            partition = self.coordinator.partition_for(record.transactional_id)
+            by_partition.setdefault(partition, []).append(self.coordinator.encode(record))
+        try:
+            self.ensure_topic()
+            for partition, entries in sorted(by_partition.items()):
+                plog = self.cluster.partition_log(TRANSACTION_STATE_TOPIC, partition)
+                if plog is None:
+                    raise OSError(f"{TRANSACTION_STATE_TOPIC}-{partition} is not there")
+                data = record_batch(entries, now_ms)
+                plog.append(plog.validate(data, now_ms=now_ms), now_ms=now_ms)
+                if self._notify is not None:
+                    self._notify(TRANSACTION_STATE_TOPIC, partition, len(data))
+        except Exception as exc:
+            log.error("cannot append to %s: %s", TRANSACTION_STATE_TOPIC, exc)
+            return False
+        return True
+
+    async def _write_markers(self, markers: WriteMarkers) -> None:
+        """Append the commit or abort marker to each partition of the transaction (``WriteTxnMarkers``;
+        here, where every partition's log is, on the broker's loop), then complete the transaction.
+        A partition gone since (its topic deleted) or refusing the marker (an older epoch) is logged
+        and passed, as Kafka's marker writer drops a marker whose partition is gone. The offsets
+        topic's partition (AddOffsetsToTxn) gets no marker yet: transactional offset commits are not
+        kept (docs/transactions.md)."""
+        now_ms = self.clock_ms()
+        for tp in markers.partitions:
+            if tp.topic == OFFSETS_TOPIC:
+                continue
+            plog = self.cluster.partition_log(tp.topic, tp.partition)
+            if plog is None:
+                continue
+            try:
+                appended = plog.append_marker(
+                    markers.producer_id,
+                    markers.producer_epoch,
+                    markers.committed,
+                    markers.coordinator_epoch,
+                    now_ms=now_ms,
+                )
+            except OSError as exc:
+                # the disk refused it: the transaction stays Prepare* (answered CONCURRENT_TRANSACTIONS)
+                # and the markers not yet written are tried again, as Kafka's marker channel retries
+                log.error(
+                    "transaction marker for %s-%d not written (%s); retrying", tp.topic, tp.partition, exc
+                )
+                left = markers.partitions[markers.partitions.index(tp) :]
+                retry = dataclasses.replace(markers, partitions=left)
+                asyncio.get_running_loop().call_later(_RETRY_S, self._spawn, self._retry_markers, retry)
+                return
+            except Exception as exc:
+                log.warning(
+                    "transaction marker for %s-%d (producer %d) not written: %s",
+                    tp.topic,
+                    tp.partition,
+                    markers.producer_id,
+                    exc,
+                )
+                continue
+            if self._notify is not None:
+                self._notify(tp.topic, tp.partition, appended.valid_bytes)
+        completed = await self._on_thread(
+            self.coordinator.markers_written,
+            markers.transactional_id,
+            markers.producer_id,
+            markers.producer_epoch,
+        )
+        await self._perform(completed)
+
+    async def _retry_markers(self, markers: WriteMarkers) -> None:
+        if self._lock is None:
+            return
+        async with self._lock:
+            await self._write_markers(markers)
+
+    def _schedule(self, effect: ScheduleTxnTimer) -> None:
+        if self._closed:
+            return
+        previous = self._timers.pop(effect.timer, None)
+        if previous is not None:
+            previous.cancel()
+        loop = asyncio.get_running_loop()
+        delay_s = max(0.0, (effect.deadline_ms - self.clock_ms()) / 1000)
+        self._timers[effect.timer] = loop.call_later(delay_s, self._spawn, self._fire, effect.timer)
+
+    def _spawn(self, work: Callable[[Any], Coroutine[Any, Any, None]], argument: Any) -> None:
+        """Run ``work(argument)`` as a task (from a timer: the coroutine is made only when it is due)."""
+        if self._closed:
+            return
+        task = asyncio.get_running_loop().create_task(work(argument))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _fire(self, timer: TxnTimer) -> None:
+        if self._closed or self._lock is None:
+            return
+        async with self._lock:
+            try:
+                result = await self._on_thread(self.coordinator.on_timer, timer, self.clock_ms())
+            except Exception:
+                log.exception("transaction sweep %s failed", timer.value)
+                self._schedule(ScheduleTxnTimer(timer, self.clock_ms() + 500))
+                return
+            await self._perform(result)
+
+
+def thread_safe(allocate: Callable[[], int]) -> Callable[[], int]:
+    """``allocate`` called under a lock (the broker's loop and the coordinator's thread both ask)."""
+    lock = threading.Lock()
+
+    def allocate_locked() -> int:
+        with lock:
+            return allocate()
+
+    return allocate_locked
