@@ -356,3 +356,37 @@ def test_a_refused_join_is_thrown_once_and_the_next_poll_tries_again(cluster: Op
                     assert owned[b.member_id] == frozenset(kafka.tp("p", i) for i in range(4))
 
         run(scenario)
+
+
+def test_close_ends_a_connection_still_opening() -> None:
+    """A connection being opened when the consumer closes (its ApiVersions not answered yet) is
+    ended by close(): left running, it finished afterwards and its socket was never closed (CI saw
+    the ResourceWarning of such a socket under load)."""
+    accepted: list[asyncio.StreamReader] = []
+
+    async def run() -> None:
+        ended = asyncio.Event()
+
+        async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted.append(reader)
+            await reader.read()  # never answers; returns at the client's EOF
+            ended.set()
+            writer.close()
+
+        server = await asyncio.start_server(silent, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        with KafkaBroker(topics={"t": 1}) as kafka:
+            consumer = GroupConsumer(kafka.bootstrap_servers, MemberConfig("g-opening"), topics=["t"])
+            await consumer.start()
+            consumer._addresses[7] = ("127.0.0.1", port)  # a node whose broker never answers
+            opening = asyncio.get_running_loop().create_task(consumer._ensure_node(7))
+            while not accepted:
+                await asyncio.sleep(0.01)
+            await consumer.close()
+            await asyncio.wait_for(ended.wait(), 10)  # the server saw the client close the socket
+            with pytest.raises((asyncio.CancelledError, Exception)):
+                await opening
+        server.close()
+        await server.wait_closed()
+
+    asyncio.run(run())

@@ -292,6 +292,12 @@ class GroupConsumer:
                 await self._driver
         for task in list(self._senders.values()) + list(self._tasks):
             task.cancel()
+        # a connection still opening (shielded from its sender's cancellation) is ended too: left
+        # running, it would finish after the loop below and its socket would never be closed
+        opening = [n.opening for n in self._nodes.values() if n.opening is not None and not n.opening.done()]
+        for task in opening:
+            task.cancel()
+        await asyncio.gather(*opening, return_exceptions=True)
         for node in self._nodes.values():
             if node.connection is not None:
                 node.connection.close()
@@ -703,12 +709,15 @@ class GroupConsumer:
         connection = BrokerConnection(
             host, port, client_id=self.config.client_id, node_id=node, security=self._security
         )
-        await connection.open(timeout_s=self._request_timeout_s)
         try:
+            await connection.open(timeout_s=self._request_timeout_s)
             entry.versions = await self._negotiate(connection)
         except BaseException:
             connection.close()
             raise
+        if self._closed:  # closed meanwhile: nothing will use (or close) it
+            connection.close()
+            raise ConnectionLost(f"{host}:{port}: the consumer closed while connecting")
         entry.connection = connection
 
     async def _negotiate(self, connection: BrokerConnection) -> dict[int, int]:
