@@ -35,7 +35,7 @@ TOPICS = (
 )  # fmt: skip
 
 #: issue 35's patterns (15 of the first 21 were answered differently by the emulation on ``re``), then
-#: ranges ending in a class escape (a difference the fresh-pattern test found)
+#: differences the fresh-pattern test found: ranges ending in a class escape, a \p at the very end
 ISSUE_PATTERNS = (
     r"\pL+", r"\p{Greek}", "a(?i)bc", r"\Qabc\E", r"abc\z", "(?U)a+", r"\x{61}bc", "(?<n>a)bc",
     "(?x) a b c", r"abc\Z", "(a)(?(1)bc|x)", "(?a)abc", "[[:alpha:]]+", "a{,5}",
@@ -43,6 +43,8 @@ ISSUE_PATTERNS = (
     # a range's end is one character to RE2/J: a class escape there is an invalid escape
     r"[?{01}+-\p{Adlam}[]a]", r"[+-\p{Greek}]", r"[+-\pL]", r"[a-\d]", r"[a-\w]", r"[a-\q]",
     r"[\p{Greek}-a]", r"[\d-z]", r"[a-\x7a]", r"[\t-\n]", r"[a-\]]", r"[--a]", r"[a-]", r"[[:alpha:]-z]",
+    # \p or \P with nothing after it, in an unclosed class or not (found by the fresh-pattern test)
+    r"[\p", r"[\P", r"[^\p", r"[a\p", r"[a-\p", r"\p", r"x\P", r"(\p", r"[\p]",
 )  # fmt: skip
 
 #: pieces of patterns: everything RE2 and RE2/J could read differently, and their neighbours

@@ -183,7 +183,10 @@ def _read(regex: str) -> _Reading:
 
     def script(at: int) -> int:
         """``\\p`` / ``\\P`` at ``at``: checks the name, writes the escape; the index after it."""
-        if at + 2 >= n:  # ``\p`` at the end: RE2 says what is wrong
+        if at + 2 >= n:
+            # nothing after ``\p``: RE2/J's parseUnicodeClass refuses it at once, in a class or not
+            # (RE2 calls it a bad escape inside an unclosed class)
+            refuse(at, "invalid character class range")
             out.append(regex[at:])
             return n
         if regex[at + 2 : at + 3] == "{":
