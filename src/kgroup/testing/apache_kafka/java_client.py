@@ -701,12 +701,27 @@ class JavaConsumer(_JavaClient):
         )
         return _partitions(event["assignment"]), int(event["generation"])
 
-    def pause_polling(self) -> None:
-        """Stop calling ``poll()`` (a stuck application; heartbeats go on until max.poll.interval.ms)."""
-        self.send({"cmd": "pause_polling"})
+    def pause_polling(self, *, timeout_s: float = 30.0) -> None:
+        """Stop calling ``poll()`` (a stuck application; heartbeats go on until max.poll.interval.ms).
 
-    def resume_polling(self) -> None:
-        self.send({"cmd": "resume_polling"})
+        Returns once the driver has taken the command: it is then between two ``poll()`` calls and
+        calls none until :meth:`resume_polling` (the command is read after the ``poll()`` under way
+        returns, so without this wait a rejoin could still start in that one)."""
+        self._set_polling(False, timeout_s)
+
+    def resume_polling(self, *, timeout_s: float = 30.0) -> None:
+        """Call ``poll()`` again; returns once the driver has taken the command."""
+        self._set_polling(True, timeout_s)
+
+    def _set_polling(self, on: bool, timeout_s: float) -> None:
+        mark = self.mark()
+        self.send({"cmd": "resume_polling" if on else "pause_polling"})
+        self.wait_for(
+            lambda e: e["event"] == "polling" and e.get("on") is on,
+            since=mark,
+            timeout_s=timeout_s,
+            what="polling to be " + ("resumed" if on else "paused"),
+        )
 
 
 class JavaProducer(_JavaClient):
