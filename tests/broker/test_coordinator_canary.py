@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.find_coordinator.v3.request import FindCoordinatorRequest
 from tests.broker.procs import BrokerProcess
 from tests.broker.rawclient import RawClient
 from tests.broker.rawdata import fetch_request, produce_request
@@ -267,7 +268,24 @@ def test_deleted_directories_a_crash_left_are_removed_at_start(tmp_path: Path) -
 @pytest.mark.slow
 def test_a_restart_on_100000_groups_listens_at_once_and_loads_them_apart(tmp_path: Path) -> None:
     """The log of 100,000 groups (one offset each) is written directly; the broker, started on it,
-    answers at once — COORDINATOR_LOAD_IN_PROGRESS while it replays, then each group's offset."""
+    answers at once — COORDINATOR_LOAD_IN_PROGRESS while it replays, then each group's offset.
+
+    As in a real restart, ``__consumer_offsets`` already exists: a first run makes it (its first
+    FindCoordinator). Without it the first group request would make the topic's 50 partitions while
+    the coordinators' thread loads — each of those file calls waits for the interpreter lock behind
+    the loading, so the request could be answered only after the loading ended."""
+    first = BrokerProcess(tmp_path, "--topic", "t:1", "--fsync", "never")
+    try:
+        with RawClient(first.bootstrap_servers, timeout_s=30) as client:
+            deadline = time.monotonic() + 30
+            while True:
+                found = client.request(FindCoordinatorRequest(key="g0", key_type=0))
+                if found.error_code == NONE or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            assert found.error_code == NONE, found
+    finally:
+        first.terminate()
     log = CoordinatorLog(tmp_path / "coordinator" / "__consumer_offsets.log")
     groups = 100_000
     for start in range(0, groups, 1000):
