@@ -39,7 +39,9 @@ from tests.log.batches import kio_batch
 from kgroup.group.records import GroupCreated, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.records.serde import encode_record
 from kgroup.log.coordinator import CoordinatorLog
+from kgroup.log.manager import TopicCreation
 from kgroup.model import TopicPartition
+from kgroup.testing import KafkaBroker
 from kgroup.wire.codec import build, request_class
 
 pytestmark = pytest.mark.xdist_group("coordinator-canary")
@@ -49,7 +51,7 @@ pytestmark = pytest.mark.xdist_group("coordinator-canary")
 WORST_ROUND_TRIP_S = 1.5
 #: a 27-character topic name that made Python's backtracking regex take 2.3 s, and a 41-character one
 EVIL_TOPICS = ("a" * 26 + "b", "a" * 40 + "b")
-NONE, INVALID_REGULAR_EXPRESSION, LOAD_IN_PROGRESS = 0, 128, 14
+NONE, INVALID_REGULAR_EXPRESSION, LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE = 0, 128, 14, 15
 
 
 def heartbeat(
@@ -322,3 +324,52 @@ def test_a_restart_on_100000_groups_listens_at_once_and_loads_them_apart(tmp_pat
     assert codes[0] == LOAD_IN_PROGRESS  # answered while loading (the broker did not wait to listen)
     assert set(codes[:-1]) == {LOAD_IN_PROGRESS} and codes[-1] == NONE
     assert offsets == [groups - 1]
+
+
+def test_the_offsets_topic_is_made_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first FindCoordinator makes ``__consumer_offsets``' partitions in a thread of their own
+    (under a busy coordinators' thread each of its file calls waits for the interpreter lock: seconds
+    of the loop's time): another connection is served meanwhile, a group request before any
+    FindCoordinator waits for the same creation and is served, the FindCoordinator is answered
+    COORDINATOR_NOT_AVAILABLE once the topic exists (as Kafka answers the one that makes it), and the
+    next finds the coordinator. Each step of the creation is made 3 s slow here."""
+    original = TopicCreation.step
+    threads: list[str] = []
+
+    def slow_step(self: TopicCreation, count: int) -> bool:
+        if self.name == "__consumer_offsets":
+            threads.append(threading.current_thread().name)
+            time.sleep(3.0)
+        return original(self, count)
+
+    monkeypatch.setattr(TopicCreation, "step", slow_step)
+    answers: dict[str, Any] = {}
+    with KafkaBroker(topics={"t": 1}) as kafka:
+
+        def find() -> None:
+            with RawClient(kafka.bootstrap_servers, timeout_s=30) as client:
+                started = time.monotonic()
+                answers["first"] = client.request(FindCoordinatorRequest(key="g", key_type=0))
+                answers["first_s"] = time.monotonic() - started
+                answers["second"] = client.request(FindCoordinatorRequest(key="g", key_type=0))
+
+        finder = threading.Thread(target=find)
+        finder.start()
+        try:
+            with RawClient(kafka.bootstrap_servers, timeout_s=30) as other:
+                deadline = time.monotonic() + 10
+                while not threads and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                started = time.monotonic()
+                other.request(ApiVersionsRequest(client_software_name="canary", client_software_version="1"))
+                served_s = time.monotonic() - started
+                fetched = other.request(
+                    build(request_class(9, 7), {"group_id": "g", "topics": None, "require_stable": False})
+                )
+        finally:
+            finder.join(30)
+    assert threads == ["kgroup-topics_0"]  # one creation, in its thread
+    assert served_s < WORST_ROUND_TRIP_S, served_s
+    assert int(fetched.error_code) == NONE  # waited for the creation, then served
+    assert int(answers["first"].error_code) == COORDINATOR_NOT_AVAILABLE and answers["first_s"] >= 3.0
+    assert int(answers["second"].error_code) == NONE

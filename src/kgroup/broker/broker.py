@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from kgroup.broker.cluster import Cluster, topic_name_error
+from kgroup.broker.cluster import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, Cluster, topic_name_error
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.connection import (
     CloseConnection,
@@ -104,6 +104,9 @@ class Broker:
         self._fsync_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-fsync")
         # deleted topics' directories, removed in the background as Kafka removes renamed logs
         self._deletions = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-deletions")
+        # the offsets topic's partitions made off the loop (make_offsets_topic)
+        self._topics_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-topics")
+        self._offsets_topic_made: asyncio.Future[None] | None = None
         self.close_log = CloseLog()
         self.coordinators = CoordinatorRuntime(
             CoordinatorConfig(
@@ -280,6 +283,9 @@ class Broker:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._offsets_topic_made is not None:
+            await asyncio.gather(self._offsets_topic_made, return_exceptions=True)
+        self._topics_thread.shutdown(wait=True)
         await self.coordinators.close()
         await self.transactions.close()
         self.close_log.flush()
@@ -346,6 +352,35 @@ class Broker:
     def _describable(self, principal: str, host: str, topic: str) -> bool:
         """May ``principal`` from ``host`` describe ``topic`` (the regex resolution's filter)."""
         return self.security.authorize(principal, host, AclOperation.DESCRIBE, ResourceType.TOPIC, topic)
+
+    async def make_offsets_topic(self) -> None:
+        """Make ``__consumer_offsets`` unless it exists, its directories in the topics thread (under a
+        busy coordinators' thread each file call waits for the interpreter lock: seconds of a loop's
+        time); concurrent callers wait for the one creation."""
+        if OFFSETS_TOPIC in self.cluster.topics:
+            return
+        made = self._offsets_topic_made
+        if made is None or made.done():
+            made = self._offsets_topic_made = asyncio.ensure_future(self._make_offsets_topic())
+        await asyncio.shield(made)
+
+    async def _make_offsets_topic(self) -> None:
+        begun = self.cluster.begin_offsets_topic()
+        if begun is None:
+            return
+        creation, placement = begun
+        try:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._topics_thread, creation.step, creation.partitions)
+            creation.finish()
+        except Exception as exc:  # a full disk: the next request tries again
+            creation.abort()
+            log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc)
+            return
+        except BaseException:  # cancelled at close: nothing half made stays
+            creation.abort()
+            raise
+        self.cluster.register_topic(OFFSETS_TOPIC, placement, OFFSETS_TOPIC_CONFIGS)
 
     def remove_later(self, directories: list[Path]) -> None:
         """Remove deleted partitions' directories in the deletions thread, a hundred at a time."""

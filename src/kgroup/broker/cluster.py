@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kgroup.broker.config import BrokerConfig
-from kgroup.broker.logapi import LogManagerLike, PartitionLogLike, TopicDeletionLike
+from kgroup.broker.logapi import LogManagerLike, PartitionLogLike, TopicCreationLike, TopicDeletionLike
 from kgroup.group.discovery import coordinator_partition
 from kgroup.javacompat import JavaRandom
 from kgroup.log.manager import remove_directories
@@ -347,20 +347,39 @@ class Cluster:
         return self._leader((OFFSETS_TOPIC, index), placement[index])
 
     def ensure_offsets_topic(self) -> bool:
-        """Make ``__consumer_offsets`` unless it exists, as Kafka's first FindCoordinator for a group
-        does (placed then by the controller's placer); True when it was made now. A failure to make
-        it (a full disk) is logged: the next FindCoordinator tries again."""
-        if OFFSETS_TOPIC in self.topics:
+        """Make ``__consumer_offsets`` at once unless it exists or is being made, as Kafka's first
+        FindCoordinator for a group does (placed then by the controller's placer); True when it was
+        made now. A failure to make it (a full disk) is logged: the next request tries again. The
+        broker's requests make it with :meth:`begin_offsets_topic` instead, off its loop."""
+        begun = self.begin_offsets_topic()
+        if begun is None:
             return False
-        partitions = self.config.offsets_topic_partitions
+        creation, placement = begun
         try:
-            self.create_topic(
-                OFFSETS_TOPIC, partitions, len(self._offsets_placement()[0]), OFFSETS_TOPIC_CONFIGS
-            )
+            creation.step(creation.partitions)
+            creation.finish()
         except Exception as exc:
+            creation.abort()
             log.warning("cannot create %s: %s", OFFSETS_TOPIC, exc)
             return False
+        self.register_topic(OFFSETS_TOPIC, placement, OFFSETS_TOPIC_CONFIGS)
         return True
+
+    def begin_offsets_topic(self) -> tuple[TopicCreationLike, TopicPlacement] | None:
+        """``__consumer_offsets``' creation begun — its name reserved and its placement chosen (where
+        its coordinators already are) — unless it exists or is being made (None). The caller makes
+        its partitions (``step``: directories, so in a thread), then finishes the creation and
+        registers the topic (:meth:`register_topic`), or aborts it."""
+        if OFFSETS_TOPIC in self.topics or self.logs.is_creating(OFFSETS_TOPIC):
+            return None
+        placement = TopicPlacement(random_topic_id(), self._offsets_placement())
+        creation = self.logs.begin_topic(
+            OFFSETS_TOPIC,
+            len(placement.replicas),
+            dict(OFFSETS_TOPIC_CONFIGS),
+            placement.log_metadata(),
+        )
+        return creation, placement
 
     # --- topics ----------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from kgroup.broker.cluster import OFFSETS_TOPIC
 from kgroup.broker.coordinator_host import error_response
 from kgroup.broker.dispatch import LARGE_RESPONSE_ENTRIES, CloseConnection, RequestContext, register
 from kgroup.broker.handlers_txn import transaction_coordinator_of
@@ -101,6 +102,15 @@ async def _translate(ctx: RequestContext, large: bool, function: Callable[..., T
     return function(*args)
 
 
+async def _coordinates(ctx: RequestContext, group_id: str) -> bool:
+    """This node coordinates ``group_id``. A group request before any FindCoordinator makes the
+    offsets topic first (off the loop) and is served (Kafka: NOT_COORDINATOR; docs/apache-kafka.md)."""
+    cluster = ctx.services.cluster
+    if OFFSETS_TOPIC not in cluster.topics:
+        await ctx.services.make_offsets_topic()
+    return cluster.coordinator_for(group_id) == ctx.node_id
+
+
 async def call_coordinator(ctx: RequestContext, group_id: str, body: Request) -> Response:
     """The coordinator's answer, or NOT_COORDINATOR when another broker coordinates ``group_id``."""
     return await _call(ctx, group_id, body)
@@ -109,7 +119,7 @@ async def call_coordinator(ctx: RequestContext, group_id: str, body: Request) ->
 async def _call(ctx: RequestContext, group_id: str, body: Request) -> Response:
     """The coordinator's answer, or NOT_COORDINATOR when another broker coordinates ``group_id``."""
     coordinators = ctx.services.coordinators
-    if ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
+    if not await _coordinates(ctx, group_id):
         return error_response(body, ErrorCode.NOT_COORDINATOR)
     envelope = Envelope(
         ctx.connection,
@@ -133,12 +143,12 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
     for key in batch.keys:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        found.append(_coordinator_of(ctx, key, batch.key_type))
+        found.append(await _coordinator_of(ctx, key, batch.key_type))
     response = FindCoordinatorBatchResponse(tuple(found))
     return await _translate(ctx, large, find_coordinator_api.response_to_wire, response, ctx.version)
 
 
-def _coordinator_of(ctx: RequestContext, key: str, key_type: int) -> FoundCoordinator:
+async def _coordinator_of(ctx: RequestContext, key: str, key_type: int) -> FoundCoordinator:
     if key_type == find_coordinator_api.TRANSACTION_KEY:
         return transaction_coordinator_of(ctx, key)
     if key_type != find_coordinator_api.GROUP_KEY:
@@ -150,9 +160,11 @@ def _coordinator_of(ctx: RequestContext, key: str, key_type: int) -> FoundCoordi
     if _group_denied(ctx, AclOperation.DESCRIBE, key):
         return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     services = ctx.services
-    if services.cluster.ensure_offsets_topic():
+    if OFFSETS_TOPIC not in services.cluster.topics:
         # KafkaApis.getCoordinator: the offsets topic is created by the first FindCoordinator that
-        # finds none, which is answered COORDINATOR_NOT_AVAILABLE (the client asks again)
+        # finds none, which is answered COORDINATOR_NOT_AVAILABLE (the client asks again); made off
+        # the loop, and answered once made, so the next FindCoordinator finds the coordinator
+        await services.make_offsets_topic()
         return FoundCoordinator(key, FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     node = services.cluster.coordinator_for(key)
     host, ports = services.advertised(ctx.listener)
@@ -361,7 +373,7 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
         if ctx.pacer.due():
             await ctx.pacer.pause()
         denied = _group_denied(ctx, AclOperation.DESCRIBE, group_id)
-        if denied or ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
+        if denied or not await _coordinates(ctx, group_id):
             described.append(
                 {
                     "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -441,7 +453,7 @@ async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
             await ctx.pacer.pause()
         if _group_denied(ctx, AclOperation.DELETE, group_id):
             code = ErrorCode.GROUP_AUTHORIZATION_FAILED
-        elif ctx.services.cluster.coordinator_for(group_id) != ctx.node_id:
+        elif not await _coordinates(ctx, group_id):
             code = ErrorCode.NOT_COORDINATOR
         else:
             code = await ctx.services.coordinators.delete_group(ctx.node_id, group_id)

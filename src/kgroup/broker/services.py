@@ -61,6 +61,11 @@ class BrokerServices(Protocol):
     async def off_loop(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``function(*args, **kwargs)`` in the codec thread (a pure function of its arguments)."""
 
+    async def make_offsets_topic(self) -> None:
+        """Make ``__consumer_offsets`` unless it exists: its partitions' directories in a thread, so
+        the loop goes on serving; returns once it exists, or once its creation failed (logged; the
+        next request tries again). Concurrent callers wait for the one creation."""
+
     def remove_later(self, directories: list[Path]) -> None:
         """Remove deleted partitions' directories in a thread of their own (DeleteTopics)."""
 

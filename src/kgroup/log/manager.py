@@ -69,6 +69,8 @@ def remove_directories(directories: Iterable[Path]) -> None:
     """Remove deleted partitions' directories (a thread may call this: nothing else touches them)."""
     for directory in directories:
         shutil.rmtree(directory, ignore_errors=True)
+
+
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # message.max.bytes: 1 MiB + the 12-byte log overhead
 
 # Kafka's topic-level config names (org.apache.kafka.common.config.TopicConfig). All are accepted and
@@ -340,6 +342,10 @@ class LogManager:
         creation = self.begin_topic(name, partitions, configs, metadata)
         creation.step(partitions)
         creation.finish()
+
+    def is_creating(self, name: str) -> bool:
+        """A :class:`TopicCreation` of ``name`` is under way (begun, not finished nor aborted)."""
+        return name in self._creating
 
     def begin_topic(
         self,
