@@ -5,8 +5,9 @@
   read_committed only, LogAppendTime, a batch cut short by the fetch limit, a corrupt CRC named;
 * records produced by confluent-kafka with every ``compression.type`` to kgroup's broker: the bulk
   path gives exactly what the confluent-kafka path gives (same Arrow rows) for an exact range;
-* transactions on Apache Kafka (confluent-kafka's transactional producer): committed, aborted and
-  plain records, read_committed and read_uncommitted, bulk path == confluent-kafka path == expected;
+* transactions on kgroup serve and on Apache Kafka (confluent-kafka's transactional producer):
+  committed, aborted and plain records, read_committed and read_uncommitted, bulk path ==
+  confluent-kafka path == expected;
 * a Spark read through the bulk path with exact offsets, compressed records and headers.
 """
 
@@ -204,15 +205,21 @@ def test_every_codec_reads_as_the_confluent_kafka_path_reads(kgroup_cluster: Any
     assert bulk[0]["headers"] is None and bulk[3]["key"] is None
 
 
-@pytest.mark.apache_kafka
-def test_transactions_read_as_the_confluent_kafka_path_reads(apache_kafka: Any) -> None:
+def test_transactions_read_as_the_confluent_kafka_path_reads(kafka_cluster: Any) -> None:
+    """Records of a real transactional producer (confluent-kafka), on kgroup serve (its transaction
+    coordinator, markers and last stable offset) and on Apache Kafka 4.4.0."""
     from confluent_kafka import Producer
 
-    topic = "bulk-transactions"
-    apache_kafka.create_topic(topic, 1)
-    bootstrap = apache_kafka.bootstrap_servers
+    topic = kafka_cluster.new_topic("bulk-transactions")
+    bootstrap = kafka_cluster.bootstrap
     plain = Producer({"bootstrap.servers": bootstrap, "log_level": 3})
-    txn = Producer({"bootstrap.servers": bootstrap, "transactional.id": "bulk-read", "log_level": 3})
+    txn = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": kafka_cluster.new_group("bulk-read"),
+            "log_level": 3,
+        }
+    )
     txn.init_transactions(30)
     expected_committed = []
     for round_ in range(4):
