@@ -59,6 +59,7 @@ APACHE_RANGES = {
     24: (0, 5),  # AddPartitionsToTxn
     25: (0, 4),  # AddOffsetsToTxn
     26: (0, 5),  # EndTxn
+    28: (0, 6),  # TxnOffsetCommit
     29: (1, 3),  # DescribeAcls
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls

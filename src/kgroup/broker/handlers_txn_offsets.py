@@ -140,13 +140,10 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
             coordinated = await call_coordinator(ctx, body.group_id, allowed)
             assert isinstance(coordinated, TxnOffsetCommitResponse)
             asked = [code for _, code in coordinated.results]
-    left = iter(asked)
-    return answer(
-        [
-            (o.partition, next(left) if code is None else code)
-            for o, code in zip(body.offsets, codes, strict=True)
-        ]
-    )
+    # Kafka's answer builder: the broker's own errors first (in the request's order), then the
+    # coordinator's answer merged in, grouped by topic in the order topics first appear
+    refused = [(o.partition, code) for o, code in zip(body.offsets, codes, strict=True) if code is not None]
+    return answer(refused + [(o.partition, code) for o, code in zip(candidates, asked, strict=True)])
 
 
 def _precheck(ctx: RequestContext, body: TxnOffsetCommitRequest) -> ErrorCode:
