@@ -118,6 +118,7 @@ LATER_SUITES: dict[str, tuple[str, ...]] = {
         "transactions",
         "apache_kafka/test_diff_transactions.py",
         "apache_kafka/test_diff_txn_offsets.py",
+        "apache_kafka/test_exactly_once.py",
         "log/test_txn_index.py",
     ),
     "share_groups": (
