@@ -9,6 +9,7 @@ What differs by nature and is not compared: producer ids, member ids (compared b
 
 from __future__ import annotations
 
+import struct
 import time
 import uuid
 from typing import Any
@@ -281,3 +282,116 @@ def _until_stable(
         ):
             return fetched
         time.sleep(0.1)
+
+
+def _fetch_bytes(raw: Raw, topic: str, partition: int) -> bytes:
+    """The partition's bytes from its start (Fetch v12, read_uncommitted)."""
+    wanted = {
+        "partition": partition,
+        "current_leader_epoch": -1,
+        "fetch_offset": 0,
+        "last_fetched_epoch": -1,
+        "log_start_offset": -1,
+        "partition_max_bytes": 1 << 20,
+    }
+    answer = raw.call(
+        "Fetch",
+        12,
+        {
+            "replica_id": -1,
+            "max_wait": 0,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": [wanted]}],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+    )
+    (entry,) = answer["responses"][0]["partitions"]
+    assert entry["error_code"] == NONE, entry
+    return bytes(entry["records"] or b"")
+
+
+def _offset_commit(key: bytes, value: bytes | None) -> tuple[Any, ...]:
+    """(group, topic, partition, offset) of an offset commit record: ``OffsetCommitKey`` v1 and the
+    offset, the first field of every ``OffsetCommitValue`` version (Kafka 4.4.0 writes v4, kgroup v3)."""
+    version, group_length = struct.unpack_from(">hh", key)
+    assert version == 1, key
+    group = key[4 : 4 + group_length].decode()
+    (topic_length,) = struct.unpack_from(">h", key, 4 + group_length)
+    at = 6 + group_length
+    topic = key[at : at + topic_length].decode()
+    (partition,) = struct.unpack_from(">i", key, at + topic_length)
+    assert value is not None
+    (offset,) = struct.unpack_from(">q", value, 2)
+    return (group, topic, partition, offset)
+
+
+def _offsets_batches(
+    raw: Raw, partition: int, producer_id: int, timeout_s: float = 30.0
+) -> list[dict[str, Any]]:
+    """Every batch of producer ``producer_id`` in ``__consumer_offsets``-``partition`` (read_uncommitted;
+    the shared Apache Kafka's partition also holds other tests' groups), once the last is a control
+    batch: its transactional and control flags, producer, base sequence and records (an offset
+    commit's key as (group, topic, partition) and value's offset; a marker's type)."""
+    from kgroup.broker.txn_host import read_batch_entries
+    from kgroup.log.batch import parse_header
+    from kgroup.log.txn_index import control_type
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        data = _fetch_bytes(raw, "__consumer_offsets", partition)
+        batches = []
+        at = 0
+        while at + 61 <= len(data):
+            header = parse_header(data, at)
+            one = data[at : at + header.size]
+            at += header.size
+            if header.producer_id != producer_id:
+                continue
+            entry: dict[str, Any] = {
+                "transactional": header.is_transactional,
+                "control": header.is_control,
+                "producer": (header.producer_id, header.producer_epoch),
+                "base_sequence": header.base_sequence,
+            }
+            if header.is_control:
+                entry["records"] = [control_type(one)]
+            else:
+                entry["records"] = [_offset_commit(key, value) for _, key, value in read_batch_entries(one)]
+            batches.append(entry)
+        if (batches and batches[-1]["control"]) or time.monotonic() > deadline:
+            return batches
+        time.sleep(0.1)
+
+
+def test_the_offsets_topic_holds_the_transactional_batches_and_markers(target: Target, names: str) -> None:
+    """What ``__consumer_offsets`` holds after a committed and an aborted transactional offset commit:
+    each offset commit record in its producer's transactional batch (at sequence 0), each followed by the
+    transaction's commit or abort marker — as Kafka's coordinator and marker writer write them."""
+    from kgroup.group.discovery import coordinator_partition
+
+    topic, txn, group = f"{names}-in", f"{names}-tx", f"{names}-g"
+    target.create_topic(topic, 2)
+    find_coordinator(target.bootstrap_servers, group)
+    with Raw(target.bootstrap_servers) as raw:
+        _find_transaction_coordinator(raw, txn)
+        pid = _init(raw, txn)["producer_id"]
+        for offset, committed in ((5, True), (9, False)):
+            assert _add_offsets(raw, txn, pid, 0, group) == NONE
+            assert _txn_commit(raw, 3, txn, pid, 0, group, {(topic, 0): offset}) == {(topic, 0): NONE}
+            assert _end(raw, txn, pid, 0, committed=committed) == NONE
+            assert _until_stable(raw, group, {topic: [0]}, 9)[(topic, 0)] == (5, "m5", NONE)
+        batches = _offsets_batches(raw, coordinator_partition(group, 50), pid)
+    # Kafka's coordinator writes each transactional batch at sequence 0 (its sequence is not kept)
+    offset_batch = {"transactional": True, "control": False, "producer": (pid, 0), "base_sequence": 0}
+    marker = {"transactional": True, "control": True, "producer": (pid, 0), "base_sequence": -1}
+    assert batches == [
+        offset_batch | {"records": [(group, topic, 0, 5)]},
+        marker | {"records": [1]},  # COMMIT
+        offset_batch | {"records": [(group, topic, 0, 9)]},
+        marker | {"records": [0]},  # ABORT
+    ]

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any, Protocol
 
-from kgroup.broker.internal_topic import OffsetsTopicRecords
+from kgroup.broker.internal_topic import OffsetsEntry, OffsetsTopicRecords
 from kgroup.broker.logapi import CoordinatorLogLike
 from kgroup.group import (
     ClassicGroups,
@@ -172,8 +172,8 @@ class OffLoop(Protocol):
     def __call__(self, function: Callable[..., Any], /, *args: Any) -> Awaitable[Any]: ...
 
 
-#: (group id, key, value) of the records Kafka writes to ``__consumer_offsets``
-OffsetsEntries = list[tuple[str, bytes, bytes | None]]
+#: (group id, key, value, producer) of the records Kafka writes to ``__consumer_offsets``
+OffsetsEntries = list[OffsetsEntry]
 
 
 @dataclass(frozen=True, slots=True)
