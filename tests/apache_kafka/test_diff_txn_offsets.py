@@ -20,6 +20,8 @@ from tests.apache_kafka.test_diff_consumer_protocol import _heartbeat
 from tests.apache_kafka.test_diff_transactions import _end, _find_transaction_coordinator, _init, _until
 from tests.apache_kafka.wire import Raw, find_coordinator, metadata, stable_member
 
+from kgroup.group.discovery import coordinator_partition
+
 pytestmark = pytest.mark.transactions
 
 NONE = 0
@@ -372,8 +374,6 @@ def test_the_offsets_topic_holds_the_transactional_batches_and_markers(target: T
     """What ``__consumer_offsets`` holds after a committed and an aborted transactional offset commit:
     each offset commit record in its producer's transactional batch (at sequence 0), each followed by the
     transaction's commit or abort marker — as Kafka's coordinator and marker writer write them."""
-    from kgroup.group.discovery import coordinator_partition
-
     topic, txn, group = f"{names}-in", f"{names}-tx", f"{names}-g"
     target.create_topic(topic, 2)
     find_coordinator(target.bootstrap_servers, group)
@@ -395,3 +395,22 @@ def test_the_offsets_topic_holds_the_transactional_batches_and_markers(target: T
         offset_batch | {"records": [(group, topic, 0, 9)]},
         marker | {"records": [0]},  # ABORT
     ]
+
+
+def test_deleting_a_group_with_pending_offsets_answers_as_kafka(target: Target, names: str) -> None:
+    """DeleteGroups of a group (without members) whose offsets a transaction holds: deleted, and the
+    transaction's commit then materialises nothing (Kafka's tombstones removed the pending offsets)."""
+    topic, txn, group = f"{names}-in", f"{names}-tx", f"{names}-g"
+    target.create_topic(topic, 2)
+    find_coordinator(target.bootstrap_servers, group)
+    with Raw(target.bootstrap_servers) as raw:
+        _find_transaction_coordinator(raw, txn)
+        pid = _init(raw, txn)["producer_id"]
+        assert _add_offsets(raw, txn, pid, 0, group) == NONE
+        assert _txn_commit(raw, 3, txn, pid, 0, group, {(topic, 0): 5}) == {(topic, 0): NONE}
+        deleted = raw.call("DeleteGroups", 2, {"groups_names": [group]})
+        assert [(r["group_id"], r["error_code"]) for r in deleted["results"]] == [(group, NONE)]
+        assert _fetch(raw, group, {topic: [0]}, stable=True) == {(topic, 0): (-1, "", NONE)}
+        assert _end(raw, txn, pid, 0, committed=True) == NONE
+        _offsets_batches(raw, coordinator_partition(group, 50), pid)  # until the marker is written
+        assert _fetch(raw, group, {topic: [0]}, stable=True) == {(topic, 0): (-1, "", NONE)}
