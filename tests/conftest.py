@@ -119,6 +119,7 @@ LATER_SUITES: dict[str, tuple[str, ...]] = {
         "apache_kafka/test_diff_transactions.py",
         "apache_kafka/test_diff_txn_offsets.py",
         "apache_kafka/test_exactly_once.py",
+        "apache_kafka/test_java_transactions.py",
         "log/test_txn_index.py",
     ),
     "share_groups": (
