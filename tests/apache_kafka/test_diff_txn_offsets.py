@@ -30,6 +30,7 @@ ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID = 25
 INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
+INVALID_PRODUCER_ID_MAPPING = 49
 GROUP_ID_NOT_FOUND = 69
 FENCED_INSTANCE_ID = 82
 UNSTABLE_OFFSET_COMMIT = 88
@@ -134,7 +135,8 @@ def _topic_ids(raw: Raw, topic: str) -> dict[str, Any]:
 def test_txn_offset_commit_errors_answer_as_kafka(target: Target, names: str) -> None:
     """A partition not in the transaction (INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v4), a group
     that does not exist (ILLEGAL_GENERATION, GROUP_ID_NOT_FOUND from v6), unknown topics and partitions
-    beside a good one (in Kafka's order: the broker's errors first), a fenced or older producer epoch."""
+    beside a good one (in Kafka's order: the broker's errors first), a transactional id the coordinator
+    does not know, a fenced or older producer epoch."""
     topic, txn, group = f"{names}-in", f"{names}-tx", f"{names}-g"
     target.create_topic(topic, 2)
     find_coordinator(target.bootstrap_servers, group)
@@ -161,6 +163,12 @@ def test_txn_offset_commit_errors_answer_as_kafka(target: Target, names: str) ->
             ((topic, 1), NONE),
             ((f"{names}-missing", 0), UNKNOWN_TOPIC_OR_PARTITION),
         ]
+        # a transactional id the coordinator does not know
+        unknown = f"{txn}-unknown"
+        for version in (3, 5):
+            assert _txn_commit(raw, version, unknown, 4242, 0, group, one) == {
+                (topic, 0): INVALID_PRODUCER_ID_MAPPING
+            }
         assert _txn_commit(raw, 3, txn, pid, 1, group, one) == {(topic, 0): INVALID_PRODUCER_EPOCH}
         assert _txn_commit(raw, 3, txn, pid, -5, group, one) == {(topic, 0): INVALID_PRODUCER_EPOCH}
         assert _end(raw, txn, pid, 0, committed=False) == NONE

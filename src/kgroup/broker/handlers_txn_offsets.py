@@ -50,6 +50,10 @@ async def _verify(ctx: RequestContext, body: TxnOffsetCommitRequest) -> ErrorCod
     the transaction coordinator, ``AddPartitionsToTxnManager``'s errors as the group coordinator's
     runtime maps them)."""
     host: TransactionHost = ctx.services.transactions
+    if host.coordinator_node(body.transactional_id) < 0:
+        # no __transaction_state (or no leader of the id's partition): the verification finds no
+        # transaction coordinator (AddPartitionsToTxnManager), which the runtime answers so
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
     partitions = ctx.services.cluster.config.offsets_topic_partitions
     tp = (TopicPartition(OFFSETS_TOPIC, coordinator_partition(body.group_id, partitions)),)
     request: api.TxnRequest
@@ -70,7 +74,6 @@ async def _verify(ctx: RequestContext, body: TxnOffsetCommitRequest) -> ErrorCod
     if error in (
         ErrorCode.PRODUCER_FENCED,
         ErrorCode.INVALID_PRODUCER_EPOCH,
-        ErrorCode.INVALID_PRODUCER_ID_MAPPING,
     ):
         return ErrorCode.INVALID_PRODUCER_EPOCH
     if error in (
