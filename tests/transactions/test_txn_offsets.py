@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from random import Random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from group.context import GROUP, TOPIC, GroupTestContext
 from kgroup.group import GroupCoordinator
 from kgroup.group.records import OffsetAndMetadata, TxnOffsetsEnded
@@ -216,3 +219,94 @@ def test_deleting_the_group_drops_its_pending_offsets() -> None:
     assert not ctx.coordinator.pending_offsets.has_pending(GROUP, TP0)
     _end(ctx, PID, committed=True)
     assert not ctx.coordinator.has_group(GROUP)
+
+
+# --- random runs against a model of Kafka's rule ------------------------------------------------------
+
+_PARTITIONS = (TP0, TP1)
+_PRODUCERS = (PID, OTHER, 3000)
+_STEP = st.one_of(
+    st.tuples(st.just("plain"), st.sampled_from(_PARTITIONS), st.integers(0, 99)),
+    st.tuples(st.just("txn"), st.sampled_from(_PRODUCERS), st.sampled_from(_PARTITIONS), st.integers(0, 99)),
+    st.tuples(st.just("end"), st.sampled_from(_PRODUCERS), st.booleans()),
+    st.tuples(st.just("delete")),
+)
+
+
+class _Model:
+    """Kafka's ``OffsetMetadataManager`` with record offsets: each write gets the next offset in
+    ``__consumer_offsets``; a commit marker materialises a pending offset whose record offset is newer
+    than the committed one's."""
+
+    def __init__(self) -> None:
+        self.next_offset = 0
+        self.committed: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (offset, record offset)
+        self.pending: dict[int, dict[TopicPartition, tuple[int, int]]] = {}
+
+    def plain(self, tp: TopicPartition, offset: int) -> None:
+        self.committed[tp] = (offset, self.next_offset)
+        self.next_offset += 1
+
+    def txn(self, producer: int, tp: TopicPartition, offset: int) -> None:
+        self.pending.setdefault(producer, {})[tp] = (offset, self.next_offset)
+        self.next_offset += 1
+
+    def end(self, producer: int, committed: bool) -> None:
+        for tp, (offset, record) in self.pending.pop(producer, {}).items():
+            current = self.committed.get(tp)
+            if committed and (current is None or record > current[1]):
+                self.committed[tp] = (offset, record)
+
+    def delete(self) -> None:
+        self.committed.clear()
+        for held in self.pending.values():
+            held.clear()
+
+    def unstable(self) -> set[TopicPartition]:
+        return {tp for held in self.pending.values() for tp in held}
+
+
+@settings(max_examples=150)
+@given(st.lists(_STEP, max_size=25))
+def test_random_runs_follow_kafkas_rule_and_survive_replay_and_checkpoints(
+    steps: list[tuple[object, ...]],
+) -> None:
+    ctx, model = GroupTestContext(), _Model()
+    for step in steps:
+        kind = step[0]
+        if kind == "plain":
+            _, tp, offset = step
+            ctx.send(OffsetCommitRequest(GROUP, -1, "", (OffsetCommitPartition(tp, offset),)))  # type: ignore[arg-type]
+            model.plain(tp, offset)  # type: ignore[arg-type]
+        elif kind == "txn":
+            _, producer, tp, offset = step
+            _txn_commit(ctx, {tp: offset}, producer_id=producer)  # type: ignore[dict-item,arg-type]
+            model.txn(producer, tp, offset)  # type: ignore[arg-type]
+        elif kind == "end":
+            _, producer, committed = step
+            _end(ctx, producer, committed=committed)  # type: ignore[arg-type]
+            model.end(producer, committed)  # type: ignore[arg-type]
+        elif ctx.coordinator.has_group(GROUP):
+            error, result = ctx.coordinator.delete_group(ctx.time_ms, GROUP)
+            ctx.absorb(result)
+            assert error is E.NONE
+            model.delete()
+        assert _committed(ctx.coordinator) == {tp: v[0] for tp, v in model.committed.items()}
+        for tp in _PARTITIONS:
+            assert ctx.coordinator.pending_offsets.has_pending(GROUP, tp) is (tp in model.unstable())
+    # the log replayed, and the checkpoint replayed, then every transaction committed: the same offsets
+    replayed = GroupCoordinator(rng=Random(1))
+    for record in ctx.records:
+        replayed.replay(decode_record(*encode_record(record)))
+    compacted = GroupCoordinator(rng=Random(2))
+    for record in ctx.coordinator.checkpoint():
+        compacted.replay(record)
+    expected = ctx.coordinator.snapshot()
+    for producer in _PRODUCERS:
+        model.end(producer, True)
+    for coordinator in (replayed, compacted):
+        assert coordinator.snapshot() == expected
+        for producer in _PRODUCERS:
+            result = coordinator.end_transaction(0, producer, True, lambda _: True)
+            assert all(isinstance(r, TxnOffsetsEnded) for r in result.records)
+        assert _committed(coordinator) == {tp: v[0] for tp, v in model.committed.items()}
