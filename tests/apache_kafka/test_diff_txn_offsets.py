@@ -202,7 +202,8 @@ def test_classic_member_checks_answer_as_kafka(target: Target, names: str) -> No
 def test_consumer_group_member_epoch_answers_as_kafka(target: Target, names: str) -> None:
     """A KIP-848 consumer group: the member's epoch as ``ConsumerGroup.validateOffsetCommit`` checks it
     (an epoch newer than the member's is STALE_MEMBER_EPOCH, answered ILLEGAL_GENERATION before v6),
-    an unknown member, and a commit with no member at all."""
+    an unknown member, and a commit with no member at all; its pending offset is unstable until the
+    abort drops it."""
     topic, txn, group = f"{names}-in", f"{names}-tx", f"{names}-g"
     target.create_topic(topic, 2)
     find_coordinator(target.bootstrap_servers, group)
@@ -234,7 +235,10 @@ def test_consumer_group_member_epoch_answers_as_kafka(target: Target, names: str
             "its epoch": NONE,
             "no member": NONE,
         }
+        # the consumer group's pending offset is unstable too, and an abort drops it
+        assert _fetch(raw, group, {topic: [0]}, stable=True) == {(topic, 0): (-1, "", UNSTABLE_OFFSET_COMMIT)}
         assert _end(raw, txn, pid, 0, committed=False) == NONE
+        assert _until_stable(raw, group, {topic: [0]}, 9) == {(topic, 0): (-1, "", NONE)}
 
 
 @pytest.mark.parametrize("version", [7, 9])
