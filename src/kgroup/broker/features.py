@@ -31,17 +31,16 @@ def features(version: int, transaction_version: int) -> dict[str, Any]:
     """The feature fields of an ApiVersions answer at ``version`` (none before v3)."""
     if version < 3:
         return {}
-    supported = [{"name": TRANSACTION_VERSION, "min_version": 0, "max_version": 2}]
+    supported: list[tuple[str, int, int]] = [(TRANSACTION_VERSION, 0, 2)]
+    level = transaction_version
     return {
         "supported_features": [
-            f for f in supported if version >= _ZERO_MINIMUM_VERSION or f["min_version"] > 0
+            {"name": name, "min_version": low, "max_version": high}
+            for name, low, high in supported
+            if version >= _ZERO_MINIMUM_VERSION or low > 0
         ],
         "finalized_features_epoch": _EPOCH,
         "finalized_features": [
-            {
-                "name": TRANSACTION_VERSION,
-                "max_version_level": transaction_version,
-                "min_version_level": transaction_version,
-            }
+            {"name": TRANSACTION_VERSION, "max_version_level": level, "min_version_level": level}
         ],
     }
