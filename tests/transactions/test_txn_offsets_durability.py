@@ -2,7 +2,9 @@
 offsets committed by its marker, another's aborted, a third's still pending. After the restart (the
 coordinator log replayed) the committed offset is served, the aborted one is not, the pending one makes
 its partition UNSTABLE_OFFSET_COMMIT for ``require_stable`` — and the open transaction, still known to
-the restarted transaction coordinator, commits its offsets when it ends.
+the restarted transaction coordinator, commits its offsets when it ends. And librdkafka's producer,
+cut by ``kill -9`` between ``send_offsets_to_transaction`` and its commit, is fenced and aborted by the
+next producer with its transactional id, whose transaction then commits.
 """
 
 from __future__ import annotations
@@ -59,5 +61,47 @@ def test_kill_9_keeps_pending_committed_and_aborted_offsets(tmp_path: Path) -> N
                 ("in", 1): (7, "m7", NONE),
                 ("in", 2): (-1, "", NONE),
             }
+    finally:
+        restarted.kill()
+
+
+def test_librdkafka_recovers_a_transaction_cut_by_kill_9(tmp_path: Path) -> None:
+    """confluent-kafka: records and ``send_offsets_to_transaction`` in a transaction, then ``kill -9``
+    before the commit. After the restart the next producer with the transactional id fences and aborts
+    the cut transaction (its offset never committed, its record never read by ``read_committed``), and
+    its own transaction commits records and offsets."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as Tp
+    from tests.apache_kafka.test_diff_transactions import _read_all
+
+    data = tmp_path / "data"
+    broker = BrokerProcess(data, "--topic", "in:1", "--topic", "out:1")
+    try:
+        bootstrap = broker.bootstrap_servers
+        member = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "log_level": 0})
+        cut = Producer({"bootstrap.servers": bootstrap, "transactional.id": "etl-tx", "log_level": 0})
+        cut.init_transactions(60)
+        cut.begin_transaction()
+        cut.produce("out", b"cut", partition=0)
+        cut.send_offsets_to_transaction([Tp("in", 0, 3)], member.consumer_group_metadata(), 30)
+        cut.flush(30)
+        member.close()
+    finally:
+        broker.kill()
+
+    restarted = BrokerProcess(data)
+    try:
+        bootstrap = restarted.bootstrap_servers
+        member = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "log_level": 0})
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "etl-tx", "log_level": 0})
+        producer.init_transactions(60)  # fences the cut transaction and aborts it
+        assert member.committed([Tp("in", 0)], 30)[0].offset < 0  # never committed
+        producer.begin_transaction()
+        producer.produce("out", b"kept", partition=0)
+        producer.send_offsets_to_transaction([Tp("in", 0, 4)], member.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)
+        assert member.committed([Tp("in", 0)], 30)[0].offset == 4
+        member.close()
+        assert [value for _, value in _read_all(bootstrap, "out", "read_committed", 1)] == [b"kept"]
     finally:
         restarted.kill()
