@@ -426,3 +426,47 @@ def test_deleting_a_group_with_pending_offsets_answers_as_kafka(target: Target, 
         assert _end(raw, txn, pid, 0, committed=True) == NONE
         _offsets_batches(raw, coordinator_partition(group, 50), pid)  # until the marker is written
         assert _fetch(raw, group, {topic: [0]}, stable=True) == {(topic, 0): (-1, "", NONE)}
+
+
+def test_offsets_past_the_coordinators_batch_answer_as_kafka(target: Target, names: str) -> None:
+    """A TxnOffsetCommit whose offset records make a batch larger than the offsets topic's
+    ``max.message.bytes`` is UNKNOWN_SERVER_ERROR for every partition (the runtime refuses the write
+    before any state changes); one offset fewer is written."""
+    from tests.apache_kafka.test_diff_hostile import UNKNOWN_SERVER_ERROR, _fitting
+
+    topic, txn, group = f"{names}-in", f"{names}-tx", f"{names}-g"
+    target.create_topic(topic, 1)
+    find_coordinator(target.bootstrap_servers, group)
+    count = _fitting(group, topic)
+    with Raw(target.bootstrap_servers, timeout_s=120) as raw:
+        _find_transaction_coordinator(raw, txn)
+        pid = _init(raw, txn)["producer_id"]
+        assert _add_offsets(raw, txn, pid, 0, group) == NONE
+        for offsets, expected in ((count + 1, {UNKNOWN_SERVER_ERROR}), (count, {NONE})):
+            fields = {
+                "transactional_id": txn,
+                "group_id": group,
+                "producer_id": pid,
+                "producer_epoch": 0,
+                "generation_id": -1,
+                "member_id": "",
+                "group_instance_id": None,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "committed_offset": n,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": "",
+                            }
+                            for n in range(offsets)
+                        ],
+                    }
+                ],
+            }
+            answer = raw.call("TxnOffsetCommit", 3, fields)
+            assert {p["error_code"] for t in answer["topics"] for p in t["partitions"]} == expected
+        assert _end(raw, txn, pid, 0, committed=True) == NONE
+        assert _until_stable(raw, group, {topic: [0]}, 9) == {(topic, 0): (count - 1, "", NONE)}

@@ -25,7 +25,9 @@ from kgroup.broker.dispatch import RequestContext, register
 from kgroup.broker.handlers_group import call_coordinator, group_topic_ids
 from kgroup.broker.txn_host import TransactionHost
 from kgroup.group.discovery import coordinator_partition
-from kgroup.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from kgroup.group.records.serde import offset_commit_batch_bytes
+from kgroup.group.txn_offsets import metadata_too_large
+from kgroup.messages import OffsetCommitPartition, TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kgroup.model import ErrorCode, TopicPartition
 from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.transactions import api
@@ -135,6 +137,8 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     if candidates:
         allowed = replace(body, offsets=tuple(candidates))
         error = _precheck(ctx, body)
+        if error is ErrorCode.NONE and _too_large(ctx, body.group_id, candidates):
+            error = ErrorCode.UNKNOWN_SERVER_ERROR
         if error is ErrorCode.NONE:
             error = await _verify(ctx, body)
         if error is not ErrorCode.NONE:
@@ -147,6 +151,20 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     # coordinator's answer merged in, grouped by topic in the order topics first appear
     refused = [(o.partition, code) for o, code in zip(body.offsets, codes, strict=True) if code is not None]
     return answer(refused + [(o.partition, code) for o, code in zip(candidates, asked, strict=True)])
+
+
+def _too_large(ctx: RequestContext, group_id: str, offsets: list[OffsetCommitPartition]) -> bool:
+    """Whether the offset records would make a batch larger than the offsets topic's
+    ``max.message.bytes``: Kafka's runtime refuses such a write (``RecordTooLargeException``,
+    answered UNKNOWN_SERVER_ERROR) before any state changes, as for OffsetCommit."""
+    limit = ctx.services.config.offsets_max_message_bytes
+    metadata_limit = ctx.services.coordinators.config.offset_metadata_max_bytes
+    sized = [
+        (o.partition.topic, o.committed_metadata or "")
+        for o in offsets
+        if not metadata_too_large(o.committed_metadata, metadata_limit)
+    ]
+    return offset_commit_batch_bytes(group_id, sized, stop_above=limit) > limit
 
 
 def _precheck(ctx: RequestContext, body: TxnOffsetCommitRequest) -> ErrorCode:
