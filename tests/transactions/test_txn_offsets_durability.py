@@ -12,7 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.apache_kafka.test_diff_transactions import NONE, _end, _find_transaction_coordinator, _init
-from tests.apache_kafka.test_diff_txn_offsets import UNSTABLE_OFFSET_COMMIT, _add_offsets, _fetch, _txn_commit
+from tests.apache_kafka.test_diff_txn_offsets import (
+    UNSTABLE_OFFSET_COMMIT,
+    _add_offsets,
+    _fetch,
+    _txn_commit,
+    _until_stable,
+)
 from tests.apache_kafka.wire import Raw, find_coordinator
 from tests.broker.procs import BrokerProcess
 
@@ -105,3 +111,30 @@ def test_librdkafka_recovers_a_transaction_cut_by_kill_9(tmp_path: Path) -> None
         assert [value for _, value in _read_all(bootstrap, "out", "read_committed", 1)] == [b"kept"]
     finally:
         restarted.kill()
+
+
+def test_a_failed_end_of_the_offsets_is_tried_again_never_dropped() -> None:
+    """The group coordinators cannot end a transaction's offsets (here: the first call fails, as when
+    they are stopping): the transaction stays Prepare* and its markers are tried again, so its offsets
+    are committed — never a completed transaction with its offsets left pending for ever."""
+    from kgroup.model import KgroupError
+    from kgroup.testing import KafkaBroker
+
+    with KafkaBroker(topics={"in": 1}) as kafka:
+        host = kafka.broker.transactions
+        real = host.offsets_marker
+        calls: list[int] = []
+
+        async def failing_once(partition: int, producer_id: int, committed: bool) -> bool:
+            calls.append(partition)
+            if len(calls) == 1:
+                raise KgroupError("the coordinators are not running")
+            return bool(await real(partition, producer_id, committed))
+
+        host.offsets_marker = failing_once
+        find_coordinator(kafka.bootstrap_servers, GROUP)
+        with Raw(kafka.bootstrap_servers) as raw:
+            pid = _transaction(raw, "flaky", {("in", 0): 5})
+            assert _end(raw, "flaky", pid, 0, committed=True) == NONE
+            assert _until_stable(raw, GROUP, {"in": [0]}, 9) == {("in", 0): (5, "m5", NONE)}
+        assert len(calls) >= 2

@@ -346,9 +346,7 @@ class TransactionHost:
                 continue
             try:
                 if tp.topic == OFFSETS_TOPIC and self.offsets_marker is not None:
-                    done = await self.offsets_marker(tp.partition, markers.producer_id, markers.committed)
-                    if not done:
-                        raise OSError("the group coordinator could not write the transaction's end")
+                    await self._end_offsets(tp.partition, markers)
                 appended = plog.append_marker(
                     markers.producer_id,
                     markers.producer_epoch,
@@ -384,6 +382,18 @@ class TransactionHost:
             markers.producer_epoch,
         )
         await self._perform(completed)
+
+    async def _end_offsets(self, partition: int, markers: WriteMarkers) -> None:
+        """The group coordinators end the transaction's offsets of ``__consumer_offsets``-``partition``;
+        any failure (a write refused, the coordinators stopping) is an ``OSError``: the markers are
+        tried again and the transaction stays Prepare* — never completed with offsets left pending."""
+        assert self.offsets_marker is not None
+        try:
+            done = await self.offsets_marker(partition, markers.producer_id, markers.committed)
+        except Exception as exc:
+            raise OSError(f"the group coordinators could not end the transaction's offsets: {exc}") from exc
+        if not done:
+            raise OSError("the group coordinators could not write the transaction's end")
 
     async def _retry_markers(self, markers: WriteMarkers) -> None:
         if self._lock is None:
