@@ -310,3 +310,40 @@ def test_random_runs_follow_kafkas_rule_and_survive_replay_and_checkpoints(
             result = coordinator.end_transaction(0, producer, True, lambda _: True)
             assert all(isinstance(r, TxnOffsetsEnded) for r in result.records)
         assert _committed(coordinator) == {tp: v[0] for tp, v in model.committed.items()}
+
+
+def test_consumer_group_transactional_commit_by_assignment_epoch() -> None:
+    """A KIP-848 group: TxnOffsetCommit checked against the epoch each partition was assigned at
+    (STALE_MEMBER_EPOCH from v6, ILLEGAL_GENERATION before), its offset pending, unstable, then the
+    group's committed offset once the transaction commits."""
+    import dataclasses
+
+    from group.consumer.context import ConsumerTestContext, current, image, member, subscription
+    from kgroup.model import TopicId
+
+    bar = TopicId.from_int(0xBA4BA4)
+    bar_0 = TopicPartition("bar", 0)
+    ctx = ConsumerTestContext(image((bar, "bar", 3)))
+    ctx.build_group("foo", 1)
+    m = member("member", epoch=10, previous=10, assigned={bar: {0: 5}})
+    ctx.replay(
+        dataclasses.replace(subscription(m), group_id="foo"), dataclasses.replace(current(m), group_id="foo")
+    )
+
+    def commit(epoch: int, version: int) -> ErrorCode:
+        body = TxnOffsetCommitRequest(
+            "foo", "tx", PID, 0, (OffsetCommitPartition(bar_0, 100),), generation_id=epoch, member_id="member"
+        )
+        answer = ctx.send(body, version).response
+        assert isinstance(answer, TxnOffsetCommitResponse)
+        ((_, code),) = answer.results
+        return code
+
+    assert commit(3, 6) is E.STALE_MEMBER_EPOCH  # older than the partition's assignment epoch
+    assert commit(3, 5) is E.ILLEGAL_GENERATION
+    assert commit(11, 6) is E.STALE_MEMBER_EPOCH  # newer than the member's
+    assert commit(5, 5) is E.NONE
+    assert ctx.coordinator.pending_offsets.has_pending("foo", bar_0)
+    assert bar_0 not in ctx.coordinator.committed_offsets("foo")
+    ctx.absorb(ctx.coordinator.end_transaction(ctx.time_ms, PID, True, lambda _: True))
+    assert ctx.coordinator.committed_offsets("foo")[bar_0].offset == 100

@@ -9,7 +9,9 @@ says what each declares): a request goes to the kind that owns its group and ser
 the one kind that serves its type; a record to the kind that replays its type (a type two kinds
 replay, to the owner of its group); a timer to the kind that arms its kind of key; a task to the kind
 of its type. It answers itself only what spans the kinds: ListGroups, DescribeGroups, deleting,
-loading and unloading groups, checkpoints and snapshots.
+loading and unloading groups, checkpoints and snapshots — and keeps the transactional offset commits
+pending until their transactions end (:mod:`kgroup.group.txn_offsets`, ``end_transaction``;
+OffsetFetch's ``require_stable``).
 """
 
 from __future__ import annotations
@@ -358,8 +360,9 @@ class GroupCoordinator:
 
     def checkpoint(self) -> Iterator[Record]:
         """Records that rebuild this coordinator's state exactly when replayed into an empty one: each
-        kind's (for a classic group a :class:`GroupRestored` and its offsets), then the armed timers (in
-        arming order). A host compacts its log with them: the records written after the checkpoint
+        kind's (for a classic group a :class:`GroupRestored` and its offsets) between the open
+        transactions' pending offsets a later commit superseded (before) and the others (after), then
+        the armed timers (in arming order). A host compacts its log with them: the records written after the checkpoint
         replay onto its state as they did onto the original's."""
         yield from self.pending_offsets.checkpoint_superseded()
         for kind in self._kinds:
