@@ -362,8 +362,8 @@ class GroupCoordinator:
         """Records that rebuild this coordinator's state exactly when replayed into an empty one: each
         kind's (for a classic group a :class:`GroupRestored` and its offsets) between the open
         transactions' pending offsets a later commit superseded (before) and the others (after), then
-        the armed timers (in arming order). A host compacts its log with them: the records written after the checkpoint
-        replay onto its state as they did onto the original's."""
+        the armed timers (in arming order). A host compacts its log with them: the records written
+        after the checkpoint replay onto its state as they did onto the original's."""
         yield from self.pending_offsets.checkpoint_superseded()
         for kind in self._kinds:
             yield from kind.checkpoint()
