@@ -114,7 +114,14 @@ LATER_SUITES: dict[str, tuple[str, ...]] = {
         "wire/test_metadata_response.py",
         "wire/test_produce_request.py",
     ),
-    "transactions": ("transactions", "apache_kafka/test_diff_transactions.py", "log/test_txn_index.py"),
+    "transactions": (
+        "transactions",
+        "apache_kafka/test_diff_transactions.py",
+        "apache_kafka/test_diff_txn_offsets.py",
+        "apache_kafka/test_exactly_once.py",
+        "apache_kafka/test_java_transactions.py",
+        "log/test_txn_index.py",
+    ),
     "share_groups": (
         "share",
         "group/share",

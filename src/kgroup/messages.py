@@ -80,6 +80,8 @@ __all__ = [
     "SyncGroupRequest",
     "SyncGroupResponse",
     "TopicPartitions",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponse",
 ]
 
 #: ``JoinGroupRequest.UNKNOWN_MEMBER_ID``: the member id a new member sends
@@ -292,12 +294,37 @@ class OffsetCommitResponse:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
+class TxnOffsetCommitRequest:
+    """TxnOffsetCommit: offsets committed inside a producer's transaction, kept pending until the
+    transaction's marker reaches the group's ``__consumer_offsets`` partition (KIP-98, KIP-447)."""
+
+    group_id: str
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    offsets: tuple[OffsetCommitPartition, ...]
+    #: v3+ (KIP-447): the generation (classic) or member epoch (consumer protocol), member and instance
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitResponse:
+    results: tuple[tuple[TopicPartition, ErrorCode], ...]
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
 class OffsetFetchRequest:
     group_id: str
     partitions: tuple[TopicPartition, ...] | None = None  # None = every committed partition
     #: v9+: a consumer-protocol member fetching its group's offsets (``None``/-1: not a member)
     member_id: str | None = None
     member_epoch: int = -1
+    #: v7+: a partition with transactional offsets pending is answered UNSTABLE_OFFSET_COMMIT
+    require_stable: bool = False
 
 
 @fast_init
@@ -560,6 +587,7 @@ Request = (
     | HeartbeatRequest
     | LeaveGroupRequest
     | OffsetCommitRequest
+    | TxnOffsetCommitRequest
     | OffsetFetchRequest
     | DescribeGroupsRequest
     | ListGroupsRequest
@@ -575,6 +603,7 @@ Response = (
     | HeartbeatResponse
     | LeaveGroupResponse
     | OffsetCommitResponse
+    | TxnOffsetCommitResponse
     | OffsetFetchResponse
     | DescribeGroupsResponse
     | ListGroupsResponse

@@ -59,6 +59,7 @@ APACHE_RANGES = {
     24: (0, 5),  # AddPartitionsToTxn
     25: (0, 4),  # AddOffsetsToTxn
     26: (0, 5),  # EndTxn
+    28: (0, 6),  # TxnOffsetCommit
     29: (1, 3),  # DescribeAcls
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls
@@ -74,6 +75,8 @@ APACHE_RANGES = {
     76: (1, 1),  # ShareGroupHeartbeat
     77: (1, 1),  # ShareGroupDescribe
 }
+
+
 def _ranges(answer: Any) -> dict[int, tuple[int, int]]:
     return {k["api_key"]: (k["min_version"], k["max_version"]) for k in answer["api_keys"]}
 
@@ -83,8 +86,23 @@ def test_api_versions_ranges(target: Target) -> None:
         v3 = raw.call(
             "ApiVersions", 3, {"client_software_name": "kgroup-diff", "client_software_version": "1"}
         )
+        v4 = raw.call(
+            "ApiVersions", 4, {"client_software_name": "kgroup-diff", "client_software_version": "1"}
+        )
         v0 = raw.call("ApiVersions", 0)
     assert (v3["error_code"], v0["error_code"], v3["throttle_time"]) == (NONE, NONE, 0)
+    # transaction.version as Kafka 4.4.0 advertises it: finalized at 2 (so a Java producer uses
+    # transactions v2), supported 0-2 — a range with a 0 minimum only from v4 (left out of v3 answers)
+    transaction_version = {"name": "transaction.version", "max_version_level": 2, "min_version_level": 2}
+    for answer in (v3, v4):
+        assert [f for f in answer["finalized_features"] if f["name"] == "transaction.version"] == [
+            transaction_version
+        ]
+        assert answer["finalized_features_epoch"] >= 0
+    assert [f for f in v4["supported_features"] if f["name"] == "transaction.version"] == [
+        {"name": "transaction.version", "min_version": 0, "max_version": 2}
+    ]
+    assert [f for f in v3["supported_features"] if f["name"] == "transaction.version"] == []
     assert _ranges(v3) == _ranges(v0)
     ranges = _ranges(v3)
     # the same on both brokers: kgroup serves every version Kafka 4.4.0 serves for these APIs (each
@@ -92,10 +110,11 @@ def test_api_versions_ranges(target: Target) -> None:
     assert {key: ranges.get(key) for key in APACHE_RANGES} == APACHE_RANGES
     if target.kind == "kgroup":
         assert set(ranges) == set(APACHE_RANGES)  # kgroup serves these and no more
-        assert (v3["finalized_features_epoch"], v3["finalized_features"]) == (-1, [])
+        # kgroup finalizes transaction.version and no other feature (docs/transactions.md)
+        assert v3["finalized_features"] == [transaction_version]
     else:
         # Kafka serves some 70 APIs more (admin, transactions, KRaft, share and streams groups) and
-        # advertises its finalized features (group.version, …); kgroup advertises no features
+        # advertises its other finalized features (group.version, …), which kgroup does not
         assert len(ranges) > len(APACHE_RANGES) + 40
         assert {f["name"] for f in v3["finalized_features"]} >= {"metadata.version", "group.version"}
 

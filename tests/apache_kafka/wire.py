@@ -44,6 +44,7 @@ API = {
     "AddPartitionsToTxn": 24,
     "AddOffsetsToTxn": 25,
     "EndTxn": 26,
+    "TxnOffsetCommit": 28,
     "DescribeConfigs": 32,
     "DeleteGroups": 42,
     "SaslAuthenticate": 36,

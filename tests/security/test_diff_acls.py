@@ -114,6 +114,50 @@ def raw_requests(bootstrap: str) -> dict[str, Any]:
         )
         seen["metadata named"] = {t.name: int(t.error_code) for t in metadata.topics}
         seen.update(group_topic_requests(raw))
+        seen.update(txn_offset_commit_requests(raw))
+    return seen
+
+
+def txn_offset_commit_requests(raw: RawClient) -> dict[str, Any]:
+    """As alice, TxnOffsetCommit v3 (KafkaApis' order: the transactional id's WRITE, the group's READ,
+    each topic's READ): a transactional id she may not write, a group she may not read, and a topic she
+    may not read beside one she may (that one then answered by the coordinator: the producer is
+    unknown)."""
+    seen: dict[str, Any] = {}
+    for what, txn, group in (
+        ("txn offset commit d-tx-none", "d-tx-none", "d-group-ok"),
+        ("txn offset commit d-group-denied", "d-tx", "d-group-denied"),
+        ("txn offset commit d-group-ok", "d-tx", "d-group-ok"),
+    ):
+        answer = raw.request(
+            build(
+                request_class(28, 3),
+                {
+                    "transactional_id": txn,
+                    "group_id": group,
+                    "producer_id": 4242,
+                    "producer_epoch": 0,
+                    "generation_id": -1,
+                    "member_id": "",
+                    "group_instance_id": None,
+                    "topics": [
+                        {
+                            "name": name,
+                            "partitions": [
+                                {
+                                    "partition_index": 0,
+                                    "committed_offset": 1,
+                                    "committed_leader_epoch": -1,
+                                    "committed_metadata": "",
+                                }
+                            ],
+                        }
+                        for name in ("d-read", "d-none")
+                    ],
+                },
+            )
+        )
+        seen[what] = {t.name: [int(p.error_code) for p in t.partitions] for t in answer.topics}
     return seen
 
 
@@ -293,6 +337,7 @@ def scenario(bootstrap: str) -> dict[str, Any]:
         acl(ResourceType.GROUP, "d-group-ok", AclOperation.READ),
         acl(ResourceType.GROUP, "d-group-hb", AclOperation.READ),
         acl(ResourceType.TOPIC, "d-write", AclOperation.DESCRIBE_CONFIGS),
+        acl(ResourceType.TRANSACTIONAL_ID, "d-tx", AclOperation.WRITE),
     ]
     for future in admin.create_acls(grants).values():
         future.result(timeout=30)
@@ -406,3 +451,6 @@ def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> N
     assert theirs["consumer heartbeat d-group-hb [d-none]"] == (29, None)
     assert theirs["cluster acl named foo"][0] == "INVALID_REQUEST"
     assert theirs["regex heartbeat d-group-hb [d-.*] assigned"] == ["d-read", "d-write"]
+    assert theirs["txn offset commit d-tx-none"] == {"d-read": [53], "d-none": [53]}
+    assert theirs["txn offset commit d-group-denied"] == {"d-read": [30], "d-none": [30]}
+    assert theirs["txn offset commit d-group-ok"]["d-none"] == [29]

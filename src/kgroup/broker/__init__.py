@@ -22,4 +22,5 @@ from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_security,
     handlers_share_group,
     handlers_txn,
+    handlers_txn_offsets,
 )

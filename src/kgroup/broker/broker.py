@@ -139,6 +139,7 @@ class Broker:
             ),
             notify_appended=self.notify_appended,
         )
+        self.transactions.offsets_marker = self.coordinators.end_transaction
         self._limits = ConnectionLimits(config.max_connections, config.max_request_bytes)
         # large request frames' buffers, kept for the next ones (16 MiB at most, for every connection)
         self._frame_buffers = BufferPool()

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from random import Random
 from typing import Any, Protocol
 
-from kgroup.broker.internal_topic import OffsetsTopicRecords
+from kgroup.broker.internal_topic import OffsetsEntry, OffsetsTopicRecords
 from kgroup.broker.logapi import CoordinatorLogLike
 from kgroup.group import (
     ClassicGroups,
@@ -78,6 +78,7 @@ from kgroup.messages import (
     ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
     SyncGroupRequest,
+    TxnOffsetCommitRequest,
 )
 from kgroup.model import ErrorCode, PeerError, TopicId
 from kgroup.wire.apis import heartbeat as heartbeat_api
@@ -86,6 +87,7 @@ from kgroup.wire.apis import leave_group as leave_group_api
 from kgroup.wire.apis import offset_commit as offset_commit_api
 from kgroup.wire.apis import offset_fetch as offset_fetch_api
 from kgroup.wire.apis import sync_group as sync_group_api
+from kgroup.wire.apis import txn_offset_commit as txn_offset_commit_api
 from kgroup.wire.consumer_group import (
     consumer_group_describe_error_answer,
     consumer_group_heartbeat_error_answer,
@@ -120,6 +122,7 @@ _ERROR_ANSWERS: dict[type, Callable[[Any, ErrorCode], Response]] = {
     LeaveGroupRequest: leave_group_api.error_answer,
     OffsetCommitRequest: offset_commit_api.error_answer,
     OffsetFetchRequest: offset_fetch_api.error_answer,
+    TxnOffsetCommitRequest: txn_offset_commit_api.error_answer,
     ConsumerGroupHeartbeatRequest: consumer_group_heartbeat_error_answer,
     ConsumerGroupDescribeRequest: consumer_group_describe_error_answer,
     ShareGroupHeartbeatRequest: share_group_heartbeat_error_answer,
@@ -169,8 +172,8 @@ class OffLoop(Protocol):
     def __call__(self, function: Callable[..., Any], /, *args: Any) -> Awaitable[Any]: ...
 
 
-#: (group id, key, value) of the records Kafka writes to ``__consumer_offsets``
-OffsetsEntries = list[tuple[str, bytes, bytes | None]]
+#: (group id, key, value, producer) of the records Kafka writes to ``__consumer_offsets``
+OffsetsEntries = list[OffsetsEntry]
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,6 +484,27 @@ class CoordinatorHost:
         if future is not None and not future.done():
             future.set_result(body)
         # else: the connection that asked is gone (Kafka drops such a response too)
+
+    def end_transaction(self, partition: int, producer_id: int, committed: bool) -> bool:
+        """A transaction's marker reached ``__consumer_offsets``-``partition``: every coordinator ends
+        the producer's pending offsets of that partition's groups; False when that could not be
+        written (the marker is then tried again)."""
+        now = self.clock_ms()
+        count = len(self.placement.leaders)
+        rollbacks = self.rollbacks
+        for node, coordinator in list(self.coordinators.items()):
+            if not coordinator.pending_offsets:
+                continue
+            try:
+                result = coordinator.end_transaction(
+                    now, producer_id, committed, lambda g: coordinator_partition(g, count) == partition
+                )
+            except Exception:
+                log.exception("the coordinator failed ending producer %d's offsets; undoing it", producer_id)
+                self._undo_if_applied(node, coordinator, (), ErrorCode.UNKNOWN_SERVER_ERROR)
+                return False
+            self.apply(node, result)
+        return self.rollbacks == rollbacks
 
     def delete_group(self, node_id: int, group_id: str) -> ErrorCode:
         coordinator = self.coordinators.get(node_id)

@@ -198,6 +198,17 @@ class CoordinatorRuntime:
 
         return await self._on_coordinators(delete())
 
+    async def end_transaction(self, partition: int, producer_id: int, committed: bool) -> bool:
+        """A transaction marker reached ``__consumer_offsets``-``partition`` (from the transaction
+        host): the producer's pending offsets there are committed or dropped, durably; True once
+        written. Waits for the log's loading first."""
+        await self.wait_loaded()
+
+        async def end() -> bool:
+            return self.host.end_transaction(partition, producer_id, committed)
+
+        return await self._on_coordinators(end())
+
     async def inspect(self, read: Callable[[CoordinatorHost], T]) -> T:
         """``read(host)`` on the coordinators' thread, once loaded (tests, ``KafkaBroker.group``)."""
         await self.wait_loaded()

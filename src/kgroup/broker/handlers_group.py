@@ -93,6 +93,10 @@ def _topic_ids(ctx: RequestContext) -> TopicIds:
     return TopicIds(name_of_id, id_of_name)
 
 
+#: for the transactional offset commit's handler (:mod:`kgroup.broker.handlers_txn_offsets`)
+group_topic_ids = _topic_ids
+
+
 async def _translate(ctx: RequestContext, large: bool, function: Callable[..., T], *args: Any) -> T:
     """``function(*args)``, a translation between the wire and typed messages: a large one runs in
     the broker's codec thread, so the event loop keeps answering other connections meanwhile."""
@@ -335,6 +339,8 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
     for group in batch.groups:
         if ctx.pacer.due():
             await ctx.pacer.pause()
+        if batch.require_stable:
+            group = replace(group, require_stable=True)
         if _group_denied(ctx, AclOperation.DESCRIBE, group.group_id):
             answer: Response = OffsetFetchResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         else:

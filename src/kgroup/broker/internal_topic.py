@@ -47,6 +47,7 @@ from kgroup.group.records import (
     OffsetCommitted,
     Record,
     StaticMemberReplaced,
+    TxnOffsetCommitted,
 )
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
@@ -64,9 +65,10 @@ from kgroup.group.records.offsets_topic import (
 )
 from kgroup.group.records.serde import encode_record
 from kgroup.group.records.share import ShareGroupRecord
+from kgroup.log.batch import TRANSACTIONAL_MASK
 from kgroup.wire.varint import encode_varint
 
-__all__ = ["OffsetsTopicAppender", "OffsetsTopicRecords", "record_batch"]
+__all__ = ["OffsetsEntry", "OffsetsTopicAppender", "OffsetsTopicRecords", "record_batch"]
 
 log = logging.getLogger("kgroup.broker")
 
@@ -83,14 +85,21 @@ _KAFKA_FORMAT = (
     | ConsumerGroupRegularExpression
     | ShareGroupRecord
 )
+#: (group, key, value, the producer (id, epoch) of a transactional offset commit else None)
+OffsetsEntry = tuple[str, bytes, bytes | None, tuple[int, int] | None]
 #: RecordBatch v2 after its CRC: attributes, last offset delta, base and max timestamp, producer id,
 #: producer epoch, base sequence, record count
 _AFTER_CRC = struct.Struct(">hiqqqhii")
 
 
-def record_batch(entries: Sequence[tuple[bytes, bytes | None]], timestamp_ms: int) -> bytes:
-    """One uncompressed RecordBatch v2 (base offset 0, no producer, CreateTime ``timestamp_ms``)
-    holding ``entries`` as (key, value) records; a ``None`` value is a tombstone."""
+def record_batch(
+    entries: Sequence[tuple[bytes, bytes | None]],
+    timestamp_ms: int,
+    producer: tuple[int, int] | None = None,
+) -> bytes:
+    """One uncompressed RecordBatch v2 (base offset 0, CreateTime ``timestamp_ms``) holding ``entries``
+    as (key, value) records; a ``None`` value is a tombstone. With ``producer`` (id, epoch) it is that
+    producer's transactional batch (the group coordinator's own write), else it has no producer."""
     records = bytearray()
     for delta, (key, value) in enumerate(entries):
         body = bytearray(b"\x00")  # attributes
@@ -101,7 +110,16 @@ def record_batch(entries: Sequence[tuple[bytes, bytes | None]], timestamp_ms: in
         body += encode_varint(0)  # no headers
         records += encode_varint(len(body)) + body
     count = len(entries)
-    after_crc = _AFTER_CRC.pack(0, count - 1, timestamp_ms, timestamp_ms, -1, -1, -1, count) + records
+    # a transactional batch of the coordinator's is at sequence 0, as Kafka 4.4.0's coordinator writes it
+    attributes, producer_id, epoch, sequence = (
+        (0, -1, -1, -1) if producer is None else (TRANSACTIONAL_MASK, *producer, 0)
+    )
+    after_crc = (
+        _AFTER_CRC.pack(
+            attributes, count - 1, timestamp_ms, timestamp_ms, producer_id, epoch, sequence, count
+        )
+        + records
+    )
     length = 4 + 1 + 4 + len(after_crc)  # partition leader epoch, magic, crc, then the rest
     return struct.pack(">qiib", 0, length, -1, 2) + struct.pack(">I", crc32c(bytes(after_crc))) + after_crc
 
@@ -147,15 +165,20 @@ class OffsetsTopicRecords:
 
     def kafka_records(
         self, records: Sequence[Record], view: Callable[[str], GroupView | None]
-    ) -> list[tuple[str, bytes, bytes | None]]:
-        """(group, key, value) of the records Kafka writes for these coordinator records."""
-        out: list[tuple[str, bytes, bytes | None]] = []
+    ) -> list[OffsetsEntry]:
+        """(group, key, value, producer) of the records Kafka writes for these coordinator records: a
+        transactional offset commit is Kafka's offset commit record in its producer's transactional
+        batch (its end is the transaction's marker, which the transaction host appends)."""
+        out: list[OffsetsEntry] = []
         # a group created by an offset commit (not a JoinGroup) gets no GroupMetadata in Kafka
-        committed = {r.group_id for r in records if isinstance(r, OffsetCommitted)}
+        committed = {r.group_id for r in records if isinstance(r, OffsetCommitted | TxnOffsetCommitted)}
         for record in records:
-            if isinstance(record, _KAFKA_FORMAT):
+            if isinstance(record, TxnOffsetCommitted):
+                key, value = encode_record(OffsetCommitted(record.group_id, record.partition, record.value))
+                out.append((record.group_id, key, value, (record.producer_id, record.producer_epoch)))
+            elif isinstance(record, _KAFKA_FORMAT):
                 key, value = encode_record(record)
-                out.append((record.group_id, key, value))
+                out.append((record.group_id, key, value, None))
                 if isinstance(record, GroupDeleted):
                     self._state_since.pop(record.group_id, None)
             elif isinstance(record, GroupCreated):
@@ -164,7 +187,7 @@ class OffsetsTopicRecords:
                     continue
                 empty = GroupMetadataValue("", 0, None, None, record.timestamp_ms, ())
                 value = encode_group_metadata_value(empty, GROUP_METADATA_VALUE_VERSION)
-                out.append((record.group_id, _group_metadata_key(record.group_id), value))
+                out.append((record.group_id, _group_metadata_key(record.group_id), value, None))
             elif isinstance(record, GroupStateChanged):
                 since = self._state_since.get(record.group_id, record.timestamp_ms)
                 self._state_since[record.group_id] = record.timestamp_ms
@@ -178,13 +201,13 @@ class OffsetsTopicRecords:
                     value = _value(current, record.timestamp_ms, members=False)
                 else:
                     continue
-                out.append((record.group_id, _group_metadata_key(record.group_id), value))
+                out.append((record.group_id, _group_metadata_key(record.group_id), value, None))
             elif isinstance(record, StaticMemberReplaced):
                 current = view(record.group_id)
                 if current is not None and current.state is GroupState.STABLE:
                     since = self._state_since.get(record.group_id, -1)
                     value = _value(current, since, members=True)
-                    out.append((record.group_id, _group_metadata_key(record.group_id), value))
+                    out.append((record.group_id, _group_metadata_key(record.group_id), value, None))
         return out
 
 
@@ -197,22 +220,33 @@ class OffsetsTopicAppender:
         self.cluster = cluster
         self._notify = notify  # a parked fetch of the topic hears of the append
 
-    def append(self, now_ms: int, entries: Sequence[tuple[str, bytes, bytes | None]]) -> None:
-        """Append ``entries`` (group, key, value) written at ``now_ms`` (already in the coordinator
-        log)."""
+    def append(self, now_ms: int, entries: Sequence[OffsetsEntry]) -> None:
+        """Append ``entries`` (group, key, value, producer) written at ``now_ms`` (already in the
+        coordinator log): per partition, one batch per run of entries of one producer (none, or a
+        transaction's)."""
         if not entries:
             return
         partitions = self.cluster.config.offsets_topic_partitions
         try:
             self.cluster.ensure_offsets_topic()
-            by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
-            for group_id, key, value in entries:
-                by_partition.setdefault(coordinator_partition(group_id, partitions), []).append((key, value))
-            for partition, batch in sorted(by_partition.items()):
+            by_partition: dict[
+                int, list[tuple[tuple[int, int] | None, list[tuple[bytes, bytes | None]]]]
+            ] = {}
+            for group_id, key, value, producer in entries:
+                runs = by_partition.setdefault(coordinator_partition(group_id, partitions), [])
+                if not runs or runs[-1][0] != producer:
+                    runs.append((producer, []))
+                runs[-1][1].append((key, value))
+            for partition, runs in sorted(by_partition.items()):
                 plog = self.cluster.partition_log(OFFSETS_TOPIC, partition)
-                if plog is not None:
-                    data = record_batch(batch, now_ms)
-                    plog.append(plog.validate(data, now_ms=now_ms), now_ms=now_ms)
+                if plog is None:
+                    continue
+                for producer, batch in runs:
+                    data = record_batch(batch, now_ms, producer)
+                    if producer is None:
+                        plog.append(plog.validate(data, now_ms=now_ms), now_ms=now_ms)
+                    else:
+                        plog.append_coordinator(data, now_ms=now_ms)
                     if self._notify is not None:
                         self._notify(OFFSETS_TOPIC, partition, len(data))
         except Exception as exc:  # the coordinator's own log has the records: the broker keeps serving

@@ -70,6 +70,11 @@ class PartitionLogLike(Protocol):
         """Append a transaction's commit or abort marker (a control batch)."""
         ...
 
+    def append_coordinator(self, records: bytes | memoryview, *, now_ms: int) -> AppendResultLike:
+        """Append a batch the group coordinator wrote (Kafka's ``AppendOrigin.COORDINATOR``: its
+        transactional batches carry no sequence of their own)."""
+        ...
+
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None: ...
 
 

@@ -37,7 +37,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -157,6 +157,9 @@ class TransactionHost:
         self._loading: asyncio.Task[None] | None = None
         self.loaded = False
         self._closed = False
+        #: the group coordinators hear of a marker reaching an ``__consumer_offsets`` partition
+        #: (partition, producer id, committed); True once what it wrote is durable (the broker sets it)
+        self.offsets_marker: Callable[[int, int, bool], Awaitable[bool]] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
@@ -332,17 +335,18 @@ class TransactionHost:
         """Append the commit or abort marker to each partition of the transaction (``WriteTxnMarkers``;
         here, where every partition's log is, on the broker's loop), then complete the transaction.
         A partition gone since (its topic deleted) or refusing the marker (an older epoch) is logged
-        and passed, as Kafka's marker writer drops a marker whose partition is gone. The offsets
-        topic's partition (AddOffsetsToTxn) gets no marker yet: transactional offset commits are not
-        kept (docs/transactions.md)."""
+        and passed, as Kafka's marker writer drops a marker whose partition is gone. An
+        ``__consumer_offsets`` partition (AddOffsetsToTxn, TxnOffsetCommit v5) first tells the group
+        coordinators (``offsets_marker``), which commit or drop the transaction's pending offsets of
+        the partition's groups and persist that, then gets its marker like any partition."""
         now_ms = self.clock_ms()
         for tp in markers.partitions:
-            if tp.topic == OFFSETS_TOPIC:
-                continue
             plog = self.cluster.partition_log(tp.topic, tp.partition)
             if plog is None:
                 continue
             try:
+                if tp.topic == OFFSETS_TOPIC and self.offsets_marker is not None:
+                    await self._end_offsets(tp.partition, markers)
                 appended = plog.append_marker(
                     markers.producer_id,
                     markers.producer_epoch,
@@ -378,6 +382,18 @@ class TransactionHost:
             markers.producer_epoch,
         )
         await self._perform(completed)
+
+    async def _end_offsets(self, partition: int, markers: WriteMarkers) -> None:
+        """The group coordinators end the transaction's offsets of ``__consumer_offsets``-``partition``;
+        any failure (a write refused, the coordinators stopping) is an ``OSError``: the markers are
+        tried again and the transaction stays Prepare* — never completed with offsets left pending."""
+        assert self.offsets_marker is not None
+        try:
+            done = await self.offsets_marker(partition, markers.producer_id, markers.committed)
+        except Exception as exc:
+            raise OSError(f"the group coordinators could not end the transaction's offsets: {exc}") from exc
+        if not done:
+            raise OSError("the group coordinators could not write the transaction's end")
 
     async def _retry_markers(self, markers: WriteMarkers) -> None:
         if self._lock is None:

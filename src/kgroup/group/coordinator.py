@@ -9,7 +9,9 @@ says what each declares): a request goes to the kind that owns its group and ser
 the one kind that serves its type; a record to the kind that replays its type (a type two kinds
 replay, to the owner of its group); a timer to the kind that arms its kind of key; a task to the kind
 of its type. It answers itself only what spans the kinds: ListGroups, DescribeGroups, deleting,
-loading and unloading groups, checkpoints and snapshots.
+loading and unloading groups, checkpoints and snapshots — and keeps the transactional offset commits
+pending until their transactions end (:mod:`kgroup.group.txn_offsets`, ``end_transaction``;
+OffsetFetch's ``require_stable``).
 """
 
 from __future__ import annotations
@@ -26,15 +28,29 @@ from kgroup.group.config import CoordinatorConfig
 from kgroup.group.kind import GroupKind, Handler, UnknownGroupError
 from kgroup.group.kinds import registered_kinds
 from kgroup.group.metadata import EMPTY_IMAGE, MetadataImage
-from kgroup.group.records import OffsetAndMetadata, Record, TimerArmed, TimerDisarmed
+from kgroup.group.records import (
+    GroupDeleted,
+    OffsetAndMetadata,
+    OffsetCommitted,
+    Record,
+    TimerArmed,
+    TimerDisarmed,
+    TxnOffsetCommitted,
+    TxnOffsetsEnded,
+)
 from kgroup.group.timers import ScheduleTimer, TimerKey
 from kgroup.group.txn import CoordinatorResult, CoordinatorTask, Txn
+from kgroup.group.txn_offsets import PendingTxnOffsets
 from kgroup.messages import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Envelope,
     ListGroupsRequest,
     ListGroupsResponse,
+    OffsetFetchPartition,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    Reply,
 )
 from kgroup.model import ErrorCode, KgroupError, TopicPartition
 
@@ -108,6 +124,29 @@ class GroupCoordinator:
                 self._replayers[record_type] = (
                     replaying[0].replay if len(replaying) == 1 else partial(self._replay_by_owner, replaying)
                 )
+        #: transactional offset commits until their transactions end (kgroup.group.txn_offsets)
+        self.pending_offsets = pending = PendingTxnOffsets()
+        replay_commit = self._replayers[OffsetCommitted]
+        replay_deleted = self._replayers[GroupDeleted]
+
+        def replay_offset_commit(record: OffsetCommitted) -> None:
+            if pending:
+                pending.observe_commit(record.group_id, record.partition)
+            replay_commit(record)
+
+        def replay_group_deleted(record: GroupDeleted) -> None:
+            replay_deleted(record)
+            if pending:
+                pending.drop_group(record.group_id)
+
+        def materialise(record: OffsetCommitted) -> None:
+            if self._owner(record.group_id) is not None:
+                replay_offset_commit(record)
+
+        self._replayers[OffsetCommitted] = replay_offset_commit
+        self._replayers[GroupDeleted] = replay_group_deleted
+        self._replayers[TxnOffsetCommitted] = pending.replay_pending
+        self._replayers[TxnOffsetsEnded] = partial(pending.replay_ended, materialise=materialise)
 
     def kind(self, kind_type: type[K]) -> K:
         """The registered kind of ``kind_type`` (e.g. ``ClassicGroups``), to ask about its groups."""
@@ -126,9 +165,22 @@ class GroupCoordinator:
 
     def _txn(self, now_ms: int) -> Txn:
         txn = self._last_txn = Txn(
-            now_ms=now_ms, config=self.config, rng=self._rng, armed=self._armed, replay=self.replay
+            now_ms=now_ms,
+            config=self.config,
+            rng=self._rng,
+            armed=self._armed,
+            replay=self.replay,
+            observe_commits=self._observe_commits,
         )
         return txn
+
+    def _observe_commits(self, records: list[OffsetCommitted]) -> None:
+        """Commits a kind applied itself (``Txn.emit_all_to``): pending offsets of their partitions
+        are older."""
+        pending = self.pending_offsets
+        if pending:
+            for record in records:
+                pending.observe_commit(record.group_id, record.partition)
 
     def failed_call_applied(self) -> bool:
         """After a call raised: whether it had applied records before it did (records replay as they
@@ -142,6 +194,39 @@ class GroupCoordinator:
         handler = self._handler_of(body)
         txn = self._txn(now_ms)
         handler(txn, envelope, body)
+        if type(body) is OffsetFetchRequest and body.require_stable and self.pending_offsets:
+            self._mark_unstable(txn, body.group_id)
+        return txn.result()
+
+    def _mark_unstable(self, txn: Txn, group_id: str) -> None:
+        """OffsetFetch with ``require_stable``: each partition answered while an open transaction
+        holds an offset of it is UNSTABLE_OFFSET_COMMIT (offset -1), as ``OffsetMetadataManager.fetchOffsets``
+        and ``fetchAllOffsets`` answer it."""
+        pending = self.pending_offsets
+        for index, reply in enumerate(txn.replies):
+            body = reply.body
+            if not isinstance(body, OffsetFetchResponse) or body.error_code != ErrorCode.NONE:
+                continue
+            partitions = tuple(
+                OffsetFetchPartition(p.partition, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+                if p.error_code == ErrorCode.NONE and pending.has_pending(group_id, p.partition)
+                else p
+                for p in body.partitions
+            )
+            txn.replies[index] = Reply(
+                reply.connection, reply.correlation_id, OffsetFetchResponse(ErrorCode.NONE, partitions)
+            )
+
+    def end_transaction(
+        self, now_ms: int, producer_id: int, committed: bool, in_partition: Callable[[str], bool]
+    ) -> CoordinatorResult:
+        """A transaction's marker reached an ``__consumer_offsets`` partition (``in_partition`` says
+        which groups it holds): each of its groups holding offsets of ``producer_id`` gets a
+        :class:`TxnOffsetsEnded` (Kafka's ``replayEndTransactionMarker``)."""
+        txn = self._txn(now_ms)
+        for group_id in self.pending_offsets.groups_of(producer_id):
+            if in_partition(group_id):
+                txn.emit(TxnOffsetsEnded(group_id, producer_id, committed))
         return txn.result()
 
     def _handler_of(self, body: object) -> Handler:
@@ -275,11 +360,14 @@ class GroupCoordinator:
 
     def checkpoint(self) -> Iterator[Record]:
         """Records that rebuild this coordinator's state exactly when replayed into an empty one: each
-        kind's (for a classic group a :class:`GroupRestored` and its offsets), then the armed timers (in
-        arming order). A host compacts its log with them: the records written after the checkpoint
-        replay onto its state as they did onto the original's."""
+        kind's (for a classic group a :class:`GroupRestored` and its offsets) between the open
+        transactions' pending offsets a later commit superseded (before) and the others (after), then
+        the armed timers (in arming order). A host compacts its log with them: the records written
+        after the checkpoint replay onto its state as they did onto the original's."""
+        yield from self.pending_offsets.checkpoint_superseded()
         for kind in self._kinds:
             yield from kind.checkpoint()
+        yield from self.pending_offsets.checkpoint_live()
         for key, deadline in self._armed.items():
             yield TimerArmed(key, deadline)
 
@@ -297,6 +385,9 @@ class GroupCoordinator:
 
     def snapshot(self) -> CoordinatorSnapshot:
         return CoordinatorSnapshot(
-            kinds=tuple((kind.name, kind.snapshot()) for kind in self._kinds),
+            kinds=(
+                *((kind.name, kind.snapshot()) for kind in self._kinds),
+                ("pending_offsets", self.pending_offsets.snapshot()),
+            ),
             timers=tuple(sorted(self._armed.items())),
         )

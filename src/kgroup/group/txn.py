@@ -57,6 +57,7 @@ class Txn:
     """The context a handler works in: the clock, the armed timers, and the effects it collects."""
 
     __slots__ = (
+        "_observe_commits",
         "_replay",
         "armed",
         "config",
@@ -77,8 +78,10 @@ class Txn:
         rng: Random,
         armed: dict[TimerKey, int],
         replay: Callable[[Record], None],
+        observe_commits: Callable[[list[OffsetCommitted]], None] | None = None,
     ) -> None:
         self.now_ms = now_ms
+        self._observe_commits = observe_commits
         self.config = config
         self.rng = rng
         self.armed = armed
@@ -100,6 +103,8 @@ class Txn:
         """:meth:`emit` for each of ``records`` of ``group`` (which exists), in order: the group
         replays them, exactly as the coordinator's ``replay`` would hand them over (commits)."""
         self.records.extend(records)  # counted first: a failure part-way is seen as applied
+        if self._observe_commits is not None:
+            self._observe_commits(records)
         apply = group.apply
         for record in records:
             apply(record)

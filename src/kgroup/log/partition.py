@@ -294,6 +294,17 @@ class PartitionLog:
             valid_bytes=size,
         )
 
+    def append_coordinator(self, records: bytes | memoryview, *, now_ms: int) -> AppendResult:
+        """Append a batch the group coordinator wrote to ``__consumer_offsets`` (Kafka's
+        ``AppendOrigin.COORDINATOR``): trusted as the broker's own, not checked as a client's (its
+        transactional batches are all at sequence 0: no sequence is kept for them)."""
+        self._open()
+        data = bytes(records)
+        header = parse_header(data)
+        return self._append_validated(
+            ValidatedBatch(header=header, data=data, records_max_timestamp=header.max_timestamp), now_ms
+        )
+
     def append_marker(
         self, producer_id: int, producer_epoch: int, committed: bool, coordinator_epoch: int, *, now_ms: int
     ) -> AppendResult:

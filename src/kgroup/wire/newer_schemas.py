@@ -16,11 +16,14 @@ as meant: the right ones answered, another cluster or node ``REBOOTSTRAP_REQUIRE
   broker of another cluster or with another node id answers ``REBOOTSTRAP_REQUIRED``. The response is
   v4's.
 * **DeleteGroups v3**: the request is v2's; each result adds ``error_message`` (nullable string).
+* **TxnOffsetCommit v6** (KIP-1319): v5's request and response with each topic named by its id
+  (``topic_id``, a uuid) instead of its name.
 """
 
 # no ``from __future__ import annotations``: kio reads the fields' types as objects, as in its
 # own generated modules
 import dataclasses
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -29,7 +32,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
-from kio.schema.types import GroupId
+from kio.schema.types import GroupId, ProducerId, TransactionalId
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i32Timedelta, i64
 
@@ -146,10 +149,88 @@ class DeleteGroupsResponse:
     results: tuple[DeletableGroupResult, ...]
 
 
+# --- TxnOffsetCommit v6 ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequestPartition:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(28)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    partition_index: i32 = field(metadata={"kafka_type": "int32"})
+    committed_offset: i64 = field(metadata={"kafka_type": "int64"})
+    committed_leader_epoch: i32 = field(metadata={"kafka_type": "int32"}, default=i32(-1))
+    committed_metadata: str | None = field(metadata={"kafka_type": "string"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequestTopic:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(28)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
+    partitions: tuple[TxnOffsetCommitRequestPartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(28)
+    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
+    transactional_id: TransactionalId = field(metadata={"kafka_type": "string"})
+    group_id: GroupId = field(metadata={"kafka_type": "string"})
+    producer_id: ProducerId = field(metadata={"kafka_type": "int64"})
+    producer_epoch: i16 = field(metadata={"kafka_type": "int16"})
+    generation_id: i32 = field(metadata={"kafka_type": "int32"}, default=i32(-1))
+    member_id: str = field(metadata={"kafka_type": "string"}, default="")
+    group_instance_id: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    topics: tuple[TxnOffsetCommitRequestTopic, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitResponsePartition:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(28)
+    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
+    partition_index: i32 = field(metadata={"kafka_type": "int32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitResponseTopic:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(28)
+    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
+    topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
+    partitions: tuple[TxnOffsetCommitResponsePartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommitResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(6)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(28)
+    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    topics: tuple[TxnOffsetCommitResponseTopic, ...]
+
+
 #: (kio's name of the API, version) -> (request class, response class)
 _SCHEMAS: dict[tuple[str, int], tuple[type[Any], type[Any]]] = {
     ("api_versions", 5): (ApiVersionsRequest, ApiVersionsResponse),
     ("delete_groups", 3): (DeleteGroupsRequest, DeleteGroupsResponse),
+    ("txn_offset_commit", 6): (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
 }
 
 

@@ -10,7 +10,7 @@ from kgroup.group.classic.admin import delete_group, described, listed, unload
 from kgroup.group.classic.group import GroupData, GroupView
 from kgroup.group.classic.join import handle_join
 from kgroup.group.classic.membership import handle_heartbeat, handle_leave, handle_sync
-from kgroup.group.classic.offsets import handle_offset_commit, handle_offset_fetch
+from kgroup.group.classic.offsets import handle_offset_commit, handle_offset_fetch, handle_txn_offset_commit
 from kgroup.group.classic.rebalance import (
     expire_heartbeat,
     expire_pending_sync,
@@ -42,6 +42,7 @@ from kgroup.messages import (
     OffsetCommitRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
+    TxnOffsetCommitRequest,
 )
 from kgroup.model import ErrorCode, KgroupError, TopicPartition
 
@@ -60,6 +61,7 @@ HANDLERS: dict[type, _ClassicHandler] = {
     LeaveGroupRequest: handle_leave,
     OffsetCommitRequest: handle_offset_commit,
     OffsetFetchRequest: handle_offset_fetch,
+    TxnOffsetCommitRequest: handle_txn_offset_commit,
 }
 
 

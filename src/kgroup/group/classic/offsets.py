@@ -11,6 +11,7 @@ from kgroup.group.classic.rebalance import reschedule_heartbeat
 from kgroup.group.records import GroupCreated, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.states import GroupState
 from kgroup.group.txn import Txn
+from kgroup.group.txn_offsets import pending_commits
 from kgroup.messages import (
     Envelope,
     OffsetCommitRequest,
@@ -18,19 +19,26 @@ from kgroup.messages import (
     OffsetFetchPartition,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
 
-__all__ = ["handle_offset_commit", "handle_offset_fetch"]
+__all__ = ["handle_offset_commit", "handle_offset_fetch", "handle_txn_offset_commit"]
 
 S = GroupState
 
 #: from OffsetCommit v9 a commit with a generation for a group that does not exist gets GROUP_ID_NOT_FOUND
 _GROUP_ID_NOT_FOUND_VERSION = 9
+#: from TxnOffsetCommit v6 (KIP-1319) the same, and STALE_MEMBER_EPOCH is answered as it is
+TXN_GROUP_ID_NOT_FOUND_VERSION = 6
 
 
-def _validate_commit(group: GroupData, req: OffsetCommitRequest) -> ErrorCode | None:
-    """``ClassicGroup.validateOffsetCommit`` for a (non-transactional) OffsetCommit."""
+def _validate_commit(
+    group: GroupData, req: OffsetCommitRequest | TxnOffsetCommitRequest, *, transactional: bool = False
+) -> ErrorCode | None:
+    """``ClassicGroup.validateOffsetCommit``; a TxnOffsetCommit (``transactional``) is not refused for
+    a member-less commit to a group that is not Empty, nor while the group completes a rebalance."""
     if group.in_state(S.DEAD):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if req.generation_id < 0 and group.in_state(S.EMPTY):
@@ -41,12 +49,41 @@ def _validate_commit(group: GroupData, req: OffsetCommitRequest) -> ErrorCode | 
             return error
         if req.generation_id != group.generation:
             return ErrorCode.ILLEGAL_GENERATION
-    elif not group.in_state(S.EMPTY):
+    elif not transactional and not group.in_state(S.EMPTY):
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if group.in_state(S.COMPLETING_REBALANCE):
+    if not transactional and group.in_state(S.COMPLETING_REBALANCE):
         # the member saw the new generation but has not synced: let it finish the rebalance first
         return ErrorCode.REBALANCE_IN_PROGRESS
     return None
+
+
+def handle_txn_offset_commit(
+    txn: Txn, groups: dict[str, GroupData], env: Envelope, req: TxnOffsetCommitRequest
+) -> None:
+    """``OffsetMetadataManager.commitTransactionalOffset`` for a classic group (or none yet): the
+    offsets are written pending (:mod:`kgroup.group.txn_offsets`) until the transaction ends."""
+    group = groups.get(req.group_id)
+    if group is None:
+        if req.generation_id >= 0:
+            code = (
+                ErrorCode.GROUP_ID_NOT_FOUND
+                if env.api_version >= TXN_GROUP_ID_NOT_FOUND_VERSION
+                else ErrorCode.ILLEGAL_GENERATION
+            )
+            body = TxnOffsetCommitResponse(tuple((p.partition, code) for p in req.offsets))
+            txn.reply(env.connection, env.correlation_id, body)
+            return
+        txn.emit(GroupCreated(req.group_id, txn.now_ms))  # a "simple" group, created by the commit
+        group = groups[req.group_id]
+    error = _validate_commit(group, req, transactional=True)
+    if error is not None:
+        body = TxnOffsetCommitResponse(tuple((p.partition, error) for p in req.offsets))
+        txn.reply(env.connection, env.correlation_id, body)
+        return
+    results, records = pending_commits(txn, group.group_id, req, req.offsets)
+    for record in records:
+        txn.emit(record)
+    txn.reply(env.connection, env.correlation_id, TxnOffsetCommitResponse(tuple(results)))
 
 
 def _answer_all(txn: Txn, env: Envelope, req: OffsetCommitRequest, error: ErrorCode) -> None:

@@ -20,6 +20,7 @@ from kgroup.group.consumer.requests import (
     handle_consumer_describe,
     handle_consumer_offset_commit,
     handle_consumer_offset_fetch,
+    handle_consumer_txn_offset_commit,
     listed_consumer_group,
     restart_sessions,
 )
@@ -49,6 +50,7 @@ from kgroup.messages import (
     OffsetCommitRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
+    TxnOffsetCommitRequest,
 )
 from kgroup.model import ErrorCode, KgroupError, TopicPartition
 
@@ -100,6 +102,9 @@ class ConsumerGroups:
             ),
             OffsetFetchRequest: lambda txn, env, req: handle_consumer_offset_fetch(
                 txn, env, req, groups[req.group_id]
+            ),
+            TxnOffsetCommitRequest: lambda txn, env, req: handle_consumer_txn_offset_commit(
+                txn, env, req, groups[req.group_id], ctx
             ),
             JoinGroupRequest: self._join,
             SyncGroupRequest: lambda txn, env, req: classic_sync(txn, env, req, groups[req.group_id], ctx),

@@ -20,6 +20,7 @@ from kgroup.group.records.consumer import (
     ConsumerGroupTargetAssignmentMetadata,
 )
 from kgroup.group.txn import Txn
+from kgroup.group.txn_offsets import metadata_too_large, pending_commits
 from kgroup.javacompat import JavaHashSet, java_integer_hash, java_string_hash
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
@@ -34,6 +35,8 @@ from kgroup.messages import (
     OffsetFetchPartition,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 from kgroup.model import ErrorCode, TopicId, TopicPartition
 
@@ -42,6 +45,7 @@ __all__ = [
     "handle_consumer_describe",
     "handle_consumer_offset_commit",
     "handle_consumer_offset_fetch",
+    "handle_consumer_txn_offset_commit",
     "listed_consumer_group",
 ]
 
@@ -161,12 +165,20 @@ def delete_consumer_group(txn: Txn, group: ConsumerGroupData, *, keep_offsets: b
 
 
 def _validate_commit(
-    group: ConsumerGroupData, req: OffsetCommitRequest, version: int
+    group: ConsumerGroupData,
+    req: OffsetCommitRequest | TxnOffsetCommitRequest,
+    version: int,
+    *,
+    transactional: bool = False,
 ) -> Callable[[TopicPartition, TopicId | None], None] | None:
     """``ConsumerGroup.validateOffsetCommit``: ``None`` when every partition may be committed, else a
-    per-partition check (raising :class:`ApiError`) against the epoch each partition was assigned at."""
+    per-partition check (raising :class:`ApiError`) against the epoch each partition was assigned at.
+    A TxnOffsetCommit (``transactional``) with no member (epoch -1, no member or instance id) passes,
+    and needs no version."""
     epoch = req.generation_id
     if epoch < 0 and not group.members:
+        return None
+    if transactional and epoch == -1 and not req.member_id and req.group_instance_id is None:
         return None
     member = group.members.get(req.member_id)
     if member is None:
@@ -174,7 +186,7 @@ def _validate_commit(
             ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {group.group_id}."
         )
     classic = member.uses_classic_protocol
-    if not classic and version < _MEMBER_EPOCH_COMMIT_VERSION:
+    if not transactional and not classic and version < _MEMBER_EPOCH_COMMIT_VERSION:
         raise ApiError(
             ErrorCode.UNSUPPORTED_VERSION,
             "OffsetCommit version 9 or above must be used by members using the consumer group protocol",
@@ -238,6 +250,38 @@ def handle_consumer_offset_commit(
         return
     txn.emit_all_to(group, committed)
     txn.reply(env.connection, env.correlation_id, OffsetCommitResponse(tuple(results)))
+
+
+#: TxnOffsetCommit answers STALE_MEMBER_EPOCH from v6 (KIP-1319), ILLEGAL_GENERATION before
+_TXN_STALE_MEMBER_EPOCH_VERSION = 6
+
+
+def handle_consumer_txn_offset_commit(
+    txn: Txn, env: Envelope, req: TxnOffsetCommitRequest, group: ConsumerGroupData, ctx: ConsumerContext
+) -> None:
+    """``OffsetMetadataManager.commitTransactionalOffset`` for a consumer group: the member epoch
+    checked as for OffsetCommit (STALE_MEMBER_EPOCH is ILLEGAL_GENERATION before v6), each partition's
+    metadata first, and the offsets written pending until the transaction ends."""
+    version = env.api_version
+    try:
+        check = _validate_commit(group, req, version, transactional=True)
+        if check is not None:
+            max_bytes = txn.config.offset_metadata_max_bytes
+            for entry in req.offsets:
+                if not metadata_too_large(entry.committed_metadata, max_bytes):
+                    topic = ctx.image.topic(entry.partition.topic)
+                    check(entry.partition, topic.topic_id if topic is not None else None)
+    except ApiError as error:
+        code = error.code
+        if code is ErrorCode.STALE_MEMBER_EPOCH and version < _TXN_STALE_MEMBER_EPOCH_VERSION:
+            code = ErrorCode.ILLEGAL_GENERATION
+        body = TxnOffsetCommitResponse(tuple((p.partition, code) for p in req.offsets))
+        txn.reply(env.connection, env.correlation_id, body)
+        return
+    results, records = pending_commits(txn, group.group_id, req, req.offsets)
+    for record in records:
+        txn.emit(record)
+    txn.reply(env.connection, env.correlation_id, TxnOffsetCommitResponse(tuple(results)))
 
 
 def handle_consumer_offset_fetch(

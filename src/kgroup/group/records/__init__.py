@@ -46,6 +46,8 @@ __all__ = [
     "StaticMemberReplaced",
     "TimerArmed",
     "TimerDisarmed",
+    "TxnOffsetCommitted",
+    "TxnOffsetsEnded",
 ]
 
 
@@ -230,6 +232,30 @@ class OffsetCommitted:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
+class TxnOffsetCommitted:
+    """An offset committed inside producer ``producer_id``'s transaction (TxnOffsetCommit): pending
+    until the transaction ends (:class:`TxnOffsetsEnded`), never read by OffsetFetch before."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    partition: TopicPartition
+    value: OffsetAndMetadata
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class TxnOffsetsEnded:
+    """Producer ``producer_id``'s transaction ended (its marker reached the group's ``__consumer_offsets``
+    partition): its pending offsets of the group are committed (``committed``) or dropped."""
+
+    group_id: str
+    producer_id: int
+    committed: bool
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
 class GroupDeleted:
     """Tombstone: the group and its offsets are gone."""
 
@@ -306,4 +332,6 @@ Record = (
     | GroupRestored
     | ConsumerGroupRecord
     | ShareGroupRecord
+    | TxnOffsetCommitted
+    | TxnOffsetsEnded
 )

@@ -54,6 +54,8 @@ from kgroup.group.records import (
     StaticMemberReplaced,
     TimerArmed,
     TimerDisarmed,
+    TxnOffsetCommitted,
+    TxnOffsetsEnded,
 )
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
@@ -128,6 +130,8 @@ _TYPES: dict[type, int] = {
     TimerArmed: 14,
     TimerDisarmed: 15,
     GroupRestored: 16,
+    TxnOffsetCommitted: 17,
+    TxnOffsetsEnded: 18,
 }
 _STATES = {state.kafka_name: state for state in GroupState}
 _CONSUMER_GROUP_KEY_VERSIONS = frozenset(CONSUMER_GROUP_RECORD_TYPES.values())
@@ -285,6 +289,19 @@ def _write_kgroup_value(w: Writer, record: Record) -> None:
         w.strings(record.key.parts())
     elif isinstance(record, GroupRestored):
         _write_restored(w, record)
+    elif isinstance(record, TxnOffsetCommitted):
+        w.i64(record.producer_id)
+        w.i16(record.producer_epoch)
+        w.string(record.partition.topic)
+        w.i32(record.partition.partition)
+        value = record.value
+        w.i64(value.offset)
+        w.i32(value.leader_epoch)
+        w.string(value.metadata)
+        w.i64(value.commit_timestamp_ms)
+    elif isinstance(record, TxnOffsetsEnded):
+        w.i64(record.producer_id)
+        w.boolean(record.committed)
     else:  # pragma: no cover - _TYPES and this chain list the same records
         raise AssertionError(f"no kgroup layout for {type(record).__name__}")
 
@@ -326,6 +343,12 @@ def _read_kgroup_value(kind: int, group_id: str, r: Reader) -> Record:
         return TimerDisarmed(_timer_key(r))
     if kind == 16:
         return _read_restored(group_id, r)
+    if kind == 17:
+        producer_id, epoch, topic, partition = r.i64(), r.i16(), r.string(), r.i32()
+        value = OffsetAndMetadata(r.i64(), r.i32(), r.nullable_string(), r.i64())
+        return TxnOffsetCommitted(group_id, producer_id, epoch, TopicPartition(topic, partition), value)
+    if kind == 18:
+        return TxnOffsetsEnded(group_id, r.i64(), r.boolean())
     raise PeerError(f"{r.what}: unknown kgroup record type {kind}")
 
 

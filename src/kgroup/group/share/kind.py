@@ -39,6 +39,8 @@ from kgroup.messages import (
     OffsetCommitResponse,
     ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 from kgroup.model import ErrorCode, KgroupError, TopicPartition
 
@@ -80,6 +82,14 @@ class ShareGroups:
                 env.connection,
                 env.correlation_id,
                 OffsetCommitResponse(tuple((p.partition, ErrorCode.GROUP_ID_NOT_FOUND) for p in req.offsets)),
+            ),
+            # ShareGroup.validateOffsetCommit: "Group … is not a consumer group." at every version
+            TxnOffsetCommitRequest: lambda txn, env, req: txn.reply(
+                env.connection,
+                env.correlation_id,
+                TxnOffsetCommitResponse(
+                    tuple((p.partition, ErrorCode.GROUP_ID_NOT_FOUND) for p in req.offsets)
+                ),
             ),
         }
 

@@ -104,7 +104,6 @@ def client_driver_jar(libs: KafkaLibs | None = None) -> Path:
     return compile_jar([_SOURCE], classpath, cache_root() / "java", "kgroup-client-driver")
 
 
-
 def _partitions(rows: Iterable[Sequence[Any]]) -> frozenset[TopicPartition]:
     return frozenset(TopicPartition(str(row[0]), int(row[1])) for row in rows)
 
@@ -789,6 +788,42 @@ class JavaProducer(_JavaClient):
             for e in events
             if e["event"] == "sent"
         ]
+
+    def transaction(
+        self,
+        op: str,
+        *,
+        offsets: Mapping[TopicPartition, int] | None = None,
+        group: str | None = None,
+        generation: int = -1,
+        member_id: str = "",
+        instance_id: str | None = None,
+        timeout_s: float = DEFAULT_WAIT_S,
+    ) -> dict[str, Any] | None:
+        """One step of a transactional producer (``transactional.id`` in its config): ``init``,
+        ``begin``, ``send_offsets`` (``offsets`` for ``group`` with its ``generation``, ``member_id``
+        and ``instance_id``: a ``ConsumerGroupMetadata``), ``commit`` or ``abort``. The exception it
+        threw (``{"type", "message", ...}``), or ``None`` when it succeeded."""
+        if op not in ("init", "begin", "send_offsets", "commit", "abort"):
+            raise JavaClientError(
+                f"op: {op!r} is not a transaction step; give init, begin, send_offsets, commit or abort"
+            )
+        command: dict[str, Any] = {"cmd": "txn", "op": op}
+        if op == "send_offsets":
+            command |= {
+                "offsets": [[tp.topic, tp.partition, offset] for tp, offset in (offsets or {}).items()],
+                "group": group,
+                "generation": generation,
+                "member_id": member_id,
+                "instance_id": instance_id,
+            }
+        mark = self.mark()
+        self.send(command)
+        done = self.wait_for(
+            lambda e: e["event"] == "txn" and e["op"] == op, since=mark, timeout_s=timeout_s, what=f"txn {op}"
+        )
+        error: dict[str, Any] | None = done.get("error")
+        return error
 
 
 _SHORT_NAMES = {

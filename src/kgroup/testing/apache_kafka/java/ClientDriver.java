@@ -73,7 +73,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * throws), so the test has acted on the event before the consumer goes on: before it fetches newly
  * assigned partitions, and before a revoked one can go to another member (at {@code close()}, before
  * the LeaveGroup). The producer prints {@code started}, {@code sent} per record (partition, offset)
- * or {@code send_error}, {@code flushed} after each {@code send} command, and {@code closed}.
+ * or {@code send_error}, {@code flushed} after each {@code send} command, {@code txn} after each
+ * {@code txn} command (a transactional producer's init, begin, send_offsets, commit, abort), and
+ * {@code closed}.
  * The end of stdin is a {@code close}: a driver whose parent died does not stay behind.
  */
 public final class ClientDriver {
@@ -462,6 +464,10 @@ public final class ClientDriver {
                 }
                 return;
             }
+            if (cmd.equals("txn")) {
+                transaction(producer, command);
+                continue;
+            }
             if (!cmd.equals("send")) {
                 emit(event("bad_command", "line", command.toString(), "error", null));
                 continue;
@@ -497,6 +503,46 @@ public final class ClientDriver {
             }
             producer.flush();
             emit(event("flushed", "count", count, "failed", failed.get()));
+        }
+    }
+
+    /**
+     * A transactional producer's step: {@code "op"} is {@code init}, {@code begin}, {@code commit},
+     * {@code abort} or {@code send_offsets} ({@code "offsets": [[topic, partition, offset]]} with the
+     * group's {@code "group"}, {@code "generation"}, {@code "member_id"} and {@code "instance_id"}, a
+     * {@code ConsumerGroupMetadata}); prints {@code txn} with the op and its {@code error} (null when it
+     * succeeded).
+     */
+    static void transaction(KafkaProducer<Object, String> producer, JsonNode command) {
+        String op = command.path("op").asText();
+        try {
+            switch (op) {
+                case "init" -> producer.initTransactions();
+                case "begin" -> producer.beginTransaction();
+                case "commit" -> producer.commitTransaction();
+                case "abort" -> producer.abortTransaction();
+                case "send_offsets" -> {
+                    Map<org.apache.kafka.common.TopicPartition,
+                            org.apache.kafka.clients.consumer.OffsetAndMetadata> offsets = new LinkedHashMap<>();
+                    for (JsonNode row : command.path("offsets")) {
+                        offsets.put(new org.apache.kafka.common.TopicPartition(row.get(0).asText(), row.get(1).asInt()),
+                                new org.apache.kafka.clients.consumer.OffsetAndMetadata(row.get(2).asLong()));
+                    }
+                    String instance = command.path("instance_id").isTextual()
+                            ? command.path("instance_id").asText() : null;
+                    producer.sendOffsetsToTransaction(offsets,
+                            new org.apache.kafka.clients.consumer.ConsumerGroupMetadata(
+                                    command.path("group").asText(), command.path("generation").asInt(-1),
+                                    command.path("member_id").asText(""), java.util.Optional.ofNullable(instance)));
+                }
+                default -> {
+                    emit(event("bad_command", "line", command.toString(), "error", null));
+                    return;
+                }
+            }
+            emit(event("txn", "op", op, "error", null));
+        } catch (Exception e) {
+            emit(event("txn", "op", op, "error", errorOf(e)));
         }
     }
 }

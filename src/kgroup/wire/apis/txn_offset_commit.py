@@ -1,0 +1,131 @@
+"""TxnOffsetCommit (API key 28), v0-v6, both directions.
+
+As OffsetCommit's translation (:mod:`kgroup.wire.apis.offset_commit`): the typed request is flat, one
+:class:`~kgroup.messages.OffsetCommitPartition` per partition in the request's order, and the answer is
+grouped by topic in the order topics first appear. v2 adds each partition's leader epoch, v3 the
+generation (or member epoch), member id and group instance id (KIP-447); v6 (KIP-1319) names each topic
+by its id, translated through a :class:`~kgroup.wire.apis._common.TopicIds` (an id the side does not
+know stands under a name no topic has, answered UNKNOWN_TOPIC_ID).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kgroup.messages import OffsetCommitPartition, TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from kgroup.model import ErrorCode, TopicPartition
+from kgroup.wire.api_keys import ApiKey
+from kgroup.wire.apis._common import TopicIds, by_topic, need_topic_ids, request_entity, response_entity
+from kgroup.wire.codec import build, error_from_wire
+
+__all__ = [
+    "TOPIC_IDS",
+    "error_answer",
+    "request_from_wire",
+    "request_to_wire",
+    "response_from_wire",
+    "response_to_wire",
+]
+
+#: the first version that names topics by id
+TOPIC_IDS = 6
+_KEY = ApiKey.TXN_OFFSET_COMMIT
+
+
+def request_to_wire(body: TxnOffsetCommitRequest, version: int, topic_ids: TopicIds | None = None) -> Any:
+    ids = need_topic_ids(_KEY, version, topic_ids) if version >= TOPIC_IDS else None
+    topics = by_topic((o.partition.topic, o) for o in body.offsets)
+    return build(
+        request_entity(_KEY, version),
+        {
+            "transactional_id": body.transactional_id,
+            "group_id": body.group_id,
+            "producer_id": body.producer_id,
+            "producer_epoch": body.producer_epoch,
+            "generation_id": body.generation_id,
+            "member_id": body.member_id,
+            "group_instance_id": body.group_instance_id,
+            "topics": [
+                {
+                    **({"topic_id": ids.id(name)} if ids is not None else {"name": name}),
+                    "partitions": [
+                        {
+                            "partition_index": o.partition.partition,
+                            "committed_offset": o.committed_offset,
+                            "committed_leader_epoch": o.committed_leader_epoch,
+                            "committed_metadata": o.committed_metadata,
+                        }
+                        for o in offsets
+                    ],
+                }
+                for name, offsets in topics.items()
+            ],
+        },
+    )
+
+
+def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> TxnOffsetCommitRequest:
+    version = int(request.__version__)
+    if version >= TOPIC_IDS:
+        ids = need_topic_ids(_KEY, version, topic_ids)
+        names = [ids.name(t.topic_id) for t in request.topics]
+    else:
+        names = [t.name for t in request.topics]
+    return TxnOffsetCommitRequest(
+        group_id=request.group_id,
+        transactional_id=request.transactional_id,
+        producer_id=int(request.producer_id),
+        producer_epoch=int(request.producer_epoch),
+        offsets=tuple(
+            OffsetCommitPartition(
+                TopicPartition(name, int(p.partition_index)),
+                int(p.committed_offset),
+                p.committed_metadata,
+                int(getattr(p, "committed_leader_epoch", -1)),
+            )
+            for t, name in zip(request.topics, names, strict=True)
+            for p in t.partitions
+        ),
+        generation_id=int(getattr(request, "generation_id", -1)),
+        member_id=getattr(request, "member_id", ""),
+        group_instance_id=getattr(request, "group_instance_id", None),
+    )
+
+
+def response_to_wire(body: TxnOffsetCommitResponse, version: int, topic_ids: TopicIds | None = None) -> Any:
+    ids = need_topic_ids(_KEY, version, topic_ids) if version >= TOPIC_IDS else None
+    topics = by_topic((tp.topic, (tp.partition, code)) for tp, code in body.results)
+    return build(
+        response_entity(_KEY, version),
+        {
+            "throttle_time": 0,
+            "topics": [
+                {
+                    **({"topic_id": ids.id(name)} if ids is not None else {"name": name}),
+                    "partitions": [{"partition_index": i, "error_code": c} for i, c in entries],
+                }
+                for name, entries in topics.items()
+            ],
+        },
+    )
+
+
+def response_from_wire(response: Any, topic_ids: TopicIds | None = None) -> TxnOffsetCommitResponse:
+    version = int(response.__version__)
+    if version >= TOPIC_IDS:
+        ids = need_topic_ids(_KEY, version, topic_ids)
+        names = [ids.name(t.topic_id) for t in response.topics]
+    else:
+        names = [t.name for t in response.topics]
+    return TxnOffsetCommitResponse(
+        tuple(
+            (TopicPartition(name, int(p.partition_index)), error_from_wire(p.error_code))
+            for t, name in zip(response.topics, names, strict=True)
+            for p in t.partitions
+        )
+    )
+
+
+def error_answer(request: TxnOffsetCommitRequest, code: ErrorCode) -> TxnOffsetCommitResponse:
+    """The answer to ``request`` carrying only ``code`` for every partition."""
+    return TxnOffsetCommitResponse(tuple((o.partition, code) for o in request.offsets))
