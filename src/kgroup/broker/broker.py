@@ -213,6 +213,7 @@ class Broker:
                     limits=self._limits,
                     open_connections=self.connections[broker_id],
                     close_log=self.close_log,
+                    on_closed=self.shares.on_connection_closed,
                 )
             except asyncio.CancelledError:
                 # shutdown: end quietly (asyncio's server callback would log a cancelled task)

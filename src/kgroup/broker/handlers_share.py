@@ -2,7 +2,7 @@
 (``KafkaApis.handleShareFetchRequest`` / ``handleShareAcknowledgeRequest``), over the broker's share
 partitions (:mod:`kgroup.broker.share_host`) and share sessions (:mod:`kgroup.broker.share_sessions`).
 
-The checks, in Kafka's order: a group id (``INVALID_REQUEST``), READ on the group
+The checks, in Kafka's order: a group id, not null (``INVALID_REQUEST``), READ on the group
 (``GROUP_AUTHORIZATION_FAILED``), a member id of 1–36 characters (``INVALID_REQUEST``), the share
 session (``SHARE_SESSION_NOT_FOUND``, ``INVALID_SHARE_SESSION_EPOCH``, ``SHARE_SESSION_LIMIT_REACHED``,
 ``INVALID_REQUEST`` for acknowledgements in an opening request) — each answered as the whole
@@ -112,7 +112,7 @@ async def _acknowledge(
             index = int(part.partition_index)
             if skip_empty and not batches:
                 continue  # a fetched partition with nothing to acknowledge
-            code = ErrorCode.UNKNOWN_TOPIC_ID if not name else ErrorCode.NONE
+            code: int = ErrorCode.UNKNOWN_TOPIC_ID if not name else ErrorCode.NONE
             if code == ErrorCode.NONE and _batches_error(batches, renew):
                 code = ErrorCode.INVALID_REQUEST
             if code == ErrorCode.NONE:
@@ -160,7 +160,7 @@ def _endpoints(ctx: RequestContext, nodes: set[int]) -> list[dict[str, Any]]:
 @register(ApiKey.SHARE_FETCH, versions=(1, 2))
 async def share_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     group_id = request.group_id
-    if not group_id:
+    if group_id is None:  # a null id only: an empty one is a group like any other, as in Kafka
         return _error_answer(ErrorCode.INVALID_REQUEST)  # "Invalid group id in the request."
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
         return _error_answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)
@@ -211,9 +211,10 @@ async def share_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         ]
         order.setdefault(topic_id, {})[index] = entry
     for (topic_id, index), (code, message) in acks.items():
-        entry = order.setdefault(topic_id, {}).get(index)
-        if entry is None:
-            entry = order[topic_id][index] = _partition_entry(index, ErrorCode.NONE, None)
+        found = order.setdefault(topic_id, {}).get(index)
+        if found is None:
+            found = order[topic_id][index] = _partition_entry(index, ErrorCode.NONE, None)
+        entry = found
         entry["acknowledge_error_code"] = code
         entry["acknowledge_error_message"] = message
     if context.final:
@@ -292,10 +293,11 @@ async def _fetch(
             if any(r.acquired or r.error for r in got.values()) or loop.time() >= deadline:
                 out.update(got)
                 return out
-            wake = asyncio.ensure_future(released.wait())
+            wake: asyncio.Future[Any] = asyncio.ensure_future(released.wait())
             try:
+                pending: list[asyncio.Future[Any]] = [waiter.done, wake]
                 await asyncio.wait(
-                    [waiter.done, wake], timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED
+                    pending, timeout=deadline - loop.time(), return_when=asyncio.FIRST_COMPLETED
                 )
             finally:
                 wake.cancel()
@@ -318,7 +320,7 @@ async def _fetch(
 @register(ApiKey.SHARE_ACKNOWLEDGE, versions=(1, 2))
 async def share_acknowledge(ctx: RequestContext, request: Any) -> dict[str, Any]:
     group_id = request.group_id
-    if not group_id:
+    if group_id is None:
         return _error_answer(ErrorCode.INVALID_REQUEST)
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id):
         return _error_answer(ErrorCode.GROUP_AUTHORIZATION_FAILED)

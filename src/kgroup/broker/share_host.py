@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from kgroup.broker.cluster import SHARE_GROUP_STATE_TOPIC, Cluster
 from kgroup.broker.internal_topic import record_batch
-from kgroup.broker.share_sessions import ShareSessionCache
+from kgroup.broker.share_sessions import ShareSession, ShareSessionCache
 from kgroup.broker.txn_host import read_batch_entries
 from kgroup.javacompat import java_string_hash
 from kgroup.log.batch import HEADER_SIZE, parse_header
@@ -514,9 +514,18 @@ class ShareHost:
         self.sessions.remove(group_id, member_id)
         await self.release_member(group_id, member_id)
 
-    async def connection_closed(self, connection: str) -> None:
-        """Kafka 4.4 drops the share sessions of a closed connection and releases their records."""
-        for session in self.sessions.on_connection_closed(connection):
+    def on_connection_closed(self, connection: str) -> None:
+        """A connection closed: Kafka 4.4's ``ClientConnectionDisconnectListener`` drops the share
+        session it opened and releases what that member holds (``onMemberLeave``)."""
+        gone = self.sessions.on_connection_closed(connection)
+        if not gone or self._closed:
+            return
+        task = asyncio.get_running_loop().create_task(self._members_left(gone))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _members_left(self, sessions: Sequence[ShareSession]) -> None:
+        for session in sessions:
             await self.release_member(session.group_id, session.member_id)
 
     def _release_all(

@@ -61,6 +61,7 @@ class ShareSession:
     group_id: str
     member_id: str
     epoch: int
+    #: the connection that opened it (Kafka keys its disconnect listener by it)
     connection: str
     #: the partitions it fetches, in the order they were added
     partitions: dict[SessionPartition, None] = field(default_factory=dict)
@@ -83,6 +84,8 @@ class ShareSessionCache:
     def __init__(self, max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
         self.max_sessions = max_sessions
         self._sessions: dict[tuple[str, str], ShareSession] = {}
+        #: connection id -> the sessions it opened (Kafka's ``connectionIdToSessionMap``)
+        self._by_connection: dict[str, set[tuple[str, str]]] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -109,13 +112,14 @@ class ShareSessionCache:
         if epoch == INITIAL_EPOCH:
             if acknowledging:
                 raise SessionError(ErrorCode.INVALID_REQUEST)
-            self._sessions.pop(key, None)
+            self.remove(group_id, member_id)
             if len(self._sessions) >= self.max_sessions:
                 raise SessionError(ErrorCode.SHARE_SESSION_LIMIT_REACHED)
-            session = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH), connection)
-            session.partitions = dict.fromkeys(requested)
-            self._sessions[key] = session
-            return SessionContext(full=True, final=False, partitions=tuple(session.partitions))
+            opened = ShareSession(group_id, member_id, next_epoch(INITIAL_EPOCH), connection)
+            opened.partitions = dict.fromkeys(requested)
+            self._sessions[key] = opened
+            self._by_connection.setdefault(connection, set()).add(key)
+            return SessionContext(full=True, final=False, partitions=tuple(opened.partitions))
         session = self._sessions.get(key)
         if session is None:
             raise SessionError(ErrorCode.SHARE_SESSION_NOT_FOUND)
@@ -126,7 +130,6 @@ class ShareSessionCache:
         for partition in forgotten:
             session.partitions.pop(partition, None)
         session.epoch = next_epoch(session.epoch)
-        session.connection = connection
         return SessionContext(full=False, final=False, partitions=tuple(session.partitions))
 
     def acknowledge_update(self, group_id: str, member_id: str, epoch: int) -> None:
@@ -143,12 +146,17 @@ class ShareSessionCache:
         session.epoch = next_epoch(session.epoch)
 
     def remove(self, group_id: str, member_id: str) -> ShareSession | None:
-        return self._sessions.pop((group_id, member_id), None)
+        session = self._sessions.pop((group_id, member_id), None)
+        if session is not None:
+            keys = self._by_connection.get(session.connection)
+            if keys is not None:
+                keys.discard((group_id, member_id))
+                if not keys:
+                    del self._by_connection[session.connection]
+        return session
 
     def on_connection_closed(self, connection: str) -> list[ShareSession]:
-        """The sessions last used through ``connection`` (removed): Kafka 4.4 drops a share session
-        whose connection closes and releases what its member holds."""
-        gone = [s for s in self._sessions.values() if s.connection == connection]
-        for s in gone:
-            del self._sessions[(s.group_id, s.member_id)]
-        return gone
+        """The sessions opened through ``connection`` (removed): Kafka 4.4 drops a share session
+        whose opening connection closes and releases what its member holds."""
+        keys = self._by_connection.pop(connection, set())
+        return [self._sessions.pop(key) for key in sorted(keys) if key in self._sessions]

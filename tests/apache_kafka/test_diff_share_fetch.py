@@ -1,0 +1,259 @@
+"""The differential suite, share partitions (KIP-932): raw ShareFetch / ShareAcknowledge requests
+against kgroup's broker and Apache Kafka 4.4.0 (the ``target`` fixture; the ``[apache]`` run proves the
+expected values are Kafka's).
+
+Compared as observed: the whole-request errors of the share sessions (no session, a wrong epoch,
+acknowledgements in an opening request, a bad group or member id), the per-partition errors (an
+unknown topic id, a malformed acknowledgement batch, acknowledging what the member does not hold:
+``INVALID_RECORD_STATE`` with Kafka's message), and one member's records: acquired with delivery count
+1, released, acquired again with delivery count 2, accepted through a piggy-backed acknowledgement.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from tests.apache_kafka.conftest import Target
+from tests.apache_kafka.test_diff_share_group import _heartbeat, _until_assigned
+from tests.apache_kafka.wire import Raw, create_topic, find_coordinator, metadata
+
+pytestmark = pytest.mark.slow
+
+NONE = 0
+INVALID_REQUEST = 42
+UNKNOWN_TOPIC_ID = 100
+INVALID_RECORD_STATE = 121
+SHARE_SESSION_NOT_FOUND = 122
+INVALID_SHARE_SESSION_EPOCH = 123
+ACCEPT, RELEASE = 1, 2
+
+
+def _fetch(raw: Raw, version: int = 1, **fields: Any) -> Any:
+    body: dict[str, Any] = {
+        "group_id": "",
+        "member_id": "",
+        "share_session_epoch": 0,
+        "max_wait": 100,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "max_records": 500,
+        "batch_size": 500,
+        "topics": [],
+        "forgotten_topics_data": [],
+    }
+    body.update(fields)
+    return raw.call("ShareFetch", version, body)
+
+
+def _acknowledge(raw: Raw, **fields: Any) -> Any:
+    body: dict[str, Any] = {"group_id": "", "member_id": "", "share_session_epoch": 1, "topics": []}
+    body.update(fields)
+    return raw.call("ShareAcknowledge", 1, body)
+
+
+def _topic_id(raw: Raw, topic: str) -> uuid.UUID:
+    answer = metadata(raw, [topic], auto_create=False)
+    return uuid.UUID(str(answer["topics"][0]["topic_id"]))
+
+
+def _part(index: int, *batches: tuple[int, int, int]) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "acknowledgement_batches": [
+            {"first_offset": f, "last_offset": last, "acknowledge_types": [t]} for f, last, t in batches
+        ],
+    }
+
+
+def _seen(answer: Any) -> Any:
+    """What a ShareFetch / ShareAcknowledge answer says, without what differs by broker (throttle,
+    endpoints, the records' bytes: their offsets are in ``acquired_records``)."""
+    out: dict[str, Any] = {"error_code": answer["error_code"]}
+    if "acquisition_lock_timeout" in answer:
+        out["lock_timeout"] = answer["acquisition_lock_timeout"]
+    parts = []
+    for topic in answer["responses"]:
+        for p in topic["partitions"]:
+            entry = {k: v for k, v in p.items() if k not in ("records", "current_leader")}
+            entry["has_records"] = bool(p.get("records"))
+            parts.append(entry)
+    out["partitions"] = sorted(parts, key=lambda e: e["partition_index"])
+    return out
+
+
+def test_share_session_errors(target: Target, names: str) -> None:
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 1)
+        topic_id = _topic_id(raw, topic)
+    member = str(uuid.uuid4())
+    ask = [{"topic_id": topic_id, "partitions": [_part(0)]}]
+    acking = [{"topic_id": topic_id, "partitions": [_part(0, (0, 0, ACCEPT))]}]
+    with Raw(target.bootstrap_servers) as raw:
+        seen = {
+            "null group id": _fetch(raw, group_id=None, member_id=member, topics=ask),
+            "37-character member id": _fetch(raw, group_id=group, member_id="m" * 37, topics=ask),
+            "empty member id": _fetch(raw, group_id=group, topics=ask),
+            "no session, epoch 3": _fetch(raw, group_id=group, member_id=member, share_session_epoch=3),
+            "no session, epoch -1": _fetch(raw, group_id=group, member_id=member, share_session_epoch=-1),
+            "opening with acknowledgements": _fetch(raw, group_id=group, member_id=member, topics=acking),
+            "acknowledge at epoch 0": _acknowledge(
+                raw, group_id=group, member_id=member, share_session_epoch=0, topics=acking
+            ),
+            "acknowledge, no session": _acknowledge(raw, group_id=group, member_id=member, topics=acking),
+        }
+        opened = _fetch(raw, group_id=group, member_id=member, topics=ask)
+        seen["wrong epoch"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=5)
+        seen["acknowledge, wrong epoch"] = _acknowledge(
+            raw, group_id=group, member_id=member, share_session_epoch=7, topics=acking
+        )
+        seen["next epoch"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=1)
+        seen["closing"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=-1)
+        seen["closed, epoch 2"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=2)
+    codes = {what: answer["error_code"] for what, answer in seen.items()}
+    assert codes == {
+        "null group id": INVALID_REQUEST,
+        "37-character member id": INVALID_REQUEST,
+        "empty member id": INVALID_REQUEST,
+        "no session, epoch 3": SHARE_SESSION_NOT_FOUND,
+        "no session, epoch -1": SHARE_SESSION_NOT_FOUND,
+        "opening with acknowledgements": INVALID_REQUEST,
+        "acknowledge at epoch 0": INVALID_SHARE_SESSION_EPOCH,
+        "acknowledge, no session": SHARE_SESSION_NOT_FOUND,
+        "wrong epoch": INVALID_SHARE_SESSION_EPOCH,
+        "acknowledge, wrong epoch": INVALID_SHARE_SESSION_EPOCH,
+        "next epoch": NONE,
+        "closing": NONE,
+        "closed, epoch 2": SHARE_SESSION_NOT_FOUND,
+    }, target.kind
+    errors = [answer for answer in seen.values() if answer["error_code"] != NONE]
+    # Kafka's getErrorResponse: the code alone, no message, no lock timeout, no partitions
+    assert all(a["error_message"] is None and a["responses"] == [] for a in errors), errors
+    assert opened["error_code"] == NONE and opened["acquisition_lock_timeout"] == 30000
+
+
+def test_share_fetch_acquire_release_accept(target: Target, names: str) -> None:
+    """One member: records acquired (delivery count 1), released, acquired again (2), accepted
+    through the next ShareFetch; acknowledging them again is INVALID_RECORD_STATE; an unknown topic id
+    and a malformed batch are answered per partition."""
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 1)
+        topic_id = _topic_id(raw, topic)
+    member = str(uuid.uuid4())
+    coordinator = find_coordinator(target.bootstrap_servers, group)
+    with Raw(coordinator) as raw:
+        joined = _heartbeat(raw, group_id=group, member_id=member, subscribed_topic_names=[topic])
+        assert joined["error_code"] == NONE, joined
+        _until_assigned(raw, group, member, joined["member_epoch"])
+    ask = [{"topic_id": topic_id, "partitions": [_part(0)]}]
+    stranger = str(uuid.UUID(int=7))
+    with Raw(target.bootstrap_servers) as raw:
+        # the first fetch makes the share partition: share.auto.offset.reset=latest starts it at the end
+        first = _fetch(raw, group_id=group, member_id=member, topics=ask)
+        producer = Producer({"bootstrap.servers": target.bootstrap_servers, "acks": "all"})
+        for i in range(5):
+            producer.produce(topic, value=f"v{i}".encode(), partition=0)
+        assert producer.flush(30) == 0
+        steps: dict[str, Any] = {"first": first}
+        steps["acquired"] = _fetch(
+            raw, group_id=group, member_id=member, share_session_epoch=1, max_wait=5000
+        )
+        steps["stranger opens"] = _fetch(raw, group_id=group, member_id=stranger, topics=ask)
+        steps["stranger acknowledges"] = _acknowledge(
+            raw,
+            group_id=group,
+            member_id=stranger,
+            share_session_epoch=1,
+            topics=[_acks(topic_id, (0, 4, ACCEPT))],
+        )
+        steps["released"] = _acknowledge(
+            raw,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=2,
+            topics=[_acks(topic_id, (0, 4, RELEASE))],
+        )
+        steps["again"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=3, max_wait=5000)
+        steps["accepted with the next fetch"] = _fetch(
+            raw,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=4,
+            topics=[_acks(topic_id, (0, 4, ACCEPT))],
+        )
+        steps["accepted again"] = _acknowledge(
+            raw,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=5,
+            topics=[_acks(topic_id, (0, 4, ACCEPT))],
+        )
+        steps["malformed batch"] = _acknowledge(
+            raw,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=6,
+            topics=[_acks(topic_id, (4, 2, ACCEPT))],
+        )
+        steps["unknown topic id"] = _acknowledge(
+            raw,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=7,
+            topics=[_acks(uuid.uuid4(), (0, 0, ACCEPT))],
+        )
+        steps["closing"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=-1)
+        del producer
+    seen = {what: _seen(answer) for what, answer in steps.items()}
+    lock = 30000
+    assert seen["first"] == {
+        "error_code": NONE,
+        "lock_timeout": lock,
+        "partitions": [_expected(0, has_records=False)],
+    }, target.kind
+    assert seen["acquired"] == {
+        "error_code": NONE,
+        "lock_timeout": lock,
+        "partitions": [_expected(0, acquired=[(0, 4, 1)])],
+    }, target.kind
+    assert _codes(seen["stranger acknowledges"]) == [
+        (INVALID_RECORD_STATE, "Member is not the owner of batch record")
+    ], target.kind
+    assert _codes(seen["released"]) == [(NONE, None)], target.kind
+    assert seen["again"]["partitions"] == [_expected(0, acquired=[(0, 4, 2)])], target.kind
+    accepted = seen["accepted with the next fetch"]["partitions"]
+    assert [(p["acknowledge_error_code"], p["acquired_records"]) for p in accepted] == [(NONE, [])], (
+        target.kind
+    )
+    # below the start offset now: nothing to do, no error
+    assert _codes(seen["accepted again"]) == [(NONE, None)], target.kind
+    assert _codes(seen["malformed batch"]) == [(INVALID_REQUEST, None)], target.kind
+    assert _codes(seen["unknown topic id"]) == [(UNKNOWN_TOPIC_ID, None)], target.kind
+    assert seen["closing"] == {"error_code": NONE, "lock_timeout": lock, "partitions": []}, target.kind
+
+
+def _codes(seen: dict[str, Any]) -> list[tuple[int, str | None]]:
+    return [(p["error_code"], p["error_message"]) for p in seen["partitions"]]
+
+
+def _acks(topic_id: uuid.UUID, *batches: tuple[int, int, int]) -> dict[str, Any]:
+    return {"topic_id": topic_id, "partitions": [_part(0, *batches)]}
+
+
+def _expected(
+    index: int, *, acquired: list[tuple[int, int, int]] | None = None, has_records: bool | None = None
+) -> dict[str, Any]:
+    rows = [{"first_offset": f, "last_offset": last, "delivery_count": c} for f, last, c in acquired or []]
+    return {
+        "partition_index": index,
+        "error_code": NONE,
+        "error_message": None,
+        "acknowledge_error_code": NONE,
+        "acknowledge_error_message": None,
+        "acquired_records": rows,
+        "has_records": bool(rows) if has_records is None else has_records,
+    }
