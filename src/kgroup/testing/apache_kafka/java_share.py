@@ -5,7 +5,8 @@
 The consumer runs in explicit acknowledgement mode: every record it polls is an event (``topic``,
 ``partition``, ``offset``, ``value``, ``delivery_count``, ``ack``) and is acknowledged ACCEPT — RELEASE
 for the offsets named in ``release`` at their first delivery — then ``commitSync()`` sends the
-acknowledgements (an ``acknowledged`` event with the errors it returned).
+acknowledgements (an ``acknowledged`` event with the errors it returned). With ``hold=True`` it keeps
+the first records it polls unacknowledged and stops polling (a consumer to kill or close holding them).
 
     >>> with JavaShareConsumer(kafka.bootstrap_servers, "g", ["orders"]) as consumer:  # doctest: +SKIP
     ...     records = consumer.wait_records(10)
@@ -36,6 +37,7 @@ class JavaShareConsumer(_JavaClient):
         topics: Sequence[str],
         *,
         release: Iterable[tuple[TopicPartition, int]] = (),
+        hold: bool = False,
         config: Mapping[str, object] | None = None,
         client_id: str | None = None,
         poll_ms: int = 100,
@@ -57,6 +59,7 @@ class JavaShareConsumer(_JavaClient):
                 "topics": list(topics),
                 "poll_ms": poll_ms,
                 "release": [[tp.topic, tp.partition, offset] for tp, offset in release],
+                "hold": hold,
             },
             name=name or client_id,
             libs=libs,
@@ -98,6 +101,11 @@ class JavaShareConsumer(_JavaClient):
         if count > 0:
             self.wait_for(enough, since=since, timeout_s=timeout_s, what=f"{count} records acknowledged")
         return self.records(since)
+
+    def wait_holding(self, *, timeout_s: float = DEFAULT_WAIT_S) -> list[dict[str, Any]]:
+        """For a consumer made with ``hold=True``: the records it polled first and holds."""
+        self.wait_for(lambda e: e["event"] == "holding", timeout_s=timeout_s, what="records to hold")
+        return self.records()
 
     def pause(self) -> None:
         """Stop polling (what it holds stays acquired until its lock times out)."""

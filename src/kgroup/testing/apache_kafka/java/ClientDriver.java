@@ -453,8 +453,9 @@ public final class ClientDriver {
      * {@code record} event (with {@code delivery_count}) and acknowledged ACCEPT — or RELEASE when its
      * offset is in the configuration's {@code "release"} ([[topic, partition, offset], ...]) and it is
      * delivered for the first time — then {@code commitSync()} after each poll ({@code acknowledged}
-     * event with its errors). Commands: {@code pause_polling} (keeps what it holds), {@code close},
-     * {@code exit}.
+     * event with its errors). With {@code "hold": true} the first records polled are printed
+     * ({@code ack} HOLD) and kept unacknowledged, and polling stops ({@code holding} event). Commands:
+     * {@code pause_polling} (keeps what it holds), {@code resume_polling}, {@code close}, {@code exit}.
      */
     static void runShareConsumer(JsonNode config) throws Exception {
         Properties props = properties(config);
@@ -464,6 +465,7 @@ public final class ClientDriver {
         Set<String> release = new java.util.HashSet<>();
         config.path("release").forEach(r -> release.add(r.get(0).asText() + "/" + r.get(1).asInt() + "/" + r.get(2).asLong()));
         long pollMs = config.path("poll_ms").asLong(100);
+        boolean hold = config.path("hold").asBoolean(false);
         org.apache.kafka.clients.consumer.KafkaShareConsumer<String, String> consumer =
                 new org.apache.kafka.clients.consumer.KafkaShareConsumer<>(
                         props, new StringDeserializer(), new StringDeserializer());
@@ -511,6 +513,17 @@ public final class ClientDriver {
                 continue;
             }
             if (records.isEmpty()) {
+                continue;
+            }
+            if (hold) {
+                // keep the first records polled acquired, unacknowledged, and stop polling
+                for (ConsumerRecord<String, String> record : records) {
+                    emit(event("record", "topic", record.topic(), "partition", record.partition(),
+                            "offset", record.offset(), "key", record.key(), "value", record.value(),
+                            "delivery_count", record.deliveryCount().map(Short::intValue).orElse(-1), "ack", "HOLD"));
+                }
+                polling = false;
+                emit(event("holding", "count", records.count()));
                 continue;
             }
             for (ConsumerRecord<String, String> record : records) {
