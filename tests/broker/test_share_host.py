@@ -1,0 +1,125 @@
+"""kgroup serve's share sessions and share fetches (KIP-932) on their own: the session cache's rules
+(``kgroup.broker.share_sessions``, Kafka 4.4.0's ``ShareSessionCache`` / ``newContext``), a parked
+ShareFetch woken by an append, the share coordinator's internal topic refusing producers, and the
+settings' checks. The same requests against Apache Kafka are in
+``tests/apache_kafka/test_diff_share_fetch.py``."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import Producer
+from tests.apache_kafka.test_diff_share_fetch import _fetch, _part, _topic_id
+from tests.apache_kafka.wire import Raw, metadata
+from tests.broker.test_share_durability import _join
+
+from kgroup.broker.cluster import SHARE_GROUP_STATE_TOPIC
+from kgroup.broker.share_sessions import SessionError, ShareSessionCache, next_epoch
+from kgroup.model import ErrorCode, KgroupError
+from kgroup.testing import KafkaBroker
+
+T = uuid.UUID(int=1)
+
+
+def test_session_epochs_partitions_and_limit() -> None:
+    cache = ShareSessionCache(max_sessions=2)
+    opened = cache.new_context("g", "m1", 0, [(T, 0), (T, 1)], [], False, "c1")
+    assert (opened.full, opened.final, opened.partitions) == (True, False, ((T, 0), (T, 1)))
+    # incremental: added and forgotten partitions, the epoch moves by one
+    later = cache.new_context("g", "m1", 1, [(T, 2)], [(T, 0)], False, "c1")
+    assert (later.full, later.partitions) == (False, ((T, 1), (T, 2)))
+    session = cache.get("g", "m1")
+    assert session is not None and session.epoch == 2
+    with pytest.raises(SessionError) as wrong:
+        cache.new_context("g", "m1", 1, [], [], False, "c1")
+    assert wrong.value.code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    with pytest.raises(SessionError) as acking:
+        cache.new_context("g", "m2", 0, [(T, 0)], [], True, "c2")
+    assert acking.value.code == ErrorCode.INVALID_REQUEST
+    cache.new_context("g", "m2", 0, [(T, 0)], [], False, "c2")
+    with pytest.raises(SessionError) as full:
+        cache.new_context("g", "m3", 0, [(T, 0)], [], False, "c3")
+    assert full.value.code == ErrorCode.SHARE_SESSION_LIMIT_REACHED
+    # reopening one's own session is never refused: the old one goes first
+    cache.new_context("g", "m2", 0, [(T, 1)], [], False, "c2")
+    # ShareAcknowledge: epoch 0 refused, the final epoch leaves the epoch as it is
+    with pytest.raises(SessionError) as initial:
+        cache.acknowledge_update("g", "m1", 0)
+    assert initial.value.code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    cache.acknowledge_update("g", "m1", 2)
+    cache.acknowledge_update("g", "m1", -1)
+    assert session.epoch == 3
+    # a closed connection takes the sessions it opened
+    assert [s.member_id for s in cache.on_connection_closed("c2")] == ["m2"]
+    assert cache.get("g", "m2") is None and len(cache) == 1
+    with pytest.raises(SessionError) as gone:
+        cache.new_context("g", "m2", 1, [], [], False, "c2")
+    assert gone.value.code == ErrorCode.SHARE_SESSION_NOT_FOUND
+
+
+def test_next_epoch_wraps_to_1() -> None:
+    assert [next_epoch(e) for e in (0, 1, 0x7FFFFFFF, -1)] == [1, 2, 1, -1]
+
+
+def test_a_parked_share_fetch_is_answered_by_an_append() -> None:
+    with (
+        KafkaBroker(topics={"jobs": 1}, share_auto_offset_reset="earliest") as kafka,
+        Raw(kafka.bootstrap_servers) as raw,
+    ):
+        topic_id = _topic_id(raw, "jobs")
+        member = str(uuid.uuid4())
+        ask = [{"topic_id": topic_id, "partitions": [_part(0)]}]
+        empty = _fetch(raw, group_id="g", member_id=member, topics=ask, max_wait=0)
+        assert empty["error_code"] == 0
+        raw.send(
+            "ShareFetch",
+            1,
+            {
+                "group_id": "g",
+                "member_id": member,
+                "share_session_epoch": 1,
+                "max_wait": 20_000,
+                "min_bytes": 1,
+                "max_bytes": 1 << 20,
+                "max_records": 500,
+                "batch_size": 500,
+                "topics": [],
+                "forgotten_topics_data": [],
+            },
+        )
+        started = time.monotonic()
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})
+        producer.produce("jobs", value=b"x", partition=0)
+        assert producer.flush(10) == 0
+        answer = raw.receive()
+        waited = time.monotonic() - started
+    parts = [p for t in answer["responses"] for p in t["partitions"]]
+    assert [a["first_offset"] for p in parts for a in p["acquired_records"]] == [0]
+    assert waited < 15, waited  # the append answered it, not the 20 s wait
+
+
+def test_the_share_state_topic_is_internal() -> None:
+    """Made at a group's first share-state initialisation, with Kafka's 50 partitions; Metadata marks
+    it internal (so producers are refused, as for ``__consumer_offsets``)."""
+    with KafkaBroker(topics={"jobs": 1}) as kafka:
+        _join(kafka.bootstrap_servers, "g", "jobs")
+        with Raw(kafka.bootstrap_servers) as raw:
+            (topic,) = metadata(raw, [SHARE_GROUP_STATE_TOPIC], auto_create=False)["topics"]
+    assert (topic["error_code"], topic["is_internal"], len(topic["partitions"])) == (0, True, 50)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("group_share_record_lock_duration_ms", 1000, "15000-60000"),
+        ("group_share_delivery_count_limit", 11, "2-10"),
+        ("share_auto_offset_reset", "sometimes", "latest, earliest or by_duration"),
+    ],
+)
+def test_share_settings_are_checked(field: str, value: object, message: str) -> None:
+    from kgroup.broker.config import BrokerConfig
+
+    with pytest.raises(KgroupError, match=message):
+        BrokerConfig(**{field: value})  # type: ignore[arg-type]
