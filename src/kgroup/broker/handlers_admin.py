@@ -18,6 +18,7 @@ from kgroup.broker.cluster import (
     topic_name_error,
 )
 from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
+from kgroup.broker.features import feature_fields
 from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
 from kgroup.partitioning.striped import InvalidReplicationFactor
@@ -89,7 +90,12 @@ async def api_versions(ctx: RequestContext, request: Any) -> dict[str, Any]:
     error = _api_versions_error(ctx, request)
     if error is not None:  # Kafka's error answer: no ranges
         return {"error_code": error, "api_keys": [], "throttle_time": 0}
-    return {"error_code": ErrorCode.NONE, "api_keys": api_version_ranges(), "throttle_time": 0}
+    return {
+        "error_code": ErrorCode.NONE,
+        "api_keys": api_version_ranges(),
+        "throttle_time": 0,
+        **feature_fields(ctx.version),
+    }
 
 
 def _broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
