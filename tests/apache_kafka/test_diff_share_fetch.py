@@ -11,14 +11,18 @@ unknown topic id, a malformed acknowledgement batch, acknowledging what the memb
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.test_diff_share_group import _heartbeat, _until_assigned
-from tests.apache_kafka.wire import Raw, create_topic, find_coordinator, metadata
+from tests.apache_kafka.wire import API, Raw, create_topic, find_coordinator, metadata
+
+from kgroup.testing import KafkaBroker
 
 pytestmark = pytest.mark.slow
 
@@ -29,6 +33,7 @@ INVALID_RECORD_STATE = 121
 SHARE_SESSION_NOT_FOUND = 122
 INVALID_SHARE_SESSION_EPOCH = 123
 ACCEPT, RELEASE = 1, 2
+API.setdefault("IncrementalAlterConfigs", 44)
 
 
 def _fetch(raw: Raw, version: int = 1, **fields: Any) -> Any:
@@ -257,3 +262,121 @@ def _expected(
         "acquired_records": rows,
         "has_records": bool(rows) if has_records is None else has_records,
     }
+
+
+def _joined_member(target: Target, group: str, topic: str) -> str:
+    member = str(uuid.uuid4())
+    with Raw(find_coordinator(target.bootstrap_servers, group)) as raw:
+        joined = _heartbeat(raw, group_id=group, member_id=member, subscribed_topic_names=[topic])
+        assert joined["error_code"] == NONE, joined
+        _until_assigned(raw, group, member, joined["member_epoch"])
+    return member
+
+
+def _produced(target: Target, topic: str, count: int, per_batch: int) -> None:
+    """``count`` records to partition 0, ``per_batch`` to a record batch."""
+    producer = Producer(
+        {
+            "bootstrap.servers": target.bootstrap_servers,
+            "acks": "all",
+            "linger.ms": 50,
+            "batch.num.messages": per_batch,
+        }
+    )
+    for i in range(count):
+        producer.produce(topic, value=f"v{i}".encode(), partition=0)
+        if (i + 1) % per_batch == 0:
+            assert producer.flush(30) == 0
+    assert producer.flush(30) == 0
+
+
+def test_share_fetch_v2_record_limit(target: Target, names: str) -> None:
+    """ShareFetch v2's record-limit mode (``share_acquire_mode`` 1) acquires exactly ``max_records``
+    of a ten-record batch; the default mode acquires the whole batch past a soft limit."""
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 1)
+        topic_id = _topic_id(raw, topic)
+    member = _joined_member(target, group, topic)
+    ask = [{"topic_id": topic_id, "partitions": [_part(0)]}]
+    with Raw(target.bootstrap_servers) as raw:
+        _fetch(raw, 2, group_id=group, member_id=member, topics=ask)  # the share partition starts at the end
+        _produced(target, topic, 20, 10)
+        common = {"group_id": group, "member_id": member, "max_wait": 5000}
+        limited = _fetch(
+            raw, 2, share_session_epoch=1, max_records=3, batch_size=3, share_acquire_mode=1, **common
+        )
+        batch = _fetch(raw, 2, share_session_epoch=2, max_records=3, batch_size=3, **common)
+    assert _seen(limited)["partitions"] == [_expected(0, acquired=[(0, 2, 1)])], target.kind
+    assert _seen(batch)["partitions"] == [_expected(0, acquired=[(3, 9, 1)])], target.kind
+
+
+LOCK_MS = 15_000
+
+
+@pytest.fixture(params=["kgroup", "apache"])
+def short_locks(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """A broker whose share groups lock records for 15 s: on Kafka the group's
+    ``share.record.lock.duration.ms`` (set by the test), on kgroup the broker's setting."""
+    if request.param == "apache":
+        yield Target("apache", request.getfixturevalue("apache_kafka"))
+    else:
+        with KafkaBroker(group_share_record_lock_duration_ms=LOCK_MS) as broker:
+            yield Target("kgroup", broker)
+
+
+def _lock_config(target: Target, group: str) -> None:
+    if target.kind != "apache":
+        return
+    with Raw(target.bootstrap_servers) as raw:
+        answer = raw.call(
+            "IncrementalAlterConfigs",
+            1,
+            {
+                "resources": [
+                    {
+                        "resource_type": 32,  # GROUP
+                        "resource_name": group,
+                        "configs": [
+                            {
+                                "name": "share.record.lock.duration.ms",
+                                "config_operation": 0,
+                                "value": str(LOCK_MS),
+                            }
+                        ],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+    assert [r["error_code"] for r in answer["responses"]] == [NONE], answer
+
+
+def test_a_lock_timing_out_makes_records_available_again(short_locks: Target, names: str) -> None:
+    """Records acquired and never acknowledged come back once their lock times out, to another
+    member, at delivery count 2 — and not before."""
+    target = short_locks
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 1)
+        topic_id = _topic_id(raw, topic)
+    _lock_config(target, group)
+    holder, taker = _joined_member(target, group, topic), _joined_member(target, group, topic)
+    ask = [{"topic_id": topic_id, "partitions": [_part(0)]}]
+    waited = -1.0
+    with Raw(target.bootstrap_servers) as raw, Raw(target.bootstrap_servers) as other:
+        first = _fetch(raw, group_id=group, member_id=holder, topics=ask)
+        assert first["acquisition_lock_timeout"] == LOCK_MS, first
+        _produced(target, topic, 4, 4)
+        held = _fetch(raw, group_id=group, member_id=holder, share_session_epoch=1, max_wait=5000)
+        acquired_at = time.monotonic()
+        assert _seen(held)["partitions"] == [_expected(0, acquired=[(0, 3, 1)])], target.kind
+        _fetch(other, group_id=group, member_id=taker, topics=ask, max_wait=0)
+        epoch, rows = 1, []
+        while not rows and time.monotonic() - acquired_at < LOCK_MS / 1000 + 20:
+            answer = _fetch(other, group_id=group, member_id=taker, share_session_epoch=epoch, max_wait=1000)
+            epoch += 1
+            rows = [p for p in _seen(answer)["partitions"] if p["acquired_records"]]
+            waited = time.monotonic() - acquired_at
+    assert rows == [_expected(0, acquired=[(0, 3, 2)])], target.kind
+    assert waited >= LOCK_MS / 1000 - 1, waited  # not before the lock ran out
