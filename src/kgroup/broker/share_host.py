@@ -290,9 +290,10 @@ class ShareHost:
         self, group_id: str, group_epoch: int, wanted: list[tuple[uuid.UUID, int]], now_ms: int
     ) -> list[tuple[int, ShareStateRecord]]:
         out: list[tuple[int, ShareStateRecord]] = []
+        known = set(self.store.keys())
         for topic_id, partition in wanted:
             key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
-            if key in set(self.store.keys()) and self.store.read(key).start_offset != -1:
+            if key in known and self.store.read(key).start_offset != -1:
                 continue  # already has state (a retried initialisation)
             record = self.store.initialize(key, group_epoch, -1, now_ms)
             out.append((state_partition_for(group_id, topic_id, partition), record))
@@ -309,18 +310,19 @@ class ShareHost:
 
     # --- share partitions -----------------------------------------------------------------------------
 
-    def _hosted(self, group_id: str, topic_id: uuid.UUID, topic: str, partition: int) -> _Hosted | ShareError:
-        """The share partition (made and initialised at its first use, on the loop: it reads the
-        log's offsets for ``share.auto.offset.reset``)."""
+    async def _hosted(
+        self, group_id: str, topic_id: uuid.UUID, topic: str, partition: int
+    ) -> _Hosted | ShareError:
+        """The share partition, made at its first use (under the lock): the log's offsets for
+        ``share.auto.offset.reset`` read on the loop, the persisted state loaded on the share thread."""
         hosted = self._partitions.get((group_id, topic_id, partition))
         if hosted is not None:
             return hosted
         key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
-        persisted = self.store.read(key)
         plog = self.cluster.partition_log(topic, partition)
         assert plog is not None
         reset = 0
-        if persisted.start_offset == -1:
+        if self.store.read(key).start_offset == -1:
 
             def lookup(ts: int) -> int | None:
                 found = plog.offset_for_timestamp(ts)
@@ -336,19 +338,49 @@ class ShareHost:
                 )
             except LookupError as exc:
                 return ShareError(ShareErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
-        sp = SharePartition(group_id, topic, partition, self.config.partition_config())
-        error = sp.initialize(persisted, reset)
-        if error is not None:
-            return error
-        if key not in set(self.store.keys()):
-            # a partition no group coordinator initialised (fetched without being assigned): its state
-            # starts here so that its writes are kept
-            self.store.initialize(key, 0, -1, self.clock_ms())
-        if plog.log_start_offset > sp.start_offset:
-            sp.update_log_start_offset(plog.log_start_offset)
-        hosted = _Hosted(sp, key, topic_id, topic, partition)
+        made = await self._on_thread(
+            self._make,
+            group_id,
+            topic_id,
+            topic,
+            partition,
+            key,
+            reset,
+            plog.log_start_offset,
+            self.clock_ms(),
+        )
+        if isinstance(made, ShareError):
+            return made
+        hosted, records = made
+        self._append(records)
         self._partitions[(group_id, topic_id, partition)] = hosted
         return hosted
+
+    def _make(
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        topic: str,
+        partition: int,
+        key: ShareKey,
+        reset: int,
+        log_start_offset: int,
+        now_ms: int,
+    ) -> tuple[_Hosted, list[tuple[int, ShareStateRecord]]] | ShareError:
+        """On the share thread: a share partition initialised from the persisted state."""
+        records: list[tuple[int, ShareStateRecord]] = []
+        if key not in set(self.store.keys()):
+            # a partition no group coordinator initialised (fetched without being assigned): its state
+            # starts here, as the coordinator's initialisation would start it
+            snapshot = self.store.initialize(key, 0, -1, now_ms)
+            records.append((state_partition_for(group_id, topic_id, partition), snapshot))
+        sp = SharePartition(group_id, topic, partition, self.config.partition_config())
+        error = sp.initialize(self.store.read(key), reset)
+        if error is not None:
+            return error
+        if log_start_offset > sp.start_offset:
+            sp.update_log_start_offset(log_start_offset)
+        return _Hosted(sp, key, topic_id, topic, partition), records
 
     async def acknowledge(
         self,
@@ -361,10 +393,13 @@ class ShareHost:
         await self.wait_loaded()
         assert self._lock is not None
         async with self._lock:
-            hosted: list[_Hosted | ShareError] = [
-                self._hosted(group_id, topic_id, topic, partition)
-                for topic_id, topic, partition, _ in entries
-            ]
+            hosted: list[_Hosted | ShareError] = []
+            for topic_id, topic, partition, _ in entries:
+                try:
+                    hosted.append(await self._hosted(group_id, topic_id, topic, partition))
+                except OSError as exc:
+                    log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
+                    hosted.append(ShareError(ShareErrorCode.UNKNOWN_SERVER_ERROR, "share state not written"))
             now_ms = self.clock_ms()
             results = await self._on_thread(self._acknowledge_all, member_id, hosted, entries, now_ms)
             records = [r for _, _, _, rs in results for r in rs]
@@ -424,7 +459,11 @@ class ShareHost:
             reads: list[tuple[_Hosted, int, list[FetchedBatch], memoryview]] = []
             per_partition = max(1, max_bytes // max(1, len(wanted)))
             for topic_id, topic, partition in wanted:
-                h = self._hosted(group_id, topic_id, topic, partition)
+                try:
+                    h = await self._hosted(group_id, topic_id, topic, partition)
+                except OSError as exc:
+                    log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
+                    h = ShareError(ShareErrorCode.UNKNOWN_SERVER_ERROR, "share state not written")
                 if isinstance(h, ShareError):
                     out[(topic_id, partition)] = PartitionFetch(int(h.code), h.message)
                     continue
