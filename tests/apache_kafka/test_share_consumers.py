@@ -10,8 +10,8 @@ on kgroup serve (which has no group configs yet) the broker's ``share_auto_offse
 * more consumers than partitions, both clients together: every produced record is delivered and
   accepted exactly once, at delivery count 1;
 * a released record is delivered again with delivery count 2 (each client releasing);
-* a consumer killed (``kill -9`` of its JVM) while it holds records: another member gets them, at
-  delivery count 2.
+* a consumer killed (``kill -9`` of its JVM) or closed while it holds records: another member gets
+  them, at delivery count 2, before their lock runs out.
 """
 
 from __future__ import annotations
@@ -237,7 +237,12 @@ def test_a_released_record_comes_again_with_delivery_count_2(share_broker: Share
         consumer.close()
 
 
-def test_records_of_a_killed_consumer_go_to_another(share_broker: ShareBroker, names: str) -> None:
+@pytest.mark.parametrize("end", ["kill", "close"])
+def test_records_of_a_killed_or_closed_consumer_go_to_another(
+    share_broker: ShareBroker, names: str, end: str
+) -> None:
+    """A consumer holding records (acquired, not acknowledged) is killed (``kill -9`` of its JVM) or
+    closed; another member gets them at delivery count 2, before their lock would have run out."""
     group, topic = f"{names}-g", f"{names}-t"
     with Raw(share_broker.bootstrap_servers) as raw:
         create_topic(raw, topic, 1)
@@ -251,7 +256,10 @@ def test_records_of_a_killed_consumer_go_to_another(share_broker: ShareBroker, n
         assert held and {r["delivery_count"] for r in holder.records()} == {1}
         other.start()
         mark = other.mark()
-        holder.kill()  # kill -9: nothing acknowledged, nothing released by the client
+        if end == "kill":
+            holder.kill()  # kill -9: nothing acknowledged, nothing released by the client
+        else:
+            holder.close()  # the client's close: its share session ends
         other.wait_records(len(held), since=mark, timeout_s=LOCK_MS / 1000 + 60)
         other.wait_records(len(sent), timeout_s=60)
         records = other.records()
@@ -262,8 +270,8 @@ def test_records_of_a_killed_consumer_go_to_another(share_broker: ShareBroker, n
     assert sorted(rows) == sorted(sent)
     assert {o: c for o, c in rows.items() if o in held} == dict.fromkeys(held, 2), (share_broker.kind, rows)
     assert all(c == 1 for o, c in rows.items() if o not in held)
-    # released when the killed consumer's connection closed (Kafka 4.4's disconnect listener), not
-    # when their 15 s lock ran out
+    # released when the killed consumer's connection closed (Kafka 4.4's disconnect listener) or its
+    # session closed, not when their 15 s lock ran out
     # (the JVMs' wall clock: the holder got them at acquired_ms, their lock ran out at least a second
     # before acquired_ms + LOCK_MS would have)
     acquired_ms = min(r["ts"] for r in holder.records())
