@@ -75,6 +75,8 @@ SHARE_GROUP_STATE_CONFIGS = {
     "segment.bytes": "104857600",
 }
 _READ_BYTES = 1 << 20
+#: a ShareFetch of many partitions reads this many partitions' logs between two turns of the loop
+_READS_PER_TURN = 64
 
 
 def state_partition_for(group_id: str, topic_id: uuid.UUID, partition: int) -> int:
@@ -458,7 +460,9 @@ class ShareHost:
         async with self._lock:
             reads: list[tuple[_Hosted, int, list[FetchedBatch], memoryview]] = []
             per_partition = max(1, max_bytes // max(1, len(wanted)))
-            for topic_id, topic, partition in wanted:
+            for count, (topic_id, topic, partition) in enumerate(wanted):
+                if count % _READS_PER_TURN == _READS_PER_TURN - 1:
+                    await asyncio.sleep(0)  # other connections get a turn between the log reads
                 try:
                     h = await self._hosted(group_id, topic_id, topic, partition)
                 except OSError as exc:
