@@ -12,6 +12,7 @@ import uuid
 import pytest
 from confluent_kafka import Producer
 from tests.apache_kafka.test_diff_share_fetch import _fetch, _part, _topic_id
+from tests.apache_kafka.test_share_consumers import _produce, _RdkafkaShare, _wait
 from tests.apache_kafka.wire import Raw, metadata
 from tests.broker.test_share_durability import _join
 
@@ -123,3 +124,44 @@ def test_share_settings_are_checked(field: str, value: object, message: str) -> 
 
     with pytest.raises(KgroupError, match=message):
         BrokerConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_share_consumers_read_partitions_led_by_three_nodes() -> None:
+    """Three broker nodes lead the six partitions: each ShareFetch goes to a partition's leader (a
+    partition asked of another node is NOT_LEADER_OR_FOLLOWER with its leader); librdkafka's share
+    consumers read every record once."""
+    with KafkaBroker(topics={"jobs": 6}, brokers=3, share_auto_offset_reset="earliest") as kafka:
+        sent = _produce(kafka.bootstrap_servers, "jobs", 6, 120)
+        consumers = [_RdkafkaShare(kafka.bootstrap_servers, "g", "jobs") for _ in range(2)]
+        try:
+            _wait(lambda: sum(len(c.records) for c in consumers) >= len(sent), 60, "every record")
+            time.sleep(1.0)  # nothing more comes (a duplicate would show here)
+            rows = [row for c in consumers for row in c.records]
+            assert sorted((p, o) for p, o, _ in rows) == sorted(sent)
+            assert {c for _, _, c in rows} == {1}
+            assert [e for c in consumers for e in c.errors] == []
+        finally:
+            for c in consumers:
+                c.close()
+        leaders = {kafka.broker.cluster.partition_leader("jobs", p) for p in range(6)}
+    assert len(leaders) == 3
+
+
+def test_a_partition_led_elsewhere_is_not_leader_or_follower() -> None:
+    with KafkaBroker(topics={"jobs": 3}, brokers=3) as kafka:
+        cluster = kafka.broker.cluster
+        other = next(p for p in range(3) if cluster.partition_leader("jobs", p) != 0)
+        leader = cluster.partition_leader("jobs", other)
+        first = kafka.bootstrap_servers.split(",")[0]
+        with Raw(first) as raw:
+            topic_id = _topic_id(raw, "jobs")
+            answer = _fetch(
+                raw,
+                group_id="g",
+                member_id=str(uuid.uuid4()),
+                topics=[{"topic_id": topic_id, "partitions": [_part(other)]}],
+                max_wait=0,
+            )
+    (part,) = [p for t in answer["responses"] for p in t["partitions"]]
+    assert (part["error_code"], part["current_leader"]["leader_id"]) == (6, leader)
+    assert [e["node_id"] for e in answer["node_endpoints"]] == [leader]
