@@ -138,6 +138,15 @@ def test_share_session_errors(target: Target, names: str) -> None:
     # Kafka's getErrorResponse: the code alone, no message, no lock timeout, no partitions
     assert all(a["error_message"] is None and a["responses"] == [] for a in errors), errors
     assert opened["error_code"] == NONE and opened["acquisition_lock_timeout"] == 30000
+    # a topic id the broker does not know, in an opening fetch: answered for its partition
+    with Raw(target.bootstrap_servers) as raw:
+        unknown = _fetch(
+            raw,
+            group_id=group,
+            member_id=str(uuid.uuid4()),
+            topics=[{"topic_id": uuid.uuid4(), "partitions": [_part(0), _part(1)]}],
+        )
+    assert _codes(_seen(unknown)) == [(UNKNOWN_TOPIC_ID, None), (UNKNOWN_TOPIC_ID, None)], target.kind
 
 
 def test_share_fetch_acquire_release_accept(target: Target, names: str) -> None:
@@ -211,6 +220,7 @@ def test_share_fetch_acquire_release_accept(target: Target, names: str) -> None:
             share_session_epoch=7,
             topics=[_acks(uuid.uuid4(), (0, 0, ACCEPT))],
         )
+        steps["nothing left"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=8)
         steps["closing"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=-1)
         del producer
     seen = {what: _seen(answer) for what, answer in steps.items()}
@@ -238,6 +248,8 @@ def test_share_fetch_acquire_release_accept(target: Target, names: str) -> None:
     assert _codes(seen["accepted again"]) == [(NONE, None)], target.kind
     assert _codes(seen["malformed batch"]) == [(INVALID_REQUEST, None)], target.kind
     assert _codes(seen["unknown topic id"]) == [(UNKNOWN_TOPIC_ID, None)], target.kind
+    # an incremental fetch answers only the partitions with something to say
+    assert seen["nothing left"] == {"error_code": NONE, "lock_timeout": lock, "partitions": []}, target.kind
     assert seen["closing"] == {"error_code": NONE, "lock_timeout": lock, "partitions": []}, target.kind
 
 
