@@ -6,6 +6,7 @@ settings' checks. The same requests against Apache Kafka are in
 
 from __future__ import annotations
 
+import struct
 import time
 import uuid
 
@@ -17,6 +18,8 @@ from tests.apache_kafka.wire import Raw, metadata
 from tests.broker.test_share_durability import _join
 
 from kgroup.broker.cluster import SHARE_GROUP_STATE_TOPIC
+from kgroup.broker.internal_topic import record_batch
+from kgroup.broker.share_host import _CHUNK_BYTES, _read_log
 from kgroup.broker.share_sessions import SessionError, ShareSessionCache, next_epoch
 from kgroup.model import ErrorCode, KgroupError
 from kgroup.testing import KafkaBroker
@@ -165,3 +168,41 @@ def test_a_partition_led_elsewhere_is_not_leader_or_follower() -> None:
     (part,) = [p for t in answer["responses"] for p in t["partitions"]]
     assert (part["error_code"], part["current_leader"]["leader_id"]) == (6, leader)
     assert [e["node_id"] for e in answer["node_endpoints"]] == [leader]
+
+
+class _Log:
+    """A log of ``count`` one-record batches of ``value_bytes`` each; counts the bytes read."""
+
+    def __init__(self, count: int, value_bytes: int) -> None:
+        self.batches = []
+        for offset in range(count):
+            batch = bytearray(record_batch([(b"k", b"v" * value_bytes)], 0))
+            batch[0:8] = struct.pack(">q", offset)  # the base offset (outside the CRC)
+            self.batches.append(bytes(batch))
+        self.read_bytes = 0
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        out = bytearray()
+        for batch in self.batches[offset:]:
+            if out and len(out) + len(batch) > max_bytes:
+                break
+            out += batch
+        self.read_bytes += len(out)
+        return bytes(out)
+
+
+def test_a_share_fetch_reads_the_log_only_as_far_as_it_can_acquire() -> None:
+    log = _Log(2000, 1024)  # about 2 MiB
+    batches, data = _read_log(log, 0, 2000, 50 << 20, cached_end=-1, wanted=10)
+    assert batches[0].base_offset == 0 and len(batches) >= 10
+    assert log.read_bytes <= _CHUNK_BYTES + 1100 and len(data) == log.read_bytes
+    # records inside the cached window do not count (they may be taken): it reads on past them
+    log.read_bytes = 0
+    batches, _ = _read_log(log, 0, 2000, 50 << 20, cached_end=999, wanted=10)
+    assert batches[-1].last_offset >= 1009
+    # up to the partition's share of max_bytes, the first batch whole even if larger, and below the HW
+    log.read_bytes = 0
+    batches, _ = _read_log(log, 0, 2000, 10, cached_end=-1, wanted=500)
+    assert [b.base_offset for b in batches] == [0]
+    batches, _ = _read_log(log, 0, 1500, 50 << 20, cached_end=-1, wanted=5000)
+    assert (batches[0].base_offset, batches[-1].last_offset, len(batches)) == (0, 1499, 1500)

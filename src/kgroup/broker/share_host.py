@@ -77,6 +77,8 @@ SHARE_GROUP_STATE_CONFIGS = {
 _READ_BYTES = 1 << 20
 #: a ShareFetch of many partitions reads this many partitions' logs between two turns of the loop
 _READS_PER_TURN = 64
+#: a share partition's log is read this much at a time (see _read_log)
+_CHUNK_BYTES = 256 * 1024
 
 
 def state_partition_for(group_id: str, topic_id: uuid.UUID, partition: int) -> int:
@@ -481,11 +483,10 @@ class ShareHost:
                 hw = plog.high_watermark
                 if offset >= hw or offset < plog.log_start_offset:
                     continue
-                data = memoryview(bytes(plog.read(offset, per_partition)))
-                batches, end = _batches_below(data, hw)
+                batches, data = _read_log(plog, offset, hw, per_partition, h.sp.end_offset, max_records)
                 if not batches:
                     continue
-                reads.append((h, offset, batches, data[:end]))
+                reads.append((h, offset, batches, data))
             if not reads:
                 return out
             now_ms = self.clock_ms()
@@ -655,6 +656,37 @@ class ShareHost:
 
 
 _UNKNOWN_SERVER_ERROR = -1
+
+
+def _read_log(
+    plog: Any, offset: int, hw: int, max_bytes: int, cached_end: int, wanted: int
+) -> tuple[list[FetchedBatch], memoryview]:
+    """The log's whole batches from ``offset`` below the high watermark, read a chunk at a time: until
+    ``max_bytes`` (Kafka's read of the partition) or until ``wanted`` records lie past the share
+    partition's cached window (``cached_end``: records there are all Available, so acquisition cannot
+    need more), whichever comes first — a fetch of 500 records does not read a 50 MB share."""
+    parts: list[memoryview] = []
+    batches: list[FetchedBatch] = []
+    size = 0
+    fresh = 0
+    at = offset
+    while at < hw and size < max_bytes and (not batches or fresh < wanted):
+        data = memoryview(plog.read(at, max(1, min(_CHUNK_BYTES, max_bytes - size))))
+        found, end = _batches_below(data, hw)
+        if not found:
+            break
+        parts.append(data[:end])
+        batches.extend(found)
+        size += end
+        fresh += sum(
+            b.last_offset - max(b.base_offset, cached_end + 1) + 1
+            for b in found
+            if b.last_offset > cached_end
+        )
+        at = found[-1].last_offset + 1
+    if len(parts) == 1:
+        return batches, parts[0]
+    return batches, memoryview(b"".join(parts))
 
 
 def _batches_below(data: memoryview, limit: int) -> tuple[list[FetchedBatch], int]:
