@@ -221,6 +221,9 @@ def test_share_fetch_acquire_release_accept(target: Target, names: str) -> None:
             topics=[_acks(uuid.uuid4(), (0, 0, ACCEPT))],
         )
         steps["nothing left"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=8)
+        steps["no batches"] = _acknowledge(
+            raw, group_id=group, member_id=member, share_session_epoch=9, topics=[_acks(topic_id)]
+        )
         steps["closing"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=-1)
         del producer
     seen = {what: _seen(answer) for what, answer in steps.items()}
@@ -250,6 +253,8 @@ def test_share_fetch_acquire_release_accept(target: Target, names: str) -> None:
     assert _codes(seen["unknown topic id"]) == [(UNKNOWN_TOPIC_ID, None)], target.kind
     # an incremental fetch answers only the partitions with something to say
     assert seen["nothing left"] == {"error_code": NONE, "lock_timeout": lock, "partitions": []}, target.kind
+    # a partition with no batches to apply is left out of the answer
+    assert _codes(seen["no batches"]) == [], target.kind
     assert seen["closing"] == {"error_code": NONE, "lock_timeout": lock, "partitions": []}, target.kind
 
 

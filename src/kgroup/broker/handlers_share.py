@@ -99,9 +99,11 @@ def _batches_error(batches: Sequence[Any], renew_allowed: bool) -> bool:
 
 
 async def _acknowledge(
-    ctx: RequestContext, group_id: str, member_id: str, topics: Sequence[Any], renew: bool, skip_empty: bool
+    ctx: RequestContext, group_id: str, member_id: str, topics: Sequence[Any], renew: bool
 ) -> dict[tuple[uuid.UUID, int], tuple[int, str | None]]:
-    """The acknowledgements of a request, applied: (topic id, partition) -> (error code, message)."""
+    """The acknowledgements of a request, applied: (topic id, partition) -> (error code, message).
+    A partition with no batches is answered only when it has an error (an unknown topic id, a topic
+    the member may not read…): Kafka 4.4.0 leaves the others out of the answer."""
     answers: dict[tuple[uuid.UUID, int], tuple[int, str | None]] = {}
     wanted: list[tuple[uuid.UUID, str, int, list[AcknowledgementBatch]]] = []
     for topic in topics:
@@ -110,18 +112,16 @@ async def _acknowledge(
         for part in topic.partitions:
             batches = part.acknowledgement_batches
             index = int(part.partition_index)
-            if skip_empty and not batches:
-                continue  # a fetched partition with nothing to acknowledge
             code: int = ErrorCode.UNKNOWN_TOPIC_ID if not name else ErrorCode.NONE
             if code == ErrorCode.NONE and _batches_error(batches, renew):
                 code = ErrorCode.INVALID_REQUEST
             if code == ErrorCode.NONE:
                 code = _partition_error(ctx, name, index)
+                if code == ErrorCode.NOT_LEADER_OR_FOLLOWER and not batches:
+                    code = ErrorCode.NONE  # the leader is asked only for batches to apply
             if code != ErrorCode.NONE:
                 answers[(topic_id, index)] = (code, None)
-            elif not batches:
-                answers[(topic_id, index)] = (ErrorCode.NONE, None)
-            else:
+            elif batches:
                 wanted.append(
                     (
                         topic_id,
@@ -187,7 +187,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
     acks: dict[tuple[uuid.UUID, int], tuple[int, str | None]] = {}
     if acknowledging:
-        acks = await _acknowledge(ctx, group_id, member_id, request.topics, renew, skip_empty=True)
+        acks = await _acknowledge(ctx, group_id, member_id, request.topics, renew)
 
     fetched: dict[tuple[uuid.UUID, int], PartitionFetch] = {}
     names: dict[uuid.UUID, str] = {}
@@ -334,7 +334,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> dict[str, Any]
     except SessionError as exc:
         return _error_answer(exc.code)
     renew = ctx.version >= 2 and bool(getattr(request, "is_renew_ack", False))
-    acks = await _acknowledge(ctx, group_id, member_id, request.topics, renew, skip_empty=False)
+    acks = await _acknowledge(ctx, group_id, member_id, request.topics, renew)
     order: dict[uuid.UUID, list[dict[str, Any]]] = {}
     leaders: set[int] = set()
     for (topic_id, index), (code, message) in acks.items():
