@@ -32,7 +32,7 @@ UNKNOWN_TOPIC_ID = 100
 INVALID_RECORD_STATE = 121
 SHARE_SESSION_NOT_FOUND = 122
 INVALID_SHARE_SESSION_EPOCH = 123
-ACCEPT, RELEASE = 1, 2
+ACCEPT, RELEASE, RENEW = 1, 2, 4
 API.setdefault("IncrementalAlterConfigs", 44)
 
 
@@ -324,8 +324,42 @@ def test_share_fetch_v2_record_limit(target: Target, names: str) -> None:
             raw, 2, share_session_epoch=1, max_records=3, batch_size=3, share_acquire_mode=1, **common
         )
         batch = _fetch(raw, 2, share_session_epoch=2, max_records=3, batch_size=3, **common)
+        # v2's renewing acknowledgements (KIP-1222): the request must ask for nothing, and fetches nothing
+        renew_asking = _fetch(
+            raw,
+            2,
+            share_session_epoch=3,
+            is_renew_ack=True,
+            topics=[_acks(topic_id, (0, 2, RENEW))],
+            **common,
+        )
+        zero = {"max_wait": 0, "min_bytes": 0, "max_bytes": 0, "max_records": 0, "batch_size": 0}
+        renewed = _fetch(
+            raw,
+            2,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=3,
+            is_renew_ack=True,
+            topics=[_acks(topic_id, (0, 2, RENEW))],
+            **zero,
+        )
+        accepted = _fetch(
+            raw,
+            2,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=4,
+            max_wait=0,
+            topics=[_acks(topic_id, (0, 9, ACCEPT))],
+        )
     assert _seen(limited)["partitions"] == [_expected(0, acquired=[(0, 2, 1)])], target.kind
     assert _seen(batch)["partitions"] == [_expected(0, acquired=[(3, 9, 1)])], target.kind
+    assert (renew_asking["error_code"], renew_asking["responses"]) == (INVALID_REQUEST, []), target.kind
+    assert [(p["acknowledge_error_code"], p["acquired_records"]) for p in _seen(renewed)["partitions"]] == [
+        (NONE, [])
+    ], target.kind
+    assert [p["acknowledge_error_code"] for p in _seen(accepted)["partitions"]] == [NONE], target.kind
 
 
 LOCK_MS = 15_000

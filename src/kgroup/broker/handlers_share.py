@@ -169,6 +169,12 @@ async def share_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         return _error_answer(ErrorCode.INVALID_REQUEST)  # "Invalid member id in the request."
     version = ctx.version
     renew = version >= 2 and bool(getattr(request, "is_renew_ack", False))
+    if renew and any(
+        int(v) != 0
+        for v in (request.max_bytes, request.min_bytes, request.max_records, request.max_wait.total_seconds())
+    ):
+        # "maxBytes must be set to 0, … if isRenewAck is true.": a renewing request fetches nothing
+        return _error_answer(ErrorCode.INVALID_REQUEST)
     host = _host(ctx)
     acknowledging = any(p.acknowledgement_batches for t in request.topics for p in t.partitions)
     requested = [
@@ -191,7 +197,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
     fetched: dict[tuple[uuid.UUID, int], PartitionFetch] = {}
     names: dict[uuid.UUID, str] = {}
-    if not context.final and not (renew and acknowledging):
+    if not context.final and not renew:  # v2 renewing acknowledgements: no fetch
         fetched = await _fetch(ctx, request, group_id, member_id, context.partitions, names)
 
     # the answer: per topic (in the order first named), the fetched partitions, then acknowledgements alone
