@@ -307,6 +307,41 @@ def _produced(target: Target, topic: str, count: int, per_batch: int) -> None:
     assert producer.flush(30) == 0
 
 
+def test_a_partition_not_initialised_or_not_loaded(target: Target, names: str) -> None:
+    """A partition no member of the group was ever assigned has no share state: fetching it is
+    UNKNOWN_SERVER_ERROR (no message), each time. A partition the broker has not loaded (nothing
+    fetched it yet) cannot be acknowledged: UNKNOWN_TOPIC_OR_PARTITION."""
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 1)
+        topic_id = _topic_id(raw, topic)
+    _produced(target, topic, 3, 3)
+    stranger = str(uuid.uuid4())
+    ask = [{"topic_id": topic_id, "partitions": [_part(0)]}]
+    with Raw(target.bootstrap_servers) as raw:
+        # (the error does not end the wait: each fetch is answered after its max_wait)
+        started = time.monotonic()
+        opened = _fetch(raw, group_id=f"{group}-none", member_id=stranger, topics=ask, max_wait=3000)
+        again = _fetch(
+            raw, group_id=f"{group}-none", member_id=stranger, share_session_epoch=1, max_wait=3000
+        )
+        waited = time.monotonic() - started
+    member = _joined_member(target, group, topic)
+    with Raw(target.bootstrap_servers) as raw:
+        _fetch(raw, group_id=group, member_id=member, topics=[], max_wait=0)
+        not_loaded = _acknowledge(
+            raw,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=1,
+            topics=[_acks(topic_id, (0, 0, ACCEPT))],
+        )
+    unknown = [(-1, None)]
+    assert (_codes(_seen(opened)), _codes(_seen(again))) == (unknown, unknown), target.kind
+    assert waited >= 6, waited
+    assert _codes(_seen(not_loaded)) == [(3, "This server does not host this topic-partition.")], target.kind
+
+
 def test_share_fetch_v2_record_limit(target: Target, names: str) -> None:
     """ShareFetch v2's record-limit mode (``share_acquire_mode`` 1) acquires exactly ``max_records``
     of a ten-record batch; the default mode acquires the whole batch past a soft limit."""

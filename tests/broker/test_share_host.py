@@ -73,7 +73,7 @@ def test_a_parked_share_fetch_is_answered_by_an_append() -> None:
         Raw(kafka.bootstrap_servers) as raw,
     ):
         topic_id = _topic_id(raw, "jobs")
-        member = str(uuid.uuid4())
+        member = _join(kafka.bootstrap_servers, "g", "jobs")
         ask = [{"topic_id": topic_id, "partitions": [_part(0)]}]
         empty = _fetch(raw, group_id="g", member_id=member, topics=ask, max_wait=0)
         assert empty["error_code"] == 0

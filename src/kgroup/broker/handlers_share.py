@@ -296,7 +296,9 @@ async def _fetch(
                 batch_size=batch_size,
                 record_limit=record_limit,
             )
-            if any(r.acquired or r.error for r in got.values()) or loop.time() >= deadline:
+            # a share partition's own error (not initialised, …) does not end the wait, as in
+            # Kafka's DelayedShareFetch: it is answered with the rest when the wait ends
+            if any(r.acquired for r in got.values()) or loop.time() >= deadline:
                 out.update(got)
                 return out
             wake: asyncio.Future[Any] = asyncio.ensure_future(released.wait())

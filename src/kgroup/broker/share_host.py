@@ -57,10 +57,16 @@ from kgroup.share import (
 )
 from kgroup.share.codec import decode_share_record, encode_share_record
 from kgroup.share.persist import ShareStateRecord
-from kgroup.share.records import ShareErrorCode
 from kgroup.wire.varint import read_uvarint
 
-__all__ = ["SHARE_GROUP_STATE_TOPIC", "PartitionFetch", "ShareHost", "ShareHostConfig", "state_partition_for"]
+__all__ = [
+    "SHARE_GROUP_STATE_TOPIC",
+    "PartitionFetch",
+    "Refused",
+    "ShareHost",
+    "ShareHostConfig",
+    "state_partition_for",
+]
 
 log = logging.getLogger("kgroup.broker")
 T = TypeVar("T")
@@ -119,6 +125,14 @@ class PartitionFetch:
     error_message: str | None = None
     records: bytes = b""
     acquired: list[AcquiredRecords] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A share partition's error as the answer carries it (code, message or ``None``)."""
+
+    code: int
+    message: str | None
 
 
 @dataclass(slots=True)
@@ -294,10 +308,9 @@ class ShareHost:
         self, group_id: str, group_epoch: int, wanted: list[tuple[uuid.UUID, int]], now_ms: int
     ) -> list[tuple[int, ShareStateRecord]]:
         out: list[tuple[int, ShareStateRecord]] = []
-        known = set(self.store.keys())
         for topic_id, partition in wanted:
             key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
-            if key in known and self.store.read(key).start_offset != -1:
+            if self.store.has(key) and self.store.read(key).start_offset != -1:
                 continue  # already has state (a retried initialisation)
             record = self.store.initialize(key, group_epoch, -1, now_ms)
             out.append((state_partition_for(group_id, topic_id, partition), record))
@@ -316,13 +329,17 @@ class ShareHost:
 
     async def _hosted(
         self, group_id: str, topic_id: uuid.UUID, topic: str, partition: int
-    ) -> _Hosted | ShareError:
+    ) -> _Hosted | Refused:
         """The share partition, made at its first use (under the lock): the log's offsets for
         ``share.auto.offset.reset`` read on the loop, the persisted state loaded on the share thread."""
         hosted = self._partitions.get((group_id, topic_id, partition))
         if hosted is not None:
             return hosted
         key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
+        if not self.store.has(key):
+            # never initialised by the group's coordinator (not assigned to anyone yet): Kafka's share
+            # partition fails to load and the fetch is answered UNKNOWN_SERVER_ERROR, no message
+            return _NOT_INITIALISED
         plog = self.cluster.partition_log(topic, partition)
         assert plog is not None
         reset = 0
@@ -341,7 +358,7 @@ class ShareHost:
                     now_ms=self.clock_ms(),
                 )
             except LookupError as exc:
-                return ShareError(ShareErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
+                return Refused(_UNKNOWN_SERVER_ERROR, str(exc))
         made = await self._on_thread(
             self._make,
             group_id,
@@ -354,7 +371,7 @@ class ShareHost:
             self.clock_ms(),
         )
         if isinstance(made, ShareError):
-            return made
+            return Refused(int(made.code), made.message)
         hosted, records = made
         self._append(records)
         self._partitions[(group_id, topic_id, partition)] = hosted
@@ -373,11 +390,6 @@ class ShareHost:
     ) -> tuple[_Hosted, list[tuple[int, ShareStateRecord]]] | ShareError:
         """On the share thread: a share partition initialised from the persisted state."""
         records: list[tuple[int, ShareStateRecord]] = []
-        if key not in set(self.store.keys()):
-            # a partition no group coordinator initialised (fetched without being assigned): its state
-            # starts here, as the coordinator's initialisation would start it
-            snapshot = self.store.initialize(key, 0, -1, now_ms)
-            records.append((state_partition_for(group_id, topic_id, partition), snapshot))
         sp = SharePartition(group_id, topic, partition, self.config.partition_config())
         error = sp.initialize(self.store.read(key), reset)
         if error is not None:
@@ -397,13 +409,12 @@ class ShareHost:
         await self.wait_loaded()
         assert self._lock is not None
         async with self._lock:
-            hosted: list[_Hosted | ShareError] = []
-            for topic_id, topic, partition, _ in entries:
-                try:
-                    hosted.append(await self._hosted(group_id, topic_id, topic, partition))
-                except OSError as exc:
-                    log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                    hosted.append(ShareError(ShareErrorCode.UNKNOWN_SERVER_ERROR, "share state not written"))
+            # a share partition this broker has not loaded (no fetch made it yet): Kafka's
+            # SharePartitionManager answers UNKNOWN_TOPIC_OR_PARTITION
+            hosted: list[_Hosted | Refused] = [
+                self._partitions.get((group_id, topic_id, partition)) or _NOT_HOSTED
+                for topic_id, _, partition, _ in entries
+            ]
             now_ms = self.clock_ms()
             results = await self._on_thread(self._acknowledge_all, member_id, hosted, entries, now_ms)
             records = [r for _, _, _, rs in results for r in rs]
@@ -426,14 +437,14 @@ class ShareHost:
     def _acknowledge_all(
         self,
         member_id: str,
-        hosted: list[_Hosted | ShareError],
+        hosted: list[_Hosted | Refused],
         entries: Sequence[tuple[uuid.UUID, str, int, Sequence[AcknowledgementBatch]]],
         now_ms: int,
     ) -> list[tuple[int, str | None, list[Any], list[tuple[int, ShareStateRecord]]]]:
         out: list[tuple[int, str | None, list[Any], list[tuple[int, ShareStateRecord]]]] = []
         for h, (_, _, _, batches) in zip(hosted, entries, strict=True):
-            if isinstance(h, ShareError):
-                out.append((int(h.code), h.message, [], []))
+            if isinstance(h, Refused):
+                out.append((h.code, h.message, [], []))
                 continue
             result = h.sp.acknowledge(member_id, now_ms, list(batches))
             records = self._write(h, result.write, now_ms)
@@ -469,8 +480,8 @@ class ShareHost:
                     h = await self._hosted(group_id, topic_id, topic, partition)
                 except OSError as exc:
                     log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                    h = ShareError(ShareErrorCode.UNKNOWN_SERVER_ERROR, "share state not written")
-                if isinstance(h, ShareError):
+                    h = Refused(_UNKNOWN_SERVER_ERROR, "share state not written")
+                if isinstance(h, Refused):
                     out[(topic_id, partition)] = PartitionFetch(int(h.code), h.message)
                     continue
                 out[(topic_id, partition)] = PartitionFetch()
@@ -656,6 +667,10 @@ class ShareHost:
 
 
 _UNKNOWN_SERVER_ERROR = -1
+#: ShareAcknowledge for a share partition not loaded here
+_NOT_HOSTED = Refused(3, "This server does not host this topic-partition.")
+#: ShareFetch of a share partition the group's coordinator never initialised
+_NOT_INITIALISED = Refused(_UNKNOWN_SERVER_ERROR, None)
 
 
 def _read_log(
