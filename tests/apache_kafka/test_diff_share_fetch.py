@@ -466,3 +466,130 @@ def test_a_lock_timing_out_makes_records_available_again(short_locks: Target, na
             waited = time.monotonic() - acquired_at
     assert rows == [_expected(0, acquired=[(0, 3, 2)])], target.kind
     assert waited >= LOCK_MS / 1000 - 1, waited  # not before the lock ran out
+
+
+def test_acknowledgement_types_and_batches(target: Target, names: str) -> None:
+    """RENEW (4) only in v2 with ``is_renew_ack`` (INVALID_REQUEST otherwise), ACCEPT beside it, a gap
+    (0) on a real record, an unknown type, a batch acknowledged twice in one request, a batch past what
+    was acquired (INVALID_REQUEST with Kafka's message), acknowledging while closing the session."""
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 1)
+        topic_id = _topic_id(raw, topic)
+    member = _joined_member(target, group, topic)
+    ask = [{"topic_id": topic_id, "partitions": [_part(0)]}]
+    out = {}
+    with Raw(target.bootstrap_servers) as raw:
+        _fetch(raw, group_id=group, member_id=member, topics=ask, max_wait=0)
+        _produced(target, topic, 6, 6)
+        out["acq"] = _codes(
+            _seen(_fetch(raw, group_id=group, member_id=member, share_session_epoch=1, max_wait=3000))
+        )
+        out["v1 renew"] = _codes(
+            _seen(
+                _acknowledge(
+                    raw,
+                    group_id=group,
+                    member_id=member,
+                    share_session_epoch=2,
+                    topics=[_acks(topic_id, (0, 0, 4))],
+                )
+            )
+        )
+        b: dict[str, Any] = {
+            "group_id": group,
+            "member_id": member,
+            "share_session_epoch": 3,
+            "is_renew_ack": False,
+            "topics": [_acks(topic_id, (0, 0, 4))],
+        }
+        out["v2 renew no flag"] = _codes(_seen(raw.call("ShareAcknowledge", 2, b)))
+        b = {
+            "group_id": group,
+            "member_id": member,
+            "share_session_epoch": 4,
+            "is_renew_ack": True,
+            "topics": [_acks(topic_id, (1, 1, 4))],
+        }
+        out["v2 renew flag"] = _codes(_seen(raw.call("ShareAcknowledge", 2, b)))
+        b = {
+            "group_id": group,
+            "member_id": member,
+            "share_session_epoch": 5,
+            "is_renew_ack": True,
+            "topics": [_acks(topic_id, (2, 2, 1))],
+        }
+        out["v2 flag accept"] = _codes(_seen(raw.call("ShareAcknowledge", 2, b)))
+        out["gap on data"] = _codes(
+            _seen(
+                _acknowledge(
+                    raw,
+                    group_id=group,
+                    member_id=member,
+                    share_session_epoch=6,
+                    topics=[_acks(topic_id, (3, 3, 0))],
+                )
+            )
+        )
+        out["type 9"] = _codes(
+            _seen(
+                _acknowledge(
+                    raw,
+                    group_id=group,
+                    member_id=member,
+                    share_session_epoch=7,
+                    topics=[_acks(topic_id, (4, 4, 9))],
+                )
+            )
+        )
+        out["overlap"] = _codes(
+            _seen(
+                _acknowledge(
+                    raw,
+                    group_id=group,
+                    member_id=member,
+                    share_session_epoch=8,
+                    topics=[_acks(topic_id, (4, 5, 1), (5, 5, 1))],
+                )
+            )
+        )
+        out["beyond"] = _codes(
+            _seen(
+                _acknowledge(
+                    raw,
+                    group_id=group,
+                    member_id=member,
+                    share_session_epoch=9,
+                    topics=[_acks(topic_id, (100, 200, 1))],
+                )
+            )
+        )
+        out["ack closing"] = _codes(
+            _seen(
+                _acknowledge(
+                    raw,
+                    group_id=group,
+                    member_id=member,
+                    share_session_epoch=-1,
+                    topics=[_acks(topic_id, (4, 5, 1))],
+                )
+            )
+        )
+        out["after close"] = _fetch(raw, group_id=group, member_id=member, share_session_epoch=10)[
+            "error_code"
+        ]
+    assert out == {
+        "acq": [(NONE, None)],
+        "v1 renew": [(INVALID_REQUEST, None)],
+        "v2 renew no flag": [(INVALID_REQUEST, None)],
+        "v2 renew flag": [(NONE, None)],
+        "v2 flag accept": [(NONE, None)],
+        "gap on data": [(NONE, None)],
+        "type 9": [(INVALID_REQUEST, None)],
+        "overlap": [(INVALID_RECORD_STATE, "The offset cannot be acknowledged. The offset is not acquired.")],
+        "beyond": [
+            (INVALID_REQUEST, "Batch record not found. The first offset in request is past acquired records.")
+        ],
+        "ack closing": [(NONE, None)],
+        "after close": SHARE_SESSION_NOT_FOUND,
+    }, target.kind
