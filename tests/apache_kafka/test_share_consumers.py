@@ -111,7 +111,9 @@ class _RdkafkaShare:
     """confluent-kafka's ShareConsumer in a thread: explicit acknowledgements, ACCEPT (RELEASE once for
     the first record when ``release_first``), ``commit_sync`` after each poll."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, *, release_first: bool = False) -> None:
+    def __init__(
+        self, bootstrap: str, group: str, topic: str, *, release_first: bool = False, polls: int | None = None
+    ) -> None:
         from confluent_kafka import ShareConsumer
 
         self.consumer = ShareConsumer(
@@ -125,6 +127,8 @@ class _RdkafkaShare:
         self.records: list[tuple[int, int, int]] = []  # (partition, offset, delivery count)
         self.errors: list[str] = []
         self._release_first = release_first
+        #: stop polling after this many polls that returned records (None: go on)
+        self._polls = polls
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -133,7 +137,7 @@ class _RdkafkaShare:
         from confluent_kafka import AcknowledgeType
 
         released = False
-        while not self._stop.is_set():
+        while not self._stop.is_set() and (self._polls is None or self._polls > 0):
             try:
                 messages = self.consumer.poll(0.2)
                 if not len(messages):
@@ -149,9 +153,15 @@ class _RdkafkaShare:
                     else:
                         self.consumer.acknowledge(m, AcknowledgeType.ACCEPT)
                 self.consumer.commit_sync()
+                if self._polls is not None:
+                    self._polls -= 1
             except Exception as exc:  # kept: the test reports it
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 time.sleep(0.2)
+
+    @property
+    def polls_left(self) -> int | None:
+        return self._polls
 
     def close(self) -> None:
         self._stop.set()
