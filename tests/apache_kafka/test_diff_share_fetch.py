@@ -593,3 +593,52 @@ def test_acknowledgement_types_and_batches(target: Target, names: str) -> None:
         "ack closing": [(NONE, None)],
         "after close": SHARE_SESSION_NOT_FOUND,
     }, target.kind
+
+
+def test_a_session_adds_and_forgets_partitions(target: Target, names: str) -> None:
+    """An incremental ShareFetch adds a partition (loaded then: ``latest`` starts it at the end, after
+    the first records) and ``forgotten_topics_data`` drops one: only the session's partitions are
+    fetched, and only those with records are answered."""
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 2)
+        topic_id = _topic_id(raw, topic)
+    member = _joined_member(target, group, topic)
+    out: dict[str, Any] = {}
+    with Raw(target.bootstrap_servers) as raw:
+        a = _fetch(
+            raw,
+            group_id=group,
+            member_id=member,
+            topics=[{"topic_id": topic_id, "partitions": [_part(0)]}],
+            max_wait=0,
+        )
+        out["open"] = [(p["partition_index"], p["acquired_records"]) for p in _seen(a)["partitions"]]
+        producer = Producer({"bootstrap.servers": target.bootstrap_servers, "acks": "all"})
+        for i in range(4):
+            producer.produce(topic, value=b"x", partition=i % 2)
+        producer.flush(10)
+        b = _fetch(
+            raw,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=1,
+            max_wait=3000,
+            topics=[{"topic_id": topic_id, "partitions": [_part(1)]}],
+        )
+        out["add 1"] = [(p["partition_index"], p["acquired_records"]) for p in _seen(b)["partitions"]]
+        for i in range(4):
+            producer.produce(topic, value=b"x", partition=i % 2)
+        producer.flush(10)
+        c = _fetch(
+            raw,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=2,
+            max_wait=3000,
+            forgotten_topics_data=[{"topic_id": topic_id, "partitions": [0]}],
+        )
+        out["forget 0"] = [(p["partition_index"], p["acquired_records"]) for p in _seen(c)["partitions"]]
+    acquired = [{"first_offset": 0, "last_offset": 1, "delivery_count": 1}]
+    later = [{"first_offset": 2, "last_offset": 3, "delivery_count": 1}]
+    assert out == {"open": [(0, [])], "add 1": [(0, acquired)], "forget 0": [(1, later)]}, target.kind
