@@ -126,6 +126,8 @@ LATER_SUITES: dict[str, tuple[str, ...]] = {
         "share",
         "group/share",
         "wire/test_share_group.py",
+        "broker/test_share_durability.py",
+        "broker/test_share_host.py",
     ),
 }
 #: a test under two of them counts under the first (Apache Kafka's first: it starts the JVMs)

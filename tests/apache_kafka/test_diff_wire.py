@@ -74,6 +74,8 @@ APACHE_RANGES = {
     69: (0, 1),  # ConsumerGroupDescribe
     76: (1, 1),  # ShareGroupHeartbeat
     77: (1, 1),  # ShareGroupDescribe
+    78: (1, 2),  # ShareFetch
+    79: (1, 2),  # ShareAcknowledge
 }
 
 
@@ -108,14 +110,22 @@ def test_api_versions_ranges(target: Target) -> None:
     # the same on both brokers: kgroup serves every version Kafka 4.4.0 serves for these APIs (each
     # exercised in tests/apache_kafka/test_diff_versions.py) and advertises Produce from v0 as Kafka does
     assert {key: ranges.get(key) for key in APACHE_RANGES} == APACHE_RANGES
+    # share.version as Kafka advertises it; supported from 0, so left out of v3's supported features
+    share = [f for f in v4["supported_features"] if f["name"] == "share.version"]
+    assert share == [{"name": "share.version", "min_version": 0, "max_version": 2}]
+    assert [f for f in v3["supported_features"] if f["min_version"] == 0] == []
+    finalized = [f for f in v3["finalized_features"] if f["name"] == "share.version"]
+    assert finalized == [{"name": "share.version", "max_version_level": 2, "min_version_level": 2}]
+    assert v3["finalized_features_epoch"] >= 0
     if target.kind == "kgroup":
         assert set(ranges) == set(APACHE_RANGES)  # kgroup serves these and no more
-        # kgroup finalizes transaction.version and no other feature (docs/transactions.md)
-        assert v3["finalized_features"] == [transaction_version]
+        # kgroup finalizes transaction.version and share.version and no other feature
+        # (kgroup.broker.features)
+        assert [f["name"] for f in v3["finalized_features"]] == ["transaction.version", "share.version"]
     else:
         # Kafka serves some 70 APIs more (admin, transactions, KRaft, share and streams groups) and
         # advertises its other finalized features (group.version, …), which kgroup does not
-        assert len(ranges) > len(APACHE_RANGES) + 40
+        assert len(ranges) > len(APACHE_RANGES) + 38
         assert {f["name"] for f in v3["finalized_features"]} >= {"metadata.version", "group.version"}
 
 

@@ -54,6 +54,8 @@ API = {
     "ConsumerGroupDescribe": 69,
     "ShareGroupHeartbeat": 76,
     "ShareGroupDescribe": 77,
+    "ShareFetch": 78,
+    "ShareAcknowledge": 79,
 }
 
 

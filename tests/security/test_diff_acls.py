@@ -115,6 +115,7 @@ def raw_requests(bootstrap: str) -> dict[str, Any]:
         seen["metadata named"] = {t.name: int(t.error_code) for t in metadata.topics}
         seen.update(group_topic_requests(raw))
         seen.update(txn_offset_commit_requests(raw))
+        seen.update(share_requests(raw, _topic_ids_as_admin(bootstrap)))
     return seen
 
 
@@ -158,6 +159,77 @@ def txn_offset_commit_requests(raw: RawClient) -> dict[str, Any]:
             )
         )
         seen[what] = {t.name: [int(p.error_code) for p in t.partitions] for t in answer.topics}
+    return seen
+
+
+def _topic_ids_as_admin(bootstrap: str) -> dict[str, Any]:
+    with RawClient(bootstrap) as raw:
+        raw.request(build(request_class(17, 1), {"mechanism": "PLAIN"}))
+        raw.request(build(request_class(36, 2), {"auth_bytes": f"\0admin\0{USERS['admin']}".encode()}))
+        answer = raw.request(
+            build(
+                request_class(3, 12),
+                {
+                    "topics": [{"topic_id": None, "name": n} for n in ("d-read", "d-none")],
+                    "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False,
+                },
+            )
+        )
+    return {t.name: t.topic_id for t in answer.topics}
+
+
+def share_requests(raw: RawClient, topic_ids: dict[str, Any]) -> dict[str, Any]:
+    """As alice: ShareFetch (READ on the group, then READ on each topic) and ShareAcknowledge in a
+    group alice may not read, and ShareFetch of a topic alice may not read in one she may."""
+    import uuid
+
+    seen: dict[str, Any] = {}
+
+    def share_fetch(group: str, topics: list[str]) -> Any:
+        return raw.request(
+            build(
+                request_class(78, 1),
+                {
+                    "group_id": group,
+                    "member_id": str(uuid.uuid4()),
+                    "share_session_epoch": 0,
+                    "max_wait": 0,
+                    "min_bytes": 1,
+                    "max_bytes": 1 << 20,
+                    "max_records": 10,
+                    "batch_size": 10,
+                    "topics": [
+                        {
+                            "topic_id": topic_ids[t],
+                            "partitions": [{"partition_index": 0, "acknowledgement_batches": []}],
+                        }
+                        for t in topics
+                    ],
+                    "forgotten_topics_data": [],
+                },
+            )
+        )
+
+    denied = share_fetch("d-group-denied", ["d-read"])
+    seen["share fetch d-group-denied"] = (int(denied.error_code), len(denied.responses))
+    acknowledged = raw.request(
+        build(
+            request_class(79, 1),
+            {
+                "group_id": "d-group-denied",
+                "member_id": str(uuid.uuid4()),
+                "share_session_epoch": 1,
+                "topics": [],
+            },
+        )
+    )
+    seen["share acknowledge d-group-denied"] = int(acknowledged.error_code)
+    topic_denied = share_fetch("d-group-ok", ["d-none"])
+    seen["share fetch d-group-ok [d-none]"] = (
+        int(topic_denied.error_code),
+        [int(p.error_code) for t in topic_denied.responses for p in t.partitions],
+    )
     return seen
 
 
@@ -454,3 +526,6 @@ def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> N
     assert theirs["txn offset commit d-tx-none"] == {"d-read": [53], "d-none": [53]}
     assert theirs["txn offset commit d-group-denied"] == {"d-read": [30], "d-none": [30]}
     assert theirs["txn offset commit d-group-ok"]["d-none"] == [29]
+    assert theirs["share fetch d-group-denied"] == (30, 0)
+    assert theirs["share acknowledge d-group-denied"] == 30
+    assert theirs["share fetch d-group-ok [d-none]"] == (0, [29])

@@ -173,7 +173,7 @@ def test_topic_ids_are_kafkas_uuids_both_ways() -> None:
 
 def test_an_error_code_kgroup_does_not_know_reads_as_unknown_server_error() -> None:
     wire = consumer_group_heartbeat_response_to_wire(ConsumerGroupHeartbeatResponse(ErrorCode.NONE), 1)
-    odd = dataclasses.replace(wire, error_code=121)  # kio's own enum knows it (INVALID_RECORD_STATE)
+    odd = dataclasses.replace(wire, error_code=125)  # kio's own enum knows it (INVALID_VOTER_KEY)
     assert consumer_group_heartbeat_response_from_wire(odd).error_code is ErrorCode.UNKNOWN_SERVER_ERROR
 
 

@@ -20,6 +20,7 @@ from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_group,
     handlers_scram,
     handlers_security,
+    handlers_share,
     handlers_share_group,
     handlers_txn,
     handlers_txn_offsets,

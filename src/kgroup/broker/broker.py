@@ -17,6 +17,7 @@ import functools
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
@@ -38,9 +39,11 @@ from kgroup.broker.control import ControlChannel
 from kgroup.broker.coordinator_runtime import CoordinatorRuntime
 from kgroup.broker.dispatch import dispatch, supports, warm_codec
 from kgroup.broker.logapi import LogManagerLike
+from kgroup.broker.share_host import ShareHost, ShareHostConfig
 from kgroup.broker.txn_host import TransactionHost, thread_safe
 from kgroup.broker.waiters import AppendWatchers, FetchWaiter
 from kgroup.group import CoordinatorConfig
+from kgroup.group.share.heartbeat import InitializeShareState
 from kgroup.log.manager import remove_directories
 from kgroup.model import KgroupError
 from kgroup.security.acl import AclOperation, ResourceType
@@ -108,6 +111,17 @@ class Broker:
         self._topics_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-topics")
         self._offsets_topic_made: asyncio.Future[None] | None = None
         self.close_log = CloseLog()
+        # the share partitions (KIP-932): ShareFetch / ShareAcknowledge, __share_group_state
+        self.shares = ShareHost(
+            self.cluster,
+            clock_ms=clock_ms,
+            config=ShareHostConfig(
+                record_lock_duration_ms=config.group_share_record_lock_duration_ms,
+                delivery_count_limit=config.group_share_delivery_count_limit,
+                auto_offset_reset=config.share_auto_offset_reset,
+            ),
+            notify_appended=self.notify_appended,
+        )
         self.coordinators = CoordinatorRuntime(
             CoordinatorConfig(
                 group_min_session_timeout_ms=config.group_min_session_timeout_ms,
@@ -127,6 +141,7 @@ class Broker:
             flush_interval_ms=logs.coordinator_fsync_interval_ms(),
             notify_appended=self.notify_appended,
             describable=self._describable if config.security.authorizer else None,
+            share_state=self._initialize_share_state,
         )
         # the transaction coordinator (its calls on a thread of its own, its records in __transaction_state)
         self.transactions = TransactionHost(
@@ -159,6 +174,7 @@ class Broker:
         threading.Thread(target=warm_codec, name="kgroup-warm-codec", daemon=True).start()
         self.coordinators.start()  # loads the groups on the coordinators' thread; serving starts now
         self.transactions.start()  # replays __transaction_state on its thread
+        self.shares.start()  # replays __share_group_state on its thread
         self.remove_later(self.logs.leftover_deletions())  # what a crash left half removed
         self._tick_task = asyncio.get_running_loop().create_task(self._tick())
 
@@ -201,6 +217,7 @@ class Broker:
                     limits=self._limits,
                     open_connections=self.connections[broker_id],
                     close_log=self.close_log,
+                    on_closed=self.shares.on_connection_closed,
                 )
             except asyncio.CancelledError:
                 # shutdown: end quietly (asyncio's server callback would log a cancelled task)
@@ -289,6 +306,7 @@ class Broker:
         self._topics_thread.shutdown(wait=True)
         await self.coordinators.close()
         await self.transactions.close()
+        await self.shares.close()
         self.close_log.flush()
         self._codec.shutdown(wait=True, cancel_futures=True)
         self._auth_thread.shutdown(wait=True, cancel_futures=True)
@@ -392,6 +410,14 @@ class Broker:
         # Unique across restarts without a persisted counter: the start time in ms, shifted.
         self._next_producer_id += 1
         return self._next_producer_id
+
+    async def _initialize_share_state(self, task: InitializeShareState) -> bool:
+        """The share group coordinator's ``InitializeShareGroupState``, answered by the share host."""
+        return await self.shares.initialize_state(
+            task.group_id,
+            task.group_epoch,
+            [(uuid.UUID(int=topic_id.to_int()), partitions) for topic_id, _, partitions in task.partitions],
+        )
 
     def watch_appends(self, waiter: FetchWaiter) -> None:
         """Park a fetch: ``waiter`` hears of every append to its partitions until unwatched."""

@@ -60,8 +60,10 @@ log = logging.getLogger("kgroup.broker")
 OFFSETS_TOPIC = "__consumer_offsets"
 #: the transaction coordinator's log (kgroup.broker.txn_host)
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+#: the share coordinator's state (kgroup.broker.share_host)
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 #: Kafka's internal topics (``Topic.isInternal``): Metadata marks them, clients cannot produce to them
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 #: a partition: (topic name, partition index)
 PartitionKey = tuple[str, int]
 #: the configs the offsets topic is made with (Kafka's: compacted)

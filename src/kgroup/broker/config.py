@@ -76,6 +76,14 @@ class BrokerConfig:
     group_share_session_timeout_ms: int = 45_000
     group_share_heartbeat_interval_ms: int = 5000
     group_share_assignment_interval_ms: int = 1000
+    #: ``group.share.record.lock.duration.ms`` (15,000-60,000 as ``group.share.min/max.record.lock.
+    #: duration.ms``) and ``group.share.delivery.count.limit`` (2-10): the share partitions' locks and
+    #: redeliveries (kgroup.broker.share_host)
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_delivery_count_limit: int = 5
+    #: the share groups' ``share.auto.offset.reset`` (Kafka sets it per group; kgroup, without group
+    #: configs yet, for every group): ``latest``, ``earliest`` or ``by_duration:<ISO-8601 duration>``
+    share_auto_offset_reset: str = "latest"
     #: ``auto.leader.rebalance.enable`` and ``leader.imbalance.check.interval.seconds``: how often the
     #: preferred replicas take their leaderships (and group coordinators) back after a broker restart
     auto_leader_rebalance_enable: bool = True
@@ -118,6 +126,7 @@ class BrokerConfig:
             )
         self._check_consumer_group_timing()
         self.share_coordinator_config()  # Kafka's checks of the group.share.* settings, one line each
+        self._check_share_partitions()
         if self.default_replication_factor > self.brokers:
             raise KgroupError(
                 f"default_replication_factor: {self.default_replication_factor} is more than the "
@@ -146,6 +155,24 @@ class BrokerConfig:
         except KgroupError as exc:  # named as this config names them
             raise KgroupError(str(exc).replace("share_", "group_share_")) from None
         return fields
+
+    def _check_share_partitions(self) -> None:
+        from kgroup.share import parse_share_auto_offset_reset
+
+        if not 15_000 <= self.group_share_record_lock_duration_ms <= 60_000:
+            raise KgroupError(
+                f"group_share_record_lock_duration_ms: {self.group_share_record_lock_duration_ms}; Kafka "
+                "allows 15000-60000 (group.share.min/max.record.lock.duration.ms)"
+            )
+        if not 2 <= self.group_share_delivery_count_limit <= 10:
+            raise KgroupError(
+                f"group_share_delivery_count_limit: {self.group_share_delivery_count_limit}; "
+                "Kafka allows 2-10"
+            )
+        try:
+            parse_share_auto_offset_reset(self.share_auto_offset_reset)
+        except ValueError as exc:
+            raise KgroupError(str(exc)) from None
 
     def _check_consumer_group_timing(self) -> None:
         """Kafka's ``GroupCoordinatorConfig`` checks, in its order and words (then the values and the fix)."""

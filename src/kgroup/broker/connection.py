@@ -368,8 +368,10 @@ async def serve_connection(
     limits: ConnectionLimits,
     open_connections: set[Connection],
     close_log: CloseLog,
+    on_closed: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve one accepted connection of node ``node_id`` until either side closes it.
+    """Serve one accepted connection of node ``node_id`` until either side closes it (then
+    ``on_closed`` hears its connection id).
 
     ``open_connections`` holds the node's open connections (this one is added while it is served);
     a connection beyond ``limits.max_connections`` is closed at once.
@@ -426,3 +428,5 @@ async def serve_connection(
     finally:
         open_connections.discard(connection)
         connection.close()
+        if on_closed is not None:
+            on_closed(peer.connection_id)

@@ -44,6 +44,7 @@ from kgroup.broker.logapi import CoordinatorLogLike
 from kgroup.group import CoordinatorConfig
 from kgroup.group.consumer.steps import RegexResolution
 from kgroup.group.metadata import MetadataImage, TopicImage
+from kgroup.group.share.heartbeat import InitializeShareState
 from kgroup.group.txn import CoordinatorTask
 from kgroup.messages import Envelope, Response
 from kgroup.model import ErrorCode, KgroupError, TopicId
@@ -90,8 +91,11 @@ class CoordinatorRuntime:
         flush_interval_ms: int | None,
         notify_appended: Callable[[str, int, int], None] | None = None,
         describable: Callable[[str, str, str], bool] | None = None,
+        share_state: Callable[[InitializeShareState], Coroutine[Any, Any, bool]] | None = None,
     ) -> None:
         self._cluster = cluster
+        #: answers the share groups' InitializeShareState tasks on the broker's loop (the share host)
+        self._share_state = share_state
         #: (principal, host, topic) -> may it describe the topic; None: no authorizer
         self._describable = describable
         self._appender = OffsetsTopicAppender(cluster, notify_appended)
@@ -254,6 +258,11 @@ class CoordinatorRuntime:
     async def _run_task(self, task: CoordinatorTask) -> object:
         """On the coordinators' loop: ``task.run()`` in the tasks' thread; a regex resolution's topics
         then filtered by what its requester may describe (on the broker's loop, where the ACLs are)."""
+        if isinstance(task, InitializeShareState) and self._share_state is not None:
+            broker_loop = self._broker_loop
+            assert broker_loop is not None
+            written = asyncio.run_coroutine_threadsafe(self._share_state(task), broker_loop)
+            return await asyncio.wrap_future(written)
         outcome = await asyncio.get_running_loop().run_in_executor(self._tasks, task.run)
         if isinstance(task, RegexResolution) and self._describable is not None:
             broker_loop = self._broker_loop

@@ -15,6 +15,7 @@ from typing import ParamSpec, Protocol, TypeVar
 from kgroup.broker.cluster import Cluster
 from kgroup.broker.config import BrokerConfig
 from kgroup.broker.coordinator_runtime import CoordinatorRuntime
+from kgroup.broker.share_host import ShareHost
 from kgroup.broker.txn_host import TransactionHost
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.security.runtime import SecurityRuntime
@@ -47,6 +48,10 @@ class BrokerServices(Protocol):
     @property
     def transactions(self) -> TransactionHost:
         """The transaction coordinator's host (its calls on a thread of their own)."""
+
+    @property
+    def shares(self) -> ShareHost:
+        """The share partitions and share sessions (KIP-932: ShareFetch, ShareAcknowledge)."""
 
     @property
     def security(self) -> SecurityRuntime:

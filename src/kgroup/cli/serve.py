@@ -82,6 +82,23 @@ def register(app: typer.Typer) -> None:
             help="group.share.assignment.interval.ms (0-15000): a share group's new target assignment at "
             "most this often.",
         ),
+        share_record_lock_duration_ms: int = typer.Option(
+            30_000,
+            "--group-share-record-lock-duration-ms",
+            help="group.share.record.lock.duration.ms (15000-60000): how long a share consumer holds "
+            "the records it acquired.",
+        ),
+        share_delivery_count_limit: int = typer.Option(
+            5,
+            "--group-share-delivery-count-limit",
+            help="group.share.delivery.count.limit (2-10): deliveries of a record before it is archived.",
+        ),
+        share_auto_offset_reset: str = typer.Option(
+            "latest",
+            "--share-auto-offset-reset",
+            help="share.auto.offset.reset of every share group: latest, earliest or "
+            "by_duration:<ISO-8601 duration>.",
+        ),
         consumer_session_timeout_ms: int = typer.Option(
             45_000,
             "--group-consumer-session-timeout-ms",
@@ -244,6 +261,9 @@ def register(app: typer.Typer) -> None:
                 group_share_session_timeout_ms=share_session_timeout_ms,
                 group_share_heartbeat_interval_ms=share_heartbeat_interval_ms,
                 group_share_assignment_interval_ms=share_assignment_interval_ms,
+                group_share_record_lock_duration_ms=share_record_lock_duration_ms,
+                group_share_delivery_count_limit=share_delivery_count_limit,
+                share_auto_offset_reset=share_auto_offset_reset,
                 auto_leader_rebalance_enable=auto_leader_rebalance,
                 leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
                 replica_placement_seed=replica_placement_seed,

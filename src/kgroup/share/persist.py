@@ -223,6 +223,10 @@ class ShareStateStore:
     def keys(self) -> list[ShareKey]:
         return sorted(self._state)
 
+    def has(self, key: ShareKey) -> bool:
+        """Whether the partition has state (was initialised), whatever its start offset."""
+        return key in self._state
+
 
 def combine_state_batches(
     batches: Iterable[PersisterStateBatch], start_offset: int

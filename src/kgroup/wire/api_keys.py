@@ -49,6 +49,8 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_DESCRIBE = 69
     SHARE_GROUP_HEARTBEAT = 76
     SHARE_GROUP_DESCRIBE = 77
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
     @property
     def title(self) -> str:

@@ -93,8 +93,9 @@ public final class ClientDriver {
     public static void main(String[] args) throws Exception {
         // nothing but the events may reach stdout
         System.setOut(new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.err), true));
-        if (args.length != 2 || !(args[0].equals("consumer") || args[0].equals("producer"))) {
-            System.err.println("usage: ClientDriver consumer|producer CONFIG_JSON");
+        if (args.length != 2
+                || !(args[0].equals("consumer") || args[0].equals("producer") || args[0].equals("share"))) {
+            System.err.println("usage: ClientDriver consumer|producer|share CONFIG_JSON");
             System.exit(2);
         }
         JsonNode config = JSON.readTree(args[1]);
@@ -102,6 +103,8 @@ public final class ClientDriver {
         try {
             if (args[0].equals("consumer")) {
                 runConsumer(config);
+            } else if (args[0].equals("share")) {
+                runShareConsumer(config);
             } else {
                 runProducer(config);
             }
@@ -443,6 +446,109 @@ public final class ClientDriver {
         }
         throw new IllegalArgumentException("key.serializer: " + name + " is not one the driver takes "
                 + "(StringSerializer, LongSerializer, IntegerSerializer, ShortSerializer)");
+    }
+
+    // --- share consumer (KIP-932) ------------------------------------------------------------------
+
+    /**
+     * {@code KafkaShareConsumer} in explicit acknowledgement mode: each polled record is printed as a
+     * {@code record} event (with {@code delivery_count}) and acknowledged ACCEPT — or RELEASE when its
+     * offset is in the configuration's {@code "release"} ([[topic, partition, offset], ...]) and it is
+     * delivered for the first time — then {@code commitSync()} after each poll ({@code acknowledged}
+     * event with its errors). With {@code "hold": true} the first records polled are printed
+     * ({@code ack} HOLD) and kept unacknowledged, and polling stops ({@code holding} event). Commands:
+     * {@code pause_polling} (keeps what it holds), {@code resume_polling}, {@code close}, {@code exit}.
+     */
+    static void runShareConsumer(JsonNode config) throws Exception {
+        Properties props = properties(config);
+        props.putIfAbsent("share.acknowledgement.mode", "explicit");
+        List<String> topics = new ArrayList<>();
+        config.path("topics").forEach(t -> topics.add(t.asText()));
+        Set<String> release = new java.util.HashSet<>();
+        config.path("release").forEach(r -> release.add(r.get(0).asText() + "/" + r.get(1).asInt() + "/" + r.get(2).asLong()));
+        long pollMs = config.path("poll_ms").asLong(100);
+        boolean hold = config.path("hold").asBoolean(false);
+        org.apache.kafka.clients.consumer.KafkaShareConsumer<String, String> consumer =
+                new org.apache.kafka.clients.consumer.KafkaShareConsumer<>(
+                        props, new StringDeserializer(), new StringDeserializer());
+        emit(event("started", "client_id", props.getProperty("client.id")));
+        consumer.subscribe(topics);
+        emit(event("subscribed", "topics", topics));
+        boolean polling = true;
+        while (true) {
+            JsonNode command = polling ? COMMANDS.poll() : COMMANDS.poll(pollMs, TimeUnit.MILLISECONDS);
+            for (; command != null; command = COMMANDS.poll()) {
+                String cmd = command.path("cmd").asText();
+                if (cmd.equals("close")) {
+                    try {
+                        consumer.close(Duration.ofMillis(command.path("timeout_ms").asLong(30000)));
+                        emit(event("closed", "eof", command.path("eof").asBoolean(false)));
+                    } catch (Exception e) {
+                        emit(event("closed", "error", errorOf(e)));
+                    }
+                    return;
+                } else if (cmd.equals("pause_polling")) {
+                    polling = false;
+                    emit(event("polling", "on", false));
+                } else if (cmd.equals("resume_polling")) {
+                    polling = true;
+                    emit(event("polling", "on", true));
+                } else {
+                    emit(event("bad_command", "line", command.toString()));
+                }
+            }
+            if (!polling) {
+                continue;
+            }
+            ConsumerRecords<String, String> records;
+            try {
+                records = consumer.poll(Duration.ofMillis(pollMs));
+            } catch (Exception e) {
+                Map<String, Object> error = errorOf(e);
+                error.put("event", "error");
+                error.put("ts", System.currentTimeMillis());
+                error.put("fatal", isFatal(e));
+                emit(error);
+                if (isFatal(e)) {
+                    polling = false;
+                }
+                continue;
+            }
+            if (records.isEmpty()) {
+                continue;
+            }
+            if (hold) {
+                // keep the first records polled acquired, unacknowledged, and stop polling
+                for (ConsumerRecord<String, String> record : records) {
+                    emit(event("record", "topic", record.topic(), "partition", record.partition(),
+                            "offset", record.offset(), "key", record.key(), "value", record.value(),
+                            "delivery_count", record.deliveryCount().map(Short::intValue).orElse(-1), "ack", "HOLD"));
+                }
+                polling = false;
+                emit(event("holding", "count", records.count()));
+                continue;
+            }
+            for (ConsumerRecord<String, String> record : records) {
+                int count = record.deliveryCount().map(Short::intValue).orElse(-1);
+                boolean releaseIt = count == 1
+                        && release.contains(record.topic() + "/" + record.partition() + "/" + record.offset());
+                emit(event("record", "topic", record.topic(), "partition", record.partition(),
+                        "offset", record.offset(), "key", record.key(), "value", record.value(),
+                        "delivery_count", count, "ack", releaseIt ? "RELEASE" : "ACCEPT"));
+                consumer.acknowledge(record, releaseIt
+                        ? org.apache.kafka.clients.consumer.AcknowledgeType.RELEASE
+                        : org.apache.kafka.clients.consumer.AcknowledgeType.ACCEPT);
+            }
+            try {
+                Map<org.apache.kafka.common.TopicIdPartition, java.util.Optional<org.apache.kafka.common.KafkaException>> result =
+                        consumer.commitSync(Duration.ofSeconds(30));
+                List<String> failed = new ArrayList<>();
+                result.forEach((tp, error) -> error.ifPresent(e -> failed.add(tp + ": " + e)));
+                emit(event("acknowledged", "count", records.count(), "errors", failed));
+            } catch (Exception e) {
+                emit(event("acknowledged", "count", records.count(), "errors", List.of(String.valueOf(e))));
+            }
+        }
     }
 
     static void runProducer(JsonNode config) throws Exception {
