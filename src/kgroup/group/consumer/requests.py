@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kgroup.group.admin import described_topics, not_found_message
 from kgroup.group.consumer.context import ApiError, ConsumerContext
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
 from kgroup.group.consumer.member import ConsumerMember
@@ -20,15 +21,13 @@ from kgroup.group.records.consumer import (
     ConsumerGroupTargetAssignmentMetadata,
 )
 from kgroup.group.txn import Txn
-from kgroup.javacompat import JavaHashSet, java_integer_hash, java_string_hash
+from kgroup.javacompat import JavaHashSet, java_string_hash
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     DescribedConsumerGroup,
     DescribedConsumerMember,
-    DescribedTopicPartitions,
     Envelope,
-    ListedGroup,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchPartition,
@@ -42,7 +41,6 @@ __all__ = [
     "handle_consumer_describe",
     "handle_consumer_offset_commit",
     "handle_consumer_offset_fetch",
-    "listed_consumer_group",
 ]
 
 #: the version from which OffsetCommit must carry a member epoch for consumer-protocol members
@@ -50,22 +48,6 @@ _MEMBER_EPOCH_COMMIT_VERSION = 9
 
 
 # --- ConsumerGroupDescribe ---------------------------------------------------------------------------
-
-
-def _described(
-    assignment: dict[TopicId, frozenset[int]] | None, ctx: ConsumerContext
-) -> tuple[DescribedTopicPartitions, ...]:
-    if not assignment:
-        return ()
-    topics = JavaHashSet.copy_of(lambda t: t.java_hash, assignment)
-    described = []
-    for topic_id in topics:
-        topic = ctx.image.topic_by_id(topic_id)
-        if topic is None:
-            continue  # Kafka leaves out topics the metadata no longer has
-        partitions = tuple(JavaHashSet.copy_of(java_integer_hash, assignment[topic_id]))
-        described.append(DescribedTopicPartitions(topic_id, topic.name, partitions))
-    return tuple(described)
 
 
 def _describe_member(
@@ -88,8 +70,8 @@ def _describe_member(
             JavaHashSet.copy_of(java_string_hash, sorted(member.subscribed_topic_names))
         ),
         subscribed_topic_regex=member.subscribed_topic_regex,
-        assignment=_described(owned, ctx),
-        target_assignment=_described(target, ctx),
+        assignment=described_topics(owned, ctx.image),
+        target_assignment=described_topics(target, ctx.image),
         member_type=0 if member.uses_classic_protocol else 1,
     )
 
@@ -102,12 +84,8 @@ def handle_consumer_describe(
     for group_id in req.group_ids:
         group = ctx.groups.get(group_id)
         if group is None:
-            # ``GroupMetadataManager.consumerGroup(id, offset)``: ``group(id)`` first
-            message = (
-                f"Group {group_id} is not a consumer group."
-                if group_id in ctx.classic.groups or ctx.owned_elsewhere(group_id)
-                else f"Group {group_id} not found."  # GroupMetadataManager.group(id, offset)
-            )
+            other_kind = group_id in ctx.classic.groups or ctx.owned_elsewhere(group_id)
+            message = not_found_message(group_id, "consumer", other_kind)
             described.append(DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
             continue
         described.append(
@@ -128,10 +106,6 @@ def handle_consumer_describe(
 # --- ListGroups / DeleteGroups -----------------------------------------------------------------------
 
 
-def listed_consumer_group(group: ConsumerGroupData) -> ListedGroup:
-    return ListedGroup(group.group_id, "consumer", group.state.kafka_name, "consumer")
-
-
 def delete_consumer_group(txn: Txn, group: ConsumerGroupData, *, keep_offsets: bool = False) -> ErrorCode:
     """DeleteGroups of a consumer group: only an Empty one (``validateDeleteGroup``); Kafka's tombstones
     for its records (``createGroupTombstoneRecords``), and its offsets with it unless ``keep_offsets``
@@ -139,8 +113,7 @@ def delete_consumer_group(txn: Txn, group: ConsumerGroupData, *, keep_offsets: b
     if group.state is not ConsumerGroupState.EMPTY:
         return ErrorCode.NON_EMPTY_GROUP
     group_id = group.group_id
-    for key in [k for k in txn.armed if k.group_id == group_id]:
-        txn.cancel(key)
+    txn.cancel_group_timers(group_id)
     members = list(group.members)
     for member_id in members:
         txn.emit(ConsumerGroupCurrentMemberAssignment(group_id, member_id, None))
