@@ -35,8 +35,6 @@ import logging
 import struct
 from collections.abc import Callable, Sequence
 
-from crc32c import crc32c
-
 from kgroup.broker.cluster import OFFSETS_TOPIC, Cluster
 from kgroup.group import GroupState, GroupView
 from kgroup.group.discovery import coordinator_partition
@@ -64,7 +62,7 @@ from kgroup.group.records.offsets_topic import (
 )
 from kgroup.group.records.serde import encode_record
 from kgroup.group.records.share import ShareGroupRecord
-from kgroup.wire.varint import encode_varint
+from kgroup.wire.record_batch import record_batch
 
 __all__ = ["OffsetsTopicAppender", "OffsetsTopicRecords", "record_batch"]
 
@@ -83,27 +81,6 @@ _KAFKA_FORMAT = (
     | ConsumerGroupRegularExpression
     | ShareGroupRecord
 )
-#: RecordBatch v2 after its CRC: attributes, last offset delta, base and max timestamp, producer id,
-#: producer epoch, base sequence, record count
-_AFTER_CRC = struct.Struct(">hiqqqhii")
-
-
-def record_batch(entries: Sequence[tuple[bytes, bytes | None]], timestamp_ms: int) -> bytes:
-    """One uncompressed RecordBatch v2 (base offset 0, no producer, CreateTime ``timestamp_ms``)
-    holding ``entries`` as (key, value) records; a ``None`` value is a tombstone."""
-    records = bytearray()
-    for delta, (key, value) in enumerate(entries):
-        body = bytearray(b"\x00")  # attributes
-        body += encode_varint(0)  # timestamp delta
-        body += encode_varint(delta)
-        body += encode_varint(len(key)) + key
-        body += encode_varint(-1) if value is None else encode_varint(len(value)) + value
-        body += encode_varint(0)  # no headers
-        records += encode_varint(len(body)) + body
-    count = len(entries)
-    after_crc = _AFTER_CRC.pack(0, count - 1, timestamp_ms, timestamp_ms, -1, -1, -1, count) + records
-    length = 4 + 1 + 4 + len(after_crc)  # partition leader epoch, magic, crc, then the rest
-    return struct.pack(">qiib", 0, length, -1, 2) + struct.pack(">I", crc32c(bytes(after_crc))) + after_crc
 
 
 def _group_metadata_key(group_id: str) -> bytes:

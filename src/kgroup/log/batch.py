@@ -1,4 +1,6 @@
 """RecordBatch v2 at the byte level: the 61-byte header, Kafka's produce-time checks, offset stamping.
+The layout's numbers and the one batch writer are :mod:`kgroup.wire.record_batch`'s (the pure core
+sizes batches too, and may not import the log); this module reads and stamps what it describes.
 
 Layout (``org.apache.kafka.common.record.DefaultRecordBatch``), big-endian::
 
@@ -27,6 +29,19 @@ from kgroup.log.codecs import InflateError, TooLargeWhenInflated, inflate
 from kgroup.log.errors import LogErrorCode, RecordErrors
 from kgroup.log.records import RecordTimestamps, java_long, walk_record_timestamps
 from kgroup.model import PeerError
+from kgroup.wire.record_batch import (
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    CRC_AT,
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    NO_PRODUCER_ID,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+)
 
 __all__ = [
     "HEADER_SIZE",
@@ -43,21 +58,11 @@ __all__ = [
     "validate_produce_records",
 ]
 
-HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = HEADER.size  # 61 = DefaultRecordBatch.RECORD_BATCH_OVERHEAD
-LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes not counted in batchLength
 HEADER_SIZE_UP_TO_MAGIC = 17
-CRC_START = 21  # the CRC covers attributes .. end of batch
 MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest batchLength Kafka accepts to read
-MAGIC_V2 = 2
-NO_PRODUCER_ID = -1
 NO_TIMESTAMP = -1
 INT32_MAX = 2**31 - 1
 
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08  # 1 = LogAppendTime
-TRANSACTIONAL_MASK = 0x10
-CONTROL_MASK = 0x20
 COMPRESSION_NONE = 0
 #: the most a compressed batch may inflate to (kgroup's limit: the memory one batch may take on append
 #: or on a timestamp lookup; Kafka streams the records and has no such limit)
@@ -401,7 +406,7 @@ def stamp_header(
     if attributes != header.attributes or max_timestamp != header.max_timestamp:
         _ATTRIBUTES.pack_into(out, 21, attributes)
         _BASE_OFFSET.pack_into(out, 35, max_timestamp)
-        _CRC.pack_into(out, 17, crc32c(data[HEADER_SIZE:], crc32c(memoryview(out)[CRC_START:])))
+        _CRC.pack_into(out, CRC_AT, crc32c(data[HEADER_SIZE:], crc32c(memoryview(out)[CRC_START:])))
     return out
 
 

@@ -78,6 +78,7 @@ from kgroup.group.states import GroupState
 from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import PeerError, TopicPartition
+from kgroup.wire.record_batch import HEADER_SIZE, record_size
 from kgroup.wire.varint import varint_size
 
 __all__ = [
@@ -502,8 +503,6 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
 
 # --- what Kafka's coordinator would write: the size of a commit's batch --------------------------------
 
-#: ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD``
-_RECORD_BATCH_OVERHEAD = 61
 #: the tagged topic id Kafka 4.4 writes into ``OffsetCommitValue`` v4: field count, tag, size, uuid
 _TOPIC_ID_TAG_BYTES = 1 + 1 + 1 + 16
 
@@ -522,7 +521,7 @@ def offset_commit_batch_bytes(
     soon as it exceeds that many bytes (a commit of millions of offsets is sized in constant time).
     """
     group_bytes = len(group_id.encode("utf-8"))
-    total = _RECORD_BATCH_OVERHEAD
+    total = HEADER_SIZE
     topic_sizes: dict[str, int] = {}
     for delta, (topic, metadata) in enumerate(commits):
         topic_bytes = topic_sizes.get(topic)
@@ -531,17 +530,7 @@ def offset_commit_batch_bytes(
         key_size = 2 + 2 + group_bytes + 2 + topic_bytes + 4
         metadata_bytes = len(metadata.encode("utf-8")) if metadata else 0
         value_size = 2 + 8 + 4 + varint_size(metadata_bytes + 1) + metadata_bytes + 8 + _TOPIC_ID_TAG_BYTES
-        body = (
-            1  # attributes
-            + varint_size(delta)
-            + 1  # timestamp delta 0
-            + varint_size(key_size)
-            + key_size
-            + varint_size(value_size)
-            + value_size
-            + 1  # no headers
-        )
-        total += body + varint_size(body)
+        total += record_size(delta, key_size, value_size)
         if stop_above is not None and total > stop_above:
             return total
     return total
