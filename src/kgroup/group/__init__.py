@@ -8,9 +8,10 @@ from kgroup.group.classic.kind import ClassicGroups
 from kgroup.group.config import CoordinatorConfig
 from kgroup.group.consumer.kind import ConsumerGroups
 from kgroup.group.coordinator import CoordinatorSnapshot, GroupCoordinator, UnknownGroupError
-from kgroup.group.discovery import ConnectionState, coordinator_partition, least_loaded_node
+from kgroup.group.discovery import coordinator_partition
 from kgroup.group.kind import GroupKind
 from kgroup.group.records import (
+    ClassicGroupMember,
     GenerationStarted,
     GroupCreated,
     GroupDeleted,
@@ -20,7 +21,6 @@ from kgroup.group.records import (
     GroupStateChanged,
     InitialDelayUpdated,
     MemberRemoved,
-    MemberState,
     MemberUpserted,
     OffsetAndMetadata,
     OffsetCommitted,
@@ -42,8 +42,8 @@ from kgroup.group.txn import CoordinatorResult
 __all__ = [
     "ALLOWED_PREVIOUS_STATES",
     "CancelTimer",
+    "ClassicGroupMember",
     "ClassicGroups",
-    "ConnectionState",
     "ConsumerGroups",
     "CoordinatorConfig",
     "CoordinatorResult",
@@ -63,7 +63,6 @@ __all__ = [
     "IllegalStateTransition",
     "InitialDelayUpdated",
     "MemberRemoved",
-    "MemberState",
     "MemberUpserted",
     "OffsetAndMetadata",
     "OffsetCommitted",
@@ -82,6 +81,5 @@ __all__ = [
     "TimerTable",
     "UnknownGroupError",
     "coordinator_partition",
-    "least_loaded_node",
     "mermaid_diagram",
 ]

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from kgroup.group.javamap import JavaHashOrder
 from kgroup.group.records import (
+    ClassicGroupMember,
     GenerationStarted,
     GroupLeaderChanged,
     GroupProtocolTypeChanged,
@@ -20,7 +21,6 @@ from kgroup.group.records import (
     GroupStateChanged,
     InitialDelayUpdated,
     MemberRemoved,
-    MemberState,
     MemberUpserted,
     OffsetAndMetadata,
     OffsetCommitted,
@@ -48,7 +48,7 @@ class GroupView:
     protocol_type: str | None
     protocol: str | None
     leader: str | None
-    members: tuple[MemberState, ...]
+    members: tuple[ClassicGroupMember, ...]
     pending_members: frozenset[str]
     pending_sync_members: frozenset[str]
     offsets: tuple[tuple[TopicPartition, OffsetAndMetadata], ...]
@@ -63,7 +63,7 @@ class GroupView:
         a consumer group's decode with :func:`kgroup.wire.consumer_protocol.decode_assignment`)."""
         return {m.member_id: m.assignment for m in self.members}
 
-    def member(self, member_id: str) -> MemberState:
+    def member(self, member_id: str) -> ClassicGroupMember:
         for m in self.members:
             if m.member_id == member_id:
                 return m
@@ -102,7 +102,7 @@ class GroupData:
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader: str | None = None
-    members: dict[str, MemberState] = field(default_factory=dict)
+    members: dict[str, ClassicGroupMember] = field(default_factory=dict)
     order: JavaHashOrder = field(default_factory=JavaHashOrder)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_join: set[str] = field(default_factory=set)
@@ -115,7 +115,7 @@ class GroupData:
     protocol_counts: dict[str, int] = field(default_factory=dict)
     awaiting_join_count: int = 0
 
-    def _count(self, member: MemberState, sign: int) -> None:
+    def _count(self, member: ClassicGroupMember, sign: int) -> None:
         for protocol in member.protocols:
             n = self.protocol_counts.get(protocol.name, 0) + sign
             if n:
@@ -199,11 +199,11 @@ class GroupData:
     def in_state(self, *states: GroupState) -> bool:
         return self.state in states
 
-    def all_members(self) -> list[MemberState]:
+    def all_members(self) -> list[ClassicGroupMember]:
         """Members in Java ``HashMap`` iteration order."""
         return [self.members[m] for m in self.order.order()]
 
-    def member(self, member_id: str) -> MemberState:
+    def member(self, member_id: str) -> ClassicGroupMember:
         return self.members[member_id]
 
     def has_member(self, member_id: str) -> bool:

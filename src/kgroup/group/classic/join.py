@@ -12,9 +12,9 @@ from kgroup.group.classic.rebalance import (
 )
 from kgroup.group.classic.timers import HeartbeatTimer
 from kgroup.group.records import (
+    ClassicGroupMember,
     GroupCreated,
     InitialDelayUpdated,
-    MemberState,
     Parked,
     PendingMemberAdded,
     StaticMemberReplaced,
@@ -170,7 +170,7 @@ def _current_generation_response(
     )
 
 
-def _updated(member: MemberState, req: JoinGroupRequest, parked: Parked | None) -> MemberState:
+def _updated(member: ClassicGroupMember, req: JoinGroupRequest, parked: Parked | None) -> ClassicGroupMember:
     return replace(
         member,
         protocols=req.protocols,
@@ -181,7 +181,7 @@ def _updated(member: MemberState, req: JoinGroupRequest, parked: Parked | None) 
 
 
 def _update_member_and_rebalance(
-    txn: Txn, env: Envelope, req: JoinGroupRequest, group: GroupData, member: MemberState
+    txn: Txn, env: Envelope, req: JoinGroupRequest, group: GroupData, member: ClassicGroupMember
 ) -> None:
     mutate.put_member(txn, group, _updated(member, req, Parked(env.connection, env.correlation_id)))
     maybe_prepare_rebalance_or_complete_join(txn, group)
@@ -190,7 +190,7 @@ def _update_member_and_rebalance(
 def _add_member_and_rebalance(
     txn: Txn, env: Envelope, req: JoinGroupRequest, group: GroupData, member_id: str
 ) -> None:
-    member = MemberState(
+    member = ClassicGroupMember(
         member_id=member_id,
         group_instance_id=req.group_instance_id,
         client_id=env.client_id,

@@ -7,9 +7,9 @@ from kgroup.group.classic import mutate
 from kgroup.group.classic.group import GroupData
 from kgroup.group.classic.timers import HeartbeatTimer, JoinTimer, SyncTimer
 from kgroup.group.records import (
+    ClassicGroupMember,
     GenerationStarted,
     InitialDelayUpdated,
-    MemberState,
     PendingMemberRemoved,
     PendingSyncMemberRemoved,
 )
@@ -246,7 +246,7 @@ def expire_pending_sync(txn: Txn, group: GroupData, generation: int) -> None:
     prepare_rebalance(txn, group)
 
 
-def _satisfied_heartbeat(member: MemberState) -> bool:
+def _satisfied_heartbeat(member: ClassicGroupMember) -> bool:
     """A new member may expire even while waiting; others waiting in a rebalance count as alive."""
     if member.is_new:
         return False
@@ -270,7 +270,7 @@ def expire_heartbeat(txn: Txn, group: GroupData, member_id: str) -> None:
     remove_member_and_update_group(txn, group, member)
 
 
-def remove_member_and_update_group(txn: Txn, group: GroupData, member: MemberState) -> None:
+def remove_member_and_update_group(txn: Txn, group: GroupData, member: ClassicGroupMember) -> None:
     """Remove a failed member (its parked JoinGroup gets UNKNOWN_MEMBER_ID) and move the group on."""
     mutate.complete_join_future(
         txn,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from kgroup.group.consumer.context import ConsumerContext, Op, cancel_timers
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.migration import can_downgrade, downgrade
 from kgroup.group.consumer.steps import remove_member_records
 from kgroup.group.consumer.timers import MemberTimer, RebalanceTimer
@@ -19,7 +19,7 @@ from kgroup.group.txn import Txn
 
 
 def fence_members(
-    txn: Txn, group: ConsumerGroupData, members: list[ConsumerMember], op: Op, ctx: ConsumerContext
+    txn: Txn, group: ConsumerGroupData, members: list[ConsumerGroupMember], op: Op, ctx: ConsumerContext
 ) -> None:
     """``consumerGroupFenceMembers``: remove the members, drop regexes only they used, bump the epoch."""
     if not members:

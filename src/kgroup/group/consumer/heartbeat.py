@@ -18,7 +18,7 @@ from kgroup.group.consumer.context import (
 )
 from kgroup.group.consumer.fencing import fence_members
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.reconcile import FencedMemberEpoch
 from kgroup.group.consumer.steps import (
     RegexStatus,
@@ -130,7 +130,7 @@ def _group_or_error(ctx: ConsumerContext, group_id: str) -> ConsumerGroupData:
     return group
 
 
-def _member_or_error(group: ConsumerGroupData, member_id: str) -> ConsumerMember:
+def _member_or_error(group: ConsumerGroupData, member_id: str) -> ConsumerGroupMember:
     member = group.members.get(member_id)
     if member is None:
         raise ApiError(
@@ -154,7 +154,9 @@ def _is_subset(
     return True
 
 
-def _check_epoch(member: ConsumerMember, received: int, owned: tuple[TopicPartitions, ...] | None) -> None:
+def _check_epoch(
+    member: ConsumerGroupMember, received: int, owned: tuple[TopicPartitions, ...] | None
+) -> None:
     """``throwIfConsumerGroupMemberEpochIsInvalid``."""
     if received == JOIN_GROUP_MEMBER_EPOCH:
         return
@@ -182,14 +184,14 @@ def _dynamic_member(
     epoch: int,
     owned: tuple[TopicPartitions, ...] | None,
     create: bool,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     member = group.members.get(member_id)
     if member is None:
         if not create:
             raise ApiError(
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
             )
-        member = ConsumerMember(member_id)
+        member = ConsumerGroupMember(member_id)
     _check_epoch(member, epoch, owned)
     return member
 
@@ -204,11 +206,11 @@ def _static_member(
     op: Op,
     txn: Txn,
     ctx: ConsumerContext,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     existing = group.static_member(instance_id)
     if create:
         if existing is None:
-            return group.members.get(member_id) or ConsumerMember(member_id)
+            return group.members.get(member_id) or ConsumerGroupMember(member_id)
         if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise ApiError(
                 ErrorCode.UNRELEASED_INSTANCE_ID,

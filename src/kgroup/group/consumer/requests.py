@@ -9,7 +9,7 @@ from collections.abc import Callable
 from kgroup.group.admin import described_topics, not_found_message
 from kgroup.group.consumer.context import ApiError, ConsumerContext
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.timers import SessionTimer
 from kgroup.group.records import GroupDeleted, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.records.consumer import (
@@ -51,7 +51,7 @@ _MEMBER_EPOCH_COMMIT_VERSION = 9
 
 
 def _describe_member(
-    member: ConsumerMember, group: ConsumerGroupData, ctx: ConsumerContext
+    member: ConsumerGroupMember, group: ConsumerGroupData, ctx: ConsumerContext
 ) -> DescribedConsumerMember:
     owned: dict[TopicId, frozenset[int]] = {}
     for source in (member.assigned_partitions, member.partitions_pending_revocation):

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from kgroup.group.records import (
+    ClassicGroupMember,
     GenerationStarted,
     GroupCreated,
     GroupDeleted,
@@ -41,7 +42,6 @@ from kgroup.group.records import (
     GroupStateChanged,
     InitialDelayUpdated,
     MemberRemoved,
-    MemberState,
     MemberUpserted,
     OffsetAndMetadata,
     OffsetCommitted,
@@ -148,7 +148,7 @@ def _read_parked(r: Reader) -> Parked | None:
     return Parked(r.string(), r.i32())
 
 
-def _write_member(w: Writer, m: MemberState) -> None:
+def _write_member(w: Writer, m: ClassicGroupMember) -> None:
     w.string(m.member_id)
     w.string(m.group_instance_id)
     w.string(m.client_id)
@@ -166,8 +166,8 @@ def _write_member(w: Writer, m: MemberState) -> None:
     w.boolean(m.is_new)
 
 
-def _read_member(r: Reader) -> MemberState:
-    return MemberState(
+def _read_member(r: Reader) -> ClassicGroupMember:
+    return ClassicGroupMember(
         member_id=r.string(),
         group_instance_id=r.nullable_string(),
         client_id=r.string(),
