@@ -46,14 +46,7 @@ from kgroup.group.records import (
     Record,
     StaticMemberReplaced,
 )
-from kgroup.group.records.consumer import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-)
+from kgroup.group.records.consumer import ConsumerGroupRecord
 from kgroup.group.records.offsets_topic import (
     GROUP_METADATA_TYPE,
     GroupMetadataMember,
@@ -70,17 +63,8 @@ log = logging.getLogger("kgroup.broker")
 
 #: ``GroupCoordinatorRecordHelpers.GROUP_METADATA_VALUE_VERSION``
 GROUP_METADATA_VALUE_VERSION = 3
-_KAFKA_FORMAT = (
-    OffsetCommitted
-    | GroupDeleted
-    | ConsumerGroupMetadata
-    | ConsumerGroupMemberMetadata
-    | ConsumerGroupTargetAssignmentMetadata
-    | ConsumerGroupTargetAssignmentMember
-    | ConsumerGroupCurrentMemberAssignment
-    | ConsumerGroupRegularExpression
-    | ShareGroupRecord
-)
+#: the records Kafka writes as they are: offsets, the group tombstone, the consumer and share groups'
+_KAFKA_FORMAT = OffsetCommitted | GroupDeleted | ConsumerGroupRecord | ShareGroupRecord
 
 
 def _group_metadata_key(group_id: str) -> bytes:

@@ -1,14 +1,7 @@
 """RecordBatch v2 at the byte level: the 61-byte header, Kafka's produce-time checks, offset stamping.
-The layout's numbers and the one batch writer are :mod:`kgroup.wire.record_batch`'s (the pure core
-sizes batches too, and may not import the log); this module reads and stamps what it describes.
-
-Layout (``org.apache.kafka.common.record.DefaultRecordBatch``), big-endian::
-
-    0  baseOffset i64          12 partitionLeaderEpoch i32   17 crc u32 (CRC-32C of bytes 21..end)
-    8  batchLength i32         16 magic i8                   21 attributes i16
-    23 lastOffsetDelta i32     27 baseTimestamp i64          35 maxTimestamp i64
-    43 producerId i64          51 producerEpoch i16          53 baseSequence i32
-    57 recordsCount i32        61 records (compressed as a whole when attributes & 7 != 0)
+The layout (``DefaultRecordBatch``, drawn there), its numbers and the one batch writer are
+:mod:`kgroup.wire.record_batch`'s (the pure core sizes batches too, and may not import the log); this
+module reads and stamps what it describes.
 
 The broker stores a batch exactly as the producer sent it. It writes ``baseOffset`` and
 ``partitionLeaderEpoch`` (both outside the CRC), and — only where Kafka's ``LogValidator`` does —

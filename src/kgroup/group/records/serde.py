@@ -55,20 +55,14 @@ from kgroup.group.records import (
     TimerArmed,
     TimerDisarmed,
 )
-from kgroup.group.records.consumer import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-)
+from kgroup.group.records.consumer import ConsumerGroupRecord
 from kgroup.group.records.consumer_serde import (
     CONSUMER_GROUP_RECORD_TYPES,
     decode_consumer_group_record,
     encode_consumer_group_record,
 )
 from kgroup.group.records.primitives import I16, I32, MAX_STRING_BYTES, Reader, Writer
+from kgroup.group.records.share import ShareGroupRecord
 from kgroup.group.records.share_serde import (
     SHARE_GROUP_RECORD_TYPES,
     decode_share_group_record,
@@ -338,19 +332,10 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
     if isinstance(record, OffsetCommitted):  # the bulk of any log: packed whole, not field by field
         return _encode_offset_commit(record)
     key = Writer()
-    if isinstance(
-        record,
-        ConsumerGroupMetadata
-        | ConsumerGroupMemberMetadata
-        | ConsumerGroupTargetAssignmentMetadata
-        | ConsumerGroupTargetAssignmentMember
-        | ConsumerGroupCurrentMemberAssignment
-        | ConsumerGroupRegularExpression,
-    ):
+    if isinstance(record, ConsumerGroupRecord):
         return encode_consumer_group_record(record)
-    share_type = SHARE_GROUP_RECORD_TYPES.get(type(record))
-    if share_type is not None:
-        return encode_share_group_record(record)  # type: ignore[arg-type]
+    if isinstance(record, ShareGroupRecord):
+        return encode_share_group_record(record)
     if isinstance(record, GroupDeleted):
         key.i16(GROUP_METADATA_KEY_VERSION)
         key.string(record.group_id)
