@@ -12,7 +12,6 @@ REBALANCE_IN_PROGRESS while it has partitions to revoke or to wait for, so it re
 from __future__ import annotations
 
 from kgroup.group.consumer.context import (
-    ApiError,
     ConsumerContext,
     Op,
     random_uuid,
@@ -31,6 +30,7 @@ from kgroup.group.consumer.steps import (
     update_subscription_metadata,
 )
 from kgroup.group.consumer.timers import ClassicMemberJoinTimer, ClassicMemberSyncTimer, SessionTimer
+from kgroup.group.errors import ApiError
 from kgroup.group.records.consumer import ClassicMemberMetadata, MemberAssignmentState
 from kgroup.group.txn import Txn
 from kgroup.messages import (

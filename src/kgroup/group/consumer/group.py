@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from itertools import repeat
 
 from kgroup.group.assignors.api import SubscriptionType, assignment_from_record
@@ -31,6 +30,7 @@ from kgroup.group.records.consumer import (
     TargetAssignmentMetadataValue,
     TopicAssignment,
 )
+from kgroup.group.states import KafkaNamedState
 from kgroup.javacompat import hashmap_iteration_order, timeline_hashmap_order, timeline_table_after_put
 from kgroup.model import TopicId, TopicPartition
 from kgroup.valuetypes import replace
@@ -38,7 +38,7 @@ from kgroup.valuetypes import replace
 __all__ = ["ConsumerGroupData", "ConsumerGroupSnapshot", "ConsumerGroupState", "TopicCounts"]
 
 
-class ConsumerGroupState(Enum):
+class ConsumerGroupState(KafkaNamedState):
     """``ConsumerGroup.ConsumerGroupState`` (the value is Kafka's name for it)."""
 
     EMPTY = "Empty"
@@ -46,10 +46,6 @@ class ConsumerGroupState(Enum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-    @property
-    def kafka_name(self) -> str:
-        return self.value
 
 
 @dataclass(slots=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from kgroup.group.consumer.context import (
-    ApiError,
     ConsumerContext,
     Op,
     random_uuid,
@@ -31,6 +30,7 @@ from kgroup.group.consumer.steps import (
     update_subscription_metadata,
 )
 from kgroup.group.consumer.timers import SessionTimer
+from kgroup.group.errors import ApiError, member_of, unknown_member
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
 )
@@ -130,15 +130,6 @@ def _group_or_error(ctx: ConsumerContext, group_id: str) -> ConsumerGroupData:
     return group
 
 
-def _member_or_error(group: ConsumerGroupData, member_id: str) -> ConsumerGroupMember:
-    member = group.members.get(member_id)
-    if member is None:
-        raise ApiError(
-            ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
-        )
-    return member
-
-
 def _is_subset(
     owned: tuple[TopicPartitions, ...] | None, target: Mapping[TopicId, Mapping[int, int]]
 ) -> bool:
@@ -188,9 +179,7 @@ def _dynamic_member(
     member = group.members.get(member_id)
     if member is None:
         if not create:
-            raise ApiError(
-                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
-            )
+            raise unknown_member(member_id, group.group_id)
         member = ConsumerGroupMember(member_id)
     _check_epoch(member, epoch, owned)
     return member
@@ -357,7 +346,7 @@ def _leave(
     group = _group_or_error(ctx, req.group_id)
     response = ConsumerGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, req.member_epoch)
     if req.instance_id is None:
-        member = _member_or_error(group, req.member_id)
+        member = member_of(group, req.member_id)
         fence_members(txn, group, [member], op, ctx)
         return response
     member_or_none = group.static_member(req.instance_id)

@@ -20,10 +20,11 @@ from collections.abc import Callable
 from kgroup.group.classic.group import GroupData
 from kgroup.group.classic.rebalance import prepare_rebalance, reschedule_heartbeat
 from kgroup.group.classic.timers import HeartbeatTimer, JoinTimer, SyncTimer
-from kgroup.group.consumer.context import ApiError, ConsumerContext, cancel_timers
+from kgroup.group.consumer.context import ConsumerContext, cancel_timers
 from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerGroupMember, epochs_of
 from kgroup.group.consumer.timers import SessionTimer
+from kgroup.group.errors import ApiError
 from kgroup.group.javamap import JavaHashOrder
 from kgroup.group.records import ClassicGroupMember, GroupRestored
 from kgroup.group.records.consumer import (

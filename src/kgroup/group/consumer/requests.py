@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kgroup.group.admin import described_topics, not_found_message
-from kgroup.group.consumer.context import ApiError, ConsumerContext
+from kgroup.group.consumer.context import ConsumerContext
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
 from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.timers import SessionTimer
+from kgroup.group.errors import ApiError
 from kgroup.group.records import GroupDeleted, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,

@@ -16,7 +16,6 @@ from kgroup.group.assignors.api import (
     group_spec,
 )
 from kgroup.group.consumer.context import (
-    ApiError,
     ConsumerContext,
     Op,
     cancel_rebalance,
@@ -27,6 +26,7 @@ from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.reconcile import next_assignment, subscribed_topic_names
 from kgroup.group.consumer.regex import InvalidTopicRegex, TopicRegex, compile_topic_regex, resolve
 from kgroup.group.consumer.timers import RebalanceTimer, RegexTimer
+from kgroup.group.errors import ApiError
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
