@@ -17,7 +17,13 @@ from typing import Any, TypeVar
 
 from kio.static.primitive import i32, i32Timedelta
 
-from kgroup.messages import DescribedTopicPartitions, TopicPartitions
+from kgroup.messages import (
+    DescribedGroupBase,
+    DescribedTopicPartitions,
+    DescribeRequestBase,
+    HeartbeatResponseBase,
+    TopicPartitions,
+)
 from kgroup.model import TopicId
 from kgroup.wire.codec import error_from_wire, error_to_wire
 
@@ -72,7 +78,9 @@ def topic_partitions_from_wire(topics: Iterable[Any]) -> tuple[TopicPartitions, 
 # --- the heartbeat's answer -------------------------------------------------------------------------
 
 
-def heartbeat_response_to_wire(module: Any, response_type: type, msg: Any, throttle_time_ms: int) -> Any:
+def heartbeat_response_to_wire(
+    module: Any, response_type: type, msg: HeartbeatResponseBase, throttle_time_ms: int
+) -> Any:
     """The kio heartbeat response ``response_type`` (of ``module``) carrying ``msg`` (a Consumer- or
     ShareGroupHeartbeatResponse)."""
     assignment = None
@@ -105,7 +113,7 @@ def heartbeat_response_from_wire(obj: Any, response_type: Callable[..., _T]) -> 
 # --- describe ------------------------------------------------------------------------------------------
 
 
-def describe_request_to_wire(request_type: type, msg: Any) -> Any:
+def describe_request_to_wire(request_type: type, msg: DescribeRequestBase) -> Any:
     return request_type(
         group_ids=tuple(msg.group_ids), include_authorized_operations=msg.include_authorized_operations
     )
@@ -138,7 +146,9 @@ def described_topics_from_wire(assignment: Any) -> tuple[DescribedTopicPartition
     )
 
 
-def described_group_to_wire(module: Any, g: Any, member_to_wire: Callable[[Any], Any]) -> Any:
+def described_group_to_wire(
+    module: Any, g: DescribedGroupBase[_T], member_to_wire: Callable[[_T], Any]
+) -> Any:
     """``module.DescribedGroup`` for a described consumer or share group ``g``."""
     return module.DescribedGroup(
         error_code=error_to_wire(g.error_code),
