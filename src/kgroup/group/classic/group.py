@@ -32,7 +32,7 @@ from kgroup.group.records import (
 )
 from kgroup.group.states import GroupState, check_transition
 from kgroup.javacompat import hashmap_iteration_order
-from kgroup.messages import JoinGroupMember, JoinGroupProtocol
+from kgroup.messages import JoinGroupMember, JoinGroupProtocol, JoinGroupResponse
 from kgroup.model import ErrorCode, TopicPartition
 
 __all__ = ["GroupData", "GroupSnapshot", "GroupView"]
@@ -277,6 +277,22 @@ class GroupData:
         return tuple(
             JoinGroupMember(m.member_id, m.metadata(protocol), m.group_instance_id)
             for m in self.all_members()
+        )
+
+    def join_response(
+        self, member_id: str, *, with_members: bool = True, skip_assignment: bool = False
+    ) -> JoinGroupResponse:
+        """JoinGroup's answer of the current generation to ``member_id``: the member list goes to the
+        leader only (``with_members``), and a returning leader may be told to ``skip_assignment``."""
+        return JoinGroupResponse(
+            error_code=ErrorCode.NONE,
+            generation_id=self.generation,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            leader=self.leader or "",
+            skip_assignment=skip_assignment,
+            member_id=member_id,
+            members=self.join_response_members() if with_members and self.is_leader(member_id) else (),
         )
 
     def assignment_of(self, member_id: str) -> bytes:

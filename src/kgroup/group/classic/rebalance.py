@@ -154,18 +154,7 @@ def complete_join(txn: Txn, group: GroupData) -> None:
         return
 
     for member in group.all_members():
-        is_leader = group.is_leader(member.member_id)
-        response = JoinGroupResponse(
-            error_code=ErrorCode.NONE,
-            generation_id=group.generation,
-            protocol_type=group.protocol_type,
-            protocol_name=group.protocol_name,
-            leader=group.leader or "",
-            skip_assignment=False,
-            member_id=member.member_id,
-            members=group.join_response_members() if is_leader else (),
-        )
-        mutate.complete_join_future(txn, group, member, response)
+        mutate.complete_join_future(txn, group, member, group.join_response(member.member_id))
         reschedule_heartbeat(txn, group, member.member_id)
         current = group.member(member.member_id)
         if current.is_new:
