@@ -269,6 +269,20 @@ class GroupData:
             return ErrorCode.UNKNOWN_MEMBER_ID
         return None
 
+    def validate_generation(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode | None:
+        """What SyncGroup and Heartbeat check first, in Kafka's order: a Dead group answers
+        COORDINATOR_NOT_AVAILABLE, then :meth:`validate_member`, then ILLEGAL_GENERATION."""
+        if self.state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = self.validate_member(member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation_id != self.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
+
     def join_response_members(self) -> tuple[JoinGroupMember, ...]:
         """The member list the leader gets (``currentClassicGroupMembers``), in HashMap order."""
         if self.state in (GroupState.DEAD, GroupState.PREPARING_REBALANCE) or self.protocol_name is None:
