@@ -9,7 +9,8 @@ runner)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
 
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.states import GroupState
@@ -17,7 +18,13 @@ from kgroup.javacompat import JavaHashSet, java_integer_hash
 from kgroup.messages import DescribedGroup, DescribedTopicPartitions
 from kgroup.model import ErrorCode, TopicId
 
-__all__ = ["DESCRIBE_GROUP_NOT_FOUND_VERSION", "described_topics", "not_described", "not_found_message"]
+__all__ = [
+    "DESCRIBE_GROUP_NOT_FOUND_VERSION",
+    "described_groups",
+    "described_topics",
+    "not_described",
+    "not_found_message",
+]
 
 #: the first DescribeGroups version that answers a group it cannot describe with GROUP_ID_NOT_FOUND
 DESCRIBE_GROUP_NOT_FOUND_VERSION = 6
@@ -54,3 +61,58 @@ def not_found_message(group_id: str, kind: str, other_kind_owns: bool) -> str:
     if other_kind_owns:
         return f"Group {group_id} is not a {kind} group."
     return f"Group {group_id} not found."
+
+
+class _EpochGroup(Protocol):
+    @property
+    def state(self) -> _NamedState: ...
+
+    @property
+    def group_epoch(self) -> int: ...
+
+    @property
+    def assignment_epoch(self) -> int: ...
+
+
+class _NamedState(Protocol):
+    @property
+    def kafka_name(self) -> str: ...
+
+
+_G = TypeVar("_G", bound=_EpochGroup)
+_D = TypeVar("_D")
+
+
+def described_groups(
+    group_ids: Iterable[str],
+    groups: Mapping[str, _G],
+    *,
+    kind: str,
+    owned_elsewhere: Callable[[str], bool],
+    described_type: Callable[..., _D],
+    assignor: Callable[[_G], str],
+    members: Callable[[_G], tuple[Any, ...]],
+) -> tuple[_D, ...]:
+    """Consumer/ShareGroupDescribe's groups: each of ``group_ids`` of this ``kind``, with its state,
+    epochs, ``assignor`` and ``members``, or GROUP_ID_NOT_FOUND (:func:`not_found_message`;
+    ``owned_elsewhere``: another kind has the id)."""
+    described = []
+    for group_id in group_ids:
+        group = groups.get(group_id)
+        if group is None:
+            message = not_found_message(group_id, kind, owned_elsewhere(group_id))
+            described.append(described_type(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
+            continue
+        described.append(
+            described_type(
+                ErrorCode.NONE,
+                group_id,
+                None,
+                group.state.kafka_name,
+                group.group_epoch,
+                group.assignment_epoch,
+                assignor(group),
+                members(group),
+            )
+        )
+    return tuple(described)

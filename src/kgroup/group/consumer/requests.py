@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kgroup.group.admin import described_topics, not_found_message
+from kgroup.group.admin import described_groups, described_topics
 from kgroup.group.consumer.context import ConsumerContext
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
 from kgroup.group.consumer.member import ConsumerGroupMember
@@ -80,28 +80,17 @@ def _describe_member(
 def handle_consumer_describe(
     txn: Txn, env: Envelope, req: ConsumerGroupDescribeRequest, ctx: ConsumerContext
 ) -> None:
-    described = []
     default_assignor = txn.config.consumer_assignors[0]
-    for group_id in req.group_ids:
-        group = ctx.groups.get(group_id)
-        if group is None:
-            other_kind = group_id in ctx.classic.groups or ctx.owned_elsewhere(group_id)
-            message = not_found_message(group_id, "consumer", other_kind)
-            described.append(DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
-            continue
-        described.append(
-            DescribedConsumerGroup(
-                ErrorCode.NONE,
-                group_id,
-                None,
-                group.state.kafka_name,
-                group.group_epoch,
-                group.assignment_epoch,
-                group.preferred_server_assignor() or default_assignor,
-                tuple(_describe_member(m, group, ctx) for m in group.members.values()),
-            )
-        )
-    txn.reply(env.connection, env.correlation_id, ConsumerGroupDescribeResponse(tuple(described)))
+    described = described_groups(
+        req.group_ids,
+        ctx.groups,
+        kind="consumer",
+        owned_elsewhere=lambda group_id: group_id in ctx.classic.groups or ctx.owned_elsewhere(group_id),
+        described_type=DescribedConsumerGroup,
+        assignor=lambda group: group.preferred_server_assignor() or default_assignor,
+        members=lambda group: tuple(_describe_member(m, group, ctx) for m in group.members.values()),
+    )
+    txn.reply(env.connection, env.correlation_id, ConsumerGroupDescribeResponse(described))
 
 
 # --- ListGroups / DeleteGroups -----------------------------------------------------------------------

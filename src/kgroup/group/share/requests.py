@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kgroup.group.admin import described_topics, not_found_message
+from kgroup.group.admin import described_groups, described_topics
 from kgroup.group.records.share import (
     ShareGroupCurrentMemberAssignment,
     ShareGroupMemberMetadata,
@@ -51,26 +51,18 @@ def _describe_member(member: ShareMember, ctx: ShareContext) -> DescribedShareMe
 
 def handle_share_describe(txn: Txn, env: Envelope, req: ShareGroupDescribeRequest, ctx: ShareContext) -> None:
     """``shareGroupDescribe``: each group, or GROUP_ID_NOT_FOUND as ``shareGroup(id)`` words it."""
-    described = []
-    for group_id in req.group_ids:
-        group = ctx.groups.get(group_id)
-        if group is None:
-            message = not_found_message(group_id, "share", ctx.owned_elsewhere(group_id))
-            described.append(DescribedShareGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
-            continue
-        described.append(
-            DescribedShareGroup(
-                ErrorCode.NONE,
-                group_id,
-                None,
-                group.state.kafka_name,
-                group.group_epoch,
-                group.assignment_epoch,
-                SHARE_ASSIGNOR_NAME,
-                tuple(_describe_member(group.members[m], ctx) for m in group.member_ids_in_kafka_order()),
-            )
-        )
-    txn.reply(env.connection, env.correlation_id, ShareGroupDescribeResponse(tuple(described)))
+    described = described_groups(
+        req.group_ids,
+        ctx.groups,
+        kind="share",
+        owned_elsewhere=ctx.owned_elsewhere,
+        described_type=DescribedShareGroup,
+        assignor=lambda group: SHARE_ASSIGNOR_NAME,
+        members=lambda group: tuple(
+            _describe_member(group.members[m], ctx) for m in group.member_ids_in_kafka_order()
+        ),
+    )
+    txn.reply(env.connection, env.correlation_id, ShareGroupDescribeResponse(described))
 
 
 def delete_share_group(txn: Txn, group: ShareGroupData) -> ErrorCode:
