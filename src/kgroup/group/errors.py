@@ -1,15 +1,15 @@
 """What a group kind's handler throws to answer a request without writing anything: :class:`ApiError`
 (Kafka's ``ApiException``), shared by the KIP-848 and KIP-932 handlers, and the lookups every kind makes
-the same way (:func:`member_of`, :func:`unknown_member`)."""
+the same way (:func:`member_of`, :func:`unknown_member`, :func:`timer_member`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kgroup.model import ErrorCode
 
-__all__ = ["ApiError", "member_of", "unknown_member"]
+__all__ = ["ApiError", "member_of", "timer_member", "unknown_member"]
 
 _M = TypeVar("_M", covariant=True)
 
@@ -21,6 +21,9 @@ class ApiError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+_G = TypeVar("_G", bound="_Group[Any]")
 
 
 class _Group(Protocol[_M]):
@@ -42,3 +45,15 @@ def member_of(group: _Group[_M], member_id: str) -> _M:
     if member is None:
         raise unknown_member(member_id, group.group_id)
     return member
+
+
+def timer_member(groups: Mapping[str, _G], group_id: str, member_id: str) -> tuple[_G, Any] | None:
+    """The group and member a member's timer fired for, or ``None`` when either is gone already (a
+    timer of a deleted group or a departed member does nothing)."""
+    group = groups.get(group_id)
+    if group is None:
+        return None
+    member = group.members.get(member_id)
+    if member is None:
+        return None
+    return group, member

@@ -25,7 +25,7 @@ from kgroup.group.assignors import (
     assignment_from_record,
     group_spec,
 )
-from kgroup.group.errors import ApiError, member_of, unknown_member
+from kgroup.group.errors import ApiError, member_of, timer_member, unknown_member
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import TargetAssignmentMetadataValue, TopicAssignment
 from kgroup.group.records.share import (
@@ -519,10 +519,8 @@ def fence_share_member(txn: Txn, group: ShareGroupData, member: ShareMember, ctx
 def fence_on_timer(txn: Txn, ctx: ShareContext, key: ShareSessionTimer) -> None:
     """The session timed out: ``shareGroupFenceMemberOperation`` (a group or member already gone is
     nothing to do)."""
-    group = ctx.groups.get(key.group_id)
-    if group is None:
+    found = timer_member(ctx.groups, key.group_id, key.member_id)
+    if found is None:
         return
-    member = group.members.get(key.member_id)
-    if member is None:
-        return
+    group, member = found
     fence_share_member(txn, group, member, ctx)
