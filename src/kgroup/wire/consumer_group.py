@@ -40,6 +40,8 @@ from kgroup.wire.group_heartbeats import (
     describe_request_to_wire,
     described_group_from_wire,
     described_group_to_wire,
+    described_member_from_wire,
+    described_member_to_wire,
     described_topics_from_wire,
     described_topics_to_wire,
     heartbeat_response_from_wire,
@@ -152,21 +154,14 @@ def consumer_group_describe_request_from_wire(obj: Any) -> ConsumerGroupDescribe
 
 
 def _described_member_to_wire(module: Any, version: int, m: DescribedConsumerMember) -> Any:
-    values: dict[str, Any] = {
-        "member_id": m.member_id,
+    extra: dict[str, Any] = {
         "instance_id": m.instance_id,
-        "rack_id": m.rack_id,
-        "member_epoch": i32(m.member_epoch),
-        "client_id": m.client_id,
-        "client_host": m.client_host,
-        "subscribed_topic_names": tuple(m.subscribed_topic_names),
         "subscribed_topic_regex": m.subscribed_topic_regex,
-        "assignment": described_topics_to_wire(module, m.assignment),
         "target_assignment": described_topics_to_wire(module, m.target_assignment),
     }
     if version >= 1:  # MemberType is ignorable: v0 leaves it out
-        values["member_type"] = i8(m.member_type)
-    return module.Member(**values)
+        extra["member_type"] = i8(m.member_type)
+    return described_member_to_wire(module, m, **extra)
 
 
 def consumer_group_describe_response_to_wire(
@@ -183,16 +178,11 @@ def consumer_group_describe_response_to_wire(
 
 
 def _described_member_from_wire(m: Any) -> DescribedConsumerMember:
-    return DescribedConsumerMember(
-        member_id=m.member_id,
+    return described_member_from_wire(
+        m,
+        DescribedConsumerMember,
         instance_id=m.instance_id,
-        rack_id=m.rack_id,
-        member_epoch=int(m.member_epoch),
-        client_id=m.client_id,
-        client_host=m.client_host,
-        subscribed_topic_names=tuple(m.subscribed_topic_names),
         subscribed_topic_regex=m.subscribed_topic_regex,
-        assignment=described_topics_from_wire(m.assignment),
         target_assignment=described_topics_from_wire(m.target_assignment),
         member_type=int(getattr(m, "member_type", -1)),
     )

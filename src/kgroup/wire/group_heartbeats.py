@@ -32,6 +32,8 @@ __all__ = [
     "describe_request_to_wire",
     "described_group_from_wire",
     "described_group_to_wire",
+    "described_member_from_wire",
+    "described_member_to_wire",
     "described_topics_from_wire",
     "described_topics_to_wire",
     "heartbeat_response_from_wire",
@@ -176,4 +178,34 @@ def described_group_from_wire(
         assignor_name=g.assignor_name,
         members=tuple(member_from_wire(m) for m in g.members),
         authorized_operations=int(g.authorized_operations),
+    )
+
+
+def described_member_to_wire(module: Any, m: Any, **extra: Any) -> Any:
+    """``module.Member`` for a described consumer or share member: the fields both families carry,
+    and the family's own ``extra`` (already in kio's types)."""
+    return module.Member(
+        member_id=m.member_id,
+        rack_id=m.rack_id,
+        member_epoch=i32(m.member_epoch),
+        client_id=m.client_id,
+        client_host=m.client_host,
+        subscribed_topic_names=tuple(m.subscribed_topic_names),
+        assignment=described_topics_to_wire(module, m.assignment),
+        **extra,
+    )
+
+
+def described_member_from_wire(m: Any, typed: Callable[..., _T], **extra: Any) -> _T:
+    """The typed described member (``typed``) from a kio one: the fields both families carry, and
+    ``extra``."""
+    return typed(
+        member_id=m.member_id,
+        rack_id=m.rack_id,
+        member_epoch=int(m.member_epoch),
+        client_id=m.client_id,
+        client_host=m.client_host,
+        subscribed_topic_names=tuple(m.subscribed_topic_names),
+        assignment=described_topics_from_wire(m.assignment),
+        **extra,
     )

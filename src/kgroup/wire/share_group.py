@@ -31,8 +31,8 @@ from kgroup.wire.group_heartbeats import (
     describe_request_to_wire,
     described_group_from_wire,
     described_group_to_wire,
-    described_topics_from_wire,
-    described_topics_to_wire,
+    described_member_from_wire,
+    described_member_to_wire,
     heartbeat_response_from_wire,
     heartbeat_response_to_wire,
     timedelta,
@@ -130,39 +130,22 @@ def share_group_describe_response_to_wire(
     _check(version, "ShareGroupDescribe")
     module = _DESCRIBE_RESPONSE
 
-    def member(m: DescribedShareMember) -> Any:
-        return module.Member(
-            member_id=m.member_id,
-            rack_id=m.rack_id,
-            member_epoch=i32(m.member_epoch),
-            client_id=m.client_id,
-            client_host=m.client_host,
-            subscribed_topic_names=tuple(m.subscribed_topic_names),
-            assignment=described_topics_to_wire(module, m.assignment),
-        )
-
     return module.ShareGroupDescribeResponse(
         throttle_time=timedelta(throttle_time_ms),
-        groups=tuple(described_group_to_wire(module, g, member) for g in msg.groups),
-    )
-
-
-def _described_member_from_wire(m: Any) -> DescribedShareMember:
-    return DescribedShareMember(
-        member_id=m.member_id,
-        rack_id=m.rack_id,
-        member_epoch=int(m.member_epoch),
-        client_id=m.client_id,
-        client_host=m.client_host,
-        subscribed_topic_names=tuple(m.subscribed_topic_names),
-        assignment=described_topics_from_wire(m.assignment),
+        groups=tuple(
+            described_group_to_wire(module, g, lambda m: described_member_to_wire(module, m))
+            for g in msg.groups
+        ),
     )
 
 
 def share_group_describe_response_from_wire(obj: Any) -> ShareGroupDescribeResponse:
     return ShareGroupDescribeResponse(
         groups=tuple(
-            described_group_from_wire(g, DescribedShareGroup, _described_member_from_wire) for g in obj.groups
+            described_group_from_wire(
+                g, DescribedShareGroup, lambda m: described_member_from_wire(m, DescribedShareMember)
+            )
+            for g in obj.groups
         )
     )
 
