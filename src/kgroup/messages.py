@@ -20,9 +20,12 @@ later (a parked JoinGroup is answered when the join completes).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from kgroup.model import ErrorCode, TopicId, TopicPartition
 from kgroup.valuetypes import fast_init
+
+_Member = TypeVar("_Member")
 
 __all__ = [
     "CONSUMER_API_VERSIONS",
@@ -40,9 +43,11 @@ __all__ = [
     "ConsumerSubscription",
     "DescribeGroupsRequest",
     "DescribeGroupsResponse",
+    "DescribeRequestBase",
     "DescribedConsumerGroup",
     "DescribedConsumerMember",
     "DescribedGroup",
+    "DescribedGroupBase",
     "DescribedMember",
     "DescribedShareGroup",
     "DescribedShareMember",
@@ -52,6 +57,7 @@ __all__ = [
     "FindCoordinatorResponse",
     "HeartbeatRequest",
     "HeartbeatResponse",
+    "HeartbeatResponseBase",
     "JoinGroupMember",
     "JoinGroupProtocol",
     "JoinGroupRequest",
@@ -442,10 +448,9 @@ class ConsumerGroupHeartbeatRequest:
     topic_partitions: tuple[TopicPartitions, ...] | None = None
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupHeartbeatResponse:
-    """``ConsumerGroupHeartbeatResponse``: ``assignment`` is ``None`` unless it changed for the member."""
+class HeartbeatResponseBase:
+    """What a ConsumerGroupHeartbeat and a ShareGroupHeartbeat answer alike (each is its own type)."""
 
     error_code: ErrorCode
     error_message: str | None = None
@@ -457,9 +462,22 @@ class ConsumerGroupHeartbeatResponse:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupDescribeRequest:
+class ConsumerGroupHeartbeatResponse(HeartbeatResponseBase):
+    """``ConsumerGroupHeartbeatResponse``: ``assignment`` is ``None`` unless it changed for the member."""
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeRequestBase:
+    """What a ConsumerGroupDescribe and a ShareGroupDescribe ask alike (each is its own type)."""
+
     group_ids: tuple[str, ...]
     include_authorized_operations: bool = False
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescribeRequest(DescribeRequestBase):
+    """``ConsumerGroupDescribeRequest``."""
 
 
 @fast_init
@@ -488,18 +506,26 @@ class DescribedConsumerMember:
     member_type: int = -1  # v1+: 0 a classic-protocol member, 1 a consumer-protocol member
 
 
-@fast_init
 @dataclass(frozen=True, slots=True)
-class DescribedConsumerGroup:
+class DescribedGroupBase(Generic[_Member]):
+    """A group as ConsumerGroupDescribe and ShareGroupDescribe describe it alike (each is its own type)."""
+
     error_code: ErrorCode
     group_id: str
     error_message: str | None = None
-    group_state: str = ""  # "Empty", "Assigning", "Reconciling", "Stable", "Dead"
+    group_state: str = ""  # the kind's state, as Kafka names it
     group_epoch: int = 0
     assignment_epoch: int = 0
     assignor_name: str = ""
-    members: tuple[DescribedConsumerMember, ...] = ()
+    members: tuple[_Member, ...] = ()
     authorized_operations: int = -(2**31)
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class DescribedConsumerGroup(DescribedGroupBase[DescribedConsumerMember]):
+    """``ConsumerGroupDescribeResponse.DescribedGroup``: ``group_state`` Empty, Assigning, Reconciling,
+    Stable or Dead."""
 
 
 @fast_init
@@ -529,23 +555,15 @@ class ShareGroupHeartbeatRequest:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class ShareGroupHeartbeatResponse:
+class ShareGroupHeartbeatResponse(HeartbeatResponseBase):
     """``ShareGroupHeartbeatResponse`` v1: ``assignment`` is ``None`` unless the member joined, sent its
     whole state, or its assignment changed (Kafka's rule)."""
-
-    error_code: ErrorCode
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: tuple[TopicPartitions, ...] | None = None
 
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class ShareGroupDescribeRequest:
-    group_ids: tuple[str, ...]
-    include_authorized_operations: bool = False
+class ShareGroupDescribeRequest(DescribeRequestBase):
+    """``ShareGroupDescribeRequest`` v1."""
 
 
 @fast_init
@@ -562,16 +580,8 @@ class DescribedShareMember:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class DescribedShareGroup:
-    error_code: ErrorCode
-    group_id: str
-    error_message: str | None = None
-    group_state: str = ""  # "Empty", "Stable", "Dead"
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: tuple[DescribedShareMember, ...] = ()
-    authorized_operations: int = -(2**31)
+class DescribedShareGroup(DescribedGroupBase[DescribedShareMember]):
+    """``ShareGroupDescribeResponse.DescribedGroup``: ``group_state`` Empty, Stable or Dead."""
 
 
 @fast_init

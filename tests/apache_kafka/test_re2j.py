@@ -92,7 +92,7 @@ NAMES = """
 
 def _kgroup(pattern: str) -> RegexAnswer:
     """kgroup's answer, as the coordinator gives it (check_regex: Kafka's message)."""
-    from kgroup.group.consumer.context import ApiError
+    from kgroup.group.errors import ApiError
 
     try:
         compiled = check_regex(pattern)

@@ -1,4 +1,4 @@
-"""FindCoordinator's partition mapping, the least-loaded-node choice, and the live HashMap order,
+"""FindCoordinator's partition mapping and the live HashMap order,
 against values printed by Java 17 (``java_outputs.txt``, printed by ``JavaOutputs.java``:
 ``String.hashCode``/``Math.abs`` for group ids, and a ``java.util.HashMap`` driven by a seeded
 sequence of puts and removes)."""
@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from kgroup.group import ConnectionState, GroupCoordinator, coordinator_partition, least_loaded_node
+from kgroup.group import GroupCoordinator, coordinator_partition
 from kgroup.group.javamap import JavaHashOrder
 from kgroup.javacompat import hashmap_iteration_order
 from kgroup.messages import Envelope, FindCoordinatorRequest
 from kgroup.model import KgroupError
 
 JAVA = [line.split("\t") for line in (Path(__file__).parent / "java_outputs.txt").read_text().splitlines()]
-C = ConnectionState
 
 
 @pytest.mark.parametrize("row", [r for r in JAVA if r[0] == "P"], ids=lambda r: repr(r[1]))
@@ -65,41 +64,3 @@ def test_find_coordinator_is_the_hosts_not_the_coordinators() -> None:
     coordinator = GroupCoordinator(rng=Random(0))
     with pytest.raises(KgroupError, match="FindCoordinatorRequest is not a group request"):
         coordinator.handle(0, Envelope("c", 7, FindCoordinatorRequest("any-group")))
-
-
-def test_least_loaded_node_prefers_an_idle_ready_node_from_the_offset() -> None:
-    nodes = ["a", "b", "c", "d"]
-    states = dict.fromkeys(nodes, C.READY)
-    assert least_loaded_node(nodes, {}, states, offset=2) == "c"
-    assert least_loaded_node(nodes, {"c": 1}, states, offset=2) == "d"
-
-
-def test_least_loaded_node_takes_fewest_in_flight_first_found_on_ties() -> None:
-    nodes = ["a", "b", "c"]
-    states = dict.fromkeys(nodes, C.READY)
-    assert least_loaded_node(nodes, {"a": 3, "b": 1, "c": 1}, states, offset=0) == "b"
-    assert least_loaded_node(nodes, {"a": 3, "b": 1, "c": 1}, states, offset=2) == "c"
-
-
-def test_least_loaded_node_full_pipeline_counts_as_blocked() -> None:
-    nodes = ["a", "b"]
-    states = {"a": C.READY, "b": C.CONNECTING}
-    assert least_loaded_node(nodes, {"a": 5}, states, offset=0) == "b"
-    assert least_loaded_node(nodes, {"a": 4}, states, offset=0) == "a"
-
-
-def test_least_loaded_node_then_connecting_then_oldest_connect_attempt() -> None:
-    nodes = ["a", "b", "c", "d"]
-    states = {"a": C.DISCONNECTED, "b": C.CONNECTING, "c": C.BLOCKED, "d": C.CONNECTING}
-    # the last connecting node in scan order wins
-    assert least_loaded_node(nodes, {}, states, offset=0) == "d"
-    assert least_loaded_node(nodes, {}, states, offset=2) == "b"
-    states = {"a": C.DISCONNECTED, "b": C.DISCONNECTED, "c": C.BLOCKED, "d": C.DISCONNECTED}
-    attempts = {"a": 500, "b": 100, "d": 100}
-    assert least_loaded_node(nodes, {}, states, offset=0, last_connect_attempt_ms=attempts) == "b"
-    assert least_loaded_node(nodes, {}, states, offset=3, last_connect_attempt_ms=attempts) == "d"
-
-
-def test_least_loaded_node_none_when_nothing_qualifies() -> None:
-    assert least_loaded_node([], {}, {}, offset=0) is None
-    assert least_loaded_node(["a"], {}, {"a": C.BLOCKED}, offset=0) is None

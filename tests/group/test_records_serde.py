@@ -82,7 +82,7 @@ _i32 = st.integers(-(2**31), 2**31 - 1)
 _i64 = st.integers(-(2**63), 2**63 - 1)
 _parked = st.none() | st.builds(records.Parked, _text, _i32)
 _member = st.builds(
-    records.MemberState,
+    records.ClassicGroupMember,
     member_id=_ids,
     group_instance_id=st.none() | _ids,
     client_id=_text,

@@ -190,3 +190,24 @@ def test_what_only_librdkafka_does_takes_its_path(config: dict[str, str]) -> Non
 def test_bad_values_are_refused_in_one_line(config: dict[str, str], message: str) -> None:
     with pytest.raises(KgroupError, match=message):
         bulk_settings(config, 60_000)
+
+
+def test_the_kernels_records_and_header_size_are_the_one_writers() -> None:
+    """The numba kernel keeps its own record encoder (a kernel cannot call Python): its records are
+    byte for byte what :func:`kgroup.wire.record_batch.encode_record` writes, after a header of the
+    one home's size."""
+    from kgroup.spark.source._batch_kernels import BATCH_HEADER_SIZE
+    from kgroup.wire.record_batch import HEADER_SIZE, encode_record
+
+    keys = pa.array([b"k", None, b"x" * 200], pa.binary())
+    values = pa.array([b"v", b"w" * 70, None], pa.binary())
+    order, bounds, _ = group_rows(np.zeros(3, dtype=np.int64))
+    encoded = encode_records(keys, values, None, order, bounds, 1_000_000)
+    (batch,) = encoded.batches
+    written = bytes(memoryview(encoded.buffer)[batch.start + HEADER_SIZE : batch.end])
+    expected = b"".join(
+        encode_record(i, k, v)
+        for i, (k, v) in enumerate(zip(keys.to_pylist(), values.to_pylist(), strict=True))
+    )
+    assert BATCH_HEADER_SIZE == HEADER_SIZE
+    assert written == expected

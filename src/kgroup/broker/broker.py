@@ -271,15 +271,19 @@ class Broker:
 
     async def stop_listener(self, broker_id: int) -> None:
         """Take one broker down: stop listening, drop its connections, move its leaderships."""
-        servers = self._servers.pop(broker_id, [])
         self.cluster.broker_stopped(broker_id)
+        await self._close_listener(broker_id)
+        self.coordinators.brokers_changed()
+
+    async def _close_listener(self, broker_id: int) -> None:
+        """Stop one broker's servers listening and drop its connections."""
+        servers = self._servers.pop(broker_id, [])
         for server in servers:
             server.close()
         for connection in list(self.connections[broker_id]):
             connection.close()
         for server in servers:
             await server.wait_closed()
-        self.coordinators.brokers_changed()
 
     async def restart_listener(self, broker_id: int) -> None:
         await self.start_listener(broker_id)
@@ -290,13 +294,7 @@ class Broker:
             self._tick_task.cancel()
             await asyncio.gather(self._tick_task, return_exceptions=True)
         for broker_id in list(self._servers):
-            servers = self._servers.pop(broker_id)
-            for server in servers:
-                server.close()
-            for connection in list(self.connections[broker_id]):
-                connection.close()
-            for server in servers:
-                await server.wait_closed()
+            await self._close_listener(broker_id)
         tasks = list(self._connection_tasks)
         for task in tasks:
             task.cancel()

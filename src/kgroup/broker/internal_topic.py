@@ -35,8 +35,6 @@ import logging
 import struct
 from collections.abc import Callable, Sequence
 
-from crc32c import crc32c
-
 from kgroup.broker.cluster import OFFSETS_TOPIC, Cluster
 from kgroup.group import GroupState, GroupView
 from kgroup.group.discovery import coordinator_partition
@@ -49,14 +47,7 @@ from kgroup.group.records import (
     StaticMemberReplaced,
     TxnOffsetCommitted,
 )
-from kgroup.group.records.consumer import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-)
+from kgroup.group.records.consumer import ConsumerGroupRecord
 from kgroup.group.records.offsets_topic import (
     GROUP_METADATA_TYPE,
     GroupMetadataMember,
@@ -65,63 +56,37 @@ from kgroup.group.records.offsets_topic import (
 )
 from kgroup.group.records.serde import encode_record
 from kgroup.group.records.share import ShareGroupRecord
-from kgroup.log.batch import TRANSACTIONAL_MASK
-from kgroup.wire.varint import encode_varint
+from kgroup.wire.record_batch import TRANSACTIONAL_MASK, record_batch
 
-__all__ = ["OffsetsEntry", "OffsetsTopicAppender", "OffsetsTopicRecords", "record_batch"]
+__all__ = ["OffsetsEntry", "OffsetsTopicAppender", "OffsetsTopicRecords", "offsets_batch", "record_batch"]
 
 log = logging.getLogger("kgroup.broker")
 
 #: ``GroupCoordinatorRecordHelpers.GROUP_METADATA_VALUE_VERSION``
 GROUP_METADATA_VALUE_VERSION = 3
-_KAFKA_FORMAT = (
-    OffsetCommitted
-    | GroupDeleted
-    | ConsumerGroupMetadata
-    | ConsumerGroupMemberMetadata
-    | ConsumerGroupTargetAssignmentMetadata
-    | ConsumerGroupTargetAssignmentMember
-    | ConsumerGroupCurrentMemberAssignment
-    | ConsumerGroupRegularExpression
-    | ShareGroupRecord
-)
+#: the records Kafka writes as they are: offsets, the group tombstone, the consumer and share groups'
+_KAFKA_FORMAT = OffsetCommitted | GroupDeleted | ConsumerGroupRecord | ShareGroupRecord
 #: (group, key, value, the producer (id, epoch) of a transactional offset commit else None)
 OffsetsEntry = tuple[str, bytes, bytes | None, tuple[int, int] | None]
-#: RecordBatch v2 after its CRC: attributes, last offset delta, base and max timestamp, producer id,
-#: producer epoch, base sequence, record count
-_AFTER_CRC = struct.Struct(">hiqqqhii")
 
 
-def record_batch(
-    entries: Sequence[tuple[bytes, bytes | None]],
-    timestamp_ms: int,
-    producer: tuple[int, int] | None = None,
+def offsets_batch(
+    entries: Sequence[tuple[bytes, bytes | None]], timestamp_ms: int, producer: tuple[int, int] | None
 ) -> bytes:
-    """One uncompressed RecordBatch v2 (base offset 0, CreateTime ``timestamp_ms``) holding ``entries``
-    as (key, value) records; a ``None`` value is a tombstone. With ``producer`` (id, epoch) it is that
-    producer's transactional batch (the group coordinator's own write), else it has no producer."""
-    records = bytearray()
-    for delta, (key, value) in enumerate(entries):
-        body = bytearray(b"\x00")  # attributes
-        body += encode_varint(0)  # timestamp delta
-        body += encode_varint(delta)
-        body += encode_varint(len(key)) + key
-        body += encode_varint(-1) if value is None else encode_varint(len(value)) + value
-        body += encode_varint(0)  # no headers
-        records += encode_varint(len(body)) + body
-    count = len(entries)
-    # a transactional batch of the coordinator's is at sequence 0, as Kafka 4.4.0's coordinator writes it
-    attributes, producer_id, epoch, sequence = (
-        (0, -1, -1, -1) if producer is None else (TRANSACTIONAL_MASK, *producer, 0)
+    """One uncompressed RecordBatch v2 of ``entries`` for ``__consumer_offsets``: with ``producer``
+    (id, epoch) that producer's transactional batch (the group coordinator's own write of a
+    TxnOffsetCommit, at sequence 0 as Kafka 4.4.0's coordinator writes it), else one without a producer."""
+    if producer is None:
+        return record_batch(entries, timestamp_ms)
+    producer_id, epoch = producer
+    return record_batch(
+        entries,
+        timestamp_ms,
+        attributes=TRANSACTIONAL_MASK,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=0,
     )
-    after_crc = (
-        _AFTER_CRC.pack(
-            attributes, count - 1, timestamp_ms, timestamp_ms, producer_id, epoch, sequence, count
-        )
-        + records
-    )
-    length = 4 + 1 + 4 + len(after_crc)  # partition leader epoch, magic, crc, then the rest
-    return struct.pack(">qiib", 0, length, -1, 2) + struct.pack(">I", crc32c(bytes(after_crc))) + after_crc
 
 
 def _group_metadata_key(group_id: str) -> bytes:
@@ -242,7 +207,7 @@ class OffsetsTopicAppender:
                 if plog is None:
                     continue
                 for producer, batch in runs:
-                    data = record_batch(batch, now_ms, producer)
+                    data = offsets_batch(batch, now_ms, producer)
                     if producer is None:
                         plog.append(plog.validate(data, now_ms=now_ms), now_ms=now_ms)
                     else:

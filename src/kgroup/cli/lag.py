@@ -96,10 +96,7 @@ def register(app: typer.Typer) -> None:
         try:
             result = asyncio.run(describe_group_lag(bootstrap_servers, group, timeout_s, security=security))
         except ListenerMismatch as exc:
-            raise KgroupError(
-                f"--command-config: {exc.message}; give a --command-config file with those settings "
-                "(docs/security.md)"
-            ) from None
+            raise exc.for_command_config() from None
         except KgroupError as exc:
             if command_config is None or not exc.message.startswith("sasl."):
                 raise

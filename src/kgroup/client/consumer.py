@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from kgroup.assignors.api import Assignor
 from kgroup.client.cluster import ClusterView, cluster_from_metadata
 from kgroup.client.connection import BrokerConnection, ConnectionLost
+from kgroup.client.nodes import ConnectionState, least_loaded_node
 from kgroup.client.probe import ListenerMismatch, check_listener
 from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 from kgroup.client.translate import API_KEY, from_wire, to_wire
@@ -61,6 +62,8 @@ log = logging.getLogger("kgroup.client")
 
 _BOOTSTRAP_NODE = -1
 _COORDINATOR_BASE = 2**31 - 1  # Kafka's coordinator connection id: Integer.MAX_VALUE - node id
+#: kgroup's connections send without waiting for a free slot (no ``max.in.flight.requests.per.connection``)
+_NO_IN_FLIGHT_CAP = 2**31 - 1
 _GROUP_PROTOCOLS = ("classic", "consumer")
 
 
@@ -566,16 +569,22 @@ class GroupConsumer:
                 await asyncio.wait_for(self._wake.wait(), delay)
 
     def _least_loaded(self) -> int:
-        """Kafka's ``leastLoadedNode``: fewest in-flight requests, preferring connected nodes."""
-        candidates = [n for n in self._addresses if n < _COORDINATOR_BASE - 2**30]
-
-        def load(node_id: int) -> tuple[int, int, int]:
+        """Kafka's ``leastLoadedNode`` over the brokers by id (scanned from the first: the choice is
+        deterministic): an idle connected node, else the connected one with fewest requests in
+        flight, else the first one not connected. kgroup's connections pipeline without a cap."""
+        candidates = sorted(n for n in self._addresses if n < _COORDINATOR_BASE - 2**30)
+        in_flight: dict[int, int] = {}
+        states: dict[int, ConnectionState] = {}
+        for node_id in candidates:
             node = self._nodes.get(node_id)
-            connected = node is not None and node.connection is not None and node.connection.connected
-            in_flight = node.connection.in_flight if connected and node and node.connection else 0
-            return (0 if connected else 1, in_flight, node_id)
-
-        return min(candidates, key=load)
+            connection = node.connection if node is not None else None
+            if connection is not None and connection.connected:
+                states[node_id] = ConnectionState.READY
+                in_flight[node_id] = connection.in_flight
+        chosen = least_loaded_node(candidates, in_flight, states, 0, max_in_flight=_NO_IN_FLIGHT_CAP)
+        if chosen is None:
+            raise KgroupError("bootstrap_servers: no broker address is known; give one or more host:port")
+        return chosen
 
     def _dispatch(self, out: list[OutboundRequest]) -> None:
         for request in out:

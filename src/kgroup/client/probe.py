@@ -126,6 +126,13 @@ class ListenerMismatch(KgroupError):
         super().__init__(wants.describe() + (f"; {fix}" if fix else ""))
         self.wants = wants
 
+    def for_command_config(self) -> KgroupError:
+        """The one line a command with ``--command-config`` says (``kgroup lag``, ``kgroup record``)."""
+        return KgroupError(
+            f"--command-config: {self.message}; give a --command-config file with those settings "
+            "(docs/security.md)"
+        )
+
 
 async def check_listener(host: str, port: int, security: ClientSecurity) -> None:
     """After a connection that ``security`` opened to ``host:port`` failed: raise

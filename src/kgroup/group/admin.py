@@ -1,16 +1,30 @@
 """What the coordinator answers across every group kind: a group DescribeGroups cannot describe.
 
+ConsumerGroupDescribe and ShareGroupDescribe list a member's partitions alike
+(:func:`described_topics`) and word a group they cannot describe alike (:func:`not_found_message`).
+
 FindCoordinator is not the coordinator's to answer: which node coordinates a group is the cluster's
 knowledge, so each host answers it (the broker's ``find_coordinator`` handler, the simulator's
 runner)."""
 
 from __future__ import annotations
 
-from kgroup.group.states import GroupState
-from kgroup.messages import DescribedGroup
-from kgroup.model import ErrorCode
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["DESCRIBE_GROUP_NOT_FOUND_VERSION", "not_described"]
+from kgroup.group.metadata import MetadataImage
+from kgroup.group.states import GroupState
+from kgroup.javacompat import JavaHashSet, java_integer_hash
+from kgroup.messages import DescribedGroup, DescribedTopicPartitions
+from kgroup.model import ErrorCode, TopicId
+
+__all__ = [
+    "DESCRIBE_GROUP_NOT_FOUND_VERSION",
+    "described_groups",
+    "described_topics",
+    "not_described",
+    "not_found_message",
+]
 
 #: the first DescribeGroups version that answers a group it cannot describe with GROUP_ID_NOT_FOUND
 DESCRIBE_GROUP_NOT_FOUND_VERSION = 6
@@ -23,3 +37,82 @@ def not_described(group_id: str, api_version: int, message: str) -> DescribedGro
     if api_version < DESCRIBE_GROUP_NOT_FOUND_VERSION:
         return DescribedGroup(ErrorCode.NONE, group_id, dead, "", "")
     return DescribedGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, dead, "", "", error_message=message)
+
+
+def described_topics(
+    assignment: Mapping[TopicId, Iterable[int]], image: MetadataImage
+) -> tuple[DescribedTopicPartitions, ...]:
+    """A member's partitions as Consumer/ShareGroupDescribe list them: the topics in the iteration
+    order of a ``HashSet<Uuid>`` copied from ``assignment``, each topic's partitions in that of a
+    ``HashSet<Integer>``; a topic the metadata no longer has is left out (as Kafka leaves it out)."""
+    described = []
+    for topic_id in JavaHashSet.copy_of(lambda t: t.java_hash, assignment):
+        topic = image.topic_by_id(topic_id)
+        if topic is None:
+            continue
+        partitions = tuple(JavaHashSet.copy_of(java_integer_hash, assignment[topic_id]))
+        described.append(DescribedTopicPartitions(topic_id, topic.name, partitions))
+    return tuple(described)
+
+
+def not_found_message(group_id: str, kind: str, other_kind_owns: bool) -> str:
+    """How Consumer/ShareGroupDescribe word a group id they have no group of ``kind`` for
+    (``GroupMetadataManager.consumerGroup`` / ``shareGroup``: ``group(id)`` first)."""
+    if other_kind_owns:
+        return f"Group {group_id} is not a {kind} group."
+    return f"Group {group_id} not found."
+
+
+class _EpochGroup(Protocol):
+    @property
+    def state(self) -> _NamedState: ...
+
+    @property
+    def group_epoch(self) -> int: ...
+
+    @property
+    def assignment_epoch(self) -> int: ...
+
+
+class _NamedState(Protocol):
+    @property
+    def kafka_name(self) -> str: ...
+
+
+_G = TypeVar("_G", bound=_EpochGroup)
+_D = TypeVar("_D")
+
+
+def described_groups(
+    group_ids: Iterable[str],
+    groups: Mapping[str, _G],
+    *,
+    kind: str,
+    owned_elsewhere: Callable[[str], bool],
+    described_type: Callable[..., _D],
+    assignor: Callable[[_G], str],
+    members: Callable[[_G], tuple[Any, ...]],
+) -> tuple[_D, ...]:
+    """Consumer/ShareGroupDescribe's groups: each of ``group_ids`` of this ``kind``, with its state,
+    epochs, ``assignor`` and ``members``, or GROUP_ID_NOT_FOUND (:func:`not_found_message`;
+    ``owned_elsewhere``: another kind has the id)."""
+    described = []
+    for group_id in group_ids:
+        group = groups.get(group_id)
+        if group is None:
+            message = not_found_message(group_id, kind, owned_elsewhere(group_id))
+            described.append(described_type(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
+            continue
+        described.append(
+            described_type(
+                ErrorCode.NONE,
+                group_id,
+                None,
+                group.state.kafka_name,
+                group.group_epoch,
+                group.assignment_epoch,
+                assignor(group),
+                members(group),
+            )
+        )
+    return tuple(described)

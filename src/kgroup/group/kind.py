@@ -10,8 +10,9 @@ The router knows none of them: it routes by the types they declare and by who ow
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
+from kgroup.group.admin import not_described
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.records import OffsetAndMetadata, Record
 from kgroup.group.timers import TimerKey
@@ -19,7 +20,7 @@ from kgroup.group.txn import CoordinatorTask, Txn
 from kgroup.messages import DescribedGroup, Envelope, ListedGroup
 from kgroup.model import ErrorCode, KgroupError, TopicPartition
 
-__all__ = ["GroupKind", "Handler", "UnknownGroupError"]
+__all__ = ["GroupKind", "GroupsById", "Handler", "UnknownGroupError"]
 
 #: a request handler: answers through the operation's replies, changes state only by its records
 Handler = Callable[[Txn, Envelope, Any], None]
@@ -87,3 +88,73 @@ class GroupKind(Protocol):
 
     def set_metadata(self, image: MetadataImage) -> None:
         """The cluster's topics changed (``onMetadataUpdate``)."""
+
+
+class _State(Protocol):
+    @property
+    def kafka_name(self) -> str: ...
+
+
+class _Group(Protocol):
+    """What :class:`GroupsById` reads of a group."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def state(self) -> _State: ...
+
+    def checkpoint_records(self) -> Iterable[Record]: ...
+
+    def snapshot(self) -> object: ...
+
+
+_G = TypeVar("_G", bound=_Group)
+
+
+class GroupsById(Generic[_G]):
+    """What a kind whose groups live in ``self.groups`` by id (consumer, share) does alike: it owns
+    the ids there, rebuilds its groups from their own checkpoint records, lists each as
+    (``protocol_type``, its state, ``name``), and is not what DescribeGroups describes (classic groups
+    only, ``GroupMetadataManager.classicGroup``). Each kind names itself and keeps the rest."""
+
+    name: str
+    #: the protocol type ListGroups answers for its groups (``ConsumerGroup``/``ShareGroup.PROTOCOL_TYPE``)
+    protocol_type: str
+    #: the kind's groups by id (its context's ``groups``)
+    groups: dict[str, _G]
+
+    def owns(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    def group_ids(self) -> Iterable[str]:
+        return self.groups
+
+    def unload(self, txn: Txn) -> None:
+        """Nothing is parked in such a group."""
+
+    def checkpoint(self) -> Iterator[Record]:
+        for group in self.groups.values():
+            yield from group.checkpoint_records()
+
+    def snapshot(self) -> tuple[object, ...]:
+        groups = self.groups
+        return tuple(groups[g].snapshot() for g in sorted(groups))
+
+    def listed(self, states: set[str]) -> Iterable[ListedGroup]:
+        return [
+            ListedGroup(g.group_id, self.protocol_type, g.state.kafka_name, self.name)
+            for g in self.groups.values()
+            if not states or g.state.kafka_name.lower() in states
+        ]
+
+    def described(self, group_id: str, api_version: int) -> DescribedGroup:
+        """DescribeGroups describes classic groups only."""
+        return not_described(group_id, api_version, f"Group {group_id} is not a classic group.")
+
+    def _owned_group(self, group_id: str) -> _G:
+        """The group (:class:`UnknownGroupError` if this kind has none by that id)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            raise UnknownGroupError(f"group_id: no {self.name} group {group_id!r} on this coordinator")
+        return group

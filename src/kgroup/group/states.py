@@ -17,12 +17,22 @@ __all__ = [
     "ALLOWED_PREVIOUS_STATES",
     "GroupState",
     "IllegalStateTransition",
+    "KafkaNamedState",
     "check_transition",
     "mermaid_diagram",
 ]
 
 
-class GroupState(enum.Enum):
+class KafkaNamedState(enum.Enum):
+    """A group kind's state whose value is the name Kafka reports for it (DescribeGroups, ListGroups,
+    the describe APIs): the base of every kind's state enum."""
+
+    @property
+    def kafka_name(self) -> str:
+        return str(self.value)
+
+
+class GroupState(KafkaNamedState):
     """``ClassicGroupState``; ``kafka_name`` is the name Kafka reports (DescribeGroups, ListGroups)."""
 
     EMPTY = "Empty"
@@ -30,10 +40,6 @@ class GroupState(enum.Enum):
     COMPLETING_REBALANCE = "CompletingRebalance"
     STABLE = "Stable"
     DEAD = "Dead"
-
-    @property
-    def kafka_name(self) -> str:
-        return self.value
 
     @classmethod
     def from_kafka_name(cls, name: str) -> GroupState:

@@ -125,6 +125,11 @@ class Txn:
             self.emit(TimerDisarmed(key))
             self.timers.append(CancelTimer(key))
 
+    def cancel_group_timers(self, group_id: str) -> None:
+        """:meth:`cancel` every timer armed for ``group_id`` (DeleteGroups of any kind)."""
+        for key in [k for k in self.armed if k.group_id == group_id]:
+            self.cancel(key)
+
     def result(self) -> CoordinatorResult:
         return CoordinatorResult(
             tuple(self.replies), tuple(self.timers), tuple(self.records), tuple(self.tasks)

@@ -1,12 +1,7 @@
 """RecordBatch v2 at the byte level: the 61-byte header, Kafka's produce-time checks, offset stamping.
-
-Layout (``org.apache.kafka.common.record.DefaultRecordBatch``), big-endian::
-
-    0  baseOffset i64          12 partitionLeaderEpoch i32   17 crc u32 (CRC-32C of bytes 21..end)
-    8  batchLength i32         16 magic i8                   21 attributes i16
-    23 lastOffsetDelta i32     27 baseTimestamp i64          35 maxTimestamp i64
-    43 producerId i64          51 producerEpoch i16          53 baseSequence i32
-    57 recordsCount i32        61 records (compressed as a whole when attributes & 7 != 0)
+The layout (``DefaultRecordBatch``, drawn there), its numbers and the one batch writer are
+:mod:`kgroup.wire.record_batch`'s (the pure core sizes batches too, and may not import the log); this
+module reads and stamps what it describes.
 
 The broker stores a batch exactly as the producer sent it. It writes ``baseOffset`` and
 ``partitionLeaderEpoch`` (both outside the CRC), and — only where Kafka's ``LogValidator`` does —
@@ -27,6 +22,19 @@ from kgroup.log.codecs import InflateError, TooLargeWhenInflated, inflate
 from kgroup.log.errors import LogErrorCode, RecordErrors
 from kgroup.log.records import RecordTimestamps, java_long, walk_record_timestamps
 from kgroup.model import PeerError
+from kgroup.wire.record_batch import (
+    COMPRESSION_MASK,
+    CONTROL_MASK,
+    CRC_AT,
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    NO_PRODUCER_ID,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_MASK,
+)
 
 __all__ = [
     "HEADER_SIZE",
@@ -43,21 +51,11 @@ __all__ = [
     "validate_produce_records",
 ]
 
-HEADER = struct.Struct(">qiibIhiqqqhii")
-HEADER_SIZE = HEADER.size  # 61 = DefaultRecordBatch.RECORD_BATCH_OVERHEAD
-LOG_OVERHEAD = 12  # baseOffset + batchLength: the bytes not counted in batchLength
 HEADER_SIZE_UP_TO_MAGIC = 17
-CRC_START = 21  # the CRC covers attributes .. end of batch
 MIN_RECORD_OVERHEAD = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest batchLength Kafka accepts to read
-MAGIC_V2 = 2
-NO_PRODUCER_ID = -1
 NO_TIMESTAMP = -1
 INT32_MAX = 2**31 - 1
 
-COMPRESSION_MASK = 0x07
-TIMESTAMP_TYPE_MASK = 0x08  # 1 = LogAppendTime
-TRANSACTIONAL_MASK = 0x10
-CONTROL_MASK = 0x20
 COMPRESSION_NONE = 0
 #: the most a compressed batch may inflate to (kgroup's limit: the memory one batch may take on append
 #: or on a timestamp lookup; Kafka streams the records and has no such limit)
@@ -401,7 +399,7 @@ def stamp_header(
     if attributes != header.attributes or max_timestamp != header.max_timestamp:
         _ATTRIBUTES.pack_into(out, 21, attributes)
         _BASE_OFFSET.pack_into(out, 35, max_timestamp)
-        _CRC.pack_into(out, 17, crc32c(data[HEADER_SIZE:], crc32c(memoryview(out)[CRC_START:])))
+        _CRC.pack_into(out, CRC_AT, crc32c(data[HEADER_SIZE:], crc32c(memoryview(out)[CRC_START:])))
     return out
 
 

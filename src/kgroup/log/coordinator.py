@@ -28,7 +28,7 @@ from pathlib import Path
 
 from crc32c import crc32c
 
-from kgroup.log.partition import FsyncPolicy
+from kgroup.log.partition import FsyncPolicy, sync_directory
 
 __all__ = ["CoordinatorLog", "read_frames", "write_checkpoint"]
 
@@ -256,7 +256,7 @@ class CoordinatorLog:
             finally:
                 os.close(fd)
             os.replace(checkpoint, self.path)
-            _sync_directory(self.path.parent)
+            sync_directory(self.path.parent)
         except OSError:
             checkpoint.unlink(missing_ok=True)
             raise
@@ -274,11 +274,3 @@ class CoordinatorLog:
 
     def close(self) -> None:
         os.close(self._fd)
-
-
-def _sync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

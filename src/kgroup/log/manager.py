@@ -39,7 +39,7 @@ from kgroup.log.errors import (
     UnknownTopicOrPartition,
 )
 from kgroup.log.handles import DEFAULT_MAX_OPEN_FILES, FileHandles
-from kgroup.log.partition import FsyncPolicy, PartitionLog, PartitionSettings
+from kgroup.log.partition import FsyncPolicy, PartitionLog, PartitionSettings, sync_directory
 from kgroup.log.segment import Segment
 from kgroup.model import KgroupError
 
@@ -251,7 +251,7 @@ class LogManager:
         self.clean_start = marker.exists()
         marker.unlink(missing_ok=True)
         (self.data_dir / META_DIR / "topics").mkdir(parents=True, exist_ok=True)
-        _sync_directory(self.data_dir)
+        sync_directory(self.data_dir)
         self._topics: dict[str, _Topic] = {}
         self._coordinator_logs: dict[str, CoordinatorLog] = {}
         self._handles = FileHandles(config.max_open_files)
@@ -391,7 +391,7 @@ class LogManager:
         when the data directory is opened again (:meth:`leftover_deletions`)."""
         topic = self._topic(name)
         (self._meta_dir / f"{name}.json").unlink()
-        _sync_directory(self._meta_dir)
+        sync_directory(self._meta_dir)
         del self._topics[name]
         self._creating.add(name)  # reserved until every directory is renamed
         return TopicDeletion(self, name, topic.partitions)
@@ -476,7 +476,7 @@ class LogManager:
         if metadata:
             meta["metadata"] = dict(metadata)
         _write_atomically(self._meta_dir / f"{name}.json", json.dumps(meta, sort_keys=True).encode())
-        _sync_directory(self.data_dir)  # the new partition directories
+        sync_directory(self.data_dir)  # the new partition directories
 
     # -- the coordinator's logs ----------------------------------------------------------------
 
@@ -670,15 +670,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
     finally:
         os.close(fd)
     os.replace(temp, path)
-    _sync_directory(path.parent)
-
-
-def _sync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    sync_directory(path.parent)
 
 
 class TopicDeletion:

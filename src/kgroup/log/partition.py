@@ -46,6 +46,7 @@ __all__ = [
     "PartitionLog",
     "PartitionSettings",
     "RecoveryReport",
+    "sync_directory",
 ]
 
 # ListOffsets' special timestamps (ListOffsetsRequest)
@@ -485,8 +486,13 @@ class PartitionLog:
         self._segments.clear()
 
     def _sync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        sync_directory(self.directory)
+
+
+def sync_directory(directory: Path) -> None:
+    """``fsync`` a directory: the entries made or removed in it are durable (the log's one copy)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

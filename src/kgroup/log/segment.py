@@ -21,9 +21,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kgroup.log.batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2, BatchHeader, batch_crc_ok, parse_header
+from kgroup.log.batch import BatchHeader, batch_crc_ok, parse_header
 from kgroup.log.errors import LogStorageError
 from kgroup.log.handles import FileHandles
+from kgroup.wire.record_batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC_V2
 
 __all__ = ["FileSlice", "Segment", "SegmentRecovery", "segment_file_name"]
 

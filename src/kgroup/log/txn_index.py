@@ -19,10 +19,9 @@ import bisect
 import struct
 from dataclasses import dataclass
 
-from crc32c import crc32c
-
-from kgroup.log.batch import CONTROL_MASK, HEADER_SIZE, TRANSACTIONAL_MASK, BatchHeader
-from kgroup.wire.varint import encode_varint, read_uvarint
+from kgroup.log.batch import BatchHeader
+from kgroup.wire.record_batch import CONTROL_MASK, HEADER_SIZE, TRANSACTIONAL_MASK, record_batch
+from kgroup.wire.varint import read_uvarint
 
 __all__ = [
     "ABORT",
@@ -36,9 +35,6 @@ __all__ = [
 ABORT, COMMIT = 0, 1
 _CONTROL_KEY = struct.Struct(">hh")  # version, type
 _CONTROL_VALUE = struct.Struct(">hi")  # version, coordinator epoch
-#: RecordBatch v2 after its CRC: attributes, last offset delta, base and max timestamp, producer id,
-#: producer epoch, base sequence, record count
-_AFTER_CRC = struct.Struct(">hiqqqhii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,20 +53,14 @@ def control_batch(
     offset 0 (the log assigns it), no sequence, one control record."""
     key = _CONTROL_KEY.pack(0, COMMIT if committed else ABORT)
     value = _CONTROL_VALUE.pack(0, coordinator_epoch)
-    body = bytearray(b"\x00")  # attributes
-    body += encode_varint(0)  # timestamp delta
-    body += encode_varint(0)  # offset delta
-    body += encode_varint(len(key)) + key
-    body += encode_varint(len(value)) + value
-    body += encode_varint(0)  # no headers
-    record = encode_varint(len(body)) + body
     attributes = TRANSACTIONAL_MASK | CONTROL_MASK
-    after_crc = (
-        _AFTER_CRC.pack(attributes, 0, timestamp_ms, timestamp_ms, producer_id, producer_epoch, -1, 1)
-        + record
+    return record_batch(
+        [(key, value)],
+        timestamp_ms,
+        attributes=attributes,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
     )
-    length = 4 + 1 + 4 + len(after_crc)
-    return struct.pack(">qiib", 0, length, -1, 2) + struct.pack(">I", crc32c(bytes(after_crc))) + after_crc
 
 
 def control_type(batch: bytes | memoryview) -> int | None:

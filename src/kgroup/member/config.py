@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from kgroup.assignors.api import Assignor
 from kgroup.model import KgroupError, RebalanceProtocol
 
-__all__ = ["MemberConfig", "choose_protocol"]
+__all__ = ["MemberConfig", "check_group_ids", "choose_protocol"]
+
+
+def check_group_ids(group_id: str, group_instance_id: str | None) -> None:
+    """Both members' group id and static instance id, checked alike (one line naming the field)."""
+    if not group_id:
+        raise KgroupError("group_id: empty; give the consumer group a non-empty id")
+    if group_instance_id is not None and not group_instance_id:
+        raise KgroupError("group_instance_id: empty string; use None for a dynamic member or a non-empty id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +45,7 @@ class MemberConfig:
     commit_on_revoke: bool = False
 
     def __post_init__(self) -> None:
-        if not self.group_id:
-            raise KgroupError("group_id: empty; give the consumer group a non-empty id")
-        if self.group_instance_id is not None and not self.group_instance_id:
-            raise KgroupError(
-                "group_instance_id: empty string; use None for a dynamic member or a non-empty id"
-            )
+        check_group_ids(self.group_id, self.group_instance_id)
         for name in (
             "session_timeout_ms",
             "heartbeat_interval_ms",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kgroup.member.config import MemberConfig
+from kgroup.member.config import MemberConfig, check_group_ids
 from kgroup.model import KgroupError
 
 __all__ = ["ConsumerProtocolConfig"]
@@ -34,12 +34,7 @@ class ConsumerProtocolConfig:
     auto_commit_interval_ms: int = 5000
 
     def __post_init__(self) -> None:
-        if not self.group_id:
-            raise KgroupError("group_id: empty; give the consumer group a non-empty id")
-        if self.group_instance_id is not None and not self.group_instance_id:
-            raise KgroupError(
-                "group_instance_id: empty string; use None for a dynamic member or a non-empty id"
-            )
+        check_group_ids(self.group_id, self.group_instance_id)
         if self.remote_assignor is not None and not self.remote_assignor:
             raise KgroupError(
                 "remote_assignor: empty string; use None to let the coordinator choose, or e.g. 'uniform'"

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import enum
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kgroup.member.base import MemberBase
 from kgroup.member.consumer_protocol_config import ConsumerProtocolConfig
 from kgroup.member.consumer_protocol_heartbeat import ExponentialBackoff, HeartbeatTimer, random_member_id
 from kgroup.member.consumer_protocol_states import ConsumerMemberState
 from kgroup.member.errors import RETRIABLE
-from kgroup.member.events import CommitFailed, FatalError, MemberEvent, OffsetsCommitted, OffsetsFetched
+from kgroup.member.events import CommitFailed, MemberEvent, OffsetsCommitted
 from kgroup.member.requests import COORDINATOR_MOVED, RETRIABLE_COMMIT, OutboundRequest
 from kgroup.messages import (
     FindCoordinatorRequest,
@@ -61,8 +62,10 @@ class Sent:
     partitions: tuple[TopicPartition, ...] = ()
 
 
-class ConsumerProtocolCore:
+class ConsumerProtocolCore(MemberBase):
     """State both halves share, FindCoordinator, and the offsets (see the module docstring)."""
+
+    config: ConsumerProtocolConfig
 
     def __init__(
         self, config: ConsumerProtocolConfig, *, rng: random.Random, member_id: str | None = None
@@ -118,50 +121,10 @@ class ConsumerProtocolCore:
         return self._epoch
 
     @property
-    def coordinator(self) -> int | None:
-        return self._coordinator
-
-    @property
     def closed(self) -> bool:
         return self._closed
 
-    def assignment(self) -> frozenset[TopicPartition]:
-        return self._owned
-
-    def positions(self) -> Mapping[TopicPartition, int]:
-        """Next offset per owned partition whose committed offset is known (``-1``: none committed)."""
-        return dict(self._positions)
-
-    def committed(self) -> Mapping[TopicPartition, int]:
-        return dict(self._committed)
-
-    def drain_events(self) -> list[MemberEvent]:
-        events, self._events = self._events, []
-        self._error_pending = False
-        return events
-
-    @property
-    def error_pending(self) -> bool:
-        """A :class:`~kgroup.member.FatalError` waits among the undrained events (``poll()`` would throw)."""
-        return self._error_pending
-
     # --- the application's offsets --------------------------------------------------------------------
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._check_owned(tp, "seek")
-        if offset < 0:
-            raise KgroupError(f"seek offset: {offset} for {tp}; give an offset of 0 or more")
-        self._positions[tp] = offset
-
-    def record_processed(self, tp: TopicPartition, next_offset: int) -> None:
-        self._check_owned(tp, "record_processed")
-        if next_offset < 0:
-            raise KgroupError(f"next_offset: {next_offset} for {tp}; give an offset of 0 or more")
-        self._positions[tp] = next_offset
-
-    def record_processed_many(self, processed: Iterable[tuple[TopicPartition, int]]) -> None:
-        for tp, next_offset in processed:
-            self.record_processed(tp, next_offset)
 
     def commit(self, now_ms: int, offsets: Mapping[TopicPartition, int]) -> list[OutboundRequest]:
         """The application's ``commitAsync(offsets)`` with the current member epoch.
@@ -169,9 +132,7 @@ class ConsumerProtocolCore:
         Nothing is sent (an empty list) while the member has no epoch in the group or no coordinator:
         Kafka's consumer would then commit without an epoch (or fail), see the docs' differences."""
         self._check_open("commit")
-        for tp, offset in offsets.items():
-            if offset < 0:
-                raise KgroupError(f"commit offset: {offset} for {tp}; give an offset of 0 or more")
+        self._check_commit_offsets(offsets)
         out: list[OutboundRequest] = []
         self._send_commit(dict(offsets), CommitPurpose.USER, out)
         return out
@@ -188,21 +149,9 @@ class ConsumerProtocolCore:
     def _has_in_flight(self, kind: SentKind) -> bool:
         return any(s.kind is kind for s in self._in_flight.values())
 
-    def _emit(self, event: MemberEvent) -> None:
-        self._events.append(event)
-
-    def _throw(self, error: ErrorCode, reason: str) -> None:
-        """What Kafka's consumer throws out of ``poll()`` (an ``ErrorEvent``)."""
-        self._events.append(FatalError(error, reason))
-        self._error_pending = True
-
     def _check_open(self, what: str) -> None:
         if self._closed:
             raise KgroupError(f"{what}: the member is closed; create a new ConsumerProtocolMember to rejoin")
-
-    def _check_owned(self, tp: TopicPartition, what: str) -> None:
-        if tp not in self._owned:
-            raise KgroupError(f"{what}: {tp} is not assigned to this member; use one of assignment()")
 
     def _set_owned(self, partitions: frozenset[TopicPartition]) -> None:
         self._owned = partitions
@@ -380,18 +329,4 @@ class ConsumerProtocolCore:
                 self._throw(error, f"fetch offset failed: {error.name}")
             return
         by_tp = {p.partition: p for p in resp.partitions}
-        fetched: list[tuple[TopicPartition, int]] = []
-        for tp in sent.partitions:
-            entry = by_tp.get(tp)
-            offset = entry.committed_offset if entry is not None and entry.committed_offset >= 0 else -1
-            if offset >= 0:
-                self._committed[tp] = offset
-            if tp in self._owned and tp not in self._positions:
-                self._positions[tp] = offset
-                fetched.append((tp, offset))
-        if fetched:
-            self._emit(OffsetsFetched(tuple(fetched)))
-
-    def _retry_fetch(self, now_ms: int, partitions: Sequence[TopicPartition]) -> None:
-        self._fetch_pending |= {tp for tp in partitions if tp in self._owned and tp not in self._positions}
-        self._fetch_retry_at = now_ms + self.config.retry_backoff_ms
+        self._fill_fetched(sent.partitions, by_tp)

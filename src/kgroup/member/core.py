@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 
 from kgroup.assignors.api import Assignor
 from kgroup.assignors.registry import create_assignor
+from kgroup.member.base import MemberBase
 from kgroup.member.config import MemberConfig, choose_protocol
 from kgroup.member.errors import rebalance_failed
 from kgroup.member.events import (
-    FatalError,
     MemberEvent,
     RejoinRequested,
 )
@@ -33,7 +33,6 @@ from kgroup.messages import (
     Request,
 )
 from kgroup.model import (
-    ErrorCode,
     KgroupError,
     RebalanceProtocol,
     TopicMetadata,
@@ -46,8 +45,10 @@ __all__ = ["MemberCore", "checked_topics"]
 _NOTHING: frozenset[TopicPartition] = frozenset()
 
 
-class MemberCore:
+class MemberCore(MemberBase):
     """The state of one consumer member (the host uses :class:`~kgroup.member.ConsumerMember`)."""
+
+    config: MemberConfig
 
     def __init__(
         self,
@@ -161,10 +162,6 @@ class MemberCore:
         return self._protocol
 
     @property
-    def coordinator(self) -> int | None:
-        return self._coordinator
-
-    @property
     def subscription(self) -> tuple[str, ...]:
         return self._topics
 
@@ -172,27 +169,11 @@ class MemberCore:
     def rejoin_needed(self) -> bool:
         return self._rejoin_needed
 
-    def assignment(self) -> frozenset[TopicPartition]:
-        """The partitions the member owns (the same object until the assignment changes)."""
-        return self._owned
-
     def pending_revocation(self) -> frozenset[TopicPartition]:
         """EAGER members stop fetching their partitions while the pre-join commit is in flight."""
         if self._phase is Phase.PREPARING and self._protocol is RebalanceProtocol.EAGER:
             return self._owned
         return _NOTHING
-
-    def drain_events(self) -> list[MemberEvent]:
-        events, self._events = self._events, []
-        self._error_pending = False
-        return events
-
-    @property
-    def error_pending(self) -> bool:
-        """A :class:`~kgroup.member.FatalError` waits among the events not yet drained: Kafka's
-        ``poll()`` would throw it now. A host whose application does not catch it stops before it
-        polls again (the member itself would go on: see ``docs/member.md``, Errors)."""
-        return self._error_pending
 
     def update_metadata(self, topics: Mapping[str, TopicMetadata]) -> None:
         """Replace the cluster metadata (every topic the cluster has). The leader assigns from it."""
@@ -244,14 +225,6 @@ class MemberCore:
     def _move(self, step: Step) -> None:
         self._phase = next_phase(self._phase, step)
 
-    def _emit(self, event: MemberEvent) -> None:
-        self._events.append(event)
-
-    def _throw(self, error: ErrorCode, reason: str) -> None:
-        """What Kafka throws out of ``poll()``: a :class:`FatalError` event."""
-        self._events.append(FatalError(error, reason))
-        self._error_pending = True
-
     def _request_rejoin(self, reason: str) -> None:
         """Kafka's ``requestRejoin``: the next JoinGroup carries ``reason``."""
         if not self._rejoin_needed:
@@ -278,10 +251,6 @@ class MemberCore:
     def _check_open(self, what: str) -> None:
         if self._phase is Phase.CLOSED:
             raise KgroupError(f"{what}: the member is closed; create a new ConsumerMember to rejoin")
-
-    def _check_assigned(self, tp: TopicPartition, what: str) -> None:
-        if tp not in self._owned:
-            raise KgroupError(f"{what}: {tp} is not assigned to this member; use one of assignment()")
 
     # --- implemented by the rebalance half (ConsumerMember) ----------------------------------------
 

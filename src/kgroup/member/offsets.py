@@ -1,19 +1,19 @@
 """The consumer member's offsets: positions, auto-commit, the pre-join commit, OffsetFetch.
 
 Kafka's ``ConsumerCoordinator`` commit and fetch paths; :class:`OffsetsMixin` is the offset half of
-:class:`~kgroup.member.ConsumerMember`.
+:class:`~kgroup.member.ConsumerMember` (the application's book of offsets is :mod:`.offset_book`'s,
+which the consumer-protocol member keeps too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from kgroup.member.core import MemberCore
 from kgroup.member.errors import RETRIABLE
 from kgroup.member.events import (
     CommitFailed,
     OffsetsCommitted,
-    OffsetsFetched,
 )
 from kgroup.member.requests import (
     COORDINATOR_MOVED,
@@ -34,7 +34,6 @@ from kgroup.messages import (
 )
 from kgroup.model import (
     ErrorCode,
-    KgroupError,
     TopicPartition,
     sorted_partitions,
 )
@@ -50,39 +49,6 @@ _NOT_STABLE = frozenset({Phase.JOINING, Phase.SYNCING, Phase.FAILED})
 class OffsetsMixin(MemberCore):
     """Positions and committed offsets, and the OffsetCommit / OffsetFetch requests."""
 
-    def positions(self) -> Mapping[TopicPartition, int]:
-        """Next offset to process per assigned partition whose committed offset is known.
-
-        ``-1`` means nothing was committed: the host applies its ``auto.offset.reset`` policy (and may
-        :meth:`seek`). Partitions still waiting for OffsetFetch are absent.
-        """
-        return dict(self._positions)
-
-    def committed(self) -> Mapping[TopicPartition, int]:
-        """Committed offsets this member knows of (fetched or successfully committed)."""
-        return dict(self._committed)
-
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self._check_assigned(tp, "seek")
-        if offset < 0:
-            raise KgroupError(f"seek offset: {offset} for {tp}; give an offset of 0 or more")
-        self._positions[tp] = offset
-
-    def record_processed(self, tp: TopicPartition, next_offset: int) -> None:
-        self._check_assigned(tp, "record_processed")
-        if next_offset < 0:
-            raise KgroupError(f"next_offset: {next_offset} for {tp}; give an offset of 0 or more")
-        self._positions[tp] = next_offset
-
-    def record_processed_many(self, processed: Iterable[tuple[TopicPartition, int]]) -> None:
-        """:meth:`record_processed` for each ``(partition, next_offset)`` in turn."""
-        owned, positions = self._owned, self._positions
-        for tp, next_offset in processed:
-            if next_offset < 0 or tp not in owned:
-                self._check_assigned(tp, "record_processed")
-                raise KgroupError(f"next_offset: {next_offset} for {tp}; give an offset of 0 or more")
-            positions[tp] = next_offset
-
     def commit(self, now_ms: int, offsets: Mapping[TopicPartition, int]) -> list[OutboundRequest]:
         """The application's ``commitAsync(offsets)`` with the member's current generation.
 
@@ -94,9 +60,7 @@ class OffsetsMixin(MemberCore):
         ``CommitFailedException``, ``RebalanceInProgressException`` or a retriable coordinator error).
         """
         self._check_open("commit")
-        for tp, offset in offsets.items():
-            if offset < 0:
-                raise KgroupError(f"commit offset: {offset} for {tp}; give an offset of 0 or more")
+        self._check_commit_offsets(offsets)
         out: list[OutboundRequest] = []
         if self._phase in _NOT_STABLE or not offsets:
             return out
@@ -264,17 +228,7 @@ class OffsetsMixin(MemberCore):
         if unstable:
             self._retry_fetch(now_ms, sent.partitions)
             return
-        fetched: list[tuple[TopicPartition, int]] = []
-        for tp in sent.partitions:
-            entry = by_tp.get(tp)
-            offset = entry.committed_offset if entry is not None and entry.committed_offset >= 0 else -1
-            if offset >= 0:
-                self._committed[tp] = offset
-            if tp in self._owned and tp not in self._positions:
-                self._positions[tp] = offset
-                fetched.append((tp, offset))
-        if fetched:
-            self._emit(OffsetsFetched(tuple(fetched)))
+        self._fill_fetched(sent.partitions, by_tp)
 
     def _fetch_thrown(
         self, now_ms: int, partitions: Sequence[TopicPartition], error: ErrorCode, reason: str
@@ -283,7 +237,3 @@ class OffsetsMixin(MemberCore):
         self._retry_fetch(now_ms, partitions)
         self._fetch_on_poll = True
         self._throw(error, reason)
-
-    def _retry_fetch(self, now_ms: int, partitions: Sequence[TopicPartition]) -> None:
-        self._fetch_pending |= {tp for tp in partitions if tp in self._owned and tp not in self._positions}
-        self._fetch_retry_at = now_ms + self.config.retry_backoff_ms

@@ -86,10 +86,7 @@ def _reach(options: RecordOptions) -> None:
     try:
         reach_cluster_blocking(parse_bootstrap(options.bootstrap_servers), security, options.timeout_s)
     except ListenerMismatch as exc:
-        raise KgroupError(
-            f"--command-config: {exc.message}; give a --command-config file with those settings "
-            "(docs/security.md)"
-        ) from None
+        raise exc.for_command_config() from None
     except KgroupError as exc:
         field = "--command-config" if exc.message.startswith("sasl.") else "--bootstrap-servers"
         raise KgroupError(f"{field}: {exc.message.removeprefix('bootstrap servers: ')}") from None

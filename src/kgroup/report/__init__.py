@@ -3,30 +3,6 @@
 Used by ``kgroup demo`` (partitioning) and the simulator (timelines). See ``docs/demo.md``.
 """
 
-from kgroup.report.html import (
-    Block,
-    Cell,
-    Facts,
-    Image,
-    Paragraph,
-    Report,
-    Section,
-    Table,
-    format_cell,
-    format_number,
-    table_from_records,
-)
-
-__all__ = [
-    "Block",
-    "Cell",
-    "Facts",
-    "Image",
-    "Paragraph",
-    "Report",
-    "Section",
-    "Table",
-    "format_cell",
-    "format_number",
-    "table_from_records",
-]
+# the package is its page builder's names, listed once (in html.py)
+from kgroup.report.html import *  # noqa: F403
+from kgroup.report.html import __all__ as __all__

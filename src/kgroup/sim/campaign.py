@@ -195,6 +195,19 @@ def base_scenario(seed: int) -> dict[str, Any]:
         events.append(_random_event(rng, duration, ids, topics, scaled))
         if events[-1]["kind"] == "scale" and events[-1]["count"] > 0:
             scaled += 1
+    return _scenario(seed, duration, topics, group, consumers, network, events)
+
+
+def _scenario(
+    seed: int,
+    duration: int,
+    topics: Any,
+    group: Any,
+    consumers: Any,
+    network: Any,
+    events: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A campaign's scenario: its events in time order, those that change nothing left out."""
     events.sort(key=lambda e: e["at_ms"])
     data = {
         "name": f"campaign-{seed}",
@@ -283,18 +296,7 @@ def subscription_change_scenario(seed: int, rng: Random | None = None) -> dict[s
     ids = list(subscribed)
     for _ in range(rng.randint(0, 2)):  # a background fault or two
         events.append(_random_event(rng, duration, ids, topics, 9))
-    events.sort(key=lambda e: e["at_ms"])
-    data = {
-        "name": f"campaign-{seed}",
-        "seed": seed,
-        "duration_ms": duration,
-        "topics": topics,
-        "group": group,
-        "consumers": consumers,
-        "network": network,
-        "events": events,
-    }
-    return without_pointless_events(data)
+    return _scenario(seed, duration, topics, group, consumers, network, events)
 
 
 def _changed_subscription(rng: Random, names: list[str], current: list[str]) -> list[str]:

@@ -26,15 +26,15 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from random import Random
+from typing import get_args
 
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
 from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.group.records import Record
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
     ConsumerGroupMetadata,
-    ConsumerGroupRegularExpression,
+    ConsumerGroupRecord,
     ConsumerGroupTargetAssignmentMember,
     ConsumerGroupTargetAssignmentMetadata,
 )
@@ -53,16 +53,7 @@ __all__ = [
 ]
 
 #: the consumer-group records the observer follows (offsets are read from the coordinator)
-CONSUMER_FOLLOWED = frozenset(
-    {
-        ConsumerGroupMetadata,
-        ConsumerGroupMemberMetadata,
-        ConsumerGroupCurrentMemberAssignment,
-        ConsumerGroupTargetAssignmentMember,
-        ConsumerGroupTargetAssignmentMetadata,
-        ConsumerGroupRegularExpression,
-    }
-)
+CONSUMER_FOLLOWED: frozenset[type] = frozenset(get_args(ConsumerGroupRecord))
 _HANDOVER_RECORDS = (ConsumerGroupCurrentMemberAssignment, ConsumerGroupTargetAssignmentMember)
 REVOKING = "revoking"
 UNRELEASED = "unreleased"

@@ -15,10 +15,10 @@ import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypeVar
 
 from kgroup.model import KgroupError
+from kgroup.testing.lifecycle import Started
 
 __all__ = ["KafkaBroker"]
 
@@ -26,7 +26,7 @@ T = TypeVar("T")
 START_TIMEOUT_S = 30.0
 
 
-class KafkaBroker:
+class KafkaBroker(Started):
     """A broker (or a cluster of ``brokers`` in one process) for tests.
 
     >>> with KafkaBroker(topics={"orders": 3}) as kafka:  # doctest: +SKIP
@@ -229,14 +229,6 @@ class KafkaBroker:
     def _cleanup_dir(self) -> None:
         if self._owns_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
-
-    def __enter__(self) -> KafkaBroker:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # --- use -------------------------------------------------------------------------------------
 

@@ -14,8 +14,6 @@ refused, as Kafka's generated ``write`` refuses it); v1 of the describe response
 
 from __future__ import annotations
 
-import datetime
-import uuid
 from typing import Any
 
 from kio.schema.consumer_group_describe.v0 import request as describe_req_v0
@@ -26,7 +24,7 @@ from kio.schema.consumer_group_heartbeat.v0 import request as heartbeat_req_v0
 from kio.schema.consumer_group_heartbeat.v0 import response as heartbeat_resp_v0
 from kio.schema.consumer_group_heartbeat.v1 import request as heartbeat_req_v1
 from kio.schema.consumer_group_heartbeat.v1 import response as heartbeat_resp_v1
-from kio.static.primitive import i8, i32, i32Timedelta
+from kio.static.primitive import i8, i32
 
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
@@ -35,11 +33,24 @@ from kgroup.messages import (
     ConsumerGroupHeartbeatResponse,
     DescribedConsumerGroup,
     DescribedConsumerMember,
-    DescribedTopicPartitions,
-    TopicPartitions,
 )
-from kgroup.model import ErrorCode, KgroupError, TopicId
-from kgroup.wire.codec import error_from_wire, error_to_wire
+from kgroup.model import ErrorCode, KgroupError
+from kgroup.wire.group_heartbeats import (
+    describe_request_from_wire,
+    describe_request_to_wire,
+    described_group_from_wire,
+    described_group_to_wire,
+    described_member_from_wire,
+    described_member_to_wire,
+    described_topics_from_wire,
+    described_topics_to_wire,
+    heartbeat_response_from_wire,
+    heartbeat_response_to_wire,
+    ms,
+    timedelta,
+    topic_partitions_from_wire,
+    topic_partitions_to_wire,
+)
 
 __all__ = [
     "consumer_group_describe_error_answer",
@@ -70,26 +81,6 @@ def _module(modules: tuple[Any, ...], version: int, what: str) -> Any:
     return modules[version]
 
 
-def _uuid(topic_id: TopicId) -> uuid.UUID:
-    return uuid.UUID(int=topic_id.to_int())
-
-
-def _topic_id(value: uuid.UUID | None) -> TopicId:
-    return TopicId(0, 0) if value is None else TopicId.from_int(value.int)
-
-
-def _timedelta(ms: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
-
-
-def _ms(value: datetime.timedelta) -> int:
-    return int(value // datetime.timedelta(milliseconds=1))
-
-
-def _partitions(values: Any) -> tuple[int, ...]:
-    return tuple(int(p) for p in values)
-
-
 # --- ConsumerGroupHeartbeat -----------------------------------------------------------------------
 
 
@@ -102,15 +93,12 @@ def consumer_group_heartbeat_request_to_wire(msg: ConsumerGroupHeartbeatRequest,
         "member_epoch": i32(msg.member_epoch),
         "instance_id": msg.instance_id,
         "rack_id": msg.rack_id,
-        "rebalance_timeout": _timedelta(msg.rebalance_timeout_ms),
+        "rebalance_timeout": timedelta(msg.rebalance_timeout_ms),
         "subscribed_topic_names": msg.subscribed_topic_names,
         "server_assignor": msg.server_assignor,
         "topic_partitions": None
         if msg.topic_partitions is None
-        else tuple(
-            module.TopicPartitions(topic_id=_uuid(t.topic_id), partitions=tuple(i32(p) for p in t.partitions))
-            for t in msg.topic_partitions
-        ),
+        else topic_partitions_to_wire(module, msg.topic_partitions),
     }
     if version >= 1:
         values["subscribed_topic_regex"] = msg.subscribed_topic_regex
@@ -132,15 +120,11 @@ def consumer_group_heartbeat_request_from_wire(obj: Any) -> ConsumerGroupHeartbe
         member_epoch=int(obj.member_epoch),
         instance_id=obj.instance_id,
         rack_id=obj.rack_id,
-        rebalance_timeout_ms=_ms(obj.rebalance_timeout),
+        rebalance_timeout_ms=ms(obj.rebalance_timeout),
         subscribed_topic_names=None if names is None else tuple(names),
         subscribed_topic_regex=getattr(obj, "subscribed_topic_regex", None),
         server_assignor=obj.server_assignor,
-        topic_partitions=None
-        if topic_partitions is None
-        else tuple(
-            TopicPartitions(_topic_id(t.topic_id), _partitions(t.partitions)) for t in topic_partitions
-        ),
+        topic_partitions=None if topic_partitions is None else topic_partitions_from_wire(topic_partitions),
     )
 
 
@@ -149,43 +133,12 @@ def consumer_group_heartbeat_response_to_wire(
 ) -> Any:
     """The kio ``ConsumerGroupHeartbeatResponse`` of ``version`` carrying ``msg``."""
     module = _module(_HEARTBEAT_RESPONSE, version, "ConsumerGroupHeartbeat")
-    assignment = None
-    if msg.assignment is not None:
-        assignment = module.Assignment(
-            topic_partitions=tuple(
-                module.TopicPartitions(
-                    topic_id=_uuid(t.topic_id), partitions=tuple(i32(p) for p in t.partitions)
-                )
-                for t in msg.assignment
-            )
-        )
-    return module.ConsumerGroupHeartbeatResponse(
-        throttle_time=_timedelta(throttle_time_ms),
-        error_code=error_to_wire(msg.error_code),
-        error_message=msg.error_message,
-        member_id=msg.member_id,
-        member_epoch=i32(msg.member_epoch),
-        heartbeat_interval=_timedelta(msg.heartbeat_interval_ms),
-        assignment=assignment,
-    )
+    return heartbeat_response_to_wire(module, module.ConsumerGroupHeartbeatResponse, msg, throttle_time_ms)
 
 
 def consumer_group_heartbeat_response_from_wire(obj: Any) -> ConsumerGroupHeartbeatResponse:
     """The typed response from a kio ``ConsumerGroupHeartbeatResponse`` (v0 or v1)."""
-    assignment = obj.assignment
-    return ConsumerGroupHeartbeatResponse(
-        error_code=error_from_wire(obj.error_code),
-        error_message=obj.error_message,
-        member_id=obj.member_id,
-        member_epoch=int(obj.member_epoch),
-        heartbeat_interval_ms=_ms(obj.heartbeat_interval),
-        assignment=None
-        if assignment is None
-        else tuple(
-            TopicPartitions(_topic_id(t.topic_id), _partitions(t.partitions))
-            for t in assignment.topic_partitions
-        ),
-    )
+    return heartbeat_response_from_wire(obj, ConsumerGroupHeartbeatResponse)
 
 
 # --- ConsumerGroupDescribe ------------------------------------------------------------------------
@@ -193,46 +146,22 @@ def consumer_group_heartbeat_response_from_wire(obj: Any) -> ConsumerGroupHeartb
 
 def consumer_group_describe_request_to_wire(msg: ConsumerGroupDescribeRequest, version: int) -> Any:
     module = _module(_DESCRIBE_REQUEST, version, "ConsumerGroupDescribe")
-    return module.ConsumerGroupDescribeRequest(
-        group_ids=tuple(msg.group_ids), include_authorized_operations=msg.include_authorized_operations
-    )
+    return describe_request_to_wire(module.ConsumerGroupDescribeRequest, msg)
 
 
 def consumer_group_describe_request_from_wire(obj: Any) -> ConsumerGroupDescribeRequest:
-    return ConsumerGroupDescribeRequest(
-        group_ids=tuple(obj.group_ids), include_authorized_operations=bool(obj.include_authorized_operations)
-    )
-
-
-def _described_assignment(module: Any, topics: tuple[DescribedTopicPartitions, ...]) -> Any:
-    return module.Assignment(
-        topic_partitions=tuple(
-            module.TopicPartitions(
-                topic_id=_uuid(t.topic_id),
-                topic_name=t.topic_name,
-                partitions=tuple(i32(p) for p in t.partitions),
-            )
-            for t in topics
-        )
-    )
+    return describe_request_from_wire(obj, ConsumerGroupDescribeRequest)
 
 
 def _described_member_to_wire(module: Any, version: int, m: DescribedConsumerMember) -> Any:
-    values: dict[str, Any] = {
-        "member_id": m.member_id,
+    extra: dict[str, Any] = {
         "instance_id": m.instance_id,
-        "rack_id": m.rack_id,
-        "member_epoch": i32(m.member_epoch),
-        "client_id": m.client_id,
-        "client_host": m.client_host,
-        "subscribed_topic_names": tuple(m.subscribed_topic_names),
         "subscribed_topic_regex": m.subscribed_topic_regex,
-        "assignment": _described_assignment(module, m.assignment),
-        "target_assignment": _described_assignment(module, m.target_assignment),
+        "target_assignment": described_topics_to_wire(module, m.target_assignment),
     }
     if version >= 1:  # MemberType is ignorable: v0 leaves it out
-        values["member_type"] = i8(m.member_type)
-    return module.Member(**values)
+        extra["member_type"] = i8(m.member_type)
+    return described_member_to_wire(module, m, **extra)
 
 
 def consumer_group_describe_response_to_wire(
@@ -240,60 +169,29 @@ def consumer_group_describe_response_to_wire(
 ) -> Any:
     module = _module(_DESCRIBE_RESPONSE, version, "ConsumerGroupDescribe")
     return module.ConsumerGroupDescribeResponse(
-        throttle_time=_timedelta(throttle_time_ms),
+        throttle_time=timedelta(throttle_time_ms),
         groups=tuple(
-            module.DescribedGroup(
-                error_code=error_to_wire(g.error_code),
-                error_message=g.error_message,
-                group_id=g.group_id,
-                group_state=g.group_state,
-                group_epoch=i32(g.group_epoch),
-                assignment_epoch=i32(g.assignment_epoch),
-                assignor_name=g.assignor_name,
-                members=tuple(_described_member_to_wire(module, version, m) for m in g.members),
-                authorized_operations=i32(g.authorized_operations),
-            )
+            described_group_to_wire(module, g, lambda m: _described_member_to_wire(module, version, m))
             for g in msg.groups
         ),
     )
 
 
-def _described_topics(assignment: Any) -> tuple[DescribedTopicPartitions, ...]:
-    return tuple(
-        DescribedTopicPartitions(_topic_id(t.topic_id), t.topic_name, _partitions(t.partitions))
-        for t in assignment.topic_partitions
+def _described_member_from_wire(m: Any) -> DescribedConsumerMember:
+    return described_member_from_wire(
+        m,
+        DescribedConsumerMember,
+        instance_id=m.instance_id,
+        subscribed_topic_regex=m.subscribed_topic_regex,
+        target_assignment=described_topics_from_wire(m.target_assignment),
+        member_type=int(getattr(m, "member_type", -1)),
     )
 
 
 def consumer_group_describe_response_from_wire(obj: Any) -> ConsumerGroupDescribeResponse:
     return ConsumerGroupDescribeResponse(
         groups=tuple(
-            DescribedConsumerGroup(
-                error_code=error_from_wire(g.error_code),
-                group_id=g.group_id,
-                error_message=g.error_message,
-                group_state=g.group_state,
-                group_epoch=int(g.group_epoch),
-                assignment_epoch=int(g.assignment_epoch),
-                assignor_name=g.assignor_name,
-                members=tuple(
-                    DescribedConsumerMember(
-                        member_id=m.member_id,
-                        instance_id=m.instance_id,
-                        rack_id=m.rack_id,
-                        member_epoch=int(m.member_epoch),
-                        client_id=m.client_id,
-                        client_host=m.client_host,
-                        subscribed_topic_names=tuple(m.subscribed_topic_names),
-                        subscribed_topic_regex=m.subscribed_topic_regex,
-                        assignment=_described_topics(m.assignment),
-                        target_assignment=_described_topics(m.target_assignment),
-                        member_type=int(getattr(m, "member_type", -1)),
-                    )
-                    for m in g.members
-                ),
-                authorized_operations=int(g.authorized_operations),
-            )
+            described_group_from_wire(g, DescribedConsumerGroup, _described_member_from_wire)
             for g in obj.groups
         )
     )

@@ -9,28 +9,34 @@ client does the opposite. Topic ids are :class:`kgroup.model.TopicId` here and `
 
 from __future__ import annotations
 
-import datetime
-import uuid
 from typing import Any
 
 from kio.schema.share_group_describe.v1 import request as describe_req_v1
 from kio.schema.share_group_describe.v1 import response as describe_resp_v1
 from kio.schema.share_group_heartbeat.v1 import request as heartbeat_req_v1
 from kio.schema.share_group_heartbeat.v1 import response as heartbeat_resp_v1
-from kio.static.primitive import i32, i32Timedelta
+from kio.static.primitive import i32
 
 from kgroup.messages import (
     DescribedShareGroup,
     DescribedShareMember,
-    DescribedTopicPartitions,
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
     ShareGroupHeartbeatRequest,
     ShareGroupHeartbeatResponse,
-    TopicPartitions,
 )
-from kgroup.model import ErrorCode, KgroupError, TopicId
-from kgroup.wire.codec import error_from_wire, error_to_wire
+from kgroup.model import ErrorCode, KgroupError
+from kgroup.wire.group_heartbeats import (
+    describe_request_from_wire,
+    describe_request_to_wire,
+    described_group_from_wire,
+    described_group_to_wire,
+    described_member_from_wire,
+    described_member_to_wire,
+    heartbeat_response_from_wire,
+    heartbeat_response_to_wire,
+    timedelta,
+)
 
 __all__ = [
     "SHARE_GROUP_VERSIONS",
@@ -59,22 +65,6 @@ _DESCRIBE_RESPONSE: Any = describe_resp_v1
 def _check(version: int, what: str) -> None:
     if version != 1:
         raise KgroupError(f"{what} version: {version}; Kafka 4.4 and kgroup speak version 1 only")
-
-
-def _uuid(topic_id: TopicId) -> uuid.UUID:
-    return uuid.UUID(int=topic_id.to_int())
-
-
-def _topic_id(value: uuid.UUID | None) -> TopicId:
-    return TopicId(0, 0) if value is None else TopicId.from_int(value.int)
-
-
-def _timedelta(ms: int) -> i32Timedelta:
-    return i32Timedelta.parse(datetime.timedelta(milliseconds=ms))
-
-
-def _ms(value: datetime.timedelta) -> int:
-    return int(value // datetime.timedelta(milliseconds=1))
 
 
 # --- ShareGroupHeartbeat ----------------------------------------------------------------------------
@@ -108,42 +98,11 @@ def share_group_heartbeat_response_to_wire(
 ) -> Any:
     _check(version, "ShareGroupHeartbeat")
     module = _HEARTBEAT_RESPONSE
-    assignment = None
-    if msg.assignment is not None:
-        assignment = module.Assignment(
-            topic_partitions=tuple(
-                module.TopicPartitions(
-                    topic_id=_uuid(t.topic_id), partitions=tuple(i32(p) for p in t.partitions)
-                )
-                for t in msg.assignment
-            )
-        )
-    return module.ShareGroupHeartbeatResponse(
-        throttle_time=_timedelta(throttle_time_ms),
-        error_code=error_to_wire(msg.error_code),
-        error_message=msg.error_message,
-        member_id=msg.member_id,
-        member_epoch=i32(msg.member_epoch),
-        heartbeat_interval=_timedelta(msg.heartbeat_interval_ms),
-        assignment=assignment,
-    )
+    return heartbeat_response_to_wire(module, module.ShareGroupHeartbeatResponse, msg, throttle_time_ms)
 
 
 def share_group_heartbeat_response_from_wire(obj: Any) -> ShareGroupHeartbeatResponse:
-    assignment = obj.assignment
-    return ShareGroupHeartbeatResponse(
-        error_code=error_from_wire(obj.error_code),
-        error_message=obj.error_message,
-        member_id=obj.member_id,
-        member_epoch=int(obj.member_epoch),
-        heartbeat_interval_ms=_ms(obj.heartbeat_interval),
-        assignment=None
-        if assignment is None
-        else tuple(
-            TopicPartitions(_topic_id(t.topic_id), tuple(int(p) for p in t.partitions))
-            for t in assignment.topic_partitions
-        ),
-    )
+    return heartbeat_response_from_wire(obj, ShareGroupHeartbeatResponse)
 
 
 def share_group_heartbeat_error_answer(
@@ -158,15 +117,11 @@ def share_group_heartbeat_error_answer(
 
 def share_group_describe_request_to_wire(msg: ShareGroupDescribeRequest, version: int = 1) -> Any:
     _check(version, "ShareGroupDescribe")
-    return _DESCRIBE_REQUEST.ShareGroupDescribeRequest(
-        group_ids=tuple(msg.group_ids), include_authorized_operations=msg.include_authorized_operations
-    )
+    return describe_request_to_wire(_DESCRIBE_REQUEST.ShareGroupDescribeRequest, msg)
 
 
 def share_group_describe_request_from_wire(obj: Any) -> ShareGroupDescribeRequest:
-    return ShareGroupDescribeRequest(
-        group_ids=tuple(obj.group_ids), include_authorized_operations=bool(obj.include_authorized_operations)
-    )
+    return describe_request_from_wire(obj, ShareGroupDescribeRequest)
 
 
 def share_group_describe_response_to_wire(
@@ -175,40 +130,10 @@ def share_group_describe_response_to_wire(
     _check(version, "ShareGroupDescribe")
     module = _DESCRIBE_RESPONSE
 
-    def member(m: DescribedShareMember) -> Any:
-        return module.Member(
-            member_id=m.member_id,
-            rack_id=m.rack_id,
-            member_epoch=i32(m.member_epoch),
-            client_id=m.client_id,
-            client_host=m.client_host,
-            subscribed_topic_names=tuple(m.subscribed_topic_names),
-            assignment=module.Assignment(
-                topic_partitions=tuple(
-                    module.TopicPartitions(
-                        topic_id=_uuid(t.topic_id),
-                        topic_name=t.topic_name,
-                        partitions=tuple(i32(p) for p in t.partitions),
-                    )
-                    for t in m.assignment
-                )
-            ),
-        )
-
     return module.ShareGroupDescribeResponse(
-        throttle_time=_timedelta(throttle_time_ms),
+        throttle_time=timedelta(throttle_time_ms),
         groups=tuple(
-            module.DescribedGroup(
-                error_code=error_to_wire(g.error_code),
-                error_message=g.error_message,
-                group_id=g.group_id,
-                group_state=g.group_state,
-                group_epoch=i32(g.group_epoch),
-                assignment_epoch=i32(g.assignment_epoch),
-                assignor_name=g.assignor_name,
-                members=tuple(member(m) for m in g.members),
-                authorized_operations=i32(g.authorized_operations),
-            )
+            described_group_to_wire(module, g, lambda m: described_member_to_wire(module, m))
             for g in msg.groups
         ),
     )
@@ -217,32 +142,8 @@ def share_group_describe_response_to_wire(
 def share_group_describe_response_from_wire(obj: Any) -> ShareGroupDescribeResponse:
     return ShareGroupDescribeResponse(
         groups=tuple(
-            DescribedShareGroup(
-                error_code=error_from_wire(g.error_code),
-                group_id=g.group_id,
-                error_message=g.error_message,
-                group_state=g.group_state,
-                group_epoch=int(g.group_epoch),
-                assignment_epoch=int(g.assignment_epoch),
-                assignor_name=g.assignor_name,
-                members=tuple(
-                    DescribedShareMember(
-                        member_id=m.member_id,
-                        rack_id=m.rack_id,
-                        member_epoch=int(m.member_epoch),
-                        client_id=m.client_id,
-                        client_host=m.client_host,
-                        subscribed_topic_names=tuple(m.subscribed_topic_names),
-                        assignment=tuple(
-                            DescribedTopicPartitions(
-                                _topic_id(t.topic_id), t.topic_name, tuple(int(p) for p in t.partitions)
-                            )
-                            for t in m.assignment.topic_partitions
-                        ),
-                    )
-                    for m in g.members
-                ),
-                authorized_operations=int(g.authorized_operations),
+            described_group_from_wire(
+                g, DescribedShareGroup, lambda m: described_member_from_wire(m, DescribedShareMember)
             )
             for g in obj.groups
         )

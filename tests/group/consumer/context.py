@@ -22,7 +22,7 @@ from kgroup.group import (
 )
 from kgroup.group.assignors.api import GroupAssignment, GroupSpec, ServerAssignor, SubscribedTopicDescriber
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.timers import RebalanceTimer, RegexTimer, SessionTimer
 from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.group.records.consumer import (
@@ -233,7 +233,7 @@ class ConsumerTestContext:
     def group(self, group_id: str = GROUP) -> ConsumerGroupData:
         return self.coordinator.kind(ConsumerGroups).ctx.groups[group_id]
 
-    def member(self, member_id: str, group_id: str = GROUP) -> ConsumerMember:
+    def member(self, member_id: str, group_id: str = GROUP) -> ConsumerGroupMember:
         return self.group(group_id).members[member_id]
 
     def deadline(self, key: tuple[str, ...]) -> int | None:
@@ -266,7 +266,7 @@ class ConsumerTestContext:
         self,
         group_id: str,
         group_epoch: int,
-        members: Iterable[ConsumerMember] = (),
+        members: Iterable[ConsumerGroupMember] = (),
         *,
         targets: Mapping[str, Mapping[TopicId, Iterable[int]]] | None = None,
         assignment_epoch: int = 1,
@@ -321,9 +321,9 @@ def member(
     assignor: str | None = "range",
     assigned: Mapping[TopicId, Mapping[int, int]] | None = None,
     pending: Mapping[TopicId, Mapping[int, int]] | None = None,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     """``new ConsumerGroupMember.Builder(id)...build()`` with the test context's client id and host."""
-    return ConsumerMember(
+    return ConsumerGroupMember(
         member_id,
         member_epoch=epoch,
         previous_member_epoch=previous,
@@ -353,11 +353,11 @@ def target(member_id: str, value: Mapping[TopicId, Iterable[int]]) -> Target:
     return Target(GROUP, member_id, {t: tuple(p) for t, p in value.items()})
 
 
-def subscription(m: ConsumerMember) -> Subscription:
+def subscription(m: ConsumerGroupMember) -> Subscription:
     return Subscription(GROUP, m.member_id, m.metadata_value())
 
 
-def current(m: ConsumerMember) -> Current:
+def current(m: ConsumerGroupMember) -> Current:
     return Current(GROUP, m.member_id, m.assignment_value())
 
 

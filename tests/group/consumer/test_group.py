@@ -16,7 +16,7 @@ from kgroup.group.consumer.group import (
     TopicCounts,
     subscription_type_of,
 )
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
     ConsumerGroupMemberMetadata,
@@ -37,7 +37,7 @@ def at(epoch: int, topic: TopicId, *partitions: int) -> dict[TopicId, dict[int, 
     return {topic: dict.fromkeys(partitions, epoch)}
 
 
-def update(group: ConsumerGroupData, m: ConsumerMember) -> None:
+def update(group: ConsumerGroupData, m: ConsumerGroupMember) -> None:
     """``ConsumerGroup.updateMember``: both of the member's records."""
     group.apply(ConsumerGroupMemberMetadata(group.group_id, m.member_id, m.metadata_value()))
     group.apply(ConsumerGroupCurrentMemberAssignment(group.group_id, m.member_id, m.assignment_value()))
@@ -53,7 +53,7 @@ def remove(group: ConsumerGroupData, member_id: str) -> None:
 def test_updating_member_updates_partition_epoch() -> None:
     """testUpdatingMemberUpdatesPartitionEpoch"""
     group = ConsumerGroupData("foo")
-    m = ConsumerMember(
+    m = ConsumerGroupMember(
         "member",
         member_epoch=10,
         assigned_partitions=at(5, FOO, 1, 2, 3),
@@ -63,7 +63,7 @@ def test_updating_member_updates_partition_epoch() -> None:
     assert [group.current_partition_epoch(FOO, p) for p in (1, 2, 3)] == [10, 10, 10]
     assert [group.current_partition_epoch(BAR, p) for p in (4, 5, 6)] == [10, 10, 10]
     assert [group.current_partition_epoch(ZAR, p) for p in (7, 8, 9)] == [-1, -1, -1]
-    m = ConsumerMember(
+    m = ConsumerGroupMember(
         "member",
         member_epoch=11,
         assigned_partitions=at(7, BAR, 1, 2, 3),
@@ -78,9 +78,9 @@ def test_updating_member_updates_partition_epoch() -> None:
 def test_updating_member_updates_partition_epoch_when_partition_is_reassigned_before_being_revoked() -> None:
     """testUpdatingMemberUpdatesPartitionEpochWhenPartitionIsReassignedBeforeBeingRevoked"""
     group = ConsumerGroupData("foo")
-    update(group, ConsumerMember("member", member_epoch=10, partitions_pending_revocation=at(5, FOO, 1)))
+    update(group, ConsumerGroupMember("member", member_epoch=10, partitions_pending_revocation=at(5, FOO, 1)))
     assert group.current_partition_epoch(FOO, 1) == 10
-    update(group, ConsumerMember("member", member_epoch=11, assigned_partitions=at(7, FOO, 1)))
+    update(group, ConsumerGroupMember("member", member_epoch=11, assigned_partitions=at(7, FOO, 1)))
     assert group.current_partition_epoch(FOO, 1) == 11
 
 
@@ -88,18 +88,18 @@ def test_updating_member_updates_partition_epoch_when_partition_is_not_released(
     """testUpdatingMemberUpdatesPartitionEpochWhenPartitionIsNotReleased: a greater epoch may take a
     partition still held at a smaller one; a smaller epoch may not."""
     group = ConsumerGroupData("foo")
-    update(group, ConsumerMember("m1", member_epoch=10, assigned_partitions=at(5, FOO, 1)))
-    update(group, ConsumerMember("m2", member_epoch=11, assigned_partitions=at(7, FOO, 1)))
+    update(group, ConsumerGroupMember("m1", member_epoch=10, assigned_partitions=at(5, FOO, 1)))
+    update(group, ConsumerGroupMember("m2", member_epoch=11, assigned_partitions=at(7, FOO, 1)))
     assert group.current_partition_epoch(FOO, 1) == 11
     with pytest.raises(AssertionError, match="owned at epoch 11"):
-        update(group, ConsumerMember("m3", member_epoch=10, assigned_partitions=at(7, FOO, 1)))
+        update(group, ConsumerGroupMember("m3", member_epoch=10, assigned_partitions=at(7, FOO, 1)))
 
 
 def test_removing_a_stale_holder_keeps_the_newer_epoch() -> None:
     """testRemovePartitionEpochs: removing with another epoch than the partition's does nothing."""
     group = ConsumerGroupData("foo")
-    update(group, ConsumerMember("m1", member_epoch=10, assigned_partitions=at(5, FOO, 1)))
-    update(group, ConsumerMember("m2", member_epoch=11, assigned_partitions=at(7, FOO, 1)))
+    update(group, ConsumerGroupMember("m1", member_epoch=10, assigned_partitions=at(5, FOO, 1)))
+    update(group, ConsumerGroupMember("m2", member_epoch=11, assigned_partitions=at(7, FOO, 1)))
     remove(group, "m1")
     assert group.current_partition_epoch(FOO, 1) == 11
 
@@ -109,7 +109,7 @@ def test_deleting_member_removes_partition_epoch() -> None:
     group = ConsumerGroupData("foo")
     update(
         group,
-        ConsumerMember(
+        ConsumerGroupMember(
             "member",
             member_epoch=10,
             assigned_partitions=at(5, FOO, 1, 2, 3),
@@ -126,23 +126,23 @@ def test_group_state() -> None:
     """testGroupState"""
     group = ConsumerGroupData("foo")
     assert group.state is ConsumerGroupState.EMPTY
-    update(group, ConsumerMember("member1", member_epoch=2, previous_member_epoch=0))
+    update(group, ConsumerGroupMember("member1", member_epoch=2, previous_member_epoch=0))
     group.apply(ConsumerGroupMetadata("foo", (2, 0)))
     assert group.state is ConsumerGroupState.ASSIGNING
-    update(group, ConsumerMember("member2", member_epoch=2, previous_member_epoch=0))
+    update(group, ConsumerGroupMember("member2", member_epoch=2, previous_member_epoch=0))
     group.apply(ConsumerGroupMetadata("foo", (3, 0)))
     assert group.state is ConsumerGroupState.ASSIGNING
     group.apply(ConsumerGroupTargetAssignmentMetadata("foo", TargetAssignmentMetadataValue(3, 12345)))
     assert group.state is ConsumerGroupState.RECONCILING
-    update(group, ConsumerMember("member1", member_epoch=3, previous_member_epoch=2))
+    update(group, ConsumerGroupMember("member1", member_epoch=3, previous_member_epoch=2))
     assert group.state is ConsumerGroupState.RECONCILING
     # member two is not stable: the group stays reconciling
     update(
         group,
-        ConsumerMember("member2", member_epoch=3, previous_member_epoch=2, state=S.UNREVOKED_PARTITIONS),
+        ConsumerGroupMember("member2", member_epoch=3, previous_member_epoch=2, state=S.UNREVOKED_PARTITIONS),
     )
     assert group.state is ConsumerGroupState.RECONCILING
-    update(group, ConsumerMember("member2", member_epoch=3, previous_member_epoch=2))
+    update(group, ConsumerGroupMember("member2", member_epoch=3, previous_member_epoch=2))
     assert group.state is ConsumerGroupState.STABLE
     remove(group, "member1")
     remove(group, "member2")
@@ -176,11 +176,11 @@ def test_subscription_type(
 def test_update_subscribed_topic_names_and_subscription_type() -> None:
     """testUpdateSubscribedTopicNamesAndSubscriptionType (the counts and the type as members come and go)."""
     group = ConsumerGroupData("foo")
-    update(group, ConsumerMember("member1", subscribed_topic_names=frozenset({"foo"})))
+    update(group, ConsumerGroupMember("member1", subscribed_topic_names=frozenset({"foo"})))
     assert (group.subscribed_topic_names.names(), group.subscription_type) == ({"foo"}, HOMOGENEOUS)
-    update(group, ConsumerMember("member2", subscribed_topic_names=frozenset({"bar", "foo"})))
+    update(group, ConsumerGroupMember("member2", subscribed_topic_names=frozenset({"bar", "foo"})))
     assert (group.subscribed_topic_names.names(), group.subscription_type) == ({"foo", "bar"}, HETEROGENEOUS)
-    update(group, ConsumerMember("member1", subscribed_topic_names=frozenset({"bar", "foo"})))
+    update(group, ConsumerGroupMember("member1", subscribed_topic_names=frozenset({"bar", "foo"})))
     assert group.subscription_type is HOMOGENEOUS
     remove(group, "member2")
     assert (group.subscribed_topic_names.names(), group.subscription_type) == ({"foo", "bar"}, HOMOGENEOUS)
@@ -191,9 +191,9 @@ def test_update_subscribed_topic_names_and_subscription_type() -> None:
 def test_preferred_server_assignor() -> None:
     """testPreferredServerAssignor"""
     group = ConsumerGroupData("foo")
-    m1 = ConsumerMember("member1", server_assignor="range")
-    m2 = ConsumerMember("member2", server_assignor="range")
-    m3 = ConsumerMember("member3", server_assignor="uniform")
+    m1 = ConsumerGroupMember("member1", server_assignor="range")
+    m2 = ConsumerGroupMember("member2", server_assignor="range")
+    m3 = ConsumerGroupMember("member3", server_assignor="uniform")
     assert group.preferred_server_assignor() is None
     assert group.preferred_server_assignor(None, m1) == "range"
     update(group, m1)
@@ -203,7 +203,7 @@ def test_preferred_server_assignor() -> None:
     update(group, m2)
     update(group, m3)
     assert group.preferred_server_assignor() == "range"
-    u1, u2, u3 = (ConsumerMember(m.member_id) for m in (m1, m2, m3))
+    u1, u2, u3 = (ConsumerGroupMember(m.member_id) for m in (m1, m2, m3))
     assert group.preferred_server_assignor(m1, u1) in ("range", "uniform")
     update(group, u1)
     assert group.preferred_server_assignor(m2, u2) == "uniform"
@@ -218,7 +218,7 @@ def test_static_members_by_instance_id() -> None:
     """testGetStaticMemberByInstanceId / testRemoveStaticMember"""
     group = ConsumerGroupData("foo")
     assert group.static_member("instance") is None
-    update(group, ConsumerMember("member", instance_id="instance"))
+    update(group, ConsumerGroupMember("member", instance_id="instance"))
     assert group.static_member("instance") == group.members["member"]
     remove(group, "member")
     assert group.static_member("instance") is None
@@ -263,7 +263,7 @@ def test_group_state_counted_is_the_walk_over_members(steps: list[tuple[str, str
     group = ConsumerGroupData("g")
     for action, member_id, epoch, state in steps:
         if action == "update":
-            update(group, ConsumerMember(member_id, member_epoch=epoch, state=state))
+            update(group, ConsumerGroupMember(member_id, member_epoch=epoch, state=state))
         elif action == "remove" and member_id in group.members:
             remove(group, member_id)
         elif action == "target":

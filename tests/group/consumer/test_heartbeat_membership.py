@@ -4,7 +4,7 @@ assignments on subscription, metadata and membership changes, leaving, and stati
 from __future__ import annotations
 
 from kgroup.group import ConsumerGroups
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.timers import SessionTimer
 from kgroup.group.records.consumer import MemberAssignmentState
 from kgroup.messages import LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, TopicPartitions
@@ -306,7 +306,7 @@ def test_leaving_static_member_bumps_group_epoch() -> None:
     )
 
 
-def _temporarily_leave(ctx: ConsumerTestContext, instance_id: str, old: ConsumerMember) -> None:
+def _temporarily_leave(ctx: ConsumerTestContext, instance_id: str, old: ConsumerGroupMember) -> None:
     result = ctx.heartbeat(
         member_id=old.member_id,
         instance_id=instance_id,
@@ -322,11 +322,11 @@ def _temporarily_leave(ctx: ConsumerTestContext, instance_id: str, old: Consumer
     )
     # only the member's epoch changes (-2), its partitions are kept at epoch 0: no group epoch bump
     away = old.with_assigned_epochs_reset().update_member_epoch(LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-    away = ConsumerMember(**{**_fields(away), "previous_member_epoch": old.previous_member_epoch})
+    away = ConsumerGroupMember(**{**_fields(away), "previous_member_epoch": old.previous_member_epoch})
     assert_records([current(away)], result)
 
 
-def _fields(m: ConsumerMember) -> dict[str, object]:
+def _fields(m: ConsumerGroupMember) -> dict[str, object]:
     return {name: getattr(m, name) for name in m.__dataclass_fields__}
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.reconcile import FencedMemberEpoch, next_assignment
 from kgroup.group.metadata import MetadataImage, TopicImage
 from kgroup.group.records.consumer import MemberAssignmentState, ResolvedRegularExpression
@@ -51,8 +51,8 @@ def member(
     pending: Epochs | None = None,
     names: frozenset[str] = BOTH,
     regex: str = "",
-) -> ConsumerMember:
-    return ConsumerMember(
+) -> ConsumerGroupMember:
+    return ConsumerGroupMember(
         "member",
         member_epoch=epoch,
         previous_member_epoch=previous,
@@ -65,7 +65,7 @@ def member(
 
 
 def build(
-    current: ConsumerMember,
+    current: ConsumerGroupMember,
     target_epoch: int,
     target: dict[TopicId, tuple[int, ...]],
     partition_epoch: Callable[[TopicId, int], int],
@@ -74,7 +74,7 @@ def build(
     subscription_changed: bool = False,
     image: MetadataImage = IMAGE,
     resolved: dict[str, ResolvedRegularExpression] | None = None,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     return next_assignment(
         current,
         target_epoch=target_epoch,
@@ -307,11 +307,13 @@ def test_remains_in_unrevoked_partitions_with_assignment_topics_no_longer_in_sub
     )
 
 
-def _regex_member(names: frozenset[str]) -> ConsumerMember:
+def _regex_member(names: frozenset[str]) -> ConsumerGroupMember:
     return member(S.STABLE, 10, 10, at(10, foo=(1, 2, 3), bar=(4, 5, 6)), names=names, regex="bar*")
 
 
-def _regex_build(current: ConsumerMember, resolved: dict[str, ResolvedRegularExpression]) -> ConsumerMember:
+def _regex_build(
+    current: ConsumerGroupMember, resolved: dict[str, ResolvedRegularExpression]
+) -> ConsumerGroupMember:
     return build(
         current,
         10,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.group.consumer.context import ApiError
 from kgroup.group.consumer.steps import check_regex
+from kgroup.group.errors import ApiError
 from kgroup.model import ErrorCode
 
 RE2J_DESCRIPTIONS = [

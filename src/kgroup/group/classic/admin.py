@@ -66,8 +66,7 @@ def delete_group(txn: Txn, groups: dict[str, GroupData], group_id: str) -> Error
         return ErrorCode.GROUP_ID_NOT_FOUND
     if not group.in_state(S.EMPTY):
         return ErrorCode.NON_EMPTY_GROUP
-    for key in [k for k in txn.armed if k.group_id == group_id]:
-        txn.cancel(key)
+    txn.cancel_group_timers(group_id)
     mutate.transition(txn, group, S.DEAD)
     txn.emit(GroupDeleted(group_id))
     return ErrorCode.NONE

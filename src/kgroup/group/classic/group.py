@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from kgroup.group.javamap import JavaHashOrder
 from kgroup.group.records import (
+    ClassicGroupMember,
     GenerationStarted,
     GroupLeaderChanged,
     GroupProtocolTypeChanged,
@@ -20,7 +21,6 @@ from kgroup.group.records import (
     GroupStateChanged,
     InitialDelayUpdated,
     MemberRemoved,
-    MemberState,
     MemberUpserted,
     OffsetAndMetadata,
     OffsetCommitted,
@@ -32,7 +32,7 @@ from kgroup.group.records import (
 )
 from kgroup.group.states import GroupState, check_transition
 from kgroup.javacompat import hashmap_iteration_order
-from kgroup.messages import JoinGroupMember, JoinGroupProtocol
+from kgroup.messages import JoinGroupMember, JoinGroupProtocol, JoinGroupResponse
 from kgroup.model import ErrorCode, TopicPartition
 
 __all__ = ["GroupData", "GroupSnapshot", "GroupView"]
@@ -48,7 +48,7 @@ class GroupView:
     protocol_type: str | None
     protocol: str | None
     leader: str | None
-    members: tuple[MemberState, ...]
+    members: tuple[ClassicGroupMember, ...]
     pending_members: frozenset[str]
     pending_sync_members: frozenset[str]
     offsets: tuple[tuple[TopicPartition, OffsetAndMetadata], ...]
@@ -63,7 +63,7 @@ class GroupView:
         a consumer group's decode with :func:`kgroup.wire.consumer_protocol.decode_assignment`)."""
         return {m.member_id: m.assignment for m in self.members}
 
-    def member(self, member_id: str) -> MemberState:
+    def member(self, member_id: str) -> ClassicGroupMember:
         for m in self.members:
             if m.member_id == member_id:
                 return m
@@ -102,7 +102,7 @@ class GroupData:
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader: str | None = None
-    members: dict[str, MemberState] = field(default_factory=dict)
+    members: dict[str, ClassicGroupMember] = field(default_factory=dict)
     order: JavaHashOrder = field(default_factory=JavaHashOrder)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_join: set[str] = field(default_factory=set)
@@ -115,7 +115,7 @@ class GroupData:
     protocol_counts: dict[str, int] = field(default_factory=dict)
     awaiting_join_count: int = 0
 
-    def _count(self, member: MemberState, sign: int) -> None:
+    def _count(self, member: ClassicGroupMember, sign: int) -> None:
         for protocol in member.protocols:
             n = self.protocol_counts.get(protocol.name, 0) + sign
             if n:
@@ -199,11 +199,11 @@ class GroupData:
     def in_state(self, *states: GroupState) -> bool:
         return self.state in states
 
-    def all_members(self) -> list[MemberState]:
+    def all_members(self) -> list[ClassicGroupMember]:
         """Members in Java ``HashMap`` iteration order."""
         return [self.members[m] for m in self.order.order()]
 
-    def member(self, member_id: str) -> MemberState:
+    def member(self, member_id: str) -> ClassicGroupMember:
         return self.members[member_id]
 
     def has_member(self, member_id: str) -> bool:
@@ -269,6 +269,20 @@ class GroupData:
             return ErrorCode.UNKNOWN_MEMBER_ID
         return None
 
+    def validate_generation(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode | None:
+        """What SyncGroup and Heartbeat check first, in Kafka's order: a Dead group answers
+        COORDINATOR_NOT_AVAILABLE, then :meth:`validate_member`, then ILLEGAL_GENERATION."""
+        if self.state is GroupState.DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = self.validate_member(member_id, group_instance_id)
+        if error is not None:
+            return error
+        if generation_id != self.generation:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
+
     def join_response_members(self) -> tuple[JoinGroupMember, ...]:
         """The member list the leader gets (``currentClassicGroupMembers``), in HashMap order."""
         if self.state in (GroupState.DEAD, GroupState.PREPARING_REBALANCE) or self.protocol_name is None:
@@ -277,6 +291,22 @@ class GroupData:
         return tuple(
             JoinGroupMember(m.member_id, m.metadata(protocol), m.group_instance_id)
             for m in self.all_members()
+        )
+
+    def join_response(
+        self, member_id: str, *, with_members: bool = True, skip_assignment: bool = False
+    ) -> JoinGroupResponse:
+        """JoinGroup's answer of the current generation to ``member_id``: the member list goes to the
+        leader only (``with_members``), and a returning leader may be told to ``skip_assignment``."""
+        return JoinGroupResponse(
+            error_code=ErrorCode.NONE,
+            generation_id=self.generation,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            leader=self.leader or "",
+            skip_assignment=skip_assignment,
+            member_id=member_id,
+            members=self.join_response_members() if with_members and self.is_leader(member_id) else (),
         )
 
     def assignment_of(self, member_id: str) -> bytes:

@@ -12,9 +12,9 @@ from kgroup.group.classic.rebalance import (
 )
 from kgroup.group.classic.timers import HeartbeatTimer
 from kgroup.group.records import (
+    ClassicGroupMember,
     GroupCreated,
     InitialDelayUpdated,
-    MemberState,
     Parked,
     PendingMemberAdded,
     StaticMemberReplaced,
@@ -141,7 +141,7 @@ def _join_existing_member(txn: Txn, env: Envelope, req: JoinGroupRequest, group:
     elif group.in_state(S.COMPLETING_REBALANCE):
         if same_metadata:
             # it probably lost the JoinGroup answer: give it again
-            txn.reply(*reply_to, _current_generation_response(group, member_id, with_members=True))
+            txn.reply(*reply_to, group.join_response(member_id))
         else:
             _update_member_and_rebalance(txn, env, req, group, member)
     elif group.in_state(S.STABLE):
@@ -149,28 +149,13 @@ def _join_existing_member(txn: Txn, env: Envelope, req: JoinGroupRequest, group:
             # the leader may rejoin to force a rebalance (e.g. topic metadata changed)
             _update_member_and_rebalance(txn, env, req, group, member)
         else:
-            txn.reply(*reply_to, _current_generation_response(group, member_id, with_members=False))
+            txn.reply(*reply_to, group.join_response(member_id, with_members=False))
     else:
         # Empty with a member id: the member must reset its generation and rejoin
         txn.reply(*reply_to, JoinGroupResponse(ErrorCode.UNKNOWN_MEMBER_ID, member_id=member_id))
 
 
-def _current_generation_response(
-    group: GroupData, member_id: str, *, with_members: bool
-) -> JoinGroupResponse:
-    return JoinGroupResponse(
-        error_code=ErrorCode.NONE,
-        generation_id=group.generation,
-        protocol_type=group.protocol_type,
-        protocol_name=group.protocol_name,
-        leader=group.leader or "",
-        skip_assignment=False,
-        member_id=member_id,
-        members=group.join_response_members() if with_members and group.is_leader(member_id) else (),
-    )
-
-
-def _updated(member: MemberState, req: JoinGroupRequest, parked: Parked | None) -> MemberState:
+def _updated(member: ClassicGroupMember, req: JoinGroupRequest, parked: Parked | None) -> ClassicGroupMember:
     return replace(
         member,
         protocols=req.protocols,
@@ -181,7 +166,7 @@ def _updated(member: MemberState, req: JoinGroupRequest, parked: Parked | None) 
 
 
 def _update_member_and_rebalance(
-    txn: Txn, env: Envelope, req: JoinGroupRequest, group: GroupData, member: MemberState
+    txn: Txn, env: Envelope, req: JoinGroupRequest, group: GroupData, member: ClassicGroupMember
 ) -> None:
     mutate.put_member(txn, group, _updated(member, req, Parked(env.connection, env.correlation_id)))
     maybe_prepare_rebalance_or_complete_join(txn, group)
@@ -190,7 +175,7 @@ def _update_member_and_rebalance(
 def _add_member_and_rebalance(
     txn: Txn, env: Envelope, req: JoinGroupRequest, group: GroupData, member_id: str
 ) -> None:
-    member = MemberState(
+    member = ClassicGroupMember(
         member_id=member_id,
         group_instance_id=req.group_instance_id,
         client_id=env.client_id,
@@ -251,17 +236,7 @@ def _update_static_member(
             if env.api_version >= _SKIP_ASSIGNMENT_VERSION:
                 # KIP-814: a returning leader learns it leads (and gets the members) but is told to
                 # skip the assignor, so it keeps watching metadata for a later rebalance
-                is_leader = group.is_leader(new_member_id)
-                response = JoinGroupResponse(
-                    error_code=ErrorCode.NONE,
-                    generation_id=group.generation,
-                    protocol_type=group.protocol_type,
-                    protocol_name=group.protocol_name,
-                    leader=group.leader or "",
-                    skip_assignment=is_leader,
-                    member_id=new_member_id,
-                    members=group.join_response_members() if is_leader else (),
-                )
+                response = group.join_response(new_member_id, skip_assignment=group.is_leader(new_member_id))
             else:
                 # before v9 the old leader id is returned, so a returning leader does not run the
                 # assignor again (and does not know it leads)

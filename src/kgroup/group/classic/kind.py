@@ -21,11 +21,11 @@ from kgroup.group.classic.timers import HeartbeatTimer, JoinTimer, SyncTimer
 from kgroup.group.kind import Handler, UnknownGroupError
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.records import (
+    ClassicGroupMember,
     GroupCreated,
     GroupDeleted,
     GroupRecord,
     GroupRestored,
-    MemberState,
     OffsetAndMetadata,
     OffsetCommitted,
     Record,
@@ -179,7 +179,7 @@ class ClassicGroups:
             raise UnknownGroupError(f"group_id: no group {group_id!r} on this coordinator; join it first")
         return group.view()
 
-    def members(self, group_id: str) -> tuple[MemberState, ...]:
+    def members(self, group_id: str) -> tuple[ClassicGroupMember, ...]:
         """The members of one group in Kafka's iteration order (what :meth:`group` lists, without
         building the rest of the view); :class:`UnknownGroupError` if there is no such group."""
         group = self.groups.get(group_id)

@@ -44,13 +44,9 @@ def _inconsistent(requested: str | None, current: str | None) -> bool:
 
 
 def _validate_sync(group: GroupData, req: SyncGroupRequest, api_version: int) -> ErrorCode | None:
-    if group.in_state(S.DEAD):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    error = group.validate_member(req.member_id, req.group_instance_id)
+    error = group.validate_generation(req.member_id, req.group_instance_id, req.generation_id)
     if error is not None:
         return error
-    if req.generation_id != group.generation:
-        return ErrorCode.ILLEGAL_GENERATION
     if api_version < _SYNC_PROTOCOL_FIELDS_VERSION:
         return None  # the request has no protocol type or name before v5
     if _inconsistent(req.protocol_type, group.protocol_type) or _inconsistent(
@@ -120,14 +116,10 @@ def _heartbeat(txn: Txn, group: GroupData | None, req: HeartbeatRequest) -> Erro
         return ErrorCode.INVALID_GROUP_ID
     if group is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
-    state = group.state
-    if state is S.DEAD:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    error = group.validate_member(req.member_id, req.group_instance_id)
+    error = group.validate_generation(req.member_id, req.group_instance_id, req.generation_id)
     if error is not None:
         return error
-    if req.generation_id != group.generation:
-        return ErrorCode.ILLEGAL_GENERATION
+    state = group.state
     if state is S.EMPTY:
         return ErrorCode.UNKNOWN_MEMBER_ID
     reschedule_heartbeat(txn, group, req.member_id)

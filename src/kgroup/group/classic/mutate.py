@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 from kgroup.group.classic.group import GroupData
 from kgroup.group.records import (
+    ClassicGroupMember,
     GroupLeaderChanged,
     GroupProtocolTypeChanged,
     GroupStateChanged,
     MemberRemoved,
-    MemberState,
     MemberUpserted,
     PendingSyncMembersSet,
 )
@@ -40,11 +40,11 @@ def transition(txn: Txn, group: GroupData, state: GroupState) -> None:
     txn.emit(GroupStateChanged(group.group_id, state, txn.now_ms))
 
 
-def put_member(txn: Txn, group: GroupData, member: MemberState) -> None:
+def put_member(txn: Txn, group: GroupData, member: ClassicGroupMember) -> None:
     txn.emit(MemberUpserted(group.group_id, member))
 
 
-def add_member(txn: Txn, group: GroupData, member: MemberState) -> None:
+def add_member(txn: Txn, group: GroupData, member: ClassicGroupMember) -> None:
     """``ClassicGroup.add``: the first member sets the protocol type, the first with no leader leads."""
     if member.group_instance_id is not None and member.group_instance_id in group.static_members:
         raise AssertionError(f"static member {member.group_instance_id} is already in {group.group_id}")
@@ -70,7 +70,7 @@ def set_leader(txn: Txn, group: GroupData, leader: str | None) -> None:
 
 
 def complete_join_future(
-    txn: Txn, group: GroupData, member: MemberState, response: JoinGroupResponse
+    txn: Txn, group: GroupData, member: ClassicGroupMember, response: JoinGroupResponse
 ) -> bool:
     """Answer the member's parked JoinGroup, if any (``completeJoinFuture``)."""
     parked = group.members[member.member_id].awaiting_join
@@ -82,7 +82,7 @@ def complete_join_future(
 
 
 def complete_sync_future(
-    txn: Txn, group: GroupData, member: MemberState, response: SyncGroupResponse
+    txn: Txn, group: GroupData, member: ClassicGroupMember, response: SyncGroupResponse
 ) -> bool:
     """Answer the member's parked SyncGroup, if any (``completeSyncFuture``)."""
     parked = group.members[member.member_id].awaiting_sync

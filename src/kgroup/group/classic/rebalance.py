@@ -7,9 +7,9 @@ from kgroup.group.classic import mutate
 from kgroup.group.classic.group import GroupData
 from kgroup.group.classic.timers import HeartbeatTimer, JoinTimer, SyncTimer
 from kgroup.group.records import (
+    ClassicGroupMember,
     GenerationStarted,
     InitialDelayUpdated,
-    MemberState,
     PendingMemberRemoved,
     PendingSyncMemberRemoved,
 )
@@ -154,18 +154,7 @@ def complete_join(txn: Txn, group: GroupData) -> None:
         return
 
     for member in group.all_members():
-        is_leader = group.is_leader(member.member_id)
-        response = JoinGroupResponse(
-            error_code=ErrorCode.NONE,
-            generation_id=group.generation,
-            protocol_type=group.protocol_type,
-            protocol_name=group.protocol_name,
-            leader=group.leader or "",
-            skip_assignment=False,
-            member_id=member.member_id,
-            members=group.join_response_members() if is_leader else (),
-        )
-        mutate.complete_join_future(txn, group, member, response)
+        mutate.complete_join_future(txn, group, member, group.join_response(member.member_id))
         reschedule_heartbeat(txn, group, member.member_id)
         current = group.member(member.member_id)
         if current.is_new:
@@ -246,7 +235,7 @@ def expire_pending_sync(txn: Txn, group: GroupData, generation: int) -> None:
     prepare_rebalance(txn, group)
 
 
-def _satisfied_heartbeat(member: MemberState) -> bool:
+def _satisfied_heartbeat(member: ClassicGroupMember) -> bool:
     """A new member may expire even while waiting; others waiting in a rebalance count as alive."""
     if member.is_new:
         return False
@@ -270,7 +259,7 @@ def expire_heartbeat(txn: Txn, group: GroupData, member_id: str) -> None:
     remove_member_and_update_group(txn, group, member)
 
 
-def remove_member_and_update_group(txn: Txn, group: GroupData, member: MemberState) -> None:
+def remove_member_and_update_group(txn: Txn, group: GroupData, member: ClassicGroupMember) -> None:
     """Remove a failed member (its parked JoinGroup gets UNKNOWN_MEMBER_ID) and move the group on."""
     mutate.complete_join_future(
         txn,

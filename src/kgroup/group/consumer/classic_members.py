@@ -12,14 +12,13 @@ REBALANCE_IN_PROGRESS while it has partitions to revoke or to wait for, so it re
 from __future__ import annotations
 
 from kgroup.group.consumer.context import (
-    ApiError,
     ConsumerContext,
     Op,
     random_uuid,
 )
 from kgroup.group.consumer.fencing import fence_members
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.migration import can_downgrade_replacing
 from kgroup.group.consumer.migration import downgrade as downgrade_group
 from kgroup.group.consumer.steps import (
@@ -31,6 +30,7 @@ from kgroup.group.consumer.steps import (
     update_subscription_metadata,
 )
 from kgroup.group.consumer.timers import ClassicMemberJoinTimer, ClassicMemberSyncTimer, SessionTimer
+from kgroup.group.errors import ApiError
 from kgroup.group.records.consumer import ClassicMemberMetadata, MemberAssignmentState
 from kgroup.group.txn import Txn
 from kgroup.messages import (
@@ -185,14 +185,14 @@ def _join_member(
     unknown: bool,
     op: Op,
     ctx: ConsumerContext,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     """``getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember`` for a classic member (no epoch check)."""
     if instance_id is None:
-        return group.members.get(member_id) or ConsumerMember(member_id)
+        return group.members.get(member_id) or ConsumerGroupMember(member_id)
     existing = group.static_member(instance_id)
     if unknown:
         if existing is None:
-            return group.members.get(member_id) or ConsumerMember(member_id)
+            return group.members.get(member_id) or ConsumerGroupMember(member_id)
         new_member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
         replace_member(group, existing, new_member, op, txn, ctx)
         return new_member
@@ -203,7 +203,9 @@ def _join_member(
     return existing
 
 
-def _validate_member(group: ConsumerGroupData, member_id: str, instance_id: str | None) -> ConsumerMember:
+def _validate_member(
+    group: ConsumerGroupData, member_id: str, instance_id: str | None
+) -> ConsumerGroupMember:
     """``validateConsumerGroupMember`` + ``throwIfMemberDoesNotUseClassicProtocol``."""
     if instance_id is None:
         member = group.members.get(member_id)
@@ -221,7 +223,7 @@ def _validate_member(group: ConsumerGroupData, member_id: str, instance_id: str 
     return member
 
 
-def _first_protocol(member: ConsumerMember) -> tuple[str, bytes]:
+def _first_protocol(member: ConsumerGroupMember) -> tuple[str, bytes]:
     assert member.classic_member_metadata is not None
     protocol = member.classic_member_metadata.supported_protocols[0]
     return protocol.name, protocol.metadata
@@ -263,13 +265,13 @@ def classic_sync(
     answer(SyncGroupResponse(ErrorCode.NONE, assignment, req.protocol_type, req.protocol_name))
 
 
-def _join_timeout_if_absent(txn: Txn, group_id: str, member: ConsumerMember) -> None:
+def _join_timeout_if_absent(txn: Txn, group_id: str, member: ConsumerGroupMember) -> None:
     key = ClassicMemberJoinTimer(group_id, member.member_id)
     if key not in txn.armed:
         txn.schedule(key, member.rebalance_timeout_ms)
 
 
-def _waiting_on_unreleased(group: ConsumerGroupData, member: ConsumerMember) -> bool:
+def _waiting_on_unreleased(group: ConsumerGroupData, member: ConsumerGroupMember) -> bool:
     """``ConsumerGroup.waitingOnUnreleasedPartition``."""
     if member.state is not S.UNRELEASED_PARTITIONS:
         return False
@@ -308,10 +310,10 @@ def classic_leave(
 ) -> None:
     """``classicGroupLeaveToConsumerGroup``: every valid member leaves in one epoch bump."""
     responses = []
-    leaving: list[ConsumerMember] = []
+    leaving: list[ConsumerGroupMember] = []
     for identity in req.members:
         code = ErrorCode.NONE
-        member: ConsumerMember | None
+        member: ConsumerGroupMember | None
         if identity.group_instance_id is None:
             member = group.members.get(identity.member_id)
             if member is None:

@@ -24,16 +24,7 @@ from kgroup.group.records.consumer import (
     ConsumerGroupRecord,
 )
 from kgroup.group.txn import Txn
-from kgroup.model import ErrorCode, TopicId
-
-
-class ApiError(Exception):
-    """An ``ApiException``: the request is answered with ``code`` and ``message``, nothing is written."""
-
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+from kgroup.model import TopicId
 
 
 @dataclass(slots=True)

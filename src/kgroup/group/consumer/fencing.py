@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from kgroup.group.consumer.context import ConsumerContext, Op, cancel_timers
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.migration import can_downgrade, downgrade
 from kgroup.group.consumer.steps import remove_member_records
 from kgroup.group.consumer.timers import MemberTimer, RebalanceTimer
+from kgroup.group.errors import timer_member
 from kgroup.group.records.consumer import (
     ConsumerGroupMetadata,
     ConsumerGroupRegularExpression,
@@ -19,7 +20,7 @@ from kgroup.group.txn import Txn
 
 
 def fence_members(
-    txn: Txn, group: ConsumerGroupData, members: list[ConsumerMember], op: Op, ctx: ConsumerContext
+    txn: Txn, group: ConsumerGroupData, members: list[ConsumerGroupMember], op: Op, ctx: ConsumerContext
 ) -> None:
     """``consumerGroupFenceMembers``: remove the members, drop regexes only they used, bump the epoch."""
     if not members:
@@ -56,12 +57,10 @@ def fence_members(
 def fence_member_on_timer(txn: Txn, ctx: ConsumerContext, key: MemberTimer) -> None:
     """A session, rebalance or classic member's join or sync timer fired: fence the member (a
     rebalance timer only if the member is still in the epoch it was armed for)."""
-    group = ctx.groups.get(key.group_id)
-    if group is None:
+    found = timer_member(ctx.groups, key.group_id, key.member_id)
+    if found is None:
         return
-    member = group.members.get(key.member_id)
-    if member is None:
-        return
+    group, member = found
     if isinstance(key, RebalanceTimer) and member.member_epoch != key.member_epoch:
         return
     op = Op()

@@ -11,11 +11,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from itertools import repeat
 
 from kgroup.group.assignors.api import SubscriptionType, assignment_from_record
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.records import OffsetAndMetadata, OffsetCommitted
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
@@ -31,6 +30,7 @@ from kgroup.group.records.consumer import (
     TargetAssignmentMetadataValue,
     TopicAssignment,
 )
+from kgroup.group.states import KafkaNamedState
 from kgroup.javacompat import hashmap_iteration_order, timeline_hashmap_order, timeline_table_after_put
 from kgroup.model import TopicId, TopicPartition
 from kgroup.valuetypes import replace
@@ -38,7 +38,7 @@ from kgroup.valuetypes import replace
 __all__ = ["ConsumerGroupData", "ConsumerGroupSnapshot", "ConsumerGroupState", "TopicCounts"]
 
 
-class ConsumerGroupState(Enum):
+class ConsumerGroupState(KafkaNamedState):
     """``ConsumerGroup.ConsumerGroupState`` (the value is Kafka's name for it)."""
 
     EMPTY = "Empty"
@@ -46,10 +46,6 @@ class ConsumerGroupState(Enum):
     RECONCILING = "Reconciling"
     STABLE = "Stable"
     DEAD = "Dead"
-
-    @property
-    def kafka_name(self) -> str:
-        return self.value
 
 
 @dataclass(slots=True)
@@ -120,7 +116,7 @@ class ConsumerGroupSnapshot:
     metadata_hash: int
     assignment_epoch: int
     assignment_timestamp_ms: int
-    members: tuple[ConsumerMember, ...]
+    members: tuple[ConsumerGroupMember, ...]
     target_assignment: tuple[tuple[str, tuple[tuple[TopicId, tuple[int, ...]], ...]], ...]
     resolved_regexes: tuple[tuple[str, ResolvedRegularExpression], ...]
     offsets: tuple[tuple[TopicPartition, OffsetAndMetadata], ...]
@@ -152,7 +148,7 @@ class ConsumerGroupData:
     state: ConsumerGroupState = ConsumerGroupState.EMPTY
     #: in the order the members were first put (since their last removal); Kafka iterates them in
     #: its ``TimelineHashMap``'s order instead: :meth:`member_ids_in_kafka_order`
-    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
     #: the slots of that ``TimelineHashMap`` (2 to start; it doubles on a put, never shrinks)
     members_table: int = 2
     target_assignment: dict[str, TopicAssignment] = field(default_factory=dict)
@@ -186,7 +182,7 @@ class ConsumerGroupData:
         share a bucket of its ``HashMap``."""
         return timeline_hashmap_order(self.members, self.members_table)
 
-    def static_member(self, instance_id: str | None) -> ConsumerMember | None:
+    def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         if instance_id is None:
             return None
         member_id = self.static_members.get(instance_id)
@@ -214,7 +210,7 @@ class ConsumerGroupData:
         return self.subscribed_regexes.get(regex, 0)
 
     def preferred_server_assignor(
-        self, old: ConsumerMember | None = None, new: ConsumerMember | None = None
+        self, old: ConsumerGroupMember | None = None, new: ConsumerGroupMember | None = None
     ) -> str | None:
         """``computePreferredServerAssignor``: the name most members ask for (ties: the first
         counted, as ``stream().max`` over a ``HashMap`` keeps the first maximum)."""
@@ -239,7 +235,9 @@ class ConsumerGroupData:
             return resolved.version
         return 0
 
-    def subscribed_names_with(self, old: ConsumerMember | None, new: ConsumerMember | None) -> TopicCounts:
+    def subscribed_names_with(
+        self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None
+    ) -> TopicCounts:
         """``computeSubscribedTopicNames(old, new)``: the topic counts if ``old`` became ``new``."""
         counts = self.subscribed_topic_names.copy()
         counts.change_names(_names(old), _names(new))
@@ -253,7 +251,7 @@ class ConsumerGroupData:
         return counts
 
     def subscribed_names_without(
-        self, removed: Iterable[ConsumerMember], removed_regexes: Iterable[str]
+        self, removed: Iterable[ConsumerGroupMember], removed_regexes: Iterable[str]
     ) -> TopicCounts:
         """``computeSubscribedTopicNamesWithoutDeletedMembers``."""
         counts = self.subscribed_topic_names.copy()
@@ -266,7 +264,7 @@ class ConsumerGroupData:
         return counts
 
     def subscribed_regexes_with(
-        self, old: ConsumerMember | None, new: ConsumerMember | None
+        self, old: ConsumerGroupMember | None, new: ConsumerGroupMember | None
     ) -> dict[str, int]:
         counts = dict(self.subscribed_regexes)
         old_regex = old.regex if old is not None else None
@@ -305,7 +303,7 @@ class ConsumerGroupData:
             self.group_epoch, self.metadata_hash = record.value
         elif isinstance(record, ConsumerGroupMemberMetadata):
             if record.value is not None:
-                old = self.members.get(record.member_id) or ConsumerMember(record.member_id)
+                old = self.members.get(record.member_id) or ConsumerGroupMember(record.member_id)
                 self._update_member(old.with_metadata(record.value))
             else:
                 existing = self.members.get(record.member_id)
@@ -322,7 +320,7 @@ class ConsumerGroupData:
                 self._remove_member(record.member_id)
         elif isinstance(record, ConsumerGroupCurrentMemberAssignment):
             if record.value is not None:
-                old = self.members.get(record.member_id) or ConsumerMember(record.member_id)
+                old = self.members.get(record.member_id) or ConsumerGroupMember(record.member_id)
                 self._update_member(old.with_assignment(record.value))
             else:
                 existing = self.members.get(record.member_id)
@@ -369,7 +367,7 @@ class ConsumerGroupData:
             raise AssertionError(f"not a consumer group record: {record!r}")
         self._update_state()
 
-    def _update_member(self, new: ConsumerMember) -> None:
+    def _update_member(self, new: ConsumerGroupMember) -> None:
         old = self.members.get(new.member_id)
         self.members_table = timeline_table_after_put(len(self.members), self.members_table)
         self.members[new.member_id] = new
@@ -408,7 +406,7 @@ class ConsumerGroupData:
             self.static_members.pop(old.instance_id, None)
         self._update_subscription_type()
 
-    def _count_stable(self, member: ConsumerMember, delta: int) -> None:
+    def _count_stable(self, member: ConsumerGroupMember, delta: int) -> None:
         if member.state is MemberAssignmentState.STABLE:
             count = self.stable_at.get(member.member_epoch, 0) + delta
             if count:
@@ -517,7 +515,7 @@ def _java_string_order(counts: Mapping[str, int]) -> list[str]:
     return hashmap_iteration_order(counts)
 
 
-def _names(member: ConsumerMember | None) -> frozenset[str]:
+def _names(member: ConsumerGroupMember | None) -> frozenset[str]:
     return frozenset() if member is None else member.subscribed_topic_names
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from kgroup.group.consumer.context import (
-    ApiError,
     ConsumerContext,
     Op,
     random_uuid,
 )
 from kgroup.group.consumer.fencing import fence_members
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.reconcile import FencedMemberEpoch
 from kgroup.group.consumer.steps import (
     RegexStatus,
@@ -31,6 +30,7 @@ from kgroup.group.consumer.steps import (
     update_subscription_metadata,
 )
 from kgroup.group.consumer.timers import SessionTimer
+from kgroup.group.errors import ApiError, member_of, unknown_member
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
 )
@@ -130,15 +130,6 @@ def _group_or_error(ctx: ConsumerContext, group_id: str) -> ConsumerGroupData:
     return group
 
 
-def _member_or_error(group: ConsumerGroupData, member_id: str) -> ConsumerMember:
-    member = group.members.get(member_id)
-    if member is None:
-        raise ApiError(
-            ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
-        )
-    return member
-
-
 def _is_subset(
     owned: tuple[TopicPartitions, ...] | None, target: Mapping[TopicId, Mapping[int, int]]
 ) -> bool:
@@ -154,7 +145,9 @@ def _is_subset(
     return True
 
 
-def _check_epoch(member: ConsumerMember, received: int, owned: tuple[TopicPartitions, ...] | None) -> None:
+def _check_epoch(
+    member: ConsumerGroupMember, received: int, owned: tuple[TopicPartitions, ...] | None
+) -> None:
     """``throwIfConsumerGroupMemberEpochIsInvalid``."""
     if received == JOIN_GROUP_MEMBER_EPOCH:
         return
@@ -182,14 +175,12 @@ def _dynamic_member(
     epoch: int,
     owned: tuple[TopicPartitions, ...] | None,
     create: bool,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     member = group.members.get(member_id)
     if member is None:
         if not create:
-            raise ApiError(
-                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
-            )
-        member = ConsumerMember(member_id)
+            raise unknown_member(member_id, group.group_id)
+        member = ConsumerGroupMember(member_id)
     _check_epoch(member, epoch, owned)
     return member
 
@@ -204,11 +195,11 @@ def _static_member(
     op: Op,
     txn: Txn,
     ctx: ConsumerContext,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     existing = group.static_member(instance_id)
     if create:
         if existing is None:
-            return group.members.get(member_id) or ConsumerMember(member_id)
+            return group.members.get(member_id) or ConsumerGroupMember(member_id)
         if not existing.uses_classic_protocol and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise ApiError(
                 ErrorCode.UNRELEASED_INSTANCE_ID,
@@ -355,7 +346,7 @@ def _leave(
     group = _group_or_error(ctx, req.group_id)
     response = ConsumerGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, req.member_epoch)
     if req.instance_id is None:
-        member = _member_or_error(group, req.member_id)
+        member = member_of(group, req.member_id)
         fence_members(txn, group, [member], op, ctx)
         return response
     member_or_none = group.static_member(req.instance_id)

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import get_args
 
-from kgroup.group.admin import not_described
 from kgroup.group.classic.join import handle_join
 from kgroup.group.classic.kind import ClassicGroups
 from kgroup.group.consumer.classic_members import classic_heartbeat, classic_join, classic_leave, classic_sync
@@ -21,7 +20,6 @@ from kgroup.group.consumer.requests import (
     handle_consumer_offset_commit,
     handle_consumer_offset_fetch,
     handle_consumer_txn_offset_commit,
-    listed_consumer_group,
     restart_sessions,
 )
 from kgroup.group.consumer.steps import RegexResolution, finish_regex_resolution, start_regex_resolution
@@ -32,7 +30,7 @@ from kgroup.group.consumer.timers import (
     RegexTimer,
     SessionTimer,
 )
-from kgroup.group.kind import Handler, UnknownGroupError
+from kgroup.group.kind import GroupsById, Handler
 from kgroup.group.metadata import EMPTY_IMAGE, MetadataImage
 from kgroup.group.records import OffsetAndMetadata, OffsetCommitted, Record, TimerArmed, TimerDisarmed
 from kgroup.group.records.consumer import ConsumerGroupMetadata, ConsumerGroupRecord, MemberAssignmentState
@@ -41,12 +39,10 @@ from kgroup.group.txn import CoordinatorTask, Txn
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
-    DescribedGroup,
     Envelope,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
-    ListedGroup,
     OffsetCommitRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
@@ -57,12 +53,13 @@ from kgroup.model import ErrorCode, KgroupError, TopicPartition
 __all__ = ["ConsumerGroups"]
 
 
-class ConsumerGroups:
+class ConsumerGroups(GroupsById[ConsumerGroupData]):
     """Every consumer group of one coordinator, and what the kind serves. A classic group upgrades to
     a consumer group and back (:mod:`.migration`), so the kind reads and hands over the classic kind's
     groups; the classic kind knows nothing of this one."""
 
     name = "consumer"
+    protocol_type = "consumer"
     #: its timer records too: the armed rebalance timers by member are an index its handlers read
     records: frozenset[type] = frozenset(
         {*get_args(ConsumerGroupRecord), OffsetCommitted, TimerArmed, TimerDisarmed}
@@ -79,7 +76,7 @@ class ConsumerGroups:
         )
         if owned_elsewhere is not None:
             ctx.owned_elsewhere = owned_elsewhere
-        groups = ctx.groups
+        groups = self.groups = ctx.groups
 
         def with_requester(handle: Handler) -> Handler:
             def handler(txn: Txn, env: Envelope, req: object) -> None:
@@ -123,12 +120,6 @@ class ConsumerGroups:
 
     # --- routing ------------------------------------------------------------------------------------
 
-    def owns(self, group_id: str) -> bool:
-        return group_id in self.ctx.groups
-
-    def group_ids(self) -> Iterable[str]:
-        return self.ctx.groups
-
     def on_timer(self, txn: Txn, key: TimerKey) -> None:
         if isinstance(key, RegexTimer):
             start_regex_resolution(txn, self.ctx, key.group_id)
@@ -155,9 +146,6 @@ class ConsumerGroups:
                     RebalanceTimer(group_id, member.member_id, member.member_epoch),
                     member.rebalance_timeout_ms,
                 )
-
-    def unload(self, txn: Txn) -> None:
-        """Nothing is parked in a consumer group."""
 
     def delete_group(self, txn: Txn, group_id: str) -> ErrorCode:
         return delete_consumer_group(txn, self.ctx.groups[group_id])
@@ -211,25 +199,6 @@ class ConsumerGroups:
             return
         group.apply(record)
 
-    def checkpoint(self) -> Iterator[Record]:
-        for group in self.ctx.groups.values():
-            yield from group.checkpoint_records()
-
-    def snapshot(self) -> tuple[object, ...]:
-        groups = self.ctx.groups
-        return tuple(groups[g].snapshot() for g in sorted(groups))
-
-    def listed(self, states: set[str]) -> Iterable[ListedGroup]:
-        return [
-            listed_consumer_group(g)
-            for g in self.ctx.groups.values()
-            if not states or g.state.kafka_name.lower() in states
-        ]
-
-    def described(self, group_id: str, api_version: int) -> DescribedGroup:
-        """DescribeGroups describes classic groups only (``GroupMetadataManager.classicGroup``)."""
-        return not_described(group_id, api_version, f"Group {group_id} is not a classic group.")
-
     def committed_offsets(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
         return MappingProxyType(self.ctx.groups[group_id].offsets)
 
@@ -245,7 +214,4 @@ class ConsumerGroups:
 
     def group(self, group_id: str) -> ConsumerGroupSnapshot:
         """A consumer group's state (:class:`UnknownGroupError` if there is none)."""
-        group = self.ctx.groups.get(group_id)
-        if group is None:
-            raise UnknownGroupError(f"group_id: no consumer group {group_id!r} on this coordinator")
-        return group.snapshot()
+        return self._owned_group(group_id).snapshot()

@@ -20,7 +20,7 @@ from kgroup.group.records.consumer import (
 from kgroup.model import TopicId
 from kgroup.valuetypes import replace
 
-__all__ = ["ConsumerMember", "epochs_of", "partitions_of", "without_epochs"]
+__all__ = ["ConsumerGroupMember", "epochs_of", "partitions_of", "without_epochs"]
 
 _NO_PARTITIONS: PartitionEpochs = {}
 
@@ -39,7 +39,7 @@ def without_epochs(assignment: PartitionEpochs) -> dict[TopicId, tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerMember:
+class ConsumerGroupMember:
     member_id: str
     member_epoch: int = 0
     previous_member_epoch: int = -1
@@ -85,11 +85,11 @@ class ConsumerMember:
         partitions = self.partitions_pending_revocation.get(topic_id)
         return None if partitions is None else partitions.get(partition)
 
-    def update_member_epoch(self, epoch: int) -> ConsumerMember:
+    def update_member_epoch(self, epoch: int) -> ConsumerGroupMember:
         """``Builder.updateMemberEpoch``: the current epoch becomes the previous one."""
         return replace(self, member_epoch=epoch, previous_member_epoch=self.member_epoch)
 
-    def with_assigned_epochs_reset(self) -> ConsumerMember:
+    def with_assigned_epochs_reset(self) -> ConsumerGroupMember:
         """``resetAssignedPartitionsEpochsToZero`` (a static member leaving temporarily)."""
         if not self.assigned_partitions:
             return self
@@ -121,7 +121,7 @@ class ConsumerMember:
             return cached[1]
         return tuple(sorted(self.subscribed_topic_names))
 
-    def same_metadata(self, other: ConsumerMember) -> bool:
+    def same_metadata(self, other: ConsumerGroupMember) -> bool:
         """``metadata_value() == other.metadata_value()`` without sorting the subscribed names."""
         return (
             self.instance_id == other.instance_id
@@ -145,7 +145,7 @@ class ConsumerMember:
             partitions_pending_revocation=self.partitions_pending_revocation,
         )
 
-    def with_metadata(self, value: MemberMetadataValue) -> ConsumerMember:
+    def with_metadata(self, value: MemberMetadataValue) -> ConsumerGroupMember:
         """``Builder.updateWith(ConsumerGroupMemberMetadataValue)``."""
         ordered = tuple(dict.fromkeys(sorted(value.subscribed_topic_names)))  # (sorted already: O(n))
         names = frozenset(ordered)
@@ -163,7 +163,7 @@ class ConsumerMember:
             classic_member_metadata=value.classic_member_metadata,
         )
 
-    def with_assignment(self, value: CurrentAssignmentValue) -> ConsumerMember:
+    def with_assignment(self, value: CurrentAssignmentValue) -> ConsumerGroupMember:
         """``Builder.updateWith(ConsumerGroupCurrentMemberAssignmentValue)``."""
         return replace(
             self,

@@ -20,12 +20,13 @@ from collections.abc import Callable
 from kgroup.group.classic.group import GroupData
 from kgroup.group.classic.rebalance import prepare_rebalance, reschedule_heartbeat
 from kgroup.group.classic.timers import HeartbeatTimer, JoinTimer, SyncTimer
-from kgroup.group.consumer.context import ApiError, ConsumerContext, cancel_timers
+from kgroup.group.consumer.context import ConsumerContext, cancel_timers
 from kgroup.group.consumer.group import ConsumerGroupData
-from kgroup.group.consumer.member import ConsumerMember, epochs_of
+from kgroup.group.consumer.member import ConsumerGroupMember, epochs_of
 from kgroup.group.consumer.timers import SessionTimer
+from kgroup.group.errors import ApiError
 from kgroup.group.javamap import JavaHashOrder
-from kgroup.group.records import GroupRestored, MemberState
+from kgroup.group.records import ClassicGroupMember, GroupRestored
 from kgroup.group.records.consumer import (
     ClassicMemberMetadata,
     ConsumerGroupCurrentMemberAssignment,
@@ -75,7 +76,7 @@ def upgrade(
         raise _upgrade_error(group_id, "because the group size exceeds the consumer group maximum size")
     generation = classic.generation
     protocol = classic.protocol_name
-    members: list[ConsumerMember] = []
+    members: list[ConsumerGroupMember] = []
     targets: dict[str, dict[TopicId, tuple[int, ...]]] = {}
     for classic_member in classic.all_members():
         try:
@@ -96,7 +97,7 @@ def upgrade(
         except PeerError as exc:
             raise _upgrade_error(group_id, "because the embedded consumer protocol is malformed") from exc
         target = {topic: tuple(partitions) for topic, partitions in assigned.items()}
-        member = ConsumerMember(
+        member = ConsumerGroupMember(
             member_id=classic_member.member_id,
             member_epoch=generation,
             previous_member_epoch=generation,
@@ -155,7 +156,7 @@ def upgrade(
     return converted
 
 
-def can_downgrade(txn: Txn, group: ConsumerGroupData, leaving: list[ConsumerMember]) -> bool:
+def can_downgrade(txn: Txn, group: ConsumerGroupData, leaving: list[ConsumerGroupMember]) -> bool:
     """``validateOnlineDowngradeWithFencedMembers``: only classic members would remain, at least one,
     the policy allows it and they fit a classic group."""
     excluded_classic = sum(1 for m in leaving if m.uses_classic_protocol)
@@ -169,7 +170,7 @@ def can_downgrade(txn: Txn, group: ConsumerGroupData, leaving: list[ConsumerMemb
     return remaining <= txn.config.group_max_size
 
 
-def can_downgrade_replacing(txn: Txn, group: ConsumerGroupData, replaced: ConsumerMember) -> bool:
+def can_downgrade_replacing(txn: Txn, group: ConsumerGroupData, replaced: ConsumerGroupMember) -> bool:
     """``validateOnlineDowngradeWithReplacedMember``: a classic static member replaces the last
     consumer-protocol member, the policy allows a downgrade and the group fits a classic group."""
     if replaced.uses_classic_protocol or group.num_classic_members() != len(group.members) - 1:
@@ -182,7 +183,7 @@ def can_downgrade_replacing(txn: Txn, group: ConsumerGroupData, replaced: Consum
 def downgrade(
     txn: Txn,
     group: ConsumerGroupData,
-    leaving: list[ConsumerMember],
+    leaving: list[ConsumerGroupMember],
     ctx: ConsumerContext,
     *,
     rebalance: bool = True,
@@ -195,12 +196,12 @@ def downgrade(
     leaving_ids = {m.member_id for m in leaving}
     remaining = [group.members[m] for m in hashmap_iteration_order(group.members) if m not in leaving_ids]
     order = JavaHashOrder()
-    classic_members: list[MemberState] = []
+    classic_members: list[ClassicGroupMember] = []
     for member in remaining:
         classic_metadata = member.classic_member_metadata
         assert classic_metadata is not None
         classic_members.append(
-            MemberState(
+            ClassicGroupMember(
                 member_id=member.member_id,
                 group_instance_id=member.instance_id,
                 client_id=member.client_id,

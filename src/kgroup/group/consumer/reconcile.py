@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import MemberAssignmentState, PartitionEpochs, ResolvedRegularExpression
 from kgroup.messages import TopicPartitions
@@ -26,7 +26,7 @@ class FencedMemberEpoch(Exception):
 
 
 def subscribed_topic_names(
-    member: ConsumerMember, resolved: Mapping[str, ResolvedRegularExpression]
+    member: ConsumerGroupMember, resolved: Mapping[str, ResolvedRegularExpression]
 ) -> Collection[str]:
     """The member's topic names plus those its regex resolved to (``UnionSet``)."""
     names: Collection[str] = member.subscribed_topic_names
@@ -48,7 +48,7 @@ def _topic_ids(names: Collection[str], image: MetadataImage) -> set[TopicId]:
 
 
 def next_assignment(
-    member: ConsumerMember,
+    member: ConsumerGroupMember,
     *,
     target_epoch: int,
     target: Mapping[TopicId, Collection[int]],
@@ -57,7 +57,7 @@ def next_assignment(
     current_partition_epoch: Callable[[TopicId, int], int],
     has_subscription_changed: bool,
     owned: tuple[TopicPartitions, ...] | None,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     """``CurrentAssignmentBuilder.build``: the member after one reconciliation step."""
     builder = _Builder(member, target_epoch, target, image, resolved_regexes, current_partition_epoch, owned)
     state = member.state
@@ -89,7 +89,7 @@ class _Builder:
 
     def __init__(
         self,
-        member: ConsumerMember,
+        member: ConsumerGroupMember,
         target_epoch: int,
         target: Mapping[TopicId, Collection[int]],
         image: MetadataImage,
@@ -120,7 +120,7 @@ class _Builder:
                         return True
         return False
 
-    def update_current(self, member_epoch: int, assigned: PartitionEpochs) -> ConsumerMember:
+    def update_current(self, member_epoch: int, assigned: PartitionEpochs) -> ConsumerGroupMember:
         """``updateCurrentAssignment``: revoke at once the partitions of topics no longer subscribed."""
         member = self.member
         subscribed = self.subscribed_ids()
@@ -152,7 +152,7 @@ class _Builder:
             )
         return replace(member.update_member_epoch(member_epoch), assigned_partitions=new_assigned)
 
-    def compute_next(self, member_epoch: int, assigned: PartitionEpochs) -> ConsumerMember:
+    def compute_next(self, member_epoch: int, assigned: PartitionEpochs) -> ConsumerGroupMember:
         """``computeNextAssignment``."""
         member = self.member
         subscribed = self.subscribed_ids()

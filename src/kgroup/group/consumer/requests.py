@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kgroup.group.consumer.context import ApiError, ConsumerContext
+from kgroup.group.admin import described_groups, described_topics
+from kgroup.group.consumer.context import ConsumerContext
 from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.timers import SessionTimer
+from kgroup.group.errors import ApiError
 from kgroup.group.records import GroupDeleted, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
@@ -21,15 +23,13 @@ from kgroup.group.records.consumer import (
 )
 from kgroup.group.txn import Txn
 from kgroup.group.txn_offsets import metadata_too_large, pending_commits
-from kgroup.javacompat import JavaHashSet, java_integer_hash, java_string_hash
+from kgroup.javacompat import JavaHashSet, java_string_hash
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     DescribedConsumerGroup,
     DescribedConsumerMember,
-    DescribedTopicPartitions,
     Envelope,
-    ListedGroup,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchPartition,
@@ -46,7 +46,6 @@ __all__ = [
     "handle_consumer_offset_commit",
     "handle_consumer_offset_fetch",
     "handle_consumer_txn_offset_commit",
-    "listed_consumer_group",
 ]
 
 #: the version from which OffsetCommit must carry a member epoch for consumer-protocol members
@@ -56,24 +55,8 @@ _MEMBER_EPOCH_COMMIT_VERSION = 9
 # --- ConsumerGroupDescribe ---------------------------------------------------------------------------
 
 
-def _described(
-    assignment: dict[TopicId, frozenset[int]] | None, ctx: ConsumerContext
-) -> tuple[DescribedTopicPartitions, ...]:
-    if not assignment:
-        return ()
-    topics = JavaHashSet.copy_of(lambda t: t.java_hash, assignment)
-    described = []
-    for topic_id in topics:
-        topic = ctx.image.topic_by_id(topic_id)
-        if topic is None:
-            continue  # Kafka leaves out topics the metadata no longer has
-        partitions = tuple(JavaHashSet.copy_of(java_integer_hash, assignment[topic_id]))
-        described.append(DescribedTopicPartitions(topic_id, topic.name, partitions))
-    return tuple(described)
-
-
 def _describe_member(
-    member: ConsumerMember, group: ConsumerGroupData, ctx: ConsumerContext
+    member: ConsumerGroupMember, group: ConsumerGroupData, ctx: ConsumerContext
 ) -> DescribedConsumerMember:
     owned: dict[TopicId, frozenset[int]] = {}
     for source in (member.assigned_partitions, member.partitions_pending_revocation):
@@ -92,8 +75,8 @@ def _describe_member(
             JavaHashSet.copy_of(java_string_hash, sorted(member.subscribed_topic_names))
         ),
         subscribed_topic_regex=member.subscribed_topic_regex,
-        assignment=_described(owned, ctx),
-        target_assignment=_described(target, ctx),
+        assignment=described_topics(owned, ctx.image),
+        target_assignment=described_topics(target, ctx.image),
         member_type=0 if member.uses_classic_protocol else 1,
     )
 
@@ -101,39 +84,20 @@ def _describe_member(
 def handle_consumer_describe(
     txn: Txn, env: Envelope, req: ConsumerGroupDescribeRequest, ctx: ConsumerContext
 ) -> None:
-    described = []
     default_assignor = txn.config.consumer_assignors[0]
-    for group_id in req.group_ids:
-        group = ctx.groups.get(group_id)
-        if group is None:
-            # ``GroupMetadataManager.consumerGroup(id, offset)``: ``group(id)`` first
-            message = (
-                f"Group {group_id} is not a consumer group."
-                if group_id in ctx.classic.groups or ctx.owned_elsewhere(group_id)
-                else f"Group {group_id} not found."  # GroupMetadataManager.group(id, offset)
-            )
-            described.append(DescribedConsumerGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
-            continue
-        described.append(
-            DescribedConsumerGroup(
-                ErrorCode.NONE,
-                group_id,
-                None,
-                group.state.kafka_name,
-                group.group_epoch,
-                group.assignment_epoch,
-                group.preferred_server_assignor() or default_assignor,
-                tuple(_describe_member(m, group, ctx) for m in group.members.values()),
-            )
-        )
-    txn.reply(env.connection, env.correlation_id, ConsumerGroupDescribeResponse(tuple(described)))
+    described = described_groups(
+        req.group_ids,
+        ctx.groups,
+        kind="consumer",
+        owned_elsewhere=lambda group_id: group_id in ctx.classic.groups or ctx.owned_elsewhere(group_id),
+        described_type=DescribedConsumerGroup,
+        assignor=lambda group: group.preferred_server_assignor() or default_assignor,
+        members=lambda group: tuple(_describe_member(m, group, ctx) for m in group.members.values()),
+    )
+    txn.reply(env.connection, env.correlation_id, ConsumerGroupDescribeResponse(described))
 
 
 # --- ListGroups / DeleteGroups -----------------------------------------------------------------------
-
-
-def listed_consumer_group(group: ConsumerGroupData) -> ListedGroup:
-    return ListedGroup(group.group_id, "consumer", group.state.kafka_name, "consumer")
 
 
 def delete_consumer_group(txn: Txn, group: ConsumerGroupData, *, keep_offsets: bool = False) -> ErrorCode:
@@ -143,8 +107,7 @@ def delete_consumer_group(txn: Txn, group: ConsumerGroupData, *, keep_offsets: b
     if group.state is not ConsumerGroupState.EMPTY:
         return ErrorCode.NON_EMPTY_GROUP
     group_id = group.group_id
-    for key in [k for k in txn.armed if k.group_id == group_id]:
-        txn.cancel(key)
+    txn.cancel_group_timers(group_id)
     members = list(group.members)
     for member_id in members:
         txn.emit(ConsumerGroupCurrentMemberAssignment(group_id, member_id, None))

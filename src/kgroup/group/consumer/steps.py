@@ -16,17 +16,17 @@ from kgroup.group.assignors.api import (
     group_spec,
 )
 from kgroup.group.consumer.context import (
-    ApiError,
     ConsumerContext,
     Op,
     cancel_rebalance,
     cancel_timers,
 )
 from kgroup.group.consumer.group import ConsumerGroupData, subscription_type_of
-from kgroup.group.consumer.member import ConsumerMember
+from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.reconcile import next_assignment, subscribed_topic_names
 from kgroup.group.consumer.regex import InvalidTopicRegex, TopicRegex, compile_topic_regex, resolve
 from kgroup.group.consumer.timers import RebalanceTimer, RegexTimer
+from kgroup.group.errors import ApiError
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
@@ -82,8 +82,8 @@ def remove_member_records(group_id: str, member_id: str, op: Op) -> None:
 
 def replace_member(
     group: ConsumerGroupData,
-    old: ConsumerMember,
-    new: ConsumerMember,
+    old: ConsumerGroupMember,
+    new: ConsumerGroupMember,
     op: Op,
     txn: Txn,
     ctx: ConsumerContext,
@@ -110,7 +110,7 @@ def response_assignment(assigned: Mapping[TopicId, Mapping[int, int]]) -> tuple[
 
 
 def member_subscription_changed(
-    group_id: str, member: ConsumerMember, updated: ConsumerMember, op: Op
+    group_id: str, member: ConsumerGroupMember, updated: ConsumerGroupMember, op: Op
 ) -> bool:
     """``hasMemberSubscriptionChanged``: writes the member's metadata record when anything changed."""
     if updated != member and (not updated.same_metadata(member) or updated.member_id != member.member_id):
@@ -128,8 +128,8 @@ class RegexStatus:
 def maybe_update_regexes(
     txn: Txn,
     group: ConsumerGroupData,
-    member: ConsumerMember,
-    updated: ConsumerMember,
+    member: ConsumerGroupMember,
+    updated: ConsumerGroupMember,
     op: Op,
     ctx: ConsumerContext,
 ) -> int:
@@ -245,8 +245,8 @@ def finish_regex_resolution(
 def update_subscription_metadata(
     group: ConsumerGroupData,
     bump: bool,
-    member: ConsumerMember,
-    updated: ConsumerMember,
+    member: ConsumerGroupMember,
+    updated: ConsumerGroupMember,
     op: Op,
     ctx: ConsumerContext,
 ) -> tuple[int, SubscriptionType]:
@@ -269,7 +269,7 @@ def update_subscription_metadata(
 
 
 def member_spec(
-    member: ConsumerMember, target: TopicAssignment, ctx: ConsumerContext, group: ConsumerGroupData
+    member: ConsumerGroupMember, target: TopicAssignment, ctx: ConsumerContext, group: ConsumerGroupData
 ) -> MemberSpec:
     names = subscribed_topic_names(member, group.resolved_regexes)
     topics = ctx.image.topics
@@ -283,8 +283,8 @@ def maybe_update_target(
     txn: Txn,
     group: ConsumerGroupData,
     group_epoch: int,
-    member: ConsumerMember,
-    updated: ConsumerMember,
+    member: ConsumerGroupMember,
+    updated: ConsumerGroupMember,
     subscription: SubscriptionType,
     op: Op,
     ctx: ConsumerContext,
@@ -299,7 +299,7 @@ def maybe_update_target(
     # the members as they will be (UpdatedMembersAndTargetAssignmentView's OverlayMap over the group's
     # TimelineHashMap, iterated in that map's order): the updated member in its place, a new one after
     # them all; a static member's new id takes the old id's place and target
-    members: dict[str, ConsumerMember] = {m: group.members[m] for m in group.member_ids_in_kafka_order()}
+    members: dict[str, ConsumerGroupMember] = {m: group.members[m] for m in group.member_ids_in_kafka_order()}
     targets: dict[str, TopicAssignment] = dict(group.target_assignment)
     previous_static = (
         group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
@@ -356,14 +356,14 @@ def can_compute(timestamp_ms: int, interval_ms: int, now_ms: int) -> bool:
 def maybe_reconcile(
     txn: Txn,
     group: ConsumerGroupData,
-    member: ConsumerMember,
+    member: ConsumerGroupMember,
     target_epoch: int,
     target: TopicAssignment,
     subscription_changed: bool,
     owned: tuple[TopicPartitions, ...] | None,
     op: Op,
     ctx: ConsumerContext,
-) -> ConsumerMember:
+) -> ConsumerGroupMember:
     """``maybeReconcile``: one step toward the target; arm the rebalance timeout while the member
     holds partitions it must revoke."""
     if not subscription_changed and member.is_reconciled_to(target_epoch):

@@ -23,6 +23,7 @@ from kgroup.model import TopicPartition
 from kgroup.valuetypes import fast_init
 
 __all__ = [
+    "ClassicGroupMember",
     "GenerationStarted",
     "GroupCreated",
     "GroupDeleted",
@@ -33,7 +34,6 @@ __all__ = [
     "GroupStateChanged",
     "InitialDelayUpdated",
     "MemberRemoved",
-    "MemberState",
     "MemberUpserted",
     "OffsetAndMetadata",
     "OffsetCommitted",
@@ -62,7 +62,7 @@ class Parked:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class MemberState:
+class ClassicGroupMember:
     """One member of a classic group (Kafka's ``ClassicGroupMember``)."""
 
     member_id: str
@@ -154,7 +154,7 @@ class MemberUpserted:
     """Put a member (a new id is appended to Java's map order; a known id keeps its place)."""
 
     group_id: str
-    member: MemberState
+    member: ClassicGroupMember
 
 
 @fast_init
@@ -173,7 +173,7 @@ class StaticMemberReplaced:
 
     group_id: str
     old_member_id: str
-    member: MemberState
+    member: ClassicGroupMember
 
 
 @fast_init
@@ -281,7 +281,7 @@ class GroupRestored:
     protocol_type: str | None
     protocol_name: str | None
     leader: str | None
-    members: tuple[MemberState, ...]
+    members: tuple[ClassicGroupMember, ...]
     member_capacity: int
     pending_join: tuple[str, ...]
     pending_sync: tuple[str, ...]

@@ -54,10 +54,11 @@ from kgroup.group.records.consumer import (
     TargetAssignmentMetadataValue,
     TopicAssignment,
 )
+from kgroup.group.records.keyed import decode_keyed_record, encode_keyed_record
 from kgroup.group.records.primitives import I64, Reader, Writer
 from kgroup.javacompat import java_string_key
 from kgroup.messages import JoinGroupProtocol
-from kgroup.model import PeerError, TopicId
+from kgroup.model import TopicId
 
 __all__ = [
     "CONSUMER_GROUP_RECORD_TYPES",
@@ -340,34 +341,19 @@ def _key_strings(record: ConsumerGroupRecord) -> tuple[str, ...]:
 
 def encode_consumer_group_record(record: ConsumerGroupRecord) -> tuple[bytes, bytes | None]:
     """The key and value bytes Kafka 4.4 writes for ``record`` (``None``: a tombstone)."""
-    key = Writer()
-    key.i16(CONSUMER_GROUP_RECORD_TYPES[type(record)])
-    for text in _key_strings(record):
-        key.string(text)
-    if record.value is None:
-        return key.bytes(), None
-    value = Writer()
-    value.i16(CONSUMER_GROUP_VALUE_VERSION)
-    _write_value(value, record)
-    return key.bytes(), value.bytes()
+    kind = CONSUMER_GROUP_RECORD_TYPES[type(record)]
+    return encode_keyed_record(kind, _key_strings(record), CONSUMER_GROUP_VALUE_VERSION, record, _write_value)
 
 
 def decode_consumer_group_record(key: bytes, value: bytes | None) -> ConsumerGroupRecord:
     """The record of a key whose int16 type is one of :data:`CONSUMER_GROUP_RECORD_TYPES`' (and its
     value, ``None`` for a tombstone); :class:`PeerError` when the bytes are corrupt."""
-    k = Reader(bytes(key), "record key")
-    kind = k.i16()
-    count = _KEY_STRINGS.get(kind)
-    if count is None:
-        raise PeerError(f"record key: type {kind} is not a consumer group record")
-    strings = tuple(k.string() for _ in range(count))
-    k.end()
-    if value is None:
-        return _tombstone(kind, strings)
-    r = Reader(bytes(value), f"consumer group record type {kind}")
-    version = r.i16()
-    if version != CONSUMER_GROUP_VALUE_VERSION:
-        raise PeerError(f"{r.what}: unsupported value version {version}; Kafka 4.4 writes and reads 0")
-    record = _read_value(kind, strings, r)
-    r.end()
-    return record
+    return decode_keyed_record(
+        key,
+        value,
+        family="consumer group",
+        key_string_counts=_KEY_STRINGS,
+        value_version=CONSUMER_GROUP_VALUE_VERSION,
+        tombstone=_tombstone,
+        read_value=_read_value,
+    )

@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from kgroup.group.records import (
+    ClassicGroupMember,
     GenerationStarted,
     GroupCreated,
     GroupDeleted,
@@ -41,7 +42,6 @@ from kgroup.group.records import (
     GroupStateChanged,
     InitialDelayUpdated,
     MemberRemoved,
-    MemberState,
     MemberUpserted,
     OffsetAndMetadata,
     OffsetCommitted,
@@ -57,20 +57,14 @@ from kgroup.group.records import (
     TxnOffsetCommitted,
     TxnOffsetsEnded,
 )
-from kgroup.group.records.consumer import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-)
+from kgroup.group.records.consumer import ConsumerGroupRecord
 from kgroup.group.records.consumer_serde import (
     CONSUMER_GROUP_RECORD_TYPES,
     decode_consumer_group_record,
     encode_consumer_group_record,
 )
 from kgroup.group.records.primitives import I16, I32, MAX_STRING_BYTES, Reader, Writer
+from kgroup.group.records.share import ShareGroupRecord
 from kgroup.group.records.share_serde import (
     SHARE_GROUP_RECORD_TYPES,
     decode_share_group_record,
@@ -80,6 +74,7 @@ from kgroup.group.states import GroupState
 from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import PeerError, TopicPartition
+from kgroup.wire.record_batch import HEADER_SIZE, record_size
 from kgroup.wire.varint import varint_size
 
 __all__ = [
@@ -151,7 +146,7 @@ def _read_parked(r: Reader) -> Parked | None:
     return Parked(r.string(), r.i32())
 
 
-def _write_member(w: Writer, m: MemberState) -> None:
+def _write_member(w: Writer, m: ClassicGroupMember) -> None:
     w.string(m.member_id)
     w.string(m.group_instance_id)
     w.string(m.client_id)
@@ -169,8 +164,8 @@ def _write_member(w: Writer, m: MemberState) -> None:
     w.boolean(m.is_new)
 
 
-def _read_member(r: Reader) -> MemberState:
-    return MemberState(
+def _read_member(r: Reader) -> ClassicGroupMember:
+    return ClassicGroupMember(
         member_id=r.string(),
         group_instance_id=r.nullable_string(),
         client_id=r.string(),
@@ -360,19 +355,10 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
     if isinstance(record, OffsetCommitted):  # the bulk of any log: packed whole, not field by field
         return _encode_offset_commit(record)
     key = Writer()
-    if isinstance(
-        record,
-        ConsumerGroupMetadata
-        | ConsumerGroupMemberMetadata
-        | ConsumerGroupTargetAssignmentMetadata
-        | ConsumerGroupTargetAssignmentMember
-        | ConsumerGroupCurrentMemberAssignment
-        | ConsumerGroupRegularExpression,
-    ):
+    if isinstance(record, ConsumerGroupRecord):
         return encode_consumer_group_record(record)
-    share_type = SHARE_GROUP_RECORD_TYPES.get(type(record))
-    if share_type is not None:
-        return encode_share_group_record(record)  # type: ignore[arg-type]
+    if isinstance(record, ShareGroupRecord):
+        return encode_share_group_record(record)
     if isinstance(record, GroupDeleted):
         key.i16(GROUP_METADATA_KEY_VERSION)
         key.string(record.group_id)
@@ -525,8 +511,6 @@ def decode_record(key: bytes, value: bytes | None) -> Record:
 
 # --- what Kafka's coordinator would write: the size of a commit's batch --------------------------------
 
-#: ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD``
-_RECORD_BATCH_OVERHEAD = 61
 #: the tagged topic id Kafka 4.4 writes into ``OffsetCommitValue`` v4: field count, tag, size, uuid
 _TOPIC_ID_TAG_BYTES = 1 + 1 + 1 + 16
 
@@ -545,7 +529,7 @@ def offset_commit_batch_bytes(
     soon as it exceeds that many bytes (a commit of millions of offsets is sized in constant time).
     """
     group_bytes = len(group_id.encode("utf-8"))
-    total = _RECORD_BATCH_OVERHEAD
+    total = HEADER_SIZE
     topic_sizes: dict[str, int] = {}
     for delta, (topic, metadata) in enumerate(commits):
         topic_bytes = topic_sizes.get(topic)
@@ -554,17 +538,7 @@ def offset_commit_batch_bytes(
         key_size = 2 + 2 + group_bytes + 2 + topic_bytes + 4
         metadata_bytes = len(metadata.encode("utf-8")) if metadata else 0
         value_size = 2 + 8 + 4 + varint_size(metadata_bytes + 1) + metadata_bytes + 8 + _TOPIC_ID_TAG_BYTES
-        body = (
-            1  # attributes
-            + varint_size(delta)
-            + 1  # timestamp delta 0
-            + varint_size(key_size)
-            + key_size
-            + varint_size(value_size)
-            + value_size
-            + 1  # no headers
-        )
-        total += body + varint_size(body)
+        total += record_size(delta, key_size, value_size)
         if stop_above is not None and total > stop_above:
             return total
     return total

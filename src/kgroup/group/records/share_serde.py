@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kgroup.group.records.consumer import TargetAssignmentMetadataValue
+from kgroup.group.records.keyed import decode_keyed_record, encode_keyed_record
 from kgroup.group.records.primitives import I64, Reader, Writer
 from kgroup.group.records.share import (
     ShareCurrentAssignmentValue,
@@ -37,7 +38,7 @@ from kgroup.group.records.share import (
     SharePartitionsInfo,
     ShareStatePartitionValue,
 )
-from kgroup.model import PeerError, TopicId
+from kgroup.model import TopicId
 
 __all__ = ["SHARE_GROUP_RECORD_TYPES", "decode_share_group_record", "encode_share_group_record"]
 
@@ -202,36 +203,22 @@ def _tombstone(kind: int, key: tuple[str, ...]) -> ShareGroupRecord:
 
 def encode_share_group_record(record: ShareGroupRecord) -> tuple[bytes, bytes | None]:
     """The key and value bytes Kafka 4.4 writes for ``record`` (``None``: a tombstone)."""
-    key = Writer()
     kind = SHARE_GROUP_RECORD_TYPES[type(record)]
-    key.i16(kind)
-    key.string(record.group_id)
+    strings: tuple[str, ...] = (record.group_id,)
     if _KEY_STRINGS[kind] == 2:
-        key.string(record.member_id)  # type: ignore[union-attr]
-    if record.value is None:
-        return key.bytes(), None
-    value = Writer()
-    value.i16(_VALUE_VERSION)
-    _write_value(value, record)
-    return key.bytes(), value.bytes()
+        strings += (record.member_id,)  # type: ignore[union-attr]
+    return encode_keyed_record(kind, strings, _VALUE_VERSION, record, _write_value)
 
 
 def decode_share_group_record(key: bytes, value: bytes | None) -> ShareGroupRecord:
     """The record of a key whose int16 type is one of :data:`SHARE_GROUP_RECORD_TYPES`' (and its
     value, ``None`` for a tombstone); :class:`PeerError` when the bytes are corrupt."""
-    k = Reader(bytes(key), "record key")
-    kind = k.i16()
-    count = _KEY_STRINGS.get(kind)
-    if count is None:
-        raise PeerError(f"record key: type {kind} is not a share group record")
-    strings = tuple(k.string() for _ in range(count))
-    k.end()
-    if value is None:
-        return _tombstone(kind, strings)
-    r = Reader(bytes(value), f"share group record type {kind}")
-    version = r.i16()
-    if version != _VALUE_VERSION:
-        raise PeerError(f"{r.what}: unsupported value version {version}; Kafka 4.4 writes and reads 0")
-    record = _read_value(kind, strings, r)
-    r.end()
-    return record
+    return decode_keyed_record(
+        key,
+        value,
+        family="share group",
+        key_string_counts=_KEY_STRINGS,
+        value_version=_VALUE_VERSION,
+        tombstone=_tombstone,
+        read_value=_read_value,
+    )

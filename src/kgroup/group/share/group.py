@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from enum import Enum
 
 from kgroup.group.assignors import SubscriptionType
 from kgroup.group.records.consumer import TargetAssignmentMetadataValue, TopicAssignment
@@ -27,6 +26,7 @@ from kgroup.group.records.share import (
     SharePartitionsInfo,
     ShareStatePartitionValue,
 )
+from kgroup.group.states import KafkaNamedState
 from kgroup.javacompat import timeline_hashmap_order, timeline_table_after_put
 from kgroup.model import TopicId
 from kgroup.valuetypes import fast_init
@@ -34,16 +34,12 @@ from kgroup.valuetypes import fast_init
 __all__ = ["ShareGroupData", "ShareGroupState", "ShareMember", "SharePartitionStates"]
 
 
-class ShareGroupState(Enum):
+class ShareGroupState(KafkaNamedState):
     """``ShareGroup.ShareGroupState``."""
 
     EMPTY = "Empty"
     STABLE = "Stable"
     DEAD = "Dead"
-
-    @property
-    def kafka_name(self) -> str:
-        return self.value
 
 
 @fast_init

@@ -25,6 +25,7 @@ from kgroup.group.assignors import (
     assignment_from_record,
     group_spec,
 )
+from kgroup.group.errors import ApiError, member_of, timer_member, unknown_member
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import TargetAssignmentMetadataValue, TopicAssignment
 from kgroup.group.records.share import (
@@ -50,8 +51,8 @@ from kgroup.messages import (
 from kgroup.model import ErrorCode, TopicId
 
 __all__ = [
+    "ApiError",
     "InitializeShareState",
-    "ShareApiError",
     "ShareContext",
     "fence_share_member",
     "finish_initialize",
@@ -62,15 +63,6 @@ __all__ = [
 #: ``setMetadataRefreshDeadline(now + Integer.MAX_VALUE, epoch)``: a share group's topic metadata is
 #: re-read only when its epoch moves (or it is loaded)
 _INT_MAX = 2**31 - 1
-
-
-class ShareApiError(Exception):
-    """An ``ApiException``: the request is answered with ``code`` and ``message``, nothing is written."""
-
-    def __init__(self, code: ErrorCode, message: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(slots=True)
@@ -120,18 +112,16 @@ class _Op:
 def _validate(req: ShareGroupHeartbeatRequest) -> None:
     """``throwIfShareGroupHeartbeatRequestIsInvalid`` (GroupCoordinatorService, before the shard)."""
     if not req.member_id.strip():
-        raise ShareApiError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
+        raise ApiError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
     if not req.group_id.strip():
-        raise ShareApiError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
+        raise ApiError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
     if req.rack_id is not None and not req.rack_id.strip():
-        raise ShareApiError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
+        raise ApiError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
     if req.member_epoch == 0:
         if not req.subscribed_topic_names:
-            raise ShareApiError(
-                ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request."
-            )
+            raise ApiError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
     elif req.member_epoch < SHARE_LEAVE_GROUP_MEMBER_EPOCH:
-        raise ShareApiError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+        raise ApiError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
 
 
 def invalid_share_heartbeat_answer(req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse | None:
@@ -139,7 +129,7 @@ def invalid_share_heartbeat_answer(req: ShareGroupHeartbeatRequest) -> ShareGrou
     broker, before the group's coordinator is looked for), or ``None``."""
     try:
         _validate(req)
-    except ShareApiError as exc:
+    except ApiError as exc:
         return ShareGroupHeartbeatResponse(exc.code, exc.message)
     return None
 
@@ -153,7 +143,7 @@ def handle_share_heartbeat(
             response = _leave(txn, req, ctx)
         else:
             response = _heartbeat(txn, env, req, ctx)
-    except ShareApiError as exc:
+    except ApiError as exc:
         response = ShareGroupHeartbeatResponse(exc.code, exc.message)
     txn.reply(env.connection, env.correlation_id, response)
 
@@ -167,17 +157,8 @@ def _share_group(ctx: ShareContext, group_id: str) -> ShareGroupData:
             if ctx.owned_elsewhere(group_id)
             else f"Group {group_id} not found."
         )
-        raise ShareApiError(ErrorCode.GROUP_ID_NOT_FOUND, message)
+        raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, message)
     return group
-
-
-def _member(group: ShareGroupData, member_id: str) -> ShareMember:
-    member = group.members.get(member_id)
-    if member is None:
-        raise ShareApiError(
-            ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group.group_id}."
-        )
-    return member
 
 
 def _heartbeat(
@@ -189,14 +170,14 @@ def _heartbeat(
     group = ctx.groups.get(group_id)
     if group is None:
         if ctx.owned_elsewhere(group_id):
-            raise ShareApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         if not create:
-            raise ShareApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
+            raise ApiError(ErrorCode.GROUP_ID_NOT_FOUND, f"Share group {group_id} not found.")
         group = ShareGroupData(group_id)
     # throwIfShareGroupIsFull
     max_size = txn.config.share_max_size
     if len(group.members) >= max_size and (not member_id or member_id not in group.members):
-        raise ShareApiError(
+        raise ApiError(
             ErrorCode.GROUP_MAX_SIZE_REACHED,
             f"The share group has reached its maximum capacity of {max_size} members.",
         )
@@ -204,9 +185,7 @@ def _heartbeat(
     member = group.members.get(member_id)
     if member is None:
         if not create:
-            raise ShareApiError(
-                ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}."
-            )
+            raise unknown_member(member_id, group_id)
         member = ShareMember(member_id)
     _check_epoch(member, epoch)
 
@@ -287,13 +266,13 @@ def _check_epoch(member: ShareMember, received: int) -> None:
     if received == 0:
         return
     if received > member.member_epoch:
-        raise ShareApiError(
+        raise ApiError(
             ErrorCode.FENCED_MEMBER_EPOCH,
             f"The share group member has a greater member epoch ({received}) than the one known by the group "
             f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
         )
     if received < member.member_epoch and received != member.previous_member_epoch:
-        raise ShareApiError(
+        raise ApiError(
             ErrorCode.FENCED_MEMBER_EPOCH,
             f"The share group member has a smaller member epoch ({received}) than the one known by the group "
             f"coordinator ({member.member_epoch}), and it does not match the previous member epoch "
@@ -380,7 +359,7 @@ def _maybe_update_target(
     try:
         result: GroupAssignment = ctx.assignor.assign(spec, ctx.image)
     except PartitionAssignorError as exc:
-        raise ShareApiError(
+        raise ApiError(
             ErrorCode.UNKNOWN_SERVER_ERROR,
             f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}",
         ) from exc
@@ -515,7 +494,7 @@ def finish_initialize(txn: Txn, ctx: ShareContext, task: InitializeShareState, o
 def _leave(txn: Txn, req: ShareGroupHeartbeatRequest, ctx: ShareContext) -> ShareGroupHeartbeatResponse:
     """``shareGroupLeave``: the member is fenced; the answer carries its id and epoch -1."""
     group = _share_group(ctx, req.group_id)
-    member = _member(group, req.member_id)
+    member = member_of(group, req.member_id)
     fence_share_member(txn, group, member, ctx)
     return ShareGroupHeartbeatResponse(ErrorCode.NONE, None, req.member_id, req.member_epoch)
 
@@ -540,10 +519,8 @@ def fence_share_member(txn: Txn, group: ShareGroupData, member: ShareMember, ctx
 def fence_on_timer(txn: Txn, ctx: ShareContext, key: ShareSessionTimer) -> None:
     """The session timed out: ``shareGroupFenceMemberOperation`` (a group or member already gone is
     nothing to do)."""
-    group = ctx.groups.get(key.group_id)
-    if group is None:
+    found = timer_member(ctx.groups, key.group_id, key.member_id)
+    if found is None:
         return
-    member = group.members.get(key.member_id)
-    if member is None:
-        return
+    group, member = found
     fence_share_member(txn, group, member, ctx)

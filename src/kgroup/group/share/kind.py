@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import get_args
 
-from kgroup.group.admin import not_described
-from kgroup.group.kind import Handler, UnknownGroupError
+from kgroup.group.kind import GroupsById, Handler
 from kgroup.group.metadata import EMPTY_IMAGE, MetadataImage
 from kgroup.group.records import OffsetAndMetadata, Record
 from kgroup.group.records.share import ShareGroupMetadata, ShareGroupRecord
@@ -20,9 +19,9 @@ from kgroup.group.share.heartbeat import (
     handle_share_heartbeat,
 )
 from kgroup.group.share.requests import (
+    SHARE_PROTOCOL_TYPE,
     delete_share_group,
     handle_share_describe,
-    listed_share_group,
     restart_sessions,
 )
 from kgroup.group.share.timers import ShareSessionTimer
@@ -31,10 +30,8 @@ from kgroup.group.txn import CoordinatorTask, Txn
 from kgroup.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
-    DescribedGroup,
     JoinGroupRequest,
     JoinGroupResponse,
-    ListedGroup,
     OffsetCommitRequest,
     OffsetCommitResponse,
     ShareGroupDescribeRequest,
@@ -49,17 +46,19 @@ __all__ = ["ShareGroups"]
 _NO_OFFSETS: Mapping[TopicPartition, OffsetAndMetadata] = MappingProxyType({})
 
 
-class ShareGroups:
+class ShareGroups(GroupsById[ShareGroupData]):
     """Every share group of one coordinator. ``owned_elsewhere`` says whether another kind has a group
     id (its share heartbeats and describes are answered ``Group … is not a share group.``)."""
 
     name = "share"
+    protocol_type = SHARE_PROTOCOL_TYPE
     records: frozenset[type] = frozenset(get_args(ShareGroupRecord))
     timer_kinds: frozenset[type[TimerKey]] = frozenset({ShareSessionTimer})
     task_types: frozenset[type] = frozenset({InitializeShareState})
 
     def __init__(self, owned_elsewhere: Callable[[str], bool]) -> None:
         ctx = self.ctx = ShareContext(groups={}, image=EMPTY_IMAGE, owned_elsewhere=owned_elsewhere)
+        self.groups = ctx.groups
         self.handlers: Mapping[type, Handler] = {
             ShareGroupHeartbeatRequest: lambda txn, env, req: handle_share_heartbeat(txn, env, req, ctx),
             ShareGroupDescribeRequest: lambda txn, env, req: handle_share_describe(txn, env, req, ctx),
@@ -95,12 +94,6 @@ class ShareGroups:
 
     # --- routing ------------------------------------------------------------------------------------
 
-    def owns(self, group_id: str) -> bool:
-        return group_id in self.ctx.groups
-
-    def group_ids(self) -> Iterable[str]:
-        return self.ctx.groups
-
     def on_timer(self, txn: Txn, key: TimerKey) -> None:
         fence_on_timer(txn, self.ctx, key)  # type: ignore[arg-type]
 
@@ -112,9 +105,6 @@ class ShareGroups:
     def load(self, txn: Txn, group_id: str) -> None:
         """Every member's session restarts from now."""
         restart_sessions(txn, self.ctx.groups[group_id])
-
-    def unload(self, txn: Txn) -> None:
-        """Nothing is parked in a share group."""
 
     def delete_group(self, txn: Txn, group_id: str) -> ErrorCode:
         return delete_share_group(txn, self.ctx.groups[group_id])
@@ -138,25 +128,6 @@ class ShareGroups:
             return
         group.apply(record)  # type: ignore[arg-type]
 
-    def checkpoint(self) -> Iterator[Record]:
-        for group in self.ctx.groups.values():
-            yield from group.checkpoint_records()
-
-    def snapshot(self) -> tuple[object, ...]:
-        groups = self.ctx.groups
-        return tuple(groups[g].snapshot() for g in sorted(groups))
-
-    def listed(self, states: set[str]) -> Iterable[ListedGroup]:
-        return [
-            listed_share_group(g)
-            for g in self.ctx.groups.values()
-            if not states or g.state.kafka_name.lower() in states
-        ]
-
-    def described(self, group_id: str, api_version: int) -> DescribedGroup:
-        """DescribeGroups describes classic groups only."""
-        return not_described(group_id, api_version, f"Group {group_id} is not a classic group.")
-
     def committed_offsets(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
         """A share group commits no offsets to ``__consumer_offsets`` (its state is the share
         partitions')."""
@@ -169,7 +140,4 @@ class ShareGroups:
 
     def group(self, group_id: str) -> ShareGroupData:
         """A share group's state (:class:`UnknownGroupError` if there is none); read it, never change it."""
-        group = self.ctx.groups.get(group_id)
-        if group is None:
-            raise UnknownGroupError(f"group_id: no share group {group_id!r} on this coordinator")
-        return group
+        return self._owned_group(group_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kgroup.group.admin import described_groups, described_topics
 from kgroup.group.records.share import (
     ShareGroupCurrentMemberAssignment,
     ShareGroupMemberMetadata,
@@ -14,23 +15,19 @@ from kgroup.group.share.group import ShareGroupData, ShareGroupState, ShareMembe
 from kgroup.group.share.heartbeat import ShareContext
 from kgroup.group.share.timers import ShareSessionTimer
 from kgroup.group.txn import Txn
-from kgroup.javacompat import JavaHashSet, java_integer_hash
 from kgroup.messages import (
     DescribedShareGroup,
     DescribedShareMember,
-    DescribedTopicPartitions,
     Envelope,
-    ListedGroup,
     ShareGroupDescribeRequest,
     ShareGroupDescribeResponse,
 )
-from kgroup.model import ErrorCode, TopicId
+from kgroup.model import ErrorCode
 
 __all__ = [
     "SHARE_ASSIGNOR_NAME",
     "delete_share_group",
     "handle_share_describe",
-    "listed_share_group",
     "restart_sessions",
 ]
 
@@ -38,20 +35,6 @@ __all__ = [
 SHARE_ASSIGNOR_NAME = "simple"
 #: ``ShareGroup.PROTOCOL_TYPE``
 SHARE_PROTOCOL_TYPE = "share"
-
-
-def _described(
-    assignment: dict[TopicId, tuple[int, ...]], ctx: ShareContext
-) -> tuple[DescribedTopicPartitions, ...]:
-    described = []
-    for topic_id, partitions in JavaHashSet.copy_of(lambda t: t.java_hash, assignment).items():
-        del partitions
-        topic = ctx.image.topic_by_id(topic_id)
-        if topic is None:
-            continue  # Kafka leaves out topics the metadata no longer has
-        ordered = tuple(JavaHashSet.copy_of(java_integer_hash, assignment[topic_id]))
-        described.append(DescribedTopicPartitions(topic_id, topic.name, ordered))
-    return tuple(described)
 
 
 def _describe_member(member: ShareMember, ctx: ShareContext) -> DescribedShareMember:
@@ -62,40 +45,24 @@ def _describe_member(member: ShareMember, ctx: ShareContext) -> DescribedShareMe
         client_id=member.client_id,
         client_host=member.client_host,
         subscribed_topic_names=member.subscribed_topic_names,
-        assignment=_described(dict(member.assigned_partitions), ctx),
+        assignment=described_topics(dict(member.assigned_partitions), ctx.image),
     )
 
 
 def handle_share_describe(txn: Txn, env: Envelope, req: ShareGroupDescribeRequest, ctx: ShareContext) -> None:
     """``shareGroupDescribe``: each group, or GROUP_ID_NOT_FOUND as ``shareGroup(id)`` words it."""
-    described = []
-    for group_id in req.group_ids:
-        group = ctx.groups.get(group_id)
-        if group is None:
-            message = (
-                f"Group {group_id} is not a share group."
-                if ctx.owned_elsewhere(group_id)
-                else f"Group {group_id} not found."
-            )
-            described.append(DescribedShareGroup(ErrorCode.GROUP_ID_NOT_FOUND, group_id, message))
-            continue
-        described.append(
-            DescribedShareGroup(
-                ErrorCode.NONE,
-                group_id,
-                None,
-                group.state.kafka_name,
-                group.group_epoch,
-                group.assignment_epoch,
-                SHARE_ASSIGNOR_NAME,
-                tuple(_describe_member(group.members[m], ctx) for m in group.member_ids_in_kafka_order()),
-            )
-        )
-    txn.reply(env.connection, env.correlation_id, ShareGroupDescribeResponse(tuple(described)))
-
-
-def listed_share_group(group: ShareGroupData) -> ListedGroup:
-    return ListedGroup(group.group_id, SHARE_PROTOCOL_TYPE, group.state.kafka_name, "share")
+    described = described_groups(
+        req.group_ids,
+        ctx.groups,
+        kind="share",
+        owned_elsewhere=ctx.owned_elsewhere,
+        described_type=DescribedShareGroup,
+        assignor=lambda group: SHARE_ASSIGNOR_NAME,
+        members=lambda group: tuple(
+            _describe_member(group.members[m], ctx) for m in group.member_ids_in_kafka_order()
+        ),
+    )
+    txn.reply(env.connection, env.correlation_id, ShareGroupDescribeResponse(described))
 
 
 def delete_share_group(txn: Txn, group: ShareGroupData) -> ErrorCode:
@@ -104,8 +71,7 @@ def delete_share_group(txn: Txn, group: ShareGroupData) -> ErrorCode:
     if group.state is not ShareGroupState.EMPTY:
         return ErrorCode.NON_EMPTY_GROUP
     group_id = group.group_id
-    for key in [k for k in txn.armed if k.group_id == group_id]:
-        txn.cancel(key)
+    txn.cancel_group_timers(group_id)
     members = list(group.members)
     for member_id in members:
         txn.emit(ShareGroupCurrentMemberAssignment(group_id, member_id, None))

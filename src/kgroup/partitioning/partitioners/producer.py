@@ -37,6 +37,7 @@ from kgroup.partitioning.partitioners.api import (
     create_partitioner,
     partition_record,
 )
+from kgroup.wire.record_batch import HEADER_SIZE
 
 __all__ = [
     "BATCH_HEADER_BYTES",
@@ -46,8 +47,8 @@ __all__ = [
     "spread_unkeyed",
 ]
 
-#: ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD`` (magic v2).
-BATCH_HEADER_BYTES = 61
+#: ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD`` (magic v2): the header of :mod:`kgroup.wire.record_batch`
+BATCH_HEADER_BYTES = HEADER_SIZE
 #: Approximate per-record framing (length, attributes, deltas, key/value lengths, headers count).
 RECORD_OVERHEAD_BYTES = 10
 

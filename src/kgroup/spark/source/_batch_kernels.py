@@ -21,10 +21,12 @@ from typing import Any
 import numpy as np
 
 from kgroup._njit import njit
+from kgroup.wire.record_batch import HEADER_SIZE
 
 __all__ = ["BATCH_HEADER_SIZE", "encode_kernel"]
 
-BATCH_HEADER_SIZE = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+#: ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD``, read from the one home (a global int is a constant to numba)
+BATCH_HEADER_SIZE = HEADER_SIZE
 
 
 @njit(cache=True, nogil=True, boundscheck=False)

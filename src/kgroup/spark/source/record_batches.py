@@ -11,21 +11,16 @@ Java producer's records carry the time of their ``send()``).
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from crc32c import crc32c
 
-from kgroup.log.batch import CRC_START, HEADER, LOG_OVERHEAD, MAGIC_V2
 from kgroup.model import KgroupError
+from kgroup.wire.record_batch import seal_header
 
 __all__ = ["EncodedBatch", "EncodedRecords", "binary_parts", "encode_records", "group_rows", "seal_batch"]
 
-_NO_PARTITION_LEADER_EPOCH = -1
-_CRC = struct.Struct(">I")
-_CRC_AT = 17  # the CRC's place in the header
 _NO_NULLS = np.empty(0, np.uint8)
 _NO_OFFSETS = np.empty(0, np.int64)
 
@@ -149,24 +144,14 @@ def seal_batch(
     timestamp_ms: int,
 ) -> memoryview:
     """Write ``batch``'s header (uncompressed, CreateTime ``timestamp_ms``) and CRC; its bytes."""
-    buffer = records.buffer
-    view = memoryview(buffer)[batch.start : batch.end]
-    HEADER.pack_into(
-        buffer,
+    seal_header(
+        records.buffer,
         batch.start,
-        0,  # baseOffset: the broker assigns it
-        batch.end - batch.start - LOG_OVERHEAD,
-        _NO_PARTITION_LEADER_EPOCH,
-        MAGIC_V2,
-        0,  # the CRC, written below
-        0,  # attributes: no compression, CreateTime, not transactional, not control
-        batch.records - 1,
-        timestamp_ms,
-        timestamp_ms,
-        producer_id,
-        producer_epoch,
-        base_sequence,
+        batch.end,
         batch.records,
+        timestamp_ms=timestamp_ms,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
     )
-    _CRC.pack_into(buffer, batch.start + _CRC_AT, crc32c(view[CRC_START:]))
-    return view
+    return memoryview(records.buffer)[batch.start : batch.end]

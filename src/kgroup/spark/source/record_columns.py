@@ -32,7 +32,10 @@ from typing import Any
 import numpy as np
 from crc32c import crc32c
 
-from kgroup.log.batch import (
+from kgroup.log.batch import MAX_INFLATED_BYTES
+from kgroup.log.codecs import InflateError, inflate
+from kgroup.model import KgroupError
+from kgroup.wire.record_batch import (
     COMPRESSION_MASK,
     CONTROL_MASK,
     CRC_START,
@@ -40,12 +43,9 @@ from kgroup.log.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_V2,
-    MAX_INFLATED_BYTES,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
 )
-from kgroup.log.codecs import InflateError, inflate
-from kgroup.model import KgroupError
 
 __all__ = ["AbortedTransaction", "FetchedRecords", "arrow_schema", "decode_fetched", "empty_batch"]
 

@@ -24,11 +24,11 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 
 from kgroup.javatools import class_data_archive
 from kgroup.model import KgroupError
 from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, kafka_libs, log4j2_file_config
+from kgroup.testing.lifecycle import Started
 
 __all__ = ["DEFAULT_CONFIGS", "ApacheKafka", "KafkaNodeDied"]
 
@@ -162,7 +162,7 @@ class _Node:
         return self.directory / "server.properties"
 
 
-class ApacheKafka:
+class ApacheKafka(Started):
     """Apache Kafka ``KAFKA_VERSION`` in KRaft mode with ``nodes`` nodes on 127.0.0.1.
 
     ``configs`` are broker settings (Kafka's names, any value ``str()`` turns into the right text)
@@ -285,14 +285,6 @@ class ApacheKafka:
             if stray:
                 raise KgroupError(f"ApacheKafka: JVMs {stray} were still running after stop and were killed")
         self._nodes = {}
-
-    def __enter__(self) -> ApacheKafka:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # --- what a test uses --------------------------------------------------------------------------
 
@@ -555,7 +547,6 @@ def _config_text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
 
 
 def _jvms_under(work: Path) -> list[int]:

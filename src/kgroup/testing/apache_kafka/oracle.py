@@ -55,7 +55,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any
 
 from kgroup.assignors.api import AssignmentRequest
@@ -73,6 +72,7 @@ from kgroup.javatools import CompileFailed, JavaToolMissing, cache_root, compile
 from kgroup.model import Assignment, KgroupError, TopicPartition
 from kgroup.partitioning.striped import UsableBroker
 from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, KafkaUnavailable, kafka_libs
+from kgroup.testing.lifecycle import Started
 
 __all__ = [
     "CONSUMER_ASSIGNORS",
@@ -331,7 +331,7 @@ def _answer(raw: Mapping[str, Any]) -> OracleAnswer:
     return OracleAnswer(assignment, tuple(raw.get("memberIterationOrder", ())))
 
 
-class KafkaOracle:
+class KafkaOracle(Started):
     """Apache Kafka ``version``'s own code in one JVM, for as long as the context lasts.
 
     ``libs`` defaults to the pinned release (:func:`kafka_libs`, resolved with Maven on first use).
@@ -415,14 +415,6 @@ class KafkaOracle:
                 process.stdout.close()
         self._close_stderr()
         self._buffer = b""
-
-    def __enter__(self) -> KafkaOracle:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def pid(self) -> int | None:

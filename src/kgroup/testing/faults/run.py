@@ -23,12 +23,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from kgroup.model import KgroupError
 from kgroup.testing.faults.invariants import Callback, Commit, Observations
 from kgroup.testing.faults.toxiproxy import Proxy, Toxiproxy
+from kgroup.testing.lifecycle import Started
 
 __all__ = ["FAULT_KINDS", "Fault", "FaultBed", "FaultRun", "RunOutcome", "run_fault"]
 
@@ -118,7 +118,7 @@ class RunOutcome:
     resets: int = 0
 
 
-class FaultBed:
+class FaultBed(Started):
     """A broker of ``kind`` ``kgroup`` or ``apache`` behind ``consumers`` proxies of ``toxiproxy``."""
 
     def __init__(
@@ -177,14 +177,6 @@ class FaultBed:
                 with contextlib.suppress(KgroupError):
                     self.toxiproxy.api("DELETE", f"/proxies/{proxy.name}")
             self.proxies = []
-
-    def __enter__(self) -> FaultBed:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def bootstrap_servers(self) -> str:

@@ -27,10 +27,10 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from kgroup.model import KgroupError
+from kgroup.testing.lifecycle import Started
 
 __all__ = [
     "TOXIPROXY_MODULE",
@@ -193,7 +193,7 @@ class Proxy:
             self.remove_toxic(str(toxic["name"]))
 
 
-class Toxiproxy:
+class Toxiproxy(Started):
     """A toxiproxy server on 127.0.0.1 (a free API port) for one test module or run.
 
     >>> with Toxiproxy() as toxiproxy:  # doctest: +SKIP
@@ -251,14 +251,6 @@ class Toxiproxy:
         if self.log_path is not None:
             self.log_path.unlink(missing_ok=True)
             self.log_path = None
-
-    def __enter__(self) -> Toxiproxy:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     @property
     def pid(self) -> int | None:
