@@ -41,7 +41,8 @@ def register(app: typer.Typer) -> None:
         protocol: str | None = typer.Option(
             None,
             "--protocol",
-            help="eager or cooperative (the classic protocol), or consumer (KIP-848); see docs/simulator.md",
+            help="eager or cooperative (the classic protocol), consumer (KIP-848) or share (a share group, "
+            "KIP-932); see docs/simulator.md",
         ),
         static: bool = typer.Option(False, "--static", help="make every consumer static (group.instance.id)"),
         dynamic: bool = typer.Option(False, "--dynamic", help="make every consumer dynamic"),
@@ -53,7 +54,8 @@ def register(app: typer.Typer) -> None:
         compare: bool = typer.Option(
             False,
             "--compare",
-            help="run every strategy × protocol (eager, cooperative, consumer) × static/dynamic and compare",
+            help="run every strategy × protocol (eager, cooperative, consumer, share) × static/dynamic "
+            "and compare",
         ),
         seeds: int | None = typer.Option(
             None, "--seeds", help="--compare: seeds per variant (seed, seed+1, …; default 1)"
@@ -264,13 +266,21 @@ def _print_summary(result: Any) -> None:
     sc = result.scenario
     if sc.group.consumer_protocol:
         how = f"consumer protocol, server assignor {sc.group.server_assignor or 'uniform'}"
+    elif sc.group.share_protocol:
+        how = "share group, assignor simple"
     else:
         how = f"assignors {', '.join(sc.group.assignors)}"
     table = Table(title=f"{sc.name} (seed {sc.seed}, {sc.duration_ms} ms, {how})")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in m.items():
-        if key in ("invariant_violations", "final_assignment", "time_to_stable_ms", "member_epochs"):
+        if key in (
+            "invariant_violations",
+            "final_assignment",
+            "time_to_stable_ms",
+            "member_epochs",
+            "member_records_accepted",
+        ):
             continue
         table.add_row(key, str(value))
     times = ", ".join("never" if t is None else str(t) for t in m["time_to_stable_ms"]) or "-"
