@@ -119,6 +119,7 @@ LATER_SUITES: dict[str, tuple[str, ...]] = {
         "share",
         "group/share",
         "wire/test_share_group.py",
+        "sim/test_share_groups.py",
     ),
 }
 #: a test under two of them counts under the first (Apache Kafka's first: it starts the JVMs)
