@@ -280,3 +280,22 @@ def test_campaign_share_seeds_run_their_invariants() -> None:
     for seed in (11, 34):
         run_ = check_scenario(campaign_scenario(seed), seed)
         assert run_.protocol == "share" and not run_.failed, run_
+
+
+def test_the_share_group_example_shows_what_its_readme_line_says() -> None:
+    from .conftest import run_example
+
+    result = run_example("share-group.yaml")
+    m = result.metrics
+    assert m["invariant_violations"] == [] and m["final_group_state"] == "Stable"
+    # 8 members on 4 partitions (then 7 after the crash): every running member consumes
+    assert m["idle_consumers"] == 0 and all(n > 0 for n in m["member_records_accepted"].values())
+    assert all(m["member_records_accepted"][f"extra-{k}"] > 0 for k in range(4))
+    assert m["records_redelivered_by"]["crash"] > 0
+    assert m["records_redelivered_by"]["lock_timeout"] > 0 and m["records_acknowledged_late"] > 0
+    assert m["records_archived_by"]["delivery_limit"] > 0
+    # the backlog the first 4 could not keep up with drains once 8 share the partitions (before the
+    # crash leaves 7: two partitions then share one member's time and only break even)
+    before_crash = [s.committed_lag for s in result.lag if 140_000 <= s.t_ms <= 150_000]
+    assert m["max_lag_records"] > 50_000 and max(before_crash) < m["max_lag_records"] / 10
+    assert m["final_assignment"]["extra-0"] == "orders[2-3]"
