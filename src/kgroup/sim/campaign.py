@@ -42,8 +42,9 @@ to the target assignment (else the run fails: ``unreconciled``). Its invariants 
 ones: member, group and assignment epochs never go back (a member's own epoch only to 0, fenced and
 rejoining); at every Stable every subscribed partition is owned exactly once.
 
-A share of the seeds (:data:`SHARE_GROUP_SHARE`, decided first, by a stream of its own, so every
-other seed draws what it drew before) runs the base draw as a *share group* (KIP-932,
+A share of the other seeds (:data:`SHARE_GROUP_SHARE` of those not on the consumer protocol, decided
+by a stream of its own, so the consumer protocol's seeds are the same and every seed left classic draws
+what it drew before) runs the base draw as a *share group* (KIP-932,
 :func:`random_share_scenario`): the same topics, consumers (dynamic: a share consumer has no
 ``group.instance.id``), network and events, the share coordinator's session and heartbeat, a lock
 duration, a delivery-count limit, and records that fail once or always (poison), released or
@@ -379,7 +380,7 @@ def _random_event(
 
 # --- the consumer protocol's share ------------------------------------------------------------------------
 
-#: the share of campaign seeds that run as a share group (KIP-932), decided before the others
+#: the share of the campaign seeds not on the consumer protocol that run as a share group (KIP-932)
 SHARE_GROUP_SHARE = 0.2
 #: the share of campaign seeds that run on the consumer protocol (KIP-848)
 CONSUMER_PROTOCOL_SHARE = 0.25
@@ -389,10 +390,10 @@ _SERVER_ASSIGNOR_CHOICES = (None, "uniform", "range")
 def campaign_scenario(seed: int) -> dict[str, Any]:
     """The scenario a campaign runs for ``seed``: :func:`random_scenario`'s, on the consumer protocol
     for a share of the seeds (drawn from a stream of its own, so the classic draw is unchanged)."""
-    if Random(f"kgroup-campaign-share:{seed}").random() < SHARE_GROUP_SHARE:
-        return random_share_scenario(seed)
     if Random(f"kgroup-campaign-protocol:{seed}").random() < CONSUMER_PROTOCOL_SHARE:
         return random_consumer_scenario(seed)
+    if Random(f"kgroup-campaign-share:{seed}").random() < SHARE_GROUP_SHARE:
+        return random_share_scenario(seed)  # (of the other seeds: the consumer protocol's are unchanged)
     return random_scenario(seed)
 
 
