@@ -299,3 +299,14 @@ def test_the_share_group_example_shows_what_its_readme_line_says() -> None:
     before_crash = [s.committed_lag for s in result.lag if 140_000 <= s.t_ms <= 150_000]
     assert m["max_lag_records"] > 50_000 and max(before_crash) < m["max_lag_records"] / 10
     assert m["final_assignment"]["extra-0"] == "orders[2-3]"
+
+
+def test_the_campaign_command_counts_its_share_group_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kgroup", "simulate", "--campaign", "2", "--seed", "34", "--engine", "local",
+         "--json"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["scenarios"], summary["failed"], summary["share_group_runs"]) == (2, 0, 1)
