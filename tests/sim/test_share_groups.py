@@ -310,3 +310,31 @@ def test_the_campaign_command_counts_its_share_group_runs() -> None:
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert (summary["scenarios"], summary["failed"], summary["share_group_runs"]) == (2, 0, 1)
+
+
+def test_a_poll_past_max_poll_interval_leaves_the_group_and_rejoins_at_the_next_poll() -> None:
+    result = simulate(
+        parse_scenario(
+            share(
+                workload=BUSY,
+                group={"max_poll_interval_ms": 20_000},
+                events=[{"at_ms": 30_000, "kind": "slow_poll", "consumer": "c2", "duration_ms": 40_000}],
+            )
+        )
+    )
+    m = result.metrics
+    assert m["invariant_violations"] == []
+    kinds = [(e["kind"], e["t_ms"]) for e in result.events if e.get("consumer") == "c2"]
+    left = [t for k, t in kinds if k == "poll_timeout_left"]
+    back = [t for k, t in kinds if k == "rejoin_after_poll_timeout"]
+    # poll() returned c2's batch just before the stall; 20 s later its heartbeat thread leaves, and the
+    # member rejoins when the stall is over and the loop polls again
+    assert len(left) == 1 and 45_000 <= left[0] <= 50_000
+    assert len(back) == 1 and back[0] >= 70_000
+    lost = [o for o in result.ownership if o["member"] == "c2" and o["revoked"] and o["t_ms"] == left[0]]
+    assert lost and m["final_assignment"]["c2"]  # it gave its partition up, and has one again at the end
+    # without the stall's length past the poll interval nothing of the kind happens
+    quiet = simulate(parse_scenario(share(workload=BUSY, group={"max_poll_interval_ms": 60_000},
+                                          events=[{"at_ms": 30_000, "kind": "slow_poll", "consumer": "c2",
+                                                   "duration_ms": 40_000}])))  # fmt: skip
+    assert not [e for e in quiet.events if e["kind"] == "poll_timeout_left"]

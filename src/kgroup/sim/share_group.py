@@ -77,7 +77,7 @@ _LEAVE = -1
 _SCENARIO, _START, _RESTART, _UNSTALL, _HEAL, _SAMPLE = 0, 1, 2, 3, 4, 5
 _HB_DUE, _TO_COORD, _HB_REPLY, _HB_FAILED = 6, 7, 8, 9
 _FETCH_AT_BROKER, _FETCH_PARKED, _FETCH_REPLY, _FETCH_FAILED = 10, 11, 12, 13
-_BATCH_DONE, _LOCK, _DISCONNECT, _APP_FETCH = 14, 15, 16, 17
+_BATCH_DONE, _LOCK, _DISCONNECT, _APP_FETCH, _POLL_TIMEOUT = 14, 15, 16, 17, 18
 
 _ACCEPT = int(AcknowledgeType.ACCEPT)
 _RELEASE = int(AcknowledgeType.RELEASE)
@@ -159,6 +159,9 @@ class _Proc:
     running_ms: int = 0
     idle_since_ms: int | None = None
     settled: bool = False
+    #: left the group on its own: poll() was not called within max.poll.interval.ms (it rejoins,
+    #: epoch 0 and the same member id, at its next poll())
+    stale: bool = False
 
 
 @dataclass(slots=True)
@@ -343,6 +346,7 @@ class ShareSimulation:
             _LOCK: self._on_lock,
             _DISCONNECT: self._on_disconnect,
             _APP_FETCH: self._on_app_fetch,
+            _POLL_TIMEOUT: self._on_poll_timeout,
         }
         timers = self.coord_timers
         steps = 0
@@ -412,6 +416,7 @@ class ShareSimulation:
         proc.member_id = base64.urlsafe_b64encode(raw).decode().rstrip("=")  # Uuid.toString()'s form
         proc.epoch = 0
         proc.joined = False
+        proc.stale = False
         proc.assignment = frozenset()
         proc.sent_topics = None
         proc.hb_inflight = None
@@ -668,6 +673,11 @@ class ShareSimulation:
             return
         if proc.stalled_until_ms > self.now:
             return  # the application is stuck: it does not poll
+        if proc.stale:
+            # poll() after the poll timeout: "Member … will rejoin the group now" (epoch 0, same id)
+            proc.stale = False
+            self.log_event("rejoin_after_poll_timeout", consumer=proc.id)
+            self._heartbeat(proc)
         if not proc.assignment and not proc.pending_acks:
             return
         acks = proc.pending_acks
@@ -845,6 +855,32 @@ class ShareSimulation:
             done += proc.stalled_until_ms - now
         proc.batch_done_ms = done
         self.q.push(done, _BATCH_DONE, (proc.index, proc.incarnation, done))
+        # poll() returned this batch: the next poll() is due within max.poll.interval.ms
+        self.q.push(
+            now + self.sc.group.max_poll_interval_ms, _POLL_TIMEOUT, (proc.index, proc.incarnation, now)
+        )
+
+    def _on_poll_timeout(self, payload: tuple[int, int, int]) -> None:
+        """``max.poll.interval.ms`` passed since poll() returned the batch still being processed: the
+        heartbeat thread leaves the group (Kafka's AbstractHeartbeatRequestManager, share consumers
+        included: ``transitionToSendingLeaveGroup``, epoch -1) and the member has no assignment."""
+        index, incarnation, started = payload
+        proc = self.procs[index]
+        if not proc.running or proc.incarnation != incarnation or proc.stale or not proc.batch:
+            return
+        if proc.batch_started_ms != started or proc.batch_done_ms <= self.now:
+            return
+        self.log_event(
+            "poll_timeout_left", consumer=proc.id, max_poll_interval_ms=self.sc.group.max_poll_interval_ms
+        )
+        if proc.joined:
+            self._send_heartbeat(proc, _LEAVE)
+        proc.hb_version += 1  # (no more heartbeats until it rejoins)
+        proc.hb_inflight = None
+        proc.stale = True
+        proc.joined = False
+        proc.epoch = 0
+        self._set_assignment(proc, frozenset())
 
     def _on_batch_done(self, payload: tuple[int, int, int]) -> None:
         index, incarnation, done = payload
