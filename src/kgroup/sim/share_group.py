@@ -457,7 +457,8 @@ class ShareSimulation:
         else:
             # kill -9: the kernel closes the sockets; the broker sees the share session's connection go
             at = self.net.transit(proc.id, proc.fetch_conn, True, now)
-            self.q.push(at if at is not None else now, _DISCONNECT, (proc.member_id, "crash"))
+            if at is not None:  # (None: the FIN never gets through; the locks run out instead)
+                self.q.push(at, _DISCONNECT, (proc.member_id, "crash"))
             proc.batch = []
         self._set_idle(proc, None)
         proc.running_ms += now - proc.started_ms
@@ -735,7 +736,6 @@ class ShareSimulation:
     def _acquire_for(self, fetch: _Fetch) -> bool:
         """Acquire up to ``max_poll_records`` over the fetch's partitions (their order rotated per
         fetch); reply and return True if anything was acquired."""
-        now = self.now
         proc = self.procs[fetch.proc]
         budget = self.sc.workload.max_poll_records
         parts = fetch.partitions
@@ -753,7 +753,6 @@ class ShareSimulation:
         if not got:
             return False
         self._reply_fetch(fetch, got)
-        del now
         return True
 
     def _share_partition(self, i: int) -> SharePartition:
