@@ -128,6 +128,7 @@ LATER_SUITES: dict[str, tuple[str, ...]] = {
         "wire/test_share_group.py",
         "broker/test_share_durability.py",
         "broker/test_share_host.py",
+        "sim/test_share_groups.py",
     ),
 }
 #: a test under two of them counts under the first (Apache Kafka's first: it starts the JVMs)

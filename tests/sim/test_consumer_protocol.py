@@ -324,7 +324,8 @@ def test_revoking_and_unreleased_partitions_are_clocked_and_charted(tmp_path: Pa
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"group": {"protocol": "kip848"}}, r"^group\.protocol: is 'kip848'; use classic .* or consumer"),
+        ({"group": {"protocol": "kip848"}},
+         r"^group\.protocol: is 'kip848'; use classic .*, consumer .* or share"),
         ({"group": {"protocol": "consumer", "server_assignor": "sticky"}},
          r"^group\.server_assignor: is 'sticky'; use one of the server assignors: uniform, range$"),
         ({"group": {"server_assignor": "range"}},
@@ -395,9 +396,9 @@ def test_compare_shows_classic_eager_classic_cooperative_and_consumer_side_by_si
     assert variants == [
         "range/eager/dynamic", "roundrobin/eager/dynamic", "sticky/eager/dynamic",
         "cooperative-sticky/eager/dynamic", "cooperative-sticky/cooperative/dynamic",
-        "uniform/consumer/dynamic", "range/consumer/dynamic",
+        "uniform/consumer/dynamic", "range/consumer/dynamic", "simple/share",
     ]  # fmt: skip
-    assert {row["protocol"] for row in report["runs"]} == {"eager", "cooperative", "consumer"}
+    assert {row["protocol"] for row in report["runs"]} == {"eager", "cooperative", "consumer", "share"}
     assert all(row["invariant_violations"] == 0 for row in report["summary"])
 
 

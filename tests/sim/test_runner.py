@@ -106,6 +106,7 @@ def test_compare_locally_lists_what_kafka_cannot_run() -> None:
         "cooperative-sticky/cooperative/dynamic",
         "uniform/consumer/dynamic",
         "range/consumer/dynamic",
+        "simple/share",
     ]
     assert {s["variant"] for s in data["skipped"]} == {
         "range/cooperative",

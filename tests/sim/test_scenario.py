@@ -196,7 +196,9 @@ def test_compare_variants_skip_what_kafka_cannot_run() -> None:
         "range/consumer/dynamic",
         "range/consumer/static",
     ]
-    assert len(runnable) == 14
+    # and the same consumers as a share group (KIP-932): one row, a share consumer is never static
+    assert [v.label for v in runnable if v.protocol == "share"] == ["simple/share"]
+    assert len(runnable) == 15
 
 
 def _with_events(*events: dict[str, Any], consumers: int = 3) -> dict[str, Any]:

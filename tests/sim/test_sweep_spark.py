@@ -18,7 +18,11 @@ def test_sweep_on_spark_matches_the_local_run(spark: Any) -> None:
     from kgroup.spark.demo.sweep import run_sweep, summary_dataframe, sweep_dataframe
 
     scenario = load_scenario(EXAMPLES / "scale-out.yaml")
-    variants = [Variant("range", "eager", "dynamic"), Variant("cooperative-sticky", "cooperative", "static")]
+    variants = [
+        Variant("range", "eager", "dynamic"),
+        Variant("cooperative-sticky", "cooperative", "static"),
+        Variant("simple", "share"),  # (its share-only columns: -1 on the others, averaged apart)
+    ]
     seeds = [1, 2]
     df = sweep_dataframe(spark, [scenario], variants, seeds)
     assert df.rdd.getNumPartitions() == len(variants) * len(seeds)  # one task per simulation
@@ -31,7 +35,12 @@ def test_sweep_on_spark_matches_the_local_run(spark: Any) -> None:
     # the recovery per event comes from the rows, on either engine
     assert add_event_recoveries(summary, rows) == summarize(local)
     assert summary[0]["recovery_ms_1"] > 0
-    assert [s["variant"] for s in summary] == ["range/eager/dynamic", "cooperative-sticky/cooperative/static"]
+    assert [s["variant"] for s in summary] == [
+        "range/eager/dynamic",
+        "cooperative-sticky/cooperative/static",
+        "simple/share",
+    ]
+    assert summary[0]["delivery_p99_ms"] == -1.0 and summary[2]["delivery_p99_ms"] >= 0
     assert all(r["double_owned_ms"] == 0 and r["invariant_violations"] == 0 for r in rows)
 
 

@@ -41,7 +41,8 @@ def register(app: typer.Typer) -> None:
         protocol: str | None = typer.Option(
             None,
             "--protocol",
-            help="eager or cooperative (the classic protocol), or consumer (KIP-848); see docs/simulator.md",
+            help="eager or cooperative (the classic protocol), consumer (KIP-848) or share (a share group, "
+            "KIP-932); see docs/simulator.md",
         ),
         static: bool = typer.Option(False, "--static", help="make every consumer static (group.instance.id)"),
         dynamic: bool = typer.Option(False, "--dynamic", help="make every consumer dynamic"),
@@ -53,7 +54,8 @@ def register(app: typer.Typer) -> None:
         compare: bool = typer.Option(
             False,
             "--compare",
-            help="run every strategy × protocol (eager, cooperative, consumer) × static/dynamic and compare",
+            help="run every strategy × protocol (eager, cooperative, consumer, share) × static/dynamic "
+            "and compare",
         ),
         seeds: int | None = typer.Option(
             None, "--seeds", help="--compare: seeds per variant (seed, seed+1, …; default 1)"
@@ -264,13 +266,21 @@ def _print_summary(result: Any) -> None:
     sc = result.scenario
     if sc.group.consumer_protocol:
         how = f"consumer protocol, server assignor {sc.group.server_assignor or 'uniform'}"
+    elif sc.group.share_protocol:
+        how = "share group, assignor simple"
     else:
         how = f"assignors {', '.join(sc.group.assignors)}"
     table = Table(title=f"{sc.name} (seed {sc.seed}, {sc.duration_ms} ms, {how})")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for key, value in m.items():
-        if key in ("invariant_violations", "final_assignment", "time_to_stable_ms", "member_epochs"):
+        if key in (
+            "invariant_violations",
+            "final_assignment",
+            "time_to_stable_ms",
+            "member_epochs",
+            "member_records_accepted",
+        ):
             continue
         table.add_row(key, str(value))
     times = ", ".join("never" if t is None else str(t) for t in m["time_to_stable_ms"]) or "-"
@@ -354,6 +364,7 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
         "unsettled_disturbances": sum(r.unsettled for r in runs),
         "consumer_protocol_runs": sum(1 for r in runs if r.protocol == "consumer"),
         "unreconciled": sum(1 for r in runs if r.unreconciled),
+        "share_group_runs": sum(1 for r in runs if r.protocol == "share"),
         "zombie_owned_ms": sum(r.zombie_owned_ms for r in runs),
         "with_outside_subscription": sum(1 for r in runs if r.outside_subscription_ms > 0),
         "wall_s": round(wall_s, 1),
@@ -368,7 +379,8 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
             f"invariant violations); {summary['unsettled_disturbances']} disturbances never settled; "
             f"{summary['with_outside_subscription']} with eager sticky's stale claims outside a "
             f"subscription; {summary['consumer_protocol_runs']} on the consumer protocol, "
-            f"{summary['unreconciled']} of them not reconciled at the end"
+            f"{summary['unreconciled']} of them not reconciled at the end; "
+            f"{summary['share_group_runs']} as share groups"
         )
         for failure in failures:
             what = failure["crashed"] or "; ".join(failure["violations"][:2]) or "not reconciled at the end"

@@ -66,9 +66,15 @@ METRIC_LABELS: dict[str, tuple[str, float]] = {
     "max_lag_records": ("peak lag (records)", 1.0),
     "records_reprocessed": ("records reprocessed", 1.0),
     "invariant_violations": ("invariant violations", 1.0),
+    # share groups only (KIP-932; "—" on the other protocols)
+    "records_redelivered": ("records redelivered (share)", 1.0),
+    "records_archived": ("records archived (share)", 1.0),
+    "delivery_p99_ms": ("p99 produce to acknowledged (share, s)", 1000.0),
 }
 
 
+#: the comparison's columns only share groups measure (kgroup.sim.compare.SHARE_COLUMNS)
+_SHARE_ONLY = frozenset({"records_redelivered", "records_archived", "delivery_p99_ms"})
 #: the comparison's recovery per scenario event (kgroup.sim.compare.recovery_column)
 _RECOVERY_PREFIX = "recovery_ms_"
 
@@ -95,6 +101,8 @@ def metric_value(column: str, value: Any) -> Any:
         return "never"
     if recovery and isinstance(value, (int, float)):
         return round(value / 1000, 1)
+    if column in _SHARE_ONLY and isinstance(value, (int, float)) and value < 0:
+        return "—"  # measured on share groups only
     divisor = METRIC_LABELS.get(column, ("", 1.0))[1]
     if isinstance(value, (int, float)) and not isinstance(value, bool) and divisor != 1.0:
         return round(value / divisor, 1)

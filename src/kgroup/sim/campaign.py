@@ -41,6 +41,16 @@ and a quiet tail after the last fault, at the end of which every running member 
 to the target assignment (else the run fails: ``unreconciled``). Its invariants besides the classic
 ones: member, group and assignment epochs never go back (a member's own epoch only to 0, fenced and
 rejoining); at every Stable every subscribed partition is owned exactly once.
+
+A share of the other seeds (:data:`SHARE_GROUP_SHARE` of those not on the consumer protocol, decided
+by a stream of its own, so the consumer protocol's seeds are the same and every seed left classic draws
+what it drew before) runs the base draw as a *share group* (KIP-932,
+:func:`random_share_scenario`): the same topics, consumers (dynamic: a share consumer has no
+``group.instance.id``), network and events, the share coordinator's session and heartbeat, a lock
+duration, a delivery-count limit, and records that fail once or always (poison), released or
+rejected. Its invariants, checked by the simulator on every operation: no record accepted twice, a
+delivery count never above the limit, one holder at a time for an acquired record, and no record
+lost (every record below a partition's start offset accepted or archived).
 """
 
 from __future__ import annotations
@@ -60,6 +70,7 @@ __all__ = [
     "ASSIGNOR_LISTS",
     "CONSUMER_PROTOCOL_SHARE",
     "FAMILY_ASSIGNORS",
+    "SHARE_GROUP_SHARE",
     "SUBSCRIPTION_SHARE",
     "CampaignRun",
     "base_scenario",
@@ -68,6 +79,7 @@ __all__ = [
     "check_seed",
     "random_consumer_scenario",
     "random_scenario",
+    "random_share_scenario",
     "run_on_spark",
     "shrink",
     "subscription_change_scenario",
@@ -370,6 +382,8 @@ def _random_event(
 
 # --- the consumer protocol's share ------------------------------------------------------------------------
 
+#: the share of the campaign seeds not on the consumer protocol that run as a share group (KIP-932)
+SHARE_GROUP_SHARE = 0.2
 #: the share of campaign seeds that run on the consumer protocol (KIP-848)
 CONSUMER_PROTOCOL_SHARE = 0.25
 _SERVER_ASSIGNOR_CHOICES = (None, "uniform", "range")
@@ -380,6 +394,8 @@ def campaign_scenario(seed: int) -> dict[str, Any]:
     for a share of the seeds (drawn from a stream of its own, so the classic draw is unchanged)."""
     if Random(f"kgroup-campaign-protocol:{seed}").random() < CONSUMER_PROTOCOL_SHARE:
         return random_consumer_scenario(seed)
+    if Random(f"kgroup-campaign-share:{seed}").random() < SHARE_GROUP_SHARE:
+        return random_share_scenario(seed)  # (of the other seeds: the consumer protocol's are unchanged)
     return random_scenario(seed)
 
 
@@ -418,6 +434,39 @@ def random_consumer_scenario(seed: int) -> dict[str, Any]:
     return data
 
 
+def random_share_scenario(seed: int) -> dict[str, Any]:
+    """:func:`base_scenario`'s draw for ``seed`` as a share group: the same topics, consumers (all
+    dynamic), network and events (an upgrade's rolling restarts stay, as plain restarts), a lighter
+    load (10 records/s per partition, 300/s per consumer: a share group's records are each booked),
+    and the share settings: session 10–60 s (heartbeat 1, 2 or 5 s, below a third of it), lock
+    duration 2–60 s, delivery-count limit 2–10, and in half the runs records that fail once (up to
+    5 %) or always (poison, up to 0.5 %), released or rejected."""
+    data = copy.deepcopy(base_scenario(seed))
+    rng = Random(f"kgroup-campaign-share-group:{seed}")
+    group = data["group"]
+    for key in ("assignors", "session_timeout_ms", "heartbeat_interval_ms"):
+        group.pop(key, None)
+    group["protocol"] = "share"
+    session = rng.randint(10, 60) * 1000
+    group["share_session_timeout_ms"] = session
+    group["share_heartbeat_interval_ms"] = min(rng.choice((1000, 2000, 5000)), session // 3)
+    group["share_record_lock_duration_ms"] = rng.randint(2, 60) * 1000
+    group["share_delivery_count_limit"] = rng.randint(2, 10)
+    for consumer in data["consumers"]:
+        consumer.pop("static", None)
+    for event in data["events"]:
+        event.pop("assignors", None)
+        event.pop("static", None)
+    workload: dict[str, Any] = {"produce_per_partition_per_s": 10, "consume_per_consumer_per_s": 300}
+    if rng.random() < 0.5:
+        workload["failure_share"] = round(rng.uniform(0.0, 0.05), 4)
+        workload["poison_share"] = round(rng.uniform(0.0, 0.005), 4)
+        workload["failure_action"] = rng.choice(("release", "reject"))
+    data["workload"] = workload
+    data["name"] = f"campaign-{seed}-share"
+    return data
+
+
 # --- checking --------------------------------------------------------------------------------------------
 
 
@@ -430,6 +479,7 @@ def check_scenario(data: dict[str, Any], seed: int = 0) -> CampaignRun:
         return CampaignRun(seed, 0, (), f"{type(exc).__name__}: {exc}", 0, 0, 0)
     m = result.metrics
     consumer = scenario.group.consumer_protocol
+    protocol = "consumer" if consumer else "share" if scenario.group.share_protocol else "classic"
     return CampaignRun(
         seed=seed,
         violation_count=int(m["invariant_violation_count"]),
@@ -440,7 +490,7 @@ def check_scenario(data: dict[str, Any], seed: int = 0) -> CampaignRun:
         zombie_owned_ms=int(m["zombie_owned_ms"]),
         outside_subscription_ms=int(m["outside_subscription_ms"]),
         unreconciled=consumer and not m["reconciled_at_end"],
-        protocol="consumer" if consumer else "classic",
+        protocol=protocol,
     )
 
 

@@ -15,6 +15,7 @@ from kgroup.sim.variants import Variant
 
 __all__ = [
     "ROW_COLUMNS",
+    "SHARE_COLUMNS",
     "SUMMARY_COLUMNS",
     "add_event_recoveries",
     "recovery_column",
@@ -47,7 +48,13 @@ ROW_COLUMNS: tuple[tuple[str, str], ...] = (
     ("records_processed", "int"),
     ("records_reprocessed", "int"),
     ("invariant_violations", "int"),
+    # share groups only (-1 on the other protocols): redeliveries, archived records, p99 produce -> accepted
+    ("records_redelivered", "int"),
+    ("records_archived", "int"),
+    ("delivery_p99_ms", "int"),
 )
+#: the columns only a share group's run fills (the other protocols' rows carry -1: not measured)
+SHARE_COLUMNS = ("records_redelivered", "records_archived", "delivery_p99_ms")
 
 #: the comparison table's columns: the variant, then means over seeds of these metrics
 SUMMARY_METRICS = (
@@ -60,6 +67,7 @@ SUMMARY_METRICS = (
     "max_lag_records",
     "records_reprocessed",
     "invariant_violations",
+    *SHARE_COLUMNS,
 )
 SUMMARY_COLUMNS = ("variant", "runs", *SUMMARY_METRICS)
 
@@ -105,7 +113,17 @@ def result_row(scenario: Scenario, variant: Variant, result: SimResult) -> dict[
         "records_processed": m["records_processed"],
         "records_reprocessed": m["records_reprocessed"],
         "invariant_violations": m["invariant_violation_count"],
+        "records_redelivered": m.get("records_redelivered", -1),
+        "records_archived": m.get("records_archived", -1),
+        "delivery_p99_ms": _p99(m),
     }
+
+
+def _p99(metrics: dict[str, Any]) -> int:
+    latency = metrics.get("delivery_latency_ms")
+    if not isinstance(latency, dict) or latency.get("p99") is None:
+        return -1
+    return int(latency["p99"])
 
 
 def run_one(scenario_data: dict[str, Any], variant: Variant, seed: int) -> dict[str, Any]:
@@ -146,7 +164,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         summary: dict[str, Any] = {"scenario": scenario, "variant": variant, "runs": len(group)}
         for metric in SUMMARY_METRICS:
             values = [r[metric] for r in group]
-            if metric == "max_time_to_stable_ms":
+            if metric == "max_time_to_stable_ms" or metric in SHARE_COLUMNS:
                 values = [v for v in values if v >= 0]
                 if not values:
                     summary[metric] = -1.0

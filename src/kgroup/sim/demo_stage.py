@@ -101,7 +101,7 @@ def run_rebalance_stage(
     from kgroup.sim.runner import simulate
 
     base = scenario if scenario is not None else demo_scenario(seed)
-    variants, skipped = compare_variants()
+    variants, skipped = compare_variants(share=False)  # (the demo's stage compares consumer groups)
     seed_list = [base.seed + k for k in range(seeds)]
     if runner is None:
         rows = run_local(base, variants, seed_list)

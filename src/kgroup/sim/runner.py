@@ -962,5 +962,9 @@ def _snake(name: str) -> str:
 
 def simulate(scenario: Scenario, progress: Callable[[int, int], None] | None = None) -> SimResult:
     """Run ``scenario`` once (a pure function of the scenario, its seed included); ``progress`` as
-    :meth:`Simulation.run`."""
+    :meth:`Simulation.run`. A ``protocol: share`` scenario runs on :mod:`kgroup.sim.share_group`."""
+    if scenario.group.share_protocol:
+        from kgroup.sim.share_group import simulate_share
+
+        return simulate_share(scenario, progress)
     return Simulation(scenario).run(progress)

@@ -49,7 +49,7 @@ EVENT_KINDS = (
 # broker: group.initial.rebalance.delay.ms 3 s).
 DEFAULT_ASSIGNORS = ("range", "cooperative-sticky")
 #: Kafka's ``group.protocol``: the classic JoinGroup/SyncGroup protocol, or KIP-848's consumer protocol
-GROUP_PROTOCOLS = ("classic", "consumer")
+GROUP_PROTOCOLS = ("classic", "consumer", "share")
 #: the client library the members model (``group.client``): ``java`` is Kafka's consumer;
 #: ``librdkafka`` differs in one modelled way, it commits a revoked partition's offset when it
 #: revokes it if auto-commit is on (docs/validate.md)
@@ -65,6 +65,22 @@ _CONSUMER_GROUP_DEFAULTS: dict[str, object] = {
     "consumer_session_timeout_ms": 45000,
     "consumer_heartbeat_interval_ms": 5000,
 }
+#: the group fields that only share groups (KIP-932, ``protocol: share``) read, with Kafka's defaults
+_SHARE_GROUP_DEFAULTS: dict[str, object] = {
+    "share_session_timeout_ms": 45000,
+    "share_heartbeat_interval_ms": 5000,
+    "share_record_lock_duration_ms": 30000,
+    "share_delivery_count_limit": 5,
+    "share_max_record_locks": 2000,
+}
+#: the workload fields only share groups read (per-record outcomes), with their defaults
+_SHARE_WORKLOAD_DEFAULTS: dict[str, object] = {
+    "failure_share": 0.0,
+    "poison_share": 0.0,
+    "failure_action": "release",
+}
+#: what a share consumer's application acknowledges a record it failed to process with
+FAILURE_ACTIONS = ("release", "reject")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +106,23 @@ class GroupSpec:
     #: (with this protocol the coordinator owns both; Kafka's defaults)
     consumer_session_timeout_ms: int = 45000
     consumer_heartbeat_interval_ms: int = 5000
+    # --- KIP-932 (``protocol: share``) -----------------------------------------------------------------
+    #: the broker's ``group.share.session.timeout.ms`` / ``group.share.heartbeat.interval.ms``
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
+    #: the group configs ``share.record.lock.duration.ms``, ``share.delivery.count.limit`` and
+    #: ``share.partition.max.record.locks`` (Kafka's defaults)
+    share_record_lock_duration_ms: int = 30000
+    share_delivery_count_limit: int = 5
+    share_max_record_locks: int = 2000
 
     @property
     def consumer_protocol(self) -> bool:
         return self.protocol == "consumer"
+
+    @property
+    def share_protocol(self) -> bool:
+        return self.protocol == "share"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +153,13 @@ class WorkloadSpec:
     auto_offset_reset: str = "latest"  # Kafka's default
     max_poll_records: int = 500  # Kafka's default: the records one poll() returns at most
     sample_interval_ms: int | None = None  # None: max(1000, duration / 300)
+    # --- share groups only: what the application does with each record it gets ----------------------
+    #: the share of deliveries whose processing fails once (a fresh draw per delivery)
+    failure_share: float = 0.0
+    #: what the application acknowledges a failed record with: release (redelivered) or reject (archived)
+    failure_action: str = "release"
+    #: the share of records that fail every time (poison): redelivered until archived at the limit
+    poison_share: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +205,7 @@ class Scenario:
             "group": _group_plain(self.group),
             "consumers": [_plain(c) for c in self.consumers],
             "network": _plain(self.network),
-            "workload": _plain(self.workload),
+            "workload": _workload_plain(self.workload),
             "events": [_event_plain(e) for e in self.events],
         }
 
@@ -187,13 +223,21 @@ def _plain(obj: Any) -> dict[str, Any]:
 
 def _group_plain(group: GroupSpec) -> dict[str, Any]:
     out = _plain(group)
-    for key, default in _CONSUMER_GROUP_DEFAULTS.items():
+    for key, default in (*_CONSUMER_GROUP_DEFAULTS.items(), *_SHARE_GROUP_DEFAULTS.items()):
         if out.get(key) == default:
             out.pop(key, None)
-    if group.consumer_protocol:
-        out.pop("assignors", None)  # the consumer protocol has no client-side assignors
+    if group.consumer_protocol or group.share_protocol:
+        out.pop("assignors", None)  # the consumer protocol and share groups have no client-side assignors
     if out.get("client") == "java":
         out.pop("client")  # the default, left out (as files written before the field read)
+    return out
+
+
+def _workload_plain(workload: WorkloadSpec) -> dict[str, Any]:
+    out = _plain(workload)
+    for key, default in _SHARE_WORKLOAD_DEFAULTS.items():
+        if out.get(key) == default:
+            out.pop(key)  # (a scenario without share outcomes reads as it always did)
     return out
 
 
@@ -305,7 +349,9 @@ def _group(value: Any) -> GroupSpec:
         elif key == "protocol":
             if raw not in GROUP_PROTOCOLS:
                 raise _fail(
-                    field, f"is {_show(raw)}", "use classic (JoinGroup/SyncGroup) or consumer (KIP-848)"
+                    field,
+                    f"is {_show(raw)}",
+                    "use classic (JoinGroup/SyncGroup), consumer (KIP-848) or share (KIP-932)",
                 )
             kw[key] = raw
         elif key == "server_assignor":
@@ -334,13 +380,23 @@ def _group(value: Any) -> GroupSpec:
                 f"{spec.consumer_session_timeout_ms}",
                 "give a heartbeat interval below the session timeout (Kafka's defaults: 5000 and 45000)",
             )
-    else:
+    elif spec.share_protocol:
+        _check_share_group(spec, data)
+    if not spec.consumer_protocol:
         for key in ("server_assignor", "consumer_session_timeout_ms", "consumer_heartbeat_interval_ms"):
             if key in data:
                 raise _fail(
                     f"group.{key}",
                     "only applies with protocol: consumer",
                     "add group.protocol: consumer or remove it",
+                )
+    if not spec.share_protocol:
+        for key in _SHARE_GROUP_DEFAULTS:
+            if key in data:
+                raise _fail(
+                    f"group.{key}",
+                    "only applies with protocol: share",
+                    "add group.protocol: share or remove it",
                 )
     if spec.heartbeat_interval_ms >= spec.session_timeout_ms:
         raise _fail(
@@ -355,6 +411,41 @@ def _group(value: Any) -> GroupSpec:
             "give 6000..1800000 (group.min/max.session.timeout.ms)",
         )
     return spec
+
+
+def _check_share_group(spec: GroupSpec, data: Mapping[str, Any]) -> None:
+    """A share group (KIP-932): the coordinator assigns (``simple``), and the share settings' bounds."""
+    if "assignors" in data:
+        raise _fail(
+            "group.assignors",
+            "does not apply with protocol: share (the coordinator assigns with its simple assignor)",
+            "remove it",
+        )
+    if spec.share_heartbeat_interval_ms >= spec.share_session_timeout_ms:
+        raise _fail(
+            "group.share_heartbeat_interval_ms",
+            f"{spec.share_heartbeat_interval_ms} is not below share_session_timeout_ms "
+            f"{spec.share_session_timeout_ms}",
+            "give a heartbeat interval below the session timeout (Kafka's defaults: 5000 and 45000)",
+        )
+    if not 2 <= spec.share_delivery_count_limit <= 10:
+        raise _fail(
+            "group.share_delivery_count_limit",
+            f"is {spec.share_delivery_count_limit}",
+            "give 2..10 (Kafka's group.share.min/max.delivery.count.limit)",
+        )
+    if not 1000 <= spec.share_record_lock_duration_ms <= 3_600_000:
+        raise _fail(
+            "group.share_record_lock_duration_ms",
+            f"is {spec.share_record_lock_duration_ms}",
+            "give 1000..3600000 (Kafka's group.share.min/max.record.lock.duration.ms)",
+        )
+    if not 100 <= spec.share_max_record_locks <= 10_000:
+        raise _fail(
+            "group.share_max_record_locks",
+            f"is {spec.share_max_record_locks}",
+            "give 100..10000 (Kafka's group.share.partition.max.record.locks bounds)",
+        )
 
 
 _CONSUMER_FIELDS = ("id", "count", "prefix", "topics", "static", "rack", "assignors", "autostart", "network")
@@ -441,6 +532,14 @@ def _workload(value: Any) -> WorkloadSpec:
             kw[key] = None if raw is None else _int(raw, field, 1)
         elif key == "max_poll_records":
             kw[key] = _int(raw, field, 1, 1_000_000)
+        elif key in ("failure_share", "poison_share"):
+            if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 0.0 <= raw <= 1.0:
+                raise _fail(field, f"is {_show(raw)}", "give a share from 0.0 to 1.0")
+            kw[key] = float(raw)
+        elif key == "failure_action":
+            if raw not in FAILURE_ACTIONS:
+                raise _fail(field, f"is {_show(raw)}", "use release (redelivered) or reject (archived)")
+            kw[key] = raw
         else:
             kw[key] = _int(raw, field, 0, 10_000_000)
     return WorkloadSpec(**kw)
@@ -548,7 +647,7 @@ def _event(
     return event
 
 
-def _no_client_assignors(raw: Any, field: str) -> None:
+def _no_client_assignors(raw: Any, field: str, protocol: str = "consumer") -> None:
     """``assignors`` (a client-side ``partition.assignment.strategy``) has no meaning with the consumer
     protocol; Kafka's client refuses it."""
     if isinstance(raw, str) or not isinstance(raw, Sequence):
@@ -557,8 +656,10 @@ def _no_client_assignors(raw: Any, field: str) -> None:
         if isinstance(item, Mapping) and "assignors" in item:
             raise _fail(
                 f"{field}[{i}].assignors",
-                "does not apply with protocol: consumer (the coordinator assigns)",
-                "remove it (group.server_assignor names the coordinator's assignor)",
+                f"does not apply with protocol: {protocol} (the coordinator assigns)",
+                "remove it (group.server_assignor names the coordinator's assignor)"
+                if protocol == "consumer"
+                else "remove it (a share group's coordinator assigns with its simple assignor)",
             )
 
 
@@ -596,9 +697,17 @@ def parse_scenario(data: Any, *, name: str = "scenario") -> Scenario:
             "consumers", "is missing", "list the consumers, e.g. - {count: 3, prefix: c, topics: [orders]}"
         )
     consumers = _consumers(doc["consumers"], topics)
-    if group.consumer_protocol:
-        _no_client_assignors(doc["consumers"], "consumers")
-        _no_client_assignors(doc.get("events") or [], "events")
+    if group.consumer_protocol or group.share_protocol:
+        _no_client_assignors(doc["consumers"], "consumers", group.protocol)
+        _no_client_assignors(doc.get("events") or [], "events", group.protocol)
+    if group.share_protocol:
+        for i, c in enumerate(consumers):
+            if c.static:
+                raise _fail(
+                    f"consumers[{i}].static",
+                    "does not apply with protocol: share (a share consumer has no group.instance.id)",
+                    "remove it",
+                )
     network = _network(doc.get("network", {}))
     workload = _workload(doc.get("workload", {}))
     raw_events = doc.get("events", [])

@@ -18,6 +18,11 @@ coordinator assigns, so ``--assignors`` names the server assignor (``uniform`` o
 client-side lists of the group, the consumers and the events are dropped (Kafka's client refuses
 them with this protocol); ``eager`` or ``cooperative`` on a consumer-protocol scenario runs it on the
 classic protocol with the file's (or Kafka's default) client-side list.
+
+``share`` is the fourth: a share group (KIP-932), whose coordinator assigns with its only assignor,
+``simple``; a share consumer has no ``group.instance.id``, so every consumer is dynamic there, and the
+client-side lists are dropped as for ``consumer``. Going from a share scenario to another protocol
+resets the share-only settings to Kafka's defaults (they mean nothing elsewhere).
 """
 
 from __future__ import annotations
@@ -50,7 +55,9 @@ __all__ = [
 ]
 
 STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
-PROTOCOLS = ("eager", "cooperative", "consumer")
+PROTOCOLS = ("eager", "cooperative", "consumer", "share")
+#: a share group's only assignor (``group.share.assignors``)
+SHARE_ASSIGNOR = "simple"
 #: the classic protocols (the client's assignors decide between them)
 CLASSIC_PROTOCOLS = ("eager", "cooperative")
 MEMBERSHIPS = ("dynamic", "static")
@@ -107,16 +114,44 @@ def with_overrides(
 ) -> Scenario:
     """``scenario`` with the command line's overrides applied (``None`` keeps the file's value)."""
     if protocol is not None and protocol not in PROTOCOLS:
-        raise KgroupError(f"--protocol: {protocol!r} is not a protocol; use eager, cooperative or consumer")
+        raise KgroupError(
+            f"--protocol: {protocol!r} is not a protocol; use eager, cooperative, consumer or share"
+        )
     group = scenario.group
     consumers = scenario.consumers
     events = scenario.events
-    if protocol == "consumer" or (protocol is None and group.consumer_protocol):
-        group, consumers, events = _to_consumer_protocol(scenario, assignors)
+    if protocol == "share" or (protocol is None and group.share_protocol):
+        if membership == "static":
+            raise KgroupError(
+                "--static: a share group has no static membership (no group.instance.id); drop it"
+            )
+        if assignors is not None and tuple(assignors) != (SHARE_ASSIGNOR,):
+            raise KgroupError(
+                f"--assignors: {','.join(assignors) or 'nothing'} is not a share group's assignor; "
+                f"a share group's coordinator runs {SHARE_ASSIGNOR} only"
+            )
+        group, consumers, events = _to_share_group(scenario)
+        membership = None  # (every share consumer is dynamic)
     else:
-        if group.consumer_protocol:  # eager / cooperative: the same group on the classic protocol
-            group = dataclasses.replace(group, protocol="classic", server_assignor=None)
-        group = _classic_overrides(group, assignors, protocol)
+        if group.share_protocol:  # leaving share groups: their settings mean nothing elsewhere
+            defaults = GroupSpec()
+            group = dataclasses.replace(
+                group,
+                protocol="classic",
+                share_session_timeout_ms=defaults.share_session_timeout_ms,
+                share_heartbeat_interval_ms=defaults.share_heartbeat_interval_ms,
+                share_record_lock_duration_ms=defaults.share_record_lock_duration_ms,
+                share_delivery_count_limit=defaults.share_delivery_count_limit,
+                share_max_record_locks=defaults.share_max_record_locks,
+            )
+        if protocol == "consumer" or (protocol is None and group.consumer_protocol):
+            group, consumers, events = _to_consumer_protocol(
+                dataclasses.replace(scenario, group=group), assignors
+            )
+        else:
+            if group.consumer_protocol:  # eager / cooperative: the same group on the classic protocol
+                group = dataclasses.replace(group, protocol="classic", server_assignor=None)
+            group = _classic_overrides(group, assignors, protocol)
     if membership is not None:
         if membership not in MEMBERSHIPS:
             raise KgroupError(f"membership: {membership!r} is unknown; use static or dynamic")
@@ -179,6 +214,30 @@ def _to_consumer_protocol(
     return group, consumers, events
 
 
+def _to_share_group(
+    scenario: Scenario,
+) -> tuple[GroupSpec, tuple[ConsumerSpec, ...], tuple[EventSpec, ...]]:
+    """The scenario's consumers as a share group: the coordinator assigns (``simple``), nobody is static."""
+    group = dataclasses.replace(
+        scenario.group, protocol="share", server_assignor=None, assignors=DEFAULT_ASSIGNORS
+    )
+    defaults = GroupSpec()
+    group = dataclasses.replace(
+        group,
+        consumer_session_timeout_ms=defaults.consumer_session_timeout_ms,
+        consumer_heartbeat_interval_ms=defaults.consumer_heartbeat_interval_ms,
+    )
+    consumers = tuple(
+        dataclasses.replace(c, assignors=None, static=False) if c.assignors is not None or c.static else c
+        for c in scenario.consumers
+    )
+    events = tuple(
+        dataclasses.replace(e, assignors=None, static=False) if e.assignors is not None or e.static else e
+        for e in scenario.events
+    )
+    return group, consumers, events
+
+
 @dataclass(frozen=True, slots=True)
 class Variant:
     """One cell of a comparison: a strategy, a protocol and (optionally) a membership."""
@@ -208,10 +267,12 @@ def compare_variants(
     strategies: Sequence[str] = STRATEGIES,
     memberships: Sequence[str | None] = MEMBERSHIPS,
     server_assignors: Sequence[str] = SERVER_ASSIGNORS,
+    share: bool = True,
 ) -> tuple[list[Variant], list[tuple[Variant, str]]]:
     """Every strategy × protocol (× membership) Kafka can run, and the ones it cannot, with why:
     the client-side ``strategies`` on the classic protocol (eager, cooperative), then the
-    ``server_assignors`` on the consumer protocol (KIP-848)."""
+    ``server_assignors`` on the consumer protocol (KIP-848), then (``share``) the same consumers as a
+    share group (KIP-932): one row, ``simple/share``, since a share consumer is never static."""
     runnable: list[Variant] = []
     skipped: list[tuple[Variant, str]] = []
     for strategy in strategies:
@@ -224,4 +285,6 @@ def compare_variants(
             runnable.extend(Variant(strategy, protocol, membership) for membership in memberships)
     for assignor in server_assignors:
         runnable.extend(Variant(assignor, "consumer", membership) for membership in memberships)
+    if share:
+        runnable.append(Variant(SHARE_ASSIGNOR, "share"))
     return runnable, skipped

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kgroup.sim.compare import ROW_COLUMNS, SUMMARY_METRICS, run_one
+from kgroup.sim.compare import ROW_COLUMNS, SHARE_COLUMNS, SUMMARY_METRICS, run_one
 from kgroup.sim.scenario import Scenario
 from kgroup.sim.variants import Variant
 
@@ -58,7 +58,7 @@ def summary_dataframe(rows: Any) -> Any:
     aggregates = [F.count(F.lit(1)).alias("runs")]
     for metric in SUMMARY_METRICS:
         column = F.col(metric)
-        if metric == "max_time_to_stable_ms":
+        if metric == "max_time_to_stable_ms" or metric in SHARE_COLUMNS:
             mean = F.coalesce(F.avg(F.when(column >= 0, column)), F.lit(-1.0))
         else:
             mean = F.avg(column)
