@@ -94,15 +94,15 @@ def test_simulate_compare_shows_progress_on_a_terminal_and_nothing_with_json() -
     scenario = str(EXAMPLES / "crash.yaml")
     code, out, err = run_with_terminal_stderr("simulate", scenario, "--compare", "--engine", "local")
     assert code == 0, err
-    # 10 classic variants and 4 on the consumer protocol
-    assert "simulating 14 runs (14 variants × 1 seed(s))" in err
-    assert "14/14" in err
+    # 10 classic variants, 4 on the consumer protocol and a share group
+    assert "simulating 15 runs (15 variants × 1 seed(s))" in err
+    assert "15/15" in err
     code, out, err = run_with_terminal_stderr(
         "simulate", scenario, "--compare", "--engine", "local", "--json"
     )
     assert code == 0
     assert err == ""
-    assert len(json.loads(out)["runs"]) == 14
+    assert len(json.loads(out)["runs"]) == 15
 
 
 def test_assigning_a_large_file_shows_its_stages_on_a_terminal(tmp_path: Path) -> None:

@@ -64,6 +64,10 @@ def test_recovery_is_per_event_and_counts_from_the_events_last_action() -> None:
         "max_lag_records",
         "records_reprocessed",
         "invariant_violations",
+        # a share group's own (— in the consumer groups' rows)
+        "records_redelivered",
+        "records_archived",
+        "delivery_p99_ms",
     )
     events = scenario.events
     assert metric_label("recovery_ms_1", events) == "recovery after rolling restart at 10 s (s)"
@@ -99,10 +103,18 @@ def test_the_piped_text_table_keeps_every_column(tmp_path: Path) -> None:
     assert "starting Spark" not in done.stderr
     lines = done.stdout.splitlines()
     rows = [line for line in lines if line.startswith("│ ")]
-    assert len(rows) == 7  # every strategy × protocol Kafka runs, static
-    # every row has a cell per column, the last one (invariant violations) included
-    assert all(line.count("│") == len(table_columns(2)) + 1 for line in rows), rows
-    assert all(line.rstrip().endswith("0 │") for line in rows)  # no violation, the last column there
+    # every strategy × protocol Kafka runs, static, and the share group (which has no static members)
+    assert len(rows) == 8
+    # every row has a cell per column, the last one (a share group's p99 delivery latency) included
+    columns = table_columns(2)
+    assert all(line.count("│") == len(columns) + 1 for line in rows), rows
+    cells = [[cell.strip() for cell in line.strip().strip("│").split("│")] for line in rows]
+    violations = columns.index("invariant_violations")
+    assert all(row[violations] == "0" for row in cells), cells  # no violation
+    consumer_rows = [row for row in cells if not row[0].endswith("/share")]
+    (share_row,) = [row for row in cells if row[0].endswith("/share")]
+    assert len(consumer_rows) == 7 and all(row[-3:] == ["—", "—", "—"] for row in consumer_rows)
+    assert share_row[-1] not in ("", "—")  # the share group's p99, the table's last column
     headers = " ".join(line for line in lines if line.startswith("┃"))
     for word in ("violations", "crash", "rolling", "reprocessed"):
         assert word in headers
