@@ -641,4 +641,9 @@ def test_a_session_adds_and_forgets_partitions(target: Target, names: str) -> No
         out["forget 0"] = [(p["partition_index"], p["acquired_records"]) for p in _seen(c)["partitions"]]
     acquired = [{"first_offset": 0, "last_offset": 1, "delivery_count": 1}]
     later = [{"first_offset": 2, "last_offset": 3, "delivery_count": 1}]
-    assert out == {"open": [(0, [])], "add 1": [(0, acquired)], "forget 0": [(1, later)]}, target.kind
+    opened = out.pop("open")
+    # the opening fetch (max_wait 0) acquires nothing: Apache Kafka answers partition 0 empty, or —
+    # when its share partition has not finished loading its state within the 0 ms (seen once in CI,
+    # under load) — leaves it out; kgroup's partition is loaded within the call, so always answered
+    assert opened == [(0, [])] or (target.kind == "apache" and opened == []), (target.kind, opened)
+    assert out == {"add 1": [(0, acquired)], "forget 0": [(1, later)]}, target.kind
