@@ -23,7 +23,13 @@ from kgroup.group.consumer.timers import (
     SessionTimer,
 )
 from kgroup.group.records.primitives import Reader
-from kgroup.group.records.serde import KGROUP_KEY_VERSION, _decode_offset_commit, decode_record, encode_record
+from kgroup.group.records.serde import (
+    KGROUP_KEY_VERSION,
+    _decode_offset_commit,
+    decode_record,
+    encode_record,
+    offset_commit_batch_bytes,
+)
 from kgroup.messages import (
     JoinGroupProtocol,
     LeaveGroupMember,
@@ -31,6 +37,8 @@ from kgroup.messages import (
     OffsetCommitRequest,
 )
 from kgroup.model import PeerError, TopicPartition
+from kgroup.wire.record_batch import HEADER_SIZE, record_size
+from kgroup.wire.varint import encode_uvarint
 from wire.strategies import CONSUMER_GROUP_RECORDS, SHARE_GROUP_RECORDS
 
 
@@ -50,6 +58,27 @@ def test_offset_commit_is_kafkas_offset_commit_key_v1_and_value_v3() -> None:
     assert key == struct.pack(">h", 1) + _string("g") + _string("t") + struct.pack(">i", 7)
     assert value == struct.pack(">hqi", 3, 42, 5) + _string("meta") + struct.pack(">q", 1_700_000_000_000)
     assert decode_record(key, value) == record
+
+
+@pytest.mark.parametrize("metadata_bytes", [0, 1, 62, 63, 64, 100, 126, 127, 128, 300])
+def test_the_commit_batch_estimate_sizes_kafkas_offset_commit_value_v4(metadata_bytes: int) -> None:
+    """One record's estimate is the batch header plus the record of OffsetCommitKey v1 and
+    OffsetCommitValue v4 as Kafka 4.4 writes them: the metadata a compact string (an unsigned varint
+    of its length + 1, one byte up to 126 bytes of metadata) and the topic id a tagged field."""
+    metadata = "m" * metadata_bytes
+    key = struct.pack(">h", 1) + _string("g") + _string("t") + struct.pack(">i", 0)
+    value = (
+        struct.pack(">hqi", 4, 42, -1)
+        + encode_uvarint(metadata_bytes + 1)
+        + metadata.encode()
+        + struct.pack(">q", 1_700_000_000_000)
+        + encode_uvarint(1)  # one tagged field
+        + encode_uvarint(0)  # its tag: the topic id
+        + encode_uvarint(16)
+        + bytes(16)
+    )
+    expected = HEADER_SIZE + record_size(0, len(key), len(value))
+    assert offset_commit_batch_bytes("g", [("t", metadata)]) == expected
 
 
 def test_older_offset_commit_values_are_read() -> None:

@@ -9,7 +9,14 @@ from hypothesis import strategies as st
 
 from kgroup.log import _records_kernel
 from kgroup.spark.source import _batch_kernels
-from kgroup.wire.varint import VarintError, encode_uvarint, encode_varint, read_uvarint, varint_size
+from kgroup.wire.varint import (
+    VarintError,
+    encode_uvarint,
+    encode_varint,
+    read_uvarint,
+    uvarint_size,
+    varint_size,
+)
 
 _u32 = st.integers(0, 2**32 - 1)
 _i64 = st.integers(-(2**63), 2**63 - 1)
@@ -82,3 +89,10 @@ def test_the_log_kernels_reader_agrees(value: int) -> None:
     encoded = encode_varint(value)
     data = np.frombuffer(encoded + b"\x00", dtype=np.uint8)
     assert _records_kernel._varint4(data, 0, len(data)) == (value, len(encoded))
+
+
+@given(_u32)
+def test_unsigned_varint_sizes_are_the_bytes_written(value: int) -> None:
+    """``ByteUtils.sizeOfUnsignedVarint``: 1 byte below 128 (a zig-zag varint needs 2 from 64)."""
+    assert uvarint_size(value) == len(encode_uvarint(value))
+

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["VarintError", "encode_uvarint", "encode_varint", "read_uvarint", "varint_size"]
+__all__ = ["VarintError", "encode_uvarint", "encode_varint", "read_uvarint", "uvarint_size", "varint_size"]
 
 
 class VarintError(ValueError):
@@ -53,6 +53,16 @@ def encode_uvarint(value: int) -> bytes:
 def encode_varint(value: int) -> bytes:
     """``value`` as Kafka's zig-zag varint (an int) or varlong (a long): the same bytes."""
     return encode_uvarint((value << 1) ^ (value >> 63))
+
+
+def uvarint_size(value: int) -> int:
+    """``ByteUtils.sizeOfUnsignedVarint``: the bytes of ``value`` (0 or more) as an unsigned varint (a
+    compact string's or array's length, a tagged field's tag and size)."""
+    size = 1
+    while value >= 0x80:
+        value >>= 7
+        size += 1
+    return size
 
 
 def varint_size(value: int) -> int:

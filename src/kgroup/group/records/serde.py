@@ -75,7 +75,7 @@ from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import PeerError, TopicPartition
 from kgroup.wire.record_batch import HEADER_SIZE, record_size
-from kgroup.wire.varint import varint_size
+from kgroup.wire.varint import uvarint_size
 
 __all__ = [
     "GROUP_METADATA_KEY_VERSION",
@@ -537,7 +537,7 @@ def offset_commit_batch_bytes(
             topic_bytes = topic_sizes[topic] = len(topic.encode("utf-8"))
         key_size = 2 + 2 + group_bytes + 2 + topic_bytes + 4
         metadata_bytes = len(metadata.encode("utf-8")) if metadata else 0
-        value_size = 2 + 8 + 4 + varint_size(metadata_bytes + 1) + metadata_bytes + 8 + _TOPIC_ID_TAG_BYTES
+        value_size = 2 + 8 + 4 + uvarint_size(metadata_bytes + 1) + metadata_bytes + 8 + _TOPIC_ID_TAG_BYTES
         total += record_size(delta, key_size, value_size)
         if stop_above is not None and total > stop_above:
             return total
