@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import pytest
 from confluent_kafka import Producer
+from tests.apache_kafka.test_diff_share_group import _describe
 from tests.apache_kafka.test_share_consumers import (
     LOCK_MS,
     ShareBroker,
@@ -31,7 +32,6 @@ from tests.apache_kafka.test_share_consumers import (
     _RdkafkaShare,
     share_broker,
 )
-from tests.apache_kafka.test_diff_share_group import _describe
 from tests.apache_kafka.wire import Raw, create_topic
 
 from kgroup.client import (
@@ -43,7 +43,7 @@ from kgroup.client import (
 )
 from kgroup.model import TopicPartition
 
-pytestmark = [pytest.mark.slow, pytest.mark.apache_kafka, pytest.mark.share_groups]
+pytestmark = [pytest.mark.slow, pytest.mark.apache_kafka]
 
 __all__ = ["share_broker"]  # the fixture, shared with test_share_consumers.py
 
@@ -86,7 +86,9 @@ def _group_topic(share_broker: ShareBroker, names: str, partitions: int) -> tupl
 def test_more_consumers_than_partitions_implicit(share_broker: ShareBroker, names: str) -> None:
     group, topic = _group_topic(share_broker, names, 2)
     producer = Producer({"bootstrap.servers": share_broker.bootstrap_servers, "acks": "all"})
-    producer.produce(topic, key=b"k", value=b"with-headers", partition=0, headers=[("h1", b"x"), ("h2", None)])
+    producer.produce(
+        topic, key=b"k", value=b"with-headers", partition=0, headers=[("h1", b"x"), ("h2", None)]
+    )
     assert producer.flush(30) == 0
     sent = _produce(share_broker.bootstrap_servers, topic, 2, 300) | {(0, 0)}
     got: list[ShareRecord] = []
@@ -148,7 +150,9 @@ def test_explicit_accept_release_reject(share_broker: ShareBroker, names: str) -
                 await c.poll(0)
             refused["poll"] = str(info.value)
             for record in first:
-                kind = {0: AcknowledgeType.RELEASE, 1: AcknowledgeType.REJECT}.get(record.offset, AcknowledgeType.ACCEPT)
+                kind = {0: AcknowledgeType.RELEASE, 1: AcknowledgeType.REJECT}.get(
+                    record.offset, AcknowledgeType.ACCEPT
+                )
                 c.acknowledge(record, kind)
             with pytest.raises(ShareConsumerStateError, match="cannot be acknowledged"):
                 c.acknowledge(first[0], AcknowledgeType.ACCEPT)
@@ -162,8 +166,13 @@ def test_explicit_accept_release_reject(share_broker: ShareBroker, names: str) -
 
             seen = {r.offset for r in first}
             await _poll_until(
-                [c], lambda: {0} <= {r.offset for r in again} and seen | {r.offset for r in again} >= set(range(6)),
-                keep_again, 30, "the released record again",
+                [c],
+                lambda: (
+                    {0} <= {r.offset for r in again} and seen | {r.offset for r in again} >= set(range(6))
+                ),
+                keep_again,
+                30,
+                "the released record again",
             )
             deliveries.extend((r.offset, r.delivery_count) for r in again)
             results.append(await c.commit_sync())
@@ -179,12 +188,16 @@ def test_explicit_accept_release_reject(share_broker: ShareBroker, names: str) -
     assert acked == frozenset(range(6)) and all(exc is None for _, exc in callback), callback
 
 
-def test_implicit_mode_refuses_acknowledge_and_accepts_on_commit(share_broker: ShareBroker, names: str) -> None:
+def test_implicit_mode_refuses_acknowledge_and_accepts_on_commit(
+    share_broker: ShareBroker, names: str
+) -> None:
     group, topic = _group_topic(share_broker, names, 1)
     _produce(share_broker.bootstrap_servers, topic, 1, 3)
     tp = TopicPartition(topic, 0)
 
-    async def scenario() -> tuple[list[int], dict[TopicPartition, ShareAcknowledgementError | None], list[Any]]:
+    async def scenario() -> tuple[
+        list[int], dict[TopicPartition, ShareAcknowledgementError | None], list[Any]
+    ]:
         async with ShareConsumer(share_broker.bootstrap_servers, group) as c:
             c.subscribe([topic])
             got: list[ShareRecord] = []
@@ -216,7 +229,9 @@ def test_mixed_with_librdkafka_share_consumer(share_broker: ShareBroker, names: 
     try:
 
         async def scenario() -> None:
-            async with ShareConsumer(share_broker.bootstrap_servers, group, acknowledgement_mode="explicit") as c:
+            async with ShareConsumer(
+                share_broker.bootstrap_servers, group, acknowledgement_mode="explicit"
+            ) as c:
                 c.subscribe([topic])
 
                 def keep(consumer: ShareConsumer, records: list[ShareRecord]) -> None:
@@ -255,13 +270,17 @@ def test_close_releases_held_records_and_leaves(share_broker: ShareBroker, names
         await holder.start()
         holder.subscribe([topic])
         held: list[ShareRecord] = []
-        await _poll_until([holder], lambda: len(held) >= len(sent), lambda _c, rs: held.extend(rs), 30, "records")
+        await _poll_until(
+            [holder], lambda: len(held) >= len(sent), lambda _c, rs: held.extend(rs), 30, "records"
+        )
         closed_at = time.monotonic()
         await holder.close()
         async with ShareConsumer(share_broker.bootstrap_servers, group) as other:
             other.subscribe([topic])
             again: list[ShareRecord] = []
-            await _poll_until([other], lambda: len(again) >= len(sent), lambda _c, rs: again.extend(rs), 14, "again")
+            await _poll_until(
+                [other], lambda: len(again) >= len(sent), lambda _c, rs: again.extend(rs), 14, "again"
+            )
             waited = time.monotonic() - closed_at
             with Raw(share_broker.bootstrap_servers) as raw:
                 described = _describe(raw, group)

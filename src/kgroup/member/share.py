@@ -244,7 +244,7 @@ class ShareMember:
         if self._heartbeat_in_flight is not None:
             return None
         if self._heartbeat_now():
-            return now + self._hb.remaining_backoff_ms(now)
+            return now
         return self._hb.next_send_ms(now)
 
     def close(self, now_ms: int) -> list[OutboundRequest]:
@@ -341,10 +341,9 @@ class ShareMember:
             return
         if self._heartbeat_in_flight is not None:
             return
-        if self._heartbeat_now():
-            if self._hb.remaining_backoff_ms(now_ms) <= 0:
-                self._send_heartbeat(now_ms, out, leave=False)
-        elif self._hb.can_send(now_ms):
+        # AbstractHeartbeatRequestManager.poll: JOINING and ACKNOWLEDGING heartbeat at once, whatever
+        # the interval or the backoff
+        if self._heartbeat_now() or self._hb.can_send(now_ms):
             self._send_heartbeat(now_ms, out, leave=False)
 
     def _send_heartbeat(self, now_ms: int, out: list[OutboundRequest], *, leave: bool) -> None:
@@ -434,7 +433,10 @@ class ShareMember:
         merged: dict[TopicId, set[int]] = {}
         for topic in assignment:
             merged.setdefault(topic.topic_id, set()).update(topic.partitions)
-        self._target = {tid: tuple(sorted(parts)) for tid, parts in sorted(merged.items())}
+        target = {tid: tuple(sorted(parts)) for tid, parts in sorted(merged.items())}
+        if target == self._target and self._state is S.STABLE:
+            return  # the same assignment again: nothing to reconcile (Kafka's LocalAssignment)
+        self._target = target
         self._state = S.RECONCILING
         self._reconcile()
 
