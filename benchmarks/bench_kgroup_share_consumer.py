@@ -6,8 +6,10 @@ The set-up is ``bench_share_consume.py``'s: ``--records`` records of ``--record-
 earliest offset, explicit acknowledgement (ACCEPT each record, ``commit_sync`` after each poll). Each
 run reads the records once with librdkafka's ``ShareConsumer`` (threads) and once, in a fresh group, with
 kgroup's ``ShareConsumer`` (one event loop); both brokers run for the whole benchmark, taking turns.
-Timed: from the subscription to the last record accepted (checked: every record once). Printed: every
-run's records/s, the medians per client and broker, the load average.
+Timed: from the subscription to the last record accepted (checked: every record once), and from the
+first record to the last (``steady``: without the wait for the coordinator's first assignment, about one
+5 s heartbeat interval on both brokers). Printed: every run's records/s, the medians per client and
+broker, the load average.
 
     .venv/bin/python benchmarks/bench_kgroup_share_consumer.py [--records 10000] [--record-bytes 1024]
         [--partitions 2] [--consumers 2] [--runs 3] [--peer kgroup --peer apache] [--json]
@@ -52,8 +54,9 @@ def _produce(peer: RunningPeer, topic: str, args: argparse.Namespace) -> None:
 
 def _librdkafka(
     peer: RunningPeer, group: str, topic: str, args: argparse.Namespace
-) -> tuple[float, list[set[Any]]]:
+) -> tuple[float, float, list[set[Any]]]:
     seen: list[set[tuple[int, int]]] = [set() for _ in range(args.consumers)]
+    first: float | None = None
     stop = threading.Event()
     start = time.monotonic()
     threads = [
@@ -66,18 +69,21 @@ def _librdkafka(
         t.start()
     deadline = start + 600
     while sum(len(s) for s in seen) < args.records and time.monotonic() < deadline:
+        if first is None and any(seen):
+            first = time.monotonic()
         time.sleep(0.01)
-    elapsed = time.monotonic() - start
+    end = time.monotonic()
     stop.set()
     for t in threads:
         t.join(timeout=60)
-    return elapsed, list(seen)
+    return end - start, end - (first or start), list(seen)
 
 
 async def _kgroup_async(
     peer: RunningPeer, group: str, topic: str, args: argparse.Namespace
-) -> tuple[float, list[set[Any]]]:
+) -> tuple[float, float, list[set[Any]]]:
     seen: list[set[tuple[int, int]]] = [set() for _ in range(args.consumers)]
+    first: list[float] = []
     consumers = [
         ShareConsumer(peer.bootstrap_servers, group, acknowledgement_mode="explicit")
         for _ in range(args.consumers)
@@ -91,6 +97,8 @@ async def _kgroup_async(
         consumer.subscribe([topic])
         while sum(len(s) for s in seen) < args.records and time.monotonic() < deadline:
             records = await consumer.poll(200)
+            if records and not first:
+                first.append(time.monotonic())
             for record in records:
                 into.add((record.partition, record.offset))
                 consumer.acknowledge(record, AcknowledgeType.ACCEPT)
@@ -99,11 +107,11 @@ async def _kgroup_async(
 
     try:
         await asyncio.gather(*(consume(c, s) for c, s in zip(consumers, seen, strict=True)))
-        elapsed = time.monotonic() - start
+        end = time.monotonic()
     finally:
         for consumer in consumers:
             await consumer.close()
-    return elapsed, seen
+    return end - start, end - (first[0] if first else start), seen
 
 
 def _run(peer: RunningPeer, client: str, tag: str, args: argparse.Namespace) -> dict[str, float]:
@@ -112,15 +120,19 @@ def _run(peer: RunningPeer, client: str, tag: str, args: argparse.Namespace) -> 
     if peer.name == "apache":
         base._earliest(peer.bootstrap_servers, group)
     if client == "librdkafka":
-        elapsed, seen = _librdkafka(peer, group, topic, args)
+        elapsed, steady, seen = _librdkafka(peer, group, topic, args)
     else:
-        elapsed, seen = asyncio.run(_kgroup_async(peer, group, topic, args))
+        elapsed, steady, seen = asyncio.run(_kgroup_async(peer, group, topic, args))
     total = set().union(*seen)
     if len(total) != args.records or sum(len(s) for s in seen) != args.records:
         raise PeerUnavailable(
             f"{peer.name}/{client}: {len(total)} distinct of {args.records} records consumed"
         )
-    return {"records_per_s": args.records / elapsed, "seconds": elapsed}
+    return {
+        "records_per_s": args.records / elapsed,
+        "steady_records_per_s": args.records / steady,
+        "seconds": elapsed,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -153,8 +165,11 @@ def main(argv: list[str] | None = None) -> int:
                 for client in CLIENTS:
                     figures = _run(peers[name], client, f"{name}-{client}-{run}-{os.getpid()}", args)
                     results[f"{name}/{client}"].append(figures)
-                    rate = figures["records_per_s"]
-                    base._progress(f"run {run} {name} {client}: {rate:,.0f} records/s, load {base._load()}")
+                    rate, steady = figures["records_per_s"], figures["steady_records_per_s"]
+                    base._progress(
+                        f"run {run} {name} {client}: {rate:,.0f} records/s ({steady:,.0f} first to last), "
+                        f"load {base._load()}"
+                    )
     except PeerUnavailable as exc:
         print(f"benchmark failed: {exc.reason}", file=sys.stderr)
         return 1
@@ -162,7 +177,13 @@ def main(argv: list[str] | None = None) -> int:
         for peer in peers.values():
             peer.close()
     load_after = base._load()
-    medians = {key: statistics.median(r["records_per_s"] for r in runs) for key, runs in results.items()}
+    medians = {
+        key: {
+            "records_per_s": statistics.median(r["records_per_s"] for r in runs),
+            "steady_records_per_s": statistics.median(r["steady_records_per_s"] for r in runs),
+        }
+        for key, runs in results.items()
+    }
     if args.json:
         print(
             json.dumps(
@@ -175,7 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.consumers} share consumers, {args.runs} run(s)"
     )
     for key, median in medians.items():
-        print(f"  {key:20s} median {median:>10,.0f} records/s")
+        print(
+            f"  {key:20s} median {median['records_per_s']:>8,.0f} records/s, "
+            f"first to last record {median['steady_records_per_s']:>8,.0f} records/s"
+        )
     print(f"load average before {load_before}, after {load_after}")
     return 0
 

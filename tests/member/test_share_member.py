@@ -324,3 +324,22 @@ def test_only_acquired_records_reach_the_application_with_their_delivery_count()
     # a last batch cut by max_bytes is left out, as Kafka's client leaves it
     assert [r.offset for r in read_batches(data[: len(first) + 20])] == [10, 11, 12]
     assert acquired_records(data, []) == ([], [])
+
+
+def test_a_compressed_batch_is_inflated() -> None:
+    import gzip
+
+    from kgroup.wire.record_batch import HEADER, HEADER_SIZE, LOG_OVERHEAD
+
+    plain = _at(record_batch([(b"a", b"1"), (b"b", b"2")], 500), 40)
+    fields = list(HEADER.unpack_from(plain, 0))
+    payload = gzip.compress(plain[HEADER_SIZE:])
+    fields[1] = HEADER_SIZE - LOG_OVERHEAD + len(payload)  # batchLength
+    fields[5] |= 1  # attributes: gzip
+    packed = HEADER.pack(*fields) + payload
+    records, gaps = acquired_records(packed, [(40, 41, 3)])
+    assert [(r.offset, r.key, r.value, count) for r, count in records] == [
+        (40, b"a", b"1", 3),
+        (41, b"b", b"2", 3),
+    ]
+    assert gaps == []

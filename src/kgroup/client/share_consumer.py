@@ -204,6 +204,7 @@ class ShareConsumer:
             rng=rng if rng is not None else random.Random(),
         )
         self._nodes: dict[Any, _Node] = {}
+        self._bootstrap_key: Any = ("bootstrap", 0)
         self._addresses: dict[Any, tuple[str, int]] = {}
         self._leaders: dict[int, _Leader] = {}
         self._cluster: ClusterView | None = None
@@ -257,6 +258,7 @@ class ShareConsumer:
                 "bootstrap_servers: no broker reachable (" + "; ".join(errors) + "); check that the broker "
                 "runs and the address is right"
             )
+        self._bootstrap_key = key
         versions = self._nodes[key].versions
         missing = [k.title for k in (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH) if k not in versions]
         if missing:
@@ -748,7 +750,7 @@ class ShareConsumer:
         body = request.body
         try:
             if isinstance(body, FindCoordinatorRequest):
-                node: Any = ("bootstrap", 0) if not self._cluster else min(self._cluster.brokers)
+                node = self._admin_node()
                 await self._ensure_node(node)
                 entry = self._nodes[node]
                 version = self._version(entry, ApiKey.FIND_COORDINATOR)
@@ -794,9 +796,7 @@ class ShareConsumer:
     # --- connections and metadata --------------------------------------------------------------------
 
     async def _refresh_metadata(self) -> None:
-        node: Any = ("bootstrap", 0)
-        if self._cluster is not None and self._cluster.brokers:
-            node = min(self._cluster.brokers)
+        node = self._admin_node()
         await self._ensure_node(node)
         entry = self._nodes[node]
         version = self._version(entry, ApiKey.METADATA)
@@ -816,6 +816,16 @@ class ShareConsumer:
         if self._member.assignment() != before:
             self._ready.set()
         self._metadata_due_ms = self._now() + self._metadata_max_age_ms
+
+    def _admin_node(self) -> Any:
+        """Where Metadata and FindCoordinator go: a connection of their own to the first broker (not
+        the data connection, where a ShareFetch may be parked for ``fetch_max_wait_ms``)."""
+        if self._cluster is None or not self._cluster.brokers:
+            return self._bootstrap_key
+        broker = self._cluster.brokers[min(self._cluster.brokers)]
+        key = ("admin", broker.node_id)
+        self._addresses[key] = (broker.host, broker.port)
+        return key
 
     def _topic_id_or_none(self, topic: str) -> TopicId | None:
         return None if self._cluster is None else self._cluster.topic_ids.get(topic)
