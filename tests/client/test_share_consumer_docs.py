@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Producer
 from tests.doc_commands import python_blocks
 
-from kgroup.client import ClientError, ShareConsumer, ShareConsumerStateError
+from kgroup.client import ClientError, ShareConsumer, ShareConsumerStateError, ShareRecord
 from kgroup.model import KgroupError
 from kgroup.testing import KafkaBroker
 
@@ -62,6 +62,8 @@ def test_calls_before_start_and_an_unreachable_broker() -> None:
         consumer = ShareConsumer(f"127.0.0.1:{port}", "g")
         with pytest.raises(ShareConsumerStateError, match="not started"):
             await consumer.poll(0)
+        with pytest.raises(KgroupError, match=r"give AcknowledgeType\.ACCEPT, RELEASE or REJECT"):
+            consumer.acknowledge(ShareRecord("t", 0, 0, 0, None, None, (), 1), 4)  # type: ignore[arg-type]
         with pytest.raises(ClientError, match="no broker reachable"):
             await consumer.start()
         await consumer.close()

@@ -390,13 +390,18 @@ class ShareConsumer:
     def acknowledge(self, record: ShareRecord, type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:
         """``acknowledge(record, type)`` (explicit mode): how a record the last poll returned was processed;
         sent with the next poll's ShareFetch, or by ``commit_sync`` / ``commit_async``."""
+        try:
+            kind = AcknowledgeType(type)
+        except ValueError:
+            raise KgroupError(
+                f"acknowledge: type {type!r}; give AcknowledgeType.ACCEPT, RELEASE or REJECT"
+            ) from None
         self._check_usable()
         if not self._explicit:
             raise ShareConsumerStateError(
                 "Implicit acknowledgement of delivery is being used (acknowledgement_mode='implicit'); "
                 "create the consumer with acknowledgement_mode='explicit' to acknowledge records"
             )
-        kind = AcknowledgeType(type)
         key = (record.topic, record.partition, record.offset)
         if key not in self._delivered or key in self._acknowledged:
             raise ShareConsumerStateError(
