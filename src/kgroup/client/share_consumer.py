@@ -198,6 +198,7 @@ class ShareConsumer:
         self._fetch_max_bytes = fetch_max_bytes
         self._request_timeout_s = request_timeout_ms / 1000
         self._metadata_max_age_ms = metadata_max_age_ms
+        self._retry_backoff_s = retry_backoff_ms / 1000
         self._security = security or ClientSecurity()
         self._member = ShareMember(
             ShareMemberConfig(group_id, rack_id=rack_id, retry_backoff_ms=retry_backoff_ms),
@@ -553,7 +554,7 @@ class ShareConsumer:
             for key, offsets in sent_acks.items():
                 self._record_result(key, offsets, ErrorCode.NETWORK_EXCEPTION, str(exc))
             self._metadata_due_ms = self._now()
-            await asyncio.sleep(0.1)
+            await self._back_off()
             return
         finally:
             leader.pending -= 1 if sent_acks else 0
@@ -568,7 +569,7 @@ class ShareConsumer:
                     f"ShareFetch for group {self.group_id} failed: {top.name}: {response.error_message or ''}"
                 )
             log.info("ShareFetch to node %s: %s %s", node_id, top.name, response.error_message)
-            await asyncio.sleep(0.1)
+            await self._back_off()
             return
         if response.acquisition_lock_timeout is not None:
             self._lock_timeout_ms = int(response.acquisition_lock_timeout.total_seconds() * 1000)
@@ -612,6 +613,11 @@ class ShareConsumer:
         for key, offsets in gaps.items():
             self._acks.setdefault(key, {}).update(offsets)
         self._buffer.extend(got)
+
+    async def _back_off(self) -> None:
+        """After a failed ShareFetch: wait ``retry_backoff_ms``, then let a waiting poll send again."""
+        await asyncio.sleep(self._retry_backoff_s)
+        self._ready.set()
 
     def _share_fetch_body(self, plan: FetchPlan, node_id: int) -> Any:
         topics: dict[TopicId, list[dict[str, Any]]] = {}
