@@ -129,6 +129,8 @@ LATER_SUITES: dict[str, tuple[str, ...]] = {
         "broker/test_share_durability.py",
         "broker/test_share_host.py",
         "sim/test_share_groups.py",
+        "member/test_share_member.py",
+        "client/test_share_consumer_docs.py",
     ),
 }
 #: a test under two of them counts under the first (Apache Kafka's first: it starts the JVMs)
