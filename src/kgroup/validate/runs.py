@@ -159,6 +159,26 @@ def share_real_metrics(run: RealRun) -> dict[str, float | None]:
     }
 
 
+def share_details(run: RealRun) -> dict[str, Any]:
+    """What a share run's consumers got, for ``--json``: each consumer's running spans with the time
+    of its first records in each, the records each got, the records processed, and every delivery
+    (time, consumer, partition, first and last offset, delivery count)."""
+    got: dict[str, int] = {}
+    for d in run.deliveries:
+        got[d.consumer] = got.get(d.consumer, 0) + d.last - d.first + 1
+    spans = []
+    for consumer, start, end in run.spans:
+        times = [d.t_ms for d in run.deliveries if d.consumer == consumer and start <= d.t_ms < end]
+        first = min(times, default=None)
+        spans.append({"consumer": consumer, "start_ms": start, "end_ms": end, "first_records_ms": first})
+    return {
+        "spans": spans,
+        "records_got": got,
+        "processed": run.processed,
+        "deliveries": [[d.t_ms, d.consumer, d.partition, d.first, d.last, d.count] for d in run.deliveries],
+    }
+
+
 def share_simulated_metrics(metrics: Mapping[str, Any]) -> dict[str, float | None]:
     """The same metrics from the simulator's own books (:mod:`kgroup.sim.share_group`): processed
     deliveries, redeliveries, ``idle_member_ms`` (member-time without a partition) and
@@ -493,6 +513,8 @@ def validate(
                 "batches": len(run.batches),
                 "consumer_log": run.consumer_log,
             }
+            if scenario.group.share_protocol:
+                runs[broker]["share"] = share_details(run)
     rows = [
         MetricRow(metric, value, {b: measured[b].get(metric) for b in brokers}, _range(sim_details, metric))
         for metric, value in sim_metrics.items()
