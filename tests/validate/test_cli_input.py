@@ -82,3 +82,35 @@ def test_a_consumer_protocol_heartbeat_not_below_its_session(
         encoding="utf-8",
     )
     assert "consumer_heartbeat_interval_ms" in _error(capsys, str(slow))
+
+
+@pytest.mark.parametrize(
+    ("group", "field"),
+    [
+        (
+            "{protocol: share, share_session_timeout_ms: 10000, share_heartbeat_interval_ms: 5000}",
+            "share_session_timeout_ms",
+        ),
+        ("{protocol: share, share_heartbeat_interval_ms: 1000}", "share_heartbeat_interval_ms"),
+    ],
+)
+def test_a_share_setting_below_the_brokers_floor(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, group: str, field: str
+) -> None:
+    low = tmp_path / "low.yaml"
+    low.write_text(
+        f"duration_ms: 10000\ntopics: {{t: 1}}\nconsumers: [{{id: a, topics: [t]}}]\ngroup: {group}\n",
+        encoding="utf-8",
+    )
+    message = _error(capsys, str(low))
+    assert f"group.{field}" in message and "raise it" in message
+
+
+def test_a_share_group_cannot_be_stalled_yet(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    stall = tmp_path / "stall.yaml"
+    stall.write_text(
+        "duration_ms: 10000\ntopics: {t: 1}\nconsumers: [{id: a, topics: [t]}]\ngroup: {protocol: share}\n"
+        "events: [{at_ms: 10, kind: slow_poll, consumer: a, duration_ms: 100}]\n",
+        encoding="utf-8",
+    )
+    assert "slow_poll is not played for share groups" in _error(capsys, str(stall))
