@@ -41,7 +41,9 @@ from kgroup.validate.metrics import (
 __all__ = ["BROKERS", "MetricRow", "ScenarioResult", "event_windows", "run_metrics", "simulated", "validate"]
 
 BROKERS = ("kgroup", "apache")
-CLIENTS = ("librdkafka",)
+#: the real consumers: confluent-kafka (librdkafka) workers, or Apache Kafka's Java KafkaConsumer
+#: (:mod:`kgroup.validate.java_driver`)
+CLIENTS = ("librdkafka", "java")
 #: the broker floor a scenario's session timeout must clear (both brokers are started with it)
 MIN_SESSION_TIMEOUT_MS = 6000
 #: share groups: a partition counts as read for this long after each delivery of its records (the
@@ -260,8 +262,12 @@ def _generations(recording_file: Path) -> int | None:
     return int(load_recording(recording_file).metrics["generation"])
 
 
-def check_scenario(scenario: Scenario) -> None:
+def check_scenario(scenario: Scenario, client: str = "librdkafka") -> None:
     check_playable(scenario)
+    if client == "java":
+        from kgroup.validate.java_driver import check_java_playable
+
+        check_java_playable(scenario)
     group = scenario.group
     if group.share_protocol:
         for name, floor in SHARE_FLOORS.items():
@@ -319,10 +325,19 @@ def _on_kgroup(scenario: Scenario, work: Path, progress: Callable[[str], None]) 
         **_kgroup_share_settings(scenario),
     ).start()
     try:
-        run = play(scenario, broker.bootstrap_servers, broker.create_topic, run_id, progress)
+        run = _player(scenario)(scenario, broker.bootstrap_servers, broker.create_topic, run_id, progress)
     finally:
         broker.stop()
     return run, _generations(recording_path(record_dir, f"{scenario.group.group_id}-{run_id}"))
+
+
+def _player(scenario: Scenario) -> Callable[..., RealRun]:
+    """The driver of the client the scenario's members model (``group.client``, set to ``--client``)."""
+    if scenario.group.client == "java":
+        from kgroup.validate.java_driver import play_java
+
+        return play_java
+    return play
 
 
 def _kgroup_share_settings(scenario: Scenario) -> dict[str, Any]:
@@ -386,7 +401,7 @@ def _on_apache(
         _set_share_offset_reset(kafka.bootstrap_servers, group, scenario.workload.auto_offset_reset)
         run = play(scenario, kafka.bootstrap_servers, kafka.create_topic, run_id, progress)
         return run, None  # (kgroup record does not read share groups: no generations)
-    run = play(scenario, kafka.bootstrap_servers, kafka.create_topic, run_id, progress)
+    run = _player(scenario)(scenario, kafka.bootstrap_servers, kafka.create_topic, run_id, progress)
     group = f"{scenario.group.group_id}-{run_id}"
     progress(f"{scenario.name}: kgroup record (Apache Kafka's __consumer_offsets)")
     _history, path = record_group(
@@ -489,7 +504,7 @@ def validate(
     """Run ``scenario`` simulated (over ``seeds`` seeds, optionally with network jitter: see
     :func:`simulated`) and on each of ``brokers`` with real clients; the metric rows. The simulated
     members model ``client``, the library the real consumers use (``group.client``)."""
-    check_scenario(scenario)
+    check_scenario(scenario, client)
     scenario = dataclasses.replace(scenario, group=dataclasses.replace(scenario.group, client=client))
     progress(f"{scenario.name}: simulating")
     sim_metrics, sim_details = simulated(scenario, seeds, jitter_ms)
