@@ -30,7 +30,20 @@ def test_unknown_scenario(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_client_not_driven_yet(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _error(capsys, "crash-range-3", "--client", "java").startswith("--client: 'java'")
+    assert _error(capsys, "crash-range-3", "--client", "kafka-python").startswith("--client: 'kafka-python'")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "says"),
+    [
+        ("share-crash-scale-4", "group.protocol: share is not played with --client java"),
+        ("slow-consumer-roundrobin-3", "events[0].kind: 'slow_poll' is not played with --client java"),
+    ],
+)
+def test_what_the_java_driver_does_not_play(
+    capsys: pytest.CaptureFixture[str], scenario: str, says: str
+) -> None:
+    assert says in _error(capsys, scenario, "--client", "java")
 
 
 def test_an_event_real_clients_cannot_play(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
