@@ -127,3 +127,16 @@ def test_a_share_group_cannot_be_stalled_yet(capsys: pytest.CaptureFixture[str],
         encoding="utf-8",
     )
     assert "slow_poll is not played for share groups" in _error(capsys, str(stall))
+
+
+def test_the_java_client_runs_the_built_ins_its_driver_plays() -> None:
+    from kgroup.cli.validate import _playable
+    from kgroup.sim.scenario import load_scenario
+    from kgroup.validate import builtin_scenarios
+
+    kinds = {"start", "stop", "crash", "restart"}
+    for name, path in builtin_scenarios().items():
+        scenario = load_scenario(path)
+        java = not scenario.group.share_protocol and all(e.kind in kinds for e in scenario.events)
+        assert _playable(scenario, "java") is java, name
+        assert _playable(scenario, "librdkafka"), name

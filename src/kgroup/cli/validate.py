@@ -109,6 +109,9 @@ def register(app: typer.Typer) -> None:
             )
         chosen = _brokers(brokers)
         loaded = [load_scenario(path) for path in _scenario_files(scenarios or [])]
+        if not scenarios and client != "librdkafka":
+            # the built-in set: the scenarios this client's driver plays (the others need librdkafka)
+            loaded = [scenario for scenario in loaded if _playable(scenario, client)]
         for scenario in loaded:
             check_scenario(scenario, client)
         show = not as_json and err_console.is_terminal
@@ -157,6 +160,16 @@ def register(app: typer.Typer) -> None:
                 for row in r.rows
             ]
             print_table(r.scenario, columns, rows, full=True, out=console)
+
+
+def _playable(scenario: Any, client: str) -> bool:
+    from kgroup.validate.runs import check_scenario
+
+    try:
+        check_scenario(scenario, client)
+    except KgroupError:
+        return False
+    return True
 
 
 class _null:
