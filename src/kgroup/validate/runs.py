@@ -279,7 +279,7 @@ def check_scenario(scenario: Scenario, client: str = "librdkafka") -> None:
         if any(e.kind == "slow_poll" for e in scenario.events):
             raise KgroupError(
                 f"{scenario.name}: events: slow_poll is not played for share groups yet "
-                "(the share worker's stall); use crash, stop, restart or scale"
+                "(the share worker has no stall yet); use crash, stop, restart or scale"
             )
         return
     if group.consumer_protocol:
