@@ -30,7 +30,20 @@ def test_unknown_scenario(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_client_not_driven_yet(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _error(capsys, "crash-range-3", "--client", "java").startswith("--client: 'java'")
+    assert _error(capsys, "crash-range-3", "--client", "kafka-python").startswith("--client: 'kafka-python'")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "says"),
+    [
+        ("share-crash-scale-4", "group.protocol: share is not played with --client java"),
+        ("slow-consumer-roundrobin-3", "events[0].kind: 'slow_poll' is not played with --client java"),
+    ],
+)
+def test_what_the_java_driver_does_not_play(
+    capsys: pytest.CaptureFixture[str], scenario: str, says: str
+) -> None:
+    assert says in _error(capsys, scenario, "--client", "java")
 
 
 def test_an_event_real_clients_cannot_play(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -82,3 +95,48 @@ def test_a_consumer_protocol_heartbeat_not_below_its_session(
         encoding="utf-8",
     )
     assert "consumer_heartbeat_interval_ms" in _error(capsys, str(slow))
+
+
+@pytest.mark.parametrize(
+    ("group", "field"),
+    [
+        (
+            "{protocol: share, share_session_timeout_ms: 10000, share_heartbeat_interval_ms: 5000}",
+            "share_session_timeout_ms",
+        ),
+        ("{protocol: share, share_heartbeat_interval_ms: 1000}", "share_heartbeat_interval_ms"),
+    ],
+)
+def test_a_share_setting_below_the_brokers_floor(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, group: str, field: str
+) -> None:
+    low = tmp_path / "low.yaml"
+    low.write_text(
+        f"duration_ms: 10000\ntopics: {{t: 1}}\nconsumers: [{{id: a, topics: [t]}}]\ngroup: {group}\n",
+        encoding="utf-8",
+    )
+    message = _error(capsys, str(low))
+    assert f"group.{field}" in message and "raise it" in message
+
+
+def test_a_share_group_cannot_be_stalled_yet(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    stall = tmp_path / "stall.yaml"
+    stall.write_text(
+        "duration_ms: 10000\ntopics: {t: 1}\nconsumers: [{id: a, topics: [t]}]\ngroup: {protocol: share}\n"
+        "events: [{at_ms: 10, kind: slow_poll, consumer: a, duration_ms: 100}]\n",
+        encoding="utf-8",
+    )
+    assert "slow_poll is not played for share groups" in _error(capsys, str(stall))
+
+
+def test_the_java_client_runs_the_built_ins_its_driver_plays() -> None:
+    from kgroup.cli.validate import _playable
+    from kgroup.sim.scenario import load_scenario
+    from kgroup.validate import builtin_scenarios
+
+    kinds = {"start", "stop", "crash", "restart"}
+    for name, path in builtin_scenarios().items():
+        scenario = load_scenario(path)
+        java = not scenario.group.share_protocol and all(e.kind in kinds for e in scenario.events)
+        assert _playable(scenario, "java") is java, name
+        assert _playable(scenario, "librdkafka"), name

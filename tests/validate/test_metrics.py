@@ -243,3 +243,21 @@ def test_the_worker_speaks_the_scenarios_protocol_in_a_config_librdkafka_accepts
     assert not {"partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms"} & set(kip848)
     for config in (classic, kip848):
         Consumer(config).close()  # librdkafka accepts it (nothing connects before a poll)
+
+
+def test_the_java_drivers_events_become_the_workers_reports() -> None:
+    from kgroup.validate.java_driver import _reports
+
+    events = [
+        {"event": "started", "ts": 1},
+        {"event": "assigned", "ts": 5, "partitions": [["t-run1", 0], ["t-run1", 1]], "assignment": []},
+        {"event": "record", "ts": 7, "topic": "t-run1", "partition": 1, "offset": 42},
+        {"event": "revoked", "ts": 9, "partitions": [["t-run1", 1]], "assignment": []},
+        {"event": "lost", "ts": 11, "partitions": [["t-run1", 0]], "assignment": []},
+    ]
+    assert _reports(events) == [
+        {"t": 5, "e": "assigned", "p": ["t-run1-0", "t-run1-1"]},
+        {"t": 7, "e": "batch", "b": [["t-run1-1", 42, 42]]},
+        {"t": 9, "e": "revoked", "p": ["t-run1-1"]},
+        {"t": 11, "e": "lost", "p": ["t-run1-0"]},
+    ]

@@ -165,3 +165,21 @@ def test_validate_a_consumer_protocol_group_on_apache_kafka() -> None:
     finally:
         pool.stop()
     _check_run(json.loads(json.dumps(result.to_data())), "apache", CONSUMER_SCENARIO)
+
+
+@pytest.mark.slow
+@pytest.mark.apache_kafka  # the Java consumers run from the Apache Kafka distribution's jars
+def test_validate_with_the_java_consumer_on_kgroup(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The same KIP-848 crash with Apache Kafka's Java ``KafkaConsumer`` (``--client java``)."""
+    scenario = tmp_path / "ci.json"
+    scenario.write_text(json.dumps(CONSUMER_DATA), encoding="utf-8")
+    with pytest.raises(SystemExit) as done:
+        main(["validate", str(scenario), "--brokers", "kgroup", "--client", "java", "--json"])
+    out, err = capsys.readouterr()
+    assert done.value.code in (0, None), err
+    data = json.loads(out)
+    assert data["client"] == "java"
+    (entry,) = data["scenarios"]
+    _check_run(entry, "kgroup", CONSUMER_SCENARIO)

@@ -76,7 +76,9 @@ def register(app: typer.Typer) -> None:
             help="Where the real clients run: kgroup, apache or both (comma-separated).",
         ),
         client: str = typer.Option(
-            "librdkafka", "--client", help="The real consumer: librdkafka (confluent-kafka)."
+            "librdkafka",
+            "--client",
+            help="The real consumer: librdkafka (confluent-kafka) or java (Apache Kafka's KafkaConsumer).",
         ),
         seeds: int = typer.Option(
             1,
@@ -97,7 +99,7 @@ def register(app: typer.Typer) -> None:
         if client not in CLIENTS:
             raise KgroupError(
                 f"--client: {client!r} is not supported yet; use {' / '.join(CLIENTS)} "
-                "(the Java consumer and kafka-python drivers are not written)"
+                "(the kafka-python driver is not written)"
             )
         if not 1 <= seeds <= 100:
             raise KgroupError(f"--seeds: {seeds} is not between 1 and 100; e.g. --seeds 12")
@@ -107,8 +109,11 @@ def register(app: typer.Typer) -> None:
             )
         chosen = _brokers(brokers)
         loaded = [load_scenario(path) for path in _scenario_files(scenarios or [])]
+        if not scenarios and client != "librdkafka":
+            # the built-in set: the scenarios this client's driver plays (the others need librdkafka)
+            loaded = [scenario for scenario in loaded if _playable(scenario, client)]
         for scenario in loaded:
-            check_scenario(scenario)
+            check_scenario(scenario, client)
         show = not as_json and err_console.is_terminal
         results = []
         with apache_pool() as pool, err_console.status("validating …") if show else _null() as status:
@@ -155,6 +160,16 @@ def register(app: typer.Typer) -> None:
                 for row in r.rows
             ]
             print_table(r.scenario, columns, rows, full=True, out=console)
+
+
+def _playable(scenario: Any, client: str) -> bool:
+    from kgroup.validate.runs import check_scenario
+
+    try:
+        check_scenario(scenario, client)
+    except KgroupError:
+        return False
+    return True
 
 
 class _null:

@@ -35,7 +35,7 @@ from typing import IO, Any
 
 from kgroup.model import KgroupError
 from kgroup.sim.scenario import ConsumerSpec, EventSpec, Scenario, scaled_ids
-from kgroup.validate.metrics import Batch, Interval
+from kgroup.validate.metrics import Batch, Delivery, Interval
 
 __all__ = ["SUPPORTED_EVENTS", "RealRun", "check_playable", "play"]
 
@@ -57,6 +57,11 @@ class RealRun:
     batches: list[Batch]
     end_ms: int
     consumer_log: list[dict[str, Any]] = field(default_factory=list)
+    #: share groups: what each share consumer got (at poll time, with delivery counts), the records
+    #: processed to the end of their batch, and each consumer's running spans (consumer, start, end)
+    deliveries: list[Delivery] = field(default_factory=list)
+    processed: int = 0
+    spans: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def check_playable(scenario: Scenario) -> None:
@@ -275,6 +280,10 @@ class _Players:
         owned: dict[str, dict[str, int]] = {}  # consumer -> partition -> since
         intervals: list[Interval] = []
         batches: list[Batch] = []
+        deliveries: list[Delivery] = []
+        processed = 0
+        running: dict[str, int] = {}  # consumer -> started at
+        spans: list[tuple[str, int, int]] = []
         log: list[dict[str, Any]] = []
 
         def release(consumer: str, parts: list[str], t: int) -> None:
@@ -300,14 +309,39 @@ class _Players:
                 for p, first, last in report["b"]:
                     batches.append(Batch(t, self.partition_name(p), int(first), int(last)))
                 continue
+            elif kind in ("got", "done") and report["t"] - self.t0_ms > end_ms:
+                continue  # after the run's end (the simulated run stops there)
+            elif kind == "got":
+                for p, first, last, count in report["r"]:
+                    deliveries.append(
+                        Delivery(t, consumer, self.partition_name(p), int(first), int(last), int(count))
+                    )
+                continue
+            elif kind == "done":
+                processed += int(report["n"])
+                continue
+            if kind == "started":
+                running[consumer] = t
+            elif kind in ("killed", "exited") and consumer in running:
+                spans.append((consumer, running.pop(consumer), t))
             log.append(
                 {"t_ms": t, "consumer": consumer, "kind": kind, **({"partitions": parts} if parts else {})}
             )
         for consumer, held in owned.items():
             for p, since in held.items():
                 intervals.append((p, consumer, since, end_ms))
+        spans.extend((consumer, since, end_ms) for consumer, since in running.items())
         partitions = [f"{topic}-{i}" for topic, count in self.scenario.topics for i in range(count)]
-        return RealRun(partitions, sorted(intervals, key=lambda iv: (iv[2], iv[0])), batches, end_ms, log)
+        return RealRun(
+            partitions,
+            sorted(intervals, key=lambda iv: (iv[2], iv[0])),
+            batches,
+            end_ms,
+            log,
+            deliveries,
+            processed,
+            sorted(spans, key=lambda span: (span[1], span[0])),
+        )
 
 
 class _Producer:
@@ -395,6 +429,10 @@ def play(
         scenario.workload.produce_per_partition_per_s,
     )
     _warm_up(bootstrap, topic_names[scenario.topics[0][0]], f"kgroup-validate-warm-up-{run_id}")
+    if scenario.group.share_protocol:
+        warm_topic = f"kgroup-validate-warm-up-{run_id}"
+        create_topic(warm_topic, 1)
+        _warm_up_share(bootstrap, warm_topic, f"kgroup-validate-warm-up-share-{run_id}")
     timeline = _timeline(scenario)
     try:
         for spec in scenario.consumers:
@@ -466,6 +504,33 @@ def _warm_up(bootstrap: str, topic: str, group: str) -> None:
                         f"the broker at {bootstrap} does not take offset commits: {exc}"
                     ) from None
                 time.sleep(0.2)
+    finally:
+        consumer.close()
+
+
+def _warm_up_share(bootstrap: str, topic: str, group: str) -> None:
+    """A throwaway share group reads a record of ``topic`` before the run: the broker's share-group
+    state (Apache Kafka's ``__share_group_state`` topic, created at the first share group's first
+    initialisation) must not be created inside the scenario's first seconds. A record is produced
+    every half second until one is delivered (so ``share.auto.offset.reset=latest`` gets one too)."""
+    from confluent_kafka import KafkaException, Producer, ShareConsumer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 2})
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "log_level": 2})
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + _READY_S
+        while time.monotonic() < deadline:
+            producer.produce(topic, b"warm-up", partition=0)
+            producer.flush(5)
+            try:
+                if any(m.error() is None for m in consumer.poll(0.5)):
+                    return
+            except KafkaException:
+                time.sleep(0.2)
+        raise KgroupError(
+            f"the broker at {bootstrap} delivered no record to a share group in {_READY_S:.0f} s"
+        )
     finally:
         consumer.close()
 

@@ -17,9 +17,13 @@ from itertools import pairwise
 
 __all__ = [
     "Batch",
+    "Delivery",
     "EventWindow",
     "Interval",
+    "idle_member_ms",
     "moved_partitions",
+    "read_intervals",
+    "records_redelivered",
     "records_reprocessed",
     "time_to_stable_ms",
     "unowned_partition_ms",
@@ -37,6 +41,19 @@ class Batch:
     partition: str
     first: int
     last: int
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """A share consumer got records ``first``..``last`` (inclusive) of ``partition`` at ``t_ms``, each
+    at delivery count ``count`` (1: the first delivery)."""
+
+    t_ms: int
+    consumer: str
+    partition: str
+    first: int
+    last: int
+    count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,3 +163,38 @@ def records_reprocessed(batches: Iterable[Batch]) -> int:
             repeated += min(batch.last, done) - batch.first + 1
         furthest[batch.partition] = max(done, batch.last)
     return repeated
+
+
+# --- share groups (KIP-932): what the share consumers got ---------------------------------------------
+
+
+def records_redelivered(deliveries: Iterable[Delivery]) -> int:
+    """Records delivered again (at a delivery count above 1)."""
+    return sum(d.last - d.first + 1 for d in deliveries if d.count > 1)
+
+
+def idle_member_ms(spans: Iterable[tuple[str, int, int]], deliveries: Iterable[Delivery]) -> int:
+    """Member-milliseconds before a share consumer's first records: for each running span
+    ``(consumer, start, end)``, from its start to the consumer's first delivery within it (the whole
+    span when it got none). A share consumer cannot see its assignment, so its first records are the
+    first sign it has a partition."""
+    firsts: dict[str, list[int]] = {}
+    for d in deliveries:
+        firsts.setdefault(d.consumer, []).append(d.t_ms)
+    for times in firsts.values():
+        times.sort()
+    total = 0
+    for consumer, start, end in spans:
+        times = firsts.get(consumer, [])
+        i = bisect_right(times, start - 1)
+        first = times[i] if i < len(times) and times[i] < end else end
+        total += max(0, first - start)
+    return total
+
+
+def read_intervals(deliveries: Iterable[Delivery], hold_ms: int) -> list[Interval]:
+    """A share group's partitions as *read*: each delivery of a partition counts it read by its
+    consumer for ``hold_ms`` from then (a partition whose records keep coming is read without a break;
+    :func:`unowned_partition_ms` of these is the partition-time more than ``hold_ms`` after its last
+    delivery)."""
+    return [(d.partition, d.consumer, d.t_ms, d.t_ms + hold_ms) for d in deliveries]

@@ -29,7 +29,10 @@ from kgroup.validate.driver import RealRun, check_playable, play
 from kgroup.validate.metrics import (
     EventWindow,
     Interval,
+    idle_member_ms,
     moved_partitions,
+    read_intervals,
+    records_redelivered,
     records_reprocessed,
     time_to_stable_ms,
     unowned_partition_ms,
@@ -38,9 +41,21 @@ from kgroup.validate.metrics import (
 __all__ = ["BROKERS", "MetricRow", "ScenarioResult", "event_windows", "run_metrics", "simulated", "validate"]
 
 BROKERS = ("kgroup", "apache")
-CLIENTS = ("librdkafka",)
+#: the real consumers: confluent-kafka (librdkafka) workers, or Apache Kafka's Java KafkaConsumer
+#: (:mod:`kgroup.validate.java_driver`)
+CLIENTS = ("librdkafka", "java")
 #: the broker floor a scenario's session timeout must clear (both brokers are started with it)
 MIN_SESSION_TIMEOUT_MS = 6000
+#: share groups: a partition counts as read for this long after each delivery of its records (the
+#: real share consumers cannot see their assignment; see :func:`share_real_metrics`)
+READ_HOLD_MS = 1000
+#: share groups: Kafka's floors (``group.share.min.session.timeout.ms``, ``group.share.min.heartbeat.
+#: interval.ms``, ``group.share.min.record.lock.duration.ms``), which kgroup serve keeps too
+SHARE_FLOORS = {
+    "share_session_timeout_ms": 45_000,
+    "share_heartbeat_interval_ms": 5000,
+    "share_record_lock_duration_ms": 15_000,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +143,63 @@ def run_metrics(
     return out
 
 
+def share_real_metrics(run: RealRun) -> dict[str, float | None]:
+    """A share group's validation metrics from what its real consumers got (times in seconds):
+
+    * ``records_processed`` — deliveries processed to the end of their batch (then acknowledged);
+    * ``records_redelivered`` — records delivered at a delivery count above 1;
+    * ``idle_member_s`` — member-seconds from a consumer's start to its first records;
+    * ``unread_partition_s`` — partition-seconds, from the first moment every partition had been
+      delivered, more than :data:`READ_HOLD_MS` after the partition's last delivery.
+    """
+    read = read_intervals(run.deliveries, READ_HOLD_MS)
+    return {
+        "records_processed": run.processed,
+        "records_redelivered": records_redelivered(run.deliveries),
+        "idle_member_s": idle_member_ms(run.spans, run.deliveries) / 1000,
+        "unread_partition_s": unowned_partition_ms(run.partitions, read, run.end_ms) / 1000,
+    }
+
+
+def share_details(run: RealRun) -> dict[str, Any]:
+    """What a share run's consumers got, for ``--json``: each consumer's running spans with the time
+    of its first records in each, the records each got, the records processed, and every delivery
+    (time, consumer, partition, first and last offset, delivery count)."""
+    got: dict[str, int] = {}
+    for d in run.deliveries:
+        got[d.consumer] = got.get(d.consumer, 0) + d.last - d.first + 1
+    spans = []
+    for consumer, start, end in run.spans:
+        times = [d.t_ms for d in run.deliveries if d.consumer == consumer and start <= d.t_ms < end]
+        first = min(times, default=None)
+        spans.append({"consumer": consumer, "start_ms": start, "end_ms": end, "first_records_ms": first})
+    return {
+        "spans": spans,
+        "records_got": got,
+        "processed": run.processed,
+        "deliveries": [[d.t_ms, d.consumer, d.partition, d.first, d.last, d.count] for d in run.deliveries],
+    }
+
+
+def share_simulated_metrics(metrics: Mapping[str, Any]) -> dict[str, float | None]:
+    """The same metrics from the simulator's own books (:mod:`kgroup.sim.share_group`): processed
+    deliveries, redeliveries, ``idle_member_ms`` (member-time without a partition) and
+    ``unowned_partition_ms`` (partition-time assigned to no running member)."""
+    return {
+        "records_processed": int(metrics["records_processed"]),
+        "records_redelivered": int(metrics["records_redelivered"]),
+        "idle_member_s": int(metrics["idle_member_ms"]) / 1000,
+        "unread_partition_s": int(metrics["unowned_partition_ms"]) / 1000,
+    }
+
+
 def _simulated_once(scenario: Scenario) -> tuple[dict[str, float | None], dict[str, Any]]:
     from kgroup.sim import simulate
 
     result = simulate(scenario)
+    if scenario.group.share_protocol:
+        own = {k: v for k, v in result.metrics.items() if k != "invariant_violations"}
+        return share_simulated_metrics(result.metrics), own
     intervals = [(result.partitions[p], owner, s, e) for p, owner, s, e in result.intervals]
     metrics = run_metrics(
         scenario,
@@ -179,6 +247,8 @@ def _median(values: Sequence[float | None]) -> float | None:
 
 
 def _real_metrics(scenario: Scenario, run: RealRun, generations: int | None) -> dict[str, float | None]:
+    if scenario.group.share_protocol:
+        return share_real_metrics(run)
     return run_metrics(
         scenario, run.partitions, run.intervals, run.end_ms, generations, records_reprocessed(run.batches)
     )
@@ -192,9 +262,26 @@ def _generations(recording_file: Path) -> int | None:
     return int(load_recording(recording_file).metrics["generation"])
 
 
-def check_scenario(scenario: Scenario) -> None:
+def check_scenario(scenario: Scenario, client: str = "librdkafka") -> None:
     check_playable(scenario)
+    if client == "java":
+        from kgroup.validate.java_driver import check_java_playable
+
+        check_java_playable(scenario)
     group = scenario.group
+    if group.share_protocol:
+        for name, floor in SHARE_FLOORS.items():
+            if getattr(group, name) < floor:
+                raise KgroupError(
+                    f"{scenario.name}: group.{name}: below {floor}, the brokers' minimum "
+                    f"(group.share.min.{name.removeprefix('share_').replace('_', '.')}); raise it"
+                )
+        if any(e.kind == "slow_poll" for e in scenario.events):
+            raise KgroupError(
+                f"{scenario.name}: events: slow_poll is not played for share groups yet "
+                "(the share worker has no stall yet); use crash, stop, restart or scale"
+            )
+        return
     if group.consumer_protocol:
         if group.consumer_heartbeat_interval_ms >= group.consumer_session_timeout_ms:
             raise KgroupError(
@@ -235,12 +322,72 @@ def _on_kgroup(scenario: Scenario, work: Path, progress: Callable[[str], None]) 
         group_consumer_max_heartbeat_interval_ms=consumer.get(
             "group.consumer.max.heartbeat.interval.ms", 15_000
         ),
+        **_kgroup_share_settings(scenario),
     ).start()
     try:
-        run = play(scenario, broker.bootstrap_servers, broker.create_topic, run_id, progress)
+        run = _player(scenario)(scenario, broker.bootstrap_servers, broker.create_topic, run_id, progress)
     finally:
         broker.stop()
     return run, _generations(recording_path(record_dir, f"{scenario.group.group_id}-{run_id}"))
+
+
+def _player(scenario: Scenario) -> Callable[..., RealRun]:
+    """The driver of the client the scenario's members model (``group.client``, set to ``--client``)."""
+    if scenario.group.client == "java":
+        from kgroup.validate.java_driver import play_java
+
+        return play_java
+    return play
+
+
+def _kgroup_share_settings(scenario: Scenario) -> dict[str, Any]:
+    """kgroup serve's share settings for a share scenario (``{}`` otherwise: its defaults);
+    ``share.auto.offset.reset`` is broker-wide on kgroup serve (it has no group configs yet)."""
+    group = scenario.group
+    if not group.share_protocol:
+        return {}
+    return {
+        "group_share_session_timeout_ms": group.share_session_timeout_ms,
+        "group_share_heartbeat_interval_ms": group.share_heartbeat_interval_ms,
+        "group_share_record_lock_duration_ms": group.share_record_lock_duration_ms,
+        "group_share_delivery_count_limit": group.share_delivery_count_limit,
+        "share_auto_offset_reset": scenario.workload.auto_offset_reset,
+    }
+
+
+def share_group_settings(scenario: Scenario) -> dict[str, int]:
+    """Apache Kafka's broker settings for a share scenario (Kafka's names; ``{}`` otherwise)."""
+    group = scenario.group
+    if not group.share_protocol:
+        return {}
+    return {
+        "group.share.session.timeout.ms": group.share_session_timeout_ms,
+        "group.share.heartbeat.interval.ms": group.share_heartbeat_interval_ms,
+        "group.share.record.lock.duration.ms": group.share_record_lock_duration_ms,
+        "group.share.delivery.count.limit": group.share_delivery_count_limit,
+    }
+
+
+def _set_share_offset_reset(bootstrap: str, group: str, reset: str) -> None:
+    """Apache Kafka: the share group's ``share.auto.offset.reset`` (a group config), before it exists."""
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", reset, incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource], request_timeout=30).values():
+        future.result(timeout=60)
 
 
 def _on_apache(
@@ -249,7 +396,12 @@ def _on_apache(
     from kgroup.record.reader import RecordOptions, record_group
 
     run_id = uuid.uuid4().hex[:8]
-    run = play(scenario, kafka.bootstrap_servers, kafka.create_topic, run_id, progress)
+    if scenario.group.share_protocol:
+        group = f"{scenario.group.group_id}-{run_id}"
+        _set_share_offset_reset(kafka.bootstrap_servers, group, scenario.workload.auto_offset_reset)
+        run = play(scenario, kafka.bootstrap_servers, kafka.create_topic, run_id, progress)
+        return run, None  # (kgroup record does not read share groups: no generations)
+    run = _player(scenario)(scenario, kafka.bootstrap_servers, kafka.create_topic, run_id, progress)
     group = f"{scenario.group.group_id}-{run_id}"
     progress(f"{scenario.name}: kgroup record (Apache Kafka's __consumer_offsets)")
     _history, path = record_group(
@@ -283,6 +435,20 @@ def consumer_group_settings(scenario: Scenario) -> dict[str, int]:
     }
 
 
+#: Kafka 4.4.0's defaults of the share settings (a node started without them serves any share scenario
+#: that keeps them)
+_SHARE_DEFAULTS = {
+    "group.share.session.timeout.ms": 45_000,
+    "group.share.heartbeat.interval.ms": 5000,
+    "group.share.record.lock.duration.ms": 30_000,
+    "group.share.delivery.count.limit": 5,
+}
+
+
+def _nondefault_share_settings(scenario: Scenario) -> dict[str, int]:
+    return {k: v for k, v in share_group_settings(scenario).items() if _SHARE_DEFAULTS.get(k) != v}
+
+
 class ApachePool:
     """One Apache Kafka node per broker setting the scenarios ask for — ``group.initial.rebalance.delay.ms``
     (the key: the delay), and for a consumer-protocol scenario the group.consumer settings too (the key:
@@ -297,7 +463,7 @@ class ApachePool:
         from kgroup.testing.apache_kafka import ApacheKafka
 
         delay = scenario.group.initial_rebalance_delay_ms
-        consumer = consumer_group_settings(scenario)
+        consumer = {**consumer_group_settings(scenario), **_nondefault_share_settings(scenario)}
         key: Hashable = (delay, *sorted(consumer.items())) if consumer else delay
         if key not in self.nodes:
             self.nodes[key] = ApacheKafka(
@@ -338,7 +504,7 @@ def validate(
     """Run ``scenario`` simulated (over ``seeds`` seeds, optionally with network jitter: see
     :func:`simulated`) and on each of ``brokers`` with real clients; the metric rows. The simulated
     members model ``client``, the library the real consumers use (``group.client``)."""
-    check_scenario(scenario)
+    check_scenario(scenario, client)
     scenario = dataclasses.replace(scenario, group=dataclasses.replace(scenario.group, client=client))
     progress(f"{scenario.name}: simulating")
     sim_metrics, sim_details = simulated(scenario, seeds, jitter_ms)
@@ -362,6 +528,8 @@ def validate(
                 "batches": len(run.batches),
                 "consumer_log": run.consumer_log,
             }
+            if scenario.group.share_protocol:
+                runs[broker]["share"] = share_details(run)
     rows = [
         MetricRow(metric, value, {b: measured[b].get(metric) for b in brokers}, _range(sim_details, metric))
         for metric, value in sim_metrics.items()

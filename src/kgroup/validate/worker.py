@@ -1,7 +1,8 @@
 """One real consumer process of a validation run (``python -m kgroup.validate.worker CONFIG_JSON``).
 
 A confluent-kafka (librdkafka) consumer (the classic protocol, or KIP-848's with
-``group.protocol=consumer``) subscribes, polls and "processes" what it gets at the
+``group.protocol=consumer``; for a share group, KIP-932, confluent-kafka's ``ShareConsumer``: see
+:func:`share_main`) subscribes, polls and "processes" what it gets at the
 scenario's ``consume_per_consumer_per_s`` (a batch of ``n`` records takes ``n / rate`` seconds, as
 the simulator's application loop does), and reports on stdout, one JSON object per line, with
 wall-clock epoch milliseconds:
@@ -29,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["consumer_config", "main"]
+__all__ = ["consumer_config", "main", "share_consumer_config", "share_main"]
 
 #: librdkafka's names for the assignors a scenario names (Java's names are the simulator's)
 LIBRDKAFKA_ASSIGNORS = {
@@ -67,6 +68,22 @@ def consumer_config(spec: dict[str, Any]) -> dict[str, Any]:
     return conf
 
 
+def share_consumer_config(spec: dict[str, Any]) -> dict[str, Any]:
+    """The librdkafka configuration of one share consumer: explicit acknowledgement (each record is
+    acknowledged ACCEPT once processed, and the acknowledgements go with the next poll, as the
+    simulator's share consumer sends them with its next ShareFetch). The coordinator owns the
+    session, the heartbeat and the assignment; the lock and ``share.auto.offset.reset`` are the
+    group's (set on the broker)."""
+    return {
+        "bootstrap.servers": spec["bootstrap"],
+        "group.id": spec["group"],
+        "client.id": spec["id"],
+        "share.acknowledgement.mode": "explicit",
+        "max.poll.interval.ms": spec["max_poll_interval_ms"],
+        "log_level": 2,
+    }
+
+
 def _emit(kind: str, **fields: Any) -> None:
     sys.stdout.write(json.dumps({"t": int(time.time() * 1000), "e": kind, **fields}) + "\n")
     sys.stdout.flush()
@@ -86,15 +103,19 @@ def _commands() -> list[str]:
     return out
 
 
+def _wait_go(spec: dict[str, Any]) -> bool:
+    _emit("ready")
+    waited = select.select([sys.stdin], [], [], float(spec["max_run_s"]))[0]
+    return bool(waited) and sys.stdin.readline().strip() == "go"
+
+
 def main(argv: list[str]) -> int:
     from confluent_kafka import Consumer
 
     spec = json.loads(argv[0])
-    _emit("ready")
-    if (
-        not select.select([sys.stdin], [], [], float(spec["max_run_s"]))[0]
-        or sys.stdin.readline().strip() != "go"
-    ):
+    if spec.get("protocol") == "share":
+        return share_main(spec)
+    if not _wait_go(spec):
         return 0
     consumer = Consumer(consumer_config(spec))
     rate = float(spec["consume_per_consumer_per_s"])
@@ -137,6 +158,61 @@ def main(argv: list[str]) -> int:
             if spans:
                 _emit("batch", b=[[p, lo, hi] for p, (lo, hi) in sorted(spans.items())])
                 time.sleep(len(messages) / rate)
+    finally:
+        sys.stdout.flush()
+    consumer.close()
+    _emit("closed")
+    return 0
+
+
+def _runs(records: list[tuple[str, int, int]]) -> list[list[Any]]:
+    """(partition, offset, delivery count) records as ``[partition, first, last, count]`` runs of
+    consecutive offsets at one delivery count."""
+    out: list[list[Any]] = []
+    for name, offset, count in sorted(records):
+        last = out[-1] if out else None
+        if last is not None and last[0] == name and last[2] + 1 == offset and last[3] == count:
+            last[2] = offset
+        else:
+            out.append([name, offset, offset, count])
+    return out
+
+
+def share_main(spec: dict[str, Any]) -> int:
+    """A share consumer (KIP-932): polls, reports what it got (``{"t", "e": "got", "r": [[partition,
+    first, last, delivery count], …]}``) at once, "processes" the batch at the scenario's rate, then
+    reports ``{"t", "e": "done", "n"}`` and acknowledges every record ACCEPT (sent with the next
+    poll). ``stop`` is ``close()`` (the acknowledgements pending are committed, the group left); a
+    ``kill -9`` leaves the records it holds acquired until the broker sees its connection close."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+
+    if not _wait_go(spec):
+        return 0
+    consumer = ShareConsumer(share_consumer_config(spec))
+    rate = float(spec["consume_per_consumer_per_s"])
+    consumer.subscribe(list(spec["topics"]))
+    deadline = time.monotonic() + float(spec["max_run_s"])
+    try:
+        while time.monotonic() < deadline:
+            for command in _commands():
+                if command == "stop":
+                    consumer.close()
+                    _emit("closed")
+                    return 0
+                if command.startswith("stall "):
+                    time.sleep(int(command.split()[1]) / 1000)
+            messages = [m for m in consumer.poll(_POLL_S) if m.error() is None]
+            if not messages:
+                continue
+            got = [
+                (f"{m.topic()}-{m.partition()}", int(m.offset() or 0), int(m.delivery_count() or 1))
+                for m in messages
+            ]
+            _emit("got", r=_runs(got))
+            time.sleep(len(messages) / rate)
+            _emit("done", n=len(messages))
+            for message in messages:
+                consumer.acknowledge(message, AcknowledgeType.ACCEPT)
     finally:
         sys.stdout.flush()
     consumer.close()
