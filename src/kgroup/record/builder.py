@@ -578,6 +578,8 @@ class RecordingBuilder:
         if self.share is not None:
             share = self.share.document()
             document["share"] = share
+            for name in ("unowned_partition_ms", "committed_progress_records"):
+                document["metrics"].pop(name)  # a share group owns no partition and commits no offset
             document["metrics"].update({f"share_{name}": n for name, n in share["totals"].items()})
             recording = document["recording"]
             recording["group_type"] = "share"

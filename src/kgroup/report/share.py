@@ -165,7 +165,8 @@ def _sharers_image(share: dict[str, Any], data: dict[str, Any], end: int) -> Ima
 
 
 def _deliveries_image(share: dict[str, Any], end: int) -> Image:
-    """Per second: deliveries, redeliveries, archives (top) and the acknowledgements (below)."""
+    """Cumulative over time: deliveries, redeliveries, archives (top) and the acknowledgements and
+    lock timeouts (below), from the per-second counts."""
     from matplotlib.figure import Figure
 
     from kgroup.report.charts import figure_to_image
@@ -173,30 +174,34 @@ def _deliveries_image(share: dict[str, Any], end: int) -> Image:
     scale, unit = _scale(end)
     series = share["series"]
     bucket = int(share.get("bucket_ms", 1000))
-    times = [(t + bucket / 2) / scale for t in series["t_ms"]]
+    # each second's counts land at its end (at most the recording's end)
+    times = [0.0] + [min(end, t + bucket) / scale for t in series["t_ms"]] + [end / scale]
     figure = Figure(figsize=(12, 4.6), layout="constrained")
     top, bottom = figure.subplots(2, 1, sharex=True)
-    for name in ("deliveries", "redeliveries", "archived"):
-        top.plot(
-            times, series[name], marker="o", markersize=3, linewidth=1.3, color=_COLOURS[name], label=name
-        )
-    top.set_ylabel(f"records per {bucket / 1000:g} s")
-    top.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
-    for name in ("accepted", "released", "rejected", "lock_timeouts"):
-        bottom.plot(
-            times, series[name], marker="o", markersize=3, linewidth=1.3, color=_COLOURS[name], label=name
-        )
-    bottom.set_ylabel(f"records per {bucket / 1000:g} s")
+    for axes, names in (
+        (top, ("deliveries", "redeliveries", "archived")),
+        (bottom, ("accepted", "released", "rejected", "lock_timeouts")),
+    ):
+        for name in names:
+            total, values = 0, [0]
+            for n in series[name]:
+                total += n
+                values.append(total)
+            values.append(total)
+            axes.step(
+                times, values, where="post", linewidth=1.5, color=_COLOURS[name], label=f"{name} ({total:,})"
+            )
+        axes.set_ylabel("records, cumulative")
+        axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
+        axes.spines[["top", "right"]].set_visible(False)
     bottom.set_xlabel(unit)
     bottom.set_xlim(0, end / scale)
-    bottom.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False)
-    for axes in (top, bottom):
-        axes.spines[["top", "right"]].set_visible(False)
     return figure_to_image(
         figure,
         alt="share deliveries, redeliveries and archives over time",
-        caption="Top: records delivered, delivered again, archived at the delivery-count limit. "
-        "Below: the acknowledgements (accepted, released, rejected) and the locks that expired.",
+        caption=f"Counted per {bucket / 1000:g} s, summed since the recording began. Top: records "
+        "delivered, delivered again, archived at the delivery-count limit. Below: the acknowledgements "
+        "(accepted, released, rejected) and the acquisition locks that expired.",
         element_id="share-deliveries-chart",
         fmt="png",
     )
