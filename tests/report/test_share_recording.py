@@ -238,6 +238,7 @@ def test_serve_record_draws_a_real_share_group(tmp_path: Path) -> None:
     consumers saw and did; `kgroup report` draws them."""
     from confluent_kafka import Producer
 
+    from kgroup.cli import main
     from kgroup.cli.report import write_recording_report
     from kgroup.testing import KafkaBroker
 
@@ -267,6 +268,12 @@ def test_serve_record_draws_a_real_share_group(tmp_path: Path) -> None:
         finally:
             for s in sharers:
                 s.close()
+        # `kgroup record` reads the same group from kgroup serve's __consumer_offsets
+        with pytest.raises(SystemExit) as done:
+            main(
+                ["record", "-b", kafka.bootstrap_servers, "-g", "sg", "-o", str(tmp_path / "read"), "--json"]
+            )
+        assert done.value.code == 0
     assert [e for s in sharers for e in s.errors] == []
     delivered = [d for s in sharers for d in s.delivered]
     accepted = [a for s in sharers for a in s.accepted]
@@ -296,6 +303,15 @@ def test_serve_record_draws_a_real_share_group(tmp_path: Path) -> None:
         assert info["sharers"] and any(ms for _, ms in info["sharers"])
         assert {m for _, ms in info["sharers"] for m in ms} <= member_ids
     assert info["sharers"][-1][1] == []
+    read = json.loads((tmp_path / "read" / "sg" / "result.json").read_text())
+    assert read["metrics"]["group_protocol"] == "share"
+    assert [n for _, n in read["share"]["members_over_time"]] == members
+    assert {m["member_id"] for m in read["members"]} == member_ids
+    for p, info in per_partition.items():  # the same sharers in the same order (the times are the records')
+        assert [ms for _, ms in read["share"]["partitions"][p]["sharers"]] == [
+            ms for _, ms in info["sharers"]
+        ]
+    assert read["share"]["totals"]["deliveries"] == 0  # not in __consumer_offsets
     page = write_recording_report(path)
     html = page.read_text()
     for title in (
