@@ -23,7 +23,9 @@ Measured per group: **records/s** = records / (first produce → last record ack
 **p99 produce → acknowledged** time: for each record, the time its consumer's ``commit_sync`` (share)
 or synchronous offset commit (consumer group) returned, minus the produce time in its value. With the
 producer writing at full speed the latency includes the wait behind the backlog: it is the time to
-acknowledge in a saturated group, not an idle round trip. Checked: every record acknowledged (share:
+acknowledge in a saturated group, not an idle round trip. Also measured: the broker process's CPU
+time over the same span (``/proc``), per 1,000 records — less disturbed by a busy machine than the
+wall-clock figures. Checked: every record acknowledged (share:
 each at least once; a redelivered record counts once, at its first acknowledgement).
 
 Both brokers run for the whole benchmark (``kgroup serve`` in its own process, Apache Kafka in its KRaft
@@ -47,6 +49,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench_etl_chain import _cpu_seconds  # the broker process's CPU seconds (/proc)
 from bench_share_consume import _earliest  # the share group's share.auto.offset.reset on Apache Kafka
 
 from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer, start_peer
@@ -238,10 +241,12 @@ def _run_group(
             if time.monotonic() > ready:
                 raise PeerUnavailable(f"{peer.name} {kind}: the probe records were not all acknowledged")
             time.sleep(0.02)
+        cpu_before = _cpu_seconds(peer)
         first = _produce(peer.bootstrap_servers, topic, args)
         deadline = time.monotonic() + _DEADLINE_S
         while seen.count() < args.records and time.monotonic() < deadline:
             time.sleep(0.01)
+        cpu = _cpu_seconds(peer) - cpu_before
     finally:
         stop.set()
         for t in threads:
@@ -254,6 +259,7 @@ def _run_group(
         "p99_ms": _p99(list(seen.latency.values())) * 1000,
         "p50_ms": statistics.median(seen.latency.values()) * 1000,
         "seconds": elapsed,
+        "broker_cpu_s": cpu,
     }
 
 
@@ -316,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         key: {
             "records_per_s": statistics.median(r["records_per_s"] for r in runs),
             "p99_ms": statistics.median(r["p99_ms"] for r in runs),
+            "broker_cpu_ms_per_1000": statistics.median(1e6 * r["broker_cpu_s"] / args.records for r in runs),
         }
         for key, runs in results.items()
     }
@@ -333,16 +340,22 @@ def main(argv: list[str] | None = None) -> int:
         f"share group vs consumer group: {args.records} records of {args.record_bytes} B, "
         f"{args.partitions} partitions, librdkafka clients, medians of {args.runs} run(s)"
     )
-    header = ("broker", "consumers", "share rec/s", "p99 ms", "group rec/s", "p99 ms")
-    print("  {:8s} {:>9s}  {:>11s} {:>7s}  {:>11s} {:>7s}".format(*header))
+    header = ("broker", "consumers", "share rec/s", "p99 ms", "cpu", "group rec/s", "p99 ms", "cpu")
+    print("  {:8s} {:>9s}  {:>11s} {:>7s} {:>5s}  {:>11s} {:>7s} {:>5s}".format(*header))
     for name in names:
         for consumers in counts:
             share = medians[f"{name} share {consumers}"]
             group = medians[f"{name} consumer {consumers}"]
             print(
-                f"  {name:8s} {consumers:>9d}  {share['records_per_s']:>11,.0f} {share['p99_ms']:>7,.0f}  "
-                f"{group['records_per_s']:>11,.0f} {group['p99_ms']:>7,.0f}"
+                f"  {name:8s} {consumers:>9d}  {share['records_per_s']:>11,.0f} {share['p99_ms']:>7,.0f} "
+                f"{share['broker_cpu_ms_per_1000']:>5.0f}  "
+                f"{group['records_per_s']:>11,.0f} {group['p99_ms']:>7,.0f} "
+                f"{group['broker_cpu_ms_per_1000']:>5.0f}"
             )
+    print(
+        "  (cpu: the broker process's CPU milliseconds per 1,000 records, "
+        "from the first produce to the last ack)"
+    )
     print(f"load average before {load_before}, after {load_after}, highest 1-min {max(x[0] for x in loads)}")
     return 0
 
