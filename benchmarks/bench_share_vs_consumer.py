@@ -31,7 +31,7 @@ each at least once; a redelivered record counts once, at its first acknowledgeme
 Both brokers run for the whole benchmark (``kgroup serve`` in its own process, Apache Kafka in its KRaft
 JVM), taking turns; ``--runs`` runs each; printed: every run's figures, the medians, the load average.
 
-    .venv/bin/python benchmarks/bench_share_vs_consumer.py [--records 6000] [--record-bytes 256]
+    .venv/bin/python benchmarks/bench_share_vs_consumer.py [--records 20000] [--record-bytes 256]
         [--partitions 4] [--consumers 2 --consumers 8 --consumers 32] [--runs 3]
         [--peer kgroup --peer apache] [--json]
 """
@@ -265,7 +265,7 @@ def _run_group(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=6_000)
+    parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--record-bytes", type=int, default=256)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--consumers", type=int, action="append")
