@@ -33,7 +33,7 @@ from kgroup.group.records.share_serde import encode_share_group_record
 from kgroup.model import TopicId
 from kgroup.record import GroupHistory, OffsetsEntry
 from kgroup.record.builder import RecordingBuilder
-from kgroup.record.share import ACKNOWLEDGED, ACQUIRED, LOCK_TIMEOUT, ShareEvent
+from kgroup.record.share import ACKNOWLEDGED, ACQUIRED, LOCK_TIMEOUT, MEMBER_RELEASED, ShareEvent
 from kgroup.share import (
     AcknowledgementBatch,
     FetchedBatch,
@@ -94,21 +94,28 @@ def test_counts_follow_a_share_partition() -> None:
         result = sp.on_lock_timeout(deadline, key)
         built.share_event(2100, _event(LOCK_TIMEOUT, "", write=result.write))
 
+    # two more records; m3 holds them when its share session closes: they go back (count 1 < limit)
+    more = sp.acquire("m3", 3000, sp.next_fetch_offset(), [*log, FetchedBatch(10, 11)], max_fetch_records=100)
+    assert [(a.first_offset, a.last_offset, a.delivery_count) for a in more.acquired] == [(10, 11, 1)]
+    built.share_event(3000, _event(ACQUIRED, "m3", acquired=more.acquired))
+    gone = sp.release_acquired_records("m3")
+    built.share_event(3100, _event(MEMBER_RELEASED, "m3", write=gone.write))
+
     assert built.share is not None
     document = built.share.document()
     assert document["totals"] == {
-        "deliveries": 14,
+        "deliveries": 16,
         "redeliveries": 4,
         "accepted": 5,
         "released": 2,
         "rejected": 1,
         "lock_timeouts": 6,
-        "released_on_leave": 0,
+        "released_on_leave": 2,
         "archived": 4,
     }
     series = document["series"]
-    assert series["t_ms"] == [0, 1000, 2000]
-    assert series["deliveries"] == [10, 4, 0] and series["archived"] == [0, 1, 3]
+    assert series["t_ms"] == [0, 1000, 2000, 3000]
+    assert series["deliveries"] == [10, 4, 0, 2] and series["archived"] == [0, 1, 3, 0]
     assert document["partitions"]["t-0"]["series"]["totals"] == document["totals"]
 
 
@@ -167,11 +174,18 @@ class _Sharer:
     """A confluent-kafka ShareConsumer in a thread: RELEASEs the record ``release`` every time it gets
     it, ACCEPTs every other, ``commit_sync`` after each poll; keeps what it saw and did."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, release: tuple[int, int]) -> None:
+    def __init__(
+        self, bootstrap: str, group: str, topic: str, release: tuple[int, int], client_id: str = "rdkafka"
+    ) -> None:
         from confluent_kafka import ShareConsumer
 
         self.consumer = ShareConsumer(
-            {"bootstrap.servers": bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": client_id,
+                "share.acknowledgement.mode": "explicit",
+            }
         )
         self.consumer.subscribe([topic])
         self.delivered: list[tuple[int, int, int]] = []  # partition, offset, delivery count
@@ -374,3 +388,70 @@ def test_serve_record_follows_a_transactions_offsets(tmp_path: Path) -> None:
             consumer.close()
     offsets = [o for _, o in json.loads(path.read_text())["commits"]["tx-0"]]
     assert offsets == [5, 7]
+
+
+def test_kgroup_record_reads_a_share_group_from_apache_kafka(apache_kafka: Any, tmp_path: Path) -> None:
+    """Two confluent-kafka share consumers read 10 records on Apache Kafka 4.4.0 and close; `kgroup
+    record` reads the group's records from Apache Kafka's __consumer_offsets: both members with their
+    client ids, joined then left, each partition shared by members of the group, the group epochs."""
+    from confluent_kafka import Producer
+    from tests.apache_kafka.wire import API, Raw, create_topic
+
+    from kgroup.cli import main
+
+    API.setdefault("IncrementalAlterConfigs", 44)
+    bootstrap = apache_kafka.bootstrap_servers
+    group, topic = f"rec-share-{time.monotonic_ns()}", f"rec-share-t-{time.monotonic_ns()}"
+    with Raw(bootstrap) as raw:
+        create_topic(raw, topic, 2)
+        answer = raw.call(
+            "IncrementalAlterConfigs",
+            1,
+            {
+                "resources": [
+                    {
+                        "resource_type": 32,  # GROUP
+                        "resource_name": group,
+                        "configs": [
+                            {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}
+                        ],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
+        assert [r["error_code"] for r in answer["responses"]] == [0], answer
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for n in range(10):
+        producer.produce(topic, value=b"v%d" % n, partition=n % 2)
+    assert producer.flush(10) == 0
+    sharers = [_Sharer(bootstrap, group, topic, (-1, -1), client_id=f"c{i}") for i in range(2)]
+    try:
+        _wait(lambda: len({w for s in sharers for w in s.snapshot()[1]}) == 10, 90, "10 records accepted")
+    finally:
+        for s in sharers:
+            s.close()
+    assert [e for s in sharers for e in s.errors] == []
+    out = tmp_path / "read"
+    # the members' leaving is written when their last heartbeat (epoch -1) is handled: read until then
+    deadline = time.monotonic() + 30
+    while True:
+        with pytest.raises(SystemExit) as done:
+            main(["record", "-b", bootstrap, "-g", group, "-o", str(out), "--json"])
+        assert done.value.code == 0
+        data = json.loads((out / group / "result.json").read_text())
+        members = [n for _, n in data["share"]["members_over_time"]]
+        if (members and members[-1] == 0) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert data["metrics"]["group_protocol"] == "share"
+    assert max(members) == 2 and members[-1] == 0
+    assert sorted(m["client_id"] for m in data["members"]) == ["c0", "c1"]
+    assert all(m["left_ms"] is not None for m in data["members"])
+    assert data["metrics"]["rebalances"] >= 2 and data["metrics"]["generation"] >= 2
+    member_ids = {m["member_id"] for m in data["members"]}
+    partitions = data["share"]["partitions"]
+    assert set(partitions) == {f"{topic}-0", f"{topic}-1"}
+    for info in partitions.values():
+        assert any(ms for _, ms in info["sharers"]) and info["sharers"][-1][1] == []
+        assert {m for _, ms in info["sharers"] for m in ms} <= member_ids
