@@ -25,6 +25,13 @@ ConsumerGroupHeartbeat of epoch -1 (or -2, a static member) ``revoked`` its part
 by the coordinator ``lost`` them. Both kinds of group are built by
 :class:`kgroup.record.builder.RecordingBuilder`, the one builder both recorders share; this module
 only turns the coordinator's records into its calls and writes the file.
+Share groups (KIP-932) are recorded from their records the same way (members, the group epoch, each
+partition's sharers: :mod:`kgroup.record.share`), and from what their share partitions do on this
+broker (:meth:`GroupRecorder.share_event`, called by :class:`kgroup.broker.share_host.ShareHost` on its
+share thread): deliveries, redeliveries, acknowledgements, lock timeouts and archives over time.
+
+A transaction's offsets (TxnOffsetCommit) are held until the transaction ends: its committed offsets
+enter ``commits`` when its marker commits them, an aborted transaction's never.
 Times are milliseconds since the group's first record.
 """
 
@@ -33,6 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +54,8 @@ from kgroup.group.records import (
     OffsetCommitted,
     Record,
     StaticMemberReplaced,
+    TxnOffsetCommitted,
+    TxnOffsetsEnded,
 )
 from kgroup.messages import ConsumerGroupHeartbeatRequest, Envelope, LeaveGroupRequest
 from kgroup.model import TopicId
@@ -55,6 +65,7 @@ from kgroup.record.builder import (
     assignment_partitions,
     eager_assignor,
 )
+from kgroup.record.share import FOLLOWED_SHARE_RECORDS, ShareEvent
 
 __all__ = ["RECORDING_FILE", "GroupRecorder"]
 
@@ -64,6 +75,9 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 _CLASSIC_RECORDS = (GroupStateChanged, GenerationStarted, MemberUpserted, MemberRemoved, StaticMemberReplaced)
 #: a ConsumerGroupHeartbeat's member epoch when the member leaves (-2: a static member, for now)
 _LEAVING_EPOCHS = (-1, -2)
+#: a share group's recording is written at most this often while its share partitions work (and
+#: whenever a record of the group is written, and at close)
+_SHARE_WRITE_EVERY_MS = 1000
 
 
 def _no_names(topic: TopicId) -> str | None:
@@ -74,6 +88,9 @@ def _no_names(topic: TopicId) -> str | None:
 class _Group:
     start_ms: int
     built: RecordingBuilder
+    #: producer id -> its transaction's pending offsets (partition, offset), in commit order
+    pending: dict[int, list[tuple[str, int]]] | None = None
+    written_ms: int = 0
 
 
 class GroupRecorder:
@@ -81,6 +98,8 @@ class GroupRecorder:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._groups: dict[str, _Group] = {}
+        # the coordinators' thread (records) and the share thread (share events) both record
+        self._lock = threading.Lock()
 
     def on_records(
         self,
@@ -94,11 +113,26 @@ class GroupRecorder:
         for a timer: a member removed then expired; a member removed by a LeaveGroup, or by a
         ConsumerGroupHeartbeat that leaves, left). ``topic_name`` names the topic ids of KIP-848
         records."""
+        with self._lock:
+            self._on_records(now_ms, records, view, requests, topic_name)
+
+    def _on_records(
+        self,
+        now_ms: int,
+        records: Sequence[Record],
+        view: Callable[[str], GroupView | None],
+        requests: Sequence[Envelope],
+        topic_name: Callable[[TopicId], str | None],
+    ) -> None:
         touched: set[str] = set()
         left = any(_leaves(envelope.body) for envelope in requests)
         reason = "leave_group" if left else "expired"
         for record in records:
-            if isinstance(record, FOLLOWED_CONSUMER_RECORDS):
+            if isinstance(record, FOLLOWED_SHARE_RECORDS):
+                group = self._group(record.group_id, now_ms, topic_name)
+                t = group.built.last_ms = now_ms - group.start_ms
+                group.built.share_record(t, record, reason, lost=not left)
+            elif isinstance(record, FOLLOWED_CONSUMER_RECORDS):
                 group = self._group(record.group_id, now_ms, topic_name)
                 t = group.built.last_ms = now_ms - group.start_ms
                 group.built.consumer_record(t, record, reason, lost=not left)
@@ -112,6 +146,23 @@ class GroupRecorder:
                 group = self._groups[record.group_id]
                 t = group.built.last_ms = now_ms - group.start_ms
                 group.built.commit(t, str(record.partition), record.value.offset)
+            elif isinstance(record, TxnOffsetCommitted) and record.group_id in self._groups:
+                # pending until the transaction ends: not a commit yet
+                group = self._groups[record.group_id]
+                if group.pending is None:
+                    group.pending = {}
+                group.pending.setdefault(record.producer_id, []).append(
+                    (str(record.partition), record.value.offset)
+                )
+                continue
+            elif isinstance(record, TxnOffsetsEnded) and record.group_id in self._groups:
+                group = self._groups[record.group_id]
+                offsets = (group.pending or {}).pop(record.producer_id, [])
+                if not record.committed or not offsets:
+                    continue  # an aborted transaction's offsets were never committed
+                t = group.built.last_ms = now_ms - group.start_ms
+                for partition, offset in offsets:
+                    group.built.commit(t, partition, offset)
             else:
                 continue
             touched.add(record.group_id)
@@ -125,7 +176,21 @@ class GroupRecorder:
         group.built.topic_name = topic_name
         return group
 
+    def share_event(self, event: ShareEvent) -> None:
+        """What a share partition did (from the share host's thread): counted in its share group's
+        recording, written at most once a second."""
+        with self._lock:
+            group = self._groups.get(event.group_id)
+            if group is None:
+                return  # a share group is recorded from its first record on
+            t = max(group.built.last_ms, event.now_ms - group.start_ms)
+            group.built.last_ms = t
+            group.built.share_event(t, event)
+            if event.now_ms - group.written_ms >= _SHARE_WRITE_EVERY_MS:
+                self._write(event.group_id, group)
+
     def _write(self, group_id: str, group: _Group) -> None:
+        group.written_ms = group.start_ms + group.built.last_ms
         built = group.built
         document = built.document(
             f"group {group_id} (recorded by kgroup serve)", built.last_ms, "kgroup serve --record"
@@ -140,8 +205,9 @@ class GroupRecorder:
             log.warning("cannot write the recording of group %s: %s", group_id, exc)
 
     def close(self) -> None:
-        for group_id, group in self._groups.items():
-            self._write(group_id, group)
+        with self._lock:
+            for group_id, group in self._groups.items():
+                self._write(group_id, group)
 
 
 def _leaves(body: object) -> bool:

@@ -39,6 +39,7 @@ from kgroup.broker.txn_host import read_batch_entries
 from kgroup.javacompat import java_string_hash
 from kgroup.log.batch import HEADER_SIZE, parse_header
 from kgroup.model import TopicId
+from kgroup.record.share import ACKNOWLEDGED, ACQUIRED, LOCK_TIMEOUT, MEMBER_RELEASED, ShareEvent
 from kgroup.share import (
     AcknowledgementBatch,
     AcquiredRecords,
@@ -171,6 +172,8 @@ class ShareHost:
         #: woken whenever records become acquirable again (released, timed out)
         self._released: asyncio.Event | None = None
         self._closed = False
+        #: ``serve --record``: told what each share partition call did (on the share thread)
+        self.observer: Callable[[ShareEvent], None] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
@@ -448,6 +451,8 @@ class ShareHost:
                 continue
             result = h.sp.acknowledge(member_id, now_ms, list(batches))
             records = self._write(h, result.write, now_ms)
+            if result.error is None:
+                self._observe(ACKNOWLEDGED, h, member_id, now_ms, acknowledged=batches, write=result.write)
             if result.error is not None:
                 out.append((int(result.error.code), result.error.message, list(result.effects), records))
             else:
@@ -540,6 +545,8 @@ class ShareHost:
                 record_limit=record_limit,
             )
             left -= result.count
+            if result.acquired and result.error is None:
+                self._observe(ACQUIRED, h, member_id, now_ms, acquired=result.acquired)
             out.append(
                 (list(result.acquired) if result.error is None else [], list(result.effects), result.error)
             )
@@ -589,8 +596,39 @@ class ShareHost:
         out = []
         for h in hosted:
             result = h.sp.release_acquired_records(member_id)
+            self._observe(MEMBER_RELEASED, h, member_id, now_ms, write=result.write)
             out.append((list(result.effects), self._write(h, result.write, now_ms)))
         return out
+
+    def _observe(
+        self,
+        kind: str,
+        h: _Hosted,
+        member_id: str,
+        now_ms: int,
+        *,
+        acquired: Sequence[AcquiredRecords] = (),
+        acknowledged: Sequence[AcknowledgementBatch] = (),
+        write: StateWrite | None = None,
+    ) -> None:
+        """On the share thread: tell the observer (``serve --record``) what a call did."""
+        if self.observer is None or (write is None and not acquired):
+            return
+        event = ShareEvent(
+            now_ms,
+            h.key.group_id,
+            h.topic,
+            h.partition,
+            kind,
+            member_id,
+            tuple(acquired),
+            tuple(acknowledged),
+            () if write is None else write.batches,
+        )
+        try:
+            self.observer(event)
+        except Exception:  # recording is best effort: the share partitions keep working
+            log.exception("the share observer failed on %s", kind)
 
     # --- lock timers ----------------------------------------------------------------------------------
 
@@ -633,6 +671,7 @@ class ShareHost:
 
             def fire() -> tuple[list[Any], list[tuple[int, ShareStateRecord]]]:
                 result = hosted.sp.on_lock_timeout(now_ms, key)
+                self._observe(LOCK_TIMEOUT, hosted, "", now_ms, write=result.write)
                 return list(result.effects), self._write(hosted, result.write, now_ms)
 
             effects, records = await self._on_thread(fire)

@@ -23,18 +23,22 @@ def write_recording_report(path: Path) -> Path:
     from kgroup.report.html import Report
     from kgroup.report.interactive import TIMELINE_FILE, timeline_page
     from kgroup.report.recording import load_recording, recorded_by, recording_sections
+    from kgroup.report.share import is_share_recording
 
     recording = load_recording(path)
     report = Report(
         title=f"kgroup: {recording.data['scenario']}",
         subtitle=f"a real group, recorded by {recorded_by(recording.data)}",
     )
-    report.extend(recording_sections(recording, interactive=True))
+    share = is_share_recording(recording.data)  # a share group owns no partition: no owner timeline
+    report.extend(recording_sections(recording, interactive=not share))
     report.attach("result.json", path.read_text(encoding="utf-8"))
     title = f"kgroup: {recording.data['scenario']}"
-    report.attach(
-        TIMELINE_FILE, timeline_page(recording.result, title, f"Recorded by {recorded_by(recording.data)}.")
-    )
+    if not share:
+        report.attach(
+            TIMELINE_FILE,
+            timeline_page(recording.result, title, f"Recorded by {recorded_by(recording.data)}."),
+        )
     return report.write(path.parent)
 
 

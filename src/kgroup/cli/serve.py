@@ -301,6 +301,7 @@ def register(app: typer.Typer) -> None:
                 served = True
                 if recorder is not None:
                     broker.coordinators.set_recorder(recorder)
+                    broker.shares.observer = recorder.share_event
                 for broker_id in sorted(broker.ports):
                     if not security.listeners:
                         typer.echo(f"broker {broker_id} listening on {host}:{broker.ports[broker_id]}")

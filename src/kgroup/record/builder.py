@@ -44,7 +44,14 @@ from kgroup.group.records.consumer import (
     MemberAssignmentState,
     PartitionEpochs,
 )
+from kgroup.group.records.share import (
+    ShareGroupCurrentMemberAssignment,
+    ShareGroupMemberMetadata,
+    ShareGroupMetadata,
+    ShareGroupTargetAssignmentMetadata,
+)
 from kgroup.model import PeerError, TopicId
+from kgroup.record.share import ShareEvent, ShareRecording
 
 __all__ = [
     "FOLLOWED_CONSUMER_RECORDS",
@@ -169,17 +176,23 @@ class RecordingBuilder:
     member_epochs: dict[str, tuple[int, MemberAssignmentState]] = field(default_factory=dict)
     consumer_stables: int = 0
     unknown_topic_ids: set[TopicId] = field(default_factory=set)
+    share_members: set[str] = field(default_factory=set)
     server_assignors: dict[str, str] = field(default_factory=dict)  # member -> its remote assignor
     # what Kafka's describe shows of each member (client id, host, instance id), and when it was in
     member_info: dict[str, dict[str, Any]] = field(default_factory=dict)
     commits: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # partition -> (t, offset)
     #: a classic group's protocol when it was last Stable: what its members ran when a rebalance began
     stable_protocol: str | None = None
+    #: a share group (KIP-932): its members' sharing and its share partitions' deliveries
+    share: ShareRecording | None = None
 
     # --- members -----------------------------------------------------------------------------------
 
     def members(self) -> set[str]:
-        return set(self.classic_members) | set(self.member_epochs)
+        members = set(self.classic_members) | set(self.member_epochs)
+        if self.share is not None:
+            members |= set(self.share_members)
+        return members
 
     def joined(
         self,
@@ -420,6 +433,72 @@ class RecordingBuilder:
                 self.stable_marks.append(t)
                 self.consumer_stables += 1
 
+    # --- share groups (KIP-932) ----------------------------------------------------------------------
+
+    def _share(self) -> ShareRecording:
+        if self.share is None:
+            self.share = ShareRecording()
+            self.protocol_type = "share"
+            self.protocol = "share (the broker's simple assignor)"
+        return self.share
+
+    def share_record(self, t: int, record: Any, reason: str | None = None, *, lost: bool = False) -> None:
+        """Follow one of a share group's records (:data:`kgroup.record.share.FOLLOWED_SHARE_RECORDS`).
+        A share member holds no partition alone and hands nothing over: its assignment is where
+        it may fetch, so it is drawn as each partition's sharers, not as ownership."""
+        share = self._share()
+        if isinstance(record, ShareGroupMetadata):
+            if record.value is None:
+                for member_id in sorted(self.share_members):
+                    self._share_left(t, member_id, reason, lost=lost)
+                self.group_state(t, "Dead", self.group_epoch)
+                return
+            epoch = record.value[0]
+            if epoch > self.group_epoch:
+                self.rebalance_starts.append(t)
+                self.events.append({"t_ms": t, "kind": "group_epoch", "generation": epoch})
+            self.group_epoch = self.generation = share.group_epoch = epoch
+        elif isinstance(record, ShareGroupMemberMetadata):
+            if record.value is None:
+                self._share_left(t, record.member_id, reason, lost=lost)
+            else:
+                value = record.value
+                self.joined(
+                    t, record.member_id, None, client_id=value.client_id, client_host=value.client_host
+                )
+                self.share_members.add(record.member_id)
+        elif isinstance(record, ShareGroupTargetAssignmentMetadata):
+            if record.value is not None:
+                share.assignment_epoch = record.value.assignment_epoch
+                self.events.append(
+                    {"t_ms": t, "kind": "target_assignment", "generation": share.assignment_epoch}
+                )
+        elif isinstance(record, ShareGroupCurrentMemberAssignment):
+            if record.value is not None and record.member_id in self.share_members:
+                assigned = self._names(
+                    {topic: dict.fromkeys(ps, 0) for topic, ps in record.value.assigned_partitions.items()}
+                )
+                share.assign(t, record.member_id, assigned)
+        else:
+            return  # the target assignment's members, the share state's initialisation
+        share.members_changed(t, len(self.share_members))
+        state = "Stable" if self.share_members else "Empty"
+        if state != self.state and self.state != "Dead":
+            self.group_state(t, state, self.group_epoch)
+            if state == "Stable":
+                self.stable_marks.append(t)
+
+    def _share_left(self, t: int, member_id: str, reason: str | None, *, lost: bool) -> None:
+        if member_id not in self.share_members:
+            return
+        self.share_members.discard(member_id)
+        self._share().assign(t, member_id, set())
+        self.left(t, member_id, reason, lost=lost)
+
+    def share_event(self, t: int, event: ShareEvent) -> None:
+        """What one of the group's share partitions did at ``t`` (``kgroup serve --record``)."""
+        self._share().event(t, event)
+
     # --- the document ----------------------------------------------------------------------------------
 
     def active_spans(self, end: int) -> list[tuple[int, int]]:
@@ -464,11 +543,11 @@ class RecordingBuilder:
                     "partitions": len(self.owned.get(member_id, ())),
                 }
             )
-        return {
+        document: dict[str, Any] = {
             "scenario": scenario,
             "metrics": {
                 "rebalances": len(self.rebalance_starts),
-                "group_protocol": "consumer" if self.consumer_protocol else "classic",
+                "group_protocol": self._group_protocol(),
                 "generation": self.generation,
                 "final_protocol": self.protocol,
                 "protocol_type": self.protocol_type,
@@ -496,3 +575,21 @@ class RecordingBuilder:
                 "unowned_ms": [unowned.get(p, 0) for p in partitions],
             },
         }
+        if self.share is not None:
+            share = self.share.document()
+            document["share"] = share
+            for name in ("unowned_partition_ms", "committed_progress_records"):
+                document["metrics"].pop(name)  # a share group owns no partition and commits no offset
+            document["metrics"].update({f"share_{name}": n for name, n in share["totals"].items()})
+            recording = document["recording"]
+            recording["group_type"] = "share"
+            names = sorted(set(recording["partitions"]) | set(share["partitions"]), key=partition_key)
+            if names != recording["partitions"]:  # a share group owns nothing: its partitions are shared
+                recording["partitions"] = names
+                recording["unowned_ms"] = [0 for _ in names]
+        return document
+
+    def _group_protocol(self) -> str:
+        if self.share is not None:
+            return "share"
+        return "consumer" if self.consumer_protocol else "classic"

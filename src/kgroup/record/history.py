@@ -21,6 +21,9 @@ What the records say, and what they cannot:
   join phase completed; it is kept in the generation's event.
 * **Consumer groups (KIP-848).** Followed by :class:`kgroup.record.builder.RecordingBuilder`, the
   builder ``kgroup serve --record`` uses too (see there).
+* **Share groups (KIP-932).** Their records (types 10–15) are followed by the same builder: members,
+  the group epoch and each partition's sharers. What their share partitions delivered is not in
+  ``__consumer_offsets`` (see :mod:`kgroup.record.share`).
 * **Offset commits.** Each ``OffsetCommit`` record is one committed offset (aborted transactional
   commits are not read when the reader reads committed records only).
 """
@@ -37,6 +40,7 @@ from kgroup.group.records.offsets_topic import (
     decode_offsets_record,
     record_group_id,
 )
+from kgroup.group.records.share_serde import SHARE_GROUP_RECORD_TYPES, decode_share_group_record
 from kgroup.model import PeerError, TopicId
 from kgroup.record.builder import (
     FOLLOWED_CONSUMER_RECORDS,
@@ -44,8 +48,12 @@ from kgroup.record.builder import (
     assignment_partitions,
     eager_assignor,
 )
+from kgroup.record.share import FOLLOWED_SHARE_RECORDS
 
 __all__ = ["GroupHistory", "OffsetsEntry"]
+
+#: the record types of share groups' records in ``__consumer_offsets`` (10-15)
+_SHARE_TYPES = frozenset(SHARE_GROUP_RECORD_TYPES.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +98,16 @@ class GroupHistory:
         if entry.key is None:
             return False
         try:
-            if record_group_id(entry.key) != self.group_id:
-                return False
-            record = decode_offsets_record(entry.key, entry.value)
+            record: Any
+            if len(entry.key) >= 2 and int.from_bytes(entry.key[:2], "big") in _SHARE_TYPES:
+                # a share group's records (types 10-15): every key starts with the group id too
+                record = decode_share_group_record(entry.key, entry.value)
+                if record.group_id != self.group_id:
+                    return False
+            else:
+                if record_group_id(entry.key) != self.group_id:
+                    return False
+                record = decode_offsets_record(entry.key, entry.value)
         except PeerError:
             self.undecodable += 1
             return False
@@ -110,6 +125,8 @@ class GroupHistory:
                 self.built.commit(t, str(record.partition), record.offset)
         elif isinstance(record, FOLLOWED_CONSUMER_RECORDS):
             self.built.consumer_record(t, record)
+        elif isinstance(record, FOLLOWED_SHARE_RECORDS):
+            self.built.share_record(t, record)
         return True
 
     # --- classic groups --------------------------------------------------------------------------------
@@ -176,7 +193,7 @@ class GroupHistory:
         document = built.document(
             f"group {self.group_id} (recorded from {self.source})", end, f"kgroup record (from {self.source})"
         )
-        if not built.consumer_protocol:
+        if not built.consumer_protocol and built.share is None:
             document["metrics"]["rebalances"] = (
                 self.generations
             )  # the records carry no classic rebalance start
@@ -187,8 +204,8 @@ class GroupHistory:
             "last_offset": self.last_offset,
             "start_epoch_ms": self.start_epoch_ms,
         }
-        return {key: document[key] for key in _ORDER}
+        return {key: document[key] for key in _ORDER if key in document}
 
 
 #: the document's keys in the order ``kgroup record`` has always written them (``members`` added)
-_ORDER = ("scenario", "metrics", "ownership", "events", "members", "commits", "source", "recording")
+_ORDER = ("scenario", "metrics", "ownership", "events", "members", "commits", "share", "source", "recording")

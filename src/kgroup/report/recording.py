@@ -95,6 +95,7 @@ def recording_sections(
 ) -> list[Section]:
     """Facts, what the rebalances cost, the partition-owner timeline, the members and (optionally)
     the event table of one recording (``interactive``: say where its timeline.html is)."""
+    from kgroup.report.share import is_share_recording, share_sections
     from kgroup.report.timeline import EXPLORE, timeline_image
 
     metrics = recording.metrics
@@ -104,15 +105,19 @@ def recording_sections(
             value = round(value / 1000, 1)
         shown = value if isinstance(value, int | str | float) or value is None else str(value)
         facts.append((_FACT_LABELS.get(key, key), shown))
-    sections = [
-        Section(f"{title_prefix}Recording", (Facts(tuple(facts)),), anchor="rec-facts"),
-        Section(f"{title_prefix}What the rebalances cost", _cost_blocks(recording), anchor="rec-cost"),
-        Section(
-            f"{title_prefix}Partition owners over time",
-            (*((Paragraph(EXPLORE),) if interactive else ()), timeline_image(recording.result)),
-            anchor="rec-owners",
-        ),
-    ]
+    sections = [Section(f"{title_prefix}Recording", (Facts(tuple(facts)),), anchor="rec-facts")]
+    if is_share_recording(recording.data):
+        # a share group owns no partition: its sharing and deliveries instead of an owner timeline
+        sections.extend(share_sections(recording.data, title_prefix=title_prefix))
+    else:
+        sections += [
+            Section(f"{title_prefix}What the rebalances cost", _cost_blocks(recording), anchor="rec-cost"),
+            Section(
+                f"{title_prefix}Partition owners over time",
+                (*((Paragraph(EXPLORE),) if interactive else ()), timeline_image(recording.result)),
+                anchor="rec-owners",
+            ),
+        ]
     members = recording.data.get("members")
     if members:
         sections.append(Section(f"{title_prefix}Members", (_members_table(members),), anchor="rec-members"))

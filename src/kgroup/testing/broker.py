@@ -181,6 +181,7 @@ class KafkaBroker(Started):
 
                     self._recorder = GroupRecorder(self._record_dir)
                     self._broker.coordinators.set_recorder(self._recorder)
+                    self._broker.shares.observer = self._recorder.share_event
                 await self._broker.start()
                 # a test's first request finds its groups (a real client would retry
                 # COORDINATOR_LOAD_IN_PROGRESS while the log is replayed)
