@@ -65,27 +65,31 @@ class ChainVariant:
     java_stages: tuple[int, ...] = (2,)
 
 
-_CLASSIC = {"session.timeout.ms": str(SESSION_TIMEOUT_MS), "heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS)}
+_CLASSIC = {
+    "session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    "heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS),
+}
+_JAVA_ASSIGNORS = "org.apache.kafka.clients.consumer"
 VARIANTS: Mapping[str, ChainVariant] = {
     v.name: v
     for v in (
         ChainVariant(
             "eager",
             {**_CLASSIC, "partition.assignment.strategy": "range"},
-            {**_CLASSIC, "partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor"},
+            {**_CLASSIC, "partition.assignment.strategy": f"{_JAVA_ASSIGNORS}.RangeAssignor"},
         ),
         ChainVariant(
             "cooperative",
             {**_CLASSIC, "partition.assignment.strategy": "cooperative-sticky"},
             {
                 **_CLASSIC,
-                "partition.assignment.strategy": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+                "partition.assignment.strategy": f"{_JAVA_ASSIGNORS}.CooperativeStickyAssignor",
             },
         ),
         ChainVariant(
             "static",
             {**_CLASSIC, "partition.assignment.strategy": "range"},
-            {**_CLASSIC, "partition.assignment.strategy": "org.apache.kafka.clients.consumer.RangeAssignor"},
+            {**_CLASSIC, "partition.assignment.strategy": f"{_JAVA_ASSIGNORS}.RangeAssignor"},
             static=True,
         ),
         ChainVariant("consumer", {"group.protocol": "consumer"}, {"group.protocol": "consumer"}),
@@ -129,7 +133,11 @@ class PythonExactlyOnceWorker:
     ) -> None:
         self.name = name or transactional_id
         self._config = {
-            "consumer": {"bootstrap.servers": bootstrap_servers, "group.id": group, **(consumer_config or {})},
+            "consumer": {
+                "bootstrap.servers": bootstrap_servers,
+                "group.id": group,
+                **(consumer_config or {}),
+            },
             "producer": {
                 "bootstrap.servers": bootstrap_servers,
                 "transactional.id": transactional_id,
@@ -184,7 +192,11 @@ class PythonExactlyOnceWorker:
         return sum(int(e["count"]) for e in self.events if e["event"] == "committed")
 
     def wait_for(
-        self, predicate: Callable[[dict[str, Any]], bool], *, timeout_s: float = WAIT_S, what: str = "an event"
+        self,
+        predicate: Callable[[dict[str, Any]], bool],
+        *,
+        timeout_s: float = WAIT_S,
+        what: str = "an event",
     ) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
         index = 0
@@ -197,11 +209,15 @@ class PythonExactlyOnceWorker:
                 process = self._process
                 assert process is not None
                 if process.poll() is not None and (self._reader is None or not self._reader.is_alive()):
-                    raise KgroupError(f"{self.name}: exited with code {process.returncode} waiting for {what}")
+                    raise KgroupError(
+                        f"{self.name}: exited with code {process.returncode} waiting for {what}"
+                    )
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     last = json.dumps(self._events[-1]) if self._events else "nothing"
-                    raise KgroupError(f"{self.name}: waited {timeout_s:.0f} s for {what} (last: {last[:300]})")
+                    raise KgroupError(
+                        f"{self.name}: waited {timeout_s:.0f} s for {what} (last: {last[:300]})"
+                    )
                 self._changed.wait(min(remaining, 0.5))
 
     def close(self, timeout_s: float = 30.0) -> None:
@@ -294,12 +310,26 @@ def _worker(
         from kgroup.testing.apache_kafka.java_client import JavaExactlyOnceWorker
 
         return JavaExactlyOnceWorker(
-            bootstrap, group, topics[stage - 1], topics[stage], transactional_id, suffix=f"/{stage}",
-            consumer_config=consumer, producer_config=producer, name=name,
+            bootstrap,
+            group,
+            topics[stage - 1],
+            topics[stage],
+            transactional_id,
+            suffix=f"/{stage}",
+            consumer_config=consumer,
+            producer_config=producer,
+            name=name,
         )
     return PythonExactlyOnceWorker(
-        bootstrap, group, topics[stage - 1], topics[stage], transactional_id, suffix=f"/{stage}",
-        consumer_config=consumer, producer_config=producer, name=name,
+        bootstrap,
+        group,
+        topics[stage - 1],
+        topics[stage],
+        transactional_id,
+        suffix=f"/{stage}",
+        consumer_config=consumer,
+        producer_config=producer,
+        name=name,
     )
 
 
@@ -307,7 +337,8 @@ def _wait(condition: Callable[[], bool], what: str, deadline: float, workers: Se
     while not condition():
         if time.monotonic() > deadline:
             state = ", ".join(
-                f"{w.name}={w.committed_records} (last: {[e['event'] for e in w.events[-3:]]})" for w in workers
+                f"{w.name}={w.committed_records} (last: {[e['event'] for e in w.events[-3:]]})"
+                for w in workers
             )
             raise KgroupError(f"timed out waiting for {what} (committed records: {state})")
         time.sleep(0.05)
@@ -398,9 +429,9 @@ def run_chain(
             worker.kill()
 
 
-def read_committed(bootstrap_servers: str, topic: str, partitions: int, timeout_s: float = 60.0) -> list[
-    tuple[bytes, bytes]
-]:
+def read_committed(
+    bootstrap_servers: str, topic: str, partitions: int, timeout_s: float = 60.0
+) -> list[tuple[bytes, bytes]]:
     """Every record of ``topic`` a ``read_committed`` reader finds (to the end of every partition)."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -481,7 +512,9 @@ def _run_worker(config: Mapping[str, Any]) -> int:  # pragma: no cover - runs in
         return lambda _consumer, partitions: _emit(name, partitions=_partitions(partitions))
 
     consumer.subscribe(
-        [config["input"]], on_assign=rebalanced("assigned"), on_revoke=rebalanced("revoked"),
+        [config["input"]],
+        on_assign=rebalanced("assigned"),
+        on_revoke=rebalanced("revoked"),
         on_lost=rebalanced("lost"),
     )
     _emit("started", transactional_id=config["producer"]["transactional.id"])
@@ -534,4 +567,3 @@ def main(argv: Sequence[str]) -> int:  # pragma: no cover - the worker's process
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main(sys.argv[1:]))
-
