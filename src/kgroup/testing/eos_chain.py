@@ -22,6 +22,7 @@ change happens while records flow. The caller reads the final topic with ``read_
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import queue
 import subprocess
@@ -130,6 +131,7 @@ class PythonExactlyOnceWorker:
         consumer_config: Mapping[str, object] | None = None,
         producer_config: Mapping[str, object] | None = None,
         name: str | None = None,
+        batch: int = BATCH,
     ) -> None:
         self.name = name or transactional_id
         self._config = {
@@ -146,6 +148,7 @@ class PythonExactlyOnceWorker:
             "input": input,
             "output": output,
             "suffix": suffix,
+            "batch": batch,
         }
         self._events: list[dict[str, Any]] = []
         self._changed = threading.Condition()
@@ -297,11 +300,14 @@ def _worker(
     slot: str,
     txn_slot: str,
     name: str,
+    batch: int,
 ) -> Worker:
     topics = topic_names(prefix)
     group = f"{prefix}-stage{stage}"
     java = stage in variant.java_stages
     consumer: dict[str, object] = dict(variant.java if java else variant.librdkafka)
+    if java:
+        consumer["max.poll.records"] = batch
     if variant.static:
         consumer["group.instance.id"] = f"{group}-{txn_slot}"
     producer: dict[str, object] = {"transaction.timeout.ms": 30_000}
@@ -330,6 +336,7 @@ def _worker(
         consumer_config=consumer,
         producer_config=producer,
         name=name,
+        batch=batch,
     )
 
 
@@ -345,11 +352,22 @@ def _wait(condition: Callable[[], bool], what: str, deadline: float, workers: Se
 
 
 def _start_all(workers: Sequence[Worker]) -> None:
-    threads = [threading.Thread(target=w.start, daemon=True) for w in workers]
+    """Start the workers side by side; the first failure is raised once every start has ended."""
+    failures: list[BaseException] = []
+
+    def start(worker: Worker) -> None:
+        try:
+            worker.start()
+        except BaseException as exc:  # raised below, in the caller's thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=start, args=(w,), daemon=True) for w in workers]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if failures:
+        raise failures[0]
 
 
 def run_chain(
@@ -362,9 +380,25 @@ def run_chain(
     create_topic: Callable[[str, int], None],
     timeout_s: float = 120.0,
     progress: Callable[[str], None] = lambda message: None,
+    churn: bool = True,
+    batch: int = BATCH,
+    session_timeout_ms: int = SESSION_TIMEOUT_MS,
 ) -> ChainResult:
     """Run the chain over ``records`` inputs while its groups change (see the module's docstring);
-    return once stage 3 has committed at least ``records`` records and every worker is closed."""
+    return once stage 3 has committed at least ``records`` records and every worker is closed.
+
+    ``churn=False`` (the benchmark's steady chain): two workers per stage, each holding partitions
+    before the clock starts, then every input produced at once; ``elapsed_s`` runs from the first
+    input produced to the last record committed by stage 3. ``batch`` is the most records of one
+    transaction (a poll's); ``session_timeout_ms`` the classic groups' ``session.timeout.ms`` (the
+    broker's ``group.min.session.timeout.ms``, 6000 by default, must allow it)."""
+    if "session.timeout.ms" in variant.librdkafka:
+        timeout = str(session_timeout_ms)
+        variant = dataclasses.replace(
+            variant,
+            librdkafka={**variant.librdkafka, "session.timeout.ms": timeout},
+            java={**variant.java, "session.timeout.ms": timeout},
+        )
     topics = topic_names(prefix)
     for topic in topics:
         create_topic(topic, partitions)
@@ -372,29 +406,49 @@ def run_chain(
     every: list[Worker] = []
     stages: dict[int, dict[str, Worker]] = {s: {} for s in range(1, STAGES + 1)}
 
-    def add(slot: str, txn_slot: str) -> None:
+    def add(*slots: tuple[str, str]) -> None:
+        """Start a worker in every stage for each (slot, transactional id's slot), all at once."""
         new = [
-            _worker(variant, bootstrap_servers, prefix, s, slot, txn_slot, f"{prefix}-s{s}-{slot}")
+            (
+                s,
+                slot,
+                _worker(
+                    variant, bootstrap_servers, prefix, s, slot, txn_slot, f"{prefix}-s{s}-{slot}", batch
+                ),
+            )
+            for slot, txn_slot in slots
             for s in range(1, STAGES + 1)
         ]
-        _start_all(new)  # each start() waits for its worker's initTransactions
-        for s, worker in zip(range(1, STAGES + 1), new, strict=True):
+        for s, slot, worker in new:
             stages[s][slot] = worker
-            every.append(worker)
+            every.append(worker)  # killed at the end whatever happens
+        _start_all([worker for _, _, worker in new])  # each start() waits for its initTransactions
 
     def final_committed() -> int:
         return sum(w.committed_records for w in stages[STAGES].values())
 
     started = time.monotonic()
     try:
-        add("a", "a")
-        add("b", "b")
+        add(("a", "a"), ("b", "b"))
+        if not churn:
+            _wait(
+                lambda: all(
+                    any(e["event"] == "assigned" and e["partitions"] for e in w.events) for w in every
+                ),
+                "every worker to hold partitions",
+                deadline,
+                every,
+            )
+            started = time.monotonic()
+            produce_inputs(bootstrap_servers, topics[0], 0, records, partitions)
+            _wait(lambda: final_committed() >= records, "every record through the chain", deadline, every)
+            return _finish(ChainResult(variant.name, records, time.monotonic() - started), every, every)
         third = records // 3
         produce_inputs(bootstrap_servers, topics[0], 0, third, partitions)
         progress("wave 1 produced")
         _wait(lambda: final_committed() >= third, "wave 1 through the chain", deadline, every)
 
-        add("c", "c")  # a member joins each stage
+        add(("c", "c"))  # a member joins each stage
         produce_inputs(bootstrap_servers, topics[0], third, 2 * third, partitions)
         for s in range(1, STAGES + 1):
             stages[s]["b"].close()  # one leaves cleanly
@@ -411,22 +465,25 @@ def run_chain(
         )
         for s in range(1, STAGES + 1):
             stages[s]["a"].kill()  # one is killed, its transaction perhaps open
-        add("d", "a")  # restarted with its transactional id (and instance id): the zombie fenced
+        add(("d", "a"))  # restarted with its transactional id (and instance id): the zombie fenced
         produce_inputs(bootstrap_servers, topics[0], half, records, partitions)
         progress("a killed and restarted as d")
         _wait(lambda: final_committed() >= records, "every record through the chain", deadline, every)
-        elapsed = time.monotonic() - started
-        result = ChainResult(variant.name, records, elapsed)
-        for s in range(1, STAGES + 1):
-            for slot in ("c", "d"):
-                stages[s][slot].close()
-        for worker in every:
-            result.workers[worker.name] = worker.committed_records
-            result.fatal.extend(f"{worker.name}: {e}" for e in worker.events if e["event"] == "fatal")
-        return result
+        result = ChainResult(variant.name, records, time.monotonic() - started)
+        return _finish(result, [stages[s][slot] for s in range(1, STAGES + 1) for slot in ("c", "d")], every)
     finally:
         for worker in every:
             worker.kill()
+
+
+def _finish(result: ChainResult, running: Sequence[Worker], every: Sequence[Worker]) -> ChainResult:
+    """Close the running workers cleanly; what each committed, and every fenced worker's event."""
+    for worker in running:
+        worker.close()
+    for worker in every:
+        result.workers[worker.name] = worker.committed_records
+        result.fatal.extend(f"{worker.name}: {e}" for e in worker.events if e["event"] == "fatal")
+    return result
 
 
 def read_committed(
@@ -526,7 +583,7 @@ def _run_worker(config: Mapping[str, Any]) -> int:  # pragma: no cover - runs in
                 producer.flush(30)
                 _emit("closed")
                 return 0
-        messages = [m for m in consumer.consume(BATCH, 0.1) if m.error() is None]
+        messages = [m for m in consumer.consume(int(config["batch"]), 0.1) if m.error() is None]
         if not messages:
             continue
         try:

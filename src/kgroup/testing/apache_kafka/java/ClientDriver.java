@@ -744,6 +744,12 @@ public final class ClientDriver {
                 emit(fatal);
                 return;
             } catch (Exception e) {
+                if (isFatal(e) || e instanceof org.apache.kafka.common.errors.InvalidSessionTimeoutException) {
+                    Map<String, Object> fatal = event("fatal", "where", "stage");  // it would fail again
+                    fatal.putAll(errorOf(e));
+                    emit(fatal);
+                    return;
+                }
                 Map<String, Object> aborted = event("aborted", "open", open);
                 aborted.putAll(errorOf(e));
                 emit(aborted);
