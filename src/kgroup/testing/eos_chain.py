@@ -488,7 +488,7 @@ def _finish(result: ChainResult, running: Sequence[Worker], every: Sequence[Work
 
 def read_committed(
     bootstrap_servers: str, topic: str, partitions: int, timeout_s: float = 60.0
-) -> list[tuple[bytes, bytes]]:
+) -> list[tuple[bytes | None, bytes | None]]:
     """Every record of ``topic`` a ``read_committed`` reader finds (to the end of every partition)."""
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -504,8 +504,8 @@ def read_committed(
     )
     try:
         reader.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        seen: list[tuple[bytes, bytes]] = []
-        at_end: set[int] = set()
+        seen: list[tuple[bytes | None, bytes | None]] = []
+        at_end: set[int | None] = set()
         deadline = time.monotonic() + timeout_s
         while len(at_end) < partitions:
             if time.monotonic() > deadline:
@@ -513,8 +513,9 @@ def read_committed(
             message = reader.poll(0.5)
             if message is None:
                 continue
-            if message.error() is not None:
-                if message.error().code() == KafkaError._PARTITION_EOF:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
                     at_end.add(message.partition())
                 continue
             at_end.discard(message.partition())
@@ -590,8 +591,10 @@ def _run_worker(config: Mapping[str, Any]) -> int:  # pragma: no cover - runs in
             producer.begin_transaction()
             offsets: dict[tuple[str, int], int] = {}
             for m in messages:
-                producer.produce(output, m.value() + suffix, key=m.key(), partition=m.partition())
-                offsets[(m.topic(), m.partition())] = m.offset() + 1
+                topic, partition, offset = m.topic(), m.partition(), m.offset()
+                assert topic is not None and partition is not None and offset is not None
+                producer.produce(output, (m.value() or b"") + suffix, key=m.key(), partition=partition)
+                offsets[(topic, partition)] = offset + 1
             producer.send_offsets_to_transaction(
                 [TopicPartition(t, p, o) for (t, p), o in offsets.items()],
                 consumer.consumer_group_metadata(),
