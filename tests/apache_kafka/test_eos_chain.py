@@ -89,6 +89,7 @@ def test_a_three_stage_chain_is_exactly_once_while_members_join_leave_and_die(
         records=RECORDS,
         partitions=PARTITIONS,
         create_topic=kafka.create_topic,
+        timeout_s=180.0,  # a bound for a loaded machine; a run takes 15-40 s
     )
     assert result.fatal == []  # no worker that went on was fenced
     for stage in range(1, STAGES + 1):  # the members that joined each stage did work
