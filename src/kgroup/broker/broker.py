@@ -50,7 +50,6 @@ from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.security.listeners import Listener
 from kgroup.security.runtime import SecurityRuntime
 from kgroup.security.session import Session
-from kgroup.transactions.coordinator import TxnCoordinatorConfig
 from kgroup.wire.framing import BufferPool, Frame
 
 __all__ = ["Broker", "open_logs", "run_broker", "serve", "wall_clock_ms"]
@@ -148,10 +147,7 @@ class Broker:
             self.cluster,
             clock_ms=clock_ms,
             allocate_producer_id=self.allocate_producer_id,
-            config=TxnCoordinatorConfig(
-                offsets_topic_partitions=config.offsets_topic_partitions,
-                abort_timed_out_interval_ms=config.transaction_abort_timed_out_interval_ms,
-            ),
+            config=config.txn_coordinator_config(),
             notify_appended=self.notify_appended,
         )
         self.transactions.offsets_marker = self.coordinators.end_transaction

@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kgroup.model import KgroupError
 from kgroup.security.listeners import SecurityConfig
 
+if TYPE_CHECKING:
+    from kgroup.transactions.coordinator import TxnCoordinatorConfig
+
 __all__ = ["BrokerConfig", "parse_topic_spec"]
 
 MIB = 1024 * 1024
+#: Java's ``Integer.MAX_VALUE``: the largest value of Kafka's INT settings
+JAVA_INT_MAX = 2**31 - 1
 #: ``group.consumer.max.assignment.interval.ms``'s default, the bound of the interval kgroup takes
 ASSIGNMENT_INTERVAL_MAX_MS = 15_000
 
@@ -49,6 +55,14 @@ class BrokerConfig:
     #: ``transaction.abort.timed.out.transaction.cleanup.interval.ms``: how often the transaction
     #: coordinator aborts the transactions past their ``transaction.timeout.ms``
     transaction_abort_timed_out_interval_ms: int = 10_000
+    #: ``transaction.max.timeout.ms``: the largest ``transaction.timeout.ms`` InitProducerId accepts
+    #: (a larger one is INVALID_TRANSACTION_TIMEOUT)
+    transaction_max_timeout_ms: int = 900_000
+    #: ``transactional.id.expiration.ms``: a transactional id idle this long (no transaction open) is
+    #: removed by the expiration sweep
+    transactional_id_expiration_ms: int = 604_800_000
+    #: ``transaction.remove.expired.transaction.cleanup.interval.ms``: how often that sweep runs
+    transaction_remove_expired_interval_ms: int = 3_600_000
     #: ``group.min.session.timeout.ms`` / ``group.max.session.timeout.ms``
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
@@ -132,13 +146,27 @@ class BrokerConfig:
                 f"default_replication_factor: {self.default_replication_factor} is more than the "
                 f"{self.brokers} broker(s); lower it or run more brokers"
             )
-        if self.transaction_abort_timed_out_interval_ms < 1:
-            raise KgroupError(
-                f"transaction_abort_timed_out_interval_ms: {self.transaction_abort_timed_out_interval_ms}; "
-                "use at least 1"
-            )
+        self._check_transaction_settings()
         if self.offsets_topic_partitions < 1:
             raise KgroupError(f"offsets_topic_partitions: {self.offsets_topic_partitions}; use at least 1")
+
+    def _check_transaction_settings(self) -> None:
+        """Kafka's ``TransactionStateManagerConfig``: each an INT of at least 1 (ms)."""
+        for kafka_name, value in _transaction_settings(self).items():
+            if not 1 <= value <= JAVA_INT_MAX:
+                raise KgroupError(f"{kafka_name}: {value}; give 1-{JAVA_INT_MAX} (ms), Kafka's bounds")
+
+    def txn_coordinator_config(self) -> TxnCoordinatorConfig:
+        """The transaction coordinator's settings from this config."""
+        from kgroup.transactions.coordinator import TxnCoordinatorConfig
+
+        return TxnCoordinatorConfig(
+            transaction_max_timeout_ms=self.transaction_max_timeout_ms,
+            transactional_id_expiration_ms=self.transactional_id_expiration_ms,
+            abort_timed_out_interval_ms=self.transaction_abort_timed_out_interval_ms,
+            remove_expired_interval_ms=self.transaction_remove_expired_interval_ms,
+            offsets_topic_partitions=self.offsets_topic_partitions,
+        )
 
     def share_coordinator_config(self) -> dict[str, int]:
         """The ``group.share.*`` settings as :class:`CoordinatorConfig` fields (checked there)."""
@@ -248,3 +276,14 @@ def parse_topic_spec(spec: str) -> tuple[str, int]:
     if partitions < 1:
         raise KgroupError(f"--topic: {spec!r}: the partition count must be at least 1")
     return name, partitions
+
+
+def _transaction_settings(config: BrokerConfig) -> dict[str, int]:
+    """The transaction coordinator's settings by Kafka's names, in Kafka's order of definition."""
+    prefix = "transaction.abort.timed.out", "transaction.remove.expired"
+    return {
+        "transactional.id.expiration.ms": config.transactional_id_expiration_ms,
+        "transaction.max.timeout.ms": config.transaction_max_timeout_ms,
+        f"{prefix[0]}.transaction.cleanup.interval.ms": config.transaction_abort_timed_out_interval_ms,
+        f"{prefix[1]}.transaction.cleanup.interval.ms": config.transaction_remove_expired_interval_ms,
+    }

@@ -120,6 +120,28 @@ def register(app: typer.Typer) -> None:
         consumer_max_session_timeout_ms: int = typer.Option(
             60_000, "--group-consumer-max-session-timeout-ms", help="group.consumer.max.session.timeout.ms."
         ),
+        transaction_max_timeout_ms: int = typer.Option(
+            900_000,
+            "--transaction-max-timeout-ms",
+            help="transaction.max.timeout.ms: the largest transaction.timeout.ms a producer may ask for.",
+        ),
+        transactional_id_expiration_ms: int = typer.Option(
+            604_800_000,
+            "--transactional-id-expiration-ms",
+            help="transactional.id.expiration.ms: a transactional id idle this long is removed.",
+        ),
+        transaction_abort_interval_ms: int = typer.Option(
+            10_000,
+            "--transaction-abort-timed-out-transaction-cleanup-interval-ms",
+            help="transaction.abort.timed.out.transaction.cleanup.interval.ms: how often transactions past "
+            "their timeout are aborted.",
+        ),
+        transaction_remove_interval_ms: int = typer.Option(
+            3_600_000,
+            "--transaction-remove-expired-transaction-cleanup-interval-ms",
+            help="transaction.remove.expired.transaction.cleanup.interval.ms: how often expired "
+            "transactional ids are removed.",
+        ),
         leader_imbalance_check_interval_s: int = typer.Option(
             300,
             "--leader-imbalance-check-interval-seconds",
@@ -264,6 +286,10 @@ def register(app: typer.Typer) -> None:
                 group_share_record_lock_duration_ms=share_record_lock_duration_ms,
                 group_share_delivery_count_limit=share_delivery_count_limit,
                 share_auto_offset_reset=share_auto_offset_reset,
+                transaction_max_timeout_ms=transaction_max_timeout_ms,
+                transactional_id_expiration_ms=transactional_id_expiration_ms,
+                transaction_abort_timed_out_interval_ms=transaction_abort_interval_ms,
+                transaction_remove_expired_interval_ms=transaction_remove_interval_ms,
                 auto_leader_rebalance_enable=auto_leader_rebalance,
                 leader_imbalance_check_interval_s=leader_imbalance_check_interval_s,
                 replica_placement_seed=replica_placement_seed,

@@ -75,7 +75,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * the LeaveGroup). The producer prints {@code started}, {@code sent} per record (partition, offset)
  * or {@code send_error}, {@code flushed} after each {@code send} command, {@code txn} after each
  * {@code txn} command (a transactional producer's init, begin, send_offsets, commit, abort), and
- * {@code closed}.
+ * {@code closed}. The {@code eos} role is one worker of an exactly-once consume-transform-produce
+ * stage ({@link #runExactlyOnceStage}).
  * The end of stdin is a {@code close}: a driver whose parent died does not stay behind.
  */
 public final class ClientDriver {
@@ -94,8 +95,9 @@ public final class ClientDriver {
         // nothing but the events may reach stdout
         System.setOut(new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.err), true));
         if (args.length != 2
-                || !(args[0].equals("consumer") || args[0].equals("producer") || args[0].equals("share"))) {
-            System.err.println("usage: ClientDriver consumer|producer|share CONFIG_JSON");
+                || !(args[0].equals("consumer") || args[0].equals("producer") || args[0].equals("share")
+                     || args[0].equals("eos"))) {
+            System.err.println("usage: ClientDriver consumer|producer|share|eos CONFIG_JSON");
             System.exit(2);
         }
         JsonNode config = JSON.readTree(args[1]);
@@ -105,6 +107,8 @@ public final class ClientDriver {
                 runConsumer(config);
             } else if (args[0].equals("share")) {
                 runShareConsumer(config);
+            } else if (args[0].equals("eos")) {
+                runExactlyOnceStage(config);
             } else {
                 runProducer(config);
             }
@@ -649,6 +653,129 @@ public final class ClientDriver {
             emit(event("txn", "op", op, "error", null));
         } catch (Exception e) {
             emit(event("txn", "op", op, "error", errorOf(e)));
+        }
+    }
+
+    // --- exactly-once stage ----------------------------------------------------------------------
+
+    /**
+     * One worker of an exactly-once consume-transform-produce stage: a {@code KafkaConsumer}
+     * ({@code "consumer"} properties, {@code read_committed}, no auto commit) subscribed to
+     * {@code "input"} and a transactional {@code KafkaProducer} ({@code "producer"} properties with
+     * its {@code transactional.id}). Each non-empty poll is one transaction: every record sent to
+     * {@code "output"} (same partition and key, {@code "suffix"} appended to the value), the offsets
+     * after the batch sent with {@code consumer.groupMetadata()} ({@code sendOffsetsToTransaction}),
+     * committed. A transaction that fails is aborted and the consumer rewound to its committed
+     * offsets. Prints {@code started} (after {@code initTransactions}), {@code assigned} /
+     * {@code revoked} / {@code lost}, {@code committed} (the records of a committed transaction),
+     * {@code aborted} (the error), {@code fatal} (a fenced producer or instance: the worker stops)
+     * and {@code closed}. Commands: {@code close} (after the transaction in progress) and
+     * {@code exit} (halt at once: a crash, its transaction left open).
+     */
+    static void runExactlyOnceStage(JsonNode config) throws Exception {
+        Properties consumerProps = new Properties();
+        config.path("consumer").properties().forEach(f -> consumerProps.put(f.getKey(), f.getValue().asText()));
+        consumerProps.putIfAbsent("isolation.level", "read_committed");
+        consumerProps.putIfAbsent("enable.auto.commit", "false");
+        consumerProps.putIfAbsent("auto.offset.reset", "earliest");
+        Properties producerProps = new Properties();
+        config.path("producer").properties().forEach(f -> producerProps.put(f.getKey(), f.getValue().asText()));
+        String input = config.path("input").asText();
+        String output = config.path("output").asText();
+        String suffix = config.path("suffix").asText("");
+        long pollMs = config.path("poll_ms").asLong(100);
+        KafkaProducer<String, String> producer =
+                new KafkaProducer<>(producerProps, new StringSerializer(), new StringSerializer());
+        KafkaConsumer<String, String> consumer =
+                new KafkaConsumer<>(consumerProps, new StringDeserializer(), new StringDeserializer());
+        producer.initTransactions();
+        consumer.subscribe(List.of(input), new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
+                emit(rebalanceEvent("revoked", consumer, revoked));
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
+                emit(rebalanceEvent("assigned", consumer, assigned));
+            }
+
+            @Override
+            public void onPartitionsLost(Collection<TopicPartition> lost) {
+                emit(rebalanceEvent("lost", consumer, lost));
+            }
+        });
+        emit(event("started", "transactional_id", producerProps.getProperty("transactional.id")));
+        while (true) {
+            JsonNode command = COMMANDS.poll();
+            if (command != null && command.path("cmd").asText().equals("close")) {
+                long timeout = command.path("timeout_ms").asLong(30000);
+                try {
+                    consumer.close(CloseOptions.timeout(Duration.ofMillis(timeout)));
+                    producer.close(Duration.ofMillis(timeout));
+                    emit(event("closed", "eof", command.path("eof").asBoolean(false)));
+                } catch (Exception e) {
+                    emit(event("closed", "error", errorOf(e)));
+                }
+                return;
+            }
+            boolean open = false;
+            try {
+                ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(pollMs));
+                if (records.isEmpty()) {
+                    continue;
+                }
+                producer.beginTransaction();
+                open = true;
+                Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+                for (ConsumerRecord<String, String> record : records) {
+                    producer.send(new ProducerRecord<>(output, record.partition(), record.key(), record.value() + suffix));
+                    offsets.put(new TopicPartition(record.topic(), record.partition()),
+                            new OffsetAndMetadata(record.offset() + 1));
+                }
+                producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
+                producer.commitTransaction();
+                emit(event("committed", "count", records.count(), "offsets", offsets(offsets)));
+            } catch (org.apache.kafka.common.errors.ProducerFencedException
+                     | org.apache.kafka.common.errors.InvalidProducerEpochException
+                     | FencedInstanceIdException e) {
+                Map<String, Object> fatal = event("fatal", "where", "stage");
+                fatal.putAll(errorOf(e));
+                emit(fatal);
+                return;
+            } catch (Exception e) {
+                if (isFatal(e) || e instanceof org.apache.kafka.common.errors.InvalidSessionTimeoutException) {
+                    Map<String, Object> fatal = event("fatal", "where", "stage");  // it would fail again
+                    fatal.putAll(errorOf(e));
+                    emit(fatal);
+                    return;
+                }
+                Map<String, Object> aborted = event("aborted", "open", open);
+                aborted.putAll(errorOf(e));
+                emit(aborted);
+                if (open) {
+                    producer.abortTransaction();
+                }
+                rewind(consumer);
+            }
+        }
+    }
+
+    /** Back to the committed offsets of every assigned partition (its start when it has none). */
+    static void rewind(KafkaConsumer<String, String> consumer) {
+        Set<TopicPartition> assigned = consumer.assignment();
+        Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assigned, Duration.ofSeconds(30));
+        List<TopicPartition> fromStart = new ArrayList<>();
+        for (TopicPartition tp : assigned) {
+            OffsetAndMetadata at = committed.get(tp);
+            if (at == null) {
+                fromStart.add(tp);
+            } else {
+                consumer.seek(tp, at.offset());
+            }
+        }
+        if (!fromStart.isEmpty()) {
+            consumer.seekToBeginning(fromStart);
         }
     }
 }
