@@ -55,7 +55,7 @@ from kgroup.share import (
     initial_start_offset,
     parse_share_auto_offset_reset,
 )
-from kgroup.share.codec import decode_share_record, encode_share_record
+from kgroup.share.codec import decode_share_record, encode_share_record, encode_share_tombstone
 from kgroup.share.persist import ShareStateRecord
 from kgroup.wire.varint import read_uvarint
 
@@ -253,16 +253,19 @@ class ShareHost:
             SHARE_GROUP_STATE_TOPIC, SHARE_GROUP_STATE_PARTITIONS, rf, SHARE_GROUP_STATE_CONFIGS
         )
 
-    def _append(self, records: Sequence[tuple[int, ShareStateRecord]]) -> None:
-        """Append (state partition, record) pairs to ``__share_group_state`` on the broker's loop;
-        raises OSError when the disk refuses."""
+    def _append(self, records: Sequence[tuple[int, ShareStateRecord | ShareKey]]) -> None:
+        """Append (state partition, record) pairs to ``__share_group_state`` on the broker's loop (a
+        bare :class:`ShareKey`: that partition's tombstone); raises OSError when the disk refuses."""
         if not records:
             return
         now_ms = self.clock_ms()
         self._ensure_topic()
         by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
         for partition, record in records:
-            by_partition.setdefault(partition, []).append(encode_share_record(record))
+            entry = (
+                encode_share_tombstone(record) if isinstance(record, ShareKey) else encode_share_record(record)
+            )
+            by_partition.setdefault(partition, []).append(entry)
         for partition, entries in sorted(by_partition.items()):
             plog = self.cluster.partition_log(SHARE_GROUP_STATE_TOPIC, partition)
             if plog is None:
@@ -315,6 +318,77 @@ class ShareHost:
             record = self.store.initialize(key, group_epoch, -1, now_ms)
             out.append((state_partition_for(group_id, topic_id, partition), record))
         return out
+
+    # --- Describe/Alter/DeleteShareGroupOffsets' share-coordinator part ----------------------------------
+
+    async def read_summary(
+        self, group_id: str, partitions: Sequence[tuple[uuid.UUID, int]]
+    ) -> list[tuple[int, int, int]]:
+        """``ReadShareGroupStateSummary``: per partition (start offset, delivery-complete count, leader
+        epoch) as the share coordinator holds them; a partition with no state is (−1, −1, 0), as
+        ``ShareCoordinatorShard.readStateSummary`` answers it."""
+        await self.wait_loaded()
+        out = []
+        for topic_id, partition in partitions:
+            key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
+            summary = self.store.summary(key)
+            out.append((-1, -1, 0) if summary is None else summary)
+        return out
+
+    async def alter_start_offsets(
+        self, group_id: str, group_epoch: int, partitions: Sequence[tuple[uuid.UUID, int, int]]
+    ) -> bool:
+        """``InitializeShareGroupState`` with the start offsets AlterShareGroupOffsets gives: each
+        partition's state starts again there (a snapshot with no batches at the group's epoch), and
+        a share partition loaded here is dropped so its next fetch loads the new state. True once
+        written."""
+        await self.wait_loaded()
+        assert self._lock is not None
+        async with self._lock:
+            now_ms = self.clock_ms()
+            records: list[tuple[int, ShareStateRecord | ShareKey]] = []
+            for topic_id, partition, start in partitions:
+                key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
+                record = await self._on_thread(self.store.initialize, key, group_epoch, start, now_ms)
+                records.append((state_partition_for(group_id, topic_id, partition), record))
+                self._evict(group_id, topic_id, partition)
+            try:
+                self._append(records)
+            except Exception as exc:
+                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
+                await self._reload()
+                return False
+        return True
+
+    async def delete_state(self, group_id: str, partitions: Sequence[tuple[uuid.UUID, int]]) -> bool:
+        """``DeleteShareGroupState``: each partition's tombstone (a partition with no state has none
+        written, as the share coordinator skips it); a share partition loaded here is dropped. True
+        once written."""
+        await self.wait_loaded()
+        assert self._lock is not None
+        async with self._lock:
+            records: list[tuple[int, ShareStateRecord | ShareKey]] = []
+            for topic_id, partition in partitions:
+                key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
+                self._evict(group_id, topic_id, partition)
+                if self.store.has(key):
+                    await self._on_thread(self.store.replay_tombstone, key)
+                    records.append((state_partition_for(group_id, topic_id, partition), key))
+            try:
+                self._append(records)
+            except Exception as exc:
+                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
+                await self._reload()
+                return False
+        return True
+
+    def _evict(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        """Forget a loaded share partition and its lock timers (its state is read again at its next use)."""
+        hosted = self._partitions.pop((group_id, topic_id, partition), None)
+        if hosted is None:
+            return
+        for key in [k for k in self._timers if (k.group_id, k.topic, k.partition) == (group_id, hosted.topic, partition)]:
+            self._timers.pop(key).cancel()
 
     async def _reload(self) -> None:
         """After a failed append: the store rebuilt from the topic, the partitions loaded again."""

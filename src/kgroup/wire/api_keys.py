@@ -51,6 +51,9 @@ class ApiKey(enum.IntEnum):
     SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
     @property
     def title(self) -> str:
