@@ -14,6 +14,7 @@ GROUP_ID_NOT_FOUND and an empty group id INVALID_GROUP_ID.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -23,6 +24,8 @@ from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.test_diff_share_fetch import _acks, _fetch, _part, _topic_id
 from tests.apache_kafka.test_diff_share_group import _heartbeat, _until_assigned
 from tests.apache_kafka.wire import API, Raw, create_topic, find_coordinator
+
+from kgroup.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +43,9 @@ ZERO = uuid.UUID(int=0)
 
 def _describe(raw: Raw, version: int, group: str, topics: dict[str, list[int]] | None) -> Any:
     named = None if topics is None else [{"topic_name": t, "partitions": p} for t, p in topics.items()]
-    answer = raw.call("DescribeShareGroupOffsets", version, {"groups": [{"group_id": group, "topics": named}]})
+    answer = raw.call(
+        "DescribeShareGroupOffsets", version, {"groups": [{"group_id": group, "topics": named}]}
+    )
     return answer["groups"]
 
 
@@ -67,7 +72,11 @@ def _ids(answer: Any, topic_id: uuid.UUID) -> Any:
         for key, value in answer.items():
             if key == "topic_id":
                 value = (
-                    "id" if str(value) == str(topic_id) else "zero" if value is None or str(value) == str(ZERO) else value
+                    "id"
+                    if str(value) == str(topic_id)
+                    else "zero"
+                    if value is None or str(value) == str(ZERO)
+                    else value
                 )
             elif key == "throttle_time":
                 continue
@@ -106,7 +115,19 @@ def _leave(coordinator: str, group: str, member: str) -> None:
         assert left["error_code"] == NONE, left
 
 
-def test_describe_alter_delete_share_group_offsets(target: Target, names: str) -> None:
+def _lag(bootstrap: str, group: str, capsys: pytest.CaptureFixture[str], *json: str) -> str:
+    """``kgroup lag --group G`` (with ``--json`` if asked): what it printed."""
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["lag", "--bootstrap-servers", bootstrap, "--group", group, *json])
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 0, err
+    return out
+
+
+def test_describe_alter_delete_share_group_offsets(
+    target: Target, names: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     group, topic, absent, other = f"{names}-g", f"{names}-t", f"{names}-absent", f"{names}-other"
     with Raw(target.bootstrap_servers) as raw:
         create_topic(raw, topic, 2)
@@ -162,7 +183,10 @@ def test_describe_alter_delete_share_group_offsets(target: Target, names: str) -
     assert described_v0[0]["topics"][0]["partitions"] == [_p(0, 4)], target.kind
     assert described_all[0]["error_code"] == NONE, target.kind
     assert [
-        (t["topic_name"], sorted((p["partition_index"], p["start_offset"], p["lag"]) for p in t["partitions"]))
+        (
+            t["topic_name"],
+            sorted((p["partition_index"], p["start_offset"], p["lag"]) for p in t["partitions"]),
+        )
         for t in described_all[0]["topics"]
     ] == [(topic, [(0, 4, 4), (1, -1, -1)])], target.kind
     assert unknown[0]["topics"] == [
@@ -171,6 +195,22 @@ def test_describe_alter_delete_share_group_offsets(target: Target, names: str) -
     assert no_group[0]["topics"] == [
         {"topic_name": topic, "topic_id": "id", "partitions": [_p(0, -1, -1)]}
     ], target.kind
+    # kgroup lag finds the share group and shows kafka-share-groups.sh --describe --offsets' view
+    lag = json.loads(_lag(target.bootstrap_servers, group, capsys, "--json"))
+    assert lag == {
+        "group": group,
+        "state": "Stable",
+        "type": "share",
+        "partitions": [
+            {"topic": topic, "partition": 0, "start_offset": 4, "leader_epoch": 0, "lag": 4},
+            {"topic": topic, "partition": 1, "start_offset": None, "leader_epoch": None, "lag": None},
+        ],
+    }, target.kind
+    table = _lag(target.bootstrap_servers, group, capsys).splitlines()
+    width = max(15, len(group))
+    assert table[1].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"], table
+    assert table[2] == f"{group.ljust(width)} {topic.ljust(15)} {'0'.ljust(10)} {'4'.ljust(13)} 4", table
+    assert table[3].split() == [group, topic, "1", "-", "-"], table
     not_empty = {"error_code": NON_EMPTY_GROUP, "error_message": "The group is not empty.", "responses": []}
     assert busy_alter == not_empty, target.kind
     assert busy_delete == not_empty, target.kind
@@ -188,7 +228,11 @@ def test_describe_alter_delete_share_group_offsets(target: Target, names: str) -
         "error_message": None,
         # the topic the broker does not have first (KafkaApis answers it before the coordinator)
         "responses": [
-            {"topic_name": absent, "topic_id": "zero", "partitions": [{"partition_index": 0, **unknown_partition}]},
+            {
+                "topic_name": absent,
+                "topic_id": "zero",
+                "partitions": [{"partition_index": 0, **unknown_partition}],
+            },
             {
                 "topic_name": topic,
                 "topic_id": "id",
@@ -239,6 +283,10 @@ def test_describe_alter_delete_share_group_offsets(target: Target, names: str) -
     }, target.kind
     assert after_delete[0]["topics"][0]["partitions"] == [_p(0, -1, -1), _p(1, -1, -1)], target.kind
     assert all_after_delete[0]["topics"] == [], target.kind
+    assert (
+        _lag(target.bootstrap_servers, group, capsys)
+        == f"\nShare group '{group}' has no offset information.\n"
+    )
     assert no_such_group == {
         "error_code": GROUP_ID_NOT_FOUND,
         "error_message": f"Group {names}-nobody not found.",

@@ -123,4 +123,9 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
         }
         for name, topic_id, partitions in prepared.results
     ]
-    return {"throttle_time": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": [*answered, *responses]}
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "responses": [*answered, *responses],
+    }

@@ -263,7 +263,9 @@ class ShareHost:
         by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
         for partition, record in records:
             entry = (
-                encode_share_tombstone(record) if isinstance(record, ShareKey) else encode_share_record(record)
+                encode_share_tombstone(record)
+                if isinstance(record, ShareKey)
+                else encode_share_record(record)
             )
             by_partition.setdefault(partition, []).append(entry)
         for partition, entries in sorted(by_partition.items()):
@@ -387,7 +389,11 @@ class ShareHost:
         hosted = self._partitions.pop((group_id, topic_id, partition), None)
         if hosted is None:
             return
-        for key in [k for k in self._timers if (k.group_id, k.topic, k.partition) == (group_id, hosted.topic, partition)]:
+        for key in [
+            k
+            for k in self._timers
+            if (k.group_id, k.topic, k.partition) == (group_id, hosted.topic, partition)
+        ]:
             self._timers.pop(key).cancel()
 
     async def _reload(self) -> None:

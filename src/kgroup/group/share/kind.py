@@ -76,10 +76,14 @@ class ShareGroups(GroupsById[ShareGroupData]):
             ShareGroupDescribeRequest: lambda txn, env, req: handle_share_describe(txn, env, req, ctx),
             # Alter/Delete/DescribeShareGroupOffsets' coordinator parts (kgroup.group.share.offsets)
             AlterShareOffsets: lambda txn, env, req: handle_alter_share_offsets(txn, env, req, ctx),
-            ShareOffsetsInitialized: lambda txn, env, req: handle_share_offsets_initialized(txn, env, req, ctx),
+            ShareOffsetsInitialized: lambda txn, env, req: handle_share_offsets_initialized(
+                txn, env, req, ctx
+            ),
             DeleteShareOffsets: lambda txn, env, req: handle_delete_share_offsets(txn, env, req, ctx),
             ShareOffsetsDeleted: lambda txn, env, req: handle_share_offsets_deleted(txn, env, req, ctx),
-            ShareInitializedPartitions: lambda txn, env, req: handle_initialized_partitions(txn, env, req, ctx),
+            ShareInitializedPartitions: lambda txn, env, req: handle_initialized_partitions(
+                txn, env, req, ctx
+            ),
         }
         # a share group's id in the other kinds' requests, as Kafka answers them (the other kinds
         # would create a group of their own; SyncGroup, Heartbeat, LeaveGroup and OffsetFetch already

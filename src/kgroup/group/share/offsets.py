@@ -12,12 +12,12 @@
   (``InitializeShareGroupState`` at the group's epoch). Once written, :class:`ShareOffsetsInitialized`
   marks them initialised (``initializeShareGroupState``).
 * **Delete** (``initiateDeleteShareGroupOffsets``): the group must be a share group
-  (``GROUP_ID_NOT_FOUND``, "Group … not found." or "Group … is not a share group.") and empty (``NON_EMPTY_GROUP``); a known topic initialised for the group has
-  its initialised partitions deleted, one being initialised all its partitions; the others are
-  ``UNKNOWN_TOPIC_OR_PARTITION`` ("There is no offset information to delete.", or the error's own
-  message for a topic the cluster does not have). The deleted topics
-  move to ``deletingTopics``; :class:`ShareOffsetsDeleted` drops them from it once the host deleted
-  their state (``completeDeleteShareGroupOffsets``).
+  (``GROUP_ID_NOT_FOUND``, "Group … not found." or "Group … is not a share group.") and empty
+  (``NON_EMPTY_GROUP``); a known topic initialised for the group has its initialised partitions
+  deleted, one being initialised all its partitions; the others are ``UNKNOWN_TOPIC_OR_PARTITION``
+  ("There is no offset information to delete.", or the error's own message for a topic the cluster
+  does not have). The deleted topics move to ``deletingTopics``; :class:`ShareOffsetsDeleted` drops
+  them from it once the host deleted their state (``completeDeleteShareGroupOffsets``).
 * **Describe all** (``initializedShareGroupPartitions``): the group's initialised partitions (none for
   a group that is not a share group).
 """
@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 from kgroup.group.errors import ApiError
 from kgroup.group.records.share import ShareGroupStatePartitionMetadata
@@ -94,7 +95,7 @@ class ShareOffsetsInitialized:
 
 @dataclass(frozen=True, slots=True)
 class ShareOffsetsDone:
-    """The coordinator's acknowledgement of :class:`ShareOffsetsInitialized` / :class:`ShareOffsetsDeleted`."""
+    """The coordinator's answer to :class:`ShareOffsetsInitialized` and :class:`ShareOffsetsDeleted`."""
 
     error_code: ErrorCode = ErrorCode.NONE
 
@@ -143,6 +144,12 @@ class ShareInitializedPartitionsAnswer:
 # --- handlers ---------------------------------------------------------------------------------------
 
 
+def _reply(txn: Txn, env: Envelope, body: object) -> None:
+    """The answer to one of this module's requests (the broker's share-offsets handlers read it; it
+    is no Kafka response of its own)."""
+    txn.reply(env.connection, env.correlation_id, cast(Any, body))
+
+
 def _share_group(ctx: ShareContext, group_id: str, create: bool) -> ShareGroupData:
     """``shareGroup`` / ``getOrMaybeCreateShareGroup``: the errors Kafka answers for a missing group or
     another kind's group."""
@@ -164,12 +171,12 @@ def handle_alter_share_offsets(txn: Txn, env: Envelope, req: AlterShareOffsets, 
     try:
         group = _share_group(ctx, req.group_id, create=True)
     except ApiError as exc:
-        txn.reply(env.connection, env.correlation_id, AlterShareOffsetsPrepared(exc.code, exc.message))
+        _reply(txn, env, AlterShareOffsetsPrepared(exc.code, exc.message))
         return
     if group.members:
-        txn.reply(
-            env.connection,
-            env.correlation_id,
+        _reply(
+            txn,
+            env,
             AlterShareOffsetsPrepared(ErrorCode.NON_EMPTY_GROUP, NON_EMPTY_GROUP_MESSAGE),
         )
         return
@@ -179,7 +186,8 @@ def handle_alter_share_offsets(txn: Txn, env: Envelope, req: AlterShareOffsets, 
         topic = ctx.image.topics.get(name)
         if topic is None:
             unknown = tuple(
-                (p, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_OR_PARTITION_MESSAGE) for p, _ in partitions
+                (p, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_OR_PARTITION_MESSAGE)
+                for p, _ in partitions
             )
             results.append((name, None, unknown))
             continue
@@ -206,9 +214,9 @@ def handle_alter_share_offsets(txn: Txn, env: Envelope, req: AlterShareOffsets, 
             dict(states.deleting),
         )
         txn.emit(_states_record(req.group_id, value))
-    txn.reply(
-        env.connection,
-        env.correlation_id,
+    _reply(
+        txn,
+        env,
         AlterShareOffsetsPrepared(
             results=tuple(results),
             initialize=tuple((t, n, tuple(sorted(o.items()))) for t, (n, o) in wanted.items()),
@@ -221,21 +229,19 @@ def handle_share_offsets_initialized(
     txn: Txn, env: Envelope, req: ShareOffsetsInitialized, ctx: ShareContext
 ) -> None:
     finish_initialize(txn, ctx, InitializeShareState(req.group_id, req.group_epoch, req.partitions), True)
-    txn.reply(env.connection, env.correlation_id, ShareOffsetsDone())
+    _reply(txn, env, ShareOffsetsDone())
 
 
 def handle_delete_share_offsets(txn: Txn, env: Envelope, req: DeleteShareOffsets, ctx: ShareContext) -> None:
     try:
         group = _share_group(ctx, req.group_id, create=False)
     except ApiError as exc:
-        txn.reply(
-            env.connection, env.correlation_id, DeleteShareOffsetsPrepared(exc.code, exc.message or "")
-        )
+        _reply(txn, env, DeleteShareOffsetsPrepared(exc.code, exc.message or ""))
         return
     if group.members:
-        txn.reply(
-            env.connection,
-            env.correlation_id,
+        _reply(
+            txn,
+            env,
             DeleteShareOffsetsPrepared(ErrorCode.NON_EMPTY_GROUP, NON_EMPTY_GROUP_MESSAGE),
         )
         return
@@ -260,14 +266,16 @@ def handle_delete_share_offsets(txn: Txn, env: Envelope, req: DeleteShareOffsets
             refused.append((name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NO_OFFSETS_TO_DELETE_MESSAGE))
     if delete:
         txn.emit(_states_record(req.group_id, SharePartitionStates(initializing, initialized, deleting)))
-    txn.reply(
-        env.connection,
-        env.correlation_id,
+    _reply(
+        txn,
+        env,
         DeleteShareOffsetsPrepared(refused=tuple(refused), delete=tuple(delete)),
     )
 
 
-def handle_share_offsets_deleted(txn: Txn, env: Envelope, req: ShareOffsetsDeleted, ctx: ShareContext) -> None:
+def handle_share_offsets_deleted(
+    txn: Txn, env: Envelope, req: ShareOffsetsDeleted, ctx: ShareContext
+) -> None:
     group = ctx.groups.get(req.group_id)
     if group is not None and group.partition_states is not None:
         states = group.partition_states
@@ -275,7 +283,7 @@ def handle_share_offsets_deleted(txn: Txn, env: Envelope, req: ShareOffsetsDelet
         if deleting != states.deleting:
             value = SharePartitionStates(dict(states.initializing), dict(states.initialized), deleting)
             txn.emit(_states_record(req.group_id, value))
-    txn.reply(env.connection, env.correlation_id, ShareOffsetsDone())
+    _reply(txn, env, ShareOffsetsDone())
 
 
 def handle_initialized_partitions(
@@ -285,4 +293,4 @@ def handle_initialized_partitions(
     topics: tuple[tuple[TopicId, tuple[int, ...]], ...] = ()
     if group is not None and group.partition_states is not None:
         topics = tuple((t, tuple(sorted(p))) for t, (_, p) in group.partition_states.initialized.items())
-    txn.reply(env.connection, env.correlation_id, ShareInitializedPartitionsAnswer(topics))
+    _reply(txn, env, ShareInitializedPartitionsAnswer(topics))
