@@ -21,6 +21,7 @@ from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_delete_share_offsets,
     handlers_describe_share_offsets,
     handlers_group,
+    handlers_incremental_alter_configs,
     handlers_scram,
     handlers_security,
     handlers_share,
