@@ -11,11 +11,14 @@ type and synonyms (the group's value, then the broker setting's default).
 
 from __future__ import annotations
 
+import time
+import uuid
 from typing import Any
 
 import pytest
 from tests.apache_kafka.conftest import Target
-from tests.apache_kafka.wire import API, Raw
+from tests.apache_kafka.test_diff_share_fetch import _fetch, _part, _topic_id
+from tests.apache_kafka.wire import API, Raw, create_topic, find_coordinator
 
 pytestmark = pytest.mark.share_groups
 
@@ -221,3 +224,72 @@ def test_group_configs_set_refused_and_described(target: Target, names: str) -> 
     assert [(c["name"], c["value"], c["config_source"]) for c in v1["configs"]] == [
         ("share.delivery.count.limit", "3", 8)
     ], target.kind
+
+
+def _share_records(
+    bootstrap: str, group: str, topic: str, want: int, timeout_s: float = 60
+) -> list[tuple[int, int]]:
+    """librdkafka's ShareConsumer in ``group``: (offset, delivery count) of what it got, each accepted,
+    once ``want`` records came (or the time ran out)."""
+    from tests.apache_kafka.test_share_consumers import _RdkafkaShare
+
+    consumer = _RdkafkaShare(bootstrap, group, topic)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while len(consumer.records) < want and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert consumer.errors == [], consumer.errors
+        return sorted((offset, count) for _, offset, count in consumer.records)
+    finally:
+        consumer.close()
+
+
+def test_share_auto_offset_reset_and_lock_duration_from_the_group_config(target: Target, names: str) -> None:
+    """Records before the group's first fetch: a group configured ``earliest`` gets them, one left at
+    the default (latest) only what comes after; ShareFetch's lock timeout is the group's
+    ``share.record.lock.duration.ms``."""
+    from confluent_kafka import Producer
+
+    topic, early, late = f"{names}-t", f"{names}-early", f"{names}-late"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 1)
+        assert _alter(raw, early, [("share.auto.offset.reset", SET, "earliest")]) == (0, None)
+        assert _alter(raw, early, [("share.record.lock.duration.ms", SET, "20000")]) == (0, None)
+    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "acks": "all"})
+    for i in range(5):
+        producer.produce(topic, value=f"before-{i}".encode(), partition=0)
+    assert producer.flush(30) == 0
+    assert _share_records(target.bootstrap_servers, early, topic, 5) == [(i, 1) for i in range(5)], (
+        target.kind
+    )
+    # the late group's share partition starts at the end (its first fetch), then sees what comes next
+    from tests.apache_kafka.test_diff_share_offsets import _join
+
+    member = str(uuid.uuid4())
+    _join(find_coordinator(target.bootstrap_servers, late), late, member, topic)
+    with Raw(target.bootstrap_servers) as raw:
+        topic_id = _topic_id(raw, topic)
+        ask = [{"topic_id": topic_id, "partitions": [_part(0)]}]
+        first = _fetch(raw, group_id=late, member_id=member, topics=ask)
+        assert first["error_code"] == 0, first
+        for i in range(3):
+            producer.produce(topic, value=f"after-{i}".encode(), partition=0)
+        assert producer.flush(30) == 0
+        got = _fetch(raw, group_id=late, member_id=member, share_session_epoch=1, max_wait=5000)
+        _fetch(raw, group_id=late, member_id=member, share_session_epoch=-1)
+    del producer
+    acquired = [
+        (r["first_offset"], r["last_offset"])
+        for t in got["responses"]
+        for p in t["partitions"]
+        for r in p["acquired_records"]
+    ]
+    assert acquired == [(5, 7)], (target.kind, got)
+    # the lock duration ShareFetch answers: the group's config, or the broker's default
+    assert (first["acquisition_lock_timeout"], got["acquisition_lock_timeout"]) == (30000, 30000), target.kind
+    member = str(uuid.uuid4())
+    _join(find_coordinator(target.bootstrap_servers, early), early, member, topic)
+    with Raw(target.bootstrap_servers) as raw:
+        opened = _fetch(raw, group_id=early, member_id=member, topics=ask)
+        _fetch(raw, group_id=early, member_id=member, share_session_epoch=-1)
+    assert opened["acquisition_lock_timeout"] == 20000, (target.kind, opened)

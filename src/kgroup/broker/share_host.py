@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kgroup.broker.cluster import SHARE_GROUP_STATE_TOPIC, Cluster
+from kgroup.broker.group_configs import store_of
 from kgroup.broker.internal_topic import record_batch
 from kgroup.broker.share_sessions import ShareSession, ShareSessionCache
 from kgroup.broker.txn_host import read_batch_entries
@@ -40,10 +41,12 @@ from kgroup.javacompat import java_string_hash
 from kgroup.log.batch import HEADER_SIZE, parse_header
 from kgroup.model import TopicId
 from kgroup.share import (
+    AbortedTransaction,
     AcknowledgementBatch,
     AcquiredRecords,
     CancelLockTimer,
     FetchedBatch,
+    IsolationLevel,
     LockKey,
     ScheduleLockTimer,
     ShareError,
@@ -57,6 +60,7 @@ from kgroup.share import (
 )
 from kgroup.share.codec import decode_share_record, encode_share_record, encode_share_tombstone
 from kgroup.share.persist import ShareStateRecord
+from kgroup.share.reset import ShareAutoOffsetReset
 from kgroup.wire.varint import read_uvarint
 
 __all__ = [
@@ -405,6 +409,31 @@ class ShareHost:
         self.store = ShareStateStore()
         await self._on_thread(self._replay, await self._read_all())
 
+    # --- the group's configs ---------------------------------------------------------------------------
+
+    def group_settings(self, group_id: str) -> tuple[SharePartitionConfig, ShareAutoOffsetReset, bool]:
+        """The share partitions' limits, ``share.auto.offset.reset`` and whether the group reads
+        committed records only: the group's configs (IncrementalAlterConfigs on the GROUP resource,
+        :mod:`kgroup.broker.group_configs`) over the broker's settings, read at each use."""
+        overrides = store_of(self.cluster).get(group_id)
+        base = self.config
+        if not overrides:
+            return base.partition_config(), self._reset, False
+        config = SharePartitionConfig(
+            max_in_flight_records=int(
+                overrides.get("share.partition.max.record.locks", base.partition_max_record_locks)
+            ),
+            max_delivery_count=int(overrides.get("share.delivery.count.limit", base.delivery_count_limit)),
+            record_lock_duration_ms=int(
+                overrides.get("share.record.lock.duration.ms", base.record_lock_duration_ms)
+            ),
+            renew_acknowledge_enabled=overrides.get("share.renew.acknowledge.enable", "true").lower()
+            == "true",
+        )
+        given = overrides.get("share.auto.offset.reset")
+        reset = self._reset if given is None else parse_share_auto_offset_reset(given)
+        return config, reset, overrides.get("share.isolation.level") == "read_committed"
+
     # --- share partitions -----------------------------------------------------------------------------
 
     async def _hosted(
@@ -431,7 +460,7 @@ class ShareHost:
 
             try:
                 reset = initial_start_offset(
-                    self._reset,
+                    self.group_settings(group_id)[1],
                     log_start_offset=plog.log_start_offset,
                     log_end_offset=plog.high_watermark,
                     offset_for_timestamp=lookup,
@@ -470,7 +499,7 @@ class ShareHost:
     ) -> tuple[_Hosted, list[tuple[int, ShareStateRecord]]] | ShareError:
         """On the share thread: a share partition initialised from the persisted state."""
         records: list[tuple[int, ShareStateRecord]] = []
-        sp = SharePartition(group_id, topic, partition, self.config.partition_config())
+        sp = SharePartition(group_id, topic, partition, self.group_settings(group_id)[0])
         error = sp.initialize(self.store.read(key), reset)
         if error is not None:
             return error
@@ -551,8 +580,11 @@ class ShareHost:
         assert self._lock is not None
         out: dict[tuple[uuid.UUID, int], PartitionFetch] = {}
         async with self._lock:
-            reads: list[tuple[_Hosted, int, list[FetchedBatch], memoryview]] = []
+            reads: list[
+                tuple[_Hosted, int, list[FetchedBatch], memoryview, list[AbortedTransaction] | None]
+            ] = []
             per_partition = max(1, max_bytes // max(1, len(wanted)))
+            config, _, read_committed = self.group_settings(group_id)
             for count, (topic_id, topic, partition) in enumerate(wanted):
                 if count % _READS_PER_TURN == _READS_PER_TURN - 1:
                     await asyncio.sleep(0)  # other connections get a turn between the log reads
@@ -571,20 +603,28 @@ class ShareHost:
                 if plog.log_start_offset > h.sp.start_offset:
                     h.sp.update_log_start_offset(plog.log_start_offset)
                 offset = h.sp.next_fetch_offset()
-                hw = plog.high_watermark
+                # share.isolation.level=read_committed: up to the last stable offset, with the
+                # aborted transactions there (DelayedShareFetch's FetchIsolation.TXN_COMMITTED)
+                hw = plog.last_stable_offset if read_committed else plog.high_watermark
                 if offset >= hw or offset < plog.log_start_offset:
                     continue
                 batches, data = _read_log(plog, offset, hw, per_partition, h.sp.end_offset, max_records)
                 if not batches:
                     continue
-                reads.append((h, offset, batches, data))
+                aborted = None
+                if read_committed:
+                    aborted = [
+                        AbortedTransaction(a.producer_id, a.first_offset)
+                        for a in plog.transactions.aborted_between(offset, batches[-1].last_offset + 1)
+                    ]
+                reads.append((h, offset, batches, data, aborted))
             if not reads:
                 return out
             now_ms = self.clock_ms()
             results = await self._on_thread(
-                self._acquire_all, member_id, reads, now_ms, max_records, batch_size, record_limit
+                self._acquire_all, member_id, reads, now_ms, max_records, batch_size, record_limit, config
             )
-            for (h, _, _, data), (acquired, effects, error) in zip(reads, results, strict=True):
+            for (h, _, _, data, _), (acquired, effects, error) in zip(reads, results, strict=True):
                 self._apply_effects(effects)
                 entry = out[(h.topic_id, h.partition)]
                 if error is not None:
@@ -598,18 +638,22 @@ class ShareHost:
     def _acquire_all(
         self,
         member_id: str,
-        reads: list[tuple[_Hosted, int, list[FetchedBatch], memoryview]],
+        reads: list[tuple[_Hosted, int, list[FetchedBatch], memoryview, list[AbortedTransaction] | None]],
         now_ms: int,
         max_records: int,
         batch_size: int,
         record_limit: bool,
+        config: SharePartitionConfig,
     ) -> list[tuple[list[AcquiredRecords], list[Any], ShareError | None]]:
         out: list[tuple[list[AcquiredRecords], list[Any], ShareError | None]] = []
         left = max_records
-        for h, offset, batches, _ in reads:
+        for h, offset, batches, _, aborted in reads:
             if left <= 0:
                 out.append(([], [], None))
                 continue
+            h.sp.config = (
+                config  # the group's configs as they are now (the lock duration at each acquisition)
+            )
             result = h.sp.acquire(
                 member_id,
                 now_ms,
@@ -618,6 +662,10 @@ class ShareHost:
                 max_fetch_records=left,
                 batch_size=batch_size,
                 record_limit=record_limit,
+                isolation=IsolationLevel.READ_UNCOMMITTED
+                if aborted is None
+                else IsolationLevel.READ_COMMITTED,
+                aborted_transactions=aborted,
             )
             left -= result.count
             out.append(
