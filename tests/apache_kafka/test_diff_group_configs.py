@@ -293,3 +293,69 @@ def test_share_auto_offset_reset_and_lock_duration_from_the_group_config(target:
         opened = _fetch(raw, group_id=early, member_id=member, topics=ask)
         _fetch(raw, group_id=early, member_id=member, share_session_epoch=-1)
     assert opened["acquisition_lock_timeout"] == 20000, (target.kind, opened)
+
+
+def test_share_isolation_level_read_committed(target: Target, names: str) -> None:
+    """A transaction aborted (3 records) then one committed (2): a group configured
+    ``share.isolation.level=read_committed`` does not acquire the aborted records (archived), one at
+    the default (read_uncommitted) does — as the same raw ShareFetch shows it on both brokers."""
+    from confluent_kafka import Producer
+
+    topic, committed, everything = f"{names}-t", f"{names}-rc", f"{names}-ru"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 1)
+        for group in (committed, everything):
+            assert _alter(raw, group, [("share.auto.offset.reset", SET, "earliest")]) == (0, None)
+        assert _alter(raw, committed, [("share.isolation.level", SET, "read_committed")]) == (0, None)
+        topic_id = _topic_id(raw, topic)
+    producer = Producer({"bootstrap.servers": target.bootstrap_servers, "transactional.id": f"{names}-txn"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(topic, value=f"aborted-{i}".encode(), partition=0)
+    assert producer.flush(30) == 0  # written, then aborted (an abort drops what is not sent yet)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    for i in range(2):
+        producer.produce(topic, value=f"committed-{i}".encode(), partition=0)
+    producer.commit_transaction(30)
+    del producer
+    from tests.apache_kafka.test_diff_share_offsets import _join
+
+    seen = {}
+    for group in (committed, everything):
+        member = str(uuid.uuid4())
+        _join(find_coordinator(target.bootstrap_servers, group), group, member, topic)
+        acquired: list[tuple[int, int, int]] = []
+        with Raw(target.bootstrap_servers) as raw:
+            got = _fetch(
+                raw,
+                group_id=group,
+                member_id=member,
+                topics=[{"topic_id": topic_id, "partitions": [_part(0)]}],
+                max_wait=5000,
+            )
+            for epoch in range(1, 6):  # each round accepts what the last one acquired (bounded)
+                rows = [
+                    (r["first_offset"], r["last_offset"], r["delivery_count"])
+                    for t in got["responses"]
+                    for p in t["partitions"]
+                    for r in p["acquired_records"]
+                ]
+                acquired += rows
+                if not rows and epoch > 1:
+                    break
+                acks = [{"topic_id": topic_id, "partitions": [_part(0, *((f, la, 1) for f, la, _ in rows))]}]
+                got = _fetch(
+                    raw,
+                    group_id=group,
+                    member_id=member,
+                    share_session_epoch=epoch,
+                    topics=acks if rows else [],
+                    max_wait=1000,
+                )
+            _fetch(raw, group_id=group, member_id=member, share_session_epoch=-1)
+        seen[group] = acquired
+    # offsets: 0-2 aborted, 3 the abort marker, 4-5 committed, 6 the commit marker; the acquired
+    # ranges take in the markers (the client skips control records), read_committed archives 0-2
+    assert seen == {committed: [(3, 6, 1)], everything: [(0, 6, 1)]}, (target.kind, seen)

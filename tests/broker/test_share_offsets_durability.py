@@ -2,7 +2,8 @@
 start offset (a ``ShareSnapshot``) and the deletion (a tombstone) are in ``__share_group_state``, and
 the group's initialised topics in ``__consumer_offsets``, before the request is answered.
 
-A member reads nothing and leaves; Alter moves partition 0 of ``jobs`` to 6 and the broker is killed:
+A member reads nothing and leaves; Alter moves partition 0 of ``jobs`` to 6, a group config is set
+(``share.delivery.count.limit``, kept in ``group-configs.json``) and the broker is killed:
 after the restart DescribeShareGroupOffsets says 6 (lag 4 of 10 records), and a new member gets
 records 6-9 at delivery count 1. Then Delete, kill -9 again: after the restart the group has no
 offsets and describing all of them names none.
@@ -16,6 +17,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from tests.apache_kafka.test_diff_share_fetch import _fetch, _part, _topic_id
+from tests.apache_kafka.test_diff_group_configs import _alter as _alter_configs
+from tests.apache_kafka.test_diff_group_configs import _describe as _describe_configs
 from tests.apache_kafka.test_diff_share_offsets import _alter, _delete, _describe
 from tests.apache_kafka.wire import Raw, find_coordinator
 from tests.broker.procs import BrokerProcess
@@ -57,12 +60,17 @@ def test_alter_and_delete_survive_kill_9(tmp_path: Path) -> None:
             altered = _alter(raw, "workers", {"jobs": [(0, 6)]})
         assert altered["error_code"] == NONE, altered
         assert [p["error_code"] for t in altered["responses"] for p in t["partitions"]] == [NONE]
+        with Raw(broker.bootstrap_servers) as raw:  # a group config, kept in group-configs.json
+            assert _alter_configs(raw, "workers", [("share.delivery.count.limit", 0, "3")]) == (NONE, None)
     finally:
         broker.kill()  # kill -9: no flush, no close
 
     restarted = BrokerProcess(data)
     try:
         bootstrap = restarted.bootstrap_servers
+        with Raw(bootstrap) as raw:
+            kept = _describe_configs(raw, "workers", ["share.delivery.count.limit"], synonyms=False)
+        assert [(c["value"], c["config_source"]) for c in kept["configs"]] == [("3", 8)]
         with Raw(find_coordinator(bootstrap, "workers")) as raw:
             assert _partitions(_describe(raw, 1, "workers", {"jobs": [0]})) == [(0, 6, 4)]
             assert _partitions(_describe(raw, 1, "workers", None)) == [(0, 6, 4)]
