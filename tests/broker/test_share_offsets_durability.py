@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from tests.apache_kafka.test_diff_share_fetch import _fetch, _part, _topic_id
 from tests.apache_kafka.test_diff_group_configs import _alter as _alter_configs
 from tests.apache_kafka.test_diff_group_configs import _describe as _describe_configs
+from tests.apache_kafka.test_diff_share_fetch import _fetch, _part, _topic_id
 from tests.apache_kafka.test_diff_share_offsets import _alter, _delete, _describe
 from tests.apache_kafka.wire import Raw, find_coordinator
 from tests.broker.procs import BrokerProcess
