@@ -35,6 +35,7 @@ __all__ = [
     "GROUP_CONFIG_NAMES",
     "GroupConfigError",
     "GroupConfigStore",
+    "broker_bounds",
     "broker_group_settings",
     "describe_group_configs",
     "group_config_defaults",
@@ -160,9 +161,27 @@ def _invalid(value: str, name: str, why: str) -> GroupConfigError:
     return GroupConfigError(40, f"Invalid value {value} for configuration {name}: {why}")
 
 
-def validate_group_config(name: str, value: str) -> None:
+def broker_bounds(config: Any) -> dict[str, tuple[int, int]]:
+    """``GroupConfig.validate``'s bounds on kgroup serve: Kafka's defaults, the consumer ones from the
+    broker's ``group.consumer.min/max.*`` settings (``config``: a
+    :class:`kgroup.broker.config.BrokerConfig`)."""
+    return {
+        **_BOUNDS,
+        "consumer.session.timeout.ms": (
+            config.group_consumer_min_session_timeout_ms,
+            config.group_consumer_max_session_timeout_ms,
+        ),
+        "consumer.heartbeat.interval.ms": (
+            config.group_consumer_min_heartbeat_interval_ms,
+            config.group_consumer_max_heartbeat_interval_ms,
+        ),
+    }
+
+
+def validate_group_config(name: str, value: str, bounds: Mapping[str, tuple[int, int]] | None = None) -> None:
     """One config's value, as ``GroupConfig.validateNames``, ``ConfigDef.parse`` and
-    ``GroupConfig.validate`` check it (:class:`GroupConfigError` with Kafka's message)."""
+    ``GroupConfig.validate`` check it (:class:`GroupConfigError` with Kafka's message); ``bounds``:
+    the broker's (:func:`broker_bounds`), Kafka's defaults without."""
     d = _BY_NAME.get(name)
     if d is None:
         raise GroupConfigError(40, f"Unknown group config name: {name}")
@@ -173,9 +192,9 @@ def validate_group_config(name: str, value: str) -> None:
         number = int(text)
         if d.at_least is not None and number < d.at_least:
             raise _invalid(value, name, f"Value must be at least {d.at_least}")
-        bounds = _BOUNDS.get(name)
-        if bounds is not None and not bounds[0] <= number <= bounds[1]:
-            raise GroupConfigError(40, f"{name} must be in the range {bounds[0]} to {bounds[1]} inclusive.")
+        bound = (_BOUNDS if bounds is None else bounds).get(name)
+        if bound is not None and not bound[0] <= number <= bound[1]:
+            raise GroupConfigError(40, f"{name} must be in the range {bound[0]} to {bound[1]} inclusive.")
     elif d.kind == _BOOLEAN:
         if value.strip().lower() not in ("true", "false"):
             raise _invalid(value, name, "Expected value to be either true or false")

@@ -19,6 +19,7 @@ from kgroup.broker.dispatch import RequestContext, register
 from kgroup.broker.group_configs import (
     GROUP_CONFIG_NAMES,
     GroupConfigError,
+    broker_bounds,
     store_of,
     validate_group_config,
 )
@@ -43,7 +44,7 @@ def _answer(resource: Any, code: int = 0, message: str | None = None) -> dict[st
     }
 
 
-def _altered(current: dict[str, str], operations: Any) -> dict[str, str]:
+def _altered(current: dict[str, str], operations: Any, bounds: dict[str, tuple[int, int]]) -> dict[str, str]:
     """The group's configs after ``operations`` (:class:`GroupConfigError` for a refused one)."""
     configs = dict(current)
     for op in operations:
@@ -73,7 +74,7 @@ def _altered(current: dict[str, str], operations: Any) -> dict[str, str]:
             raise GroupConfigError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {kind}")
     for name, value in configs.items():
         if name not in current or current[name] != value:
-            validate_group_config(name, value)
+            validate_group_config(name, value, bounds)
     for op in operations:  # a DELETE of a name Kafka does not know
         if op.name not in GROUP_CONFIG_NAMES:
             raise GroupConfigError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {op.name}")
@@ -106,7 +107,7 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Any:
             )
             continue
         try:
-            configs = _altered(store.get(name), resource.configs)
+            configs = _altered(store.get(name), resource.configs, broker_bounds(ctx.services.config))
         except GroupConfigError as exc:
             responses.append(_answer(resource, exc.code, exc.message))
             continue
