@@ -334,12 +334,16 @@ class ShareHost:
         epoch) as the share coordinator holds them; a partition with no state is (−1, −1, 0), as
         ``ShareCoordinatorShard.readStateSummary`` answers it."""
         await self.wait_loaded()
-        out = []
-        for topic_id, partition in partitions:
-            key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
-            summary = self.store.summary(key)
-            out.append((-1, -1, 0) if summary is None else summary)
-        return out
+
+        def read() -> list[tuple[int, int, int]]:  # on the share thread, which owns the store
+            out = []
+            for topic_id, partition in partitions:
+                key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
+                summary = self.store.summary(key)
+                out.append((-1, -1, 0) if summary is None else summary)
+            return out
+
+        return await self._on_thread(read)
 
     async def alter_start_offsets(
         self, group_id: str, group_epoch: int, partitions: Sequence[tuple[uuid.UUID, int, int]]
