@@ -9,9 +9,9 @@ import time
 import pytest
 
 from kgroup.cli import main
-from kgroup.cli.lag import format_table
+from kgroup.cli.lag import format_share_table, format_table
 from kgroup.client import lag as lag_requests
-from kgroup.client.lag import MemberOwnership, lag_rows
+from kgroup.client.lag import MemberOwnership, ShareGroupLag, lag_rows, share_lag_rows
 from kgroup.model import TopicPartition
 from kgroup.testing import KafkaBroker
 
@@ -46,6 +46,32 @@ def test_rows_follow_kafkas_order_and_lag_rule() -> None:
         # committed partitions nobody owns, sorted, no owner; a member owning nothing has no row
         ("c", 3, 0, 2, 2, None),
         ("z", 0, 7, 7, 0, None),
+    ]
+
+
+def test_share_rows_follow_kafkas_order_and_dashes() -> None:
+    """kafka-share-groups.sh --describe --offsets: sorted by topic and partition; no start offset:
+    every column ``-``; a negative lag or leader epoch (v0 has no lag) ``-``."""
+    rows = share_lag_rows(
+        [
+            ("orders", 1, -1, 0, -1),
+            ("audit", 0, 12, 0, 3),
+            ("orders", 0, 5, -1, -1),
+        ]
+    )
+    assert [(r.topic, r.partition, r.start_offset, r.leader_epoch, r.lag) for r in rows] == [
+        ("audit", 0, 12, 0, 3),
+        ("orders", 0, 5, None, None),
+        ("orders", 1, None, None, None),
+    ]
+    data = ShareGroupLag("workers", "Empty", tuple(rows)).to_json()
+    assert data["type"] == "share" and data["state"] == "Empty"
+    table = format_share_table("workers", data["partitions"]).splitlines()
+    assert table == [
+        "GROUP           TOPIC           PARTITION  START-OFFSET  LAG",
+        "workers         audit           0          12            3",
+        "workers         orders          0          5             -",
+        "workers         orders          1          -             -",
     ]
 
 

@@ -16,8 +16,12 @@ complete whichever module of the package is imported first).
 from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_acls,
     handlers_admin,
+    handlers_alter_share_offsets,
     handlers_data,
+    handlers_delete_share_offsets,
+    handlers_describe_share_offsets,
     handlers_group,
+    handlers_incremental_alter_configs,
     handlers_scram,
     handlers_security,
     handlers_share,

@@ -496,6 +496,35 @@ def _describe_configs_denied(ctx: RequestContext, resource: Any) -> dict[str, An
     }
 
 
+def _describe_group(ctx: RequestContext, resource: Any, synonyms: bool) -> dict[str, Any]:
+    """A GROUP resource's configs: what IncrementalAlterConfigs set on it, the rest the broker's
+    defaults (any group name, existing or not, as Kafka answers it)."""
+    from kgroup.broker.group_configs import (
+        broker_group_settings,
+        describe_group_configs,
+        group_config_defaults,
+        store_of,
+    )
+
+    services = ctx.services
+    defaults = group_config_defaults(
+        broker_group_settings(services.config, services.shares.config.auto_offset_reset)
+    )
+    keys = resource.configuration_keys
+    return {
+        "error_code": ErrorCode.NONE,
+        "error_message": "",
+        "resource_type": 32,
+        "resource_name": resource.resource_name,
+        "configs": describe_group_configs(
+            store_of(services.cluster).get(resource.resource_name),
+            defaults,
+            None if keys is None else list(keys),
+            synonyms=synonyms,
+        ),
+    }
+
+
 @register(ApiKey.DESCRIBE_CONFIGS, versions=(1, 4))
 async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
     cluster = ctx.services.cluster
@@ -550,6 +579,9 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
             }
             overridden = set()
             cluster_defaults = frozenset()
+        elif rtype == 32:  # GROUP: kgroup.broker.group_configs (ConfigHelper.createGroupConfigEntry)
+            results.append(_describe_group(ctx, resource, bool(request.include_synonyms)))
+            continue
         else:
             results.append(
                 {

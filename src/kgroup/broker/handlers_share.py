@@ -229,7 +229,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         "throttle_time": 0,
         "error_code": ErrorCode.NONE,
         "error_message": None,
-        "acquisition_lock_timeout": host.config.record_lock_duration_ms,
+        "acquisition_lock_timeout": host.group_settings(group_id)[0].record_lock_duration_ms,
         "responses": [
             {"topic_id": topic_id, "partitions": list(parts.values())} for topic_id, parts in order.items()
         ],
@@ -362,7 +362,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> dict[str, Any]
         "throttle_time": 0,
         "error_code": ErrorCode.NONE,
         "error_message": None,
-        "acquisition_lock_timeout": host.config.record_lock_duration_ms,
+        "acquisition_lock_timeout": host.group_settings(group_id)[0].record_lock_duration_ms,
         "responses": [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in order.items()],
         "node_endpoints": _endpoints(ctx, leaders),
     }

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kgroup.broker.cluster import SHARE_GROUP_STATE_TOPIC, Cluster
+from kgroup.broker.group_configs import store_of
 from kgroup.broker.internal_topic import record_batch
 from kgroup.broker.share_sessions import ShareSession, ShareSessionCache
 from kgroup.broker.txn_host import read_batch_entries
@@ -41,10 +42,12 @@ from kgroup.log.batch import HEADER_SIZE, parse_header
 from kgroup.model import TopicId
 from kgroup.record.share import ACKNOWLEDGED, ACQUIRED, LOCK_TIMEOUT, MEMBER_RELEASED, ShareEvent
 from kgroup.share import (
+    AbortedTransaction,
     AcknowledgementBatch,
     AcquiredRecords,
     CancelLockTimer,
     FetchedBatch,
+    IsolationLevel,
     LockKey,
     ScheduleLockTimer,
     ShareError,
@@ -56,8 +59,9 @@ from kgroup.share import (
     initial_start_offset,
     parse_share_auto_offset_reset,
 )
-from kgroup.share.codec import decode_share_record, encode_share_record
+from kgroup.share.codec import decode_share_record, encode_share_record, encode_share_tombstone
 from kgroup.share.persist import ShareStateRecord
+from kgroup.share.reset import ShareAutoOffsetReset
 from kgroup.wire.varint import read_uvarint
 
 __all__ = [
@@ -256,16 +260,21 @@ class ShareHost:
             SHARE_GROUP_STATE_TOPIC, SHARE_GROUP_STATE_PARTITIONS, rf, SHARE_GROUP_STATE_CONFIGS
         )
 
-    def _append(self, records: Sequence[tuple[int, ShareStateRecord]]) -> None:
-        """Append (state partition, record) pairs to ``__share_group_state`` on the broker's loop;
-        raises OSError when the disk refuses."""
+    def _append(self, records: Sequence[tuple[int, ShareStateRecord | ShareKey]]) -> None:
+        """Append (state partition, record) pairs to ``__share_group_state`` on the broker's loop (a
+        bare :class:`ShareKey`: that partition's tombstone); raises OSError when the disk refuses."""
         if not records:
             return
         now_ms = self.clock_ms()
         self._ensure_topic()
         by_partition: dict[int, list[tuple[bytes, bytes | None]]] = {}
         for partition, record in records:
-            by_partition.setdefault(partition, []).append(encode_share_record(record))
+            entry = (
+                encode_share_tombstone(record)
+                if isinstance(record, ShareKey)
+                else encode_share_record(record)
+            )
+            by_partition.setdefault(partition, []).append(entry)
         for partition, entries in sorted(by_partition.items()):
             plog = self.cluster.partition_log(SHARE_GROUP_STATE_TOPIC, partition)
             if plog is None:
@@ -319,6 +328,85 @@ class ShareHost:
             out.append((state_partition_for(group_id, topic_id, partition), record))
         return out
 
+    # --- Describe/Alter/DeleteShareGroupOffsets' share-coordinator part ----------------------------------
+
+    async def read_summary(
+        self, group_id: str, partitions: Sequence[tuple[uuid.UUID, int]]
+    ) -> list[tuple[int, int, int]]:
+        """``ReadShareGroupStateSummary``: per partition (start offset, delivery-complete count, leader
+        epoch) as the share coordinator holds them; a partition with no state is (−1, −1, 0), as
+        ``ShareCoordinatorShard.readStateSummary`` answers it."""
+        await self.wait_loaded()
+
+        def read() -> list[tuple[int, int, int]]:  # on the share thread, which owns the store
+            out = []
+            for topic_id, partition in partitions:
+                key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
+                summary = self.store.summary(key)
+                out.append((-1, -1, 0) if summary is None else summary)
+            return out
+
+        return await self._on_thread(read)
+
+    async def alter_start_offsets(
+        self, group_id: str, group_epoch: int, partitions: Sequence[tuple[uuid.UUID, int, int]]
+    ) -> bool:
+        """``InitializeShareGroupState`` with the start offsets AlterShareGroupOffsets gives: each
+        partition's state starts again there (a snapshot with no batches at the group's epoch), and
+        a share partition loaded here is dropped so its next fetch loads the new state. True once
+        written."""
+        await self.wait_loaded()
+        assert self._lock is not None
+        async with self._lock:
+            now_ms = self.clock_ms()
+            records: list[tuple[int, ShareStateRecord | ShareKey]] = []
+            for topic_id, partition, start in partitions:
+                key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
+                record = await self._on_thread(self.store.initialize, key, group_epoch, start, now_ms)
+                records.append((state_partition_for(group_id, topic_id, partition), record))
+                self._evict(group_id, topic_id, partition)
+            try:
+                self._append(records)
+            except Exception as exc:
+                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
+                await self._reload()
+                return False
+        return True
+
+    async def delete_state(self, group_id: str, partitions: Sequence[tuple[uuid.UUID, int]]) -> bool:
+        """``DeleteShareGroupState``: each partition's tombstone (a partition with no state has none
+        written, as the share coordinator skips it); a share partition loaded here is dropped. True
+        once written."""
+        await self.wait_loaded()
+        assert self._lock is not None
+        async with self._lock:
+            records: list[tuple[int, ShareStateRecord | ShareKey]] = []
+            for topic_id, partition in partitions:
+                key = ShareKey(group_id, str(TopicId.from_int(topic_id.int)), partition)
+                self._evict(group_id, topic_id, partition)
+                if self.store.has(key):
+                    await self._on_thread(self.store.replay_tombstone, key)
+                    records.append((state_partition_for(group_id, topic_id, partition), key))
+            try:
+                self._append(records)
+            except Exception as exc:
+                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
+                await self._reload()
+                return False
+        return True
+
+    def _evict(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        """Forget a loaded share partition and its lock timers (its state is read again at its next use)."""
+        hosted = self._partitions.pop((group_id, topic_id, partition), None)
+        if hosted is None:
+            return
+        for key in [
+            k
+            for k in self._timers
+            if (k.group_id, k.topic, k.partition) == (group_id, hosted.topic, partition)
+        ]:
+            self._timers.pop(key).cancel()
+
     async def _reload(self) -> None:
         """After a failed append: the store rebuilt from the topic, the partitions loaded again."""
         for handle in self._timers.values():
@@ -327,6 +415,31 @@ class ShareHost:
         self._partitions.clear()
         self.store = ShareStateStore()
         await self._on_thread(self._replay, await self._read_all())
+
+    # --- the group's configs ---------------------------------------------------------------------------
+
+    def group_settings(self, group_id: str) -> tuple[SharePartitionConfig, ShareAutoOffsetReset, bool]:
+        """The share partitions' limits, ``share.auto.offset.reset`` and whether the group reads
+        committed records only: the group's configs (IncrementalAlterConfigs on the GROUP resource,
+        :mod:`kgroup.broker.group_configs`) over the broker's settings, read at each use."""
+        overrides = store_of(self.cluster).get(group_id)
+        base = self.config
+        if not overrides:
+            return base.partition_config(), self._reset, False
+        config = SharePartitionConfig(
+            max_in_flight_records=int(
+                overrides.get("share.partition.max.record.locks", base.partition_max_record_locks)
+            ),
+            max_delivery_count=int(overrides.get("share.delivery.count.limit", base.delivery_count_limit)),
+            record_lock_duration_ms=int(
+                overrides.get("share.record.lock.duration.ms", base.record_lock_duration_ms)
+            ),
+            renew_acknowledge_enabled=overrides.get("share.renew.acknowledge.enable", "true").lower()
+            == "true",
+        )
+        given = overrides.get("share.auto.offset.reset")
+        reset = self._reset if given is None else parse_share_auto_offset_reset(given)
+        return config, reset, overrides.get("share.isolation.level") == "read_committed"
 
     # --- share partitions -----------------------------------------------------------------------------
 
@@ -354,7 +467,7 @@ class ShareHost:
 
             try:
                 reset = initial_start_offset(
-                    self._reset,
+                    self.group_settings(group_id)[1],
                     log_start_offset=plog.log_start_offset,
                     log_end_offset=plog.high_watermark,
                     offset_for_timestamp=lookup,
@@ -393,7 +506,7 @@ class ShareHost:
     ) -> tuple[_Hosted, list[tuple[int, ShareStateRecord]]] | ShareError:
         """On the share thread: a share partition initialised from the persisted state."""
         records: list[tuple[int, ShareStateRecord]] = []
-        sp = SharePartition(group_id, topic, partition, self.config.partition_config())
+        sp = SharePartition(group_id, topic, partition, self.group_settings(group_id)[0])
         error = sp.initialize(self.store.read(key), reset)
         if error is not None:
             return error
@@ -476,8 +589,11 @@ class ShareHost:
         assert self._lock is not None
         out: dict[tuple[uuid.UUID, int], PartitionFetch] = {}
         async with self._lock:
-            reads: list[tuple[_Hosted, int, list[FetchedBatch], memoryview]] = []
+            reads: list[
+                tuple[_Hosted, int, list[FetchedBatch], memoryview, list[AbortedTransaction] | None]
+            ] = []
             per_partition = max(1, max_bytes // max(1, len(wanted)))
+            config, _, read_committed = self.group_settings(group_id)
             for count, (topic_id, topic, partition) in enumerate(wanted):
                 if count % _READS_PER_TURN == _READS_PER_TURN - 1:
                     await asyncio.sleep(0)  # other connections get a turn between the log reads
@@ -496,20 +612,28 @@ class ShareHost:
                 if plog.log_start_offset > h.sp.start_offset:
                     h.sp.update_log_start_offset(plog.log_start_offset)
                 offset = h.sp.next_fetch_offset()
-                hw = plog.high_watermark
+                # share.isolation.level=read_committed: up to the last stable offset, with the
+                # aborted transactions there (DelayedShareFetch's FetchIsolation.TXN_COMMITTED)
+                hw = plog.last_stable_offset if read_committed else plog.high_watermark
                 if offset >= hw or offset < plog.log_start_offset:
                     continue
                 batches, data = _read_log(plog, offset, hw, per_partition, h.sp.end_offset, max_records)
                 if not batches:
                     continue
-                reads.append((h, offset, batches, data))
+                aborted = None
+                if read_committed:
+                    aborted = [
+                        AbortedTransaction(a.producer_id, a.first_offset)
+                        for a in plog.transactions.aborted_between(offset, batches[-1].last_offset + 1)
+                    ]
+                reads.append((h, offset, batches, data, aborted))
             if not reads:
                 return out
             now_ms = self.clock_ms()
             results = await self._on_thread(
-                self._acquire_all, member_id, reads, now_ms, max_records, batch_size, record_limit
+                self._acquire_all, member_id, reads, now_ms, max_records, batch_size, record_limit, config
             )
-            for (h, _, _, data), (acquired, effects, error) in zip(reads, results, strict=True):
+            for (h, _, _, data, _), (acquired, effects, error) in zip(reads, results, strict=True):
                 self._apply_effects(effects)
                 entry = out[(h.topic_id, h.partition)]
                 if error is not None:
@@ -523,18 +647,22 @@ class ShareHost:
     def _acquire_all(
         self,
         member_id: str,
-        reads: list[tuple[_Hosted, int, list[FetchedBatch], memoryview]],
+        reads: list[tuple[_Hosted, int, list[FetchedBatch], memoryview, list[AbortedTransaction] | None]],
         now_ms: int,
         max_records: int,
         batch_size: int,
         record_limit: bool,
+        config: SharePartitionConfig,
     ) -> list[tuple[list[AcquiredRecords], list[Any], ShareError | None]]:
         out: list[tuple[list[AcquiredRecords], list[Any], ShareError | None]] = []
         left = max_records
-        for h, offset, batches, _ in reads:
+        for h, offset, batches, _, aborted in reads:
             if left <= 0:
                 out.append(([], [], None))
                 continue
+            h.sp.config = (
+                config  # the group's configs as they are now (the lock duration at each acquisition)
+            )
             result = h.sp.acquire(
                 member_id,
                 now_ms,
@@ -543,6 +671,10 @@ class ShareHost:
                 max_fetch_records=left,
                 batch_size=batch_size,
                 record_limit=record_limit,
+                isolation=IsolationLevel.READ_UNCOMMITTED
+                if aborted is None
+                else IsolationLevel.READ_COMMITTED,
+                aborted_transactions=aborted,
             )
             left -= result.count
             if result.acquired and result.error is None:

@@ -1,7 +1,9 @@
 """``kgroup lag``: a consumer group's lag, as ``kafka-consumer-groups.sh --describe --group G`` shows it.
 
 Works against any Kafka broker (``kgroup serve`` or Apache Kafka), for classic and consumer-protocol
-groups; the requests are :func:`kgroup.client.lag.describe_group_lag`'s.
+groups, and for share groups as ``kafka-share-groups.sh --describe --offsets --group G`` shows them
+(GROUP, TOPIC, PARTITION, START-OFFSET, LAG); the requests are
+:func:`kgroup.client.lag.describe_group_lag`'s.
 """
 
 from __future__ import annotations
@@ -61,6 +63,27 @@ def format_table(group_id: str, rows: list[dict[str, object]]) -> str:
     return "\n".join(out)
 
 
+SHARE_HEADER = ("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG")
+
+
+def format_share_table(group_id: str, rows: list[dict[str, object]]) -> str:
+    """``ShareGroupCommand.printOffsets``' layout: GROUP and TOPIC at least 15 wide, PARTITION 10,
+    START-OFFSET 13, left-aligned, ``-`` for what is unknown."""
+
+    def cell(value: object) -> str:
+        return MISSING if value is None else str(value)
+
+    widths = (max(15, len(group_id)), max([15] + [len(str(r["topic"])) for r in rows]), 10, 13)
+
+    def line(cells: tuple[str, ...]) -> str:
+        return " ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)) + " " + cells[-1]
+
+    out = [line(SHARE_HEADER)]
+    for r in rows:
+        out.append(line((group_id, *(cell(r[k]) for k in ("topic", "partition", "start_offset", "lag")))))
+    return "\n".join(out)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("lag")
     def lag_command(
@@ -72,7 +95,8 @@ def register(app: typer.Typer) -> None:
         timeout_s: float = typer.Option(30.0, "--timeout", help="Seconds to wait for each answer."),
         command_config: Path | None = command_config_option(),  # noqa: B008
     ) -> None:
-        """Show a consumer group's committed offsets, log end offsets, lag and owners per partition."""
+        """Show a consumer group's committed offsets, log end offsets, lag and owners per partition
+        (a share group's start offsets and lag, as kafka-share-groups.sh --describe --offsets)."""
         from kgroup.cli.command_config import load_command_config
         from kgroup.cli.output import emit_json
         from kgroup.client.consumer import parse_bootstrap
@@ -108,6 +132,12 @@ def register(app: typer.Typer) -> None:
         data = result.to_json()
         if json_out:
             emit_json(data)
+            return
+        if data["type"] == "share":
+            if data["partitions"]:
+                typer.echo("\n" + format_share_table(group, data["partitions"]))
+            else:
+                typer.echo(f"\nShare group '{group}' has no offset information.")
             return
         if result.state == "Empty":
             sys.stderr.write(f"\nConsumer group '{group}' has no active members.\n")

@@ -17,6 +17,13 @@ Committed offsets come from OffsetFetch, log end offsets from ListOffsets (lates
 read_uncommitted) at each partition's leader.
 
 :func:`lag_rows` is the pure part; :func:`describe_group_lag` asks a cluster.
+
+A share group (KIP-932) has no committed offsets: its lag is ``kafka-share-groups.sh --describe
+--offsets``' — per partition the group has share state for, the share-partition start offset
+(START-OFFSET) and the lag DescribeShareGroupOffsets v1 answers (the records not yet delivered to
+completion: end offset − start offset − records completed beyond it), sorted by topic and partition
+(:func:`share_lag_rows`, :class:`ShareGroupLag`). ``describe_group_lag`` finds one when the consumer
+and classic describes do not know the group and ShareGroupDescribe does.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from kgroup.client.consumer import parse_bootstrap
 from kgroup.client.probe import check_listener
 from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 from kgroup.client.translate import from_wire, to_wire
-from kgroup.client.versions import negotiate, offsets_version
+from kgroup.client.versions import broker_ranges, negotiate, offsets_version
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -53,7 +60,16 @@ _COORDINATOR_NOT_READY = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDIN
 #: ``retry.backoff.ms``: Kafka's admin client's default
 _RETRY_BACKOFF_S = 0.1
 
-__all__ = ["GroupLag", "LagRow", "MemberOwnership", "describe_group_lag", "lag_rows"]
+__all__ = [
+    "GroupLag",
+    "LagRow",
+    "MemberOwnership",
+    "ShareGroupLag",
+    "ShareLagRow",
+    "describe_group_lag",
+    "lag_rows",
+    "share_lag_rows",
+]
 
 LATEST = -1  # ListOffsets' timestamp for the log end offset
 
@@ -99,6 +115,58 @@ class GroupLag:
             "type": self.group_type,
             "partitions": [asdict(row) for row in self.rows],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class ShareLagRow:
+    """One line of ``kafka-share-groups.sh --describe --offsets`` (``None`` where Kafka prints ``-``)."""
+
+    topic: str
+    partition: int
+    start_offset: int | None
+    leader_epoch: int | None
+    lag: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupLag:
+    """A share group's offsets as ``kafka-share-groups.sh --describe --offsets`` shows them."""
+
+    group_id: str
+    #: Kafka's state name: Empty, Stable
+    state: str
+    rows: tuple[ShareLagRow, ...]
+    group_type: str = "share"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group_id,
+            "state": self.state,
+            "type": self.group_type,
+            "partitions": [asdict(row) for row in self.rows],
+        }
+
+
+def share_lag_rows(partitions: Sequence[tuple[str, int, int, int, int]]) -> list[ShareLagRow]:
+    """Kafka's rows from DescribeShareGroupOffsets' (topic, partition, start offset, leader epoch,
+    lag): sorted by topic then partition; a partition with no start offset (negative) is all ``-``
+    (the Admin client's ``ListShareGroupOffsetsHandler`` maps it to ``null``), a negative leader
+    epoch or lag is ``-``."""
+    rows = []
+    for topic, partition, start, leader_epoch, lag in partitions:
+        if start < 0:
+            rows.append(ShareLagRow(topic, partition, None, None, None))
+        else:
+            rows.append(
+                ShareLagRow(
+                    topic,
+                    partition,
+                    start,
+                    leader_epoch if leader_epoch >= 0 else None,
+                    lag if lag >= 0 else None,
+                )
+            )
+    return sorted(rows, key=lambda r: (r.topic, r.partition))
 
 
 def lag_rows(
@@ -270,6 +338,75 @@ async def _describe_consumer(
     return group.group_state, members
 
 
+#: the share-group APIs kgroup lag speaks: ShareGroupDescribe v1, DescribeShareGroupOffsets v0-v1
+_SHARE_RANGES = {ApiKey.SHARE_GROUP_DESCRIBE: (1, 1), ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1)}
+
+
+async def _share_versions(coordinator: BrokerConnection, timeout_s: float) -> dict[int, int] | None:
+    """The versions of the share-group APIs both sides speak, or ``None`` when the broker serves
+    neither ShareGroupDescribe nor DescribeShareGroupOffsets at a version kgroup speaks (no share
+    groups there)."""
+    ranges = await broker_ranges(coordinator, timeout_s)
+    chosen: dict[int, int] = {}
+    for api, (low, high) in _SHARE_RANGES.items():
+        theirs = ranges.get(api)
+        if theirs is None or theirs[1] < low or theirs[0] > high:
+            return None
+        chosen[api] = min(high, theirs[1])
+    return chosen
+
+
+async def _describe_share(
+    coordinator: BrokerConnection, versions: Mapping[int, int], group_id: str, timeout_s: float
+) -> str | None:
+    """ShareGroupDescribe: the share group's state, or ``None`` when there is no share group of
+    that id (another kind's group, or none)."""
+    body = build(
+        load_request_schema(ApiKey.SHARE_GROUP_DESCRIBE, versions[ApiKey.SHARE_GROUP_DESCRIBE]),
+        {"group_ids": (group_id,), "include_authorized_operations": False},
+    )
+    response = await coordinator.request(body, timeout_s=timeout_s)
+    group = response.groups[0]
+    error = error_from_wire(group.error_code)
+    if error is ErrorCode.GROUP_ID_NOT_FOUND:
+        return None
+    if error is not ErrorCode.NONE:
+        raise KgroupError(f"group: ShareGroupDescribe of {group_id!r} answered {error.name}; try again")
+    return str(group.group_state)
+
+
+async def _share_offsets(
+    coordinator: BrokerConnection, versions: Mapping[int, int], group_id: str, timeout_s: float
+) -> list[tuple[str, int, int, int, int]]:
+    """DescribeShareGroupOffsets of every partition the group has share state for (no topics named,
+    as the Admin client's ``listShareGroupOffsets`` asks): (topic, partition, start offset, leader
+    epoch, lag — −1 before v1)."""
+    body = build(
+        load_request_schema(
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, versions[ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS]
+        ),
+        {"groups": [{"group_id": group_id, "topics": None}]},
+    )
+    response = await coordinator.request(body, timeout_s=timeout_s)
+    group = response.groups[0]
+    error = error_from_wire(group.error_code)
+    if error is not ErrorCode.NONE:
+        raise KgroupError(
+            f"group: DescribeShareGroupOffsets of {group_id!r} answered {error.name}; try again"
+        )
+    out = []
+    for topic in group.topics:
+        for p in topic.partitions:
+            if error_from_wire(p.error_code) is not ErrorCode.NONE:
+                out.append((str(topic.topic_name), int(p.partition_index), -1, -1, -1))
+                continue
+            lag = int(getattr(p, "lag", -1))
+            out.append(
+                (str(topic.topic_name), int(p.partition_index), int(p.start_offset), int(p.leader_epoch), lag)
+            )
+    return out
+
+
 async def _log_end_offsets(
     metadata: Any, partitions: Sequence[TopicPartition], timeout_s: float, security: ClientSecurity
 ) -> dict[TopicPartition, int | None]:
@@ -306,6 +443,18 @@ async def _log_end_offsets(
     return ends
 
 
+async def _share_lag(coordinator: BrokerConnection, group_id: str, timeout_s: float) -> ShareGroupLag | None:
+    """The share group's offsets, or ``None`` when the broker has no share group ``group_id``."""
+    versions = await _share_versions(coordinator, timeout_s)
+    if versions is None:
+        return None
+    state = await _describe_share(coordinator, versions, group_id, timeout_s)
+    if state is None:
+        return None
+    partitions = await _share_offsets(coordinator, versions, group_id, timeout_s)
+    return ShareGroupLag(group_id, state, tuple(share_lag_rows(partitions)))
+
+
 async def _coordinator_and_metadata(
     bootstrap_connection: BrokerConnection, versions: Mapping[int, int], group_id: str, timeout_s: float
 ) -> tuple[FindCoordinatorResponse, Any]:
@@ -328,9 +477,13 @@ async def _coordinator_and_metadata(
 
 async def describe_group_lag(
     bootstrap: str, group_id: str, timeout_s: float = 30.0, *, security: ClientSecurity | None = None
-) -> GroupLag:
+) -> GroupLag | ShareGroupLag:
     """Ask the cluster behind ``bootstrap`` for ``group_id``'s lag (:class:`KgroupError` when the
-    group does not exist, no coordinator answers or the broker refuses the authentication)."""
+    group does not exist, no coordinator answers or the broker refuses the authentication).
+
+    A share group (KIP-932) is found when neither ConsumerGroupDescribe nor DescribeGroups knows the
+    group and ShareGroupDescribe does: its rows are ``kafka-share-groups.sh --describe --offsets``'
+    (:class:`ShareGroupLag`)."""
     security = security or ClientSecurity()
     if not group_id:
         raise KgroupError("group: empty; give the group.id of the consumer group")
@@ -365,6 +518,9 @@ async def describe_group_lag(
             described = await _describe_classic(coordinator, coordinator_versions, group_id, timeout_s)
             group_type = "classic"
         if described is None:
+            share = await _share_lag(coordinator, group_id, timeout_s)
+            if share is not None:
+                return share
             raise KgroupError(
                 f"group: consumer group {group_id!r} does not exist (kgroup lag names only existing groups)"
             )

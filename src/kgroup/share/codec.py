@@ -16,7 +16,13 @@ from kgroup.share.persist import ShareKey, ShareSnapshot, ShareStateRecord, Shar
 from kgroup.share.records import PersisterStateBatch
 from kgroup.wire.varint import encode_uvarint, read_uvarint
 
-__all__ = ["SHARE_SNAPSHOT_TYPE", "SHARE_UPDATE_TYPE", "decode_share_record", "encode_share_record"]
+__all__ = [
+    "SHARE_SNAPSHOT_TYPE",
+    "SHARE_UPDATE_TYPE",
+    "decode_share_record",
+    "encode_share_record",
+    "encode_share_tombstone",
+]
 
 SHARE_SNAPSHOT_TYPE = 0
 SHARE_UPDATE_TYPE = 1
@@ -39,6 +45,12 @@ def _key_bytes(record_type: int, key: ShareKey) -> bytes:
             _I32.pack(key.partition),
         )
     )
+
+
+def encode_share_tombstone(key: ShareKey) -> tuple[bytes, None]:
+    """``newShareStateTombstoneRecord``: the partition's ``ShareSnapshotKey`` with a null value
+    (``DeleteShareGroupState``)."""
+    return _key_bytes(0, key), None
 
 
 def _batches_bytes(batches: tuple[PersisterStateBatch, ...]) -> bytes:

@@ -220,6 +220,14 @@ class ShareStateStore:
             return PersistedPartitionState()
         return PersistedPartitionState(current.start_offset, current.state_epoch, current.batches)
 
+    def summary(self, key: ShareKey) -> tuple[int, int, int] | None:
+        """``readStateSummary``: (start offset, delivery-complete count, leader epoch), or ``None`` for
+        a partition with no state."""
+        current = self._state.get(key)
+        if current is None:
+            return None
+        return current.start_offset, current.delivery_complete_count, current.leader_epoch
+
     def keys(self) -> list[ShareKey]:
         return sorted(self._state)
 

@@ -18,6 +18,18 @@ from kgroup.group.share.heartbeat import (
     finish_initialize,
     handle_share_heartbeat,
 )
+from kgroup.group.share.offsets import (
+    AlterShareOffsets,
+    DeleteShareOffsets,
+    ShareInitializedPartitions,
+    ShareOffsetsDeleted,
+    ShareOffsetsInitialized,
+    handle_alter_share_offsets,
+    handle_delete_share_offsets,
+    handle_initialized_partitions,
+    handle_share_offsets_deleted,
+    handle_share_offsets_initialized,
+)
 from kgroup.group.share.requests import (
     SHARE_PROTOCOL_TYPE,
     delete_share_group,
@@ -62,6 +74,16 @@ class ShareGroups(GroupsById[ShareGroupData]):
         self.handlers: Mapping[type, Handler] = {
             ShareGroupHeartbeatRequest: lambda txn, env, req: handle_share_heartbeat(txn, env, req, ctx),
             ShareGroupDescribeRequest: lambda txn, env, req: handle_share_describe(txn, env, req, ctx),
+            # Alter/Delete/DescribeShareGroupOffsets' coordinator parts (kgroup.group.share.offsets)
+            AlterShareOffsets: lambda txn, env, req: handle_alter_share_offsets(txn, env, req, ctx),
+            ShareOffsetsInitialized: lambda txn, env, req: handle_share_offsets_initialized(
+                txn, env, req, ctx
+            ),
+            DeleteShareOffsets: lambda txn, env, req: handle_delete_share_offsets(txn, env, req, ctx),
+            ShareOffsetsDeleted: lambda txn, env, req: handle_share_offsets_deleted(txn, env, req, ctx),
+            ShareInitializedPartitions: lambda txn, env, req: handle_initialized_partitions(
+                txn, env, req, ctx
+            ),
         }
         # a share group's id in the other kinds' requests, as Kafka answers them (the other kinds
         # would create a group of their own; SyncGroup, Heartbeat, LeaveGroup and OffsetFetch already
