@@ -9,7 +9,7 @@ not import each other in a circle, and a part can be driven by a test host.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kgroup.group import GroupCoordinator, TimerTable
 from kgroup.member import OutboundRequest
@@ -23,6 +23,9 @@ from kgroup.sim.result import LagSample
 from kgroup.sim.scenario import ConsumerSpec, Scenario
 from kgroup.sim.scheduler import EventQueue
 from kgroup.sim.workload import Workload
+
+if TYPE_CHECKING:
+    from kgroup.sim.exactly_once import ExactlyOnce
 
 __all__ = ["CoordinatorHost", "Disturbance", "ResultSource", "ScenarioHost"]
 
@@ -113,6 +116,8 @@ class ResultSource(_Common, Protocol):
     ownership_dropped: int
     ownership: list[dict[str, Any]]
     events: list[dict[str, Any]]
+    #: exactly-once processing's books (None at least once)
+    eos: ExactlyOnce | None
     lag: list[LagSample]
     rebalance_starts: list[int]
     stable_marks: list[int]
