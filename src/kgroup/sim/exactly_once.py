@@ -72,7 +72,7 @@ from kgroup.transactions.api import (
 from kgroup.transactions.coordinator import OFFSETS_TOPIC, TransactionCoordinator, TxnCoordinatorConfig
 from kgroup.transactions.state import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, TV_2
 
-__all__ = ["EosHost", "ExactlyOnce", "OUTPUT_SUFFIX"]
+__all__ = ["OUTPUT_SUFFIX", "EosHost", "ExactlyOnce"]
 
 #: an input partition's output goes to the same partition of ``<topic>-output``
 OUTPUT_SUFFIX = "-output"
@@ -203,7 +203,11 @@ class ExactlyOnce:
     # --- processing -------------------------------------------------------------------------------
 
     def _processed(
-        self, producer: _Producer, reached: list[tuple[TopicPartition, int, int, int]], start_ms: int, now: int
+        self,
+        producer: _Producer,
+        reached: list[tuple[TopicPartition, int, int, int]],
+        start_ms: int,
+        now: int,
     ) -> None:
         txn = producer.txn
         ranges = txn.ranges
@@ -220,8 +224,8 @@ class ExactlyOnce:
             else:
                 if first != held[1]:
                     self.sim.violation(
-                        f"{producer.transactional_id} processed {self.sim.workload.partitions[i]} from {first} "
-                        f"inside a transaction that had reached {held[1]}"
+                        f"{producer.transactional_id} processed {self.sim.workload.partitions[i]} from "
+                        f"{first} inside a transaction that had reached {held[1]}"
                     )
                 held[1] = end
             count += end - first
@@ -231,7 +235,9 @@ class ExactlyOnce:
                 self._begin(producer)
             txn.records += count
 
-    def _book_times(self, chunks: dict[int, int], i: int, first: int, end: int, start_ms: int, now: int) -> None:
+    def _book_times(
+        self, chunks: dict[int, int], i: int, first: int, end: int, start_ms: int, now: int
+    ) -> None:
         """When the records ``[first, end)`` were processed, in :data:`_SLICES` slices: the workload is
         computed per window, so a record's time is its place in the window's processing, or its
         produce time if it was produced later (a caught-up consumer processes records as they come)."""
@@ -260,8 +266,12 @@ class ExactlyOnce:
         if not new:
             return ErrorCode.NONE
         partitions = self.sim.workload.partitions
-        outputs = tuple(TopicPartition(partitions[i].topic + OUTPUT_SUFFIX, partitions[i].partition) for i in new)
-        request = AddPartitionsToTxn(producer.transactional_id, producer.producer_id, producer.epoch, outputs, TV_2)
+        outputs = tuple(
+            TopicPartition(partitions[i].topic + OUTPUT_SUFFIX, partitions[i].partition) for i in new
+        )
+        request = AddPartitionsToTxn(
+            producer.transactional_id, producer.producer_id, producer.epoch, outputs, TV_2
+        )
         result = self.coordinator.handle(request, self.sim.now)
         self._effects(result)
         answer = result.answer
@@ -301,7 +311,9 @@ class ExactlyOnce:
         txn = producer.txn
         error = self._add_outputs(producer)
         if error is ErrorCode.NONE:
-            request = AddOffsetsToTxn(producer.transactional_id, producer.producer_id, producer.epoch, sim.group_id)
+            request = AddOffsetsToTxn(
+                producer.transactional_id, producer.producer_id, producer.epoch, sim.group_id
+            )
             result = self.coordinator.handle(request, now)
             self._effects(result)
             answer = result.answer
@@ -445,8 +457,9 @@ class ExactlyOnce:
             if before >= 0:
                 if start < before:
                     self.duplicates += min(end, before) - start
+                    last = min(end, before) - 1
                     self.sim.violation(
-                        f"{self.sim.workload.partitions[i]}: output of offsets {start}..{min(end, before) - 1} "
+                        f"{self.sim.workload.partitions[i]}: output of offsets {start}..{last} "
                         f"committed twice ({producer.transactional_id})"
                     )
                 elif start > before:
@@ -533,4 +546,3 @@ def percentiles(histogram: dict[int, int]) -> dict[str, float | None]:
     out["max"] = float(ordered[-1][0])
     out["mean"] = round(sum(v * c for v, c in ordered) / total, 1)
     return out
-

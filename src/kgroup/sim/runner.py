@@ -143,7 +143,7 @@ class Simulation:
         #: commit nothing themselves and the application loop looks every commit interval
         self.eos: ExactlyOnce | None = ExactlyOnce(self) if scenario.workload.exactly_once else None
         self.auto_commit = g.enable_auto_commit and self.eos is None
-        self.tick_ms = scenario.workload.commit_interval_ms if self.eos is not None else g.auto_commit_interval_ms
+        self.tick_ms = g.auto_commit_interval_ms if self.eos is None else scenario.workload.commit_interval_ms
         self.workload_rng = Random(f"kgroup-sim:{seed}:workload")
         self.own = OwnershipTracker()
         self.topic_sizes: dict[str, int] = {}

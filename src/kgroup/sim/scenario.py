@@ -18,12 +18,12 @@ from kgroup.model import KgroupError
 
 __all__ = [
     "EVENT_KINDS",
+    "PROCESSING_MODES",
     "ConsumerSpec",
     "EventSpec",
     "GroupSpec",
     "NetworkSpec",
     "Scenario",
-    "PROCESSING_MODES",
     "WorkloadSpec",
     "load_scenario",
     "no_op_events",

@@ -54,7 +54,7 @@ class ConsumerLoad:
     sorted_for: frozenset[TopicPartition] = frozenset()
     sorted_assignment: list[tuple[TopicPartition, int]] = field(default_factory=list)
     #: exactly-once processing: told each processed range ``(partition, index, from, to)`` and the
-    #: window it was processed in (the process's open transaction books them, :mod:`kgroup.sim.exactly_once`); None otherwise
+    #: window it was processed in (the open transaction books them, :mod:`kgroup.sim.exactly_once`)
     #: exactly-once: the application closed its tasks after a fenced commit and waits for its member's
     #: next generation (Kafka Streams' TaskMigratedException): it processes nothing meanwhile
     suspended: bool = False
