@@ -389,6 +389,8 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
         "consumer_protocol_runs": sum(1 for r in runs if r.protocol == "consumer"),
         "unreconciled": sum(1 for r in runs if r.unreconciled),
         "share_group_runs": sum(1 for r in runs if r.protocol == "share"),
+        "exactly_once_runs": sum(1 for r in runs if r.exactly_once),
+        "output_duplicates": sum(r.output_duplicates for r in runs),
         "zombie_owned_ms": sum(r.zombie_owned_ms for r in runs),
         "with_outside_subscription": sum(1 for r in runs if r.outside_subscription_ms > 0),
         "wall_s": round(wall_s, 1),
@@ -404,7 +406,8 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
             f"{summary['with_outside_subscription']} with eager sticky's stale claims outside a "
             f"subscription; {summary['consumer_protocol_runs']} on the consumer protocol, "
             f"{summary['unreconciled']} of them not reconciled at the end; "
-            f"{summary['share_group_runs']} as share groups"
+            f"{summary['share_group_runs']} as share groups; {summary['exactly_once_runs']} with "
+            f"exactly-once processing ({summary['output_duplicates']} output records duplicated)"
         )
         for failure in failures:
             what = failure["crashed"] or "; ".join(failure["violations"][:2]) or "not reconciled at the end"
