@@ -83,7 +83,9 @@ def test_the_workload_fields_are_checked_and_read_back() -> None:
 def test_a_share_group_has_no_exactly_once_processing() -> None:
     data = scenario(group={"protocol": "share"})
     data["group"].pop("assignors")
-    with pytest.raises(KgroupError, match=r"workload.processing: exactly_once does not apply with protocol: share"):
+    with pytest.raises(
+        KgroupError, match=r"workload.processing: exactly_once does not apply with protocol: share"
+    ):
         parse_scenario(data)
     with pytest.raises(KgroupError, match=r"^--protocol: a share group has no exactly-once processing"):
         with_overrides(parse_scenario(scenario()), protocol="share")
@@ -160,7 +162,13 @@ def test_a_graceful_restart_and_a_scale_out_commit_on_revocation_and_throw_nothi
     data = scenario(
         events=[
             {"at_ms": 20_000, "kind": "scale", "count": 2, "topics": ["orders"]},
-            {"at_ms": 40_000, "kind": "rolling_restart", "consumers": "all", "gap_ms": 5_000, "downtime_ms": 1000},
+            {
+                "at_ms": 40_000,
+                "kind": "rolling_restart",
+                "consumers": "all",
+                "gap_ms": 5_000,
+                "downtime_ms": 1000,
+            },
         ],
         duration_ms=120_000,
     )
@@ -258,7 +266,9 @@ def test_compare_runs_each_consumer_group_both_ways_and_the_share_group_at_least
 
 
 def test_a_share_of_campaign_seeds_runs_exactly_once_and_keeps_its_invariants() -> None:
-    drawn = [s for s in range(200) if campaign_scenario(s).get("workload", {}).get("processing") == "exactly_once"]
+    drawn = [
+        s for s in range(200) if campaign_scenario(s).get("workload", {}).get("processing") == "exactly_once"
+    ]
     assert abs(len(drawn) / 200 - EXACTLY_ONCE_SHARE * 0.85) < 0.08  # (share groups never are)
     for seed in drawn:
         assert campaign_scenario(seed)["group"].get("protocol") != "share"
@@ -272,7 +282,11 @@ def test_a_share_of_campaign_seeds_runs_exactly_once_and_keeps_its_invariants() 
 
 def _kgroup(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kgroup", "simulate", *args], capture_output=True, text=True, timeout=300, check=False
+        [sys.executable, "-m", "kgroup", "simulate", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 
@@ -287,7 +301,10 @@ def test_cli_processing_option_and_its_errors(tmp_path: Path) -> None:
     assert m["processing"] == "exactly_once" and m["output_duplicates"] == 0
     assert m["transactions_aborted_by"] == {"restart": 1}
     for args, needle in (
-        (("--processing", "exactly_once", "--protocol", "share"), "--protocol: a share group has no exactly-once"),
+        (
+            ("--processing", "exactly_once", "--protocol", "share"),
+            "--protocol: a share group has no exactly-once",
+        ),
         (("--processing", "sometimes"), "--processing: 'sometimes' is not a processing mode"),
     ):
         failed = _kgroup(str(path), *args)
