@@ -80,7 +80,7 @@ OUTPUT_SUFFIX = "-output"
 TXN_OFFSET_COMMIT_VERSION = 5
 _TIMERS = (TxnTimer.ABORT_TIMED_OUT, TxnTimer.EXPIRE_TRANSACTIONAL_IDS)
 #: a processed range's records are booked at this many processing times (the latency's resolution)
-_SLICES = 4
+_SLICES = 10
 #: InitProducerId answered CONCURRENT_TRANSACTIONS (an open transaction being aborted) is retried
 _INIT_ATTEMPTS = 4
 
@@ -303,6 +303,8 @@ class ExactlyOnce:
             return
         sim = self.sim
         now = sim.now
+        if proc.load.stalled_until_ms > now:
+            return  # the application loop is stuck (slow_poll): it commits when it resumes
         if sim.net.is_cut(proc.id, now):
             return  # the coordinators cannot be reached: the commit waits for the cut to heal
         if not producer.ready:
