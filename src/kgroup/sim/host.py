@@ -9,7 +9,7 @@ not import each other in a circle, and a part can be driven by a test host.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from kgroup.group import GroupCoordinator, TimerTable
 from kgroup.member import OutboundRequest
@@ -24,10 +24,7 @@ from kgroup.sim.scenario import ConsumerSpec, Scenario
 from kgroup.sim.scheduler import EventQueue
 from kgroup.sim.workload import Workload
 
-if TYPE_CHECKING:
-    from kgroup.sim.exactly_once import ExactlyOnce
-
-__all__ = ["CoordinatorHost", "Disturbance", "ResultSource", "ScenarioHost"]
+__all__ = ["CoordinatorHost", "Disturbance", "ExactlyOnceBooks", "ResultSource", "ScenarioHost"]
 
 
 class Disturbance(Protocol):
@@ -99,6 +96,12 @@ class CoordinatorHost(_Common, Protocol):
     def arm_timeout(self, proc: ConsumerProcess, incarnation: int, correlation_id: int) -> None: ...
 
 
+class ExactlyOnceBooks(Protocol):
+    """What the result needs of the exactly-once workload (:class:`kgroup.sim.exactly_once.ExactlyOnce`)."""
+
+    def metrics(self) -> dict[str, Any]: ...
+
+
 class ResultSource(_Common, Protocol):
     """What the run's result (:func:`kgroup.sim.actions.build_result`) is built from."""
 
@@ -116,8 +119,6 @@ class ResultSource(_Common, Protocol):
     ownership_dropped: int
     ownership: list[dict[str, Any]]
     events: list[dict[str, Any]]
-    #: exactly-once processing's books (None at least once)
-    eos: ExactlyOnce | None
     lag: list[LagSample]
     rebalance_starts: list[int]
     stable_marks: list[int]
@@ -126,3 +127,7 @@ class ResultSource(_Common, Protocol):
 
     @property
     def disturbances(self) -> Sequence[Disturbance]: ...
+
+    @property
+    def eos(self) -> ExactlyOnceBooks | None:
+        """Exactly-once processing's books (None at least once)."""
