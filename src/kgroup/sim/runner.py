@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from random import Random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, TimerTable
 from kgroup.group.states import GroupState
@@ -59,7 +59,6 @@ from kgroup.sim.consumer_group import (
     new_member,
 )
 from kgroup.sim.coordinator_results import apply_coordinator_result
-from kgroup.sim.exactly_once import ExactlyOnce
 from kgroup.sim.network import Network
 from kgroup.sim.observer import GroupObserver
 from kgroup.sim.ownership import OwnershipTracker, given_away_while_missing
@@ -81,6 +80,9 @@ from kgroup.sim.scheduler import UNSTALL as _UNSTALL
 from kgroup.sim.scheduler import WAKE as _WAKE
 from kgroup.sim.scheduler import EventQueue
 from kgroup.sim.workload import ConsumerLoad, Workload
+
+if TYPE_CHECKING:
+    from kgroup.sim.exactly_once import ExactlyOnce
 
 __all__ = ["Simulation", "simulate"]
 
@@ -141,7 +143,11 @@ class Simulation:
         self.workload = Workload(scenario.workload)
         #: exactly-once processing (kgroup.sim.exactly_once), None at least once: the members then
         #: commit nothing themselves and the application loop looks every commit interval
-        self.eos: ExactlyOnce | None = ExactlyOnce(self) if scenario.workload.exactly_once else None
+        self.eos: ExactlyOnce | None = None
+        if scenario.workload.exactly_once:
+            from kgroup.sim.exactly_once import ExactlyOnce  # (the transaction coordinator: only then)
+
+            self.eos = ExactlyOnce(self)
         self.auto_commit = g.enable_auto_commit and self.eos is None
         self.tick_ms = g.auto_commit_interval_ms if self.eos is None else scenario.workload.commit_interval_ms
         self.workload_rng = Random(f"kgroup-sim:{seed}:workload")
