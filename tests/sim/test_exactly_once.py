@@ -23,7 +23,7 @@ from kgroup.sim.compare import EOS_COLUMNS, run_local, summarize, table_columns
 from kgroup.sim.runner import Simulation
 from kgroup.sim.variants import Variant
 
-from .conftest import EXAMPLES
+from .conftest import run_example
 
 pytestmark = pytest.mark.transactions
 
@@ -170,7 +170,7 @@ def test_a_graceful_restart_and_a_scale_out_commit_on_revocation_and_throw_nothi
                 "downtime_ms": 1000,
             },
         ],
-        duration_ms=120_000,
+        duration_ms=90_000,
     )
     for protocol in ("eager", "cooperative"):
         m = metrics(data, protocol=protocol)
@@ -267,9 +267,9 @@ def test_compare_runs_each_consumer_group_both_ways_and_the_share_group_at_least
 
 def test_a_share_of_campaign_seeds_runs_exactly_once_and_keeps_its_invariants() -> None:
     drawn = [
-        s for s in range(200) if campaign_scenario(s).get("workload", {}).get("processing") == "exactly_once"
+        s for s in range(120) if campaign_scenario(s).get("workload", {}).get("processing") == "exactly_once"
     ]
-    assert abs(len(drawn) / 200 - EXACTLY_ONCE_SHARE * 0.85) < 0.08  # (share groups never are)
+    assert abs(len(drawn) / 120 - EXACTLY_ONCE_SHARE * 0.85) < 0.08  # (share groups never are)
     for seed in drawn:
         assert campaign_scenario(seed)["group"].get("protocol") != "share"
     # one of them, and a classic draw made exactly once, checked as the campaign checks them
@@ -314,9 +314,7 @@ def test_cli_processing_option_and_its_errors(tmp_path: Path) -> None:
 
 
 def test_the_example_runs_without_duplicates_and_fences_its_zombie() -> None:
-    from kgroup.sim import load_scenario
-
-    m = simulate(load_scenario(EXAMPLES / "exactly-once.yaml")).metrics
+    m = run_example("exactly-once.yaml").metrics  # (the run test_examples.py checks healthy, cached)
     assert m["invariant_violations"] == [] and m["output_duplicates"] == 0
     assert m["transactions_aborted_by"] == {"fenced": 1, "restart": 1}
     assert m["commits_fenced_by"] == {"UNKNOWN_MEMBER_ID": 1}
