@@ -308,7 +308,8 @@ class ExactlyOnce:
         if sim.net.is_cut(proc.id, now):
             return  # the coordinators cannot be reached: the commit waits for the cut to heal
         if not producer.ready:
-            self._init(producer)
+            self._init(producer)  # (its unbooked work is thrown away: back to the committed offsets)
+            self._rewind(proc, producer)
             return
         txn = producer.txn
         error = self._add_outputs(producer)
