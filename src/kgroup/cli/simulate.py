@@ -44,6 +44,12 @@ def register(app: typer.Typer) -> None:
             help="eager or cooperative (the classic protocol), consumer (KIP-848) or share (a share group, "
             "KIP-932); see docs/simulator.md",
         ),
+        processing: str | None = typer.Option(
+            None,
+            "--processing",
+            help="override workload.processing: at_least_once or exactly_once (consume-transform-produce "
+            "in transactions; with --compare each consumer group runs both)",
+        ),
         static: bool = typer.Option(False, "--static", help="make every consumer static (group.instance.id)"),
         dynamic: bool = typer.Option(False, "--dynamic", help="make every consumer dynamic"),
         seed: int | None = typer.Option(None, "--seed", help="override the scenario's seed"),
@@ -90,6 +96,7 @@ def register(app: typer.Typer) -> None:
                 for name, value in (
                     ("--assignors", assignors),
                     ("--protocol", protocol),
+                    ("--processing", processing),
                     ("--static", static or None),
                     ("--dynamic", dynamic or None),
                     ("--seeds", seeds),
@@ -124,6 +131,8 @@ def register(app: typer.Typer) -> None:
         if report is not None:
             prepare_report_dir(report)
         membership = "static" if static else "dynamic" if dynamic else None
+        if processing is not None:
+            base = with_overrides(base, processing=processing)
         if compare:
             seeds = 1 if seeds is None else seeds
             # a --master is a Spark the user asks for; otherwise auto decides (choose_engine)
@@ -259,6 +268,21 @@ def _check_options(
         check_master(master)
 
 
+#: the headers of the exactly-once columns of ``--compare`` (kgroup.sim.compare.EOS_COLUMNS)
+EOS_LABELS = {
+    "eos_records_reread": "records re-read (exactly once)",
+    "eos_output_duplicates": "output duplicated (exactly once)",
+    "eos_transactions_aborted": "transactions aborted (exactly once)",
+    "eos_records_thrown_away": "records thrown away (exactly once)",
+    "eos_latency_added_p99_ms": "p99 latency added (exactly once, ms)",
+}
+EOS_HOW = (
+    " Each consumer group ran twice on the same events: at least once (the row's other columns; every "
+    "record re-read is output again, so its records reprocessed are its duplicates) and exactly once "
+    "(the exactly-once columns); a share group has no exactly-once processing (—)."
+)
+
+
 def _print_summary(result: Any) -> None:
     from rich.table import Table
 
@@ -365,6 +389,8 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
         "consumer_protocol_runs": sum(1 for r in runs if r.protocol == "consumer"),
         "unreconciled": sum(1 for r in runs if r.unreconciled),
         "share_group_runs": sum(1 for r in runs if r.protocol == "share"),
+        "exactly_once_runs": sum(1 for r in runs if r.exactly_once),
+        "output_duplicates": sum(r.output_duplicates for r in runs),
         "zombie_owned_ms": sum(r.zombie_owned_ms for r in runs),
         "with_outside_subscription": sum(1 for r in runs if r.outside_subscription_ms > 0),
         "wall_s": round(wall_s, 1),
@@ -380,7 +406,8 @@ def _campaign(n: int, start: int, engine: str, master: str, as_json: bool, failu
             f"{summary['with_outside_subscription']} with eager sticky's stale claims outside a "
             f"subscription; {summary['consumer_protocol_runs']} on the consumer protocol, "
             f"{summary['unreconciled']} of them not reconciled at the end; "
-            f"{summary['share_group_runs']} as share groups"
+            f"{summary['share_group_runs']} as share groups; {summary['exactly_once_runs']} with "
+            f"exactly-once processing ({summary['output_duplicates']} output records duplicated)"
         )
         for failure in failures:
             what = failure["crashed"] or "; ".join(failure["violations"][:2]) or "not reconciled at the end"
@@ -400,7 +427,7 @@ def _compare(
     as_json: bool,
     report: Path | None,
 ) -> None:
-    from kgroup.sim.compare import add_event_recoveries, run_one, summarize, table_columns
+    from kgroup.sim.compare import EOS_COLUMNS, add_event_recoveries, run_one, summarize, table_columns
     from kgroup.sim.variants import MEMBERSHIPS, compare_variants
 
     memberships: tuple[str | None, ...] = MEMBERSHIPS if membership is None else (membership,)
@@ -446,13 +473,19 @@ def _compare(
                 done(len(rows))
         summary = summarize(rows)
     skipped_out = [(v.label, why) for v, why in skipped]
-    columns = table_columns(len(base.events))
+    exactly_once = base.workload.exactly_once
+    columns = table_columns(len(base.events), exactly_once=exactly_once)
+    # the exactly-once columns of a share group's row (no exactly-once processing there): "—"
+    shown = [
+        {k: "—" if k in EOS_COLUMNS and isinstance(v, (int, float)) and v < 0 else v for k, v in row.items()}
+        for row in summary
+    ]
     if report is not None:
         from kgroup.report.timeline import write_comparison_report
 
         page = write_comparison_report(
             f"kgroup simulate --compare: {base.name}",
-            summary,
+            shown,
             columns,
             skipped_out,
             report,
@@ -460,7 +493,8 @@ def _compare(
             scenario=base,
             seeds=seeds,
             how=f"Every strategy × protocol × membership Kafka can run, {len(seeds)} seed(s) each, "
-            + ("one Spark task per simulation." if engine == "spark" else "in one process."),
+            + ("one Spark task per simulation." if engine == "spark" else "in one process.")
+            + (EOS_HOW if exactly_once else ""),
         )
         err_console.print(f"report: {page}")
     if as_json:
@@ -495,9 +529,12 @@ def _compare(
             table.add_column(metric_label(column), no_wrap=True)
         else:
             # headers wrap at spaces, at least as wide as a header's longest word, never cut
-            table.add_column(metric_label(column, base.events), justify="right", min_width=14, max_width=18)
-    for row in summary:
+            label = EOS_LABELS.get(column) or metric_label(column, base.events)
+            table.add_column(label, justify="right", min_width=14, max_width=18)
+    for row in shown:
         table.add_row(*(format_cell(metric_value(c, row.get(c))) for c in columns))
     wide.print(table)
+    if exactly_once:
+        wide.print(EOS_HOW.strip())
     for label, why in skipped_out:
         wide.print(f"not run: {label} — {why}")

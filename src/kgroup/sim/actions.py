@@ -177,6 +177,8 @@ def build_result(sim: ResultSource) -> SimResult:
     }
     if sim.handover is not None:
         metrics.update(consumer_protocol_metrics(sim))
+    if sim.eos is not None:
+        metrics.update(sim.eos.metrics())
     # bounded memory on long runs: say what the logs left out (only when they did)
     for key, dropped in (
         ("events_dropped", sim.events_dropped),

@@ -51,6 +51,13 @@ duration, a delivery-count limit, and records that fail once or always (poison),
 rejected. Its invariants, checked by the simulator on every operation: no record accepted twice, a
 delivery count never above the limit, one holder at a time for an acquired record, and no record
 lost (every record below a partition's start offset accepted or archived).
+
+A share of the consumer-group seeds (:data:`EXACTLY_ONCE_SHARE`, classic or consumer protocol, decided
+by a stream of its own) runs its scenario with *exactly-once processing*
+(:func:`with_exactly_once`: ``workload.processing: exactly_once``, a commit interval of 100 ms,
+500 ms or 2 s and a transaction timeout of 10 or 60 s). Its invariants: no output record committed
+twice, none skipped, and at the end every partition's committed offset where its committed output
+ends (:mod:`kgroup.sim.exactly_once`). The other seeds draw what they drew before.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ from kgroup.sim.scenario import parse_scenario
 __all__ = [
     "ASSIGNOR_LISTS",
     "CONSUMER_PROTOCOL_SHARE",
+    "EXACTLY_ONCE_SHARE",
     "FAMILY_ASSIGNORS",
     "SHARE_GROUP_SHARE",
     "SUBSCRIPTION_SHARE",
@@ -83,6 +91,7 @@ __all__ = [
     "run_on_spark",
     "shrink",
     "subscription_change_scenario",
+    "with_exactly_once",
     "without_pointless_events",
 ]
 
@@ -127,12 +136,16 @@ class CampaignRun:
     #: (after the quiet tail :func:`random_consumer_scenario` leaves after the last fault)
     unreconciled: bool = False
     protocol: str = "classic"
+    #: the run used exactly-once processing; its output records committed twice (always a violation too)
+    exactly_once: bool = False
+    output_duplicates: int = 0
 
     @property
     def failed(self) -> bool:
         return (
             self.crashed is not None
             or self.violation_count > 0
+            or self.output_duplicates > 0
             or self.double_owned_ms > 0
             or self.unreconciled
         )
@@ -386,6 +399,8 @@ def _random_event(
 SHARE_GROUP_SHARE = 0.2
 #: the share of campaign seeds that run on the consumer protocol (KIP-848)
 CONSUMER_PROTOCOL_SHARE = 0.25
+#: the share of the consumer-group seeds (classic or consumer protocol) run with exactly-once processing
+EXACTLY_ONCE_SHARE = 0.2
 _SERVER_ASSIGNOR_CHOICES = (None, "uniform", "range")
 
 
@@ -393,10 +408,27 @@ def campaign_scenario(seed: int) -> dict[str, Any]:
     """The scenario a campaign runs for ``seed``: :func:`random_scenario`'s, on the consumer protocol
     for a share of the seeds (drawn from a stream of its own, so the classic draw is unchanged)."""
     if Random(f"kgroup-campaign-protocol:{seed}").random() < CONSUMER_PROTOCOL_SHARE:
-        return random_consumer_scenario(seed)
-    if Random(f"kgroup-campaign-share:{seed}").random() < SHARE_GROUP_SHARE:
+        data = random_consumer_scenario(seed)
+    elif Random(f"kgroup-campaign-share:{seed}").random() < SHARE_GROUP_SHARE:
         return random_share_scenario(seed)  # (of the other seeds: the consumer protocol's are unchanged)
-    return random_scenario(seed)
+    else:
+        data = random_scenario(seed)
+    if Random(f"kgroup-campaign-eos:{seed}").random() < EXACTLY_ONCE_SHARE:
+        return with_exactly_once(data, seed)
+    return data
+
+
+def with_exactly_once(data: dict[str, Any], seed: int) -> dict[str, Any]:
+    """A consumer-group scenario's data with exactly-once processing (the commit interval and the
+    transaction timeout drawn from the seed's own stream)."""
+    out = copy.deepcopy(data)
+    rng = Random(f"kgroup-campaign-eos-settings:{seed}")
+    workload = out.setdefault("workload", {})
+    workload["processing"] = "exactly_once"
+    workload["commit_interval_ms"] = rng.choice((100, 500, 2000))
+    workload["transaction_timeout_ms"] = rng.choice((10_000, 60_000))
+    out["name"] = f"{out.get('name', f'campaign-{seed}')}-eos"
+    return out
 
 
 def random_consumer_scenario(seed: int) -> dict[str, Any]:
@@ -480,6 +512,7 @@ def check_scenario(data: dict[str, Any], seed: int = 0) -> CampaignRun:
     m = result.metrics
     consumer = scenario.group.consumer_protocol
     protocol = "consumer" if consumer else "share" if scenario.group.share_protocol else "classic"
+    eos = scenario.workload.exactly_once
     return CampaignRun(
         seed=seed,
         violation_count=int(m["invariant_violation_count"]),
@@ -491,6 +524,8 @@ def check_scenario(data: dict[str, Any], seed: int = 0) -> CampaignRun:
         outside_subscription_ms=int(m["outside_subscription_ms"]),
         unreconciled=consumer and not m["reconciled_at_end"],
         protocol=protocol,
+        exactly_once=eos,
+        output_duplicates=int(m.get("output_duplicates", 0)),
     )
 
 

@@ -6,6 +6,7 @@ The same functions serve the in-process comparison and the Spark sweep
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -14,10 +15,12 @@ from kgroup.sim.scenario import Scenario, parse_scenario
 from kgroup.sim.variants import Variant
 
 __all__ = [
+    "EOS_COLUMNS",
     "ROW_COLUMNS",
     "SHARE_COLUMNS",
     "SUMMARY_COLUMNS",
     "add_event_recoveries",
+    "eos_columns",
     "recovery_column",
     "result_row",
     "run_local",
@@ -52,9 +55,26 @@ ROW_COLUMNS: tuple[tuple[str, str], ...] = (
     ("records_redelivered", "int"),
     ("records_archived", "int"),
     ("delivery_p99_ms", "int"),
+    # an exactly-once scenario's consumer groups only (-1 otherwise): the same variant and seed run
+    # again with processing: exactly_once (the row's other metrics are its at-least-once run's)
+    ("eos_records_reread", "int"),
+    ("eos_output_duplicates", "int"),
+    ("eos_transactions_aborted", "int"),
+    ("eos_records_thrown_away", "int"),
+    ("eos_latency_added_p99_ms", "int"),
 )
 #: the columns only a share group's run fills (the other protocols' rows carry -1: not measured)
 SHARE_COLUMNS = ("records_redelivered", "records_archived", "delivery_p99_ms")
+#: the columns only an exactly-once scenario's consumer-group rows fill (-1 elsewhere)
+EOS_COLUMNS = (
+    "eos_records_reread",
+    "eos_output_duplicates",
+    "eos_transactions_aborted",
+    "eos_records_thrown_away",
+    "eos_latency_added_p99_ms",
+)
+#: columns averaged over the runs that measured them (-1.0 when none did)
+_MEASURED_ONLY = frozenset((*SHARE_COLUMNS, *EOS_COLUMNS))
 
 #: the comparison table's columns: the variant, then means over seeds of these metrics
 SUMMARY_METRICS = (
@@ -68,6 +88,7 @@ SUMMARY_METRICS = (
     "records_reprocessed",
     "invariant_violations",
     *SHARE_COLUMNS,
+    *EOS_COLUMNS,
 )
 SUMMARY_COLUMNS = ("variant", "runs", *SUMMARY_METRICS)
 
@@ -77,13 +98,16 @@ def recovery_column(event: int) -> str:
     return f"recovery_ms_{event + 1}"
 
 
-def table_columns(event_count: int) -> tuple[str, ...]:
+def table_columns(event_count: int, exactly_once: bool = False) -> tuple[str, ...]:
     """The comparison table's columns for a scenario of ``event_count`` events: the summary's, with
     one recovery column per event where the summary has the slowest time to stable (which counts
-    from each event's start, so a rolling restart's own length hid a crash's recovery)."""
+    from each event's start, so a rolling restart's own length hid a crash's recovery); the
+    exactly-once columns only for an ``exactly_once`` scenario."""
     recoveries = tuple(recovery_column(k) for k in range(event_count))
     out: list[str] = []
     for column in SUMMARY_COLUMNS:
+        if column in EOS_COLUMNS and not exactly_once:
+            continue
         out.extend(recoveries if column == "max_time_to_stable_ms" else (column,))
     return tuple(out)
 
@@ -116,6 +140,20 @@ def result_row(scenario: Scenario, variant: Variant, result: SimResult) -> dict[
         "records_redelivered": m.get("records_redelivered", -1),
         "records_archived": m.get("records_archived", -1),
         "delivery_p99_ms": _p99(m),
+        **dict.fromkeys(EOS_COLUMNS, -1),
+    }
+
+
+def eos_columns(result: SimResult) -> dict[str, int]:
+    """An exactly-once run's columns of the row."""
+    m = result.metrics
+    p99 = m["latency_added_ms"]["p99"]
+    return {
+        "eos_records_reread": m["records_reprocessed"],
+        "eos_output_duplicates": m["output_duplicates"],
+        "eos_transactions_aborted": m["transactions_aborted"],
+        "eos_records_thrown_away": m["records_thrown_away"],
+        "eos_latency_added_p99_ms": -1 if p99 is None else int(p99),
     }
 
 
@@ -131,8 +169,19 @@ def run_one(scenario_data: dict[str, Any], variant: Variant, seed: int) -> dict[
     from kgroup.sim.runner import simulate
 
     base = parse_scenario(scenario_data, name=str(scenario_data.get("name", "scenario")))
-    scenario = variant.apply(base, seed=seed)
-    return result_row(scenario, variant, simulate(scenario))
+    if not base.workload.exactly_once:
+        scenario = variant.apply(base, seed=seed)
+        return result_row(scenario, variant, simulate(scenario))
+    # exactly once: the row is the at-least-once run's, with the exactly-once run's columns beside it
+    # (a share group has no exactly-once processing: its row is at least once only)
+    at_least_once = dataclasses.replace(
+        base, workload=dataclasses.replace(base.workload, processing="at_least_once")
+    )
+    scenario = variant.apply(at_least_once, seed=seed)
+    row = result_row(scenario, variant, simulate(scenario))
+    if variant.protocol != "share":
+        row.update(eos_columns(simulate(variant.apply(base, seed=seed))))
+    return row
 
 
 def run_local(
@@ -164,7 +213,7 @@ def summarize(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         summary: dict[str, Any] = {"scenario": scenario, "variant": variant, "runs": len(group)}
         for metric in SUMMARY_METRICS:
             values = [r[metric] for r in group]
-            if metric == "max_time_to_stable_ms" or metric in SHARE_COLUMNS:
+            if metric == "max_time_to_stable_ms" or metric in _MEASURED_ONLY:
                 values = [v for v in values if v >= 0]
                 if not values:
                     summary[metric] = -1.0

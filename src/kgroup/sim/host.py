@@ -24,7 +24,7 @@ from kgroup.sim.scenario import ConsumerSpec, Scenario
 from kgroup.sim.scheduler import EventQueue
 from kgroup.sim.workload import Workload
 
-__all__ = ["CoordinatorHost", "Disturbance", "ResultSource", "ScenarioHost"]
+__all__ = ["CoordinatorHost", "Disturbance", "ExactlyOnceBooks", "ResultSource", "ScenarioHost"]
 
 
 class Disturbance(Protocol):
@@ -96,6 +96,12 @@ class CoordinatorHost(_Common, Protocol):
     def arm_timeout(self, proc: ConsumerProcess, incarnation: int, correlation_id: int) -> None: ...
 
 
+class ExactlyOnceBooks(Protocol):
+    """What the result needs of the exactly-once workload (:class:`kgroup.sim.exactly_once.ExactlyOnce`)."""
+
+    def metrics(self) -> dict[str, Any]: ...
+
+
 class ResultSource(_Common, Protocol):
     """What the run's result (:func:`kgroup.sim.actions.build_result`) is built from."""
 
@@ -121,3 +127,7 @@ class ResultSource(_Common, Protocol):
 
     @property
     def disturbances(self) -> Sequence[Disturbance]: ...
+
+    @property
+    def eos(self) -> ExactlyOnceBooks | None:
+        """Exactly-once processing's books (None at least once)."""

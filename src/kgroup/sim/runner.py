@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from random import Random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, TimerTable
 from kgroup.group.states import GroupState
@@ -75,10 +75,14 @@ from kgroup.sim.scheduler import START as _START
 from kgroup.sim.scheduler import TIMEOUT as _TIMEOUT
 from kgroup.sim.scheduler import TO_COORD as _TO_COORD
 from kgroup.sim.scheduler import TO_MEMBER as _TO_MEMBER
+from kgroup.sim.scheduler import TXN_TIMER as _TXN_TIMER
 from kgroup.sim.scheduler import UNSTALL as _UNSTALL
 from kgroup.sim.scheduler import WAKE as _WAKE
 from kgroup.sim.scheduler import EventQueue
 from kgroup.sim.workload import ConsumerLoad, Workload
+
+if TYPE_CHECKING:
+    from kgroup.sim.exactly_once import ExactlyOnce
 
 __all__ = ["Simulation", "simulate"]
 
@@ -137,6 +141,15 @@ class Simulation:
         self.metadata_version = 0
         self.group_id = g.group_id
         self.workload = Workload(scenario.workload)
+        #: exactly-once processing (kgroup.sim.exactly_once), None at least once: the members then
+        #: commit nothing themselves and the application loop looks every commit interval
+        self.eos: ExactlyOnce | None = None
+        if scenario.workload.exactly_once:
+            from kgroup.sim.exactly_once import ExactlyOnce  # (the transaction coordinator: only then)
+
+            self.eos = ExactlyOnce(self)
+        self.auto_commit = g.enable_auto_commit and self.eos is None
+        self.tick_ms = g.auto_commit_interval_ms if self.eos is None else scenario.workload.commit_interval_ms
         self.workload_rng = Random(f"kgroup-sim:{seed}:workload")
         self.own = OwnershipTracker()
         self.topic_sizes: dict[str, int] = {}
@@ -210,6 +223,8 @@ class Simulation:
         self.topic_sizes[topic] = first + count
         self.workload.add_partitions((TopicPartition(topic, p) for p in range(first, first + count)), now_ms)
         self.own.add_partitions(count, now_ms)
+        if self.eos is not None:
+            self.eos.add_partitions(count)
         if self.consumer_protocol:
             # Kafka's onMetadataUpdate: the coordinator sees the new partition count at once
             self.metadata_version += 1
@@ -261,7 +276,10 @@ class Simulation:
             _RESTART: self._on_restart,
             _APP_POLL: self._on_app_poll,
             _RESET: self._on_reset,
+            _TXN_TIMER: self._on_txn_timer,
         }
+        if self.eos is not None:
+            self.eos.start(0)
         own = self.own
         account, after_step = own.account, self._after_step
         # (after_step has work only while partitions are double-owned, just were, or a disturbance
@@ -309,6 +327,8 @@ class Simulation:
             if proc.member is not None:
                 self.workload.advance(proc.load, proc.member, end)
         self._sample(end)
+        if self.eos is not None:
+            self.eos.close()
         self.own.close(end)
         if self.handover is not None:
             self.settled_at_end = self._is_settled()
@@ -338,12 +358,12 @@ class Simulation:
             session_timeout_ms=g.session_timeout_ms,
             heartbeat_interval_ms=g.heartbeat_interval_ms,
             max_poll_interval_ms=g.max_poll_interval_ms,
-            enable_auto_commit=g.enable_auto_commit,
+            enable_auto_commit=self.auto_commit,
             auto_commit_interval_ms=g.auto_commit_interval_ms,
             assignors=proc.assignors,
             # librdkafka commits a revoked partition's offset as it revokes it (with auto-commit);
             # Kafka's Java consumer commits only before JoinGroup and on close
-            commit_on_revoke=g.client == "librdkafka" and g.enable_auto_commit,
+            commit_on_revoke=g.client == "librdkafka" and self.auto_commit,
         )
 
     def start_process(self, proc: ConsumerProcess) -> None:
@@ -365,7 +385,7 @@ class Simulation:
                 rack=proc.rack,
                 server_assignor=g.server_assignor,
                 max_poll_interval_ms=g.max_poll_interval_ms,
-                enable_auto_commit=g.enable_auto_commit,
+                enable_auto_commit=self.auto_commit,
                 auto_commit_interval_ms=g.auto_commit_interval_ms,
                 rng=Random(f"kgroup-sim:{self.sc.seed}:member:{proc.id}:{proc.incarnation}"),
             )
@@ -391,7 +411,9 @@ class Simulation:
         self.running_count += 1
         proc.app_tick_at = None
         proc.app_poll_at = None
-        self._schedule_tick(proc, self.now + self.sc.group.auto_commit_interval_ms)
+        self._schedule_tick(proc, self.now + self.tick_ms)
+        if self.eos is not None:
+            self.eos.process_started(proc)
         self.send_requests(proc, proc.member.poll(self.now))
         self.after_member(proc)
 
@@ -401,6 +423,8 @@ class Simulation:
             return
         self.workload.advance(proc.load, member, self.now)
         if graceful:
+            if self.eos is not None:
+                self.eos.commit(proc, "close")  # (Kafka Streams commits on a clean shutdown)
             self.send_requests(proc, member.close(self.now))
             self._drain(proc)
         proc.member = None
@@ -433,7 +457,7 @@ class Simulation:
                 # The application polls continuously; the member's next auto-commit falls due one
                 # interval after this one was sent, so the loop is looked at then.
                 self.commits_sent += 1
-                self._schedule_tick(proc, now + group.auto_commit_interval_ms)
+                self._schedule_tick(proc, now + self.tick_ms)
             ready = proc.conn_ready_at
             at = self.net.transit(proc.id, proc.conn, True, now if now >= ready else ready)
             # A JoinGroup or SyncGroup may be parked by the coordinator past its timeout, so its
@@ -546,11 +570,17 @@ class Simulation:
                 self.log_event(_snake(type(ev).__name__), consumer=proc.id, **fields)
                 continue
             kind = _OWNERSHIP_KINDS[type(ev).__name__]
+            if self.eos is not None and kind != "assigned" and proc.member is not None:
+                # onPartitionsRevoked commits the transaction, onPartitionsLost aborts it
+                if kind == "revoked":
+                    self.eos.commit(proc, "revocation")
+                else:
+                    self.eos.lost(proc)
             parts = sorted(ev.partitions)
             generation = ev.generation
             if kind == "assigned":
                 # Kafka restarts the auto-commit timer when a join completes: look again then
-                self._schedule_tick(proc, self.now + self.sc.group.auto_commit_interval_ms)
+                self._schedule_tick(proc, self.now + self.tick_ms)
                 self._check_accepted(proc)
                 for tp in parts:
                     previous = self.last_owner.get(tp)
@@ -794,7 +824,10 @@ class Simulation:
         now = self.q.now_ms
         if proc.app_tick_at == now:
             # the loop's periodic look: the next one an auto-commit interval from now
-            self._schedule_tick(proc, now + self.sc.group.auto_commit_interval_ms, replace=True)
+            self._schedule_tick(proc, now + self.tick_ms, replace=True)
+            if self.eos is not None:
+                self.workload.advance(proc.load, member, now)
+                self.eos.tick(proc)
         elif proc.app_poll_at != now:
             return  # superseded
         self.workload.advance(proc.load, member, now)
@@ -860,6 +893,10 @@ class Simulation:
         self.log_event("poll_resumed", consumer=proc.id)
         self.poll_process(proc)
         self.after_member(proc)
+
+    def _on_txn_timer(self, timer: int) -> None:
+        assert self.eos is not None
+        self.eos.on_timer(timer)
 
     def _on_heal(self, index: int) -> None:
         proc = self.procs[index]

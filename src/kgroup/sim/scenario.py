@@ -18,6 +18,7 @@ from kgroup.model import KgroupError
 
 __all__ = [
     "EVENT_KINDS",
+    "PROCESSING_MODES",
     "ConsumerSpec",
     "EventSpec",
     "GroupSpec",
@@ -81,6 +82,15 @@ _SHARE_WORKLOAD_DEFAULTS: dict[str, object] = {
 }
 #: what a share consumer's application acknowledges a record it failed to process with
 FAILURE_ACTIONS = ("release", "reject")
+#: how a consumer group's application processes (``workload.processing``): at-least-once (commits
+#: offsets after processing) or exactly-once (consume-transform-produce in transactions, KIP-447)
+PROCESSING_MODES = ("at_least_once", "exactly_once")
+#: the exactly-once workload's fields, with their defaults (left out of the data when at them)
+_EOS_WORKLOAD_DEFAULTS: dict[str, object] = {
+    "processing": "at_least_once",
+    "commit_interval_ms": 100,  # Kafka Streams' commit.interval.ms under exactly-once
+    "transaction_timeout_ms": 60000,  # the producer's transaction.timeout.ms default
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +170,17 @@ class WorkloadSpec:
     failure_action: str = "release"
     #: the share of records that fail every time (poison): redelivered until archived at the limit
     poison_share: float = 0.0
+    # --- consumer groups: exactly-once processing (kgroup.sim.exactly_once) ---------------------------
+    #: at_least_once (the default) or exactly_once (transactions of output records and offsets)
+    processing: str = "at_least_once"
+    #: exactly_once: a transaction is committed this often (Kafka Streams' commit.interval.ms)
+    commit_interval_ms: int = 100
+    #: exactly_once: the producer's transaction.timeout.ms (an open transaction older is aborted)
+    transaction_timeout_ms: int = 60000
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.processing == "exactly_once"
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,9 +256,9 @@ def _group_plain(group: GroupSpec) -> dict[str, Any]:
 
 def _workload_plain(workload: WorkloadSpec) -> dict[str, Any]:
     out = _plain(workload)
-    for key, default in _SHARE_WORKLOAD_DEFAULTS.items():
+    for key, default in (*_SHARE_WORKLOAD_DEFAULTS.items(), *_EOS_WORKLOAD_DEFAULTS.items()):
         if out.get(key) == default:
-            out.pop(key)  # (a scenario without share outcomes reads as it always did)
+            out.pop(key)  # (a scenario without share outcomes or exactly-once reads as it always did)
     return out
 
 
@@ -540,6 +561,15 @@ def _workload(value: Any) -> WorkloadSpec:
             if raw not in FAILURE_ACTIONS:
                 raise _fail(field, f"is {_show(raw)}", "use release (redelivered) or reject (archived)")
             kw[key] = raw
+        elif key == "processing":
+            if raw not in PROCESSING_MODES:
+                raise _fail(field, f"is {_show(raw)}", "use at_least_once (the default) or exactly_once")
+            kw[key] = raw
+        elif key == "commit_interval_ms":
+            kw[key] = _int(raw, field, 1, 3_600_000)
+        elif key == "transaction_timeout_ms":
+            # (transaction.max.timeout.ms, the broker's limit: 15 min by default)
+            kw[key] = _int(raw, field, 1, 900_000)
         else:
             kw[key] = _int(raw, field, 0, 10_000_000)
     return WorkloadSpec(**kw)
@@ -710,6 +740,13 @@ def parse_scenario(data: Any, *, name: str = "scenario") -> Scenario:
                 )
     network = _network(doc.get("network", {}))
     workload = _workload(doc.get("workload", {}))
+    if workload.exactly_once and group.share_protocol:
+        raise _fail(
+            "workload.processing",
+            "exactly_once does not apply with protocol: share (Kafka 4.4's share groups have no "
+            "transactional acknowledgement)",
+            "use at_least_once, or a consumer-group protocol",
+        )
     raw_events = doc.get("events", [])
     if raw_events is None:
         raw_events = []

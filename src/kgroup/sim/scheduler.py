@@ -21,6 +21,8 @@ __all__ = ["EventQueue", "Payload"]
 #   downtime, assignors or None) · APP_POLL: (process, incarnation) · RESET: (process, connection)
 SCENARIO, TO_COORD, TO_MEMBER, TIMEOUT, COORD_TIMER, WAKE = 0, 1, 2, 3, 4, 5
 SAMPLE, START, UNSTALL, HEAL, RESTART, APP_POLL, RESET = 6, 7, 8, 9, 10, 11, 12
+#: exactly-once: one of the transaction coordinator's sweeps is due (payload: the sweep's index)
+TXN_TIMER = 13
 
 #: every payload shape a queue entry can carry (see the kinds above)
 Payload = (

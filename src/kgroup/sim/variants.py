@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from kgroup.model import KgroupError, RebalanceProtocol
 from kgroup.sim.scenario import (
     DEFAULT_ASSIGNORS,
+    PROCESSING_MODES,
     SERVER_ASSIGNORS,
     ConsumerSpec,
     EventSpec,
@@ -111,11 +112,27 @@ def with_overrides(
     protocol: str | None = None,
     membership: str | None = None,
     seed: int | None = None,
+    processing: str | None = None,
 ) -> Scenario:
     """``scenario`` with the command line's overrides applied (``None`` keeps the file's value)."""
     if protocol is not None and protocol not in PROTOCOLS:
         raise KgroupError(
             f"--protocol: {protocol!r} is not a protocol; use eager, cooperative, consumer or share"
+        )
+    if processing is not None:
+        if processing not in PROCESSING_MODES:
+            raise KgroupError(
+                f"--processing: {processing!r} is not a processing mode; use at_least_once or exactly_once"
+            )
+        scenario = dataclasses.replace(
+            scenario, workload=dataclasses.replace(scenario.workload, processing=processing)
+        )
+    to_share = protocol == "share" or (protocol is None and scenario.group.share_protocol)
+    if scenario.workload.exactly_once and to_share:
+        field = "--processing" if processing is not None else "--protocol"
+        raise KgroupError(
+            f"{field}: a share group has no exactly-once processing (Kafka 4.4's share groups have no "
+            "transactional acknowledgement); use another protocol or at_least_once processing"
         )
     group = scenario.group
     consumers = scenario.consumers

@@ -14,7 +14,7 @@ counted as skipped), ``earliest`` starts at 0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -53,6 +53,12 @@ class ConsumerLoad:
     # the member's assignment and the same sorted (processing order is by partition, not hash order)
     sorted_for: frozenset[TopicPartition] = frozenset()
     sorted_assignment: list[tuple[TopicPartition, int]] = field(default_factory=list)
+    #: exactly-once processing: told each processed range ``(partition, index, from, to)`` and the
+    #: window it was processed in (the open transaction books them, :mod:`kgroup.sim.exactly_once`)
+    #: exactly-once: the application closed its tasks after a fenced commit and waits for its member's
+    #: next generation (Kafka Streams' TaskMigratedException): it processes nothing meanwhile
+    suspended: bool = False
+    on_processed: Callable[[list[tuple[TopicPartition, int, int, int]], int, int], None] | None = None
 
 
 class Workload:
@@ -136,7 +142,7 @@ class Workload:
                 return
         # an EAGER member stops fetching while its pre-join commit is in flight
         assigned = member.assignment()
-        if not assigned:
+        if not assigned or load.suspended:
             load.budget_milli = 0
             load.busy_since_ms = None
             return
@@ -196,6 +202,8 @@ class Workload:
                 high[i] = end
             done.append((tp, end))
         member.record_processed_many(done)
+        if load.on_processed is not None:
+            load.on_processed(reached, start, now_ms)
         self.records_processed += processed
         self.records_reprocessed += reprocessed
         load.processed += processed
