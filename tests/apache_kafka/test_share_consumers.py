@@ -4,8 +4,8 @@ ShareFetch / ShareAcknowledge v1), in the same share groups.
 
 Each group reads from the earliest offset with a 15 s acquisition lock: on Apache Kafka the group's
 ``share.auto.offset.reset`` and ``share.record.lock.duration.ms`` are set with IncrementalAlterConfigs,
-on kgroup serve (which has no group configs yet) the broker's ``share_auto_offset_reset`` and
-``group_share_record_lock_duration_ms``.
+on kgroup serve the broker's defaults ``share_auto_offset_reset`` and
+``group_share_record_lock_duration_ms`` (group configs on kgroup serve: ``test_diff_group_configs.py``).
 
 * more consumers than partitions, both clients together: every produced record is delivered and
   accepted exactly once, at delivery count 1;
