@@ -181,5 +181,13 @@ def test_the_preferred_leader_election_gives_the_groups_back(kind: str, tmp_path
                 time.sleep(0.5)
             assert cluster.coordinator(group) == old, f"still at {cluster.coordinator(group)}"
             later = {TopicPartition(topic, p): 5 for p in range(2)}
-            assert consumer.commit(later).error is None
+            mark = consumer.mark()
+            commit = consumer.commit(later)
+            if commit.error == "RebalanceInProgressException":
+                # Once in CI, under heavy load, the member was rebalancing when it committed (twelve runs
+                # at load 8 did not show it again; its cause was not caught). Kafka's contract for that
+                # answer: finish the rebalance in poll() (the driver polls throughout), commit again.
+                consumer.wait_assigned(since=mark, timeout_s=60)
+                commit = consumer.commit(later)
+            assert commit.error is None, commit
             assert consumer.committed(list(later)) == later
