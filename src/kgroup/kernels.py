@@ -78,28 +78,9 @@ def _assignors() -> None:
 
 
 def _server_assignors() -> None:
-    """``range`` and ``uniform`` (as homogeneous and as heterogeneous groups: both uniform builders) on
-    a small group: a new one, then one member joining it
-    (the replay of changed members' maps), with a chain long enough to resize a small table."""
-    from kgroup.group.assignors import (
-        MemberSpec,
-        RangeAssignor,
-        SubscriptionType,
-        TopicDescriber,
-        TopicId,
-        UniformAssignor,
-        group_spec,
-    )
+    from kgroup.group.assignors.fast import warm
 
-    topics = {TopicId(0, i): 3 + i for i in range(12)}
-    describer = TopicDescriber(topics)
-    subscription = tuple(topics)
-    for kind in SubscriptionType:
-        for assignor in (RangeAssignor(), UniformAssignor()):
-            first = group_spec([(f"m{i}", MemberSpec(subscription)) for i in range(3)], kind)
-            result = assignor.assign(first, describer)
-            members = [(m, MemberSpec(subscription, result.get(m, {}))) for m in first.members]
-            assignor.assign(group_spec([*members, ("m3", MemberSpec(subscription))], kind), describer)
+    warm()
 
 
 def _log() -> None:

@@ -80,15 +80,8 @@ def kafka(request: pytest.FixtureRequest) -> Iterator[Broker]:
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_a_three_stage_chain_is_exactly_once_while_members_join_leave_and_die(
-    kafka: Broker, variant: str, names: str, request: pytest.FixtureRequest
+    kafka: Broker, variant: str, names: str
 ) -> None:
-    if variant == "static" and not isinstance(kafka, ApacheKafka):
-        # A known defect, open in issue 33: twice in about ten runs under load the restarted static
-        # member of stage 2 (Java) was assigned its partitions on kgroup serve but committed nothing
-        # until the bound; Apache Kafka has not shown it. Left visible as an xfail until it is found.
-        request.applymarker(
-            pytest.mark.xfail(strict=False, reason="issue 33: a restarted static member stalls")
-        )
     result = run_chain(
         VARIANTS[variant],
         kafka.bootstrap_servers,

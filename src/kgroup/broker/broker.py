@@ -42,6 +42,7 @@ from kgroup.broker.logapi import LogManagerLike
 from kgroup.broker.share_host import ShareHost, ShareHostConfig
 from kgroup.broker.txn_host import TransactionHost, thread_safe
 from kgroup.broker.waiters import AppendWatchers, FetchWaiter
+from kgroup.broker.warmup import warm_in_background
 from kgroup.group import CoordinatorConfig
 from kgroup.group.share.heartbeat import InitializeShareState
 from kgroup.log.manager import remove_directories
@@ -168,6 +169,8 @@ class Broker:
             await self.start_listener(broker_id)
         # the schemas of the APIs clients speak, read in a thread rather than by the first request
         threading.Thread(target=warm_codec, name="kgroup-warm-codec", daemon=True).start()
+        # the numba kernels too: until the server assignors' are ready they answer step by step
+        warm_in_background()
         self.coordinators.start()  # loads the groups on the coordinators' thread; serving starts now
         self.transactions.start()  # replays __transaction_state on its thread
         self.shares.start()  # replays __share_group_state on its thread

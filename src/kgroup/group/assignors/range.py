@@ -19,6 +19,7 @@ from kgroup.group.assignors.api import (
     TopicId,
 )
 from kgroup.group.assignors.common import topic_hash
+from kgroup.group.assignors.fast import kernels_ready
 from kgroup.javacompat import JavaHashMap, capacity_over_load_factor, java_string_key
 
 __all__ = ["RangeAssignor"]
@@ -88,6 +89,8 @@ class RangeAssignor(ServerAssignor):
         answers exactly what :meth:`assign_reference` answers."""
         if not group.members:
             return {}
+        if not kernels_ready():  # a server still warming them: the same answer, step by step
+            return self.assign_reference(group, topics)
         from kgroup.group.assignors.fast.range_fast import assign_range  # numba: imported when used
 
         result = assign_range(group, topics)

@@ -18,6 +18,7 @@ from kgroup.group.assignors.api import (
     TopicId,
 )
 from kgroup.group.assignors.common import WorkingAssignment, deep_copy, finish, topic_hash
+from kgroup.group.assignors.fast import kernels_ready
 from kgroup.group.assignors.uniform_heterogeneous import assign_heterogeneous
 from kgroup.javacompat import JavaHashMap, JavaHashSet, java_integer_hash
 
@@ -34,6 +35,8 @@ class UniformAssignor(ServerAssignor):
         what :meth:`assign_reference` answers (which answers where they step aside)."""
         if not group.members:
             return {}
+        if not kernels_ready():  # a server still warming them: the same answer, step by step
+            return self.assign_reference(group, topics)
         if group.subscription_type is SubscriptionType.HOMOGENEOUS:
             from kgroup.group.assignors.fast.uniform_fast import assign_uniform_homogeneous  # numba: lazily
 

@@ -9,3 +9,51 @@ equal subscriptions one class; the loops are numba kernels (compiled once, cache
 the coordinator's next round depend on — is computed by :mod:`~kgroup.group.assignors.fast.javamaps`.
 Imported only when an assignor runs (numba is a heavy import).
 """
+
+__all__ = ["hold_until_warm", "kernels_ready", "release", "warm"]
+
+_held = False
+
+
+def kernels_ready() -> bool:
+    """Whether ``RangeAssignor.assign`` and ``UniformAssignor.assign`` may run these kernels. True
+    unless a broker is warming them in a thread of its own (:mod:`kgroup.broker.warmup`): compiled
+    cold, the uniform kernels take about 40 s of CPU, which on the coordinators' thread would hold
+    every group's heartbeats for as long; until they are ready the assignors answer with their
+    step-by-step builders — the same answer."""
+    return not _held
+
+
+def hold_until_warm() -> None:
+    """The assignors use their step-by-step builders until :func:`release`."""
+    global _held
+    _held = True
+
+
+def release() -> None:
+    global _held
+    _held = False
+
+
+def warm() -> None:
+    """Run every kernel of ``range`` and ``uniform`` (as homogeneous and as heterogeneous groups: both
+    uniform builders) on a small group — a new one, then one member joining it (the replay of
+    changed members' maps), with a chain long enough to resize a small table — so numba compiles
+    them, or reads them from its cache. The fast paths are called directly: the assignors' ``assign``
+    steps aside from them while they are held."""
+    from kgroup.group.assignors.api import MemberSpec, SubscriptionType, TopicDescriber, TopicId, group_spec
+    from kgroup.group.assignors.fast.range_fast import assign_range
+    from kgroup.group.assignors.fast.uniform_fast import assign_uniform_homogeneous
+    from kgroup.group.assignors.fast.uniform_heterogeneous_fast import assign_uniform_heterogeneous
+
+    topics = {TopicId(0, i): 3 + i for i in range(12)}
+    describer = TopicDescriber(topics)
+    subscription = tuple(topics)
+    for kind in SubscriptionType:
+        homogeneous = kind is SubscriptionType.HOMOGENEOUS
+        uniform = assign_uniform_homogeneous if homogeneous else assign_uniform_heterogeneous
+        for fast in (assign_range, uniform):
+            first = group_spec([(f"m{i}", MemberSpec(subscription)) for i in range(3)], kind)
+            result = fast(first, describer) or {}
+            members = [(m, MemberSpec(subscription, result.get(m, {}))) for m in first.members]
+            fast(group_spec([*members, ("m3", MemberSpec(subscription))], kind), describer)
