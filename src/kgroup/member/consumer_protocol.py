@@ -134,10 +134,6 @@ class ConsumerProtocolMember(ConsumerProtocolCore):
         """The RE2J regex the coordinator resolves (``subscribed_topic_regex``), if subscribed by one."""
         return self._pattern
 
-    @property
-    def heartbeat_interval_ms(self) -> int:
-        return self._hb.interval_ms
-
     def target_assignment(self) -> dict[TopicId, tuple[int, ...]]:
         """The last assignment the coordinator sent (by topic id), reconciled or not."""
         return dict(self._target.partitions)

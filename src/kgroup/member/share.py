@@ -29,8 +29,8 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kgroup.member.consumer_protocol_heartbeat import ExponentialBackoff, HeartbeatTimer, random_member_id
 from kgroup.member.core import checked_topics
+from kgroup.member.heartbeat_member import HeartbeatMemberBase
 from kgroup.member.requests import OutboundRequest
 from kgroup.messages import (
     SHARE_LEAVE_GROUP_MEMBER_EPOCH,
@@ -112,28 +112,22 @@ class ShareMemberError:
     fatal: bool
 
 
-class ShareMember:
+class ShareMember(HeartbeatMemberBase):
     """One share consumer's membership (see the module docstring)."""
 
     def __init__(
         self, config: ShareMemberConfig, *, rng: random.Random, member_id: str | None = None
     ) -> None:
         self.config = config
-        self._rng = rng
-        self._member_id = member_id if member_id is not None else random_member_id(rng)
+        self._init_heartbeating(config.retry_backoff_ms, config.retry_backoff_max_ms, rng, member_id)
         self._epoch = _JOIN_EPOCH
         self._state = S.UNSUBSCRIBED
         self._topics: tuple[str, ...] = ()
         self._subscription_changed = False
-        self._backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
-        self._hb = HeartbeatTimer(self._backoff, rng)
         self._sent_rack: str | None = None
         self._sent_rack_known = False
         self._sent_topics: tuple[str, ...] | None = None
-        self._coordinator: int | None = None
         self._find_in_flight: int | None = None
-        self._find_retry_at = 0
-        self._find_attempts = 0
         self._heartbeat_in_flight: int | None = None
         self._leave_in_flight: int | None = None
         self._next_cid = 0
@@ -150,14 +144,6 @@ class ShareMember:
     # --- views ---------------------------------------------------------------------------------------
 
     @property
-    def member_id(self) -> str:
-        return self._member_id
-
-    @property
-    def member_epoch(self) -> int:
-        return self._epoch
-
-    @property
     def state(self) -> ShareMemberState:
         return self._state
 
@@ -168,10 +154,6 @@ class ShareMember:
     @property
     def coordinator(self) -> int | None:
         return self._coordinator
-
-    @property
-    def heartbeat_interval_ms(self) -> int:
-        return self._hb.interval_ms
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions to fetch from (the coordinator's last assignment whose names are known)."""
@@ -381,17 +363,10 @@ class ShareMember:
         self._sent_topics = None
 
     def _on_find(self, now_ms: int, response: FindCoordinatorResponse) -> None:
-        if response.error_code is ErrorCode.NONE:
-            self._coordinator = response.node_id
-            self._find_attempts = 0
-            return
-        self._find_failed(now_ms)
-        if response.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED:
+        if not self._on_find_answer(now_ms, response) and (
+            response.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED
+        ):
             self._fail(response.error_code, f"Not authorized to access group: {self.config.group_id}")
-
-    def _find_failed(self, now_ms: int) -> None:
-        self._find_retry_at = now_ms + self._backoff.backoff(self._find_attempts, self._rng)
-        self._find_attempts += 1
 
     def _on_heartbeat(self, now_ms: int, response: ShareGroupHeartbeatResponse) -> None:
         error = response.error_code
