@@ -7,7 +7,7 @@ resolves topic ids to names through metadata, revokes what it lost first (``onPa
 as a :class:`~kgroup.member.PartitionsRevoked` event), then takes what it gained, and acknowledges
 the reconciled assignment with its next heartbeat, sent at once.
 
-The host drives it as it drives the classic :class:`~kgroup.member.ConsumerMember`:
+The host drives it as it drives the classic :class:`~kgroup.member.ClassicConsumerMember`:
 
 * :meth:`ConsumerProtocolMember.poll` is the application's ``poll()`` (it resets the
   ``max.poll.interval.ms`` timer, joins after a subscription, rejoins a stale member, and runs the
