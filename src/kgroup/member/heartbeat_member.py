@@ -13,10 +13,22 @@ from __future__ import annotations
 import random
 
 from kgroup.member.consumer_protocol_heartbeat import ExponentialBackoff, HeartbeatTimer, random_member_id
+from kgroup.member.requests import OutboundRequest
 from kgroup.messages import FindCoordinatorResponse
 from kgroup.model import ErrorCode
 
-__all__ = ["HeartbeatMemberBase"]
+__all__ = ["HEARTBEAT_FATAL_ERRORS", "HeartbeatMemberBase"]
+
+#: the heartbeat errors ``AbstractHeartbeatRequestManager.onErrorResponse`` makes fatal for both members
+HEARTBEAT_FATAL_ERRORS = frozenset(
+    {
+        ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.GROUP_MAX_SIZE_REACHED,
+        ErrorCode.UNSUPPORTED_ASSIGNOR,
+        ErrorCode.UNRELEASED_INSTANCE_ID,
+    }
+)
 
 
 class HeartbeatMemberBase:
@@ -25,6 +37,9 @@ class HeartbeatMemberBase:
     _member_id: str
     _epoch: int
     _coordinator: int | None
+    _topics: tuple[str, ...]
+    _closed: bool
+    _now: int  # the time of the last call (what next_wakeup_ms counts from)
 
     def _init_heartbeating(
         self, retry_backoff_ms: int, retry_backoff_max_ms: int, rng: random.Random, member_id: str | None
@@ -52,6 +67,26 @@ class HeartbeatMemberBase:
     def heartbeat_interval_ms(self) -> int:
         """The interval the coordinator named last (0 before its first answer)."""
         return self._hb.interval_ms
+
+    @property
+    def subscription(self) -> tuple[str, ...]:
+        return self._topics
+
+    def background(self, now_ms: int) -> list[OutboundRequest]:
+        """Kafka's network thread: FindCoordinator, heartbeats, retries (and the consumer protocol's
+        poll-timeout leave and auto-commit)."""
+        self._now = now_ms
+        return self._drive_unless_closed(now_ms, [])
+
+    def _drive_unless_closed(self, now_ms: int, out: list[OutboundRequest]) -> list[OutboundRequest]:
+        """After each call and each answer: what is due now joins ``out`` (nothing once closed)."""
+        if not self._closed:
+            self._drive(now_ms, out)
+        return out
+
+    def _drive(self, now_ms: int, out: list[OutboundRequest]) -> None:
+        """Send what is due now (each member's own)."""
+        raise NotImplementedError
 
     def _on_find_answer(self, now_ms: int, response: FindCoordinatorResponse) -> bool:
         """A FindCoordinator answer: the coordinator is known (``True``), or the next attempt backs off."""

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kgroup.member.core import checked_topics
-from kgroup.member.heartbeat_member import HeartbeatMemberBase
+from kgroup.member.heartbeat_member import HEARTBEAT_FATAL_ERRORS, HeartbeatMemberBase
 from kgroup.member.requests import OutboundRequest
 from kgroup.messages import (
     SHARE_LEAVE_GROUP_MEMBER_EPOCH,
@@ -56,15 +56,6 @@ SHARE_PROTOCOL_NOT_SUPPORTED = (
     "the share group protocol enabled."
 )
 _JOIN_EPOCH = 0
-_FATAL = frozenset(
-    {
-        ErrorCode.GROUP_AUTHORIZATION_FAILED,
-        ErrorCode.INVALID_REQUEST,
-        ErrorCode.GROUP_MAX_SIZE_REACHED,
-        ErrorCode.UNSUPPORTED_ASSIGNOR,
-        ErrorCode.UNRELEASED_INSTANCE_ID,
-    }
-)
 
 
 class ShareMemberState(enum.Enum):
@@ -148,10 +139,6 @@ class ShareMember(HeartbeatMemberBase):
         return self._state
 
     @property
-    def subscription(self) -> tuple[str, ...]:
-        return self._topics
-
-    @property
     def coordinator(self) -> int | None:
         return self._coordinator
 
@@ -208,14 +195,6 @@ class ShareMember(HeartbeatMemberBase):
         self._drive(now_ms, out)
         return out
 
-    def background(self, now_ms: int) -> list[OutboundRequest]:
-        """Kafka's network thread: FindCoordinator, heartbeats, retries."""
-        self._now = now_ms
-        out: list[OutboundRequest] = []
-        if not self._closed:
-            self._drive(now_ms, out)
-        return out
-
     def next_wakeup_ms(self) -> int | None:
         """The earliest time :meth:`background` has something to do (``None``: nothing until an event)."""
         if self._closed or self._state in (S.FATAL, S.UNSUBSCRIBED):
@@ -269,9 +248,7 @@ class ShareMember(HeartbeatMemberBase):
                 self._on_heartbeat(now_ms, response)
         else:
             return out
-        if not self._closed:
-            self._drive(now_ms, out)
-        return out
+        return self._drive_unless_closed(now_ms, out)
 
     def on_request_failed(self, now_ms: int, correlation_id: int) -> list[OutboundRequest]:
         """A request timed out or its connection dropped (retriable)."""
@@ -290,9 +267,7 @@ class ShareMember(HeartbeatMemberBase):
             self._complete_leave()
         else:
             return out
-        if not self._closed:
-            self._drive(now_ms, out)
-        return out
+        return self._drive_unless_closed(now_ms, out)
 
     def on_unsupported(self, now_ms: int) -> None:
         """The broker speaks no ShareGroupHeartbeat version (Kafka's ``UnsupportedVersionException``)."""
@@ -389,7 +364,7 @@ class ShareMember(HeartbeatMemberBase):
             self._errors.append(ShareMemberError(error, f"ShareGroupHeartbeat failed: {message}", False))
         elif error is ErrorCode.UNSUPPORTED_VERSION:
             self._fail(error, SHARE_PROTOCOL_NOT_SUPPORTED)
-        elif error in _FATAL:
+        elif error in HEARTBEAT_FATAL_ERRORS:
             self._fail(error, f"ShareGroupHeartbeat failed: {message}")
         else:
             self._fail(error, f"ShareGroupHeartbeat failed with an unexpected error: {message}")
