@@ -69,14 +69,19 @@ def _brokers(brokers: Iterable[Broker | int]) -> list[Broker]:
     return out
 
 
-def _validate(brokers: Sequence[Broker], partitions: int, replication_factor: int) -> None:
-    # Same checks, same order as AdminUtils.assignReplicasToBrokers.
+def _validate_counts(brokers: Sequence[Broker], partitions: int) -> None:
+    """At least one broker, and a partition count Java's int holds that is above 0."""
     if not brokers:
         raise KgroupError("brokers: none given; list at least one broker id")
     if partitions <= 0:
         raise KgroupError(f"partitions: {partitions}; the number of partitions must be larger than 0")
     if partitions > JAVA_INT_MAX:
         raise KgroupError(f"partitions: {partitions} does not fit Java's int; give at most {JAVA_INT_MAX:,}")
+
+
+def _validate(brokers: Sequence[Broker], partitions: int, replication_factor: int) -> None:
+    # Same checks, same order as AdminUtils.assignReplicasToBrokers.
+    _validate_counts(brokers, partitions)
     if replication_factor <= 0:
         raise KgroupError(
             f"replication_factor: {replication_factor}; the replication factor must be larger than 0"
@@ -124,12 +129,7 @@ def assign_replicas_striped(
     a replication factor that is not positive or above the broker count, or every broker fenced.
     """
     broker_list = _brokers(brokers)
-    if not broker_list:
-        raise KgroupError("brokers: none given; list at least one broker id")
-    if partitions <= 0:
-        raise KgroupError(f"partitions: {partitions}; the number of partitions must be larger than 0")
-    if partitions > JAVA_INT_MAX:
-        raise KgroupError(f"partitions: {partitions} does not fit Java's int; give at most {JAVA_INT_MAX:,}")
+    _validate_counts(broker_list, partitions)
     fenced_ids = set(fenced)
     unknown = sorted(fenced_ids - {b.id for b in broker_list})
     if unknown:
