@@ -20,12 +20,12 @@ from typing import Any
 
 from kgroup.model import TopicPartition
 from kgroup.testing.apache_kafka.distribution import KafkaLibs
-from kgroup.testing.apache_kafka.java_client import DEFAULT_WAIT_S, _JavaClient
+from kgroup.testing.apache_kafka.java_process import DEFAULT_WAIT_S, JavaClientProcess
 
 __all__ = ["JavaShareConsumer"]
 
 
-class JavaShareConsumer(_JavaClient):
+class JavaShareConsumer(JavaClientProcess):
     """Kafka's ``KafkaShareConsumer`` in share group ``group_id``, subscribed to ``topics``."""
 
     kind = "share"
