@@ -147,13 +147,6 @@ class JavaConsumer(JavaClientProcess):
         with contextlib.suppress(JavaClientError):  # the JVM has exited: nothing waits for the ack
             self.send({"cmd": "ack"})
 
-    def start(self) -> JavaConsumer:
-        super().start()
-        return self
-
-    def __enter__(self) -> JavaConsumer:
-        return self.start() if self._process is None else self
-
     def subscribe(self, topics: Sequence[str] | None = None, *, timeout_s: float = 30.0) -> int:
         """Subscribe now (for a consumer made with ``subscribe=False``); the JVM's time of it (ms).
 

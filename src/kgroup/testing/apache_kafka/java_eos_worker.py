@@ -60,13 +60,6 @@ class JavaExactlyOnceWorker(JavaClientProcess):
             log_level=log_level,
         )
 
-    def start(self) -> JavaExactlyOnceWorker:
-        super().start()
-        return self
-
-    def __enter__(self) -> JavaExactlyOnceWorker:
-        return self.start() if self._process is None else self
-
     @property
     def committed_records(self) -> int:
         """The records of the transactions it committed so far."""

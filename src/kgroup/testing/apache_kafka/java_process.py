@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from kgroup.javatools import cache_root, class_data_archive, compile_jar
 from kgroup.model import KgroupError
@@ -128,7 +128,7 @@ class JavaClientProcess:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None and self._process.poll() is None else None
 
-    def start(self) -> JavaClientProcess:
+    def start(self) -> Self:
         """Start the JVM and wait until the client is constructed (its ``started`` event)."""
         self.launch()
         try:
@@ -176,7 +176,7 @@ class JavaClientProcess:
         self._reader = threading.Thread(target=self._read, name=f"{self.name}-events", daemon=True)
         self._reader.start()
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         return self.start() if self._process is None else self
 
     def __exit__(

@@ -47,13 +47,6 @@ class JavaProducer(JavaClientProcess):
             log_level=log_level,
         )
 
-    def start(self) -> JavaProducer:
-        super().start()
-        return self
-
-    def __enter__(self) -> JavaProducer:
-        return self.start() if self._process is None else self
-
     def send_records(
         self,
         topic: str,

@@ -69,13 +69,6 @@ class JavaShareConsumer(JavaClientProcess):
         self.group_id = group_id
         self.topics = tuple(topics)
 
-    def start(self) -> JavaShareConsumer:
-        super().start()
-        return self
-
-    def __enter__(self) -> JavaShareConsumer:
-        return self.start() if self._process is None else self
-
     def records(self, since: int = 0) -> list[dict[str, Any]]:
         """Polled records (``topic``, ``partition``, ``offset``, ``value``, ``delivery_count``, ``ack``)."""
         return [e for e in self.events[since:] if e["event"] == "record"]
