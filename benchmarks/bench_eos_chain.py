@@ -27,25 +27,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import statistics
 import sys
 from collections import Counter
-from typing import Any
 
-from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer, start_peer
+from side_by_side import load, print_json, progress, run_peers, too_small  # a sibling module
+
+from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer
 from kgroup.model import KgroupError
 from kgroup.testing.eos_chain import VARIANTS, expected_output, read_committed, run_chain, topic_names
-
-
-def _load() -> tuple[float, float, float]:
-    one, five, fifteen = os.getloadavg()
-    return round(one, 2), round(five, 2), round(fifteen, 2)
-
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def _run(peer: RunningPeer, variant: str, tag: str, args: argparse.Namespace) -> float:
@@ -95,45 +86,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer", action="append", choices=["kgroup", "apache"])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    for name in ("records", "partitions", "batch", "runs"):
-        if getattr(args, name) < 1:
-            print(f"--{name}: must be at least 1, not {getattr(args, name)}", file=sys.stderr)
-            return 2
+    bad = too_small(args, ("records", "partitions", "batch", "runs"))
+    if bad is not None:
+        return bad
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
         print(f"--variants: {unknown or variants} not among {', '.join(VARIANTS)}", file=sys.stderr)
         return 2
     names = args.peer or ["kgroup", "apache"]
-    load_before = _load()
-    peers: dict[str, RunningPeer] = {}
+    load_before = load()
     results: dict[str, dict[str, list[float]]] = {n: {v: [] for v in variants} for n in names}
-    try:
-        for name in names:
-            _progress(f"starting {name} ...")
-            peers[name] = start_peer(name)
+
+    def take_turns(peers: dict[str, RunningPeer]) -> None:
         for run in range(args.runs):
             for variant in variants:
                 for name in names:
                     figure = _run(peers[name], variant, f"eos-{name}-{variant}-{run}-{os.getpid()}", args)
                     results[name][variant].append(figure)
-                    _progress(f"run {run} {variant} {name}: {figure:,.0f} records/s, load {_load()}")
-    except (PeerUnavailable, KgroupError) as exc:
-        print(f"benchmark failed: {getattr(exc, 'reason', exc)}", file=sys.stderr)
+                    progress(f"run {run} {variant} {name}: {figure:,.0f} records/s, load {load()}")
+
+    if run_peers(names, take_turns, failures=(PeerUnavailable, KgroupError)):
         return 1
-    finally:
-        for peer in peers.values():
-            peer.close()
-    load_after = _load()
+    load_after = load()
     medians = {n: {v: statistics.median(runs) for v, runs in by.items()} for n, by in results.items()}
     if args.json:
-        out: dict[str, Any] = {
-            "runs": results,
-            "medians": medians,
-            "load_before": load_before,
-            "load_after": load_after,
-        }
-        print(json.dumps(out))
+        print_json(results, medians, load_before, load_after)
         return 0
     java = ",".join(map(str, args.java_stages)) or "none"
     print(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
@@ -28,28 +27,21 @@ import time
 from typing import Any
 
 import bench_share_consume as base  # the sibling benchmark (this script's folder is on sys.path)
+from side_by_side import (  # the helpers the side-by-side benchmarks share (a sibling module)
+    load,
+    print_json,
+    produce,
+    progress,
+    run_peers,
+    set_share_earliest,
+    share_earliest_settings,
+    too_small,
+)
 
-from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer, start_peer
+from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer
 from kgroup.client import AcknowledgeType, ShareConsumer
 
 CLIENTS = ("librdkafka", "kgroup")
-
-
-def _produce(peer: RunningPeer, topic: str, args: argparse.Namespace) -> None:
-    from confluent_kafka import Producer
-
-    peer.create_topics({topic: args.partitions}, timeout_s=60)
-    producer = Producer({"bootstrap.servers": peer.bootstrap_servers, "linger.ms": 5})
-    value = b"x" * args.record_bytes
-    for index in range(args.records):
-        while True:
-            try:
-                producer.produce(topic, value, partition=index % args.partitions)
-                break
-            except BufferError:
-                producer.poll(0.05)
-    if producer.flush(120) != 0:
-        raise PeerUnavailable("the records were not all produced")
 
 
 def _librdkafka(
@@ -116,9 +108,9 @@ async def _kgroup_async(
 
 def _run(peer: RunningPeer, client: str, tag: str, args: argparse.Namespace) -> dict[str, float]:
     topic, group = f"kshare-bench-{tag}", f"kshare-bench-{tag}"
-    _produce(peer, topic, args)
+    produce(peer, topic, args)
     if peer.name == "apache":
-        base._earliest(peer.bootstrap_servers, group)
+        set_share_earliest(peer.bootstrap_servers, group)
     if client == "librdkafka":
         elapsed, steady, seen = _librdkafka(peer, group, topic, args)
     else:
@@ -145,38 +137,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer", action="append", choices=["kgroup", "apache"])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    for name in ("records", "record_bytes", "partitions", "consumers", "runs"):
-        if getattr(args, name) < 1:
-            print(
-                f"--{name.replace('_', '-')}: must be at least 1, not {getattr(args, name)}", file=sys.stderr
-            )
-            return 2
+    bad = too_small(args, ("records", "record_bytes", "partitions", "consumers", "runs"))
+    if bad is not None:
+        return bad
     names = args.peer or ["kgroup", "apache"]
-    load_before = base._load()
-    peers: dict[str, RunningPeer] = {}
+    load_before = load()
     results: dict[str, list[dict[str, float]]] = {f"{n}/{c}": [] for n in names for c in CLIENTS}
-    try:
-        for name in names:
-            base._progress(f"starting {name} ...")
-            settings = {"share.auto.offset.reset": "earliest"} if name == "kgroup" else None
-            peers[name] = start_peer(name, settings)
+
+    def take_turns(peers: dict[str, RunningPeer]) -> None:
         for run in range(args.runs):
             for name in names:
                 for client in CLIENTS:
                     figures = _run(peers[name], client, f"{name}-{client}-{run}-{os.getpid()}", args)
                     results[f"{name}/{client}"].append(figures)
                     rate, steady = figures["records_per_s"], figures["steady_records_per_s"]
-                    base._progress(
+                    progress(
                         f"run {run} {name} {client}: {rate:,.0f} records/s ({steady:,.0f} first to last), "
-                        f"load {base._load()}"
+                        f"load {load()}"
                     )
-    except PeerUnavailable as exc:
-        print(f"benchmark failed: {exc.reason}", file=sys.stderr)
+
+    if run_peers(names, take_turns, settings=share_earliest_settings):
         return 1
-    finally:
-        for peer in peers.values():
-            peer.close()
-    load_after = base._load()
+    load_after = load()
     medians = {
         key: {
             "records_per_s": statistics.median(r["records_per_s"] for r in runs),
@@ -185,11 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, runs in results.items()
     }
     if args.json:
-        print(
-            json.dumps(
-                {"runs": results, "medians": medians, "load_before": load_before, "load_after": load_after}
-            )
-        )
+        print_json(results, medians, load_before, load_after)
         return 0
     print(
         f"share consumption: {args.records} records of {args.record_bytes} B, {args.partitions} partitions, "

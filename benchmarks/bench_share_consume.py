@@ -17,57 +17,24 @@ JVM), taking turns, ``--runs`` runs each; printed: every run's records/s, the me
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import socket
 import statistics
 import sys
 import threading
 import time
-from typing import Any
 
-from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer, start_peer
-from kgroup.wire.codec import build, decode_response, encode_request, request_class, response_class
-from kgroup.wire.framing import framed, read_frame_blocking
+from side_by_side import (  # the helpers the side-by-side benchmarks share (a sibling module)
+    load,
+    print_json,
+    produce,
+    progress,
+    run_peers,
+    set_share_earliest,
+    share_earliest_settings,
+    too_small,
+)
 
-_GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
-
-
-def _load() -> tuple[float, float, float]:
-    one, five, fifteen = os.getloadavg()
-    return round(one, 2), round(five, 2), round(fifteen, 2)
-
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def _earliest(bootstrap: str, group: str) -> None:
-    """IncrementalAlterConfigs v1: the group's ``share.auto.offset.reset=earliest``."""
-    host, _, port = bootstrap.split(",")[0].rpartition(":")
-    cls = request_class(44, 1)
-    assert cls is not None
-    request = build(
-        cls,
-        {
-            "resources": [
-                {
-                    "resource_type": _GROUP_RESOURCE,
-                    "resource_name": group,
-                    "configs": [
-                        {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"}
-                    ],
-                }
-            ],
-            "validate_only": False,
-        },
-    )
-    with socket.create_connection((host, int(port)), timeout=30) as sock:
-        sock.sendall(framed(encode_request(request, 1)))
-        _, body = decode_response(read_frame_blocking(sock.recv), response_class(44, 1))
-    codes = [int(r.error_code) for r in body.responses]
-    if codes != [0]:
-        raise PeerUnavailable(f"IncrementalAlterConfigs on group {group} answered {codes}")
+from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer
 
 
 def _consume(
@@ -94,23 +61,10 @@ def _consume(
 
 
 def _run(peer: RunningPeer, tag: str, args: argparse.Namespace) -> dict[str, float]:
-    from confluent_kafka import Producer
-
     topic, group = f"share-bench-{tag}", f"share-bench-{tag}"
-    peer.create_topics({topic: args.partitions}, timeout_s=60)
-    producer = Producer({"bootstrap.servers": peer.bootstrap_servers, "linger.ms": 5})
-    value = b"x" * args.record_bytes
-    for index in range(args.records):
-        while True:
-            try:
-                producer.produce(topic, value, partition=index % args.partitions)
-                break
-            except BufferError:
-                producer.poll(0.05)
-    if producer.flush(120) != 0:
-        raise PeerUnavailable("the records were not all produced")
+    produce(peer, topic, args)
     if peer.name == "apache":
-        _earliest(peer.bootstrap_servers, group)
+        set_share_earliest(peer.bootstrap_servers, group)
     seen: list[set[tuple[int, int]]] = [set() for _ in range(args.consumers)]
     stop = threading.Event()
     start = time.monotonic()
@@ -143,42 +97,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer", action="append", choices=["kgroup", "apache"])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    for name in ("records", "record_bytes", "partitions", "consumers", "runs"):
-        if getattr(args, name) < 1:
-            print(
-                f"--{name.replace('_', '-')}: must be at least 1, not {getattr(args, name)}", file=sys.stderr
-            )
-            return 2
+    bad = too_small(args, ("records", "record_bytes", "partitions", "consumers", "runs"))
+    if bad is not None:
+        return bad
     names = args.peer or ["kgroup", "apache"]
-    load_before = _load()
-    peers: dict[str, RunningPeer] = {}
+    load_before = load()
     results: dict[str, list[dict[str, float]]] = {name: [] for name in names}
-    try:
-        for name in names:
-            _progress(f"starting {name} ...")
-            settings = {"share.auto.offset.reset": "earliest"} if name == "kgroup" else None
-            peers[name] = start_peer(name, settings)
+
+    def take_turns(peers: dict[str, RunningPeer]) -> None:
         for run in range(args.runs):
             for name in names:
                 figures = _run(peers[name], f"{name}-{run}-{os.getpid()}", args)
                 results[name].append(figures)
-                _progress(f"run {run} {name}: {figures['records_per_s']:,.0f} records/s, load {_load()}")
-    except PeerUnavailable as exc:
-        print(f"benchmark failed: {exc.reason}", file=sys.stderr)
+                progress(f"run {run} {name}: {figures['records_per_s']:,.0f} records/s, load {load()}")
+
+    if run_peers(names, take_turns, settings=share_earliest_settings):
         return 1
-    finally:
-        for peer in peers.values():
-            peer.close()
-    load_after = _load()
+    load_after = load()
     medians = {name: statistics.median(r["records_per_s"] for r in runs) for name, runs in results.items()}
     if args.json:
-        out: dict[str, Any] = {
-            "runs": results,
-            "medians": medians,
-            "load_before": load_before,
-            "load_after": load_after,
-        }
-        print(json.dumps(out))
+        print_json(results, medians, load_before, load_after)
         return 0
     print(
         f"share consumption: {args.records} records of {args.record_bytes} B, {args.partitions} partitions, "

@@ -39,7 +39,6 @@ JVM), taking turns; ``--runs`` runs each; printed: every run's figures, the medi
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import struct
@@ -47,24 +46,22 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 from bench_etl_chain import _cpu_seconds  # the broker process's CPU seconds (/proc)
-from bench_share_consume import _earliest  # the share group's share.auto.offset.reset on Apache Kafka
+from side_by_side import (  # the helpers the side-by-side benchmarks share (a sibling module)
+    load,
+    print_json,
+    progress,
+    run_peers,
+    set_share_earliest,
+    share_earliest_settings,
+    too_small,
+)
 
-from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer, start_peer
+from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer
 
 _STAMP = struct.Struct(">qd")  # record number, produce time (time.time())
 _DEADLINE_S = 300
-
-
-def _load() -> tuple[float, float, float]:
-    one, five, fifteen = os.getloadavg()
-    return round(one, 2), round(five, 2), round(fifteen, 2)
-
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 class _Seen:
@@ -188,7 +185,7 @@ def _run_group(
     topic = group = f"svc-{kind}-{tag}"
     peer.create_topics({topic: args.partitions}, timeout_s=60)
     if kind == "share" and peer.name == "apache":
-        _earliest(peer.bootstrap_servers, group)
+        set_share_earliest(peer.bootstrap_servers, group)
     seen = _Seen()
     stop = threading.Event()
     owned = [0]
@@ -275,10 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     counts = args.consumers or [2, 8, 32]
-    for name in ("records", "partitions", "runs"):
-        if getattr(args, name) < 1:
-            print(f"--{name}: must be at least 1, not {getattr(args, name)}", file=sys.stderr)
-            return 2
+    bad = too_small(args, ("records", "partitions", "runs"))
+    if bad is not None:
+        return bad
     if args.record_bytes < _STAMP.size:
         print(
             f"--record-bytes: must be at least {_STAMP.size} (the stamp), not {args.record_bytes}",
@@ -289,15 +285,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--consumers: each must be at least 1, not {counts}", file=sys.stderr)
         return 2
     names = args.peer or ["kgroup", "apache"]
-    load_before = _load()
-    peers: dict[str, RunningPeer] = {}
-    results: dict[str, dict[str, list[dict[str, float]]]] = {}
+    load_before = load()
+    results: dict[str, list[dict[str, float]]] = {}
     loads: list[tuple[float, float, float]] = []
-    try:
-        for name in names:
-            _progress(f"starting {name} ...")
-            settings = {"share.auto.offset.reset": "earliest"} if name == "kgroup" else None
-            peers[name] = start_peer(name, settings)
+
+    def take_turns(peers: dict[str, RunningPeer]) -> None:
         for run in range(args.runs):
             for consumers in counts:
                 for name in names:
@@ -306,18 +298,15 @@ def main(argv: list[str] | None = None) -> int:
                         tag = f"{name}-{consumers}-{run}-{os.getpid()}"
                         figures = _run_group(peers[name], kind, consumers, tag, args)
                         results.setdefault(key, []).append(figures)
-                        loads.append(_load())
-                        _progress(
+                        loads.append(load())
+                        progress(
                             f"run {run} {key:24s} {figures['records_per_s']:>8,.0f} records/s  "
                             f"p99 {figures['p99_ms']:>7,.0f} ms  load {loads[-1]}"
                         )
-    except PeerUnavailable as exc:
-        print(f"benchmark failed: {exc.reason}", file=sys.stderr)
+
+    if run_peers(names, take_turns, settings=share_earliest_settings):
         return 1
-    finally:
-        for peer in peers.values():
-            peer.close()
-    load_after = _load()
+    load_after = load()
     medians = {
         key: {
             "records_per_s": statistics.median(r["records_per_s"] for r in runs),
@@ -327,14 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         for key, runs in results.items()
     }
     if args.json:
-        out: dict[str, Any] = {
-            "runs": results,
-            "medians": medians,
-            "load_before": load_before,
-            "load_after": load_after,
-            "load_max_1min": max(load[0] for load in loads),
-        }
-        print(json.dumps(out))
+        print_json(results, medians, load_before, load_after, load_max_1min=max(x[0] for x in loads))
         return 0
     print(
         f"share group vs consumer group: {args.records} records of {args.record_bytes} B, "

@@ -16,23 +16,14 @@ run's records/s and transactions/s, the medians, and the load average before and
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
-from typing import Any
 
-from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer, start_peer
+from side_by_side import load, print_json, progress, run_peers, too_small  # a sibling module
 
-
-def _load() -> tuple[float, float, float]:
-    one, five, fifteen = os.getloadavg()
-    return round(one, 2), round(five, 2), round(fifteen, 2)
-
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+from kgroup.bench.broker_peers import PeerUnavailable, RunningPeer
 
 
 def _run(peer: RunningPeer, tag: str, args: argparse.Namespace) -> dict[str, float]:
@@ -101,47 +92,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer", action="append", choices=["kgroup", "apache"])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    for name in ("transactions", "records_per_txn", "record_bytes", "partitions", "runs"):
-        if getattr(args, name) < 1:
-            print(
-                f"--{name.replace('_', '-')}: must be at least 1, not {getattr(args, name)}", file=sys.stderr
-            )
-            return 2
+    bad = too_small(args, ("transactions", "records_per_txn", "record_bytes", "partitions", "runs"))
+    if bad is not None:
+        return bad
     names = args.peer or ["kgroup", "apache"]
-    load_before = _load()
-    peers: dict[str, RunningPeer] = {}
+    load_before = load()
     results: dict[str, list[dict[str, float]]] = {name: [] for name in names}
-    try:
-        for name in names:
-            _progress(f"starting {name} ...")
-            peers[name] = start_peer(name)
+
+    def take_turns(peers: dict[str, RunningPeer]) -> None:
         for run in range(args.runs):
             for name in names:
                 figures = _run(peers[name], f"{name}-{run}-{os.getpid()}", args)
                 results[name].append(figures)
-                _progress(
+                progress(
                     f"run {run} {name}: {figures['records_per_s']:,.0f} records/s, "
-                    f"{figures['txns_per_s']:.1f} transactions/s, load {_load()}"
+                    f"{figures['txns_per_s']:.1f} transactions/s, load {load()}"
                 )
-    except PeerUnavailable as exc:
-        print(f"benchmark failed: {exc.reason}", file=sys.stderr)
+
+    if run_peers(names, take_turns):
         return 1
-    finally:
-        for peer in peers.values():
-            peer.close()
-    load_after = _load()
+    load_after = load()
     medians = {
         name: {key: statistics.median(r[key] for r in runs) for key in ("records_per_s", "txns_per_s")}
         for name, runs in results.items()
     }
     if args.json:
-        out: dict[str, Any] = {
-            "runs": results,
-            "medians": medians,
-            "load_before": load_before,
-            "load_after": load_after,
-        }
-        print(json.dumps(out))
+        print_json(results, medians, load_before, load_after)
         return 0
     print(
         f"transactional produce: {args.transactions} transactions x {args.records_per_txn} records of "

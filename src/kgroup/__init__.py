@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         register_assignor,
     )
     from kgroup.group import CoordinatorConfig, GroupCoordinator, coordinator_partition
-    from kgroup.member import ConsumerMember, MemberConfig
+    from kgroup.member import ClassicConsumerMember, ConsumerMember, MemberConfig
     from kgroup.partitioning import (
         assign_replicas,
         create_partitioner,
@@ -55,7 +55,8 @@ _LAZY: dict[str, str] = {
     "GroupCoordinator": "kgroup.group",
     "CoordinatorConfig": "kgroup.group",
     "coordinator_partition": "kgroup.group",
-    "ConsumerMember": "kgroup.member",
+    "ClassicConsumerMember": "kgroup.member",
+    "ConsumerMember": "kgroup.member",  # deprecated: ClassicConsumerMember's former name
     "MemberConfig": "kgroup.member",
 }
 
@@ -77,6 +78,7 @@ __all__ = [
     "Assignment",
     "AssignmentRequest",
     "Assignor",
+    "ClassicConsumerMember",
     "ConsumerMember",
     "CoordinatorConfig",
     "ErrorCode",

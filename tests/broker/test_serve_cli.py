@@ -96,3 +96,28 @@ def test_bad_options_are_one_line_errors(tmp_path: Path, args: list[str], messag
     assert len(done.stderr.strip().splitlines()) == 1
     # the temporary data directory it made (no --data-dir) is gone with the failed start
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_serve_flag_reaches_the_broker() -> None:
+    """The table of ``kgroup serve``'s flags: each one is passed to a BrokerConfig field or a
+    build_security_config argument that exists, or read by the command itself (exactly one of these)."""
+    import dataclasses
+    import inspect
+
+    from kgroup.broker.config import BrokerConfig
+    from kgroup.cli.serve import SERVE_FLAGS, _serve
+    from kgroup.security.listeners import build_security_config
+
+    fields = {f.name: f for f in dataclasses.fields(BrokerConfig)}
+    security = inspect.signature(build_security_config).parameters
+    own = set(inspect.signature(_serve).parameters) - {"options"}
+    names = [flag.name for flag in SERVE_FLAGS]
+    assert len(names) == len(set(names)) == 50
+    for flag in SERVE_FLAGS:
+        targets = [t for t in (flag.config, flag.security) if t is not None]
+        assert len(targets) + (flag.name in own) == 1, flag.name
+        if flag.config is not None:
+            assert flag.config in fields, flag.name
+        if flag.security is not None:
+            assert flag.security in security, flag.name
+    assert own <= set(names)

@@ -98,3 +98,12 @@ def test_diagram_lists_every_transition_and_the_docs_embed_it() -> None:
         assert step.value in line
     docs = Path(__file__).resolve().parents[2] / "docs" / "member.md"
     assert diagram in docs.read_text(), "docs/member.md must embed transition_diagram() verbatim"
+
+
+def test_consumer_member_is_the_deprecated_name_of_the_classic_member() -> None:
+    import kgroup
+    from kgroup.member import ClassicConsumerMember, ConsumerMember
+
+    assert ConsumerMember is ClassicConsumerMember is kgroup.ClassicConsumerMember is kgroup.ConsumerMember
+    assert ClassicConsumerMember.__name__ == "ClassicConsumerMember"
+    assert "ClassicConsumerMember" in kgroup.__all__ and "ConsumerMember" in kgroup.__all__

@@ -212,3 +212,32 @@ def test_a_read_is_parsed_as_batch_or_stream_only() -> None:
     parsed = parse_source_options({**BOOT, "assign": '{"a":[1,0]}'}, ReadKind.BATCH)
     assert parsed.subscription.partitions == (TP("a", 0), TP("a", 1))
     assert all(type(tp) is TP for tp in parsed.subscription.partitions)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"startingOffsets": "latest"},
+            "startingOffsets: can't be latest for batch queries; use earliest or JSON offsets",
+        ),
+        (
+            {"startingOffsets": '{"a":{"0":-1}}'},
+            "startingOffsets: a-0 can't be latest (-1) for batch queries; give an offset or -2 (earliest)",
+        ),
+        (
+            {"endingOffsets": "earliest"},
+            "endingOffsets: can't be earliest for batch queries; use latest or JSON offsets",
+        ),
+        (
+            {"endingOffsets": '{"a":{"0":-2}}'},
+            "endingOffsets: a-0 can't be earliest (-2) for batch queries; give an offset or -1 (latest)",
+        ),
+    ],
+)
+def test_a_batch_query_refuses_a_latest_start_and_an_earliest_end(
+    options: dict[str, str], message: str
+) -> None:
+    with pytest.raises(KgroupError) as caught:
+        _source(False, subscribe="a", **options)
+    assert caught.value.message == message

@@ -1,6 +1,6 @@
 """``kgroup.client``: kgroup's pure consumer member as a real group client over the wire.
 
-:class:`GroupConsumer` drives :class:`kgroup.member.ConsumerMember` against any Kafka-protocol broker
+:class:`GroupConsumer` drives :class:`kgroup.member.ClassicConsumerMember` against any Kafka-protocol broker
 (kgroup's own, Apache Kafka, librdkafka's mock cluster): kgroup's exact assignors (built-in and
 plug-ins), EAGER and COOPERATIVE rebalancing, static membership and Kafka's rolling upgrade. It joins
 groups and commits offsets; it does not fetch records (the Spark source and tests use confluent-kafka

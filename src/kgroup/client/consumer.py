@@ -1,4 +1,4 @@
-"""``GroupConsumer``: kgroup's pure :class:`~kgroup.member.ConsumerMember` over a real network.
+"""``GroupConsumer``: kgroup's pure :class:`~kgroup.member.ClassicConsumerMember` over a real network.
 
 The member decides everything (when to join, what to send, how to react to each error); this adapter
 only moves its requests to brokers and their answers back, keeps the clock (``now_ms`` is the event
@@ -10,7 +10,7 @@ loop's), and keeps the member's cluster metadata fresh:
 * a response is translated back and given to ``member.on_response``; a timeout
   (``request.timeout.ms``, after which the connection is closed) or a disconnect fails every request
   on that connection through ``member.on_request_failed``;
-* the member's :meth:`~kgroup.member.ConsumerMember.background` runs at its own
+* the member's :meth:`~kgroup.member.ClassicConsumerMember.background` runs at its own
   ``next_wakeup_ms`` (Kafka's heartbeat thread), :meth:`poll` is the application's poll;
 * metadata (all topics, as a pattern subscription and the group leader need) is refreshed every
   ``metadata_max_age_ms`` and when the subscription changes; a pattern subscription is re-matched on
@@ -38,7 +38,7 @@ from kgroup.client.probe import ListenerMismatch, check_listener
 from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 from kgroup.client.translate import API_KEY, from_wire, to_wire
 from kgroup.client.versions import CLIENT_RANGES, LAST_BY_NAME, UnsupportedApi, negotiate, offsets_version
-from kgroup.member import ConsumerMember, ConsumerMemberState, ConsumerProtocolMember, MemberConfig
+from kgroup.member import ClassicConsumerMember, ConsumerMemberState, ConsumerProtocolMember, MemberConfig
 from kgroup.member.consumer_protocol import CONSUMER_PROTOCOL_NOT_SUPPORTED
 from kgroup.member.consumer_protocol_config import ConsumerProtocolConfig
 from kgroup.member.events import CommitFailed, FatalError, MemberEvent, OffsetsCommitted
@@ -200,7 +200,7 @@ class GroupConsumer:
         self._assignors = assignors
         # with a pattern, the member is made once a topic matches (kgroup's member has no empty
         # subscription; Kafka's consumer joins with an empty one and gets nothing)
-        self._member: ConsumerMember | None = None
+        self._member: ClassicConsumerMember | None = None
         self._consumer_member: ConsumerProtocolMember | None = None
         if consumer_protocol:
             # the member id is Kafka's Uuid.randomUuid() drawn from the OS's entropy
@@ -211,7 +211,7 @@ class GroupConsumer:
             else:
                 self._consumer_member.subscribe(list(topics))
         elif topics:
-            self._member = ConsumerMember(config, list(topics), assignors=assignors)
+            self._member = ClassicConsumerMember(config, list(topics), assignors=assignors)
         self._request_timeout_s = request_timeout_ms / 1000
         self._metadata_max_age_ms = metadata_max_age_ms
         self._on_event = on_event
@@ -333,7 +333,7 @@ class GroupConsumer:
         return self.phase.name
 
     @property
-    def member(self) -> ConsumerMember:
+    def member(self) -> ClassicConsumerMember:
         """The pure member this client drives (:class:`ClientError` while a pattern matches nothing)."""
         if self._consumer_member is not None:
             raise ClientError("member: this client uses group_protocol='consumer'; see consumer_member")
@@ -453,7 +453,7 @@ class GroupConsumer:
         if self._consumer_member is not None:
             self._consumer_member.subscribe(topics)
         elif self._member is None:
-            self._member = ConsumerMember(self.config, list(topics), assignors=self._assignors)
+            self._member = ClassicConsumerMember(self.config, list(topics), assignors=self._assignors)
         else:
             self._member.subscribe(topics)
         self._metadata_due_ms = 0
@@ -481,7 +481,7 @@ class GroupConsumer:
         if self._pattern is not None:
             matched = sorted(t for t in cluster.topics if self._pattern.fullmatch(t))
             if matched and self._member is None:
-                self._member = ConsumerMember(self.config, matched, assignors=self._assignors)
+                self._member = ClassicConsumerMember(self.config, matched, assignors=self._assignors)
             elif matched and self._member is not None and tuple(matched) != self._member.subscription:
                 self._member.subscribe(matched)
         if self._member is not None:

@@ -620,21 +620,6 @@ class ShareConsumer:
         self._ready.set()
 
     def _share_fetch_body(self, plan: FetchPlan, node_id: int) -> Any:
-        topics: dict[TopicId, list[dict[str, Any]]] = {}
-        for (topic_id, partition), batches in plan.partitions.items():
-            topics.setdefault(topic_id, []).append(
-                {
-                    "partition_index": partition,
-                    "acknowledgement_batches": [
-                        {
-                            "first_offset": b.first_offset,
-                            "last_offset": b.last_offset,
-                            "acknowledge_types": b.acknowledge_types,
-                        }
-                        for b in batches
-                    ],
-                }
-            )
         forgotten: dict[TopicId, list[int]] = {}
         for topic_id, partition in plan.forgotten:
             forgotten.setdefault(topic_id, []).append(partition)
@@ -647,7 +632,7 @@ class ShareConsumer:
             "max_bytes": self._fetch_max_bytes,
             "max_records": self._max_poll_records,
             "batch_size": self._max_poll_records,
-            "topics": [{"topic_id": _wire_uuid(t), "partitions": ps} for t, ps in topics.items()],
+            "topics": _wire_acknowledgement_topics(plan),
             "forgotten_topics_data": [
                 {"topic_id": _wire_uuid(t), "partitions": ps} for t, ps in forgotten.items()
             ],
@@ -671,26 +656,11 @@ class ShareConsumer:
         if not acks and not closing:
             return
         plan = leader.session.plan_acknowledge(acks, closing=closing)
-        topics: dict[TopicId, list[dict[str, Any]]] = {}
-        for (topic_id, partition), batches in plan.partitions.items():
-            topics.setdefault(topic_id, []).append(
-                {
-                    "partition_index": partition,
-                    "acknowledgement_batches": [
-                        {
-                            "first_offset": b.first_offset,
-                            "last_offset": b.last_offset,
-                            "acknowledge_types": b.acknowledge_types,
-                        }
-                        for b in batches
-                    ],
-                }
-            )
         body = {
             "group_id": self.group_id,
             "member_id": self._member.member_id,
             "share_session_epoch": plan.epoch,
-            "topics": [{"topic_id": _wire_uuid(t), "partitions": ps} for t, ps in topics.items()],
+            "topics": _wire_acknowledgement_topics(plan),
         }
         leader.pending += 1
         try:
@@ -940,3 +910,24 @@ class ShareConsumer:
 
 def _wire_uuid(topic_id: TopicId) -> uuid.UUID:
     return uuid.UUID(int=topic_id.to_int())
+
+
+def _wire_acknowledgement_topics(plan: FetchPlan) -> list[dict[str, Any]]:
+    """The ``topics`` of a ShareFetch or ShareAcknowledge: the plan's partitions by topic, each with
+    its acknowledgement batches."""
+    topics: dict[TopicId, list[dict[str, Any]]] = {}
+    for (topic_id, partition), batches in plan.partitions.items():
+        topics.setdefault(topic_id, []).append(
+            {
+                "partition_index": partition,
+                "acknowledgement_batches": [
+                    {
+                        "first_offset": b.first_offset,
+                        "last_offset": b.last_offset,
+                        "acknowledge_types": b.acknowledge_types,
+                    }
+                    for b in batches
+                ],
+            }
+        )
+    return [{"topic_id": _wire_uuid(t), "partitions": ps} for t, ps in topics.items()]

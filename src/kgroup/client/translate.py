@@ -36,7 +36,7 @@ from kgroup.wire.apis import (
     offset_fetch,
     sync_group,
 )
-from kgroup.wire.apis._common import TopicIds, ms
+from kgroup.wire.apis._common import TopicIds
 from kgroup.wire.apis.find_coordinator import FindCoordinatorBatchRequest
 from kgroup.wire.apis.offset_fetch import OffsetFetchBatchRequest
 from kgroup.wire.consumer_group import (
@@ -142,7 +142,3 @@ def from_wire(request: Request, response: Any, topic_ids: TopicIds | None = None
     """The typed response to ``request`` from its kio response (:class:`PeerError` if it cannot be)."""
     return _spec(request).from_wire(response, topic_ids)
 
-
-def throttle_ms(response: Any) -> int:
-    value = getattr(response, "throttle_time", None)
-    return 0 if value is None else ms(value)

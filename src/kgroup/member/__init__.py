@@ -1,4 +1,4 @@
-"""The consumer member as a pure state machine (Kafka's client side): :class:`ConsumerMember` in a
+"""The consumer member as a pure state machine (Kafka's client side): :class:`ClassicConsumerMember` in a
 classic group, :class:`ConsumerProtocolMember` in a consumer group (KIP-848, ``group.protocol=consumer``).
 
 See ``docs/member.md`` and ``docs/consumer-protocol-member.md``. Nothing here reads a clock or opens a
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kgroup.member.config import MemberConfig, choose_protocol
-    from kgroup.member.consumer import ConsumerMember, OutboundRequest
+    from kgroup.member.consumer import ClassicConsumerMember, ConsumerMember, OutboundRequest
     from kgroup.member.consumer_protocol import ConsumerProtocolMember
     from kgroup.member.consumer_protocol_config import ConsumerProtocolConfig
     from kgroup.member.consumer_protocol_states import ConsumerMemberState
@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "MemberConfig": "kgroup.member.config",
     "choose_protocol": "kgroup.member.config",
-    "ConsumerMember": "kgroup.member.consumer",
+    "ClassicConsumerMember": "kgroup.member.consumer",
+    "ConsumerMember": "kgroup.member.consumer",  # deprecated: ClassicConsumerMember's former name
     "OutboundRequest": "kgroup.member.consumer",
     "ConsumerProtocolMember": "kgroup.member.consumer_protocol",
     "ConsumerProtocolConfig": "kgroup.member.consumer_protocol_config",
@@ -63,6 +64,7 @@ _EXPORTS = {
 
 __all__ = [
     "TRANSITIONS",
+    "ClassicConsumerMember",
     "CommitFailed",
     "ConsumerMember",
     "ConsumerMemberState",

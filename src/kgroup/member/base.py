@@ -1,10 +1,11 @@
 """What both members are to their hosts alike: :class:`MemberBase`.
 
-The classic member (:class:`~kgroup.member.ConsumerMember`, core :mod:`.core`) and the consumer-protocol
-member (:class:`~kgroup.member.ConsumerProtocolMember`, core :mod:`.consumer_protocol_offsets`) hand
-their hosts events the same way (drained after each step; a :class:`~kgroup.member.FatalError` is
-what Kafka's ``poll()`` would throw), name their coordinator and their partitions the same way, and
-keep the same book of offsets (:class:`~kgroup.member.offset_book.OffsetBook`).
+The classic member (:class:`~kgroup.member.ClassicConsumerMember`, core :mod:`.core`) and the
+consumer-protocol member (:class:`~kgroup.member.ConsumerProtocolMember`, core
+:mod:`.consumer_protocol_offsets`) hand their hosts events the same way (drained after each step; a
+:class:`~kgroup.member.FatalError` is what Kafka's ``poll()`` would throw), name their coordinator and
+their partitions the same way, and keep the same book of offsets
+(:class:`~kgroup.member.offset_book.OffsetBook`).
 """
 
 from __future__ import annotations

@@ -3,12 +3,12 @@ state machine.
 
 Nothing here reads a clock or touches a network. The host calls
 
-* :meth:`ConsumerMember.poll` when the *application* polls (joins, rejoins, auto-commits, and resets
+* :meth:`ClassicConsumerMember.poll` when the *application* polls (joins, rejoins, auto-commits, and resets
   the ``max.poll.interval.ms`` timer — Kafka starts a rebalance only from the application's poll);
-* :meth:`ConsumerMember.background` at :meth:`ConsumerMember.next_wakeup_ms` (Kafka's heartbeat
-  thread: heartbeats, session and poll-timeout checks, and the protocol's retries);
-* :meth:`ConsumerMember.on_response` / :meth:`ConsumerMember.on_request_failed` when a request is
-  answered or fails (timeout, disconnect).
+* :meth:`ClassicConsumerMember.background` at :meth:`ClassicConsumerMember.next_wakeup_ms` (Kafka's
+  heartbeat thread: heartbeats, session and poll-timeout checks, and the protocol's retries);
+* :meth:`ClassicConsumerMember.on_response` / :meth:`ClassicConsumerMember.on_request_failed` when a
+  request is answered or fails (timeout, disconnect).
 
 Each returns the requests to send now, in order (the coordinator handles one connection's requests
 in order, which is what makes "commit, then JoinGroup" synchronous). Rebalance callbacks and errors
@@ -90,10 +90,10 @@ from kgroup.model import (
 )
 from kgroup.wire.consumer_protocol import decode_assignment, encode_subscription
 
-__all__ = ["ConsumerMember", "OutboundRequest"]
+__all__ = ["ClassicConsumerMember", "ConsumerMember", "OutboundRequest"]
 
 
-class ConsumerMember(HeartbeatMixin):
+class ClassicConsumerMember(HeartbeatMixin):
     """One consumer in a classic consumer group, driven by its host (see the module docstring)."""
 
     # --- the application's side -----------------------------------------------------------------------
@@ -731,3 +731,9 @@ def _sync_exception(resp: SyncGroupResponse) -> str:
     if error in SYNC_GROUP_ERRORS:
         return exception_name(error)
     return KAFKA_EXCEPTION
+
+
+#: the former name of :class:`ClassicConsumerMember`, kept because the README and ``docs/member.md`` named
+#: it as public API (deprecated: it did not say which protocol, and read like the coordinator's record of a
+#: consumer-protocol member, :class:`kgroup.group.consumer.member.ConsumerGroupMember`)
+ConsumerMember = ClassicConsumerMember

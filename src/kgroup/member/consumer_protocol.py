@@ -7,7 +7,7 @@ resolves topic ids to names through metadata, revokes what it lost first (``onPa
 as a :class:`~kgroup.member.PartitionsRevoked` event), then takes what it gained, and acknowledges
 the reconciled assignment with its next heartbeat, sent at once.
 
-The host drives it as it drives the classic :class:`~kgroup.member.ConsumerMember`:
+The host drives it as it drives the classic :class:`~kgroup.member.ClassicConsumerMember`:
 
 * :meth:`ConsumerProtocolMember.poll` is the application's ``poll()`` (it resets the
   ``max.poll.interval.ms`` timer, joins after a subscription, rejoins a stale member, and runs the
@@ -33,6 +33,7 @@ from kgroup.member.consumer_protocol_offsets import CommitPurpose, ConsumerProto
 from kgroup.member.consumer_protocol_states import ConsumerMemberState, next_consumer_state
 from kgroup.member.core import checked_topics
 from kgroup.member.events import LeftGroup, PartitionsAssigned, PartitionsLost, PartitionsRevoked
+from kgroup.member.heartbeat_member import HEARTBEAT_FATAL_ERRORS
 from kgroup.member.requests import OutboundRequest
 from kgroup.messages import (
     JOIN_GROUP_MEMBER_EPOCH,
@@ -57,16 +58,7 @@ CONSUMER_PROTOCOL_NOT_SUPPORTED = (
     "the cluster does not support the consumer group protocol (ConsumerGroupHeartbeat); set "
     "group_protocol='classic' until the cluster is upgraded"
 )
-_FATAL_ERRORS = frozenset(
-    {
-        ErrorCode.GROUP_AUTHORIZATION_FAILED,
-        ErrorCode.INVALID_REQUEST,
-        ErrorCode.GROUP_MAX_SIZE_REACHED,
-        ErrorCode.UNSUPPORTED_ASSIGNOR,
-        ErrorCode.UNRELEASED_INSTANCE_ID,
-        ErrorCode.FENCED_INSTANCE_ID,
-    }
-)
+_FATAL_ERRORS = HEARTBEAT_FATAL_ERRORS | {ErrorCode.FENCED_INSTANCE_ID}
 _RESPONSE_OF = {
     SentKind.FIND: FindCoordinatorResponse,
     SentKind.HEARTBEAT: ConsumerGroupHeartbeatResponse,
@@ -126,17 +118,9 @@ class ConsumerProtocolMember(ConsumerProtocolCore):
     # --- read-only views -----------------------------------------------------------------------------
 
     @property
-    def subscription(self) -> tuple[str, ...]:
-        return self._topics
-
-    @property
     def subscribed_pattern(self) -> str | None:
         """The RE2J regex the coordinator resolves (``subscribed_topic_regex``), if subscribed by one."""
         return self._pattern
-
-    @property
-    def heartbeat_interval_ms(self) -> int:
-        return self._hb.interval_ms
 
     def target_assignment(self) -> dict[TopicId, tuple[int, ...]]:
         """The last assignment the coordinator sent (by topic id), reconciled or not."""
@@ -211,14 +195,6 @@ class ConsumerProtocolMember(ConsumerProtocolCore):
         self._drive(now_ms, out)
         return out
 
-    def background(self, now_ms: int) -> list[OutboundRequest]:
-        """Kafka's network thread: heartbeats, the poll-timeout leave, retries, auto-commit."""
-        self._now = now_ms
-        out: list[OutboundRequest] = []
-        if not self._closed:
-            self._drive(now_ms, out)
-        return out
-
     def next_wakeup_ms(self) -> int | None:
         """The earliest time :meth:`background` has something to do (``None``: nothing until an event)."""
         if self._closed or self._state is S.FATAL:
@@ -290,9 +266,7 @@ class ConsumerProtocolMember(ConsumerProtocolCore):
             self._on_fetch_response(now_ms, sent, response, out)
         elif isinstance(response, FindCoordinatorResponse):
             self._on_find_response(now_ms, response)
-        if not self._closed:
-            self._drive(now_ms, out)
-        return out
+        return self._drive_unless_closed(now_ms, out)
 
     def on_request_failed(self, now_ms: int, correlation_id: int) -> list[OutboundRequest]:
         """A request timed out or its connection dropped (a retriable ``DisconnectException``)."""
@@ -304,9 +278,7 @@ class ConsumerProtocolMember(ConsumerProtocolCore):
         if sent.kind is not SentKind.FIND:
             self._mark_coordinator_unknown(now_ms, out)
         self._on_failure(now_ms, correlation_id, sent, out)
-        if not self._closed:
-            self._drive(now_ms, out)
-        return out
+        return self._drive_unless_closed(now_ms, out)
 
     def on_unsupported(self, now_ms: int, message: str = CONSUMER_PROTOCOL_NOT_SUPPORTED) -> None:
         """The host found no ConsumerGroupHeartbeat version the broker speaks (Kafka's client fails

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 from kgroup.member.base import MemberBase
 from kgroup.member.consumer_protocol_config import ConsumerProtocolConfig
-from kgroup.member.consumer_protocol_heartbeat import ExponentialBackoff, HeartbeatTimer, random_member_id
 from kgroup.member.consumer_protocol_states import ConsumerMemberState
 from kgroup.member.errors import RETRIABLE
 from kgroup.member.events import CommitFailed, MemberEvent, OffsetsCommitted
+from kgroup.member.heartbeat_member import HeartbeatMemberBase
 from kgroup.member.requests import COORDINATOR_MOVED, RETRIABLE_COMMIT, OutboundRequest
 from kgroup.messages import (
     FindCoordinatorRequest,
@@ -62,7 +62,7 @@ class Sent:
     partitions: tuple[TopicPartition, ...] = ()
 
 
-class ConsumerProtocolCore(MemberBase):
+class ConsumerProtocolCore(MemberBase, HeartbeatMemberBase):
     """State both halves share, FindCoordinator, and the offsets (see the module docstring)."""
 
     config: ConsumerProtocolConfig
@@ -73,15 +73,9 @@ class ConsumerProtocolCore(MemberBase):
         if member_id is not None and not member_id:
             raise KgroupError("member_id: empty; pass None to draw one as Kafka's client does")
         self.config = config
-        self._rng = rng
-        self._member_id = member_id if member_id is not None else random_member_id(rng)
+        self._init_heartbeating(config.retry_backoff_ms, config.retry_backoff_max_ms, rng, member_id)
         self._state = ConsumerMemberState.UNSUBSCRIBED
         self._epoch = 0
-        self._backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
-        self._hb = HeartbeatTimer(self._backoff, rng)
-        self._coordinator: int | None = None
-        self._find_retry_at = 0
-        self._find_attempts = 0
         self._in_flight: dict[int, Sent] = {}
         self._next_correlation = 1
         self._events: list[MemberEvent] = []
@@ -105,15 +99,6 @@ class ConsumerProtocolCore(MemberBase):
     @property
     def state(self) -> ConsumerMemberState:
         return self._state
-
-    @property
-    def member_id(self) -> str:
-        """Chosen by the client at construction and kept for its lifetime (KIP-848 v1)."""
-        return self._member_id
-
-    @property
-    def member_epoch(self) -> int:
-        return self._epoch
 
     @property
     def generation(self) -> int:
@@ -174,20 +159,13 @@ class ConsumerProtocolCore(MemberBase):
             self._send(out, FindCoordinatorRequest(key=self.config.group_id), Sent(SentKind.FIND))
 
     def _on_find_response(self, now_ms: int, resp: FindCoordinatorResponse) -> None:
-        if resp.error_code is ErrorCode.NONE:
-            self._coordinator = resp.node_id
-            self._find_attempts = 0
+        if self._on_find_answer(now_ms, resp):
             return
-        self._find_failed(now_ms)
         if resp.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED:
             # CoordinatorRequestManager keeps it as a fatal error the heartbeat manager propagates
             self._throw(
                 resp.error_code, f"FindCoordinator failed: not authorized to group {self.config.group_id}"
             )
-
-    def _find_failed(self, now_ms: int) -> None:
-        self._find_retry_at = now_ms + self._backoff.backoff(self._find_attempts, self._rng)
-        self._find_attempts += 1
 
     def _mark_coordinator_unknown(self, now_ms: int, out: list[OutboundRequest]) -> None:
         """Forget the coordinator; what is in flight to it is failed (Kafka disconnects it)."""

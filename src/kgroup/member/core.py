@@ -46,7 +46,7 @@ _NOTHING: frozenset[TopicPartition] = frozenset()
 
 
 class MemberCore(MemberBase):
-    """The state of one consumer member (the host uses :class:`~kgroup.member.ConsumerMember`)."""
+    """The state of one consumer member (the host uses :class:`~kgroup.member.ClassicConsumerMember`)."""
 
     config: MemberConfig
 
@@ -250,9 +250,9 @@ class MemberCore(MemberBase):
 
     def _check_open(self, what: str) -> None:
         if self._phase is Phase.CLOSED:
-            raise KgroupError(f"{what}: the member is closed; create a new ConsumerMember to rejoin")
+            raise KgroupError(f"{what}: the member is closed; create a new ClassicConsumerMember to rejoin")
 
-    # --- implemented by the rebalance half (ConsumerMember) ----------------------------------------
+    # --- implemented by the rebalance half (ClassicConsumerMember) ---------------------------------
 
     def _on_failure(self, now_ms: int, sent: InFlight, out: list[OutboundRequest]) -> None:
         raise NotImplementedError

@@ -1,7 +1,7 @@
 """What a consumer member tells its host: Kafka's rebalance callbacks and the errors it saw.
 
 The member never calls back into the host; it queues these small frozen values and the host drains
-them (``ConsumerMember.drain_events``). ``generation`` is always the member's generation at the
+them (``ClassicConsumerMember.drain_events``). ``generation`` is always the member's generation at the
 moment the event happened (for a cooperative revocation that is already the new generation, because
 Kafka revokes after SyncGroup) — except for :class:`PartitionsLost`, which carries the generation the
 lost partitions were assigned in (the member's own generation is already reset then).

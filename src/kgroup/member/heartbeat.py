@@ -3,7 +3,7 @@ errors after which the member stops.
 
 Kafka's ``AbstractCoordinator.HeartbeatThread`` and ``HeartbeatResponseHandler``, ``maybeLeaveGroup``;
 :class:`HeartbeatMixin` sits between the offset half (:mod:`kgroup.member.offsets`) and the rebalance
-(:class:`~kgroup.member.ConsumerMember`).
+(:class:`~kgroup.member.ClassicConsumerMember`).
 """
 
 from __future__ import annotations

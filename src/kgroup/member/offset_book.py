@@ -1,11 +1,12 @@
 """The member's offsets as the application sees them, alike in both protocols: :class:`OffsetBook`.
 
-A classic member (:class:`~kgroup.member.ConsumerMember`, through :mod:`.offsets`) and a consumer-protocol
-member (:class:`~kgroup.member.ConsumerProtocolMember`, through :mod:`.consumer_protocol_offsets`) keep
-the same book: the next offset to process per owned partition, the committed offsets known, the
-partitions waiting for an OffsetFetch; the application seeks and records what it processed, and an
-OffsetFetch's answer fills the book the same way. What differs — how a commit carries the generation or
-the member epoch, and how each protocol answers a failed commit or fetch — stays with each member.
+A classic member (:class:`~kgroup.member.ClassicConsumerMember`, through :mod:`.offsets`) and a
+consumer-protocol member (:class:`~kgroup.member.ConsumerProtocolMember`, through
+:mod:`.consumer_protocol_offsets`) keep the same book: the next offset to process per owned partition,
+the committed offsets known, the partitions waiting for an OffsetFetch; the application seeks and records
+what it processed, and an OffsetFetch's answer fills the book the same way. What differs — how a commit
+carries the generation or the member epoch, and how each protocol answers a failed commit or fetch —
+stays with each member.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The consumer member's offsets: positions, auto-commit, the pre-join commit, OffsetFetch.
 
 Kafka's ``ConsumerCoordinator`` commit and fetch paths; :class:`OffsetsMixin` is the offset half of
-:class:`~kgroup.member.ConsumerMember` (the application's book of offsets is :mod:`.offset_book`'s,
+:class:`~kgroup.member.ClassicConsumerMember` (the application's book of offsets is :mod:`.offset_book`'s,
 which the consumer-protocol member keeps too).
 """
 

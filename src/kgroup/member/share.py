@@ -29,8 +29,8 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kgroup.member.consumer_protocol_heartbeat import ExponentialBackoff, HeartbeatTimer, random_member_id
 from kgroup.member.core import checked_topics
+from kgroup.member.heartbeat_member import HEARTBEAT_FATAL_ERRORS, HeartbeatMemberBase
 from kgroup.member.requests import OutboundRequest
 from kgroup.messages import (
     SHARE_LEAVE_GROUP_MEMBER_EPOCH,
@@ -56,15 +56,6 @@ SHARE_PROTOCOL_NOT_SUPPORTED = (
     "the share group protocol enabled."
 )
 _JOIN_EPOCH = 0
-_FATAL = frozenset(
-    {
-        ErrorCode.GROUP_AUTHORIZATION_FAILED,
-        ErrorCode.INVALID_REQUEST,
-        ErrorCode.GROUP_MAX_SIZE_REACHED,
-        ErrorCode.UNSUPPORTED_ASSIGNOR,
-        ErrorCode.UNRELEASED_INSTANCE_ID,
-    }
-)
 
 
 class ShareMemberState(enum.Enum):
@@ -112,28 +103,22 @@ class ShareMemberError:
     fatal: bool
 
 
-class ShareMember:
+class ShareMember(HeartbeatMemberBase):
     """One share consumer's membership (see the module docstring)."""
 
     def __init__(
         self, config: ShareMemberConfig, *, rng: random.Random, member_id: str | None = None
     ) -> None:
         self.config = config
-        self._rng = rng
-        self._member_id = member_id if member_id is not None else random_member_id(rng)
+        self._init_heartbeating(config.retry_backoff_ms, config.retry_backoff_max_ms, rng, member_id)
         self._epoch = _JOIN_EPOCH
         self._state = S.UNSUBSCRIBED
         self._topics: tuple[str, ...] = ()
         self._subscription_changed = False
-        self._backoff = ExponentialBackoff(config.retry_backoff_ms, config.retry_backoff_max_ms)
-        self._hb = HeartbeatTimer(self._backoff, rng)
         self._sent_rack: str | None = None
         self._sent_rack_known = False
         self._sent_topics: tuple[str, ...] | None = None
-        self._coordinator: int | None = None
         self._find_in_flight: int | None = None
-        self._find_retry_at = 0
-        self._find_attempts = 0
         self._heartbeat_in_flight: int | None = None
         self._leave_in_flight: int | None = None
         self._next_cid = 0
@@ -150,28 +135,12 @@ class ShareMember:
     # --- views ---------------------------------------------------------------------------------------
 
     @property
-    def member_id(self) -> str:
-        return self._member_id
-
-    @property
-    def member_epoch(self) -> int:
-        return self._epoch
-
-    @property
     def state(self) -> ShareMemberState:
         return self._state
 
     @property
-    def subscription(self) -> tuple[str, ...]:
-        return self._topics
-
-    @property
     def coordinator(self) -> int | None:
         return self._coordinator
-
-    @property
-    def heartbeat_interval_ms(self) -> int:
-        return self._hb.interval_ms
 
     def assignment(self) -> frozenset[TopicPartition]:
         """The partitions to fetch from (the coordinator's last assignment whose names are known)."""
@@ -224,14 +193,6 @@ class ShareMember:
             if self._state is S.UNSUBSCRIBED and self._topics:
                 self._transition_to_joining()
         self._drive(now_ms, out)
-        return out
-
-    def background(self, now_ms: int) -> list[OutboundRequest]:
-        """Kafka's network thread: FindCoordinator, heartbeats, retries."""
-        self._now = now_ms
-        out: list[OutboundRequest] = []
-        if not self._closed:
-            self._drive(now_ms, out)
         return out
 
     def next_wakeup_ms(self) -> int | None:
@@ -287,9 +248,7 @@ class ShareMember:
                 self._on_heartbeat(now_ms, response)
         else:
             return out
-        if not self._closed:
-            self._drive(now_ms, out)
-        return out
+        return self._drive_unless_closed(now_ms, out)
 
     def on_request_failed(self, now_ms: int, correlation_id: int) -> list[OutboundRequest]:
         """A request timed out or its connection dropped (retriable)."""
@@ -308,9 +267,7 @@ class ShareMember:
             self._complete_leave()
         else:
             return out
-        if not self._closed:
-            self._drive(now_ms, out)
-        return out
+        return self._drive_unless_closed(now_ms, out)
 
     def on_unsupported(self, now_ms: int) -> None:
         """The broker speaks no ShareGroupHeartbeat version (Kafka's ``UnsupportedVersionException``)."""
@@ -381,17 +338,10 @@ class ShareMember:
         self._sent_topics = None
 
     def _on_find(self, now_ms: int, response: FindCoordinatorResponse) -> None:
-        if response.error_code is ErrorCode.NONE:
-            self._coordinator = response.node_id
-            self._find_attempts = 0
-            return
-        self._find_failed(now_ms)
-        if response.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED:
+        if not self._on_find_answer(now_ms, response) and (
+            response.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED
+        ):
             self._fail(response.error_code, f"Not authorized to access group: {self.config.group_id}")
-
-    def _find_failed(self, now_ms: int) -> None:
-        self._find_retry_at = now_ms + self._backoff.backoff(self._find_attempts, self._rng)
-        self._find_attempts += 1
 
     def _on_heartbeat(self, now_ms: int, response: ShareGroupHeartbeatResponse) -> None:
         error = response.error_code
@@ -414,7 +364,7 @@ class ShareMember:
             self._errors.append(ShareMemberError(error, f"ShareGroupHeartbeat failed: {message}", False))
         elif error is ErrorCode.UNSUPPORTED_VERSION:
             self._fail(error, SHARE_PROTOCOL_NOT_SUPPORTED)
-        elif error in _FATAL:
+        elif error in HEARTBEAT_FATAL_ERRORS:
             self._fail(error, f"ShareGroupHeartbeat failed: {message}")
         else:
             self._fail(error, f"ShareGroupHeartbeat failed with an unexpected error: {message}")

@@ -69,14 +69,19 @@ def _brokers(brokers: Iterable[Broker | int]) -> list[Broker]:
     return out
 
 
-def _validate(brokers: Sequence[Broker], partitions: int, replication_factor: int) -> None:
-    # Same checks, same order as AdminUtils.assignReplicasToBrokers.
+def _validate_counts(brokers: Sequence[Broker], partitions: int) -> None:
+    """At least one broker, and a partition count Java's int holds that is above 0."""
     if not brokers:
         raise KgroupError("brokers: none given; list at least one broker id")
     if partitions <= 0:
         raise KgroupError(f"partitions: {partitions}; the number of partitions must be larger than 0")
     if partitions > JAVA_INT_MAX:
         raise KgroupError(f"partitions: {partitions} does not fit Java's int; give at most {JAVA_INT_MAX:,}")
+
+
+def _validate(brokers: Sequence[Broker], partitions: int, replication_factor: int) -> None:
+    # Same checks, same order as AdminUtils.assignReplicasToBrokers.
+    _validate_counts(brokers, partitions)
     if replication_factor <= 0:
         raise KgroupError(
             f"replication_factor: {replication_factor}; the replication factor must be larger than 0"
@@ -124,12 +129,7 @@ def assign_replicas_striped(
     a replication factor that is not positive or above the broker count, or every broker fenced.
     """
     broker_list = _brokers(brokers)
-    if not broker_list:
-        raise KgroupError("brokers: none given; list at least one broker id")
-    if partitions <= 0:
-        raise KgroupError(f"partitions: {partitions}; the number of partitions must be larger than 0")
-    if partitions > JAVA_INT_MAX:
-        raise KgroupError(f"partitions: {partitions} does not fit Java's int; give at most {JAVA_INT_MAX:,}")
+    _validate_counts(broker_list, partitions)
     fenced_ids = set(fenced)
     unknown = sorted(fenced_ids - {b.id for b in broker_list})
     if unknown:
@@ -209,6 +209,23 @@ def _start(fixed_start_index: int, n: int, rng: Random | None) -> int:
     return rng.randrange(n)
 
 
+def _leader_slots(
+    n: int, partitions: int, fixed_start_index: int, start_partition_id: int, rng: Random | None
+) -> list[tuple[int, int, int]]:
+    """Each new partition's id, its leader's index in the broker list and the follower shift, as both of
+    Kafka's ``AdminUtils`` placements walk them: the start index and the first shift fixed or drawn (in
+    that order, before anything else), the leaders round the list from the start index, the shift
+    growing each time they wrap around it."""
+    start_index = _start(fixed_start_index, n, rng)
+    shift = _start(fixed_start_index, n, rng)
+    slots: list[tuple[int, int, int]] = []
+    for partition_id in range(max(0, start_partition_id), max(0, start_partition_id) + partitions):
+        if partition_id > 0 and partition_id % n == 0:
+            shift += 1
+        slots.append((partition_id, (partition_id + start_index) % n, shift))
+    return slots
+
+
 def _rack_unaware(
     ids: list[int],
     partitions: int,
@@ -218,19 +235,12 @@ def _rack_unaware(
     rng: Random | None,
 ) -> Placement:
     n = len(ids)
-    start_index = _start(fixed_start_index, n, rng)
-    shift = _start(fixed_start_index, n, rng)
-    partition_id = max(0, start_partition_id)
     out: Placement = {}
-    for _ in range(partitions):
-        # The follower shift grows each time the leaders wrap around the broker list.
-        if partition_id > 0 and partition_id % n == 0:
-            shift += 1
-        first = (partition_id + start_index) % n
+    slots = _leader_slots(n, partitions, fixed_start_index, start_partition_id, rng)
+    for partition_id, first, shift in slots:
         replicas = [ids[first]]
         replicas.extend(ids[_replica_index(first, shift, j, n)] for j in range(replication_factor - 1))
         out[partition_id] = replicas
-        partition_id += 1
     return out
 
 
@@ -245,14 +255,9 @@ def _rack_aware(
     num_racks = len(set(racks.values()))
     arranged = rack_alternated_brokers(racks)
     n = len(arranged)
-    start_index = _start(fixed_start_index, n, rng)
-    shift = _start(fixed_start_index, n, rng)
-    partition_id = max(0, start_partition_id)
     out: Placement = {}
-    for _ in range(partitions):
-        if partition_id > 0 and partition_id % n == 0:
-            shift += 1
-        first = (partition_id + start_index) % n
+    slots = _leader_slots(n, partitions, fixed_start_index, start_partition_id, rng)
+    for partition_id, first, shift in slots:
         leader = arranged[first]
         replicas = [leader]
         racks_used = {racks[leader]}
@@ -273,5 +278,4 @@ def _rack_aware(
                     brokers_used.add(broker)
                     break
         out[partition_id] = replicas
-        partition_id += 1
     return out

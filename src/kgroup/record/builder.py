@@ -375,18 +375,29 @@ class RecordingBuilder:
         return best or BROKER_DEFAULT_ASSIGNOR
 
     def _group_epoch(self, record: ConsumerGroupMetadata, t: int) -> None:
-        if record.value is None:
+        def leave_all() -> None:
             for member_id in sorted(set(self.owned) | self.members()):
                 self.left(t, member_id)
-            self.group_state(t, "Dead", self.group_epoch)
+
+        epoch = self._epoch_record(t, record.value, leave_all)
+        if epoch is None:
             return
-        epoch = record.value[0]
-        if epoch > self.group_epoch:
-            self.rebalance_starts.append(t)
-            self.events.append({"t_ms": t, "kind": "group_epoch", "generation": epoch})
         self.group_epoch = epoch
         self.generation = epoch
         self._consumer_state(t)
+
+    def _epoch_record(self, t: int, value: Any, leave_all: Callable[[], None]) -> int | None:
+        """A KIP-848 or share group's metadata record: a tombstone (``None``: every member leaves and the
+        group is Dead), or the group epoch, a higher one starting a rebalance."""
+        if value is None:
+            leave_all()
+            self.group_state(t, "Dead", self.group_epoch)
+            return None
+        epoch: int = value[0]
+        if epoch > self.group_epoch:
+            self.rebalance_starts.append(t)
+            self.events.append({"t_ms": t, "kind": "group_epoch", "generation": epoch})
+        return epoch
 
     def _names(self, partitions: PartitionEpochs) -> set[str]:
         out: set[str] = set()
@@ -448,15 +459,14 @@ class RecordingBuilder:
         it may fetch, so it is drawn as each partition's sharers, not as ownership."""
         share = self._share()
         if isinstance(record, ShareGroupMetadata):
-            if record.value is None:
+
+            def leave_all() -> None:
                 for member_id in sorted(self.share_members):
                     self._share_left(t, member_id, reason, lost=lost)
-                self.group_state(t, "Dead", self.group_epoch)
+
+            epoch = self._epoch_record(t, record.value, leave_all)
+            if epoch is None:
                 return
-            epoch = record.value[0]
-            if epoch > self.group_epoch:
-                self.rebalance_starts.append(t)
-                self.events.append({"t_ms": t, "kind": "group_epoch", "generation": epoch})
             self.group_epoch = self.generation = share.group_epoch = epoch
         elif isinstance(record, ShareGroupMemberMetadata):
             if record.value is None:

@@ -88,6 +88,32 @@ def _seconds(ms: int) -> float:
     return round(ms / 1000, 3)
 
 
+def _partition_bars(
+    name: str,
+    spans: list[tuple[int, int, int]],
+    partitions: list[str],
+    marker: dict[str, Any],
+    hovertemplate: str,
+    **more: Any,
+) -> dict[str, Any]:
+    """A bar trace on the partitions' chart: one bar per (partition index, start ms, end ms) span
+    (``more``: further fields, e.g. ``customdata``)."""
+    return {
+        "type": "bar",
+        "orientation": "h",
+        "name": name,
+        "legendgroup": name,
+        "y": [partitions[p] for p, _, _ in spans],
+        "base": [_seconds(start) for _, start, _ in spans],
+        "x": [_seconds(end - start) for _, start, end in spans],
+        **more,
+        "marker": marker,
+        "hovertemplate": hovertemplate,
+        "xaxis": "x",
+        "yaxis": "y",
+    }
+
+
 def _event_text(event: dict[str, Any]) -> str:
     who = event.get("consumer") or event.get("member_id") or ""
     reason = event.get("reason")
@@ -224,23 +250,17 @@ def timeline_figure(result: SimResult, title: str = "") -> dict[str, Any]:
     gaps = [g for g in _gaps(result, duration) if g[2] > g[1]]
     if gaps:
         traces.append(
-            {
-                "type": "bar",
-                "orientation": "h",
-                "name": "no owner",
-                "legendgroup": "no owner",
-                "y": [partitions[p] for p, _, _ in gaps],
-                "base": [_seconds(a) for _, a, _ in gaps],
-                "x": [_seconds(b - a) for _, a, b in gaps],
-                "marker": {
+            _partition_bars(
+                "no owner",
+                gaps,
+                partitions,
+                {
                     "color": "#ffffff",
                     "line": {"color": "#9a9a9a", "width": 0.5},
                     "pattern": {"shape": "/", "fgcolor": "#9a9a9a", "size": 6},
                 },
-                "hovertemplate": "partition %{y}<br>no owner from %{base} s for %{x} s<extra></extra>",
-                "xaxis": "x",
-                "yaxis": "y",
-            }
+                "partition %{y}<br>no owner from %{base} s for %{x} s<extra></extra>",
+            )
         )
     by_member: dict[str, list[tuple[int, int, int]]] = {}
     for p, member, start, end in drawn:
@@ -259,46 +279,30 @@ def timeline_figure(result: SimResult, title: str = "") -> dict[str, Any]:
             for p, start, end in bars
         ]
         traces.append(
-            {
-                "type": "bar",
-                "orientation": "h",
-                "name": member,
-                "legendgroup": member,
-                "y": [partitions[p] for p, _, _ in bars],
-                "base": [_seconds(start) for _, start, _ in bars],
-                "x": [_seconds(end - start) for _, start, end in bars],
-                "customdata": custom,
-                "marker": {"color": colours[member], "line": {"width": 0}},
-                "hovertemplate": (
-                    "<b>%{customdata[0]}</b> owns %{y}<br>%{customdata[4]} s – %{customdata[5]} s"
-                    "<br>generation %{customdata[1]}<br>began after: %{customdata[2]}"
-                    "<br>ended: %{customdata[3]}<extra></extra>"
-                ),
-                "xaxis": "x",
-                "yaxis": "y",
-            }
+            _partition_bars(
+                member,
+                bars,
+                partitions,
+                {"color": colours[member], "line": {"width": 0}},
+                "<b>%{customdata[0]}</b> owns %{y}<br>%{customdata[4]} s – %{customdata[5]} s"
+                "<br>generation %{customdata[1]}<br>began after: %{customdata[2]}"
+                "<br>ended: %{customdata[3]}<extra></extra>",
+                customdata=custom,
+            )
         )
     revoking = [(p, s, e) for p, status, s, e in result.handover_intervals if status == "revoking" and e > s]
     if revoking:
         traces.append(
-            {
-                "type": "bar",
-                "orientation": "h",
-                "name": "revoking",
-                "legendgroup": "revoking",
-                "y": [partitions[p] for p, _, _ in revoking],
-                "base": [_seconds(s) for _, s, _ in revoking],
-                "x": [_seconds(e - s) for _, s, e in revoking],
-                "marker": {
+            _partition_bars(
+                "revoking",
+                revoking,
+                partitions,
+                {
                     "color": "rgba(0,0,0,0)",
                     "pattern": {"shape": "x", "fgcolor": "#1a1a1a", "size": 5},
                 },
-                "hovertemplate": (
-                    "%{y} pending revocation at its owner<br>from %{base} s for %{x} s<extra></extra>"
-                ),
-                "xaxis": "x",
-                "yaxis": "y",
-            }
+                "%{y} pending revocation at its owner<br>from %{base} s for %{x} s<extra></extra>",
+            )
         )
     rows = _member_rows(result, drawn)
     for member in members:

@@ -312,32 +312,19 @@ def _worker(
         consumer["group.instance.id"] = f"{group}-{txn_slot}"
     producer: dict[str, object] = {"transaction.timeout.ms": 30_000}
     transactional_id = f"{group}-{txn_slot}"
+    # what both workers take: where they read and write, and their clients' settings
+    where = (bootstrap, group, topics[stage - 1], topics[stage], transactional_id)
+    configs: dict[str, Any] = {
+        "suffix": f"/{stage}",
+        "consumer_config": consumer,
+        "producer_config": producer,
+        "name": name,
+    }
     if java:
         from kgroup.testing.apache_kafka.java_client import JavaExactlyOnceWorker
 
-        return JavaExactlyOnceWorker(
-            bootstrap,
-            group,
-            topics[stage - 1],
-            topics[stage],
-            transactional_id,
-            suffix=f"/{stage}",
-            consumer_config=consumer,
-            producer_config=producer,
-            name=name,
-        )
-    return PythonExactlyOnceWorker(
-        bootstrap,
-        group,
-        topics[stage - 1],
-        topics[stage],
-        transactional_id,
-        suffix=f"/{stage}",
-        consumer_config=consumer,
-        producer_config=producer,
-        name=name,
-        batch=batch,
-    )
+        return JavaExactlyOnceWorker(*where, **configs)
+    return PythonExactlyOnceWorker(*where, **configs, batch=batch)
 
 
 def _wait(condition: Callable[[], bool], what: str, deadline: float, workers: Sequence[Worker]) -> None:

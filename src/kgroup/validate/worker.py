@@ -103,6 +103,19 @@ def _commands() -> list[str]:
     return out
 
 
+def _obey_commands(consumer: Any) -> bool:
+    """The driver's commands since the last poll: ``stall MS`` sleeps; ``stop`` closes the consumer and
+    says so (``True``: the worker is done)."""
+    for command in _commands():
+        if command == "stop":
+            consumer.close()
+            _emit("closed")
+            return True
+        if command.startswith("stall "):
+            time.sleep(int(command.split()[1]) / 1000)
+    return False
+
+
 def _wait_go(spec: dict[str, Any]) -> bool:
     _emit("ready")
     waited = select.select([sys.stdin], [], [], float(spec["max_run_s"]))[0]
@@ -135,13 +148,8 @@ def main(argv: list[str]) -> int:
     deadline = time.monotonic() + float(spec["max_run_s"])
     try:
         while time.monotonic() < deadline:
-            for command in _commands():
-                if command == "stop":
-                    consumer.close()
-                    _emit("closed")
-                    return 0
-                if command.startswith("stall "):
-                    time.sleep(int(command.split()[1]) / 1000)
+            if _obey_commands(consumer):
+                return 0
             messages = consumer.consume(num_messages=batch_size, timeout=_POLL_S)
             member = consumer.memberid() or ""
             if member and member != member_seen:
@@ -194,13 +202,8 @@ def share_main(spec: dict[str, Any]) -> int:
     deadline = time.monotonic() + float(spec["max_run_s"])
     try:
         while time.monotonic() < deadline:
-            for command in _commands():
-                if command == "stop":
-                    consumer.close()
-                    _emit("closed")
-                    return 0
-                if command.startswith("stall "):
-                    time.sleep(int(command.split()[1]) / 1000)
+            if _obey_commands(consumer):
+                return 0
             messages = [m for m in consumer.poll(_POLL_S) if m.error() is None]
             if not messages:
                 continue

@@ -382,27 +382,9 @@ def _parse(lowered: dict[str, str], kind: ReadKind) -> SourceOptions:
         ending = None
     else:
         starting = _offset_spec("startingOffsets", lowered.get("startingoffsets"), "earliest")
-        if starting.kind == "latest":
-            raise KgroupError(
-                "startingOffsets: can't be latest for batch queries; use earliest or JSON offsets"
-            )
-        for (topic, part), offset in starting.offsets:
-            if offset == LATEST:
-                raise KgroupError(
-                    f"startingOffsets: {topic}-{part} can't be latest (-1) for batch queries; "
-                    "give an offset or -2 (earliest)"
-                )
+        _check_batch_bound("startingOffsets", starting, ("latest", LATEST), ("earliest", EARLIEST))
         ending = _offset_spec("endingOffsets", lowered.get("endingoffsets"), "latest")
-        if ending.kind == "earliest":
-            raise KgroupError(
-                "endingOffsets: can't be earliest for batch queries; use latest or JSON offsets"
-            )
-        for (topic, part), offset in ending.offsets:
-            if offset == EARLIEST:
-                raise KgroupError(
-                    f"endingOffsets: {topic}-{part} can't be earliest (-2) for batch queries; "
-                    "give an offset or -1 (latest)"
-                )
+        _check_batch_bound("endingOffsets", ending, ("earliest", EARLIEST), ("latest", LATEST))
         _check_start_before_end(starting, ending)
     for spec_name, spec in (("startingOffsets", starting), ("endingOffsets", ending)):
         if spec is not None and spec.kind == "specific" and subscription.kind != "subscribePattern":
@@ -434,6 +416,23 @@ def _parse(lowered: dict[str, str], kind: ReadKind) -> SourceOptions:
         client_config=tuple(sorted(config.items())),
         group=group,
     )
+
+
+def _check_batch_bound(
+    name: str, spec: OffsetSpec, refused: tuple[str, int], instead: tuple[str, int]
+) -> None:
+    """A batch query's start may not be ``latest`` and its end not ``earliest`` (``refused``: the name
+    and its offset), neither as a whole nor for one partition (Spark's Kafka source's rule)."""
+    if spec.kind == refused[0]:
+        raise KgroupError(
+            f"{name}: can't be {refused[0]} for batch queries; use {instead[0]} or JSON offsets"
+        )
+    for (topic, part), offset in spec.offsets:
+        if offset == refused[1]:
+            raise KgroupError(
+                f"{name}: {topic}-{part} can't be {refused[0]} ({refused[1]}) for batch queries; "
+                f"give an offset or {instead[1]} ({instead[0]})"
+            )
 
 
 def _check_start_before_end(starting: OffsetSpec, ending: OffsetSpec) -> None:

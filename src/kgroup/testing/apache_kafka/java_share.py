@@ -20,12 +20,12 @@ from typing import Any
 
 from kgroup.model import TopicPartition
 from kgroup.testing.apache_kafka.distribution import KafkaLibs
-from kgroup.testing.apache_kafka.java_client import DEFAULT_WAIT_S, _JavaClient
+from kgroup.testing.apache_kafka.java_process import DEFAULT_WAIT_S, JavaClientProcess
 
 __all__ = ["JavaShareConsumer"]
 
 
-class JavaShareConsumer(_JavaClient):
+class JavaShareConsumer(JavaClientProcess):
     """Kafka's ``KafkaShareConsumer`` in share group ``group_id``, subscribed to ``topics``."""
 
     kind = "share"
@@ -68,13 +68,6 @@ class JavaShareConsumer(_JavaClient):
         )
         self.group_id = group_id
         self.topics = tuple(topics)
-
-    def start(self) -> JavaShareConsumer:
-        super().start()
-        return self
-
-    def __enter__(self) -> JavaShareConsumer:
-        return self.start() if self._process is None else self
 
     def records(self, since: int = 0) -> list[dict[str, Any]]:
         """Polled records (``topic``, ``partition``, ``offset``, ``value``, ``delivery_count``, ``ack``)."""

@@ -202,19 +202,7 @@ final class TransactionRecords {
             TransactionMetadata m = record.metadata();
             result.put("kind", "record");
             result.put("transactionalId", record.transactionId());
-            result.put("producerId", m.producerId());
-            result.put("prevProducerId", m.prevProducerId());
-            result.put("producerEpoch", m.producerEpoch());
-            result.put("lastProducerEpoch", m.lastProducerEpoch());
-            result.put("txnTimeoutMs", m.txnTimeoutMs());
-            result.put("state", m.state().id());
-            ArrayNode partitions = result.putArray("partitions");
-            for (TopicPartition tp : m.topicPartitions()) {
-                partitions.addArray().add(tp.topic()).add(tp.partition());
-            }
-            result.put("txnStartTimestamp", m.txnStartTimestamp());
-            result.put("txnLastUpdateTimestamp", m.txnLastUpdateTimestamp());
-            result.put("clientTransactionVersion", m.clientTransactionVersion().featureLevel());
+            result.setAll(fields(m));
         }
         return result;
     }
