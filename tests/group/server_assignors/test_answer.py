@@ -30,8 +30,8 @@ def _groups() -> tuple[GroupSpec, GroupSpec, TopicDescriber]:
 
 @pytest.mark.parametrize("which", [0, 1], ids=["new group", "one joins"])
 def test_the_answer_reads_as_the_references_dict(which: int) -> None:
-    groups = _groups()
-    spec, describer = groups[which], groups[2]
+    first, joined, describer = _groups()
+    spec = (first, joined)[which]
     assignor = UniformAssignor()
     answer = assignor.assign(spec, describer)
     reference = assignor.assign_reference(spec, describer)
@@ -50,7 +50,8 @@ def test_the_answer_reads_as_the_references_dict(which: int) -> None:
     assert member in answer
     assert answer[member] is answer.get(member) is answer[member]  # built once, then the same dict
     assert pickle.loads(pickle.dumps(answer)) == reference
-    assert type(copy.deepcopy(answer)) is dict
+    copied: object = copy.deepcopy(answer)
+    assert type(copied) is dict
     assert repr(answer).startswith("ArrayAssignment({")
 
 

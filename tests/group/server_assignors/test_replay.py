@@ -14,7 +14,13 @@ from kgroup.javacompat import JavaHashMap, JavaHashSet, java_integer_hash, java_
 _Adds = list[tuple[int, int]]  # (topic index, partition)
 
 
-def _model(old: list[tuple[int, list[int]]], adds: _Adds, removes: _Adds, hashes: list[int], capacity: int):  # type: ignore[no-untyped-def]
+def ints(values: list[int]) -> np.ndarray:
+    return np.array(values, np.int64)
+
+
+def _model(
+    old: list[tuple[int, list[int]]], adds: _Adds, removes: _Adds, hashes: list[int], capacity: int
+) -> list[tuple[int, list[int]]] | None:
     """Java's ``deepCopyAssignment`` of the member's map, its removes, then its
     ``computeIfAbsent(topic, new HashSet<>(capacity)).add(partition)``s, in the models."""
     topic_map: JavaHashMap[int, JavaHashSet[int]] = JavaHashMap(hashes.__getitem__, len(old))
@@ -86,7 +92,6 @@ def test_replay_orders_maps_as_java(
                 topics.append(topic)
                 parts.append(partition)
         op_start.append(len(kinds))
-    ints = lambda xs: np.array(xs, np.int64)  # noqa: E731
     entry_start, entry_topic, part_start, out_parts, modelled = replay(
         np.arange(len(members), dtype=np.int64),
         ints(op_start),
