@@ -54,8 +54,10 @@ class SubscriptionType(Enum):
 
 #: topic id -> partitions, iterated in the order Kafka's ``Map<Uuid, Set<Integer>>`` would be
 MemberAssignment = Mapping[TopicId, Collection[int]]
-#: member id -> its assignment; a member absent from it gets nothing (as ``TargetAssignmentBuilder`` reads it)
-GroupAssignment = dict[str, dict[TopicId, tuple[int, ...]]]
+#: member id -> its assignment; a member absent from it gets nothing (as ``TargetAssignmentBuilder`` reads
+#: it). A plain dict, or a read-only mapping that builds a member's dict when it is first read
+#: (:class:`kgroup.group.assignors.fast.answer.ArrayAssignment`): callers use the ``Mapping`` API only.
+GroupAssignment = Mapping[str, dict[TopicId, tuple[int, ...]]]
 
 _EMPTY: Mapping[TopicId, Collection[int]] = {}
 

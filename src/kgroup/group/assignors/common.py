@@ -27,7 +27,7 @@ def deep_copy(assignment: Mapping[TopicId, Collection[int]]) -> JavaHashMap[Topi
 
 def finish(target: Mapping[str, WorkingAssignment]) -> GroupAssignment:
     """The result as plain dicts and tuples, each in the order Kafka's collections iterate."""
-    result: GroupAssignment = {}
+    result: dict[str, dict[TopicId, tuple[int, ...]]] = {}
     for member_id, assignment in target.items():
         if isinstance(assignment, JavaHashMap):
             result[member_id] = {topic: tuple(partitions) for topic, partitions in assignment.items()}

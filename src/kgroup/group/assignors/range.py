@@ -133,7 +133,7 @@ class RangeAssignor(ServerAssignor):
                 if found is None:
                     found = metadata[topic] = _Topic(topic, _partition_count(topics, topic), 0)
                 found.members += 1
-        result: GroupAssignment = {}
+        result: dict[str, dict[TopicId, tuple[int, ...]]] = {}
         for member_id in member_ids:
             subscription = group.members[member_id].subscribed_topic_ids
             ranges = [(t, metadata[t].next_range()) for t in subscription]

@@ -25,35 +25,46 @@ __all__ = ["Classes", "OldAssignments", "TopicTable", "classes_of", "old_assignm
 _subscription = attrgetter("subscribed_topic_ids")
 _assignment = attrgetter("assignment")
 _values = methodcaller("values")
+_pair = attrgetter("msb", "lsb")
 
 
 class TopicTable:
     """Topic ids as dense indices ``0..T-1``; each topic's partition count and spread Java hash."""
 
-    __slots__ = ("_by_id", "_by_value", "_counts", "topics")
+    __slots__ = ("_by_id", "_by_pair", "_counts", "topics")
 
     def __init__(self) -> None:
         self.topics: list[TopicId] = []
-        self._by_value: dict[TopicId, int] = {}
+        #: by value: ``(msb, lsb)``, hashed and compared in C (a ``TopicId``'s own ``__eq__`` is Python)
+        self._by_pair: dict[tuple[int, int], int] = {}
         self._by_id: dict[int, int] = {}
 
     def index(self, topic: TopicId) -> int:
         found = self._by_id.get(id(topic))
         if found is not None:
             return found
-        found = self._by_value.get(topic)
+        pair = (topic.msb, topic.lsb)
+        found = self._by_pair.get(pair)
         if found is None:
-            found = self._by_value[topic] = len(self.topics)
+            found = self._by_pair[pair] = len(self.topics)
             self.topics.append(topic)
         self._by_id[id(topic)] = found
         return found
 
     def indices(self, topics: Sequence[TopicId]) -> list[int]:
-        """The index of each topic (objects kept alive by the caller while the table is in use)."""
-        found: list[int | None] = list(map(self._by_id.get, map(id, topics)))
+        """The index of each topic (objects kept alive by the caller while the table is in use): by
+        identity when the first is an object met before; otherwise, or when some are other objects
+        (ids read back from records), by value in bulk."""
+        found: list[int | None]
+        if not topics or id(topics[0]) in self._by_id:
+            found = list(map(self._by_id.get, map(id, topics)))
+        else:
+            found = [None]
         if None in found:
-            index = self.index
-            found = [index(topics[i]) if f is None else f for i, f in enumerate(found)]
+            found = list(map(self._by_pair.get, map(_pair, topics)))
+            if None in found:
+                index = self.index
+                found = [index(topics[i]) if f is None else f for i, f in enumerate(found)]
         return found  # type: ignore[return-value]
 
     def counts(self, describer: SubscribedTopicDescriber) -> np.ndarray:

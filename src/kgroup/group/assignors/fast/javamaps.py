@@ -174,6 +174,110 @@ def _set_put(
     return pool, used, tree
 
 
+#: a member whose map starts empty and only gains partitions, with at most this many topics, is
+#: ordered by :func:`_fresh_member` (no chain of its topic map can reach the tree threshold)
+_FRESH_TOPICS = 7
+
+
+@njit(cache=True, inline="always")
+def _fresh_member(
+    lo: int,
+    hi: int,
+    op_kind: np.ndarray,
+    op_topic: np.ndarray,
+    op_partition: np.ndarray,
+    op_capacity: np.ndarray,
+    topic_spread: np.ndarray,
+    slot_topic: np.ndarray,  # scratch, at least _FRESH_TOPICS
+    slot_first: np.ndarray,  # scratch, at least _FRESH_TOPICS
+    slot_count: np.ndarray,  # scratch, at least _FRESH_TOPICS
+    op_slot: np.ndarray,  # scratch, at least hi - lo
+    keys: np.ndarray,  # scratch, at least hi - lo
+    items: np.ndarray,  # scratch, at least hi - lo
+    out_topic: np.ndarray,
+    part_start: np.ndarray,
+    out_parts: np.ndarray,
+    n_entries_out: int,
+    n_parts_out: int,
+) -> tuple[bool, int, int]:
+    """The common case of :func:`replay` without its general tables: a member whose current map is
+    empty and whose ops are all ``computeIfAbsent(...).add`` of distinct partitions. Its topic map
+    (``new HashMap<>(0)``, head inserts, a resize before every call once over 0.75 × capacity) has at
+    most :data:`_FRESH_TOPICS` topics; each set ends at the capacity its size forces, and either has
+    at most 8 partitions or never resized and ends with no chain over 8 — so no chain ever reached
+    the tree threshold and each set iterates by (bucket, insertion). Anything else answers False
+    (nothing written) and the general path orders the member."""
+    n_topics = 0
+    t_cap = 1
+    for o in range(lo, hi):
+        if op_kind[o] != OP_ADD:
+            return False, n_entries_out, n_parts_out
+        topic = op_topic[o]
+        if n_topics > (t_cap * 3) // 4:  # before every call, even for a topic already there
+            t_cap *= 2
+        slot = -1
+        for j in range(n_topics):
+            if slot_topic[j] == topic:
+                slot = j
+        if slot == -1:
+            if n_topics == _FRESH_TOPICS:
+                return False, n_entries_out, n_parts_out
+            slot = n_topics
+            n_topics += 1
+            slot_topic[slot] = topic
+            slot_first[slot] = o
+            slot_count[slot] = 0
+        slot_count[slot] += 1
+        op_slot[o - lo] = slot
+    # the topics by (bucket, newest first: head inserts)
+    for j in range(n_topics):
+        keys[j] = (topic_spread[slot_topic[j]] & (t_cap - 1)) * (_FRESH_TOPICS + 1) + (_FRESH_TOPICS - j)
+        items[j] = j
+    _sort_by(keys, items, n_topics)
+    for j in range(n_topics):
+        slot_first[j] = items[j]  # reuse: the slots in the map's order
+    entries_here = n_entries_out
+    parts_here = n_parts_out
+    for a in range(n_topics):
+        slot = slot_first[a]
+        n = slot_count[slot]
+        first_cap = 0
+        k = 0
+        for o in range(lo, hi):
+            if op_slot[o - lo] == slot:
+                if k == 0:
+                    first_cap = table_size_for(op_capacity[o])
+                items[k] = op_partition[o]
+                k += 1
+        cap = first_cap
+        while n > (cap * 3) // 4 and cap < _MAX_CAPACITY:
+            cap *= 2
+        for i in range(n):
+            for j in range(i):
+                if items[j] == items[i]:
+                    return False, n_entries_out, n_parts_out
+        if n > _TREEIFY:
+            if cap != first_cap:
+                return False, n_entries_out, n_parts_out
+            for i in range(n):
+                same = 0
+                for j in range(n):
+                    if (spread(items[j]) & (cap - 1)) == (spread(items[i]) & (cap - 1)):
+                        same += 1
+                if same > _TREEIFY:
+                    return False, n_entries_out, n_parts_out
+        for i in range(n):
+            keys[i] = (spread(items[i]) & (cap - 1)) * (n + 1) + i
+        _sort_by(keys, items, n)
+        out_topic[entries_here] = slot_topic[slot]
+        for i in range(n):
+            out_parts[parts_here] = items[i]
+            parts_here += 1
+        entries_here += 1
+        part_start[entries_here] = parts_here
+    return True, entries_here, parts_here
+
+
 @njit(cache=True)
 def replay(
     members: np.ndarray,  # int64[R]: the replayed members (each has ops)
@@ -244,8 +348,42 @@ def replay(
     entry_items = np.empty(max_entries, np.int64)
     t_chains = np.zeros(64, np.int64)
 
+    max_ops = 1
+    for r in range(replayed):
+        max_ops = max(max_ops, op_start[r + 1] - op_start[r])
+    f_topic = np.empty(_FRESH_TOPICS, np.int64)
+    f_first = np.empty(_FRESH_TOPICS, np.int64)
+    f_count = np.empty(_FRESH_TOPICS, np.int64)
+    f_slot = np.empty(max_ops, np.int64)
+    f_keys = np.empty(max(max_ops, _FRESH_TOPICS), np.int64)
+    f_items = np.empty(max(max_ops, _FRESH_TOPICS), np.int64)
+
     for r in range(replayed):
         m = members[r]
+        if old_start[m + 1] == old_start[m]:
+            done, n_entries_out, n_parts_out = _fresh_member(
+                op_start[r],
+                op_start[r + 1],
+                op_kind,
+                op_topic,
+                op_partition,
+                op_capacity,
+                topic_spread,
+                f_topic,
+                f_first,
+                f_count,
+                f_slot,
+                f_keys,
+                f_items,
+                out_topic,
+                part_start,
+                out_parts,
+                n_entries_out,
+                n_parts_out,
+            )
+            if done:
+                entry_start[r + 1] = n_entries_out
+                continue
         n_slots = 0
         n_entries = 0
         used = 0  # bump allocator over pool

@@ -22,6 +22,7 @@ from kgroup.group.assignors.api import (
     PartitionAssignorError,
     SubscribedTopicDescriber,
     SubscriptionType,
+    TopicId,
 )
 from kgroup.group.assignors.fast.inputs import TopicTable, classes_of, sorted_member_ids
 from kgroup.group.assignors.fast.javamaps import put_order
@@ -178,7 +179,7 @@ def assign_range(group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAss
     topic_objects = list(map(table.topics.__getitem__, topic.tolist()))
     ranges = range_tuples(first, end, int(counts.max()) if len(counts) else 0)
     offsets = start.tolist()
-    result: GroupAssignment = {}
+    result: dict[str, dict[TopicId, tuple[int, ...]]] = {}
     for member_id, lo, hi in zip(member_ids, offsets, offsets[1:], strict=False):
         result[member_id] = dict(zip(topic_objects[lo:hi], ranges[lo:hi], strict=True)) if hi > lo else {}
     return result

@@ -10,6 +10,10 @@ changed member's map in Java's iteration order; a member left alone keeps its ow
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping, Sequence
+from itertools import chain
+from operator import attrgetter, methodcaller
+
 import numpy as np
 
 from kgroup._njit import njit
@@ -18,11 +22,16 @@ from kgroup.group.assignors.api import (
     GroupSpec,
     PartitionAssignorError,
     SubscribedTopicDescriber,
+    TopicId,
 )
-from kgroup.group.assignors.fast.inputs import OldAssignments, TopicTable, old_assignments
+from kgroup.group.assignors.fast.answer import ArrayAssignment
+from kgroup.group.assignors.fast.inputs import OldAssignments, TopicTable
 from kgroup.group.assignors.fast.javamaps import OP_ADD, OP_REMOVE, OP_REMOVE_TOPIC, put_order, replay
 
-__all__ = ["assign_uniform_homogeneous"]
+__all__ = ["answer_replayed", "assign_uniform_homogeneous", "finish_replayed"]
+
+_assignment = attrgetter("assignment")
+_values = methodcaller("values")
 
 OK = 0
 #: "Partitions were left unassigned"
@@ -38,34 +47,51 @@ def homogeneous_kernel(
     counts: np.ndarray,  # int64[T]
     taken: np.ndarray,  # bool[flat]: isPartitionAssigned, flat ids flat_offset[t] + p
     flat_offset: np.ndarray,  # int64[T+1]
-    entry_start: np.ndarray,  # int64[M+1]
-    old_topic: np.ndarray,
-    old_part_start: np.ndarray,
-    old_parts: np.ndarray,
+    entry_start: np.ndarray,  # int64[M+1]: member m's current topics are entries entry_start[m]:[m+1]
+    entry_topic: np.ndarray,  # int64[E]
+    entry_len: np.ndarray,  # int64[E]: the size of each entry's partition collection
+    part_start: np.ndarray,  # int64[E+1]: the partitions read (only the replayed members' entries)
+    parts: np.ndarray,
+    plan_only: bool,
 ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(status, op_member, op_kind, op_topic, op_partition, replayed)``."""
+    """``(status, op_member, op_kind, op_topic, op_partition, replayed)``.
+
+    The walk needs each current entry's size only; a member's partitions are read when it gives some
+    back or its map is copied (it is *replayed*). ``plan_only`` walks on sizes alone and answers just
+    which members are replayed, so that only their partitions need reading for the second, full walk."""
     topic_count = len(counts)
     subscribed = np.zeros(topic_count, np.bool_)
     total = 0
     for t in subscribed_order:
         subscribed[t] = True
         total += counts[t]
-    pool_topic = np.empty(total + len(old_parts), np.int64)
-    pool_part = np.empty(total + len(old_parts), np.int64)
-    pool = 0
-    for t in subscribed_order:
-        for p in range(counts[t]):
-            if not taken[flat_offset[t] + p]:
-                pool_topic[pool] = t
-                pool_part[pool] = p
-                pool += 1
     empty = np.empty(0, np.int64)
-    n_ops = 0
-    op_member = np.empty(total + 2 * len(old_parts) + len(old_topic), np.int64)
-    op_kind = np.empty(len(op_member), np.int64)
-    op_topic = np.empty(len(op_member), np.int64)
-    op_partition = np.empty(len(op_member), np.int64)
     replayed = np.zeros(members, np.bool_)
+    n_parts = len(parts)
+    pool_topic = np.empty(0 if plan_only else total + n_parts, np.int64)
+    pool_part = np.empty(len(pool_topic), np.int64)
+    pool = 0
+    if not plan_only:
+        for t in subscribed_order:
+            base = flat_offset[t]
+            for p in range(counts[t]):
+                if not taken[base + p]:
+                    pool_topic[pool] = t
+                    pool_part[pool] = p
+                    pool += 1
+        # a replayed member's current partition outside its subscribed topic: the reference answers
+        for e in range(len(entry_topic)):
+            t = entry_topic[e]
+            if subscribed[t]:
+                for k in range(part_start[e], part_start[e + 1]):
+                    if not 0 <= parts[k] < counts[t]:
+                        return ERR_FALLBACK, empty, empty, empty, empty, replayed
+    n_ops = 0
+    size = 0 if plan_only else total + 2 * n_parts + len(entry_topic)
+    op_member = np.empty(size, np.int64)
+    op_kind = np.empty(size, np.int64)
+    op_topic = np.empty(size, np.int64)
+    op_partition = np.empty(size, np.int64)
     unfilled = np.empty(members, np.int64)
     remaining = np.empty(members, np.int64)
     n_unfilled = 0
@@ -78,48 +104,55 @@ def homogeneous_kernel(
             quota += 1
             has_extra = True
         for e in range(entry_start[m], entry_start[m + 1]):
-            t = old_topic[e]
-            lo, hi = old_part_start[e], old_part_start[e + 1]
+            t = entry_topic[e]
+            length = entry_len[e]
             if subscribed[t]:
-                for k in range(lo, hi):
-                    if not 0 <= old_parts[k] < counts[t]:
-                        return ERR_FALLBACK, empty, empty, empty, empty, replayed
-                if hi - lo <= quota:
-                    quota -= hi - lo
+                if length <= quota:
+                    quota -= length
                     continue
-                for k in range(lo, hi):
+                replayed[m] = True
+                if plan_only:
+                    quota = 0
+                    continue
+                lo = part_start[e]
+                for k in range(lo, lo + length):
                     if quota > 0:
                         quota -= 1
                         continue
-                    replayed[m] = True
                     op_member[n_ops] = m
                     op_kind[n_ops] = OP_REMOVE
                     op_topic[n_ops] = t
-                    op_partition[n_ops] = old_parts[k]
+                    op_partition[n_ops] = parts[k]
                     n_ops += 1
                     pool_topic[pool] = t
-                    pool_part[pool] = old_parts[k]
+                    pool_part[pool] = parts[k]
                     pool += 1
                 continue
             replayed[m] = True
+            if plan_only:
+                continue
             op_member[n_ops] = m
             op_kind[n_ops] = OP_REMOVE_TOPIC
             op_topic[n_ops] = t
             op_partition[n_ops] = -1
             n_ops += 1
+        # a member that kept less than the minimum leaves the extra partition to those still to come
+        # when enough of them remain to take every extra one
         if quota > 0 and has_extra and members - m > extra_left:
             quota -= 1
             has_extra = False
         if quota > 0:
+            replayed[m] = True  # deepCopyAssignment, even when the pool is empty
             unfilled[n_unfilled] = m
             remaining[n_unfilled] = quota
             n_unfilled += 1
         if has_extra:
             extra_left -= 1
+    if plan_only:
+        return OK, empty, empty, empty, empty, replayed
     next_index = 0
     for u in range(n_unfilled):
         m = unfilled[u]
-        replayed[m] = True  # deepCopyAssignment, even when the pool is empty
         stop = min(next_index + remaining[u], pool)
         for i in range(next_index, stop):
             op_member[n_ops] = m
@@ -133,24 +166,32 @@ def homogeneous_kernel(
     return OK, op_member[:n_ops], op_kind[:n_ops], op_topic[:n_ops], op_partition[:n_ops], replayed
 
 
-def _taken(group: GroupSpec, table: TopicTable, old: OldAssignments, counts: np.ndarray) -> np.ndarray:
-    """``isPartitionAssigned`` over flat partition ids (only partitions inside their topic count)."""
+def _taken(
+    group: GroupSpec,
+    table: TopicTable,
+    counts: np.ndarray,
+    entry_topic: np.ndarray,
+    entry_len: np.ndarray,
+    parts: np.ndarray,
+) -> np.ndarray:
+    """``isPartitionAssigned`` over flat partition ids (only partitions inside their topic count): the
+    inverted target assignment read in one pass, or every member's current partitions without one."""
     flat_offset = np.zeros(len(counts) + 1, np.int64)
     flat_offset[1:] = np.cumsum(np.maximum(counts, 0))
     taken = np.zeros(max(int(flat_offset[-1]), 1), np.bool_)
     if group.assigned is None:
-        topic_of_part = np.repeat(old.topic, old.lengths)
-        parts = old.parts
-        inside = (parts >= 0) & (parts < counts[topic_of_part])
-        taken[flat_offset[topic_of_part[inside]] + parts[inside]] = True
-        return taken
-    for topic, owners in group.assigned.items():
-        index = table.index(topic)
-        if index >= len(counts) or not owners:
-            continue
-        parts = np.fromiter(owners.keys(), np.int64, len(owners))
-        parts = parts[(parts >= 0) & (parts < counts[index])]
-        taken[flat_offset[index] + parts] = True
+        topic_of_part = np.repeat(entry_topic, entry_len)
+    else:
+        owners = list(group.assigned.values())
+        indices = np.fromiter(table.indices(list(group.assigned)), np.int64, len(owners))
+        lengths = np.fromiter(map(len, owners), np.int64, len(owners))
+        parts = np.fromiter(chain.from_iterable(owners), np.int64, int(lengths.sum()))
+        topic_of_part = np.repeat(indices, lengths)
+        # topics met only here were indexed after `counts`: they are nobody's subscription
+        known = topic_of_part < len(counts)
+        topic_of_part, parts = topic_of_part[known], parts[known]
+    inside = (parts >= 0) & (parts < counts[topic_of_part])
+    taken[flat_offset[topic_of_part[inside]] + parts[inside]] = True
     return taken
 
 
@@ -163,13 +204,22 @@ def assign_uniform_homogeneous(group: GroupSpec, topics: SubscribedTopicDescribe
     listed = table.indices(first if isinstance(first, tuple | list) else tuple(first))
     if not listed:
         return {}
-    old = old_assignments(specs, table)
-    counts = table.counts(topics)
-    spreads = table.spreads()
     subscription = np.array(listed, np.int64)
-    order, _ = put_order(spreads[subscription], max((4 * len(listed)) // 3 + 1, 16))
     if len(np.unique(subscription)) != len(subscription):
         return None
+    # every member's current map: its topics and their sizes (the partitions only where needed)
+    maps: list[Mapping[TopicId, Collection[int]]] = list(map(_assignment, specs))
+    entry_start = np.zeros(len(maps) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, maps), np.int64, len(maps)), out=entry_start[1:])
+    entries = int(entry_start[-1])
+    values: list[Collection[int]] = list(chain.from_iterable(map(_values, maps))) if entries else []
+    entry_topic = np.fromiter(table.indices(list(chain.from_iterable(maps))), np.int64, entries)
+    entry_len = np.fromiter(map(len, values), np.int64, entries)
+    #: every map a dict and every collection a tuple: a member left alone is answered its own map
+    plain = set(map(type, maps)) <= {dict} and set(map(type, values)) <= {tuple}
+    counts = table.counts(topics)
+    spreads = table.spreads()
+    order, _ = put_order(spreads[subscription], max((4 * len(listed)) // 3 + 1, 16))
     subscribed_order = subscription[order]
     missing = subscribed_order[counts[subscribed_order] == -1]
     if len(missing):
@@ -177,33 +227,60 @@ def assign_uniform_homogeneous(group: GroupSpec, topics: SubscribedTopicDescribe
             f"Members are subscribed to topic {table.topics[int(missing[0])]} which doesn't exist in the "
             "topic metadata."
         )
-    taken = _taken(group, table, old, counts)
-    # topics met only in `assigned` were indexed after `counts`: they are nobody's subscription
-    counts = np.concatenate([counts, np.full(len(table.topics) - len(counts), -1, np.int64)])
-    spreads = table.spreads()
     flat_offset = np.zeros(len(counts) + 1, np.int64)
     flat_offset[1:] = np.cumsum(np.maximum(counts, 0))
+    if group.assigned is None:
+        part_start, parts = _read_parts(values, entry_len, None)
+    else:
+        status, _, _, _, _, replayed = homogeneous_kernel(
+            len(member_ids),
+            subscribed_order,
+            counts,
+            np.zeros(1, np.bool_),
+            flat_offset,
+            entry_start,
+            entry_topic,
+            entry_len,
+            np.zeros(entries + 1, np.int64),
+            np.empty(0, np.int64),
+            True,
+        )
+        need = np.repeat(replayed, np.diff(entry_start)) if entries else np.zeros(0, np.bool_)
+        part_start, parts = _read_parts(values, entry_len, need)
+    taken = _taken(group, table, counts, entry_topic, entry_len, parts)
     status, op_member, op_kind, op_topic, op_partition, replayed = homogeneous_kernel(
         len(member_ids),
         subscribed_order,
         counts,
         taken,
         flat_offset,
-        old.entry_start,
-        old.topic,
-        old.part_start,
-        old.parts,
+        entry_start,
+        entry_topic,
+        entry_len,
+        part_start,
+        parts,
+        False,
     )
     if status == ERR_FALLBACK:
         return None
     if status == ERR_LEFT:
         raise PartitionAssignorError("Partitions were left unassigned")
+    # topics met only in the current maps are nobody's subscription (no partitions of theirs are moved)
+    counts = np.concatenate([counts, np.full(len(table.topics) - len(counts), -1, np.int64)])
+    flat_offset = np.zeros(len(counts) + 1, np.int64)
+    flat_offset[1:] = np.cumsum(np.maximum(counts, 0))
     capacities = np.full(len(op_member), 16, np.int64)  # new HashSet<>()
-    result = finish_replayed(
+    # None: a replayed set would have held a tree bucket; the reference answers
+    return answer_replayed(
         member_ids,
-        old,
-        table,
-        spreads,
+        maps,
+        plain,
+        entry_start,
+        entry_topic,
+        part_start,
+        parts,
+        table.topics,
+        table.spreads(),
         flat_offset,
         replayed,
         op_member,
@@ -212,7 +289,19 @@ def assign_uniform_homogeneous(group: GroupSpec, topics: SubscribedTopicDescribe
         op_partition,
         capacities,
     )
-    return result  # None: a replayed set would have held a tree bucket; the reference answers
+
+
+def _read_parts(
+    values: list[Collection[int]], entry_len: np.ndarray, need: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The partitions of the entries ``need`` marks (every entry for ``None``), as ``part_start`` over
+    all entries (an entry not read is empty) and the partitions in their collections' order."""
+    lengths = entry_len if need is None else np.where(need, entry_len, 0)
+    part_start = np.zeros(len(entry_len) + 1, np.int64)
+    np.cumsum(lengths, out=part_start[1:])
+    read = values if need is None else [values[e] for e in np.flatnonzero(need).tolist()]
+    parts = np.fromiter(chain.from_iterable(read), np.int64, int(part_start[-1]))
+    return part_start, parts
 
 
 def finish_replayed(
@@ -228,40 +317,84 @@ def finish_replayed(
     op_partition: np.ndarray,
     op_capacity: np.ndarray,
 ) -> GroupAssignment | None:
-    """The result: each replayed member's map in Java's order, every other member's own map; None
-    when a replayed map would have held a tree bucket (see
-    :func:`~kgroup.group.assignors.fast.javamaps.replay`)."""
-    if old.plain:
-        result: GroupAssignment = dict(zip(member_ids, old.maps, strict=True))  # type: ignore[arg-type]
-    else:
-        result = {m: {t: tuple(p) for t, p in a.items()} for m, a in zip(member_ids, old.maps, strict=True)}
+    """:func:`answer_replayed` over :class:`OldAssignments`."""
+    return answer_replayed(
+        member_ids,
+        old.maps,
+        old.plain,
+        old.entry_start,
+        old.topic,
+        old.part_start,
+        old.parts,
+        table.topics,
+        spreads,
+        flat_offset,
+        replayed,
+        op_member,
+        op_kind,
+        op_topic,
+        op_partition,
+        op_capacity,
+    )
+
+
+def answer_replayed(
+    member_ids: list[str],
+    maps: Sequence[Mapping[TopicId, Collection[int]]],
+    plain: bool,
+    entry_start: np.ndarray,
+    entry_topic: np.ndarray,
+    part_start: np.ndarray,
+    parts: np.ndarray,
+    topics: Sequence[TopicId],
+    spreads: np.ndarray,
+    flat_offset: np.ndarray,
+    replayed: np.ndarray,
+    op_member: np.ndarray,
+    op_kind: np.ndarray,
+    op_topic: np.ndarray,
+    op_partition: np.ndarray,
+    op_capacity: np.ndarray,
+) -> GroupAssignment | None:
+    """The answer (an :class:`~kgroup.group.assignors.fast.answer.ArrayAssignment`): each replayed
+    member's map in Java's order, every other member's own map; None when a replayed map would have
+    held a tree bucket (see :func:`~kgroup.group.assignors.fast.javamaps.replay`). A replayed member's
+    entries must have their partitions in ``part_start``/``parts``."""
+    own: Sequence[Mapping[TopicId, Collection[int]]] = (
+        maps if plain else [{t: tuple(p) for t, p in a.items()} for a in maps]
+    )
     which = np.flatnonzero(replayed)
+    row = np.full(len(member_ids), -1, np.int64)
     if not len(which):
-        return result
+        empty = np.zeros(1, np.int64)
+        return ArrayAssignment(member_ids, own, row, empty, empty[:0], empty, empty[:0], topics)
     # every op belongs to a replayed member; a replayed member may have none (a bare deep copy)
-    order = np.argsort(op_member, kind="mergesort")
+    order = np.argsort(op_member, kind="stable")
     op_start = np.searchsorted(op_member[order], np.concatenate([which, which[-1:] + 1]))
-    entry_start, entry_topic, part_start, parts, modelled = replay(
+    out_entry_start, out_topic, out_part_start, out_parts, modelled = replay(
         which.astype(np.int64),
         op_start,
         op_kind[order],
         op_topic[order],
         op_partition[order],
         op_capacity[order],
-        old.entry_start,
-        old.topic,
-        old.part_start,
-        old.parts,
+        entry_start,
+        entry_topic,
+        part_start,
+        parts,
         spreads,
         flat_offset,
     )
     if not modelled:
         return None
-    topics = list(map(table.topics.__getitem__, entry_topic.tolist()))
-    flat = tuple(parts.tolist())
-    bounds = part_start.tolist()
-    partitions = list(map(flat.__getitem__, map(slice, bounds, bounds[1:])))
-    offsets = entry_start.tolist()
-    for m, lo, hi in zip(which.tolist(), offsets, offsets[1:], strict=False):
-        result[member_ids[m]] = dict(zip(topics[lo:hi], partitions[lo:hi], strict=True))
-    return result
+    row[which] = np.arange(len(which))
+    return ArrayAssignment(
+        member_ids,
+        own,
+        row,
+        out_entry_start,
+        out_topic,
+        out_part_start,
+        out_parts,
+        topics,
+    )
