@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from kgroup.broker.internal_topic import record_batch
 from kgroup.log.batch import HEADER_SIZE, parse_header
 from kgroup.wire.varint import read_uvarint
 
@@ -83,8 +84,14 @@ class HostThread(Generic[K]):
     """A host's thread (``thread_name_prefix``), its loading task, its timers by key ``K`` and its
     background tasks; :meth:`close` cancels them and stops the thread."""
 
-    def __init__(self, cluster: Cluster, thread_name_prefix: str) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        thread_name_prefix: str,
+        notify_appended: Callable[[str, int, int], None] | None,
+    ) -> None:
         self.cluster = cluster
+        self._notify = notify_appended
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name_prefix)
         self._lock: asyncio.Lock | None = None
         self._timers: dict[K, asyncio.TimerHandle] = {}
@@ -137,3 +144,18 @@ class HostThread(Generic[K]):
                 entries.extend(read.entries)
                 offset = read.next_offset
         return entries
+
+    def _append_batches(
+        self, topic: str, by_partition: dict[int, list[tuple[bytes, bytes | None]]], now_ms: int
+    ) -> None:
+        """Each partition's (key, value) entries appended to ``topic`` as one record batch, partitions
+        in order, the broker told of each append; raises OSError when a partition is not there or the
+        disk refuses."""
+        for partition, entries in sorted(by_partition.items()):
+            plog = self.cluster.partition_log(topic, partition)
+            if plog is None:
+                raise OSError(f"{topic}-{partition} is not there")
+            data = record_batch(entries, now_ms)
+            plog.append(plog.validate(data, now_ms=now_ms), now_ms=now_ms)
+            if self._notify is not None:
+                self._notify(topic, partition, len(data))

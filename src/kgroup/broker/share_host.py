@@ -34,7 +34,6 @@ from typing import Any, TypeVar
 from kgroup.broker.cluster import SHARE_GROUP_STATE_TOPIC, Cluster
 from kgroup.broker.group_configs import store_of
 from kgroup.broker.host_thread import HostThread
-from kgroup.broker.internal_topic import record_batch
 from kgroup.broker.share_sessions import ShareSession, ShareSessionCache
 from kgroup.javacompat import java_string_hash
 from kgroup.log.batch import HEADER_SIZE, parse_header
@@ -158,11 +157,10 @@ class ShareHost(HostThread[LockKey]):
         config: ShareHostConfig | None = None,
         notify_appended: Callable[[str, int, int], None] | None = None,
     ) -> None:
-        super().__init__(cluster, "kgroup-share")
+        super().__init__(cluster, "kgroup-share", notify_appended)
         self.clock_ms = clock_ms
         self.config = config or ShareHostConfig()
         self._reset = parse_share_auto_offset_reset(self.config.auto_offset_reset)
-        self._notify = notify_appended
         self.store = ShareStateStore()
         self.sessions = ShareSessionCache(self.config.max_share_sessions)
         self._partitions: dict[tuple[str, uuid.UUID, int], _Hosted] = {}
@@ -222,14 +220,18 @@ class ShareHost(HostThread[LockKey]):
                 else encode_share_record(record)
             )
             by_partition.setdefault(partition, []).append(entry)
-        for partition, entries in sorted(by_partition.items()):
-            plog = self.cluster.partition_log(SHARE_GROUP_STATE_TOPIC, partition)
-            if plog is None:
-                raise OSError(f"{SHARE_GROUP_STATE_TOPIC}-{partition} is not there")
-            data = record_batch(entries, now_ms)
-            plog.append(plog.validate(data, now_ms=now_ms), now_ms=now_ms)
-            if self._notify is not None:
-                self._notify(SHARE_GROUP_STATE_TOPIC, partition, len(data))
+        self._append_batches(SHARE_GROUP_STATE_TOPIC, by_partition, now_ms)
+
+    async def _appended(self, records: Sequence[tuple[int, ShareStateRecord | ShareKey]]) -> bool:
+        """:meth:`_append`; when the disk refuses, logged and the store rebuilt from the topic
+        (:meth:`_reload`): False then."""
+        try:
+            self._append(records)
+        except Exception as exc:
+            log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
+            await self._reload()
+            return False
+        return True
 
     def _write(
         self, hosted: _Hosted, write: StateWrite | None, now_ms: int
@@ -255,11 +257,7 @@ class ShareHost(HostThread[LockKey]):
         wanted = [(topic_id, p) for topic_id, ps in partitions for p in ps]
         async with self._lock:
             records = await self._on_thread(self._initialize, group_id, group_epoch, wanted, self.clock_ms())
-            try:
-                self._append(records)
-            except Exception as exc:
-                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                await self._reload()
+            if not await self._appended(records):
                 return False
         return True
 
@@ -312,11 +310,7 @@ class ShareHost(HostThread[LockKey]):
                 record = await self._on_thread(self.store.initialize, key, group_epoch, start, now_ms)
                 records.append((state_partition_for(group_id, topic_id, partition), record))
                 self._evict(group_id, topic_id, partition)
-            try:
-                self._append(records)
-            except Exception as exc:
-                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                await self._reload()
+            if not await self._appended(records):
                 return False
         return True
 
@@ -334,11 +328,7 @@ class ShareHost(HostThread[LockKey]):
                 if self.store.has(key):
                     await self._on_thread(self.store.replay_tombstone, key)
                     records.append((state_partition_for(group_id, topic_id, partition), key))
-            try:
-                self._append(records)
-            except Exception as exc:
-                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                await self._reload()
+            if not await self._appended(records):
                 return False
         return True
 
@@ -481,11 +471,7 @@ class ShareHost(HostThread[LockKey]):
             now_ms = self.clock_ms()
             results = await self._on_thread(self._acknowledge_all, member_id, hosted, entries, now_ms)
             records = [r for _, _, _, rs in results for r in rs]
-            try:
-                self._append(records)
-            except Exception as exc:
-                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                await self._reload()
+            if not await self._appended(records):
                 return [(int(_UNKNOWN_SERVER_ERROR), None) for _ in entries]
             answers = []
             released = False
@@ -640,11 +626,7 @@ class ShareHost(HostThread[LockKey]):
             if not hosted:
                 return
             results = await self._on_thread(self._release_all, member_id, hosted, self.clock_ms())
-            try:
-                self._append([r for _, rs in results for r in rs])
-            except Exception as exc:
-                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                await self._reload()
+            if not await self._appended([r for _, rs in results for r in rs]):
                 return
             for effects, _ in results:
                 self._apply_effects(effects)
@@ -754,13 +736,8 @@ class ShareHost(HostThread[LockKey]):
                 return list(result.effects), self._write(hosted, result.write, now_ms)
 
             effects, records = await self._on_thread(fire)
-            if records:
-                try:
-                    self._append(records)
-                except Exception as exc:
-                    log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                    await self._reload()
-                    return
+            if records and not await self._appended(records):
+                return
             self._apply_effects(effects)
         self._wake()
 

@@ -42,7 +42,6 @@ from typing import Any, TypeVar
 
 from kgroup.broker.cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster
 from kgroup.broker.host_thread import HostThread, read_batch_entries
-from kgroup.broker.internal_topic import record_batch
 from kgroup.model import ErrorCode
 from kgroup.transactions.api import ScheduleTxnTimer, TxnRequest, TxnResult, TxnTimer, WriteMarkers
 from kgroup.transactions.coordinator import TransactionCoordinator, TxnCoordinatorConfig
@@ -83,13 +82,12 @@ class TransactionHost(HostThread[TxnTimer]):
         config: TxnCoordinatorConfig | None = None,
         notify_appended: Callable[[str, int, int], None] | None = None,
     ) -> None:
-        super().__init__(cluster, "kgroup-transactions")
+        super().__init__(cluster, "kgroup-transactions", notify_appended)
         self.clock_ms = clock_ms
         self.config = config or TxnCoordinatorConfig(
             offsets_topic_partitions=cluster.config.offsets_topic_partitions
         )
         self._allocate = allocate_producer_id
-        self._notify = notify_appended
         self.coordinator = TransactionCoordinator(self.config, allocate_producer_id)
         self.loaded = False
         #: the group coordinators hear of a marker reaching an ``__consumer_offsets`` partition
@@ -208,14 +206,7 @@ class TransactionHost(HostThread[TxnTimer]):
             by_partition.setdefault(partition, []).append(self.coordinator.encode(record))
         try:
             self.ensure_topic()
-            for partition, entries in sorted(by_partition.items()):
-                plog = self.cluster.partition_log(TRANSACTION_STATE_TOPIC, partition)
-                if plog is None:
-                    raise OSError(f"{TRANSACTION_STATE_TOPIC}-{partition} is not there")
-                data = record_batch(entries, now_ms)
-                plog.append(plog.validate(data, now_ms=now_ms), now_ms=now_ms)
-                if self._notify is not None:
-                    self._notify(TRANSACTION_STATE_TOPIC, partition, len(data))
+            self._append_batches(TRANSACTION_STATE_TOPIC, by_partition, now_ms)
         except Exception as exc:
             log.error("cannot append to %s: %s", TRANSACTION_STATE_TOPIC, exc)
             return False
