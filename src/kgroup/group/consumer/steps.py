@@ -67,13 +67,6 @@ def check_regex(regex: str) -> TopicRegex:
         ) from None
 
 
-def compile_quietly(regex: str) -> TopicRegex | None:
-    try:
-        return check_regex(regex)
-    except ApiError:
-        return None
-
-
 def remove_member_records(group_id: str, member_id: str, op: Op) -> None:
     op.records.append(ConsumerGroupCurrentMemberAssignment(group_id, member_id, None))
     op.records.append(ConsumerGroupTargetAssignmentMember(group_id, member_id, None))
