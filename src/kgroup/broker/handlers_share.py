@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
+from kgroup.broker.handlers_data import leader_check
 from kgroup.broker.share_host import PartitionFetch, ShareHost
 from kgroup.broker.share_sessions import FINAL_EPOCH, SessionError
 from kgroup.broker.waiters import FetchWaiter
@@ -74,13 +75,7 @@ def _partition_error(ctx: RequestContext, name: str, partition: int) -> int:
         return ErrorCode.UNKNOWN_TOPIC_ID
     if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, name):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    cluster = ctx.services.cluster
-    info = cluster.topics.get(name)
-    if info is None or not 0 <= partition < info.partitions:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if cluster.partition_leader(name, partition) != ctx.node_id:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return ErrorCode.NONE
+    return leader_check(ctx, name, partition)
 
 
 def _batches_error(batches: Sequence[Any], renew_allowed: bool) -> bool:
