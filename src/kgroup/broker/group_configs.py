@@ -20,7 +20,6 @@ entries.
 from __future__ import annotations
 
 import json
-import os
 import re
 import weakref
 from collections.abc import Mapping
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kgroup.log.partition import sync_directory
+from kgroup.log.partition import write_atomically
 from kgroup.share.reset import parse_share_auto_offset_reset
 
 __all__ = [
@@ -274,22 +273,8 @@ class GroupConfigStore:
         else:
             updated.pop(group_id, None)
         if self._path is not None:
-            _write_atomically(self._path, json.dumps(updated, sort_keys=True).encode())
+            write_atomically(self._path, json.dumps(updated, sort_keys=True).encode())
         self._configs = updated
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temp = path.with_name(path.name + ".tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
-    sync_directory(path.parent)
 
 
 #: one store per cluster (its data directory's), made at its first use

@@ -17,7 +17,15 @@ from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
 from kgroup.broker.handlers_group import group_denied
-from kgroup.broker.share_offsets import ALTER_VERSIONS, ZERO_UUID, call_share_coordinator, to_uuid
+from kgroup.broker.share_offsets import (
+    ALTER_VERSIONS,
+    MESSAGES,
+    ZERO_UUID,
+    call_share_coordinator,
+    prepare_on_coordinator,
+    to_uuid,
+    whole_error,
+)
 from kgroup.group.share.offsets import (
     AlterShareOffsets,
     AlterShareOffsetsPrepared,
@@ -30,33 +38,12 @@ from kgroup.wire.api_keys import ApiKey
 
 __all__: list[str] = []
 
-_MESSAGES = {
-    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
-    ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
-    ErrorCode.INVALID_GROUP_ID: "The configured groupId is invalid.",
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
-    ErrorCode.UNKNOWN_SERVER_ERROR: (
-        "The server experienced an unexpected error when processing the request."
-    ),
-}
-
-
-def _error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
-    """``AlterShareGroupOffsetsRequest.getErrorResponseData``: the code and message, no topics."""
-    return {
-        "throttle_time": 0,
-        "error_code": code,
-        "error_message": message if message is not None else _MESSAGES.get(code),
-        "responses": [],
-    }
-
 
 @register(ApiKey.ALTER_SHARE_GROUP_OFFSETS, versions=ALTER_VERSIONS)
 async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
     group_id = request.group_id
     if group_denied(ctx, AclOperation.READ, group_id):
-        return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return whole_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     # KafkaApis answers a topic the principal may not read, or one the metadata cache does not have,
     # itself (in the request's order, before the coordinator's answers); the rest goes on
     cluster = ctx.services.cluster
@@ -80,19 +67,16 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
                 "topic_name": name,
                 "topic_id": ZERO_UUID if info is None else info.topic_id,
                 "partitions": [
-                    {"partition_index": p, "error_code": code, "error_message": _MESSAGES[code]}
+                    {"partition_index": p, "error_code": code, "error_message": MESSAGES[code]}
                     for p, _ in partitions
                 ],
             }
         )
-    if not group_id:
-        return _error(ErrorCode.INVALID_GROUP_ID)
-    prepared = await call_share_coordinator(ctx, group_id, AlterShareOffsets(group_id, tuple(allowed)))
-    if prepared is None:
-        return _error(ErrorCode.NOT_COORDINATOR)
-    assert isinstance(prepared, AlterShareOffsetsPrepared)
-    if prepared.error_code != ErrorCode.NONE:
-        return _error(prepared.error_code, prepared.error_message)
+    prepared = await prepare_on_coordinator(
+        ctx, group_id, AlterShareOffsets(group_id, tuple(allowed)), AlterShareOffsetsPrepared
+    )
+    if isinstance(prepared, dict):
+        return prepared
     if prepared.initialize:
         written = await ctx.services.shares.alter_start_offsets(
             group_id,
@@ -100,7 +84,7 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
             [(to_uuid(t), p, start) for t, _, offsets in prepared.initialize for p, start in offsets],
         )
         if not written:
-            return _error(ErrorCode.UNKNOWN_SERVER_ERROR)
+            return whole_error(ErrorCode.UNKNOWN_SERVER_ERROR)
         done = await call_share_coordinator(
             ctx,
             group_id,
@@ -111,7 +95,7 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
             ),
         )
         if not isinstance(done, ShareOffsetsDone):
-            return _error(ErrorCode.NOT_COORDINATOR)
+            return whole_error(ErrorCode.NOT_COORDINATOR)
     responses = [
         {
             "topic_name": name,

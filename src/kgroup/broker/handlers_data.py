@@ -39,7 +39,9 @@ LEADER_EPOCH = 0  # one copy, one leader epoch
 LATEST = -1  # ListOffsets' latest timestamp
 
 
-def _leader_check(ctx: RequestContext, topic: str, partition: int) -> int:
+def leader_check(ctx: RequestContext, topic: str, partition: int) -> int:
+    """UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER at a node that does not lead the
+    partition, or none (0)."""
     cluster = ctx.services.cluster
     info = cluster.topics.get(topic)
     if info is None or not 0 <= partition < info.partitions:
@@ -134,7 +136,7 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             elif name in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
                 code = ErrorCode.INVALID_TOPIC_EXCEPTION
             else:
-                code = _leader_check(ctx, name, index)
+                code = leader_check(ctx, name, index)
             if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                 entry["current_leader"] = _current_leader(ctx, name, index)
                 leaders.add(entry["current_leader"]["leader_id"])
@@ -215,7 +217,7 @@ def _fetch_partition(
     elif not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, topic):
         code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     else:
-        code = _leader_check(ctx, topic, index)
+        code = leader_check(ctx, topic, index)
     if code in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID):
         # KafkaApis answers an unknown partition before the replica manager reads, with the
         # response's default (an empty aborted-transactions list, not null)
@@ -409,7 +411,7 @@ async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
-                code = _leader_check(ctx, topic.name, index)
+                code = leader_check(ctx, topic.name, index)
             if code == ErrorCode.NONE:
                 code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
             if code == ErrorCode.NONE:

@@ -16,7 +16,15 @@ from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
 from kgroup.broker.handlers_group import group_denied
-from kgroup.broker.share_offsets import DELETE_VERSIONS, ZERO_UUID, call_share_coordinator, to_uuid
+from kgroup.broker.share_offsets import (
+    DELETE_VERSIONS,
+    MESSAGES,
+    ZERO_UUID,
+    call_share_coordinator,
+    prepare_on_coordinator,
+    to_uuid,
+    whole_error,
+)
 from kgroup.group.share.offsets import DeleteShareOffsets, DeleteShareOffsetsPrepared, ShareOffsetsDeleted
 from kgroup.model import ErrorCode
 from kgroup.security.acl import AclOperation, ResourceType
@@ -24,32 +32,12 @@ from kgroup.wire.api_keys import ApiKey
 
 __all__: list[str] = []
 
-_MESSAGES = {
-    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
-    ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
-    ErrorCode.INVALID_GROUP_ID: "The configured groupId is invalid.",
-    ErrorCode.UNKNOWN_SERVER_ERROR: (
-        "The server experienced an unexpected error when processing the request."
-    ),
-}
-
-
-def _error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
-    """``DeleteShareGroupOffsetsRequest.getErrorDeleteResponseData``: the code and message, no topics."""
-    return {
-        "throttle_time": 0,
-        "error_code": code,
-        "error_message": message if message is not None else _MESSAGES.get(code),
-        "responses": [],
-    }
-
 
 @register(ApiKey.DELETE_SHARE_GROUP_OFFSETS, versions=DELETE_VERSIONS)
 async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
     group_id = request.group_id
     if group_denied(ctx, AclOperation.DELETE, group_id):
-        return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return whole_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     allowed: list[str] = []
     denied: list[dict[str, Any]] = []
     for topic in request.topics:
@@ -64,24 +52,21 @@ async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
                     "topic_name": name,
                     "topic_id": ZERO_UUID,
                     "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                    "error_message": _MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED],
+                    "error_message": MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED],
                 }
             )
-    if not group_id:
-        return _error(ErrorCode.INVALID_GROUP_ID)
-    prepared = await call_share_coordinator(ctx, group_id, DeleteShareOffsets(group_id, tuple(allowed)))
-    if prepared is None:
-        return _error(ErrorCode.NOT_COORDINATOR)
-    assert isinstance(prepared, DeleteShareOffsetsPrepared)
-    if prepared.error_code != ErrorCode.NONE:
-        return _error(prepared.error_code, prepared.error_message)
+    prepared = await prepare_on_coordinator(
+        ctx, group_id, DeleteShareOffsets(group_id, tuple(allowed)), DeleteShareOffsetsPrepared
+    )
+    if isinstance(prepared, dict):
+        return prepared
     deleted: list[dict[str, Any]] = []
     if prepared.delete:
         written = await ctx.services.shares.delete_state(
             group_id, [(to_uuid(t), p) for t, _, partitions in prepared.delete for p in partitions]
         )
         if not written:
-            return _error(ErrorCode.UNKNOWN_SERVER_ERROR)
+            return whole_error(ErrorCode.UNKNOWN_SERVER_ERROR)
         await call_share_coordinator(
             ctx, group_id, ShareOffsetsDeleted(group_id, tuple(t for t, _, _ in prepared.delete))
         )

@@ -23,7 +23,13 @@ from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
 from kgroup.broker.handlers_group import group_denied
-from kgroup.broker.share_offsets import DESCRIBE_VERSIONS, ZERO_UUID, call_share_coordinator, to_uuid
+from kgroup.broker.share_offsets import (
+    DESCRIBE_VERSIONS,
+    MESSAGES,
+    ZERO_UUID,
+    call_share_coordinator,
+    to_uuid,
+)
 from kgroup.group.share.offsets import ShareInitializedPartitions, ShareInitializedPartitionsAnswer
 from kgroup.model import ErrorCode
 from kgroup.security.acl import AclOperation, ResourceType
@@ -31,17 +37,10 @@ from kgroup.wire.api_keys import ApiKey
 
 __all__: list[str] = []
 
-#: ``Errors.X.message()`` for the errors answered here
-_MESSAGES = {
-    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
-    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
-    ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
-}
-
 
 def _group_error(group_id: str, code: ErrorCode) -> dict[str, Any]:
     """``DescribeShareGroupOffsetsRequest.getErrorDescribedGroup``."""
-    return {"group_id": group_id, "topics": [], "error_code": code, "error_message": _MESSAGES.get(code)}
+    return {"group_id": group_id, "topics": [], "error_code": code, "error_message": MESSAGES.get(code)}
 
 
 def _partition(index: int, start: int, leader_epoch: int, lag: int) -> dict[str, Any]:
@@ -97,7 +96,7 @@ async def _describe_named(ctx: RequestContext, group_id: str, requested: Any) ->
                             "start_offset": 0,
                             "leader_epoch": 0,
                             "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                            "error_message": _MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED],
+                            "error_message": MESSAGES[ErrorCode.TOPIC_AUTHORIZATION_FAILED],
                         }
                         for p in partitions
                     ],

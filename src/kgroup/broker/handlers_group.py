@@ -18,6 +18,7 @@ from kgroup.broker.handlers_txn import transaction_coordinator_of
 from kgroup.broker.topic_acls import answer_with_denied_topics, any_topic_denied, split_offset_fetch
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
 from kgroup.group.records.serde import offset_commit_batch_bytes
+from kgroup.group.txn_offsets import metadata_too_large
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -286,7 +287,7 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
         else:
             codes.append(None)
             candidates.append(offset)
-            if len(sized) * _MIN_OFFSET_RECORD_BYTES <= batch_limit and not _metadata_too_large(
+            if len(sized) * _MIN_OFFSET_RECORD_BYTES <= batch_limit and not metadata_too_large(
                 offset.committed_metadata, metadata_limit
             ):
                 sized.append((tp.topic, offset.committed_metadata or ""))
@@ -314,14 +315,6 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
 #: fewer bytes than the smallest offset record Kafka writes (1-byte group id and topic: 61 bytes):
 #: once this many records times the limit are sized, the batch is known to be too large
 _MIN_OFFSET_RECORD_BYTES = 50
-
-
-def _metadata_too_large(metadata: str | None, limit: int) -> bool:
-    """``offset.metadata.max.bytes`` as the coordinator checks it (Java's String.length()): such an
-    offset is refused by the coordinator and writes no record."""
-    if not metadata or len(metadata) * 2 <= limit:
-        return False
-    return len(metadata.encode("utf-16-le")) // 2 > limit
 
 
 @register(ApiKey.OFFSET_FETCH, versions=(1, 10))  # v10 addresses topics by id

@@ -22,11 +22,13 @@ waiters as Fetch (:mod:`kgroup.broker.waiters`), then looks once more each time 
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
+from kgroup.broker.handlers_data import leader_check
 from kgroup.broker.share_host import PartitionFetch, ShareHost
 from kgroup.broker.share_sessions import FINAL_EPOCH, SessionError
 from kgroup.broker.waiters import FetchWaiter
@@ -73,13 +75,7 @@ def _partition_error(ctx: RequestContext, name: str, partition: int) -> int:
         return ErrorCode.UNKNOWN_TOPIC_ID
     if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, name):
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    cluster = ctx.services.cluster
-    info = cluster.topics.get(name)
-    if info is None or not 0 <= partition < info.partitions:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    if cluster.partition_leader(name, partition) != ctx.node_id:
-        return ErrorCode.NOT_LEADER_OR_FOLLOWER
-    return ErrorCode.NONE
+    return leader_check(ctx, name, partition)
 
 
 def _batches_error(batches: Sequence[Any], renew_allowed: bool) -> bool:
@@ -157,6 +153,24 @@ def _endpoints(ctx: RequestContext, nodes: set[int]) -> list[dict[str, Any]]:
     return [{"node_id": n, "host": host, "port": ports[n], "rack": None} for n in sorted(nodes) if n in ports]
 
 
+def _answer(
+    ctx: RequestContext,
+    group_id: str,
+    topics: Iterable[tuple[uuid.UUID, Iterable[dict[str, Any]]]],
+    leaders: set[int],
+) -> dict[str, Any]:
+    """ShareFetch's and ShareAcknowledge's answer: no top-level error, the group's record lock
+    duration, each topic's partitions, the endpoints of the leaders the partitions name."""
+    return {
+        "throttle_time": 0,
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "acquisition_lock_timeout": _host(ctx).group_settings(group_id)[0].record_lock_duration_ms,
+        "responses": [{"topic_id": topic_id, "partitions": list(parts)} for topic_id, parts in topics],
+        "node_endpoints": _endpoints(ctx, leaders),
+    }
+
+
 @register(ApiKey.SHARE_FETCH, versions=(1, 2))
 async def share_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     group_id = request.group_id
@@ -225,16 +239,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         entry["acknowledge_error_message"] = message
     if context.final:
         await host.close_session(group_id, member_id)
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
-        "acquisition_lock_timeout": host.group_settings(group_id)[0].record_lock_duration_ms,
-        "responses": [
-            {"topic_id": topic_id, "partitions": list(parts.values())} for topic_id, parts in order.items()
-        ],
-        "node_endpoints": _endpoints(ctx, leaders),
-    }
+    return _answer(ctx, group_id, ((topic_id, parts.values()) for topic_id, parts in order.items()), leaders)
 
 
 def _partition_entry(index: int, code: int, message: str | None) -> dict[str, Any]:
@@ -274,10 +279,16 @@ async def _fetch(
             valid.append((topic_id, name, index))
     if not valid:
         return out
-    max_bytes = int(request.max_bytes)
-    max_records = int(request.max_records)
-    batch_size = int(request.batch_size)
-    record_limit = ctx.version >= 2 and int(getattr(request, "share_acquire_mode", 0)) == _RECORD_LIMIT
+    acquire = functools.partial(
+        host.acquire,
+        group_id,
+        member_id,
+        valid,
+        max_bytes=int(request.max_bytes),
+        max_records=int(request.max_records),
+        batch_size=int(request.batch_size),
+        record_limit=ctx.version >= 2 and int(getattr(request, "share_acquire_mode", 0)) == _RECORD_LIMIT,
+    )
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0.0, request.max_wait.total_seconds())
     while True:
@@ -287,15 +298,7 @@ async def _fetch(
         )
         ctx.services.watch_appends(waiter)
         try:
-            got = await host.acquire(
-                group_id,
-                member_id,
-                valid,
-                max_bytes=max_bytes,
-                max_records=max_records,
-                batch_size=batch_size,
-                record_limit=record_limit,
-            )
+            got = await acquire()
             # a share partition's own error (not initialised, …) does not end the wait, as in
             # Kafka's DelayedShareFetch: it is answered with the rest when the wait ends
             if any(r.acquired for r in got.values()) or loop.time() >= deadline:
@@ -312,15 +315,7 @@ async def _fetch(
         finally:
             ctx.services.unwatch_appends(waiter)
         if loop.time() >= deadline:
-            got = await host.acquire(
-                group_id,
-                member_id,
-                valid,
-                max_bytes=max_bytes,
-                max_records=max_records,
-                batch_size=batch_size,
-                record_limit=record_limit,
-            )
+            got = await acquire()
             out.update(got)
             return out
 
@@ -358,11 +353,4 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> dict[str, Any]
         order.setdefault(topic_id, []).append(entry)
     if epoch == FINAL_EPOCH:
         await host.close_session(group_id, member_id)
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
-        "acquisition_lock_timeout": host.group_settings(group_id)[0].record_lock_duration_ms,
-        "responses": [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in order.items()],
-        "node_endpoints": _endpoints(ctx, leaders),
-    }
+    return _answer(ctx, group_id, order.items(), leaders)

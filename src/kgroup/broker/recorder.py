@@ -230,23 +230,13 @@ def _classic(
         built.generation = record.generation
         if record.protocol_name is not None:  # an Empty generation keeps the last protocol
             built.protocol = record.protocol_name
-    elif isinstance(record, StaticMemberReplaced):
+    elif isinstance(record, StaticMemberReplaced | MemberUpserted):
         member = record.member
         built.joined(
             t,
             member.member_id,
             member.group_instance_id,
-            replaces=record.old_member_id,
-            client_id=member.client_id,
-            client_host=member.client_host,
-        )
-        built.classic_members.add(member.member_id)
-    elif isinstance(record, MemberUpserted):
-        member = record.member
-        built.joined(
-            t,
-            member.member_id,
-            member.group_instance_id,
+            replaces=record.old_member_id if isinstance(record, StaticMemberReplaced) else None,
             client_id=member.client_id,
             client_host=member.client_host,
         )

@@ -28,15 +28,13 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kgroup.broker.cluster import SHARE_GROUP_STATE_TOPIC, Cluster
 from kgroup.broker.group_configs import store_of
-from kgroup.broker.internal_topic import record_batch
+from kgroup.broker.host_thread import HostThread
 from kgroup.broker.share_sessions import ShareSession, ShareSessionCache
-from kgroup.broker.txn_host import read_batch_entries
 from kgroup.javacompat import java_string_hash
 from kgroup.log.batch import HEADER_SIZE, parse_header
 from kgroup.model import TopicId
@@ -85,7 +83,6 @@ SHARE_GROUP_STATE_CONFIGS = {
     "compression.type": "uncompressed",
     "segment.bytes": "104857600",
 }
-_READ_BYTES = 1 << 20
 #: a ShareFetch of many partitions reads this many partitions' logs between two turns of the loop
 _READS_PER_TURN = 64
 #: a share partition's log is read this much at a time (see _read_log)
@@ -149,7 +146,7 @@ class _Hosted:
     partition: int
 
 
-class ShareHost:
+class ShareHost(HostThread[LockKey]):
     """The broker's share partitions and share coordinator state (see the module)."""
 
     def __init__(
@@ -160,22 +157,15 @@ class ShareHost:
         config: ShareHostConfig | None = None,
         notify_appended: Callable[[str, int, int], None] | None = None,
     ) -> None:
-        self.cluster = cluster
+        super().__init__(cluster, "kgroup-share", notify_appended)
         self.clock_ms = clock_ms
         self.config = config or ShareHostConfig()
         self._reset = parse_share_auto_offset_reset(self.config.auto_offset_reset)
-        self._notify = notify_appended
         self.store = ShareStateStore()
         self.sessions = ShareSessionCache(self.config.max_share_sessions)
         self._partitions: dict[tuple[str, uuid.UUID, int], _Hosted] = {}
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-share")
-        self._lock: asyncio.Lock | None = None
-        self._timers: dict[LockKey, asyncio.TimerHandle] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._loading: asyncio.Task[None] | None = None
         #: woken whenever records become acquirable again (released, timed out)
         self._released: asyncio.Event | None = None
-        self._closed = False
         #: ``serve --record``: told what each share partition call did (on the share thread)
         self.observer: Callable[[ShareEvent], None] | None = None
 
@@ -189,53 +179,8 @@ class ShareHost:
     async def _load(self) -> None:
         assert self._lock is not None
         async with self._lock:
-            entries = await self._read_all()
+            entries = await self._read_all(SHARE_GROUP_STATE_TOPIC)
             await self._on_thread(self._replay, entries)
-
-    async def wait_loaded(self) -> None:
-        if self._loading is not None:
-            await asyncio.shield(self._loading)
-
-    async def close(self) -> None:
-        self._closed = True
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._loading is not None and not self._loading.done():
-            self._loading.cancel()
-            await asyncio.gather(self._loading, return_exceptions=True)
-        self._thread.shutdown(wait=True, cancel_futures=True)
-
-    async def _on_thread(self, function: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, function, *args)
-
-    async def _read_all(self) -> list[tuple[bytes, bytes | None]]:
-        entries: list[tuple[bytes, bytes | None]] = []
-        info = self.cluster.topics.get(SHARE_GROUP_STATE_TOPIC)
-        if info is None:
-            return entries
-        for partition in range(info.partitions):
-            plog = self.cluster.partition_log(SHARE_GROUP_STATE_TOPIC, partition)
-            if plog is None:
-                continue
-            offset = plog.log_start_offset
-            while offset < plog.log_end_offset:
-                data = bytes(plog.read(offset, _READ_BYTES))
-                if not data:
-                    break
-                last = offset - 1
-                for record_offset, key, value in read_batch_entries(data):
-                    if record_offset >= offset:
-                        entries.append((key, value))
-                    last = max(last, record_offset)
-                await asyncio.sleep(0)
-                if last < offset:
-                    break
-                offset = last + 1
-        return entries
 
     def _replay(self, entries: Sequence[tuple[bytes, bytes | None]]) -> None:
         """On the share thread: the share coordinator's state from its records."""
@@ -275,14 +220,18 @@ class ShareHost:
                 else encode_share_record(record)
             )
             by_partition.setdefault(partition, []).append(entry)
-        for partition, entries in sorted(by_partition.items()):
-            plog = self.cluster.partition_log(SHARE_GROUP_STATE_TOPIC, partition)
-            if plog is None:
-                raise OSError(f"{SHARE_GROUP_STATE_TOPIC}-{partition} is not there")
-            data = record_batch(entries, now_ms)
-            plog.append(plog.validate(data, now_ms=now_ms), now_ms=now_ms)
-            if self._notify is not None:
-                self._notify(SHARE_GROUP_STATE_TOPIC, partition, len(data))
+        self._append_batches(SHARE_GROUP_STATE_TOPIC, by_partition, now_ms)
+
+    async def _appended(self, records: Sequence[tuple[int, ShareStateRecord | ShareKey]]) -> bool:
+        """:meth:`_append`; when the disk refuses, logged and the store rebuilt from the topic
+        (:meth:`_reload`): False then."""
+        try:
+            self._append(records)
+        except Exception as exc:
+            log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
+            await self._reload()
+            return False
+        return True
 
     def _write(
         self, hosted: _Hosted, write: StateWrite | None, now_ms: int
@@ -308,11 +257,7 @@ class ShareHost:
         wanted = [(topic_id, p) for topic_id, ps in partitions for p in ps]
         async with self._lock:
             records = await self._on_thread(self._initialize, group_id, group_epoch, wanted, self.clock_ms())
-            try:
-                self._append(records)
-            except Exception as exc:
-                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                await self._reload()
+            if not await self._appended(records):
                 return False
         return True
 
@@ -365,11 +310,7 @@ class ShareHost:
                 record = await self._on_thread(self.store.initialize, key, group_epoch, start, now_ms)
                 records.append((state_partition_for(group_id, topic_id, partition), record))
                 self._evict(group_id, topic_id, partition)
-            try:
-                self._append(records)
-            except Exception as exc:
-                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                await self._reload()
+            if not await self._appended(records):
                 return False
         return True
 
@@ -387,11 +328,7 @@ class ShareHost:
                 if self.store.has(key):
                     await self._on_thread(self.store.replay_tombstone, key)
                     records.append((state_partition_for(group_id, topic_id, partition), key))
-            try:
-                self._append(records)
-            except Exception as exc:
-                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                await self._reload()
+            if not await self._appended(records):
                 return False
         return True
 
@@ -414,7 +351,7 @@ class ShareHost:
         self._timers.clear()
         self._partitions.clear()
         self.store = ShareStateStore()
-        await self._on_thread(self._replay, await self._read_all())
+        await self._on_thread(self._replay, await self._read_all(SHARE_GROUP_STATE_TOPIC))
 
     # --- the group's configs ---------------------------------------------------------------------------
 
@@ -534,11 +471,7 @@ class ShareHost:
             now_ms = self.clock_ms()
             results = await self._on_thread(self._acknowledge_all, member_id, hosted, entries, now_ms)
             records = [r for _, _, _, rs in results for r in rs]
-            try:
-                self._append(records)
-            except Exception as exc:
-                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                await self._reload()
+            if not await self._appended(records):
                 return [(int(_UNKNOWN_SERVER_ERROR), None) for _ in entries]
             answers = []
             released = False
@@ -693,11 +626,7 @@ class ShareHost:
             if not hosted:
                 return
             results = await self._on_thread(self._release_all, member_id, hosted, self.clock_ms())
-            try:
-                self._append([r for _, rs in results for r in rs])
-            except Exception as exc:
-                log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                await self._reload()
+            if not await self._appended([r for _, rs in results for r in rs]):
                 return
             for effects, _ in results:
                 self._apply_effects(effects)
@@ -807,13 +736,8 @@ class ShareHost:
                 return list(result.effects), self._write(hosted, result.write, now_ms)
 
             effects, records = await self._on_thread(fire)
-            if records:
-                try:
-                    self._append(records)
-                except Exception as exc:
-                    log.error("cannot append to %s: %s", SHARE_GROUP_STATE_TOPIC, exc)
-                    await self._reload()
-                    return
+            if records and not await self._appended(records):
+                return
             self._apply_effects(effects)
         self._wake()
 

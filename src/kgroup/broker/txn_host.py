@@ -37,19 +37,15 @@ import asyncio
 import dataclasses
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
 from kgroup.broker.cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster
-from kgroup.broker.internal_topic import record_batch
-from kgroup.log.batch import HEADER_SIZE, parse_header
+from kgroup.broker.host_thread import HostThread, read_batch_entries
 from kgroup.model import ErrorCode
 from kgroup.transactions.api import ScheduleTxnTimer, TxnRequest, TxnResult, TxnTimer, WriteMarkers
 from kgroup.transactions.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from kgroup.transactions.records import TransactionLogRecord, decode_record
-from kgroup.wire.varint import read_uvarint
 
 __all__ = [
     "TRANSACTION_STATE_CONFIGS",
@@ -70,66 +66,11 @@ TRANSACTION_STATE_CONFIGS = {
     "min.insync.replicas": "2",
     "segment.bytes": "104857600",
 }
-#: bytes read per call when the topic is replayed
-_READ_BYTES = 1 << 20
 #: markers the disk refused are tried again after this long
 _RETRY_S = 0.5
 
 
-def _signed(data: bytes | memoryview, at: int, end: int) -> tuple[int, int]:
-    raw, at = read_uvarint(data, at, end)
-    return (raw >> 1) ^ -(raw & 1), at
-
-
-def read_batch_entries(data: bytes | memoryview) -> Iterator[tuple[int, bytes, bytes | None]]:
-    """(offset, key, value) of every record of the uncompressed RecordBatch v2 batches in ``data`` (a
-    trailing partial batch is ignored): what the host wrote to ``__transaction_state``."""
-    view = memoryview(data)
-    position = 0
-    while position + HEADER_SIZE <= len(view):
-        header = parse_header(view, position)
-        end = position + header.size
-        if end > len(view):
-            return
-        if header.compression != 0 or header.is_control:
-            position = end
-            continue
-        at = position + HEADER_SIZE
-        for _ in range(header.records_count):
-            length, at = _signed(view, at, end)
-            stop = at + length
-            at += 1  # attributes
-            _, at = _signed(view, at, stop)  # timestamp delta
-            delta, at = _signed(view, at, stop)
-            key_length, at = _signed(view, at, stop)
-            key = bytes(view[at : at + max(key_length, 0)])
-            at += max(key_length, 0)
-            value_length, at = _signed(view, at, stop)
-            value = None if value_length < 0 else bytes(view[at : at + value_length])
-            yield header.base_offset + delta, key, value
-            at = stop
-        position = end
-
-
-@dataclass(frozen=True, slots=True)
-class _Read:
-    entries: list[tuple[bytes, bytes | None]]
-    next_offset: int
-
-
-def _entries_from(data: bytes, offset: int) -> _Read:
-    """The (key, value) records at or after ``offset`` in ``data`` (batches read from ``offset``), and
-    the offset after the last one."""
-    entries: list[tuple[bytes, bytes | None]] = []
-    last = offset - 1
-    for record_offset, key, value in read_batch_entries(data):
-        if record_offset >= offset:
-            entries.append((key, value))
-        last = max(last, record_offset)
-    return _Read(entries, last + 1)
-
-
-class TransactionHost:
+class TransactionHost(HostThread[TxnTimer]):
     """The transaction coordinator on its thread, its records in ``__transaction_state``."""
 
     def __init__(
@@ -141,22 +82,14 @@ class TransactionHost:
         config: TxnCoordinatorConfig | None = None,
         notify_appended: Callable[[str, int, int], None] | None = None,
     ) -> None:
-        self.cluster = cluster
+        super().__init__(cluster, "kgroup-transactions", notify_appended)
         self.clock_ms = clock_ms
         self.config = config or TxnCoordinatorConfig(
             offsets_topic_partitions=cluster.config.offsets_topic_partitions
         )
         self._allocate = allocate_producer_id
-        self._notify = notify_appended
         self.coordinator = TransactionCoordinator(self.config, allocate_producer_id)
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-transactions")
-        self._lock: asyncio.Lock | None = None
-        self._timers: dict[TxnTimer, asyncio.TimerHandle] = {}
-        #: the sweeps and marker retries running (referenced until done; cancelled at close)
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._loading: asyncio.Task[None] | None = None
         self.loaded = False
-        self._closed = False
         #: the group coordinators hear of a marker reaching an ``__consumer_offsets`` partition
         #: (partition, producer id, committed); True once what it wrote is durable (the broker sets it)
         self.offsets_marker: Callable[[int, int, bool], Awaitable[bool]] | None = None
@@ -172,7 +105,7 @@ class TransactionHost:
         assert self._lock is not None
         async with self._lock:
             try:
-                result = await self._on_thread(self._rebuild, await self._read_all())
+                result = await self._on_thread(self._rebuild, await self._read_all(TRANSACTION_STATE_TOPIC))
             except Exception:
                 log.exception("loading %s failed; transactions are not served", TRANSACTION_STATE_TOPIC)
                 raise
@@ -180,51 +113,6 @@ class TransactionHost:
             await self._perform(result)
             started = await self._on_thread(self.coordinator.start, self.clock_ms())
             await self._perform(started)
-
-    async def wait_loaded(self) -> None:
-        if self._loading is not None:
-            await asyncio.shield(self._loading)
-
-    async def close(self) -> None:
-        self._closed = True
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self._loading is not None and not self._loading.done():
-            self._loading.cancel()
-            await asyncio.gather(self._loading, return_exceptions=True)
-        self._thread.shutdown(wait=True, cancel_futures=True)
-
-    async def _on_thread(self, function: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, function, *args)
-
-    async def _read_all(self) -> list[tuple[bytes, bytes | None]]:
-        """Every record of the topic, partition by partition: read on the broker's loop (the
-        partitions' logs and their open files are the loop's), a megabyte at a time, the loop given a
-        turn after each read; decoded on the coordinator's thread."""
-        entries: list[tuple[bytes, bytes | None]] = []
-        info = self.cluster.topics.get(TRANSACTION_STATE_TOPIC)
-        if info is None:
-            return entries
-        for partition in range(info.partitions):
-            plog = self.cluster.partition_log(TRANSACTION_STATE_TOPIC, partition)
-            if plog is None:
-                continue
-            offset = plog.log_start_offset
-            while offset < plog.log_end_offset:
-                data = bytes(plog.read(offset, _READ_BYTES))
-                if not data:
-                    break
-                read = await self._on_thread(_entries_from, data, offset)
-                await asyncio.sleep(0)
-                if read.next_offset <= offset:
-                    break
-                entries.extend(read.entries)
-                offset = read.next_offset
-        return entries
 
     def _rebuild(self, entries: Sequence[tuple[bytes, bytes | None]]) -> TxnResult:
         """On the coordinator's thread: a coordinator rebuilt from the topic's records."""
@@ -279,7 +167,7 @@ class TransactionHost:
                 # before it raised was never appended: the coordinator is rebuilt from the topic
                 log.exception("transaction coordinator failed on %s", type(request).__name__)
                 try:
-                    await self._on_thread(self._rebuild, await self._read_all())
+                    await self._on_thread(self._rebuild, await self._read_all(TRANSACTION_STATE_TOPIC))
                 except Exception:
                     log.exception("rebuilding the transaction coordinator failed")
                 return ErrorCode.UNKNOWN_SERVER_ERROR, None
@@ -299,7 +187,7 @@ class TransactionHost:
         (the coordinator is then rebuilt from the topic)."""
         if result.records and not self._append(result.records):
             try:
-                await self._on_thread(self._rebuild, await self._read_all())
+                await self._on_thread(self._rebuild, await self._read_all(TRANSACTION_STATE_TOPIC))
             except Exception:
                 log.exception("rebuilding the transaction coordinator failed")
             return False
@@ -318,14 +206,7 @@ class TransactionHost:
             by_partition.setdefault(partition, []).append(self.coordinator.encode(record))
         try:
             self.ensure_topic()
-            for partition, entries in sorted(by_partition.items()):
-                plog = self.cluster.partition_log(TRANSACTION_STATE_TOPIC, partition)
-                if plog is None:
-                    raise OSError(f"{TRANSACTION_STATE_TOPIC}-{partition} is not there")
-                data = record_batch(entries, now_ms)
-                plog.append(plog.validate(data, now_ms=now_ms), now_ms=now_ms)
-                if self._notify is not None:
-                    self._notify(TRANSACTION_STATE_TOPIC, partition, len(data))
+            self._append_batches(TRANSACTION_STATE_TOPIC, by_partition, now_ms)
         except Exception as exc:
             log.error("cannot append to %s: %s", TRANSACTION_STATE_TOPIC, exc)
             return False

@@ -41,15 +41,6 @@ class GroupState(KafkaNamedState):
     STABLE = "Stable"
     DEAD = "Dead"
 
-    @classmethod
-    def from_kafka_name(cls, name: str) -> GroupState:
-        """The state named ``name``, case-insensitively (ListGroups filters are lower-cased by Kafka)."""
-        for state in cls:
-            if state.value.lower() == name.lower():
-                return state
-        known = ", ".join(s.value for s in cls)
-        raise ValueError(f"unknown group state {name!r}; use one of: {known}")
-
 
 _S = GroupState
 

@@ -97,9 +97,6 @@ class PendingTxnOffsets:
         """Kafka's ``hasPendingTransactionalOffsets``: an open transaction holds an offset of it."""
         return (group_id, partition) in self._producers_of
 
-    def has_open_transactions(self, group_id: str) -> bool:
-        return group_id in self._open
-
     def groups_of(self, producer_id: int) -> list[str]:
         """The groups holding offsets of ``producer_id``'s transaction (sorted)."""
         return sorted(self._by_producer.get(producer_id, ()))

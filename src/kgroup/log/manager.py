@@ -39,7 +39,13 @@ from kgroup.log.errors import (
     UnknownTopicOrPartition,
 )
 from kgroup.log.handles import DEFAULT_MAX_OPEN_FILES, FileHandles
-from kgroup.log.partition import FsyncPolicy, PartitionLog, PartitionSettings, sync_directory
+from kgroup.log.partition import (
+    FsyncPolicy,
+    PartitionLog,
+    PartitionSettings,
+    sync_directory,
+    write_atomically,
+)
 from kgroup.log.segment import Segment
 from kgroup.model import KgroupError
 
@@ -475,7 +481,7 @@ class LogManager:
         }
         if metadata:
             meta["metadata"] = dict(metadata)
-        _write_atomically(self._meta_dir / f"{name}.json", json.dumps(meta, sort_keys=True).encode())
+        write_atomically(self._meta_dir / f"{name}.json", json.dumps(meta, sort_keys=True).encode())
         sync_directory(self.data_dir)  # the new partition directories
 
     # -- the coordinator's logs ----------------------------------------------------------------
@@ -562,7 +568,7 @@ class LogManager:
             return
         self.flush()
         self._close_files()
-        _write_atomically(self.data_dir / CLEAN_SHUTDOWN_FILE, b"")
+        write_atomically(self.data_dir / CLEAN_SHUTDOWN_FILE, b"")
         os.close(self._lock_fd)
         self._lock_fd = -1
 
@@ -656,21 +662,6 @@ def _or(value: int | None, default: int) -> int:
 
 def _or_none(value: int | None, default: int | None) -> int | None:
     return default if value is None else value
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Write a temp file, fsync it, rename it over ``path``, fsync the directory."""
-    temp = path.with_name(path.name + ".tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(temp, path)
-    sync_directory(path.parent)
 
 
 class TopicDeletion:

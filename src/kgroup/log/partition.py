@@ -47,6 +47,7 @@ __all__ = [
     "PartitionSettings",
     "RecoveryReport",
     "sync_directory",
+    "write_atomically",
 ]
 
 # ListOffsets' special timestamps (ListOffsetsRequest)
@@ -496,3 +497,18 @@ def sync_directory(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write a temp file, fsync it, rename it over ``path``, fsync the directory."""
+    temp = path.with_name(path.name + ".tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+    sync_directory(path.parent)

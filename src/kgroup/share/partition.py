@@ -290,9 +290,6 @@ class SharePartition:
         self.state = PartitionState.ACTIVE
         return None
 
-    def mark_fenced(self) -> None:
-        self.state = PartitionState.FENCED
-
     # ------------------------------------------------------------------ views
 
     @property
@@ -338,17 +335,6 @@ class SharePartition:
     def locks(self) -> dict[LockKey, int]:
         """The live acquisition locks and their deadlines."""
         return {lock.key: lock.deadline_ms for lock in self._locks.values()}
-
-    def lock_deadline(self, offset: int) -> int | None:
-        """The deadline of the lock that holds ``offset`` (``None``: not acquired)."""
-        k = self._floor_key(offset)
-        if k is None:
-            return None
-        b = self._batches[k]
-        st = b.whole if b.offsets is None else b.offsets.get(offset)
-        if st is None or st.lock is None:
-            return None
-        return st.lock.deadline_ms
 
     # ------------------------------------------------------------------ next fetch offset
 

@@ -291,18 +291,7 @@ class TransactionCoordinator:
                 continue
             if m.txn_start_ms + m.txn_timeout_ms >= now_ms:
                 continue
-            fenced = meta.fence_epoch(m)
-            self._end(
-                op,
-                txn_id,
-                fenced.producer_id,
-                fenced.producer_epoch,
-                committed=False,
-                from_client=False,
-                client_version=self.config.transaction_version,
-                now_ms=now_ms,
-                fence=fenced,
-            )
+            self._fence_and_abort(op, txn_id, m, now_ms)
         return op.result()
 
     def expire_transactional_ids(self, now_ms: int) -> TxnResult:
@@ -393,18 +382,7 @@ class TransactionCoordinator:
             return fail(ErrorCode.CONCURRENT_TRANSACTIONS)
         if state is TxnState.ONGOING:
             # fence the producer and abort its transaction; the client retries and bumps the epoch again
-            fenced = meta.fence_epoch(m)
-            end = self._end(
-                op,
-                txn_id,
-                fenced.producer_id,
-                fenced.producer_epoch,
-                committed=False,
-                from_client=False,
-                client_version=self.config.transaction_version,
-                now_ms=now_ms,
-                fence=fenced,
-            )
+            end = self._fence_and_abort(op, txn_id, m, now_ms)
             return op.result(
                 InitProducerIdAnswer(
                     end.error if end.error is not ErrorCode.NONE else ErrorCode.CONCURRENT_TRANSACTIONS
@@ -535,6 +513,22 @@ class TransactionCoordinator:
             now_ms=now_ms,
         )
         return op.result(answer)
+
+    def _fence_and_abort(self, op: _Op, txn_id: str, m: TxnMetadata, now_ms: int) -> EndTxnAnswer:
+        """The Ongoing transaction ``m`` fenced (its producer's epoch bumped: PrepareEpochFence) and
+        aborted by the coordinator, as a timeout or an InitProducerId of the same id does."""
+        fenced = meta.fence_epoch(m)
+        return self._end(
+            op,
+            txn_id,
+            fenced.producer_id,
+            fenced.producer_epoch,
+            committed=False,
+            from_client=False,
+            client_version=self.config.transaction_version,
+            now_ms=now_ms,
+            fence=fenced,
+        )
 
     def _end(
         self,

@@ -16,12 +16,11 @@ tagged field 0 (``node_endpoints``). v14, v15, v17 and v18 change only the reque
 
 from __future__ import annotations
 
-import datetime
 import struct
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kgroup.wire.field_bytes import compact_string, millis, uuid_bytes
 from kgroup.wire.framing import Pieces
 from kgroup.wire.varint import encode_uvarint
 
@@ -53,12 +52,6 @@ _NO_TAGS = b"\x00"
 _BUFFERS = (bytes, bytearray, memoryview)
 
 
-def _millis(value: Any) -> int:
-    if isinstance(value, datetime.timedelta):
-        return round(value.total_seconds() * 1000)
-    return int(value)
-
-
 def _tagged(value: Any, first: str, second: str) -> tuple[int, int] | None:
     """The two fields of a tagged struct (every one of Fetch's has two, defaulting to -1), or None when
     it equals its default and is therefore not written."""
@@ -83,7 +76,7 @@ def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -
     out = bytearray(_I32.pack(correlation_id))
     if flexible:
         out += _NO_TAGS  # response header v1: no tagged fields
-    throttle = _millis(data["throttle_time"])
+    throttle = millis(data["throttle_time"])
     if version >= _SESSION_FROM:
         out += _TOP_V7.pack(throttle, int(data["error_code"]), int(data.get("session_id", 0)))
     else:
@@ -95,7 +88,7 @@ def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -
     by_id = version >= _TOPIC_IDS_FROM
     for topic in topics:
         if by_id:
-            out += _uuid_bytes(topic.get("topic_id"))
+            out += uuid_bytes(topic.get("topic_id"))
         else:
             name = topic["topic"].encode()
             out += encode_uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
@@ -154,23 +147,6 @@ def fetch_response(correlation_id: int, version: int, data: Mapping[str, Any]) -
     return pieces
 
 
-def _uuid_bytes(value: Any) -> bytes:
-    """A topic id's 16 bytes (None, as kio writes it, is the all-zero id)."""
-    if value is None:
-        return bytes(16)
-    if isinstance(value, int):
-        return value.to_bytes(16, "big")
-    assert isinstance(value, uuid.UUID)
-    return value.bytes
-
-
-def _compact_string(value: str | None) -> bytes:
-    if value is None:
-        return b"\x00"
-    raw = value.encode()
-    return encode_uvarint(len(raw) + 1) + raw
-
-
 def _node_endpoints(endpoints: Sequence[Any]) -> bytes:
     """The ``node_endpoints`` array: node id, host, port, rack and no tags, each."""
     out = bytearray(encode_uvarint(len(endpoints) + 1))
@@ -184,7 +160,7 @@ def _node_endpoints(endpoints: Sequence[Any]) -> bytes:
             )
         else:  # a kio entity
             node, host, port, rack = endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack
-        out += _I32.pack(int(node)) + _compact_string(host) + _I32.pack(int(port)) + _compact_string(rack)
+        out += _I32.pack(int(node)) + compact_string(host) + _I32.pack(int(port)) + compact_string(rack)
         out += _NO_TAGS
     return bytes(out)
 

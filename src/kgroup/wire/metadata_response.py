@@ -18,11 +18,11 @@ tagged encoding; v10 the topic id; v12 a nullable topic name; v13 a top-level er
 
 from __future__ import annotations
 
-import datetime
 import struct
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from kgroup.wire.field_bytes import compact_string, millis, uuid_bytes
 from kgroup.wire.framing import Pieces
 from kgroup.wire.varint import encode_uvarint
 
@@ -60,8 +60,10 @@ def _string(value: str | None, flexible: bool, nullable: bool, field: str) -> by
         if not nullable:
             raise ValueError(f"Metadata response: {field} may not be null in this version")
         return b"\x00" if flexible else b"\xff\xff"
+    if flexible:
+        return compact_string(value)
     raw = value.encode()
-    return (encode_uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
+    return _I16.pack(len(raw)) + raw
 
 
 def _count(count: int, flexible: bool) -> bytes:
@@ -140,19 +142,6 @@ class EncodedPartitions:
         return self.count
 
 
-def _millis(value: Any) -> int:
-    if isinstance(value, datetime.timedelta):
-        return round(value.total_seconds() * 1000)
-    return int(value)
-
-
-def _uuid_bytes(value: Any) -> bytes:
-    if value is None:
-        return bytes(16)
-    raw: bytes = value.bytes  # a uuid.UUID
-    return raw
-
-
 def metadata_response(correlation_id: int, version: int, data: Mapping[str, Any]) -> Pieces:
     """The Metadata response frame of ``version`` (header and body, without the size prefix), as the
     one piece the broker's encoders hand the connection."""
@@ -165,7 +154,7 @@ def metadata_response(correlation_id: int, version: int, data: Mapping[str, Any]
     if flexible:
         out += _NO_TAGS  # response header v1: no tagged fields
     if version >= _THROTTLE_FROM:
-        out += _I32.pack(_millis(data["throttle_time"]))
+        out += _I32.pack(millis(data["throttle_time"]))
     brokers: Sequence[Mapping[str, Any]] = data["brokers"]
     out += _count(len(brokers), flexible)
     for broker in brokers:
@@ -186,7 +175,7 @@ def metadata_response(correlation_id: int, version: int, data: Mapping[str, Any]
         out += _I16.pack(int(topic["error_code"]))
         out += _string(topic["name"], flexible, version >= _NULLABLE_NAME_FROM, "a topic's name")
         if version >= _TOPIC_ID_FROM:
-            out += _uuid_bytes(topic["topic_id"])
+            out += uuid_bytes(topic["topic_id"])
         if version >= _RACK_FROM:
             out += b"\x01" if topic.get("is_internal", False) else b"\x00"
         partitions = topic["partitions"]

@@ -24,9 +24,9 @@ as meant: the right ones answered, another cluster or node ``REBOOTSTRAP_REQUIRE
 # own generated modules
 import dataclasses
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v2.header import RequestHeader
@@ -38,17 +38,38 @@ from kio.static.primitive import i16, i32, i32Timedelta, i64
 
 __all__ = ["entities_of", "schema_class"]
 
+C = TypeVar("C", bound=type)
+
+
+def _entity(
+    api_key: int, version: int, header: type[Any], kind: EntityType = EntityType.nested
+) -> Callable[[C], C]:
+    """The class attributes kio's generated entities carry (``__type__``, ``__version__``,
+    ``__flexible__``, ``__api_key__``, ``__header_schema__``), set on the class before
+    :func:`dataclasses.dataclass` makes it one: every version here is flexible."""
+
+    attributes = {
+        "__type__": kind,
+        "__version__": i16(version),
+        "__flexible__": True,
+        "__api_key__": i16(api_key),
+        "__header_schema__": header,
+    }
+
+    def mark(cls: C) -> C:
+        for name, value in attributes.items():
+            setattr(cls, name, value)
+        return cls
+
+    return mark
+
 
 # --- ApiVersions v5 -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(18, 5, RequestHeader, EntityType.request)
 class ApiVersionsRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(18)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     client_software_name: str = field(metadata={"kafka_type": "string"})
     """The name of the client."""
     client_software_version: str = field(metadata={"kafka_type": "string"})
@@ -60,49 +81,33 @@ class ApiVersionsRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(18, 5, ResponseHeaderV0)
 class ApiVersion:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(18)
-    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
     api_key: i16 = field(metadata={"kafka_type": "int16"})
     min_version: i16 = field(metadata={"kafka_type": "int16"})
     max_version: i16 = field(metadata={"kafka_type": "int16"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(18, 5, ResponseHeaderV0)
 class SupportedFeatureKey:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(18)
-    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
     name: str = field(metadata={"kafka_type": "string"})
     min_version: i16 = field(metadata={"kafka_type": "int16"})
     max_version: i16 = field(metadata={"kafka_type": "int16"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(18, 5, ResponseHeaderV0)
 class FinalizedFeatureKey:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(18)
-    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
     name: str = field(metadata={"kafka_type": "string"})
     max_version_level: i16 = field(metadata={"kafka_type": "int16"})
     min_version_level: i16 = field(metadata={"kafka_type": "int16"})
 
 
+# always the v0 header: a client reads it before it knows which versions the broker has
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(18, 5, ResponseHeaderV0, EntityType.response)
 class ApiVersionsResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(5)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(18)
-    # always the v0 header: a client reads it before it knows which versions the broker has
-    __header_schema__: ClassVar[type[ResponseHeaderV0]] = ResponseHeaderV0
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     api_keys: tuple[ApiVersion, ...]
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
@@ -116,22 +121,14 @@ class ApiVersionsResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(42, 3, RequestHeader, EntityType.request)
 class DeleteGroupsRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(42)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     groups_names: tuple[GroupId, ...] = field(metadata={"kafka_type": "string"}, default=())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(42, 3, ResponseHeaderV1)
 class DeletableGroupResult:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(42)
-    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
     group_id: GroupId = field(metadata={"kafka_type": "string"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     error_message: str | None = field(metadata={"kafka_type": "string"}, default=None)
@@ -139,12 +136,8 @@ class DeletableGroupResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(42, 3, ResponseHeaderV1, EntityType.response)
 class DeleteGroupsResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(3)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(42)
-    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     results: tuple[DeletableGroupResult, ...]
 
@@ -153,12 +146,8 @@ class DeleteGroupsResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(28, 6, RequestHeader)
 class TxnOffsetCommitRequestPartition:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(28)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
     committed_offset: i64 = field(metadata={"kafka_type": "int64"})
     committed_leader_epoch: i32 = field(metadata={"kafka_type": "int32"}, default=i32(-1))
@@ -166,23 +155,15 @@ class TxnOffsetCommitRequestPartition:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(28, 6, RequestHeader)
 class TxnOffsetCommitRequestTopic:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(28)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     partitions: tuple[TxnOffsetCommitRequestPartition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(28, 6, RequestHeader, EntityType.request)
 class TxnOffsetCommitRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(28)
-    __header_schema__: ClassVar[type[RequestHeader]] = RequestHeader
     transactional_id: TransactionalId = field(metadata={"kafka_type": "string"})
     group_id: GroupId = field(metadata={"kafka_type": "string"})
     producer_id: ProducerId = field(metadata={"kafka_type": "int64"})
@@ -194,34 +175,22 @@ class TxnOffsetCommitRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(28, 6, ResponseHeaderV1)
 class TxnOffsetCommitResponsePartition:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(28)
-    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
     partition_index: i32 = field(metadata={"kafka_type": "int32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(28, 6, ResponseHeaderV1)
 class TxnOffsetCommitResponseTopic:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(28)
-    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
     topic_id: uuid.UUID | None = field(metadata={"kafka_type": "uuid"})
     partitions: tuple[TxnOffsetCommitResponsePartition, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+@_entity(28, 6, ResponseHeaderV1, EntityType.response)
 class TxnOffsetCommitResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(6)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(28)
-    __header_schema__: ClassVar[type[ResponseHeaderV1]] = ResponseHeaderV1
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     topics: tuple[TxnOffsetCommitResponseTopic, ...]
 

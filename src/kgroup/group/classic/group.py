@@ -309,9 +309,6 @@ class GroupData:
             members=self.join_response_members() if with_members and self.is_leader(member_id) else (),
         )
 
-    def assignment_of(self, member_id: str) -> bytes:
-        return self.members[member_id].assignment
-
     # --- views ------------------------------------------------------------------------------------
 
     def view(self) -> GroupView:

@@ -17,11 +17,12 @@ from kgroup.group.records import (
     GroupStateChanged,
     MemberRemoved,
     MemberUpserted,
+    Parked,
     PendingSyncMembersSet,
 )
 from kgroup.group.states import GroupState
 from kgroup.group.txn import Txn
-from kgroup.messages import JoinGroupResponse, SyncGroupResponse
+from kgroup.messages import JoinGroupResponse, Response, SyncGroupResponse
 from kgroup.valuetypes import replace
 
 __all__ = [
@@ -69,28 +70,31 @@ def set_leader(txn: Txn, group: GroupData, leader: str | None) -> None:
     txn.emit(GroupLeaderChanged(group.group_id, leader))
 
 
+def _answer_parked(
+    txn: Txn, group: GroupData, parked: Parked | None, unparked: ClassicGroupMember, response: Response
+) -> bool:
+    """Answer ``parked`` (if there is one) with ``response``, its member now ``unparked``."""
+    if parked is None:
+        return False
+    put_member(txn, group, unparked)
+    txn.answer(parked, response)
+    return True
+
+
 def complete_join_future(
     txn: Txn, group: GroupData, member: ClassicGroupMember, response: JoinGroupResponse
 ) -> bool:
     """Answer the member's parked JoinGroup, if any (``completeJoinFuture``)."""
-    parked = group.members[member.member_id].awaiting_join
-    if parked is None:
-        return False
-    put_member(txn, group, replace(group.members[member.member_id], awaiting_join=None))
-    txn.answer(parked, response)
-    return True
+    current = group.members[member.member_id]
+    return _answer_parked(txn, group, current.awaiting_join, replace(current, awaiting_join=None), response)
 
 
 def complete_sync_future(
     txn: Txn, group: GroupData, member: ClassicGroupMember, response: SyncGroupResponse
 ) -> bool:
     """Answer the member's parked SyncGroup, if any (``completeSyncFuture``)."""
-    parked = group.members[member.member_id].awaiting_sync
-    if parked is None:
-        return False
-    put_member(txn, group, replace(group.members[member.member_id], awaiting_sync=None))
-    txn.answer(parked, response)
-    return True
+    current = group.members[member.member_id]
+    return _answer_parked(txn, group, current.awaiting_sync, replace(current, awaiting_sync=None), response)
 
 
 def set_pending_sync(txn: Txn, group: GroupData, member_ids: Sequence[str]) -> None:

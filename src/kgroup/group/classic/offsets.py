@@ -11,7 +11,7 @@ from kgroup.group.classic.rebalance import reschedule_heartbeat
 from kgroup.group.records import GroupCreated, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.states import GroupState
 from kgroup.group.txn import Txn
-from kgroup.group.txn_offsets import pending_commits
+from kgroup.group.txn_offsets import metadata_too_large, pending_commits
 from kgroup.messages import (
     Envelope,
     OffsetCommitRequest,
@@ -117,12 +117,7 @@ def handle_offset_commit(
     max_bytes = txn.config.offset_metadata_max_bytes
     for entry in req.offsets:
         metadata = entry.committed_metadata
-        # Java's String.length(): UTF-16 code units, not bytes
-        if (
-            metadata
-            and len(metadata) * 2 > max_bytes  # (a UTF-16 unit per char at least)
-            and len(metadata.encode("utf-16-le")) // 2 > max_bytes
-        ):
+        if metadata_too_large(metadata, max_bytes):
             results.append((entry.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
             continue
         epoch = entry.committed_leader_epoch

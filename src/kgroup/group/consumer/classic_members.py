@@ -25,6 +25,7 @@ from kgroup.group.consumer.steps import (
     maybe_reconcile,
     maybe_update_regexes,
     maybe_update_target,
+    member_changes,
     member_subscription_changed,
     replace_member,
     update_subscription_metadata,
@@ -113,19 +114,12 @@ def classic_join(
             subscription = decode_subscription(req.protocols[0].metadata)
         except PeerError as exc:
             raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL) from exc
-        changes: dict[str, object] = {
-            "subscribed_topic_names": frozenset(subscription.topics),
-            "subscribed_topic_regex": "",
-            "client_id": env.client_id,
-            "client_host": env.client_host,
-            "classic_member_metadata": ClassicMemberMetadata(req.session_timeout_ms, tuple(req.protocols)),
-        }
-        if instance_id is not None:
-            changes["instance_id"] = instance_id
-        if subscription.rack_id is not None:
-            changes["rack_id"] = subscription.rack_id
-        if req.rebalance_timeout_ms != -1:
-            changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+        changes = member_changes(env, instance_id, subscription.rack_id, req.rebalance_timeout_ms)
+        changes.update(
+            subscribed_topic_names=frozenset(subscription.topics),
+            subscribed_topic_regex="",
+            classic_member_metadata=ClassicMemberMetadata(req.session_timeout_ms, tuple(req.protocols)),
+        )
         updated = replace(member, **changes)
         changed = member_subscription_changed(group.group_id, member, updated, op)
         regex_status = maybe_update_regexes(txn, group, member, updated, op, ctx)

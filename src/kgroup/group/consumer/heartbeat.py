@@ -24,6 +24,7 @@ from kgroup.group.consumer.steps import (
     maybe_reconcile,
     maybe_update_regexes,
     maybe_update_target,
+    member_changes,
     member_subscription_changed,
     replace_member,
     response_assignment,
@@ -265,13 +266,7 @@ def _heartbeat(
         member = _static_member(group, member_id, req.member_epoch, instance_id, owned, create, op, txn, ctx)
 
     updated = member
-    changes: dict[str, object] = {"client_id": env.client_id, "client_host": env.client_host}
-    if instance_id is not None:
-        changes["instance_id"] = instance_id
-    if req.rack_id is not None:
-        changes["rack_id"] = req.rack_id
-    if req.rebalance_timeout_ms != -1:
-        changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+    changes = member_changes(env, instance_id, req.rack_id, req.rebalance_timeout_ms)
     if req.server_assignor is not None:
         changes["server_assignor"] = req.server_assignor
     if req.subscribed_topic_names is not None:

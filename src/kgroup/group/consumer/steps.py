@@ -44,6 +44,7 @@ from kgroup.group.records.consumer import (
 from kgroup.group.txn import Txn
 from kgroup.javacompat import JavaHashSet, hashmap_order_of, java_integer_hash
 from kgroup.messages import (
+    Envelope,
     TopicPartitions,
 )
 from kgroup.model import ErrorCode, TopicId
@@ -65,13 +66,6 @@ def check_regex(regex: str) -> TopicRegex:
             ErrorCode.INVALID_REGULAR_EXPRESSION,
             f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {exc.description}.",
         ) from None
-
-
-def compile_quietly(regex: str) -> TopicRegex | None:
-    try:
-        return check_regex(regex)
-    except ApiError:
-        return None
 
 
 def remove_member_records(group_id: str, member_id: str, op: Op) -> None:
@@ -107,6 +101,22 @@ def response_assignment(assigned: Mapping[TopicId, Mapping[int, int]]) -> tuple[
         TopicPartitions(topic, tuple(JavaHashSet.copy_of(java_integer_hash, assigned[topic])))
         for topic in topics
     )
+
+
+def member_changes(
+    env: Envelope, instance_id: str | None, rack_id: str | None, rebalance_timeout_ms: int
+) -> dict[str, object]:
+    """The changes every ConsumerGroupHeartbeat and every classic member's JoinGroup make to the
+    member: the client it came from, and the instance id, rack and rebalance timeout it sent (none
+    or -1: kept)."""
+    changes: dict[str, object] = {"client_id": env.client_id, "client_host": env.client_host}
+    if instance_id is not None:
+        changes["instance_id"] = instance_id
+    if rack_id is not None:
+        changes["rack_id"] = rack_id
+    if rebalance_timeout_ms != -1:
+        changes["rebalance_timeout_ms"] = rebalance_timeout_ms
+    return changes
 
 
 def member_subscription_changed(

@@ -92,13 +92,6 @@ class SharePartitionStates:
         return {t: p for t, (_, p) in self.initialized.items()}
 
 
-def _same(a: Mapping[TopicId, object], b: Mapping[TopicId, object]) -> bool:
-    """``Assignment.equals``: the same partitions per topic."""
-    if a.keys() != b.keys():
-        return False
-    return all(set(a[t]) == set(b[t]) for t in a)  # type: ignore[call-overload]
-
-
 @dataclass(slots=True)
 class ShareGroupData:
     """The mutable state of one share group; change it only through :meth:`apply`."""
@@ -301,7 +294,3 @@ class ShareGroupData:
             tuple(sorted((m, assignment(a)) for m, a in self.target_assignment.items())),
             None if states is None else states.value(),
         )
-
-    def same_target(self, member_id: str, new: Mapping[TopicId, object]) -> bool:
-        old = self.target_assignment.get(member_id)
-        return old is not None and _same(old, new)

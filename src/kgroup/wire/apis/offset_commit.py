@@ -12,14 +12,20 @@ UNKNOWN_TOPIC_ID). v2-v4's retention time is not carried (kgroup keeps offsets u
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from kgroup.messages import OffsetCommitPartition, OffsetCommitRequest, OffsetCommitResponse
-from kgroup.model import ErrorCode, TopicPartition
+from kgroup.messages import OffsetCommitRequest, OffsetCommitResponse
+from kgroup.model import ErrorCode
 from kgroup.wire.api_keys import ApiKey
-from kgroup.wire.apis._common import TopicIds, by_topic, need_topic_ids, request_entity, response_entity
-from kgroup.wire.codec import build, error_from_wire
+from kgroup.wire.apis._common import TopicIds, need_topic_ids, request_entity, response_entity
+from kgroup.wire.apis._offset_commits import (
+    offsets_from_wire,
+    offsets_to_wire,
+    results_from_wire,
+    results_to_wire,
+    topic_names,
+)
+from kgroup.wire.codec import build
 
 __all__ = [
     "TOPIC_IDS",
@@ -36,7 +42,6 @@ TOPIC_IDS = 10
 
 
 def request_to_wire(body: OffsetCommitRequest, version: int, topic_ids: TopicIds | None = None) -> Any:
-    topics = by_topic((o.partition.topic, o) for o in body.offsets)
     ids = need_topic_ids(ApiKey.OFFSET_COMMIT, version, topic_ids) if version >= TOPIC_IDS else None
     return build(
         request_entity(ApiKey.OFFSET_COMMIT, version),
@@ -45,47 +50,18 @@ def request_to_wire(body: OffsetCommitRequest, version: int, topic_ids: TopicIds
             "generation_id_or_member_epoch": body.generation_id,
             "member_id": body.member_id,
             "group_instance_id": body.group_instance_id,
-            "topics": [
-                {
-                    "name": name,
-                    **({"topic_id": ids.id(name)} if ids is not None else {}),
-                    "partitions": [
-                        {
-                            "partition_index": o.partition.partition,
-                            "committed_offset": o.committed_offset,
-                            "committed_leader_epoch": o.committed_leader_epoch,
-                            "committed_metadata": o.committed_metadata,
-                        }
-                        for o in offsets
-                    ],
-                }
-                for name, offsets in topics.items()
-            ],
+            "topics": offsets_to_wire(body.offsets, ids),
         },
     )
 
 
 def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> OffsetCommitRequest:
-    version = int(request.__version__)
-    if version >= TOPIC_IDS:
-        ids = need_topic_ids(ApiKey.OFFSET_COMMIT, version, topic_ids)
-        names = [ids.name(t.topic_id) for t in request.topics]
-    else:
-        names = [t.name for t in request.topics]
+    names = topic_names(ApiKey.OFFSET_COMMIT, request, TOPIC_IDS, topic_ids)
     return OffsetCommitRequest(
         group_id=request.group_id,
         generation_id=int(request.generation_id_or_member_epoch),
         member_id=request.member_id,
-        offsets=tuple(
-            OffsetCommitPartition(
-                TopicPartition(name, int(p.partition_index)),
-                int(p.committed_offset),
-                p.committed_metadata,
-                int(getattr(p, "committed_leader_epoch", -1)),
-            )
-            for t, name in zip(request.topics, names, strict=True)
-            for p in t.partitions
-        ),
+        offsets=offsets_from_wire(request.topics, names),
         group_instance_id=getattr(request, "group_instance_id", None),
     )
 
@@ -94,41 +70,13 @@ def response_to_wire(body: OffsetCommitResponse, version: int, topic_ids: TopicI
     ids = need_topic_ids(ApiKey.OFFSET_COMMIT, version, topic_ids) if version >= TOPIC_IDS else None
     return build(
         response_entity(ApiKey.OFFSET_COMMIT, version),
-        {
-            "throttle_time": 0,
-            "topics": _topics(((tp.topic, (tp.partition, code)) for tp, code in body.results), ids),
-        },
+        {"throttle_time": 0, "topics": results_to_wire(body.results, ids)},
     )
-
-
-def _topics(
-    results: Iterable[tuple[str, tuple[int, ErrorCode]]], ids: TopicIds | None
-) -> list[dict[str, Any]]:
-    # the partitions are generators: a commit of a million partitions is not a million dicts at once
-    return [
-        {
-            "name": name,
-            **({"topic_id": ids.id(name)} if ids is not None else {}),
-            "partitions": ({"partition_index": i, "error_code": c} for i, c in entries),
-        }
-        for name, entries in by_topic(results).items()
-    ]
 
 
 def response_from_wire(response: Any, topic_ids: TopicIds | None = None) -> OffsetCommitResponse:
-    version = int(response.__version__)
-    if version >= TOPIC_IDS:
-        ids = need_topic_ids(ApiKey.OFFSET_COMMIT, version, topic_ids)
-        names = [ids.name(t.topic_id) for t in response.topics]
-    else:
-        names = [t.name for t in response.topics]
-    return OffsetCommitResponse(
-        tuple(
-            (TopicPartition(name, int(p.partition_index)), error_from_wire(p.error_code))
-            for t, name in zip(response.topics, names, strict=True)
-            for p in t.partitions
-        )
-    )
+    names = topic_names(ApiKey.OFFSET_COMMIT, response, TOPIC_IDS, topic_ids)
+    return OffsetCommitResponse(results_from_wire(response.topics, names))
 
 
 def error_answer(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:

@@ -12,11 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from kgroup.messages import OffsetCommitPartition, TxnOffsetCommitRequest, TxnOffsetCommitResponse
-from kgroup.model import ErrorCode, TopicPartition
+from kgroup.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from kgroup.model import ErrorCode
 from kgroup.wire.api_keys import ApiKey
-from kgroup.wire.apis._common import TopicIds, by_topic, need_topic_ids, request_entity, response_entity
-from kgroup.wire.codec import build, error_from_wire
+from kgroup.wire.apis._common import TopicIds, need_topic_ids, request_entity, response_entity
+from kgroup.wire.apis._offset_commits import (
+    offsets_from_wire,
+    offsets_to_wire,
+    results_from_wire,
+    results_to_wire,
+    topic_names,
+)
+from kgroup.wire.codec import build
 
 __all__ = [
     "TOPIC_IDS",
@@ -34,7 +41,6 @@ _KEY = ApiKey.TXN_OFFSET_COMMIT
 
 def request_to_wire(body: TxnOffsetCommitRequest, version: int, topic_ids: TopicIds | None = None) -> Any:
     ids = need_topic_ids(_KEY, version, topic_ids) if version >= TOPIC_IDS else None
-    topics = by_topic((o.partition.topic, o) for o in body.offsets)
     return build(
         request_entity(_KEY, version),
         {
@@ -45,47 +51,19 @@ def request_to_wire(body: TxnOffsetCommitRequest, version: int, topic_ids: Topic
             "generation_id": body.generation_id,
             "member_id": body.member_id,
             "group_instance_id": body.group_instance_id,
-            "topics": [
-                {
-                    **({"topic_id": ids.id(name)} if ids is not None else {"name": name}),
-                    "partitions": [
-                        {
-                            "partition_index": o.partition.partition,
-                            "committed_offset": o.committed_offset,
-                            "committed_leader_epoch": o.committed_leader_epoch,
-                            "committed_metadata": o.committed_metadata,
-                        }
-                        for o in offsets
-                    ],
-                }
-                for name, offsets in topics.items()
-            ],
+            "topics": offsets_to_wire(body.offsets, ids),
         },
     )
 
 
 def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> TxnOffsetCommitRequest:
-    version = int(request.__version__)
-    if version >= TOPIC_IDS:
-        ids = need_topic_ids(_KEY, version, topic_ids)
-        names = [ids.name(t.topic_id) for t in request.topics]
-    else:
-        names = [t.name for t in request.topics]
+    names = topic_names(_KEY, request, TOPIC_IDS, topic_ids)
     return TxnOffsetCommitRequest(
         group_id=request.group_id,
         transactional_id=request.transactional_id,
         producer_id=int(request.producer_id),
         producer_epoch=int(request.producer_epoch),
-        offsets=tuple(
-            OffsetCommitPartition(
-                TopicPartition(name, int(p.partition_index)),
-                int(p.committed_offset),
-                p.committed_metadata,
-                int(getattr(p, "committed_leader_epoch", -1)),
-            )
-            for t, name in zip(request.topics, names, strict=True)
-            for p in t.partitions
-        ),
+        offsets=offsets_from_wire(request.topics, names),
         generation_id=int(getattr(request, "generation_id", -1)),
         member_id=getattr(request, "member_id", ""),
         group_instance_id=getattr(request, "group_instance_id", None),
@@ -94,36 +72,14 @@ def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> TxnOff
 
 def response_to_wire(body: TxnOffsetCommitResponse, version: int, topic_ids: TopicIds | None = None) -> Any:
     ids = need_topic_ids(_KEY, version, topic_ids) if version >= TOPIC_IDS else None
-    topics = by_topic((tp.topic, (tp.partition, code)) for tp, code in body.results)
     return build(
-        response_entity(_KEY, version),
-        {
-            "throttle_time": 0,
-            "topics": [
-                {
-                    **({"topic_id": ids.id(name)} if ids is not None else {"name": name}),
-                    "partitions": [{"partition_index": i, "error_code": c} for i, c in entries],
-                }
-                for name, entries in topics.items()
-            ],
-        },
+        response_entity(_KEY, version), {"throttle_time": 0, "topics": results_to_wire(body.results, ids)}
     )
 
 
 def response_from_wire(response: Any, topic_ids: TopicIds | None = None) -> TxnOffsetCommitResponse:
-    version = int(response.__version__)
-    if version >= TOPIC_IDS:
-        ids = need_topic_ids(_KEY, version, topic_ids)
-        names = [ids.name(t.topic_id) for t in response.topics]
-    else:
-        names = [t.name for t in response.topics]
-    return TxnOffsetCommitResponse(
-        tuple(
-            (TopicPartition(name, int(p.partition_index)), error_from_wire(p.error_code))
-            for t, name in zip(response.topics, names, strict=True)
-            for p in t.partitions
-        )
-    )
+    names = topic_names(_KEY, response, TOPIC_IDS, topic_ids)
+    return TxnOffsetCommitResponse(results_from_wire(response.topics, names))
 
 
 def error_answer(request: TxnOffsetCommitRequest, code: ErrorCode) -> TxnOffsetCommitResponse:
