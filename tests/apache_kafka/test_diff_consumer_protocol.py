@@ -34,6 +34,7 @@ UNKNOWN_MEMBER_ID = 25
 INVALID_REQUEST = 42
 GROUP_ID_NOT_FOUND = 69
 FENCED_MEMBER_EPOCH = 110
+OFFSET_METADATA_TOO_LARGE = 12
 UNSUPPORTED_ASSIGNOR = 112
 
 _NOT_READY = (14, 15, 16)  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
@@ -371,3 +372,66 @@ def test_java_consumers_share_and_take_over(target: Target, names: str, tmp_path
     assert (both["group_state"], both["group_epoch"], both["assignment_epoch"]) == ("Stable", 3, 3)
     assert [(m["client_id"], m["member_epoch"]) for m in one["members"]] == [("j0", 4)]
     assert (one["group_state"], one["group_epoch"], one["assignment_epoch"]) == ("Stable", 4, 4)
+
+
+def test_offset_metadata_is_measured_in_java_chars(target: Target, names: str) -> None:
+    """A consumer group's OffsetCommit checks ``offset.metadata.max.bytes`` (4096) as every group kind
+    does, ``metadata.length()``: Java's UTF-16 code units. 4,096 accented letters (8,192 UTF-8 bytes)
+    are committed and read back; 2,049 emoji (4,098 code units) are OFFSET_METADATA_TOO_LARGE."""
+    group, topic = f"{names}-g", f"{names}-t"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, topic, 2)
+    member = str(uuid.uuid4())
+    fits, too_long = "\u00e9" * 4096, "\U0001f600" * 2049
+    with _coordinator(target, group) as raw:
+        joined = _heartbeat(raw, group_id=group, member_id=member, subscribed_topic_names=[topic])
+        assert joined["error_code"] == NONE, joined
+        answer = raw.call(
+            "OffsetCommit",
+            9,
+            {
+                "group_id": group,
+                "generation_id_or_member_epoch": joined["member_epoch"],
+                "member_id": member,
+                "group_instance_id": None,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": p,
+                                "committed_offset": 7,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": metadata,
+                            }
+                            for p, metadata in ((0, fits), (1, too_long))
+                        ],
+                    }
+                ],
+            },
+        )
+        codes = sorted(
+            (p["partition_index"], p["error_code"]) for t in answer["topics"] for p in t["partitions"]
+        )
+        assert codes == [(0, NONE), (1, OFFSET_METADATA_TOO_LARGE)]
+        fetched = raw.call(
+            "OffsetFetch",
+            9,
+            {
+                "groups": [
+                    {
+                        "group_id": group,
+                        "member_id": member,
+                        "member_epoch": joined["member_epoch"],
+                        "topics": [{"name": topic, "partition_indexes": [0, 1]}],
+                    }
+                ],
+                "require_stable": False,
+            },
+        )
+        read = sorted(
+            (p["partition_index"], p["committed_offset"], p["metadata"])
+            for t in fetched["groups"][0]["topics"]
+            for p in t["partitions"]
+        )
+        assert read == [(0, 7, fits), (1, -1, "")]

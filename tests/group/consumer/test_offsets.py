@@ -135,6 +135,24 @@ def test_consumer_group_offset_commit_with_offset_metadata_too_large() -> None:
     assert records == [OffsetCommitted(GROUP, bar_1, OffsetAndMetadata(100, 10, "small", ctx.time_ms))]
 
 
+def test_consumer_group_offset_metadata_is_measured_in_java_chars() -> None:
+    """``isMetadataInvalid`` is ``metadata.length() > offset.metadata.max.bytes``, the same for
+    every group kind: Java's UTF-16 code units, not UTF-8 bytes. Five accented letters (ten UTF-8
+    bytes) fit in 5; three emoji (six code units, twelve bytes) do not."""
+    config = dataclasses.replace(CoordinatorConfig(), offset_metadata_max_bytes=5)
+    ctx = ConsumerTestContext(config=config)
+    _group_with_member(ctx)
+    bar_1 = TopicPartition("bar", 1)
+    response, records = _commit(
+        ctx,
+        10,
+        OffsetCommitPartition(BAR_0, 100, "\u00e9" * 5, 10),
+        OffsetCommitPartition(bar_1, 100, "\U0001f600" * 3, 10),
+    )
+    assert response.results == ((BAR_0, ErrorCode.NONE), (bar_1, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+    assert records == [OffsetCommitted(GROUP, BAR_0, OffsetAndMetadata(100, 10, "\u00e9" * 5, ctx.time_ms))]
+
+
 def _fetch(
     ctx: ConsumerTestContext, member_id: str | None, epoch: int, everything: bool
 ) -> OffsetFetchResponse:

@@ -196,7 +196,7 @@ def handle_consumer_offset_commit(
         max_bytes = txn.config.offset_metadata_max_bytes
         for entry in req.offsets:
             metadata = entry.committed_metadata
-            if metadata is not None and len(metadata.encode()) > max_bytes:
+            if metadata_too_large(metadata, max_bytes):  # Java chars, as for every group kind
                 results.append((entry.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
                 continue
             if check is not None:
