@@ -1,6 +1,6 @@
 """Who owns which partition, second by second: the stop-the-world, double-ownership and zombie clocks.
 
-A consumer *claims* the partitions its member believes it holds (``ConsumerMember.assignment()``).
+A consumer *claims* the partitions its member believes it holds (``ClassicConsumerMember.assignment()``).
 A claim is *current* when the member's generation is the group's generation and the coordinator
 still counts the member in the group; any other claim by a running process is a *zombie* claim (a
 member of a stale generation that has not noticed yet). For every partition the tracker keeps the

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kgroup.member import ConsumerMember
+from kgroup.member import ClassicConsumerMember
 from kgroup.model import TopicPartition
 from kgroup.sim.consumer_group import SimMember
 from kgroup.sim.workload import ConsumerLoad
@@ -26,7 +26,7 @@ class ConsumerProcess:
     static: bool
     rack: str | None
     load: ConsumerLoad
-    member: ConsumerMember | SimMember | None = None
+    member: ClassicConsumerMember | SimMember | None = None
     incarnation: int = 0
     conn: str = ""
     deployed: bool = False

@@ -3,7 +3,7 @@
 The host loop owns everything Kafka leaves to the outside world — the clock, the network, the
 coordinator's timer queue, the consumer processes and their application threads — and nothing else:
 every protocol decision is made by :class:`kgroup.group.GroupCoordinator` and
-:class:`kgroup.member.ConsumerMember`, the same code the live broker runs.
+:class:`kgroup.member.ClassicConsumerMember`, the same code the live broker runs.
 
 Per consumer process the host models two threads, as the Java consumer has: the *heartbeat thread*
 (``background()``, called whenever the member's ``next_wakeup_ms()`` comes due) and the *application
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, TimerTable
 from kgroup.group.states import GroupState
-from kgroup.member import ConsumerMember, MemberConfig, OutboundRequest, Phase
+from kgroup.member import ClassicConsumerMember, MemberConfig, OutboundRequest, Phase
 from kgroup.member.events import (
     MemberEvent,
     OffsetsCommitted,
@@ -393,7 +393,7 @@ class Simulation:
             proc.member = member
             proc.epoch_seen = 0
         else:
-            proc.member = ConsumerMember(self._member_config(proc), proc.topics)
+            proc.member = ClassicConsumerMember(self._member_config(proc), proc.topics)
         self.give_metadata(proc)
         proc.load.last_ms = self.now
         proc.load.budget_milli = 0

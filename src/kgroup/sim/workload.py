@@ -25,7 +25,7 @@ __all__ = ["ConsumerLoad", "ProcessingMember", "Workload"]
 
 
 class ProcessingMember(Protocol):
-    """What the workload needs from a member (``kgroup.member.ConsumerMember`` fits)."""
+    """What the workload needs from a member (``kgroup.member.ClassicConsumerMember`` fits)."""
 
     def assignment(self) -> frozenset[TopicPartition]: ...
 
