@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import json
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +208,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # pytest-xdist hands out the groups first (most tests first), then single tests in this order: a
     # test that starts Spark in a JVM of its own goes first of those, not last into a run's tail
     items.sort(key=lambda item: item.get_closest_marker("spark_own_process") is None)
+
+
+@pytest.fixture(autouse=True)
+def _kernel_warmup_ends() -> Iterator[None]:
+    """A broker started by a test warms its numba kernels in a thread of its own, and until they are
+    ready the server assignors answer step by step (``kgroup.broker.warmup``): what a test starts ends
+    with it, so the next test in this worker finds the fast paths as a process without a broker does."""
+    yield
+    warmup = sys.modules.get("kgroup.broker.warmup")
+    started = getattr(warmup, "_started", None)
+    if started is not None and started.is_alive():
+        started.join(120)
 
 
 def load_vectors(kind: str) -> list[tuple[str, dict[str, Any]]]:
