@@ -19,6 +19,7 @@ from kgroup.messages import (
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetFetchPartition,
     OffsetFetchRequest,
     OffsetFetchResponse,
     TxnOffsetCommitRequest,
@@ -345,5 +346,16 @@ def test_consumer_group_transactional_commit_by_assignment_epoch() -> None:
     assert commit(5, 5) is E.NONE
     assert ctx.coordinator.pending_offsets.has_pending("foo", bar_0)
     assert bar_0 not in ctx.coordinator.committed_offsets("foo")
+
+    def fetch(stable: bool) -> OffsetFetchResponse:
+        answer = ctx.send(OffsetFetchRequest("foo", (bar_0,), require_stable=stable), 8).response
+        assert isinstance(answer, OffsetFetchResponse)
+        return answer
+
+    # the consumer kind's OffsetFetch answers require_stable as the classic kind's does
+    unstable = OffsetFetchPartition(bar_0, -1, "", E.UNSTABLE_OFFSET_COMMIT, -1)
+    assert fetch(stable=True) == OffsetFetchResponse(E.NONE, (unstable,))
+    assert fetch(stable=False) == OffsetFetchResponse(E.NONE, (OffsetFetchPartition(bar_0, -1, "", E.NONE),))
     ctx.absorb(ctx.coordinator.end_transaction(ctx.time_ms, PID, True, lambda _: True))
     assert ctx.coordinator.committed_offsets("foo")[bar_0].offset == 100
+    assert fetch(stable=True) == OffsetFetchResponse(E.NONE, (OffsetFetchPartition(bar_0, 100, "", E.NONE),))

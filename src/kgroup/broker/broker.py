@@ -37,6 +37,7 @@ from kgroup.broker.connection import (
 )
 from kgroup.broker.control import ControlChannel
 from kgroup.broker.coordinator_runtime import CoordinatorRuntime
+from kgroup.broker.coordinator_tasks import task_runners
 from kgroup.broker.dispatch import dispatch, supports, warm_codec
 from kgroup.broker.logapi import LogManagerLike
 from kgroup.broker.share_host import ShareHost, ShareHostConfig
@@ -140,8 +141,10 @@ class Broker:
             checkpoint_min_bytes=config.coordinator_checkpoint_min_bytes,
             flush_interval_ms=logs.coordinator_fsync_interval_ms(),
             notify_appended=self.notify_appended,
-            describable=self._describable if config.security.authorizer else None,
-            share_state=self._initialize_share_state,
+            task_runners=task_runners(
+                share_state=self._initialize_share_state,
+                describable=self._describable if config.security.authorizer else None,
+            ),
         )
         # the transaction coordinator (its calls on a thread of its own, its records in __transaction_state)
         self.transactions = TransactionHost(

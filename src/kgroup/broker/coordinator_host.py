@@ -55,7 +55,6 @@ from kgroup.group import (
 )
 from kgroup.group.discovery import coordinator_partition
 from kgroup.group.metadata import EMPTY_IMAGE, MetadataImage
-from kgroup.group.records import Record, TimerArmed, TimerDisarmed
 from kgroup.group.records.serde import decode_record, encode_record
 from kgroup.group.timers import ScheduleTimer
 from kgroup.group.txn import CoordinatorTask
@@ -99,18 +98,10 @@ __all__ = [
     "CoordinatorPlacement",
     "OffLoop",
     "error_response",
-    "group_of",
     "make_checkpoint",
 ]
 
 log = logging.getLogger("kgroup.broker")
-
-
-def group_of(record: Record) -> str:
-    if isinstance(record, TimerArmed | TimerDisarmed):
-        return record.key.group_id
-    group_id: str = record.group_id
-    return group_id
 
 
 #: request type -> its answer carrying only an error code: each group API's, beside its translation
@@ -297,7 +288,7 @@ class CoordinatorHost:
         count = 0
         for key, value in self.coordinator_log.replay():
             record = decode_record(key, value)
-            group_id = group_of(record)
+            group_id = record.group_id
             node = owner.get(group_id)
             if node is None:
                 node = owner[group_id] = placement.coordinator_for(group_id)

@@ -12,7 +12,9 @@ regex resolution — on an executor apart from both. kgroup does the same:
   the CPU the two threads share.
 * the coordinator's tasks (regex resolution with RE2) run in one more thread
   (``kgroup-coordinator-tasks``), so a group's many regexes over many topics hold up no coordinator
-  either; their results come back to the coordinator's loop.
+  either; their results come back to the coordinator's loop. A task type that needs the broker's loop
+  too has a runner registered for it (:mod:`kgroup.broker.coordinator_tasks`): the runtime knows no
+  task kind.
 * what the coordinator knows of the cluster is handed to it as values: the metadata image at every
   topic change, the placement of the offsets topic's leaders at every broker change.
 * what ``__consumer_offsets`` shows is appended on the broker's loop, which serves it to readers,
@@ -27,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -39,12 +41,11 @@ from kgroup.broker.coordinator_host import (
     OffsetsEntries,
     error_response,
 )
+from kgroup.broker.coordinator_tasks import TaskPlaces, TaskRunner, run_apart
 from kgroup.broker.internal_topic import OffsetsTopicAppender
 from kgroup.broker.logapi import CoordinatorLogLike
 from kgroup.group import CoordinatorConfig
-from kgroup.group.consumer.steps import RegexResolution
 from kgroup.group.metadata import MetadataImage, TopicImage
-from kgroup.group.share.heartbeat import InitializeShareState
 from kgroup.group.txn import CoordinatorTask
 from kgroup.messages import Envelope, Response
 from kgroup.model import ErrorCode, KgroupError, TopicId
@@ -90,14 +91,13 @@ class CoordinatorRuntime:
         checkpoint_min_bytes: int,
         flush_interval_ms: int | None,
         notify_appended: Callable[[str, int, int], None] | None = None,
-        describable: Callable[[str, str, str], bool] | None = None,
-        share_state: Callable[[InitializeShareState], Coroutine[Any, Any, bool]] | None = None,
+        task_runners: Mapping[type, TaskRunner] | None = None,
     ) -> None:
         self._cluster = cluster
-        #: answers the share groups' InitializeShareState tasks on the broker's loop (the share host)
-        self._share_state = share_state
-        #: (principal, host, topic) -> may it describe the topic; None: no authorizer
-        self._describable = describable
+        #: task type -> its runner, for the types that need more than the tasks' thread
+        #: (``coordinator_tasks.task_runners``)
+        self._task_runners: Mapping[type, TaskRunner] = task_runners or {}
+        self._places = TaskPlaces(apart=self._apart, on_broker=self._on_broker)
         self._appender = OffsetsTopicAppender(cluster, notify_appended)
         self._tasks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-coordinator-tasks")
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -256,39 +256,20 @@ class CoordinatorRuntime:
     # --- what the coordinators hand back ----------------------------------------------------------------
 
     async def _run_task(self, task: CoordinatorTask) -> object:
-        """On the coordinators' loop: ``task.run()`` in the tasks' thread; a regex resolution's topics
-        then filtered by what its requester may describe (on the broker's loop, where the ACLs are)."""
-        if isinstance(task, InitializeShareState) and self._share_state is not None:
-            broker_loop = self._broker_loop
-            assert broker_loop is not None
-            written = asyncio.run_coroutine_threadsafe(self._share_state(task), broker_loop)
-            return await asyncio.wrap_future(written)
-        outcome = await asyncio.get_running_loop().run_in_executor(self._tasks, task.run)
-        if isinstance(task, RegexResolution) and self._describable is not None:
-            broker_loop = self._broker_loop
-            assert broker_loop is not None and isinstance(outcome, dict)
-            filtering = self._filter_regex_topics(task.requester, outcome)
-            return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(filtering, broker_loop))
-        return outcome
+        """On the coordinators' loop: the task by the runner registered for its type, else
+        ``task.run()`` in the tasks' thread."""
+        runner = self._task_runners.get(type(task), run_apart)
+        return await runner(task, self._places)
 
-    async def _filter_regex_topics(
-        self, requester: tuple[str, str] | None, resolved: dict[str, frozenset[str]]
-    ) -> dict[str, frozenset[str]] | None:
-        """``TopicRegexResolver.filterTopicDescribeAuthorizedTopics``: every regex loses the topics the
-        requester may not describe. Unknown requester (a resolution due at a reload): no answer — the
-        group keeps what it had and the next heartbeat asks again."""
-        describable = self._describable
-        assert describable is not None
-        if requester is None:
-            return None
-        principal, host = requester
-        denied: set[str] = set()
-        for count, topic in enumerate({t for topics in resolved.values() for t in topics}):
-            if count % 1000 == 999:
-                await asyncio.sleep(0)  # the broker's loop serves its connections in between
-            if not describable(principal, host, topic):
-                denied.add(topic)
-        return {regex: topics - denied for regex, topics in resolved.items()} if denied else resolved
+    async def _apart(self, work: Callable[[], object]) -> object:
+        """``work()`` in the tasks' thread."""
+        return await asyncio.get_running_loop().run_in_executor(self._tasks, work)
+
+    async def _on_broker(self, work: Coroutine[Any, Any, T]) -> T:
+        """``work`` on the broker's loop (from the coordinators')."""
+        broker_loop = self._broker_loop
+        assert broker_loop is not None
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, broker_loop))
 
     def _publish_offsets(self, now_ms: int, entries: OffsetsEntries) -> None:
         """On the coordinators' thread: append to ``__consumer_offsets`` on the broker's loop (queued

@@ -36,7 +36,7 @@ from kgroup.client.connection import BrokerConnection, ConnectionLost
 from kgroup.client.nodes import ConnectionState, least_loaded_node
 from kgroup.client.probe import ListenerMismatch, check_listener
 from kgroup.client.security import ClientSecurity, SaslAuthenticationError
-from kgroup.client.translate import API_KEY, from_wire, to_wire
+from kgroup.client.translate import client_spec, from_wire, to_wire
 from kgroup.client.versions import CLIENT_RANGES, LAST_BY_NAME, UnsupportedApi, negotiate, offsets_version
 from kgroup.member import ClassicConsumerMember, ConsumerMemberState, ConsumerProtocolMember, MemberConfig
 from kgroup.member.consumer_protocol import CONSUMER_PROTOCOL_NOT_SUPPORTED
@@ -45,13 +45,9 @@ from kgroup.member.events import CommitFailed, FatalError, MemberEvent, OffsetsC
 from kgroup.member.requests import OutboundRequest
 from kgroup.member.states import Phase
 from kgroup.messages import (
-    ConsumerGroupHeartbeatRequest,
-    FindCoordinatorResponse,
-    OffsetCommitRequest,
-    OffsetFetchRequest,
     Response,
 )
-from kgroup.model import ErrorCode, KgroupError, PeerError, TopicPartition
+from kgroup.model import KgroupError, PeerError, TopicPartition
 from kgroup.wire.api_keys import ApiKey, api_name
 from kgroup.wire.apis._common import TopicIds
 from kgroup.wire.codec import request_class
@@ -622,15 +618,16 @@ class GroupConsumer:
         assert entry.connection is not None and self._loop is not None
         while queue:
             request = queue.popleft()
-            api_key = API_KEY[type(request.body)]
+            spec = client_spec(request.body)
+            api_key = spec.api_key
             try:
                 version = self._version(entry, api_key)
                 topic_ids = None
-                if isinstance(request.body, OffsetCommitRequest | OffsetFetchRequest):
-                    version, topic_ids = self._offsets_version(request.body, version)
+                if spec.topics is not None:
+                    version, topic_ids = self._offsets_version(spec.topics(request.body), version)
                 future = entry.connection.send(to_wire(request.body, version, topic_ids))
             except UnsupportedApi as exc:
-                if isinstance(request.body, ConsumerGroupHeartbeatRequest) and self._consumer_member:
+                if spec.fatal_if_unsupported and self._consumer_member:
                     # Kafka's client fails building the request: fatal, naming the setting
                     self._consumer_member.on_unsupported(self._now())
                     self._collect_events()
@@ -683,9 +680,11 @@ class GroupConsumer:
         if self._closed and self._member_closed():
             active.on_response(self._now(), request.correlation_id, typed)
             return
-        if isinstance(typed, FindCoordinatorResponse) and typed.error_code is ErrorCode.NONE:
-            self._addresses[typed.node_id] = (typed.host, typed.port)
-            self._addresses[_COORDINATOR_BASE - typed.node_id] = (typed.host, typed.port)
+        found = client_spec(request.body).coordinator(typed)
+        if found is not None:
+            node_id, host, port = found
+            self._addresses[node_id] = (host, port)
+            self._addresses[_COORDINATOR_BASE - node_id] = (host, port)
         self._dispatch(active.on_response(self._now(), request.correlation_id, typed))
         self._wake.set()
 
@@ -744,15 +743,10 @@ class GroupConsumer:
 
         return TopicIds(by_id.get, id_of)
 
-    def _offsets_version(
-        self, body: OffsetCommitRequest | OffsetFetchRequest, negotiated: int
-    ) -> tuple[int, TopicIds | None]:
-        """As Kafka's consumers: a classic member names its topics (v9 at most); a consumer-protocol
-        member names them by id (v10) when the metadata gave every one's id."""
-        if isinstance(body, OffsetCommitRequest):
-            topics: set[str] = {o.partition.topic for o in body.offsets}
-        else:
-            topics = {tp.topic for tp in body.partitions or ()}
+    def _offsets_version(self, topics: set[str], negotiated: int) -> tuple[int, TopicIds | None]:
+        """The version of a request naming ``topics`` (OffsetCommit, OffsetFetch), as Kafka's
+        consumers: a classic member names its topics (v9 at most); a consumer-protocol member names
+        them by id (v10) when the metadata gave every one's id."""
         known = None
         if self._consumer_member is not None and self._cluster is not None:
             known = self._cluster.topic_ids

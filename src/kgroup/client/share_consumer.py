@@ -39,19 +39,14 @@ from kgroup.client.connection import BrokerConnection, ConnectionLost
 from kgroup.client.consumer import ClientError, parse_bootstrap
 from kgroup.client.security import ClientSecurity, SaslAuthenticationError
 from kgroup.client.share_records import acquired_records
-from kgroup.client.translate import from_wire, to_wire
+from kgroup.client.translate import client_spec, from_wire, to_wire
 from kgroup.client.versions import UnsupportedApi, broker_ranges
 from kgroup.member.requests import OutboundRequest
 from kgroup.member.share import SHARE_PROTOCOL_NOT_SUPPORTED, ShareMember, ShareMemberConfig
 from kgroup.member.share_session import FetchPlan, ShareSession
-from kgroup.messages import FindCoordinatorRequest, ShareGroupHeartbeatRequest
 from kgroup.model import ErrorCode, KgroupError, PeerError, TopicId, TopicPartition
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.codec import build, error_from_wire, request_class
-from kgroup.wire.share_group import (
-    share_group_heartbeat_request_to_wire,
-    share_group_heartbeat_response_from_wire,
-)
 
 __all__ = [
     "AcknowledgeType",
@@ -728,39 +723,34 @@ class ShareConsumer:
             self._spawn(self._send_member_request(request))
 
     async def _send_member_request(self, request: OutboundRequest) -> None:
+        """One of the member's requests, routed as it says: to no node in particular (FindCoordinator)
+        on the admin connection, else on the coordinator's own; what the request's spec
+        (:func:`~kgroup.client.translate.client_spec`) says of it does the rest."""
         body = request.body
+        spec = client_spec(body)
         try:
-            if isinstance(body, FindCoordinatorRequest):
+            if request.node_id is None:
                 node = self._admin_node()
-                await self._ensure_node(node)
-                entry = self._nodes[node]
-                version = self._version(entry, ApiKey.FIND_COORDINATOR)
-                assert entry.connection is not None
-                wire = await entry.connection.request(
-                    to_wire(body, version), timeout_s=self._request_timeout_s
-                )
-                typed = from_wire(body, wire)
-                if typed.error_code is ErrorCode.NONE:  # type: ignore[union-attr]
-                    self._addresses[(_COORDINATOR, typed.node_id)] = (typed.host, typed.port)  # type: ignore[union-attr]
-            elif isinstance(body, ShareGroupHeartbeatRequest):
-                assert request.node_id is not None
+            else:
                 node = (_COORDINATOR, request.node_id)
                 if node not in self._addresses and request.node_id in self._addresses:
                     self._addresses[node] = self._addresses[request.node_id]
-                await self._ensure_node(node)
-                entry = self._nodes[node]
-                try:
-                    version = self._version(entry, ApiKey.SHARE_GROUP_HEARTBEAT)
-                except UnsupportedApi:
-                    self._member.on_unsupported(self._now())
-                    return
-                assert entry.connection is not None
-                wire = await entry.connection.request(
-                    share_group_heartbeat_request_to_wire(body, version), timeout_s=self._request_timeout_s
-                )
-                typed = share_group_heartbeat_response_from_wire(wire)
-            else:  # pragma: no cover - the member sends nothing else
-                raise TypeError(f"{type(body).__name__} is not a share member's request")
+            await self._ensure_node(node)
+            entry = self._nodes[node]
+            try:
+                version = self._version(entry, spec.api_key)
+            except UnsupportedApi:
+                if not spec.fatal_if_unsupported:
+                    raise
+                self._member.on_unsupported(self._now())
+                return
+            assert entry.connection is not None
+            wire = await entry.connection.request(to_wire(body, version), timeout_s=self._request_timeout_s)
+            typed = from_wire(body, wire)
+            found = spec.coordinator(typed)
+            if found is not None:
+                node_id, host, port = found
+                self._addresses[(_COORDINATOR, node_id)] = (host, port)
         except (ConnectionLost, TimeoutError, PeerError, UnsupportedApi, KeyError) as exc:
             log.info("%s failed: %s", type(body).__name__, exc)
             if not self._closed:

@@ -10,8 +10,9 @@ the one kind that serves its type; a record to the kind that replays its type (a
 replay, to the owner of its group); a timer to the kind that arms its kind of key; a task to the kind
 of its type. It answers itself only what spans the kinds: ListGroups, DescribeGroups, deleting,
 loading and unloading groups, checkpoints and snapshots — and keeps the transactional offset commits
-pending until their transactions end (:mod:`kgroup.group.txn_offsets`, ``end_transaction``;
-OffsetFetch's ``require_stable``).
+pending until their transactions end (:mod:`kgroup.group.txn_offsets`, ``end_transaction``), which
+every operation carries (``Txn.pending_offsets``: each kind's OffsetFetch answers ``require_stable``
+with them).
 """
 
 from __future__ import annotations
@@ -47,10 +48,6 @@ from kgroup.messages import (
     Envelope,
     ListGroupsRequest,
     ListGroupsResponse,
-    OffsetFetchPartition,
-    OffsetFetchRequest,
-    OffsetFetchResponse,
-    Reply,
 )
 from kgroup.model import ErrorCode, KgroupError, TopicPartition
 
@@ -170,17 +167,9 @@ class GroupCoordinator:
             rng=self._rng,
             armed=self._armed,
             replay=self.replay,
-            observe_commits=self._observe_commits,
+            pending_offsets=self.pending_offsets,
         )
         return txn
-
-    def _observe_commits(self, records: list[OffsetCommitted]) -> None:
-        """Commits a kind applied itself (``Txn.emit_all_to``): pending offsets of their partitions
-        are older."""
-        pending = self.pending_offsets
-        if pending:
-            for record in records:
-                pending.observe_commit(record.group_id, record.partition)
 
     def failed_call_applied(self) -> bool:
         """After a call raised: whether it had applied records before it did (records replay as they
@@ -194,28 +183,7 @@ class GroupCoordinator:
         handler = self._handler_of(body)
         txn = self._txn(now_ms)
         handler(txn, envelope, body)
-        if type(body) is OffsetFetchRequest and body.require_stable and self.pending_offsets:
-            self._mark_unstable(txn, body.group_id)
         return txn.result()
-
-    def _mark_unstable(self, txn: Txn, group_id: str) -> None:
-        """OffsetFetch with ``require_stable``: each partition answered while an open transaction
-        holds an offset of it is UNSTABLE_OFFSET_COMMIT (offset -1), as ``OffsetMetadataManager.fetchOffsets``
-        and ``fetchAllOffsets`` answer it."""
-        pending = self.pending_offsets
-        for index, reply in enumerate(txn.replies):
-            body = reply.body
-            if not isinstance(body, OffsetFetchResponse) or body.error_code != ErrorCode.NONE:
-                continue
-            partitions = tuple(
-                OffsetFetchPartition(p.partition, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
-                if p.error_code == ErrorCode.NONE and pending.has_pending(group_id, p.partition)
-                else p
-                for p in body.partitions
-            )
-            txn.replies[index] = Reply(
-                reply.connection, reply.correlation_id, OffsetFetchResponse(ErrorCode.NONE, partitions)
-            )
 
     def end_transaction(
         self, now_ms: int, producer_id: int, committed: bool, in_partition: Callable[[str], bool]

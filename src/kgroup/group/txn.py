@@ -16,14 +16,28 @@ from kgroup.group.config import CoordinatorConfig
 from kgroup.group.records import OffsetCommitted, Parked, Record, TimerArmed, TimerDisarmed
 from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKey
 from kgroup.messages import Reply, Response
+from kgroup.model import TopicPartition
 
-__all__ = ["CoordinatorResult", "CoordinatorTask", "Txn"]
+__all__ = ["CoordinatorResult", "CoordinatorTask", "PendingOffsets", "Txn"]
 
 
 class AppliesCommits(Protocol):
     """A group that replays its own offset commits (every kind's group does)."""
 
     def apply(self, record: OffsetCommitted) -> None: ...
+
+
+class PendingOffsets(Protocol):
+    """The transactional offset commits pending on the coordinator until their transactions end
+    (:class:`~kgroup.group.txn_offsets.PendingTxnOffsets`), as the handlers of every kind see them."""
+
+    def __bool__(self) -> bool:
+        """Whether any transaction holds an offset."""
+
+    def has_pending(self, group_id: str, partition: TopicPartition) -> bool: ...
+
+    def observe_commit(self, group_id: str, partition: TopicPartition) -> None:
+        """A plain offset commit of the partition: every offset pending for it is older."""
 
 
 class CoordinatorTask(Protocol):
@@ -57,11 +71,11 @@ class Txn:
     """The context a handler works in: the clock, the armed timers, and the effects it collects."""
 
     __slots__ = (
-        "_observe_commits",
         "_replay",
         "armed",
         "config",
         "now_ms",
+        "pending_offsets",
         "records",
         "replies",
         "requester",
@@ -78,10 +92,11 @@ class Txn:
         rng: Random,
         armed: dict[TimerKey, int],
         replay: Callable[[Record], None],
-        observe_commits: Callable[[list[OffsetCommitted]], None] | None = None,
+        pending_offsets: PendingOffsets | None = None,
     ) -> None:
         self.now_ms = now_ms
-        self._observe_commits = observe_commits
+        #: the coordinator's pending transactional offsets (OffsetFetch's ``require_stable`` reads them)
+        self.pending_offsets = pending_offsets
         self.config = config
         self.rng = rng
         self.armed = armed
@@ -103,8 +118,10 @@ class Txn:
         """:meth:`emit` for each of ``records`` of ``group`` (which exists), in order: the group
         replays them, exactly as the coordinator's ``replay`` would hand them over (commits)."""
         self.records.extend(records)  # counted first: a failure part-way is seen as applied
-        if self._observe_commits is not None:
-            self._observe_commits(records)
+        pending = self.pending_offsets
+        if pending:  # pending offsets of these partitions are older than these commits
+            for record in records:
+                pending.observe_commit(record.group_id, record.partition)
         apply = group.apply
         for record in records:
             apply(record)

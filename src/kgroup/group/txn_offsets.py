@@ -27,10 +27,16 @@ from dataclasses import dataclass
 
 from kgroup.group.records import OffsetAndMetadata, OffsetCommitted, TxnOffsetCommitted, TxnOffsetsEnded
 from kgroup.group.txn import Txn
-from kgroup.messages import OffsetCommitPartition, TxnOffsetCommitRequest
+from kgroup.messages import (
+    OffsetCommitPartition,
+    OffsetFetchPartition,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    TxnOffsetCommitRequest,
+)
 from kgroup.model import ErrorCode, TopicPartition
 
-__all__ = ["PendingTxnOffsets", "metadata_too_large", "pending_commits"]
+__all__ = ["PendingTxnOffsets", "metadata_too_large", "pending_commits", "stable_answer"]
 
 
 def metadata_too_large(metadata: str | None, max_bytes: int) -> bool:
@@ -63,6 +69,25 @@ def pending_commits(
         )
         results.append((entry.partition, ErrorCode.NONE))
     return results, records
+
+
+def stable_answer(txn: Txn, req: OffsetFetchRequest, answer: OffsetFetchResponse) -> OffsetFetchResponse:
+    """What every kind's OffsetFetch answers: ``answer``, but with ``require_stable`` each partition
+    answered while an open transaction holds an offset of it is UNSTABLE_OFFSET_COMMIT (offset -1),
+    as ``OffsetMetadataManager.fetchOffsets`` and ``fetchAllOffsets`` answer it."""
+    pending = txn.pending_offsets
+    if not req.require_stable or not pending or answer.error_code != ErrorCode.NONE:
+        return answer
+    group_id = req.group_id
+    return OffsetFetchResponse(
+        ErrorCode.NONE,
+        tuple(
+            OffsetFetchPartition(p.partition, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT, -1)
+            if p.error_code == ErrorCode.NONE and pending.has_pending(group_id, p.partition)
+            else p
+            for p in answer.partitions
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)

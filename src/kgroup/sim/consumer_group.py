@@ -203,7 +203,7 @@ class ConsumerGroupObserver:
         before = data.state
         for record in records:
             kind = type(record)
-            if kind not in CONSUMER_FOLLOWED or record.group_id != self.group_id:  # type: ignore[union-attr]
+            if kind not in CONSUMER_FOLLOWED or record.group_id != self.group_id:
                 continue
             seen.membership_changed = True
             if kind in _HANDOVER_RECORDS:

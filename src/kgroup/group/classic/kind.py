@@ -144,7 +144,7 @@ class ClassicGroups:
             if self.orphan_offsets:  # a group of another kind downgraded to this classic group
                 restored.offsets.update(self.orphan_offsets.pop(record.group_id, {}))
         else:
-            self.groups[record.group_id].apply(record)  # type: ignore[union-attr, arg-type]
+            self.groups[record.group_id].apply(record)  # type: ignore[arg-type]
 
     def checkpoint(self) -> Iterator[Record]:
         """Per group a :class:`GroupRestored` and its offsets."""

@@ -11,7 +11,7 @@ from kgroup.group.classic.rebalance import reschedule_heartbeat
 from kgroup.group.records import GroupCreated, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.states import GroupState
 from kgroup.group.txn import Txn
-from kgroup.group.txn_offsets import metadata_too_large, pending_commits
+from kgroup.group.txn_offsets import metadata_too_large, pending_commits, stable_answer
 from kgroup.messages import (
     Envelope,
     OffsetCommitRequest,
@@ -148,4 +148,5 @@ def handle_offset_fetch(
         partitions = tuple(_fetched(group, tp) for tp in committed)
     else:
         partitions = tuple(_fetched(group, tp) for tp in req.partitions)
-    txn.reply(env.connection, env.correlation_id, OffsetFetchResponse(ErrorCode.NONE, partitions))
+    answer = stable_answer(txn, req, OffsetFetchResponse(ErrorCode.NONE, partitions))
+    txn.reply(env.connection, env.correlation_id, answer)

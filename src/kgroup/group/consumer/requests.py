@@ -22,7 +22,7 @@ from kgroup.group.records.consumer import (
     ConsumerGroupTargetAssignmentMetadata,
 )
 from kgroup.group.txn import Txn
-from kgroup.group.txn_offsets import metadata_too_large, pending_commits
+from kgroup.group.txn_offsets import metadata_too_large, pending_commits, stable_answer
 from kgroup.javacompat import JavaHashSet, java_string_hash
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
@@ -277,7 +277,8 @@ def handle_consumer_offset_fetch(
                     partition, value.offset, value.metadata, ErrorCode.NONE, value.leader_epoch
                 )
             )
-    txn.reply(env.connection, env.correlation_id, OffsetFetchResponse(ErrorCode.NONE, tuple(partitions)))
+    answer = stable_answer(txn, req, OffsetFetchResponse(ErrorCode.NONE, tuple(partitions)))
+    txn.reply(env.connection, env.correlation_id, answer)
 
 
 def restart_sessions(txn: Txn, group: ConsumerGroupData) -> None:

@@ -298,11 +298,21 @@ class TimerArmed:
     key: TimerKey
     deadline_ms: int
 
+    @property
+    def group_id(self) -> str:
+        """Its timer's group (every record names the group it changes)."""
+        return self.key.group_id
+
 
 @fast_init
 @dataclass(frozen=True, slots=True)
 class TimerDisarmed:
     key: TimerKey
+
+    @property
+    def group_id(self) -> str:
+        """Its timer's group (every record names the group it changes)."""
+        return self.key.group_id
 
 
 #: records that change one existing group's state (``ClassicGroup.apply``)

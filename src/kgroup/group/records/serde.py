@@ -243,12 +243,6 @@ def _timer_key(r: Reader) -> TimerKey:
     return key
 
 
-def _group_of(record: Record) -> str:
-    if isinstance(record, (TimerArmed, TimerDisarmed)):
-        return record.key.group_id
-    return record.group_id
-
-
 def _write_kgroup_value(w: Writer, record: Record) -> None:
     if isinstance(record, GroupCreated):
         w.i64(record.timestamp_ms)
@@ -368,7 +362,7 @@ def encode_record(record: Record) -> tuple[bytes, bytes | None]:
         raise TypeError(f"record: {type(record).__name__} is not a coordinator record")
     key.i16(KGROUP_KEY_VERSION)
     key.i16(kind)
-    key.string(_group_of(record))
+    key.string(record.group_id)
     value = Writer()
     value.i16(KGROUP_VALUE_VERSION)
     _write_kgroup_value(value, record)

@@ -137,7 +137,7 @@ class ShareGroups(GroupsById[ShareGroupData]):
         """``GroupMetadataManager.replay`` of a share-group record: a record with a value creates the
         group; the group tombstone deletes it."""
         groups = self.ctx.groups
-        group_id = record.group_id  # type: ignore[union-attr]
+        group_id = record.group_id
         group = groups.get(group_id)
         if group is None:
             if getattr(record, "value", None) is None:
