@@ -6,8 +6,11 @@ so 100 partitions each). For each case both sides get the same group (built as t
 it); kgroup is timed around ``assign`` in this process, Kafka inside the oracle's JVM
 (:meth:`KafkaOracle.server_assign` with ``repeat``) around ``assign()`` (after warm-up calls), and the
 medians are printed, with a second kgroup figure: ``assign`` and then every member's assignment read
-as the coordinator reads it (an answer built lazily pays for its members there). Each case also
-checks that the answers are equal.
+as the coordinator reads it (an answer built lazily pays for its members there). Each kgroup call
+is on a fresh assignor instance; where one member joins, that instance first assigns the group as it
+was (untimed: the coordinator's previous rebalance, with the same map objects, which the assignor may
+remember — ``kgroup.group.assignors.fast.reuse``), and a third figure ("unseen") times the call on an
+instance that has seen nothing. Each case also checks that the answers are equal.
 Share groups (``--share-members``, default 200: ``group.share.max.size``) get ``SimpleAssignor`` on 50
 partitions (members outnumber them: four share each) and on 2,000, new and with one member joining.
 Benchmarks are not tests: nothing here asserts a time. ::
@@ -41,6 +44,7 @@ from kgroup.testing.apache_kafka import KafkaOracle, ServerMember, kgroup_group_
 
 TOPICS = 1000
 PARTITIONS_PER_MEMBER = 10
+JOINER = "joiner"
 
 
 @dataclass
@@ -95,7 +99,7 @@ def _one_joins(
         stable = [
             ServerMember(r.member_id, subscription, previous.assignment.get(r.member_id, ())) for r in rows
         ]
-        return topics, [*stable, ServerMember("joiner", subscription)]
+        return topics, [*stable, ServerMember(JOINER, subscription)]
 
     return build
 
@@ -121,7 +125,7 @@ def _share_case(
         stable = [
             ServerMember(r.member_id, subscription, previous.assignment.get(r.member_id, ())) for r in rows
         ]
-        return counts, [*stable, ServerMember("joiner", subscription)]
+        return counts, [*stable, ServerMember(JOINER, subscription)]
 
     return build
 
@@ -179,23 +183,41 @@ def run(case: Case, oracle: KafkaOracle, repeat: int, warmup: int) -> dict[str, 
             for partition in partitions:
                 owners[partition] = row.member_id
     spec = GroupSpec(spec.members, spec.subscription_type, inverted)
+    # a group that one member joins had a rebalance before, with the same map objects the coordinator
+    # keeps for every member that rebalance left alone: the assignor has seen them (fast.reuse)
+    previous = (
+        GroupSpec(
+            {m: s for m, s in spec.members.items() if m != JOINER},
+            spec.subscription_type,
+            inverted,
+        )
+        if JOINER in spec.members
+        else None
+    )
     describer = TopicDescriber(topics)
-    assignor = _assignor(case.assignor)
     times = []
     read_times = []
+    cold_times = []
     result: GroupAssignment = {}
     for _ in range(repeat):
+        assignor = _assignor(case.assignor)  # a fresh instance: it has seen no call
         start = time.perf_counter()
         result = assignor.assign(spec, describer)
-        times.append(time.perf_counter() - start)
-        # what the coordinator does next (TargetAssignmentBuilder): every member's new assignment, read
-        start = time.perf_counter()
-        result = assignor.assign(spec, describer)
-        read(spec, result)
-        read_times.append(time.perf_counter() - start)
+        cold_times.append(time.perf_counter() - start)
+        for timed in (times, read_times):
+            assignor = _assignor(case.assignor)
+            if previous is not None:
+                assignor.assign(previous, describer)
+            start = time.perf_counter()
+            result = assignor.assign(spec, describer)
+            if timed is read_times:
+                # what the coordinator does next (TargetAssignmentBuilder): every member's answer, read
+                read(spec, result)
+            timed.append(time.perf_counter() - start)
     exact = {m: tuple(a.items()) for m, a in result.items()} == kafka.assignment
     kgroup_ms = statistics.median(times) * 1e3
     read_ms = statistics.median(read_times) * 1e3
+    cold_ms = statistics.median(cold_times) * 1e3
     kafka_ms = statistics.median(kafka.nanos) / 1e6
     return {
         "case": case.name,
@@ -203,6 +225,7 @@ def run(case: Case, oracle: KafkaOracle, repeat: int, warmup: int) -> dict[str, 
         "partitions": sum(topics.values()),
         "kgroup_ms": round(kgroup_ms, 1),
         "kgroup_read_ms": round(read_ms, 1),
+        "kgroup_cold_ms": round(cold_ms, 1),
         "kafka_ms": round(kafka_ms, 1),
         "ratio": round(kgroup_ms / kafka_ms, 2) if kafka_ms else None,
         "read_ratio": round(read_ms / kafka_ms, 2) if kafka_ms else None,
@@ -243,7 +266,8 @@ def main() -> None:
             if not args.json:
                 print(
                     f"{row['case']:<40} {row['members']:>6} members {row['partitions']:>7} partitions  "
-                    f"kgroup {row['kgroup_ms']:>8} ms (+ read {row['kgroup_read_ms']:>8} ms)  "
+                    f"kgroup {row['kgroup_ms']:>8} ms (+ read {row['kgroup_read_ms']:>8} ms, "
+                    f"unseen {row['kgroup_cold_ms']:>8} ms)  "
                     f"Kafka {row['kafka_ms']:>7} ms  ×{row['ratio']} (read ×{row['read_ratio']})  "
                     f"exact={row['exact']}",
                     flush=True,

@@ -19,6 +19,7 @@ from kgroup.group.assignors.api import (
 )
 from kgroup.group.assignors.common import WorkingAssignment, deep_copy, finish, topic_hash
 from kgroup.group.assignors.fast import kernels_ready
+from kgroup.group.assignors.fast.reuse import SeenMaps
 from kgroup.group.assignors.uniform_heterogeneous import assign_heterogeneous
 from kgroup.javacompat import JavaHashMap, JavaHashSet, java_integer_hash
 
@@ -30,6 +31,11 @@ class UniformAssignor(ServerAssignor):
 
     name = "uniform"
 
+    def __init__(self) -> None:
+        #: the current maps of this instance's last calls, as arrays (the homogeneous fast path reads
+        #: only the maps it has not seen: :mod:`kgroup.group.assignors.fast.reuse`)
+        self.seen_maps = SeenMaps()
+
     def assign(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
         """Both builders over integer arrays (:mod:`kgroup.group.assignors.fast`); they answer exactly
         what :meth:`assign_reference` answers (which answers where they step aside)."""
@@ -40,7 +46,7 @@ class UniformAssignor(ServerAssignor):
         if group.subscription_type is SubscriptionType.HOMOGENEOUS:
             from kgroup.group.assignors.fast.uniform_fast import assign_uniform_homogeneous  # numba: lazily
 
-            result = assign_uniform_homogeneous(group, topics)
+            result = assign_uniform_homogeneous(group, topics, self.seen_maps)
         else:
             from kgroup.group.assignors.fast.uniform_heterogeneous_fast import assign_uniform_heterogeneous
 

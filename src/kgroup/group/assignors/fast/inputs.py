@@ -31,10 +31,11 @@ _pair = attrgetter("msb", "lsb")
 class TopicTable:
     """Topic ids as dense indices ``0..T-1``; each topic's partition count and spread Java hash."""
 
-    __slots__ = ("_by_id", "_by_pair", "_counts", "topics")
+    __slots__ = ("_by_id", "_by_pair", "_counts", "_spreads", "topics")
 
     def __init__(self) -> None:
         self.topics: list[TopicId] = []
+        self._spreads: list[int] = []
         #: by value: ``(msb, lsb)``, hashed and compared in C (a ``TopicId``'s own ``__eq__`` is Python)
         self._by_pair: dict[tuple[int, int], int] = {}
         self._by_id: dict[int, int] = {}
@@ -56,6 +57,15 @@ class TopicTable:
         identity when the first is an object met before; otherwise, or when some are other objects
         (ids read back from records), by value in bulk."""
         found: list[int | None]
+        if not self.topics and topics:
+            # a fresh table (the subscription, first): distinct topics are indexed in one pass
+            pairs = list(map(_pair, topics))
+            by_pair = dict(zip(pairs, range(len(pairs)), strict=True))
+            if len(by_pair) == len(pairs):
+                self._by_pair = by_pair
+                self._by_id = dict(zip(map(id, topics), range(len(pairs)), strict=True))
+                self.topics = list(topics)
+                return list(range(len(pairs)))
         if not topics or id(topics[0]) in self._by_id:
             found = list(map(self._by_id.get, map(id, topics)))
         else:
@@ -72,8 +82,11 @@ class TopicTable:
         return np.fromiter(map(describer.num_partitions, self.topics), np.int64, len(self.topics))
 
     def spreads(self) -> np.ndarray:
-        """``HashMap.hash(topicId)`` of every topic."""
-        return np.fromiter((java_spread(t.java_hash) for t in self.topics), np.int64, len(self.topics))
+        """``HashMap.hash(topicId)`` of every topic (each computed once per table)."""
+        known = self._spreads
+        if len(known) < len(self.topics):
+            known.extend(java_spread(t.java_hash) for t in self.topics[len(known) :])
+        return np.array(known, np.int64)
 
 
 class Classes:

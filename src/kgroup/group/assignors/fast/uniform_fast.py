@@ -27,6 +27,7 @@ from kgroup.group.assignors.api import (
 from kgroup.group.assignors.fast.answer import ArrayAssignment
 from kgroup.group.assignors.fast.inputs import OldAssignments, TopicTable
 from kgroup.group.assignors.fast.javamaps import OP_ADD, OP_REMOVE, OP_REMOVE_TOPIC, put_order, replay
+from kgroup.group.assignors.fast.reuse import Seen, SeenMaps
 
 __all__ = ["answer_replayed", "assign_uniform_homogeneous", "finish_replayed"]
 
@@ -185,7 +186,7 @@ def _taken(
         owners = list(group.assigned.values())
         indices = np.fromiter(table.indices(list(group.assigned)), np.int64, len(owners))
         lengths = np.fromiter(map(len, owners), np.int64, len(owners))
-        parts = np.fromiter(chain.from_iterable(owners), np.int64, int(lengths.sum()))
+        parts = _partitions(owners, int(lengths.sum()))
         topic_of_part = np.repeat(indices, lengths)
         # topics met only here were indexed after `counts`: they are nobody's subscription
         known = topic_of_part < len(counts)
@@ -195,8 +196,21 @@ def _taken(
     return taken
 
 
-def assign_uniform_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment | None:
-    """``UniformHomogeneousAssignmentBuilder.build``; ``None`` when the reference should answer."""
+def _partitions(collections: Sequence[Collection[int]], total: int) -> np.ndarray:
+    """The partitions of the collections, in order: read as bytes in one C pass when all are in 0..255
+    (most topics have fewer partitions), else one by one."""
+    try:
+        small = bytearray(chain.from_iterable(collections))
+    except (TypeError, ValueError):
+        return np.fromiter(chain.from_iterable(collections), np.int64, total)
+    return np.frombuffer(small, np.uint8).astype(np.int64)
+
+
+def assign_uniform_homogeneous(
+    group: GroupSpec, topics: SubscribedTopicDescriber, seen_maps: SeenMaps | None = None
+) -> GroupAssignment | None:
+    """``UniformHomogeneousAssignmentBuilder.build``; ``None`` when the reference should answer.
+    ``seen_maps``: the calling assignor's recent calls' maps (:mod:`~kgroup.group.assignors.fast.reuse`)."""
     member_ids = list(group.members)
     specs = list(group.members.values())
     table = TopicTable()
@@ -207,16 +221,17 @@ def assign_uniform_homogeneous(group: GroupSpec, topics: SubscribedTopicDescribe
     subscription = np.array(listed, np.int64)
     if len(np.unique(subscription)) != len(subscription):
         return None
-    # every member's current map: its topics and their sizes (the partitions only where needed)
+    # every member's current map: its topics and their sizes (the partitions only where needed);
+    # the maps a recent call was handed too are not read again (see fast.reuse)
     maps: list[Mapping[TopicId, Collection[int]]] = list(map(_assignment, specs))
+    sizes = np.fromiter(map(len, maps), np.int64, len(maps))
     entry_start = np.zeros(len(maps) + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, maps), np.int64, len(maps)), out=entry_start[1:])
+    np.cumsum(sizes, out=entry_start[1:])
     entries = int(entry_start[-1])
-    values: list[Collection[int]] = list(chain.from_iterable(map(_values, maps))) if entries else []
-    entry_topic = np.fromiter(table.indices(list(chain.from_iterable(maps))), np.int64, entries)
-    entry_len = np.fromiter(map(len, values), np.int64, entries)
-    #: every map a dict and every collection a tuple: a member left alone is answered its own map
-    plain = set(map(type, maps)) <= {dict} and set(map(type, values)) <= {tuple}
+    ids = np.fromiter(map(id, maps), np.int64, len(maps)) if seen_maps is not None and entries else None
+    entry_topic, entry_len, plain = _read_entries(maps, ids, sizes, entries, table, seen_maps)
+    if plain and ids is not None and seen_maps is not None:
+        seen_maps.remember(Seen(maps, ids, entry_start, entry_topic, entry_len, table.topics))
     counts = table.counts(topics)
     spreads = table.spreads()
     order, _ = put_order(spreads[subscription], max((4 * len(listed)) // 3 + 1, 16))
@@ -230,7 +245,7 @@ def assign_uniform_homogeneous(group: GroupSpec, topics: SubscribedTopicDescribe
     flat_offset = np.zeros(len(counts) + 1, np.int64)
     flat_offset[1:] = np.cumsum(np.maximum(counts, 0))
     if group.assigned is None:
-        part_start, parts = _read_parts(values, entry_len, None)
+        part_start, parts = _read_parts(maps, entry_len, None, sizes)
     else:
         status, _, _, _, _, replayed = homogeneous_kernel(
             len(member_ids),
@@ -245,8 +260,7 @@ def assign_uniform_homogeneous(group: GroupSpec, topics: SubscribedTopicDescribe
             np.empty(0, np.int64),
             True,
         )
-        need = np.repeat(replayed, np.diff(entry_start)) if entries else np.zeros(0, np.bool_)
-        part_start, parts = _read_parts(values, entry_len, need)
+        part_start, parts = _read_parts(maps, entry_len, replayed, sizes)
     taken = _taken(group, table, counts, entry_topic, entry_len, parts)
     status, op_member, op_kind, op_topic, op_partition, replayed = homogeneous_kernel(
         len(member_ids),
@@ -291,16 +305,66 @@ def assign_uniform_homogeneous(group: GroupSpec, topics: SubscribedTopicDescribe
     )
 
 
+def _read_entries(
+    maps: list[Mapping[TopicId, Collection[int]]],
+    ids: np.ndarray | None,
+    sizes: np.ndarray,
+    entries: int,
+    table: TopicTable,
+    seen_maps: SeenMaps | None,
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Every current entry's topic index and collection size, in member order, and whether every map
+    is a dict of tuples: the maps a remembered call saw from its arrays, the others from the maps."""
+    if not entries:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), True
+    seen = seen_maps.find(maps, ids) if seen_maps is not None and ids is not None else None
+    rows = seen.rows(ids, sizes) if seen is not None and ids is not None else None
+    known = None if rows is None else rows >= 0
+    if seen is None or rows is None or known is None or not known.any():
+        read = maps
+    else:
+        read = [maps[m] for m in np.flatnonzero(~known).tolist()]
+    values: list[Collection[int]] = list(chain.from_iterable(map(_values, read)))
+    read_topic = table.indices(list(chain.from_iterable(read)))
+    read_len = np.fromiter(map(len, values), np.int64, len(values))
+    #: every map a dict and every collection a tuple (a remembered call's maps all were)
+    plain = set(map(type, read)) <= {dict} and set(map(type, values)) <= {tuple}
+    if read is maps:
+        return np.array(read_topic, np.int64), read_len, plain
+    assert seen is not None and rows is not None and known is not None
+    entry_topic = np.empty(entries, np.int64)
+    entry_len = np.empty(entries, np.int64)
+    from_maps = np.repeat(~known, sizes)
+    entry_topic[from_maps] = read_topic
+    entry_len[from_maps] = read_len
+    # the remembered entries of each known member, gathered in member order
+    counts = sizes[known]
+    firsts = seen.entry_start[rows[known]]
+    source = np.repeat(firsts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+    remap = np.array(table.indices(seen.topics), np.int64)
+    entry_topic[~from_maps] = remap[seen.entry_topic[source]]
+    entry_len[~from_maps] = seen.entry_len[source]
+    return entry_topic, entry_len, plain
+
+
 def _read_parts(
-    values: list[Collection[int]], entry_len: np.ndarray, need: np.ndarray | None
+    maps: list[Mapping[TopicId, Collection[int]]],
+    entry_len: np.ndarray,
+    replayed: np.ndarray | None,
+    sizes: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The partitions of the entries ``need`` marks (every entry for ``None``), as ``part_start`` over
-    all entries (an entry not read is empty) and the partitions in their collections' order."""
-    lengths = entry_len if need is None else np.where(need, entry_len, 0)
+    """The partitions of the members ``replayed`` marks (every member for ``None``), as ``part_start``
+    over all entries (an entry not read is empty) and the partitions in their collections' order."""
+    if replayed is None:
+        lengths = entry_len
+        read = maps
+    else:
+        lengths = np.where(np.repeat(replayed, sizes), entry_len, 0) if len(entry_len) else entry_len
+        read = [maps[m] for m in np.flatnonzero(replayed).tolist()]
     part_start = np.zeros(len(entry_len) + 1, np.int64)
     np.cumsum(lengths, out=part_start[1:])
-    read = values if need is None else [values[e] for e in np.flatnonzero(need).tolist()]
-    parts = np.fromiter(chain.from_iterable(read), np.int64, int(part_start[-1]))
+    values = chain.from_iterable(map(_values, read))
+    parts = np.fromiter(chain.from_iterable(values), np.int64, int(part_start[-1]))
     return part_start, parts
 
 

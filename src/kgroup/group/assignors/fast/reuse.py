@@ -1,0 +1,97 @@
+"""The current maps an assignor was handed on its last calls, as arrays, found again by identity.
+
+The coordinator keeps each member's target assignment as one dict, replaced (never changed in place)
+when a target-assignment record for the member is replayed: between two rebalances of a group, every
+member the assignor left alone hands the next call the very map object it handed the last one. Reading
+10,000 such maps back from Python objects is most of the homogeneous ``uniform`` builder's time when
+one member joins a large group; :class:`SeenMaps` keeps, for the last few calls of one assignor
+instance, each member map's topics and their sizes as arrays, holding the map objects themselves (so
+an ``id`` cannot be reused while it is cached). A later call reads only the maps it has not seen:
+a map that is another object (a member whose target changed since, a new member) is read as usual.
+A seen map whose number of topics differs from what was read is read again too; the maps handed to an
+assignor are otherwise taken as immutable, as Kafka's are (its ``MemberAssignment`` maps are
+unmodifiable). Only the homogeneous ``uniform`` builder uses it; no I/O, no threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+
+import numpy as np
+
+from kgroup.model import TopicId
+
+__all__ = ["Seen", "SeenMaps"]
+
+#: calls remembered per assignor instance (a coordinator runs one instance for all its groups)
+CALLS = 4
+#: maps probed to pick the remembered call that saw this group
+_PROBE = 32
+
+
+class Seen:
+    """One call's plain current maps (dicts of tuples): map ``m``'s topics are
+    ``topics[entry_topic[entry_start[m]:entry_start[m + 1]]]``, their collections' sizes ``entry_len``."""
+
+    __slots__ = ("entry_len", "entry_start", "entry_topic", "ids", "maps", "order", "topics")
+
+    def __init__(
+        self,
+        maps: list[Mapping[TopicId, Collection[int]]],
+        ids: np.ndarray,
+        entry_start: np.ndarray,
+        entry_topic: np.ndarray,
+        entry_len: np.ndarray,
+        topics: Sequence[TopicId],
+    ) -> None:
+        self.maps = maps  # held: the ids below stay theirs while this is cached
+        self.order = np.argsort(ids, kind="stable")
+        self.ids = ids[self.order]  # sorted, searched
+        self.entry_start = entry_start
+        self.entry_topic = entry_topic
+        self.entry_len = entry_len
+        self.topics = list(topics)
+
+    def hits(self, ids: np.ndarray) -> int:
+        """How many of these map ids were seen."""
+        at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        return int(np.count_nonzero(self.ids[at] == ids))
+
+    def rows(self, ids: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """For each map (by ``id``), its row here; -1 when not seen, or seen with another number of
+        topics than its ``sizes`` says now."""
+        at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
+        rows = np.where(self.ids[at] == ids, self.order[at], -1)
+        seen = rows >= 0
+        if seen.any():
+            stale = np.zeros(len(rows), np.bool_)
+            stale[seen] = np.diff(self.entry_start)[rows[seen]] != sizes[seen]
+            rows[stale] = -1
+        return rows
+
+
+class SeenMaps:
+    """The :class:`Seen` of an assignor instance's last :data:`CALLS` calls, newest first. Each is
+    immutable once made and the list is replaced whole, so a call racing another only misses."""
+
+    __slots__ = ("_calls",)
+
+    def __init__(self) -> None:
+        self._calls: tuple[Seen, ...] = ()
+
+    def find(self, maps: list[Mapping[TopicId, Collection[int]]], ids: np.ndarray) -> Seen | None:
+        """The remembered call that saw the most of the first non-empty maps (``ids``: every map's)."""
+        probe = ids[[i for i, m in enumerate(maps[:_PROBE]) if m]]
+        best: Seen | None = None
+        hits = 0
+        for seen in self._calls if len(probe) else ():
+            found = seen.hits(probe)
+            if found > hits:
+                best, hits = seen, found
+        return best
+
+    def remember(self, seen: Seen) -> None:
+        self._calls = (seen, *self._calls[: CALLS - 1])
+
+    def clear(self) -> None:
+        self._calls = ()

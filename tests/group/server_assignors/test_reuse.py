@@ -1,0 +1,194 @@
+"""The homogeneous ``uniform`` fast path remembers the current maps of its instance's last calls as
+arrays (:mod:`kgroup.group.assignors.fast.reuse`) and reads again only the maps it has not seen. The
+answers stay the reference's: over rounds kept as the coordinator keeps them (a member the assignor
+left alone hands the next call the same map object, a changed member a new one built from its
+record), and when a map it saw is another object now, or has another number of topics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kgroup.group.assignors import (
+    GroupAssignment,
+    GroupSpec,
+    MemberSpec,
+    SubscriptionType,
+    TopicDescriber,
+    TopicId,
+    UniformAssignor,
+    assignment_from_record,
+    group_spec,
+    topic_id_set,
+)
+from kgroup.group.assignors.fast.reuse import CALLS, SeenMaps
+
+HOMOGENEOUS = SubscriptionType.HOMOGENEOUS
+
+
+def _ordered(result: GroupAssignment) -> list[tuple[str, list[tuple[TopicId, tuple[int, ...]]]]]:
+    return [(m, list(a.items())) for m, a in result.items()]
+
+
+def _inverted(spec: GroupSpec) -> dict[TopicId, dict[int, str]]:
+    found: dict[TopicId, dict[int, str]] = {}
+    for member_id, member in spec.members.items():
+        for topic, partitions in member.assignment.items():
+            for p in partitions:
+                found.setdefault(topic, {})[p] = member_id
+    return found
+
+
+def _seen_rows(assignor: UniformAssignor, spec: GroupSpec) -> dict[str, int]:
+    """Each member's row in the remembered call the next ``assign`` of ``spec`` would use (-1: read)."""
+    maps = [m.assignment for m in spec.members.values()]
+    ids = np.fromiter(map(id, maps), np.int64, len(maps))
+    sizes = np.fromiter(map(len, maps), np.int64, len(maps))
+    seen = assignor.seen_maps.find(maps, ids)
+    if seen is None:
+        return dict.fromkeys(spec.members, -1)
+    return dict(zip(spec.members, seen.rows(ids, sizes).tolist(), strict=True))
+
+
+@dataclass(frozen=True)
+class _Group:
+    topics: dict[TopicId, int]
+    subscription: tuple[TopicId, ...]
+    members: list[str]
+    churn: list[tuple[int, int]]  # per later round: members leaving (from the front), joining
+
+
+@st.composite
+def _groups(draw: st.DrawFn) -> _Group:
+    count = draw(st.integers(1, 8))
+    ids = draw(st.lists(st.integers(0, (1 << 128) - 1), min_size=count, max_size=count, unique=True))
+    big = draw(st.booleans())
+    topics = {TopicId.from_int(i): draw(st.integers(0, 300 if big else 20)) for i in ids}
+    subscription = tuple(draw(st.lists(st.sampled_from(list(topics)), min_size=1, unique=True)))
+    members = [f"m{i}" for i in range(draw(st.integers(1, 30)))]
+    churn = [(draw(st.integers(0, 3)), draw(st.integers(0, 3))) for _ in range(draw(st.integers(2, 5)))]
+    return _Group(topics, subscription, members, churn)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(group=_groups(), with_inverted=st.booleans())
+def test_rounds_kept_as_the_coordinator_keeps_them_answer_as_the_reference(
+    group: _Group, with_inverted: bool
+) -> None:
+    describer = TopicDescriber(group.topics)
+    subscription = topic_id_set(group.subscription)
+    assignor = UniformAssignor()  # one instance over every round, as a coordinator's
+    members = list(group.members)
+    # the coordinator's target maps: replaced (a new object) only when a member's target changed
+    targets: dict[str, dict[TopicId, tuple[int, ...]]] = {}
+    for number, (leave, join) in enumerate(group.churn):
+        if number:
+            members = members[leave:] + [f"j{number}-{k}" for k in range(join)]
+        if not members:
+            return
+        spec = group_spec([(m, MemberSpec(subscription, targets.get(m, {}))) for m in members], HOMOGENEOUS)
+        if with_inverted:
+            spec = GroupSpec(spec.members, spec.subscription_type, _inverted(spec))
+        fast = assignor.assign(spec, describer)
+        assert _ordered(fast) == _ordered(assignor.assign_reference(spec, describer))
+        assert _ordered(fast) == _ordered(UniformAssignor().assign(spec, describer))  # nothing seen
+        for member_id in members:
+            new = fast.get(member_id, {})
+            if new is not spec.members[member_id].assignment:
+                targets[member_id] = assignment_from_record(new.items())
+
+
+def _stable_group(count: int = 12) -> tuple[GroupSpec, TopicDescriber]:
+    topics = {TopicId(7, i): 6 + i for i in range(5)}
+    describer = TopicDescriber(topics)
+    subscription = topic_id_set(topics)
+    first = UniformAssignor().assign(
+        group_spec([(f"m{i}", MemberSpec(subscription)) for i in range(count)], HOMOGENEOUS), describer
+    )
+    stable = group_spec(
+        [(m, MemberSpec(subscription, assignment_from_record(a.items()))) for m, a in first.items()],
+        HOMOGENEOUS,
+    )
+    return stable, describer
+
+
+def _with(spec: GroupSpec, changes: dict[str, MemberSpec]) -> GroupSpec:
+    return group_spec([(m, changes.get(m, s)) for m, s in spec.members.items()], HOMOGENEOUS)
+
+
+def test_a_map_seen_before_is_not_read_again_and_one_joining_answers_as_the_reference() -> None:
+    stable, describer = _stable_group()
+    assignor = UniformAssignor()
+    assert set(_seen_rows(assignor, stable).values()) == {-1}  # a fresh instance has seen nothing
+    answer = assignor.assign(stable, describer)
+    assert all(answer[m] is s.assignment for m, s in stable.members.items())  # a stable group: kept
+    rows = _seen_rows(assignor, stable)
+    assert all(r >= 0 for r in rows.values())  # every map of the last call is remembered
+    subscription = next(iter(stable.members.values())).subscribed_topic_ids
+    joined = group_spec([*stable.members.items(), ("new", MemberSpec(subscription))], HOMOGENEOUS)
+    joined = GroupSpec(joined.members, HOMOGENEOUS, _inverted(joined))
+    seen_rows = _seen_rows(assignor, joined)
+    assert all(seen_rows[m] >= 0 for m in stable.members) and seen_rows["new"] == -1
+    answer = assignor.assign(joined, describer)
+    assert _ordered(answer) == _ordered(assignor.assign_reference(joined, describer))
+    assert _ordered(answer) == _ordered(UniformAssignor().assign(joined, describer))
+
+
+@pytest.mark.parametrize("how", ["another object", "changed in place"])
+def test_a_map_that_changed_since_is_read_again(how: str) -> None:
+    stable, describer = _stable_group()
+    assignor = UniformAssignor()
+    assignor.assign(stable, describer)
+    # m0 and m1 trade maps (another object each), or m0's map is emptied in place: the group stays a
+    # valid one, but those maps now say something else than what the assignor read
+    ids = list(stable.members)
+    a, b = stable.members[ids[0]], stable.members[ids[1]]
+    if how == "another object":
+        traded = _with(
+            stable,
+            {
+                ids[0]: MemberSpec(a.subscribed_topic_ids, dict(b.assignment)),
+                ids[1]: MemberSpec(b.subscribed_topic_ids, dict(a.assignment)),
+            },
+        )
+        rows = _seen_rows(assignor, traded)
+        assert rows[ids[0]] == rows[ids[1]] == -1
+        assert all(rows[m] >= 0 for m in ids[2:])
+    else:
+        # a map changed in place: the number of its topics tells the remembered arrays are stale
+        mutable = dict(a.assignment)
+        grown = _with(stable, {ids[0]: MemberSpec(a.subscribed_topic_ids, mutable)})
+        assignor.assign(grown, describer)
+        assert _seen_rows(assignor, grown)[ids[0]] >= 0
+        mutable.clear()  # m0 gave everything back
+        traded = grown
+        assert _seen_rows(assignor, traded)[ids[0]] == -1
+    answer = assignor.assign(traded, describer)
+    assert _ordered(answer) == _ordered(assignor.assign_reference(traded, describer))
+    assert _ordered(answer) == _ordered(UniformAssignor().assign(traded, describer))
+
+
+def test_only_plain_maps_are_remembered_and_only_the_last_calls() -> None:
+    stable, describer = _stable_group()
+    assignor = UniformAssignor()
+    as_lists = _with(
+        stable,
+        {
+            m: MemberSpec(s.subscribed_topic_ids, {t: list(p) for t, p in s.assignment.items()})
+            for m, s in stable.members.items()
+        },
+    )
+    answer = assignor.assign(as_lists, describer)
+    assert _ordered(answer) == _ordered(assignor.assign_reference(as_lists, describer))
+    assert set(_seen_rows(assignor, as_lists).values()) == {-1}  # not dicts of tuples: not kept
+    assignor.assign(stable, describer)
+    assert all(r >= 0 for r in _seen_rows(assignor, stable).values())
+    for _ in range(CALLS):  # other groups' calls push it out
+        other, _ = _stable_group(3)
+        assignor.assign(other, describer)
+    assert set(_seen_rows(assignor, stable).values()) == {-1}
+    assert isinstance(assignor.seen_maps, SeenMaps)
