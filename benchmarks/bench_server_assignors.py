@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from kgroup.group.assignors import (
     GroupAssignment,
     GroupSpec,
+    InvertedTarget,
     ServerAssignor,
     SimpleAssignor,
     SubscriptionType,
@@ -176,12 +177,9 @@ def run(case: Case, oracle: KafkaOracle, repeat: int, warmup: int) -> dict[str, 
     spec = kgroup_group_spec(rows, kind)
     # the coordinator hands the assignor its inverted target assignment (ConsumerGroup's
     # invertedTargetAssignment, kept up to date record by record), as the harness hands Kafka's its own
-    inverted: dict[TopicId, dict[int, str]] = {}
+    inverted = InvertedTarget()
     for row in rows:
-        for topic, partitions in row.record:
-            owners = inverted.setdefault(topic, {})
-            for partition in partitions:
-                owners[partition] = row.member_id
+        inverted.move(row.member_id, {}, dict(row.record))
     spec = GroupSpec(spec.members, spec.subscription_type, inverted)
     # a group that one member joins had a rebalance before, with the same map objects the coordinator
     # keeps for every member that rebalance left alone: the assignor has seen them (fast.reuse)

@@ -13,17 +13,23 @@ naming them:
 * the suites issues after the suite's 4-minute budget (issue 19) added, each under its own marker:
   ``consumer_protocol``, ``hostile``, ``recording``, ``security`` and ``speed`` on the folders and
   modules of ``LATER_SUITES``; a test such an issue added to an older module carries the marker in
-  its own file. ``make test`` runs them with ``apache_kafka`` in its second run, and each run ends
-  with its time per marker.
+  its own file. ``make test`` runs them with the rest of the suite in its first run (the Apache
+  Kafka tests in its second), and each run ends with its time per marker.
+* ``core`` on the pure core's tests (``CORE_PATHS``: the group coordinator, the assignors,
+  partitioning, the simulator, the wire, the log, the member; no server, no Spark, no JVM — a
+  ``spark`` or ``apache_kafka`` test there does not get it): ``make test`` runs them in one process
+  beside the Apache Kafka tests, whose run waits on JVMs and Kafka's timeouts more than it computes,
+  instead of in the first run, which keeps both cores busy; ``make test-core`` runs them alone.
 * ``xdist_group`` on every ``spark`` test and every test using the ``spark`` fixtures, so under
   ``pytest -n N --dist loadgroup`` they run on as few workers as there are groups, each sharing its
-  worker's one SparkSession: three groups, so the Spark tests are not one worker's long queue —
+  worker's one SparkSession: five groups, so the Spark tests are not one worker's long queue —
   ``spark-demo`` (``test_demo.py``: the demo's pipeline, which starts its own broker),
   ``spark-kafka`` (the tests that reach a Kafka broker: the ``kgroup_cluster`` / ``kafka_cluster``
-  / ``apache_kafka`` fixtures) and ``spark`` (the rest). A Spark test whose Spark runs only in
-  processes it starts needs no worker's session: the two tests sharing ``own_process_sessions``
-  form a group of their own (so its one process serves both), and one marked
-  ``spark_own_process`` runs on any worker.
+  / ``apache_kafka`` fixtures) and ``spark`` (the rest), the last two each split in two by suite
+  (``spark-later``, ``spark-kafka-later``: the Spark tests of the ``LATER_SUITES``). A Spark test
+  whose Spark runs only in processes it starts needs no worker's session: the two tests sharing
+  ``own_process_sessions`` form a group of their own (so its one process serves both), and one
+  marked ``spark_own_process`` runs on any worker.
   (pytest < 9.2: pytest 9.2's node ids make pytest-xdist 3.8 drop the group silently,
   pytest-dev/pytest-xdist#1386; pyproject.toml pins it.)
 """
@@ -33,6 +39,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -146,6 +153,64 @@ for _path, _ in _LATER_PATHS:
             f"tests/conftest.py LATER_SUITES: {_path.relative_to(TESTS)} is gone; update it"
         )
 
+#: the pure core's folders and modules (the ``core`` marker; see the module's documentation)
+CORE_PATHS = tuple(
+    TESTS / path
+    for path in (
+        "group",
+        "assignors",
+        "partitioning",
+        "sim",
+        "wire",
+        "log",
+        "member",
+        "test_javacompat.py",
+        "test_valuetypes.py",
+    )
+)
+for _path in CORE_PATHS:
+    if not _path.exists():  # a moved folder would silently fall back to the first run
+        raise pytest.UsageError(
+            f"tests/conftest.py CORE_PATHS: {_path.relative_to(TESTS)} is gone; update it"
+        )
+
+
+def _in_core(path: Path, known: dict[Path, bool]) -> bool:
+    if path not in known:
+        known[path] = any(path == where or path.is_relative_to(where) for where in CORE_PATHS)
+    return known[path]
+
+
+#: the modules whose tests take 15 s or more each (the slowest of a fresh-clone run's ``--durations``,
+#: 2026-12-03): pytest-xdist hands the single tests out in collection order, so these go first of them
+#: (longest first, as a scheduler packs jobs) instead of into a run's tail on one worker. The sim
+#: modules among them are ``core`` now: ``make test`` runs them in one process, where the order does not
+#: matter, and ``make test-core``'s workers still get them first. Only modules of the first run: with
+#: the Apache Kafka run's long modules first (2026-12-03), two of three fresh-clone
+#: runs lost a test there (an oracle call past its 120 s bound beside the failover tests' three-node
+#: clusters; a share group's timing on Apache Kafka), so that run keeps its collection order
+_LONG_FIRST = tuple(
+    TESTS / path
+    for path in (
+        "sim/test_campaign.py",
+        "sim/test_golden_outputs.py",
+        "sim/test_examples.py",
+        "sim/test_share_groups.py",
+        "sim/test_consumer_protocol.py",
+        "test_cli_progress.py",
+        "bench/test_broker_bench.py",
+        "client/test_group_consumer.py",
+        "security/test_scram_admin.py",
+        "faults/test_faults_kgroup.py",
+    )
+)
+for _path in _LONG_FIRST:
+    if not _path.exists():  # a moved module would silently go back to its place in the run
+        raise pytest.UsageError(
+            f"tests/conftest.py _LONG_FIRST: {_path.relative_to(TESTS)} is gone; update it"
+        )
+_LONG_RANK = {path: rank for rank, path in enumerate(_LONG_FIRST)}
+
 #: fixtures that start (or reach) the run's Apache Kafka node or its Java oracle
 _APACHE_FIXTURES = frozenset({"apache_kafka", "kafka_oracle"})
 _SPARK_FIXTURES = frozenset({"spark", "kgroup_spark"})
@@ -154,6 +219,11 @@ _SPARK_FIXTURES = frozenset({"spark", "kgroup_spark"})
 _BROKER_FIXTURES = frozenset({"kgroup_cluster", "kafka_cluster", "apache_kafka"})
 #: the demo's tests: its pipeline starts a Kafka broker of its own
 _DEMO_MODULES = frozenset({TESTS / "spark" / "test_demo.py"})
+
+
+#: the Spark groups split in two by suite: the later suites' Spark tests (``-later``) share a session
+#: of their own, so no one worker's queue of Spark tests grows to the length of the run
+_SPLIT_GROUPS = frozenset({"spark", "spark-kafka"})
 
 
 def _spark_group(item: pytest.Item, fixtures: set[str]) -> str | None:
@@ -191,9 +261,34 @@ def _later_marks(path: Path, known: dict[Path, list[Any]]) -> list[Any]:
     return known[path]
 
 
+#: the groups that measure a broker's round trips while it does the heaviest work (the canaries, with
+#: bounds on their worst round trip): handed out last, once the Spark groups' JVMs have started and the
+#: run's other workers are draining, not beside four Spark starts at the run's beginning
+_LAST_GROUPS = frozenset({"canary", "coordinator-canary"})
+
+
+def _group_of(item: pytest.Item) -> str | None:
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return None
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name"))
+
+
+def _run_order(item: pytest.Item, sizes: Counter[str | None]) -> tuple[int, int, str]:
+    group = _group_of(item)
+    if group in _LAST_GROUPS:
+        return (4, 0, group or "")
+    if group is not None:
+        return (0, -sizes[group], group)
+    if item.get_closest_marker("spark_own_process"):
+        return (1, 0, "")
+    return (2 if item.path in _LONG_RANK else 3, _LONG_RANK.get(item.path, 0), "")
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     known: dict[Path, list[Any]] = {}
+    core: dict[Path, bool] = {}
     for item in items:
         if _uses_apache_kafka(item) and not item.get_closest_marker("apache_kafka"):
             item.add_marker(pytest.mark.apache_kafka)
@@ -204,10 +299,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("spark") or fixtures & _SPARK_FIXTURES:
             group = _spark_group(item, fixtures)
             if group is not None:
+                if group in _SPLIT_GROUPS and any(item.get_closest_marker(m) for m in LATER_SUITES):
+                    group += "-later"
                 item.add_marker(pytest.mark.xdist_group(group))
-    # pytest-xdist hands out the groups first (most tests first), then single tests in this order: a
-    # test that starts Spark in a JVM of its own goes first of those, not last into a run's tail
-    items.sort(key=lambda item: item.get_closest_marker("spark_own_process") is None)
+        elif _in_core(item.path, core) and not item.get_closest_marker("apache_kafka"):
+            item.add_marker(pytest.mark.core)
+    # make test runs pytest-xdist with --no-loadscope-reorder: it hands out the groups and single tests
+    # in this order — the Spark groups first (most tests first: each is one worker's long queue), then
+    # a test that starts Spark in a JVM of its own, then the long modules' tests (_LONG_FIRST), then
+    # the rest, and the canaries last (_LAST_GROUPS)
+    sizes = Counter(_group_of(item) for item in items)
+    items.sort(key=lambda item: _run_order(item, sizes))
 
 
 @pytest.fixture(autouse=True)

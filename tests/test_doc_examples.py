@@ -194,6 +194,8 @@ class Page:
         self.cluster = cluster
         self.capsys = capsys
         self.servers: list[tuple[subprocess.Popen[bytes], bool]] = []
+        #: each server's stderr, by pid (shown when one does not end as it should)
+        self.stderr: dict[int, Path] = {}
 
     def argv(self, command: Command) -> list[str]:
         args = list(command.argv[1:])
@@ -227,11 +229,12 @@ class Page:
         if "--port" not in args and not any(a.startswith("--listener") for a in args):
             args += ["--port", "0"]  # 9092 may be taken on a shared machine; the port is printed
         log = self.work / f"serve-{len(list(self.work.glob('serve-*.out')))}.out"
-        with log.open("w") as out:
+        with log.open("w") as out, log.with_suffix(".err").open("w") as err:
             process = subprocess.Popen(
-                [sys.executable, "-m", "kgroup", *args], cwd=self.work, stdout=out, stderr=subprocess.DEVNULL
+                [sys.executable, "-m", "kgroup", *args], cwd=self.work, stdout=out, stderr=err
             )
         self.servers.append((process, background))
+        self.stderr[process.pid] = log.with_suffix(".err")
         for _ in range(600):  # bounded: 60 s for the broker to print bootstrap.servers
             text = log.read_text()
             if "bootstrap.servers=" in text or process.poll() is not None:
@@ -247,7 +250,10 @@ class Page:
                 keep.append((process, background))
                 continue
             process.terminate()
-            assert process.wait(60) == 0, process.args
+            code = process.wait(60)
+            if code != 0:  # what it said on its way out
+                said = self.stderr[process.pid].read_text()[-3000:] or "nothing"
+                raise AssertionError(f"{process.args}: exit {code}; on stderr: {said}")
         self.servers = keep
 
 

@@ -54,6 +54,8 @@ ENTRY_KERNELS = frozenset(
         "kgroup.group.assignors.fast.javamaps.replay",
         "kgroup.group.assignors.fast.range_fast.range_kernel",
         "kgroup.group.assignors.fast.uniform_fast.homogeneous_kernel",
+        "kgroup.group.assignors.fast.uniform_fast.mark_flagged",
+        "kgroup.group.assignors.fast.uniform_fast.ops_by_member",
         "kgroup.group.assignors.fast.uniform_heterogeneous_fast.heterogeneous_kernel",
     }
 )
@@ -115,3 +117,22 @@ def test_the_command_says_what_it_compiled() -> None:
         *(f"kgroup kernels: {name}" for name, _ in kernels.KERNEL_GROUPS),
         "kgroup kernels: all",
     ]
+
+
+def test_the_groups_compile_in_processes_side_by_side() -> None:
+    """``--jobs 2``: every group once, in the order they finished; a bad count is one line, exit 2."""
+    done = subprocess.run(
+        [sys.executable, "-m", "kgroup.kernels", "--jobs", "2"],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert sorted(line.split(" ready in ")[0] for line in lines[:-1]) == sorted(
+        f"kgroup kernels: {name}" for name, _ in kernels.KERNEL_GROUPS
+    )
+    assert lines[-1].startswith("kgroup kernels: all ready in ")
+    for bad in (["--jobs", "0"], ["--jobs"], ["--jobs", "two"], ["--fast"]):
+        command = [sys.executable, "-m", "kgroup.kernels", *bad]
+        refused = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert refused.returncode == 2, bad
+        assert refused.stderr.count("\n") == 1 and "--jobs: give a count of 1 or more" in refused.stderr, bad

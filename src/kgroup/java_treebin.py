@@ -40,41 +40,34 @@ class _Node:
         self.red = False
 
 
-def _rotate_left(root: _Node, p: _Node) -> _Node:
-    r = p.right
-    if r is not None:
-        rl = p.right = r.left
-        if rl is not None:
-            rl.parent = p
-        pp = r.parent = p.parent
-        if pp is None:
-            root = r
-            r.red = False
-        elif pp.left is p:
-            pp.left = r
-        else:
-            pp.right = r
-        r.left = p
-        p.parent = r
-    return root
+# The tree's rebalancing is written once for a side and run for both: Java's mirrored branches (the
+# ``left`` one and the ``right`` one of each case) are the same steps with the two sides swapped.
+_OTHER_SIDE = {"left": "right", "right": "left"}
 
 
-def _rotate_right(root: _Node, p: _Node) -> _Node:
-    left = p.left
-    if left is not None:
-        lr = p.left = left.right
-        if lr is not None:
-            lr.parent = p
-        pp = left.parent = p.parent
+def _side_of(parent: _Node, child: _Node | None) -> str:
+    """The side of ``parent`` that ``child`` hangs on (``right`` unless it is the left child)."""
+    return "left" if parent.left is child else "right"
+
+
+def _rotate(root: _Node, p: _Node, toward: str) -> _Node:
+    """``rotateLeft`` (``toward="left"``) or ``rotateRight``: ``p``'s child on the other side takes its
+    place and takes ``p`` as its child on ``toward``'s side; returns the root."""
+    away = _OTHER_SIDE[toward]
+    c: _Node | None = getattr(p, away)
+    if c is not None:
+        inner: _Node | None = getattr(c, toward)
+        setattr(p, away, inner)
+        if inner is not None:
+            inner.parent = p
+        pp = c.parent = p.parent
         if pp is None:
-            root = left
-            left.red = False
-        elif pp.right is p:
-            pp.right = left
+            root = c
+            c.red = False
         else:
-            pp.left = left
-        left.right = p
-        p.parent = left
+            setattr(pp, _side_of(pp, p), c)
+        setattr(c, toward, p)
+        p.parent = c
     return root
 
 
@@ -88,42 +81,25 @@ def _balance_insertion(root: _Node, x: _Node) -> _Node:
         xpp = xp.parent
         if not xp.red or xpp is None:
             return root
-        xppl = xpp.left
-        if xp is xppl:
-            xppr = xpp.right
-            if xppr is not None and xppr.red:
-                xppr.red = False
-                xp.red = False
-                xpp.red = True
-                x = xpp
-            else:
-                if x is xp.right:
-                    x = xp
-                    root = _rotate_left(root, x)
-                    xp = x.parent
-                    xpp = None if xp is None else xp.parent
-                if xp is not None:
-                    xp.red = False
-                    if xpp is not None:
-                        xpp.red = True
-                        root = _rotate_right(root, xpp)
+        side = _side_of(xpp, xp)
+        other = _OTHER_SIDE[side]
+        uncle: _Node | None = getattr(xpp, other)
+        if uncle is not None and uncle.red:
+            uncle.red = False
+            xp.red = False
+            xpp.red = True
+            x = xpp
         else:
-            if xppl is not None and xppl.red:
-                xppl.red = False
+            if x is getattr(xp, other):
+                x = xp
+                root = _rotate(root, x, side)
+                xp = x.parent
+                xpp = None if xp is None else xp.parent
+            if xp is not None:
                 xp.red = False
-                xpp.red = True
-                x = xpp
-            else:
-                if x is xp.left:
-                    x = xp
-                    root = _rotate_right(root, x)
-                    xp = x.parent
-                    xpp = None if xp is None else xp.parent
-                if xp is not None:
-                    xp.red = False
-                    if xpp is not None:
-                        xpp.red = True
-                        root = _rotate_left(root, xpp)
+                if xpp is not None:
+                    xpp.red = True
+                    root = _rotate(root, xpp, other)
 
 
 def _red(node: _Node | None) -> bool:
@@ -141,70 +117,40 @@ def _balance_deletion(root: _Node, x: _Node | None) -> _Node:
         if x.red:
             x.red = False
             return root
-        xpl = xp.left
-        if xpl is x:
-            xpr = xp.right
-            if xpr is not None and xpr.red:
-                xpr.red = False
-                xp.red = True
-                root = _rotate_left(root, xp)
-                xp = x.parent
-                xpr = None if xp is None else xp.right
-            if xpr is None:
-                x = xp
-            else:
-                sl, sr = xpr.left, xpr.right
-                if not _red(sr) and not _red(sl):
-                    xpr.red = True
-                    x = xp
-                else:
-                    if not _red(sr):
-                        if sl is not None:
-                            sl.red = False
-                        xpr.red = True
-                        root = _rotate_right(root, xpr)
-                        xp = x.parent
-                        xpr = None if xp is None else xp.right
-                    if xpr is not None:
-                        xpr.red = False if xp is None else xp.red
-                        sr = xpr.right
-                        if sr is not None:
-                            sr.red = False
-                    if xp is not None:
-                        xp.red = False
-                        root = _rotate_left(root, xp)
-                    x = root
+        side = _side_of(xp, x)
+        other = _OTHER_SIDE[side]
+        sibling: _Node | None = getattr(xp, other)
+        if sibling is not None and sibling.red:
+            sibling.red = False
+            xp.red = True
+            root = _rotate(root, xp, side)
+            xp = x.parent
+            sibling = None if xp is None else getattr(xp, other)
+        if sibling is None:
+            x = xp
         else:
-            if xpl is not None and xpl.red:
-                xpl.red = False
-                xp.red = True
-                root = _rotate_right(root, xp)
-                xp = x.parent
-                xpl = None if xp is None else xp.left
-            if xpl is None:
+            near: _Node | None = getattr(sibling, side)
+            far: _Node | None = getattr(sibling, other)
+            if not _red(far) and not _red(near):
+                sibling.red = True
                 x = xp
             else:
-                sl, sr = xpl.left, xpl.right
-                if not _red(sl) and not _red(sr):
-                    xpl.red = True
-                    x = xp
-                else:
-                    if not _red(sl):
-                        if sr is not None:
-                            sr.red = False
-                        xpl.red = True
-                        root = _rotate_left(root, xpl)
-                        xp = x.parent
-                        xpl = None if xp is None else xp.left
-                    if xpl is not None:
-                        xpl.red = False if xp is None else xp.red
-                        sl = xpl.left
-                        if sl is not None:
-                            sl.red = False
-                    if xp is not None:
-                        xp.red = False
-                        root = _rotate_right(root, xp)
-                    x = root
+                if not _red(far):
+                    if near is not None:
+                        near.red = False
+                    sibling.red = True
+                    root = _rotate(root, sibling, other)
+                    xp = x.parent
+                    sibling = None if xp is None else getattr(xp, other)
+                if sibling is not None:
+                    sibling.red = False if xp is None else xp.red
+                    far = getattr(sibling, other)
+                    if far is not None:
+                        far.red = False
+                if xp is not None:
+                    xp.red = False
+                    root = _rotate(root, xp, side)
+                x = root
 
 
 class TreeBin(Generic[_K]):
@@ -248,6 +194,17 @@ class TreeBin(Generic[_K]):
         self.exact = False
         return 1  # after the keys of equal hash already there (not Java's rule: see the module)
 
+    def _leaf_slot(self, root: _Node, hash_: int) -> tuple[_Node, str]:
+        """Where a node of ``hash_`` is linked in: the node it hangs from and on which side (the walk
+        down from the root that ``treeify`` and ``putTreeVal`` share)."""
+        p = root
+        while True:
+            side = "left" if self._direction(p, hash_) <= 0 else "right"
+            child: _Node | None = getattr(p, side)
+            if child is None:
+                return p, side
+            p = child
+
     def _root(self) -> _Node:
         node = self.first
         assert node is not None
@@ -266,20 +223,10 @@ class TreeBin(Generic[_K]):
                 x.red = False
                 root = x
             else:
-                p = root
-                while True:
-                    direction = self._direction(p, x.hash)
-                    xp = p
-                    child = p.left if direction <= 0 else p.right
-                    if child is None:
-                        x.parent = xp
-                        if direction <= 0:
-                            xp.left = x
-                        else:
-                            xp.right = x
-                        root = _balance_insertion(root, x)
-                        break
-                    p = child
+                xp, side = self._leaf_slot(root, x.hash)
+                x.parent = xp
+                setattr(xp, side, x)
+                root = _balance_insertion(root, x)
             x = following
         if root is not None:
             self._move_root_to_front(root)
@@ -302,26 +249,16 @@ class TreeBin(Generic[_K]):
     def put(self, key: _K, hash_: int) -> None:
         """``putTreeVal`` of a key not in the tree."""
         root = self._root()
-        p = root
-        while True:
-            direction = self._direction(p, hash_)
-            xp = p
-            child = p.left if direction <= 0 else p.right
-            if child is None:
-                xpn = xp.next
-                x = self.nodes[key] = _Node(key, hash_)
-                x.next = xpn
-                if direction <= 0:
-                    xp.left = x
-                else:
-                    xp.right = x
-                xp.next = x
-                x.parent = x.prev = xp
-                if xpn is not None:
-                    xpn.prev = x
-                self._move_root_to_front(_balance_insertion(root, x))
-                return
-            p = child
+        xp, side = self._leaf_slot(root, hash_)
+        xpn = xp.next
+        x = self.nodes[key] = _Node(key, hash_)
+        x.next = xpn
+        setattr(xp, side, x)
+        xp.next = x
+        x.parent = x.prev = xp
+        if xpn is not None:
+            xpn.prev = x
+        self._move_root_to_front(_balance_insertion(root, x))
 
     def remove(self, key: _K) -> bool:
         """``removeTreeNode(movable=true)`` of a key in the tree; True when the bucket is left a plain

@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Callable
 
-__all__ = ["KERNEL_GROUPS", "compile_all", "main"]
+__all__ = ["KERNEL_GROUPS", "compile_all", "compile_in_processes", "main"]
 
 
 def _partitioning() -> None:
@@ -142,14 +142,52 @@ def compile_all(report: Callable[[str, float], None] | None = None) -> list[tupl
     return done
 
 
-def main() -> int:
-    """``python -m kgroup.kernels``: compile every kernel, one line per group on stderr."""
+def _warm_group(index: int) -> float:
+    """One group of :data:`KERNEL_GROUPS`, warmed in this (a pool's) process: its seconds."""
+    start = time.perf_counter()
+    KERNEL_GROUPS[index][1]()
+    return time.perf_counter() - start
+
+
+def compile_in_processes(
+    jobs: int, report: Callable[[str, float], None] | None = None
+) -> list[tuple[str, float]]:
+    """:func:`compile_all` over ``jobs`` processes, for a machine with idle cores: the groups are
+    independent (numba writes each cache file whole, by a rename, so two processes compiling a helper
+    both use leave one good copy). Each group's name and seconds, in the order they finished."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    done: list[tuple[str, float]] = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(_warm_group, index): name for index, (name, _) in enumerate(KERNEL_GROUPS)}
+        for future in as_completed(futures):
+            name, seconds = futures[future], future.result()
+            done.append((name, seconds))
+            if report is not None:
+                report(name, seconds)
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kgroup.kernels [--jobs N]``: compile every kernel (with ``--jobs``, the groups in N
+    processes at once), one line per group on stderr."""
+    args = sys.argv[1:] if argv is None else argv
+    jobs = 1
+    if args:
+        if len(args) != 2 or args[0] != "--jobs" or not args[1].isdigit() or int(args[1]) < 1:
+            fix = "--jobs: give a count of 1 or more (python -m kgroup.kernels [--jobs N])"
+            print(f"kgroup kernels: {fix}", file=sys.stderr)
+            return 2
+        jobs = int(args[1])
     total = time.perf_counter()
 
     def say(name: str, seconds: float) -> None:
         print(f"kgroup kernels: {name} ready in {seconds:.1f} s", file=sys.stderr)
 
-    compile_all(say)
+    if jobs > 1:
+        compile_in_processes(jobs, say)
+    else:
+        compile_all(say)
     print(f"kgroup kernels: all ready in {time.perf_counter() - total:.1f} s", file=sys.stderr)
     return 0
 

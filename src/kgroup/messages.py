@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from kgroup.model import ErrorCode, TopicId, TopicPartition
-from kgroup.valuetypes import fast_init
+from kgroup.valuetypes import value_type
 
 _Member = TypeVar("_Member")
 
@@ -99,8 +99,7 @@ NO_GENERATION = -1
 # --- the consumer protocol (ConsumerProtocolSubscription / ConsumerProtocolAssignment) ---------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerSubscription:
     """``ConsumerProtocolSubscription`` v0–v3: what a consumer puts in a JoinGroup protocol's metadata.
 
@@ -114,8 +113,7 @@ class ConsumerSubscription:
     rack_id: str | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerAssignment:
     """``ConsumerProtocolAssignment``: the partitions a member gets in SyncGroup, plus user data."""
 
@@ -126,15 +124,13 @@ class ConsumerAssignment:
 # --- FindCoordinator -----------------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class FindCoordinatorRequest:
     key: str
     key_type: int = 0  # 0 = group, 1 = transaction
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class FindCoordinatorResponse:
     error_code: ErrorCode
     node_id: int = -1
@@ -145,8 +141,7 @@ class FindCoordinatorResponse:
 # --- JoinGroup -------------------------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class JoinGroupProtocol:
     """One assignor the member supports (``name``) with its subscription for it."""
 
@@ -154,8 +149,7 @@ class JoinGroupProtocol:
     metadata: bytes  # opaque to the coordinator (a consumer's encoded subscription)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class JoinGroupRequest:
     group_id: str
     session_timeout_ms: int
@@ -167,16 +161,14 @@ class JoinGroupRequest:
     reason: str | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class JoinGroupMember:
     member_id: str
     metadata: bytes  # exactly the bytes the member sent for the selected protocol
     group_instance_id: str | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class JoinGroupResponse:
     error_code: ErrorCode
     generation_id: int = NO_GENERATION
@@ -191,15 +183,13 @@ class JoinGroupResponse:
 # --- SyncGroup -------------------------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class SyncGroupAssignment:
     member_id: str
     assignment: bytes  # opaque to the coordinator (a consumer's encoded assignment)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class SyncGroupRequest:
     group_id: str
     generation_id: int
@@ -210,8 +200,7 @@ class SyncGroupRequest:
     protocol_name: str | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class SyncGroupResponse:
     error_code: ErrorCode
     assignment: bytes = b""  # the bytes the leader sent for this member (empty: none, or an error)
@@ -222,8 +211,7 @@ class SyncGroupResponse:
 # --- Heartbeat -------------------------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class HeartbeatRequest:
     group_id: str
     generation_id: int
@@ -231,8 +219,7 @@ class HeartbeatRequest:
     group_instance_id: str | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class HeartbeatResponse:
     error_code: ErrorCode
 
@@ -240,31 +227,27 @@ class HeartbeatResponse:
 # --- LeaveGroup ------------------------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class LeaveGroupMember:
     member_id: str
     group_instance_id: str | None = None
     reason: str | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class LeaveGroupRequest:
     group_id: str
     members: tuple[LeaveGroupMember, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class LeaveGroupMemberResponse:
     member_id: str
     group_instance_id: str | None
     error_code: ErrorCode
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class LeaveGroupResponse:
     error_code: ErrorCode
     members: tuple[LeaveGroupMemberResponse, ...] = ()
@@ -273,8 +256,7 @@ class LeaveGroupResponse:
 # --- OffsetCommit / OffsetFetch --------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OffsetCommitPartition:
     partition: TopicPartition
     committed_offset: int
@@ -282,8 +264,7 @@ class OffsetCommitPartition:
     committed_leader_epoch: int = -1
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OffsetCommitRequest:
     group_id: str
     generation_id: int
@@ -292,14 +273,12 @@ class OffsetCommitRequest:
     group_instance_id: str | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OffsetCommitResponse:
     results: tuple[tuple[TopicPartition, ErrorCode], ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class TxnOffsetCommitRequest:
     """TxnOffsetCommit: offsets committed inside a producer's transaction, kept pending until the
     transaction's marker reaches the group's ``__consumer_offsets`` partition (KIP-98, KIP-447)."""
@@ -315,14 +294,12 @@ class TxnOffsetCommitRequest:
     group_instance_id: str | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class TxnOffsetCommitResponse:
     results: tuple[tuple[TopicPartition, ErrorCode], ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OffsetFetchRequest:
     group_id: str
     partitions: tuple[TopicPartition, ...] | None = None  # None = every committed partition
@@ -333,8 +310,7 @@ class OffsetFetchRequest:
     require_stable: bool = False
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OffsetFetchPartition:
     partition: TopicPartition
     committed_offset: int  # -1 when nothing is committed
@@ -343,8 +319,7 @@ class OffsetFetchPartition:
     committed_leader_epoch: int = -1
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OffsetFetchResponse:
     error_code: ErrorCode
     partitions: tuple[OffsetFetchPartition, ...] = ()
@@ -353,14 +328,12 @@ class OffsetFetchResponse:
 # --- DescribeGroups / ListGroups -------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class DescribeGroupsRequest:
     groups: tuple[str, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class DescribedMember:
     member_id: str
     group_instance_id: str | None
@@ -370,8 +343,7 @@ class DescribedMember:
     assignment: bytes
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class DescribedGroup:
     error_code: ErrorCode
     group_id: str
@@ -382,21 +354,18 @@ class DescribedGroup:
     error_message: str | None = None  # DescribeGroups v6+ (KIP-1043)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class DescribeGroupsResponse:
     groups: tuple[DescribedGroup, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ListGroupsRequest:
     states_filter: tuple[str, ...] = ()
     types_filter: tuple[str, ...] = ()  # v5+: "classic", "consumer" (case-insensitive)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ListedGroup:
     group_id: str
     protocol_type: str
@@ -404,8 +373,7 @@ class ListedGroup:
     group_type: str = "classic"  # v5+: "classic" or "consumer"
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ListGroupsResponse:
     error_code: ErrorCode
     groups: tuple[ListedGroup, ...] = ()
@@ -421,8 +389,7 @@ LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class TopicPartitions:
     """One topic's partitions, named by topic id (``ConsumerGroupHeartbeat``'s ``TopicPartitions``)."""
 
@@ -430,8 +397,7 @@ class TopicPartitions:
     partitions: tuple[int, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerGroupHeartbeatRequest:
     """``ConsumerGroupHeartbeatRequest`` v0–v1. ``None`` fields mean "unchanged since the last
     heartbeat" (a joining member sends them all); ``rebalance_timeout_ms`` -1 means the same."""
@@ -460,8 +426,7 @@ class HeartbeatResponseBase:
     assignment: tuple[TopicPartitions, ...] | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerGroupHeartbeatResponse(HeartbeatResponseBase):
     """``ConsumerGroupHeartbeatResponse``: ``assignment`` is ``None`` unless it changed for the member."""
 
@@ -474,14 +439,12 @@ class DescribeRequestBase:
     include_authorized_operations: bool = False
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerGroupDescribeRequest(DescribeRequestBase):
     """``ConsumerGroupDescribeRequest``."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class DescribedTopicPartitions:
     """``ConsumerGroupDescribeResponse.TopicPartitions``: topic id, its name, the partitions."""
 
@@ -490,8 +453,7 @@ class DescribedTopicPartitions:
     partitions: tuple[int, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class DescribedConsumerMember:
     member_id: str
     instance_id: str | None
@@ -521,15 +483,13 @@ class DescribedGroupBase(Generic[_Member]):
     authorized_operations: int = -(2**31)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class DescribedConsumerGroup(DescribedGroupBase[DescribedConsumerMember]):
     """``ConsumerGroupDescribeResponse.DescribedGroup``: ``group_state`` Empty, Assigning, Reconciling,
     Stable or Dead."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerGroupDescribeResponse:
     groups: tuple[DescribedConsumerGroup, ...]
 
@@ -540,8 +500,7 @@ class ConsumerGroupDescribeResponse:
 SHARE_LEAVE_GROUP_MEMBER_EPOCH = -1
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareGroupHeartbeatRequest:
     """``ShareGroupHeartbeatRequest`` v1: a share member joins with epoch 0 and an id it chose itself
     (its ``Uuid``), leaves with -1; ``subscribed_topic_names`` ``None`` means "unchanged"."""
@@ -553,21 +512,18 @@ class ShareGroupHeartbeatRequest:
     subscribed_topic_names: tuple[str, ...] | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareGroupHeartbeatResponse(HeartbeatResponseBase):
     """``ShareGroupHeartbeatResponse`` v1: ``assignment`` is ``None`` unless the member joined, sent its
     whole state, or its assignment changed (Kafka's rule)."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareGroupDescribeRequest(DescribeRequestBase):
     """``ShareGroupDescribeRequest`` v1."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class DescribedShareMember:
     member_id: str
     rack_id: str | None
@@ -578,14 +534,12 @@ class DescribedShareMember:
     assignment: tuple[DescribedTopicPartitions, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class DescribedShareGroup(DescribedGroupBase[DescribedShareMember]):
     """``ShareGroupDescribeResponse.DescribedGroup``: ``group_state`` Empty, Stable or Dead."""
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareGroupDescribeResponse:
     groups: tuple[DescribedShareGroup, ...]
 
@@ -642,8 +596,7 @@ CONSUMER_API_VERSIONS: dict[type, int] = {
 }
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class Envelope:
     """A request as it arrives: which connection sent it, its correlation id, the client's id and host,
     the principal it authenticated as, and the API version it was sent with (``-1``: the version Kafka
@@ -664,8 +617,7 @@ class Envelope:
             object.__setattr__(self, "api_version", CONSUMER_API_VERSIONS.get(type(self.body), 0))
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class Reply:
     """A response addressed to the connection and correlation id of the request it answers."""
 

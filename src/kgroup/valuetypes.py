@@ -16,14 +16,19 @@ Usage, above the dataclass decorator::
     @fast_init
     @dataclass(frozen=True, slots=True)
     class Heartbeat: ...
+
+or both at once, as kgroup's messages and records are declared::
+
+    @value_type
+    class Heartbeat: ...
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
+from typing import Any, TypeVar, dataclass_transform
 
-__all__ = ["fast_init", "replace"]
+__all__ = ["fast_init", "replace", "value_type"]
 
 T = TypeVar("T")
 
@@ -81,6 +86,12 @@ def fast_init(cls: type[T]) -> type[T]:
     cls.__init__ = init  # type: ignore[method-assign]
     cls.__kgroup_replace__ = namespace["__kgroup_replace__"]  # type: ignore[attr-defined]
     return cls
+
+
+@dataclass_transform(frozen_default=True)
+def value_type(cls: type[T]) -> type[T]:
+    """``cls`` as a frozen, slotted dataclass with :func:`fast_init`'s ``__init__`` (a message or record)."""
+    return fast_init(dataclasses.dataclass(frozen=True, slots=True)(cls))
 
 
 def replace(obj: T, /, **changes: Any) -> T:

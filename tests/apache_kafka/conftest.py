@@ -74,6 +74,19 @@ def kafka_oracle() -> Iterator[KafkaOracle]:
         print(f"\nKafka oracle {oracle.version}: {oracle.items} requests in {oracle.calls} round trips")
 
 
+@pytest.fixture(autouse=True)
+def _oracle_running(request: pytest.FixtureRequest) -> None:
+    """A test that uses the run's oracle finds its JVM running: a test that stopped it (a call past its
+    bound, the JVM dead) has failed with the reason, and the next test starts a fresh JVM instead of
+    every later test of the worker failing on the one stopped (an autouse fixture: Hypothesis' tests
+    keep the session's oracle as their own argument)."""
+    if "kafka_oracle" in request.fixturenames:
+        oracle = request.getfixturevalue("kafka_oracle")
+        if oracle.pid is None:
+            oracle.stop()
+            oracle.start()
+
+
 class Cluster:
     """A broker started for one test, with the settings the test needs, on either side.
 

@@ -291,12 +291,14 @@ def _joined_member(target: Target, group: str, topic: str) -> str:
 
 
 def _produced(target: Target, topic: str, count: int, per_batch: int) -> None:
-    """``count`` records to partition 0, ``per_batch`` to a record batch."""
+    """``count`` records to partition 0, ``per_batch`` to a record batch: a batch goes when it is full
+    or at the flush (which ignores ``linger.ms``), never on a timer — with 50 ms a loaded machine once
+    split a batch of ten on Apache Kafka's side, which then acquired six records where ten were due."""
     producer = Producer(
         {
             "bootstrap.servers": target.bootstrap_servers,
             "acks": "all",
-            "linger.ms": 50,
+            "linger.ms": 10_000,
             "batch.num.messages": per_batch,
         }
     )
@@ -627,20 +629,34 @@ def test_a_session_adds_and_forgets_partitions(target: Target, names: str) -> No
             topics=[{"topic_id": topic_id, "partitions": [_part(1)]}],
         )
         out["add 1"] = [(p["partition_index"], p["acquired_records"]) for p in _seen(b)["partitions"]]
-        for i in range(4):
-            producer.produce(topic, value=b"x", partition=i % 2)
-        producer.flush(10)
-        c = _fetch(
-            raw,
-            group_id=group,
-            member_id=member,
-            share_session_epoch=2,
-            max_wait=10_000,
-            forgotten_topics_data=[{"topic_id": topic_id, "partitions": [0]}],
-        )
-        out["forget 0"] = [(p["partition_index"], p["acquired_records"]) for p in _seen(c)["partitions"]]
+        # Apache Kafka loads a share partition after the fetch that first names it, and ``latest``
+        # starts it at the log's end *once loaded*: records produced before then are behind its start
+        # (seen once in CI, under load: partition 1 answered empty, its start past the second records).
+        # So a round that the loaded partition did not see is produced again; each round puts two
+        # records on each partition, and the answer must be the last round's two, on partition 1 only
+        rounds: list[Any] = []
+        forgotten = [{"topic_id": topic_id, "partitions": [0]}]
+        for epoch in range(2, 7):
+            for i in range(4):
+                producer.produce(topic, value=b"x", partition=i % 2)
+            producer.flush(10)
+            c = _fetch(
+                raw,
+                group_id=group,
+                member_id=member,
+                share_session_epoch=epoch,
+                max_wait=10_000 if epoch == 2 else 3_000,
+                forgotten_topics_data=forgotten if epoch == 2 else [],
+            )
+            rounds.append([(p["partition_index"], p["acquired_records"]) for p in _seen(c)["partitions"]])
+            if target.kind == "kgroup" or any(acquired for _, acquired in rounds[-1]):
+                break
+        out["forget 0"] = rounds[-1]
     acquired = [{"first_offset": 0, "last_offset": 1, "delivery_count": 1}]
-    later = [{"first_offset": 2, "last_offset": 3, "delivery_count": 1}]
+    first = 2 * len(rounds)
+    later = [{"first_offset": first, "last_offset": first + 1, "delivery_count": 1}]
+    # a round Apache Kafka's partition 1 loaded too late for: answered empty, or not at all
+    assert all(r in ([(1, [])], []) for r in rounds[:-1]), (target.kind, rounds)
     opened = out.pop("open")
     # the opening fetch (max_wait 0) acquires nothing: Apache Kafka answers partition 0 empty, or —
     # when its share partition has not finished loading its state within the 0 ms (seen once in CI,

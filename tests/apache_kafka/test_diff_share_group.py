@@ -29,8 +29,9 @@ NON_EMPTY_GROUP = 68
 FENCED_MEMBER_EPOCH = 110
 _NOT_READY = (14, 15, 16)  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
 #: past group.share.assignment.interval.ms (1 s): a heartbeat this long after the last target may
-#: compute the next one
-_PAST_INTERVAL_S = 1.2
+#: compute the next one (1.2 s left Apache Kafka's coordinator, under a loaded CI, within 0.2 s of the
+#: interval: twice in a day it computed a target the pure run at the recorded times did not)
+_PAST_INTERVAL_S = 1.5
 
 
 def _heartbeat(raw: Raw, **fields: Any) -> Any:

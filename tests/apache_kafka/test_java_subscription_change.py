@@ -177,8 +177,42 @@ class _AfterOthers:
         self.timed_out.append(rebalance.generation)
 
 
+class _AfterTarget:
+    """An other member's ``onPartitionsRevoked`` returns only once the target is done with the
+    generation it revokes in: the target's SyncGroup of it answered, or failed. Cooperative's
+    members revoke in ``onJoinComplete`` and rejoin at once; without this, under load the leader's
+    rejoin may reach the broker before the target's SyncGroup, which then fails with
+    REBALANCE_IN_PROGRESS — the target never receives the generation assigned from its old
+    subscription, so there is nothing for it to refuse."""
+
+    def __init__(self) -> None:
+        self.target: JavaConsumer | None = None
+        self.timed_out: list[int] = []
+
+    def _done(self, generation: int) -> bool:
+        assert self.target is not None
+        log = _log(self.target)
+        return any(int(g) == generation for g in (*_SYNCED.findall(log), *_SYNC_FAILED.findall(log)))
+
+    def __call__(self, rebalance: Rebalance) -> None:
+        if rebalance.kind != "revoked" or self.target is None:
+            return
+        deadline = time.monotonic() + 45  # below the Java driver's 60 s wait for the answer
+        while time.monotonic() < deadline:
+            if self._done(rebalance.generation):
+                return
+            time.sleep(0.05)
+        self.timed_out.append(rebalance.generation)
+
+
 def _members(
-    target: Target, names: str, tmp_path: Path, strategy: str, who: int, hook: _AfterOthers
+    target: Target,
+    names: str,
+    tmp_path: Path,
+    strategy: str,
+    who: int,
+    hook: _AfterOthers,
+    others_hook: _AfterTarget | None = None,
 ) -> tuple[dict[str, str], list[JavaConsumer]]:
     topics = {f"{names}-{t}": n for t, n in PARTITIONS.items()}
     for topic, count in topics.items():
@@ -196,7 +230,7 @@ def _members(
             assignment_strategy=strategy,
             # DEBUG: the target's metadata updates (below) and the leader's JoinGroup answers
             log_level="DEBUG",
-            on_rebalance=hook if k == who else None,
+            on_rebalance=hook if k == who else others_hook,
             **FAST,
         )
         for k, name in enumerate(("c0", "c1", "c2"))
@@ -204,7 +238,13 @@ def _members(
     return {t: f"{names}-{t}" for t in PARTITIONS}, consumers
 
 
-def _change_in_flight(consumers: list[JavaConsumer], who: int, keep: list[str], hook: _AfterOthers) -> None:
+def _change_in_flight(
+    consumers: list[JavaConsumer],
+    who: int,
+    keep: list[str],
+    hook: _AfterOthers,
+    others_hook: _AfterTarget | None = None,
+) -> None:
     """c0 and c1 settle; c1 (or c0) is held out of poll(); c2 joins; once the target has sent its
     JoinGroup, it subscribes to ``keep``; then the held member goes on."""
     c0, c1, c2 = consumers
@@ -221,6 +261,8 @@ def _change_in_flight(consumers: list[JavaConsumer], who: int, keep: list[str], 
     c2.subscribe()
     _wait(lambda: _log(target).count(_JOINING) > joins, f"{target.name}'s JoinGroup")
     hook.others = [c for c in consumers if c is not target]
+    if others_hook is not None:
+        others_hook.target = target
     target.subscribe(keep)
     # subscribe() asks for the new subscription's metadata; let that answer land before the join
     # completes (otherwise a leader may assign from metadata without the dropped topic: see the
@@ -373,12 +415,12 @@ def test_eager_sticky_hands_a_dropped_topic_back_at_every_generation(
 def test_cooperative_sticky_refuses_once_then_revokes_the_dropped_topic(
     target: Target, names: str, tmp_path: Path, who: int
 ) -> None:
-    hook = _AfterOthers()
-    topic, consumers = _members(target, names, tmp_path, "cooperative-sticky", who, hook)
+    hook, others_hook = _AfterOthers(), _AfterTarget()
+    topic, consumers = _members(target, names, tmp_path, "cooperative-sticky", who, hook, others_hook)
     everything = all_partitions({topic[k]: n for k, n in PARTITIONS.items()})
     start_all(*consumers)
     try:
-        _change_in_flight(consumers, who, [topic["a"]], hook)
+        _change_in_flight(consumers, who, [topic["a"]], hook, others_hook)
         member = consumers[who]
         settled = member.generation
         before = _accepted(member, settled)
@@ -386,6 +428,8 @@ def test_cooperative_sticky_refuses_once_then_revokes_the_dropped_topic(
         owners = wait_settled(consumers, everything, settle_s=3.0, also=only_a, timeout_s=60)
         # the one generation assigned from its old subscription (3) is refused, and only that one
         refused = _refusals(member)
+        late = others_hook.timed_out
+        assert not late, f"{member.name} did not sync generations {late} within 45 s"
         assert [g for g, _ in refused] == [settled + 1], refused
         assert {tp.topic for tp in refused[0][1]} == {topic["a"], topic["b"]}, refused
         # then onJoinPrepare revokes the dropped topic's partitions (cooperative: only those)

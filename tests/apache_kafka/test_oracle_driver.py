@@ -76,8 +76,13 @@ def test_a_jvm_that_dies_is_reported_in_one_line() -> None:
             oracle.murmur2([b"k"], [3])
         assert "\n" not in str(info.value)
         assert oracle.pid is None
-        with pytest.raises(OracleError, match="not started"):
+        # every later call says why it stopped, not only that it did
+        with pytest.raises(
+            OracleError, match=r"^KafkaOracle: stopped after an earlier call: the Kafka oracle's JVM"
+        ):
             oracle.murmur2([b"k"], [3])
+        oracle.start()  # and it starts anew
+        assert oracle.failure is None and oracle.murmur2([b"k"], [3])[0].partitions[3] in range(3)
 
 
 def test_a_call_that_takes_too_long_stops_the_jvm() -> None:
@@ -92,3 +97,7 @@ def test_a_call_that_takes_too_long_stops_the_jvm() -> None:
         with pytest.raises(OracleDied, match="did not answer 'assign' within the bound; its JVM was stopped"):
             oracle.assign_many([("sticky", big)] * 200)
         assert oracle.pid is None and not _alive(pid)
+        with pytest.raises(
+            OracleError, match="stopped after an earlier call: the Kafka oracle did not answer 'assign'"
+        ):
+            oracle.murmur2([b"k"], [3])

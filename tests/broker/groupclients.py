@@ -128,10 +128,14 @@ def aiokafka_consumer(bootstrap: str, group: str, topic: str, owned: Owned, name
     return Runner(name, body)
 
 
-def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
+def wait_until(
+    check: Callable[[], bool], timeout_s: float, what: str, state: Callable[[], object] | None = None
+) -> None:
+    """Wait (bounded) until ``check()``; on a timeout, the error says what ``state()`` saw last."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if check():
             return
         time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+    seen = "" if state is None else f"; last seen: {state()!r}"
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}{seen}")

@@ -127,3 +127,35 @@ def test_a_group_is_assigned_while_the_kernels_are_still_warming(monkeypatch: py
     finally:
         go.set()
         fast.release()
+
+
+_ENDING = """
+import sys, threading, time
+from kgroup.broker import warmup
+from kgroup.cli import serve
+
+done = threading.Event()
+thread = threading.Thread(target=lambda: time.sleep(float(sys.argv[1])) or done.set(), daemon=True)
+warmup._threads.append(thread)
+thread.start()
+serve.WARM_UP_EXIT_WAIT_S = 1.0
+print("closed", flush=False)  # written before the process ends, either way
+serve._end_warm_up()
+print("after", done.is_set())
+"""
+
+
+@pytest.mark.parametrize(("warming_s", "expected"), [(0.2, "closed\nafter True\n"), (60.0, "closed\n")])
+def test_a_stopped_serve_waits_for_its_warm_up_or_leaves_at_once(warming_s: float, expected: str) -> None:
+    """``kgroup serve``, its broker closed: a warm-up thread that ends within the wait is waited for;
+    one still compiling is not left to the interpreter's finalization (which aborted the process in
+    numba's compiler: "FATAL: exception not rethrown", exit -6, in CI) — the process leaves at once,
+    exit 0, its output flushed."""
+    import subprocess
+    import sys
+
+    started = time.monotonic()
+    command = [sys.executable, "-c", _ENDING, str(warming_s)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert (done.returncode, done.stdout) == (0, expected), done.stderr
+    assert time.monotonic() - started < 30

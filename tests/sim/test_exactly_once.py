@@ -23,7 +23,7 @@ from kgroup.sim.compare import EOS_COLUMNS, run_local, summarize, table_columns
 from kgroup.sim.runner import Simulation
 from kgroup.sim.variants import Variant
 
-from .conftest import run_example
+from .conftest import EXAMPLE_RUNS, run_example
 
 pytestmark = pytest.mark.transactions
 
@@ -313,6 +313,7 @@ def test_cli_processing_option_and_its_errors(tmp_path: Path) -> None:
         assert len(failed.stderr.strip().splitlines()) == 1
 
 
+@EXAMPLE_RUNS
 def test_the_example_runs_without_duplicates_and_fences_its_zombie() -> None:
     m = run_example("exactly-once.yaml").metrics  # (the run test_examples.py checks healthy, cached)
     assert m["invariant_violations"] == [] and m["output_duplicates"] == 0

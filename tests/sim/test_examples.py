@@ -9,7 +9,9 @@ import pytest
 from kgroup.model import TopicPartition
 from kgroup.sim import SimResult
 
-from .conftest import EXAMPLES, run_example
+from .conftest import EXAMPLE_RUNS, EXAMPLES, run_example
+
+pytestmark = EXAMPLE_RUNS
 
 
 def events(result: SimResult, kind: str, consumer: str | None = None) -> list[dict[str, Any]]:

@@ -20,6 +20,11 @@ from kgroup.sim import Scenario, load_scenario, simulate, with_overrides
 from kgroup.sim.campaign import base_scenario, random_consumer_scenario, random_scenario
 from kgroup.sim.scenario import parse_scenario
 
+try:
+    from .conftest import EXAMPLE_RUNS, run_example
+except ImportError:  # run as the regeneration command (a script in tests/sim)
+    from conftest import EXAMPLE_RUNS, run_example  # type: ignore[no-redef]
+
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[1] / "examples"
 GOLDEN = HERE / "golden_outputs.json"
@@ -55,11 +60,25 @@ def _digest(scenario: Scenario) -> str:
     return hashlib.sha256(simulate(scenario).to_json().encode()).hexdigest()
 
 
-@pytest.mark.parametrize("name", sorted(_scenarios()))
+def _example_digest(name: str) -> str:
+    """An example's digest from the run the example tests read (``run_example``: one per worker)."""
+    return hashlib.sha256(run_example(name).to_json().encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=EXAMPLE_RUNS) if n.startswith("examples/") else n for n in sorted(_scenarios())],
+)
 def test_json_output_is_byte_identical(name: str) -> None:
     expected = json.loads(GOLDEN.read_text())
     assert name in expected, f"{name} is not pinned; run this file with --update"
-    assert _digest(_scenarios()[name]) == expected[name]
+    if name.startswith("examples/"):
+        # the example as the example tests run it: the same scenario, its run shared with them
+        example = name.removeprefix("examples/")
+        assert with_overrides(load_scenario(EXAMPLES / example)) == _scenarios()[name]
+        assert _example_digest(example) == expected[name]
+    else:
+        assert _digest(_scenarios()[name]) == expected[name]
 
 
 if __name__ == "__main__":  # pragma: no cover - the regeneration command

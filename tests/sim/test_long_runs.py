@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from kgroup.sim import load_scenario
+from kgroup.sim import loop as loop_module
 from kgroup.sim import ownership as ownership_module
-from kgroup.sim import runner as runner_module
 from kgroup.sim.runner import Simulation, simulate
 
 from .conftest import EXAMPLES
 
 
 def test_progress_is_reported_in_virtual_time_and_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner_module, "PROGRESS_EVERY_STEPS", 1000)
+    monkeypatch.setattr(loop_module, "PROGRESS_EVERY_STEPS", 1000)
     scenario = load_scenario(EXAMPLES / "rolling-restart.yaml")
     calls: list[tuple[int, int]] = []
     result = Simulation(scenario).run(lambda now, end: calls.append((now, end)))
@@ -27,7 +27,7 @@ def test_logs_are_bounded_and_say_what_they_left_out(monkeypatch: pytest.MonkeyP
     scenario = load_scenario(EXAMPLES / "rolling-restart.yaml")
     full = simulate(scenario)
     assert "events_dropped" not in full.metrics  # nothing left out: the keys are absent
-    monkeypatch.setattr(runner_module, "MAX_LOG_ENTRIES", 50)
+    monkeypatch.setattr(loop_module, "MAX_LOG_ENTRIES", 50)
     monkeypatch.setattr(ownership_module, "MAX_INTERVALS", 40)
     capped = simulate(scenario)
     assert len(capped.events) == 50 and capped.events == full.events[:50]

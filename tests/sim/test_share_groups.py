@@ -21,6 +21,8 @@ from kgroup.sim.share_group import ShareSimulation
 from kgroup.sim.share_ledger import IntervalSet, LatencyHistogram
 from kgroup.sim.variants import Variant, compare_variants
 
+from .conftest import EXAMPLE_RUNS
+
 
 def share(**overrides: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
@@ -282,6 +284,7 @@ def test_campaign_share_seeds_run_their_invariants() -> None:
         assert run_.protocol == "share" and not run_.failed, run_
 
 
+@EXAMPLE_RUNS
 def test_the_share_group_example_shows_what_its_readme_line_says() -> None:
     from .conftest import run_example
 

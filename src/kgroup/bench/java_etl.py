@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from kgroup.bench.java_harness import harness_jar
 from kgroup.model import KgroupError
 
 __all__ = ["JAVA_KINDS", "JavaStageResult", "run_java_stage"]
@@ -47,22 +48,13 @@ def run_java_stage(
     timeout_s: float,
 ) -> JavaStageResult:
     """Run one stage to its end in its own JVM; :class:`KgroupError` (one line) when it cannot."""
-    from kgroup.javatools import CompileFailed, JavaToolMissing, cache_root, compile_jar
-    from kgroup.testing.apache_kafka.distribution import (
-        KAFKA_VERSION,
-        KafkaUnavailable,
-        kafka_libs,
-        log4j2_file_config,
-    )
+    from kgroup.testing.apache_kafka.distribution import log4j2_file_config
 
     if kind not in JAVA_KINDS:
         raise KgroupError(f"java stage: unknown kind {kind!r}; choose from {', '.join(JAVA_KINDS)}")
-    try:
-        libs = kafka_libs(KAFKA_VERSION)
-        source_file = Path(__file__).parent.parent / "testing" / "apache_kafka" / "java" / "EtlStage.java"
-        jar = compile_jar([source_file], libs.jars(), cache_root() / "bench", "kgroup-etl-stage")
-    except (KafkaUnavailable, CompileFailed, JavaToolMissing) as exc:
-        raise KgroupError(f"java stage: Kafka's Java clients cannot run here: {exc}") from None
+    jar, libs = harness_jar(
+        "EtlStage.java", "kgroup-etl-stage", "java stage: Kafka's Java clients cannot run here"
+    )
     with tempfile.TemporaryDirectory(prefix="kgroup-etl-java-") as work:
         log = Path(work) / "stderr.log"
         # the clients' log (WARN and up) to a file: stdout carries only the stage's own lines

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kgroup.assignors.api import AssignmentRequest
+from kgroup.bench.java_harness import harness_jar
 from kgroup.messages import ConsumerSubscription
 from kgroup.model import KgroupError
 from kgroup.wire.consumer_protocol import encode_subscription
@@ -114,15 +115,9 @@ def _read_output(path: Path) -> dict[str, bytes]:
 
 
 def _harness_jar() -> tuple[Path, str, str]:
-    from kgroup.javatools import CompileFailed, JavaToolMissing, cache_root, compile_jar
-    from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaUnavailable, kafka_libs
-
-    try:
-        libs = kafka_libs(KAFKA_VERSION)
-        source = Path(__file__).parent.parent / "testing" / "apache_kafka" / "java" / "LeaderPathBench.java"
-        jar = compile_jar([source], libs.jars(), cache_root() / "bench", "kgroup-leader-bench")
-    except (KafkaUnavailable, CompileFailed, JavaToolMissing) as exc:
-        raise KgroupError(f"java: Kafka's leader path cannot be measured here: {exc}") from None
+    jar, libs = harness_jar(
+        "LeaderPathBench.java", "kgroup-leader-bench", "java: Kafka's leader path cannot be measured here"
+    )
     return jar, libs.java, libs.classpath
 
 

@@ -20,6 +20,7 @@ from types import TracebackType
 
 import numpy as np
 
+from kgroup.bench.java_harness import harness_jar
 from kgroup.model import KgroupError
 
 __all__ = ["JavaMurmur2", "JavaPass"]
@@ -56,15 +57,9 @@ class JavaMurmur2:
         self.keys = 0
 
     def __enter__(self) -> JavaMurmur2:
-        from kgroup.javatools import CompileFailed, JavaToolMissing, cache_root, compile_jar
-        from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaUnavailable, kafka_libs
-
-        try:
-            libs = kafka_libs(KAFKA_VERSION)
-            source = Path(__file__).parent.parent / "testing" / "apache_kafka" / "java" / "Murmur2Bench.java"
-            jar = compile_jar([source], libs.jars(), cache_root() / "bench", "kgroup-murmur2-bench")
-        except (KafkaUnavailable, CompileFailed, JavaToolMissing) as exc:
-            raise KgroupError(f"java: Kafka's murmur2 cannot be measured here: {exc}") from None
+        jar, libs = harness_jar(
+            "Murmur2Bench.java", "kgroup-murmur2-bench", "java: Kafka's murmur2 cannot be measured here"
+        )
         self._work = tempfile.TemporaryDirectory(prefix="kgroup-murmur2-bench-")
         keys_file = Path(self._work.name) / "keys.bin"
         count = self._offsets.size - 1

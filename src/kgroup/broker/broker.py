@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -38,12 +37,12 @@ from kgroup.broker.connection import (
 from kgroup.broker.control import ControlChannel
 from kgroup.broker.coordinator_runtime import CoordinatorRuntime
 from kgroup.broker.coordinator_tasks import task_runners
-from kgroup.broker.dispatch import dispatch, supports, warm_codec
+from kgroup.broker.dispatch import dispatch, supports
 from kgroup.broker.logapi import LogManagerLike
 from kgroup.broker.share_host import ShareHost, ShareHostConfig
 from kgroup.broker.txn_host import TransactionHost, thread_safe
 from kgroup.broker.waiters import AppendWatchers, FetchWaiter
-from kgroup.broker.warmup import warm_in_background
+from kgroup.broker.warmup import warm_codec_in_background, warm_in_background
 from kgroup.group import CoordinatorConfig
 from kgroup.group.share.heartbeat import InitializeShareState
 from kgroup.log.manager import remove_directories
@@ -51,7 +50,7 @@ from kgroup.model import KgroupError
 from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.security.listeners import Listener
 from kgroup.security.runtime import SecurityRuntime
-from kgroup.security.session import Session
+from kgroup.security.session import BrokerHooks, Session
 from kgroup.wire.framing import BufferPool, Frame
 
 __all__ = ["Broker", "open_logs", "run_broker", "serve", "wall_clock_ms"]
@@ -89,10 +88,12 @@ class Broker:
         self._auth_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-auth")
         self.security = SecurityRuntime(
             config.security,
-            clock_s=time.monotonic,
-            wall_clock_ms=clock_ms,
-            run_blocking=self._run_auth,
-            supported=supports,
+            BrokerHooks(
+                clock_s=time.monotonic,
+                supported=supports,
+                wall_clock_ms=clock_ms,
+                run_blocking=self._run_auth,
+            ),
         )
         self.fetch_waiters = AppendWatchers()
         self._next_producer_id = (wall_clock_ms() << 12) & ((1 << 62) - 1)
@@ -171,7 +172,7 @@ class Broker:
         for broker_id in self.cluster.broker_ids:
             await self.start_listener(broker_id)
         # the schemas of the APIs clients speak, read in a thread rather than by the first request
-        threading.Thread(target=warm_codec, name="kgroup-warm-codec", daemon=True).start()
+        warm_codec_in_background()
         # the numba kernels too: until the server assignors' are ready they answer step by step
         warm_in_background()
         self.coordinators.start()  # loads the groups on the coordinators' thread; serving starts now

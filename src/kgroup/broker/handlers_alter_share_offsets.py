@@ -24,6 +24,7 @@ from kgroup.broker.share_offsets import (
     call_share_coordinator,
     prepare_on_coordinator,
     to_uuid,
+    topics_answer,
     whole_error,
 )
 from kgroup.group.share.offsets import (
@@ -107,9 +108,4 @@ async def alter_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
         }
         for name, topic_id, partitions in prepared.results
     ]
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
-        "responses": [*answered, *responses],
-    }
+    return topics_answer([*answered, *responses])

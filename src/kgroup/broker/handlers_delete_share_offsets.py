@@ -23,6 +23,7 @@ from kgroup.broker.share_offsets import (
     call_share_coordinator,
     prepare_on_coordinator,
     to_uuid,
+    topics_answer,
     whole_error,
 )
 from kgroup.group.share.offsets import DeleteShareOffsets, DeleteShareOffsetsPrepared, ShareOffsetsDeleted
@@ -78,9 +79,4 @@ async def delete_share_group_offsets(ctx: RequestContext, request: Any) -> Any:
         {"topic_name": name, "topic_id": ZERO_UUID, "error_code": code, "error_message": message}
         for name, code, message in prepared.refused
     ]
-    return {
-        "throttle_time": 0,
-        "error_code": ErrorCode.NONE,
-        "error_message": None,
-        "responses": [*deleted, *refused, *denied],
-    }
+    return topics_answer([*deleted, *refused, *denied])

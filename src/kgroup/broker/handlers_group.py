@@ -7,9 +7,9 @@ Kafka's does; everything else is the coordinator's decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kgroup.broker.cluster import OFFSETS_TOPIC
 from kgroup.broker.coordinator_host import error_response
@@ -25,6 +25,7 @@ from kgroup.messages import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
     DescribedConsumerGroup,
+    DescribedShareGroup,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     Envelope,
@@ -40,9 +41,11 @@ from kgroup.messages import (
     OffsetFetchResponse,
     Request,
     Response,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
     SyncGroupResponse,
 )
-from kgroup.model import ErrorCode
+from kgroup.model import ErrorCode, TopicPartition
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.apis import find_coordinator as find_coordinator_api
@@ -243,6 +246,26 @@ async def leave_group(ctx: RequestContext, request: Any) -> Any:
     return await _membership_call(ctx, request, leave_group_api, LeaveGroupResponse, refused)
 
 
+def commit_partition_refusal(
+    ctx: RequestContext, topics: Mapping[str, Any], tp: TopicPartition, topic_denied: dict[str, bool]
+) -> ErrorCode | None:
+    """What KafkaApis answers a partition of an OffsetCommit or TxnOffsetCommit itself, before the
+    coordinator: an unknown topic id (before the topic's authorization), a topic the principal may
+    not read (asked once per topic, remembered in ``topic_denied``), a partition the topic does not
+    have; ``None`` for a partition that goes on to the coordinator."""
+    denied = topic_denied.get(tp.topic)
+    if denied is None:
+        denied = topic_denied[tp.topic] = not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, tp.topic)
+    if TopicIds.is_unknown(tp.topic):
+        return ErrorCode.UNKNOWN_TOPIC_ID
+    if denied:
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    info = topics.get(tp.topic)
+    if info is None or not 0 <= tp.partition < info.partitions:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return None
+
+
 @register(ApiKey.OFFSET_COMMIT, versions=(2, 10))  # v10 addresses topics by id
 async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     """Kafka's checks before the coordinator (``KafkaApis.handleOffsetCommitRequest``, then
@@ -270,22 +293,13 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
     topic_denied: dict[str, bool] = {}
     for offset in body.offsets:
         tp = offset.partition
-        denied = topic_denied.get(tp.topic)
-        if denied is None:
-            denied = topic_denied[tp.topic] = not group_denied and not ctx.authorized(
-                AclOperation.READ, ResourceType.TOPIC, tp.topic
-            )
-        info = topics.get(tp.topic)
-        if group_denied:
-            codes.append(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-        elif TopicIds.is_unknown(tp.topic):  # (KafkaApis: before the topic's authorization)
-            codes.append(ErrorCode.UNKNOWN_TOPIC_ID)
-        elif denied:
-            codes.append(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-        elif info is None or not 0 <= tp.partition < info.partitions:
-            codes.append(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        else:
-            codes.append(None)
+        code = (
+            ErrorCode.GROUP_AUTHORIZATION_FAILED
+            if group_denied
+            else commit_partition_refusal(ctx, topics, tp, topic_denied)
+        )
+        codes.append(code)
+        if code is None:
             candidates.append(offset)
             if len(sized) * _MIN_OFFSET_RECORD_BYTES <= batch_limit and not metadata_too_large(
                 offset.committed_metadata, metadata_limit
@@ -518,26 +532,48 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
     return consumer_group_heartbeat_response_to_wire(answer, ctx.version)
 
 
-@register(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1))
-async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
-    """``GroupCoordinatorService.consumerGroupDescribe``: an empty group id is INVALID_GROUP_ID
-    (answered first, with an empty id), every other group its coordinator's description — or
-    NOT_COORDINATOR at another broker. kgroup has no authorizer: authorized operations are left out."""
-    body = consumer_group_describe_request_from_wire(request)
-    invalid: list[DescribedConsumerGroup] = []
-    described: list[DescribedConsumerGroup] = []
-    for group_id in body.group_ids:
+_Described = TypeVar("_Described", DescribedConsumerGroup, DescribedShareGroup)
+
+
+async def describe_each_group(
+    ctx: RequestContext,
+    group_ids: Sequence[str],
+    request_type: type[ConsumerGroupDescribeRequest | ShareGroupDescribeRequest],
+    response_type: type[ConsumerGroupDescribeResponse | ShareGroupDescribeResponse],
+    described_type: type[_Described],
+) -> list[_Described]:
+    """``GroupCoordinatorService.consumerGroupDescribe`` / ``shareGroupDescribe``: an empty group id is
+    INVALID_GROUP_ID (answered first, with an empty id), a group the principal may not describe
+    GROUP_AUTHORIZATION_FAILED (KafkaApis sets the group id and the error code only), every other group
+    its coordinator's description — or NOT_COORDINATOR at another broker."""
+    invalid: list[_Described] = []
+    described: list[_Described] = []
+    for group_id in group_ids:
         if ctx.pacer.due():
             await ctx.pacer.pause()
         if not group_id:
-            invalid.append(DescribedConsumerGroup(ErrorCode.INVALID_GROUP_ID, ""))
+            invalid.append(described_type(ErrorCode.INVALID_GROUP_ID, ""))
             continue
         if _group_denied(ctx, AclOperation.DESCRIBE, group_id):
-            # KafkaApis sets the group id and the error code only
-            described.append(DescribedConsumerGroup(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id))
+            described.append(described_type(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id))
             continue
-        answer = await _call(ctx, group_id, ConsumerGroupDescribeRequest((group_id,)))
-        assert isinstance(answer, ConsumerGroupDescribeResponse)
-        described.extend(answer.groups)
-    response = ConsumerGroupDescribeResponse((*invalid, *described))
+        answer = await _call(ctx, group_id, request_type((group_id,)))
+        assert isinstance(answer, response_type)
+        described.extend(cast("tuple[_Described, ...]", answer.groups))
+    return invalid + described
+
+
+@register(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1))
+async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
+    """``GroupCoordinatorService.consumerGroupDescribe`` (:func:`describe_each_group`). kgroup has no
+    authorizer's operations list: authorized operations are left out."""
+    body = consumer_group_describe_request_from_wire(request)
+    groups = await describe_each_group(
+        ctx,
+        body.group_ids,
+        ConsumerGroupDescribeRequest,
+        ConsumerGroupDescribeResponse,
+        DescribedConsumerGroup,
+    )
+    response = ConsumerGroupDescribeResponse(tuple(groups))
     return consumer_group_describe_response_to_wire(response, ctx.version)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
-from kgroup.broker.handlers_group import call_coordinator, group_denied
+from kgroup.broker.handlers_group import call_coordinator, describe_each_group, group_denied
 from kgroup.broker.topic_acls import any_topic_denied
 from kgroup.group.share.heartbeat import invalid_share_heartbeat_answer
 from kgroup.messages import (
@@ -59,24 +59,12 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
 
 @register(ApiKey.SHARE_GROUP_DESCRIBE, versions=SHARE_GROUP_VERSIONS)
 async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
-    """``GroupCoordinatorService.shareGroupDescribe``: an empty group id is INVALID_GROUP_ID (answered
-    first, with an empty id), every other group its coordinator's description — or NOT_COORDINATOR at
-    another broker. Authorized operations are left out (kgroup has no authorizer's operations list)."""
+    """``GroupCoordinatorService.shareGroupDescribe`` (:func:`.handlers_group.describe_each_group`).
+    Authorized operations are left out (kgroup has no authorizer's operations list)."""
     body = share_group_describe_request_from_wire(request)
-    invalid: list[DescribedShareGroup] = []
-    described: list[DescribedShareGroup] = []
-    for group_id in body.group_ids:
-        if ctx.pacer.due():
-            await ctx.pacer.pause()
-        if not group_id:
-            invalid.append(DescribedShareGroup(ErrorCode.INVALID_GROUP_ID, ""))
-            continue
-        if group_denied(ctx, AclOperation.DESCRIBE, group_id):
-            described.append(DescribedShareGroup(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id))
-            continue
-        answer = await call_coordinator(ctx, group_id, ShareGroupDescribeRequest((group_id,)))
-        assert isinstance(answer, ShareGroupDescribeResponse)
-        described.extend(answer.groups)
+    groups = await describe_each_group(
+        ctx, body.group_ids, ShareGroupDescribeRequest, ShareGroupDescribeResponse, DescribedShareGroup
+    )
     return share_group_describe_response_to_wire(
-        ShareGroupDescribeResponse((*invalid, *described)), ctx.version
+        ShareGroupDescribeResponse(tuple(groups)), ctx.version
     )

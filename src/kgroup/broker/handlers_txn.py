@@ -17,7 +17,7 @@ from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
 from kgroup.broker.logapi import PartitionLogLike
-from kgroup.broker.txn_host import TransactionHost
+from kgroup.broker.txn_host import TransactionHost, verification_error
 from kgroup.log.batch import HEADER_SIZE, parse_header
 from kgroup.messages import FindCoordinatorResponse
 from kgroup.model import ErrorCode, TopicPartition
@@ -371,35 +371,13 @@ async def verify_transactional_batch(
         return ErrorCode.NONE  # the log refuses it
     if header.producer_id in plog.transactions.ongoing:
         return ErrorCode.NONE
-    tp = (TopicPartition(topic, partition),)
-    request: api.TxnRequest
-    if ctx.version > 11:
-        # a transactions-v2 producer (KafkaApis: Produce v12+): the partition leader adds the partition
-        # to the transaction itself (AddPartitionsToTxn v5, KIP-890 part 2)
-        request = api.AddPartitionsToTxn(
-            transactional_id, header.producer_id, header.producer_epoch, tp, TV_2
-        )
-    else:
-        request = api.VerifyPartitionsInTxn(transactional_id, header.producer_id, header.producer_epoch, tp)
-    error, result = await _host(ctx).handle(request)
-    if error is ErrorCode.NONE:
-        assert isinstance(result, api.AddPartitionsToTxnAnswer)
-        error = result.error
-    if error is ErrorCode.NONE:
-        return ErrorCode.NONE
-    if error is ErrorCode.TRANSACTION_ABORTABLE:
-        return ErrorCode.TRANSACTION_ABORTABLE if ctx.version >= 11 else ErrorCode.INVALID_TXN_STATE
-    if error in (
-        ErrorCode.PRODUCER_FENCED,
-        ErrorCode.INVALID_PRODUCER_EPOCH,
-        ErrorCode.INVALID_PRODUCER_ID_MAPPING,
-    ):
+    # from Produce v12 (a transactions-v2 producer) the partition leader adds the partition to the
+    # transaction itself (AddPartitionsToTxn v5, KIP-890 part 2)
+    error = await _host(ctx).verify_partition(
+        api.TransactionalProducer(transactional_id, header.producer_id, header.producer_epoch),
+        TopicPartition(topic, partition),
+        add=ctx.version > 11,
+    )
+    if error is ErrorCode.INVALID_PRODUCER_ID_MAPPING:
         return ErrorCode.INVALID_PRODUCER_EPOCH
-    if error in (
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.CONCURRENT_TRANSACTIONS,
-    ):
-        return ErrorCode.NOT_ENOUGH_REPLICAS
-    return int(error)
+    return int(verification_error(error, abortable=ctx.version >= 11))

@@ -22,8 +22,8 @@ from dataclasses import replace
 from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
-from kgroup.broker.handlers_group import call_coordinator, group_topic_ids
-from kgroup.broker.txn_host import TransactionHost
+from kgroup.broker.handlers_group import call_coordinator, commit_partition_refusal, group_topic_ids
+from kgroup.broker.txn_host import TransactionHost, verification_error
 from kgroup.group.discovery import coordinator_partition
 from kgroup.group.records.serde import offset_commit_batch_bytes
 from kgroup.group.txn_offsets import metadata_too_large
@@ -31,10 +31,8 @@ from kgroup.messages import OffsetCommitPartition, TxnOffsetCommitRequest, TxnOf
 from kgroup.model import ErrorCode, TopicPartition
 from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.transactions import api
-from kgroup.transactions.state import TV_2
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.apis import txn_offset_commit as txn_offset_commit_api
-from kgroup.wire.apis._common import TopicIds
 
 __all__: list[str] = []
 
@@ -57,36 +55,14 @@ async def _verify(ctx: RequestContext, body: TxnOffsetCommitRequest) -> ErrorCod
         # transaction coordinator (AddPartitionsToTxnManager), which the runtime answers so
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     partitions = ctx.services.cluster.config.offsets_topic_partitions
-    tp = (TopicPartition(OFFSETS_TOPIC, coordinator_partition(body.group_id, partitions)),)
-    request: api.TxnRequest
-    if ctx.version >= _ADD_PARTITION_VERSION:
-        request = api.AddPartitionsToTxn(
-            body.transactional_id, body.producer_id, body.producer_epoch, tp, TV_2
-        )
-    else:
-        request = api.VerifyPartitionsInTxn(body.transactional_id, body.producer_id, body.producer_epoch, tp)
-    error, result = await host.handle(request)
-    if error is ErrorCode.NONE:
-        assert isinstance(result, api.AddPartitionsToTxnAnswer)
-        error = result.error
-    if error is ErrorCode.NONE:
-        return error
-    if error is ErrorCode.TRANSACTION_ABORTABLE:
-        return error if ctx.version >= _ABORTABLE_VERSION else ErrorCode.INVALID_TXN_STATE
-    if error in (
-        ErrorCode.PRODUCER_FENCED,
-        ErrorCode.INVALID_PRODUCER_EPOCH,
-    ):
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    if error in (
-        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-        ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        ErrorCode.NOT_COORDINATOR,
-        ErrorCode.CONCURRENT_TRANSACTIONS,
-    ):
-        # NOT_ENOUGH_REPLICAS from the partition writer, COORDINATOR_NOT_AVAILABLE from the runtime
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    return error
+    error = await host.verify_partition(
+        api.TransactionalProducer(body.transactional_id, body.producer_id, body.producer_epoch),
+        TopicPartition(OFFSETS_TOPIC, coordinator_partition(body.group_id, partitions)),
+        add=ctx.version >= _ADD_PARTITION_VERSION,
+    )
+    error = verification_error(error, abortable=ctx.version >= _ABORTABLE_VERSION)
+    # the runtime answers the partition writer's NOT_ENOUGH_REPLICAS COORDINATOR_NOT_AVAILABLE
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE if error is ErrorCode.NOT_ENOUGH_REPLICAS else error
 
 
 @register(ApiKey.TXN_OFFSET_COMMIT, versions=(0, 6))
@@ -118,18 +94,9 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     codes: list[ErrorCode | None] = []
     candidates = []
     for offset in body.offsets:
-        tp = offset.partition
-        if tp.topic not in denied:
-            denied[tp.topic] = not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, tp.topic)
-        info = topics.get(tp.topic)
-        if TopicIds.is_unknown(tp.topic):
-            codes.append(ErrorCode.UNKNOWN_TOPIC_ID)
-        elif denied[tp.topic]:
-            codes.append(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-        elif info is None or not 0 <= tp.partition < info.partitions:
-            codes.append(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        else:
-            codes.append(None)
+        code = commit_partition_refusal(ctx, topics, offset.partition, denied)
+        codes.append(code)
+        if code is None:
             candidates.append(offset)
         if ctx.pacer.due():
             await ctx.pacer.pause()

@@ -21,6 +21,7 @@ __all__ = [
     "call_share_coordinator",
     "prepare_on_coordinator",
     "to_uuid",
+    "topics_answer",
     "whole_error",
 ]
 
@@ -95,6 +96,12 @@ def whole_error(code: ErrorCode, message: str | None = None) -> dict[str, Any]:
         "error_message": message if message is not None else MESSAGES.get(code),
         "responses": [],
     }
+
+
+def topics_answer(responses: list[dict[str, Any]]) -> dict[str, Any]:
+    """Alter/DeleteShareGroupOffsets' answer with no error for the whole request: each topic's in
+    ``responses``."""
+    return {"throttle_time": 0, "error_code": ErrorCode.NONE, "error_message": None, "responses": responses}
 
 
 async def prepare_on_coordinator(

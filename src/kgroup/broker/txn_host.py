@@ -42,16 +42,28 @@ from typing import Any, TypeVar
 
 from kgroup.broker.cluster import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, Cluster
 from kgroup.broker.host_thread import HostThread, read_batch_entries
-from kgroup.model import ErrorCode
-from kgroup.transactions.api import ScheduleTxnTimer, TxnRequest, TxnResult, TxnTimer, WriteMarkers
+from kgroup.model import ErrorCode, TopicPartition
+from kgroup.transactions.api import (
+    AddPartitionsToTxn,
+    AddPartitionsToTxnAnswer,
+    ScheduleTxnTimer,
+    TransactionalProducer,
+    TxnRequest,
+    TxnResult,
+    TxnTimer,
+    VerifyPartitionsInTxn,
+    WriteMarkers,
+)
 from kgroup.transactions.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from kgroup.transactions.records import TransactionLogRecord, decode_record
+from kgroup.transactions.state import TV_2
 
 __all__ = [
     "TRANSACTION_STATE_CONFIGS",
     "TRANSACTION_STATE_TOPIC",
     "TransactionHost",
     "read_batch_entries",
+    "verification_error",
 ]
 
 log = logging.getLogger("kgroup.broker")
@@ -68,6 +80,30 @@ TRANSACTION_STATE_CONFIGS = {
 }
 #: markers the disk refused are tried again after this long
 _RETRY_S = 0.5
+
+
+#: the coordinator's answers that mean "not now" to a partition leader's verification
+_COORDINATOR_NOT_READY = (
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_COORDINATOR,
+    ErrorCode.CONCURRENT_TRANSACTIONS,
+)
+
+
+def verification_error(error: ErrorCode, *, abortable: bool) -> ErrorCode:
+    """The coordinator's answer to :meth:`TransactionHost.verify_partition` as Kafka's
+    ``AddPartitionsToTxnManager`` hands it to the write it verifies: TRANSACTION_ABORTABLE stays so only
+    for a client that knows it (``abortable``; INVALID_TXN_STATE otherwise), a fenced producer is
+    INVALID_PRODUCER_EPOCH, a coordinator that cannot answer now NOT_ENOUGH_REPLICAS (the client
+    retries); any other error as it is."""
+    if error is ErrorCode.TRANSACTION_ABORTABLE:
+        return error if abortable else ErrorCode.INVALID_TXN_STATE
+    if error in (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH):
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if error in _COORDINATOR_NOT_READY:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    return error
 
 
 class TransactionHost(HostThread[TxnTimer]):
@@ -166,14 +202,32 @@ class TransactionHost(HostThread[TxnTimer]):
                 # Kafka answers an unexpected error UNKNOWN_SERVER_ERROR; what the call replayed
                 # before it raised was never appended: the coordinator is rebuilt from the topic
                 log.exception("transaction coordinator failed on %s", type(request).__name__)
-                try:
-                    await self._on_thread(self._rebuild, await self._read_all(TRANSACTION_STATE_TOPIC))
-                except Exception:
-                    log.exception("rebuilding the transaction coordinator failed")
+                await self._rebuild_from_topic()
                 return ErrorCode.UNKNOWN_SERVER_ERROR, None
             if not await self._perform(result):
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         return ErrorCode.NONE, result.answer
+
+    async def verify_partition(
+        self, producer: TransactionalProducer, tp: TopicPartition, *, add: bool
+    ) -> ErrorCode:
+        """What a partition leader's ``AddPartitionsToTxnManager`` asks the coordinator: is ``tp`` in
+        the producer's transaction (KIP-890's verification), or, for a transactions-v2 producer
+        (``add``), add it. NONE when it is in; else the coordinator's error, for the caller to map."""
+        request: TxnRequest
+        if add:
+            request = AddPartitionsToTxn(
+                producer.transactional_id, producer.producer_id, producer.producer_epoch, (tp,), TV_2
+            )
+        else:
+            request = VerifyPartitionsInTxn(
+                producer.transactional_id, producer.producer_id, producer.producer_epoch, (tp,)
+            )
+        error, result = await self.handle(request)
+        if error is ErrorCode.NONE:
+            assert isinstance(result, AddPartitionsToTxnAnswer)
+            error = result.error
+        return error
 
     async def inspect(self, read: Callable[[TransactionCoordinator], T]) -> T:
         """``read(coordinator)`` on the coordinator's thread, once loaded (tests)."""
@@ -182,14 +236,19 @@ class TransactionHost(HostThread[TxnTimer]):
 
     # --- results --------------------------------------------------------------------------------------
 
+    async def _rebuild_from_topic(self) -> None:
+        """The coordinator rebuilt from ``__transaction_state`` after a call it could not complete (what
+        the call replayed was never appended); logged, not raised, when that fails too."""
+        try:
+            await self._on_thread(self._rebuild, await self._read_all(TRANSACTION_STATE_TOPIC))
+        except Exception:
+            log.exception("rebuilding the transaction coordinator failed")
+
     async def _perform(self, result: TxnResult) -> bool:
         """Append the records, then run the effects (under the lock); False when the append failed
         (the coordinator is then rebuilt from the topic)."""
         if result.records and not self._append(result.records):
-            try:
-                await self._on_thread(self._rebuild, await self._read_all(TRANSACTION_STATE_TOPIC))
-            except Exception:
-                log.exception("rebuilding the transaction coordinator failed")
+            await self._rebuild_from_topic()
             return False
         for effect in result.effects:
             if isinstance(effect, ScheduleTxnTimer):

@@ -20,12 +20,14 @@ import time
 from kgroup.group.assignors import fast
 from kgroup.log.records import load_kernel
 
-__all__ = ["warm_in_background"]
+__all__ = ["finish", "warm_codec_in_background", "warm_in_background"]
 
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _started: threading.Thread | None = None
+#: every warm-up thread this process started (the kernels', each broker's codec)
+_threads: list[threading.Thread] = []
 
 
 def warm_in_background() -> threading.Thread | None:
@@ -38,7 +40,32 @@ def warm_in_background() -> threading.Thread | None:
         fast.hold_until_warm()
         _started = threading.Thread(target=_warm, name="kgroup-warm-kernels", daemon=True)
         _started.start()
+        _threads.append(_started)
         return _started
+
+
+def warm_codec_in_background() -> threading.Thread:
+    """Read the schemas of the APIs clients speak in a thread, rather than in the first requests."""
+    from kgroup.broker.dispatch import warm_codec
+
+    thread = threading.Thread(target=warm_codec, name="kgroup-warm-codec", daemon=True)
+    with _lock:
+        _threads.append(thread)
+    thread.start()
+    return thread
+
+
+def finish(timeout_s: float) -> bool:
+    """Wait up to ``timeout_s`` in all for the warm-up threads to end; whether none still runs. A
+    process that ends while one still compiles would have the interpreter's finalization stop it inside
+    numba's compiler: ``FATAL: exception not rethrown``, SIGABRT (seen in CI: ``kgroup serve``, stopped
+    with SIGTERM soon after it started, under load)."""
+    deadline = time.monotonic() + timeout_s
+    with _lock:
+        threads = list(_threads)
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(thread.is_alive() for thread in threads)
 
 
 def _warm() -> None:

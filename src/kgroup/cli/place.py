@@ -28,21 +28,26 @@ JAVA_INT_MAX = 2**31 - 1
 MAX_PLACE_PARTITIONS = 1_000_000
 
 
+def _broker_ids(option: str, text: str, example: str) -> list[int]:
+    """The comma-separated broker ids of ``option``; a one-line error naming the item that is no id."""
+    ids: list[int] = []
+    for item in text.split(","):
+        try:
+            ids.append(int(item.strip()))
+        except ValueError:
+            raise KgroupError(f"{option}: {item.strip()!r} is not a broker id; {example}") from None
+    return ids
+
+
 def parse_fenced(fenced: str | None, brokers: list[Any]) -> list[int]:
     if fenced is None or not fenced.strip():
         return []
-    ids = {b.id for b in brokers}
-    out: list[int] = []
-    for item in fenced.split(","):
-        try:
-            out.append(int(item.strip()))
-        except ValueError:
-            raise KgroupError(
-                f"--fenced: {item.strip()!r} is not a broker id; give ids from --brokers, e.g. --fenced 3"
-            ) from None
-        if out[-1] not in ids:
-            raise KgroupError(f"--fenced: broker {out[-1]} is not in --brokers; fence only listed brokers")
-    return out
+    listed = {b.id for b in brokers}
+    ids = _broker_ids("--fenced", fenced, "give ids from --brokers, e.g. --fenced 3")
+    for broker_id in ids:
+        if broker_id not in listed:
+            raise KgroupError(f"--fenced: broker {broker_id} is not in --brokers; fence only listed brokers")
+    return ids
 
 
 def parse_brokers(brokers: str | None, racks: str | None) -> list[Any]:
@@ -50,17 +55,11 @@ def parse_brokers(brokers: str | None, racks: str | None) -> list[Any]:
 
     if brokers is None or not brokers.strip():
         raise KgroupError("--brokers: missing; give broker ids, e.g. --brokers 1,2,3")
-    ids: list[int] = []
-    for item in brokers.split(","):
-        try:
-            ids.append(int(item.strip()))
-        except ValueError:
+    ids = _broker_ids("--brokers", brokers, "give integers like 1,2,3")
+    for broker_id in ids:
+        if not 0 <= broker_id <= JAVA_INT_MAX:
             raise KgroupError(
-                f"--brokers: {item.strip()!r} is not a broker id; give integers like 1,2,3"
-            ) from None
-        if not 0 <= ids[-1] <= JAVA_INT_MAX:
-            raise KgroupError(
-                f"--brokers: {ids[-1]} is not a broker id (Kafka's node.id is 0..{JAVA_INT_MAX:,}); fix it"
+                f"--brokers: {broker_id} is not a broker id (Kafka's node.id is 0..{JAVA_INT_MAX:,}); fix it"
             )
     if racks is None:
         return [Broker(i) for i in ids]

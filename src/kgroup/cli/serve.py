@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import shutil
 import sys
 import tempfile
@@ -322,6 +323,25 @@ def _serve(
     finally:
         if temporary and not served:
             shutil.rmtree(data_dir, ignore_errors=True)
+    _end_warm_up()
+
+
+#: how long a stopped ``kgroup serve`` waits for its warm-up threads (a cold cache compiles for ~40 s)
+WARM_UP_EXIT_WAIT_S = 20.0
+
+
+def _end_warm_up() -> None:
+    """The broker is closed and its data written: wait for the warm-up threads
+    (:mod:`kgroup.broker.warmup`); one still compiling is not left to the interpreter's finalization,
+    which aborts the process in numba's compiler (exit -6), but the process leaves at once, exit 0."""
+    from kgroup.broker.warmup import finish
+
+    if finish(WARM_UP_EXIT_WAIT_S):
+        return
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _passed(options: dict[str, Any], target: str) -> dict[str, Any]:

@@ -96,7 +96,7 @@ class BrokerConnection:
             self._closed = True
             raise ConnectionLost(f"cannot connect to {self.host}:{self.port}: {exc}") from None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
-        if self.security.uses_sasl:
+        if self.security.sasl:
             try:
                 await authenticate(self, self.security, timeout_s)
             except BaseException:
@@ -216,7 +216,7 @@ class BrokerConnection:
         if self._writer is None:
             return
         with contextlib.suppress(Exception):
-            if self._ssl_context is not None or self.security.uses_tls:
+            if self._ssl_context is not None or self.security.tls:
                 # no TLS close_notify exchange (Kafka's client just closes the socket): a TLS
                 # transport's graceful close outlives an event loop that ends now
                 self._writer.transport.abort()

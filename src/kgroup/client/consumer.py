@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kgroup.assignors.api import Assignor
+from kgroup.client.bootstrap import ClientError, connect_first, parse_bootstrap
 from kgroup.client.cluster import ClusterView, cluster_from_metadata
 from kgroup.client.connection import BrokerConnection, ConnectionLost
 from kgroup.client.nodes import ConnectionState, least_loaded_node
@@ -81,27 +82,6 @@ class _Member(Protocol):
     def generation(self) -> int: ...
     @property
     def member_id(self) -> str: ...
-
-
-class ClientError(ConnectionError):
-    """The client cannot reach the cluster, or the group failed fatally (the message says which)."""
-
-
-def parse_bootstrap(servers: str) -> list[tuple[str, int]]:
-    """``kafka.bootstrap.servers``: ``host:port[,host:port...]`` (KgroupError naming the bad entry)."""
-    out: list[tuple[str, int]] = []
-    for entry in (s.strip() for s in servers.split(",")):
-        if not entry:
-            continue
-        host, sep, port = entry.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise KgroupError(
-                f"bootstrap servers: {entry!r} is not host:port; give e.g. 127.0.0.1:9092 (comma-separated)"
-            )
-        out.append((host.strip("[]"), int(port)))
-    if not out:
-        raise KgroupError("bootstrap servers: empty; give at least one host:port, e.g. 127.0.0.1:9092")
-    return out
 
 
 @dataclass(slots=True)
@@ -238,28 +218,19 @@ class GroupConsumer:
     async def start(self) -> None:
         """Reach the cluster (first bootstrap server that answers) and load metadata."""
         self._loop = asyncio.get_running_loop()
-        errors: list[str] = []
-        for index, (host, port) in enumerate(self._bootstrap):
-            node = _BOOTSTRAP_NODE - index
-            self._addresses[node] = (host, port)
-            try:
-                await self._ensure_node(node)
-                break
-            except SaslAuthenticationError as exc:
-                raise ClientError(
-                    f"{host}:{port}: SASL authentication failed: {exc}; check sasl.username, "
-                    "sasl.password and sasl.mechanism"
-                ) from None
-            except (ConnectionLost, UnsupportedApi, TimeoutError, PeerError) as exc:
-                if isinstance(exc, ConnectionLost):
-                    await self._check_listener(host, port)
-                errors.append(f"{host}:{port}: {exc}")
-        else:
-            raise ClientError(
-                "kafka.bootstrap.servers: no broker reachable ("
-                + "; ".join(errors)
-                + "); check that the broker runs and the address is right"
-            )
+
+        async def reach(index: int, address: tuple[str, int]) -> None:
+            self._addresses[_BOOTSTRAP_NODE - index] = address
+            await self._ensure_node(_BOOTSTRAP_NODE - index)
+
+        index = await connect_first(
+            self._bootstrap,
+            reach,
+            setting="kafka.bootstrap.servers",
+            sasl_hint="; check sasl.username, sasl.password and sasl.mechanism",
+            on_connection_lost=self._check_listener,
+        )
+        node = _BOOTSTRAP_NODE - index
         versions = self._nodes[node].versions or {}
         if self._consumer_member is not None and ApiKey.CONSUMER_GROUP_HEARTBEAT not in versions:
             for entry in self._nodes.values():

@@ -109,12 +109,7 @@ class GroupLag:
     rows: tuple[LagRow, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group_id,
-            "state": self.state,
-            "type": self.group_type,
-            "partitions": [asdict(row) for row in self.rows],
-        }
+        return _lag_json(self.group_id, self.state, self.group_type, self.rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +134,19 @@ class ShareGroupLag:
     group_type: str = "share"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group_id,
-            "state": self.state,
-            "type": self.group_type,
-            "partitions": [asdict(row) for row in self.rows],
-        }
+        return _lag_json(self.group_id, self.state, self.group_type, self.rows)
+
+
+def _lag_json(
+    group_id: str, state: str, group_type: str, rows: Sequence[LagRow | ShareLagRow]
+) -> dict[str, Any]:
+    """``kgroup lag --json``'s form of a group's lag, whatever its type: its rows as their fields."""
+    return {
+        "group": group_id,
+        "state": state,
+        "type": group_type,
+        "partitions": [asdict(row) for row in rows],
+    }
 
 
 def share_lag_rows(partitions: Sequence[tuple[str, int, int, int, int]]) -> list[ShareLagRow]:

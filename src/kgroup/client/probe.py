@@ -107,11 +107,11 @@ async def listener_wants(
 ) -> ListenerWants | None:
     """What the listener at ``host:port`` wants that ``security`` does not give; ``None`` when it
     wants nothing more (or cannot be reached: then the failure was something else)."""
-    tls = security.uses_tls or await _speaks_tls(host, port, timeout_s)
-    sasl = False if security.uses_sasl else await _sasl_answer(host, port, tls, timeout_s)
+    tls = security.tls or await _speaks_tls(host, port, timeout_s)
+    sasl = False if security.sasl else await _sasl_answer(host, port, tls, timeout_s)
     if isinstance(sasl, tuple):
         return ListenerWants(host, port, "SASL_SSL" if tls else "SASL_PLAINTEXT", sasl)
-    if tls and not security.uses_tls:
+    if tls and not security.tls:
         # TLS answered; inside it an SSL listener answers ILLEGAL_SASL_STATE; no answer at all
         # (mutual TLS required, say) leaves both possible
         return ListenerWants(host, port, "SSL or SASL_SSL" if sasl else "SSL")

@@ -20,6 +20,7 @@ from typing import Any
 from kgroup.client.versions import Requester, broker_ranges
 from kgroup.model import ErrorCode, KgroupError
 from kgroup.security.errors import AuthenticationFailed
+from kgroup.security.listeners import PROTOCOLS, SASL_MECHANISMS, SecurityProtocol
 from kgroup.security.plain import plain_client_token
 from kgroup.security.scram import SCRAM_MECHANISMS, ScramClient
 from kgroup.wire.api_keys import ApiKey
@@ -34,8 +35,6 @@ __all__ = [
     "read_properties",
 ]
 
-PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 UNSUPPORTED_SASL_MECHANISM = 33
 ILLEGAL_SASL_STATE = 34
 #: the newest SaslAuthenticate version Kafka 4's client speaks
@@ -61,7 +60,7 @@ class SaslAuthenticationError(ConnectionError):
 
 
 @dataclass(frozen=True, slots=True)
-class ClientSecurity:
+class ClientSecurity(SecurityProtocol):
     """How the client reaches brokers; the default is Kafka's: ``PLAINTEXT``, no authentication.
 
     ``ssl_endpoint_identification`` is Kafka's ``ssl.endpoint.identification.algorithm``
@@ -87,7 +86,7 @@ class ClientSecurity:
                 f"ssl.endpoint.identification.algorithm: {self.ssl_endpoint_identification!r}; "
                 "give https (check the broker's host name) or none"
             )
-        if self.uses_tls:
+        if self.tls:
             for name, value in (
                 ("ssl.ca.location", self.ssl_ca_location),
                 ("ssl.certificate.location", self.ssl_certificate_location),
@@ -100,7 +99,7 @@ class ClientSecurity:
                     "ssl.certificate.location / ssl.key.location: give both (a client certificate and "
                     "its key) or neither"
                 )
-        if self.uses_sasl:
+        if self.sasl:
             if self.sasl_mechanism not in SASL_MECHANISMS:
                 raise KgroupError(
                     f"sasl.mechanism: {self.sasl_mechanism!r}; give one of {', '.join(SASL_MECHANISMS)}"
@@ -109,14 +108,6 @@ class ClientSecurity:
                 raise KgroupError(f"sasl.username: empty; {self.protocol} needs the SASL user name")
             if not self.sasl_password:
                 raise KgroupError(f"sasl.password: empty; {self.protocol} needs the user's password")
-
-    @property
-    def uses_tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
-    @property
-    def uses_sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
     @classmethod
     def from_config(cls, config: Mapping[str, str]) -> ClientSecurity:
@@ -145,7 +136,7 @@ class ClientSecurity:
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context of ``SSL`` / ``SASL_SSL`` (``None`` otherwise): the broker's certificate
         checked against ``ssl.ca.location`` (the system's CAs when not given)."""
-        if not self.uses_tls:
+        if not self.tls:
             return None
         try:
             context = ssl.create_default_context(cafile=self.ssl_ca_location)

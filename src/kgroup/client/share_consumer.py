@@ -34,10 +34,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kgroup.client.bootstrap import ClientError, connect_first, parse_bootstrap
 from kgroup.client.cluster import ClusterView, cluster_from_metadata
 from kgroup.client.connection import BrokerConnection, ConnectionLost
-from kgroup.client.consumer import ClientError, parse_bootstrap
-from kgroup.client.security import ClientSecurity, SaslAuthenticationError
+from kgroup.client.security import ClientSecurity
 from kgroup.client.share_records import acquired_records
 from kgroup.client.translate import client_spec, from_wire, to_wire
 from kgroup.client.versions import UnsupportedApi, broker_ranges
@@ -238,22 +238,14 @@ class ShareConsumer:
     async def start(self) -> None:
         """Reach the cluster (the first bootstrap server that answers) and load metadata."""
         self._loop = asyncio.get_running_loop()
-        errors: list[str] = []
-        for index, address in enumerate(self._bootstrap):
-            key = ("bootstrap", index)
-            self._addresses[key] = address
-            try:
-                await self._ensure_node(key)
-                break
-            except SaslAuthenticationError as exc:
-                raise ClientError(f"{address[0]}:{address[1]}: SASL authentication failed: {exc}") from None
-            except (ConnectionLost, UnsupportedApi, TimeoutError, PeerError) as exc:
-                errors.append(f"{address[0]}:{address[1]}: {exc}")
-        else:
-            raise ClientError(
-                "bootstrap_servers: no broker reachable (" + "; ".join(errors) + "); check that the broker "
-                "runs and the address is right"
-            )
+
+        async def reach(index: int, address: tuple[str, int]) -> None:
+            self._addresses[("bootstrap", index)] = address
+            await self._ensure_node(("bootstrap", index))
+
+        index = await connect_first(self._bootstrap, reach, setting="bootstrap_servers")
+        key = ("bootstrap", index)
+        address = self._bootstrap[index]
         self._bootstrap_key = key
         versions = self._nodes[key].versions
         missing = [k.title for k in (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_FETCH) if k not in versions]

@@ -11,26 +11,13 @@ one, write a class with ``name``, ``title`` and ``run(context)`` returning a
 
 from __future__ import annotations
 
-from kgroup.demo.stages import (
-    DemoConfig,
-    DemoContext,
-    DemoRun,
-    Stage,
-    StageResult,
-    build_report,
-    run_demo,
-)
+# the package's API: the stages module's (its ``__all__``, listed there only) and default_stages
+from kgroup.demo import stages
+from kgroup.demo.stages import *  # noqa: F403
+from kgroup.demo.stages import DemoConfig, Stage  # named by default_stages
 
-__all__ = [
-    "DemoConfig",
-    "DemoContext",
-    "DemoRun",
-    "Stage",
-    "StageResult",
-    "build_report",
-    "default_stages",
-    "run_demo",
-]
+__all__ = ["default_stages"]
+__all__ += stages.__all__
 
 
 def default_stages(config: DemoConfig) -> list[Stage]:

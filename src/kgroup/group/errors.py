@@ -1,17 +1,19 @@
 """What a group kind's handler throws to answer a request without writing anything: :class:`ApiError`
 (Kafka's ``ApiException``), shared by the KIP-848 and KIP-932 handlers, and the lookups every kind makes
-the same way (:func:`member_of`, :func:`unknown_member`, :func:`timer_member`)."""
+the same way (:func:`member_of`, :func:`unknown_member`, :func:`timer_member`) and the request checks
+they share (:func:`not_blank`, :func:`refusal`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from kgroup.model import ErrorCode
 
-__all__ = ["ApiError", "member_of", "timer_member", "unknown_member"]
+__all__ = ["ApiError", "member_of", "not_blank", "refusal", "timer_member", "unknown_member"]
 
 _M = TypeVar("_M", covariant=True)
+_R = TypeVar("_R")
 
 
 class ApiError(Exception):
@@ -21,6 +23,23 @@ class ApiError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def not_blank(value: str | None, message: str) -> None:
+    """INVALID_REQUEST with ``message`` when ``value`` is given but empty or all white space (Kafka's
+    ``throwIfEmptyString``)."""
+    if value is not None and not value.strip():
+        raise ApiError(ErrorCode.INVALID_REQUEST, message)
+
+
+def refusal(check: Callable[[], None], answer: Callable[[ErrorCode, str | None], _R]) -> _R | None:
+    """``answer(code, message)`` when ``check()`` refuses the request (:class:`ApiError`), else ``None``:
+    how a host asks a heartbeat's own checks before it looks for the group's coordinator."""
+    try:
+        check()
+    except ApiError as error:
+        return answer(error.code, error.message)
+    return None
 
 
 _G = TypeVar("_G", bound="_Group[Any]")

@@ -14,19 +14,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
-from kgroup.valuetypes import fast_init
+from kgroup.valuetypes import value_type
 
 __all__ = [
     "CancelTimer",
+    "MemberTimerKey",
     "ScheduleTimer",
     "TimerEffect",
     "TimerKey",
     "timer_kind",
 ]
 
-K = TypeVar("K", bound="type[TimerKey]")
+K = TypeVar("K", bound="TimerKey")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +68,20 @@ class TimerKey:
         return self.parts() < other.parts()
 
 
-def timer_kind(name: str) -> Callable[[K], K]:
-    """Register a :class:`TimerKey` subclass (a frozen, slotted dataclass) under ``name``."""
+@dataclass(frozen=True, slots=True)
+class MemberTimerKey(TimerKey):
+    """A timer of one member of the group (its session, its rebalance, …)."""
 
-    def register(cls: K) -> K:
+    member_id: str
+
+
+@dataclass_transform(frozen_default=True)
+def timer_kind(name: str) -> Callable[[type[K]], type[K]]:
+    """Declare a kind of timer: the :class:`TimerKey` subclass becomes a value type
+    (:func:`kgroup.valuetypes.value_type`), registered under ``name``."""
+
+    def register(cls: type[K]) -> type[K]:
+        cls = value_type(cls)
         if name in TimerKey._registered:
             raise AssertionError(f"timer kind {name!r} is registered twice")
         fields = dataclasses.fields(cls)
@@ -83,8 +94,7 @@ def timer_kind(name: str) -> Callable[[K], K]:
     return register
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ScheduleTimer:
     """Call ``on_timer(now, key)`` once the clock reaches ``deadline_ms`` (replacing an earlier one)."""
 
@@ -92,8 +102,7 @@ class ScheduleTimer:
     deadline_ms: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class CancelTimer:
     """Forget ``key``: it must not fire."""
 

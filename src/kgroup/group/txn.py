@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from kgroup.group.config import CoordinatorConfig
 from kgroup.group.records import OffsetCommitted, Parked, Record, TimerArmed, TimerDisarmed
@@ -18,7 +18,9 @@ from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKe
 from kgroup.messages import Reply, Response
 from kgroup.model import TopicPartition
 
-__all__ = ["CoordinatorResult", "CoordinatorTask", "PendingOffsets", "Txn"]
+__all__ = ["CoordinatorResult", "CoordinatorTask", "Operation", "PendingOffsets", "Txn"]
+
+_R = TypeVar("_R", bound=Record)
 
 
 class AppliesCommits(Protocol):
@@ -163,3 +165,21 @@ class Txn:
         uuid = f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
         prefix = group_instance_id if group_instance_id is not None else client_id
         return f"{prefix}-{uuid}"
+
+
+class Operation(Generic[_R]):
+    """One operation's records and timer effects, collected by a handler and applied only when the whole
+    operation succeeds (a KIP-848 or share heartbeat, a classic member joining a consumer group)."""
+
+    __slots__ = ("records", "timer_ops")
+
+    def __init__(self) -> None:
+        self.records: list[_R] = []
+        self.timer_ops: list[Callable[[], None]] = []
+
+    def apply(self, txn: Txn) -> None:
+        """The operation succeeded: its records are emitted (replayed) in order, then its timers set."""
+        for record in self.records:
+            txn.emit(record)
+        for timer_op in self.timer_ops:
+            timer_op()

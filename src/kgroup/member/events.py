@@ -9,10 +9,8 @@ lost partitions were assigned in (the member's own generation is already reset t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kgroup.model import ErrorCode, TopicPartition
-from kgroup.valuetypes import fast_init
+from kgroup.valuetypes import value_type
 
 __all__ = [
     "CommitFailed",
@@ -30,8 +28,7 @@ __all__ = [
 ]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class PartitionsRevoked:
     """``onPartitionsRevoked``: the member gives these up cleanly (its generation was still valid)."""
 
@@ -39,8 +36,7 @@ class PartitionsRevoked:
     generation: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class PartitionsAssigned:
     """``onPartitionsAssigned``: partitions newly added by this rebalance (may be empty, as in Kafka)."""
 
@@ -48,8 +44,7 @@ class PartitionsAssigned:
     generation: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class PartitionsLost:
     """``onPartitionsLost``: the member's generation was reset or fenced; others may own these already.
 
@@ -60,8 +55,7 @@ class PartitionsLost:
     generation: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class JoinedGroup:
     """A JoinGroup succeeded: the member is in ``generation`` and will now SyncGroup."""
 
@@ -71,8 +65,7 @@ class JoinedGroup:
     protocol: str
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class LeftGroup:
     """The member left the group (close, or ``max.poll.interval.ms`` expired).
 
@@ -84,16 +77,14 @@ class LeftGroup:
     leave_group_sent: bool = True
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class RejoinRequested:
     """The member decided it must rejoin (heartbeat said REBALANCE_IN_PROGRESS, subscription changed …)."""
 
     reason: str
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OffsetsCommitted:
     """An OffsetCommit succeeded for these offsets."""
 
@@ -101,8 +92,7 @@ class OffsetsCommitted:
     generation: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class CommitFailed:
     """An OffsetCommit failed with ``error`` (the offsets were not stored)."""
 
@@ -110,16 +100,14 @@ class CommitFailed:
     partitions: tuple[TopicPartition, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OffsetsFetched:
     """Committed offsets fetched for newly assigned partitions (``-1``: nothing committed)."""
 
     offsets: tuple[tuple[TopicPartition, int], ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class Fenced:
     """FENCED_INSTANCE_ID: another instance with the same ``group.instance.id`` replaced this one.
 
@@ -131,8 +119,7 @@ class Fenced:
     group_instance_id: str | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class FatalError:
     """An error Kafka's consumer would throw from ``poll()``.
 

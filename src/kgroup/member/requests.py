@@ -23,7 +23,7 @@ from kgroup.model import (
     ErrorCode,
     TopicPartition,
 )
-from kgroup.valuetypes import fast_init
+from kgroup.valuetypes import value_type
 
 __all__ = [
     "COORDINATOR_MOVED",
@@ -47,8 +47,7 @@ PROTOCOL_TYPE = "consumer"
 NO_GENERATION = -1
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OutboundRequest:
     """A request for the host to send.
 
@@ -61,8 +60,7 @@ class OutboundRequest:
     node_id: int | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class Generation:
     """Kafka's ``Generation``: compared whole to decide whether a response is stale."""
 

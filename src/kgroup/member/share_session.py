@@ -12,11 +12,11 @@ sends epoch -1 (``FINAL_EPOCH``): the broker releases what the member still hold
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from kgroup.model import ErrorCode, TopicId
+from kgroup.share.records import AcknowledgeType
 
 __all__ = [
     "FINAL_EPOCH",
@@ -35,16 +35,6 @@ _INT32_MAX = 2**31 - 1
 
 #: (topic id, partition)
 SharePartitionKey = tuple[TopicId, int]
-
-
-class AcknowledgeType(enum.IntEnum):
-    """Kafka's ``AcknowledgeType`` ids on the wire (0 is a gap: an offset with no record)."""
-
-    GAP = 0
-    ACCEPT = 1
-    RELEASE = 2
-    REJECT = 3
-    RENEW = 4
 
 
 @dataclass(frozen=True, slots=True)

@@ -189,17 +189,17 @@ def assign_replicas(
             "fixed_start_index: negative means a random start; pass rng=Random(seed) or a start >= 0"
         )
     with_rack = [b for b in broker_list if b.rack is not None]
-    if not with_rack:
-        ids = [b.id for b in broker_list]
-        return _rack_unaware(ids, partitions, replication_factor, fixed_start_index, start_partition_id, rng)
-    if len(with_rack) != len(broker_list):
+    if with_rack and len(with_rack) != len(broker_list):
         missing = ", ".join(str(b.id) for b in broker_list if b.rack is None)
         raise KgroupError(
             f"brokers: not all brokers have rack information (no rack: {missing}); "
             f"give every broker a rack or none of them"
         )
+    slots = _leader_slots(len(broker_list), partitions, fixed_start_index, start_partition_id, rng)
+    if not with_rack:
+        return _rack_unaware([b.id for b in broker_list], slots, replication_factor)
     racks = {b.id: b.rack for b in broker_list if b.rack is not None}
-    return _rack_aware(racks, partitions, replication_factor, fixed_start_index, start_partition_id, rng)
+    return _rack_aware(racks, slots, replication_factor)
 
 
 def _start(fixed_start_index: int, n: int, rng: Random | None) -> int:
@@ -226,17 +226,9 @@ def _leader_slots(
     return slots
 
 
-def _rack_unaware(
-    ids: list[int],
-    partitions: int,
-    replication_factor: int,
-    fixed_start_index: int,
-    start_partition_id: int,
-    rng: Random | None,
-) -> Placement:
+def _rack_unaware(ids: list[int], slots: list[tuple[int, int, int]], replication_factor: int) -> Placement:
     n = len(ids)
     out: Placement = {}
-    slots = _leader_slots(n, partitions, fixed_start_index, start_partition_id, rng)
     for partition_id, first, shift in slots:
         replicas = [ids[first]]
         replicas.extend(ids[_replica_index(first, shift, j, n)] for j in range(replication_factor - 1))
@@ -245,18 +237,12 @@ def _rack_unaware(
 
 
 def _rack_aware(
-    racks: dict[int, str],
-    partitions: int,
-    replication_factor: int,
-    fixed_start_index: int,
-    start_partition_id: int,
-    rng: Random | None,
+    racks: dict[int, str], slots: list[tuple[int, int, int]], replication_factor: int
 ) -> Placement:
     num_racks = len(set(racks.values()))
     arranged = rack_alternated_brokers(racks)
     n = len(arranged)
     out: Placement = {}
-    slots = _leader_slots(n, partitions, fixed_start_index, start_partition_id, rng)
     for partition_id, first, shift in slots:
         leader = arranged[first]
         replicas = [leader]

@@ -18,9 +18,11 @@ from kgroup.model import KgroupError
 __all__ = [
     "PROTOCOLS",
     "SASL_MECHANISMS",
+    "SASL_PROTOCOLS",
     "SUPPORTED_SASL_MECHANISMS",
     "Listener",
     "SecurityConfig",
+    "SecurityProtocol",
     "TlsConfig",
     "build_security_config",
     "parse_advertised_listeners",
@@ -30,6 +32,8 @@ __all__ = [
 ]
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: the protocols that authenticate with SASL (the others: none, or the TLS peer's certificate)
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 #: every mechanism kgroup serves; OAUTHBEARER (unsecured tokens, for tests) only when asked for
 SUPPORTED_SASL_MECHANISMS = (*SASL_MECHANISMS, "OAUTHBEARER")
@@ -38,11 +42,11 @@ CLIENT_AUTH = ("none", "requested", "required")
 DEFAULT_LISTENER = "PLAINTEXT"
 
 
-@dataclass(frozen=True, slots=True)
-class Listener:
-    name: str
-    host: str
-    port: int
+class SecurityProtocol:
+    """What a ``security.protocol`` (``protocol``, one of :data:`PROTOCOLS`) says of a broker's
+    listener or a client's connections: whether they run over TLS, whether they authenticate with SASL."""
+
+    __slots__ = ()
     protocol: str
 
     @property
@@ -51,7 +55,15 @@ class Listener:
 
     @property
     def sasl(self) -> bool:
-        return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        return self.protocol in SASL_PROTOCOLS
+
+
+@dataclass(frozen=True, slots=True)
+class Listener(SecurityProtocol):
+    name: str
+    host: str
+    port: int
+    protocol: str
 
     def __str__(self) -> str:
         return f"{self.name}://{self.host}:{self.port}"

@@ -9,7 +9,6 @@ security.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable
 from typing import Any
 
 from kgroup.security.acl import AclBinding, AclOperation, Authorizer, ResourceType
@@ -17,7 +16,7 @@ from kgroup.security.credentials import CredentialStore
 from kgroup.security.durable import read_json, write_json
 from kgroup.security.listeners import Listener, SecurityConfig, server_ssl_context
 from kgroup.security.principal import principal_from_certificate
-from kgroup.security.session import Session
+from kgroup.security.session import BrokerHooks, Session
 
 __all__ = ["ACL_FILE", "SecurityRuntime"]
 
@@ -28,18 +27,11 @@ class SecurityRuntime:
     def __init__(
         self,
         config: SecurityConfig,
-        *,
-        clock_s: Callable[[], float],
-        wall_clock_ms: Callable[[], int] | None = None,
-        run_blocking: Callable[[Callable[[bytes], bytes], bytes], Any] | None = None,
-        supported: Callable[[int, int], bool],
+        hooks: BrokerHooks,
     ) -> None:
         self.config = config
-        #: whether the broker answers an API key at a version (its handler registry)
-        self._supported = supported
-        self._clock = clock_s
-        self._wall_clock_ms = wall_clock_ms
-        self._run_blocking = run_blocking
+        #: what each connection's session asks of the broker
+        self._hooks = hooks
         self.credentials = CredentialStore(config.state_dir)
         self.credentials.add_users(config.users)
         stored = read_json(config.state_dir / ACL_FILE) if config.state_dir is not None else None
@@ -71,10 +63,7 @@ class SecurityRuntime:
             tls_principal=principal_from_certificate(der),
             max_reauth_ms=self.config.connections_max_reauth_ms,
             failed_delay_ms=self.config.failed_authentication_delay_ms,
-            clock_s=self._clock,
-            wall_clock_ms=self._wall_clock_ms,
-            run_blocking=self._run_blocking,
-            supported=self._supported,
+            hooks=self._hooks,
         )
 
     def authorize(

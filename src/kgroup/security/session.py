@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from kgroup.model import PeerError
 from kgroup.security.credentials import CredentialStore
 from kgroup.security.errors import AuthenticationFailed, CredentialsRejected
+from kgroup.security.listeners import SASL_PROTOCOLS
 from kgroup.security.oauthbearer import OAuthBearerServer
 from kgroup.security.plain import PlainServer
 from kgroup.security.principal import ANONYMOUS, user
@@ -43,6 +44,7 @@ from kgroup.wire.framing import Frame
 __all__ = [
     "SASL_AUTHENTICATE_KEY",
     "SASL_HANDSHAKE_KEY",
+    "BrokerHooks",
     "Outcome",
     "Session",
 ]
@@ -84,6 +86,19 @@ class Outcome:
     delay_s: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerHooks:
+    """What a session asks of the broker it runs in: ``clock_s`` a monotonic clock (seconds),
+    ``supported`` whether the broker answers an API key at a version (its handler registry),
+    ``wall_clock_ms`` the wall clock (OAUTHBEARER tokens' expiry), ``run_blocking`` runs a slow check (a
+    PLAIN password is salted and hashed) away from the loop."""
+
+    clock_s: Callable[[], float]
+    supported: Callable[[int, int], bool]
+    wall_clock_ms: Callable[[], int] | None = None
+    run_blocking: Callable[[Callable[[bytes], bytes], bytes], Any] | None = None
+
+
 def _api_name(api_key: int) -> str:
     return api_name(api_key)
 
@@ -92,8 +107,7 @@ class Session:
     """The authentication state of one connection (see the module docs).
 
     ``protocol`` is the listener's security protocol; ``tls_principal`` the principal of the TLS
-    peer certificate (or ``User:ANONYMOUS``), ``clock_s`` a monotonic clock (seconds).
-    ``run_blocking`` runs a slow check (a PLAIN password is salted and hashed) away from the loop.
+    peer certificate (or ``User:ANONYMOUS``); ``hooks`` what it asks of the broker.
     """
 
     def __init__(
@@ -106,23 +120,20 @@ class Session:
         tls_principal: str = ANONYMOUS,
         max_reauth_ms: int = 0,
         failed_delay_ms: int = 100,
-        clock_s: Callable[[], float],
-        wall_clock_ms: Callable[[], int] | None = None,
-        run_blocking: Callable[[Callable[[bytes], bytes], bytes], Any] | None = None,
-        supported: Callable[[int, int], bool],
+        hooks: BrokerHooks,
     ) -> None:
         self.protocol = protocol
-        self._wall_clock_ms = wall_clock_ms
-        self._supported = supported
+        self._wall_clock_ms = hooks.wall_clock_ms
+        self._supported = hooks.supported
         self.listener = listener
-        self.sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        self.sasl = protocol in SASL_PROTOCOLS
         self.mechanisms = mechanisms
         self.credentials = credentials or CredentialStore()
         self.principal = ANONYMOUS if self.sasl else tls_principal
         self.max_reauth_ms = max_reauth_ms
         self.failed_delay_s = failed_delay_ms / 1000
-        self._clock = clock_s
-        self._run_blocking = run_blocking
+        self._clock = hooks.clock_s
+        self._run_blocking = hooks.run_blocking
         self._state = "initial" if self.sasl else "complete"
         self._server: _SaslServer | None = None
         self._mechanism = ""

@@ -4,6 +4,7 @@ coordinator's durable state (:mod:`.persist`), its records as Kafka's bytes (:mo
 ``share.auto.offset.reset`` (:mod:`.reset`).
 See ``docs/share-groups.md``."""
 
+from kgroup.share import records
 from kgroup.share.partition import (
     EMPTY_MEMBER_ID,
     AcknowledgementBatch,
@@ -23,40 +24,21 @@ from kgroup.share.persist import (
     ShareUpdate,
     combine_state_batches,
 )
-from kgroup.share.records import (
-    AbortedTransaction,
-    AcknowledgeType,
-    AcquiredRecords,
-    FetchedBatch,
-    IsolationLevel,
-    PersisterStateBatch,
-    RecordState,
-    ShareError,
-    ShareErrorCode,
-)
+from kgroup.share.records import *  # noqa: F403 - the records' names, listed in records.__all__ only
 from kgroup.share.reset import ShareAutoOffsetReset, initial_start_offset, parse_share_auto_offset_reset
 from kgroup.share.timers import CancelLockTimer, LockKey, ScheduleLockTimer
 
 __all__ = [
     "EMPTY_MEMBER_ID",
-    "AbortedTransaction",
     "AcknowledgeResult",
-    "AcknowledgeType",
     "AcknowledgementBatch",
     "AcquireResult",
-    "AcquiredRecords",
     "CancelLockTimer",
-    "FetchedBatch",
-    "IsolationLevel",
     "LockKey",
     "PartitionState",
     "PersistedPartitionState",
-    "PersisterStateBatch",
-    "RecordState",
     "ScheduleLockTimer",
     "ShareAutoOffsetReset",
-    "ShareError",
-    "ShareErrorCode",
     "ShareKey",
     "SharePartition",
     "SharePartitionConfig",
@@ -69,3 +51,4 @@ __all__ = [
     "initial_start_offset",
     "parse_share_auto_offset_reset",
 ]
+__all__ += records.__all__

@@ -7,44 +7,98 @@ state of their own and do not import the runner.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from kgroup.model import compress_partitions
 from kgroup.sim.consumer_group import ConsumerGroupObserver
-from kgroup.sim.host import ResultSource, ScenarioHost
-from kgroup.sim.process import ConsumerProcess
+from kgroup.sim.host import ProcessHost, ResultSource, ScenarioHost, SimProcess
 from kgroup.sim.result import SimResult
 from kgroup.sim.scenario import ConsumerSpec, EventSpec, scaled_ids
 from kgroup.sim.scheduler import HEAL, RESTART, UNSTALL
 
-__all__ = ["apply_scenario_event", "build_result", "consumer_protocol_metrics", "scale", "schedule_restart"]
+__all__ = [
+    "apply_process_event",
+    "apply_scenario_event",
+    "build_result",
+    "change_subscription",
+    "consumer_protocol_metrics",
+    "retire",
+    "scale",
+    "scale_down",
+    "schedule_restart",
+]
+
+_P = TypeVar("_P", bound=SimProcess)
 
 
-def apply_scenario_event(sim: ScenarioHost, ev: EventSpec) -> int:
-    """Apply one scenario event now; return when its last action is done (for time to stable)."""
+def apply_process_event(sim: ProcessHost[_P], ev: EventSpec) -> int | None:
+    """The scenario events every protocol carries out alike: ``start``, ``stop``, ``crash``, ``restart``,
+    ``rolling_restart`` and ``network_partition``. Returns when the event's last action is done
+    (``None``: another kind, the protocol's own)."""
     now = sim.now
-    ready = now
     kind = ev.kind
+    if kind == "restart":
+        return schedule_restart(sim, sim.process_named(ev.consumer), ev, now)
+    if kind == "rolling_restart":
+        names = ev.consumers if ev.consumers is not None else [p.id for p in sim.procs if p.deployed]
+        sim.log_event("rolling_restart", consumers=list(names), gap_ms=ev.gap_ms, downtime_ms=ev.downtime_ms)
+        ready = now
+        for k, name in enumerate(names):
+            ready = max(ready, schedule_restart(sim, sim.process_named(name), ev, now + k * ev.gap_ms))
+        return ready
     if kind == "start":
         sim.log_event("start", consumer=ev.consumer)
         sim.start_process(sim.process_named(ev.consumer))
     elif kind == "stop":
         sim.log_event("stop", consumer=ev.consumer)
-        proc = sim.process_named(ev.consumer)
-        sim.stop_process(proc, graceful=True)
-        proc.deployed = False
-        sim.resubscribe()
+        retire(sim, [sim.process_named(ev.consumer)])
     elif kind == "crash":
         sim.log_event("crash", consumer=ev.consumer)
         sim.stop_process(sim.process_named(ev.consumer), graceful=False)
-    elif kind == "restart":
-        ready = schedule_restart(sim, sim.process_named(ev.consumer), ev, now)
-    elif kind == "rolling_restart":
-        names = ev.consumers if ev.consumers is not None else [p.id for p in sim.procs if p.deployed]
-        sim.log_event("rolling_restart", consumers=list(names), gap_ms=ev.gap_ms, downtime_ms=ev.downtime_ms)
-        for k, name in enumerate(names):
-            ready = max(ready, schedule_restart(sim, sim.process_named(name), ev, now + k * ev.gap_ms))
-    elif kind == "scale":
+    elif kind == "network_partition":
+        sim.log_event("network_partition", consumer=ev.consumer, duration_ms=ev.duration_ms)
+        proc = sim.process_named(ev.consumer)
+        sim.net.cut(proc.id, now, now + ev.duration_ms)  # (registered ahead; idempotent)
+        sim.q.push(now + ev.duration_ms, HEAL, proc.index)
+        return now + ev.duration_ms
+    else:
+        return None
+    return now
+
+
+def retire(sim: ProcessHost[_P], procs: Sequence[_P]) -> None:
+    """Stop ``procs`` gracefully for good (no longer deployed) and resubscribe."""
+    for proc in procs:
+        sim.stop_process(proc, graceful=True)
+        proc.deployed = False
+    sim.resubscribe()
+
+
+def scale_down(sim: ProcessHost[_P], ev: EventSpec, running: Sequence[_P]) -> None:
+    """A ``scale`` event with a negative count: the last ``-count`` of ``running`` retire."""
+    victims = list(reversed(running))[: -ev.count]
+    sim.log_event("scale", count=ev.count, consumers=[p.id for p in victims])
+    retire(sim, victims)
+
+
+def change_subscription(sim: ProcessHost[_P], ev: EventSpec) -> _P:
+    """A ``subscribe`` event's common part: the process's topics change; returns the process."""
+    assert ev.topics is not None
+    sim.log_event("subscribe", consumer=ev.consumer, topics=list(ev.topics))
+    proc = sim.process_named(ev.consumer)
+    proc.topics = ev.topics
+    sim.resubscribe()
+    return proc
+
+
+def apply_scenario_event(sim: ScenarioHost, ev: EventSpec) -> int:
+    """Apply one of the classic and consumer protocols' own scenario events now (the others:
+    :func:`apply_process_event`); return when its last action is done (for time to stable)."""
+    now = sim.now
+    ready = now
+    kind = ev.kind
+    if kind == "scale":
         scale(sim, ev)
     elif kind == "add_partitions":
         assert ev.topic is not None
@@ -59,14 +113,10 @@ def apply_scenario_event(sim: ScenarioHost, ev: EventSpec) -> int:
                 sim.poll_process(proc)
                 sim.after_member(proc)
     elif kind == "subscribe":
-        assert ev.topics is not None
-        sim.log_event("subscribe", consumer=ev.consumer, topics=list(ev.topics))
-        proc = sim.process_named(ev.consumer)
-        proc.topics = ev.topics
-        sim.resubscribe()
+        proc = change_subscription(sim, ev)
         if proc.member is not None:
             sim.workload.advance(proc.load, proc.member, now)
-            proc.member.subscribe(ev.topics)
+            proc.member.subscribe(proc.topics)
             sim.poll_process(proc)
             sim.after_member(proc)
     elif kind == "slow_poll":
@@ -80,16 +130,10 @@ def apply_scenario_event(sim: ScenarioHost, ev: EventSpec) -> int:
             proc.load.stalled_until_ms = now + ev.duration_ms
             sim.q.push(now + ev.duration_ms, UNSTALL, proc.index)
         ready = now + ev.duration_ms
-    elif kind == "network_partition":
-        sim.log_event("network_partition", consumer=ev.consumer, duration_ms=ev.duration_ms)
-        proc = sim.process_named(ev.consumer)
-        sim.net.cut(proc.id, now, now + ev.duration_ms)  # (registered ahead; idempotent)
-        sim.q.push(now + ev.duration_ms, HEAL, proc.index)
-        ready = now + ev.duration_ms
     return ready
 
 
-def schedule_restart(sim: ScenarioHost, proc: ConsumerProcess, ev: EventSpec, at_ms: int) -> int:
+def schedule_restart(sim: ProcessHost[_P], proc: _P, ev: EventSpec, at_ms: int) -> int:
     """Stop ``proc`` at ``at_ms`` and start it ``downtime_ms`` later; returns when it is back."""
     sim.q.push(at_ms, RESTART, (proc.index, ev.graceful, ev.downtime_ms, ev.assignors))
     return at_ms + ev.downtime_ms
@@ -106,13 +150,7 @@ def scale(sim: ScenarioHost, ev: EventSpec) -> None:
             )
             sim.start_process(sim.new_process(spec))
         return
-    running = [p for p in sim.procs if p.deployed and p.member is not None]
-    victims = list(reversed(running))[: -ev.count]
-    sim.log_event("scale", count=ev.count, consumers=[p.id for p in victims])
-    for proc in victims:
-        sim.stop_process(proc, graceful=True)
-        proc.deployed = False
-    sim.resubscribe()
+    scale_down(sim, ev, [p for p in sim.procs if p.deployed and p.member is not None])
 
 
 def consumer_protocol_metrics(sim: ResultSource) -> dict[str, Any]:

@@ -431,6 +431,26 @@ def with_exactly_once(data: dict[str, Any], seed: int) -> dict[str, Any]:
     return out
 
 
+def _base_for(seed: int, protocol: str) -> dict[str, Any]:
+    """:func:`base_scenario`'s draw for ``seed`` (a copy) on ``protocol``: the classic protocol's
+    client-side assignors, session timeout and heartbeat interval left out."""
+    data = copy.deepcopy(base_scenario(seed))
+    group = data["group"]
+    for key in ("assignors", "session_timeout_ms", "heartbeat_interval_ms"):
+        group.pop(key, None)
+    group["protocol"] = protocol
+    return data
+
+
+def _draw_session(rng: Random, group: dict[str, Any], protocol: str) -> int:
+    """The coordinator's session timeout (10–60 s) and heartbeat interval (1, 2 or 5 s, at most a third
+    of it) for ``protocol`` (``consumer`` or ``share``); returns the session timeout."""
+    session = rng.randint(10, 60) * 1000
+    group[f"{protocol}_session_timeout_ms"] = session
+    group[f"{protocol}_heartbeat_interval_ms"] = min(rng.choice((1000, 2000, 5000)), session // 3)
+    return session
+
+
 def random_consumer_scenario(seed: int) -> dict[str, Any]:
     """:func:`base_scenario`'s draw for ``seed`` on the consumer protocol: the same topics,
     consumers, network and events; a server assignor (the coordinator's default, ``uniform`` or
@@ -438,18 +458,13 @@ def random_consumer_scenario(seed: int) -> dict[str, Any]:
     the coordinator's session timeout (10–60 s) and heartbeat interval (1, 2 or 5 s, below a third of
     it); and a quiet tail after the last fault (session timeout + ``max.poll.interval.ms`` + 60 s),
     so that every member must have reconciled by the end."""
-    data = copy.deepcopy(base_scenario(seed))
+    data = _base_for(seed, "consumer")
     rng = Random(f"kgroup-campaign-consumer:{seed}")
     group = data["group"]
-    for key in ("assignors", "session_timeout_ms", "heartbeat_interval_ms"):
-        group.pop(key, None)
-    group["protocol"] = "consumer"
     assignor = rng.choice(_SERVER_ASSIGNOR_CHOICES)
     if assignor is not None:
         group["server_assignor"] = assignor
-    session = rng.randint(10, 60) * 1000
-    group["consumer_session_timeout_ms"] = session
-    group["consumer_heartbeat_interval_ms"] = min(rng.choice((1000, 2000, 5000)), session // 3)
+    session = _draw_session(rng, group, "consumer")
     for event in data["events"]:
         event.pop("assignors", None)
     consumers = sum(c["count"] for c in data["consumers"])
@@ -473,15 +488,10 @@ def random_share_scenario(seed: int) -> dict[str, Any]:
     and the share settings: session 10–60 s (heartbeat 1, 2 or 5 s, below a third of it), lock
     duration 2–60 s, delivery-count limit 2–10, and in half the runs records that fail once (up to
     5 %) or always (poison, up to 0.5 %), released or rejected."""
-    data = copy.deepcopy(base_scenario(seed))
+    data = _base_for(seed, "share")
     rng = Random(f"kgroup-campaign-share-group:{seed}")
     group = data["group"]
-    for key in ("assignors", "session_timeout_ms", "heartbeat_interval_ms"):
-        group.pop(key, None)
-    group["protocol"] = "share"
-    session = rng.randint(10, 60) * 1000
-    group["share_session_timeout_ms"] = session
-    group["share_heartbeat_interval_ms"] = min(rng.choice((1000, 2000, 5000)), session // 3)
+    _draw_session(rng, group, "share")
     group["share_record_lock_duration_ms"] = rng.randint(2, 60) * 1000
     group["share_delivery_count_limit"] = rng.randint(2, 10)
     for consumer in data["consumers"]:

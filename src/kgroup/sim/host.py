@@ -9,7 +9,7 @@ not import each other in a circle, and a part can be driven by a test host.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kgroup.group import GroupCoordinator, TimerTable
 from kgroup.member import OutboundRequest
@@ -21,10 +21,18 @@ from kgroup.sim.ownership import OwnershipTracker
 from kgroup.sim.process import ConsumerProcess
 from kgroup.sim.result import LagSample
 from kgroup.sim.scenario import ConsumerSpec, Scenario
-from kgroup.sim.scheduler import EventQueue
+from kgroup.sim.scheduler import EventQueue, Payload
 from kgroup.sim.workload import Workload
 
-__all__ = ["CoordinatorHost", "Disturbance", "ExactlyOnceBooks", "ResultSource", "ScenarioHost"]
+__all__ = [
+    "CoordinatorHost",
+    "Disturbance",
+    "ExactlyOnceBooks",
+    "ProcessHost",
+    "ResultSource",
+    "ScenarioHost",
+    "SimProcess",
+]
 
 
 class Disturbance(Protocol):
@@ -33,8 +41,44 @@ class Disturbance(Protocol):
     resolved_ms: int | None
 
 
+class SimProcess(Protocol):
+    """A simulated consumer process, as the protocol-independent events see it."""
+
+    index: int
+    id: str
+    topics: tuple[str, ...]
+    deployed: bool
+
+
+_P = TypeVar("_P", bound=SimProcess)
+
+
+class ProcessHost(Protocol[_P]):
+    """What the scenario events every protocol carries out alike act through
+    (:func:`kgroup.sim.actions.apply_process_event`): both simulations implement it."""
+
+    q: EventQueue[Any]
+    net: Network
+
+    @property
+    def procs(self) -> Sequence[_P]: ...
+
+    @property
+    def now(self) -> int: ...
+
+    def log_event(self, kind: str, **fields: Any) -> None: ...
+
+    def process_named(self, name: str | None) -> _P: ...
+
+    def start_process(self, proc: _P) -> None: ...
+
+    def stop_process(self, proc: _P, graceful: bool) -> None: ...
+
+    def resubscribe(self) -> None: ...
+
+
 class _Common(Protocol):
-    q: EventQueue
+    q: EventQueue[Payload]
     net: Network
     workload: Workload
     procs: list[ConsumerProcess]
@@ -82,12 +126,14 @@ class CoordinatorHost(_Common, Protocol):
     """What carrying out a :class:`~kgroup.group.CoordinatorResult` acts through."""
 
     coord: GroupCoordinator
-    coord_timers: TimerTable
     group_id: str
     conn_owner: dict[str, tuple[int, int]]
     rebalances: int
     rebalance_starts: list[int]
     stable_marks: list[int]
+
+    @property
+    def coord_timers(self) -> TimerTable: ...
 
     def violation(self, text: str) -> None: ...
 

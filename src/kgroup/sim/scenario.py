@@ -9,7 +9,7 @@ every field.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -364,25 +364,21 @@ def _group(value: Any) -> GroupSpec:
         elif key == "initial_rebalance_delay_ms":
             kw[key] = _int(raw, field, 0)
         elif key == "client":
-            if raw not in CLIENTS:
-                raise _fail(field, f"is {_show(raw)}", f"use one of {', '.join(CLIENTS)}")
-            kw[key] = raw
+            kw[key] = _one_of(raw, field, CLIENTS, f"use one of {', '.join(CLIENTS)}")
         elif key == "protocol":
-            if raw not in GROUP_PROTOCOLS:
-                raise _fail(
-                    field,
-                    f"is {_show(raw)}",
-                    "use classic (JoinGroup/SyncGroup), consumer (KIP-848) or share (KIP-932)",
-                )
-            kw[key] = raw
+            kw[key] = _one_of(
+                raw,
+                field,
+                GROUP_PROTOCOLS,
+                "use classic (JoinGroup/SyncGroup), consumer (KIP-848) or share (KIP-932)",
+            )
         elif key == "server_assignor":
-            if raw not in SERVER_ASSIGNORS:
-                raise _fail(
-                    field,
-                    f"is {_show(raw)}",
-                    f"use one of the server assignors: {', '.join(SERVER_ASSIGNORS)}",
-                )
-            kw[key] = raw
+            kw[key] = _one_of(
+                raw,
+                field,
+                SERVER_ASSIGNORS,
+                f"use one of the server assignors: {', '.join(SERVER_ASSIGNORS)}",
+            )
         else:
             kw[key] = _int(raw, field, 1)
     spec = GroupSpec(**kw)
@@ -394,37 +390,25 @@ def _group(value: Any) -> GroupSpec:
                 "partition.assignment.strategy with group.protocol=consumer)",
                 "remove it and give group.server_assignor: uniform or range",
             )
-        if spec.consumer_heartbeat_interval_ms >= spec.consumer_session_timeout_ms:
-            raise _fail(
-                "group.consumer_heartbeat_interval_ms",
-                f"{spec.consumer_heartbeat_interval_ms} is not below consumer_session_timeout_ms "
-                f"{spec.consumer_session_timeout_ms}",
-                "give a heartbeat interval below the session timeout (Kafka's defaults: 5000 and 45000)",
-            )
+        _below(
+            spec, "consumer_heartbeat_interval_ms", "consumer_session_timeout_ms", _HEARTBEAT_BELOW_SESSION
+        )
     elif spec.share_protocol:
         _check_share_group(spec, data)
     if not spec.consumer_protocol:
-        for key in ("server_assignor", "consumer_session_timeout_ms", "consumer_heartbeat_interval_ms"):
-            if key in data:
-                raise _fail(
-                    f"group.{key}",
-                    "only applies with protocol: consumer",
-                    "add group.protocol: consumer or remove it",
-                )
-    if not spec.share_protocol:
-        for key in _SHARE_GROUP_DEFAULTS:
-            if key in data:
-                raise _fail(
-                    f"group.{key}",
-                    "only applies with protocol: share",
-                    "add group.protocol: share or remove it",
-                )
-    if spec.heartbeat_interval_ms >= spec.session_timeout_ms:
-        raise _fail(
-            "group.heartbeat_interval_ms",
-            f"{spec.heartbeat_interval_ms} is not below session_timeout_ms {spec.session_timeout_ms}",
-            "Kafka requires heartbeat.interval.ms < session.timeout.ms (typically a third or less)",
+        _only_with(
+            "consumer",
+            ("server_assignor", "consumer_session_timeout_ms", "consumer_heartbeat_interval_ms"),
+            data,
         )
+    if not spec.share_protocol:
+        _only_with("share", _SHARE_GROUP_DEFAULTS, data)
+    _below(
+        spec,
+        "heartbeat_interval_ms",
+        "session_timeout_ms",
+        "Kafka requires heartbeat.interval.ms < session.timeout.ms (typically a third or less)",
+    )
     if not 6000 <= spec.session_timeout_ms <= 1_800_000:
         raise _fail(
             "group.session_timeout_ms",
@@ -432,6 +416,44 @@ def _group(value: Any) -> GroupSpec:
             "give 6000..1800000 (group.min/max.session.timeout.ms)",
         )
     return spec
+
+
+#: the fix for a heartbeat interval not below its session timeout (consumer and share protocols)
+_HEARTBEAT_BELOW_SESSION = (
+    "give a heartbeat interval below the session timeout (Kafka's defaults: 5000 and 45000)"
+)
+
+
+def _one_of(raw: Any, field: str, allowed: Collection[str], fix: str) -> str:
+    """``raw`` when it is one of ``allowed``, else the one-line error ``fix`` ends."""
+    if raw not in allowed:
+        raise _fail(field, f"is {_show(raw)}", fix)
+    return str(raw)
+
+
+def _below(spec: GroupSpec, field: str, bound: str, fix: str) -> None:
+    """``group.<field>`` must be below ``group.<bound>`` (a heartbeat interval, its session timeout)."""
+    value, limit = getattr(spec, field), getattr(spec, bound)
+    if value >= limit:
+        raise _fail(f"group.{field}", f"{value} is not below {bound} {limit}", fix)
+
+
+def _within(spec: GroupSpec, field: str, low: int, high: int, fix: str) -> None:
+    """``group.<field>`` must lie in ``low..high`` (Kafka's min/max bounds of the setting)."""
+    value = getattr(spec, field)
+    if not low <= value <= high:
+        raise _fail(f"group.{field}", f"is {value}", fix)
+
+
+def _only_with(protocol: str, keys: Iterable[str], data: Mapping[str, Any]) -> None:
+    """The ``keys`` apply with ``protocol`` only: none of them may be given with another."""
+    for key in keys:
+        if key in data:
+            raise _fail(
+                f"group.{key}",
+                f"only applies with protocol: {protocol}",
+                f"add group.protocol: {protocol} or remove it",
+            )
 
 
 def _check_share_group(spec: GroupSpec, data: Mapping[str, Any]) -> None:
@@ -442,31 +464,28 @@ def _check_share_group(spec: GroupSpec, data: Mapping[str, Any]) -> None:
             "does not apply with protocol: share (the coordinator assigns with its simple assignor)",
             "remove it",
         )
-    if spec.share_heartbeat_interval_ms >= spec.share_session_timeout_ms:
-        raise _fail(
-            "group.share_heartbeat_interval_ms",
-            f"{spec.share_heartbeat_interval_ms} is not below share_session_timeout_ms "
-            f"{spec.share_session_timeout_ms}",
-            "give a heartbeat interval below the session timeout (Kafka's defaults: 5000 and 45000)",
-        )
-    if not 2 <= spec.share_delivery_count_limit <= 10:
-        raise _fail(
-            "group.share_delivery_count_limit",
-            f"is {spec.share_delivery_count_limit}",
-            "give 2..10 (Kafka's group.share.min/max.delivery.count.limit)",
-        )
-    if not 1000 <= spec.share_record_lock_duration_ms <= 3_600_000:
-        raise _fail(
-            "group.share_record_lock_duration_ms",
-            f"is {spec.share_record_lock_duration_ms}",
-            "give 1000..3600000 (Kafka's group.share.min/max.record.lock.duration.ms)",
-        )
-    if not 100 <= spec.share_max_record_locks <= 10_000:
-        raise _fail(
-            "group.share_max_record_locks",
-            f"is {spec.share_max_record_locks}",
-            "give 100..10000 (Kafka's group.share.partition.max.record.locks bounds)",
-        )
+    _below(spec, "share_heartbeat_interval_ms", "share_session_timeout_ms", _HEARTBEAT_BELOW_SESSION)
+    _within(
+        spec,
+        "share_delivery_count_limit",
+        2,
+        10,
+        "give 2..10 (Kafka's group.share.min/max.delivery.count.limit)",
+    )
+    _within(
+        spec,
+        "share_record_lock_duration_ms",
+        1000,
+        3_600_000,
+        "give 1000..3600000 (Kafka's group.share.min/max.record.lock.duration.ms)",
+    )
+    _within(
+        spec,
+        "share_max_record_locks",
+        100,
+        10_000,
+        "give 100..10000 (Kafka's group.share.partition.max.record.locks bounds)",
+    )
 
 
 _CONSUMER_FIELDS = ("id", "count", "prefix", "topics", "static", "rack", "assignors", "autostart", "network")

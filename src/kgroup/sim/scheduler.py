@@ -8,10 +8,14 @@ scheduled (a sequence number breaks ties), so a run is a pure function of its sc
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
 
+from kgroup.group import TimerTable
+from kgroup.group.timers import TimerEffect, TimerKey
 from kgroup.messages import Request, Response
 
-__all__ = ["EventQueue", "Payload"]
+__all__ = ["EventQueue", "HostTimers", "Payload"]
 
 # What the simulator's queue items are; the payload's shape depends on the kind:
 #   SCENARIO: event index · TO_COORD: (process, connection, correlation id, request) ·
@@ -37,14 +41,18 @@ Payload = (
     | tuple[int, str]
 )
 
+#: an :class:`EventQueue`'s payload type
+P = TypeVar("P")
 
-class EventQueue:
-    """A min-queue of ``(time_ms, sequence, kind, payload)``; the clock is the time of the last pop."""
+
+class EventQueue(Generic[P]):
+    """A min-queue of ``(time_ms, sequence, kind, payload)``; the clock is the time of the last pop.
+    ``P``: what its payloads are (:data:`Payload` for the classic and consumer protocols' kinds)."""
 
     __slots__ = ("_heap", "_seq", "now_ms")
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, int, Payload]] = []
+        self._heap: list[tuple[int, int, int, P]] = []
         self._seq = 0
         self.now_ms = 0
 
@@ -54,11 +62,16 @@ class EventQueue:
         self._seq += 1
         return self._seq
 
-    def head(self) -> tuple[int, int, int, Payload] | None:
+    @property
+    def entries(self) -> list[tuple[int, int, int, P]]:
+        """The heap itself (the run loop pops it directly: :meth:`pop_due`, inlined)."""
+        return self._heap
+
+    def head(self) -> tuple[int, int, int, P] | None:
         """The next entry ``(time, sequence, kind, payload)`` without popping it (``None``: empty)."""
         return self._heap[0] if self._heap else None
 
-    def push(self, at_ms: int, kind: int, payload: Payload = None) -> None:
+    def push(self, at_ms: int, kind: int, payload: P) -> None:
         if at_ms < self.now_ms:
             # the past cannot be scheduled: an event "now or earlier" runs now, after what is queued
             at_ms = self.now_ms
@@ -68,12 +81,12 @@ class EventQueue:
     def peek_time(self) -> int | None:
         return self._heap[0][0] if self._heap else None
 
-    def pop(self) -> tuple[int, Payload]:
+    def pop(self) -> tuple[int, P]:
         at_ms, _, kind, payload = heapq.heappop(self._heap)
         self.now_ms = at_ms
         return kind, payload
 
-    def pop_due(self, until_ms: int) -> tuple[int, int, Payload] | None:
+    def pop_due(self, until_ms: int) -> tuple[int, int, P] | None:
         """Pop the next event if it is due by ``until_ms``: ``(time, kind, payload)``, else ``None``."""
         heap = self._heap
         if not heap or heap[0][0] > until_ms:
@@ -84,3 +97,30 @@ class EventQueue:
 
     def __len__(self) -> int:
         return len(self._heap)
+
+
+class HostTimers(TimerTable):
+    """The coordinator's timer table, telling the run loop when its head may have changed
+    (``changed``), so that the loop looks it up again only then instead of at every step."""
+
+    __slots__ = ("changed",)
+
+    def __init__(self, sequence: Callable[[], int] | None = None) -> None:
+        super().__init__(sequence)
+        self.changed = True
+
+    def schedule(self, key: TimerKey, deadline_ms: int) -> None:
+        self.changed = True
+        super().schedule(key, deadline_ms)
+
+    def cancel(self, key: TimerKey) -> None:
+        self.changed = True
+        super().cancel(key)
+
+    def apply(self, effects: Iterable[TimerEffect]) -> None:
+        self.changed = True
+        super().apply(effects)
+
+    def pop_due(self, now_ms: int) -> TimerKey | None:
+        self.changed = True
+        return super().pop_due(now_ms)

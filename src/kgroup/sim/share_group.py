@@ -31,13 +31,12 @@ never above the limit, one holder at a time for an acquired record, and at the e
 from __future__ import annotations
 
 import base64
-import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from random import Random
 from typing import Any
 
-from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator, TimerTable
+from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator
 from kgroup.group.records.share import ShareGroupMetadata
 from kgroup.group.share.kind import ShareGroups
 from kgroup.messages import Envelope, ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
@@ -55,10 +54,12 @@ from kgroup.share import (
     SharePartitionConfig,
     StateWrite,
 )
+from kgroup.sim.actions import change_subscription, scale_down
 from kgroup.sim.consumer_group import metadata_image, topic_id_for
-from kgroup.sim.network import Network
+from kgroup.sim.loop import Disturbance, SimLoop, handles, log_full, scenario_network
 from kgroup.sim.result import LagSample, SimResult
 from kgroup.sim.scenario import ConsumerSpec, EventSpec, Scenario, scaled_ids
+from kgroup.sim.scheduler import SAMPLE, START, UNSTALL, EventQueue, HostTimers
 from kgroup.sim.share_ledger import LatencyHistogram, ShareLedger
 
 __all__ = ["FETCH_MAX_WAIT_MS", "ShareSimulation", "simulate_share"]
@@ -69,46 +70,17 @@ FETCH_MAX_WAIT_MS = 500
 RETRY_BACKOFF_MS = 100
 #: a producer batch holds this long's worth of records (at least one)
 PRODUCER_BATCH_MS = 100
-_MAX_VIOLATIONS = 100
-_MAX_LOG = 200_000
 _LEAVE = -1
 
-# queue kinds (this simulation's own queue; ties run in scheduling order)
-_SCENARIO, _START, _RESTART, _UNSTALL, _HEAL, _SAMPLE = 0, 1, 2, 3, 4, 5
-_HB_DUE, _TO_COORD, _HB_REPLY, _HB_FAILED = 6, 7, 8, 9
-_FETCH_AT_BROKER, _FETCH_PARKED, _FETCH_REPLY, _FETCH_FAILED = 10, 11, 12, 13
-_BATCH_DONE, _LOCK, _DISCONNECT, _APP_FETCH, _POLL_TIMEOUT = 14, 15, 16, 17, 18
+# queue kinds: the scenario's and the processes' (SCENARIO, START, RESTART, UNSTALL, HEAL, SAMPLE) are
+# the simulator's (kgroup.sim.scheduler); these are the share group's own, numbered after its last
+_HB_DUE, _TO_COORD, _HB_REPLY, _HB_FAILED = 14, 15, 16, 17
+_FETCH_AT_BROKER, _FETCH_PARKED, _FETCH_REPLY, _FETCH_FAILED = 18, 19, 20, 21
+_BATCH_DONE, _LOCK, _DISCONNECT, _APP_FETCH, _POLL_TIMEOUT = 22, 23, 24, 25, 26
 
 _ACCEPT = int(AcknowledgeType.ACCEPT)
 _RELEASE = int(AcknowledgeType.RELEASE)
 _REJECT = int(AcknowledgeType.REJECT)
-
-
-class _Queue:
-    __slots__ = ("_heap", "_seq", "now_ms")
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[int, int, int, Any]] = []
-        self._seq = 0
-        self.now_ms = 0
-
-    def next_seq(self) -> int:
-        self._seq += 1
-        return self._seq
-
-    def push(self, at_ms: int, kind: int, payload: Any = None) -> None:
-        if at_ms < self.now_ms:
-            at_ms = self.now_ms
-        self._seq += 1
-        heapq.heappush(self._heap, (at_ms, self._seq, kind, payload))
-
-    def head(self) -> tuple[int, int, int, Any] | None:
-        return self._heap[0] if self._heap else None
-
-    def pop(self) -> tuple[int, int, Any]:
-        at, _, kind, payload = heapq.heappop(self._heap)
-        self.now_ms = at
-        return at, kind, payload
 
 
 @dataclass(slots=True)
@@ -164,30 +136,15 @@ class _Proc:
     stale: bool = False
 
 
-@dataclass(slots=True)
-class _Disturbance:
-    start_ms: int
-    ready_ms: int
-    resolved_ms: int | None = None
-
-
-class ShareSimulation:
+class ShareSimulation(SimLoop):
     """One run of one ``protocol: share`` scenario; ``ShareSimulation(scenario).run()``."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.sc = sc = scenario
         g, w = sc.group, sc.workload
         seed = sc.seed
-        self.q = _Queue()
-        self.net = Network(
-            sc.network,
-            Random(f"kgroup-sim:{seed}:network"),
-            {c.id: c.network for c in sc.consumers if c.network is not None},
-            reset_rng=Random(f"kgroup-sim:{seed}:resets"),
-        )
-        for ev in sc.events:
-            if ev.kind == "network_partition" and ev.consumer is not None:
-                self.net.cut(ev.consumer, ev.at_ms, ev.at_ms + ev.duration_ms)
+        self.q: EventQueue[Any] = EventQueue()
+        self.net = scenario_network(sc)
         config = CoordinatorConfig(
             share_session_timeout_ms=g.share_session_timeout_ms,
             share_min_session_timeout_ms=min(g.share_session_timeout_ms, 45_000),
@@ -197,7 +154,7 @@ class ShareSimulation:
             share_max_heartbeat_interval_ms=max(g.share_heartbeat_interval_ms, 15_000),
         )
         self.coord = GroupCoordinator(config, rng=Random(f"kgroup-sim:{seed}:coordinator"))
-        self.coord_timers = TimerTable(sequence=self.q.next_seq)
+        self.coord_timers = HostTimers(sequence=self.q.next_seq)
         self.group_id = g.group_id
         self.sp_config = SharePartitionConfig(
             max_in_flight_records=g.share_max_record_locks,
@@ -252,8 +209,8 @@ class ShareSimulation:
         self.lag: list[LagSample] = []
         self.max_lag = 0
         self.max_partition_lag = 0
-        self.disturbances: list[_Disturbance] = []
-        self.open_disturbances: list[_Disturbance] = []
+        self.disturbances: list[Disturbance] = []
+        self.open_disturbances: list[Disturbance] = []
         self.pending_starts = 0
         self.running_count = 0
         self.rebalance_starts: list[int] = []
@@ -288,9 +245,9 @@ class ShareSimulation:
             self.ledgers.append(None)
         self.metadata_version += 1
         self.coord.set_metadata(metadata_image(self.topic_sizes, self.metadata_version))
-        self._resubscribe()
+        self.resubscribe()
 
-    def _resubscribe(self) -> None:
+    def resubscribe(self) -> None:
         self._account_unowned()
         topics = {t for p in self.procs if p.deployed for t in p.topics}
         self.subscribed = {i for i, tp in enumerate(self.partitions) if tp.topic in topics}
@@ -318,92 +275,14 @@ class ShareSimulation:
     # --- the run ----------------------------------------------------------------------------------------
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> SimResult:
-        q = self.q
-        for proc in self.procs:
-            if self._spec(proc).autostart:
-                self.pending_starts += 1
-                q.push(0, _START, proc.index)
-        for i in range(len(self.sc.events)):
-            q.push(self.sc.events[i].at_ms, _SCENARIO, i)
-        q.push(0, _SAMPLE, None)
-        end = self.sc.duration_ms
-        handlers: dict[int, Callable[[Any], None]] = {
-            _SCENARIO: self._on_scenario,
-            _START: self._on_start,
-            _RESTART: self._on_restart,
-            _UNSTALL: self._on_unstall,
-            _HEAL: self._on_heal,
-            _SAMPLE: self._on_sample,
-            _HB_DUE: self._on_hb_due,
-            _TO_COORD: self._on_to_coord,
-            _HB_REPLY: self._on_hb_reply,
-            _HB_FAILED: self._on_hb_failed,
-            _FETCH_AT_BROKER: self._on_fetch_at_broker,
-            _FETCH_PARKED: self._on_fetch_parked,
-            _FETCH_REPLY: self._on_fetch_reply,
-            _FETCH_FAILED: self._on_fetch_failed,
-            _BATCH_DONE: self._on_batch_done,
-            _LOCK: self._on_lock,
-            _DISCONNECT: self._on_disconnect,
-            _APP_FETCH: self._on_app_fetch,
-            _POLL_TIMEOUT: self._on_poll_timeout,
-        }
-        timers = self.coord_timers
-        steps = 0
-        while True:
-            timer = timers.head()
-            queued = q.head()
-            if (
-                timer is not None
-                and timer[0] <= end
-                and (
-                    queued is None or timer[0] < queued[0] or (timer[0] == queued[0] and timer[1] < queued[1])
-                )
-            ):
-                q.now_ms = timer[0]
-                key = timers.pop_due(timer[0])
-                assert key is not None
-                steps += 1
-                self._apply(self.coord.on_timer(timer[0], key))
-                self._after_step()
-                continue
-            if queued is None or queued[0] > end:
-                break
-            at, kind, payload = q.pop()
-            steps += 1
-            handlers[kind](payload)
-            self._after_step()
-            if progress is not None and not steps % 16_384:
-                progress(at, end)
-        self.steps = steps
-        q.now_ms = end
-        self._sample(end)
+        self._open()
+        self._drive(progress)
+        self._sample(self.sc.duration_ms)
         return self._result()
-
-    def _spec(self, proc: _Proc) -> ConsumerSpec:
-        for spec in self.sc.consumers:
-            if spec.id == proc.id:
-                return spec
-        return ConsumerSpec(id=proc.id, topics=proc.topics)
-
-    @property
-    def now(self) -> int:
-        return self.q.now_ms
-
-    def log_event(self, kind: str, **fields: Any) -> None:
-        if len(self.events) >= _MAX_LOG:
-            self.events_dropped += 1
-            return
-        self.events.append({"t_ms": self.now, "kind": kind, **fields})
-
-    def violation(self, text: str) -> None:
-        self.violation_count += 1
-        if len(self.violations) < _MAX_VIOLATIONS:
-            self.violations.append(f"t={self.now}ms: {text}")
 
     # --- processes ------------------------------------------------------------------------------------
 
-    def _start(self, proc: _Proc) -> None:
+    def start_process(self, proc: _Proc) -> None:
         if proc.running:
             self.log_event("already_running", consumer=proc.id)
             return
@@ -434,11 +313,11 @@ class ShareSimulation:
         proc.settled = False
         if not proc.deployed:
             proc.deployed = True
-            self._resubscribe()
+            self.resubscribe()
         self.running_count += 1
         self._heartbeat(proc)
 
-    def _stop(self, proc: _Proc, graceful: bool) -> None:
+    def stop_process(self, proc: _Proc, graceful: bool) -> None:
         if not proc.running:
             return
         now = self.now
@@ -512,6 +391,7 @@ class ShareSimulation:
             return
         self.q.push(at, _TO_COORD, (proc.index, proc.incarnation, proc.conn, corr, request, deadline))
 
+    @handles(_HB_DUE)
     def _on_hb_due(self, payload: tuple[int, int, int]) -> None:
         index, incarnation, version = payload
         proc = self.procs[index]
@@ -520,12 +400,13 @@ class ShareSimulation:
         if proc.hb_inflight is None:
             self._heartbeat(proc)
 
+    @handles(_TO_COORD)
     def _on_to_coord(self, payload: tuple[int, int, str, int, ShareGroupHeartbeatRequest, int]) -> None:
         index, incarnation, conn, corr, request, deadline = payload
         proc = self.procs[index]
         env = Envelope(conn, corr, request, proc.id)
         result = self.coord.handle(self.now, env)
-        self._apply(result)
+        self._apply_result(result)
         for reply in result.replies:
             if proc.incarnation != incarnation or not proc.running:
                 continue  # the process that asked is gone
@@ -535,7 +416,7 @@ class ShareSimulation:
             else:
                 self.q.push(at, _HB_REPLY, (index, incarnation, corr, reply.body))
 
-    def _apply(self, result: CoordinatorResult) -> None:
+    def _apply_result(self, result: CoordinatorResult) -> None:
         if result.timers:
             self.coord_timers.apply(result.timers)
         for record in result.records:
@@ -552,8 +433,9 @@ class ShareSimulation:
                     self.log_event("group_epoch", epoch=epoch)
         for task in result.tasks:
             # the share coordinator's InitializeShareGroupState: done at once
-            self._apply(self.coord.complete(self.now, task, task.run()))
+            self._apply_result(self.coord.complete(self.now, task, task.run()))
 
+    @handles(_HB_REPLY)
     def _on_hb_reply(self, payload: tuple[int, int, int, ShareGroupHeartbeatResponse]) -> None:
         index, incarnation, corr, body = payload
         proc = self.procs[index]
@@ -592,10 +474,11 @@ class ShareSimulation:
         if code is ErrorCode.GROUP_MAX_SIZE_REACHED:
             self.log_event("process_exited", consumer=proc.id, reason=code.name)
             proc.fatal = True
-            self._stop(proc, graceful=False)
+            self.stop_process(proc, graceful=False)
             return
         self._schedule_heartbeat(proc, now + RETRY_BACKOFF_MS)
 
+    @handles(_HB_FAILED)
     def _on_hb_failed(self, payload: tuple[int, int, int]) -> None:
         index, incarnation, corr = payload
         proc = self.procs[index]
@@ -630,7 +513,7 @@ class ShareSimulation:
             self._maybe_fetch(proc)
 
     def _log_ownership(self, proc: _Proc, parts: frozenset[int], lost: bool = False) -> None:
-        if len(self.ownership) >= _MAX_LOG:
+        if log_full(self.ownership):
             return
         gained = sorted(parts - proc.assignment)
         dropped = sorted(proc.assignment - parts)
@@ -710,6 +593,7 @@ class ShareSimulation:
             return
         self.q.push(at, _FETCH_AT_BROKER, fetch)
 
+    @handles(_FETCH_AT_BROKER)
     def _on_fetch_at_broker(self, fetch: _Fetch) -> None:
         now = self.now
         for i, batches in sorted(fetch.acks.items()):
@@ -727,6 +611,7 @@ class ShareSimulation:
             wake = min(wake, self.next_append_ms(i, now))
         self.q.push(max(wake, now + 1), _FETCH_PARKED, fetch)
 
+    @handles(_FETCH_PARKED)
     def _on_fetch_parked(self, fetch: _Fetch) -> None:
         if fetch.member_id in self.closed_members:
             return  # the share session went while the fetch waited
@@ -820,6 +705,7 @@ class ShareSimulation:
             return
         self.q.push(at, _FETCH_REPLY, (fetch, got))
 
+    @handles(_FETCH_FAILED)
     def _on_fetch_failed(self, fetch: _Fetch) -> None:
         proc = self.procs[fetch.proc]
         if not proc.running or proc.incarnation != fetch.incarnation:
@@ -829,12 +715,14 @@ class ShareSimulation:
         proc.fetch_inflight = False
         self.q.push(self.now + RETRY_BACKOFF_MS, _APP_FETCH, (proc.index, proc.incarnation))
 
+    @handles(_APP_FETCH)
     def _on_app_fetch(self, payload: tuple[int, int]) -> None:
         index, incarnation = payload
         proc = self.procs[index]
         if proc.running and proc.incarnation == incarnation:
             self._maybe_fetch(proc)
 
+    @handles(_FETCH_REPLY)
     def _on_fetch_reply(self, payload: tuple[_Fetch, list[tuple[int, AcquiredRecords]]]) -> None:
         fetch, got = payload
         proc = self.procs[fetch.proc]
@@ -859,6 +747,7 @@ class ShareSimulation:
             now + self.sc.group.max_poll_interval_ms, _POLL_TIMEOUT, (proc.index, proc.incarnation, now)
         )
 
+    @handles(_POLL_TIMEOUT)
     def _on_poll_timeout(self, payload: tuple[int, int, int]) -> None:
         """``max.poll.interval.ms`` passed since poll() returned the batch still being processed: the
         heartbeat thread leaves the group (Kafka's AbstractHeartbeatRequestManager, share consumers
@@ -881,6 +770,7 @@ class ShareSimulation:
         proc.epoch = 0
         self._set_assignment(proc, frozenset())
 
+    @handles(_BATCH_DONE)
     def _on_batch_done(self, payload: tuple[int, int, int]) -> None:
         index, incarnation, done = payload
         proc = self.procs[index]
@@ -1031,6 +921,7 @@ class ShareSimulation:
                 self.q.push(e.deadline_ms, _LOCK, (i, e.key))
             # (a cancelled lock's firing is stale: the share partition ignores it)
 
+    @handles(_LOCK)
     def _on_lock(self, payload: tuple[int, LockKey]) -> None:
         i, key = payload
         sp = self.sps[i]
@@ -1055,24 +946,20 @@ class ShareSimulation:
             self._lock_effects(i, result.effects)
             self._written(i, result.write, why)
 
+    @handles(_DISCONNECT)
     def _on_disconnect(self, payload: tuple[str, str]) -> None:
         member_id, why = payload
         self._release_member(member_id, why)
 
     # --- scenario events ---------------------------------------------------------------------------
 
-    def _on_start(self, index: int) -> None:
+    @handles(START)
+    def _on_start(self, payload: tuple[int, tuple[str, ...] | None]) -> None:
+        index, _ = payload  # (a share consumer has no client-side assignors)
         self.pending_starts -= 1
-        self._start(self.procs[index])
+        self.start_process(self.procs[index])
 
-    def _on_restart(self, payload: tuple[int, bool, int]) -> None:
-        index, graceful, downtime = payload
-        proc = self.procs[index]
-        self.log_event("restart", consumer=proc.id, downtime_ms=downtime, graceful=graceful)
-        self._stop(proc, graceful)
-        self.pending_starts += 1
-        self.q.push(self.now + downtime, _START, index)
-
+    @handles(UNSTALL)
     def _on_unstall(self, index: int) -> None:
         proc = self.procs[index]
         if not proc.running or proc.stalled_until_ms > self.now:
@@ -1083,77 +970,30 @@ class ShareSimulation:
         elif not proc.batch:
             self._maybe_fetch(proc)
 
-    def _on_heal(self, index: int) -> None:
-        proc = self.procs[index]
-        if not self.net.is_cut(proc.id, self.now):
-            self.log_event("network_healed", consumer=proc.id)
-
-    def _on_scenario(self, i: int) -> None:
-        ev = self.sc.events[i]
-        now = self.now
-        ready = self._apply_event(ev)
-        d = _Disturbance(now, ready)
-        self.disturbances.append(d)
-        self.open_disturbances.append(d)
-
     def _apply_event(self, ev: EventSpec) -> int:
         now = self.now
         ready = now
         kind = ev.kind
-        if kind == "start":
-            self.log_event("start", consumer=ev.consumer)
-            self._start(self._named(ev.consumer))
-        elif kind == "stop":
-            self.log_event("stop", consumer=ev.consumer)
-            proc = self._named(ev.consumer)
-            self._stop(proc, graceful=True)
-            proc.deployed = False
-            self._resubscribe()
-        elif kind == "crash":
-            self.log_event("crash", consumer=ev.consumer)
-            self._stop(self._named(ev.consumer), graceful=False)
-        elif kind in ("restart", "rolling_restart"):
-            if kind == "restart":
-                names: Sequence[str] = [ev.consumer or ""]
-            else:
-                names = ev.consumers if ev.consumers is not None else [p.id for p in self.procs if p.deployed]
-                self.log_event(
-                    "rolling_restart", consumers=list(names), gap_ms=ev.gap_ms, downtime_ms=ev.downtime_ms
-                )
-            for k, name in enumerate(names):
-                at = now + (k * ev.gap_ms if kind == "rolling_restart" else 0)
-                self.q.push(at, _RESTART, (self._named(name).index, ev.graceful, ev.downtime_ms))
-                ready = max(ready, at + ev.downtime_ms)
-        elif kind == "scale":
+        if kind == "scale":
             if ev.count > 0:
                 assert ev.topics is not None
                 new = scaled_ids(ev, self.by_id)
                 self.log_event("scale", count=ev.count, consumers=new)
                 for name in new:
-                    self._start(self.new_process(ConsumerSpec(id=name, topics=ev.topics)))
+                    self.start_process(self.new_process(ConsumerSpec(id=name, topics=ev.topics)))
             else:
-                running = [p for p in self.procs if p.deployed and p.running]
-                victims = list(reversed(running))[: -ev.count]
-                self.log_event("scale", count=ev.count, consumers=[p.id for p in victims])
-                for proc in victims:
-                    self._stop(proc, graceful=True)
-                    proc.deployed = False
-                self._resubscribe()
+                scale_down(self, ev, [p for p in self.procs if p.deployed and p.running])
         elif kind == "add_partitions":
             assert ev.topic is not None
             self.log_event("add_partitions", topic=ev.topic, count=ev.count)
             self.add_topic_partitions(ev.topic, ev.count)
         elif kind == "subscribe":
-            assert ev.topics is not None
-            self.log_event("subscribe", consumer=ev.consumer, topics=list(ev.topics))
-            proc = self._named(ev.consumer)
-            proc.topics = ev.topics
-            self._resubscribe()
+            proc = change_subscription(self, ev)
             if proc.running and proc.joined and proc.hb_inflight is None:
                 self._heartbeat(proc)  # the subscription changed: Kafka's heartbeat goes out at once
         elif kind == "slow_poll":
             self.log_event("slow_poll", consumer=ev.consumer, duration_ms=ev.duration_ms)
-            proc = self._named(ev.consumer)
+            proc = self.process_named(ev.consumer)
             if proc.running:
                 until = now + ev.duration_ms
                 proc.stall_started_ms = now
@@ -1164,17 +1004,11 @@ class ShareSimulation:
                     self.q.push(
                         proc.batch_done_ms, _BATCH_DONE, (proc.index, proc.incarnation, proc.batch_done_ms)
                     )
-                self.q.push(until, _UNSTALL, proc.index)
-            ready = now + ev.duration_ms
-        elif kind == "network_partition":
-            self.log_event("network_partition", consumer=ev.consumer, duration_ms=ev.duration_ms)
-            proc = self._named(ev.consumer)
-            self.net.cut(proc.id, now, now + ev.duration_ms)
-            self.q.push(now + ev.duration_ms, _HEAL, proc.index)
+                self.q.push(until, UNSTALL, proc.index)
             ready = now + ev.duration_ms
         return ready
 
-    def _named(self, name: str | None) -> _Proc:
+    def process_named(self, name: str | None) -> _Proc:
         assert name is not None
         return self.by_id[name]
 
@@ -1187,12 +1021,8 @@ class ShareSimulation:
         if settled and not self._was_settled:
             self.stable_marks.append(self.now)
         self._was_settled = settled
-        if not settled:
-            return
-        for d in self.open_disturbances[:]:
-            if d.ready_ms <= self.now:
-                d.resolved_ms = self.now
-                self.open_disturbances.remove(d)
+        if settled:
+            self._resolve_disturbances()
 
     def _group(self) -> Any:
         kind = self.coord.kind(ShareGroups)
@@ -1222,11 +1052,12 @@ class ShareSimulation:
 
     # --- samples and the result ---------------------------------------------------------------------
 
+    @handles(SAMPLE)
     def _on_sample(self, _: None) -> None:
         self._sample(self.now)
         interval = self.sc.workload.sample_interval_ms or max(1000, self.sc.duration_ms // 300)
         if self.now + interval < self.sc.duration_ms:
-            self.q.push(self.now + interval, _SAMPLE, None)
+            self.q.push(self.now + interval, SAMPLE, None)
 
     def _sample(self, now: int) -> None:
         """Share-group lag: records past the start offset not yet acknowledged or archived."""

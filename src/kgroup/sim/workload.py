@@ -52,7 +52,9 @@ class ConsumerLoad:
     batch_phase_ms: int = 0
     # the member's assignment and the same sorted (processing order is by partition, not hash order)
     sorted_for: frozenset[TopicPartition] = frozenset()
-    sorted_assignment: list[tuple[TopicPartition, int]] = field(default_factory=list)
+    #: ... as ``(partition, index, production rate × creation time)`` (the log end at ``t`` is
+    #: ``(rate × t - that) // 1000``: the same integer as ``rate × (t - created) // 1000``)
+    sorted_assignment: list[tuple[TopicPartition, int, int]] = field(default_factory=list)
     #: exactly-once processing: told each processed range ``(partition, index, from, to)`` and the
     #: window it was processed in (the open transaction books them, :mod:`kgroup.sim.exactly_once`)
     #: exactly-once: the application closed its tasks after a fenced commit and waits for its member's
@@ -149,19 +151,20 @@ class Workload:
         paused = member.pending_revocation()
         if assigned is not load.sorted_for and assigned != load.sorted_for:
             load.sorted_for = assigned
-            index = self.index
-            load.sorted_assignment = [(tp, index[tp]) for tp in sorted(assigned) if tp in index]
-        positions = member.positions()
-        rate = self.produce_rate
-        created = self.created_ms
+            index, created, rate = self.index, self.created_ms, self.produce_rate
+            load.sorted_assignment = [
+                (tp, i, rate * created[i]) for tp in sorted(assigned) if (i := index.get(tp)) is not None
+            ]
+        position = member.positions().get
+        produced = self.produce_rate * now_ms
         # what each partition has waiting: (partition, index, position, log end)
         backlog: list[tuple[TopicPartition, int, int, int]] = []
         total = 0
-        for tp, i in load.sorted_assignment:
-            pos = positions.get(tp)
+        for tp, i, born in load.sorted_assignment:
+            pos = position(tp)
             if pos is None or (paused and tp in paused):
                 continue  # position not known yet (offsets being fetched), or paused
-            end = (rate * (now_ms - created[i])) // 1000
+            end = (produced - born) // 1000
             if pos < 0:
                 pos = self._reset(i, end)
                 member.seek(tp, pos)
@@ -172,8 +175,8 @@ class Workload:
             load.budget_milli = 0
             load.busy_since_ms = None
             return
-        load.budget_milli += self.consume_rate * (now_ms - start)
-        capacity = load.budget_milli // 1000
+        budget = load.budget_milli + self.consume_rate * (now_ms - start)
+        capacity = budget // 1000
         if total <= capacity:
             # caught up: every partition is processed to its log end (idle capacity is not banked)
             load.budget_milli = 0
@@ -182,7 +185,7 @@ class Workload:
             reached = backlog
         else:
             grants = _water_fill([end - pos for _, _, pos, end in backlog], capacity)
-            load.budget_milli -= capacity * 1000
+            load.budget_milli = budget - capacity * 1000
             if load.busy_since_ms is None:
                 load.busy_since_ms = start - load.batch_phase_ms
             processed = sum(grants)
@@ -194,13 +197,14 @@ class Workload:
         high = self.high_water
         reprocessed = 0
         done: list[tuple[TopicPartition, int]] = []
+        add = done.append
         for tp, i, pos, end in reached:
             hw = high[i]
             if hw > pos:
                 reprocessed += (end if end < hw else hw) - pos  # below what was processed before
             if end > hw:
                 high[i] = end
-            done.append((tp, end))
+            add((tp, end))
         member.record_processed_many(done)
         if load.on_processed is not None:
             load.on_processed(reached, start, now_ms)

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kgroup.model import KgroupError
+from kgroup.testing.eos_worker import committed_records, worker_config
+from kgroup.testing.event_process import EventProcess
 
 __all__ = [
     "VARIANTS",
@@ -114,10 +116,12 @@ class Worker(Protocol):
     def committed_records(self) -> int: ...
 
 
-class PythonExactlyOnceWorker:
+class PythonExactlyOnceWorker(EventProcess):
     """A confluent-kafka worker in its own Python process (the same events and commands as the Java
     one: ``started``, ``assigned`` / ``revoked`` / ``lost``, ``committed``, ``aborted``, ``fatal``,
     ``closed``; ``close`` on stdin, or its end)."""
+
+    default_wait_s = WAIT_S
 
     def __init__(
         self,
@@ -133,27 +137,10 @@ class PythonExactlyOnceWorker:
         name: str | None = None,
         batch: int = BATCH,
     ) -> None:
+        super().__init__()
         self.name = name or transactional_id
-        self._config = {
-            "consumer": {
-                "bootstrap.servers": bootstrap_servers,
-                "group.id": group,
-                **(consumer_config or {}),
-            },
-            "producer": {
-                "bootstrap.servers": bootstrap_servers,
-                "transactional.id": transactional_id,
-                **(producer_config or {}),
-            },
-            "input": input,
-            "output": output,
-            "suffix": suffix,
-            "batch": batch,
-        }
-        self._events: list[dict[str, Any]] = []
-        self._changed = threading.Condition()
-        self._process: subprocess.Popen[bytes] | None = None
-        self._reader: threading.Thread | None = None
+        where = (bootstrap_servers, group, input, output, transactional_id)
+        self._config = {**worker_config(*where, suffix, consumer_config, producer_config), "batch": batch}
 
     def start(self) -> PythonExactlyOnceWorker:
         self._process = subprocess.Popen(
@@ -162,8 +149,7 @@ class PythonExactlyOnceWorker:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
-        self._reader = threading.Thread(target=self._read, name=f"{self.name}-events", daemon=True)
-        self._reader.start()
+        self._start_reading()
         try:
             self.wait_for(lambda e: e["event"] == "started", what="the worker to start")
         except BaseException:
@@ -171,63 +157,15 @@ class PythonExactlyOnceWorker:
             raise
         return self
 
-    def _read(self) -> None:
-        process = self._process
-        assert process is not None and process.stdout is not None
-        for raw in process.stdout:
-            try:
-                event = json.loads(raw)
-            except ValueError:
-                event = {"event": "garbage", "line": raw[:300].decode(errors="replace")}
-            with self._changed:
-                self._events.append(event)
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        with self._changed:
-            return list(self._events)
-
     @property
     def committed_records(self) -> int:
-        return sum(int(e["count"]) for e in self.events if e["event"] == "committed")
-
-    def wait_for(
-        self,
-        predicate: Callable[[dict[str, Any]], bool],
-        *,
-        timeout_s: float = WAIT_S,
-        what: str = "an event",
-    ) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        index = 0
-        with self._changed:
-            while True:
-                while index < len(self._events):
-                    index += 1
-                    if predicate(self._events[index - 1]):
-                        return self._events[index - 1]
-                process = self._process
-                assert process is not None
-                if process.poll() is not None and (self._reader is None or not self._reader.is_alive()):
-                    raise KgroupError(
-                        f"{self.name}: exited with code {process.returncode} waiting for {what}"
-                    )
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    last = json.dumps(self._events[-1]) if self._events else "nothing"
-                    raise KgroupError(
-                        f"{self.name}: waited {timeout_s:.0f} s for {what} (last: {last[:300]})"
-                    )
-                self._changed.wait(min(remaining, 0.5))
+        return committed_records(self.events)
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Close it cleanly (after the transaction in progress) and wait for the process to exit."""
         process = self._process
         if process is None or process.poll() is not None:
-            self._cleanup()
+            self._end_process()
             return
         try:
             assert process.stdin is not None
@@ -237,28 +175,13 @@ class PythonExactlyOnceWorker:
             closed = self.wait_for(lambda e: e["event"] == "closed", timeout_s=timeout_s, what="close")
             process.wait(timeout=timeout_s)
         finally:
-            self._cleanup()
+            self._end_process()
         if closed.get("error"):
             raise KgroupError(f"{self.name}: close failed: {closed['error']}")
 
     def kill(self) -> None:
         """SIGKILL the process (a crash: no LeaveGroup, its transaction left open)."""
-        self._cleanup()
-
-    def _cleanup(self) -> None:
-        process = self._process
-        if process is None:
-            return
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
-        if process.stdin is not None:
-            with contextlib.suppress(OSError):
-                process.stdin.close()
-        if self._reader is not None:
-            self._reader.join(timeout=10)
-        if process.stdout is not None:
-            process.stdout.close()
+        self._end_process()
 
 
 @dataclass

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kgroup.javatools import MavenFailed, cache_root, maven_copy_dependencies
 from kgroup.model import KgroupError
+from kgroup.testing.fetch_command import fetch_main
 
 __all__ = ["ConnectorUnavailable", "connector_jars", "spark_version"]
 
@@ -97,18 +98,18 @@ def connector_jars(version: str | None = None) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    usage = "usage: python -m kgroup.testing.spark_kafka_connector fetch [SPARK_VERSION]"
-    if not argv or argv[0] != "fetch" or len(argv) > 2:
-        print(usage, file=sys.stderr)
-        return 2
-    version = argv[1] if len(argv) == 2 else spark_version()
-    try:
-        jars = connector_jars(version)
-    except KgroupError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"spark-sql-kafka-0-10 {version}: {len(jars)} jars in {jars[0].parent}")
-    return 0
+    return fetch_main(
+        argv,
+        usage="python -m kgroup.testing.spark_kafka_connector fetch [SPARK_VERSION]",
+        fetch=lambda args: _fetched_line(args[0] if args else spark_version()),
+        unavailable=KgroupError,
+        optional_args=1,
+    )
+
+
+def _fetched_line(version: str) -> str:
+    jars = connector_jars(version)
+    return f"spark-sql-kafka-0-10 {version}: {len(jars)} jars in {jars[0].parent}"
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ __all__ = [
     "ListTransactionsAnswer",
     "ListedTransaction",
     "ScheduleTxnTimer",
+    "TransactionalProducer",
     "TxnEffect",
     "TxnRequest",
     "TxnResult",
@@ -55,47 +56,45 @@ class InitProducerId:
 
 
 @dataclass(frozen=True, slots=True)
-class AddPartitionsToTxn:
-    """AddPartitionsToTxn adding partitions: a client's (v0-v3, ``client_transaction_version`` 0) or a
-    partition leader's for a transactions-v2 producer (v4+ without ``verify_only``: ``TV_2`` from v4 on,
-    ``TransactionVersion.transactionVersionForAddPartitionsToTxn``)."""
+class TransactionalProducer:
+    """The producer a transaction's request or effect is for: its ``transactional.id`` and the producer
+    id and epoch it holds (the first fields of each, in Kafka's order)."""
 
     transactional_id: str
     producer_id: int
     producer_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class AddPartitionsToTxn(TransactionalProducer):
+    """AddPartitionsToTxn adding partitions: a client's (v0-v3, ``client_transaction_version`` 0) or a
+    partition leader's for a transactions-v2 producer (v4+ without ``verify_only``: ``TV_2`` from v4 on,
+    ``TransactionVersion.transactionVersionForAddPartitionsToTxn``)."""
+
     partitions: tuple[TopicPartition, ...]
     client_transaction_version: int = TV_0
 
 
 @dataclass(frozen=True, slots=True)
-class VerifyPartitionsInTxn:
+class VerifyPartitionsInTxn(TransactionalProducer):
     """AddPartitionsToTxn v4+ with ``verify_only`` (KIP-890): are these partitions in the transaction?
     A query: it writes nothing."""
 
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
     partitions: tuple[TopicPartition, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class AddOffsetsToTxn:
+class AddOffsetsToTxn(TransactionalProducer):
     """AddOffsetsToTxn: adds the group's ``__consumer_offsets`` partition (transaction version 0)."""
 
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
     group_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class EndTxn:
+class EndTxn(TransactionalProducer):
     """EndTxn: ``committed`` commits, else aborts; ``client_transaction_version`` is 2 from EndTxn v5
     (``TransactionVersion.transactionVersionForEndTxn``), else 0."""
 
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
     committed: bool
     client_transaction_version: int = TV_0
 
@@ -196,14 +195,11 @@ class ListTransactionsAnswer:
 
 
 @dataclass(frozen=True, slots=True)
-class WriteMarkers:
+class WriteMarkers(TransactionalProducer):
     """Write a commit or abort marker to every one of ``partitions`` (``WriteTxnMarkers``) with this
     producer id and epoch; when all are written the host calls ``TransactionCoordinator.markers_written``
     with the same ``transactional_id``, ``producer_id`` and ``producer_epoch``."""
 
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
     committed: bool
     partitions: tuple[TopicPartition, ...]
     coordinator_epoch: int

@@ -40,6 +40,7 @@ from kgroup.transactions.api import (
     ListTransactions,
     ListTransactionsAnswer,
     ScheduleTxnTimer,
+    TransactionalProducer,
     TxnEffect,
     TxnRequest,
     TxnResult,
@@ -414,15 +415,7 @@ class TransactionCoordinator:
     def add_partitions(self, request: AddPartitionsToTxn, now_ms: int) -> TxnResult:
         """``handleAddPartitionsToTransaction``: one error for every partition."""
         op = _Op(self.replay)
-        error = self._add(
-            op,
-            request.transactional_id,
-            request.producer_id,
-            request.producer_epoch,
-            request.partitions,
-            request.client_transaction_version,
-            now_ms,
-        )
+        error = self._add(op, request, request.partitions, request.client_transaction_version, now_ms)
         return op.result(AddPartitionsToTxnAnswer({tp: error for tp in request.partitions}))
 
     def add_offsets(self, request: AddOffsetsToTxn, now_ms: int) -> TxnResult:
@@ -432,27 +425,18 @@ class TransactionCoordinator:
         offsets = TopicPartition(
             OFFSETS_TOPIC, coordinator_partition(request.group_id, self.config.offsets_topic_partitions)
         )
-        error = self._add(
-            op,
-            request.transactional_id,
-            request.producer_id,
-            request.producer_epoch,
-            (offsets,),
-            TV_0,
-            now_ms,
-        )
+        error = self._add(op, request, (offsets,), TV_0, now_ms)
         return op.result(AddOffsetsToTxnAnswer(error))
 
     def _add(
         self,
         op: _Op,
-        txn_id: str,
-        pid: int,
-        epoch: int,
+        producer: TransactionalProducer,
         partitions: tuple[TopicPartition, ...],
         client_version: int,
         now_ms: int,
     ) -> ErrorCode:
+        txn_id, pid, epoch = producer.transactional_id, producer.producer_id, producer.producer_epoch
         if not txn_id:
             return ErrorCode.INVALID_REQUEST
         error, m, _ = self._lookup(txn_id)
@@ -504,9 +488,7 @@ class TransactionCoordinator:
         op = _Op(self.replay)
         answer = self._end(
             op,
-            request.transactional_id,
-            request.producer_id,
-            request.producer_epoch,
+            request,
             committed=request.committed,
             from_client=True,
             client_version=request.client_transaction_version,
@@ -520,9 +502,7 @@ class TransactionCoordinator:
         fenced = meta.fence_epoch(m)
         return self._end(
             op,
-            txn_id,
-            fenced.producer_id,
-            fenced.producer_epoch,
+            TransactionalProducer(txn_id, fenced.producer_id, fenced.producer_epoch),
             committed=False,
             from_client=False,
             client_version=self.config.transaction_version,
@@ -533,9 +513,7 @@ class TransactionCoordinator:
     def _end(
         self,
         op: _Op,
-        txn_id: str,
-        pid: int,
-        epoch: int,
+        producer: TransactionalProducer,
         *,
         committed: bool,
         from_client: bool,
@@ -545,6 +523,7 @@ class TransactionCoordinator:
     ) -> EndTxnAnswer:
         """``endTransaction`` (transactions v2) and ``endTransactionWithTV1``. ``fence`` is the
         PrepareEpochFence transition an InitProducerId or a timeout prepared (its pending state)."""
+        txn_id, pid, epoch = producer.transactional_id, producer.producer_id, producer.producer_epoch
         if not txn_id:
             return EndTxnAnswer(ErrorCode.INVALID_REQUEST)
         error, m, coordinator_epoch = self._lookup(txn_id)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from kgroup.child_process import wait_or_kill
 from kgroup.model import KgroupError
 from kgroup.sim.scenario import ConsumerSpec, EventSpec, Scenario, scaled_ids
 from kgroup.validate.metrics import Batch, Delivery, Interval
@@ -95,11 +96,7 @@ class _Process:
         """Kill the process (or wait for it to exit), then close its pipes once its reports are read."""
         if kill:
             self.popen.kill()
-        try:
-            self.popen.wait(_STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait(5)
+        wait_or_kill(self.popen, _STOP_WAIT_S, kill_wait_s=5)
         self.reader.join(5)
         for stream in (self.popen.stdin, self.popen.stdout, self.stderr):
             if stream is not None:
@@ -419,16 +416,7 @@ def play(
     """Play ``scenario`` with real consumers against the broker at ``bootstrap`` (group and topics named
     after ``run_id``, so runs never share them); returns what the consumers saw."""
     check_playable(scenario)
-    topic_names = {name: f"{name}-{run_id}" for name, _ in scenario.topics}
-    for name, count in scenario.topics:
-        create_topic(topic_names[name], count)
-    players = _Players(scenario, bootstrap, f"{scenario.group.group_id}-{run_id}", topic_names)
-    producer = _Producer(
-        bootstrap,
-        [(topic_names[name], p) for name, count in scenario.topics for p in range(count)],
-        scenario.workload.produce_per_partition_per_s,
-    )
-    _warm_up(bootstrap, topic_names[scenario.topics[0][0]], f"kgroup-validate-warm-up-{run_id}")
+    players, producer = _set_up(scenario, bootstrap, create_topic, run_id)
     if scenario.group.share_protocol:
         warm_topic = f"kgroup-validate-warm-up-{run_id}"
         create_topic(warm_topic, 1)
@@ -446,28 +434,73 @@ def play(
                 for name in players.scaled[id(event)]:
                     players.spawn(name)
         players.wait_ready(_READY_S)
-        players.t0_ms = int(time.time() * 1000)
-        start = time.monotonic()
-        producer.start()
-        for spec in scenario.consumers:
-            if spec.autostart:
-                players.start(spec.id)
-        for at_ms, action, event in timeline:
-            wait = start + at_ms / 1000 - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            on_progress(f"{scenario.name}: {_describe(action, event)} at {at_ms / 1000:.1f} s")
-            _act(players, action, event)
-        rest = start + scenario.duration_ms / 1000 - time.monotonic()
-        if rest > 0:
-            time.sleep(rest)
-        end_ms = int(time.time() * 1000) - players.t0_ms
+        end_ms = _play_timeline(
+            scenario,
+            timeline,
+            players,
+            producer,
+            players.start,
+            lambda action, event: _act(players, action, event),
+            _describe,
+            on_progress,
+        )
     finally:
         players.kill_all()
         producer.stop()
     if players.failures:
         raise KgroupError(f"{scenario.name}: " + "; ".join(players.failures[:3]))
     return players.result(min(end_ms, scenario.duration_ms))
+
+
+def _set_up(
+    scenario: Scenario, bootstrap: str, create_topic: Callable[[str, int], None], run_id: str
+) -> tuple[_Players, _Producer]:
+    """What every run of ``scenario`` begins with, whichever client plays it: its topics created
+    (named after ``run_id``), its players (group named after ``run_id``), its producer (not started
+    yet), and the broker warmed up (:func:`_warm_up`)."""
+    topic_names = {name: f"{name}-{run_id}" for name, _ in scenario.topics}
+    for name, count in scenario.topics:
+        create_topic(topic_names[name], count)
+    players = _Players(scenario, bootstrap, f"{scenario.group.group_id}-{run_id}", topic_names)
+    producer = _Producer(
+        bootstrap,
+        [(topic_names[name], p) for name, count in scenario.topics for p in range(count)],
+        scenario.workload.produce_per_partition_per_s,
+    )
+    _warm_up(bootstrap, topic_names[scenario.topics[0][0]], f"kgroup-validate-warm-up-{run_id}")
+    return players, producer
+
+
+def _play_timeline(
+    scenario: Scenario,
+    timeline: list[tuple[int, str, EventSpec]],
+    players: _Players,
+    producer: _Producer,
+    start: Callable[[str], None],
+    act: Callable[[str, EventSpec], None],
+    describe: Callable[[str, EventSpec], str],
+    on_progress: Callable[[str], None],
+) -> int:
+    """The scenario's clock, once every consumer is ready: time zero is now (``players.t0_ms``); the
+    producer and the consumers that start at once (``start``) go, then each event of ``timeline`` is
+    acted on (``act``) at its time, after a progress line (``describe``'s words and the time); then the
+    rest of the scenario's duration is waited out. The run's end, in ms from time zero."""
+    players.t0_ms = int(time.time() * 1000)
+    begin = time.monotonic()
+    producer.start()
+    for spec in scenario.consumers:
+        if spec.autostart:
+            start(spec.id)
+    for at_ms, action, event in timeline:
+        wait = begin + at_ms / 1000 - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        on_progress(f"{scenario.name}: {describe(action, event)} at {at_ms / 1000:.1f} s")
+        act(action, event)
+    rest = begin + scenario.duration_ms / 1000 - time.monotonic()
+    if rest > 0:
+        time.sleep(rest)
+    return int(time.time() * 1000) - players.t0_ms
 
 
 def _describe(action: str, event: EventSpec) -> str:

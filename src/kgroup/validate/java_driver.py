@@ -19,13 +19,12 @@ it plays: ``start``, ``stop``, ``crash`` and ``restart``; a share group is not p
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
 from typing import Any
 
 from kgroup.model import KgroupError
 from kgroup.sim.scenario import ConsumerSpec, EventSpec, Scenario
-from kgroup.validate.driver import RealRun, _Players, _Producer, _timeline, _warm_up
+from kgroup.validate.driver import RealRun, _play_timeline, _set_up, _timeline
 
 __all__ = ["JAVA_EVENTS", "check_java_playable", "play_java"]
 
@@ -91,17 +90,8 @@ def play_java(
     from kgroup.testing.apache_kafka.java_client import JavaClientError, start_all
 
     check_java_playable(scenario)
-    topic_names = {name: f"{name}-{run_id}" for name, _ in scenario.topics}
-    for name, count in scenario.topics:
-        create_topic(topic_names[name], count)
-    group = f"{scenario.group.group_id}-{run_id}"
-    players = _Players(scenario, bootstrap, group, topic_names)
-    producer = _Producer(
-        bootstrap,
-        [(topic_names[name], p) for name, count in scenario.topics for p in range(count)],
-        scenario.workload.produce_per_partition_per_s,
-    )
-    _warm_up(bootstrap, topic_names[scenario.topics[0][0]], f"kgroup-validate-warm-up-{run_id}")
+    players, producer = _set_up(scenario, bootstrap, create_topic, run_id)
+    group, topic_names = players.group, players.topic_names
     timeline = _timeline(scenario)
     # one JVM per start of a consumer, made ahead: (consumer, handle), in the order they start
     idle: dict[str, list[Any]] = {}
@@ -146,22 +136,16 @@ def play_java(
                 make(event.consumer)
         on_progress(f"{scenario.name}: starting {len(every)} Java consumers")
         start_all(*(handle for _name, handle in every))
-        players.t0_ms = int(time.time() * 1000)
-        begin = time.monotonic()
-        producer.start()
-        for spec in scenario.consumers:
-            if spec.autostart:
-                start(spec.id)
-        for at_ms, action, event in timeline:
-            wait = begin + at_ms / 1000 - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)
-            on_progress(f"{scenario.name}: {action} {event.consumer or ''} at {at_ms / 1000:.1f} s")
-            _act(action, event, start, stop, crash)
-        rest = begin + scenario.duration_ms / 1000 - time.monotonic()
-        if rest > 0:
-            time.sleep(rest)
-        end_ms = int(time.time() * 1000) - players.t0_ms
+        end_ms = _play_timeline(
+            scenario,
+            timeline,
+            players,
+            producer,
+            start,
+            lambda action, event: _act(action, event, start, stop, crash),
+            lambda action, event: f"{action} {event.consumer or ''}",
+            on_progress,
+        )
     finally:
         for name in list(running):
             crash(name)

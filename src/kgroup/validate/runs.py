@@ -341,18 +341,15 @@ def _player(scenario: Scenario) -> Callable[..., RealRun]:
 
 
 def _kgroup_share_settings(scenario: Scenario) -> dict[str, Any]:
-    """kgroup serve's share settings for a share scenario (``{}`` otherwise: its defaults);
-    ``share.auto.offset.reset`` is broker-wide on kgroup serve (it has no group configs yet)."""
-    group = scenario.group
-    if not group.share_protocol:
-        return {}
-    return {
-        "group_share_session_timeout_ms": group.share_session_timeout_ms,
-        "group_share_heartbeat_interval_ms": group.share_heartbeat_interval_ms,
-        "group_share_record_lock_duration_ms": group.share_record_lock_duration_ms,
-        "group_share_delivery_count_limit": group.share_delivery_count_limit,
-        "share_auto_offset_reset": scenario.workload.auto_offset_reset,
+    """kgroup serve's share settings for a share scenario (``{}`` otherwise: its defaults): Kafka's
+    (:func:`share_group_settings`) under kgroup serve's names; ``share.auto.offset.reset`` is
+    broker-wide on kgroup serve (it has no group configs yet)."""
+    settings: dict[str, Any] = {
+        name.replace(".", "_"): value for name, value in share_group_settings(scenario).items()
     }
+    if settings:
+        settings["share_auto_offset_reset"] = scenario.workload.auto_offset_reset
+    return settings
 
 
 def share_group_settings(scenario: Scenario) -> dict[str, int]:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from kgroup.group.assignors import (
     GroupAssignment,
+    InvertedTarget,
     MemberSpec,
     PartitionAssignorError,
     RangeAssignor,
@@ -89,13 +90,16 @@ def _groups(draw: st.DrawFn) -> _Group:
 
 @pytest.mark.parametrize("assignor", [UniformAssignor(), RangeAssignor()], ids=["uniform", "range"])
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(group=_groups(), with_inverted=st.booleans())
+@given(group=_groups(), inverted=st.sampled_from([None, "dict", "kept"]))
 def test_the_fast_path_answers_as_the_reference(
-    assignor: UniformAssignor | RangeAssignor, group: _Group, with_inverted: bool
+    assignor: UniformAssignor | RangeAssignor, group: _Group, inverted: str | None
 ) -> None:
+    """``inverted``: no inverted target assignment, one as a plain dict, or the coordinator's
+    :class:`InvertedTarget` kept move by move across the rounds (its bytes read by the fast path)."""
     describer = TopicDescriber(group.topics)
     members = list(group.members)
     current: dict[str, dict[TopicId, tuple[int, ...]]] = {}
+    kept = InvertedTarget()
     for number in range(group.rounds):
         leave, join = group.churn[number]
         if number:
@@ -107,18 +111,50 @@ def test_the_fast_path_answers_as_the_reference(
             for m, s, i in members
         ]
         kind = group.kind or subscription_type(s for _, s, _ in members)
-        assigned = None
-        if with_inverted:
-            assigned = {}
-            for m, record in current.items():
-                for topic, partitions in record.items():
-                    for p in partitions:
-                        assigned.setdefault(topic, {})[p] = m
-        spec = group_spec(specs, kind, assigned)
+        assigned: dict[TopicId, dict[int, str]] = {}
+        for m, record in current.items():
+            for topic, partitions in record.items():
+                for p in partitions:
+                    assigned.setdefault(topic, {})[p] = m
+        assert kept == assigned
+        for topic, owners in kept.items():
+            assert [p for p, bit in enumerate(kept.flags[topic]) if bit] == sorted(owners), topic
+        handed = {None: None, "dict": assigned, "kept": kept}[inverted]
+        spec = group_spec(specs, kind, handed)
         fast = _answer(assignor.assign, spec, describer)
         reference = _answer(assignor.assign_reference, spec, describer)
         if fast is PartitionAssignorError or reference is PartitionAssignorError:
             assert fast is reference
             return
         assert _ordered(fast) == _ordered(reference)  # type: ignore[arg-type]
-        current = {m: dict(a) for m, a in fast.items()}  # type: ignore[union-attr]
+        answer = {m: dict(a) for m, a in fast.items()}  # type: ignore[union-attr]
+        # the coordinator's records: a departed member's target goes, every other one is replaced
+        for m in current.keys() - answer.keys():
+            kept.move(m, current[m], {})
+        for m, record in answer.items():
+            kept.move(m, current.get(m, {}), record)
+        current = answer
+
+
+def test_the_inverted_target_follows_moves_as_kafka_updates_it() -> None:
+    """``updateInvertedTargetAssignment``: a partition a member loses is removed only if it is still
+    that member's (another member's newer target may hold it already); a topic nobody holds goes."""
+    a, b = TopicId.from_int(1), TopicId.from_int(2)
+    kept = InvertedTarget()
+    kept.move("m1", {}, {a: (0, 1, 5)})
+    kept.move("m2", {}, {b: (2,)})
+    assert kept == {a: {0: "m1", 1: "m1", 5: "m1"}, b: {2: "m2"}}
+    assert bytes(kept.flags[a]) == bytes([1, 1, 0, 0, 0, 1]) and bytes(kept.flags[b]) == bytes([0, 0, 1])
+    kept.move("m2", {b: (2,)}, {a: (5,)})  # m2 takes a-5 before m1's record drops it
+    kept.move("m1", {a: (0, 1, 5)}, {a: (0,)})
+    assert kept == {a: {0: "m1", 5: "m2"}}
+    assert list(kept) == [a] and list(kept.flags) == [a]
+    assert bytes(kept.flags[a]) == bytes([1, 0, 0, 0, 0, 1])
+    kept.move("m1", {a: (0,)}, {})
+    kept.move("m2", {a: (5,)}, {})
+    assert kept == {} and not kept.flags
+    # a negative partition (no assignor gives one) stays in the map and flags nothing
+    kept.move("m1", {}, {a: (-1, 2)})
+    assert kept == {a: {-1: "m1", 2: "m1"}} and bytes(kept.flags[a]) == bytes([0, 0, 1])
+    kept.move("m1", {a: (-1, 2)}, {a: (2,)})
+    assert kept == {a: {2: "m1"}} and bytes(kept.flags[a]) == bytes([0, 0, 1])

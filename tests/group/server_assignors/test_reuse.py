@@ -51,7 +51,10 @@ def _seen_rows(assignor: UniformAssignor, spec: GroupSpec) -> dict[str, int]:
     seen = assignor.seen_maps.find(maps, ids)
     if seen is None:
         return dict.fromkeys(spec.members, -1)
-    return dict(zip(spec.members, seen.rows(ids, sizes).tolist(), strict=True))
+    rows = seen.rows(ids, sizes)
+    # the builder searches its ids in sorted order: the same rows
+    assert rows.tolist() == seen.rows(ids, sizes, np.argsort(ids, kind="stable")).tolist()
+    return dict(zip(spec.members, rows.tolist(), strict=True))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ cannot name.
 from kgroup.group.assignors.api import (
     GroupAssignment,
     GroupSpec,
+    InvertedTarget,
     MemberAssignment,
     MemberSpec,
     PartitionAssignorError,
@@ -38,6 +39,7 @@ __all__ = [
     "DEFAULT_SERVER_ASSIGNORS",
     "GroupAssignment",
     "GroupSpec",
+    "InvertedTarget",
     "MemberAssignment",
     "MemberSpec",
     "PartitionAssignorError",

@@ -15,7 +15,7 @@ is in the order Kafka's would be, so a result fed back as the next current assig
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -26,6 +26,7 @@ from kgroup.model import TopicId
 __all__ = [
     "GroupAssignment",
     "GroupSpec",
+    "InvertedTarget",
     "MemberAssignment",
     "MemberSpec",
     "PartitionAssignorError",
@@ -74,6 +75,65 @@ class MemberSpec:
     assignment: MemberAssignment = field(default_factory=lambda: _EMPTY)
     instance_id: str | None = None
     rack_id: str | None = None
+
+
+class InvertedTarget(Mapping[TopicId, Mapping[int, str]]):
+    """Kafka's ``invertedTargetAssignment`` (topic -> partition -> the member whose target holds it),
+    kept by the coordinator record by record (:meth:`move`), with beside each topic a ``bytearray`` of
+    which partitions are assigned — what ``isPartitionAssigned`` asks — so an assignor reads a group's
+    100,000 assigned partitions as a thousand byte strings, not as 100,000 dict keys."""
+
+    __slots__ = ("_flags", "_owners")
+
+    def __init__(self) -> None:
+        self._owners: dict[TopicId, dict[int, str]] = {}
+        self._flags: dict[TopicId, bytearray] = {}
+
+    def __getitem__(self, topic: TopicId) -> Mapping[int, str]:
+        return self._owners[topic]
+
+    def __iter__(self) -> Iterator[TopicId]:
+        return iter(self._owners)
+
+    def __len__(self) -> int:
+        return len(self._owners)
+
+    def __repr__(self) -> str:
+        return f"InvertedTarget({self._owners!r})"
+
+    @property
+    def flags(self) -> Mapping[TopicId, bytearray]:
+        """Topic -> one byte per partition, 1 where the partition is assigned (a partition past the
+        end: not); the same topics, in the same order, as the mapping itself."""
+        return self._flags
+
+    def move(
+        self, member_id: str, old: Mapping[TopicId, Collection[int]], new: Mapping[TopicId, Collection[int]]
+    ) -> None:
+        """``member_id``'s target went from ``old`` to ``new`` (Kafka's
+        ``updateInvertedTargetAssignment``: a partition it loses stays with whoever took it since)."""
+        for topic in set(old) | set(new):
+            old_partitions = set(old.get(topic, ()))
+            new_partitions = set(new.get(topic, ()))
+            owners = self._owners.setdefault(topic, {})
+            flags = self._flags.setdefault(topic, bytearray())
+            # (a negative partition is kept in the map, as Kafka keeps it, and has no byte: a
+            # bytearray's negative index would flag a partition from the end)
+            for partition in old_partitions - new_partitions:
+                if owners.get(partition) == member_id:
+                    del owners[partition]
+                    if partition >= 0:
+                        flags[partition] = 0
+            for partition in new_partitions - old_partitions:
+                owners[partition] = member_id
+                if partition < 0:
+                    continue
+                if partition >= len(flags):
+                    flags.extend(bytes(partition + 1 - len(flags)))
+                flags[partition] = 1
+            if not owners:
+                del self._owners[topic]
+                del self._flags[topic]
 
 
 @dataclass(frozen=True, slots=True)

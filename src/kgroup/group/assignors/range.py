@@ -13,12 +13,10 @@ from kgroup.group.assignors.api import (
     GroupAssignment,
     GroupSpec,
     PartitionAssignorError,
-    ServerAssignor,
     SubscribedTopicDescriber,
-    SubscriptionType,
     TopicId,
 )
-from kgroup.group.assignors.common import topic_hash
+from kgroup.group.assignors.common import BuilderAssignor, topic_hash
 from kgroup.group.assignors.fast import kernels_ready
 from kgroup.javacompat import JavaHashMap, capacity_over_load_factor, java_string_key
 
@@ -79,33 +77,20 @@ def _member_assignment(ranges: list[tuple[TopicId, range]], capacity: int) -> di
     return {topic: tuple(partitions) for topic, partitions in by_topic.items()}
 
 
-class RangeAssignor(ServerAssignor):
+class RangeAssignor(BuilderAssignor):
     """``org.apache.kafka.coordinator.group.assignor.RangeAssignor``."""
 
     name = "range"
 
-    def assign(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
-        """The closed form over integer arrays (:mod:`kgroup.group.assignors.fast.range_fast`); it
-        answers exactly what :meth:`assign_reference` answers."""
-        if not group.members:
-            return {}
+    def assign_fast(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment | None:
+        """The closed form over integer arrays (:mod:`kgroup.group.assignors.fast.range_fast`)."""
         if not kernels_ready():  # a server still warming them: the same answer, step by step
-            return self.assign_reference(group, topics)
+            return None
         from kgroup.group.assignors.fast.range_fast import assign_range  # numba: imported when used
 
-        result = assign_range(group, topics)
-        return self.assign_reference(group, topics) if result is None else result
+        return assign_range(group, topics)
 
-    def assign_reference(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
-        """Kafka's algorithm step by step over Python objects: the readable spec of the fast path."""
-        if not group.members:
-            return {}
-        if group.subscription_type is SubscriptionType.HOMOGENEOUS:
-            return self._homogeneous(group, topics)
-        return self._heterogeneous(group, topics)
-
-    @staticmethod
-    def _homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+    def build_homogeneous(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
         member_ids = _sorted_members(group)
         subscription: Collection[TopicId] = group.members[member_ids[0]].subscribed_topic_ids
         counts = [(t, _partition_count(topics, t)) for t in subscription]
@@ -123,8 +108,7 @@ class RangeAssignor(ServerAssignor):
         capacity = capacity_over_load_factor(len(counts))
         return {m: _member_assignment(ranges[m], capacity) if m in ranges else {} for m in member_ids}
 
-    @staticmethod
-    def _heterogeneous(group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+    def build_heterogeneous(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
         member_ids = _sorted_members(group)
         metadata: dict[TopicId, _Topic] = {}
         for member_id in member_ids:

@@ -19,18 +19,24 @@ overfilled members before over-shared partitions, as the heterogeneous one does)
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from typing import TypeVar
 
 from kgroup.group.assignors.api import (
     GroupAssignment,
     GroupSpec,
     PartitionAssignorError,
-    ServerAssignor,
     SubscribedTopicDescriber,
-    SubscriptionType,
     TopicId,
 )
-from kgroup.group.assignors.common import WorkingAssignment, deep_copy, finish, topic_hash
+from kgroup.group.assignors.common import (
+    BuilderAssignor,
+    WorkingAssignment,
+    deep_copy,
+    finish,
+    missing_topic,
+    topic_hash,
+)
 from kgroup.javacompat import (
     JavaHashMap,
     JavaHashSet,
@@ -43,6 +49,7 @@ __all__ = ["SimpleAssignor", "desired_assignment_counts"]
 
 #: Kafka's ``TopicIdPartition`` (a record of a topic id and a partition)
 _TopicPartition = tuple[TopicId, int]
+_K = TypeVar("_K")
 
 
 def _tp_hash(tp: _TopicPartition) -> int:
@@ -59,12 +66,6 @@ def _int_set(capacity: int | None = None) -> JavaHashSet[int]:
     return JavaHashSet(java_integer_hash, capacity)
 
 
-def _missing(topic_id: TopicId) -> PartitionAssignorError:
-    return PartitionAssignorError(
-        f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata."
-    )
-
-
 def _restart(unfilled: JavaHashSet[int]) -> list[int]:
     """``memberIterator = unfilledMembers.iterator()`` then ``next()``: on a set emptied while a
     partition still wants sharers (members filled by partitions kept outside the targets), Java's
@@ -77,6 +78,44 @@ def _restart(unfilled: JavaHashSet[int]) -> list[int]:
     return members
 
 
+def _assign_remaining(
+    by_partition: JavaHashMap[_K, JavaHashSet[int]],
+    unfilled: JavaHashSet[int],
+    sharing: int,
+    desired: list[int],
+    give: Callable[[int, _K], int],
+) -> None:
+    """``assignRemainingPartitions``: each partition short of ``sharing`` holders goes round the
+    members still short of partitions (``unfilled``, in that set's order, on from where the last
+    partition stopped, a pass that assigns nothing ending it); ``give(member, partition)`` adds the
+    partition to the member and answers how many the member holds now."""
+    if not len(unfilled):
+        return
+    members = list(unfilled)
+    at = 0
+    assigned_this_pass = False
+    for partition, holders in by_partition.items():
+        if len(holders) < sharing:
+            to_make = sharing - len(holders)
+            while to_make > 0:
+                if at == len(members):
+                    if not assigned_this_pass:
+                        break
+                    members = _restart(unfilled)
+                    at = 0
+                    assigned_this_pass = False
+                member = members[at]
+                at += 1
+                if member in holders:
+                    continue
+                to_make -= 1
+                assigned_this_pass = True
+                if give(member, partition) >= desired[member]:
+                    unfilled.remove(member)
+        if not len(unfilled):
+            break
+
+
 def desired_assignment_counts(members: int, partitions: int) -> tuple[int, list[int]]:
     """``desiredSharing`` and each member's quota, as both builders compute them (Java doubles)."""
     sharing = 0 if partitions == 0 else (members + partitions - 1) // partitions
@@ -85,24 +124,49 @@ def desired_assignment_counts(members: int, partitions: int) -> tuple[int, list[
     return sharing, counts
 
 
-class SimpleAssignor(ServerAssignor):
+class SimpleAssignor(BuilderAssignor):
     """``org.apache.kafka.coordinator.group.assignor.SimpleAssignor``."""
 
     name = "simple"
 
-    def assign(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
-        if not group.members:
-            return {}
-        if group.subscription_type is SubscriptionType.HOMOGENEOUS:
-            return _Homogeneous(group, topics).build()
+    def build_homogeneous(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+        return _Homogeneous(group, topics).build()
+
+    def build_heterogeneous(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
         return _Heterogeneous(group, topics).build()
 
 
-class _Homogeneous:
+class _Builder:
+    """What both builders keep: the members (their index in ``memberIds()``), their current maps
+    (``oldGroupAssignment``, never changed) and Kafka's deep copies of the maps it changes."""
+
+    def __init__(self, group: GroupSpec) -> None:
+        self.member_ids = list(group.members)
+        # oldGroupAssignment: Integer keys in a table bigger than the member count iterate in index order
+        self.old: list[Mapping[TopicId, Collection[int]]] = [
+            group.members[m].assignment for m in self.member_ids
+        ]
+        self.new: dict[int, JavaHashMap[TopicId, JavaHashSet[int]]] = {}
+
+    def _copy(self, member: int) -> JavaHashMap[TopicId, JavaHashSet[int]]:
+        copy = self.new.get(member)
+        if copy is None:
+            copy = self.new[member] = deep_copy(self.old[member])
+        return copy
+
+    def _target(self) -> GroupAssignment:
+        """Each member's new map, or its own when the builder left it alone."""
+        target: dict[str, WorkingAssignment] = {}
+        for index, member_id in enumerate(self.member_ids):
+            target[member_id] = self.new.get(index, self.old[index])
+        return finish(target)
+
+
+class _Homogeneous(_Builder):
     """``SimpleHomogeneousAssignmentBuilder``: members are their index in ``memberIds()``."""
 
     def __init__(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> None:
-        self.member_ids = list(group.members)
+        super().__init__(group)
         first = group.members[self.member_ids[0]]
         self.subscribed: Collection[TopicId] = first.subscribed_topic_ids
         self.subscribed_set = set(self.subscribed)
@@ -111,16 +175,11 @@ class _Homogeneous:
         for topic in self.subscribed:
             partitions = topics.num_partitions(topic)
             if partitions == -1:
-                raise _missing(topic)
+                raise missing_topic(topic)
             self.targets.extend(
                 (topic, p) for p in range(partitions) if group.is_partition_assignable(topic, p)
             )
         self.sharing, self.desired = desired_assignment_counts(count, len(self.targets))
-        # oldGroupAssignment: Integer keys in a table bigger than the member count iterate in index order
-        self.old: list[Mapping[TopicId, Collection[int]]] = [
-            group.members[m].assignment for m in self.member_ids
-        ]
-        self.new: dict[int, JavaHashMap[TopicId, JavaHashSet[int]]] = {}
         self.by_partition: JavaHashMap[_TopicPartition, JavaHashSet[int]] = JavaHashMap(
             _tp_hash, _sized(len(self.targets))
         )
@@ -129,12 +188,6 @@ class _Homogeneous:
         )
         self.unfilled: JavaHashSet[int] = _int_set(_sized(count))
         self.overfilled: JavaHashSet[int] = _int_set(_sized(count))
-
-    def _copy(self, member: int) -> JavaHashMap[TopicId, JavaHashSet[int]]:
-        copy = self.new.get(member)
-        if copy is None:
-            copy = self.new[member] = deep_copy(self.old[member])
-        return copy
 
     def build(self) -> GroupAssignment:
         if not self.subscribed_set:
@@ -145,10 +198,7 @@ class _Homogeneous:
         for tp in self.targets:
             self.by_partition.compute_if_absent(tp, _int_set)
         self._assign_remaining()
-        target: dict[str, WorkingAssignment] = {}
-        for index, member_id in enumerate(self.member_ids):
-            target[member_id] = self.new.get(index, self.old[index])
-        return finish(target)
+        return self._target()
 
     def _revoke_unassignable(self) -> None:
         for member, old in enumerate(self.old):
@@ -205,41 +255,20 @@ class _Homogeneous:
                     break
 
     def _assign_remaining(self) -> None:
-        if not len(self.unfilled):
-            return
-        members = list(self.unfilled)
-        at = 0
-        assigned_this_pass = False
-        for tp, holders in self.by_partition.items():
-            if len(holders) < self.sharing:
-                to_make = self.sharing - len(holders)
-                while to_make > 0:
-                    if at == len(members):
-                        if not assigned_this_pass:
-                            break
-                        members = _restart(self.unfilled)
-                        at = 0
-                        assigned_this_pass = False
-                    member = members[at]
-                    at += 1
-                    if member in holders:
-                        continue
-                    self._copy(member).compute_if_absent(tp[0], _int_set).add(tp[1])
-                    held = self.by_member.compute_if_absent(member, lambda: JavaHashSet(_tp_hash))
-                    held.add(tp)
-                    to_make -= 1
-                    assigned_this_pass = True
-                    if len(held) >= self.desired[member]:
-                        self.unfilled.remove(member)
-            if not len(self.unfilled):
-                break
+        def give(member: int, tp: _TopicPartition) -> int:
+            self._copy(member).compute_if_absent(tp[0], _int_set).add(tp[1])
+            held = self.by_member.compute_if_absent(member, lambda: JavaHashSet(_tp_hash))
+            held.add(tp)
+            return len(held)
+
+        _assign_remaining(self.by_partition, self.unfilled, self.sharing, self.desired, give)
 
 
-class _Heterogeneous:
+class _Heterogeneous(_Builder):
     """``SimpleHeterogeneousAssignmentBuilder``: the homogeneous steps topic by topic."""
 
     def __init__(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> None:
-        self.member_ids = list(group.members)
+        super().__init__(group)
         count = len(self.member_ids)
         self.count = count
         self.subscribed: JavaHashSet[TopicId] = JavaHashSet(topic_hash)
@@ -250,32 +279,19 @@ class _Heterogeneous:
         for topic in self.subscribed:
             partitions = topics.num_partitions(topic)
             if partitions == -1:
-                raise _missing(topic)
+                raise missing_topic(topic)
             self.targets[topic] = [p for p in range(partitions) if group.is_partition_assignable(topic, p)]
         self.subscribers: dict[TopicId, list[int]] = {}
         for index, member_id in enumerate(self.member_ids):
             for topic in group.members[member_id].subscribed_topic_ids:
                 self.subscribers.setdefault(topic, []).append(index)
-        self.old: list[Mapping[TopicId, Collection[int]]] = [
-            group.members[m].assignment for m in self.member_ids
-        ]
-        self.new: dict[int, JavaHashMap[TopicId, JavaHashSet[int]]] = {}
-
-    def _copy(self, member: int) -> JavaHashMap[TopicId, JavaHashSet[int]]:
-        copy = self.new.get(member)
-        if copy is None:
-            copy = self.new[member] = deep_copy(self.old[member])
-        return copy
 
     def build(self) -> GroupAssignment:
         if not len(self.subscribed):
             return {}
         for topic in self.subscribed:
             self._topic(topic, self.targets[topic], self.subscribers[topic])
-        target: dict[str, WorkingAssignment] = {}
-        for index, member_id in enumerate(self.member_ids):
-            target[member_id] = self.new.get(index, self.old[index])
-        return finish(target)
+        return self._target()
 
     def _topic(self, topic: TopicId, targets: list[int], subscribers: list[int]) -> None:
         """``TopicAssignmentPartialBuilder``."""
@@ -341,29 +357,11 @@ class _Heterogeneous:
             held_now = by_member.get(member)
             if (0 if held_now is None else len(held_now)) < desired[member]:
                 unfilled.add(member)
-        members = list(unfilled)
-        at = 0
-        assigned_this_pass = False
-        for partition, holders in by_partition.items():
-            if len(holders) < sharing:
-                to_make = sharing - len(holders)
-                while to_make > 0:
-                    if at == len(members):
-                        if not assigned_this_pass:
-                            break
-                        members = _restart(unfilled)
-                        at = 0
-                        assigned_this_pass = False
-                    member = members[at]
-                    at += 1
-                    if member in holders:
-                        continue
-                    self._copy(member).compute_if_absent(topic, _int_set).add(partition)
-                    held = by_member.compute_if_absent(member, _int_set)
-                    held.add(partition)
-                    to_make -= 1
-                    assigned_this_pass = True
-                    if len(held) >= desired[member]:
-                        unfilled.remove(member)
-            if not len(unfilled):
-                break
+
+        def give(member: int, partition: int) -> int:
+            self._copy(member).compute_if_absent(topic, _int_set).add(partition)
+            held = by_member.compute_if_absent(member, _int_set)
+            held.add(partition)
+            return len(held)
+
+        _assign_remaining(by_partition, unfilled, sharing, desired, give)

@@ -12,12 +12,18 @@ from kgroup.group.assignors.api import (
     GroupAssignment,
     GroupSpec,
     PartitionAssignorError,
-    ServerAssignor,
     SubscribedTopicDescriber,
     SubscriptionType,
     TopicId,
 )
-from kgroup.group.assignors.common import WorkingAssignment, deep_copy, finish, topic_hash
+from kgroup.group.assignors.common import (
+    BuilderAssignor,
+    WorkingAssignment,
+    deep_copy,
+    finish,
+    missing_topic,
+    topic_hash,
+)
 from kgroup.group.assignors.fast import kernels_ready
 from kgroup.group.assignors.fast.reuse import SeenMaps
 from kgroup.group.assignors.uniform_heterogeneous import assign_heterogeneous
@@ -26,7 +32,7 @@ from kgroup.javacompat import JavaHashMap, JavaHashSet, java_integer_hash
 __all__ = ["UniformAssignor", "assign_homogeneous"]
 
 
-class UniformAssignor(ServerAssignor):
+class UniformAssignor(BuilderAssignor):
     """``org.apache.kafka.coordinator.group.assignor.UniformAssignor``."""
 
     name = "uniform"
@@ -36,31 +42,22 @@ class UniformAssignor(ServerAssignor):
         #: only the maps it has not seen: :mod:`kgroup.group.assignors.fast.reuse`)
         self.seen_maps = SeenMaps()
 
-    def assign(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
-        """Both builders over integer arrays (:mod:`kgroup.group.assignors.fast`); they answer exactly
-        what :meth:`assign_reference` answers (which answers where they step aside)."""
-        if not group.members:
-            return {}
+    def assign_fast(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment | None:
+        """Both builders over integer arrays (:mod:`kgroup.group.assignors.fast`)."""
         if not kernels_ready():  # a server still warming them: the same answer, step by step
-            return self.assign_reference(group, topics)
+            return None
         if group.subscription_type is SubscriptionType.HOMOGENEOUS:
             from kgroup.group.assignors.fast.uniform_fast import assign_uniform_homogeneous  # numba: lazily
 
-            result = assign_uniform_homogeneous(group, topics, self.seen_maps)
-        else:
-            from kgroup.group.assignors.fast.uniform_heterogeneous_fast import assign_uniform_heterogeneous
+            return assign_uniform_homogeneous(group, topics, self.seen_maps)
+        from kgroup.group.assignors.fast.uniform_heterogeneous_fast import assign_uniform_heterogeneous
 
-            result = assign_uniform_heterogeneous(group, topics)
-        if result is not None:
-            return result
-        return self.assign_reference(group, topics)
+        return assign_uniform_heterogeneous(group, topics)
 
-    def assign_reference(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
-        """Kafka's builders step by step over Python objects: the readable spec of the fast path."""
-        if not group.members:
-            return {}
-        if group.subscription_type is SubscriptionType.HOMOGENEOUS:
-            return assign_homogeneous(group, topics)
+    def build_homogeneous(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
+        return assign_homogeneous(group, topics)
+
+    def build_heterogeneous(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
         return assign_heterogeneous(group, topics)
 
 
@@ -85,9 +82,7 @@ def assign_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber) -> Gr
     for topic in subscribed_order:
         count = topics.num_partitions(topic)
         if count == -1:
-            raise PartitionAssignorError(
-                f"Members are subscribed to topic {topic} which doesn't exist in the topic metadata."
-            )
+            raise missing_topic(topic)
         taken = assigned.get(topic)
         if taken:
             unassigned.extend((topic, p) for p in range(count) if p not in taken)

@@ -18,7 +18,7 @@ from kgroup.group.assignors.api import (
     SubscribedTopicDescriber,
     TopicId,
 )
-from kgroup.group.assignors.common import WorkingAssignment, deep_copy, finish
+from kgroup.group.assignors.common import WorkingAssignment, deep_copy, finish, missing_topic
 from kgroup.javacompat import JavaHashMap, JavaHashSet, capacity_over_load_factor, java_integer_hash
 
 __all__ = ["assign_heterogeneous"]
@@ -119,9 +119,7 @@ class _Builder:
             for topic in group.members[member_id].subscribed_topic_ids:
                 count = topics.num_partitions(topic)
                 if count == -1:
-                    raise PartitionAssignorError(
-                        f"Members are subscribed to topic {topic} which doesn't exist in the topic metadata."
-                    )
+                    raise missing_topic(topic)
                 self.partition_counts[topic] = count
                 self.subscribed.add(topic)
                 self.subscribers.setdefault(topic, []).append(index)

@@ -10,26 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kgroup.group import records
 from kgroup.group.javamap import JavaHashOrder
-from kgroup.group.records import (
-    ClassicGroupMember,
-    GenerationStarted,
-    GroupLeaderChanged,
-    GroupProtocolTypeChanged,
-    GroupRecord,
-    GroupRestored,
-    GroupStateChanged,
-    InitialDelayUpdated,
-    MemberRemoved,
-    MemberUpserted,
-    OffsetAndMetadata,
-    OffsetCommitted,
-    PendingMemberAdded,
-    PendingMemberRemoved,
-    PendingSyncMemberRemoved,
-    PendingSyncMembersSet,
-    StaticMemberReplaced,
-)
 from kgroup.group.states import GroupState, check_transition
 from kgroup.javacompat import hashmap_iteration_order
 from kgroup.messages import JoinGroupMember, JoinGroupProtocol, JoinGroupResponse
@@ -48,10 +30,10 @@ class GroupView:
     protocol_type: str | None
     protocol: str | None
     leader: str | None
-    members: tuple[ClassicGroupMember, ...]
+    members: tuple[records.ClassicGroupMember, ...]
     pending_members: frozenset[str]
     pending_sync_members: frozenset[str]
-    offsets: tuple[tuple[TopicPartition, OffsetAndMetadata], ...]
+    offsets: tuple[tuple[TopicPartition, records.OffsetAndMetadata], ...]
 
     @property
     def member_ids(self) -> tuple[str, ...]:
@@ -63,7 +45,7 @@ class GroupView:
         a consumer group's decode with :func:`kgroup.wire.consumer_protocol.decode_assignment`)."""
         return {m.member_id: m.assignment for m in self.members}
 
-    def member(self, member_id: str) -> ClassicGroupMember:
+    def member(self, member_id: str) -> records.ClassicGroupMember:
         for m in self.members:
             if m.member_id == member_id:
                 return m
@@ -102,20 +84,20 @@ class GroupData:
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader: str | None = None
-    members: dict[str, ClassicGroupMember] = field(default_factory=dict)
+    members: dict[str, records.ClassicGroupMember] = field(default_factory=dict)
     order: JavaHashOrder = field(default_factory=JavaHashOrder)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     pending_join: set[str] = field(default_factory=set)
     pending_sync: set[str] = field(default_factory=set)
     new_member_added: bool = False
     initial_delay: tuple[int, int] | None = None  # (delay, remaining) of an armed initial-delay join timer
-    offsets: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    offsets: dict[TopicPartition, records.OffsetAndMetadata] = field(default_factory=dict)
     # derived from the members, kept up to date by apply (Kafka's supportedProtocols and
     # numMembersAwaitingJoinResponse): protocol name -> members listing it; members parked in JoinGroup
     protocol_counts: dict[str, int] = field(default_factory=dict)
     awaiting_join_count: int = 0
 
-    def _count(self, member: ClassicGroupMember, sign: int) -> None:
+    def _count(self, member: records.ClassicGroupMember, sign: int) -> None:
         for protocol in member.protocols:
             n = self.protocol_counts.get(protocol.name, 0) + sign
             if n:
@@ -127,22 +109,23 @@ class GroupData:
 
     # --- replay ---------------------------------------------------------------------------------
 
-    def apply(self, record: GroupRecord) -> None:
-        if type(record) is OffsetCommitted:  # by far the most frequent record: one per committed offset
+    def apply(self, record: records.GroupRecord) -> None:
+        # by far the most frequent record: one per committed offset
+        if type(record) is records.OffsetCommitted:
             self.offsets[record.partition] = record.value
-        elif isinstance(record, GroupStateChanged):
+        elif isinstance(record, records.GroupStateChanged):
             check_transition(self.state, record.state)
             self.previous_state = self.state
             self.state = record.state
             self.state_timestamp_ms = record.timestamp_ms
-        elif isinstance(record, GenerationStarted):
+        elif isinstance(record, records.GenerationStarted):
             self.generation = record.generation
             self.protocol_name = record.protocol_name
-        elif isinstance(record, GroupLeaderChanged):
+        elif isinstance(record, records.GroupLeaderChanged):
             self.leader = record.leader
-        elif isinstance(record, GroupProtocolTypeChanged):
+        elif isinstance(record, records.GroupProtocolTypeChanged):
             self.protocol_type = record.protocol_type
-        elif isinstance(record, MemberUpserted):
+        elif isinstance(record, records.MemberUpserted):
             member = record.member
             old = self.members.get(member.member_id)
             if old is not None:
@@ -155,7 +138,7 @@ class GroupData:
             if member.group_instance_id is not None:
                 self.static_members[member.group_instance_id] = member.member_id
             self.pending_join.discard(member.member_id)
-        elif isinstance(record, MemberRemoved):
+        elif isinstance(record, records.MemberRemoved):
             removed = self.members.pop(record.member_id, None)
             if removed is not None:
                 self._count(removed, -1)
@@ -165,7 +148,7 @@ class GroupData:
                 del self.static_members[instance]
             self.pending_join.discard(record.member_id)
             self.pending_sync.discard(record.member_id)
-        elif isinstance(record, StaticMemberReplaced):
+        elif isinstance(record, records.StaticMemberReplaced):
             old = self.members.pop(record.old_member_id)
             self._count(old, -1)
             self.order.remove(record.old_member_id)
@@ -175,21 +158,21 @@ class GroupData:
             self.order.put(new.member_id)
             if new.group_instance_id is not None:
                 self.static_members[new.group_instance_id] = new.member_id
-        elif isinstance(record, PendingMemberAdded):
+        elif isinstance(record, records.PendingMemberAdded):
             self.pending_join.add(record.member_id)
-        elif isinstance(record, PendingMemberRemoved):
+        elif isinstance(record, records.PendingMemberRemoved):
             self.pending_join.discard(record.member_id)
-        elif isinstance(record, PendingSyncMembersSet):
+        elif isinstance(record, records.PendingSyncMembersSet):
             self.pending_sync = set(record.member_ids)
-        elif isinstance(record, PendingSyncMemberRemoved):
+        elif isinstance(record, records.PendingSyncMemberRemoved):
             self.pending_sync.discard(record.member_id)
-        elif isinstance(record, InitialDelayUpdated):
+        elif isinstance(record, records.InitialDelayUpdated):
             self.new_member_added = record.new_member_added
             if record.delay_ms is None or record.remaining_ms is None:
                 self.initial_delay = None
             else:
                 self.initial_delay = (record.delay_ms, record.remaining_ms)
-        elif isinstance(record, OffsetCommitted):
+        elif isinstance(record, records.OffsetCommitted):
             self.offsets[record.partition] = record.value
         else:  # pragma: no cover - the union is exhaustive
             raise AssertionError(f"unknown group record {record!r}")
@@ -199,11 +182,11 @@ class GroupData:
     def in_state(self, *states: GroupState) -> bool:
         return self.state in states
 
-    def all_members(self) -> list[ClassicGroupMember]:
+    def all_members(self) -> list[records.ClassicGroupMember]:
         """Members in Java ``HashMap`` iteration order."""
         return [self.members[m] for m in self.order.order()]
 
-    def member(self, member_id: str) -> ClassicGroupMember:
+    def member(self, member_id: str) -> records.ClassicGroupMember:
         return self.members[member_id]
 
     def has_member(self, member_id: str) -> bool:
@@ -327,9 +310,9 @@ class GroupData:
 
     # --- checkpoints ------------------------------------------------------------------------------
 
-    def restored_record(self) -> GroupRestored:
+    def restored_record(self) -> records.GroupRestored:
         """This group as one record (its offsets are not in it: they are records of their own)."""
-        return GroupRestored(
+        return records.GroupRestored(
             group_id=self.group_id,
             state=self.state,
             previous_state=self.previous_state,
@@ -347,7 +330,7 @@ class GroupData:
         )
 
     @classmethod
-    def from_restored(cls, record: GroupRestored) -> GroupData:
+    def from_restored(cls, record: records.GroupRestored) -> GroupData:
         group = cls(
             group_id=record.group_id,
             state_timestamp_ms=record.state_timestamp_ms,

@@ -11,6 +11,7 @@ REBALANCE_IN_PROGRESS while it has partitions to revoke or to wait for, so it re
 
 from __future__ import annotations
 
+from kgroup.group.consumer import steps
 from kgroup.group.consumer.context import (
     ConsumerContext,
     Op,
@@ -21,15 +22,6 @@ from kgroup.group.consumer.group import ConsumerGroupData
 from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.migration import can_downgrade_replacing
 from kgroup.group.consumer.migration import downgrade as downgrade_group
-from kgroup.group.consumer.steps import (
-    maybe_reconcile,
-    maybe_update_regexes,
-    maybe_update_target,
-    member_changes,
-    member_subscription_changed,
-    replace_member,
-    update_subscription_metadata,
-)
 from kgroup.group.consumer.timers import ClassicMemberJoinTimer, ClassicMemberSyncTimer, SessionTimer
 from kgroup.group.errors import ApiError
 from kgroup.group.records.consumer import ClassicMemberMetadata, MemberAssignmentState
@@ -114,17 +106,19 @@ def classic_join(
             subscription = decode_subscription(req.protocols[0].metadata)
         except PeerError as exc:
             raise ApiError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL) from exc
-        changes = member_changes(env, instance_id, subscription.rack_id, req.rebalance_timeout_ms)
+        changes = steps.member_changes(env, instance_id, subscription.rack_id, req.rebalance_timeout_ms)
         changes.update(
             subscribed_topic_names=frozenset(subscription.topics),
             subscribed_topic_regex="",
             classic_member_metadata=ClassicMemberMetadata(req.session_timeout_ms, tuple(req.protocols)),
         )
         updated = replace(member, **changes)
-        changed = member_subscription_changed(group.group_id, member, updated, op)
-        regex_status = maybe_update_regexes(txn, group, member, updated, op, ctx)
+        changed = steps.member_subscription_changed(group.group_id, member, updated, op)
+        regex_status = steps.maybe_update_regexes(txn, group, member, updated, op, ctx)
         bump = changed or regex_status != 0
-        group_epoch, subscription_type = update_subscription_metadata(group, bump, member, updated, op, ctx)
+        group_epoch, subscription_type = steps.update_subscription_metadata(
+            group, bump, member, updated, op, ctx
+        )
         owned = _owned(subscription.owned_partitions, ctx)
         rebalance = False
         if downgrade:
@@ -133,7 +127,7 @@ def classic_join(
             # classic (validateOnlineDowngradeWithReplacedMember + convertToClassicGroup)
             rebalance = group.assignment_epoch < group_epoch
             if not rebalance:
-                updated = maybe_reconcile(
+                updated = steps.maybe_reconcile(
                     txn,
                     group,
                     updated,
@@ -145,10 +139,10 @@ def classic_join(
                     ctx,
                 )
         else:
-            target_epoch, target = maybe_update_target(
+            target_epoch, target = steps.maybe_update_target(
                 txn, group, group_epoch, member, updated, subscription_type, op, ctx
             )
-            updated = maybe_reconcile(txn, group, updated, target_epoch, target, bump, owned, op, ctx)
+            updated = steps.maybe_reconcile(txn, group, updated, target_epoch, target, bump, owned, op, ctx)
     except ApiError as error:
         return answer(JoinGroupResponse(error.code, member_id=req.member_id))
     op.apply(txn)
@@ -188,7 +182,7 @@ def _join_member(
         if existing is None:
             return group.members.get(member_id) or ConsumerGroupMember(member_id)
         new_member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-        replace_member(group, existing, new_member, op, txn, ctx)
+        steps.replace_member(group, existing, new_member, op, txn, ctx)
         return new_member
     if existing is None:
         raise ApiError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")

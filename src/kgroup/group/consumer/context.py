@@ -23,7 +23,7 @@ from kgroup.group.metadata import MetadataImage
 from kgroup.group.records.consumer import (
     ConsumerGroupRecord,
 )
-from kgroup.group.txn import Txn
+from kgroup.group.txn import Operation, Txn
 from kgroup.model import TopicId
 
 
@@ -57,21 +57,10 @@ class ConsumerContext:
         return found
 
 
-class Op:
-    """One operation's effects, applied only when it succeeds."""
+class Op(Operation[ConsumerGroupRecord]):
+    """One consumer-group operation's records and timer effects (:class:`~kgroup.group.txn.Operation`)."""
 
-    __slots__ = ("records", "timer_ops")
-
-    def __init__(self) -> None:
-        self.records: list[ConsumerGroupRecord] = []
-        self.timer_ops: list[Callable[[], None]] = []
-
-    def apply(self, txn: Txn) -> None:
-        """The operation succeeded: its records are emitted (replayed) in order, then its timers set."""
-        for record in self.records:
-            txn.emit(record)
-        for timer_op in self.timer_ops:
-            timer_op()
+    __slots__ = ()
 
 
 def random_uuid(txn: Txn) -> str:

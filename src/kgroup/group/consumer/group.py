@@ -13,25 +13,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 
-from kgroup.group.assignors.api import SubscriptionType, assignment_from_record
+from kgroup.group.assignors.api import InvertedTarget, SubscriptionType, assignment_from_record
 from kgroup.group.consumer.member import ConsumerGroupMember
+from kgroup.group.modern import ModernGroupData
 from kgroup.group.records import OffsetAndMetadata, OffsetCommitted
-from kgroup.group.records.consumer import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRecord,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-    MemberAssignmentState,
-    PartitionEpochs,
-    ResolvedRegularExpression,
-    TargetAssignmentMetadataValue,
-    TopicAssignment,
-)
+from kgroup.group.records import consumer as records
 from kgroup.group.states import KafkaNamedState
-from kgroup.javacompat import hashmap_iteration_order, timeline_hashmap_order, timeline_table_after_put
+from kgroup.javacompat import hashmap_iteration_order, timeline_table_after_put
 from kgroup.model import TopicId, TopicPartition
 from kgroup.valuetypes import replace
 
@@ -118,7 +106,7 @@ class ConsumerGroupSnapshot:
     assignment_timestamp_ms: int
     members: tuple[ConsumerGroupMember, ...]
     target_assignment: tuple[tuple[str, tuple[tuple[TopicId, tuple[int, ...]], ...]], ...]
-    resolved_regexes: tuple[tuple[str, ResolvedRegularExpression], ...]
+    resolved_regexes: tuple[tuple[str, records.ResolvedRegularExpression], ...]
     offsets: tuple[tuple[TopicPartition, OffsetAndMetadata], ...]
 
 
@@ -135,30 +123,17 @@ def _dec(counts: dict[str, int], key: str) -> None:
 
 
 @dataclass(slots=True)
-class ConsumerGroupData:
+class ConsumerGroupData(ModernGroupData[ConsumerGroupMember]):
     """The mutable state of one consumer group; change it only through :meth:`apply`."""
 
-    group_id: str
-    #: a new group starts at epoch 1 with its assignment at epoch 1 (``ModernGroup``,
-    #: ``TargetAssignmentMetadata.INITIAL``): its first member joins at epoch 2
-    group_epoch: int = 1
-    metadata_hash: int = 0
-    assignment_epoch: int = 1
-    assignment_timestamp_ms: int = 0
     state: ConsumerGroupState = ConsumerGroupState.EMPTY
-    #: in the order the members were first put (since their last removal); Kafka iterates them in
-    #: its ``TimelineHashMap``'s order instead: :meth:`member_ids_in_kafka_order`
-    members: dict[str, ConsumerGroupMember] = field(default_factory=dict)
-    #: the slots of that ``TimelineHashMap`` (2 to start; it doubles on a put, never shrinks)
-    members_table: int = 2
-    target_assignment: dict[str, TopicAssignment] = field(default_factory=dict)
     #: topic -> partition -> the member the target assignment gives it to
-    inverted_target: dict[TopicId, dict[int, str]] = field(default_factory=dict)
+    inverted_target: InvertedTarget = field(default_factory=InvertedTarget)
     static_members: dict[str, str] = field(default_factory=dict)  # instance id -> member id
     server_assignors: dict[str, int] = field(default_factory=dict)
     subscribed_topic_names: TopicCounts = field(default_factory=TopicCounts)
     subscribed_regexes: dict[str, int] = field(default_factory=dict)
-    resolved_regexes: dict[str, ResolvedRegularExpression] = field(default_factory=dict)
+    resolved_regexes: dict[str, records.ResolvedRegularExpression] = field(default_factory=dict)
     #: topic -> partition -> the epoch of the member that owns (or is revoking) it
     partition_epochs: dict[TopicId, dict[int, int]] = field(default_factory=dict)
     subscription_type: SubscriptionType = SubscriptionType.HOMOGENEOUS
@@ -173,15 +148,6 @@ class ConsumerGroupData:
     def kind(self) -> str:
         return "consumer"
 
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
-
-    def member_ids_in_kafka_order(self) -> list[str]:
-        """The member ids as ``ModernGroup.members()`` iterates them (a ``TimelineHashMap``): the order
-        the target assignment's ``GroupSpec`` is filled in, which decides the order of members that
-        share a bucket of its ``HashMap``."""
-        return timeline_hashmap_order(self.members, self.members_table)
-
     def static_member(self, instance_id: str | None) -> ConsumerGroupMember | None:
         if instance_id is None:
             return None
@@ -191,10 +157,10 @@ class ConsumerGroupData:
     def has_static_member(self, instance_id: str | None) -> bool:
         return instance_id is not None and instance_id in self.static_members
 
-    def target_of(self, member_id: str) -> TopicAssignment:
+    def target_of(self, member_id: str) -> records.TopicAssignment:
         return self.target_assignment.get(member_id, {})
 
-    def target_of_static(self, member_id: str, instance_id: str | None) -> TopicAssignment:
+    def target_of_static(self, member_id: str, instance_id: str | None) -> records.TopicAssignment:
         """``targetAssignment(memberId, instanceId)``: a static member's is its instance's."""
         if instance_id is None:
             return self.target_of(member_id)
@@ -293,15 +259,15 @@ class ConsumerGroupData:
 
     # --- replay -------------------------------------------------------------------------------------
 
-    def apply(self, record: ConsumerGroupRecord | OffsetCommitted) -> None:
+    def apply(self, record: records.ConsumerGroupRecord | OffsetCommitted) -> None:
         if type(record) is OffsetCommitted:
             self.offsets[record.partition] = record.value
             return
-        if isinstance(record, ConsumerGroupMetadata):
+        if isinstance(record, records.ConsumerGroupMetadata):
             if record.value is None:
                 raise AssertionError("a consumer group's tombstone is applied by the coordinator")
             self.group_epoch, self.metadata_hash = record.value
-        elif isinstance(record, ConsumerGroupMemberMetadata):
+        elif isinstance(record, records.ConsumerGroupMemberMetadata):
             if record.value is not None:
                 old = self.members.get(record.member_id) or ConsumerGroupMember(record.member_id)
                 self._update_member(old.with_metadata(record.value))
@@ -318,7 +284,7 @@ class ConsumerGroupData:
                         f"member {record.member_id} deleted before its target assignment tombstone"
                     )
                 self._remove_member(record.member_id)
-        elif isinstance(record, ConsumerGroupCurrentMemberAssignment):
+        elif isinstance(record, records.ConsumerGroupCurrentMemberAssignment):
             if record.value is not None:
                 old = self.members.get(record.member_id) or ConsumerGroupMember(record.member_id)
                 self._update_member(old.with_assignment(record.value))
@@ -335,7 +301,7 @@ class ConsumerGroupData:
                         partitions_pending_revocation={},
                     )
                 )
-        elif isinstance(record, ConsumerGroupTargetAssignmentMember):
+        elif isinstance(record, records.ConsumerGroupTargetAssignmentMember):
             if record.value is not None:
                 new_target = assignment_from_record(record.value.items())
                 self._update_inverted(record.member_id, new_target)
@@ -343,7 +309,7 @@ class ConsumerGroupData:
             else:
                 self._update_inverted(record.member_id, {})
                 self.target_assignment.pop(record.member_id, None)
-        elif isinstance(record, ConsumerGroupTargetAssignmentMetadata):
+        elif isinstance(record, records.ConsumerGroupTargetAssignmentMetadata):
             if record.value is not None:
                 self.assignment_epoch = record.value.assignment_epoch
                 self.assignment_timestamp_ms = record.value.assignment_timestamp_ms
@@ -354,7 +320,7 @@ class ConsumerGroupData:
                     )
                 self.assignment_epoch, self.assignment_timestamp_ms = -1, 0
             self._update_state()
-        elif isinstance(record, ConsumerGroupRegularExpression):
+        elif isinstance(record, records.ConsumerGroupRegularExpression):
             old_resolved = self.resolved_regexes.pop(record.regex, None)
             if old_resolved is not None:
                 self.subscribed_topic_names.change_regex(old_resolved.topics, -1)
@@ -407,14 +373,14 @@ class ConsumerGroupData:
         self._update_subscription_type()
 
     def _count_stable(self, member: ConsumerGroupMember, delta: int) -> None:
-        if member.state is MemberAssignmentState.STABLE:
+        if member.state is records.MemberAssignmentState.STABLE:
             count = self.stable_at.get(member.member_epoch, 0) + delta
             if count:
                 self.stable_at[member.member_epoch] = count
             else:
                 del self.stable_at[member.member_epoch]
 
-    def _remove_epochs(self, assignment: PartitionEpochs, expected_epoch: int) -> None:
+    def _remove_epochs(self, assignment: records.PartitionEpochs, expected_epoch: int) -> None:
         for topic, partitions in assignment.items():
             owned = self.partition_epochs.get(topic)
             if owned is None:
@@ -425,7 +391,7 @@ class ConsumerGroupData:
             if not owned:
                 del self.partition_epochs[topic]
 
-    def _add_epochs(self, assignment: PartitionEpochs, epoch: int) -> None:
+    def _add_epochs(self, assignment: records.PartitionEpochs, epoch: int) -> None:
         for topic, partitions in assignment.items():
             owned = self.partition_epochs.setdefault(topic, {})
             for partition in partitions:
@@ -437,18 +403,7 @@ class ConsumerGroupData:
                 owned[partition] = epoch
 
     def _update_inverted(self, member_id: str, new: Mapping[TopicId, tuple[int, ...]]) -> None:
-        old = self.target_assignment.get(member_id, {})
-        for topic in set(old) | set(new):
-            old_partitions = set(old.get(topic, ()))
-            new_partitions = set(new.get(topic, ()))
-            owners = self.inverted_target.setdefault(topic, {})
-            for partition in old_partitions - new_partitions:
-                if owners.get(partition) == member_id:
-                    del owners[partition]
-            for partition in new_partitions - old_partitions:
-                owners[partition] = member_id
-            if not owners:
-                del self.inverted_target[topic]
+        self.inverted_target.move(member_id, self.target_assignment.get(member_id, {}), new)
 
     def _update_subscription_type(self) -> None:
         self.subscription_type = subscription_type_of(
@@ -468,30 +423,52 @@ class ConsumerGroupData:
 
     # --- checkpoint and snapshot ----------------------------------------------------------------------
 
-    def checkpoint_records(self) -> list[ConsumerGroupRecord | OffsetCommitted]:
+    def checkpoint_records(self) -> list[records.ConsumerGroupRecord | OffsetCommitted]:
         """The records that rebuild this group when replayed into a coordinator without it."""
         group_id = self.group_id
-        records: list[ConsumerGroupRecord | OffsetCommitted] = [
-            ConsumerGroupMetadata(group_id, (self.group_epoch, self.metadata_hash))
+        rebuilt: list[records.ConsumerGroupRecord | OffsetCommitted] = [
+            records.ConsumerGroupMetadata(group_id, (self.group_epoch, self.metadata_hash))
         ]
         for regex, resolved in self.resolved_regexes.items():
-            records.append(ConsumerGroupRegularExpression(group_id, regex, resolved))
+            rebuilt.append(records.ConsumerGroupRegularExpression(group_id, regex, resolved))
         for member in self.members.values():
-            records.append(ConsumerGroupMemberMetadata(group_id, member.member_id, member.metadata_value()))
+            rebuilt.append(
+                records.ConsumerGroupMemberMetadata(group_id, member.member_id, member.metadata_value())
+            )
         for member_id, target in self.target_assignment.items():
-            records.append(ConsumerGroupTargetAssignmentMember(group_id, member_id, target))
-        records.append(
-            ConsumerGroupTargetAssignmentMetadata(
-                group_id, TargetAssignmentMetadataValue(self.assignment_epoch, self.assignment_timestamp_ms)
+            rebuilt.append(records.ConsumerGroupTargetAssignmentMember(group_id, member_id, target))
+        rebuilt.append(
+            records.ConsumerGroupTargetAssignmentMetadata(
+                group_id,
+                records.TargetAssignmentMetadataValue(self.assignment_epoch, self.assignment_timestamp_ms),
             )
         )
         for member in self.members.values():
-            records.append(
-                ConsumerGroupCurrentMemberAssignment(group_id, member.member_id, member.assignment_value())
+            rebuilt.append(
+                records.ConsumerGroupCurrentMemberAssignment(
+                    group_id, member.member_id, member.assignment_value()
+                )
             )
         for partition, value in self.offsets.items():
-            records.append(OffsetCommitted(group_id, partition, value))
-        return records
+            rebuilt.append(OffsetCommitted(group_id, partition, value))
+        return rebuilt
+
+    def tombstone_records(self) -> list[records.ConsumerGroupRecord]:
+        """``ConsumerGroup.createGroupTombstoneRecords``: a tombstone for each of its records (its
+        offsets are not among them)."""
+        group_id = self.group_id
+        members = list(self.members)
+        tombstones: list[records.ConsumerGroupRecord] = [
+            records.ConsumerGroupCurrentMemberAssignment(group_id, m, None) for m in members
+        ]
+        tombstones.extend(records.ConsumerGroupTargetAssignmentMember(group_id, m, None) for m in members)
+        tombstones.append(records.ConsumerGroupTargetAssignmentMetadata(group_id, None))
+        tombstones.extend(records.ConsumerGroupMemberMetadata(group_id, m, None) for m in members)
+        tombstones.extend(
+            records.ConsumerGroupRegularExpression(group_id, regex, None) for regex in self.resolved_regexes
+        )
+        tombstones.append(records.ConsumerGroupMetadata(group_id, None))
+        return tombstones
 
     def snapshot(self) -> ConsumerGroupSnapshot:
         return ConsumerGroupSnapshot(

@@ -31,7 +31,7 @@ from kgroup.group.consumer.steps import (
     update_subscription_metadata,
 )
 from kgroup.group.consumer.timers import SessionTimer
-from kgroup.group.errors import ApiError, member_of, unknown_member
+from kgroup.group.errors import ApiError, member_of, not_blank, refusal, unknown_member
 from kgroup.group.records.consumer import (
     ConsumerGroupCurrentMemberAssignment,
 )
@@ -55,15 +55,11 @@ __all__ = ["handle_consumer_heartbeat", "invalid_heartbeat_answer"]
 
 
 def _validate(req: ConsumerGroupHeartbeatRequest, version: int, assignors: Collection[str]) -> None:
-    def empty(value: str | None, message: str) -> None:
-        if value is not None and not value.strip():
-            raise ApiError(ErrorCode.INVALID_REQUEST, message)
-
     if version >= 1 or req.member_epoch > 0 or req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-        empty(req.member_id, "MemberId can't be empty.")
-    empty(req.group_id, "GroupId can't be empty.")
-    empty(req.instance_id, "InstanceId can't be empty.")
-    empty(req.rack_id, "RackId can't be empty.")
+        not_blank(req.member_id, "MemberId can't be empty.")
+    not_blank(req.group_id, "GroupId can't be empty.")
+    not_blank(req.instance_id, "InstanceId can't be empty.")
+    not_blank(req.rack_id, "RackId can't be empty.")
     if req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
         if req.rebalance_timeout_ms == -1:
             raise ApiError(ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.")
@@ -96,11 +92,7 @@ def invalid_heartbeat_answer(
     """The answer to a heartbeat that fails ``throwIfConsumerGroupHeartbeatRequestIsInvalid``, or
     ``None``: a host that routes requests to coordinators asks this first, as Kafka's
     ``GroupCoordinatorService`` validates before the shard (an invalid request is never NOT_COORDINATOR)."""
-    try:
-        _validate(req, version, assignors)
-    except ApiError as error:
-        return ConsumerGroupHeartbeatResponse(error.code, error.message)
-    return None
+    return refusal(lambda: _validate(req, version, assignors), ConsumerGroupHeartbeatResponse)
 
 
 def handle_consumer_heartbeat(

@@ -27,18 +27,7 @@ from kgroup.group.consumer.timers import SessionTimer
 from kgroup.group.errors import ApiError
 from kgroup.group.javamap import JavaHashOrder
 from kgroup.group.records import ClassicGroupMember, GroupRestored
-from kgroup.group.records.consumer import (
-    ClassicMemberMetadata,
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRecord,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-    MemberAssignmentState,
-    TargetAssignmentMetadataValue,
-)
+from kgroup.group.records import consumer as records
 from kgroup.group.states import GroupState
 from kgroup.group.txn import Txn
 from kgroup.javacompat import hashmap_iteration_order
@@ -60,11 +49,11 @@ def upgrade(
     txn: Txn,
     classic: GroupData,
     ctx: ConsumerContext,
-    records: list[ConsumerGroupRecord],
+    emitted: list[records.ConsumerGroupRecord],
     after: list[Callable[[], None]],
 ) -> ConsumerGroupData:
     """``validateOnlineUpgrade`` + ``convertToConsumerGroup``: the consumer group the classic group
-    becomes (built in memory from the records appended to ``records``; ``after`` gets the effects to
+    becomes (built in memory from the records appended to ``emitted``; ``after`` gets the effects to
     carry out once the whole heartbeat succeeds)."""
     group_id = classic.group_id
     config = txn.config
@@ -101,7 +90,7 @@ def upgrade(
             member_id=classic_member.member_id,
             member_epoch=generation,
             previous_member_epoch=generation,
-            state=MemberAssignmentState.STABLE,
+            state=records.MemberAssignmentState.STABLE,
             instance_id=classic_member.group_instance_id,
             rack_id=subscription.rack_id,
             rebalance_timeout_ms=classic_member.rebalance_timeout_ms,
@@ -109,27 +98,31 @@ def upgrade(
             client_host=classic_member.client_host,
             subscribed_topic_names=frozenset(subscription.topics),
             assigned_partitions=epochs_of(target, generation),
-            classic_member_metadata=ClassicMemberMetadata(
+            classic_member_metadata=records.ClassicMemberMetadata(
                 classic_member.session_timeout_ms, classic_member.protocols
             ),
         )
         members.append(member)
         targets[member.member_id] = target
     names = {name for m in members for name in m.subscribed_topic_names}
-    conversion: list[ConsumerGroupRecord] = [
-        ConsumerGroupMemberMetadata(group_id, m.member_id, m.metadata_value()) for m in members
+    conversion: list[records.ConsumerGroupRecord] = [
+        records.ConsumerGroupMemberMetadata(group_id, m.member_id, m.metadata_value()) for m in members
     ]
-    conversion.append(ConsumerGroupMetadata(group_id, (generation, ctx.image.group_hash(names))))
+    conversion.append(records.ConsumerGroupMetadata(group_id, (generation, ctx.image.group_hash(names))))
     conversion.extend(
-        ConsumerGroupTargetAssignmentMember(group_id, m.member_id, targets[m.member_id]) for m in members
+        records.ConsumerGroupTargetAssignmentMember(group_id, m.member_id, targets[m.member_id])
+        for m in members
     )
     conversion.append(
-        ConsumerGroupTargetAssignmentMetadata(group_id, TargetAssignmentMetadataValue(generation, 0))
+        records.ConsumerGroupTargetAssignmentMetadata(
+            group_id, records.TargetAssignmentMetadataValue(generation, 0)
+        )
     )
     conversion.extend(
-        ConsumerGroupCurrentMemberAssignment(group_id, m.member_id, m.assignment_value()) for m in members
+        records.ConsumerGroupCurrentMemberAssignment(group_id, m.member_id, m.assignment_value())
+        for m in members
     )
-    records.extend(conversion)
+    emitted.extend(conversion)
     converted = ConsumerGroupData(group_id)
     for record in conversion:
         converted.apply(record)
@@ -245,7 +238,7 @@ def downgrade(
         with_assignments.append(replace(classic_member, assignment=assignment))
     for member_id in list(group.members):
         cancel_timers(txn, ctx, group_id, member_id)
-    for record in _tombstones(group):
+    for record in group.tombstone_records():
         txn.emit(record)
     txn.emit(replace(restored, protocol_name=protocol, members=tuple(with_assignments)))
     classic = ctx.classic.groups[group_id]
@@ -253,18 +246,3 @@ def downgrade(
         reschedule_heartbeat(txn, classic, classic_member.member_id)
     if rebalance:
         prepare_rebalance(txn, classic)
-
-
-def _tombstones(group: ConsumerGroupData) -> list[ConsumerGroupRecord]:
-    """``ConsumerGroup.createGroupTombstoneRecords``."""
-    group_id = group.group_id
-    members = list(group.members)
-    records: list[ConsumerGroupRecord] = [
-        ConsumerGroupCurrentMemberAssignment(group_id, m, None) for m in members
-    ]
-    records.extend(ConsumerGroupTargetAssignmentMember(group_id, m, None) for m in members)
-    records.append(ConsumerGroupTargetAssignmentMetadata(group_id, None))
-    records.extend(ConsumerGroupMemberMetadata(group_id, m, None) for m in members)
-    records.extend(ConsumerGroupRegularExpression(group_id, regex, None) for regex in group.resolved_regexes)
-    records.append(ConsumerGroupMetadata(group_id, None))
-    return records

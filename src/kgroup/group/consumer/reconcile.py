@@ -8,6 +8,7 @@ only once its previous owner released it (the coordinator knows an owner by the 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 
 from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.metadata import MetadataImage
@@ -84,26 +85,17 @@ def next_assignment(
     return builder.compute_next(target_epoch, member.assigned_partitions)
 
 
+@dataclass(frozen=True, slots=True)
 class _Builder:
-    __slots__ = ("current_epoch_of", "image", "member", "owned", "resolved", "target", "target_epoch")
+    """``CurrentAssignmentBuilder``'s inputs: the member, its target, and how to read the cluster."""
 
-    def __init__(
-        self,
-        member: ConsumerGroupMember,
-        target_epoch: int,
-        target: Mapping[TopicId, Collection[int]],
-        image: MetadataImage,
-        resolved: Mapping[str, ResolvedRegularExpression],
-        current_epoch_of: Callable[[TopicId, int], int],
-        owned: tuple[TopicPartitions, ...] | None,
-    ) -> None:
-        self.member = member
-        self.target_epoch = target_epoch
-        self.target = target
-        self.image = image
-        self.resolved = resolved
-        self.current_epoch_of = current_epoch_of
-        self.owned = owned
+    member: ConsumerGroupMember
+    target_epoch: int
+    target: Mapping[TopicId, Collection[int]]
+    image: MetadataImage
+    resolved: Mapping[str, ResolvedRegularExpression]
+    current_epoch_of: Callable[[TopicId, int], int]
+    owned: tuple[TopicPartitions, ...] | None
 
     def subscribed_ids(self) -> set[TopicId]:
         return _topic_ids(subscribed_topic_names(self.member, self.resolved), self.image)
@@ -143,14 +135,24 @@ class _Builder:
                     new_pending[topic] = merged
         if not changed:
             return member
-        if new_pending and self.owns_revoked(new_pending):
-            return replace(
-                member.update_member_epoch(member_epoch),
-                state=S.UNREVOKED_PARTITIONS,
-                assigned_partitions=new_assigned,
-                partitions_pending_revocation=new_pending,
-            )
+        unrevoked = self._unrevoked(member_epoch, new_assigned, new_pending)
+        if unrevoked is not None:
+            return unrevoked
         return replace(member.update_member_epoch(member_epoch), assigned_partitions=new_assigned)
+
+    def _unrevoked(
+        self, member_epoch: int, new_assigned: PartitionEpochs, new_pending: PartitionEpochs
+    ) -> ConsumerGroupMember | None:
+        """The member at ``member_epoch`` in ``UNREVOKED_PARTITIONS`` when it still owns a partition of
+        ``new_pending`` (``None``: it owns none, or nothing is pending)."""
+        if not new_pending or not self.owns_revoked(new_pending):
+            return None
+        return replace(
+            self.member.update_member_epoch(member_epoch),
+            state=S.UNREVOKED_PARTITIONS,
+            assigned_partitions=new_assigned,
+            partitions_pending_revocation=new_pending,
+        )
 
     def compute_next(self, member_epoch: int, assigned: PartitionEpochs) -> ConsumerGroupMember:
         """``computeNextAssignment``."""
@@ -183,24 +185,16 @@ class _Builder:
                 new_pending[topic] = revoking
             if to_assign:
                 pending_assignment[topic] = to_assign
-        if new_pending and self.owns_revoked(new_pending):
-            return replace(
-                member.update_member_epoch(member_epoch),
-                state=S.UNREVOKED_PARTITIONS,
-                assigned_partitions=new_assigned,
-                partitions_pending_revocation=new_pending,
-            )
-        if pending_assignment:
-            for topic, partitions in pending_assignment.items():
-                epochs = new_assigned.setdefault(topic, {})
-                for partition in partitions:
-                    epochs[partition] = target_epoch
-            state = S.UNRELEASED_PARTITIONS if has_unreleased else S.STABLE
-        else:
-            state = S.UNRELEASED_PARTITIONS if has_unreleased else S.STABLE
+        unrevoked = self._unrevoked(member_epoch, new_assigned, new_pending)
+        if unrevoked is not None:
+            return unrevoked
+        for topic, partitions in pending_assignment.items():
+            epochs = new_assigned.setdefault(topic, {})
+            for partition in partitions:
+                epochs[partition] = target_epoch
         return replace(
             member.update_member_epoch(target_epoch),
-            state=state,
+            state=S.UNRELEASED_PARTITIONS if has_unreleased else S.STABLE,
             assigned_partitions=new_assigned,
             partitions_pending_revocation={},
         )

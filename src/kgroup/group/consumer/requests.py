@@ -13,14 +13,6 @@ from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.timers import SessionTimer
 from kgroup.group.errors import ApiError
 from kgroup.group.records import GroupDeleted, OffsetAndMetadata, OffsetCommitted
-from kgroup.group.records.consumer import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-)
 from kgroup.group.txn import Txn
 from kgroup.group.txn_offsets import metadata_too_large, pending_commits, stable_answer
 from kgroup.javacompat import JavaHashSet, java_string_hash
@@ -108,17 +100,8 @@ def delete_consumer_group(txn: Txn, group: ConsumerGroupData, *, keep_offsets: b
         return ErrorCode.NON_EMPTY_GROUP
     group_id = group.group_id
     txn.cancel_group_timers(group_id)
-    members = list(group.members)
-    for member_id in members:
-        txn.emit(ConsumerGroupCurrentMemberAssignment(group_id, member_id, None))
-    for member_id in members:
-        txn.emit(ConsumerGroupTargetAssignmentMember(group_id, member_id, None))
-    txn.emit(ConsumerGroupTargetAssignmentMetadata(group_id, None))
-    for member_id in members:
-        txn.emit(ConsumerGroupMemberMetadata(group_id, member_id, None))
-    for regex in list(group.resolved_regexes):
-        txn.emit(ConsumerGroupRegularExpression(group_id, regex, None))
-    txn.emit(ConsumerGroupMetadata(group_id, None))
+    for record in group.tombstone_records():
+        txn.emit(record)
     if not keep_offsets:
         txn.emit(GroupDeleted(group_id))
     return ErrorCode.NONE

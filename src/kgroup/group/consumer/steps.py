@@ -5,13 +5,11 @@ a member and arming its rebalance timer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kgroup.group.assignors.api import (
-    GroupAssignment,
     MemberSpec,
-    PartitionAssignorError,
     SubscriptionType,
     group_spec,
 )
@@ -28,19 +26,8 @@ from kgroup.group.consumer.regex import InvalidTopicRegex, TopicRegex, compile_t
 from kgroup.group.consumer.timers import RebalanceTimer, RegexTimer
 from kgroup.group.errors import ApiError
 from kgroup.group.metadata import MetadataImage
-from kgroup.group.records.consumer import (
-    ConsumerGroupCurrentMemberAssignment,
-    ConsumerGroupMemberMetadata,
-    ConsumerGroupMetadata,
-    ConsumerGroupRecord,
-    ConsumerGroupRegularExpression,
-    ConsumerGroupTargetAssignmentMember,
-    ConsumerGroupTargetAssignmentMetadata,
-    MemberAssignmentState,
-    ResolvedRegularExpression,
-    TargetAssignmentMetadataValue,
-    TopicAssignment,
-)
+from kgroup.group.modern import changed_targets, new_target_assignment
+from kgroup.group.records import consumer as records
 from kgroup.group.txn import Txn
 from kgroup.javacompat import JavaHashSet, hashmap_order_of, java_integer_hash
 from kgroup.messages import (
@@ -49,7 +36,7 @@ from kgroup.messages import (
 )
 from kgroup.model import ErrorCode, TopicId
 
-S = MemberAssignmentState
+S = records.MemberAssignmentState
 
 
 #: Kafka resolves a group's regexes at most once per this long (``GroupMetadataManager``'s 10 s floor)
@@ -69,9 +56,9 @@ def check_regex(regex: str) -> TopicRegex:
 
 
 def remove_member_records(group_id: str, member_id: str, op: Op) -> None:
-    op.records.append(ConsumerGroupCurrentMemberAssignment(group_id, member_id, None))
-    op.records.append(ConsumerGroupTargetAssignmentMember(group_id, member_id, None))
-    op.records.append(ConsumerGroupMemberMetadata(group_id, member_id, None))
+    op.records.append(records.ConsumerGroupCurrentMemberAssignment(group_id, member_id, None))
+    op.records.append(records.ConsumerGroupTargetAssignmentMember(group_id, member_id, None))
+    op.records.append(records.ConsumerGroupMemberMetadata(group_id, member_id, None))
 
 
 def replace_member(
@@ -85,11 +72,13 @@ def replace_member(
     """``replaceMember``: a static member's new id takes the old one's place and target."""
     group_id = group.group_id
     remove_member_records(group_id, old.member_id, op)
-    op.records.append(ConsumerGroupMemberMetadata(group_id, new.member_id, new.metadata_value()))
+    op.records.append(records.ConsumerGroupMemberMetadata(group_id, new.member_id, new.metadata_value()))
     op.records.append(
-        ConsumerGroupTargetAssignmentMember(group_id, new.member_id, group.target_of(old.member_id))
+        records.ConsumerGroupTargetAssignmentMember(group_id, new.member_id, group.target_of(old.member_id))
     )
-    op.records.append(ConsumerGroupCurrentMemberAssignment(group_id, new.member_id, new.assignment_value()))
+    op.records.append(
+        records.ConsumerGroupCurrentMemberAssignment(group_id, new.member_id, new.assignment_value())
+    )
     op.timer_ops.append(lambda: cancel_timers(txn, ctx, group_id, old.member_id))
 
 
@@ -124,7 +113,9 @@ def member_subscription_changed(
 ) -> bool:
     """``hasMemberSubscriptionChanged``: writes the member's metadata record when anything changed."""
     if updated != member and (not updated.same_metadata(member) or updated.member_id != member.member_id):
-        op.records.append(ConsumerGroupMemberMetadata(group_id, updated.member_id, updated.metadata_value()))
+        op.records.append(
+            records.ConsumerGroupMemberMetadata(group_id, updated.member_id, updated.metadata_value())
+        )
         return updated.subscribed_topic_names != member.subscribed_topic_names
     return False
 
@@ -153,7 +144,7 @@ def maybe_update_regexes(
     if member.subscribed_topic_regex != updated.subscribed_topic_regex:
         status = RegexStatus.UPDATED
         if old_regex is not None and group.num_subscribed_members(old_regex) == 1:
-            op.records.append(ConsumerGroupRegularExpression(group_id, old_regex, None))
+            op.records.append(records.ConsumerGroupRegularExpression(group_id, old_regex, None))
         if new_regex is not None:
             if group.num_subscribed_members(new_regex) == 0:
                 check_regex(new_regex)
@@ -229,26 +220,26 @@ def finish_regex_resolution(
     if group is None or resolved is None:
         return
     image = ctx.image
-    records: list[ConsumerGroupRecord] = []
+    emitted: list[records.ConsumerGroupRecord] = []
     names = group.subscribed_topic_names.copy()
     bump = False
     for regex, topics in resolved.items():
         if group.num_subscribed_members(regex) == 0:
             continue
-        new = ResolvedRegularExpression(topics, task.image.version, task.started_ms)
+        new = records.ResolvedRegularExpression(topics, task.image.version, task.started_ms)
         old = group.resolved_regexes.get(regex)
         old_topics = old.topics if old is not None else frozenset()
         if old_topics != new.topics:
             bump = True
             names.change_regex(old_topics, -1)
             names.change_regex(new.topics, 1)
-        records.append(ConsumerGroupRegularExpression(group_id, regex, new))
+        emitted.append(records.ConsumerGroupRegularExpression(group_id, regex, new))
     metadata_hash = image.group_hash(names.names())
     if metadata_hash != group.metadata_hash:
         bump = True
     if bump:
-        records.append(ConsumerGroupMetadata(group_id, (group.group_epoch + 1, metadata_hash)))
-    for record in records:
+        emitted.append(records.ConsumerGroupMetadata(group_id, (group.group_epoch + 1, metadata_hash)))
+    for record in emitted:
         txn.emit(record)
 
 
@@ -274,12 +265,15 @@ def update_subscription_metadata(
         bump = True
     if bump:
         group_epoch += 1
-        op.records.append(ConsumerGroupMetadata(group.group_id, (group_epoch, metadata_hash)))
+        op.records.append(records.ConsumerGroupMetadata(group.group_id, (group_epoch, metadata_hash)))
     return group_epoch, subscription
 
 
 def member_spec(
-    member: ConsumerGroupMember, target: TopicAssignment, ctx: ConsumerContext, group: ConsumerGroupData
+    member: ConsumerGroupMember,
+    target: records.TopicAssignment,
+    ctx: ConsumerContext,
+    group: ConsumerGroupData,
 ) -> MemberSpec:
     names = subscribed_topic_names(member, group.resolved_regexes)
     topics = ctx.image.topics
@@ -298,7 +292,7 @@ def maybe_update_target(
     subscription: SubscriptionType,
     op: Op,
     ctx: ConsumerContext,
-) -> tuple[int, TopicAssignment]:
+) -> tuple[int, records.TopicAssignment]:
     """``maybeUpdateTargetAssignment``: run the group's assignor when the group epoch moved past the
     assignment epoch (at most once per ``group.consumer.assignment.interval.ms``)."""
     if group.assignment_epoch >= group_epoch or not can_compute(
@@ -310,7 +304,7 @@ def maybe_update_target(
     # TimelineHashMap, iterated in that map's order): the updated member in its place, a new one after
     # them all; a static member's new id takes the old id's place and target
     members: dict[str, ConsumerGroupMember] = {m: group.members[m] for m in group.member_ids_in_kafka_order()}
-    targets: dict[str, TopicAssignment] = dict(group.target_assignment)
+    targets: dict[str, records.TopicAssignment] = dict(group.target_assignment)
     previous_static = (
         group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
     )
@@ -328,36 +322,16 @@ def maybe_update_target(
         subscription,
         group.inverted_target,
     )
-    try:
-        result: GroupAssignment = ctx.assignor(name).assign(spec, ctx.image)
-    except PartitionAssignorError as exc:
-        raise ApiError(
-            ErrorCode.UNKNOWN_SERVER_ERROR,
-            f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}",
-        ) from exc
-    except Exception as exc:
-        raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{type(exc).__name__}: {exc}") from exc
+    result = new_target_assignment(ctx.assignor(name), spec, ctx.image, group_epoch, any_failure=True)
     group_id = group.group_id
-    for member_id in spec.members:
-        new = result.get(member_id, {})
-        old = targets.get(member_id)
-        if old is None or not same_assignment(old, new):
-            op.records.append(ConsumerGroupTargetAssignmentMember(group_id, member_id, new))
+    for member_id, new in changed_targets(spec.members, result, targets):
+        op.records.append(records.ConsumerGroupTargetAssignmentMember(group_id, member_id, new))
     op.records.append(
-        ConsumerGroupTargetAssignmentMetadata(
-            group_id, TargetAssignmentMetadataValue(group_epoch, txn.now_ms)
+        records.ConsumerGroupTargetAssignmentMetadata(
+            group_id, records.TargetAssignmentMetadataValue(group_epoch, txn.now_ms)
         )
     )
     return group_epoch, result.get(updated.member_id, {})
-
-
-def same_assignment(a: Mapping[TopicId, Iterable[int]], b: Mapping[TopicId, Iterable[int]]) -> bool:
-    """``Assignment.equals``: the same partitions per topic (a topic with no partitions counts)."""
-    if a is b:  # a member the assignor left alone gets its own map back
-        return True
-    if a.keys() != b.keys():
-        return False
-    return all(set(a[t]) == set(b[t]) for t in a)
 
 
 def can_compute(timestamp_ms: int, interval_ms: int, now_ms: int) -> bool:
@@ -370,7 +344,7 @@ def maybe_reconcile(
     group: ConsumerGroupData,
     member: ConsumerGroupMember,
     target_epoch: int,
-    target: TopicAssignment,
+    target: records.TopicAssignment,
     subscription_changed: bool,
     owned: tuple[TopicPartitions, ...] | None,
     op: Op,
@@ -393,7 +367,9 @@ def maybe_reconcile(
     if updated != member:
         group_id = group.group_id
         op.records.append(
-            ConsumerGroupCurrentMemberAssignment(group_id, updated.member_id, updated.assignment_value())
+            records.ConsumerGroupCurrentMemberAssignment(
+                group_id, updated.member_id, updated.assignment_value()
+            )
         )
         if not updated.uses_classic_protocol:
             member_id, epoch, timeout = updated.member_id, updated.member_epoch, updated.rebalance_timeout_ms

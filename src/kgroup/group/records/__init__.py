@@ -12,15 +12,13 @@ records; its in-flight rebalance state lives only in memory. kgroup's log is a f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kgroup.group.records.consumer import ConsumerGroupRecord
 from kgroup.group.records.share import ShareGroupRecord
 from kgroup.group.states import GroupState
 from kgroup.group.timers import TimerKey
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import TopicPartition
-from kgroup.valuetypes import fast_init
+from kgroup.valuetypes import value_type
 
 __all__ = [
     "ClassicGroupMember",
@@ -51,8 +49,7 @@ __all__ = [
 ]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class Parked:
     """A JoinGroup or SyncGroup waiting for its answer: where to send it when it comes."""
 
@@ -60,8 +57,7 @@ class Parked:
     correlation_id: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ClassicGroupMember:
     """One member of a classic group (Kafka's ``ClassicGroupMember``)."""
 
@@ -95,8 +91,7 @@ class ClassicGroupMember:
         raise AssertionError(f"member {self.member_id} supports none of {sorted(candidates)}")
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OffsetAndMetadata:
     """A committed offset (Kafka's ``OffsetAndMetadata``)."""
 
@@ -109,23 +104,20 @@ class OffsetAndMetadata:
 # --- group records ---------------------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class GroupCreated:
     group_id: str
     timestamp_ms: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class GroupStateChanged:
     group_id: str
     state: GroupState
     timestamp_ms: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class GenerationStarted:
     """``initNextGeneration``: the new generation id and the protocol chosen for it (None when Empty)."""
 
@@ -134,22 +126,19 @@ class GenerationStarted:
     protocol_name: str | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class GroupLeaderChanged:
     group_id: str
     leader: str | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class GroupProtocolTypeChanged:
     group_id: str
     protocol_type: str | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class MemberUpserted:
     """Put a member (a new id is appended to Java's map order; a known id keeps its place)."""
 
@@ -157,15 +146,13 @@ class MemberUpserted:
     member: ClassicGroupMember
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class MemberRemoved:
     group_id: str
     member_id: str
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class StaticMemberReplaced:
     """A static member's new id takes the old one's place (``replaceStaticMember``): the old id leaves
     the map and the new one is put at its bucket's tail. Unlike a removal, the pending-join and
@@ -176,8 +163,7 @@ class StaticMemberReplaced:
     member: ClassicGroupMember
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class PendingMemberAdded:
     """A member id handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394)."""
 
@@ -185,15 +171,13 @@ class PendingMemberAdded:
     member_id: str
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class PendingMemberRemoved:
     group_id: str
     member_id: str
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class PendingSyncMembersSet:
     """The members of the current generation that have not sent SyncGroup yet."""
 
@@ -201,8 +185,7 @@ class PendingSyncMembersSet:
     member_ids: tuple[str, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class PendingSyncMemberRemoved:
     """One member of the current generation sent its SyncGroup."""
 
@@ -210,8 +193,7 @@ class PendingSyncMemberRemoved:
     member_id: str
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class InitialDelayUpdated:
     """The initial-rebalance delay's progress: whether a member joined since the delay was armed, and the
     (delay, remaining) pair the armed join timer carries (None when the join timer is a plain one)."""
@@ -222,16 +204,14 @@ class InitialDelayUpdated:
     remaining_ms: int | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class OffsetCommitted:
     group_id: str
     partition: TopicPartition
     value: OffsetAndMetadata
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class TxnOffsetCommitted:
     """An offset committed inside producer ``producer_id``'s transaction (TxnOffsetCommit): pending
     until the transaction ends (:class:`TxnOffsetsEnded`), never read by OffsetFetch before."""
@@ -243,8 +223,7 @@ class TxnOffsetCommitted:
     value: OffsetAndMetadata
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class TxnOffsetsEnded:
     """Producer ``producer_id``'s transaction ended (its marker reached the group's ``__consumer_offsets``
     partition): its pending offsets of the group are committed (``committed``) or dropped."""
@@ -254,16 +233,14 @@ class TxnOffsetsEnded:
     committed: bool
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class GroupDeleted:
     """Tombstone: the group and its offsets are gone."""
 
     group_id: str
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class GroupRestored:
     """A whole group, as a checkpoint of the coordinator's log writes it (never a handler).
 
@@ -292,8 +269,7 @@ class GroupRestored:
 # --- timers ----------------------------------------------------------------------------------------
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class TimerArmed:
     key: TimerKey
     deadline_ms: int
@@ -304,8 +280,7 @@ class TimerArmed:
         return self.key.group_id
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class TimerDisarmed:
     key: TimerKey
 

@@ -13,12 +13,11 @@ Assignments with epochs map topic id -> partition -> the epoch at which the memb
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import IntEnum
 
 from kgroup.messages import JoinGroupProtocol
 from kgroup.model import TopicId
-from kgroup.valuetypes import fast_init
+from kgroup.valuetypes import value_type
 
 __all__ = [
     "ClassicMemberMetadata",
@@ -53,8 +52,7 @@ class MemberAssignmentState(IntEnum):
     UNKNOWN = 127
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ClassicMemberMetadata:
     """``ConsumerGroupMemberMetadataValue.ClassicMemberMetadata``: a member using the classic protocol."""
 
@@ -62,8 +60,7 @@ class ClassicMemberMetadata:
     supported_protocols: tuple[JoinGroupProtocol, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class MemberMetadataValue:
     """``ConsumerGroupMemberMetadataValue``: the member's subscription and client facts."""
 
@@ -78,16 +75,14 @@ class MemberMetadataValue:
     classic_member_metadata: ClassicMemberMetadata | None = None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerGroupMemberMetadata:
     group_id: str
     member_id: str
     value: MemberMetadataValue | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerGroupMetadata:
     """``ConsumerGroupMetadataValue``: the group epoch and the hash of its subscribed topics' metadata;
     the tombstone deletes the group (once every other record of it is gone)."""
@@ -96,30 +91,26 @@ class ConsumerGroupMetadata:
     value: tuple[int, int] | None  # (epoch, metadata hash)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerGroupTargetAssignmentMember:
     group_id: str
     member_id: str
     value: TopicAssignment | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class TargetAssignmentMetadataValue:
     assignment_epoch: int
     assignment_timestamp_ms: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerGroupTargetAssignmentMetadata:
     group_id: str
     value: TargetAssignmentMetadataValue | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class CurrentAssignmentValue:
     """``ConsumerGroupCurrentMemberAssignmentValue``."""
 
@@ -130,16 +121,14 @@ class CurrentAssignmentValue:
     partitions_pending_revocation: PartitionEpochs
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerGroupCurrentMemberAssignment:
     group_id: str
     member_id: str
     value: CurrentAssignmentValue | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ResolvedRegularExpression:
     """``ConsumerGroupRegularExpressionValue``: the topics a regex matched, at which metadata version."""
 
@@ -148,8 +137,7 @@ class ResolvedRegularExpression:
     timestamp_ms: int
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ConsumerGroupRegularExpression:
     group_id: str
     regex: str

@@ -9,11 +9,9 @@ pending revocation and no assignment epochs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from kgroup.group.records.consumer import TargetAssignmentMetadataValue, TopicAssignment
 from kgroup.model import TopicId
-from kgroup.valuetypes import fast_init
+from kgroup.valuetypes import value_type
 
 __all__ = [
     "ShareCurrentAssignmentValue",
@@ -31,8 +29,7 @@ __all__ = [
 ]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareMemberMetadataValue:
     """``ShareGroupMemberMetadataValue``: a share member's client facts and subscription."""
 
@@ -42,16 +39,14 @@ class ShareMemberMetadataValue:
     subscribed_topic_names: tuple[str, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareGroupMemberMetadata:
     group_id: str
     member_id: str
     value: ShareMemberMetadataValue | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareGroupMetadata:
     """``ShareGroupMetadataValue``: the group epoch and the hash of its subscribed topics' metadata;
     the tombstone deletes the group."""
@@ -60,23 +55,20 @@ class ShareGroupMetadata:
     value: tuple[int, int] | None  # (epoch, metadata hash)
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareGroupTargetAssignmentMetadata:
     group_id: str
     value: TargetAssignmentMetadataValue | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareGroupTargetAssignmentMember:
     group_id: str
     member_id: str
     value: TopicAssignment | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareCurrentAssignmentValue:
     """``ShareGroupCurrentMemberAssignmentValue`` (``state``: Kafka's ``MemberState`` byte, always
     STABLE (0) for a share member)."""
@@ -87,16 +79,14 @@ class ShareCurrentAssignmentValue:
     assigned_partitions: TopicAssignment
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareGroupCurrentMemberAssignment:
     group_id: str
     member_id: str
     value: ShareCurrentAssignmentValue | None
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class SharePartitionsInfo:
     """``TopicPartitionsInfo``: a topic (id and name) and some of its partitions."""
 
@@ -105,8 +95,7 @@ class SharePartitionsInfo:
     partitions: tuple[int, ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareStatePartitionValue:
     """``ShareGroupStatePartitionMetadataValue``: which partitions' share state is being initialised,
     is initialised (only those are assignable), and which topics' state is being deleted."""
@@ -116,8 +105,7 @@ class ShareStatePartitionValue:
     deleting: tuple[tuple[TopicId, str], ...]
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareGroupStatePartitionMetadata:
     group_id: str
     value: ShareStatePartitionValue | None

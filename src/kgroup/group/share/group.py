@@ -12,24 +12,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from kgroup.group.assignors import SubscriptionType
+from kgroup.group.modern import ModernGroupData
+from kgroup.group.records import share as records
 from kgroup.group.records.consumer import TargetAssignmentMetadataValue, TopicAssignment
-from kgroup.group.records.share import (
-    ShareCurrentAssignmentValue,
-    ShareGroupCurrentMemberAssignment,
-    ShareGroupMemberMetadata,
-    ShareGroupMetadata,
-    ShareGroupRecord,
-    ShareGroupStatePartitionMetadata,
-    ShareGroupTargetAssignmentMember,
-    ShareGroupTargetAssignmentMetadata,
-    ShareMemberMetadataValue,
-    SharePartitionsInfo,
-    ShareStatePartitionValue,
-)
 from kgroup.group.states import KafkaNamedState
-from kgroup.javacompat import timeline_hashmap_order, timeline_table_after_put
+from kgroup.javacompat import timeline_table_after_put
 from kgroup.model import TopicId
-from kgroup.valuetypes import fast_init
+from kgroup.valuetypes import value_type
 
 __all__ = ["ShareGroupData", "ShareGroupState", "ShareMember", "SharePartitionStates"]
 
@@ -42,8 +31,7 @@ class ShareGroupState(KafkaNamedState):
     DEAD = "Dead"
 
 
-@fast_init
-@dataclass(frozen=True, slots=True)
+@value_type
 class ShareMember:
     """``ShareGroupMember``: ``subscribed_topic_names`` in the order its ``HashSet`` iterates them."""
 
@@ -57,13 +45,13 @@ class ShareMember:
     subscribed_topic_names: tuple[str, ...] = ()
     assigned_partitions: TopicAssignment = field(default_factory=dict)
 
-    def metadata_value(self) -> ShareMemberMetadataValue:
-        return ShareMemberMetadataValue(
+    def metadata_value(self) -> records.ShareMemberMetadataValue:
+        return records.ShareMemberMetadataValue(
             self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names
         )
 
-    def assignment_value(self) -> ShareCurrentAssignmentValue:
-        return ShareCurrentAssignmentValue(
+    def assignment_value(self) -> records.ShareCurrentAssignmentValue:
+        return records.ShareCurrentAssignmentValue(
             self.member_epoch, self.previous_member_epoch, self.state, self.assigned_partitions
         )
 
@@ -80,10 +68,15 @@ class SharePartitionStates:
     initialized: dict[TopicId, tuple[str, frozenset[int]]] = field(default_factory=dict)
     deleting: dict[TopicId, str] = field(default_factory=dict)
 
-    def value(self) -> ShareStatePartitionValue:
-        return ShareStatePartitionValue(
-            tuple(SharePartitionsInfo(t, n, tuple(sorted(p))) for t, (n, p, _) in self.initializing.items()),
-            tuple(SharePartitionsInfo(t, n, tuple(sorted(p))) for t, (n, p) in self.initialized.items()),
+    def value(self) -> records.ShareStatePartitionValue:
+        return records.ShareStatePartitionValue(
+            tuple(
+                records.SharePartitionsInfo(t, n, tuple(sorted(p)))
+                for t, (n, p, _) in self.initializing.items()
+            ),
+            tuple(
+                records.SharePartitionsInfo(t, n, tuple(sorted(p))) for t, (n, p) in self.initialized.items()
+            ),
             tuple(self.deleting.items()),
         )
 
@@ -93,21 +86,9 @@ class SharePartitionStates:
 
 
 @dataclass(slots=True)
-class ShareGroupData:
+class ShareGroupData(ModernGroupData[ShareMember]):
     """The mutable state of one share group; change it only through :meth:`apply`."""
 
-    group_id: str
-    #: a new group starts at epoch 1 with its assignment at epoch 1 (``ModernGroup``,
-    #: ``TargetAssignmentMetadata.INITIAL``): its first member joins at epoch 2
-    group_epoch: int = 1
-    metadata_hash: int = 0
-    assignment_epoch: int = 1
-    assignment_timestamp_ms: int = 0
-    #: in the order the members were first put (since their last removal); Kafka iterates its
-    #: ``TimelineHashMap``'s order instead: :meth:`member_ids_in_kafka_order`
-    members: dict[str, ShareMember] = field(default_factory=dict)
-    members_table: int = 2
-    target_assignment: dict[str, TopicAssignment] = field(default_factory=dict)
     #: topic name -> how many members subscribe to it
     subscribed_topic_names: dict[str, int] = field(default_factory=dict)
     partition_states: SharePartitionStates | None = None
@@ -127,10 +108,6 @@ class ShareGroupData:
 
     def is_empty(self) -> bool:
         return not self.members
-
-    def member_ids_in_kafka_order(self) -> list[str]:
-        """The member ids as ``ModernGroup.members()`` iterates them (a ``TimelineHashMap``)."""
-        return timeline_hashmap_order(self.members, self.members_table)
 
     def subscription_type(self, names: Mapping[str, int], members: int) -> SubscriptionType:
         """``ModernGroup.subscriptionType``: homogeneous when every subscribed name has every member."""
@@ -153,11 +130,11 @@ class ShareGroupData:
 
     # --- replay ------------------------------------------------------------------------------------
 
-    def apply(self, record: ShareGroupRecord) -> None:
-        if isinstance(record, ShareGroupMetadata):
+    def apply(self, record: records.ShareGroupRecord) -> None:
+        if isinstance(record, records.ShareGroupMetadata):
             assert record.value is not None  # the tombstone is the kind's: it deletes the group
             self.group_epoch, self.metadata_hash = record.value
-        elif isinstance(record, ShareGroupMemberMetadata):
+        elif isinstance(record, records.ShareGroupMemberMetadata):
             old = self.members.get(record.member_id)
             if record.value is None:
                 if old is not None:
@@ -174,7 +151,7 @@ class ShareGroupData:
                 subscribed_topic_names=v.subscribed_topic_names,
             )
             self._put(old, new)
-        elif isinstance(record, ShareGroupCurrentMemberAssignment):
+        elif isinstance(record, records.ShareGroupCurrentMemberAssignment):
             old = self.members.get(record.member_id)
             base = old if old is not None else ShareMember(record.member_id)
             if record.value is None:
@@ -191,16 +168,16 @@ class ShareGroupData:
             if old is None and record.value is None:
                 return
             self._put(old, new)
-        elif isinstance(record, ShareGroupTargetAssignmentMember):
+        elif isinstance(record, records.ShareGroupTargetAssignmentMember):
             if record.value is None:
                 self.target_assignment.pop(record.member_id, None)
             else:
                 self.target_assignment[record.member_id] = dict(record.value)
-        elif isinstance(record, ShareGroupTargetAssignmentMetadata):
+        elif isinstance(record, records.ShareGroupTargetAssignmentMetadata):
             value = record.value if record.value is not None else TargetAssignmentMetadataValue(0, 0)
             self.assignment_epoch = value.assignment_epoch
             self.assignment_timestamp_ms = value.assignment_timestamp_ms
-        elif isinstance(record, ShareGroupStatePartitionMetadata):
+        elif isinstance(record, records.ShareGroupStatePartitionMetadata):
             if record.value is None:
                 self.partition_states = None
                 return
@@ -251,21 +228,38 @@ class ShareGroupData:
 
     # --- checkpoint and snapshot -------------------------------------------------------------------
 
-    def checkpoint_records(self) -> Iterator[ShareGroupRecord]:
+    def checkpoint_records(self) -> Iterator[records.ShareGroupRecord]:
         """Records that rebuild this group in an empty coordinator (Kafka's compaction keeps these)."""
         gid = self.group_id
-        yield ShareGroupMetadata(gid, (self.group_epoch, self.metadata_hash))
+        yield records.ShareGroupMetadata(gid, (self.group_epoch, self.metadata_hash))
         for member in self.members.values():
-            yield ShareGroupMemberMetadata(gid, member.member_id, member.metadata_value())
+            yield records.ShareGroupMemberMetadata(gid, member.member_id, member.metadata_value())
         for member_id, target in self.target_assignment.items():
-            yield ShareGroupTargetAssignmentMember(gid, member_id, target)
-        yield ShareGroupTargetAssignmentMetadata(
+            yield records.ShareGroupTargetAssignmentMember(gid, member_id, target)
+        yield records.ShareGroupTargetAssignmentMetadata(
             gid, TargetAssignmentMetadataValue(self.assignment_epoch, self.assignment_timestamp_ms)
         )
         for member in self.members.values():
-            yield ShareGroupCurrentMemberAssignment(gid, member.member_id, member.assignment_value())
+            yield records.ShareGroupCurrentMemberAssignment(gid, member.member_id, member.assignment_value())
         if self.partition_states is not None:
-            yield ShareGroupStatePartitionMetadata(gid, self.partition_states.value())
+            yield records.ShareGroupStatePartitionMetadata(gid, self.partition_states.value())
+
+    def tombstone_records(self) -> list[records.ShareGroupRecord]:
+        """``ShareGroup.createGroupTombstoneRecords``: a tombstone for each of its records."""
+        group_id = self.group_id
+        members = list(self.members)
+        tombstones: list[records.ShareGroupRecord] = [
+            records.ShareGroupCurrentMemberAssignment(group_id, m, None) for m in members
+        ]
+        tombstones.extend(
+            records.ShareGroupTargetAssignmentMember(group_id, m, None) for m in self.target_assignment
+        )
+        tombstones.append(records.ShareGroupTargetAssignmentMetadata(group_id, None))
+        tombstones.extend(records.ShareGroupMemberMetadata(group_id, m, None) for m in members)
+        if self.partition_states is not None:
+            tombstones.append(records.ShareGroupStatePartitionMetadata(group_id, None))
+        tombstones.append(records.ShareGroupMetadata(group_id, None))
+        return tombstones
 
     def snapshot(self) -> tuple[object, ...]:
         def assignment(a: TopicAssignment) -> tuple[tuple[TopicId, tuple[int, ...]], ...]:

@@ -17,29 +17,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kgroup.group.assignors import (
-    GroupAssignment,
     MemberSpec,
-    PartitionAssignorError,
     SimpleAssignor,
     SubscriptionType,
     assignment_from_record,
     group_spec,
 )
-from kgroup.group.errors import ApiError, member_of, timer_member, unknown_member
+from kgroup.group.errors import ApiError, member_of, not_blank, refusal, timer_member, unknown_member
 from kgroup.group.metadata import MetadataImage
+from kgroup.group.modern import changed_targets, new_target_assignment, same_assignment
+from kgroup.group.records import share as records
 from kgroup.group.records.consumer import TargetAssignmentMetadataValue, TopicAssignment
-from kgroup.group.records.share import (
-    ShareGroupCurrentMemberAssignment,
-    ShareGroupMemberMetadata,
-    ShareGroupMetadata,
-    ShareGroupRecord,
-    ShareGroupStatePartitionMetadata,
-    ShareGroupTargetAssignmentMember,
-    ShareGroupTargetAssignmentMetadata,
-)
 from kgroup.group.share.group import ShareGroupData, ShareMember, SharePartitionStates
 from kgroup.group.share.timers import ShareSessionTimer
-from kgroup.group.txn import Txn
+from kgroup.group.txn import Operation, Txn
 from kgroup.javacompat import JavaHashSet, hashmap_order_of, java_string_hash
 from kgroup.messages import (
     SHARE_LEAVE_GROUP_MEMBER_EPOCH,
@@ -90,20 +81,10 @@ class InitializeShareState:
         return True
 
 
-class _Op:
-    """One operation's records and timer effects, applied only when it succeeds."""
+class _Op(Operation[records.ShareGroupRecord]):
+    """One share-group operation's records (:class:`~kgroup.group.txn.Operation`)."""
 
-    __slots__ = ("after", "records")
-
-    def __init__(self) -> None:
-        self.records: list[ShareGroupRecord] = []
-        self.after: list[Callable[[], None]] = []
-
-    def apply(self, txn: Txn) -> None:
-        for record in self.records:
-            txn.emit(record)
-        for step in self.after:
-            step()
+    __slots__ = ()
 
 
 # --- the request --------------------------------------------------------------------------------------
@@ -111,12 +92,9 @@ class _Op:
 
 def _validate(req: ShareGroupHeartbeatRequest) -> None:
     """``throwIfShareGroupHeartbeatRequestIsInvalid`` (GroupCoordinatorService, before the shard)."""
-    if not req.member_id.strip():
-        raise ApiError(ErrorCode.INVALID_REQUEST, "MemberId can't be empty.")
-    if not req.group_id.strip():
-        raise ApiError(ErrorCode.INVALID_REQUEST, "GroupId can't be empty.")
-    if req.rack_id is not None and not req.rack_id.strip():
-        raise ApiError(ErrorCode.INVALID_REQUEST, "RackId can't be empty.")
+    not_blank(req.member_id, "MemberId can't be empty.")
+    not_blank(req.group_id, "GroupId can't be empty.")
+    not_blank(req.rack_id, "RackId can't be empty.")
     if req.member_epoch == 0:
         if not req.subscribed_topic_names:
             raise ApiError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames must be set in first request.")
@@ -127,11 +105,7 @@ def _validate(req: ShareGroupHeartbeatRequest) -> None:
 def invalid_share_heartbeat_answer(req: ShareGroupHeartbeatRequest) -> ShareGroupHeartbeatResponse | None:
     """The answer Kafka's ``GroupCoordinatorService`` gives a request that fails its own checks (at any
     broker, before the group's coordinator is looked for), or ``None``."""
-    try:
-        _validate(req)
-    except ApiError as exc:
-        return ShareGroupHeartbeatResponse(exc.code, exc.message)
-    return None
+    return refusal(lambda: _validate(req), ShareGroupHeartbeatResponse)
 
 
 def handle_share_heartbeat(
@@ -204,7 +178,7 @@ def _heartbeat(
     )
     changed = False
     if updated != member:
-        op.records.append(ShareGroupMemberMetadata(group_id, member_id, updated.metadata_value()))
+        op.records.append(records.ShareGroupMemberMetadata(group_id, member_id, updated.metadata_value()))
         changed = set(updated.subscribed_topic_names) != set(member.subscribed_topic_names)
 
     group_epoch = group.group_epoch
@@ -229,7 +203,7 @@ def _heartbeat(
             changed = True
         if changed:
             group_epoch += 1
-            op.records.append(ShareGroupMetadata(group_id, (group_epoch, metadata_hash)))
+            op.records.append(records.ShareGroupMetadata(group_id, (group_epoch, metadata_hash)))
         refreshed = True
 
     target_epoch, target = _maybe_update_target(txn, group, group_epoch, updated, subscription, op, ctx)
@@ -249,7 +223,7 @@ def _heartbeat(
 
     full = req.subscribed_topic_names is not None
     assignment = None
-    if epoch == 0 or full or not _same(member.assigned_partitions, reconciled.assigned_partitions):
+    if epoch == 0 or full or not same_assignment(member.assigned_partitions, reconciled.assigned_partitions):
         assignment = tuple(TopicPartitions(t, tuple(p)) for t, p in reconciled.assigned_partitions.items())
     return ShareGroupHeartbeatResponse(
         ErrorCode.NONE,
@@ -278,12 +252,6 @@ def _check_epoch(member: ShareMember, received: int) -> None:
             f"coordinator ({member.member_epoch}), and it does not match the previous member epoch "
             f"({member.previous_member_epoch}). The member must abandon all its partitions and rejoin.",
         )
-
-
-def _same(a: Mapping[TopicId, object], b: Mapping[TopicId, object]) -> bool:
-    if a.keys() != b.keys():
-        return False
-    return all(set(a[t]) == set(b[t]) for t in a)  # type: ignore[call-overload]
 
 
 # --- the target assignment ------------------------------------------------------------------------------
@@ -356,21 +324,14 @@ def _maybe_update_target(
         subscription,
         assignable=assignable,
     )
-    try:
-        result: GroupAssignment = ctx.assignor.assign(spec, ctx.image)
-    except PartitionAssignorError as exc:
-        raise ApiError(
-            ErrorCode.UNKNOWN_SERVER_ERROR,
-            f"Failed to compute a new target assignment for epoch {group_epoch}: {exc}",
-        ) from exc
+    result = new_target_assignment(ctx.assignor, spec, ctx.image, group_epoch)
     group_id = group.group_id
-    for member_id in spec.members:
-        new = result.get(member_id, {})
-        old = targets.get(member_id)
-        if old is None or not _same(old, new):
-            op.records.append(ShareGroupTargetAssignmentMember(group_id, member_id, new))
+    for member_id, new in changed_targets(spec.members, result, targets):
+        op.records.append(records.ShareGroupTargetAssignmentMember(group_id, member_id, new))
     op.records.append(
-        ShareGroupTargetAssignmentMetadata(group_id, TargetAssignmentMetadataValue(group_epoch, txn.now_ms))
+        records.ShareGroupTargetAssignmentMetadata(
+            group_id, TargetAssignmentMetadataValue(group_epoch, txn.now_ms)
+        )
     )
     return group_epoch, result.get(updated.member_id, {})
 
@@ -402,7 +363,7 @@ def _maybe_reconcile(
         return member
     if updated != member:
         op.records.append(
-            ShareGroupCurrentMemberAssignment(group_id, updated.member_id, updated.assignment_value())
+            records.ShareGroupCurrentMemberAssignment(group_id, updated.member_id, updated.assignment_value())
         )
     return updated
 
@@ -452,7 +413,7 @@ def _maybe_initialize(
         initializing[topic_id] = (name, partitions | (before[1] if before else frozenset()), 0)
     deleting = {t: n for t, n in states.deleting.items() if t not in wanted}
     op.records.append(
-        ShareGroupStatePartitionMetadata(
+        records.ShareGroupStatePartitionMetadata(
             group.group_id, SharePartitionStates(initializing, dict(states.initialized), deleting).value()
         )
     )
@@ -485,7 +446,7 @@ def finish_initialize(txn: Txn, ctx: ShareContext, task: InitializeShareState, o
         {t: (n, frozenset(p)) for t, (n, p) in initialized.items()},
         dict(states.deleting),
     ).value()
-    txn.emit(ShareGroupStatePartitionMetadata(task.group_id, value))
+    txn.emit(records.ShareGroupStatePartitionMetadata(task.group_id, value))
 
 
 # --- leaving and fencing --------------------------------------------------------------------------------
@@ -507,12 +468,14 @@ def fence_share_member(txn: Txn, group: ShareGroupData, member: ShareMember, ctx
     metadata_hash = ctx.image.group_hash(counts.keys())
     epoch = group.group_epoch + 1
     last = len(group.members) == 1
-    txn.emit(ShareGroupCurrentMemberAssignment(group_id, member_id, None))
-    txn.emit(ShareGroupTargetAssignmentMember(group_id, member_id, None))
-    txn.emit(ShareGroupMemberMetadata(group_id, member_id, None))
-    txn.emit(ShareGroupMetadata(group_id, (epoch, metadata_hash)))
+    txn.emit(records.ShareGroupCurrentMemberAssignment(group_id, member_id, None))
+    txn.emit(records.ShareGroupTargetAssignmentMember(group_id, member_id, None))
+    txn.emit(records.ShareGroupMemberMetadata(group_id, member_id, None))
+    txn.emit(records.ShareGroupMetadata(group_id, (epoch, metadata_hash)))
     if last:
-        txn.emit(ShareGroupTargetAssignmentMetadata(group_id, TargetAssignmentMetadataValue(epoch, 0)))
+        txn.emit(
+            records.ShareGroupTargetAssignmentMetadata(group_id, TargetAssignmentMetadataValue(epoch, 0))
+        )
     txn.cancel(ShareSessionTimer(group_id, member_id))
 
 

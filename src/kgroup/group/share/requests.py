@@ -3,14 +3,6 @@
 from __future__ import annotations
 
 from kgroup.group.admin import described_groups, described_topics
-from kgroup.group.records.share import (
-    ShareGroupCurrentMemberAssignment,
-    ShareGroupMemberMetadata,
-    ShareGroupMetadata,
-    ShareGroupStatePartitionMetadata,
-    ShareGroupTargetAssignmentMember,
-    ShareGroupTargetAssignmentMetadata,
-)
 from kgroup.group.share.group import ShareGroupData, ShareGroupState, ShareMember
 from kgroup.group.share.heartbeat import ShareContext
 from kgroup.group.share.timers import ShareSessionTimer
@@ -72,17 +64,8 @@ def delete_share_group(txn: Txn, group: ShareGroupData) -> ErrorCode:
         return ErrorCode.NON_EMPTY_GROUP
     group_id = group.group_id
     txn.cancel_group_timers(group_id)
-    members = list(group.members)
-    for member_id in members:
-        txn.emit(ShareGroupCurrentMemberAssignment(group_id, member_id, None))
-    for member_id in list(group.target_assignment):
-        txn.emit(ShareGroupTargetAssignmentMember(group_id, member_id, None))
-    txn.emit(ShareGroupTargetAssignmentMetadata(group_id, None))
-    for member_id in members:
-        txn.emit(ShareGroupMemberMetadata(group_id, member_id, None))
-    if group.partition_states is not None:
-        txn.emit(ShareGroupStatePartitionMetadata(group_id, None))
-    txn.emit(ShareGroupMetadata(group_id, None))
+    for record in group.tombstone_records():
+        txn.emit(record)
     return ErrorCode.NONE
 
 

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from kgroup.group.timers import TimerKey, timer_kind
-from kgroup.valuetypes import fast_init
+from kgroup.group.timers import MemberTimerKey, timer_kind
 
 __all__ = ["ShareSessionTimer"]
 
 
 @timer_kind("share-session")
-@fast_init
-@dataclass(frozen=True, slots=True)
-class ShareSessionTimer(TimerKey):
+class ShareSessionTimer(MemberTimerKey):
     """``groupSessionTimeoutKey``: the share member is fenced when it fires."""
-
-    member_id: str

@@ -70,29 +70,15 @@ def read_back_and_check(
     """Read ``topic`` from the earliest offsets with a ``Trigger.AvailableNow`` streaming query into a
     Parquet file sink under ``folder``, then compare with ``events``: per-key counts (null key
     included), (partition, offset) pairs read twice, keyed records off murmur2's partition."""
-    from pyspark.sql import functions as F
 
     from kgroup.spark.source.datasource import register
 
     register(spark)
-    reader = (
-        spark.readStream.format("kgroup")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", str(per_batch))
-    )
+    reader = _earliest_stream(spark, bootstrap, topic, per_batch)
     for name, value in extra_options.items():
         reader = reader.option(name, value)
     started = time.perf_counter()
-    query = (
-        reader.load()
-        .select(F.col("key").cast("string").alias("key"), "partition", "offset")
-        .writeStream.format("parquet")
-        .option("checkpointLocation", str(folder / "checkpoint"))
-        .trigger(availableNow=True)
-        .start(str(folder / "records"))
-    )
+    query = _into_parquet(reader.load(), folder, availableNow=True)
     query.awaitTermination()
     seconds = time.perf_counter() - started
     batches = sum(1 for p in query.recentProgress if _input_rows(p) > 0)
@@ -104,6 +90,33 @@ def read_back_and_check(
         **_checks(read, events, key_column, partitions),
         "extra": (("first_batch_seconds", _first_batch_seconds(query)),),
     }
+
+
+def _earliest_stream(spark: Any, bootstrap: str, topic: str, per_batch: int) -> Any:
+    """A ``kgroup`` streaming read of ``topic`` from its earliest offsets, at most ``per_batch`` records
+    a micro-batch (a ``DataStreamReader``: more options may follow before ``load``)."""
+    return (
+        spark.readStream.format("kgroup")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", str(per_batch))
+    )
+
+
+def _into_parquet(stream: Any, folder: Path, **trigger: Any) -> Any:
+    """Start streaming ``stream``'s records (key as a string, partition, offset) into Parquet files
+    under ``folder / "records"`` (checkpoint in ``folder / "checkpoint"``), with Spark's ``trigger``;
+    the started query."""
+    from pyspark.sql import functions as F
+
+    return (
+        stream.select(F.col("key").cast("string").alias("key"), "partition", "offset")
+        .writeStream.format("parquet")
+        .option("checkpointLocation", str(folder / "checkpoint"))
+        .trigger(**trigger)
+        .start(str(folder / "records"))
+    )
 
 
 def _first_batch_seconds(query: Any) -> float | None:
@@ -161,31 +174,23 @@ def read_back_in_group(
     import threading
 
     from confluent_kafka import Consumer
-    from pyspark.sql import functions as F
 
     from kgroup.spark.source.datasource import register
 
     register(spark)
     total = events.count()
     started = time.perf_counter()
-    query = (
-        spark.readStream.format("kgroup")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", topic)
-        .option("startingOffsets", "earliest")
-        .option("maxOffsetsPerTrigger", str(per_batch))
+    query = _into_parquet(
+        _earliest_stream(spark, bootstrap, topic, per_batch)
         .option("consume", "group")
         .option("kafka.group.id", group_id)
         .option("groupMembers", str(members))
         .option("kafka.partition.assignment.strategy", "range")
         .option("kafka.session.timeout.ms", "10000")
         .option("kafka.heartbeat.interval.ms", "1000")
-        .load()
-        .select(F.col("key").cast("string").alias("key"), "partition", "offset")
-        .writeStream.format("parquet")
-        .option("checkpointLocation", str(folder / "checkpoint"))
-        .trigger(processingTime="500 milliseconds")
-        .start(str(folder / "records"))
+        .load(),
+        folder,
+        processingTime="500 milliseconds",
     )
     plain: list[tuple[str | None, int, int]] = []
     stop = threading.Event()

@@ -22,6 +22,7 @@ import numpy as np
 
 from kgroup._njit import njit
 from kgroup.wire.record_batch import HEADER_SIZE
+from kgroup.wire.varint import varint_size
 
 __all__ = ["BATCH_HEADER_SIZE", "encode_kernel"]
 
@@ -29,15 +30,8 @@ __all__ = ["BATCH_HEADER_SIZE", "encode_kernel"]
 BATCH_HEADER_SIZE = HEADER_SIZE
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def _varint_size(value: int) -> int:
-    """Bytes of ``value`` as a zig-zag varint."""
-    raw = (value << 1) ^ (value >> 63)
-    size = 1
-    while raw >= 0x80:
-        raw >>= 7
-        size += 1
-    return size
+#: bytes of a value as a zig-zag varint: the wire's own count, compiled for the kernels
+_varint_size = njit(cache=True, nogil=True, boundscheck=False)(varint_size)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)

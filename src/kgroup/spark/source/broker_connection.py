@@ -38,7 +38,8 @@ class RetriableBrokerError(Exception):
 
 
 def bootstrap_addresses(bootstrap_servers: str) -> list[tuple[str, int]]:
-    """``host:port,host:port`` as (host, port) pairs (``[v6]:port`` unbracketed)."""
+    """``host:port,host:port`` as (host, port) pairs (``[v6]:port`` unbracketed); a one-line
+    :class:`KgroupError` when it names no address."""
     out = []
     for entry in bootstrap_servers.split(","):
         entry = entry.strip()
@@ -46,6 +47,8 @@ def bootstrap_addresses(bootstrap_servers: str) -> list[tuple[str, int]]:
             continue
         host, _, port = entry.rpartition(":")
         out.append((host.strip("[]") or "localhost", int(port)))
+    if not out:
+        raise KgroupError("kafka.bootstrap.servers: no address given; give host:port[,host:port]")
     return out
 
 

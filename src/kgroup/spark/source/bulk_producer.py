@@ -140,8 +140,6 @@ class BulkProducer:
     def __init__(self, bootstrap_servers: str, settings: ProducerSettings, timeout_s: float) -> None:
         self.settings = settings
         self._bootstrap = bootstrap_addresses(bootstrap_servers)
-        if not self._bootstrap:
-            raise KgroupError("kafka.bootstrap.servers: no address given; give host:port[,host:port]")
         self._bootstrap_text = bootstrap_servers
         self._timeout_s = timeout_s
         self._request_timeout_s = settings.request_timeout_ms / 1000

@@ -20,7 +20,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from kgroup.model import ErrorCode, KgroupError
+from kgroup.model import ErrorCode
 from kgroup.spark.source.broker_connection import BrokerConnection, RetriableBrokerError, bootstrap_addresses
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.codec import build, error_from_wire, request_class
@@ -80,8 +80,6 @@ class PartitionFetcher:
         self.topic = topic
         self.partition = partition
         self._bootstrap = bootstrap_addresses(bootstrap_servers)
-        if not self._bootstrap:
-            raise KgroupError("kafka.bootstrap.servers: no address given; give host:port[,host:port]")
         self._timeout_s = timeout_s
         self._read_committed = read_committed
         self._max_wait_ms = max_wait_ms

@@ -189,7 +189,10 @@ def _log_commit(messages: list[Any], what: str) -> None:
     LOG.info("kgroup sink: %s wrote %d records", what, total)
 
 
-class KgroupBatchWriter(DataSourceArrowWriter):
+class _SinkWriting:
+    """What the batch and the streaming writer share: the sink's options and columns, and each task's
+    write of its Arrow batches (:func:`_write`)."""
+
     def __init__(self, options: SinkOptions, columns: SinkColumns) -> None:
         self.options = options
         self.columns = columns
@@ -197,17 +200,12 @@ class KgroupBatchWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[Any]) -> SinkCommit:
         return _write(self.options, self.columns, iterator)
 
+
+class KgroupBatchWriter(_SinkWriting, DataSourceArrowWriter):
     def commit(self, messages: list[Any]) -> None:
         _log_commit(messages, "batch")
 
 
-class KgroupStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, options: SinkOptions, columns: SinkColumns) -> None:
-        self.options = options
-        self.columns = columns
-
-    def write(self, iterator: Iterator[Any]) -> SinkCommit:
-        return _write(self.options, self.columns, iterator)
-
+class KgroupStreamWriter(_SinkWriting, DataSourceStreamArrowWriter):
     def commit(self, messages: list[Any], batchId: int) -> None:
         _log_commit(messages, f"micro-batch {batchId}")

@@ -1,5 +1,5 @@
-"""``python -m kgroup.testing.apache_kafka fetch``: resolve the pinned Apache Kafka's jars (``make kafka``).
-"""
+"""``python -m kgroup.testing.apache_kafka fetch`` (``make kafka``): resolve the pinned Apache Kafka's
+jars."""
 
 from __future__ import annotations
 
@@ -7,24 +7,20 @@ import sys
 
 from kgroup.model import KgroupError
 from kgroup.testing.apache_kafka.cluster import build_node_class_data_archive
-from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaUnavailable, kafka_libs
+from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, KafkaUnavailable, kafka_libs
+from kgroup.testing.fetch_command import fetch_main
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] != ["fetch"] or len(argv) > 1:
-        print("usage: python -m kgroup.testing.apache_kafka fetch", file=sys.stderr)
-        return 2
-    if sys.stderr.isatty():
-        print(
-            f"resolving Apache Kafka {KAFKA_VERSION} with mvn (the first time fetches 43 MiB of jars)…",
-            file=sys.stderr,
-        )
-    try:
-        libs = kafka_libs()
-    except KafkaUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"Apache Kafka {libs.version}: {len(libs.jars())} jars in {libs.libs}")
+    fetched = fetch_main(
+        argv,
+        usage="python -m kgroup.testing.apache_kafka fetch",
+        fetch=lambda _: _libs_line(kafka_libs()),
+        unavailable=KafkaUnavailable,
+        progress=f"resolving Apache Kafka {KAFKA_VERSION} with mvn (the first time fetches 43 MiB of jars)…",
+    )
+    if fetched != 0:
+        return fetched
     # one node started and stopped, writing the class-data archive every later node start maps
     # (about half a node's JVM start); a node that cannot make it only costs that saving
     try:
@@ -34,6 +30,10 @@ def main(argv: list[str]) -> int:
     else:
         print(f"the nodes' class-data archive: {archive or 'none'}")
     return 0
+
+
+def _libs_line(libs: KafkaLibs) -> str:
+    return f"Apache Kafka {libs.version}: {len(libs.jars())} jars in {libs.libs}"
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kgroup.child_process import wait_or_kill
 from kgroup.javatools import class_data_archive
 from kgroup.model import KgroupError
 from kgroup.testing.apache_kafka.distribution import KAFKA_VERSION, KafkaLibs, kafka_libs, log4j2_file_config
@@ -269,11 +270,7 @@ class ApacheKafka(Started):
                 process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_ALL_TIMEOUT_S
         for process in live:
-            try:
-                process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+            wait_or_kill(process, max(0.1, deadline - time.monotonic()))
         for node in self._nodes.values():
             self._end(node, graceful=False)
         work, self._work = self._work, None
@@ -527,14 +524,9 @@ class ApacheKafka(Started):
     def _end(self, node: _Node, *, graceful: bool) -> None:
         process = node.process
         if process is not None and process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 process.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
-                process.wait(timeout=STOP_TIMEOUT_S if graceful else 10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-            except ProcessLookupError:
-                pass
+                wait_or_kill(process, STOP_TIMEOUT_S if graceful else 10)
         if process is not None:
             process.poll()
         stdout = node.stdout

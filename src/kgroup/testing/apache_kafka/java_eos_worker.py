@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kgroup.testing.apache_kafka.distribution import KafkaLibs
 from kgroup.testing.apache_kafka.java_process import JavaClientProcess, _text
+from kgroup.testing.eos_worker import committed_records, worker_config
 
 __all__ = ["JavaExactlyOnceWorker"]
 
@@ -40,20 +41,12 @@ class JavaExactlyOnceWorker(JavaClientProcess):
         log_dir: str | Path | None = None,
         log_level: str = "WARN",
     ) -> None:
-        consumer = {"bootstrap.servers": bootstrap_servers, "group.id": group, **(consumer_config or {})}
-        producer = {
-            "bootstrap.servers": bootstrap_servers,
-            "transactional.id": transactional_id,
-            **(producer_config or {}),
-        }
+        where = (bootstrap_servers, group, input, output, transactional_id)
+        config = worker_config(*where, suffix, consumer_config, producer_config)
+        for side in ("consumer", "producer"):
+            config[side] = {k: _text(v) for k, v in config[side].items()}
         super().__init__(
-            {
-                "consumer": {k: _text(v) for k, v in consumer.items()},
-                "producer": {k: _text(v) for k, v in producer.items()},
-                "input": input,
-                "output": output,
-                "suffix": suffix,
-            },
+            config,
             name=name,
             libs=libs,
             log_dir=log_dir,
@@ -63,4 +56,4 @@ class JavaExactlyOnceWorker(JavaClientProcess):
     @property
     def committed_records(self) -> int:
         """The records of the transactions it committed so far."""
-        return sum(int(e["count"]) for e in self.events if e["event"] == "committed")
+        return committed_records(self.events)

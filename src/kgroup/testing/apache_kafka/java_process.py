@@ -17,8 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -26,6 +25,7 @@ from typing import Any, Self
 from kgroup.javatools import cache_root, class_data_archive, compile_jar
 from kgroup.model import KgroupError
 from kgroup.testing.apache_kafka.distribution import KafkaLibs, kafka_libs, log4j2_file_config
+from kgroup.testing.event_process import EventProcess
 
 __all__ = [
     "DEFAULT_WAIT_S",
@@ -88,10 +88,13 @@ def client_driver_jar(libs: KafkaLibs | None = None) -> Path:
     return compile_jar([_SOURCE], classpath, cache_root() / "java", "kgroup-client-driver")
 
 
-class JavaClientProcess:
-    """One driver JVM: start, events, commands, bounded waits, shutdown."""
+class JavaClientProcess(EventProcess):
+    """One driver JVM: start, events (:class:`EventProcess`), commands, bounded waits, shutdown."""
 
     kind = ""
+    default_wait_s = DEFAULT_WAIT_S
+    _error_type = JavaClientError
+    _timeout_type = JavaClientTimeout
 
     def __init__(
         self,
@@ -102,17 +105,14 @@ class JavaClientProcess:
         log_dir: str | Path | None,
         log_level: str,
     ) -> None:
+        super().__init__()
         self.name = name or f"java-{self.kind}-{next(_names)}"
         self._config = dict(config)
         self._libs = libs
         self._owns_dir = log_dir is None
         self.log_dir = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(prefix="kgroup-java-"))
         self._log_level = log_level
-        self._events: list[dict[str, Any]] = []
-        self._changed = threading.Condition()
         self._send_lock = threading.Lock()  # commands come from the test and from the reader thread
-        self._process: subprocess.Popen[bytes] | None = None
-        self._reader: threading.Thread | None = None
         self._stderr: Any = None
         self._archive: tuple[Path, Path] | None = None
         self._close_mark: int | None = None
@@ -173,8 +173,7 @@ class JavaClientProcess:
         self._process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr
         )
-        self._reader = threading.Thread(target=self._read, name=f"{self.name}-events", daemon=True)
-        self._reader.start()
+        self._start_reading()
 
     def __enter__(self) -> Self:
         return self.start() if self._process is None else self
@@ -234,17 +233,8 @@ class JavaClientProcess:
         self._cleanup()
 
     def _cleanup(self) -> None:
+        self._end_process()
         process = self._process
-        if process is not None and process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
-        if process is not None and process.stdin is not None:
-            with contextlib.suppress(OSError):
-                process.stdin.close()
-        if self._reader is not None:
-            self._reader.join(timeout=10)
-        if process is not None and process.stdout is not None:
-            process.stdout.close()
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
@@ -264,41 +254,6 @@ class JavaClientProcess:
 
     # --- events and commands -----------------------------------------------------------------------
 
-    def _read(self) -> None:
-        process = self._process
-        assert process is not None and process.stdout is not None
-        for raw in process.stdout:
-            line = raw.decode("utf-8", errors="replace").strip()
-            if not line:
-                continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                event = {"event": "garbage", "line": line[:300], "ts": int(time.time() * 1000)}
-            self._record(event)
-            self._observe(event)
-        with self._changed:
-            self._changed.notify_all()
-
-    def _observe(self, event: dict[str, Any]) -> None:
-        """Called by the reader thread for each event, once it is in :attr:`events`."""
-
-    def _record(self, event: dict[str, Any]) -> None:
-        with self._changed:
-            self._events.append(event)
-            self._changed.notify_all()
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        """Every event so far, in order (a copy)."""
-        with self._changed:
-            return list(self._events)
-
-    def mark(self) -> int:
-        """The number of events so far: pass it as ``since`` to wait for a later event only."""
-        with self._changed:
-            return len(self._events)
-
     def send(self, command: Mapping[str, Any]) -> None:
         process = self._process
         if process is None or process.stdin is None:
@@ -310,38 +265,7 @@ class JavaClientProcess:
         except (OSError, ValueError):  # ValueError: the handle closed the pipe (the JVM is gone)
             raise self._died() from None
 
-    def wait_for(
-        self,
-        predicate: Callable[[dict[str, Any]], bool],
-        *,
-        since: int = 0,
-        timeout_s: float = DEFAULT_WAIT_S,
-        what: str = "an event",
-    ) -> dict[str, Any]:
-        """The first event from index ``since`` on satisfying ``predicate``, waiting up to ``timeout_s``."""
-        deadline = time.monotonic() + timeout_s
-        index = since
-        with self._changed:
-            while True:
-                while index < len(self._events):
-                    event = self._events[index]
-                    index += 1
-                    if predicate(event):
-                        return event
-                process = self._process
-                if process is None:
-                    raise JavaClientError(f"{self.name}: not started")
-                if process.poll() is not None and (self._reader is None or not self._reader.is_alive()):
-                    raise self._died()
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    last = json.dumps(self._events[-1]) if self._events else "nothing"
-                    raise JavaClientTimeout(
-                        f"{self.name}: waited {timeout_s:.0f} s for {what} (last event: {last[:300]})"
-                    )
-                self._changed.wait(min(remaining, 0.5))
-
-    def _died(self) -> JavaClientDied:
+    def _died(self, what: str = "") -> JavaClientDied:
         process = self._process
         code = process.poll() if process is not None else None
         last = [e for e in self._events if e["event"] in ("fatal", "error")]

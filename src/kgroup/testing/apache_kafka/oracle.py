@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kgroup.assignors.api import AssignmentRequest
+from kgroup.child_process import wait_or_kill
 from kgroup.group.assignors import (
     GroupSpec,
     MemberSpec,
@@ -356,12 +357,16 @@ class KafkaOracle(Started):
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._buffer = b""
+        #: why the JVM was stopped under a caller (a call past its bound, the JVM dead), said again by
+        #: every later call until :meth:`start` runs it anew
+        self.failure: str | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
     def start(self) -> KafkaOracle:
         if self._process is not None:
             raise OracleError("KafkaOracle: already started; call stop() first")
+        self.failure = None
         try:
             libs = self._libs or kafka_libs(KAFKA_VERSION)
         except KafkaUnavailable as exc:
@@ -406,11 +411,7 @@ class KafkaOracle(Started):
             if process.stdin is not None:
                 with contextlib.suppress(OSError):
                     process.stdin.close()
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+            wait_or_kill(process, 5)
             if process.stdout is not None:
                 process.stdout.close()
         self._close_stderr()
@@ -706,6 +707,8 @@ class KafkaOracle(Started):
     def _call(self, op: str, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
         process = self._process
         if process is None or process.stdin is None:
+            if self.failure is not None:
+                raise OracleError(f"KafkaOracle: stopped after an earlier call: {self.failure}")
             raise OracleError("KafkaOracle: not started; use it as a context manager or call start()")
         line = json.dumps({"op": op, "batch": batch}, ensure_ascii=False).encode() + b"\n"
         deadline = time.monotonic() + self.call_timeout_s
@@ -731,11 +734,13 @@ class KafkaOracle(Started):
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self._kill()
-                raise OracleDied(
+                message = (
                     f"the Kafka oracle did not answer {what!r} within the bound; its JVM was stopped"
                     f" ({self._last_stderr()})"
                 )
+                self._kill()
+                self.failure = message
+                raise OracleDied(message)
             ready, _, _ = select.select([fd], [], [], min(remaining, 1.0))
             if not ready:
                 if process.poll() is not None:
@@ -755,6 +760,7 @@ class KafkaOracle(Started):
         pid = process.pid if process is not None else "?"
         message = f"the Kafka oracle's JVM (pid {pid}) exited with code {code} {when}: {self._last_stderr()}"
         self._kill()
+        self.failure = message
         return OracleDied(message)
 
     def _kill(self) -> None:

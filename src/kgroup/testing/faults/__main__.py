@@ -5,21 +5,17 @@ from __future__ import annotations
 import sys
 
 from kgroup.testing.faults.toxiproxy import TOXIPROXY_VERSION, ToxiproxyUnavailable, install_toxiproxy
+from kgroup.testing.fetch_command import fetch_main
 
 
 def main(argv: list[str]) -> int:
-    if argv != ["fetch"]:
-        print("usage: python -m kgroup.testing.faults fetch", file=sys.stderr)
-        return 2
-    if sys.stderr.isatty():
-        print(f"building toxiproxy {TOXIPROXY_VERSION} with go install (the first time)…", file=sys.stderr)
-    try:
-        binary = install_toxiproxy()
-    except ToxiproxyUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"toxiproxy {TOXIPROXY_VERSION}: {binary}")
-    return 0
+    return fetch_main(
+        argv,
+        usage="python -m kgroup.testing.faults fetch",
+        fetch=lambda _: f"toxiproxy {TOXIPROXY_VERSION}: {install_toxiproxy()}",
+        unavailable=ToxiproxyUnavailable,
+        progress=f"building toxiproxy {TOXIPROXY_VERSION} with go install (the first time)…",
+    )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -29,6 +28,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from kgroup.child_process import stop_process
 from kgroup.model import KgroupError
 from kgroup.testing.lifecycle import Started
 
@@ -238,13 +238,8 @@ class Toxiproxy(Started):
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=_STOP_TIMEOUT_S)
+        if process is not None:
+            stop_process(process, _STOP_TIMEOUT_S, kill_wait_s=_STOP_TIMEOUT_S)
         if self._log is not None:
             self._log.close()
             self._log = None

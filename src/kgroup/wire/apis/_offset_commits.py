@@ -10,10 +10,17 @@ from typing import Any
 from kgroup.messages import OffsetCommitPartition
 from kgroup.model import ErrorCode, TopicPartition
 from kgroup.wire.api_keys import ApiKey
-from kgroup.wire.apis._common import TopicIds, by_topic, need_topic_ids
-from kgroup.wire.codec import error_from_wire
+from kgroup.wire.apis._common import TopicIds, by_topic, need_topic_ids, response_entity
+from kgroup.wire.codec import build, error_from_wire
 
-__all__ = ["offsets_from_wire", "offsets_to_wire", "results_from_wire", "results_to_wire", "topic_names"]
+__all__ = [
+    "answer_from_wire",
+    "answer_to_wire",
+    "offsets_from_wire",
+    "offsets_to_wire",
+    "topic_names",
+    "wire_ids",
+]
 
 
 def _topic(name: str, ids: TopicIds | None) -> dict[str, Any]:
@@ -51,6 +58,31 @@ def results_to_wire(
         {**_topic(name, ids), "partitions": ({"partition_index": i, "error_code": c} for i, c in entries)}
         for name, entries in by_topic((tp.topic, (tp.partition, code)) for tp, code in results).items()
     ]
+
+
+def wire_ids(key: ApiKey, version: int, first_id_version: int, topic_ids: TopicIds | None) -> TopicIds | None:
+    """The ids a message of ``version`` names its topics by (``None``: by name, before
+    ``first_id_version``)."""
+    return need_topic_ids(key, version, topic_ids) if version >= first_id_version else None
+
+
+def answer_to_wire(
+    key: ApiKey,
+    first_id_version: int,
+    results: Iterable[tuple[TopicPartition, ErrorCode]],
+    version: int,
+    topic_ids: TopicIds | None,
+) -> Any:
+    """The wire answer of ``version`` carrying ``results``: each partition's error code by topic."""
+    ids = wire_ids(key, version, first_id_version, topic_ids)
+    return build(response_entity(key, version), {"throttle_time": 0, "topics": results_to_wire(results, ids)})
+
+
+def answer_from_wire(
+    key: ApiKey, first_id_version: int, response: Any, topic_ids: TopicIds | None
+) -> tuple[tuple[TopicPartition, ErrorCode], ...]:
+    """A wire answer's error codes, one per partition in the answer's order."""
+    return results_from_wire(response.topics, topic_names(key, response, first_id_version, topic_ids))
 
 
 def topic_names(key: ApiKey, message: Any, first_id_version: int, topic_ids: TopicIds | None) -> list[str]:

@@ -17,13 +17,14 @@ from typing import Any
 from kgroup.messages import OffsetCommitRequest, OffsetCommitResponse
 from kgroup.model import ErrorCode
 from kgroup.wire.api_keys import ApiKey
-from kgroup.wire.apis._common import TopicIds, need_topic_ids, request_entity, response_entity
+from kgroup.wire.apis._common import TopicIds, request_entity
 from kgroup.wire.apis._offset_commits import (
+    answer_from_wire,
+    answer_to_wire,
     offsets_from_wire,
     offsets_to_wire,
-    results_from_wire,
-    results_to_wire,
     topic_names,
+    wire_ids,
 )
 from kgroup.wire.codec import build
 
@@ -42,7 +43,7 @@ TOPIC_IDS = 10
 
 
 def request_to_wire(body: OffsetCommitRequest, version: int, topic_ids: TopicIds | None = None) -> Any:
-    ids = need_topic_ids(ApiKey.OFFSET_COMMIT, version, topic_ids) if version >= TOPIC_IDS else None
+    ids = wire_ids(ApiKey.OFFSET_COMMIT, version, TOPIC_IDS, topic_ids)
     return build(
         request_entity(ApiKey.OFFSET_COMMIT, version),
         {
@@ -67,16 +68,11 @@ def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> Offset
 
 
 def response_to_wire(body: OffsetCommitResponse, version: int, topic_ids: TopicIds | None = None) -> Any:
-    ids = need_topic_ids(ApiKey.OFFSET_COMMIT, version, topic_ids) if version >= TOPIC_IDS else None
-    return build(
-        response_entity(ApiKey.OFFSET_COMMIT, version),
-        {"throttle_time": 0, "topics": results_to_wire(body.results, ids)},
-    )
+    return answer_to_wire(ApiKey.OFFSET_COMMIT, TOPIC_IDS, body.results, version, topic_ids)
 
 
 def response_from_wire(response: Any, topic_ids: TopicIds | None = None) -> OffsetCommitResponse:
-    names = topic_names(ApiKey.OFFSET_COMMIT, response, TOPIC_IDS, topic_ids)
-    return OffsetCommitResponse(results_from_wire(response.topics, names))
+    return OffsetCommitResponse(answer_from_wire(ApiKey.OFFSET_COMMIT, TOPIC_IDS, response, topic_ids))
 
 
 def error_answer(request: OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse:

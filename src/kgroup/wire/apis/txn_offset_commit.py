@@ -15,13 +15,14 @@ from typing import Any
 from kgroup.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kgroup.model import ErrorCode
 from kgroup.wire.api_keys import ApiKey
-from kgroup.wire.apis._common import TopicIds, need_topic_ids, request_entity, response_entity
+from kgroup.wire.apis._common import TopicIds, request_entity
 from kgroup.wire.apis._offset_commits import (
+    answer_from_wire,
+    answer_to_wire,
     offsets_from_wire,
     offsets_to_wire,
-    results_from_wire,
-    results_to_wire,
     topic_names,
+    wire_ids,
 )
 from kgroup.wire.codec import build
 
@@ -40,7 +41,7 @@ _KEY = ApiKey.TXN_OFFSET_COMMIT
 
 
 def request_to_wire(body: TxnOffsetCommitRequest, version: int, topic_ids: TopicIds | None = None) -> Any:
-    ids = need_topic_ids(_KEY, version, topic_ids) if version >= TOPIC_IDS else None
+    ids = wire_ids(_KEY, version, TOPIC_IDS, topic_ids)
     return build(
         request_entity(_KEY, version),
         {
@@ -71,15 +72,11 @@ def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> TxnOff
 
 
 def response_to_wire(body: TxnOffsetCommitResponse, version: int, topic_ids: TopicIds | None = None) -> Any:
-    ids = need_topic_ids(_KEY, version, topic_ids) if version >= TOPIC_IDS else None
-    return build(
-        response_entity(_KEY, version), {"throttle_time": 0, "topics": results_to_wire(body.results, ids)}
-    )
+    return answer_to_wire(_KEY, TOPIC_IDS, body.results, version, topic_ids)
 
 
 def response_from_wire(response: Any, topic_ids: TopicIds | None = None) -> TxnOffsetCommitResponse:
-    names = topic_names(_KEY, response, TOPIC_IDS, topic_ids)
-    return TxnOffsetCommitResponse(results_from_wire(response.topics, names))
+    return TxnOffsetCommitResponse(answer_from_wire(_KEY, TOPIC_IDS, response, topic_ids))
 
 
 def error_answer(request: TxnOffsetCommitRequest, code: ErrorCode) -> TxnOffsetCommitResponse:

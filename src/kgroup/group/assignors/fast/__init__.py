@@ -38,10 +38,18 @@ def release() -> None:
 def warm() -> None:
     """Run every kernel of ``range`` and ``uniform`` (as homogeneous and as heterogeneous groups: both
     uniform builders) on a small group — a new one, then one member joining it (the replay of
-    changed members' maps), with a chain long enough to resize a small table — so numba compiles
-    them, or reads them from its cache. The fast paths are called directly: the assignors' ``assign``
-    steps aside from them while they are held."""
-    from kgroup.group.assignors.api import MemberSpec, SubscriptionType, TopicDescriber, TopicId, group_spec
+    changed members' maps; without and with the coordinator's inverted target assignment), with a
+    chain long enough to resize a small table — so numba compiles them, or reads them from its
+    cache. The fast paths are called directly: the assignors' ``assign`` steps aside from them
+    while they are held."""
+    from kgroup.group.assignors.api import (
+        InvertedTarget,
+        MemberSpec,
+        SubscriptionType,
+        TopicDescriber,
+        TopicId,
+        group_spec,
+    )
     from kgroup.group.assignors.fast.range_fast import assign_range
     from kgroup.group.assignors.fast.uniform_fast import assign_uniform_homogeneous
     from kgroup.group.assignors.fast.uniform_heterogeneous_fast import assign_uniform_heterogeneous
@@ -57,3 +65,8 @@ def warm() -> None:
             result = fast(first, describer) or {}
             members = [(m, MemberSpec(subscription, result.get(m, {}))) for m in first.members]
             fast(group_spec([*members, ("m3", MemberSpec(subscription))], kind), describer)
+            # with the coordinator's inverted target assignment (its per-topic bytes)
+            inverted = InvertedTarget()
+            for member_id, assignment in result.items():
+                inverted.move(member_id, {}, assignment)
+            fast(group_spec([*members, ("m3", MemberSpec(subscription))], kind, inverted), describer)

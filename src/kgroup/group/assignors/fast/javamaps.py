@@ -174,6 +174,78 @@ def _set_put(
     return pool, used, tree
 
 
+@njit(cache=True, inline="always")
+def _new_set(
+    pool: np.ndarray,
+    used: int,
+    slot: int,
+    topic: int,
+    capacity: int,
+    s_topic: np.ndarray,
+    s_alive: np.ndarray,
+    s_cap: np.ndarray,
+    s_size: np.ndarray,
+    s_tail: np.ndarray,
+    s_chain: np.ndarray,
+) -> tuple[np.ndarray, int]:
+    """An empty ``HashSet`` of ``capacity`` buckets for ``topic`` in ``slot``: its chain counts at the
+    end of ``pool``."""
+    s_topic[slot] = topic
+    s_alive[slot] = True
+    s_cap[slot] = capacity
+    s_size[slot] = 0
+    s_tail[slot] = 0
+    pool = _grow(pool, used + capacity)
+    s_chain[slot] = used
+    pool[used : used + capacity] = 0
+    return pool, used + capacity
+
+
+@njit(cache=True, inline="always")
+def _set_add(
+    pool: np.ndarray,
+    used: int,
+    slot: int,
+    p: int,
+    entry: int,
+    s_cap: np.ndarray,
+    s_size: np.ndarray,
+    s_tail: np.ndarray,
+    s_chain: np.ndarray,
+    e_slot: np.ndarray,
+    e_part: np.ndarray,
+    e_seq: np.ndarray,
+    e_alive: np.ndarray,
+) -> tuple[np.ndarray, int, bool]:
+    """``HashSet.add`` of partition ``p``, not in the set yet, as ``entry`` (the newest): a tail insert,
+    then the table side (:func:`_set_put`)."""
+    e_slot[entry] = slot
+    e_part[entry] = p
+    s_tail[slot] += 1
+    e_seq[entry] = s_tail[slot]
+    e_alive[entry] = True
+    return _set_put(pool, used, slot, p, s_cap, s_size, s_chain, e_slot, e_part, e_alive, entry + 1)
+
+
+@njit(cache=True, inline="always")
+def _double_topic_map(
+    t_chains: np.ndarray,
+    t_cap: int,
+    n_slots: int,
+    s_alive: np.ndarray,
+    s_topic: np.ndarray,
+    topic_spread: np.ndarray,
+) -> tuple[np.ndarray, int]:
+    """Double the member's topic map: its live topics' chain counts in the bigger table."""
+    t_cap *= 2
+    t_chains = _grow(t_chains, t_cap)
+    t_chains[:t_cap] = 0
+    for j in range(n_slots):
+        if s_alive[j]:
+            t_chains[topic_spread[s_topic[j]] & (t_cap - 1)] += 1
+    return t_chains, t_cap
+
+
 #: a member whose map starts empty and only gains partitions, with at most this many topics, is
 #: ordered by :func:`_fresh_member` (no chain of its topic map can reach the tree threshold)
 _FRESH_TOPICS = 7
@@ -401,15 +473,10 @@ def replay(
             slot = n_slots
             n_slots += 1
             slot_of_topic[topic] = slot
-            s_topic[slot] = topic
-            s_alive[slot] = True
-            s_cap[slot] = table_size_for(max((4 * count) // 3 + 1, 16))
-            s_size[slot] = 0
-            s_tail[slot] = 0
-            pool = _grow(pool, used + s_cap[slot])
-            s_chain[slot] = used
-            pool[used : used + s_cap[slot]] = 0
-            used += s_cap[slot]
+            capacity = table_size_for(max((4 * count) // 3 + 1, 16))
+            pool, used = _new_set(
+                pool, used, slot, topic, capacity, s_topic, s_alive, s_cap, s_size, s_tail, s_chain
+            )
             for k in range(old_part_start[e], old_part_start[e + 1]):
                 p = old_parts[k]
                 flat = -1
@@ -424,18 +491,12 @@ def replay(
                             dup = True
                     if dup:
                         continue
-                # HashSet.add (put: tail insert)
                 entry = n_entries
                 n_entries += 1
-                e_slot[entry] = slot
-                e_part[entry] = p
-                s_tail[slot] += 1
-                e_seq[entry] = s_tail[slot]
-                e_alive[entry] = True
                 if flat >= 0:
                     entry_of_flat[flat] = entry
-                pool, used, tree = _set_put(
-                    pool, used, slot, p, s_cap, s_size, s_chain, e_slot, e_part, e_alive, n_entries
+                pool, used, tree = _set_add(
+                    pool, used, slot, p, entry, s_cap, s_size, s_tail, s_chain, e_slot, e_part, e_seq, e_alive
                 )
                 if tree:
                     return entry_start, out_topic[:0], part_start[:1], out_parts[:0], False
@@ -448,19 +509,9 @@ def replay(
             if t_chains[bucket] > _TREEIFY and t_cap >= _MIN_TREEIFY_CAPACITY:
                 return entry_start, out_topic[:0], part_start[:1], out_parts[:0], False
             if t_chains[bucket] > _TREEIFY and t_cap < _MIN_TREEIFY_CAPACITY:
-                t_cap *= 2
-                t_chains = _grow(t_chains, t_cap)
-                t_chains[:t_cap] = 0
-                for j in range(n_slots):
-                    if s_alive[j]:
-                        t_chains[topic_spread[s_topic[j]] & (t_cap - 1)] += 1
+                t_chains, t_cap = _double_topic_map(t_chains, t_cap, n_slots, s_alive, s_topic, topic_spread)
             if t_size > (t_cap * 3) // 4 and t_cap < _MAX_CAPACITY:
-                t_cap *= 2
-                t_chains = _grow(t_chains, t_cap)
-                t_chains[:t_cap] = 0
-                for j in range(n_slots):
-                    if s_alive[j]:
-                        t_chains[topic_spread[s_topic[j]] & (t_cap - 1)] += 1
+                t_chains, t_cap = _double_topic_map(t_chains, t_cap, n_slots, s_alive, s_topic, topic_spread)
 
         for o in range(op_start[r], op_start[r + 1]):
             kind = op_kind[o]
@@ -488,25 +539,15 @@ def replay(
                 continue
             # OP_ADD: computeIfAbsent resizes first when over the threshold, even for a present key
             if t_size > (t_cap * 3) // 4 and t_cap < _MAX_CAPACITY:
-                t_cap *= 2
-                t_chains = _grow(t_chains, t_cap)
-                t_chains[:t_cap] = 0
-                for j in range(n_slots):
-                    if s_alive[j]:
-                        t_chains[topic_spread[s_topic[j]] & (t_cap - 1)] += 1
+                t_chains, t_cap = _double_topic_map(t_chains, t_cap, n_slots, s_alive, s_topic, topic_spread)
             if slot == -1 or not s_alive[slot]:
                 slot = n_slots
                 n_slots += 1
                 slot_of_topic[topic] = slot
-                s_topic[slot] = topic
-                s_alive[slot] = True
-                s_cap[slot] = table_size_for(op_capacity[o])
-                s_size[slot] = 0
-                s_tail[slot] = 0
-                pool = _grow(pool, used + s_cap[slot])
-                s_chain[slot] = used
-                pool[used : used + s_cap[slot]] = 0
-                used += s_cap[slot]
+                capacity = table_size_for(op_capacity[o])
+                pool, used = _new_set(
+                    pool, used, slot, topic, capacity, s_topic, s_alive, s_cap, s_size, s_tail, s_chain
+                )
                 t_head -= 1
                 s_seq[slot] = t_head
                 t_size += 1
@@ -515,26 +556,18 @@ def replay(
                 if t_chains[bucket] > _TREEIFY - 1 and t_cap >= _MIN_TREEIFY_CAPACITY:
                     return entry_start, out_topic[:0], part_start[:1], out_parts[:0], False
                 if t_chains[bucket] > _TREEIFY - 1 and t_cap < _MIN_TREEIFY_CAPACITY:
-                    t_cap *= 2
-                    t_chains = _grow(t_chains, t_cap)
-                    t_chains[:t_cap] = 0
-                    for j in range(n_slots):
-                        if s_alive[j]:
-                            t_chains[topic_spread[s_topic[j]] & (t_cap - 1)] += 1
+                    t_chains, t_cap = _double_topic_map(
+                        t_chains, t_cap, n_slots, s_alive, s_topic, topic_spread
+                    )
             p = op_partition[o]
             flat = flat_offset[topic] + p
             if entry_of_flat[flat] != -1:
                 continue
             entry = n_entries
             n_entries += 1
-            e_slot[entry] = slot
-            e_part[entry] = p
-            s_tail[slot] += 1
-            e_seq[entry] = s_tail[slot]
-            e_alive[entry] = True
             entry_of_flat[flat] = entry
-            pool, used, tree = _set_put(
-                pool, used, slot, p, s_cap, s_size, s_chain, e_slot, e_part, e_alive, n_entries
+            pool, used, tree = _set_add(
+                pool, used, slot, p, entry, s_cap, s_size, s_tail, s_chain, e_slot, e_part, e_seq, e_alive
             )
             if tree:
                 return entry_start, out_topic[:0], part_start[:1], out_parts[:0], False

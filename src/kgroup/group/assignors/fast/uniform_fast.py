@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from itertools import chain
 from operator import attrgetter, methodcaller
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,19 +21,34 @@ from kgroup._njit import njit
 from kgroup.group.assignors.api import (
     GroupAssignment,
     GroupSpec,
+    InvertedTarget,
     PartitionAssignorError,
     SubscribedTopicDescriber,
     TopicId,
 )
+from kgroup.group.assignors.common import missing_topic
 from kgroup.group.assignors.fast.answer import ArrayAssignment
 from kgroup.group.assignors.fast.inputs import OldAssignments, TopicTable
 from kgroup.group.assignors.fast.javamaps import OP_ADD, OP_REMOVE, OP_REMOVE_TOPIC, put_order, replay
 from kgroup.group.assignors.fast.reuse import Seen, SeenMaps
 
-__all__ = ["answer_replayed", "assign_uniform_homogeneous", "finish_replayed"]
+__all__ = ["MapOps", "answer_replayed", "assign_uniform_homogeneous", "finish_replayed"]
 
 _assignment = attrgetter("assignment")
 _values = methodcaller("values")
+
+
+class MapOps(NamedTuple):
+    """What an assignor kernel did to the members' maps, one op a row, for
+    :func:`~kgroup.group.assignors.fast.javamaps.replay`: whose map (member index), which op
+    (``OP_*``), its topic and partition, and a new set's initial capacity."""
+
+    member: np.ndarray
+    kind: np.ndarray
+    topic: np.ndarray
+    partition: np.ndarray
+    capacity: np.ndarray
+
 
 OK = 0
 #: "Partitions were left unassigned"
@@ -176,10 +192,19 @@ def _taken(
     parts: np.ndarray,
 ) -> np.ndarray:
     """``isPartitionAssigned`` over flat partition ids (only partitions inside their topic count): the
-    inverted target assignment read in one pass, or every member's current partitions without one."""
+    coordinator's per-topic assigned bytes (:class:`InvertedTarget`), an inverted target assignment
+    read in one pass, or every member's current partitions without one."""
     flat_offset = np.zeros(len(counts) + 1, np.int64)
     flat_offset[1:] = np.cumsum(np.maximum(counts, 0))
     taken = np.zeros(max(int(flat_offset[-1]), 1), np.bool_)
+    if isinstance(group.assigned, InvertedTarget):
+        flags = group.assigned.flags
+        chunks = list(flags.values())
+        indices = np.fromiter(table.indices(list(flags)), np.int64, len(chunks))
+        lengths = np.fromiter(map(len, chunks), np.int64, len(chunks))
+        joined = np.frombuffer(b"".join(chunks), np.uint8)
+        mark_flagged(joined, lengths, indices, counts, flat_offset, taken)
+        return taken
     if group.assigned is None:
         topic_of_part = np.repeat(entry_topic, entry_len)
     else:
@@ -194,6 +219,30 @@ def _taken(
     inside = (parts >= 0) & (parts < counts[topic_of_part])
     taken[flat_offset[topic_of_part[inside]] + parts[inside]] = True
     return taken
+
+
+@njit(cache=True)
+def mark_flagged(
+    joined: np.ndarray,
+    lengths: np.ndarray,
+    topics: np.ndarray,
+    counts: np.ndarray,
+    flat_offset: np.ndarray,
+    taken: np.ndarray,
+) -> None:
+    """Set ``taken`` for every flagged partition of ``joined`` (topic ``k``'s bytes follow topic
+    ``k - 1``'s, ``lengths[k]`` of them) inside its topic's count; a topic indexed past ``counts``
+    (met only here) is nobody's subscription."""
+    at = 0
+    for k in range(len(lengths)):
+        topic = topics[k]
+        if topic < len(counts):
+            top = min(lengths[k], max(counts[topic], 0))
+            base = flat_offset[topic]
+            for partition in range(top):
+                if joined[at + partition]:
+                    taken[base + partition] = True
+        at += lengths[k]
 
 
 def _partitions(collections: Sequence[Collection[int]], total: int) -> np.ndarray:
@@ -229,19 +278,18 @@ def assign_uniform_homogeneous(
     np.cumsum(sizes, out=entry_start[1:])
     entries = int(entry_start[-1])
     ids = np.fromiter(map(id, maps), np.int64, len(maps)) if seen_maps is not None and entries else None
-    entry_topic, entry_len, plain = _read_entries(maps, ids, sizes, entries, table, seen_maps)
+    # sorted once: to find the maps a remembered call saw, and for this call to be remembered by
+    id_order = None if ids is None else np.argsort(ids, kind="stable")
+    entry_topic, entry_len, plain = _read_entries(maps, ids, id_order, sizes, entries, table, seen_maps)
     if plain and ids is not None and seen_maps is not None:
-        seen_maps.remember(Seen(maps, ids, entry_start, entry_topic, entry_len, table.topics))
+        seen_maps.remember(Seen(maps, ids, entry_start, entry_topic, entry_len, table.topics, id_order))
     counts = table.counts(topics)
     spreads = table.spreads()
     order, _ = put_order(spreads[subscription], max((4 * len(listed)) // 3 + 1, 16))
     subscribed_order = subscription[order]
     missing = subscribed_order[counts[subscribed_order] == -1]
     if len(missing):
-        raise PartitionAssignorError(
-            f"Members are subscribed to topic {table.topics[int(missing[0])]} which doesn't exist in the "
-            "topic metadata."
-        )
+        raise missing_topic(table.topics[int(missing[0])])
     flat_offset = np.zeros(len(counts) + 1, np.int64)
     flat_offset[1:] = np.cumsum(np.maximum(counts, 0))
     if group.assigned is None:
@@ -297,17 +345,14 @@ def assign_uniform_homogeneous(
         table.spreads(),
         flat_offset,
         replayed,
-        op_member,
-        op_kind,
-        op_topic,
-        op_partition,
-        capacities,
+        MapOps(op_member, op_kind, op_topic, op_partition, capacities),
     )
 
 
 def _read_entries(
     maps: list[Mapping[TopicId, Collection[int]]],
     ids: np.ndarray | None,
+    id_order: np.ndarray | None,
     sizes: np.ndarray,
     entries: int,
     table: TopicTable,
@@ -318,7 +363,7 @@ def _read_entries(
     if not entries:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), True
     seen = seen_maps.find(maps, ids) if seen_maps is not None and ids is not None else None
-    rows = seen.rows(ids, sizes) if seen is not None and ids is not None else None
+    rows = seen.rows(ids, sizes, id_order) if seen is not None and ids is not None else None
     known = None if rows is None else rows >= 0
     if seen is None or rows is None or known is None or not known.any():
         read = maps
@@ -375,11 +420,7 @@ def finish_replayed(
     spreads: np.ndarray,
     flat_offset: np.ndarray,
     replayed: np.ndarray,
-    op_member: np.ndarray,
-    op_kind: np.ndarray,
-    op_topic: np.ndarray,
-    op_partition: np.ndarray,
-    op_capacity: np.ndarray,
+    ops: MapOps,
 ) -> GroupAssignment | None:
     """:func:`answer_replayed` over :class:`OldAssignments`."""
     return answer_replayed(
@@ -394,12 +435,46 @@ def finish_replayed(
         spreads,
         flat_offset,
         replayed,
-        op_member,
-        op_kind,
-        op_topic,
-        op_partition,
-        op_capacity,
+        ops,
     )
+
+
+@njit(cache=True)
+def ops_by_member(
+    which: np.ndarray,
+    members: int,
+    member: np.ndarray,
+    kind: np.ndarray,
+    topic: np.ndarray,
+    partition: np.ndarray,
+    capacity: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ops grouped by member, in the order of ``which`` (the replayed members, ascending), each
+    member's in the order they were done (a stable counting sort: one pass to count, one to place):
+    ``op_start[r]:op_start[r + 1]`` are ``which[r]``'s."""
+    row = np.full(members, -1, np.int64)
+    for r in range(len(which)):
+        row[which[r]] = r
+    op_start = np.zeros(len(which) + 1, np.int64)
+    for o in range(len(member)):
+        op_start[row[member[o]] + 1] += 1
+    for r in range(len(which)):
+        op_start[r + 1] += op_start[r]
+    at = op_start[:-1].copy()
+    n = len(member)
+    out_kind = np.empty(n, kind.dtype)
+    out_topic = np.empty(n, topic.dtype)
+    out_partition = np.empty(n, partition.dtype)
+    out_capacity = np.empty(n, capacity.dtype)
+    for o in range(n):
+        r = row[member[o]]
+        k = at[r]
+        at[r] = k + 1
+        out_kind[k] = kind[o]
+        out_topic[k] = topic[o]
+        out_partition[k] = partition[o]
+        out_capacity[k] = capacity[o]
+    return op_start, out_kind, out_topic, out_partition, out_capacity
 
 
 def answer_replayed(
@@ -414,11 +489,7 @@ def answer_replayed(
     spreads: np.ndarray,
     flat_offset: np.ndarray,
     replayed: np.ndarray,
-    op_member: np.ndarray,
-    op_kind: np.ndarray,
-    op_topic: np.ndarray,
-    op_partition: np.ndarray,
-    op_capacity: np.ndarray,
+    ops: MapOps,
 ) -> GroupAssignment | None:
     """The answer (an :class:`~kgroup.group.assignors.fast.answer.ArrayAssignment`): each replayed
     member's map in Java's order, every other member's own map; None when a replayed map would have
@@ -433,15 +504,17 @@ def answer_replayed(
         empty = np.zeros(1, np.int64)
         return ArrayAssignment(member_ids, own, row, empty, empty[:0], empty, empty[:0], topics)
     # every op belongs to a replayed member; a replayed member may have none (a bare deep copy)
-    order = np.argsort(op_member, kind="stable")
-    op_start = np.searchsorted(op_member[order], np.concatenate([which, which[-1:] + 1]))
+    which = which.astype(np.int64)
+    op_start, kind, topic, partition, capacity = ops_by_member(
+        which, len(member_ids), ops.member, ops.kind, ops.topic, ops.partition, ops.capacity
+    )
     out_entry_start, out_topic, out_part_start, out_parts, modelled = replay(
-        which.astype(np.int64),
+        which,
         op_start,
-        op_kind[order],
-        op_topic[order],
-        op_partition[order],
-        op_capacity[order],
+        kind,
+        topic,
+        partition,
+        capacity,
         entry_start,
         entry_topic,
         part_start,

@@ -24,7 +24,7 @@ from kgroup._njit import njit
 from kgroup.group.assignors.api import GroupAssignment, GroupSpec, SubscribedTopicDescriber
 from kgroup.group.assignors.fast.inputs import TopicTable, classes_of, old_assignments
 from kgroup.group.assignors.fast.javamaps import OP_ADD, OP_REMOVE, OP_REMOVE_TOPIC
-from kgroup.group.assignors.fast.uniform_fast import finish_replayed
+from kgroup.group.assignors.fast.uniform_fast import MapOps, finish_replayed
 
 __all__ = ["assign_uniform_heterogeneous"]
 
@@ -359,16 +359,5 @@ def assign_uniform_heterogeneous(
     )
     if status != OK:
         return None
-    return finish_replayed(
-        member_ids,
-        old,
-        table,
-        spreads,
-        flat_offset,
-        replayed,
-        op_member,
-        op_kind,
-        op_topic,
-        op_partition,
-        op_capacity,
-    )
+    ops = MapOps(op_member, op_kind, op_topic, op_partition, op_capacity)
+    return finish_replayed(member_ids, old, table, spreads, flat_offset, replayed, ops)
