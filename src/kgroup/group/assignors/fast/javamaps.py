@@ -324,23 +324,23 @@ def _fresh_member(
         cap = first_cap
         while n > (cap * 3) // 4 and cap < _MAX_CAPACITY:
             cap *= 2
-        for i in range(n):
-            for j in range(i):
-                if items[j] == items[i]:
-                    return False, n_entries_out, n_parts_out
-        if n > _TREEIFY:
-            if cap != first_cap:
-                return False, n_entries_out, n_parts_out
-            for i in range(n):
-                same = 0
-                for j in range(n):
-                    if (spread(items[j]) & (cap - 1)) == (spread(items[i]) & (cap - 1)):
-                        same += 1
-                if same > _TREEIFY:
-                    return False, n_entries_out, n_parts_out
+        if n > _TREEIFY and cap != first_cap:
+            return False, n_entries_out, n_parts_out
         for i in range(n):
             keys[i] = (spread(items[i]) & (cap - 1)) * (n + 1) + i
         _sort_by(keys, items, n)
+        # equal partitions share a bucket: a run of one bucket holds any duplicate and is its chain
+        run = 0
+        for i in range(1, n):
+            if keys[i] // (n + 1) == keys[i - 1] // (n + 1):
+                run += 1
+                for j in range(i - run, i):
+                    if items[j] == items[i]:
+                        return False, n_entries_out, n_parts_out
+                if run >= _TREEIFY:
+                    return False, n_entries_out, n_parts_out
+            else:
+                run = 0
         out_topic[entries_here] = slot_topic[slot]
         for i in range(n):
             out_parts[parts_here] = items[i]
@@ -432,6 +432,49 @@ def replay(
 
     for r in range(replayed):
         m = members[r]
+        lo = op_start[r]
+        hi = op_start[r + 1]
+        if old_start[m + 1] == old_start[m] and hi > lo:
+            # the commonest case, written out here (a call passing the scratch arrays costs more than
+            # the work): adds of one topic's partitions to an empty map
+            single = op_kind[lo] == OP_ADD
+            for o in range(lo + 1, hi):
+                if op_topic[o] != op_topic[lo] or op_kind[o] != OP_ADD:
+                    single = False
+                    break
+            if single:
+                n = hi - lo
+                cap = table_size_for(op_capacity[lo])
+                first_cap = cap
+                while n > (cap * 3) // 4 and cap < _MAX_CAPACITY:
+                    cap *= 2
+                for i in range(n):
+                    f_items[i] = op_partition[lo + i]
+                    f_keys[i] = ((spread(f_items[i]) & (cap - 1)) << 32) | i
+                _sort_by(f_keys, f_items, n)
+                # equal partitions share a bucket: a run of one bucket holds any duplicate, and is a chain
+                run = 0
+                for i in range(1, n):
+                    if (f_keys[i] >> 32) == (f_keys[i - 1] >> 32):
+                        run += 1
+                        for j in range(i - run, i):
+                            if f_items[j] == f_items[i]:
+                                single = False
+                        if run >= _TREEIFY:
+                            single = False
+                    else:
+                        run = 0
+                if n > _TREEIFY and cap != first_cap:
+                    single = False
+            if single:
+                out_topic[n_entries_out] = op_topic[lo]
+                for i in range(n):
+                    out_parts[n_parts_out + i] = f_items[i]
+                n_parts_out += n
+                n_entries_out += 1
+                part_start[n_entries_out] = n_parts_out
+                entry_start[r + 1] = n_entries_out
+                continue
         if old_start[m + 1] == old_start[m]:
             done, n_entries_out, n_parts_out = _fresh_member(
                 op_start[r],

@@ -46,8 +46,9 @@ class Seen:
         order: np.ndarray | None = None,
     ) -> None:
         self.maps = maps  # held: the ids below stay theirs while this is cached
-        # ``order``: ``ids``' stable argsort, when the caller has it already
-        self.order = np.argsort(ids, kind="stable") if order is None else order
+        # ``order``: ``ids``' argsort, when the caller has it already (any order of equal ids will do:
+        # two members handed one map object share its row's entries)
+        self.order = np.argsort(ids) if order is None else order
         self.ids = ids[self.order]  # sorted, searched
         self.entry_start = entry_start
         self.entry_topic = entry_topic
