@@ -28,6 +28,7 @@ KERNEL_MODULES = (
     "kgroup.spark.source._batch_kernels",
     "kgroup.group.assignors.fast.javamaps",
     "kgroup.group.assignors.fast.range_fast",
+    "kgroup.group.assignors.fast.simple_fast",
     "kgroup.group.assignors.fast.uniform_fast",
     "kgroup.group.assignors.fast.uniform_heterogeneous_fast",
 )
@@ -53,6 +54,7 @@ ENTRY_KERNELS = frozenset(
         "kgroup.group.assignors.fast.javamaps.put_order",
         "kgroup.group.assignors.fast.javamaps.replay",
         "kgroup.group.assignors.fast.range_fast.range_kernel",
+        "kgroup.group.assignors.fast.simple_fast.simple_homogeneous_kernel",
         "kgroup.group.assignors.fast.uniform_fast.homogeneous_kernel",
         "kgroup.group.assignors.fast.uniform_fast.mark_flagged",
         "kgroup.group.assignors.fast.uniform_fast.ops_by_member",

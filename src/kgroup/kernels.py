@@ -123,7 +123,7 @@ def _spark_source() -> None:
 KERNEL_GROUPS: tuple[tuple[str, Callable[[], None]], ...] = (
     ("keyed partitioning (murmur2)", _partitioning),
     ("fast sticky assignors", _assignors),
-    ("server assignors (range, uniform)", _server_assignors),
+    ("server assignors (range, uniform, simple)", _server_assignors),
     ("broker record walk", _log),
     ("Spark source record decoder and sink encoder", _spark_source),
 )

@@ -27,6 +27,7 @@ from kgroup.group.assignors.api import (
     GroupSpec,
     PartitionAssignorError,
     SubscribedTopicDescriber,
+    SubscriptionType,
     TopicId,
 )
 from kgroup.group.assignors.common import (
@@ -37,6 +38,7 @@ from kgroup.group.assignors.common import (
     missing_topic,
     topic_hash,
 )
+from kgroup.group.assignors.fast import kernels_ready
 from kgroup.javacompat import (
     JavaHashMap,
     JavaHashSet,
@@ -128,6 +130,14 @@ class SimpleAssignor(BuilderAssignor):
     """``org.apache.kafka.coordinator.group.assignor.SimpleAssignor``."""
 
     name = "simple"
+
+    def assign_fast(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment | None:
+        """The homogeneous builder over integer arrays (:mod:`kgroup.group.assignors.fast.simple_fast`)."""
+        if not kernels_ready() or group.subscription_type is not SubscriptionType.HOMOGENEOUS:
+            return None
+        from kgroup.group.assignors.fast.simple_fast import assign_simple_homogeneous  # numba: lazily
+
+        return assign_simple_homogeneous(group, topics)
 
     def build_homogeneous(self, group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment:
         return _Homogeneous(group, topics).build()

@@ -16,7 +16,8 @@ _held = False
 
 
 def kernels_ready() -> bool:
-    """Whether ``RangeAssignor.assign`` and ``UniformAssignor.assign`` may run these kernels. True
+    """Whether ``RangeAssignor.assign``, ``UniformAssignor.assign`` and ``SimpleAssignor.assign`` may run
+    these kernels. True
     unless a broker is warming them in a thread of its own (:mod:`kgroup.broker.warmup`): compiled
     cold, the uniform kernels take about 40 s of CPU, which on the coordinators' thread would hold
     every group's heartbeats for as long; until they are ready the assignors answer with their
@@ -36,12 +37,12 @@ def release() -> None:
 
 
 def warm() -> None:
-    """Run every kernel of ``range`` and ``uniform`` (as homogeneous and as heterogeneous groups: both
-    uniform builders) on a small group — a new one, then one member joining it (the replay of
-    changed members' maps; without and with the coordinator's inverted target assignment), with a
-    chain long enough to resize a small table — so numba compiles them, or reads them from its
-    cache. The fast paths are called directly: the assignors' ``assign`` steps aside from them
-    while they are held."""
+    """Run every kernel of ``range``, ``uniform`` (as homogeneous and as heterogeneous groups: both
+    uniform builders) and ``simple`` (its homogeneous builder) on a small group — a new one, then one
+    member joining it (the replay of changed members' maps; without and with the coordinator's
+    inverted target assignment), with a chain long enough to resize a small table — so numba compiles
+    them, or reads them from its cache. The fast paths are called directly: the assignors' ``assign``
+    steps aside from them while they are held."""
     from kgroup.group.assignors.api import (
         InvertedTarget,
         MemberSpec,
@@ -70,3 +71,14 @@ def warm() -> None:
             for member_id, assignment in result.items():
                 inverted.move(member_id, {}, assignment)
             fast(group_spec([*members, ("m3", MemberSpec(subscription))], kind, inverted), describer)
+    # simple (share groups): members outnumbering the partitions, then one joining; then a member
+    # holding too much (the revocations)
+    from kgroup.group.assignors.fast.simple_fast import assign_simple_homogeneous
+
+    few = {TopicId(0, 100): 4}
+    shared = tuple(few)
+    for members_now in (9, 10):
+        specs = [(f"s{i}", MemberSpec(shared)) for i in range(members_now)]
+        if members_now == 10:
+            specs[0] = ("s0", MemberSpec(shared, {TopicId(0, 100): (0, 1, 2, 3)}))
+        assign_simple_homogeneous(group_spec(specs, SubscriptionType.HOMOGENEOUS), TopicDescriber(few))

@@ -22,6 +22,7 @@ from kgroup._njit import njit
 __all__ = [
     "OP_ADD",
     "OP_REMOVE",
+    "OP_REMOVE_KEEP",
     "OP_REMOVE_TOPIC",
     "put_order",
     "replay",
@@ -38,6 +39,8 @@ OP_ADD = 0
 OP_REMOVE = 1
 #: ``map.remove(topic)``
 OP_REMOVE_TOPIC = 2
+#: ``map.get(topic).remove(partition)``, the topic kept with its set even when emptied (``simple``)
+OP_REMOVE_KEEP = 3
 
 
 @njit(cache=True)
@@ -376,6 +379,7 @@ def replay(
     reference."""
     replayed = len(members)
     total_old_parts = 0
+    total_old_entries = 0
     total_ops = 0
     max_slots = 1
     max_entries = 1
@@ -384,12 +388,15 @@ def replay(
         parts_here = old_part_start[old_start[m + 1]] - old_part_start[old_start[m]]
         ops_here = op_start[r + 1] - op_start[r]
         total_old_parts += parts_here
+        total_old_entries += old_start[m + 1] - old_start[m]
         total_ops += ops_here
         max_slots = max(max_slots, old_start[m + 1] - old_start[m] + ops_here)
         max_entries = max(max_entries, parts_here + ops_here)
     entry_start = np.zeros(replayed + 1, np.int64)
-    out_topic = np.empty(max(1, total_old_parts + total_ops), np.int64)
-    part_start = np.zeros(max(1, total_old_parts + total_ops) + 1, np.int64)
+    # a topic's set may be empty (``simple`` keeps emptied ones): entries are bounded by the current
+    # maps' topics and the ops, partitions by the current maps' partitions and the ops
+    out_topic = np.empty(max(1, total_old_entries + total_ops), np.int64)
+    part_start = np.zeros(max(1, total_old_entries + total_ops) + 1, np.int64)
     out_parts = np.empty(max(1, total_old_parts + total_ops), np.int64)
     n_entries_out = 0
     n_parts_out = 0
@@ -560,10 +567,10 @@ def replay(
             kind = op_kind[o]
             topic = op_topic[o]
             slot = slot_of_topic[topic]
-            if kind in (OP_REMOVE_TOPIC, OP_REMOVE):
+            if kind != OP_ADD:
                 if slot == -1 or not s_alive[slot]:
                     continue
-                if kind == OP_REMOVE:
+                if kind != OP_REMOVE_TOPIC:
                     p = op_partition[o]
                     flat = flat_offset[topic] + p
                     entry = entry_of_flat[flat]
@@ -573,7 +580,7 @@ def replay(
                     entry_of_flat[flat] = -1
                     pool[s_chain[slot] + (spread(p) & (s_cap[slot] - 1))] -= 1
                     s_size[slot] -= 1
-                    if s_size[slot] > 0:
+                    if s_size[slot] > 0 or kind == OP_REMOVE_KEEP:
                         continue
                 # map.remove(topic); the table never shrinks
                 s_alive[slot] = False
