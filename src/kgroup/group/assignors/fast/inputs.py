@@ -18,7 +18,7 @@ from operator import attrgetter, methodcaller
 import numpy as np
 
 from kgroup.group.assignors.api import GroupSpec, MemberSpec, SubscribedTopicDescriber, TopicId
-from kgroup.javacompat import java_spread, java_string_key
+from kgroup.javacompat import java_string_key
 
 __all__ = ["Classes", "OldAssignments", "TopicTable", "classes_of", "old_assignments", "sorted_member_ids"]
 
@@ -26,6 +26,7 @@ _subscription = attrgetter("subscribed_topic_ids")
 _assignment = attrgetter("assignment")
 _values = methodcaller("values")
 _pair = attrgetter("msb", "lsb")
+_java_hash = attrgetter("java_hash")
 
 
 class TopicTable:
@@ -85,7 +86,8 @@ class TopicTable:
         """``HashMap.hash(topicId)`` of every topic (each computed once per table)."""
         known = self._spreads
         if len(known) < len(self.topics):
-            known.extend(java_spread(t.java_hash) for t in self.topics[len(known) :])
+            hashes = np.fromiter(map(_java_hash, self.topics[len(known) :]), np.int64) & 0xFFFFFFFF
+            known.extend((hashes ^ (hashes >> 16)).tolist())  # java_spread, for all at once
         return np.array(known, np.int64)
 
 

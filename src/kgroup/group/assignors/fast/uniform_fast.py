@@ -268,7 +268,8 @@ def assign_uniform_homogeneous(
     if not listed:
         return {}
     subscription = np.array(listed, np.int64)
-    if len(np.unique(subscription)) != len(subscription):
+    # a fresh table numbers distinct topics 0..n-1 in order: only a repeated topic needs looking for
+    if listed[-1] != len(listed) - 1 and len(np.unique(subscription)) != len(subscription):
         return None
     # every member's current map: its topics and their sizes (the partitions only where needed);
     # the maps a recent call was handed too are not read again (see fast.reuse)
