@@ -104,6 +104,32 @@ _T = TopicId(0, 0)
         False,
     )
 )
+# the partition map grows past its threshold: partitions no longer assignable that members still hold
+# are keys too, beyond the targets the map was sized for (it doubles before the next computeIfAbsent)
+@example(
+    group=_Group(
+        {TopicId(0, 1): 11, TopicId(0, 2): 11},
+        (TopicId(0, 1), TopicId(0, 2)),
+        [f"m{i}" for i in range(4)],
+        {"m2": {TopicId(0, 1): (0, 1, 6, 7, 9, 10), TopicId(0, 2): (2, 3, 7, 8, 9, 10)}},
+        {TopicId(0, 1): frozenset({3, 7}), TopicId(0, 2): frozenset({6})},
+        [(0, 0)],
+        False,
+    )
+)
+# fourteen topics whose single partition hashes to one bucket of the partition map (31 * hash + 0,
+# hashes 64, 128, ...): the chain becomes a tree in its table of 64, and the kernel steps aside
+@example(
+    group=_Group(
+        {**{TopicId(0, 64 * j): 1 for j in range(1, 15)}, TopicId(0, 1): 26},
+        (*(TopicId(0, 64 * j) for j in range(1, 15)), TopicId(0, 1)),
+        [f"m{i}" for i in range(51)],
+        {},
+        None,
+        [(0, 0)],
+        False,
+    )
+)
 def test_the_fast_path_answers_as_the_reference(group: _Group) -> None:
     assignor = SimpleAssignor()
     describer = TopicDescriber(group.topics)

@@ -25,6 +25,7 @@ __all__ = [
     "OP_REMOVE_KEEP",
     "OP_REMOVE_TOPIC",
     "put_order",
+    "record_op",
     "replay",
     "table_size_for",
 ]
@@ -41,6 +42,24 @@ OP_REMOVE = 1
 OP_REMOVE_TOPIC = 2
 #: ``map.get(topic).remove(partition)``, the topic kept with its set even when emptied (``simple``)
 OP_REMOVE_KEEP = 3
+
+
+@njit(cache=True)
+def record_op(
+    ops: np.ndarray, n_ops: int, member: int, kind: int, topic: int, partition: int, capacity: int
+) -> np.ndarray:
+    """``ops`` (rows: member, kind, topic, partition, new set's capacity: what :func:`replay` plays
+    back) with op ``n_ops`` written, grown to twice its width when full."""
+    if n_ops >= ops.shape[1]:
+        bigger = np.empty((5, 2 * ops.shape[1]), np.int64)
+        bigger[:, : ops.shape[1]] = ops
+        ops = bigger
+    ops[0, n_ops] = member
+    ops[1, n_ops] = kind
+    ops[2, n_ops] = topic
+    ops[3, n_ops] = partition
+    ops[4, n_ops] = capacity
+    return ops
 
 
 @njit(cache=True)

@@ -24,8 +24,6 @@ recorded as ops and replayed by :func:`~kgroup.group.assignors.fast.javamaps.rep
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-
 import numpy as np
 
 from kgroup._njit import njit
@@ -36,16 +34,16 @@ from kgroup.group.assignors.api import (
     SubscribedTopicDescriber,
 )
 from kgroup.group.assignors.common import missing_topic
-from kgroup.group.assignors.fast.inputs import TopicTable
+from kgroup.group.assignors.fast.inputs import TopicTable, old_assignments
 from kgroup.group.assignors.fast.javamaps import (
     OP_ADD,
     OP_REMOVE_KEEP,
     OP_REMOVE_TOPIC,
+    record_op,
     table_size_for,
 )
-from kgroup.group.assignors.fast.uniform_fast import MapOps, answer_replayed
+from kgroup.group.assignors.fast.uniform_fast import MapOps, finish_replayed
 from kgroup.group.assignors.simple import desired_assignment_counts
-from kgroup.model import TopicId
 
 __all__ = ["assign_simple_homogeneous", "simple_homogeneous_kernel"]
 
@@ -97,6 +95,54 @@ def _set_order(spreads: np.ndarray, keys: np.ndarray, n: int, chains: np.ndarray
 
 
 @njit(cache=True)
+def _compute_if_absent_all(
+    calls: np.ndarray, spreads: np.ndarray, table: np.ndarray, keys: np.ndarray, seq: np.ndarray
+) -> bool:
+    """``assignedPartitionToMembers.computeIfAbsent`` of each of ``calls`` (flat ids), in order, on the
+    map's state: ``table`` = (capacity, size, head sequence) then its chain lengths, ``keys[:size]``
+    its keys in insertion order, ``seq`` each key's sequence (0: absent). An overfull table doubles
+    before every call, even for a key already there; a new key goes to the head of its chain; a chain
+    reaching 8 doubles a table under 64 buckets and is a tree in a bigger one (False)."""
+    for flat in calls:
+        cap = table[0]
+        size = table[1]
+        if size > (cap * 3) // 4 and cap < _MAX_CAPACITY:
+            cap *= 2
+            table[0] = cap
+            _recount(table[3:], spreads, keys, size, cap)
+        if seq[flat] != 0:
+            continue
+        table[2] -= 1
+        seq[flat] = table[2]
+        keys[size] = flat
+        table[1] = size + 1
+        bucket = spreads[flat] & (cap - 1)
+        table[3 + bucket] += 1
+        if table[3 + bucket] > _TREEIFY - 1:
+            if cap >= _MIN_TREEIFY_CAPACITY:
+                return False
+            table[0] = cap * 2
+            _recount(table[3:], spreads, keys, size + 1, cap * 2)
+    return True
+
+
+@njit(cache=True)
+def _map_order(spreads: np.ndarray, table: np.ndarray, keys: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """The map's keys in the order it iterates them: by bucket, newest first within one."""
+    cap = table[0]
+    size = table[1]
+    order_keys = np.empty(size, np.int64)
+    for i in range(size):
+        flat = keys[i]
+        order_keys[i] = ((spreads[flat] & (cap - 1)) << 32) | (seq[flat] + size)
+    ranked = np.argsort(order_keys)
+    ordered = np.empty(size, np.int64)
+    for i in range(size):
+        ordered[i] = keys[ranked[i]]
+    return ordered
+
+
+@njit(cache=True)
 def simple_homogeneous_kernel(
     members: int,
     desired: np.ndarray,  # int64[M]: each member's quota
@@ -112,28 +158,14 @@ def simple_homogeneous_kernel(
     part_start: np.ndarray,  # int64[E+1]
     parts: np.ndarray,
     by_partition_capacity: int,  # the table size of newHashMap(P)
-) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(status, op_member, op_kind, op_topic, op_partition, replayed)``."""
-    empty = np.empty(0, np.int64)
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(status, ops, replayed)``: ``ops`` as :func:`~kgroup.group.assignors.fast.javamaps.record_op`
+    writes them."""
     replayed = np.zeros(members, np.bool_)
     flats = len(flat_topic)
     n_old = len(parts)
-    # removals: at most every current topic and partition; adds: each partition's missing sharers
-    max_ops = len(entry_topic) + n_old + flats * max(sharing, 1) + 1
-    op_member = np.empty(max_ops, np.int64)
-    op_kind = np.empty(max_ops, np.int64)
-    op_topic = np.empty(max_ops, np.int64)
-    op_partition = np.empty(max_ops, np.int64)
+    ops = np.empty((5, max(16, len(entry_topic) + n_old + len(targets))), np.int64)
     n_ops = 0
-
-    # assignedPartitionToMembers: the keys in insertion order, each key's sequence (head inserts)
-    cap = by_partition_capacity
-    bp_chains = np.zeros(cap, np.int64)
-    bp_keys = np.empty(flats, np.int64)
-    bp_seq = np.zeros(flats, np.int64)
-    present = np.zeros(flats, np.bool_)
-    bp_size = 0
-    head = 0
     # the current holders, in insertion order: pair i is (holder_flat[i], holder_member[i])
     holder_flat = np.empty(n_old, np.int64)
     holder_member = np.empty(n_old, np.int64)
@@ -150,48 +182,32 @@ def simple_homogeneous_kernel(
             t = entry_topic[e]
             if not subscribed[t]:
                 replayed[m] = True
-                op_member[n_ops] = m
-                op_kind[n_ops] = OP_REMOVE_TOPIC
-                op_topic[n_ops] = t
-                op_partition[n_ops] = -1
+                ops = record_op(ops, n_ops, m, OP_REMOVE_TOPIC, t, -1, 0)
                 n_ops += 1
                 continue
             for k in range(part_start[e], part_start[e + 1]):
                 p = parts[k]
                 if not 0 <= p < flat_offset[t + 1] - flat_offset[t]:
-                    return STEP_ASIDE, empty, empty, empty, empty, replayed
-                flat = flat_offset[t] + p
-                assigned += 1
-                # computeIfAbsent: an overfull table doubles first, even for a key already there
-                if bp_size > (cap * 3) // 4 and cap < _MAX_CAPACITY:
-                    cap *= 2
-                    bp_chains = np.zeros(cap, np.int64)
-                    _recount(bp_chains, tp_spread, bp_keys, bp_size, cap)
-                if not present[flat]:
-                    present[flat] = True
-                    head -= 1
-                    bp_seq[flat] = head
-                    bp_keys[bp_size] = flat
-                    bp_size += 1
-                    bucket = tp_spread[flat] & (cap - 1)
-                    bp_chains[bucket] += 1
-                    if bp_chains[bucket] > _TREEIFY - 1:
-                        if cap >= _MIN_TREEIFY_CAPACITY:
-                            return STEP_ASIDE, empty, empty, empty, empty, replayed
-                        cap *= 2
-                        bp_chains = np.zeros(cap, np.int64)
-                        _recount(bp_chains, tp_spread, bp_keys, bp_size, cap)
-                holder_flat[n_holders] = flat
+                    return STEP_ASIDE, ops[:, :0], replayed
+                holder_flat[n_holders] = flat_offset[t] + p
                 holder_member[n_holders] = m
                 holder_alive[n_holders] = True
                 n_holders += 1
                 held[m] += 1
+                assigned += 1
                 if assigned >= desired[m]:
                     replayed[m] = True  # deepCopyAssignment
         if assigned < desired[m]:
             unfilled[m] = True
         elif assigned > desired[m]:
             overfilled[m] = True
+    # assignedPartitionToMembers, by computeIfAbsent of those partitions in that order
+    table = np.zeros(3 + 2 * by_partition_capacity + 2 * table_size_for(2 * flats + 2), np.int64)
+    table[0] = by_partition_capacity
+    bp_keys = np.empty(flats, np.int64)
+    bp_seq = np.zeros(flats, np.int64)
+    if not _compute_if_absent_all(holder_flat[:n_holders], tp_spread, table, bp_keys, bp_seq):
+        return STEP_ASIDE, ops[:, :0], replayed
 
     # each member's partitions (its pairs, in order) and each partition's members (likewise)
     by_member_start = np.zeros(members + 1, np.int64)
@@ -225,7 +241,7 @@ def simple_homogeneous_kernel(
         for i in range(n):
             scratch_keys[i] = holder_flat[pairs_of_member[by_member_start[m] + i]]
         if not _set_order(tp_spread, scratch_keys, n, scratch_chains, scratch_order):
-            return STEP_ASIDE, empty, empty, empty, empty, replayed
+            return STEP_ASIDE, ops[:, :0], replayed
         for i in range(n):
             flat = scratch_order[i]
             # the pair of (flat, m): the member holds each partition once
@@ -233,23 +249,14 @@ def simple_homogeneous_kernel(
                 pair = pairs_of_member[j]
                 if holder_flat[pair] == flat:
                     holder_alive[pair] = False
-            op_member[n_ops] = m
-            op_kind[n_ops] = OP_REMOVE_KEEP
-            op_topic[n_ops] = flat_topic[flat]
-            op_partition[n_ops] = flat_part[flat]
+            ops = record_op(ops, n_ops, m, OP_REMOVE_KEEP, flat_topic[flat], flat_part[flat], 0)
             n_ops += 1
             held[m] -= 1
             if held[m] == desired[m]:
                 break
 
     # revokeOversharedPartitions: the map's keys in its order now, each partition's members likewise
-    order_keys = np.empty(bp_size, np.int64)
-    for i in range(bp_size):
-        flat = bp_keys[i]
-        order_keys[i] = ((tp_spread[flat] & (cap - 1)) << 32) | (bp_seq[flat] + bp_size)
-    in_order = np.argsort(order_keys)
-    for a in range(bp_size):
-        flat = bp_keys[in_order[a]]
+    for flat in _map_order(tp_spread, table, bp_keys, bp_seq):
         count = 0
         for j in range(by_flat_start[flat], by_flat_start[flat + 1]):
             if holder_alive[pairs_of_flat[j]]:
@@ -260,7 +267,7 @@ def simple_homogeneous_kernel(
         for i in range(n):
             scratch_keys[i] = holder_member[pairs_of_flat[by_flat_start[flat] + i]]
         if not _set_order(member_spread, scratch_keys, n, scratch_chains, scratch_order):
-            return STEP_ASIDE, empty, empty, empty, empty, replayed
+            return STEP_ASIDE, ops[:, :0], replayed
         for i in range(n):
             m = scratch_order[i]
             for j in range(by_flat_start[flat], by_flat_start[flat + 1]):
@@ -268,10 +275,7 @@ def simple_homogeneous_kernel(
                 if holder_member[pair] == m and holder_alive[pair]:
                     holder_alive[pair] = False
                     replayed[m] = True
-                    op_member[n_ops] = m
-                    op_kind[n_ops] = OP_REMOVE_KEEP
-                    op_topic[n_ops] = flat_topic[flat]
-                    op_partition[n_ops] = flat_part[flat]
+                    ops = record_op(ops, n_ops, m, OP_REMOVE_KEEP, flat_topic[flat], flat_part[flat], 0)
                     n_ops += 1
                     count -= 1
                     held[m] -= 1
@@ -280,26 +284,8 @@ def simple_homogeneous_kernel(
                 break
 
     # every target joins the map (computeIfAbsent, as above)
-    for flat in targets:
-        if bp_size > (cap * 3) // 4 and cap < _MAX_CAPACITY:
-            cap *= 2
-            bp_chains = np.zeros(cap, np.int64)
-            _recount(bp_chains, tp_spread, bp_keys, bp_size, cap)
-        if present[flat]:
-            continue
-        present[flat] = True
-        head -= 1
-        bp_seq[flat] = head
-        bp_keys[bp_size] = flat
-        bp_size += 1
-        bucket = tp_spread[flat] & (cap - 1)
-        bp_chains[bucket] += 1
-        if bp_chains[bucket] > _TREEIFY - 1:
-            if cap >= _MIN_TREEIFY_CAPACITY:
-                return STEP_ASIDE, empty, empty, empty, empty, replayed
-            cap *= 2
-            bp_chains = np.zeros(cap, np.int64)
-            _recount(bp_chains, tp_spread, bp_keys, bp_size, cap)
+    if not _compute_if_absent_all(targets, tp_spread, table, bp_keys, bp_seq):
+        return STEP_ASIDE, ops[:, :0], replayed
 
     # assignRemainingPartitions: the unfilled members, ascending, round the partitions short of sharers
     holders = np.zeros(flats, np.int64)
@@ -311,12 +297,7 @@ def simple_homogeneous_kernel(
         if unfilled[m]:
             left += 1
     if left == 0:
-        return OK, op_member[:n_ops], op_kind[:n_ops], op_topic[:n_ops], op_partition[:n_ops], replayed
-    order_keys = np.empty(bp_size, np.int64)
-    for i in range(bp_size):
-        flat = bp_keys[i]
-        order_keys[i] = ((tp_spread[flat] & (cap - 1)) << 32) | (bp_seq[flat] + bp_size)
-    in_order = np.argsort(order_keys)
+        return OK, ops[:, :n_ops], replayed
     snapshot = np.empty(members, np.int64)
     n_snapshot = 0
     for m in range(members):
@@ -329,8 +310,7 @@ def simple_homogeneous_kernel(
     given = np.full(members, -1, np.int64)
     at = 0
     assigned_this_pass = False
-    for a in range(bp_size):
-        flat = bp_keys[in_order[a]]
+    for flat in _map_order(tp_spread, table, bp_keys, bp_seq):
         if holders[flat] < sharing:
             for j in range(by_flat_start[flat], by_flat_start[flat + 1]):
                 if holder_alive[pairs_of_flat[j]]:
@@ -346,7 +326,7 @@ def simple_homogeneous_kernel(
                             snapshot[n_snapshot] = m
                             n_snapshot += 1
                     if n_snapshot == 0:
-                        return ERR_NO_MEMBER, empty, empty, empty, empty, replayed
+                        return ERR_NO_MEMBER, ops[:, :0], replayed
                     at = 0
                     assigned_this_pass = False
                 m = snapshot[at]
@@ -356,10 +336,7 @@ def simple_homogeneous_kernel(
                 to_make -= 1
                 assigned_this_pass = True
                 replayed[m] = True
-                op_member[n_ops] = m
-                op_kind[n_ops] = OP_ADD
-                op_topic[n_ops] = flat_topic[flat]
-                op_partition[n_ops] = flat_part[flat]
+                ops = record_op(ops, n_ops, m, OP_ADD, flat_topic[flat], flat_part[flat], 16)
                 n_ops += 1
                 if given[m] != flat:
                     given[m] = flat
@@ -369,7 +346,7 @@ def simple_homogeneous_kernel(
                     left -= 1
         if left == 0:
             break
-    return OK, op_member[:n_ops], op_kind[:n_ops], op_topic[:n_ops], op_partition[:n_ops], replayed
+    return OK, ops[:, :n_ops], replayed
 
 
 def assign_simple_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAssignment | None:
@@ -387,7 +364,6 @@ def assign_simple_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber
         return None
     # the partitions to share, in the reference's order; a subscribed topic the metadata lacks throws
     counts = table.counts(topics)
-    targets: list[int] = []
     for t in listed:
         if counts[t] == -1:
             raise missing_topic(table.topics[t])
@@ -395,6 +371,7 @@ def assign_simple_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber
     sizes_by_topic[listed] = counts[listed]
     flat_offset = np.zeros(len(table.topics) + 1, np.int64)
     np.cumsum(sizes_by_topic, out=flat_offset[1:])
+    targets: list[int] = []
     for t in listed:
         base = int(flat_offset[t])
         if group.assignable is None:
@@ -404,16 +381,7 @@ def assign_simple_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber
             targets.extend(base + p for p in range(int(counts[t])) if group.is_partition_assignable(topic, p))
     sharing, desired = desired_assignment_counts(len(member_ids), len(targets))
     # every member's current map: its topics (indexed after the subscription's) and partitions
-    maps: list[Mapping[TopicId, Collection[int]]] = [spec.assignment for spec in specs]
-    entry_topic = np.array(table.indices([topic for assignment in maps for topic in assignment]), np.int64)
-    sizes = np.fromiter(map(len, maps), np.int64, len(maps))
-    entry_start = np.zeros(len(maps) + 1, np.int64)
-    np.cumsum(sizes, out=entry_start[1:])
-    collections = [partitions for assignment in maps for partitions in assignment.values()]
-    lengths = np.fromiter(map(len, collections), np.int64, len(collections))
-    part_start = np.zeros(len(collections) + 1, np.int64)
-    np.cumsum(lengths, out=part_start[1:])
-    parts = np.fromiter((p for c in collections for p in c), np.int64, int(part_start[-1]))
+    old = old_assignments(specs, table)
     # topics met only in the current maps: nobody's subscription, no flat ids
     flat_offset = np.concatenate(
         [flat_offset, np.full(len(table.topics) + 1 - len(flat_offset), flat_offset[-1])]
@@ -427,7 +395,7 @@ def assign_simple_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber
     raw = (31 * hashes[flat_topic] + flat_part) & 0xFFFFFFFF  # the record's hashCode, as 32 bits
     tp_spread = raw ^ (raw >> 16)
     counts = np.concatenate([counts, table.counts(topics)[len(counts) :]])
-    status, op_member, op_kind, op_topic, op_partition, replayed = simple_homogeneous_kernel(
+    status, ops, replayed = simple_homogeneous_kernel(
         len(member_ids),
         np.array(desired, np.int64),
         sharing,
@@ -437,10 +405,10 @@ def assign_simple_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber
         flat_offset,
         subscribed,
         tp_spread,
-        entry_start,
-        entry_topic,
-        part_start,
-        parts,
+        old.entry_start,
+        old.topic,
+        old.part_start,
+        old.parts,
         table_size_for((4 * (len(targets) + 1)) // 3 + 1),
     )
     if status == STEP_ASIDE:
@@ -449,21 +417,8 @@ def assign_simple_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber
         raise PartitionAssignorError(
             "NoSuchElementException: no unfilled member left for a partition short of sharers"
         )
-    plain = all(type(m) is dict for m in maps) and all(type(c) is tuple for c in collections)
     # the replay's own flat ids, over every topic met (a current map may name one nobody subscribes to)
     whole = np.zeros(len(table.topics) + 1, np.int64)
     np.cumsum(np.maximum(counts, 0), out=whole[1:])
-    return answer_replayed(
-        member_ids,
-        maps,
-        plain,
-        entry_start,
-        entry_topic,
-        part_start,
-        parts,
-        table.topics,
-        table.spreads(),
-        whole,
-        replayed,
-        MapOps(op_member, op_kind, op_topic, op_partition, np.full(len(op_member), 16, np.int64)),
-    )
+    ops_arrays = MapOps(*(row.copy() for row in ops))
+    return finish_replayed(member_ids, old, table, table.spreads(), whole, replayed, ops_arrays)

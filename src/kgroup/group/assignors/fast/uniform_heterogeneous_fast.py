@@ -23,7 +23,7 @@ import numpy as np
 from kgroup._njit import njit
 from kgroup.group.assignors.api import GroupAssignment, GroupSpec, SubscribedTopicDescriber
 from kgroup.group.assignors.fast.inputs import TopicTable, classes_of, old_assignments
-from kgroup.group.assignors.fast.javamaps import OP_ADD, OP_REMOVE, OP_REMOVE_TOPIC
+from kgroup.group.assignors.fast.javamaps import OP_ADD, OP_REMOVE, OP_REMOVE_TOPIC, record_op
 from kgroup.group.assignors.fast.uniform_fast import MapOps, finish_replayed
 
 __all__ = ["assign_uniform_heterogeneous"]
@@ -118,24 +118,6 @@ def _exclude_most_loaded(state: np.ndarray, ordered: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def _record(
-    ops: np.ndarray, n_ops: int, member: int, kind: int, topic: int, partition: int, capacity: int
-) -> np.ndarray:
-    """``ops`` (rows: member, kind, topic, partition, new set's capacity) with op ``n_ops`` written,
-    grown to twice its width when full."""
-    if n_ops >= ops.shape[1]:
-        bigger = np.empty((5, 2 * ops.shape[1]), np.int64)
-        bigger[:, : ops.shape[1]] = ops
-        ops = bigger
-    ops[0, n_ops] = member
-    ops[1, n_ops] = kind
-    ops[2, n_ops] = topic
-    ops[3, n_ops] = partition
-    ops[4, n_ops] = capacity
-    return ops
-
-
-@njit(cache=True)
 def _topic_order(
     topics: np.ndarray, counts: np.ndarray, subscriber_count: np.ndarray, rank: np.ndarray
 ) -> np.ndarray:
@@ -216,7 +198,7 @@ def heterogeneous_kernel(
                     owners[flat_offset[t] + p] = m
                 continue
             replayed[m] = True
-            ops = _record(ops, n_ops, m, OP_REMOVE_TOPIC, t, -1, 0)
+            ops = record_op(ops, n_ops, m, OP_REMOVE_TOPIC, t, -1, 0)
             n_ops += 1
         for k in range(class_start[c], class_start[c + 1]):
             mark[class_topics[k]] = False
@@ -248,7 +230,7 @@ def heterogeneous_kernel(
                 continue
             m = _next_least_loaded(state, ordered, sizes)
             replayed[m] = True
-            ops = _record(ops, n_ops, m, OP_ADD, t, p, capacity[t])
+            ops = record_op(ops, n_ops, m, OP_ADD, t, p, capacity[t])
             n_ops += 1
             owners[flat] = m
             sizes[m] += 1
@@ -305,11 +287,11 @@ def heterogeneous_kernel(
                     if state[_MOST_COUNT] - state[_LEAST_COUNT] <= 1:
                         break
                     replayed[most] = True
-                    ops = _record(ops, n_ops, most, OP_REMOVE, t, p, 0)
+                    ops = record_op(ops, n_ops, most, OP_REMOVE, t, p, 0)
                     n_ops += 1
                     sizes[most] -= 1
                     replayed[least] = True
-                    ops = _record(ops, n_ops, least, OP_ADD, t, p, capacity[t])
+                    ops = record_op(ops, n_ops, least, OP_ADD, t, p, capacity[t])
                     n_ops += 1
                     owners[base + p] = least
                     sizes[least] += 1
