@@ -230,17 +230,15 @@ def simple_homogeneous_kernel(
         fill_f[holder_flat[i]] += 1
     member_spread = np.arange(members, dtype=np.int64)  # Integer.hashCode, spread: itself (< 65,536)
     scratch_chains = np.zeros(2 * table_size_for(max(16, 2 * max(members, n_holders) + 2)), np.int64)
-    scratch_keys = np.empty(max(members, n_holders, 1), np.int64)
     scratch_order = np.empty(max(members, n_holders, 1), np.int64)
 
     # revokeOverfilledMembers: in ascending member order, each one's partitions in its set's order
     for m in range(members):
         if not overfilled[m] or held[m] <= desired[m]:
             continue
-        n = by_member_start[m + 1] - by_member_start[m]
-        for i in range(n):
-            scratch_keys[i] = holder_flat[pairs_of_member[by_member_start[m] + i]]
-        if not _set_order(tp_spread, scratch_keys, n, scratch_chains, scratch_order):
+        pairs = pairs_of_member[by_member_start[m] : by_member_start[m + 1]]
+        n = len(pairs)
+        if not _set_order(tp_spread, holder_flat[pairs], n, scratch_chains, scratch_order):
             return STEP_ASIDE, ops[:, :0], replayed
         for i in range(n):
             flat = scratch_order[i]
@@ -263,10 +261,9 @@ def simple_homogeneous_kernel(
                 count += 1
         if count <= sharing:
             continue
-        n = by_flat_start[flat + 1] - by_flat_start[flat]
-        for i in range(n):
-            scratch_keys[i] = holder_member[pairs_of_flat[by_flat_start[flat] + i]]
-        if not _set_order(member_spread, scratch_keys, n, scratch_chains, scratch_order):
+        pairs = pairs_of_flat[by_flat_start[flat] : by_flat_start[flat + 1]]
+        n = len(pairs)
+        if not _set_order(member_spread, holder_member[pairs], n, scratch_chains, scratch_order):
             return STEP_ASIDE, ops[:, :0], replayed
         for i in range(n):
             m = scratch_order[i]
@@ -298,12 +295,8 @@ def simple_homogeneous_kernel(
             left += 1
     if left == 0:
         return OK, ops[:, :n_ops], replayed
-    snapshot = np.empty(members, np.int64)
-    n_snapshot = 0
-    for m in range(members):
-        if unfilled[m]:
-            snapshot[n_snapshot] = m
-            n_snapshot += 1
+    snapshot = np.flatnonzero(unfilled)
+    n_snapshot = len(snapshot)
     # holding[m] == flat: m is among the partition's members (the handing out does not add to them,
     # as the reference's does not); given[m] == flat: m's set has it (a second give adds nothing)
     holding = np.full(members, -1, np.int64)
@@ -320,11 +313,8 @@ def simple_homogeneous_kernel(
                 if at == n_snapshot:
                     if not assigned_this_pass:
                         break
-                    n_snapshot = 0
-                    for m in range(members):
-                        if unfilled[m]:
-                            snapshot[n_snapshot] = m
-                            n_snapshot += 1
+                    snapshot = np.flatnonzero(unfilled)
+                    n_snapshot = len(snapshot)
                     if n_snapshot == 0:
                         return ERR_NO_MEMBER, ops[:, :0], replayed
                     at = 0

@@ -206,21 +206,14 @@ def heterogeneous_kernel(
     ordered = np.empty(members, np.int64)
     # assignRemainingPartitions: topics with a free partition, in order
     with_free = np.zeros(topic_count, np.bool_)
-    n_free_topics = 0
     for t in range(topic_count):
         if subscriber_count[t] == 0:
             continue
         for p in range(counts[t]):
             if owners[flat_offset[t] + p] == -1:
                 with_free[t] = True
-                n_free_topics += 1
                 break
-    free_topics = np.empty(n_free_topics, np.int64)
-    i = 0
-    for t in range(topic_count):
-        if with_free[t]:
-            free_topics[i] = t
-            i += 1
+    free_topics = np.flatnonzero(with_free)
     for t in _topic_order(free_topics, counts, subscriber_count, rank):
         subscribers = sub_members[sub_start[t] : sub_start[t + 1]]
         _initialize(state, ordered, subscribers, sizes)
