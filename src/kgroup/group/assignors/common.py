@@ -3,6 +3,7 @@ Java maps their results live in."""
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from collections.abc import Collection, Mapping
 
@@ -17,7 +18,15 @@ from kgroup.group.assignors.api import (
 )
 from kgroup.javacompat import JavaHashMap, JavaHashSet, java_integer_hash
 
-__all__ = ["BuilderAssignor", "WorkingAssignment", "deep_copy", "finish", "missing_topic", "topic_hash"]
+__all__ = [
+    "BuilderAssignor",
+    "WorkingAssignment",
+    "deep_copy",
+    "desired_assignment_counts",
+    "finish",
+    "missing_topic",
+    "topic_hash",
+]
 
 #: a member's assignment while an assignor works on it: the caller's (never changed) or Kafka's copy
 WorkingAssignment = Mapping[TopicId, Collection[int]] | JavaHashMap[TopicId, JavaHashSet[int]]
@@ -84,3 +93,11 @@ def finish(target: Mapping[str, WorkingAssignment]) -> GroupAssignment:
         else:
             result[member_id] = {topic: tuple(partitions) for topic, partitions in assignment.items()}
     return result
+
+
+def desired_assignment_counts(members: int, partitions: int) -> tuple[int, list[int]]:
+    """``desiredSharing`` and each member's quota, as both builders compute them (Java doubles)."""
+    sharing = 0 if partitions == 0 else (members + partitions - 1) // partitions
+    precise = (sharing * partitions) / float(members)
+    counts = [math.ceil(precise * float(i + 1)) - math.ceil(precise * float(i)) for i in range(members)]
+    return sharing, counts

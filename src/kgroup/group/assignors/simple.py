@@ -18,7 +18,6 @@ overfilled members before over-shared partitions, as the heterogeneous one does)
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Collection, Mapping
 from typing import TypeVar
 
@@ -34,6 +33,7 @@ from kgroup.group.assignors.common import (
     BuilderAssignor,
     WorkingAssignment,
     deep_copy,
+    desired_assignment_counts,
     finish,
     missing_topic,
     topic_hash,
@@ -116,14 +116,6 @@ def _assign_remaining(
                     unfilled.remove(member)
         if not len(unfilled):
             break
-
-
-def desired_assignment_counts(members: int, partitions: int) -> tuple[int, list[int]]:
-    """``desiredSharing`` and each member's quota, as both builders compute them (Java doubles)."""
-    sharing = 0 if partitions == 0 else (members + partitions - 1) // partitions
-    precise = (sharing * partitions) / float(members)
-    counts = [math.ceil(precise * float(i + 1)) - math.ceil(precise * float(i)) for i in range(members)]
-    return sharing, counts
 
 
 class SimpleAssignor(BuilderAssignor):

@@ -33,7 +33,7 @@ from kgroup.group.assignors.api import (
     PartitionAssignorError,
     SubscribedTopicDescriber,
 )
-from kgroup.group.assignors.common import missing_topic
+from kgroup.group.assignors.common import desired_assignment_counts, missing_topic
 from kgroup.group.assignors.fast.inputs import TopicTable, old_assignments
 from kgroup.group.assignors.fast.javamaps import (
     OP_ADD,
@@ -43,7 +43,6 @@ from kgroup.group.assignors.fast.javamaps import (
     table_size_for,
 )
 from kgroup.group.assignors.fast.uniform_fast import MapOps, finish_replayed
-from kgroup.group.assignors.simple import desired_assignment_counts
 
 __all__ = ["assign_simple_homogeneous", "simple_homogeneous_kernel"]
 
