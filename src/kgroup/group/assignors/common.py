@@ -88,10 +88,7 @@ def finish(target: Mapping[str, WorkingAssignment]) -> GroupAssignment:
     """The result as plain dicts and tuples, each in the order Kafka's collections iterate."""
     result: dict[str, dict[TopicId, tuple[int, ...]]] = {}
     for member_id, assignment in target.items():
-        if isinstance(assignment, JavaHashMap):
-            result[member_id] = {topic: tuple(partitions) for topic, partitions in assignment.items()}
-        else:
-            result[member_id] = {topic: tuple(partitions) for topic, partitions in assignment.items()}
+        result[member_id] = {topic: tuple(partitions) for topic, partitions in assignment.items()}
     return result
 
 
