@@ -351,15 +351,19 @@ def assign_simple_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber
     listed = table.indices(subscription)
     if len(set(listed)) != len(listed):
         return None
-    # the partitions to share, in the reference's order; a subscribed topic the metadata lacks throws
+    # every member's current map (its topics indexed after the subscription's), then every topic's count
+    old = old_assignments(specs, table)
     counts = table.counts(topics)
-    for t in listed:
+    for t in listed:  # a subscribed topic the metadata lacks throws
         if counts[t] == -1:
             raise missing_topic(table.topics[t])
-    sizes_by_topic = np.zeros(len(table.topics), np.int64)
-    sizes_by_topic[listed] = counts[listed]
+    # flat ids for the subscribed topics' partitions only (a current map may name other topics)
+    subscribed = np.zeros(len(table.topics), np.bool_)
+    subscribed[listed] = True
+    sizes_by_topic = np.where(subscribed, np.maximum(counts, 0), 0)
     flat_offset = np.zeros(len(table.topics) + 1, np.int64)
     np.cumsum(sizes_by_topic, out=flat_offset[1:])
+    # the partitions to share, in the reference's order
     targets: list[int] = []
     for t in listed:
         base = int(flat_offset[t])
@@ -369,21 +373,11 @@ def assign_simple_homogeneous(group: GroupSpec, topics: SubscribedTopicDescriber
             topic = table.topics[t]
             targets.extend(base + p for p in range(int(counts[t])) if group.is_partition_assignable(topic, p))
     sharing, desired = desired_assignment_counts(len(member_ids), len(targets))
-    # every member's current map: its topics (indexed after the subscription's) and partitions
-    old = old_assignments(specs, table)
-    # topics met only in the current maps: nobody's subscription, no flat ids
-    flat_offset = np.concatenate(
-        [flat_offset, np.full(len(table.topics) + 1 - len(flat_offset), flat_offset[-1])]
-    )
-    subscribed = np.zeros(len(table.topics), np.bool_)
-    subscribed[listed] = True
-    sizes_by_topic = np.diff(flat_offset)
     flat_topic = np.repeat(np.arange(len(table.topics), dtype=np.int64), sizes_by_topic)
     flat_part = np.arange(int(flat_offset[-1]), dtype=np.int64) - flat_offset[flat_topic]
     hashes = np.array([topic.java_hash for topic in table.topics], np.int64)
     raw = (31 * hashes[flat_topic] + flat_part) & 0xFFFFFFFF  # the record's hashCode, as 32 bits
     tp_spread = raw ^ (raw >> 16)
-    counts = np.concatenate([counts, table.counts(topics)[len(counts) :]])
     status, ops, replayed = simple_homogeneous_kernel(
         len(member_ids),
         np.array(desired, np.int64),
