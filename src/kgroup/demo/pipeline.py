@@ -211,6 +211,7 @@ class PipelineStage:
     def run(self, context: DemoContext) -> PipelineResult:
         from kgroup.demo.partitioning import KEY_COLUMN
         from kgroup.spark.demo.roundtrip import (
+            ReadBack,
             log_end_offsets,
             produce_events,
             read_back_and_check,
@@ -231,26 +232,12 @@ class PipelineStage:
             )
             per_partition = log_end_offsets(bootstrap, TOPIC, config.partitions)
             per_batch = records_per_batch(config.events, BATCHES_PER_READ, config.partitions)
+            source = ReadBack(spark, events, KEY_COLUMN, bootstrap, TOPIC, config.partitions)
             checks = [
-                read_back_and_check(
-                    spark,
-                    events,
-                    KEY_COLUMN,
-                    Path(tmp) / "partition",
-                    bootstrap,
-                    TOPIC,
-                    config.partitions,
-                    per_batch,
-                    {},
-                ),
+                read_back_and_check(source, Path(tmp) / "partition", per_batch, {}),
                 read_back_in_group(
-                    spark,
-                    events,
-                    KEY_COLUMN,
+                    source,
                     Path(tmp) / "group",
-                    bootstrap,
-                    TOPIC,
-                    config.partitions,
                     records_per_batch(config.events, 2 * BATCHES_PER_READ, config.partitions),
                     GROUP,
                     GROUP_MEMBERS,

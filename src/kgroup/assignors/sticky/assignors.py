@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 
 from kgroup.assignors.api import AssignmentRequest, Assignor
 from kgroup.assignors.sticky._tp import topic_order
-from kgroup.assignors.sticky.constrained import constrained_assign
-from kgroup.assignors.sticky.general import general_assign
+from kgroup.assignors.sticky.constrained import ConstrainedBuilder
+from kgroup.assignors.sticky.general import GeneralBuilder
 from kgroup.assignors.sticky.owned import (
     DEFAULT_GENERATION,
     MemberData,
@@ -99,10 +99,10 @@ class AbstractStickyAssignor(Assignor):
         )
         self._max_generation = validated.max_generation
         if validated.all_subscriptions_equal:
-            return constrained_assign(
+            return ConstrainedBuilder(
                 partitions_per_topic, rack_info, validated.owned, validated.multiply_claimed
-            )
-        assignment = general_assign(
+            ).build()
+        assignment = GeneralBuilder(
             partitions_per_topic,
             rack_info,
             validated.owned,
@@ -110,7 +110,7 @@ class AbstractStickyAssignor(Assignor):
             members,
             member_data,
             self._max_generation,
-        )
+        ).build()
         return assignment, None
 
     def on_assignment(

@@ -21,6 +21,7 @@ partitions count as given up, and the rack-aware pass counts members it fills to
 from __future__ import annotations
 
 from collections.abc import Mapping, Set
+from dataclasses import dataclass
 
 from kgroup.assignors.sticky._tp import new_partition, topic_key, topic_order
 from kgroup.assignors.sticky.errors import StickyAssignmentError
@@ -28,7 +29,7 @@ from kgroup.assignors.sticky.racks import RackInfo
 from kgroup.javacompat import java_string_key
 from kgroup.model import TopicPartition
 
-__all__ = ["ConstrainedResult", "constrained_assign"]
+__all__ = ["ConstrainedBuilder", "ConstrainedResult"]
 
 ConstrainedResult = tuple[dict[str, list[TopicPartition]], dict[TopicPartition, str]]
 
@@ -64,29 +65,28 @@ class _ListIterator:
         self._last = -1
 
 
-class _ConstrainedBuilder:
-    def __init__(
-        self,
-        partitions_per_topic: Mapping[str, int],
-        rack_info: RackInfo,
-        owned: Mapping[str, list[TopicPartition]],
-        multiply_claimed: Set[TopicPartition],
-    ) -> None:
-        self.partitions_per_topic = partitions_per_topic
-        self.rack_info = rack_info
-        self.owned = owned
-        self.multiply_claimed = multiply_claimed
+@dataclass(eq=False)
+class ConstrainedBuilder:
+    """Kafka's ``ConstrainedAssignmentBuilder`` (every member subscribed to the same topics):
+    ``build()`` answers (assignment, partitions transferring ownership -> their new owner)."""
+
+    partitions_per_topic: Mapping[str, int]
+    rack_info: RackInfo
+    owned: Mapping[str, list[TopicPartition]]
+    multiply_claimed: Set[TopicPartition]
+
+    def __post_init__(self) -> None:
         # partition -> the member that gave it up (beyond its quota, or on a mismatched rack)
         self.maybe_revoked: dict[TopicPartition, str] = {}
         self.under_min: list[str] = []
         self.exactly_min: list[str] = []
-        total = sum(partitions_per_topic.values())
-        members = len(owned)
+        total = sum(self.partitions_per_topic.values())
+        members = len(self.owned)
         self.min_quota = total // members
         self.max_quota = -(-total // members)
         self.expected_over_min = total % members
         self.current_over_min = 0
-        self.assignment: dict[str, list[TopicPartition]] = {m: [] for m in owned}
+        self.assignment: dict[str, list[TopicPartition]] = {m: [] for m in self.owned}
         self.assigned: list[TopicPartition] = []
         self.transferring: dict[TopicPartition, str] = {}
 
@@ -235,13 +235,3 @@ class _ConstrainedBuilder:
                     f"Consumer: [{member}] doesn't reach minQuota partitions, "
                     "and no more partitions to be assigned"
                 )
-
-
-def constrained_assign(
-    partitions_per_topic: Mapping[str, int],
-    rack_info: RackInfo,
-    owned: Mapping[str, list[TopicPartition]],
-    multiply_claimed: Set[TopicPartition],
-) -> ConstrainedResult:
-    """Returns (assignment, partitions transferring ownership -> their new owner)."""
-    return _ConstrainedBuilder(partitions_per_topic, rack_info, owned, multiply_claimed).build()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from kgroup.assignors.sticky._tp import new_partition
 from kgroup.assignors.sticky.errors import StickyAssignmentError
@@ -29,7 +30,7 @@ from kgroup.assignors.sticky.racks import RackInfo
 from kgroup.javacompat import java_string_key
 from kgroup.model import Member, TopicPartition
 
-__all__ = ["general_assign"]
+__all__ = ["GeneralBuilder"]
 
 
 class _MembersBySize:
@@ -93,24 +94,26 @@ def _balance_score(assignment: Mapping[str, list[TopicPartition]]) -> int:
     return sum(size * (2 * i - n + 1) for i, size in enumerate(sizes))
 
 
-class _GeneralBuilder:
-    def __init__(
-        self,
-        partitions_per_topic: Mapping[str, int],
-        rack_info: RackInfo,
-        current: dict[str, list[TopicPartition]],
-        member_order: Sequence[str],
-        members: Mapping[str, Member],
-        member_data: Mapping[str, MemberData],
-        max_generation: int,
-    ) -> None:
-        self.partitions_per_topic = partitions_per_topic
-        self.rack_info = rack_info
-        self.current = current
-        self.member_order = member_order
-        self.members = members
-        self.member_data = member_data
-        self.max_generation = max_generation
+@dataclass(eq=False)
+class GeneralBuilder:
+    """Kafka's ``GeneralAssignmentBuilder``: ``build()`` answers member -> partitions (unsorted lists);
+    ``current`` (member -> valid owned partitions) is updated in place."""
+
+    partitions_per_topic: Mapping[str, int]
+    rack_info: RackInfo
+    current: dict[str, list[TopicPartition]]
+    member_order: Sequence[str]
+    members: Mapping[str, Member]
+    member_data: Mapping[str, MemberData]
+    max_generation: int
+
+    def __post_init__(self) -> None:
+        partitions_per_topic, member_order, current = (
+            self.partitions_per_topic,
+            self.member_order,
+            self.current,
+        )
+        members = self.members
         self.total_partitions = sum(partitions_per_topic.values())
         self.revocation_required = False
         self.movements = PartitionMovements()
@@ -408,19 +411,3 @@ class _GeneralBuilder:
         self.partition_owner[moved] = new
         self.sorted_members.add(new, self._size(new))
         self.sorted_members.add(old, self._size(old))
-
-
-def general_assign(
-    partitions_per_topic: Mapping[str, int],
-    rack_info: RackInfo,
-    current: dict[str, list[TopicPartition]],
-    member_order: Sequence[str],
-    members: Mapping[str, Member],
-    member_data: Mapping[str, MemberData],
-    max_generation: int,
-) -> dict[str, list[TopicPartition]]:
-    """The general builder; ``current`` (member -> valid owned partitions) is updated in place."""
-    builder = _GeneralBuilder(
-        partitions_per_topic, rack_info, current, member_order, members, member_data, max_generation
-    )
-    return builder.build()

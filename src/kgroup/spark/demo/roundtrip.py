@@ -5,10 +5,11 @@ streaming query, and check that every record was read exactly once (the demo's p
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["log_end_offsets", "produce_events", "read_back_and_check"]
+__all__ = ["ReadBack", "log_end_offsets", "produce_events", "read_back_and_check", "read_back_in_group"]
 
 
 def produce_events(
@@ -56,25 +57,34 @@ def _input_rows(progress: Any) -> int:
     return int(value or 0)
 
 
+@dataclass(frozen=True)
+class ReadBack:
+    """What the read-backs read and check against: ``events`` (keys in ``key_column``) as produced to
+    ``topic`` (``partitions`` partitions) on the broker at ``bootstrap``."""
+
+    spark: Any
+    events: Any
+    key_column: str
+    bootstrap: str
+    topic: str
+    partitions: int
+
+    def checks(self, read: Any) -> dict[str, int]:
+        return _checks(read, self.events, self.key_column, self.partitions)
+
+
 def read_back_and_check(
-    spark: Any,
-    events: Any,
-    key_column: str,
-    folder: Path,
-    bootstrap: str,
-    topic: str,
-    partitions: int,
-    per_batch: int,
-    extra_options: dict[str, str],
+    source: ReadBack, folder: Path, per_batch: int, extra_options: dict[str, str]
 ) -> dict[str, Any]:
-    """Read ``topic`` from the earliest offsets with a ``Trigger.AvailableNow`` streaming query into a
-    Parquet file sink under ``folder``, then compare with ``events``: per-key counts (null key
+    """Read the topic from the earliest offsets with a ``Trigger.AvailableNow`` streaming query into a
+    Parquet file sink under ``folder``, then compare with the events: per-key counts (null key
     included), (partition, offset) pairs read twice, keyed records off murmur2's partition."""
 
     from kgroup.spark.source.datasource import register
 
+    spark = source.spark
     register(spark)
-    reader = _earliest_stream(spark, bootstrap, topic, per_batch)
+    reader = _earliest_stream(spark, source.bootstrap, source.topic, per_batch)
     for name, value in extra_options.items():
         reader = reader.option(name, value)
     started = time.perf_counter()
@@ -87,7 +97,7 @@ def read_back_and_check(
         "mode": extra_options.get("consume", "partition"),
         "batches": batches,
         "seconds": seconds,
-        **_checks(read, events, key_column, partitions),
+        **source.checks(read),
         "extra": (("first_batch_seconds", _first_batch_seconds(query)),),
     }
 
@@ -155,19 +165,9 @@ def _checks(read: Any, events: Any, key_column: str, partitions: int) -> dict[st
 
 
 def read_back_in_group(
-    spark: Any,
-    events: Any,
-    key_column: str,
-    folder: Path,
-    bootstrap: str,
-    topic: str,
-    partitions: int,
-    per_batch: int,
-    group_id: str,
-    members: int,
-    timeout_s: float = 600.0,
+    source: ReadBack, folder: Path, per_batch: int, group_id: str, members: int, timeout_s: float = 600.0
 ) -> dict[str, Any]:
-    """Read ``topic`` per consumer group: a ``consume=group`` streaming query with ``members`` members,
+    """Read the topic per consumer group: a ``consume=group`` streaming query with ``members`` members,
     joined mid-stream by one plain confluent-kafka consumer of the same group (a real rebalance), until
     the two together have read every record; then check the union exactly as
     :func:`read_back_and_check` checks one read (per-key counts, offsets read twice, murmur2)."""
@@ -177,8 +177,9 @@ def read_back_in_group(
 
     from kgroup.spark.source.datasource import register
 
+    spark, bootstrap, topic = source.spark, source.bootstrap, source.topic
     register(spark)
-    total = events.count()
+    total = source.events.count()
     started = time.perf_counter()
     query = _into_parquet(
         _earliest_stream(spark, bootstrap, topic, per_batch)
@@ -249,7 +250,7 @@ def read_back_in_group(
         "mode": "group",
         "batches": batches,
         "seconds": seconds,
-        **_checks(read, events, key_column, partitions),
+        **source.checks(read),
         "extra": (
             ("first_batch_seconds", _first_batch_seconds(query)),
             ("group_id", group_id),
