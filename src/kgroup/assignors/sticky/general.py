@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kgroup.assignors.sticky._tp import new_partition
-from kgroup.assignors.sticky.errors import StickyAssignmentError
+from kgroup.assignors.sticky.errors import StickyAssignmentError, StickyReassignmentLoops
 from kgroup.assignors.sticky.movements import PartitionMovements
 from kgroup.assignors.sticky.owned import DEFAULT_GENERATION, MemberData
 from kgroup.assignors.sticky.racks import RackInfo
@@ -359,7 +359,16 @@ class GeneralBuilder:
     ) -> bool:
         performed = False
         consumer_racks = self.rack_info.consumer_racks
+        # where each pass ended: every pass walks the same partitions from the state the last one left,
+        # so a state met again means Kafka's loop never ends (StickyReassignmentLoops)
+        ended: dict[object, int] = {}
         while True:
+            if performed:
+                state = self._reassignment_state()
+                first = ended.get(state)
+                if first is not None:
+                    raise StickyReassignmentLoops(len(ended) + 1, first + 1)
+                ended[state] = len(ended)
             modified = False
             for tp in partitions:
                 if self._is_balanced():
@@ -392,6 +401,17 @@ class GeneralBuilder:
                             break
             if not modified:
                 return performed
+
+    def _reassignment_state(self) -> object:
+        """What a pass of ``_perform_reassignments`` decides from (the partitions and ``previous`` are
+        the same each pass; the members' order by size, the topics' holders and the balance check
+        follow from these): each member's partitions in order, each partition's owner, and the
+        movements with each set's Java iteration state."""
+        return (
+            tuple((member, tuple(partitions)) for member, partitions in self.current.items()),
+            tuple(self.partition_owner.items()),
+            self.movements.state(),
+        )
 
     def _reassign_to_least_loaded(self, tp: TopicPartition) -> None:
         new = self.sorted_members.first_matching(self._subscribed(tp.topic))

@@ -69,6 +69,11 @@ class JavaHashSet:
     def discard(self, tp: TopicPartition) -> None:
         self._items.pop(tp, None)
 
+    def state(self) -> tuple[int, tuple[TopicPartition, ...]]:
+        """What decides ``first()`` from here on: the table's size and the elements in insertion order."""
+        items = self._items
+        return self._capacity, tuple(sorted(items, key=lambda tp: items[tp][1]))
+
     def first(self) -> TopicPartition:
         """The element ``iterator().next()`` returns: lowest bucket, then earliest inserted."""
         mask = self._capacity - 1
@@ -112,6 +117,16 @@ class PartitionMovements:
                 self._add_record(tp, (source, new))
         else:
             self._add_record(tp, (old, new))
+
+    def state(self) -> tuple[object, ...]:
+        """Every recorded movement, and each topic's sets of moved partitions with their Java state
+        (for comparing two moments of one rebalance)."""
+        sets = tuple(
+            (topic, pair, moved.state())
+            for topic, pairs in sorted(self.by_topic.items())
+            for pair, moved in sorted(pairs.items())
+        )
+        return tuple(sorted(self.movements.items())), sets
 
     def actual_partition_to_move(self, tp: TopicPartition, old: str, new: str) -> TopicPartition:
         """Prefer undoing an earlier opposite move of the same topic over a fresh move."""
