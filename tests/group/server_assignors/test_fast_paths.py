@@ -158,3 +158,32 @@ def test_the_inverted_target_follows_moves_as_kafka_updates_it() -> None:
     assert kept == {a: {-1: "m1", 2: "m1"}} and bytes(kept.flags[a]) == bytes([0, 0, 1])
     kept.move("m1", {a: (-1, 2)}, {a: (2,)})
     assert kept == {a: {2: "m1"}} and bytes(kept.flags[a]) == bytes([0, 0, 1])
+
+
+@pytest.mark.parametrize(
+    ("counts", "members", "shared"),
+    [
+        ([3] * 5, 7, True),  # three members get (k,) of every topic, in one key order: built from a template
+        ([3] * 80, 7, True),  # a table of 128 buckets (the class's put order)
+        ([4, 4, 4, 3], 6, True),  # the last topic runs out first: a narrower map, built key by key
+        ([2, 5, 2, 5], 3, True),  # equal widths, unequal ranges: key by key
+        ([6] * 5, 2, False),  # heterogeneous: members listing the topics in other orders
+    ],
+)
+def test_range_maps_of_one_range_over_shared_keys_are_the_references(
+    counts: list[int], members: int, shared: bool
+) -> None:
+    """The range answer builds a map whose every topic got the same range, over the widest map's keys,
+    from one template (``dict.fromkeys``); the maps are the reference's, order and all."""
+    topics = {TopicId.from_int(7919 * (i + 1) << 64 | i): c for i, c in enumerate(counts)}
+    names = list(topics)
+    specs = []
+    for m in range(members):
+        listed = tuple(names) if shared or m % 2 == 0 else tuple(reversed(names))
+        specs.append((f"member-{m:02d}", MemberSpec(topic_id_set(listed), {}, None)))
+    kind = SubscriptionType.HOMOGENEOUS if shared else SubscriptionType.HETEROGENEOUS
+    spec = group_spec(specs, kind, None)
+    describer = TopicDescriber(topics)
+    fast = RangeAssignor().assign(spec, describer)
+    assert _ordered(fast) == _ordered(RangeAssignor().assign_reference(spec, describer))
+    assert any(len(a) > 1 for a in fast.values())

@@ -176,10 +176,50 @@ def assign_range(group: GroupSpec, topics: SubscribedTopicDescriber) -> GroupAss
     start, topic, first, end = range_kernel(
         classes.member_class, classes.start, classes.topics, counts, table.spreads()
     )
-    topic_objects = list(map(table.topics.__getitem__, topic.tolist()))
-    ranges = range_tuples(first, end, int(counts.max()) if len(counts) else 0)
-    offsets = start.tolist()
+    alike = one_range_over_shared_keys(start, topic, first, end)
+    sizes = np.diff(start)
+    # what is read entry by entry: every entry of a map built key by key, the one range of the others
+    read = np.where(alike, np.minimum(sizes, 1), sizes)
+    keep = np.repeat(~alike, sizes)
+    keep[start[:-1][alike & (sizes > 0)]] = True
+    topic_objects = list(map(table.topics.__getitem__, topic[keep].tolist()))
+    ranges = range_tuples(first[keep], end[keep], int(counts.max()) if len(counts) else 0)
+    offsets = np.concatenate(([0], np.cumsum(read))).tolist()
+    template: dict[TopicId, tuple[int, ...]] | None = None
+    if alike.any():
+        lo = int(start[np.argmax(alike)])
+        keys = topic[lo : lo + int(sizes.max())].tolist()
+        # the shared keys in their order, each hashed once: fromkeys copies a dict's stored hashes
+        template = dict.fromkeys(map(table.topics.__getitem__, keys), ())
     result: dict[str, dict[TopicId, tuple[int, ...]]] = {}
-    for member_id, lo, hi in zip(member_ids, offsets, offsets[1:], strict=False):
-        result[member_id] = dict(zip(topic_objects[lo:hi], ranges[lo:hi], strict=True)) if hi > lo else {}
+    for member_id, lo, hi, same in zip(member_ids, offsets, offsets[1:], alike.tolist(), strict=False):
+        if same:
+            assert template is not None
+            result[member_id] = dict.fromkeys(template, ranges[lo])
+        else:
+            result[member_id] = dict(zip(topic_objects[lo:hi], ranges[lo:hi], strict=True)) if hi > lo else {}
     return result
+
+
+def one_range_over_shared_keys(
+    start: np.ndarray, topic: np.ndarray, first: np.ndarray, end: np.ndarray
+) -> np.ndarray:
+    """For each member (entries ``start[m]:start[m + 1]``): whether its map lists the same topics in
+    the same order as the first member with the most entries, each with one and the same range — what
+    a homogeneous group over topics of equal partition counts gives most members. Such a map is built
+    from one template by ``dict.fromkeys``, which reuses the template's stored hashes (a ``TopicId``
+    hashes through Python)."""
+    sizes = np.diff(start)
+    alike = np.zeros(len(sizes), np.bool_)
+    if not len(sizes) or sizes.max() < 2:
+        return alike
+    width = int(sizes.max())
+    rows = np.flatnonzero(sizes == width)
+    at = start[rows][:, None] + np.arange(width)
+    keys, firsts, ends = topic[at], first[at], end[at]
+    alike[rows] = (
+        (keys == keys[0]).all(axis=1)
+        & (firsts == firsts[:, :1]).all(axis=1)
+        & (ends == ends[:, :1]).all(axis=1)
+    )
+    return alike
