@@ -121,3 +121,25 @@ def test_every_serve_flag_reaches_the_broker() -> None:
         if flag.security is not None:
             assert flag.security in security, flag.name
     assert own <= set(names)
+
+
+def test_the_served_broker_runs_with_the_relaxed_collector(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_broker`` (the ``kgroup serve`` process) serves with the collector's relaxed thresholds
+    (:mod:`kgroup.collector`) and restores them after."""
+    import gc
+
+    from kgroup.broker import broker as broker_module
+    from kgroup.broker.config import BrokerConfig
+    from kgroup.collector import RELAXED_THRESHOLDS
+
+    seen: list[tuple[int, int, int]] = []
+
+    def run(coroutine: object) -> None:
+        seen.append(gc.get_threshold())
+        coroutine.close()  # type: ignore[attr-defined]
+
+    before = gc.get_threshold()
+    monkeypatch.setattr(broker_module.asyncio, "run", run)
+    broker_module.run_broker(BrokerConfig(), logs=None, install_signal_handlers=False)  # type: ignore[arg-type]
+    assert len(seen) == 1 and all(t >= r for t, r in zip(seen[0], RELAXED_THRESHOLDS, strict=True))
+    assert gc.get_threshold() == before

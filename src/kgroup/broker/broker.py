@@ -43,6 +43,7 @@ from kgroup.broker.share_host import ShareHost, ShareHostConfig
 from kgroup.broker.txn_host import TransactionHost, thread_safe
 from kgroup.broker.waiters import AppendWatchers, FetchWaiter
 from kgroup.broker.warmup import warm_codec_in_background, warm_in_background
+from kgroup.collector import relaxed_collector
 from kgroup.group import CoordinatorConfig
 from kgroup.group.share.heartbeat import InitializeShareState
 from kgroup.log.manager import remove_directories
@@ -504,4 +505,7 @@ def run_broker(
                 loop.add_signal_handler(sig, stop.set)
         await serve(Broker(config, logs), stop, on_started, control_dir)
 
-    asyncio.run(main())
+    # a broker holding thousands of members keeps millions of objects alive: with the default
+    # thresholds every connection waited out a full collection every second or two (kgroup.collector)
+    with relaxed_collector():
+        asyncio.run(main())

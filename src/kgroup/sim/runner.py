@@ -19,13 +19,12 @@ tie is broken by scheduling order.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from functools import cache
 from random import Random
 from typing import TYPE_CHECKING, Any
 
+from kgroup.collector import relaxed_collector
 from kgroup.group import CoordinatorConfig, CoordinatorResult, GroupCoordinator
 from kgroup.group.states import GroupState
 from kgroup.member import ClassicConsumerMember, MemberConfig, OutboundRequest, Phase
@@ -879,27 +878,6 @@ class Simulation(SimLoop):
 
     def _result(self) -> SimResult:
         return build_result(self)
-
-
-#: the cyclic garbage collector's thresholds while a simulation runs (CPython's default: 700, 10, 10)
-RUN_GC_THRESHOLDS = (50_000, 20, 100)
-
-
-@contextmanager
-def relaxed_collector() -> Iterator[None]:
-    """Run the cyclic garbage collector rarely while the body runs, then as before.
-
-    A run allocates millions of short-lived tuples and messages, and almost none of them form
-    cycles (reference counting frees them); with CPython's default thresholds the collector still
-    walks the whole live heap (a group of a thousand members: millions of objects) every few
-    hundred thousand allocations, which cost about 15 % of a 1,000-member run. Nothing a run
-    computes depends on when the collector runs."""
-    before = gc.get_threshold()
-    gc.set_threshold(*(max(a, b) for a, b in zip(before, RUN_GC_THRESHOLDS, strict=True)))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 @cache
