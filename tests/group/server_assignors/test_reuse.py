@@ -195,3 +195,29 @@ def test_only_plain_maps_are_remembered_and_only_the_last_calls() -> None:
         assignor.assign(other, describer)
     assert set(_seen_rows(assignor, stable).values()) == {-1}
     assert isinstance(assignor.seen_maps, SeenMaps)
+
+
+def test_remembered_maps_are_read_in_this_call_s_topic_numbering() -> None:
+    """The next call's subscription lists a new topic before the others (its topic table numbers
+    them otherwise than the remembered call's): the remembered entries are renumbered, and the
+    answer is the reference's."""
+    stable, describer = _stable_group()
+    assignor = UniformAssignor()
+    assignor.assign(stable, describer)
+    old = next(iter(stable.members.values())).subscribed_topic_ids
+    topics = {**describer_topics(stable, describer), TopicId(7, 99): 9}
+    wider = topic_id_set(topics)
+    assert wider.index(TopicId(7, 99)) < len(old)  # the table's numbering differs from the last call's
+    grown = group_spec(
+        [(m, MemberSpec(wider, s.assignment)) for m, s in stable.members.items()], HOMOGENEOUS
+    )
+    grown = GroupSpec(grown.members, HOMOGENEOUS, _inverted(grown))
+    assert all(r >= 0 for r in _seen_rows(assignor, grown).values())  # read from the remembered call
+    wider_describer = TopicDescriber(topics)
+    answer = assignor.assign(grown, wider_describer)
+    assert _ordered(answer) == _ordered(assignor.assign_reference(grown, wider_describer))
+
+
+def describer_topics(spec: GroupSpec, describer: TopicDescriber) -> dict[TopicId, int]:
+    subscription = next(iter(spec.members.values())).subscribed_topic_ids
+    return {t: describer.num_partitions(t) for t in subscription}

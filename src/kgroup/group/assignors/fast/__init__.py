@@ -12,6 +12,8 @@ iteration order — which Kafka's answer and the coordinator's next round depend
 import).
 """
 
+from typing import Any
+
 __all__ = ["hold_until_warm", "kernels_ready", "release", "warm"]
 
 _held = False
@@ -54,15 +56,21 @@ def warm() -> None:
         group_spec,
     )
     from kgroup.group.assignors.fast.range_fast import assign_range
+    from kgroup.group.assignors.fast.reuse import SeenMaps
     from kgroup.group.assignors.fast.uniform_fast import assign_uniform_homogeneous
     from kgroup.group.assignors.fast.uniform_heterogeneous_fast import assign_uniform_heterogeneous
 
     topics = {TopicId(0, i): 3 + i for i in range(12)}
     describer = TopicDescriber(topics)
     subscription = tuple(topics)
+    seen = SeenMaps()  # the homogeneous builder's later calls read the maps an earlier one saw
+
+    def uniform_homogeneous(group: Any, describer: Any) -> Any:
+        return assign_uniform_homogeneous(group, describer, seen)
+
     for kind in SubscriptionType:
         homogeneous = kind is SubscriptionType.HOMOGENEOUS
-        uniform = assign_uniform_homogeneous if homogeneous else assign_uniform_heterogeneous
+        uniform = uniform_homogeneous if homogeneous else assign_uniform_heterogeneous
         for fast in (assign_range, uniform):
             first = group_spec([(f"m{i}", MemberSpec(subscription)) for i in range(3)], kind)
             result = fast(first, describer) or {}

@@ -78,6 +78,15 @@ class TopicTable:
                 found = [index(topics[i]) if f is None else f for i, f in enumerate(found)]
         return found  # type: ignore[return-value]
 
+    def copy(self) -> TopicTable:
+        """A table with the same topics and indices (extending it leaves this one as it is)."""
+        table = TopicTable()
+        table.topics = list(self.topics)
+        table._by_pair = dict(self._by_pair)
+        table._by_id = dict(self._by_id)
+        table._spreads = list(self._spreads)
+        return table
+
     def counts(self, describer: SubscribedTopicDescriber) -> np.ndarray:
         """``numPartitions`` of every topic (-1: not in the metadata)."""
         return np.fromiter(map(describer.num_partitions, self.topics), np.int64, len(self.topics))

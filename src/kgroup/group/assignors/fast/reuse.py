@@ -19,9 +19,11 @@ from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
+from kgroup._njit import njit
+from kgroup.group.assignors.fast.inputs import TopicTable
 from kgroup.model import TopicId
 
-__all__ = ["Seen", "SeenMaps"]
+__all__ = ["Seen", "SeenMaps", "gather_entries", "seen_rows"]
 
 #: calls remembered per assignor instance (a coordinator runs one instance for all its groups)
 CALLS = 4
@@ -64,11 +66,9 @@ class Seen:
         """For each map (by ``id``), its row here; -1 when not seen, or seen with another number of
         topics than its ``sizes`` says now. ``order``: ``ids``' argsort, if known — searching the ids
         in sorted order walks this call's sorted ids once instead of at random (5× faster at 10,000)."""
-        if order is None:
-            at = np.searchsorted(self.ids, ids)
-        else:
-            at = np.empty(len(ids), np.int64)
-            at[order] = np.searchsorted(self.ids, ids[order])
+        if order is not None:
+            return seen_rows(self.ids, self.order, self.entry_start, ids, order, sizes)
+        at = np.searchsorted(self.ids, ids)
         at = np.minimum(at, len(self.ids) - 1)
         rows = np.where(self.ids[at] == ids, self.order[at], -1)
         seen = rows >= 0
@@ -79,14 +79,91 @@ class Seen:
         return rows
 
 
+@njit(cache=True)
+def seen_rows(
+    seen_ids: np.ndarray,  # sorted
+    seen_order: np.ndarray,  # each sorted id's row
+    seen_entry_start: np.ndarray,
+    ids: np.ndarray,
+    order: np.ndarray,  # ids' argsort
+    sizes: np.ndarray,
+) -> np.ndarray:
+    """:meth:`Seen.rows` in one merge of the two sorted id lists."""
+    rows = np.full(len(ids), -1, np.int64)
+    j = 0
+    for k in range(len(order)):
+        i = order[k]
+        wanted = ids[i]
+        while j < len(seen_ids) and seen_ids[j] < wanted:
+            j += 1
+        if j < len(seen_ids) and seen_ids[j] == wanted:
+            row = seen_order[j]
+            if seen_entry_start[row + 1] - seen_entry_start[row] == sizes[i]:
+                rows[i] = row
+    return rows
+
+
+@njit(cache=True)
+def gather_entries(
+    rows: np.ndarray,  # each member's row in the remembered call, -1: read from its map
+    sizes: np.ndarray,
+    read_topic: np.ndarray,  # the read maps' entries, in member order
+    read_len: np.ndarray,
+    seen_entry_start: np.ndarray,
+    seen_entry_topic: np.ndarray,
+    seen_entry_len: np.ndarray,
+    remap: np.ndarray,  # the remembered call's topic index -> this call's
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every member's entries (topic index, collection size) in member order: a remembered member's
+    from the remembered call's arrays, the others' from what was read."""
+    entries = 0
+    for m in range(len(sizes)):
+        entries += sizes[m]
+    topic = np.empty(entries, np.int64)
+    length = np.empty(entries, np.int64)
+    w = 0
+    r = 0
+    for m in range(len(sizes)):
+        row = rows[m]
+        if row >= 0:
+            at = seen_entry_start[row]
+            for k in range(sizes[m]):
+                topic[w] = remap[seen_entry_topic[at + k]]
+                length[w] = seen_entry_len[at + k]
+                w += 1
+        else:
+            for _ in range(sizes[m]):
+                topic[w] = read_topic[r]
+                length[w] = read_len[r]
+                r += 1
+                w += 1
+    return topic, length
+
+
 class SeenMaps:
     """The :class:`Seen` of an assignor instance's last :data:`CALLS` calls, newest first. Each is
     immutable once made and the list is replaced whole, so a call racing another only misses."""
 
-    __slots__ = ("_calls",)
+    __slots__ = ("_calls", "_subscription")
 
     def __init__(self) -> None:
         self._calls: tuple[Seen, ...] = ()
+        #: the last subscription tuple indexed, its topic table and its indices (the tuple held: its
+        #: topics' ids stay theirs)
+        self._subscription: tuple[tuple[TopicId, ...], TopicTable, list[int]] | None = None
+
+    def subscription_table(self, subscription: object) -> tuple[TopicTable, list[int]] | None:
+        """A fresh table already holding ``subscription``'s topics, and their indices, when the last
+        subscription indexed was this very tuple (a homogeneous group's members share one)."""
+        known = self._subscription
+        if known is None or known[0] is not subscription:
+            return None
+        return known[1].copy(), known[2]
+
+    def remember_subscription(self, subscription: object, table: TopicTable, listed: list[int]) -> None:
+        """Remember a table that holds only ``subscription``'s topics (a tuple: immutable)."""
+        if type(subscription) is tuple:
+            self._subscription = (subscription, table.copy(), listed)
 
     def find(self, maps: list[Mapping[TopicId, Collection[int]]], ids: np.ndarray) -> Seen | None:
         """The remembered call that saw the most of the first non-empty maps (``ids``: every map's)."""
@@ -104,3 +181,4 @@ class SeenMaps:
 
     def clear(self) -> None:
         self._calls = ()
+        self._subscription = None

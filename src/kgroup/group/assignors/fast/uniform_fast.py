@@ -30,7 +30,7 @@ from kgroup.group.assignors.common import missing_topic
 from kgroup.group.assignors.fast.answer import ArrayAssignment
 from kgroup.group.assignors.fast.inputs import OldAssignments, TopicTable
 from kgroup.group.assignors.fast.javamaps import OP_ADD, OP_REMOVE, OP_REMOVE_TOPIC, put_order, replay
-from kgroup.group.assignors.fast.reuse import Seen, SeenMaps
+from kgroup.group.assignors.fast.reuse import Seen, SeenMaps, gather_entries
 
 __all__ = ["MapOps", "answer_replayed", "assign_uniform_homogeneous", "finish_replayed"]
 
@@ -240,8 +240,7 @@ def mark_flagged(
             top = min(lengths[k], max(counts[topic], 0))
             base = flat_offset[topic]
             for partition in range(top):
-                if joined[at + partition]:
-                    taken[base + partition] = True
+                taken[base + partition] |= joined[at + partition] != 0  # no branch: vectorised
         at += lengths[k]
 
 
@@ -262,9 +261,15 @@ def assign_uniform_homogeneous(
     ``seen_maps``: the calling assignor's recent calls' maps (:mod:`~kgroup.group.assignors.fast.reuse`)."""
     member_ids = list(group.members)
     specs = list(group.members.values())
-    table = TopicTable()
     first = specs[0].subscribed_topic_ids
-    listed = table.indices(first if isinstance(first, tuple | list) else tuple(first))
+    cached = seen_maps.subscription_table(first) if seen_maps is not None else None
+    if cached is None:
+        table = TopicTable()
+        listed = table.indices(first if isinstance(first, tuple | list) else tuple(first))
+        if seen_maps is not None:
+            seen_maps.remember_subscription(first, table, listed)
+    else:
+        table, listed = cached
     if not listed:
         return {}
     subscription = np.array(listed, np.int64)
@@ -378,19 +383,18 @@ def _read_entries(
     plain = set(map(type, read)) <= {dict} and set(map(type, values)) <= {tuple}
     if read is maps:
         return np.array(read_topic, np.int64), read_len, plain
-    assert seen is not None and rows is not None and known is not None
-    entry_topic = np.empty(entries, np.int64)
-    entry_len = np.empty(entries, np.int64)
-    from_maps = np.repeat(~known, sizes)
-    entry_topic[from_maps] = read_topic
-    entry_len[from_maps] = read_len
-    # the remembered entries of each known member, gathered in member order
-    counts = sizes[known]
-    firsts = seen.entry_start[rows[known]]
-    source = np.repeat(firsts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+    assert seen is not None and rows is not None
     remap = np.array(table.indices(seen.topics), np.int64)
-    entry_topic[~from_maps] = remap[seen.entry_topic[source]]
-    entry_len[~from_maps] = seen.entry_len[source]
+    entry_topic, entry_len = gather_entries(
+        rows,
+        sizes,
+        np.array(read_topic, np.int64),
+        read_len,
+        seen.entry_start,
+        seen.entry_topic,
+        seen.entry_len,
+        remap,
+    )
     return entry_topic, entry_len, plain
 
 
