@@ -149,8 +149,9 @@ def _check_batch(
 def _run_until_different(
     check: Callable[[Any], object],
 ) -> tuple[Callable[[Any], None], Callable[[], None]]:
-    """Wrap a Hypothesis example body: after the first difference the remaining examples do nothing,
-    and the test fails with that difference once Hypothesis is done."""
+    """Wrap a Hypothesis example body: after the first difference (or the oracle stopped under a batch)
+    the remaining examples do nothing, and the test fails with it once Hypothesis is done — raised
+    inside the example, it would reach pytest only as Hypothesis' warning about the batch's size."""
     found: list[str] = []
 
     def example(drawn: Any) -> None:
@@ -160,6 +161,8 @@ def _run_until_different(
             check(drawn)
         except _Differs as exc:
             found.append(str(exc))
+        except OracleError as exc:  # the JVM died or spun past its bound: name the run's seed
+            found.append(f"{exc}\nreplay: KGROUP_ORACLE_SEED={SEED} pytest {__file__}")
 
     def verdict() -> None:
         if found:
