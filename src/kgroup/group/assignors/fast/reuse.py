@@ -64,19 +64,11 @@ class Seen:
 
     def rows(self, ids: np.ndarray, sizes: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
         """For each map (by ``id``), its row here; -1 when not seen, or seen with another number of
-        topics than its ``sizes`` says now. ``order``: ``ids``' argsort, if known — searching the ids
-        in sorted order walks this call's sorted ids once instead of at random (5× faster at 10,000)."""
-        if order is not None:
-            return seen_rows(self.ids, self.order, self.entry_start, ids, order, sizes)
-        at = np.searchsorted(self.ids, ids)
-        at = np.minimum(at, len(self.ids) - 1)
-        rows = np.where(self.ids[at] == ids, self.order[at], -1)
-        seen = rows >= 0
-        if seen.any():
-            stale = np.zeros(len(rows), np.bool_)
-            stale[seen] = np.diff(self.entry_start)[rows[seen]] != sizes[seen]
-            rows[stale] = -1
-        return rows
+        topics than its ``sizes`` says now. ``order``: ``ids``' argsort, if the caller has it (sorted here
+        otherwise): one merge of the two sorted id lists (:func:`seen_rows`)."""
+        if order is None:
+            order = np.argsort(ids)
+        return seen_rows(self.ids, self.order, self.entry_start, ids, order, sizes)
 
 
 @njit(cache=True)
