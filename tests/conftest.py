@@ -165,6 +165,7 @@ CORE_PATHS = tuple(
         "log",
         "member",
         "test_javacompat.py",
+        "test_object_ids.py",
         "test_valuetypes.py",
     )
 )

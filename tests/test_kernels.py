@@ -55,6 +55,7 @@ ENTRY_KERNELS = frozenset(
         "kgroup.group.assignors.fast.javamaps.put_order",
         "kgroup.group.assignors.fast.javamaps.replay",
         "kgroup.group.assignors.fast.range_fast.range_kernel",
+        "kgroup.group.assignors.fast.reuse.aligned_rows",
         "kgroup.group.assignors.fast.reuse.gather_entries",
         "kgroup.group.assignors.fast.reuse.seen_rows",
         "kgroup.group.assignors.fast.simple_fast.simple_homogeneous_kernel",

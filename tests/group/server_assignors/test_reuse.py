@@ -25,7 +25,16 @@ from kgroup.group.assignors import (
     group_spec,
     topic_id_set,
 )
-from kgroup.group.assignors.fast.reuse import CALLS, SeenMaps
+from kgroup.group.assignors.fast.reuse import (
+    CALLS,
+    LOOKAHEAD,
+    MAX_EDITS,
+    Seen,
+    SeenMaps,
+    aligned_rows,
+    seen_rows,
+)
+from kgroup.object_ids import object_ids
 
 HOMOGENEOUS = SubscriptionType.HOMOGENEOUS
 
@@ -46,15 +55,24 @@ def _inverted(spec: GroupSpec) -> dict[TopicId, dict[int, str]]:
 def _seen_rows(assignor: UniformAssignor, spec: GroupSpec) -> dict[str, int]:
     """Each member's row in the remembered call the next ``assign`` of ``spec`` would use (-1: read)."""
     maps = [m.assignment for m in spec.members.values()]
-    ids = np.fromiter(map(id, maps), np.int64, len(maps))
     sizes = np.fromiter(map(len, maps), np.int64, len(maps))
-    seen = assignor.seen_maps.find(maps, ids)
-    if seen is None:
+    found = assignor.seen_maps.rows(maps, sizes)
+    if found is None:
         return dict.fromkeys(spec.members, -1)
-    rows = seen.rows(ids, sizes)
-    # the builder searches its ids in sorted order: the same rows
-    assert rows.tolist() == seen.rows(ids, sizes, np.argsort(ids, kind="stable")).tolist()
+    seen, rows = found
+    # a row is only ever the very map's, seen with as many topics
+    for m, row in enumerate(rows.tolist()):
+        assert row == -1 or (seen.maps[row] is maps[m] and len(seen.maps[row]) == sizes[m])
+    # every map the call saw is found, lined up by position or searched by id: the same rows
+    ids = np.fromiter(map(id, maps), np.int64, len(maps))
+    by_id = seen_rows(*_sorted(seen), seen.entry_start, ids, np.argsort(ids, kind="stable"), sizes)
+    assert rows.tolist() == by_id.tolist()
     return dict(zip(spec.members, rows.tolist(), strict=True))
+
+
+def _sorted(seen: Seen) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(seen.ids, kind="stable")
+    return seen.ids[order], order
 
 
 @dataclass(frozen=True)
@@ -208,9 +226,7 @@ def test_remembered_maps_are_read_in_this_call_s_topic_numbering() -> None:
     topics = {**describer_topics(stable, describer), TopicId(7, 99): 9}
     wider = topic_id_set(topics)
     assert wider.index(TopicId(7, 99)) < len(old)  # the table's numbering differs from the last call's
-    grown = group_spec(
-        [(m, MemberSpec(wider, s.assignment)) for m, s in stable.members.items()], HOMOGENEOUS
-    )
+    grown = group_spec([(m, MemberSpec(wider, s.assignment)) for m, s in stable.members.items()], HOMOGENEOUS)
     grown = GroupSpec(grown.members, HOMOGENEOUS, _inverted(grown))
     assert all(r >= 0 for r in _seen_rows(assignor, grown).values())  # read from the remembered call
     wider_describer = TopicDescriber(topics)
@@ -221,3 +237,92 @@ def test_remembered_maps_are_read_in_this_call_s_topic_numbering() -> None:
 def describer_topics(spec: GroupSpec, describer: TopicDescriber) -> dict[TopicId, int]:
     subscription = next(iter(spec.members.values())).subscribed_topic_ids
     return {t: describer.num_partitions(t) for t in subscription}
+
+
+def _members_as(spec: GroupSpec, order: list[tuple[str, MemberSpec]]) -> GroupSpec:
+    joined = group_spec(order, HOMOGENEOUS)
+    return GroupSpec(joined.members, HOMOGENEOUS, _inverted(joined))
+
+
+@pytest.mark.parametrize(
+    "change", ["join in the middle", "leave in the middle", "replaced", "three join", "reversed"]
+)
+def test_maps_are_found_by_position_or_by_id_whatever_the_member_order(change: str) -> None:
+    """The coordinator hands members in its member table's order (a joining member lands anywhere):
+    the remembered maps are lined up by position past members in, out or replaced, and found by id
+    when the order changed wholesale; either way every map seen is found and the answer is the
+    reference's."""
+    stable, describer = _stable_group(40)
+    assignor = UniformAssignor()
+    assignor.assign(stable, describer)
+    items = list(stable.members.items())
+    subscription = items[0][1].subscribed_topic_ids
+    if change == "join in the middle":
+        items.insert(17, ("new", MemberSpec(subscription)))
+    elif change == "leave in the middle":
+        del items[20]
+    elif change == "replaced":
+        member, spec = items[9]
+        items[9] = (member, MemberSpec(spec.subscribed_topic_ids, dict(spec.assignment)))
+    elif change == "three join":
+        items[5:5] = [(f"new{k}", MemberSpec(subscription)) for k in range(3)]
+    changed = _members_as(stable, items)
+    if change == "reversed":  # handed in another order wholesale (group_spec would restore Kafka's)
+        changed = GroupSpec(dict(reversed(items)), HOMOGENEOUS, changed.assigned)
+    maps = [m.assignment for m in changed.members.values()]
+    sizes = np.fromiter(map(len, maps), np.int64, len(maps))
+    seen = assignor.seen_maps.rows(maps, sizes)
+    assert seen is not None
+    lined_up = aligned_rows(object_ids(maps), seen[0].ids, seen[0].entry_start, sizes, MAX_EDITS)[1]
+    assert lined_up == (change != "reversed")
+    rows = _seen_rows(assignor, changed)
+    kept = {m for m, s in changed.members.items() if s is stable.members.get(m)}
+    assert {m for m, r in rows.items() if r >= 0} == kept  # every map seen, and only those
+    answer = assignor.assign(changed, describer)
+    assert _ordered(answer) == _ordered(assignor.assign_reference(changed, describer))
+    assert _ordered(answer) == _ordered(UniformAssignor().assign(changed, describer))
+
+
+@st.composite
+def _edited(draw: st.DrawFn) -> tuple[list[int], list[int], list[int], list[int]]:
+    """Seen ids and their sizes, then ids made from them by a few edits, and their sizes."""
+    seen = draw(st.lists(st.integers(1, 10**6), min_size=1, max_size=60, unique=True))
+    seen_sizes = draw(st.lists(st.integers(0, 3), min_size=len(seen), max_size=len(seen)))
+    ids, sizes = list(seen), list(seen_sizes)
+    fresh = iter(range(10**7, 10**7 + 1000))
+    for _ in range(draw(st.integers(0, 6))):
+        at = draw(st.integers(0, len(ids)))
+        how = draw(st.sampled_from(["in", "out", "replace", "resize"]))
+        if how == "in" or not ids:
+            run = draw(st.integers(1, LOOKAHEAD + 2))
+            ids[at:at] = [next(fresh) for _ in range(run)]
+            sizes[at:at] = [1] * run
+        elif at < len(ids):
+            if how == "out":
+                del ids[at], sizes[at]
+            elif how == "replace":
+                ids[at] = next(fresh)
+            else:
+                sizes[at] += 1
+    return seen, seen_sizes, ids, sizes
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=_edited(), max_edits=st.integers(0, 40))
+def test_lining_up_gives_only_the_very_ids_row_and_finds_them_all_as_the_search_does(
+    case: tuple[list[int], list[int], list[int], list[int]], max_edits: int
+) -> None:
+    seen, seen_sizes, ids, sizes = (np.array(x, np.int64) for x in case)
+    starts = np.zeros(len(seen) + 1, np.int64)
+    np.cumsum(seen_sizes, out=starts[1:])
+    rows, lined_up = aligned_rows(ids, seen, starts, sizes, max_edits)
+    if case[2] == case[0]:
+        assert lined_up  # the same ids in the same order: no edit
+    if not lined_up:
+        return  # the caller searches instead
+    for i, row in enumerate(rows.tolist()):  # never a wrong row
+        assert row == -1 or (seen[row] == ids[i] and seen_sizes[row] == sizes[i])
+    # what the search finds, lining up finds too
+    order = np.argsort(seen, kind="stable")
+    searched = seen_rows(seen[order], order, starts, ids, np.argsort(ids, kind="stable"), sizes)
+    assert rows.tolist() == searched.tolist()

@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from itertools import repeat
 from typing import Protocol
 
 from kgroup.javacompat import JavaHashMap, JavaHashSet, java_integer_hash, java_string_hash
@@ -193,6 +194,10 @@ class TopicDescriber:
 
     def num_partitions(self, topic_id: TopicId) -> int:
         return self.partitions.get(topic_id, -1)
+
+    def partition_counts(self, topic_ids: Iterable[TopicId]) -> list[int]:
+        """:meth:`num_partitions` of each topic, in one pass (kgroup's; the assignors' inputs use it)."""
+        return list(map(self.partitions.get, topic_ids, repeat(-1)))
 
     def racks_for_partition(self, topic_id: TopicId, partition: int) -> frozenset[str]:
         per_partition = self.racks.get(topic_id)

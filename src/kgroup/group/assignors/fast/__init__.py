@@ -81,6 +81,14 @@ def warm() -> None:
             for member_id, assignment in result.items():
                 inverted.move(member_id, {}, assignment)
             fast(group_spec([*members, ("m3", MemberSpec(subscription))], kind, inverted), describer)
+    # the remembered maps found by position, and by id (past MAX_EDITS members in or out)
+    import numpy as np
+
+    from kgroup.group.assignors.fast.reuse import aligned_rows, seen_rows
+
+    ids, starts, sizes = np.arange(3, dtype=np.int64), np.arange(4, dtype=np.int64), np.ones(3, np.int64)
+    aligned_rows(ids, ids, starts, sizes, 1)
+    seen_rows(ids, ids, starts, ids, ids, sizes)
     # simple (share groups): members outnumbering the partitions, then one joining; then a member
     # holding too much (the revocations)
     from kgroup.group.assignors.fast.simple_fast import assign_simple_homogeneous

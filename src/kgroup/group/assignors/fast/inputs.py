@@ -67,6 +67,9 @@ class TopicTable:
                 self._by_id = dict(zip(map(id, topics), range(len(pairs)), strict=True))
                 self.topics = list(topics)
                 return list(range(len(pairs)))
+        if type(topics) is list and self.topics[: len(topics)] == topics:
+            # this table's first topics, in order (a remembered call's table, this one grown from it)
+            return list(range(len(topics)))
         if not topics or id(topics[0]) in self._by_id:
             found = list(map(self._by_id.get, map(id, topics)))
         else:
@@ -88,7 +91,11 @@ class TopicTable:
         return table
 
     def counts(self, describer: SubscribedTopicDescriber) -> np.ndarray:
-        """``numPartitions`` of every topic (-1: not in the metadata)."""
+        """``numPartitions`` of every topic (-1: not in the metadata); in one lookup pass where the
+        describer offers it (``partition_counts``: kgroup's describers)."""
+        bulk = getattr(describer, "partition_counts", None)
+        if bulk is not None:
+            return np.array(bulk(self.topics), np.int64)
         return np.fromiter(map(describer.num_partitions, self.topics), np.int64, len(self.topics))
 
     def spreads(self) -> np.ndarray:

@@ -11,6 +11,12 @@ a map that is another object (a member whose target changed since, a new member)
 A seen map whose number of topics differs from what was read is read again too; the maps handed to an
 assignor are otherwise taken as immutable, as Kafka's are (its ``MemberAssignment`` maps are
 unmodifiable). Only the homogeneous ``uniform`` builder uses it; no I/O, no threads.
+
+Finding the maps seen: the maps' ids are read in one copy (:func:`~kgroup.object_ids.object_ids`), and
+since a group's members come in the same order call after call, give or take a few members joining,
+leaving or replaced, they are first lined up with the remembered call's by position
+(:func:`aligned_rows`, one compiled pass); only past :data:`MAX_EDITS` edits are they found by one sort
+and one merge of the two id lists (:func:`seen_rows`).
 """
 
 from __future__ import annotations
@@ -22,53 +28,151 @@ import numpy as np
 from kgroup._njit import njit
 from kgroup.group.assignors.fast.inputs import TopicTable
 from kgroup.model import TopicId
+from kgroup.object_ids import object_ids
 
-__all__ = ["Seen", "SeenMaps", "gather_entries", "seen_rows"]
+__all__ = ["Seen", "SeenMaps", "aligned_rows", "gather_entries", "seen_rows"]
 
 #: calls remembered per assignor instance (a coordinator runs one instance for all its groups)
 CALLS = 4
 #: maps probed to pick the remembered call that saw this group
 _PROBE = 32
+#: members in, out or replaced that :func:`aligned_rows` follows before the maps are sorted by ``id``
+MAX_EDITS = 32
+#: how far :func:`aligned_rows` looks ahead for the same id where the two lists differ
+LOOKAHEAD = 8
 
 
 class Seen:
     """One call's plain current maps (dicts of tuples): map ``m``'s topics are
     ``topics[entry_topic[entry_start[m]:entry_start[m + 1]]]``, their collections' sizes ``entry_len``."""
 
-    __slots__ = ("entry_len", "entry_start", "entry_topic", "ids", "maps", "order", "topics")
+    __slots__ = ("_by_id", "entry_len", "entry_start", "entry_topic", "ids", "maps", "topics")
 
     def __init__(
         self,
         maps: list[Mapping[TopicId, Collection[int]]],
-        ids: np.ndarray,
         entry_start: np.ndarray,
         entry_topic: np.ndarray,
         entry_len: np.ndarray,
         topics: Sequence[TopicId],
-        order: np.ndarray | None = None,
     ) -> None:
         self.maps = maps  # held: the ids below stay theirs while this is cached
-        # ``order``: ``ids``' argsort, when the caller has it already (any order of equal ids will do:
-        # two members handed one map object share its row's entries)
-        self.order = np.argsort(ids) if order is None else order
-        self.ids = ids[self.order]  # sorted, searched
+        self.ids = object_ids(maps)
         self.entry_start = entry_start
         self.entry_topic = entry_topic
         self.entry_len = entry_len
         self.topics = list(topics)
+        #: the ids sorted, and each sorted id's row: made when first searched by id
+        self._by_id: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _sorted_ids(self) -> tuple[np.ndarray, np.ndarray]:
+        by_id = self._by_id
+        if by_id is None:
+            # introsort: 5x a stable sort's speed on ids in no order; any order of equal ids will do
+            # (two members handed one map object share its row's entries)
+            order = np.argsort(self.ids)
+            by_id = self._by_id = (self.ids[order], order)
+        return by_id
 
     def hits(self, ids: np.ndarray) -> int:
         """How many of these map ids were seen."""
-        at = np.minimum(np.searchsorted(self.ids, ids), len(self.ids) - 1)
-        return int(np.count_nonzero(self.ids[at] == ids))
+        seen_ids, _ = self._sorted_ids()
+        at = np.minimum(np.searchsorted(seen_ids, ids), len(seen_ids) - 1)
+        return int(np.count_nonzero(seen_ids[at] == ids))
 
-    def rows(self, ids: np.ndarray, sizes: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    def rows(self, ids: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         """For each map (by ``id``), its row here; -1 when not seen, or seen with another number of
-        topics than its ``sizes`` says now. ``order``: ``ids``' argsort, if the caller has it (sorted here
-        otherwise): one merge of the two sorted id lists (:func:`seen_rows`)."""
-        if order is None:
-            order = np.argsort(ids)
-        return seen_rows(self.ids, self.order, self.entry_start, ids, order, sizes)
+        topics than its ``sizes`` says now: lined up by position (:func:`aligned_rows`) when the maps
+        are these in the same order but for :data:`MAX_EDITS` members in, out or replaced, else one
+        sort and one merge of the two id lists (:func:`seen_rows`)."""
+        rows, lined_up = aligned_rows(ids, self.ids, self.entry_start, sizes, MAX_EDITS)
+        if lined_up:
+            return rows
+        seen_ids, seen_order = self._sorted_ids()
+        return seen_rows(seen_ids, seen_order, self.entry_start, ids, np.argsort(ids), sizes)
+
+
+@njit(cache=True)
+def aligned_rows(
+    ids: np.ndarray,
+    seen_ids: np.ndarray,
+    seen_entry_start: np.ndarray,
+    sizes: np.ndarray,
+    max_edits: int,
+) -> tuple[np.ndarray, bool]:
+    """:meth:`Seen.rows` when ``ids`` are ``seen_ids`` in the same order but for at most ``max_edits``
+    edits (an id in, out or replaced), and whether they were. Where the two differ, the next
+    :data:`LOOKAHEAD` ids on either side tell a run of new ids from a run of ids gone (else one id
+    took another's place); a row is only ever given to the very same id. The few ids left without a
+    row (new here, or moved: two members a hash bucket lists the other way round) are then looked for
+    among the seen ids left without one, and among them all if not there, so every id seen gets a row,
+    as :func:`seen_rows` gives."""
+    n = len(ids)
+    m = len(seen_ids)
+    rows = np.full(n, -1, np.int64)
+    taken = np.zeros(m, np.bool_)
+    unmatched = np.empty(n, np.int64)
+    left = 0
+    i = 0
+    j = 0
+    edits = 0
+    while i < n and j < m:
+        if ids[i] == seen_ids[j]:
+            rows[i] = j
+            taken[j] = True
+            i += 1
+            j += 1
+            continue
+        skip_new = 0  # ids[i:i + skip_new] are new here
+        skip_gone = 0  # seen_ids[j:j + skip_gone] are gone
+        for k in range(1, LOOKAHEAD + 1):
+            if i + k < n and ids[i + k] == seen_ids[j]:
+                skip_new = k
+                break
+            if j + k < m and ids[i] == seen_ids[j + k]:
+                skip_gone = k
+                break
+        if skip_new:
+            edits += skip_new
+            for k in range(skip_new):
+                unmatched[left] = i + k
+                left += 1
+            i += skip_new
+        elif skip_gone:
+            edits += skip_gone
+            j += skip_gone
+        else:
+            edits += 1  # ids[i] took seen_ids[j]'s place
+            unmatched[left] = i
+            left += 1
+            i += 1
+            j += 1
+        if edits > max_edits:
+            return rows, False
+    # the ids left once the seen ones ran out: one edit each
+    if n - i > max_edits - edits:
+        return rows, False
+    while i < n:
+        unmatched[left] = i
+        left += 1
+        i += 1
+    free = np.flatnonzero(~taken)
+    for k in range(left):
+        i = unmatched[k]
+        for at in free:
+            if seen_ids[at] == ids[i]:
+                rows[i] = at
+                break
+        if rows[i] < 0:  # a map object two members share: any of its rows
+            for row in range(m):
+                if seen_ids[row] == ids[i]:
+                    rows[i] = row
+                    break
+    for i in range(n):
+        row = rows[i]
+        if row >= 0 and seen_entry_start[row + 1] - seen_entry_start[row] != sizes[i]:
+            rows[i] = -1  # seen with another number of topics: read again
+    return rows, True
 
 
 @njit(cache=True)
@@ -132,6 +236,12 @@ def gather_entries(
     return topic, length
 
 
+def _same(maps: Sequence[Mapping[TopicId, Collection[int]]], seen: Sequence[object]) -> int:
+    """How many non-empty maps are the very object at the same place in ``seen`` (a member without a
+    target may share one empty map object with others: it tells nothing)."""
+    return sum(1 for a, b in zip(maps, seen, strict=False) if a is b and a)
+
+
 class SeenMaps:
     """The :class:`Seen` of an assignor instance's last :data:`CALLS` calls, newest first. Each is
     immutable once made and the list is replaced whole, so a call racing another only misses."""
@@ -167,6 +277,27 @@ class SeenMaps:
             if found > hits:
                 best, hits = seen, found
         return best
+
+    def rows(
+        self, maps: list[Mapping[TopicId, Collection[int]]], sizes: np.ndarray
+    ) -> tuple[Seen, np.ndarray] | None:
+        """The remembered call that saw most of these maps, and each map's row in it (-1: to be read;
+        see :meth:`Seen.rows`): the call whose first non-empty maps are these very objects, in place or
+        one off, else the one whose ids match most of them; None when no call remembered saw any."""
+        if not self._calls:
+            return None
+        head = maps[:_PROBE]
+        best: Seen | None = None
+        hits = 0
+        for seen in self._calls:
+            found = _same(head, seen.maps) + _same(head[1:], seen.maps)
+            found += _same(head, seen.maps[1 : _PROBE + 1])
+            if found > hits:
+                best, hits = seen, found
+        ids = object_ids(maps)
+        if best is None:
+            best = self.find(maps, ids)
+        return None if best is None else (best, best.rows(ids, sizes))
 
     def remember(self, seen: Seen) -> None:
         self._calls = (seen, *self._calls[: CALLS - 1])

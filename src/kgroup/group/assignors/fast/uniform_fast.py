@@ -283,13 +283,9 @@ def assign_uniform_homogeneous(
     entry_start = np.zeros(len(maps) + 1, np.int64)
     np.cumsum(sizes, out=entry_start[1:])
     entries = int(entry_start[-1])
-    ids = np.fromiter(map(id, maps), np.int64, len(maps)) if seen_maps is not None and entries else None
-    # sorted once: to find the maps a remembered call saw, and for this call to be remembered by
-    # (introsort: 5x a stable sort's speed on ids in no order, and equal ids need no order)
-    id_order = None if ids is None else np.argsort(ids)
-    entry_topic, entry_len, plain = _read_entries(maps, ids, id_order, sizes, entries, table, seen_maps)
-    if plain and ids is not None and seen_maps is not None:
-        seen_maps.remember(Seen(maps, ids, entry_start, entry_topic, entry_len, table.topics, id_order))
+    entry_topic, entry_len, plain = _read_entries(maps, sizes, entries, table, seen_maps)
+    if plain and entries and seen_maps is not None:
+        seen_maps.remember(Seen(maps, entry_start, entry_topic, entry_len, table.topics))
     counts = table.counts(topics)
     spreads = table.spreads()
     order, _ = put_order(spreads[subscription], max((4 * len(listed)) // 3 + 1, 16))
@@ -358,8 +354,6 @@ def assign_uniform_homogeneous(
 
 def _read_entries(
     maps: list[Mapping[TopicId, Collection[int]]],
-    ids: np.ndarray | None,
-    id_order: np.ndarray | None,
     sizes: np.ndarray,
     entries: int,
     table: TopicTable,
@@ -369,8 +363,8 @@ def _read_entries(
     is a dict of tuples: the maps a remembered call saw from its arrays, the others from the maps."""
     if not entries:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), True
-    seen = seen_maps.find(maps, ids) if seen_maps is not None and ids is not None else None
-    rows = seen.rows(ids, sizes, id_order) if seen is not None and ids is not None else None
+    found = seen_maps.rows(maps, sizes) if seen_maps is not None else None
+    seen, rows = found if found is not None else (None, None)
     known = None if rows is None else rows >= 0
     if seen is None or rows is None or known is None or not known.any():
         read = maps
