@@ -8,14 +8,19 @@ from hypothesis import strategies as st
 
 from conftest import load_vectors
 from kgroup.javacompat import (
+    _FIBONACCI,
+    _MASK64,
+    JavaHashMap,
     JavaRandom,
     hashmap_iteration_order,
+    hashmap_put_order,
     int32,
     java_abs,
     java_compare,
     java_shuffle,
     java_string_hash,
     sorted_java,
+    timeline_hashmap_order,
     to_positive,
 )
 
@@ -89,3 +94,64 @@ def test_java_random_takes_any_java_long_seed() -> None:
     assert JavaRandom(-1).next_int() == 1155099827
     assert JavaRandom(-(2**63)).next_int() == -1155484576
     assert JavaRandom(2**63 - 1).next_int(1000) == 913
+
+
+def _put_one_by_one(keys: list[str]) -> JavaHashMap[str, None]:
+    puts: JavaHashMap[str, None] = JavaHashMap(java_string_hash)
+    for key in keys:
+        puts.put(key, None)
+    return puts
+
+
+_member_ids = st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_", max_size=24), max_size=400)
+
+
+@given(_member_ids, st.integers(0, 3000))
+def test_put_order_at_once_is_the_order_of_putting_them_one_by_one(keys: list[str], more: int) -> None:
+    """Whenever it answers, the order worked out at once is the map's own after put by put (a key
+    put twice included); generated member ids never fill a bucket, so it answers."""
+    keys = keys + [f"consumer-{i}-{java_string_hash(str(i)) & 0xFFFF:x}" for i in range(more)]
+    keys = keys + keys[: len(keys) // 5]  # some put again
+    found = hashmap_put_order(keys)
+    assert found is not None
+    assert found == _put_one_by_one(keys).keys_in_order()
+
+
+def _colliding(count: int) -> list[str]:
+    """``count`` strings with one ``hashCode`` ("Aa" and "BB" hash alike, and so do their blends)."""
+    blocks = [format(i, "b").zfill(8).replace("0", "Aa|").replace("1", "BB|") for i in range(count)]
+    return [b.replace("|", "") for b in blocks]
+
+
+@pytest.mark.parametrize("before", [0, 60])
+def test_a_bucket_of_nine_is_left_to_the_map(before: int) -> None:
+    """Nine keys in one bucket make Java resize early (a table under 64) or turn the bucket into a
+    tree: neither is the plain order, so the order is not worked out at once."""
+    colliding = _colliding(9)
+    assert len({java_string_hash(k) for k in colliding}) == 1
+    keys = [f"m{i}" for i in range(before)] + colliding
+    assert hashmap_put_order(keys) is None
+    puts = _put_one_by_one(keys)
+    assert puts.treeified == (before > 0)
+    assert hashmap_put_order(colliding[:8] + [f"m{i}" for i in range(before)]) == (
+        _put_one_by_one(colliding[:8] + [f"m{i}" for i in range(before)]).keys_in_order()
+    )
+
+
+def _timeline_reference(keys: list[str], table: int) -> list[str]:
+    slots = [((java_string_hash(k) * _FIBONACCI) & _MASK64) >> (65 - table.bit_length()) for k in keys]
+    return [keys[i] for i in sorted(range(len(keys)), key=lambda i: (slots[i], -i))]
+
+
+@given(st.lists(st.text(max_size=12), unique=True, max_size=300), st.integers(2, 16))
+def test_timeline_order_as_arrays_is_the_slot_by_slot_order(keys: list[str], bits: int) -> None:
+    table = 1 << bits
+    assert timeline_hashmap_order(keys, table) == _timeline_reference(keys, table)
+
+
+@pytest.mark.parametrize("count", [1, 2, 12, 13, 24, 25, 48, 49, 96, 97, 768, 769, 770, 6144, 6145])
+def test_put_order_at_each_side_of_a_resize(count: int) -> None:
+    """A map whose last put crosses its threshold is resized after it: counts at and one past 0.75 of
+    each table size."""
+    keys = [f"member-{i}" for i in range(count)]
+    assert hashmap_put_order(keys) == _put_one_by_one(keys).keys_in_order()

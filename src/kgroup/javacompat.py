@@ -22,6 +22,7 @@ __all__ = [
     "JavaRandom",
     "capacity_over_load_factor",
     "hashmap_iteration_order",
+    "hashmap_put_order",
     "int32",
     "java_abs",
     "java_compare",
@@ -141,6 +142,35 @@ _MASK64 = (1 << 64) - 1
 _FIBONACCI = -7046029254386353131
 
 
+def hashmap_put_order(keys: Sequence[str]) -> list[str] | None:
+    """The order a ``HashMap<String, ?>`` (default capacity) iterates once ``keys`` are put in turn,
+    worked out at once: while every chain stays within the 8 keys that would make ``putVal``
+    resize early or treeify a bucket, the map grows by its load factor alone and a resize keeps each
+    bucket's keys in order, so the keys iterate by their bucket in the final table, then by when they
+    were first put. Each table the map passes through is checked against the keys it held then; None
+    when some chain would reach 9 (put them into a :class:`JavaHashMap` instead)."""
+    import numpy as np
+
+    distinct = list(dict.fromkeys(keys))  # a key put again keeps its place
+    count = len(distinct)
+    if count < 2:
+        return distinct
+    spreads = np.fromiter(map(java_string_hash, distinct), np.int64, count) & _MASK32
+    spreads ^= spreads >> 16
+    capacity = 16
+    while True:
+        held = min(count, (capacity * 3) // 4 + 1)  # the put past the threshold resizes after it
+        if np.bincount(spreads[:held] & (capacity - 1)).max() > _TREEIFY_THRESHOLD:
+            return None
+        if count <= (capacity * 3) // 4:  # no put left past this table's threshold
+            break
+        capacity *= 2
+    if capacity > _MAX_CAPACITY:
+        return None
+    order = np.argsort(spreads & (capacity - 1), kind="stable")
+    return [distinct[i] for i in order.tolist()]
+
+
 def timeline_table_after_put(size: int, table: int) -> int:
     """``BaseHashTable.baseAddOrReplace``'s growth: before every put — a new key or a replaced one —
     into a table of ``table`` slots holding ``size`` elements, it doubles when (size + 1) × 0.75 > table.
@@ -154,10 +184,21 @@ def _timeline_slot(key: str, table: int) -> int:
 
 def timeline_hashmap_order(keys: Iterable[str], table: int) -> list[str]:
     """The order a ``TimelineHashMap<String, ?>`` of ``table`` slots iterates ``keys`` (its keys, given
-    in the order they were first put since their last removal — a Python dict's order)."""
+    in the order they were first put since their last removal — a Python dict's order): by slot, and
+    within a slot the key put last first. The slots of many keys are computed as arrays (the 64-bit
+    product wraps in ``uint64`` as Java's ``long`` does)."""
     listed = list(keys)
-    slots = [_timeline_slot(key, table) for key in listed]
-    return [listed[i] for i in sorted(range(len(listed)), key=lambda i: (slots[i], -i))]
+    if len(listed) < 32:
+        slots = [_timeline_slot(key, table) for key in listed]
+        return [listed[i] for i in sorted(range(len(listed)), key=lambda i: (slots[i], -i))]
+    import numpy as np
+
+    hashes = np.fromiter(map(java_string_hash, listed), np.int64, len(listed)).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        products = hashes * np.uint64(_FIBONACCI & _MASK64)
+    slot = products >> np.uint64(65 - table.bit_length())
+    order = np.lexsort((-np.arange(len(listed)), slot))
+    return [listed[i] for i in order.tolist()]
 
 
 def sorted_java(strings: Sequence[str]) -> list[str]:

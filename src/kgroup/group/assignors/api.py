@@ -21,7 +21,13 @@ from enum import Enum
 from itertools import repeat
 from typing import Protocol
 
-from kgroup.javacompat import JavaHashMap, JavaHashSet, java_integer_hash, java_string_hash
+from kgroup.javacompat import (
+    JavaHashMap,
+    JavaHashSet,
+    hashmap_put_order,
+    java_integer_hash,
+    java_string_hash,
+)
 from kgroup.model import TopicId
 
 __all__ = [
@@ -268,10 +274,15 @@ def group_spec(
     ``subscription`` defaults to :func:`subscription_type` over the members' subscriptions;
     ``assignable`` is a share group's initialised partitions (see :class:`GroupSpec`)."""
     listed = list(members)
-    by_id: JavaHashMap[str, MemberSpec] = JavaHashMap(java_string_hash)
-    for member_id, member in listed:
-        by_id.put(member_id, member)
-    ordered = dict(by_id.items())
+    order = hashmap_put_order([member_id for member_id, _ in listed])
+    if order is None:  # a bucket overfull on the way: the map itself, put by put
+        by_id: JavaHashMap[str, MemberSpec] = JavaHashMap(java_string_hash)
+        for member_id, member in listed:
+            by_id.put(member_id, member)
+        ordered = dict(by_id.items())
+    else:
+        given = dict(listed)  # a member listed twice: its last spec, as put leaves it
+        ordered = {member_id: given[member_id] for member_id in order}
     if subscription is None:
         subscription = subscription_type(m.subscribed_topic_ids for m in ordered.values())
     return GroupSpec(ordered, subscription, assigned, assignable)

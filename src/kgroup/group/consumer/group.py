@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 
-from kgroup.group.assignors.api import InvertedTarget, SubscriptionType, assignment_from_record
+from kgroup.group.assignors.api import InvertedTarget, MemberSpec, SubscriptionType, assignment_from_record
 from kgroup.group.consumer.member import ConsumerGroupMember
+from kgroup.group.metadata import MetadataImage
 from kgroup.group.modern import ModernGroupData
 from kgroup.group.records import OffsetAndMetadata, OffsetCommitted
 from kgroup.group.records import consumer as records
@@ -141,6 +142,11 @@ class ConsumerGroupData(ModernGroupData[ConsumerGroupMember]):
     #: member epoch -> how many members are STABLE at it: the group is reconciled when that count at
     #: the assignment epoch is every member (what ``maybeUpdateGroupState`` finds walking them all)
     stable_at: dict[int, int] = field(default_factory=dict, compare=False, repr=False)
+    #: member id -> (member, target, image, the spec built from them) at the last target assignment:
+    #: a cache, not state (``steps.member_specs``)
+    member_specs: dict[
+        str, tuple[ConsumerGroupMember, records.TopicAssignment, MetadataImage, MemberSpec]
+    ] = field(default_factory=dict, compare=False, repr=False)
 
     # --- reading (Kafka's ConsumerGroup methods) ----------------------------------------------------
 

@@ -5,7 +5,7 @@ a member and arming its rebalance timer."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from kgroup.group.assignors.api import (
@@ -269,6 +269,10 @@ def update_subscription_metadata(
     return group_epoch, subscription
 
 
+#: the target of a member without one (shared: a spec's identity then holds from call to call)
+_NO_TARGET: records.TopicAssignment = {}
+
+
 def member_spec(
     member: ConsumerGroupMember,
     target: records.TopicAssignment,
@@ -281,6 +285,35 @@ def member_spec(
     present = hashmap_order_of(topics.keys() & names, len(names), names)
     ids = tuple(topics[name].topic_id for name in present)
     return MemberSpec(ids, target, member.instance_id, member.rack_id)
+
+
+def member_specs(
+    members: Mapping[str, ConsumerGroupMember],
+    targets: Mapping[str, records.TopicAssignment],
+    ctx: ConsumerContext,
+    group: ConsumerGroupData,
+) -> Iterator[tuple[str, MemberSpec]]:
+    """Each member's :func:`member_spec`, the one built for the last assignment where the member, its
+    target and the metadata image are still the very same objects (all three are replaced, never
+    changed, and a spec depends on nothing else unless the member subscribes by regex, whose
+    resolution can change on its own: those are built every time). Only the members handed now are
+    kept for the next assignment (``group.member_specs``). The specs an assignor is handed are then
+    the same objects as on its last call for every member that did not change, which is what lets it
+    recognise them (:mod:`kgroup.group.assignors.fast.reuse`)."""
+    known = group.member_specs
+    kept: dict[str, tuple[ConsumerGroupMember, records.TopicAssignment, MetadataImage, MemberSpec]] = {}
+    image = ctx.image
+    for member_id, member in members.items():
+        target = targets.get(member_id, _NO_TARGET)
+        cached = known.get(member_id)
+        if cached is not None and cached[0] is member and cached[1] is target and cached[2] is image:
+            spec = cached[3]
+        else:
+            spec = member_spec(member, target, ctx, group)
+        if member.regex is None:
+            kept[member_id] = (member, target, image, spec)
+        yield member_id, spec
+    group.member_specs = kept
 
 
 def maybe_update_target(
@@ -314,14 +347,7 @@ def maybe_update_target(
             targets[updated.member_id] = targets[previous_static]
         members.pop(previous_static, None)
         targets.pop(previous_static, None)
-    spec = group_spec(
-        (
-            (member_id, member_spec(m, targets.get(member_id, {}), ctx, group))
-            for member_id, m in members.items()
-        ),
-        subscription,
-        group.inverted_target,
-    )
+    spec = group_spec(member_specs(members, targets, ctx, group), subscription, group.inverted_target)
     result = new_target_assignment(ctx.assignor(name), spec, ctx.image, group_epoch, any_failure=True)
     group_id = group.group_id
     for member_id, new in changed_targets(spec.members, result, targets):
