@@ -90,9 +90,15 @@ def changed_targets(
     member_ids: Iterable[str], result: GroupAssignment, targets: Mapping[str, TopicAssignment]
 ) -> Iterator[tuple[str, TopicAssignment]]:
     """Each of ``member_ids`` whose new target in ``result`` differs from its old one in ``targets`` (or
-    who had none), with that new target: the members whose target assignment record is written."""
-    for member_id in member_ids:
-        new = result.get(member_id, {})
+    who had none), with that new target: the members whose target assignment record is written. An
+    answer that can hand every member's map in order at once (``answers_in_order``: the fast
+    assignors' :class:`~kgroup.group.assignors.fast.answer.ArrayAssignment`) is read that way."""
+    ids = list(member_ids)
+    in_order = getattr(result, "answers_in_order", None)
+    answers = in_order(ids) if in_order is not None else None
+    if answers is None:
+        answers = [result.get(member_id, {}) for member_id in ids]  # {}: a member left out
+    for member_id, new in zip(ids, answers, strict=True):
         old = targets.get(member_id)
-        if old is None or not same_assignment(old, new):
+        if old is None or (old is not new and not same_assignment(old, new)):
             yield member_id, new

@@ -10,6 +10,7 @@ import pytest
 
 from kgroup.group.assignors import GroupSpec, MemberSpec, TopicDescriber, TopicId, UniformAssignor, group_spec
 from kgroup.group.assignors.fast.answer import ArrayAssignment
+from kgroup.group.modern import changed_targets
 
 
 def _groups() -> tuple[GroupSpec, GroupSpec, TopicDescriber]:
@@ -61,3 +62,27 @@ def test_a_member_left_alone_is_answered_its_own_map() -> None:
     kept = [m for m, spec in joined.members.items() if answer[m] is spec.assignment]
     changed = [m for m in joined.members if m not in kept]
     assert kept and "new" in changed
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["new group", "one joins"])
+def test_every_answer_in_order_at_once_is_each_member_s_read(which: int) -> None:
+    """``answers_in_order``: the very objects reading member by member gives, for this answer's
+    members in its order only; the changed targets a coordinator writes are found the same way from
+    it as from the reference's plain dict."""
+    first, joined, describer = _groups()
+    spec = (first, joined)[which]
+    assignor = UniformAssignor()
+    answer = assignor.assign(spec, describer)
+    assert isinstance(answer, ArrayAssignment)
+    ids = list(spec.members)
+    in_order = answer.answers_in_order(ids)
+    assert in_order is not None
+    assert all(a is answer[m] for m, a in zip(ids, in_order, strict=True))
+    assert answer.answers_in_order(ids[::-1]) is None and answer.answers_in_order(ids[:-1]) is None
+    targets = {m: s.assignment for m, s in spec.members.items() if s.assignment}
+    reference = assignor.assign_reference(spec, describer)
+    found = list(changed_targets(spec.members, answer, targets))
+    assert found == list(changed_targets(spec.members, reference, targets))
+    assert {m for m, _ in found} == {m for m in ids if m not in targets or answer[m] != targets[m]}
+    if which:  # one joins: the members left alone are not written again
+        assert 0 < len(found) < len(ids)

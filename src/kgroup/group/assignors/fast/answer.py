@@ -90,6 +90,18 @@ class ArrayAssignment(Mapping[str, MemberMap]):
         built[position] = found
         return found
 
+    def answers_in_order(self, member_ids: list[str]) -> list[MemberMap] | None:
+        """Every member's answer, in order, when ``member_ids`` are this answer's members in its order
+        (else None): the members left alone answer their own map objects, in one list copy, and only
+        the changed ones are looked at one by one (what a coordinator reads after each assignment)."""
+        if member_ids != self._ids:
+            return None
+        answers = cast(list[MemberMap], list(self._own))
+        row = self._arrays[0]
+        for position in np.flatnonzero(row >= 0).tolist():
+            answers[position] = self._at(position)
+        return answers
+
     def __getitem__(self, member_id: str) -> MemberMap:
         position = self._position(member_id)
         if position < 0:
