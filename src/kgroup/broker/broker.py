@@ -65,6 +65,24 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+#: rounds :func:`end_connection_tasks` makes at most (each ends the tasks that started meanwhile)
+END_CONNECTION_ROUNDS = 10
+
+
+async def end_connection_tasks(tasks: set[asyncio.Task[Any]]) -> None:
+    """Cancel every connection's task and wait for them, in rounds: a connection accepted just before
+    the listeners closed starts its task (and adds it to ``tasks``) a turn of the loop later, while
+    the first round is being waited for, and was left pending when the loop closed."""
+    for _ in range(END_CONNECTION_ROUNDS):
+        await asyncio.sleep(0)  # a task created meanwhile takes its first step and adds itself
+        pending = [task for task in tasks if not task.done()]
+        if not pending:
+            return
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
 class Broker:
     """``config.brokers`` broker nodes in one process, sharing one cluster state and one set of logs."""
 
@@ -299,10 +317,7 @@ class Broker:
             await asyncio.gather(self._tick_task, return_exceptions=True)
         for broker_id in list(self._servers):
             await self._close_listener(broker_id)
-        tasks = list(self._connection_tasks)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await end_connection_tasks(self._connection_tasks)
         if self._offsets_topic_made is not None:
             await asyncio.gather(self._offsets_topic_made, return_exceptions=True)
         self._topics_thread.shutdown(wait=True)
