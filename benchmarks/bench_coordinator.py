@@ -232,17 +232,28 @@ class BigGroup:
 
     async def _member_loop(self, m: Member) -> None:
         """One heartbeat at a time: at the member's interval, or at once when it has something to
-        acknowledge (as a consumer does after reconciling)."""
+        acknowledge (as a consumer does after reconciling).
+
+        The interval counts from when the heartbeat was sent, as Kafka's consumer counts it
+        (``AbstractHeartbeatRequestManager`` resets its heartbeat timer when it makes the request;
+        an answer resets it only when it names another interval): a slow answer delays that member's
+        next heartbeat only if it came after the interval. (Counted from the answer, every member
+        answered in one stall would heartbeat in one burst every interval from then on.)"""
         while self.running and not m.leaving:
             delay = m.next_at - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
+            sent_at, interval_s = time.monotonic(), self.interval_s
             try:
                 await self.heartbeat(m, join=not m.joined)
             except Exception:  # counted; the member tries again at its next interval
                 self.errors[-1] = self.errors.get(-1, 0) + 1
-            again = m.send_owned and m.joined
-            m.next_at = time.monotonic() + (0.0 if again else self.interval_s)
+            if m.send_owned and m.joined:
+                m.next_at = time.monotonic()
+            elif self.interval_s != interval_s:
+                m.next_at = time.monotonic() + self.interval_s
+            else:
+                m.next_at = sent_at + interval_s
 
     async def stop(self) -> None:
         self.running = False
