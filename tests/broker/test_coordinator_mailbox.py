@@ -20,6 +20,8 @@ import pytest
 from tests.apache_kafka.wire import Raw
 
 from kgroup.broker.coordinator_runtime import Mailbox
+from kgroup.messages import ConsumerGroupHeartbeatRequest, Envelope, JoinGroupProtocol, JoinGroupRequest
+from kgroup.model import ErrorCode
 from kgroup.testing import KafkaBroker
 
 NONE = 0
@@ -112,3 +114,66 @@ def test_requests_queued_while_the_coordinators_are_busy_take_one_wake_up_each_w
             "ConsumerGroupDescribe", 1, {"group_ids": ["g"], "include_authorized_operations": False}
         )
     assert len(described["groups"][0]["members"]) == len(clients) + 1
+
+
+def test_a_request_the_coordinator_answers_at_once_is_answered_when_submitted(kafka: KafkaBroker) -> None:
+    """``CoordinatorHost.submit`` handles the request and writes its records before it returns; an
+    answer known then is in the future it returns (the runtime hands it back in the same turn of
+    the coordinators' loop, without a task per request)."""
+    with Raw(kafka.bootstrap_servers) as raw:  # the offsets topic is made by a first group request
+        assert raw.call("ConsumerGroupHeartbeat", 1, _join("first"))["error_code"] == NONE
+    join = ConsumerGroupHeartbeatRequest(
+        "g2", "m1", 0, rebalance_timeout_ms=30000, subscribed_topic_names=("t",), topic_partitions=()
+    )
+
+    def submit(host: Any) -> tuple[bool, int, bool, bool]:
+        node = host.placement.coordinator_for("g2")
+        size = host.coordinator_log.size
+        future = host.submit(node, Envelope("c", 7, join))
+        return (
+            future.done(),
+            future.result().member_epoch,
+            host.coordinator_log.size > size,
+            (("c", 7) in host._waiting),
+        )
+
+    done, epoch, written, waiting = kafka.run_in_loop(kafka.broker.coordinators.inspect(submit))
+    assert done and epoch > 0 and written  # joined: an epoch, its records in the log
+    assert waiting  # until the future's done callback forgets it, a turn of the loop later
+    assert (
+        kafka.run_in_loop(kafka.broker.coordinators.inspect(lambda host: ("c", 7) in host._waiting)) is False
+    )
+
+
+def test_a_parked_request_whose_asker_goes_away_waits_no_more() -> None:
+    """A JoinGroup parked until its rebalance completes (a new group's first member waits out
+    ``group.initial.rebalance.delay.ms``, 30 s here), its asking task cancelled on the broker's loop
+    (the connection closed): its wait on the coordinators' loop is cancelled too (not answered when
+    the rebalance completes), and nothing is left waiting."""
+    with KafkaBroker(topics={"t": 8}, group_initial_rebalance_delay_ms=30_000) as kafka:
+        with Raw(kafka.bootstrap_servers) as raw:  # the offsets topic is made by a first group request
+            assert raw.call("ConsumerGroupHeartbeat", 1, _join("first"))["error_code"] == NONE
+        assert kafka.run_in_loop(_parked_then_gone(kafka)) == (ErrorCode.MEMBER_ID_REQUIRED, True, True, True)
+
+
+async def _parked_then_gone(kafka: KafkaBroker) -> tuple[int, bool, bool, bool]:
+    """(the first JoinGroup's error, the second parked, its wait cancelled, nothing left waiting)"""
+    runtime = kafka.broker.coordinators
+    protocols = (JoinGroupProtocol("range", b""),)
+    node = runtime._placement.coordinator_for("classic")
+    join = JoinGroupRequest("classic", 10000, 30000, "", protocols)
+    first = await runtime.call(node, Envelope("c", 1, join))
+    again = JoinGroupRequest("classic", 10000, 30000, first.member_id, protocols)
+    asking = asyncio.ensure_future(runtime.call(node, Envelope("c", 2, again)))
+    deadline = time.monotonic() + 10
+    while (waiting := await runtime.inspect(lambda host: host._waiting.get(("c", 2)))) is None:
+        assert time.monotonic() < deadline, "the JoinGroup was not parked"
+        await asyncio.sleep(0.01)
+    parked = not asking.done()
+    asking.cancel()
+    await asyncio.gather(asking, return_exceptions=True)
+    while not waiting.done():  # (read across threads: a flag, then the outcome once set)
+        assert time.monotonic() < deadline, "the parked JoinGroup still waits"
+        await asyncio.sleep(0.01)
+    gone = await runtime.inspect(lambda host: ("c", 2) not in host._waiting)
+    return int(first.error_code), parked, waiting.cancelled(), gone

@@ -120,18 +120,19 @@ class Mailbox:
 
 
 class _Call:
-    """One call of the broker's on the coordinators' loop: its task there once started."""
+    """One call of the broker's on the coordinators' loop: the future of its outcome there once
+    started."""
 
-    __slots__ = ("cancelled", "task")
+    __slots__ = ("cancelled", "pending")
 
     def __init__(self) -> None:
-        self.task: asyncio.Task[Any] | None = None
+        self.pending: asyncio.Future[Any] | None = None
         self.cancelled = False
 
     def cancel(self) -> None:  # on the coordinators' loop
         self.cancelled = True
-        if self.task is not None:
-            self.task.cancel()
+        if self.pending is not None:
+            self.pending.cancel()
 
 
 class CoordinatorRuntime:
@@ -247,31 +248,52 @@ class CoordinatorRuntime:
     # --- the broker's requests -----------------------------------------------------------------------
 
     async def _on_coordinators(self, work: Coroutine[Any, Any, T]) -> T:
-        """``work`` as a task on the coordinators' loop; its outcome back on the broker's (both ways
-        through the mailboxes). Cancelled here (the asking connection is gone), it is cancelled there."""
+        """``work`` as a task on the coordinators' loop, its outcome back on the broker's."""
+        return await self._hand_over(lambda: asyncio.ensure_future(work), work.close)
+
+    async def _hand_over(
+        self, start: Callable[[], asyncio.Future[T]], discard: Callable[[], object] | None = None
+    ) -> T:
+        """``start()`` on the coordinators' loop; the outcome of the future it returns back on the
+        broker's (both ways through the mailboxes: an outcome known at once goes back at once).
+        Cancelled here (the asking connection is gone), it is cancelled there; not started yet, it
+        never starts (``discard()``)."""
         inbox, outbox = self._inbox, self._outbox
         if inbox is None or outbox is None:
-            work.close()
+            if discard is not None:
+                discard()
             raise KgroupError("the coordinators are not running")
         answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         call = _Call()
 
-        def settle(task: asyncio.Task[T]) -> None:  # on the broker's loop
+        def settle(outcome: asyncio.Future[T]) -> None:  # on the broker's loop
             if answer.done():
                 return
-            if task.cancelled():
+            if outcome.cancelled():
                 answer.cancel()
-            elif (exc := task.exception()) is not None:
+            elif (exc := outcome.exception()) is not None:
                 answer.set_exception(exc)
             else:
-                answer.set_result(task.result())
+                answer.set_result(outcome.result())
+
+        def failed(exc: Exception) -> None:  # on the broker's loop
+            if not answer.done():
+                answer.set_exception(exc)
 
         def begin() -> None:  # on the coordinators' loop
             if call.cancelled:
-                work.close()
+                if discard is not None:
+                    discard()
                 return
-            task = call.task = asyncio.get_running_loop().create_task(work)
-            task.add_done_callback(lambda done: outbox.post(functools.partial(settle, done)))
+            try:
+                pending = call.pending = start()
+            except Exception as exc:  # handed to the caller (a PeerError closes its connection)
+                outbox.post(functools.partial(failed, exc))
+                return
+            if pending.done():
+                outbox.post(functools.partial(settle, pending))
+            else:
+                pending.add_done_callback(lambda done: outbox.post(functools.partial(settle, done)))
 
         inbox.post(begin)
         try:
@@ -285,7 +307,8 @@ class CoordinatorRuntime:
         """The answer of ``node_id``'s coordinator to one request."""
         if not self.host.loaded:
             return error_response(envelope.body, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        return await self._on_coordinators(self.host.call(node_id, envelope))
+        host = self.host
+        return await self._hand_over(lambda: host.submit(node_id, envelope))
 
     async def delete_group(self, node_id: int, group_id: str) -> ErrorCode:
         if not self.host.loaded:
