@@ -8,11 +8,14 @@ from hypothesis import strategies as st
 
 from conftest import load_vectors
 from kgroup.javacompat import (
+    JavaHashSet,
     JavaRandom,
+    hash_set_order,
     hashmap_iteration_order,
     int32,
     java_abs,
     java_compare,
+    java_integer_hash,
     java_shuffle,
     java_string_hash,
     sorted_java,
@@ -89,3 +92,19 @@ def test_java_random_takes_any_java_long_seed() -> None:
     assert JavaRandom(-1).next_int() == 1155099827
     assert JavaRandom(-(2**63)).next_int() == -1155484576
     assert JavaRandom(2**63 - 1).next_int(1000) == 913
+
+
+@given(st.lists(st.integers(-(2**31), 2**31 - 1), max_size=40), st.lists(st.text(max_size=6), max_size=40))
+def test_hash_set_order_is_the_order_of_a_hash_set_made_of_the_items(
+    ints: list[int], texts: list[str]
+) -> None:
+    """``hash_set_order`` (which makes no set for fewer than two items) lists what iterating
+    ``new HashSet<>(items)`` lists, for any number of items, duplicates included."""
+    for java_hash, items in ((java_integer_hash, ints), (java_string_hash, texts)):
+        for n in range(len(items) + 1):
+            expected = tuple(JavaHashSet.copy_of(java_hash, items[:n]))
+            assert hash_set_order(java_hash, items[:n]) == expected
+            assert hash_set_order(java_hash, iter(items[:n])) == expected
+            assert hash_set_order(java_hash, frozenset(items[:n])) == tuple(
+                JavaHashSet.copy_of(java_hash, frozenset(items[:n]))
+            )
