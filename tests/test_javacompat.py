@@ -11,12 +11,15 @@ from kgroup.javacompat import (
     _FIBONACCI,
     _MASK64,
     JavaHashMap,
+    JavaHashSet,
     JavaRandom,
+    hash_set_order,
     hashmap_iteration_order,
     hashmap_put_order,
     int32,
     java_abs,
     java_compare,
+    java_integer_hash,
     java_shuffle,
     java_string_hash,
     sorted_java,
@@ -155,3 +158,19 @@ def test_put_order_at_each_side_of_a_resize(count: int) -> None:
     each table size."""
     keys = [f"member-{i}" for i in range(count)]
     assert hashmap_put_order(keys) == _put_one_by_one(keys).keys_in_order()
+
+
+@given(st.lists(st.integers(-(2**31), 2**31 - 1), max_size=40), st.lists(st.text(max_size=6), max_size=40))
+def test_hash_set_order_is_the_order_of_a_hash_set_made_of_the_items(
+    ints: list[int], texts: list[str]
+) -> None:
+    """``hash_set_order`` (which makes no set for fewer than two items) lists what iterating
+    ``new HashSet<>(items)`` lists, for any number of items, duplicates included."""
+    for java_hash, items in ((java_integer_hash, ints), (java_string_hash, texts)):
+        for n in range(len(items) + 1):
+            expected = tuple(JavaHashSet.copy_of(java_hash, items[:n]))
+            assert hash_set_order(java_hash, items[:n]) == expected
+            assert hash_set_order(java_hash, iter(items[:n])) == expected
+            assert hash_set_order(java_hash, frozenset(items[:n])) == tuple(
+                JavaHashSet.copy_of(java_hash, frozenset(items[:n]))
+            )

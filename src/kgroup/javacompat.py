@@ -21,6 +21,7 @@ __all__ = [
     "JavaHashSet",
     "JavaRandom",
     "capacity_over_load_factor",
+    "hash_set_order",
     "hashmap_iteration_order",
     "hashmap_put_order",
     "int32",
@@ -437,6 +438,16 @@ class JavaHashSet(JavaHashMap[_K, None]):
         for item in listed:
             copy.put(item, None)
         return copy
+
+
+def hash_set_order(java_hash: Callable[[_K], int], items: Iterable[_K]) -> tuple[_K, ...]:
+    """The iteration order of ``new HashSet<>(items)`` (:meth:`JavaHashSet.copy_of`'s), without making
+    the set when ``items`` holds fewer than two (their order is themselves): a described member's one
+    topic and one partition, 10,000 times in a 5,000-member group's ConsumerGroupDescribe."""
+    listed = items if isinstance(items, list | tuple) else list(items)
+    if len(listed) < 2:
+        return tuple(listed)
+    return tuple(JavaHashSet.copy_of(java_hash, listed))
 
 
 # --- java.util.Random ---------------------------------------------------------------------------------

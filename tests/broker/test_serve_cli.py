@@ -143,3 +143,46 @@ def test_the_served_broker_runs_with_the_relaxed_collector(monkeypatch: pytest.M
     broker_module.run_broker(BrokerConfig(), logs=None, install_signal_handlers=False)  # type: ignore[arg-type]
     assert len(seen) == 1 and all(t >= r for t, r in zip(seen[0], RELAXED_THRESHOLDS, strict=True))
     assert gc.get_threshold() == before
+
+
+def test_the_served_broker_switches_threads_quickly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``run_broker`` (the ``kgroup serve`` process) serves with the interpreter's switch interval at
+    most :data:`kgroup.switching.SERVING_SWITCH_INTERVAL_S` (a loop back from a system call waits no
+    longer for a busy thread to give the interpreter lock back) and restores it after."""
+    import sys
+
+    from kgroup.broker import broker as broker_module
+    from kgroup.broker.config import BrokerConfig
+    from kgroup.switching import SERVING_SWITCH_INTERVAL_S
+
+    seen: list[float] = []
+
+    def run(coroutine: object) -> None:
+        seen.append(sys.getswitchinterval())
+        coroutine.close()  # type: ignore[attr-defined]
+
+    before = sys.getswitchinterval()
+    assert before > SERVING_SWITCH_INTERVAL_S  # CPython's 5 ms: the test would prove nothing otherwise
+    monkeypatch.setattr(broker_module.asyncio, "run", run)
+    broker_module.run_broker(BrokerConfig(), logs=None, install_signal_handlers=False)  # type: ignore[arg-type]
+    assert seen == [pytest.approx(SERVING_SWITCH_INTERVAL_S)]
+    assert sys.getswitchinterval() == before
+
+
+def test_quick_thread_switches_restore_the_interval_even_after_an_error() -> None:
+    import sys
+
+    from kgroup.switching import SERVING_SWITCH_INTERVAL_S, quick_thread_switches
+
+    before = sys.getswitchinterval()
+    with pytest.raises(RuntimeError), quick_thread_switches():
+        inside = sys.getswitchinterval()
+        raise RuntimeError("a failed run")
+    assert sys.getswitchinterval() == before
+    assert inside == pytest.approx(min(before, SERVING_SWITCH_INTERVAL_S))
+    sys.setswitchinterval(0.0001)  # never raised: a shorter interval the process chose is kept
+    try:
+        with quick_thread_switches():
+            assert sys.getswitchinterval() == pytest.approx(0.0001, abs=2e-6)  # (kept in µs)
+    finally:
+        sys.setswitchinterval(before)

@@ -52,6 +52,7 @@ from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.security.listeners import Listener
 from kgroup.security.runtime import SecurityRuntime
 from kgroup.security.session import BrokerHooks, Session
+from kgroup.switching import quick_thread_switches
 from kgroup.wire.framing import BufferPool, Frame
 
 __all__ = ["Broker", "open_logs", "run_broker", "serve", "wall_clock_ms"]
@@ -521,6 +522,8 @@ def run_broker(
         await serve(Broker(config, logs), stop, on_started, control_dir)
 
     # a broker holding thousands of members keeps millions of objects alive: with the default
-    # thresholds every connection waited out a full collection every second or two (kgroup.collector)
-    with relaxed_collector():
+    # thresholds every connection waited out a full collection every second or two (kgroup.collector);
+    # its loops give the interpreter lock up at every system call and wait to take it back from a
+    # busy thread (kgroup.switching)
+    with relaxed_collector(), quick_thread_switches():
         asyncio.run(main())

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import struct
@@ -323,12 +324,21 @@ class CoordinatorHost:
 
     async def call(self, node_id: int, envelope: Envelope) -> Response:
         """Hand one request to the coordinator of ``node_id`` and wait for its answer."""
+        return await self.submit(node_id, envelope)
+
+    def submit(self, node_id: int, envelope: Envelope) -> asyncio.Future[Response]:
+        """Hand one request to the coordinator of ``node_id`` now — handled, its records written
+        (:meth:`apply`) before this returns — and the future of its answer: done already unless the
+        coordinator parked the request (a JoinGroup until its rebalance completes). Raises
+        :class:`~kgroup.model.PeerError` for a request Kafka could not have read."""
+        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         coordinator = self.coordinators.get(node_id)
         if coordinator is None:
-            return error_response(envelope.body, ErrorCode.NOT_COORDINATOR)
+            future.set_result(error_response(envelope.body, ErrorCode.NOT_COORDINATOR))
+            return future
         key = (envelope.connection, envelope.correlation_id)
-        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self._waiting[key] = future
+        future.add_done_callback(functools.partial(self._forget, key))
         try:
             result = coordinator.handle(self.clock_ms(), envelope)
         except PeerError:
@@ -343,10 +353,12 @@ class CoordinatorHost:
                 future.set_result(error_response(envelope.body, ErrorCode.UNKNOWN_SERVER_ERROR))
         else:
             self.apply(node_id, result, (envelope,))
-        try:
-            return await future
-        finally:
-            self._waiting.pop(key, None)
+        return future
+
+    def _forget(self, key: tuple[str, int], future: asyncio.Future[Response]) -> None:
+        """A request was answered (or its asker went away): it waits no more."""
+        if self._waiting.get(key) is future:
+            del self._waiting[key]
 
     def _undo_if_applied(
         self,

@@ -19,6 +19,11 @@ regex resolution — on an executor apart from both. kgroup does the same:
   topic change, the placement of the offsets topic's leaders at every broker change.
 * what ``__consumer_offsets`` shows is appended on the broker's loop, which serves it to readers,
   before the answer of the call that wrote it.
+* the two loops hand each other work through a :class:`Mailbox` each way: the requests and what the
+  broker tells the coordinators one way, the answers and the ``__consumer_offsets`` appends the
+  other, in order, with one wake-up of the other thread for everything queued until it runs (not one
+  per request and answer: each wake-up is a system call whose thread must then wait to take the
+  interpreter lock back).
 * while the log is being replayed after a start (``loaded`` is false), the broker answers every group
   request COORDINATOR_LOAD_IN_PROGRESS, as Kafka does for an offsets partition it is still loading:
   the broker listens at once, however many groups the log holds.
@@ -27,8 +32,10 @@ regex resolution — on an executor apart from both. kgroup does the same:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -50,7 +57,7 @@ from kgroup.group.txn import CoordinatorTask
 from kgroup.messages import Envelope, Response
 from kgroup.model import ErrorCode, KgroupError, TopicId
 
-__all__ = ["CoordinatorRuntime", "metadata_image", "placement"]
+__all__ = ["CoordinatorRuntime", "Mailbox", "metadata_image", "placement"]
 
 log = logging.getLogger("kgroup.broker")
 T = TypeVar("T")
@@ -71,6 +78,61 @@ def metadata_image(cluster: Cluster) -> MetadataImage:
 def placement(cluster: Cluster) -> CoordinatorPlacement:
     """Where each group's coordinator is: the live brokers, the leader of each offsets partition."""
     return CoordinatorPlacement(frozenset(cluster.alive), cluster.offsets_leaders())
+
+
+class Mailbox:
+    """Calls for one event loop, posted from another thread: run there in the order posted, all those
+    posted until the loop gets to them with one wake-up (one ``call_soon_threadsafe``).
+
+    ``wake_ups`` counts the wake-ups asked for.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.wake_ups = 0
+        self._calls: deque[Callable[[], object]] = deque()
+        self._scheduled = False
+
+    @property
+    def pending(self) -> int:
+        """Calls posted and not yet run."""
+        return len(self._calls)
+
+    def post(self, call: Callable[[], object]) -> None:
+        """Run ``call()`` on the loop, after every call posted before it."""
+        self._calls.append(call)
+        if not self._scheduled:
+            # (only the posting thread sets the flag, only the loop clears it, before it empties the
+            # queue: a call appended meanwhile is run by this drain or by the next one)
+            self._scheduled = True
+            self.wake_ups += 1
+            self.loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        self._scheduled = False
+        calls = self._calls
+        while calls:
+            call = calls.popleft()
+            try:
+                call()
+            except Exception:  # a bug in the call: the ones after it still run
+                log.exception("a call handed between the broker's and the coordinators' loops failed")
+
+
+class _Call:
+    """One call of the broker's on the coordinators' loop: the future of its outcome there once
+    started."""
+
+    __slots__ = ("cancelled", "pending")
+
+    def __init__(self) -> None:
+        self.pending: asyncio.Future[Any] | None = None
+        self.cancelled = False
+
+    def cancel(self) -> None:  # on the coordinators' loop
+        self.cancelled = True
+        if self.pending is not None:
+            self.pending.cancel()
 
 
 class CoordinatorRuntime:
@@ -102,6 +164,9 @@ class CoordinatorRuntime:
         self._tasks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-coordinator-tasks")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._broker_loop: asyncio.AbstractEventLoop | None = None
+        #: to the coordinators' loop, and back to the broker's (made by :meth:`start`)
+        self._inbox: Mailbox | None = None
+        self._outbox: Mailbox | None = None
         self._thread: threading.Thread | None = None
         self._loading: Future[None] | None = None
         #: the placement last handed to the host (from the broker's thread)
@@ -150,6 +215,7 @@ class CoordinatorRuntime:
         self._thread.start()
         ready.wait()
         assert self._loop is not None
+        self._inbox, self._outbox = Mailbox(self._loop), Mailbox(self._broker_loop)
         self._loading = asyncio.run_coroutine_threadsafe(self._load(), self._loop)
 
     async def _load(self) -> None:
@@ -177,21 +243,72 @@ class CoordinatorRuntime:
             await asyncio.get_running_loop().run_in_executor(None, thread.join, 30)
             self._tasks.shutdown(wait=True, cancel_futures=True)
             self._loop = self._thread = None
+            self._inbox = self._outbox = None
 
     # --- the broker's requests -----------------------------------------------------------------------
 
     async def _on_coordinators(self, work: Coroutine[Any, Any, T]) -> T:
-        loop = self._loop
-        if loop is None:
-            work.close()
+        """``work`` as a task on the coordinators' loop, its outcome back on the broker's."""
+        return await self._hand_over(lambda: asyncio.ensure_future(work), work.close)
+
+    async def _hand_over(
+        self, start: Callable[[], asyncio.Future[T]], discard: Callable[[], object] | None = None
+    ) -> T:
+        """``start()`` on the coordinators' loop; the outcome of the future it returns back on the
+        broker's (both ways through the mailboxes: an outcome known at once goes back at once).
+        Cancelled here (the asking connection is gone), it is cancelled there; not started yet, it
+        never starts (``discard()``)."""
+        inbox, outbox = self._inbox, self._outbox
+        if inbox is None or outbox is None:
+            if discard is not None:
+                discard()
             raise KgroupError("the coordinators are not running")
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, loop))
+        answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        call = _Call()
+
+        def settle(outcome: asyncio.Future[T]) -> None:  # on the broker's loop
+            if answer.done():
+                return
+            if outcome.cancelled():
+                answer.cancel()
+            elif (exc := outcome.exception()) is not None:
+                answer.set_exception(exc)
+            else:
+                answer.set_result(outcome.result())
+
+        def failed(exc: Exception) -> None:  # on the broker's loop
+            if not answer.done():
+                answer.set_exception(exc)
+
+        def begin() -> None:  # on the coordinators' loop
+            if call.cancelled:
+                if discard is not None:
+                    discard()
+                return
+            try:
+                pending = call.pending = start()
+            except Exception as exc:  # handed to the caller (a PeerError closes its connection)
+                outbox.post(functools.partial(failed, exc))
+                return
+            if pending.done():
+                outbox.post(functools.partial(settle, pending))
+            else:
+                pending.add_done_callback(lambda done: outbox.post(functools.partial(settle, done)))
+
+        inbox.post(begin)
+        try:
+            return await answer
+        except asyncio.CancelledError:
+            if not answer.done() or answer.cancelled():
+                inbox.post(call.cancel)
+            raise
 
     async def call(self, node_id: int, envelope: Envelope) -> Response:
         """The answer of ``node_id``'s coordinator to one request."""
         if not self.host.loaded:
             return error_response(envelope.body, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        return await self._on_coordinators(self.host.call(node_id, envelope))
+        host = self.host
+        return await self._hand_over(lambda: host.submit(node_id, envelope))
 
     async def delete_group(self, node_id: int, group_id: str) -> ErrorCode:
         if not self.host.loaded:
@@ -229,29 +346,29 @@ class CoordinatorRuntime:
         def set_it() -> None:
             self.host.recorder = recorder
 
-        if self._loop is None:
+        if self._inbox is None:
             set_it()
         else:
-            self._loop.call_soon_threadsafe(set_it)
+            self._inbox.post(set_it)
 
     # --- what the broker tells the coordinators --------------------------------------------------------
 
     def _topics_changed(self) -> None:
         image = metadata_image(self._cluster)
-        if self._loop is None:
+        if self._inbox is None:
             self.host.set_image(image)
-        else:
-            self._loop.call_soon_threadsafe(self.host.set_image, image)
+        else:  # (through the mailbox: a request that comes after the change sees it)
+            self._inbox.post(functools.partial(self.host.set_image, image))
         if placement(self._cluster) != self._placement:  # the offsets topic was made: its leaders
             self.brokers_changed()
 
     def brokers_changed(self) -> None:
         """A broker stopped or started, or a leadership moved: groups follow their offsets partition."""
         where = self._placement = placement(self._cluster)
-        if self._loop is None:
+        if self._inbox is None:
             self.host.placement = where
         else:
-            self._loop.call_soon_threadsafe(self.host.set_placement, where)
+            self._inbox.post(functools.partial(self.host.set_placement, where))
 
     # --- what the coordinators hand back ----------------------------------------------------------------
 
@@ -275,8 +392,8 @@ class CoordinatorRuntime:
         """On the coordinators' thread: append to ``__consumer_offsets`` on the broker's loop (queued
         before the answer of the call that wrote them, so a client reading it after that answer sees
         them)."""
-        loop = self._broker_loop
-        if loop is None:
+        outbox = self._outbox
+        if outbox is None:
             self._appender.append(now_ms, entries)
         else:
-            loop.call_soon_threadsafe(self._appender.append, now_ms, entries)
+            outbox.post(functools.partial(self._appender.append, now_ms, entries))

@@ -13,7 +13,13 @@ from typing import Any, TypeVar, cast
 
 from kgroup.broker.cluster import OFFSETS_TOPIC
 from kgroup.broker.coordinator_host import error_response
-from kgroup.broker.dispatch import LARGE_RESPONSE_ENTRIES, CloseConnection, RequestContext, register
+from kgroup.broker.dispatch import (
+    LARGE_RESPONSE_ENTRIES,
+    CloseConnection,
+    LargeAnswer,
+    RequestContext,
+    register,
+)
 from kgroup.broker.handlers_txn import transaction_coordinator_of
 from kgroup.broker.topic_acls import answer_with_denied_topics, any_topic_denied, split_offset_fetch
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
@@ -563,6 +569,14 @@ async def describe_each_group(
     return invalid + described
 
 
+def described_answer(translate: Callable[[Any, int], Any], response: Any, version: int) -> Any:
+    """A Consumer/ShareGroupDescribe answer: translated here, or, when its groups hold
+    :data:`LARGE_RESPONSE_ENTRIES` members or more, translated and encoded in the codec thread."""
+    if sum(len(g.members) for g in response.groups) >= LARGE_RESPONSE_ENTRIES:
+        return LargeAnswer(translate, (response, version))
+    return translate(response, version)
+
+
 @register(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1))
 async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
     """``GroupCoordinatorService.consumerGroupDescribe`` (:func:`describe_each_group`). kgroup has no
@@ -576,4 +590,4 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
         DescribedConsumerGroup,
     )
     response = ConsumerGroupDescribeResponse(tuple(groups))
-    return consumer_group_describe_response_to_wire(response, ctx.version)
+    return described_answer(consumer_group_describe_response_to_wire, response, ctx.version)

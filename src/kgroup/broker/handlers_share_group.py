@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
-from kgroup.broker.handlers_group import call_coordinator, describe_each_group, group_denied
+from kgroup.broker.handlers_group import call_coordinator, describe_each_group, described_answer, group_denied
 from kgroup.broker.topic_acls import any_topic_denied
 from kgroup.group.share.heartbeat import invalid_share_heartbeat_answer
 from kgroup.messages import (
@@ -65,6 +65,5 @@ async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
     groups = await describe_each_group(
         ctx, body.group_ids, ShareGroupDescribeRequest, ShareGroupDescribeResponse, DescribedShareGroup
     )
-    return share_group_describe_response_to_wire(
-        ShareGroupDescribeResponse(tuple(groups)), ctx.version
-    )
+    response = ShareGroupDescribeResponse(tuple(groups))
+    return described_answer(share_group_describe_response_to_wire, response, ctx.version)

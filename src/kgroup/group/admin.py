@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.states import GroupState
-from kgroup.javacompat import JavaHashSet, java_integer_hash
+from kgroup.javacompat import hash_set_order, java_integer_hash
 from kgroup.messages import DescribedGroup, DescribedTopicPartitions
 from kgroup.model import ErrorCode, TopicId
 
@@ -46,11 +46,11 @@ def described_topics(
     order of a ``HashSet<Uuid>`` copied from ``assignment``, each topic's partitions in that of a
     ``HashSet<Integer>``; a topic the metadata no longer has is left out (as Kafka leaves it out)."""
     described = []
-    for topic_id in JavaHashSet.copy_of(lambda t: t.java_hash, assignment):
+    for topic_id in hash_set_order(lambda t: t.java_hash, assignment):
         topic = image.topic_by_id(topic_id)
         if topic is None:
             continue
-        partitions = tuple(JavaHashSet.copy_of(java_integer_hash, assignment[topic_id]))
+        partitions = hash_set_order(java_integer_hash, assignment[topic_id])
         described.append(DescribedTopicPartitions(topic_id, topic.name, partitions))
     return tuple(described)
 

@@ -15,7 +15,7 @@ from kgroup.group.errors import ApiError
 from kgroup.group.records import GroupDeleted, OffsetAndMetadata, OffsetCommitted
 from kgroup.group.txn import Txn
 from kgroup.group.txn_offsets import metadata_too_large, pending_commits, stable_answer
-from kgroup.javacompat import JavaHashSet, java_string_hash
+from kgroup.javacompat import hash_set_order, java_string_hash
 from kgroup.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -63,9 +63,7 @@ def _describe_member(
         client_id=member.client_id,
         client_host=member.client_host,
         # the member's names are a ``HashSet<String>``: Kafka lists them in its iteration order
-        subscribed_topic_names=tuple(
-            JavaHashSet.copy_of(java_string_hash, sorted(member.subscribed_topic_names))
-        ),
+        subscribed_topic_names=hash_set_order(java_string_hash, sorted(member.subscribed_topic_names)),
         subscribed_topic_regex=member.subscribed_topic_regex,
         assignment=described_topics(owned, ctx.image),
         target_assignment=described_topics(target, ctx.image),
