@@ -10,7 +10,7 @@ connections — not thousands of client processes) plays every member of the gro
   at once and acknowledges it in an immediate heartbeat (the partitions it owns), a fenced or unknown
   member rejoins at epoch 0. Once every member is reconciled the load is **held** (``--hold-s``),
   then ``--churn`` members (100) join and as many leave, one after another; the figure is the time
-  until every member has its target assignment (``ConsumerGroupDescribe``, polled once a second from
+  until every member has its target assignment (``ConsumerGroupDescribe``, polled every 0.5 s from
   another connection: every member's assignment equals its target at the group's epoch).
 * **classic** (``JoinGroup`` v9 / ``SyncGroup`` v5): ``--classic-members`` (1,000) members join at
   once, each on its own connection (a broker reads a connection's next request only after answering
