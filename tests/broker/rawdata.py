@@ -1,4 +1,5 @@
-"""Produce and Fetch requests for raw-socket tests (kio entities built from plain data)."""
+"""Produce and Fetch requests for raw-socket tests (kio entities built from plain data), and the plain
+fields of a KIP-848 join."""
 
 from __future__ import annotations
 
@@ -65,3 +66,19 @@ def fetch_request(
             "rack_id": "",
         },
     )
+
+
+def consumer_join(group: str, member: str, topic: str = "t") -> dict[str, Any]:
+    """A ConsumerGroupHeartbeat's fields (v1) for ``member`` joining ``group`` subscribed to ``topic``."""
+    return {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": 0,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": 30000,
+        "subscribed_topic_names": [topic],
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": [],
+    }

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from tests.apache_kafka.wire import Raw
+from tests.broker.rawdata import consumer_join
 
 from kgroup.broker.coordinator_runtime import Mailbox
 from kgroup.messages import ConsumerGroupHeartbeatRequest, Envelope, JoinGroupProtocol, JoinGroupRequest
@@ -67,18 +68,7 @@ def kafka() -> Iterator[KafkaBroker]:
 
 
 def _join(member: str) -> dict[str, Any]:
-    return {
-        "group_id": "g",
-        "member_id": member,
-        "member_epoch": 0,
-        "instance_id": None,
-        "rack_id": None,
-        "rebalance_timeout": 30000,
-        "subscribed_topic_names": ["t"],
-        "subscribed_topic_regex": None,
-        "server_assignor": None,
-        "topic_partitions": [],
-    }
+    return consumer_join("g", member)
 
 
 def test_requests_queued_while_the_coordinators_are_busy_take_one_wake_up_each_way(

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from tests.apache_kafka.wire import Raw
+from tests.broker.rawdata import consumer_join
 
 from kgroup.broker import handlers_group, handlers_share_group
 from kgroup.testing import KafkaBroker
@@ -46,22 +47,7 @@ def _recording(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[
 
 def _consumer_members(raw: Raw, group: str, count: int) -> None:
     for n in range(count):
-        answer = raw.call(
-            "ConsumerGroupHeartbeat",
-            1,
-            {
-                "group_id": group,
-                "member_id": f"member-{n}",
-                "member_epoch": 0,
-                "instance_id": None,
-                "rack_id": None,
-                "rebalance_timeout": 30000,
-                "subscribed_topic_names": ["t"],
-                "subscribed_topic_regex": None,
-                "server_assignor": None,
-                "topic_partitions": [],
-            },
-        )
+        answer = raw.call("ConsumerGroupHeartbeat", 1, consumer_join(group, f"member-{n}"))
         assert answer["error_code"] == NONE, answer
 
 
