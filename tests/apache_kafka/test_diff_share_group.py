@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import RANGE, Raw, commit, create_topic, find_coordinator, heartbeat, leave, sync
+from tests.broker.rawdata import consumer_join
 
 pytestmark = pytest.mark.slow
 
@@ -366,22 +367,7 @@ def test_a_share_groups_id_in_the_other_group_apis(target: Target, names: str) -
                 },
             ),
         }
-        consumer = raw.call(
-            "ConsumerGroupHeartbeat",
-            1,
-            {
-                "group_id": group,
-                "member_id": str(uuid.uuid4()),
-                "member_epoch": 0,
-                "instance_id": None,
-                "rack_id": None,
-                "rebalance_timeout": 30000,
-                "subscribed_topic_names": [topic],
-                "subscribed_topic_regex": None,
-                "server_assignor": None,
-                "topic_partitions": [],
-            },
-        )
+        consumer = raw.call("ConsumerGroupHeartbeat", 1, consumer_join(group, str(uuid.uuid4()), topic))
         consumer_describe = raw.call(
             "ConsumerGroupDescribe", 1, {"group_ids": [group], "include_authorized_operations": False}
         )

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import Raw, create_topic, find_coordinator, metadata
+from tests.broker.rawdata import consumer_join
 from tests.log.batches import decode, kio_batch
 
 from kgroup.broker.dispatch import registered_versions
@@ -351,22 +352,7 @@ def test_describe_groups_of_a_consumer_group(target: Target, names: str) -> None
         create_topic(raw, topic, 1)
     with Raw(find_coordinator(target.bootstrap_servers, group)) as raw:
         _coordinator_ready(raw, group)
-        joined = raw.call(
-            "ConsumerGroupHeartbeat",
-            1,
-            {
-                "group_id": group,
-                "member_id": str(uuid.uuid4()),
-                "member_epoch": 0,
-                "instance_id": None,
-                "rack_id": None,
-                "rebalance_timeout": 30000,
-                "subscribed_topic_names": [topic],
-                "subscribed_topic_regex": None,
-                "server_assignor": None,
-                "topic_partitions": [],
-            },
-        )
+        joined = raw.call("ConsumerGroupHeartbeat", 1, consumer_join(group, str(uuid.uuid4()), topic))
         assert joined["error_code"] == NONE, joined
         described = {}
         for v in (5, 6):
