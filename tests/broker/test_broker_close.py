@@ -6,8 +6,13 @@ but it is pending!", and its transport closed on a closed loop when it was colle
 from __future__ import annotations
 
 import asyncio
+import faulthandler
+import time
 from typing import Any
 
+import pytest
+
+import kgroup.broker.broker as broker_module
 from kgroup.broker.broker import END_CONNECTION_ROUNDS, end_connection_tasks
 
 
@@ -81,3 +86,21 @@ def test_the_rounds_are_bounded() -> None:
 
 def run_count(run: Any) -> int:
     return int(asyncio.run(run()))
+
+
+def test_a_close_that_takes_too_long_after_the_signal_writes_every_thread_s_stack(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kgroup serve``'s SIGTERM arms a one-off dump of every thread's stack, cancelled when the
+    broker has closed: a close that hangs leaves on stderr what it waits for."""
+    monkeypatch.setattr(broker_module, "STOP_TRACEBACK_AFTER_S", 0.05)
+    stop = asyncio.Event()
+    try:
+        broker_module._stopping(stop)
+        time.sleep(0.5)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    assert stop.is_set()
+    err = capfd.readouterr().err
+    assert "Timeout (0:00:00.050000)!" in err and "most recent call first" in err
+    assert "test_broker_close.py" in err  # this thread's own frame

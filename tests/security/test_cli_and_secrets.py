@@ -154,7 +154,12 @@ def test_kgroup_serve_with_a_sasl_listener_keeps_secrets_out(
         assert received is not None and received.error() is None, received and received.error()
         assert received.value() == b"ok"
     process.terminate()
-    _, err = process.communicate(timeout=30)
+    try:
+        _, err = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired as stuck:
+        written = stuck.stderr or b""
+        tail = (written.decode(errors="replace") if isinstance(written, bytes) else written)[-6000:]
+        pytest.fail(f"kgroup serve still running 30 s after SIGTERM; its stderr ends with:\n{tail}")
     assert "SASL authentication failed" in err  # the failures were logged ...
     assert SECRET not in err  # ... without the password
     for path in tmp_path.rglob("*"):

@@ -13,6 +13,7 @@ codec thread.
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import functools
 import logging
 import time
@@ -502,6 +503,18 @@ async def serve(
         await broker.close()
 
 
+#: a ``kgroup serve`` still closing this long after its signal writes every thread's stack to stderr
+STOP_TRACEBACK_AFTER_S = 15.0
+
+
+def _stopping(stop: asyncio.Event) -> None:
+    """SIGINT/SIGTERM: close; should the close take past :data:`STOP_TRACEBACK_AFTER_S`, every thread's
+    stack goes to stderr (once) so that what it waits for is on record."""
+    if not stop.is_set():
+        faulthandler.dump_traceback_later(STOP_TRACEBACK_AFTER_S, repeat=False)
+    stop.set()
+
+
 def run_broker(
     config: BrokerConfig,
     logs: LogManagerLike,
@@ -518,7 +531,7 @@ def run_broker(
         if install_signal_handlers:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
+                loop.add_signal_handler(sig, partial(_stopping, stop))
         await serve(Broker(config, logs), stop, on_started, control_dir)
 
     # a broker holding thousands of members keeps millions of objects alive: with the default
@@ -526,4 +539,7 @@ def run_broker(
     # its loops give the interpreter lock up at every system call and wait to take it back from a
     # busy thread (kgroup.switching)
     with relaxed_collector(), quick_thread_switches():
-        asyncio.run(main())
+        try:
+            asyncio.run(main())
+        finally:
+            faulthandler.cancel_dump_traceback_later()
