@@ -9,7 +9,8 @@ asyncio loop all drive the coordinator through this table.
 Pure: no clock, no I/O. Keys due at the same millisecond come out in the order they were scheduled
 (a sequence number breaks ties), so a run is deterministic. A host that also keeps its own event
 queue can pass its queue's sequence counter, so a timer and a queued event scheduled for the same
-millisecond keep the order in which they were scheduled.
+millisecond keep the order in which they were scheduled — or a constant tie, so that keys due at the
+same millisecond come out in key order (``TimerKey`` order), whenever they were scheduled.
 """
 
 from __future__ import annotations
@@ -22,22 +23,25 @@ from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKe
 
 __all__ = ["TimerTable"]
 
+#: what orders a millisecond's timers: a sequence number, or a constant (then the keys' own order)
+_Tie = int | tuple[int, ...]
+
 
 class TimerTable:
     """Armed coordinator timers: ``key -> deadline``, popped in (deadline, scheduling order)."""
 
     __slots__ = ("_armed", "_heap", "_sequence")
 
-    def __init__(self, sequence: Callable[[], int] | None = None) -> None:
+    def __init__(self, sequence: Callable[[], _Tie] | None = None) -> None:
         #: key -> its live heap entry (the very tuple: an entry is live when it *is* this one)
-        self._armed: dict[TimerKey, tuple[int, int, TimerKey]] = {}
+        self._armed: dict[TimerKey, tuple[int, _Tie, TimerKey]] = {}
         #: (deadline, sequence, key), with stale entries skipped lazily
-        self._heap: list[tuple[int, int, TimerKey]] = []
+        self._heap: list[tuple[int, _Tie, TimerKey]] = []
         self._sequence = sequence if sequence is not None else itertools.count(1).__next__
 
     @classmethod
     def from_armed(
-        cls, timers: Iterable[ScheduleTimer], sequence: Callable[[], int] | None = None
+        cls, timers: Iterable[ScheduleTimer], sequence: Callable[[], _Tie] | None = None
     ) -> TimerTable:
         """A table holding ``timers`` (e.g. ``GroupCoordinator.armed_timers()`` after a rebuild by
         replay); ties are ordered by key, since their original scheduling order is not known."""
@@ -72,7 +76,7 @@ class TimerTable:
 
     # --- reading and firing ---------------------------------------------------------------------------
 
-    def head(self) -> tuple[int, int, TimerKey] | None:
+    def head(self) -> tuple[int, _Tie, TimerKey] | None:
         """``(deadline, sequence, key)`` of the next timer to fire (without firing it), or ``None``."""
         heap, armed = self._heap, self._armed
         while heap:
@@ -82,7 +86,7 @@ class TimerTable:
             heapq.heappop(heap)  # replaced or cancelled: dropped lazily
         return None
 
-    def peek(self) -> tuple[int, int] | None:
+    def peek(self) -> tuple[int, _Tie] | None:
         """``(deadline, sequence)`` of the next timer to fire, or ``None`` when nothing is armed."""
         entry = self.head()
         return None if entry is None else (entry[0], entry[1])

@@ -2,8 +2,9 @@
 protocols, and :class:`kgroup.sim.share_group.ShareSimulation`, share groups), and what goes with it.
 
 One step is the coordinator's next timer or the queue's next event, whichever was scheduled for the
-earlier time (at the same time, whichever was scheduled first: the timer table takes its sequence
-numbers from the queue). A queue entry's kind picks its handler: a simulation marks each handler with
+earlier time (at the same time, the one whose tie is smaller: the timer table's ties and the queue's
+are of one kind — sequence numbers from the queue's counter, or :func:`kgroup.sim.scheduler.event_tie`
+with the timers' constant tie). A queue entry's kind picks its handler: a simulation marks each handler with
 :func:`handles`, and :class:`SimLoop` gathers them. After every step the simulation's ``_after_step``
 runs (its invariants and whether a disturbance has settled).
 """
@@ -240,10 +241,15 @@ class SimLoop:
             if timers.changed:
                 timers.changed = False
                 timer = timer_head()
+            # (a run's ties are all of one kind: sequence numbers, or event ties and the timers' constant)
             if (
                 timer is not None
                 and (at := timer[0]) <= end
-                and (not heap or at < (queued := heap[0])[0] or (at == queued[0] and timer[1] < queued[1]))
+                and (
+                    not heap
+                    or at < (queued := heap[0])[0]
+                    or (at == queued[0] and timer[1] < queued[1])  # type: ignore[operator]
+                )
             ):
                 q.now_ms = at
                 if account is not None and at != accounted:

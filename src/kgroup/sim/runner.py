@@ -13,8 +13,9 @@ What the coordinator returns (timers, group records, replies) is carried out by
 :mod:`kgroup.sim.coordinator_results`.
 
 The run is event driven — the clock jumps from one event to the next — and deterministic: all
-randomness comes from ``Random`` streams seeded from the scenario's seed, and every queue
-tie is broken by scheduling order.
+randomness comes from ``Random`` streams seeded from the scenario's seed, and the events of one
+millisecond run in an order given by what they are (:func:`kgroup.sim.scheduler.event_tie`: the
+coordinator's timers, the scenario's events, then each process's by process index).
 """
 
 from __future__ import annotations
@@ -70,12 +71,12 @@ from kgroup.sim.scheduler import RESET as _RESET
 from kgroup.sim.scheduler import SAMPLE as _SAMPLE
 from kgroup.sim.scheduler import START as _START
 from kgroup.sim.scheduler import TIMEOUT as _TIMEOUT
+from kgroup.sim.scheduler import TIMER_TIE, EventQueue, HostTimers, Payload, Tie, event_tie
 from kgroup.sim.scheduler import TO_COORD as _TO_COORD
 from kgroup.sim.scheduler import TO_MEMBER as _TO_MEMBER
 from kgroup.sim.scheduler import TXN_TIMER as _TXN_TIMER
 from kgroup.sim.scheduler import UNSTALL as _UNSTALL
 from kgroup.sim.scheduler import WAKE as _WAKE
-from kgroup.sim.scheduler import EventQueue, HostTimers, Payload
 from kgroup.sim.workload import ConsumerLoad, Workload
 
 if TYPE_CHECKING:
@@ -101,7 +102,9 @@ class Simulation(SimLoop):
         self.sc = scenario
         g = scenario.group
         seed = scenario.seed
-        self.q: EventQueue[Payload] = EventQueue()
+        # one millisecond's entries in the order of what they are (event_tie), the coordinator's timers
+        # before them in key order: one process's entries never reorder another's
+        self.q: EventQueue[Payload] = EventQueue(tie=event_tie)
         self.net = scenario_network(scenario)
         self.consumer_protocol = g.consumer_protocol
         if self.consumer_protocol:
@@ -132,7 +135,7 @@ class Simulation(SimLoop):
         self.by_id: dict[str, ConsumerProcess] = {}
         self.conn_owner: dict[str, tuple[int, int]] = {}
         self.broken_conns: set[str] = set()  # connections a timeout or reset closed
-        self.coord_timers = HostTimers(sequence=self.q.next_seq)
+        self.coord_timers = HostTimers(sequence=_timer_tie)
         # group observation
         # the group as its coordinator's records show it
         self.group: GroupObserver | ConsumerGroupObserver
@@ -878,6 +881,10 @@ class Simulation(SimLoop):
 
     def _result(self) -> SimResult:
         return build_result(self)
+
+
+def _timer_tie() -> Tie:
+    return TIMER_TIE
 
 
 @cache

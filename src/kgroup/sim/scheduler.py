@@ -1,21 +1,24 @@
 """The virtual clock and the event queue every simulation runs on.
 
 Nothing here reads a real clock: time is an integer number of milliseconds that only moves when the
-scheduler pops the next event. Events that fall on the same millisecond run in the order they were
-scheduled (a sequence number breaks ties), so a run is a pure function of its scenario and seed.
+scheduler pops the next event, and a run is a pure function of its scenario and seed. Events that fall
+on the same millisecond are ordered by a *tie*: by default the order they were scheduled in (a
+sequence number); the classic and consumer protocols' simulation orders them by what they are
+instead (:func:`event_tie`), so that leaving one member's routine events out of the queue — carried
+out in closed form instead — cannot change the order of anyone else's.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from kgroup.group import TimerTable
 from kgroup.group.timers import TimerEffect, TimerKey
 from kgroup.messages import Request, Response
 
-__all__ = ["EventQueue", "HostTimers", "Payload"]
+__all__ = ["TIMER_TIE", "EventQueue", "HostTimers", "Payload", "Tie", "event_tie"]
 
 # What the simulator's queue items are; the payload's shape depends on the kind:
 #   SCENARIO: event index · TO_COORD: (process, connection, correlation id, request) ·
@@ -44,16 +47,58 @@ Payload = (
 #: an :class:`EventQueue`'s payload type
 P = TypeVar("P")
 
+#: what orders the entries of one millisecond: a sequence number, or (:func:`event_tie`) a tuple
+Tie = int | tuple[int, ...]
+
+#: the owner of the scenario's own events (scenario events, samples, transaction sweeps) in
+#: :func:`event_tie`: before every process's at the same millisecond
+_OWNER_SCENARIO = -1
+#: the coordinator's timers' tie in a simulation ordered by :func:`event_tie`: at the same
+#: millisecond before every queued event, and among themselves by their keys (``TimerKey`` order)
+TIMER_TIE: tuple[int, ...] = (-2,)
+# a process's own kinds at the same millisecond: a timeout before the answer arriving at its deadline
+# (``send_requests`` counts an answer at the deadline as too late), then answers, requests at the
+# coordinator, the heartbeat thread, the application loop, and the process's life
+_PROCESS_RANK = {TIMEOUT: 0, RESET: 1, TO_MEMBER: 2, TO_COORD: 3, WAKE: 4, APP_POLL: 5, UNSTALL: 6,
+                 HEAL: 7, RESTART: 8, START: 9}  # fmt: skip
+
+
+def event_tie(kind: int, payload: Any, seq: int) -> tuple[int, int, int, int]:
+    """The same-millisecond order of a classic or consumer-protocol simulation's queue entry, from
+    what the entry is: ``(owner, rank, detail, seq)``. The scenario's own events come first (in
+    the scenario's order), then each process's by process index; within one process by kind
+    (:data:`_PROCESS_RANK`), then by what tells two of a kind apart — a request's correlation id
+    (a member numbers its requests in the order it sends them, and a connection delivers in that
+    order), a wake-up's version —, and only then by scheduling order (``seq``), among entries whose
+    order does not matter (two identical looks of the application loop, say).
+
+    So one process's entries never change the order of another's: a member's steady heartbeats can
+    be left out of the queue and carried out in closed form, and everyone else runs as before."""
+    if kind == SCENARIO:
+        return (_OWNER_SCENARIO, 0, payload, seq)
+    if kind == SAMPLE:
+        return (_OWNER_SCENARIO, 1, 0, seq)
+    if kind == TXN_TIMER:
+        return (_OWNER_SCENARIO, 2, payload, seq)
+    if kind in (TO_MEMBER, TO_COORD, TIMEOUT):
+        return (payload[0], _PROCESS_RANK[kind], payload[2], seq)
+    if type(payload) is int:  # UNSTALL, HEAL: the process
+        return (payload, _PROCESS_RANK[kind], 0, seq)
+    return (payload[0], _PROCESS_RANK[kind], 0, seq)
+
 
 class EventQueue(Generic[P]):
-    """A min-queue of ``(time_ms, sequence, kind, payload)``; the clock is the time of the last pop.
-    ``P``: what its payloads are (:data:`Payload` for the classic and consumer protocols' kinds)."""
+    """A min-queue of ``(time_ms, tie, kind, payload)``; the clock is the time of the last pop.
+    ``P``: what its payloads are (:data:`Payload` for the classic and consumer protocols' kinds).
+    ``tie(kind, payload, seq)`` (e.g. :func:`event_tie`) orders one millisecond's entries; without
+    it they run in the order they were scheduled."""
 
-    __slots__ = ("_heap", "_seq", "now_ms")
+    __slots__ = ("_heap", "_seq", "_tie", "now_ms")
 
-    def __init__(self) -> None:
-        self._heap: list[tuple[int, int, int, P]] = []
+    def __init__(self, tie: Callable[[int, P, int], Tie] | None = None) -> None:
+        self._heap: list[tuple[int, Tie, int, P]] = []
         self._seq = 0
+        self._tie = tie
         self.now_ms = 0
 
     def next_seq(self) -> int:
@@ -63,20 +108,21 @@ class EventQueue(Generic[P]):
         return self._seq
 
     @property
-    def entries(self) -> list[tuple[int, int, int, P]]:
+    def entries(self) -> list[tuple[int, Tie, int, P]]:
         """The heap itself (the run loop pops it directly: :meth:`pop_due`, inlined)."""
         return self._heap
 
-    def head(self) -> tuple[int, int, int, P] | None:
-        """The next entry ``(time, sequence, kind, payload)`` without popping it (``None``: empty)."""
+    def head(self) -> tuple[int, Tie, int, P] | None:
+        """The next entry ``(time, tie, kind, payload)`` without popping it (``None``: empty)."""
         return self._heap[0] if self._heap else None
 
     def push(self, at_ms: int, kind: int, payload: P) -> None:
         if at_ms < self.now_ms:
             # the past cannot be scheduled: an event "now or earlier" runs now, after what is queued
             at_ms = self.now_ms
-        self._seq += 1
-        heapq.heappush(self._heap, (at_ms, self._seq, kind, payload))
+        self._seq = seq = self._seq + 1
+        tie = self._tie
+        heapq.heappush(self._heap, (at_ms, seq if tie is None else tie(kind, payload, seq), kind, payload))
 
     def peek_time(self) -> int | None:
         return self._heap[0][0] if self._heap else None
@@ -105,7 +151,7 @@ class HostTimers(TimerTable):
 
     __slots__ = ("changed",)
 
-    def __init__(self, sequence: Callable[[], int] | None = None) -> None:
+    def __init__(self, sequence: Callable[[], Tie] | None = None) -> None:
         super().__init__(sequence)
         self.changed = True
 
