@@ -83,11 +83,21 @@ def register(app: typer.Typer) -> None:
         failures_dir: Path = typer.Option(  # noqa: B008
             Path("campaign-failures"), "--failures-dir", help="--campaign: where shrunk failing scenarios go"
         ),
+        step_by_step: bool = typer.Option(
+            False,
+            "--step-by-step",
+            help="run every step one by one (no steady heartbeats in closed form: the same results, slower; "
+            "to check that they are the same)",
+        ),
     ) -> None:
         """Simulate a consumer group's rebalances over virtual time (deterministic for a seed)."""
         from kgroup.sim.scenario import load_scenario
         from kgroup.sim.variants import with_overrides
 
+        if step_by_step and (campaign is not None or compare):
+            raise KgroupError(
+                "--step-by-step: applies to one scenario's run; drop it or --campaign/--compare"
+            )
         if campaign is not None:
             if scenario is not None or compare:
                 raise KgroupError("--campaign draws its own scenarios; drop the scenario file and --compare")
@@ -152,7 +162,9 @@ def register(app: typer.Typer) -> None:
         sc = with_overrides(
             base, assignors=_split(assignors), protocol=protocol, membership=membership, seed=seed
         )
-        result = _run_with_progress(sc, show=not as_json and err_console.is_terminal)
+        result = _run_with_progress(
+            sc, show=not as_json and err_console.is_terminal, coasting=not step_by_step
+        )
         if report is not None:
             from kgroup.report.timeline import write_simulation_report
 
@@ -164,12 +176,12 @@ def register(app: typer.Typer) -> None:
         _print_summary(result)
 
 
-def _run_with_progress(scenario: Any, *, show: bool) -> Any:
+def _run_with_progress(scenario: Any, *, show: bool, coasting: bool = True) -> Any:
     """Run one simulation; on a terminal, a progress line (virtual time, wall time, an estimate)."""
     from kgroup.sim.runner import simulate
 
     if not show:
-        return simulate(scenario)
+        return simulate(scenario, coasting=coasting)
     import time
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -193,7 +205,7 @@ def _run_with_progress(scenario: Any, *, show: bool) -> Any:
                 last[0] = wall
                 bar.update(task, completed=now_ms, virtual=f"{now_ms // 1000} s")
 
-        return simulate(scenario, progress)
+        return simulate(scenario, progress, coasting=coasting)
 
 
 #: what Spark costs ``kgroup simulate --compare`` beside running the cells in this process, fitted to

@@ -14,7 +14,7 @@ from kgroup.member.offsets import OffsetsMixin
 from kgroup.member.requests import COORDINATOR_MOVED, Generation, InFlight, Kind, OutboundRequest
 from kgroup.member.states import Phase, Step
 from kgroup.messages import HeartbeatRequest, HeartbeatResponse, LeaveGroupMember, LeaveGroupRequest
-from kgroup.model import ErrorCode, sorted_partitions
+from kgroup.model import ErrorCode, KgroupError, sorted_partitions
 
 __all__ = ["HeartbeatMixin"]
 
@@ -28,15 +28,65 @@ class HeartbeatMixin(OffsetsMixin):
         self._poll_deadline = now_ms + self.config.max_poll_interval_ms
         self._next_heartbeat_at = now_ms + self.config.heartbeat_interval_ms
 
-    def _send_heartbeat(self, now_ms: int, out: list[OutboundRequest]) -> None:
-        self._next_heartbeat_at = now_ms + self.config.heartbeat_interval_ms
-        body = HeartbeatRequest(
+    # --- steady heartbeats, for a host that carries them out in closed form (kgroup.sim.coasting) ----
+
+    def heartbeat_alone_due(self, now_ms: int) -> bool:
+        """Whether :meth:`background` at ``now_ms`` would send a heartbeat and do nothing else, in a
+        steady member: STABLE with no rejoin asked for, the coordinator known, no OffsetFetch
+        pending, the session and the poll timer still running (what is in flight is not looked at:
+        a steady member can only have heartbeats and OffsetCommits in flight)."""
+        return (
+            self._phase is Phase.STABLE
+            and not self._rejoin_needed
+            and not self._error_pending
+            and self._coordinator is not None
+            and not self._fetch_pending
+            and not self._poll_wants_join
+            and self._next_heartbeat_at <= now_ms < min(self._session_deadline, self._poll_deadline)
+        )
+
+    def heartbeats_carried_out(self, rounds: int, last_sent_ms: int, last_answered_ms: int) -> None:
+        """``rounds`` steady heartbeats — each sent as :meth:`background` sends it while
+        :meth:`heartbeat_alone_due`, each answered with no error — the last sent at ``last_sent_ms``
+        and answered at ``last_answered_ms``, carried out by the host in closed form: the member is
+        left as if it had sent each (:meth:`_send_heartbeat`: a correlation id, the next heartbeat
+        an interval after) and been answered (:meth:`_on_heartbeat_response`: the session renewed)."""
+        if rounds < 1 or last_answered_ms < last_sent_ms:
+            raise KgroupError(
+                f"rounds/last_answered_ms: {rounds} rounds answered at {last_answered_ms} ms for one sent at "
+                f"{last_sent_ms} ms; give at least one round, answered no earlier than it was sent"
+            )
+        self._next_correlation += rounds
+        self._next_heartbeat_at = last_sent_ms + self.config.heartbeat_interval_ms
+        self._session_deadline = last_answered_ms + self.config.session_timeout_ms
+
+    @property
+    def session_deadline_ms(self) -> int:
+        """When the member gives its coordinator up unless a heartbeat is answered before."""
+        return self._session_deadline
+
+    @property
+    def poll_deadline_ms(self) -> int:
+        """When ``max.poll.interval.ms`` runs out unless the application polls before."""
+        return self._poll_deadline
+
+    @property
+    def next_correlation_id(self) -> int:
+        """The correlation id of the next request this member sends."""
+        return self._next_correlation
+
+    def heartbeat_request(self) -> HeartbeatRequest:
+        """The Heartbeat the member sends now (its group, generation, member and instance id)."""
+        return HeartbeatRequest(
             group_id=self.config.group_id,
             generation_id=self._generation.generation_id,
             member_id=self._generation.member_id,
             group_instance_id=self.config.group_instance_id,
         )
-        self._send(out, body, InFlight(Kind.HEARTBEAT, self._generation))
+
+    def _send_heartbeat(self, now_ms: int, out: list[OutboundRequest]) -> None:
+        self._next_heartbeat_at = now_ms + self.config.heartbeat_interval_ms
+        self._send(out, self.heartbeat_request(), InFlight(Kind.HEARTBEAT, self._generation))
 
     def _on_heartbeat_response(
         self, now_ms: int, sent: InFlight, resp: HeartbeatResponse, out: list[OutboundRequest]

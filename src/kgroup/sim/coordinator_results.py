@@ -46,8 +46,10 @@ def apply_coordinator_result(sim: CoordinatorHost, result: CoordinatorResult) ->
     group = sim.group
     if isinstance(group, ConsumerGroupObserver):
         if records and not CONSUMER_FOLLOWED.isdisjoint(map(type, records)):
+            sim.group_records_observed()
             observe_consumer_records(sim, group.observe(records))
     elif records and not FOLLOWED.isdisjoint(map(type, records)):
+        sim.group_records_observed()
         seen = group.observe(records)
         for before, after in seen.generation_went_back:
             sim.violation(f"generation went back from {before} to {after}")

@@ -139,6 +139,9 @@ class CoordinatorHost(_Common, Protocol):
 
     def group_changed(self) -> None: ...
 
+    def group_records_observed(self) -> None:
+        """Records that may change the group (state, generation, members) are about to be observed."""
+
     def arm_timeout(self, proc: ConsumerProcess, incarnation: int, correlation_id: int) -> None: ...
 
 

@@ -21,7 +21,7 @@ from kgroup.group import CoordinatorResult, GroupCoordinator
 from kgroup.sim.actions import apply_process_event
 from kgroup.sim.network import Network
 from kgroup.sim.scenario import ConsumerSpec, EventSpec, Scenario
-from kgroup.sim.scheduler import HEAL, RESTART, SAMPLE, SCENARIO, START, EventQueue, HostTimers
+from kgroup.sim.scheduler import COAST, HEAL, RESTART, SAMPLE, SCENARIO, START, EventQueue, HostTimers
 
 __all__ = [
     "MAX_LOG_ENTRIES",
@@ -112,6 +112,9 @@ class SimLoop:
     open_disturbances: list[Disturbance]
     pending_starts: int
     steps: int
+    #: the highest tie run so far at the current millisecond (the current step's, or a higher one's
+    #: run before it): where the run is within the millisecond (kgroup.sim.coasting reads it)
+    cursor_tie: Any = None
 
     @property
     def now(self) -> int:
@@ -163,8 +166,16 @@ class SimLoop:
 
     # --- handlers both have ---------------------------------------------------------------------------
 
+    def _before_timer(self) -> None:
+        """Called before a coordinator timer fires (the clock and cursor at it): a subclass brings
+        whatever it carries out in closed form up to now (a timer it renews may move)."""
+
+    def _before_scenario_event(self) -> None:
+        """Called before a scenario event is carried out (a subclass ends its closed-form shortcuts)."""
+
     @handles(SCENARIO)
     def _on_scenario(self, i: int) -> None:
+        self._before_scenario_event()
         now = self.now
         ev = self.sc.events[i]
         ready = apply_process_event(self, ev)
@@ -233,9 +244,11 @@ class SimLoop:
         after_step, apply_result = self._after_step, self._apply_result
         timers, coord = self.coord_timers, self.coord
         timer_head, heap = timers.head, q.entries
+        before_timer = self._before_timer
         timer = None
         steps = 0
         accounted = -1  # ``account`` has been called up to here
+        cursor_at, cursor_tie = -1, None  # the current millisecond and the highest tie run at it
         while True:
             # the timers' head is looked up again only when the table changed
             if timers.changed:
@@ -246,12 +259,19 @@ class SimLoop:
                 timer is not None
                 and (at := timer[0]) <= end
                 and (
-                    not heap
-                    or at < (queued := heap[0])[0]
-                    or (at == queued[0] and timer[1] < queued[1])  # type: ignore[operator]
+                    not heap or at < (queued := heap[0])[0] or (at == queued[0] and timer[1] < queued[1])  # type: ignore[operator]
                 )
             ):
                 q.now_ms = at
+                tie = timer[1]
+                if at != cursor_at:
+                    cursor_at, cursor_tie = at, tie
+                elif tie > cursor_tie:  # type: ignore[operator]
+                    cursor_tie = tie
+                self.cursor_tie = cursor_tie
+                before_timer()
+                if timers.changed:
+                    continue  # (closed-form work renewed a timer: the head may have moved)
                 if account is not None and at != accounted:
                     account(at)
                     accounted = at
@@ -264,8 +284,16 @@ class SimLoop:
             # (EventQueue.pop_due, inlined)
             if not heap or heap[0][0] > end:
                 break
-            at, _, kind, payload = heappop(heap)
+            at, tie, kind, payload = heappop(heap)
             q.now_ms = at
+            if at != cursor_at:
+                cursor_at, cursor_tie = at, tie
+            elif tie > cursor_tie:  # type: ignore[operator]
+                cursor_tie = tie
+            self.cursor_tie = cursor_tie
+            if kind == COAST:
+                handlers[kind](payload)  # (not a step: nothing is counted or checked after it)
+                continue
             if account is not None and at != accounted:
                 account(at)
                 accounted = at

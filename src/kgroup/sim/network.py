@@ -72,6 +72,16 @@ class Network:
     def link(self, consumer: str) -> NetworkSpec:
         return self._links.get(consumer, self.default)
 
+    def steady_latency(self, consumer: str) -> int | None:
+        """The one delay every message to or from ``consumer`` takes, when its link draws nothing and
+        is never cut (no jitter, no loss, no cut in the scenario) and that delay is at least 1 ms;
+        else ``None``. On such a link a message sent at ``t`` arrives at ``t + latency``, whatever
+        else is sent, so a host may work out deliveries in closed form."""
+        spec = self._links.get(consumer, self.default)
+        if spec.jitter_ms or spec.loss or consumer in self._cuts or spec.latency_ms < 1:
+            return None
+        return spec.latency_ms
+
     # --- cuts ---------------------------------------------------------------------------------------
 
     def cut(self, consumer: str, start_ms: int, end_ms: int) -> None:

@@ -52,6 +52,7 @@ from kgroup.messages import (
 )
 from kgroup.model import ErrorCode, TopicMetadata, TopicPartition, jsonable, sorted_partitions
 from kgroup.sim.actions import apply_scenario_event, build_result
+from kgroup.sim.coasting import Coasting, catches_everyone_up
 from kgroup.sim.consumer_group import (
     ConsumerGroupObserver,
     HandoverTracker,
@@ -67,6 +68,7 @@ from kgroup.sim.process import ConsumerProcess
 from kgroup.sim.result import LagSample, SimResult
 from kgroup.sim.scenario import ConsumerSpec, EventSpec, Scenario
 from kgroup.sim.scheduler import APP_POLL as _APP_POLL
+from kgroup.sim.scheduler import COAST as _COAST
 from kgroup.sim.scheduler import RESET as _RESET
 from kgroup.sim.scheduler import SAMPLE as _SAMPLE
 from kgroup.sim.scheduler import START as _START
@@ -98,7 +100,9 @@ _OWNERSHIP_KINDS = {
 class Simulation(SimLoop):
     """One run of one scenario. ``Simulation(scenario).run()`` returns a :class:`SimResult`."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, *, coasting: bool = True) -> None:
+        """``coasting``: carry steady members' heartbeats out in closed form (:mod:`kgroup.sim.coasting`;
+        the same results; False runs every step one by one)."""
         self.sc = scenario
         g = scenario.group
         seed = scenario.seed
@@ -174,6 +178,10 @@ class Simulation(SimLoop):
         self._subscribed_key: tuple[frozenset[str], int] | None = None
         self.settled_at_end = False
         self.reconciled_at_end = False
+        #: steady classic members' heartbeats in closed form (None: every step is run one by one)
+        self.coasting: Coasting | None = (
+            Coasting(self) if coasting and self.eos is None and not self.consumer_protocol else None
+        )
 
         for name, count in scenario.topics:
             self.add_topic_partitions(name, count, 0)
@@ -241,6 +249,9 @@ class Simulation(SimLoop):
             self.eos.start(0)
         self._drive(progress, account=self.own.account)
         end = self.sc.duration_ms
+        if self.coasting is not None:
+            self.coasting.close(end)
+            self.steps += self.coasting.steps
         self.own.account(end)
         for proc in self.procs:
             if proc.member is not None:
@@ -330,6 +341,9 @@ class Simulation(SimLoop):
         member = proc.member
         if member is None:
             return
+        if self.coasting is not None:
+            self.coasting.catch_up(proc)
+            self.coasting.end(proc)
         self.workload.advance(proc.load, member, self.now)
         if graceful:
             if self.eos is not None:
@@ -448,6 +462,8 @@ class Simulation(SimLoop):
         if isinstance(member, SimMember):
             self._consumer_member_checked(proc, member)
         self._refresh_claim(proc)
+        if self.coasting is not None and self.coasting.keep(proc):
+            return  # its next wake-up is carried out in closed form
         wake = member.next_wakeup_ms()
         if wake is not None and wake <= self.q.now_ms:
             wake = self.q.now_ms + 1  # it was just run: never spin on one millisecond
@@ -669,7 +685,15 @@ class Simulation(SimLoop):
             reply = Reply(conn, correlation_id, SIM_COORDINATOR)
             apply_coordinator_result(self, CoordinatorResult(replies=(reply,)))
             return
-        envelope = Envelope(conn, correlation_id, body, self.procs[index].id)
+        proc = self.procs[index]
+        coasting = self.coasting
+        if coasting is not None:
+            # (what may change the group, or reads the asker's session timer, sees every round before it)
+            if catches_everyone_up(body):
+                coasting.catch_up_all()
+            else:
+                coasting.catch_up(proc)
+        envelope = Envelope(conn, correlation_id, body, proc.id)
         apply_coordinator_result(self, self.coord.handle(self.q.now_ms, envelope))
 
     @handles(_TO_MEMBER)
@@ -679,6 +703,8 @@ class Simulation(SimLoop):
         member = proc.member
         if member is None or proc.conn != conn:
             return  # the process or its connection is gone
+        if self.coasting is not None:
+            self.coasting.catch_up(proc)
         if proc.inflight.pop(correlation_id, None) is None:
             return  # it already timed out
         now = self.q.now_ms
@@ -703,6 +729,8 @@ class Simulation(SimLoop):
         member = proc.member
         if member is None or proc.incarnation != incarnation:
             return
+        if self.coasting is not None:
+            self.coasting.catch_up(proc)
         deadline = proc.inflight.get(correlation_id)
         if deadline is None or deadline > self.now:
             return  # answered in time (or failed with its connection already)
@@ -715,6 +743,8 @@ class Simulation(SimLoop):
         proc = self.procs[index]
         if proc.member is None or proc.conn != conn:
             return  # that connection is closed already
+        if self.coasting is not None:
+            self.coasting.catch_up(proc)
         self.log_event("connection_reset", consumer=proc.id)
         self._disconnect(proc)
 
@@ -726,6 +756,8 @@ class Simulation(SimLoop):
         if member is None or proc.incarnation != incarnation or proc.wake_version != version:
             return
         proc.wake_at = None
+        if self.coasting is not None and self.coasting.begin(proc):
+            return  # a steady round: it and the rounds after it are carried out in closed form
         now = self.q.now_ms
         # A STABLE member with nothing in flight cannot lose partitions in its heartbeat thread (a
         # session or poll timeout there only sends or resets); otherwise bring processing up to date
@@ -744,6 +776,10 @@ class Simulation(SimLoop):
         if member is None or proc.incarnation != incarnation:
             return
         now = self.q.now_ms
+        if proc.app_tick_at != now and proc.app_poll_at != now:
+            return  # superseded
+        if self.coasting is not None:
+            self.coasting.catch_up(proc)
         if proc.app_tick_at == now:
             # the loop's periodic look: the next one an auto-commit interval from now
             self._schedule_tick(proc, now + self.tick_ms, replace=True)
@@ -814,6 +850,8 @@ class Simulation(SimLoop):
         member = proc.member
         if member is None or proc.load.stalled_until_ms > self.now:
             return
+        if self.coasting is not None:
+            self.coasting.catch_up(proc)
         self.workload.advance(proc.load, member, self.now)
         self.log_event("poll_resumed", consumer=proc.id)
         self.poll_process(proc)
@@ -831,6 +869,32 @@ class Simulation(SimLoop):
 
     def _apply_result(self, result: CoordinatorResult) -> None:
         apply_coordinator_result(self, result)
+
+    # --- coasting (kgroup.sim.coasting) ------------------------------------------------------------
+
+    def settling_horizon(self) -> int | None:
+        """The earliest time an open disturbance could be resolved (its last action done; it is then
+        resolved at the first step at which the group is settled), or None when none is open."""
+        return min((d.ready_ms for d in self.open_disturbances), default=None)
+
+    def _before_timer(self) -> None:
+        if self.coasting is not None:
+            self.coasting.catch_up_all()
+
+    def _before_scenario_event(self) -> None:
+        if self.coasting is not None:
+            self.coasting.end_all()
+
+    def group_records_observed(self) -> None:
+        """The coordinator wrote records that may change the group (its state, generation or
+        members): no coast goes on past them."""
+        if self.coasting is not None:
+            self.coasting.end_all()
+
+    @handles(_COAST)
+    def _on_look_again(self, payload: tuple[int, int]) -> None:
+        if self.coasting is not None:
+            self.coasting.on_look_again(payload)
 
     def process_named(self, name: str | None) -> ConsumerProcess:
         assert name is not None  # validated by the scenario parser
@@ -897,12 +961,15 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
-def simulate(scenario: Scenario, progress: Callable[[int, int], None] | None = None) -> SimResult:
+def simulate(
+    scenario: Scenario, progress: Callable[[int, int], None] | None = None, *, coasting: bool = True
+) -> SimResult:
     """Run ``scenario`` once (a pure function of the scenario, its seed included); ``progress`` as
-    :meth:`Simulation.run`. A ``protocol: share`` scenario runs on :mod:`kgroup.sim.share_group`."""
+    :meth:`Simulation.run`; ``coasting`` as :class:`Simulation` (the same result either way). A
+    ``protocol: share`` scenario runs on :mod:`kgroup.sim.share_group`."""
     if scenario.group.share_protocol:
         from kgroup.sim.share_group import simulate_share
 
         with relaxed_collector():
             return simulate_share(scenario, progress)
-    return Simulation(scenario).run(progress)
+    return Simulation(scenario, coasting=coasting).run(progress)

@@ -18,7 +18,7 @@ from kgroup.group import TimerTable
 from kgroup.group.timers import TimerEffect, TimerKey
 from kgroup.messages import Request, Response
 
-__all__ = ["TIMER_TIE", "EventQueue", "HostTimers", "Payload", "Tie", "event_tie"]
+__all__ = ["COAST", "LAST_KIND", "TIMER_TIE", "EventQueue", "HostTimers", "Payload", "Tie", "event_tie"]
 
 # What the simulator's queue items are; the payload's shape depends on the kind:
 #   SCENARIO: event index · TO_COORD: (process, connection, correlation id, request) ·
@@ -30,6 +30,11 @@ SCENARIO, TO_COORD, TO_MEMBER, TIMEOUT, COORD_TIMER, WAKE = 0, 1, 2, 3, 4, 5
 SAMPLE, START, UNSTALL, HEAL, RESTART, APP_POLL, RESET = 6, 7, 8, 9, 10, 11, 12
 #: exactly-once: one of the transaction coordinator's sweeps is due (payload: the sweep's index)
 TXN_TIMER = 13
+#: a coasting member's look-again before its poll timer could run out (kgroup.sim.coasting; payload:
+#: (process, time)); not a step of the run: the loop hands it over without counting or checking it
+COAST = 14
+#: the last kind this module numbers (a simulation's own kinds are numbered after it)
+LAST_KIND = COAST
 
 #: every payload shape a queue entry can carry (see the kinds above)
 Payload = (
@@ -82,6 +87,8 @@ def event_tie(kind: int, payload: Any, seq: int) -> tuple[int, int, int, int]:
         return (_OWNER_SCENARIO, 2, payload, seq)
     if kind in (TO_MEMBER, TO_COORD, TIMEOUT):
         return (payload[0], _PROCESS_RANK[kind], payload[2], seq)
+    if kind == COAST:  # before anything else of the process's at that millisecond
+        return (payload[0], -1, 0, seq)
     if type(payload) is int:  # UNSTALL, HEAL: the process
         return (payload, _PROCESS_RANK[kind], 0, seq)
     return (payload[0], _PROCESS_RANK[kind], 0, seq)

@@ -59,7 +59,7 @@ from kgroup.sim.consumer_group import metadata_image, topic_id_for
 from kgroup.sim.loop import Disturbance, SimLoop, handles, log_full, scenario_network
 from kgroup.sim.result import LagSample, SimResult
 from kgroup.sim.scenario import ConsumerSpec, EventSpec, Scenario, scaled_ids
-from kgroup.sim.scheduler import SAMPLE, START, UNSTALL, EventQueue, HostTimers
+from kgroup.sim.scheduler import LAST_KIND, SAMPLE, START, UNSTALL, EventQueue, HostTimers
 from kgroup.sim.share_ledger import LatencyHistogram, ShareLedger
 
 __all__ = ["FETCH_MAX_WAIT_MS", "ShareSimulation", "simulate_share"]
@@ -74,9 +74,11 @@ _LEAVE = -1
 
 # queue kinds: the scenario's and the processes' (SCENARIO, START, RESTART, UNSTALL, HEAL, SAMPLE) are
 # the simulator's (kgroup.sim.scheduler); these are the share group's own, numbered after its last
-_HB_DUE, _TO_COORD, _HB_REPLY, _HB_FAILED = 14, 15, 16, 17
-_FETCH_AT_BROKER, _FETCH_PARKED, _FETCH_REPLY, _FETCH_FAILED = 18, 19, 20, 21
-_BATCH_DONE, _LOCK, _DISCONNECT, _APP_FETCH, _POLL_TIMEOUT = 22, 23, 24, 25, 26
+(
+    _HB_DUE, _TO_COORD, _HB_REPLY, _HB_FAILED,
+    _FETCH_AT_BROKER, _FETCH_PARKED, _FETCH_REPLY, _FETCH_FAILED,
+    _BATCH_DONE, _LOCK, _DISCONNECT, _APP_FETCH, _POLL_TIMEOUT,
+) = range(LAST_KIND + 1, LAST_KIND + 14)  # fmt: skip
 
 _ACCEPT = int(AcknowledgeType.ACCEPT)
 _RELEASE = int(AcknowledgeType.RELEASE)
