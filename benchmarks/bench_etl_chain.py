@@ -32,7 +32,11 @@ only) and the load average before and after.
 
     .venv/bin/python benchmarks/bench_etl_chain.py [--records 100000] [--partitions 20] [--members 3]
         [--runs 3] [--stages range,cooperative-sticky,static,consumer-range] [--peer kgroup --peer apache]
-        [--json]
+        [--client-log DIR] [--json]
+
+``--client-log DIR`` keeps each stage's client log (``PEER-runN-STAGE.log``: librdkafka's
+``debug=cgrp,protocol``, the Java clients' requests and responses at DEBUG), which
+``benchmarks/etl_client_log.py`` reads: where the stage's time went (docs/performance.md).
 
 ``--franz-go KGO_TEST`` also runs, in each run on each peer, the Go test itself: franz-go's
 ``TestGroupETL`` from its compiled test binary (``go test -c`` in franz-go's ``pkg/kgo``; a Go
