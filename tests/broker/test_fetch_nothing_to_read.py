@@ -121,8 +121,31 @@ def test_partitions_answered_aside_neither_end_nor_join_a_wait() -> None:
             for part in topic.partitions
         }
         assert codes == {("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ("t", 0): ErrorCode.NONE}
+        assert [topic.topic for topic in answer.responses] == ["t", "nope"]  # read first, then aside
         (records,) = [bytes(p.records) for t in answer.responses if t.topic == "t" for p in t.partitions]
         assert records  # the batch that ended the wait
+
+
+def test_the_answer_lists_the_partitions_read_then_those_answered_aside() -> None:
+    """``KafkaApis`` answers the partitions it read first, then the ones it answered aside, each in the
+    request's order; ``FetchResponse`` puts a topic's partitions in one entry only where they follow
+    one another (so topic t appears twice here, and its partition 2 joins the entry before it)."""
+    topics = {"t": 2, "u": 1}
+    with KafkaBroker(topics=topics) as kafka, RawClient(kafka.bootstrap_servers, timeout_s=30) as client:
+        assert produce_code(client.request(produce_request("u", 0, kio_batch([b"x"])))) == 0
+        entries = [("t", 0, 0), ("t", 9, 0), ("u", 0, 0), ("nope", 0, 0), ("t", 1, 0), ("t", 2, 0)]
+        answer = client.request(fetch_request(entries, max_wait_ms=30_000))
+        layout = [
+            (topic.topic, [int(p.partition_index) for p in topic.partitions]) for topic in answer.responses
+        ]
+        assert layout == [("t", [0]), ("u", [0]), ("t", [1, 9]), ("nope", [0]), ("t", [2])]
+        codes = {
+            (t.topic, int(p.partition_index)): int(p.error_code)
+            for t in answer.responses
+            for p in t.partitions
+        }
+        aside = {("t", 9), ("nope", 0), ("t", 2)}
+        assert {key for key, code in codes.items() if code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION} == aside
 
 
 def test_a_closing_java_consumer_is_not_kept_waiting(tmp_path: Path) -> None:

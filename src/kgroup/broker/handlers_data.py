@@ -303,12 +303,13 @@ async def _fetch_once(
     total = 0
     errors = False
     sizes: dict[tuple[str, int], int] = {}
-    responses = []
+    read: list[tuple[str, uuid.UUID, dict[str, Any]]] = []
+    aside: list[tuple[str, uuid.UUID, dict[str, Any]]] = []
     pacer = ctx.pacer
     leaders: set[int] = set()
     for topic in request.topics:
         name = _topic_name(ctx, topic)
-        partitions = []
+        topic_id = topic_id_of(topic)
         for part in topic.partitions:
             # KIP-74: the first non-empty partition is returned even if larger than max_bytes
             entry, size = _fetch_partition(
@@ -318,26 +319,39 @@ async def _fetch_once(
             budget -= size
             code = entry["error_code"]
             if code in _ANSWERED_ASIDE:
-                partitions.append(entry)
+                aside.append((name, topic_id, entry))
                 continue
             if code != ErrorCode.NONE:
                 errors = True
                 if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                     leaders.add(entry["current_leader"]["leader_id"])
             sizes[(name, int(part.partition))] = size
-            partitions.append(entry)
+            read.append((name, topic_id, entry))
             if pacer.due():
                 await pacer.pause()
-        responses.append({"topic": name, "topic_id": topic_id_of(topic), "partitions": partitions})
     answer = {
         "throttle_time": 0,
         "error_code": ErrorCode.NONE,
         "session_id": INVALID_SESSION_ID,
-        "responses": responses,
+        # as KafkaApis answers: the partitions it read, then those answered aside, each in the
+        # request's order, a topic's partitions together only where they follow one another
+        "responses": _by_topic(read + aside),
         # v16+: where the leaders named in current_leader are (KIP-951), for the client's metadata
         "node_endpoints": _node_endpoints(ctx, leaders),
     }
     return answer, total, errors, sizes
+
+
+def _by_topic(entries: list[tuple[str, uuid.UUID, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The answer's topics: consecutive partitions of one topic share a topic entry (``FetchResponse``)."""
+    responses: list[dict[str, Any]] = []
+    for name, topic_id, entry in entries:
+        last = responses[-1] if responses else None
+        if last is not None and last["topic"] == name and last["topic_id"] == topic_id:
+            last["partitions"].append(entry)
+        else:
+            responses.append({"topic": name, "topic_id": topic_id, "partitions": [entry]})
+    return responses
 
 
 def topic_id_of(topic: Any) -> uuid.UUID:
