@@ -32,7 +32,11 @@ only) and the load average before and after.
 
     .venv/bin/python benchmarks/bench_etl_chain.py [--records 100000] [--partitions 20] [--members 3]
         [--runs 3] [--stages range,cooperative-sticky,static,consumer-range] [--peer kgroup --peer apache]
-        [--json]
+        [--client-log DIR] [--json]
+
+``--client-log DIR`` keeps each stage's client log (``PEER-runN-STAGE.log``: librdkafka's
+``debug=cgrp,protocol``, the Java clients' requests and responses at DEBUG), which
+``benchmarks/etl_client_log.py`` reads: where the stage's time went (docs/performance.md).
 
 ``--franz-go KGO_TEST`` also runs, in each run on each peer, the Go test itself: franz-go's
 ``TestGroupETL`` from its compiled test binary (``go test -c`` in franz-go's ``pkg/kgo``; a Go
@@ -77,13 +81,16 @@ def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _consumer_config(kind: str, bootstrap: str, group: str, slot: int) -> dict[str, Any]:
+def _consumer_config(kind: str, bootstrap: str, group: str, slot: int, debug: bool = False) -> dict[str, Any]:
     config: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
     }
+    if debug:  # --client-log: every request and response, the group's steps (librdkafka's own log)
+        config["debug"] = "cgrp,protocol"
+        config["client.id"] = f"{group}-{slot}"
     if kind.startswith("consumer-"):
         config["group.protocol"] = "consumer"
         config["group.remote.assignor"] = kind.removeprefix("consumer-")
@@ -101,6 +108,7 @@ class _Stage:
     """One stage's shared state: what its members have handled and committed."""
 
     records: int
+    debug: bool = False
     done: set[tuple[int, int]] = field(default_factory=set)
     lock: threading.Lock = field(default_factory=threading.Lock)
     finished: threading.Event = field(default_factory=threading.Event)
@@ -120,7 +128,7 @@ def _member(kind: str, bootstrap: str, group: str, slot: int, source: str, sink:
     """One member's life: consume, produce onward, flush, commit — until its share is handled."""
     from confluent_kafka import Consumer, KafkaException, Producer
 
-    consumer = Consumer(_consumer_config(kind, bootstrap, group, slot))
+    consumer = Consumer(_consumer_config(kind, bootstrap, group, slot, stage.debug))
     producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
                          "linger.ms": 5, "enable.idempotence": True})
     handled = 0
@@ -155,9 +163,29 @@ def _member(kind: str, bootstrap: str, group: str, slot: int, source: str, sink:
 
 
 def _run_stage(kind: str, bootstrap: str, group: str, source: str, sink: str, records: int,
-               members: int) -> tuple[float, _Stage]:
-    """Run one stage to its end; its wall time (first member started to every record committed)."""
-    stage = _Stage(records)
+               members: int, client_log: Path | None = None) -> tuple[float, _Stage]:
+    """Run one stage to its end; its wall time (first member started to every record committed).
+
+    ``client_log``: librdkafka's debug log of the members (``cgrp,protocol``: each request sent and
+    response received, timestamped) goes there — librdkafka writes it to the process's stderr, which
+    is sent to that file for the stage's time."""
+    if client_log is not None:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            with client_log.open("ab") as log:
+                os.dup2(log.fileno(), 2)
+            return _run_members(kind, bootstrap, group, source, sink, records, members, debug=True)
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+    return _run_members(kind, bootstrap, group, source, sink, records, members, debug=False)
+
+
+def _run_members(kind: str, bootstrap: str, group: str, source: str, sink: str, records: int,
+                 members: int, debug: bool) -> tuple[float, _Stage]:
+    stage = _Stage(records, debug=debug)
     quota = max(1, records // (2 * members))
     threads: list[threading.Thread | None] = [None] * members
     start = time.monotonic()
@@ -216,7 +244,8 @@ def _cpu_seconds(peer: RunningPeer) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_chain(peer: RunningPeer, args: argparse.Namespace, stages: list[str]) -> dict[str, float]:
+def run_chain(peer: RunningPeer, args: argparse.Namespace, stages: list[str],
+              run: int = 0) -> dict[str, float]:
     """One run of the chain on ``peer``: seconds per stage (and ``produce``, ``total``, and the
     broker's CPU seconds over the stages, ``cpu``)."""
     tag = uuid.uuid4().hex[:8]
@@ -227,6 +256,8 @@ def run_chain(peer: RunningPeer, args: argparse.Namespace, stages: list[str]) ->
     cpu_before = _cpu_seconds(peer)
     for index, kind in enumerate(stages):
         group = f"etl-{tag}-{kind}"
+        client_log = (Path(args.client_log) / f"{peer.name}-run{run + 1}-{kind}.log"
+                      if args.client_log else None)
         if kind in JAVA_STAGES:
             from kgroup.bench.java_etl import run_java_stage
             from kgroup.model import KgroupError
@@ -234,13 +265,13 @@ def run_chain(peer: RunningPeer, args: argparse.Namespace, stages: list[str]) ->
             try:
                 java = run_java_stage(kind.removeprefix("java-"), peer.bootstrap_servers, group,
                                       topics[index], topics[index + 1], args.records, args.members,
-                                      STAGE_TIMEOUT_S)
+                                      STAGE_TIMEOUT_S, client_log)
             except KgroupError as exc:
                 raise PeerUnavailable(str(exc)) from None
             elapsed, members, refused = java.elapsed_s, java.members, java.refused_commits
         else:
             elapsed, stage = _run_stage(kind, peer.bootstrap_servers, group, topics[index],
-                                        topics[index + 1], args.records, args.members)
+                                        topics[index + 1], args.records, args.members, client_log)
             if stage.errors:
                 raise PeerUnavailable(f"stage {kind}: {stage.errors[0]}")
             members, refused = stage.members, stage.failed_commits
@@ -293,6 +324,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--franz-go-dir", metavar="DIR",
                         help="franz-go's pkg/kgo directory (the test's working directory; default: the "
                              "binary's)")
+    parser.add_argument("--client-log", metavar="DIR",
+                        help="keep each stage's client log in DIR (PEER-runN-STAGE.log): every request and "
+                             "response with its time (librdkafka debug=cgrp,protocol; Java NetworkClient "
+                             "and the consumer's internals at DEBUG) — it slows the clients a little")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     stages = [s for s in args.stages.split(",") if s]
@@ -310,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--franz-go: {args.franz_go} is not an executable file; build it with "
               f"`go test -c -o kgo.test .` in franz-go's pkg/kgo", file=sys.stderr)
         return 2
+    if args.client_log:
+        Path(args.client_log).mkdir(parents=True, exist_ok=True)
     names = args.peer or ["kgroup", "apache"]
     load_before = os.getloadavg()
     peers: list[RunningPeer] = []
@@ -327,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
             for peer in order:
                 _progress(f"run {run + 1}/{args.runs} on {peer.name} (load {os.getloadavg()[0]:.2f})")
                 try:
-                    times = run_chain(peer, args, stages) if stages else {}
+                    times = run_chain(peer, args, stages, run) if stages else {}
                     if args.franz_go:
                         times.update(run_franz_go(peer, args))
                     results[peer.name].append(times)

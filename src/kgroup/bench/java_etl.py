@@ -23,6 +23,14 @@ __all__ = ["JAVA_KINDS", "JavaStageResult", "run_java_stage"]
 #: the stage kinds EtlStage.java runs (the librdkafka stages' names)
 JAVA_KINDS = ("range", "cooperative-sticky", "static", "consumer-range", "consumer-uniform")
 _START_TIMEOUT_S = 120.0
+#: the loggers ``client_log`` keeps at DEBUG: every request and response, the group's steps
+_DEBUG_LOGGERS = "".join(
+    f"logger.{name}.name = {logger}\nlogger.{name}.level = DEBUG\n"
+    for name, logger in (
+        ("network", "org.apache.kafka.clients.NetworkClient"),
+        ("group", "org.apache.kafka.clients.consumer.internals"),
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +54,14 @@ def run_java_stage(
     records: int,
     members: int,
     timeout_s: float,
+    client_log: Path | None = None,
 ) -> JavaStageResult:
-    """Run one stage to its end in its own JVM; :class:`KgroupError` (one line) when it cannot."""
+    """Run one stage to its end in its own JVM; :class:`KgroupError` (one line) when it cannot.
+
+    ``client_log``: keep the clients' log there, with every request and response the members send
+    and receive and the group's steps (``NetworkClient`` and the consumer's internals at DEBUG,
+    timestamped to the millisecond) — to see where a stage's time goes; by default only WARN and up
+    is kept, in a temporary file."""
     from kgroup.testing.apache_kafka.distribution import log4j2_file_config
 
     if kind not in JAVA_KINDS:
@@ -58,8 +72,12 @@ def run_java_stage(
     with tempfile.TemporaryDirectory(prefix="kgroup-etl-java-") as work:
         log = Path(work) / "stderr.log"
         # the clients' log (WARN and up) to a file: stdout carries only the stage's own lines
-        client_log, log4j = Path(work) / "clients.log", Path(work) / "log4j2.properties"
-        log4j.write_text(log4j2_file_config(client_log, "WARN"))
+        log4j = Path(work) / "log4j2.properties"
+        if client_log is None:
+            client_log = Path(work) / "clients.log"
+            log4j.write_text(log4j2_file_config(client_log, "WARN"))
+        else:
+            log4j.write_text(log4j2_file_config(client_log, "WARN") + _DEBUG_LOGGERS)
         with log.open("wb") as errors:
             process = subprocess.Popen(
                 [

@@ -35,6 +35,16 @@ __all__: list[str] = []
 ZERO_UUID = uuid.UUID(int=0)
 NO_EPOCH = -1
 INVALID_SESSION_ID = 0
+INITIAL_EPOCH = 0  # a fetch session's epochs: a full fetch …
+FINAL_EPOCH = -1  # … or a session's close (and every fetch before v7)
+#: partition errors ``KafkaApis`` answers before the replica manager reads (they end no wait)
+_ANSWERED_ASIDE = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    }
+)
 LEADER_EPOCH = 0  # one copy, one leader epoch
 LATEST = -1  # ListOffsets' latest timestamp
 
@@ -284,19 +294,22 @@ def _batches_below(data: bytes | memoryview, limit: int) -> bytes | memoryview:
 async def _fetch_once(
     ctx: RequestContext, request: Any
 ) -> tuple[dict[str, Any], int, bool, dict[tuple[str, int], int]]:
-    """One read of every partition: the answer, its bytes, whether a partition has an error, and the
-    bytes read per partition."""
+    """One read of every partition: the answer, its bytes, whether a partition had an error reading
+    its log, and the bytes read per partition that was read — Kafka's "interesting" partitions, not
+    those answered before the log is looked at (an unknown topic or partition, no READ on the topic:
+    ``KafkaApis`` answers them aside, and they neither end nor count for a wait)."""
     read_committed = int(getattr(request, "isolation_level", 0)) == 1
     budget = int(getattr(request, "max_bytes", 0x7FFFFFFF))
     total = 0
     errors = False
     sizes: dict[tuple[str, int], int] = {}
-    responses = []
+    read: list[tuple[str, uuid.UUID, dict[str, Any]]] = []
+    aside: list[tuple[str, uuid.UUID, dict[str, Any]]] = []
     pacer = ctx.pacer
     leaders: set[int] = set()
     for topic in request.topics:
         name = _topic_name(ctx, topic)
-        partitions = []
+        topic_id = topic_id_of(topic)
         for part in topic.partitions:
             # KIP-74: the first non-empty partition is returned even if larger than max_bytes
             entry, size = _fetch_partition(
@@ -304,24 +317,41 @@ async def _fetch_once(
             )
             total += size
             budget -= size
-            if entry["error_code"] != ErrorCode.NONE:
+            code = entry["error_code"]
+            if code in _ANSWERED_ASIDE:
+                aside.append((name, topic_id, entry))
+                continue
+            if code != ErrorCode.NONE:
                 errors = True
-                if entry["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
                     leaders.add(entry["current_leader"]["leader_id"])
             sizes[(name, int(part.partition))] = size
-            partitions.append(entry)
+            read.append((name, topic_id, entry))
             if pacer.due():
                 await pacer.pause()
-        responses.append({"topic": name, "topic_id": topic_id_of(topic), "partitions": partitions})
     answer = {
         "throttle_time": 0,
         "error_code": ErrorCode.NONE,
         "session_id": INVALID_SESSION_ID,
-        "responses": responses,
+        # as KafkaApis answers: the partitions it read, then those answered aside, each in the
+        # request's order, a topic's partitions together only where they follow one another
+        "responses": _by_topic(read + aside),
         # v16+: where the leaders named in current_leader are (KIP-951), for the client's metadata
         "node_endpoints": _node_endpoints(ctx, leaders),
     }
     return answer, total, errors, sizes
+
+
+def _by_topic(entries: list[tuple[str, uuid.UUID, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The answer's topics: consecutive partitions of one topic share a topic entry (``FetchResponse``)."""
+    responses: list[dict[str, Any]] = []
+    for name, topic_id, entry in entries:
+        last = responses[-1] if responses else None
+        if last is not None and last["topic"] == name and last["topic_id"] == topic_id:
+            last["partitions"].append(entry)
+        else:
+            responses.append({"topic": name, "topic_id": topic_id, "partitions": [entry]})
+    return responses
 
 
 def topic_id_of(topic: Any) -> uuid.UUID:
@@ -348,9 +378,11 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     once ``min_bytes`` are reached, or ``max_wait`` has passed, the partitions are read once more and
     answered. So a fetch waiting for more bytes than will ever arrive costs nothing while it waits.
     """
-    session_id = int(getattr(request, "session_id", 0))
-    if session_id != INVALID_SESSION_ID:
-        # No session was ever handed out: Kafka answers an unknown session id so
+    if int(getattr(request, "session_epoch", FINAL_EPOCH)) not in (INITIAL_EPOCH, FINAL_EPOCH):
+        # An incremental fetch (epoch 1 and up) names a session, and none was ever handed out:
+        # Kafka's FetchManager answers an unknown session so. A full fetch (epoch 0) or a session's
+        # close (epoch -1, the last fetch of a closing consumer) is answered like any full fetch,
+        # whatever session id it names (Kafka drops that session if it has it).
         return {
             "throttle_time": 0,
             "error_code": ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
@@ -362,7 +394,10 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     deadline = loop.time() + max(0.0, request.max_wait.total_seconds())
     min_bytes = int(request.min_bytes)
     answer, total, errors, sizes = await _fetch_once(ctx, request)
-    if total >= min_bytes or errors or loop.time() >= deadline:
+    # Kafka answers at once a fetch with no partition to read (``KafkaApis``: nothing "interesting",
+    # e.g. the empty fetch a closing Java consumer sends to close its fetch session) — it does not
+    # wait ``max_wait`` for bytes that cannot come
+    if not sizes or total >= min_bytes or errors or loop.time() >= deadline:
         return answer
     _close_regions(answer)  # the answer is read again once the fetch completes
     caps = {
@@ -370,6 +405,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         for topic in request.topics
         for part in topic.partitions
     }
+    caps = {key: cap for key, cap in caps.items() if key in sizes}
     waiter = FetchWaiter(min_bytes, caps, sizes, loop.create_future())
     ctx.services.watch_appends(waiter)
     try:

@@ -1,0 +1,111 @@
+"""Differential: a Fetch with no partition to read, a session's close, an incremental fetch of a session
+the broker does not have, and the order of an answer mixing partitions read with partitions answered
+aside — sent raw to kgroup and to Apache Kafka 4.4.0 (the ``target`` fixture), the answers compared.
+
+A fetch that parked would not be answered within the connection's 15 s (``max_wait`` is 60 s here):
+the test would fail on the read, so nothing here measures a time. (kgroup hands out no fetch
+sessions: the session id of a full fetch's answer, which Kafka may fill, is not compared.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.apache_kafka.conftest import Target
+from tests.apache_kafka.wire import Raw, create_topic
+from tests.log.batches import kio_batch
+
+pytestmark = pytest.mark.apache_kafka
+
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+FETCH_SESSION_ID_NOT_FOUND = 70
+LONG_WAIT_MS = 60_000
+
+
+def _fetch(raw: Raw, entries: list[tuple[str, int]], *, session_id: int = 0, session_epoch: int = -1) -> Any:
+    """Fetch v12 of (topic, partition) entries from offset 0, one topic entry each."""
+    return raw.call(
+        "Fetch",
+        12,
+        {
+            "replica_id": -1,
+            "max_wait": LONG_WAIT_MS,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": session_id,
+            "session_epoch": session_epoch,
+            "topics": [
+                {
+                    "topic": topic,
+                    "partitions": [
+                        {
+                            "partition": partition,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": 0,
+                            "last_fetched_epoch": -1,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": 1 << 20,
+                        }
+                    ],
+                }
+                for topic, partition in entries
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+    )
+
+
+def _layout(answer: Any, rename: dict[str, str]) -> list[tuple[str, list[tuple[int, int]]]]:
+    return [
+        (
+            rename.get(t["topic"], t["topic"]),
+            [(p["partition_index"], p["error_code"]) for p in t["partitions"]],
+        )
+        for t in answer["responses"]
+    ]
+
+
+def test_nothing_to_read_session_epochs_and_the_answers_order(target: Target, names: str) -> None:
+    t, u, nope = f"{names}-t", f"{names}-u", f"{names}-nope"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, t, 2)
+        create_topic(raw, u, 1)
+        produced = raw.call(
+            "Produce",
+            9,
+            {
+                "transactional_id": None,
+                "acks": -1,
+                "timeout": 10_000,
+                "topic_data": [{"name": u, "partition_data": [{"index": 0, "records": kio_batch([b"x"])}]}],
+            },
+        )
+        assert produced["responses"][0]["partition_responses"][0]["error_code"] == NONE, produced
+        empty = {
+            (session_id, epoch): _fetch(raw, [], session_id=session_id, session_epoch=epoch)
+            for session_id in (0, 123456)
+            for epoch in (-1, 0, 1)
+        }
+        mixed = _fetch(raw, [(t, 0), (t, 9), (u, 0), (nope, 0), (t, 1), (t, 2)])
+    seen = {key: (a["error_code"], a["responses"]) for key, a in empty.items()}
+    assert seen == {
+        (0, -1): (NONE, []),
+        (0, 0): (NONE, []),
+        (0, 1): (FETCH_SESSION_ID_NOT_FOUND, []),
+        (123456, -1): (NONE, []),
+        (123456, 0): (NONE, []),
+        (123456, 1): (FETCH_SESSION_ID_NOT_FOUND, []),
+    }
+    assert all(empty[key]["session_id"] == 0 for key in empty if key[1] != 0)
+    # read first (t-0, u-0, t-1 in the request's order), then answered aside (t-9, nope-0, t-2)
+    assert _layout(mixed, {t: "t", u: "u", nope: "nope"}) == [
+        ("t", [(0, NONE)]),
+        ("u", [(0, NONE)]),
+        ("t", [(1, NONE), (9, UNKNOWN_TOPIC_OR_PARTITION)]),
+        ("nope", [(0, UNKNOWN_TOPIC_OR_PARTITION)]),
+        ("t", [(2, UNKNOWN_TOPIC_OR_PARTITION)]),
+    ]
