@@ -23,13 +23,13 @@ from kgroup.sim.scheduler import (
     SAMPLE,
     SCENARIO,
     TIMEOUT,
-    TIMER_TIE,
     TO_COORD,
     TO_MEMBER,
     WAKE,
     EventQueue,
     HostTimers,
     event_tie,
+    timer_tie,
 )
 
 
@@ -100,16 +100,16 @@ def test_event_ties_order_a_millisecond_by_what_the_events_are_not_when_they_wer
     ]  # fmt: skip
 
 
-def test_timers_with_a_constant_tie_fire_in_key_order_before_the_millisecond_s_events() -> None:
-    """With the constant tie the simulation gives them, timers due at one millisecond fire in key
-    order whatever order they were armed in, and the run loop takes them before that millisecond's
-    queued entries (their tie is smaller than any event's)."""
+def test_timers_tied_by_key_fire_in_key_order_before_the_millisecond_s_events() -> None:
+    """With the ties the simulation gives them (``timer_tie``), timers due at one millisecond fire in
+    key order whatever order they were armed in, and the run loop takes them before that
+    millisecond's queued entries (their tie is smaller than any event's)."""
     keys = [HeartbeatTimer("g", "b"), JoinTimer("g"), HeartbeatTimer("g", "a")]
     fired = []
     for order in itertools.permutations(keys):
-        table = HostTimers(sequence=lambda: TIMER_TIE)
+        table = HostTimers(key_tie=timer_tie)
         for key in order:
             table.schedule(key, 100)
         fired.append([table.pop_due(100) for _ in keys])
     assert all(f == sorted(keys) for f in fired)
-    assert event_tie(SCENARIO, 0, 1) > TIMER_TIE
+    assert all(event_tie(SCENARIO, 0, 1) > timer_tie(key) for key in keys)

@@ -9,8 +9,9 @@ asyncio loop all drive the coordinator through this table.
 Pure: no clock, no I/O. Keys due at the same millisecond come out in the order they were scheduled
 (a sequence number breaks ties), so a run is deterministic. A host that also keeps its own event
 queue can pass its queue's sequence counter, so a timer and a queued event scheduled for the same
-millisecond keep the order in which they were scheduled — or a constant tie, so that keys due at the
-same millisecond come out in key order (``TimerKey`` order), whenever they were scheduled.
+millisecond keep the order in which they were scheduled — or a tie worked out from the key
+(``key_tie``), so that keys due at the same millisecond come out in an order of their own, whenever
+they were scheduled.
 """
 
 from __future__ import annotations
@@ -23,21 +24,30 @@ from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKe
 
 __all__ = ["TimerTable"]
 
-#: what orders a millisecond's timers: a sequence number, or a constant (then the keys' own order)
-_Tie = int | tuple[int, ...]
+#: what orders a millisecond's timers: a sequence number, or a tie worked out from the key
+_Tie = int | tuple[int | str, ...]
 
 
 class TimerTable:
     """Armed coordinator timers: ``key -> deadline``, popped in (deadline, scheduling order)."""
 
-    __slots__ = ("_armed", "_heap", "_sequence")
+    __slots__ = ("_armed", "_heap", "_tie_of")
 
-    def __init__(self, sequence: Callable[[], _Tie] | None = None) -> None:
+    def __init__(
+        self,
+        sequence: Callable[[], _Tie] | None = None,
+        *,
+        key_tie: Callable[[TimerKey], _Tie] | None = None,
+    ) -> None:
         #: key -> its live heap entry (the very tuple: an entry is live when it *is* this one)
         self._armed: dict[TimerKey, tuple[int, _Tie, TimerKey]] = {}
         #: (deadline, sequence, key), with stale entries skipped lazily
         self._heap: list[tuple[int, _Tie, TimerKey]] = []
-        self._sequence = sequence if sequence is not None else itertools.count(1).__next__
+        if key_tie is not None:
+            self._tie_of = key_tie
+        else:
+            next_tie = sequence if sequence is not None else itertools.count(1).__next__
+            self._tie_of = lambda _key: next_tie()
 
     @classmethod
     def from_armed(
@@ -54,7 +64,7 @@ class TimerTable:
 
     def schedule(self, key: TimerKey, deadline_ms: int) -> None:
         """Arm ``key`` for ``deadline_ms``, replacing any earlier deadline."""
-        entry = (deadline_ms, self._sequence(), key)
+        entry = (deadline_ms, self._tie_of(key), key)
         self._armed[key] = entry
         heapq.heappush(self._heap, entry)
 
@@ -64,11 +74,11 @@ class TimerTable:
 
     def apply(self, effects: Iterable[TimerEffect]) -> None:
         """Apply a :class:`~kgroup.group.CoordinatorResult`'s ``timers``, in order."""
-        armed, heap, sequence = self._armed, self._heap, self._sequence
+        armed, heap, tie_of = self._armed, self._heap, self._tie_of
         for effect in effects:
             if isinstance(effect, ScheduleTimer):  # schedule(), inlined: once per heartbeat and commit
                 key = effect.key
-                entry = (effect.deadline_ms, sequence(), key)
+                entry = (effect.deadline_ms, tie_of(key), key)
                 armed[key] = entry
                 heapq.heappush(heap, entry)
             elif isinstance(effect, CancelTimer):

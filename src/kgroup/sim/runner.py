@@ -73,12 +73,12 @@ from kgroup.sim.scheduler import RESET as _RESET
 from kgroup.sim.scheduler import SAMPLE as _SAMPLE
 from kgroup.sim.scheduler import START as _START
 from kgroup.sim.scheduler import TIMEOUT as _TIMEOUT
-from kgroup.sim.scheduler import TIMER_TIE, EventQueue, HostTimers, Payload, Tie, event_tie
 from kgroup.sim.scheduler import TO_COORD as _TO_COORD
 from kgroup.sim.scheduler import TO_MEMBER as _TO_MEMBER
 from kgroup.sim.scheduler import TXN_TIMER as _TXN_TIMER
 from kgroup.sim.scheduler import UNSTALL as _UNSTALL
 from kgroup.sim.scheduler import WAKE as _WAKE
+from kgroup.sim.scheduler import EventQueue, HostTimers, Payload, event_tie, timer_tie
 from kgroup.sim.workload import ConsumerLoad, Workload
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class Simulation(SimLoop):
         self.by_id: dict[str, ConsumerProcess] = {}
         self.conn_owner: dict[str, tuple[int, int]] = {}
         self.broken_conns: set[str] = set()  # connections a timeout or reset closed
-        self.coord_timers = HostTimers(sequence=_timer_tie)
+        self.coord_timers = HostTimers(key_tie=timer_tie)
         # group observation
         # the group as its coordinator's records show it
         self.group: GroupObserver | ConsumerGroupObserver
@@ -945,10 +945,6 @@ class Simulation(SimLoop):
 
     def _result(self) -> SimResult:
         return build_result(self)
-
-
-def _timer_tie() -> Tie:
-    return TIMER_TIE
 
 
 @cache

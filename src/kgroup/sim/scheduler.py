@@ -18,7 +18,7 @@ from kgroup.group import TimerTable
 from kgroup.group.timers import TimerEffect, TimerKey
 from kgroup.messages import Request, Response
 
-__all__ = ["COAST", "LAST_KIND", "TIMER_TIE", "EventQueue", "HostTimers", "Payload", "Tie", "event_tie"]
+__all__ = ["COAST", "LAST_KIND", "EventQueue", "HostTimers", "Payload", "Tie", "event_tie", "timer_tie"]
 
 # What the simulator's queue items are; the payload's shape depends on the kind:
 #   SCENARIO: event index · TO_COORD: (process, connection, correlation id, request) ·
@@ -53,19 +53,25 @@ Payload = (
 P = TypeVar("P")
 
 #: what orders the entries of one millisecond: a sequence number, or (:func:`event_tie`) a tuple
-Tie = int | tuple[int, ...]
+Tie = int | tuple[int | str, ...]
 
 #: the owner of the scenario's own events (scenario events, samples, transaction sweeps) in
 #: :func:`event_tie`: before every process's at the same millisecond
 _OWNER_SCENARIO = -1
-#: the coordinator's timers' tie in a simulation ordered by :func:`event_tie`: at the same
-#: millisecond before every queued event, and among themselves by their keys (``TimerKey`` order)
-TIMER_TIE: tuple[int, ...] = (-2,)
+#: the owner of the coordinator's timers in a simulation ordered by :func:`event_tie` (:func:`timer_tie`)
+_OWNER_TIMERS = -2
 # a process's own kinds at the same millisecond: a timeout before the answer arriving at its deadline
 # (``send_requests`` counts an answer at the deadline as too late), then answers, requests at the
 # coordinator, the heartbeat thread, the application loop, and the process's life
 _PROCESS_RANK = {TIMEOUT: 0, RESET: 1, TO_MEMBER: 2, TO_COORD: 3, WAKE: 4, APP_POLL: 5, UNSTALL: 6,
                  HEAL: 7, RESTART: 8, START: 9}  # fmt: skip
+
+
+def timer_tie(key: TimerKey) -> tuple[int | str, ...]:
+    """A coordinator timer's tie beside :func:`event_tie`: at one millisecond before every queued
+    event, and among themselves in ``TimerKey`` order (its parts; worked out once, when the timer is
+    armed, so that a heap of many timers due at one millisecond compares plain tuples)."""
+    return (_OWNER_TIMERS, *key.parts())
 
 
 def event_tie(kind: int, payload: Any, seq: int) -> tuple[int, int, int, int]:
@@ -158,8 +164,13 @@ class HostTimers(TimerTable):
 
     __slots__ = ("changed",)
 
-    def __init__(self, sequence: Callable[[], Tie] | None = None) -> None:
-        super().__init__(sequence)
+    def __init__(
+        self,
+        sequence: Callable[[], Tie] | None = None,
+        *,
+        key_tie: Callable[[TimerKey], Tie] | None = None,
+    ) -> None:
+        super().__init__(sequence, key_tie=key_tie)
         self.changed = True
 
     def schedule(self, key: TimerKey, deadline_ms: int) -> None:
