@@ -267,8 +267,15 @@ def decode_assignment(data: bytes) -> ConsumerAssignment:
 
 def decode_subscription_sharing(data: bytes, names: dict[bytes, str]) -> ConsumerSubscription:
     """:func:`decode_subscription` for many subscriptions at once (a group leader's): topic names
-    already in ``names`` (UTF-8 bytes -> name, filled as it goes) are not decoded again."""
-    return _decode_subscription(bytes(data), names)
+    already in ``names`` (UTF-8 bytes -> name, filled as it goes) are not decoded again.
+
+    Payloads small enough for :func:`decode_subscription`'s memo go through it (and leave ``names``
+    alone), so that whoever decodes the same bytes next — the simulator checks every Stable
+    generation's subscriptions after its leader decoded them — finds them decoded."""
+    data = bytes(data)
+    if len(data) <= MEMO_MAX_BYTES:
+        return _memo_subscription(data)
+    return _decode_subscription(data, names)
 
 
 def _decode_subscription(data: bytes, names: dict[bytes, str] | None = None) -> ConsumerSubscription:
