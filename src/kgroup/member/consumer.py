@@ -339,7 +339,7 @@ class ClassicConsumerMember(HeartbeatMixin):
         # the *current* generation; the call that goes on decides revoke-or-lose from it. So a reset
         # by the heartbeat thread (or the commit's answer) while the commit was pending means lost.
         gen = self._generation
-        owned = sorted_partitions(self._owned)
+        owned = list(self._owned_order)
         if gen.is_reset:
             if owned:
                 self._emit(PartitionsLost(tuple(owned), self._owned_generation))
@@ -367,7 +367,7 @@ class ClassicConsumerMember(HeartbeatMixin):
         self._attempt += 1
         self._joined_subscription = self._topic_set
         topics = tuple(hashmap_iteration_order(self._topics))  # Kafka's HashSet of topics
-        owned = tuple(sorted_partitions(self._owned))
+        owned = self._owned_order
         last_partitions, last_generation = self._last_assigned
         protocols = tuple(
             JoinGroupProtocol(
