@@ -573,8 +573,13 @@ class Simulation(SimLoop):
                     stale = stale | self._given_away_while_missing(proc, key[1], generation)
                 self._set_claim(proc, proc.claim, current, stale)
             else:
-                index = self.workload.index
-                parts = frozenset([index[tp] for tp in assigned if tp in index])
+                if key is not None and len(proc.claim) == len(assigned) and assigned == key[0]:
+                    # the same partitions in a new set (a rebalance that left this member's alone):
+                    # every one of them was indexed when the claim was made, so it is the claim again
+                    parts = proc.claim
+                else:
+                    index = self.workload.index
+                    parts = frozenset([index[tp] for tp in assigned if tp in index])
                 if not isinstance(self.group, ConsumerGroupObserver):
                     since = proc.claim_since
                     for p in parts - proc.claim:
