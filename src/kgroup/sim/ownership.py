@@ -47,6 +47,7 @@ class OwnershipTracker:
         "_owner",
         "_owner_since",
         "_subscribed",
+        "_subscribed_list",
         "_zombie",
         "counting_unowned",
         "double_ms",
@@ -69,6 +70,7 @@ class OwnershipTracker:
         self._zombie: list[bool] = []
         self._overlap: list[bool] = []
         self._subscribed: list[bool] = []
+        self._subscribed_list: list[int] | None = []  # subscribed(), kept until the set changes
         self._owner: list[str] = []
         self._owner_since: list[int] = []
         self.intervals: list[tuple[int, str, int, int]] = []  # (partition, consumer, start, end)
@@ -114,6 +116,7 @@ class OwnershipTracker:
     # --- subscription --------------------------------------------------------------------------------
 
     def set_subscribed(self, subscribed: Iterable[int]) -> None:
+        self._subscribed_list = None
         wanted = set(subscribed)
         for p in range(len(self._subscribed)):
             now_sub = p in wanted
@@ -123,7 +126,11 @@ class OwnershipTracker:
                 self._subscribed[p] = now_sub
 
     def subscribed(self) -> list[int]:
-        return [p for p, s in enumerate(self._subscribed) if s]
+        """The subscribed partitions, in order (the same list until the subscribed set changes:
+        read it, do not change it)."""
+        if self._subscribed_list is None:
+            self._subscribed_list = [p for p, s in enumerate(self._subscribed) if s]
+        return self._subscribed_list
 
     # --- claims --------------------------------------------------------------------------------------
 

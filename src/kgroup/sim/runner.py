@@ -819,19 +819,18 @@ class Simulation(SimLoop):
             self.q.push(nxt, _SAMPLE, None)
 
     def _sample(self, now: int) -> None:
+        advance = self.workload.advance
         for proc in self.procs:
             member = proc.member
             if member is not None:
-                self.workload.advance(proc.load, member, now)
+                advance(proc.load, member, now)
         # the group's committed offsets as the coordinator holds them (new owners start there)
         # (Workload.on_commit, inlined: ten thousand partitions a sample)
-        index, committed = self.workload.index, self.workload.committed
+        index_of, committed = self.workload.index.get, self.workload.committed
         for tp, value in self.coord.committed_offsets(self.group_id).items():
             offset = value.offset
-            if offset >= 0:
-                i = index.get(tp)
-                if i is not None:
-                    committed[i] = offset
+            if offset >= 0 and (i := index_of(tp)) is not None:
+                committed[i] = offset
         subscribed = self.own.subscribed()
         committed_total, largest, unprocessed = self.workload.lag(subscribed, now)
         if self.lag and self.lag[-1].t_ms == now:

@@ -115,9 +115,10 @@ class Workload:
         for i in subscribed:
             end = (rate * (now_ms - created[i])) // 1000
             unprocessed += end - high[i]
-            if committed[i] < 0:
+            offset = committed[i]
+            if offset < 0:
                 continue
-            lag = end - committed[i]
+            lag = end - offset
             total += lag
             if lag > largest:
                 largest = lag
