@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from kgroup.javacompat import int32, java_string_key
+from kgroup.valuetypes import fast_init
 
 __all__ = [
     "Assignment",
@@ -200,6 +201,7 @@ class TopicMetadata:
         return [TopicPartition(self.name, p) for p in range(self.partitions)]
 
 
+@fast_init  # (an assignor's input: a group of a thousand builds a thousand at every rebalance)
 @dataclass(frozen=True, slots=True)
 class Member:
     """One group member as an assignor sees it (Kafka's ``Subscription`` plus the member id).

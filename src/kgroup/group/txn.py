@@ -8,7 +8,6 @@ group's mutators are :mod:`kgroup.group.classic.mutate`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from random import Random
 from typing import Generic, Protocol, TypeVar
 
@@ -17,6 +16,7 @@ from kgroup.group.records import OffsetCommitted, Parked, Record, TimerArmed, Ti
 from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKey
 from kgroup.messages import Reply, Response
 from kgroup.model import TopicPartition
+from kgroup.valuetypes import value_type
 
 __all__ = ["CoordinatorResult", "CoordinatorTask", "Operation", "PendingOffsets", "Txn"]
 
@@ -55,7 +55,7 @@ class CoordinatorTask(Protocol):
     def run(self) -> object: ...
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class CoordinatorResult:
     """What one ``handle`` / ``on_timer`` call produced."""
 
