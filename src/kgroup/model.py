@@ -315,8 +315,15 @@ class ErrorCode(enum.IntEnum):
     SHARE_SESSION_LIMIT_REACHED = 133
 
 
+#: values :func:`jsonable` returns as they are, told apart by their exact type (no subclass: an
+#: ``IntEnum`` is an ``int`` turned into its name)
+_PLAIN_JSON = frozenset({str, int, bool, float, type(None)})
+
+
 def jsonable(value: Any) -> Any:
     """Turn kgroup values (partitions, enums, tuples, mappings) into plain JSON data."""
+    if type(value) in _PLAIN_JSON:
+        return value  # (most fields: nothing to turn, and no isinstance look against Mapping)
     if isinstance(value, TopicPartition):
         return str(value)
     if isinstance(value, enum.Enum):
