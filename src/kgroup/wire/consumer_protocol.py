@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from kgroup.javacompat import java_string_key
 from kgroup.messages import NO_GENERATION, ConsumerAssignment, ConsumerSubscription
-from kgroup.model import KgroupError, PeerError, TopicPartition
+from kgroup.model import KgroupError, PeerError, TopicPartition, sorted_partitions
 
 __all__ = [
     "ASSIGNMENT_VERSION",
@@ -55,10 +55,6 @@ def _read_version(data: bytes, what: str) -> int:
     if version < 0:
         raise PeerError(f"{what}: unsupported consumer protocol version {version}")
     return int(version)
-
-
-def _topic_partition_key(tp: TopicPartition) -> tuple[bytes, int]:
-    return (java_string_key(tp.topic), tp.partition)
 
 
 def _put_string(parts: list[bytes], text: str | None, what: str) -> None:
@@ -106,7 +102,7 @@ def encode_subscription(subscription: ConsumerSubscription, version: int = SUBSC
         _put_string(parts, topic, "subscription.topics")
     _put_bytes(parts, subscription.user_data)
     if version >= 1:
-        owned = sorted(subscription.owned_partitions, key=_topic_partition_key)
+        owned = sorted_partitions(subscription.owned_partitions)  # (Java's topic order, then number)
         grouped: list[tuple[str, list[int]]] = []
         for tp in owned:
             if not grouped or grouped[-1][0] != tp.topic:
