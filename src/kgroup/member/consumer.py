@@ -24,6 +24,7 @@ public driving calls).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from kgroup.javacompat import hashmap_iteration_order
 from kgroup.member.core import checked_topics
@@ -366,7 +367,7 @@ class ClassicConsumerMember(HeartbeatMixin):
         self._join_send_at = None
         self._attempt += 1
         self._joined_subscription = self._topic_set
-        topics = tuple(hashmap_iteration_order(self._topics))  # Kafka's HashSet of topics
+        topics = _hashset_order(self._topics)  # Kafka's HashSet of topics
         owned = self._owned_order
         last_partitions, last_generation = self._last_assigned
         protocols = tuple(
@@ -708,6 +709,13 @@ class ClassicConsumerMember(HeartbeatMixin):
             self._after_commit(now_ms, sent, retriable=True, out=out)
         elif kind is Kind.FETCH:
             self._retry_fetch(now_ms, sent.partitions)
+
+
+@lru_cache(maxsize=1024)
+def _hashset_order(topics: tuple[str, ...]) -> tuple[str, ...]:
+    """``topics`` in the order Kafka's ``HashSet`` of them iterates (a group's members send the same
+    few subscriptions at every rebalance: each order is worked out once)."""
+    return tuple(hashmap_iteration_order(topics))
 
 
 def _inconsistent_protocol(resp: SyncGroupResponse, protocol: str | None) -> str | None:
