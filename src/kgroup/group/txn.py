@@ -28,6 +28,9 @@ class AppliesCommits(Protocol):
 
     def apply(self, record: OffsetCommitted) -> None: ...
 
+    def apply_commits(self, records: list[OffsetCommitted]) -> None:
+        """:meth:`apply` for each of ``records``, in order."""
+
 
 class PendingOffsets(Protocol):
     """The transactional offset commits pending on the coordinator until their transactions end
@@ -124,9 +127,7 @@ class Txn:
         if pending:  # pending offsets of these partitions are older than these commits
             for record in records:
                 pending.observe_commit(record.group_id, record.partition)
-        apply = group.apply
-        for record in records:
-            apply(record)
+        group.apply_commits(records)
 
     def reply(self, connection: str, correlation_id: int, body: Response) -> None:
         self.replies.append(Reply(connection, correlation_id, body))
