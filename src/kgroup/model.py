@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from kgroup.javacompat import int32, java_string_key
+from kgroup.valuetypes import fast_init
 
 __all__ = [
     "Assignment",
@@ -200,6 +201,7 @@ class TopicMetadata:
         return [TopicPartition(self.name, p) for p in range(self.partitions)]
 
 
+@fast_init  # (an assignor's input: a group of a thousand builds a thousand at every rebalance)
 @dataclass(frozen=True, slots=True)
 class Member:
     """One group member as an assignor sees it (Kafka's ``Subscription`` plus the member id).
@@ -313,8 +315,15 @@ class ErrorCode(enum.IntEnum):
     SHARE_SESSION_LIMIT_REACHED = 133
 
 
+#: values :func:`jsonable` returns as they are, told apart by their exact type (no subclass: an
+#: ``IntEnum`` is an ``int`` turned into its name)
+_PLAIN_JSON = frozenset({str, int, bool, float, type(None)})
+
+
 def jsonable(value: Any) -> Any:
     """Turn kgroup values (partitions, enums, tuples, mappings) into plain JSON data."""
+    if type(value) in _PLAIN_JSON:
+        return value  # (most fields: nothing to turn, and no isinstance look against Mapping)
     if isinstance(value, TopicPartition):
         return str(value)
     if isinstance(value, enum.Enum):

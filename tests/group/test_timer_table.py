@@ -78,3 +78,84 @@ def test_matches_a_plain_dict_model(ops: list[tuple[bool, int, int]]) -> None:
     expected = [k for k, (d, _) in sorted(model.items(), key=lambda kv: kv[1]) if d <= now]
     assert popped == expected
     assert table.armed() == {k: d for k, (d, _) in model.items() if d > now}
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["schedule", "cancel", "pop", "head"]), st.integers(0, 4), st.integers(0, 300)
+        ),
+        max_size=120,
+    )
+)
+def test_matches_the_model_with_pops_between_re_armings(ops: list[tuple[str, int, int]]) -> None:
+    """Keys re-armed earlier and later (a session timer at every heartbeat), cancelled and re-armed,
+    with pops and looks at the head in between as the clock moves on: the same as the model."""
+    table = TimerTable()
+    model: dict[tuple[str, ...], tuple[int, int]] = {}
+    order = now = 0
+    for op, k, value in ops:
+        key = ("heartbeat", "g", str(k))
+        if op == "schedule":
+            order += 1
+            table.schedule(key, now + value)
+            model[key] = (now + value, order)
+        elif op == "cancel":
+            table.cancel(key)
+            model.pop(key, None)
+        elif op == "pop":
+            now += value // 10
+            due = [k for k, (d, _) in sorted(model.items(), key=lambda kv: kv[1]) if d <= now]
+            expected = due[0] if due else None
+            assert table.pop_due(now) == expected
+            if expected is not None:
+                del model[expected]
+        else:
+            first = min(model.items(), key=lambda kv: kv[1], default=None)
+            head = table.head()
+            if first is None:
+                assert head is None
+            else:
+                assert head is not None and (head[0], head[2]) == (first[1][0], first[0])
+        assert table.armed() == {k: d for k, (d, _) in model.items()}
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["schedule", "cancel", "pop", "head"]), st.integers(0, 4), st.integers(0, 30)
+        ),
+        max_size=120,
+    )
+)
+def test_a_constant_tie_orders_a_milliseconds_keys_by_key_with_pops_between(
+    ops: list[tuple[str, int, int]],
+) -> None:
+    """The same with a constant tie (keys due at one millisecond come out in key order), where a key
+    re-armed for the same deadline makes an entry equal to the one already queued."""
+    table = TimerTable(sequence=lambda: 0)
+    model: dict[tuple[str, ...], int] = {}
+    now = 0
+    for op, k, value in ops:
+        key = ("heartbeat", "g", str(k))
+        if op == "schedule":
+            table.schedule(key, now + value)
+            model[key] = now + value
+        elif op == "cancel":
+            table.cancel(key)
+            model.pop(key, None)
+        elif op == "pop":
+            now += value // 3
+            due = sorted((d, k) for k, d in model.items() if d <= now)
+            expected = due[0][1] if due else None
+            assert table.pop_due(now) == expected
+            if expected is not None:
+                del model[expected]
+        else:
+            first = min(((d, k) for k, d in model.items()), default=None)
+            head = table.head()
+            if first is None:
+                assert head is None
+            else:
+                assert head is not None and (head[0], head[2]) == first
+        assert table.armed() == model

@@ -81,6 +81,8 @@ def check_coverage(
     cooperative: bool = False,
 ) -> list[str]:
     """Every subscribed existing partition assigned exactly once; nothing unknown assigned."""
+    if _covered_exactly(members, topics, assignment, cooperative):
+        return []
     counts: Counter[TopicPartition] = Counter()
     for partitions in assignment.values():
         counts.update(partitions)
@@ -88,8 +90,6 @@ def check_coverage(
     if cooperative:
         for m in members:
             owned.update(m.owned)
-    if _covered_exactly(members, topics, assignment, counts, owned):
-        return []
 
     def found() -> Iterable[str]:
         wanted = _subscribed_existing(members, topics)
@@ -115,21 +115,30 @@ def _covered_exactly(
     members: Sequence[Member],
     topics: Mapping[str, TopicMetadata],
     assignment: Result,
-    counts: Counter[TopicPartition],
-    owned: set[TopicPartition],
+    cooperative: bool,
 ) -> bool:
     """Whether :func:`check_coverage` has nothing to report, decided with set operations only (the
     usual case; when it is not, the checks run one by one to list what is wrong)."""
-    if sum(map(len, assignment.values())) != len(counts):
+    assigned: set[TopicPartition] = set()
+    for partitions in assignment.values():
+        assigned.update(partitions)
+    if sum(map(len, assignment.values())) != len(assigned):
         return False  # a partition assigned twice
     expected: set[tuple[str, int]] = set()
     for topic in _subscribed_existing(members, topics):
         # plain (topic, partition) tuples equal and hash like TopicPartitions
         expected.update(zip(repeat(topic), range(topics[topic].partitions)))
-    if not expected.issuperset(counts):
+    if not expected.issuperset(assigned):
         return False  # an unknown topic or partition
-    missing = expected.difference(counts)
-    return not missing or missing.issubset(owned)
+    missing = expected.difference(assigned)
+    if not missing:
+        return True
+    if not cooperative:
+        return False
+    owned: set[TopicPartition] = set()  # (only read when something is unassigned)
+    for m in members:
+        owned.update(m.owned)
+    return missing.issubset(owned)
 
 
 def check_subscriptions(members: Sequence[Member], assignment: Result) -> list[str]:

@@ -53,8 +53,10 @@ def members_from_subscriptions(
     group_instance_ids: Mapping[str, str | None] | None = None,
 ) -> list[Member]:
     """``(member id, subscription bytes)`` pairs, in JoinGroup response order, as the assignor's
-    members; equal bytes are decoded once, and each topic name once for the whole group
-    (:class:`~kgroup.model.PeerError` on bytes that are not a consumer subscription)."""
+    members; equal bytes are decoded once, small ones through the codec's memo and each topic name
+    of larger ones once for the whole group
+    (:func:`~kgroup.wire.consumer_protocol.decode_subscription_sharing`; :class:`~kgroup.model.PeerError`
+    on bytes that are not a consumer subscription)."""
     decoded: dict[bytes, ConsumerSubscription] = {}
     names: dict[bytes, str] = {}  # topic names, decoded once for the whole group
     out: list[Member] = []

@@ -29,9 +29,15 @@ _Tie = int | tuple[int | str, ...]
 
 
 class TimerTable:
-    """Armed coordinator timers: ``key -> deadline``, popped in (deadline, scheduling order)."""
+    """Armed coordinator timers: ``key -> deadline``, popped in (deadline, tie) — scheduling order,
+    unless a ``key_tie`` is given.
 
-    __slots__ = ("_armed", "_heap", "_tie_of")
+    A key re-armed for a later deadline — a member's session timer, at every heartbeat and offset
+    commit — is not pushed onto the heap again: the entry already queued for it comes out first, and
+    only then is the key's live entry pushed, if it is still armed. So the heap holds about one entry
+    per key, not one per re-arming, and the order keys come out in is the same."""
+
+    __slots__ = ("_armed", "_heap", "_queued", "_tie_of")
 
     def __init__(
         self,
@@ -39,10 +45,13 @@ class TimerTable:
         *,
         key_tie: Callable[[TimerKey], _Tie] | None = None,
     ) -> None:
-        #: key -> its live heap entry (the very tuple: an entry is live when it *is* this one)
+        #: key -> its live entry (the very tuple: an entry is live when it *is* this one)
         self._armed: dict[TimerKey, tuple[int, _Tie, TimerKey]] = {}
-        #: (deadline, sequence, key), with stale entries skipped lazily
+        #: (deadline, tie, key), with stale entries skipped lazily
         self._heap: list[tuple[int, _Tie, TimerKey]] = []
+        #: key -> the last entry pushed for it that is still on the heap; a key's live entry is either
+        #: that one or a later one, pushed when that one comes out
+        self._queued: dict[TimerKey, tuple[int, _Tie, TimerKey]] = {}
         if key_tie is not None:
             self._tie_of = key_tie
         else:
@@ -66,7 +75,10 @@ class TimerTable:
         """Arm ``key`` for ``deadline_ms``, replacing any earlier deadline."""
         entry = (deadline_ms, self._tie_of(key), key)
         self._armed[key] = entry
-        heapq.heappush(self._heap, entry)
+        queued = self._queued.get(key)
+        if queued is None or entry < queued:
+            self._queued[key] = entry
+            heapq.heappush(self._heap, entry)
 
     def cancel(self, key: TimerKey) -> None:
         """Forget ``key`` (harmless if it is not armed)."""
@@ -74,13 +86,16 @@ class TimerTable:
 
     def apply(self, effects: Iterable[TimerEffect]) -> None:
         """Apply a :class:`~kgroup.group.CoordinatorResult`'s ``timers``, in order."""
-        armed, heap, tie_of = self._armed, self._heap, self._tie_of
+        armed, queued, heap, tie_of = self._armed, self._queued, self._heap, self._tie_of
         for effect in effects:
             if isinstance(effect, ScheduleTimer):  # schedule(), inlined: once per heartbeat and commit
                 key = effect.key
                 entry = (effect.deadline_ms, tie_of(key), key)
                 armed[key] = entry
-                heapq.heappush(heap, entry)
+                ahead = queued.get(key)
+                if ahead is None or entry < ahead:
+                    queued[key] = entry
+                    heapq.heappush(heap, entry)
             elif isinstance(effect, CancelTimer):
                 armed.pop(effect.key, None)
 
@@ -88,12 +103,24 @@ class TimerTable:
 
     def head(self) -> tuple[int, _Tie, TimerKey] | None:
         """``(deadline, sequence, key)`` of the next timer to fire (without firing it), or ``None``."""
-        heap, armed = self._heap, self._armed
+        heap, armed, queued = self._heap, self._armed, self._queued
         while heap:
             entry = heap[0]
-            if armed.get(entry[2]) is entry:
+            key = entry[2]
+            live = armed.get(key)
+            if live is entry:
                 return entry
-            heapq.heappop(heap)  # replaced or cancelled: dropped lazily
+            # replaced or cancelled: dropped lazily; if it was the key's last entry on the heap, the
+            # key's live entry (no earlier than it) takes its place
+            if queued.get(key) is entry:
+                if live is None:
+                    del queued[key]
+                    heapq.heappop(heap)
+                else:
+                    queued[key] = live
+                    heapq.heapreplace(heap, live)
+            else:
+                heapq.heappop(heap)
         return None
 
     def peek(self) -> tuple[int, _Tie] | None:
@@ -117,6 +144,7 @@ class TimerTable:
             return None
         _, _, key = heapq.heappop(self._heap)
         del self._armed[key]
+        del self._queued[key]  # (the live entry just popped was the key's last one on the heap)
         return key
 
     def deadline(self, key: TimerKey) -> int | None:

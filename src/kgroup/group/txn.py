@@ -8,7 +8,6 @@ group's mutators are :mod:`kgroup.group.classic.mutate`).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from random import Random
 from typing import Generic, Protocol, TypeVar
 
@@ -17,6 +16,7 @@ from kgroup.group.records import OffsetCommitted, Parked, Record, TimerArmed, Ti
 from kgroup.group.timers import CancelTimer, ScheduleTimer, TimerEffect, TimerKey
 from kgroup.messages import Reply, Response
 from kgroup.model import TopicPartition
+from kgroup.valuetypes import value_type
 
 __all__ = ["CoordinatorResult", "CoordinatorTask", "Operation", "PendingOffsets", "Txn"]
 
@@ -27,6 +27,9 @@ class AppliesCommits(Protocol):
     """A group that replays its own offset commits (every kind's group does)."""
 
     def apply(self, record: OffsetCommitted) -> None: ...
+
+    def apply_commits(self, records: list[OffsetCommitted]) -> None:
+        """:meth:`apply` for each of ``records``, in order."""
 
 
 class PendingOffsets(Protocol):
@@ -55,7 +58,7 @@ class CoordinatorTask(Protocol):
     def run(self) -> object: ...
 
 
-@dataclass(frozen=True, slots=True)
+@value_type
 class CoordinatorResult:
     """What one ``handle`` / ``on_timer`` call produced."""
 
@@ -124,9 +127,7 @@ class Txn:
         if pending:  # pending offsets of these partitions are older than these commits
             for record in records:
                 pending.observe_commit(record.group_id, record.partition)
-        apply = group.apply
-        for record in records:
-            apply(record)
+        group.apply_commits(records)
 
     def reply(self, connection: str, correlation_id: int, body: Response) -> None:
         self.replies.append(Reply(connection, correlation_id, body))

@@ -24,6 +24,7 @@ public driving calls).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from kgroup.javacompat import hashmap_iteration_order
 from kgroup.member.core import checked_topics
@@ -339,7 +340,7 @@ class ClassicConsumerMember(HeartbeatMixin):
         # the *current* generation; the call that goes on decides revoke-or-lose from it. So a reset
         # by the heartbeat thread (or the commit's answer) while the commit was pending means lost.
         gen = self._generation
-        owned = sorted_partitions(self._owned)
+        owned = list(self._owned_order)
         if gen.is_reset:
             if owned:
                 self._emit(PartitionsLost(tuple(owned), self._owned_generation))
@@ -366,8 +367,8 @@ class ClassicConsumerMember(HeartbeatMixin):
         self._join_send_at = None
         self._attempt += 1
         self._joined_subscription = self._topic_set
-        topics = tuple(hashmap_iteration_order(self._topics))  # Kafka's HashSet of topics
-        owned = tuple(sorted_partitions(self._owned))
+        topics = _hashset_order(self._topics)  # Kafka's HashSet of topics
+        owned = self._owned_order
         last_partitions, last_generation = self._last_assigned
         protocols = tuple(
             JoinGroupProtocol(
@@ -708,6 +709,13 @@ class ClassicConsumerMember(HeartbeatMixin):
             self._after_commit(now_ms, sent, retriable=True, out=out)
         elif kind is Kind.FETCH:
             self._retry_fetch(now_ms, sent.partitions)
+
+
+@lru_cache(maxsize=1024)
+def _hashset_order(topics: tuple[str, ...]) -> tuple[str, ...]:
+    """``topics`` in the order Kafka's ``HashSet`` of them iterates (a group's members send the same
+    few subscriptions at every rebalance: each order is worked out once)."""
+    return tuple(hashmap_iteration_order(topics))
 
 
 def _inconsistent_protocol(resp: SyncGroupResponse, protocol: str | None) -> str | None:

@@ -242,8 +242,10 @@ class MemberCore(MemberBase):
         self._request_rejoin(rebalance_failed(exception))
 
     def _set_assignment(self, partitions: set[TopicPartition] | frozenset[TopicPartition]) -> None:
-        self._owned = frozenset(partitions)
-        self._owned_order = tuple(sorted_partitions(self._owned))
+        owned = frozenset(partitions)
+        if owned != self._owned:  # (a rebalance mostly hands a member what it had: no new sort)
+            self._owned_order = tuple(sorted_partitions(owned))
+        self._owned = owned
         for tp in [tp for tp in self._positions if tp not in self._owned]:
             del self._positions[tp]
         self._fetch_pending &= self._owned

@@ -47,6 +47,7 @@ class OwnershipTracker:
         "_owner",
         "_owner_since",
         "_subscribed",
+        "_subscribed_list",
         "_zombie",
         "counting_unowned",
         "double_ms",
@@ -69,6 +70,7 @@ class OwnershipTracker:
         self._zombie: list[bool] = []
         self._overlap: list[bool] = []
         self._subscribed: list[bool] = []
+        self._subscribed_list: list[int] | None = []  # subscribed(), kept until the set changes
         self._owner: list[str] = []
         self._owner_since: list[int] = []
         self.intervals: list[tuple[int, str, int, int]] = []  # (partition, consumer, start, end)
@@ -114,6 +116,7 @@ class OwnershipTracker:
     # --- subscription --------------------------------------------------------------------------------
 
     def set_subscribed(self, subscribed: Iterable[int]) -> None:
+        self._subscribed_list = None
         wanted = set(subscribed)
         for p in range(len(self._subscribed)):
             now_sub = p in wanted
@@ -123,7 +126,11 @@ class OwnershipTracker:
                 self._subscribed[p] = now_sub
 
     def subscribed(self) -> list[int]:
-        return [p for p, s in enumerate(self._subscribed) if s]
+        """The subscribed partitions, in order (the same list until the subscribed set changes:
+        read it, do not change it)."""
+        if self._subscribed_list is None:
+            self._subscribed_list = [p for p, s in enumerate(self._subscribed) if s]
+        return self._subscribed_list
 
     # --- claims --------------------------------------------------------------------------------------
 
@@ -186,9 +193,12 @@ class OwnershipTracker:
 
     def _flip(self, consumer: str, partitions: Iterable[int], current: bool, now_ms: int) -> None:
         """``consumer``'s claim on ``partitions`` becomes current (or stops being): what
-        :meth:`_refresh` would conclude, done directly where it is the partition's only claimant."""
+        :meth:`_refresh` would conclude, done directly where it is the partition's only claimant
+        (a thousand-member group flips ten thousand claims at each rebalance)."""
         claimants, counts, subscribed = self._claimants, self._current_count, self._subscribed
         zombies, owners, since = self._zombie, self._owner, self._owner_since
+        intervals = self.intervals
+        unowned = zombie = 0  # changes of n_unowned and n_zombie, added at the end
         for p in partitions:
             claims = claimants[p]
             sole = len(claims) == 1 and consumer in claims
@@ -198,21 +208,27 @@ class OwnershipTracker:
             elif current:  # zombie -> owner
                 counts[p] = 1
                 if subscribed[p]:
-                    self.n_unowned -= 1
+                    unowned -= 1
                 zombies[p] = False
-                self.n_zombie -= 1
+                zombie -= 1
                 owners[p] = consumer
                 since[p] = now_ms
             else:  # owner -> zombie
                 counts[p] = 0
                 if subscribed[p]:
-                    self.n_unowned += 1
+                    unowned += 1
                 zombies[p] = True
-                self.n_zombie += 1
-                if now_ms > since[p]:
-                    self._interval(p, consumer, since[p], now_ms)
+                zombie += 1
+                start = since[p]
+                if now_ms > start:  # (_interval, inlined)
+                    if len(intervals) < MAX_INTERVALS:
+                        intervals.append((p, consumer, start, now_ms))
+                    else:
+                        self.intervals_dropped += 1
                 owners[p] = NO_OWNER
                 since[p] = now_ms
+        self.n_unowned += unowned
+        self.n_zombie += zombie
 
     def _refresh(self, p: int, now_ms: int) -> None:
         claims = self._claimants[p]

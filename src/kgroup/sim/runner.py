@@ -573,8 +573,13 @@ class Simulation(SimLoop):
                     stale = stale | self._given_away_while_missing(proc, key[1], generation)
                 self._set_claim(proc, proc.claim, current, stale)
             else:
-                index = self.workload.index
-                parts = frozenset([index[tp] for tp in assigned if tp in index])
+                if key is not None and len(proc.claim) == len(assigned) and assigned == key[0]:
+                    # the same partitions in a new set (a rebalance that left this member's alone):
+                    # every one of them was indexed when the claim was made, so it is the claim again
+                    parts = proc.claim
+                else:
+                    index = self.workload.index
+                    parts = frozenset([index[tp] for tp in assigned if tp in index])
                 if not isinstance(self.group, ConsumerGroupObserver):
                     since = proc.claim_since
                     for p in parts - proc.claim:
@@ -814,19 +819,18 @@ class Simulation(SimLoop):
             self.q.push(nxt, _SAMPLE, None)
 
     def _sample(self, now: int) -> None:
+        advance = self.workload.advance
         for proc in self.procs:
             member = proc.member
             if member is not None:
-                self.workload.advance(proc.load, member, now)
+                advance(proc.load, member, now)
         # the group's committed offsets as the coordinator holds them (new owners start there)
         # (Workload.on_commit, inlined: ten thousand partitions a sample)
-        index, committed = self.workload.index, self.workload.committed
+        index_of, committed = self.workload.index.get, self.workload.committed
         for tp, value in self.coord.committed_offsets(self.group_id).items():
             offset = value.offset
-            if offset >= 0:
-                i = index.get(tp)
-                if i is not None:
-                    committed[i] = offset
+            if offset >= 0 and (i := index_of(tp)) is not None:
+                committed[i] = offset
         subscribed = self.own.subscribed()
         committed_total, largest, unprocessed = self.workload.lag(subscribed, now)
         if self.lag and self.lag[-1].t_ms == now:

@@ -115,9 +115,10 @@ class Workload:
         for i in subscribed:
             end = (rate * (now_ms - created[i])) // 1000
             unprocessed += end - high[i]
-            if committed[i] < 0:
+            offset = committed[i]
+            if offset < 0:
                 continue
-            lag = end - committed[i]
+            lag = end - offset
             total += lag
             if lag > largest:
                 largest = lag
@@ -149,12 +150,14 @@ class Workload:
             load.busy_since_ms = None
             return
         paused = member.pending_revocation()
-        if assigned is not load.sorted_for and assigned != load.sorted_for:
+        if assigned is not load.sorted_for:
+            if assigned != load.sorted_for:
+                index, created, rate = self.index, self.created_ms, self.produce_rate
+                load.sorted_assignment = [
+                    (tp, i, rate * created[i]) for tp in sorted(assigned) if (i := index.get(tp)) is not None
+                ]
+            # (kept also when only the set is new: the next call then needs no comparison)
             load.sorted_for = assigned
-            index, created, rate = self.index, self.created_ms, self.produce_rate
-            load.sorted_assignment = [
-                (tp, i, rate * created[i]) for tp in sorted(assigned) if (i := index.get(tp)) is not None
-            ]
         position = member.positions().get
         produced = self.produce_rate * now_ms
         # what each partition has waiting: (partition, index, position, log end)

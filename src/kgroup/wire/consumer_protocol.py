@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from kgroup.javacompat import java_string_key
 from kgroup.messages import NO_GENERATION, ConsumerAssignment, ConsumerSubscription
-from kgroup.model import KgroupError, PeerError, TopicPartition
+from kgroup.model import KgroupError, PeerError, TopicPartition, sorted_partitions
 
 __all__ = [
     "ASSIGNMENT_VERSION",
@@ -55,10 +55,6 @@ def _read_version(data: bytes, what: str) -> int:
     if version < 0:
         raise PeerError(f"{what}: unsupported consumer protocol version {version}")
     return int(version)
-
-
-def _topic_partition_key(tp: TopicPartition) -> tuple[bytes, int]:
-    return (java_string_key(tp.topic), tp.partition)
 
 
 def _put_string(parts: list[bytes], text: str | None, what: str) -> None:
@@ -106,7 +102,7 @@ def encode_subscription(subscription: ConsumerSubscription, version: int = SUBSC
         _put_string(parts, topic, "subscription.topics")
     _put_bytes(parts, subscription.user_data)
     if version >= 1:
-        owned = sorted(subscription.owned_partitions, key=_topic_partition_key)
+        owned = sorted_partitions(subscription.owned_partitions)  # (Java's topic order, then number)
         grouped: list[tuple[str, list[int]]] = []
         for tp in owned:
             if not grouped or grouped[-1][0] != tp.topic:
@@ -267,8 +263,15 @@ def decode_assignment(data: bytes) -> ConsumerAssignment:
 
 def decode_subscription_sharing(data: bytes, names: dict[bytes, str]) -> ConsumerSubscription:
     """:func:`decode_subscription` for many subscriptions at once (a group leader's): topic names
-    already in ``names`` (UTF-8 bytes -> name, filled as it goes) are not decoded again."""
-    return _decode_subscription(bytes(data), names)
+    already in ``names`` (UTF-8 bytes -> name, filled as it goes) are not decoded again.
+
+    Payloads small enough for :func:`decode_subscription`'s memo go through it (and leave ``names``
+    alone), so that whoever decodes the same bytes next — the simulator checks every Stable
+    generation's subscriptions after its leader decoded them — finds them decoded."""
+    data = bytes(data)
+    if len(data) <= MEMO_MAX_BYTES:
+        return _memo_subscription(data)
+    return _decode_subscription(data, names)
 
 
 def _decode_subscription(data: bytes, names: dict[bytes, str] | None = None) -> ConsumerSubscription:

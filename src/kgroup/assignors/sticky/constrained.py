@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
-from kgroup.assignors.sticky._tp import new_partition, topic_key, topic_order
+from kgroup.assignors.sticky._tp import new_partition, topic_key
 from kgroup.assignors.sticky.errors import StickyAssignmentError
 from kgroup.assignors.sticky.racks import RackInfo
 from kgroup.javacompat import java_string_key
-from kgroup.model import TopicPartition
+from kgroup.model import TopicPartition, sorted_partitions
 
 __all__ = ["ConstrainedBuilder", "ConstrainedResult"]
 
@@ -142,7 +142,7 @@ class ConstrainedBuilder:
         topics = sorted(self.partitions_per_topic, key=java_string_key)
         if not self.assigned:
             return [new_partition((t, p)) for t in topics for p in range(self.partitions_per_topic[t])]
-        assigned = sorted(self.assigned, key=topic_order)
+        assigned = sorted_partitions(self.assigned)  # (topic_order's order, the tuples sorted in C)
         out: list[TopicPartition] = []
         it = iter(assigned)
         next_assigned = next(it)

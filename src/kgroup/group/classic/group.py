@@ -109,6 +109,13 @@ class GroupData:
 
     # --- replay ---------------------------------------------------------------------------------
 
+    def apply_commits(self, commits: list[records.OffsetCommitted]) -> None:
+        """:meth:`apply` for each of ``commits``, in order (what an offset commit changes; one
+        call for a whole OffsetCommit request)."""
+        offsets = self.offsets
+        for record in commits:
+            offsets[record.partition] = record.value
+
     def apply(self, record: records.GroupRecord) -> None:
         # by far the most frequent record: one per committed offset
         if type(record) is records.OffsetCommitted:

@@ -115,15 +115,18 @@ def handle_offset_commit(
     committed: list[OffsetCommitted] = []
     now_ms, group_id = txn.now_ms, group.group_id
     max_bytes = txn.config.offset_metadata_max_bytes
+    none = ErrorCode.NONE
     for entry in req.offsets:
+        tp = entry.partition
         metadata = entry.committed_metadata
-        if metadata_too_large(metadata, max_bytes):
-            results.append((entry.partition, ErrorCode.OFFSET_METADATA_TOO_LARGE))
+        # (a commit without metadata, the usual one, needs no look at its size)
+        if metadata and metadata_too_large(metadata, max_bytes):
+            results.append((tp, ErrorCode.OFFSET_METADATA_TOO_LARGE))
             continue
         epoch = entry.committed_leader_epoch
         value = OffsetAndMetadata(entry.committed_offset, epoch, metadata or "", now_ms)
-        committed.append(OffsetCommitted(group_id, entry.partition, value))
-        results.append((entry.partition, ErrorCode.NONE))
+        committed.append(OffsetCommitted(group_id, tp, value))
+        results.append((tp, none))
     if committed:
         txn.emit_all_to(group, committed)
     txn.reply(env.connection, env.correlation_id, OffsetCommitResponse(tuple(results)))

@@ -265,6 +265,13 @@ class ConsumerGroupData(ModernGroupData[ConsumerGroupMember]):
 
     # --- replay -------------------------------------------------------------------------------------
 
+    def apply_commits(self, commits: list[OffsetCommitted]) -> None:
+        """:meth:`apply` for each of ``commits``, in order (what an offset commit changes; one
+        call for a whole OffsetCommit request)."""
+        offsets = self.offsets
+        for record in commits:
+            offsets[record.partition] = record.value
+
     def apply(self, record: records.ConsumerGroupRecord | OffsetCommitted) -> None:
         if type(record) is OffsetCommitted:
             self.offsets[record.partition] = record.value
