@@ -31,6 +31,8 @@ from typing import Any
 
 import re2
 
+from kgroup.group.consumer.re2j_parse import NotRead, rendered
+
 __all__ = ["RE2J_UNKNOWN_SCRIPTS", "InvalidTopicRegex", "TopicRegex", "compile_topic_regex", "resolve"]
 
 #: Unicode scripts RE2 knows and RE2/J 1.8 does not (its tables are Unicode 6.0's): ``\p{Adlam}`` is
@@ -91,9 +93,11 @@ class InvalidTopicRegex(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TopicRegex:
-    """A compiled subscribed-topic regex: ``pattern`` as the member sent it."""
+    """A compiled subscribed-topic regex: ``pattern`` as the member sent it, ``re2_pattern`` what RE2
+    runs (RE2/J's parse tree written out, :func:`kgroup.group.consumer.re2j_parse.rendered`)."""
 
     pattern: str
+    re2_pattern: str
     _compiled: Any
 
     def fullmatch(self, topic: str) -> bool:
@@ -252,7 +256,7 @@ def _read(regex: str) -> _Reading:
                     single = not ends_range and escaped not in _RE2J_PERL_CLASSES
                     out.append(_escape(escaped))
                     j += 2
-                elif regex.startswith("[:", j):
+                elif regex.startswith("[:", j) and not ends_range:  # a range's end is one character
                     if regex.startswith("[:]", j):  # RE2/J looks for ":]" from the ':' on
                         refuse(j, "invalid character class range")
                     end = regex.find(":]", j + 2)
@@ -356,7 +360,13 @@ def compile_topic_regex(regex: str) -> TopicRegex:
         raise InvalidTopicRegex(regex, _DESCRIPTIONS.get(words, words)) from None
     except UnicodeEncodeError:  # a lone surrogate: not text RE2 can read
         raise InvalidTopicRegex(regex, "invalid UTF-8") from None
-    return TopicRegex(regex, compiled)
+    # valid: matched by RE2/J's own tree (where RE2/J builds it differently from RE2, it matches
+    # differently); RE2's reading of the pattern is kept only if the tree cannot be written out
+    try:
+        tree = rendered(regex)
+        return TopicRegex(regex, tree, re2.compile(tree, _options()))
+    except (NotRead, re2.error):
+        return TopicRegex(regex, reading.for_re2, compiled)
 
 
 def resolve(regexes: Iterable[str], topics: Iterable[str]) -> dict[str, frozenset[str]]:
