@@ -123,6 +123,32 @@ def test_a_member_joining_within_the_assignment_interval_waits_for_the_next_targ
 
 
 @pytest.mark.parametrize(
+    ("suffix", "joiner_quota"),
+    [
+        # the two ids share a bucket of the GroupSpec's HashMap (16 buckets) and the joiner comes first
+        # in the group's TimelineHashMap: Apache Kafka 4.4.0 gave the joiner two partitions (seen in a
+        # differential run, the joiner's answer epoch 4 [1, 2], with three different topic ids)
+        ("t16240-20-test-which-member", 2),
+        # no shared bucket, the old member's first: it keeps two (Kafka: the joiner's epoch 4 with [0])
+        ("t16240-21-test-which-member", 1),
+    ],
+)
+def test_a_joining_member_has_its_place_in_the_members_map_when_the_target_is_computed(
+    suffix: str, joiner_quota: int
+) -> None:
+    """``ShareGroup.getOrMaybeCreateMember`` puts a joining member into the group's members before the
+    target is computed (a consumer group's does not), so the simple assignor's member order — who gets
+    the larger quota — is the order of the map holding the joiner, not the old members then the joiner."""
+    first, joiner = f"member-0-{suffix}", f"member-1-{suffix}"
+    s = Share()
+    s.heartbeat(0, first, 0, ("orders",))
+    assert sum(len(p) for p in (_partitions(s.heartbeat(1500, first, 2)) or {}).values()) == 3
+    joined = s.heartbeat(3000, joiner, 0, ("orders",))
+    assert joined.member_epoch == 4
+    assert sum(len(p) for p in (_partitions(joined) or {}).values()) == joiner_quota
+
+
+@pytest.mark.parametrize(
     ("request_", "message"),
     [
         (

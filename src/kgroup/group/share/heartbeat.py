@@ -31,7 +31,13 @@ from kgroup.group.records.consumer import TargetAssignmentMetadataValue, TopicAs
 from kgroup.group.share.group import ShareGroupData, ShareMember, SharePartitionStates
 from kgroup.group.share.timers import ShareSessionTimer
 from kgroup.group.txn import Operation, Txn
-from kgroup.javacompat import JavaHashSet, hashmap_order_of, java_string_hash
+from kgroup.javacompat import (
+    JavaHashSet,
+    hashmap_order_of,
+    java_string_hash,
+    timeline_hashmap_order,
+    timeline_table_after_put,
+)
 from kgroup.messages import (
     SHARE_LEAVE_GROUP_MEMBER_EPOCH,
     Envelope,
@@ -289,6 +295,19 @@ def _subscribed_ids(member: ShareMember, image: MetadataImage) -> tuple[TopicId,
     return tuple(image.topics[name].topic_id for name in present)
 
 
+def _member_ids_with(group: ShareGroupData, member_id: str) -> list[str]:
+    """The member ids as ``ShareGroup.members()`` iterates them when the target is computed. Unlike a
+    consumer group's, a share group's ``getOrMaybeCreateMember`` puts a joining member (empty) into the
+    group's ``TimelineHashMap`` at once (``updateMember``), so the joiner already has its place there
+    (its slot, the table grown by that put), and ``UpdatedMembersAndTargetAssignmentView`` replaces it
+    in place rather than appending it: the ``GroupSpec``'s ``HashMap`` is filled in that order, which
+    decides the order of members sharing one of its buckets (two members joining a bucket of 16)."""
+    if member_id in group.members:
+        return group.member_ids_in_kafka_order()
+    table = timeline_table_after_put(len(group.members), group.members_table)
+    return timeline_hashmap_order([*group.members, member_id], table)
+
+
 def _maybe_update_target(
     txn: Txn,
     group: ShareGroupData,
@@ -304,7 +323,9 @@ def _maybe_update_target(
         group.assignment_timestamp_ms, txn.config.share_assignment_interval_ms, txn.now_ms
     ):
         return group.assignment_epoch, group.target_assignment.get(updated.member_id, {})
-    members: dict[str, ShareMember] = {m: group.members[m] for m in group.member_ids_in_kafka_order()}
+    members: dict[str, ShareMember] = {
+        m: group.members.get(m, updated) for m in _member_ids_with(group, updated.member_id)
+    }
     members[updated.member_id] = updated
     targets = group.target_assignment
     assignable = group.partition_states.assignable() if group.partition_states is not None else {}
