@@ -1,6 +1,7 @@
 """Differential: a Fetch with no partition to read, a session's close, an incremental fetch of a session
 the broker does not have, and the order of an answer mixing partitions read with partitions answered
-aside — sent raw to kgroup and to Apache Kafka 4.4.0 (the ``target`` fixture), the answers compared.
+aside, and what a parked fetch answers for partitions answered aside once they exist — sent raw to
+kgroup and to Apache Kafka 4.4.0 (the ``target`` fixture), the answers compared.
 
 A fetch that parked would not be answered within the connection's 15 s (``max_wait`` is 60 s here):
 the test would fail on the read, so nothing here measures a time. (kgroup hands out no fetch
@@ -24,39 +25,56 @@ FETCH_SESSION_ID_NOT_FOUND = 70
 LONG_WAIT_MS = 60_000
 
 
-def _fetch(raw: Raw, entries: list[tuple[str, int]], *, session_id: int = 0, session_epoch: int = -1) -> Any:
+def _fetch(
+    raw: Raw,
+    entries: list[tuple[str, int]],
+    *,
+    session_id: int = 0,
+    session_epoch: int = -1,
+    wait_ms: int = LONG_WAIT_MS,
+) -> Any:
     """Fetch v12 of (topic, partition) entries from offset 0, one topic entry each."""
     return raw.call(
         "Fetch",
         12,
-        {
-            "replica_id": -1,
-            "max_wait": LONG_WAIT_MS,
-            "min_bytes": 1,
-            "max_bytes": 1 << 20,
-            "isolation_level": 0,
-            "session_id": session_id,
-            "session_epoch": session_epoch,
-            "topics": [
-                {
-                    "topic": topic,
-                    "partitions": [
-                        {
-                            "partition": partition,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": 0,
-                            "last_fetched_epoch": -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": 1 << 20,
-                        }
-                    ],
-                }
-                for topic, partition in entries
-            ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        },
+        _fetch_fields(entries, session_id=session_id, session_epoch=session_epoch, wait_ms=wait_ms),
     )
+
+
+def _fetch_fields(
+    entries: list[tuple[str, int]],
+    *,
+    session_id: int = 0,
+    session_epoch: int = -1,
+    wait_ms: int = LONG_WAIT_MS,
+) -> dict[str, Any]:
+    return {
+        "replica_id": -1,
+        "max_wait": wait_ms,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": session_id,
+        "session_epoch": session_epoch,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+            for topic, partition in entries
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
 
 
 def _layout(answer: Any, rename: dict[str, str]) -> list[tuple[str, list[tuple[int, int]]]]:
@@ -109,3 +127,42 @@ def test_nothing_to_read_session_epochs_and_the_answers_order(target: Target, na
         ("nope", [(0, UNKNOWN_TOPIC_OR_PARTITION)]),
         ("t", [(2, UNKNOWN_TOPIC_OR_PARTITION)]),
     ]
+
+
+def _produce_one(raw: Raw, topic: str) -> None:
+    produced = raw.call(
+        "Produce",
+        9,
+        {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout": 10_000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": kio_batch([b"x"])}]}],
+        },
+    )
+    assert produced["responses"][0]["partition_responses"][0]["error_code"] == NONE, produced
+
+
+def test_a_parked_fetch_keeps_its_answers_aside_for_what_was_created_meanwhile(
+    target: Target, names: str
+) -> None:
+    """A fetch parks on an empty partition beside a topic that does not exist; the topic is created
+    while it waits, then a record completes the fetch. Kafka's ``DelayedFetch`` reads again only the
+    partitions it read the first time: the new topic keeps its first answer (unknown), though it
+    exists and serves by then."""
+    t, late = f"{names}-t", f"{names}-late"
+    with Raw(target.bootstrap_servers) as raw, Raw(target.bootstrap_servers) as admin:
+        create_topic(admin, t, 1)
+        raw.send("Fetch", 12, _fetch_fields([(t, 0), (late, 0)]))
+        create_topic(admin, late, 1)
+        # it serves now: a fetch of it alone is answered (empty, no error)
+        alone = _fetch(admin, [(late, 0)], wait_ms=0)
+        assert _layout(alone, {late: "late"}) == [("late", [(0, NONE)])]
+        _produce_one(admin, t)  # the parked fetch's min_bytes are there: it completes
+        answer = raw.receive()
+    assert answer["error_code"] == NONE
+    assert _layout(answer, {t: "t", late: "late"}) == [
+        ("t", [(0, NONE)]),
+        ("late", [(0, UNKNOWN_TOPIC_OR_PARTITION)]),
+    ]
+    assert len(answer["responses"][0]["partitions"][0]["records"]) > 0  # the record that completed it

@@ -291,26 +291,41 @@ def _batches_below(data: bytes | memoryview, limit: int) -> bytes | memoryview:
     return view[:end]
 
 
+_Answered = tuple[str, uuid.UUID, dict[str, Any]]
+
+
 async def _fetch_once(
-    ctx: RequestContext, request: Any
-) -> tuple[dict[str, Any], int, bool, dict[tuple[str, int], int]]:
+    ctx: RequestContext, request: Any, answered_aside: dict[int, _Answered] | None = None
+) -> tuple[dict[str, Any], int, bool, dict[tuple[str, int], int], dict[int, _Answered]]:
     """One read of every partition: the answer, its bytes, whether a partition had an error reading
-    its log, and the bytes read per partition that was read — Kafka's "interesting" partitions, not
+    its log, the bytes read per partition that was read — Kafka's "interesting" partitions, not
     those answered before the log is looked at (an unknown topic or partition, no READ on the topic:
-    ``KafkaApis`` answers them aside, and they neither end nor count for a wait)."""
+    ``KafkaApis`` answers them aside, and they neither end nor count for a wait) — and those answered
+    aside, by their place in the request.
+
+    A parked fetch's second read (``answered_aside``: the first read's) reads only the partitions the
+    first one read, as Kafka's ``DelayedFetch`` reads only its "interesting" partitions: one answered
+    aside keeps that answer (a topic or partition created meanwhile is not read), and one read before
+    stays among those read, in its place, whatever its read finds now."""
     read_committed = int(getattr(request, "isolation_level", 0)) == 1
     budget = int(getattr(request, "max_bytes", 0x7FFFFFFF))
     total = 0
     errors = False
     sizes: dict[tuple[str, int], int] = {}
-    read: list[tuple[str, uuid.UUID, dict[str, Any]]] = []
-    aside: list[tuple[str, uuid.UUID, dict[str, Any]]] = []
+    read: list[_Answered] = []
+    aside: list[_Answered] = []
+    aside_at: dict[int, _Answered] = {}
     pacer = ctx.pacer
     leaders: set[int] = set()
+    at = -1
     for topic in request.topics:
         name = _topic_name(ctx, topic)
         topic_id = topic_id_of(topic)
         for part in topic.partitions:
+            at += 1
+            if answered_aside is not None and at in answered_aside:
+                aside.append(answered_aside[at])
+                continue
             # KIP-74: the first non-empty partition is returned even if larger than max_bytes
             entry, size = _fetch_partition(
                 ctx, name, part, read_committed, budget if total else max(budget, 1)
@@ -318,8 +333,9 @@ async def _fetch_once(
             total += size
             budget -= size
             code = entry["error_code"]
-            if code in _ANSWERED_ASIDE:
+            if code in _ANSWERED_ASIDE and answered_aside is None:
                 aside.append((name, topic_id, entry))
+                aside_at[at] = aside[-1]
                 continue
             if code != ErrorCode.NONE:
                 errors = True
@@ -339,7 +355,7 @@ async def _fetch_once(
         # v16+: where the leaders named in current_leader are (KIP-951), for the client's metadata
         "node_endpoints": _node_endpoints(ctx, leaders),
     }
-    return answer, total, errors, sizes
+    return answer, total, errors, sizes, aside_at
 
 
 def _by_topic(entries: list[tuple[str, uuid.UUID, dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -393,7 +409,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0.0, request.max_wait.total_seconds())
     min_bytes = int(request.min_bytes)
-    answer, total, errors, sizes = await _fetch_once(ctx, request)
+    answer, total, errors, sizes, answered_aside = await _fetch_once(ctx, request)
     # Kafka answers at once a fetch with no partition to read (``KafkaApis``: nothing "interesting",
     # e.g. the empty fetch a closing Java consumer sends to close its fetch session) — it does not
     # wait ``max_wait`` for bytes that cannot come
@@ -414,7 +430,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         pass
     finally:
         ctx.services.unwatch_appends(waiter)
-    return (await _fetch_once(ctx, request))[0]
+    return (await _fetch_once(ctx, request, answered_aside))[0]
 
 
 def _close_regions(answer: dict[str, Any]) -> None:
