@@ -1,7 +1,8 @@
 """What the coordinator answers across every group kind: a group DescribeGroups cannot describe.
 
 ConsumerGroupDescribe and ShareGroupDescribe list a member's partitions alike
-(:func:`described_topics`) and word a group they cannot describe alike (:func:`not_found_message`).
+(:func:`described_topics`), word a group they cannot describe alike (:func:`not_found_message`) and
+keep their members' descriptions alike (:class:`DescribedMembers`).
 
 FindCoordinator is not the coordinator's to answer: which node coordinates a group is the cluster's
 knowledge, so each host answers it (the broker's ``find_coordinator`` handler, the simulator's
@@ -10,7 +11,7 @@ runner)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from kgroup.group.metadata import MetadataImage
 from kgroup.group.states import GroupState
@@ -20,6 +21,7 @@ from kgroup.model import ErrorCode, TopicId
 
 __all__ = [
     "DESCRIBE_GROUP_NOT_FOUND_VERSION",
+    "DescribedMembers",
     "described_groups",
     "described_topics",
     "not_described",
@@ -61,6 +63,64 @@ def not_found_message(group_id: str, kind: str, other_kind_owns: bool) -> str:
     if other_kind_owns:
         return f"Group {group_id} is not a {kind} group."
     return f"Group {group_id} not found."
+
+
+class _Member(Protocol):
+    @property
+    def member_id(self) -> str: ...
+
+
+_M = TypeVar("_M", bound=_Member)
+_X = TypeVar("_X")
+_MD = TypeVar("_MD")
+
+
+class DescribedMembers(Generic[_M, _X, _MD]):
+    """A group's members as its last Consumer/ShareGroupDescribe described them: a cache, not state.
+
+    A member's description depends on the member, on what else its kind describes it from (``extra``:
+    a consumer member's target assignment; ``None`` when it has none) and on the metadata image (a
+    topic's name). All three are replaced, never changed, so a description is handed again while they
+    are the very objects it was built from, and built again otherwise by ``describe(member, extra,
+    image, previous)`` (``previous``: the entry it replaces, whose parts it may reuse where they come
+    from the same objects). A 5,000-member group's description was ~38 ms of the coordinators' thread,
+    polled every 0.5 s while its members reconcile (docs/performance.md, issue 37 item 2)."""
+
+    __slots__ = ("_known",)
+
+    def __init__(self) -> None:
+        #: member id -> (member, extra, image, description)
+        self._known: dict[str, tuple[_M, _X | None, MetadataImage, _MD]] = {}
+
+    def describe(
+        self,
+        members: Mapping[str, _M],
+        order: Iterable[str],
+        extras: Mapping[str, _X],
+        image: MetadataImage,
+        describe: Callable[
+            [_M, _X | None, MetadataImage, tuple[_M, _X | None, MetadataImage, _MD] | None], _MD
+        ],
+    ) -> tuple[_MD, ...]:
+        """The descriptions of ``members`` in ``order`` (their ids); ``extras``: each one's extra."""
+        known = self._known
+        described = []
+        for member_id in order:
+            member = members[member_id]
+            extra = extras.get(member_id)
+            entry = known.get(member_id)
+            if entry is None or entry[0] is not member or entry[1] is not extra or entry[2] is not image:
+                entry = (member, extra, image, describe(member, extra, image, entry))
+                known[member_id] = entry
+            described.append(entry[3])
+        if len(known) != len(members):  # members gone since the last describe
+            for gone in known.keys() - members.keys():
+                del known[gone]
+        return tuple(described)
+
+    def member_ids(self) -> Iterable[str]:
+        """The members described (those of the last describe)."""
+        return self._known.keys()
 
 
 class _EpochGroup(Protocol):

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 
+from kgroup.group.admin import DescribedMembers
 from kgroup.group.assignors.api import InvertedTarget, MemberSpec, SubscriptionType, assignment_from_record
 from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.metadata import MetadataImage
@@ -21,6 +22,7 @@ from kgroup.group.records import OffsetAndMetadata, OffsetCommitted
 from kgroup.group.records import consumer as records
 from kgroup.group.states import KafkaNamedState
 from kgroup.javacompat import hashmap_iteration_order, timeline_table_after_put
+from kgroup.messages import DescribedConsumerMember
 from kgroup.model import TopicId, TopicPartition
 from kgroup.valuetypes import replace
 
@@ -147,6 +149,11 @@ class ConsumerGroupData(ModernGroupData[ConsumerGroupMember]):
     member_specs: dict[
         str, tuple[ConsumerGroupMember, records.TopicAssignment, MetadataImage, MemberSpec]
     ] = field(default_factory=dict, compare=False, repr=False)
+    #: the members as the last ConsumerGroupDescribe described them: a cache, not state
+    #: (``requests.handle_consumer_describe``)
+    described_members: DescribedMembers[
+        ConsumerGroupMember, records.TopicAssignment, DescribedConsumerMember
+    ] = field(default_factory=DescribedMembers, compare=False, repr=False)
 
     # --- reading (Kafka's ConsumerGroup methods) ----------------------------------------------------
 

@@ -12,7 +12,9 @@ from kgroup.group.consumer.group import ConsumerGroupData, ConsumerGroupState
 from kgroup.group.consumer.member import ConsumerGroupMember
 from kgroup.group.consumer.timers import SessionTimer
 from kgroup.group.errors import ApiError
+from kgroup.group.metadata import MetadataImage
 from kgroup.group.records import GroupDeleted, OffsetAndMetadata, OffsetCommitted
+from kgroup.group.records.consumer import TopicAssignment
 from kgroup.group.txn import Txn
 from kgroup.group.txn_offsets import metadata_too_large, pending_commits, stable_answer
 from kgroup.javacompat import hash_set_order, java_string_hash
@@ -21,6 +23,7 @@ from kgroup.messages import (
     ConsumerGroupDescribeResponse,
     DescribedConsumerGroup,
     DescribedConsumerMember,
+    DescribedTopicPartitions,
     Envelope,
     OffsetCommitRequest,
     OffsetCommitResponse,
@@ -47,14 +50,49 @@ _MEMBER_EPOCH_COMMIT_VERSION = 9
 # --- ConsumerGroupDescribe ---------------------------------------------------------------------------
 
 
-def _describe_member(
-    member: ConsumerGroupMember, group: ConsumerGroupData, ctx: ConsumerContext
-) -> DescribedConsumerMember:
+#: the target of a member without one (``DescribedMembers`` hands ``None`` for it)
+_NO_TARGET: TopicAssignment = {}
+_DescribedEntry = tuple[ConsumerGroupMember, TopicAssignment | None, MetadataImage, DescribedConsumerMember]
+
+
+def _described_names(member: ConsumerGroupMember) -> tuple[str, ...]:
+    # the member's names are a ``HashSet<String>``: Kafka lists them in its iteration order
+    return hash_set_order(java_string_hash, member.sorted_topic_names())
+
+
+def _described_owned(
+    member: ConsumerGroupMember, image: MetadataImage
+) -> tuple[DescribedTopicPartitions, ...]:
     owned: dict[TopicId, frozenset[int]] = {}
     for source in (member.assigned_partitions, member.partitions_pending_revocation):
         for topic, partitions in source.items():
             owned[topic] = owned.get(topic, frozenset()) | frozenset(partitions)
-    target = {t: frozenset(p) for t, p in group.target_of(member.member_id).items()}
+    return described_topics(owned, image)
+
+
+def _described_target(target: TopicAssignment, image: MetadataImage) -> tuple[DescribedTopicPartitions, ...]:
+    return described_topics({t: frozenset(p) for t, p in target.items()}, image)
+
+
+def _describe_member(
+    member: ConsumerGroupMember, target: TopicAssignment | None, image: MetadataImage
+) -> DescribedConsumerMember:
+    """A member as ConsumerGroupDescribe lists it (``ConsumerGroupMember.asConsumerGroupDescribeMember``),
+    with its ``target`` assignment (``None``: it has none), built anew."""
+    return _described(
+        member,
+        _described_names(member),
+        _described_owned(member, image),
+        _described_target(target or _NO_TARGET, image),
+    )
+
+
+def _described(
+    member: ConsumerGroupMember,
+    names: tuple[str, ...],
+    owned: tuple[DescribedTopicPartitions, ...],
+    target: tuple[DescribedTopicPartitions, ...],
+) -> DescribedConsumerMember:
     return DescribedConsumerMember(
         member_id=member.member_id,
         instance_id=member.instance_id,
@@ -62,13 +100,44 @@ def _describe_member(
         member_epoch=member.member_epoch,
         client_id=member.client_id,
         client_host=member.client_host,
-        # the member's names are a ``HashSet<String>``: Kafka lists them in its iteration order
-        subscribed_topic_names=hash_set_order(java_string_hash, sorted(member.subscribed_topic_names)),
+        subscribed_topic_names=names,
         subscribed_topic_regex=member.subscribed_topic_regex,
-        assignment=described_topics(owned, ctx.image),
-        target_assignment=described_topics(target, ctx.image),
+        assignment=owned,
+        target_assignment=target,
         member_type=0 if member.uses_classic_protocol else 1,
     )
+
+
+def _describe_again(
+    member: ConsumerGroupMember,
+    target: TopicAssignment | None,
+    image: MetadataImage,
+    previous: _DescribedEntry | None,
+) -> DescribedConsumerMember:
+    """:func:`_describe_member`, reusing the parts of the member's ``previous`` description built from
+    the same objects: a heartbeat that rewrites a member (its epoch, its client id) usually leaves its
+    partitions' maps, its target and its names as they were."""
+    if previous is None:
+        return _describe_member(member, target, image)
+    old_member, old_target, old_image, old = previous
+    same_image = old_image is image
+    if (
+        same_image
+        and old_member.assigned_partitions is member.assigned_partitions
+        and old_member.partitions_pending_revocation is member.partitions_pending_revocation
+    ):
+        owned = old.assignment
+    else:
+        owned = _described_owned(member, image)
+    if same_image and old_target is target:
+        described_target = old.target_assignment
+    else:
+        described_target = _described_target(target or _NO_TARGET, image)
+    if old_member.subscribed_topic_names == member.subscribed_topic_names:
+        names = old.subscribed_topic_names
+    else:
+        names = _described_names(member)
+    return _described(member, names, owned, described_target)
 
 
 def handle_consumer_describe(
@@ -82,7 +151,9 @@ def handle_consumer_describe(
         owned_elsewhere=lambda group_id: group_id in ctx.classic.groups or ctx.owned_elsewhere(group_id),
         described_type=DescribedConsumerGroup,
         assignor=lambda group: group.preferred_server_assignor() or default_assignor,
-        members=lambda group: tuple(_describe_member(m, group, ctx) for m in group.members.values()),
+        members=lambda group: group.described_members.describe(
+            group.members, group.members, group.target_assignment, ctx.image, _describe_again
+        ),
     )
     txn.reply(env.connection, env.correlation_id, ConsumerGroupDescribeResponse(described))
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
+from kgroup.group.admin import DescribedMembers
 from kgroup.group.assignors import SubscriptionType
 from kgroup.group.modern import ModernGroupData
 from kgroup.group.records import share as records
 from kgroup.group.records.consumer import TargetAssignmentMetadataValue, TopicAssignment
 from kgroup.group.states import KafkaNamedState
 from kgroup.javacompat import timeline_table_after_put
+from kgroup.messages import DescribedShareMember
 from kgroup.model import TopicId
 from kgroup.valuetypes import value_type
 
@@ -95,6 +97,11 @@ class ShareGroupData(ModernGroupData[ShareMember]):
     #: the metadata refresh deadline's epoch (``setMetadataRefreshDeadline``): the hash is recomputed
     #: when the group epoch moved past it
     metadata_refresh_epoch: int = -1
+    #: the members as the last ShareGroupDescribe described them: a cache, not state
+    #: (``requests.handle_share_describe``)
+    described_members: DescribedMembers[ShareMember, None, DescribedShareMember] = field(
+        default_factory=DescribedMembers, compare=False, repr=False
+    )
 
     # --- reading -----------------------------------------------------------------------------------
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kgroup.group.admin import described_groups, described_topics
+from kgroup.group.metadata import MetadataImage
 from kgroup.group.share.group import ShareGroupData, ShareGroupState, ShareMember
 from kgroup.group.share.heartbeat import ShareContext
 from kgroup.group.share.timers import ShareSessionTimer
@@ -29,7 +32,9 @@ SHARE_ASSIGNOR_NAME = "simple"
 SHARE_PROTOCOL_TYPE = "share"
 
 
-def _describe_member(member: ShareMember, ctx: ShareContext) -> DescribedShareMember:
+def _describe_member(
+    member: ShareMember, _extra: None, image: MetadataImage, _previous: object = None
+) -> DescribedShareMember:
     return DescribedShareMember(
         member_id=member.member_id,
         rack_id=member.rack_id,
@@ -37,12 +42,16 @@ def _describe_member(member: ShareMember, ctx: ShareContext) -> DescribedShareMe
         client_id=member.client_id,
         client_host=member.client_host,
         subscribed_topic_names=member.subscribed_topic_names,
-        assignment=described_topics(dict(member.assigned_partitions), ctx.image),
+        assignment=described_topics(dict(member.assigned_partitions), image),
     )
 
 
+_NO_EXTRAS: Mapping[str, None] = {}
+
+
 def handle_share_describe(txn: Txn, env: Envelope, req: ShareGroupDescribeRequest, ctx: ShareContext) -> None:
-    """``shareGroupDescribe``: each group, or GROUP_ID_NOT_FOUND as ``shareGroup(id)`` words it."""
+    """``shareGroupDescribe``: each group, or GROUP_ID_NOT_FOUND as ``shareGroup(id)`` words it; a
+    member described before is handed again while it and the metadata image are the same objects."""
     described = described_groups(
         req.group_ids,
         ctx.groups,
@@ -50,8 +59,8 @@ def handle_share_describe(txn: Txn, env: Envelope, req: ShareGroupDescribeReques
         owned_elsewhere=ctx.owned_elsewhere,
         described_type=DescribedShareGroup,
         assignor=lambda group: SHARE_ASSIGNOR_NAME,
-        members=lambda group: tuple(
-            _describe_member(group.members[m], ctx) for m in group.member_ids_in_kafka_order()
+        members=lambda group: group.described_members.describe(
+            group.members, group.member_ids_in_kafka_order(), _NO_EXTRAS, ctx.image, _describe_member
         ),
     )
     txn.reply(env.connection, env.correlation_id, ShareGroupDescribeResponse(described))
