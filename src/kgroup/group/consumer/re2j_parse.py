@@ -50,7 +50,7 @@ from kgroup.group.consumer.re2j_classes import (
     unicode_class,
 )
 
-__all__ = ["NotRead", "rendered"]
+__all__ = ["NotRead", "count_ok", "read_count", "rendered"]
 
 # RE2/J's parse flags (RE2.java)
 FOLD_CASE = 0x01
@@ -94,6 +94,49 @@ class Op(IntEnum):
     ALTERNATE = 18
     LEFT_PAREN = 19
     VERTICAL_BAR = 20
+
+
+# --- counted repetitions (shared with kgroup.group.consumer.regex's reading) ----------------------
+
+
+def read_count(regex: str, at: int) -> tuple[int, int, int] | None:
+    """The counted repetition ``{n}``, ``{n,}`` or ``{n,m}`` at ``at`` as RE2/J's parser reads it
+    (``parseRepeat``: digits without a leading zero, more than 8 digits read as too large): (min,
+    max, index after it) with -1 for no max and 1001 for a number too large, or ``None`` when the
+    ``{`` is a literal."""
+
+    def number(i: int) -> tuple[int, int] | None:
+        j = i
+        while j < len(regex) and regex[j].isdigit() and regex[j].isascii():
+            j += 1
+        digits = regex[i:j]
+        if not digits or (len(digits) > 1 and digits[0] == "0"):
+            return None
+        return (int(digits) if len(digits) <= 8 else 1001), j
+
+    first = number(at + 1)
+    if first is None:
+        return None
+    low, i = first
+    high = low
+    if regex[i : i + 1] == ",":
+        i += 1
+        if regex[i : i + 1] == "}":
+            high = -1
+        else:
+            second = number(i)
+            if second is None:
+                return None
+            high, i = second
+    if regex[i : i + 1] != "}":
+        return None
+    return low, high, i + 1
+
+
+def count_ok(count: tuple[int, int, int]) -> bool:
+    """RE2/J's bounds on a count: at most 1000, and no max below the min."""
+    low, high, _ = count
+    return low <= 1000 and high <= 1000 and (high < 0 or low <= high)
 
 
 # --- the tree -----------------------------------------------------------------------------------
@@ -722,37 +765,12 @@ class _Parser:
 
     def _count(self) -> tuple[int, int] | None:
         """``parseRepeat`` at ``{``: (min, max) with -1 for no max, or ``None`` for a literal ``{``."""
-        pattern = self.pattern
-        at = self.pos + 1
-
-        def number(i: int) -> tuple[int, int] | None:
-            j = i
-            while j < len(pattern) and "0" <= pattern[j] <= "9":
-                j += 1
-            digits = pattern[i:j]
-            if not digits or (len(digits) > 1 and digits[0] == "0"):
-                return None
-            return (int(digits) if len(digits) <= 8 else -2), j
-
-        got = number(at)
-        if got is None:
+        count = read_count(self.pattern, self.pos)
+        if count is None:
             return None
-        low, at = got
-        high = low
-        if pattern.startswith(",", at):
-            at += 1
-            if pattern.startswith("}", at):
-                high = -1
-            else:
-                got = number(at)
-                if got is None:
-                    return None
-                high, at = got
-        if not pattern.startswith("}", at):
-            return None
-        if low < 0 or low > 1000 or high == -2 or high > 1000 or (high >= 0 and low > high):
+        if not count_ok(count):
             raise NotRead("invalid repeat count")
-        self.pos = at + 1
+        low, high, self.pos = count
         return low, high
 
     def _perl_flags(self) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 import re2
 
-from kgroup.group.consumer.re2j_parse import NotRead, rendered
+from kgroup.group.consumer.re2j_parse import NotRead, count_ok, read_count, rendered
 
 __all__ = ["RE2J_UNKNOWN_SCRIPTS", "InvalidTopicRegex", "TopicRegex", "compile_topic_regex", "resolve"]
 
@@ -126,52 +126,12 @@ def _name_ok(name: str) -> bool:
     return bool(name) and all(c == "_" or (c.isascii() and c.isalnum()) for c in name)
 
 
-def _count(regex: str, at: int) -> tuple[int, int, int] | None:
-    """The counted repetition ``{n}``, ``{n,}`` or ``{n,m}`` at ``at`` as RE2/J's parser reads it
-    (``parseRepeat``: digits without a leading zero, more than 8 digits read as too large): (min,
-    max, index after it) with -1 for no max and 1001 for a number too large, or ``None`` when the
-    ``{`` is a literal."""
-
-    def number(i: int) -> tuple[int, int] | None:
-        j = i
-        while j < len(regex) and regex[j].isdigit() and regex[j].isascii():
-            j += 1
-        digits = regex[i:j]
-        if not digits or (len(digits) > 1 and digits[0] == "0"):
-            return None
-        return (int(digits) if len(digits) <= 8 else 1001), j
-
-    first = number(at + 1)
-    if first is None:
-        return None
-    low, i = first
-    high = low
-    if regex[i : i + 1] == ",":
-        i += 1
-        if regex[i : i + 1] == "}":
-            high = -1
-        else:
-            second = number(i)
-            if second is None:
-                return None
-            high, i = second
-    if regex[i : i + 1] != "}":
-        return None
-    return low, high, i + 1
-
-
 def _escape(char: str) -> str:
     """The escape of ``char`` as RE2 must be given it: RE2/J reads an escaped non-ASCII character
     as that character, RE2 refuses the escape."""
     if char and not char.isascii():
         return f"\\x{{{ord(char):x}}}"
     return "\\" + char
-
-
-def _count_ok(count: tuple[int, int, int]) -> bool:
-    """RE2/J's bounds on a count: at most 1000, and no max below the min."""
-    low, high, _ = count
-    return low <= 1000 and high <= 1000 and (high < 0 or low <= high)
 
 
 def _read(regex: str) -> _Reading:
@@ -275,20 +235,20 @@ def _read(regex: str) -> _Reading:
             out.append(regex[j : j + 1])
             i = j + 1
         elif c == "{":
-            count = _count(regex, i)
+            count = read_count(regex, i)
             if count is None:
                 # RE2/J takes a '{' that starts no count for a literal, and then refuses a repetition
                 # right after it as if the '{' had been one (RE2 repeats the literal)
                 nxt = regex[i + 1 : i + 2]
-                following = _count(regex, i + 1) if nxt == "{" else None
-                if nxt in ("*", "+", "?") or (following is not None and _count_ok(following)):
+                following = read_count(regex, i + 1) if nxt == "{" else None
+                if nxt in ("*", "+", "?") or (following is not None and count_ok(following)):
                     refuse(i, "invalid nested repetition operator")
                 out.append(c)
                 i += 1
             else:
                 # RE2/J checks the count before anything else about the repetition (RE2 reads a
                 # number of more than 8 digits as a literal)
-                if not _count_ok(count):
+                if not count_ok(count):
                     refuse(i, "invalid repeat count")
                 out.append(regex[i : count[2]])
                 i = count[2]
