@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from tests.apache_kafka.conftest import Target
-from tests.apache_kafka.wire import Raw, create_topic
+from tests.apache_kafka.wire import Raw, create_topic, fetch_v12
 from tests.log.batches import kio_batch
 
 pytestmark = pytest.mark.apache_kafka
@@ -37,44 +37,8 @@ def _fetch(
     return raw.call(
         "Fetch",
         12,
-        _fetch_fields(entries, session_id=session_id, session_epoch=session_epoch, wait_ms=wait_ms),
+        fetch_v12(entries, session_id=session_id, session_epoch=session_epoch, wait_ms=wait_ms),
     )
-
-
-def _fetch_fields(
-    entries: list[tuple[str, int]],
-    *,
-    session_id: int = 0,
-    session_epoch: int = -1,
-    wait_ms: int = LONG_WAIT_MS,
-) -> dict[str, Any]:
-    return {
-        "replica_id": -1,
-        "max_wait": wait_ms,
-        "min_bytes": 1,
-        "max_bytes": 1 << 20,
-        "isolation_level": 0,
-        "session_id": session_id,
-        "session_epoch": session_epoch,
-        "topics": [
-            {
-                "topic": topic,
-                "partitions": [
-                    {
-                        "partition": partition,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": 0,
-                        "last_fetched_epoch": -1,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": 1 << 20,
-                    }
-                ],
-            }
-            for topic, partition in entries
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
 
 
 def _layout(answer: Any, rename: dict[str, str]) -> list[tuple[str, list[tuple[int, int]]]]:
@@ -153,7 +117,7 @@ def test_a_parked_fetch_keeps_its_answers_aside_for_what_was_created_meanwhile(
     t, late = f"{names}-t", f"{names}-late"
     with Raw(target.bootstrap_servers) as raw, Raw(target.bootstrap_servers) as admin:
         create_topic(admin, t, 1)
-        raw.send("Fetch", 12, _fetch_fields([(t, 0), (late, 0)]))
+        raw.send("Fetch", 12, fetch_v12([(t, 0), (late, 0)], wait_ms=LONG_WAIT_MS))
         create_topic(admin, late, 1)
         # it serves now: a fetch of it alone is answered (empty, no error)
         alone = _fetch(admin, [(late, 0)], wait_ms=0)

@@ -18,7 +18,7 @@ import pytest
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.test_diff_consumer_protocol import _heartbeat
 from tests.apache_kafka.test_diff_transactions import _end, _find_transaction_coordinator, _init, _until
-from tests.apache_kafka.wire import Raw, find_coordinator, metadata, stable_member
+from tests.apache_kafka.wire import Raw, fetch_v12, find_coordinator, metadata, stable_member
 
 from kgroup.group.discovery import coordinator_partition
 
@@ -300,30 +300,7 @@ def _until_stable(
 
 def _fetch_bytes(raw: Raw, topic: str, partition: int) -> bytes:
     """The partition's bytes from its start (Fetch v12, read_uncommitted)."""
-    wanted = {
-        "partition": partition,
-        "current_leader_epoch": -1,
-        "fetch_offset": 0,
-        "last_fetched_epoch": -1,
-        "log_start_offset": -1,
-        "partition_max_bytes": 1 << 20,
-    }
-    answer = raw.call(
-        "Fetch",
-        12,
-        {
-            "replica_id": -1,
-            "max_wait": 0,
-            "min_bytes": 1,
-            "max_bytes": 1 << 20,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [{"topic": topic, "partitions": [wanted]}],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        },
-    )
+    answer = raw.call("Fetch", 12, fetch_v12([(topic, partition)], wait_ms=0))
     (entry,) = answer["responses"][0]["partitions"]
     assert entry["error_code"] == NONE, entry
     return bytes(entry["records"] or b"")

@@ -376,3 +376,37 @@ def offset_fetch(
         for t in group["topics"]
         for p in t["partitions"]
     }
+
+
+def fetch_v12(
+    entries: list[tuple[str, int]], *, wait_ms: int, session_id: int = 0, session_epoch: int = -1
+) -> dict[str, Any]:
+    """A Fetch v12 request's fields: each (topic, partition) from offset 0, a topic entry each,
+    ``min_bytes`` 1, read_uncommitted."""
+    return {
+        "replica_id": -1,
+        "max_wait": wait_ms,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": session_id,
+        "session_epoch": session_epoch,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+            for topic, partition in entries
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
