@@ -48,6 +48,7 @@ API = {
     "DescribeConfigs": 32,
     "DeleteGroups": 42,
     "SaslAuthenticate": 36,
+    "CreatePartitions": 37,
     "DescribeTransactions": 65,
     "ListTransactions": 66,
     "ConsumerGroupHeartbeat": 68,

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from kgroup.broker.broker import open_logs
-from kgroup.broker.cluster import Cluster, ReplicaAssignmentError, legacy_topic_id, random_topic_id
+from kgroup.broker.cluster import (
+    Cluster,
+    PartitionCountError,
+    ReplicaAssignmentError,
+    legacy_topic_id,
+    random_topic_id,
+)
 from kgroup.broker.config import BrokerConfig
 from kgroup.javacompat import JavaRandom
 from kgroup.model import KgroupError
@@ -149,3 +155,67 @@ def test_a_requests_own_assignment_is_checked_with_kafkas_messages(tmp_path: Pat
 def test_a_replication_factor_above_the_brokers_is_refused_at_start() -> None:
     with pytest.raises(KgroupError, match=r"^default_replication_factor: 4 is more than the 3 broker\(s\)"):
         BrokerConfig(brokers=3, default_replication_factor=4)
+
+
+def test_added_partitions_are_placed_by_the_same_placer_with_the_topics_replication_factor(
+    tmp_path: Path,
+) -> None:
+    """CreatePartitions: the controller's placer, its Random in step with a new topic's placement,
+    the topic's replication factor; a request's own assignment checked with Kafka's messages; the
+    grown placement kept with the topic across a restart."""
+    placer = StripedReplicaPlacer(JavaRandom(3))
+    brokers = [UsableBroker(b) for b in range(3)]
+    cluster = _open(tmp_path, seed=3)
+    try:
+        info = cluster.create_topic("t", 2, 2, {})
+        assert [list(r) for r in info.replicas] == placer.place(brokers, 2, 2)
+        grown = cluster.place_added(info, 5, None)
+        assert grown.topic_id == info.topic_id and grown.replicas[:2] == info.replicas
+        assert [list(r) for r in grown.replicas[2:]] == placer.place(brokers, 3, 2)
+        creation = cluster.logs.begin_partitions("t", 5, grown.log_metadata())
+        creation.step(2)
+        assert not creation.step(0) and creation.step(5)
+        creation.finish()
+        cluster.register_partitions("t", grown)
+        assert cluster.topics["t"].replicas == grown.replicas and cluster.partition_log("t", 4) is not None
+        cases = [
+            (5, None, PartitionCountError, "Topic already has 5 partition(s)."),
+            (
+                4,
+                None,
+                PartitionCountError,
+                "The topic t currently has 5 partition(s); 4 would not be an increase.",
+            ),
+            (
+                7,
+                [[0, 1]],
+                ReplicaAssignmentError,
+                "Attempted to add 2 additional partition(s), but only 1 assignment(s) were specified.",
+            ),
+            (
+                6,
+                [[0]],
+                ReplicaAssignmentError,
+                "The manual partition assignment includes a partition with 1 replica(s), but this is not "
+                "consistent with previous partitions, which have 2 replica(s).",
+            ),
+        ]
+        current = cluster.topics["t"]
+        for count, assigned, kind, message in cases:
+            with pytest.raises(kind) as refused:
+                cluster.place_added(current, count, assigned)
+            assert refused.value.message == message
+        cluster.broker_stopped(1)
+        cluster.broker_stopped(2)
+        with pytest.raises(
+            ReplicaAssignmentError, match="for partition 5 are fenced or in controlled shutdown"
+        ):
+            cluster.place_added(current, 6, [[1, 2]])
+        assert cluster.place_added(current, 6, [[2, 0]]).replicas[5] == (2, 0)
+    finally:
+        cluster.logs.close()
+    again = _open(tmp_path, seed=99)
+    try:
+        assert again.topics["t"].replicas == grown.replicas
+    finally:
+        again.logs.close()

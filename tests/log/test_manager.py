@@ -269,3 +269,28 @@ def test_a_failed_handed_over_fsync_marks_its_segments_unsynced_again(
         manager.tick(BASE_TIME_MS + 2000, flush_later=handed.append)
         assert len(handed) == 2 and handed[1].fds and not active.dirty
         handed[1].run()
+
+
+def test_partitions_added_a_few_at_a_time_keep_the_metadata_or_leave_the_topic_as_it_was(
+    tmp_path: Path,
+) -> None:
+    with LogManager(tmp_path) as manager:
+        manager.create_topic("t", 1, None, {"replicas": [[0]]})
+        addition = manager.begin_partitions("t", 4, {"replicas": [[0]] * 4})
+        assert addition.partitions == 3
+        with pytest.raises(InvalidPartitions):  # one addition at a time
+            manager.begin_partitions("t", 5)
+        with pytest.raises(InvalidTopic):  # nor deleted meanwhile
+            manager.delete_topic("t")
+        assert not addition.step(2) and manager.topics() == {"t": 1}
+        addition.abort()
+        assert manager.topics() == {"t": 1} and not (tmp_path / "t-1").exists()
+        assert manager.topic_metadata("t") == {"replicas": [[0]]}
+        addition = manager.begin_partitions("t", 3, {"replicas": [[0]] * 3})
+        assert not addition.step(1) and addition.step(1)
+        addition.finish()
+        manager.partition("t", 2).append(kio_batch([b"c"]), now_ms=1)
+    with LogManager(tmp_path) as manager:
+        assert manager.topics() == {"t": 3}
+        assert manager.topic_metadata("t") == {"replicas": [[0]] * 3}
+        assert manager.partition("t", 2).log_end_offset == 1

@@ -167,3 +167,27 @@ def test_acl_requests_without_an_authorizer_answer_security_disabled() -> None:
         with pytest.raises(confluent_kafka.KafkaException) as failure:
             next(iter(created.values())).result(timeout=15)
         assert failure.value.args[0].code() == confluent_kafka.KafkaError.SECURITY_DISABLED
+
+
+def test_create_partitions_needs_alter_on_the_topic(tmp_path: Path) -> None:
+    """CreatePartitions: ALTER on the topic (Kafka's ``ControllerApis``), TOPIC_AUTHORIZATION_FAILED
+    otherwise, whether or not the topic exists; a topic alice may alter is grown."""
+    from confluent_kafka.admin import NewPartitions
+
+    with broker(tmp_path) as kafka:
+        admin = AdminClient(client_config(kafka, "admin"))
+        for future in admin.create_acls(
+            [allow("alice", ResourceType.TOPIC, "orders", AclOperation.ALTER)]
+        ).values():
+            future.result(timeout=15)
+        alice = AdminClient(client_config(kafka, "alice"))
+        futures = alice.create_partitions(
+            [NewPartitions("orders", 3), NewPartitions("secret", 3), NewPartitions("nowhere", 3)]
+        )
+        futures["orders"].result(timeout=15)
+        for name in ("secret", "nowhere"):
+            with pytest.raises(confluent_kafka.KafkaException) as failure:
+                futures[name].result(timeout=15)
+            assert failure.value.args[0].code() == confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED
+        topics = admin.list_topics(timeout=15).topics
+        assert (len(topics["orders"].partitions), len(topics["secret"].partitions)) == (3, 1)

@@ -17,6 +17,7 @@ from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_acls,
     handlers_admin,
     handlers_alter_share_offsets,
+    handlers_create_partitions,
     handlers_data,
     handlers_delete_share_offsets,
     handlers_describe_share_offsets,

@@ -26,6 +26,7 @@ The offsets topic's leaders decide the group coordinators, so they move the same
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import uuid
@@ -40,7 +41,12 @@ from kgroup.javacompat import JavaRandom
 from kgroup.log.manager import remove_directories
 from kgroup.model import KgroupError
 from kgroup.partitioning.placement import assign_replicas_seed_rule
-from kgroup.partitioning.striped import StripedReplicaPlacer, UsableBroker, controller_broker_order
+from kgroup.partitioning.striped import (
+    InvalidReplicationFactor,
+    StripedReplicaPlacer,
+    UsableBroker,
+    controller_broker_order,
+)
 
 __all__ = [
     "INTERNAL_TOPICS",
@@ -48,6 +54,7 @@ __all__ = [
     "OFFSETS_TOPIC_CONFIGS",
     "TRANSACTION_STATE_TOPIC",
     "Cluster",
+    "PartitionCountError",
     "ReplicaAssignmentError",
     "TopicInfo",
     "TopicPlacement",
@@ -113,7 +120,12 @@ class TopicPlacement:
 
 
 class ReplicaAssignmentError(KgroupError):
-    """A CreateTopics request's own replica assignment that Kafka refuses (INVALID_REPLICA_ASSIGNMENT)."""
+    """A CreateTopics or CreatePartitions request's own replica assignment that Kafka refuses
+    (INVALID_REPLICA_ASSIGNMENT)."""
+
+
+class PartitionCountError(KgroupError):
+    """A CreatePartitions count that is no increase (INVALID_PARTITIONS)."""
 
 
 def legacy_topic_id(name: str) -> uuid.UUID:
@@ -150,14 +162,19 @@ class Cluster:
         self.topics: dict[str, TopicInfo] = {}
         for name, count in sorted(logs.topics().items()):
             self.topics[name] = self._loaded(name, count, logs.topic_configs(name), logs.topic_metadata(name))
-        #: grows with every topic created or deleted (the version of the consumer groups' metadata image)
+        #: grows with every topic created, grown or deleted (the version of the consumer groups' metadata
+        #: image)
         self.topics_version = 0
         self._topic_watchers: list[Callable[[], None]] = []
+        #: held by a request that grows or deletes a topic a few partitions at a time, giving other
+        #: connections turns in between (CreatePartitions, DeleteTopics): one at a time, as Kafka's
+        #: controller applies them
+        self.topic_changes = asyncio.Lock()
         self._by_id: dict[uuid.UUID, TopicInfo] = {}
         self._by_id_version = -1
 
     def watch_topics(self, callback: Callable[[], None]) -> None:
-        """Call ``callback`` after every topic creation or deletion."""
+        """Call ``callback`` after every topic creation, growth (CreatePartitions) or deletion."""
         self._topic_watchers.append(callback)
 
     def _topics_changed(self) -> None:
@@ -189,28 +206,7 @@ class Cluster:
                 raise ReplicaAssignmentError(
                     f"Found multiple manual partition assignments for partition {index}"
                 )
-            if not brokers:
-                raise ReplicaAssignmentError(
-                    "The manual partition assignment includes an empty replica list."
-                )
-            previous: int | None = None
-            for broker in sorted(brokers):
-                if broker not in self.broker_ids:
-                    raise ReplicaAssignmentError(
-                        f"The manual partition assignment includes broker {broker}, but no such broker is "
-                        "registered."
-                    )
-                if broker == previous:
-                    raise ReplicaAssignmentError(
-                        f"The manual partition assignment includes the broker {broker} more than once."
-                    )
-                previous = broker
-            if replication_factor is not None and len(brokers) != replication_factor:
-                raise ReplicaAssignmentError(
-                    "The manual partition assignment includes a partition with "
-                    f"{len(brokers)} replica(s), but this is not consistent with previous partitions, "
-                    f"which have {replication_factor} replica(s)."
-                )
+            self._check_replicas(brokers, replication_factor)
             replication_factor = len(brokers)
             if not any(b in self.alive for b in brokers):
                 raise ReplicaAssignmentError(
@@ -221,6 +217,75 @@ class Cluster:
         if sorted(by_partition) != list(range(len(by_partition))):
             raise ReplicaAssignmentError("partitions should be a consecutive 0-based integer sequence")
         return TopicPlacement(random_topic_id(), tuple(by_partition[p] for p in range(len(by_partition))))
+
+    def _check_replicas(self, brokers: Sequence[int], replication_factor: int | None) -> None:
+        """``ReplicationControlManager.validateManualPartitionAssignment``: one partition's replicas
+        of a request's own assignment, with ``replication_factor`` as many as the others'."""
+        if not brokers:
+            raise ReplicaAssignmentError("The manual partition assignment includes an empty replica list.")
+        previous: int | None = None
+        for broker in sorted(brokers):
+            if broker not in self.broker_ids:
+                raise ReplicaAssignmentError(
+                    f"The manual partition assignment includes broker {broker}, but no such broker is "
+                    "registered."
+                )
+            if broker == previous:
+                raise ReplicaAssignmentError(
+                    f"The manual partition assignment includes the broker {broker} more than once."
+                )
+            previous = broker
+        if replication_factor is not None and len(brokers) != replication_factor:
+            raise ReplicaAssignmentError(
+                "The manual partition assignment includes a partition with "
+                f"{len(brokers)} replica(s), but this is not consistent with previous partitions, "
+                f"which have {replication_factor} replica(s)."
+            )
+
+    def place_added(
+        self, info: TopicInfo, count: int, assignments: Sequence[Sequence[int]] | None
+    ) -> TopicPlacement:
+        """The topic's placement grown to ``count`` partitions (CreatePartitions), as Kafka 4.4.0's
+        ``ReplicationControlManager.createPartitions`` decides it: the new partitions get the
+        request's own ``assignments`` (one per new partition, checked as CreateTopics' are, each
+        with the topic's replication factor: its first partition's replica count), or else the
+        controller's placer places them with that replication factor (its Random moves on, as for
+        a new topic). Raises :class:`PartitionCountError`, :class:`ReplicaAssignmentError` or
+        :class:`~kgroup.partitioning.striped.InvalidReplicationFactor` with Kafka's messages."""
+        current = info.partitions
+        if count == current:
+            raise PartitionCountError(f"Topic already has {current} partition(s).")
+        if count < current:
+            raise PartitionCountError(
+                f"The topic {info.name} currently has {current} partition(s); {count} would not be an "
+                "increase."
+            )
+        additional = count - current
+        if assignments is not None and len(assignments) != additional:
+            raise ReplicaAssignmentError(
+                f"Attempted to add {additional} additional partition(s), but only {len(assignments)} "
+                "assignment(s) were specified."
+            )
+        replication_factor = len(info.replicas[0])
+        added: list[tuple[int, ...]] = []
+        if assignments is not None:
+            for offset, brokers in enumerate(assignments):
+                self._check_replicas(brokers, replication_factor)
+                if not any(b in self.alive for b in brokers):
+                    raise ReplicaAssignmentError(
+                        "All brokers specified in the manual partition assignment for partition "
+                        f"{current + offset} are fenced or in controlled shutdown."
+                    )
+                added.append(tuple(brokers))
+        else:
+            placed = self._placer.place(self.usable_brokers(), additional, replication_factor)
+            added = [tuple(r) for r in placed]
+            if any(not any(b in self.alive for b in r) for r in added):
+                raise InvalidReplicationFactor(
+                    f"Unable to replicate the partition {replication_factor} time(s): All brokers are "
+                    "currently fenced or in controlled shutdown."
+                )
+        return TopicPlacement(info.topic_id, info.replicas + tuple(added))
 
     def _offsets_placement(self) -> tuple[tuple[int, ...], ...]:
         info = self.topics.get(OFFSETS_TOPIC)
@@ -404,6 +469,15 @@ class Cluster:
         self.topics[name] = info
         self._topics_changed()
         return info
+
+    def register_partitions(self, name: str, placement: TopicPlacement) -> TopicInfo:
+        """The topic grown to ``placement``'s partitions (the logs have them: a finished
+        ``begin_partitions`` given ``placement.log_metadata()``); the groups' watchers are told."""
+        info = self.topics[name]
+        grown = TopicInfo(name, info.topic_id, placement.replicas, info.configs)
+        self.topics[name] = grown
+        self._topics_changed()
+        return grown
 
     def delete_topic(self, name: str) -> None:
         """Delete the topic and its data at once."""

@@ -284,7 +284,7 @@ def _created(
 
 
 #: partitions made per step of a topic's creation, between the loop's turns for other connections
-_PARTITIONS_PER_STEP = 50
+PARTITIONS_PER_STEP = 50
 #: partitions closed and renamed per step of a topic's deletion
 _PARTITIONS_PER_DELETION_STEP = 500
 
@@ -298,7 +298,7 @@ async def _create_paced(
     partitions = len(placement.replicas)
     creation = cluster.logs.begin_topic(name, partitions, configs, placement.log_metadata())
     try:
-        while not creation.step(_PARTITIONS_PER_STEP):
+        while not creation.step(PARTITIONS_PER_STEP):
             await ctx.pacer.pause()
         creation.finish()
     except BaseException:
@@ -448,12 +448,24 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 }
             )
             continue
-        deletion = cluster.begin_deletion(info.name)
-        # its directories renamed 500 at a time, other connections served in between; removed in a
-        # thread (Kafka renames a deleted log and removes it in the background)
-        while not deletion.step(_PARTITIONS_PER_DELETION_STEP):
-            await ctx.pacer.pause()
-        ctx.services.remove_later(deletion.finish())
+        async with cluster.topic_changes:  # not while a CreatePartitions grows a topic
+            current = cluster.topics.get(info.name)
+            if current is None or current.topic_id != info.topic_id:  # gone while it waited
+                results.append(
+                    {
+                        "name": name,
+                        "topic_id": topic_id or ZERO_UUID,
+                        "error_code": missing,
+                        "error_message": None,
+                    }
+                )
+                continue
+            deletion = cluster.begin_deletion(info.name)
+            # its directories renamed 500 at a time, other connections served in between; removed
+            # in a thread (Kafka renames a deleted log and removes it in the background)
+            while not deletion.step(_PARTITIONS_PER_DELETION_STEP):
+                await ctx.pacer.pause()
+            ctx.services.remove_later(deletion.finish())
         log.info("deleted topic %s", info.name)
         results.append(
             {

@@ -53,6 +53,7 @@ __all__ = [
     "TOPIC_CONFIG_NAMES",
     "LogConfig",
     "LogManager",
+    "PartitionAddition",
     "PendingFlush",
     "TopicCreation",
     "TopicDeletion",
@@ -262,6 +263,7 @@ class LogManager:
         self._coordinator_logs: dict[str, CoordinatorLog] = {}
         self._handles = FileHandles(config.max_open_files)
         self._creating: set[str] = set()  # names reserved by a TopicCreation not yet finished
+        self._growing: set[str] = set()  # topics a PartitionAddition not yet finished grows
         self._last_flush_ms: int | None = None
         self._last_retention_ms: int | None = None
         try:
@@ -396,6 +398,8 @@ class LogManager:
         a thread: 10,000 partitions took 5 s on its loop). Directories a crash left behind are found
         when the data directory is opened again (:meth:`leftover_deletions`)."""
         topic = self._topic(name)
+        if name in self._growing:
+            raise InvalidTopic(f"topic '{name}' cannot be deleted while partitions are added to it")
         (self._meta_dir / f"{name}.json").unlink()
         sync_directory(self._meta_dir)
         del self._topics[name]
@@ -406,8 +410,20 @@ class LogManager:
         """Directories renamed by a :meth:`delete_topic` whose removal a crash interrupted."""
         return [p for p in self.data_dir.iterdir() if p.name.endswith(_DELETED_SUFFIX) and p.is_dir()]
 
-    def add_partitions(self, name: str, total: int) -> None:
-        """Grow a topic to ``total`` partitions (CreatePartitions); fewer or equal is refused as in Kafka."""
+    def add_partitions(self, name: str, total: int, metadata: Mapping[str, Any] | None = None) -> None:
+        """Grow a topic to ``total`` partitions at once (:meth:`begin_partitions`, every step)."""
+        addition = self.begin_partitions(name, total, metadata)
+        addition.step(addition.partitions)
+        addition.finish()
+
+    def begin_partitions(
+        self, name: str, total: int, metadata: Mapping[str, Any] | None = None
+    ) -> PartitionAddition:
+        """Start growing a topic to ``total`` partitions a few at a time (:class:`PartitionAddition`,
+        CreatePartitions); fewer or equal is refused. ``metadata`` replaces what the topic keeps with
+        it (the broker's record of every partition's replicas), written with the new count by
+        :meth:`PartitionAddition.finish`; ``None`` keeps it. The topic can be neither grown again nor
+        deleted until the addition is finished or aborted."""
         topic = self._topic(name)
         current = len(topic.partitions)
         if total == current:
@@ -416,14 +432,11 @@ class LogManager:
             raise InvalidPartitions(
                 f"topic currently has {current} partitions, which is higher than the requested {total}"
             )
-        numbers = range(current, total)
-        new = self._new_partitions(name, numbers, topic.settings)
-        try:
-            self._write_meta(name, total, topic.configs, topic.metadata)
-        except OSError as error:
-            self._discard(name, new, numbers)
-            raise LogStorageError(f"cannot add partitions to topic '{name}': {error}") from None
-        topic.partitions.extend(new)
+        if name in self._growing:
+            raise InvalidPartitions(f"partitions are being added to topic '{name}' already")
+        self._growing.add(name)
+        kept = topic.metadata if metadata is None else dict(metadata)
+        return PartitionAddition(self, name, topic, total, kept)
 
     def topics(self) -> dict[str, int]:
         """Topic name -> partition count."""
@@ -654,6 +667,62 @@ class TopicCreation:
         self._ended = True
         self._manager._discard(self.name, self._logs, range(self.partitions))
         self._manager._creating.discard(self.name)
+
+
+class PartitionAddition:
+    """Partitions being added to a topic (:meth:`LogManager.begin_partitions`): :meth:`step` makes a
+    few (a directory each, no file before the first append), :meth:`finish` writes the topic's
+    metadata with its new count (the partitions exist from then on, after a restart too),
+    :meth:`abort` removes what was made. Any failure aborts: all or nothing. ``partitions`` is how
+    many are added."""
+
+    def __init__(
+        self, manager: LogManager, name: str, topic: _Topic, total: int, metadata: dict[str, Any]
+    ) -> None:
+        self._manager = manager
+        self.name = name
+        self._topic = topic
+        self._first = len(topic.partitions)
+        self.total = total
+        self.partitions = total - self._first
+        self._metadata = metadata
+        self._logs: list[PartitionLog] = []
+        self._ended = False
+
+    def step(self, count: int) -> bool:
+        """Make up to ``count`` more partitions; True once all are made."""
+        manager = self._manager
+        start = self._first + len(self._logs)
+        numbers = range(start, min(self.total, start + count))
+        try:
+            self._logs.extend(manager._new_partitions(self.name, numbers, self._topic.settings))
+        except LogStorageError:
+            self.abort()
+            raise
+        return len(self._logs) == self.partitions
+
+    def finish(self) -> None:
+        """Write the topic's metadata with its new partition count and replicas."""
+        if len(self._logs) != self.partitions:
+            raise RuntimeError(f"topic '{self.name}': finish() before every partition was made")
+        manager, topic = self._manager, self._topic
+        try:
+            manager._write_meta(self.name, self.total, topic.configs, self._metadata)
+        except OSError as error:
+            self.abort()
+            raise LogStorageError(f"cannot add partitions to topic '{self.name}': {error}") from None
+        topic.partitions.extend(self._logs)
+        topic.metadata = self._metadata
+        manager._growing.discard(self.name)
+        self._ended = True
+
+    def abort(self) -> None:
+        """Remove the partitions made so far; the topic stays as it was."""
+        if self._ended:
+            return
+        self._ended = True
+        self._manager._discard(self.name, self._logs, range(self._first, self.total))
+        self._manager._growing.discard(self.name)
 
 
 def _or(value: int | None, default: int) -> int:
