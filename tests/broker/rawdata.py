@@ -82,3 +82,22 @@ def consumer_join(group: str, member: str, topic: str = "t") -> dict[str, Any]:
         "server_assignor": None,
         "topic_partitions": [],
     }
+
+
+def consumer_heartbeat(group: str, member: str, epoch: int, **fields: Any) -> dict[str, Any]:
+    """A ConsumerGroupHeartbeat's fields (v1) for ``member`` at ``epoch`` (0: joining, with a
+    rebalance timeout and no owned partitions), nothing else named unless ``fields`` names it."""
+    body: dict[str, Any] = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": epoch,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout": 30000 if epoch == 0 else -1,
+        "subscribed_topic_names": None,
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": [] if epoch == 0 else None,
+    }
+    body.update(fields)
+    return body

@@ -15,6 +15,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode as KioErrorCode
 from tests.apache_kafka.wire import Raw
 from tests.broker.rawclient import RawClient
+from tests.broker.rawdata import consumer_heartbeat
 
 from kgroup.broker.coordinator_host import make_checkpoint
 from kgroup.testing import KafkaBroker
@@ -26,19 +27,7 @@ INVALID_REQUEST = 42
 
 
 def _heartbeat(raw: Raw, group: str, member: str, epoch: int, **fields: Any) -> Any:
-    body = {
-        "group_id": group,
-        "member_id": member,
-        "member_epoch": epoch,
-        "instance_id": None,
-        "rack_id": None,
-        "rebalance_timeout": 30000 if epoch == 0 else -1,
-        "subscribed_topic_names": None,
-        "subscribed_topic_regex": None,
-        "server_assignor": None,
-        "topic_partitions": [] if epoch == 0 else None,
-    }
-    body.update(fields)
+    body = consumer_heartbeat(group, member, epoch, **fields)
     return raw.call("ConsumerGroupHeartbeat", 1, body)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from tests.apache_kafka.wire import Raw, metadata
+from tests.broker.rawdata import consumer_heartbeat
 
 from kgroup.testing import KafkaBroker
 
@@ -190,19 +191,7 @@ def test_new_partitions_take_the_topics_replication_factor_and_survive_a_restart
 
 
 def _heartbeat(raw: Raw, group: str, member: str, epoch: int, **fields: Any) -> Any:
-    body = {
-        "group_id": group,
-        "member_id": member,
-        "member_epoch": epoch,
-        "instance_id": None,
-        "rack_id": None,
-        "rebalance_timeout": 30000 if epoch == 0 else -1,
-        "subscribed_topic_names": None,
-        "subscribed_topic_regex": None,
-        "server_assignor": None,
-        "topic_partitions": [] if epoch == 0 else None,
-    }
-    body.update(fields)
+    body = consumer_heartbeat(group, member, epoch, **fields)
     answer = raw.call("ConsumerGroupHeartbeat", 1, body)
     assert answer["error_code"] == NONE, answer
     return answer
