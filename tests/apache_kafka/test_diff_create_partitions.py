@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import Raw, create_topic, metadata
+from tests.apache_kafka.wire import create_partitions as _grow
 
 from kgroup.javacompat import hashmap_order_of
 
@@ -27,33 +28,6 @@ INVALID_PARTITIONS = 37
 INVALID_REPLICA_ASSIGNMENT = 39
 INVALID_REQUEST = 42
 POLICY_VIOLATION = 44
-
-
-def _grow(
-    raw: Raw,
-    topics: list[tuple[str, int, list[list[int]] | None]],
-    *,
-    validate_only: bool = False,
-    version: int = 3,
-) -> list[tuple[str, int, str | None]]:
-    answer = raw.call(
-        "CreatePartitions",
-        version,
-        {
-            "topics": [
-                {
-                    "name": name,
-                    "count": count,
-                    "assignments": None if assigned is None else [{"broker_ids": b} for b in assigned],
-                }
-                for name, count, assigned in topics
-            ],
-            "timeout": 30_000,
-            "validate_only": validate_only,
-        },
-    )
-    assert answer["throttle_time"] == 0
-    return [(r["name"], r["error_code"], r["error_message"]) for r in answer["results"]]
 
 
 def _partitions(raw: Raw, name: str) -> list[tuple[int, list[int]]]:

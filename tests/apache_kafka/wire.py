@@ -13,7 +13,7 @@ import enum
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tests.broker.rawclient import RawClient
@@ -411,3 +411,33 @@ def fetch_v12(
         "forgotten_topics_data": [],
         "rack_id": "",
     }
+
+
+def create_partitions(
+    raw: Raw,
+    topics: Sequence[tuple[str, int] | tuple[str, int, list[list[int]] | None]],
+    *,
+    validate_only: bool = False,
+    version: int = 3,
+) -> list[tuple[str, int, str | None]]:
+    """CreatePartitions of (topic, count[, assignments]); (name, error code, message) per result."""
+    answer = raw.call(
+        "CreatePartitions",
+        version,
+        {
+            "topics": [
+                {
+                    "name": t[0],
+                    "count": t[1],
+                    "assignments": None
+                    if len(t) < 3 or t[2] is None  # type: ignore[misc]
+                    else [{"broker_ids": b} for b in t[2]],  # type: ignore[misc]
+                }
+                for t in topics
+            ],
+            "timeout": 30_000,
+            "validate_only": validate_only,
+        },
+    )
+    assert answer["throttle_time"] == 0
+    return [(r["name"], r["error_code"], r["error_message"]) for r in answer["results"]]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from tests.apache_kafka.wire import Raw, metadata
+from tests.apache_kafka.wire import create_partitions as _grow
 from tests.broker.rawdata import consumer_heartbeat
 
 from kgroup.testing import KafkaBroker
@@ -22,34 +23,6 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_PARTITIONS = 37
 INVALID_REPLICA_ASSIGNMENT = 39
 INVALID_REQUEST = 42
-
-
-def _grow(
-    raw: Raw,
-    topics: list[tuple[str, int] | tuple[str, int, list[list[int]]]],
-    *,
-    validate_only: bool = False,
-    version: int = 3,
-) -> list[tuple[str, int, str | None]]:
-    """CreatePartitions of (topic, count[, assignments]); (name, error code, message) per result."""
-    answer = raw.call(
-        "CreatePartitions",
-        version,
-        {
-            "topics": [
-                {
-                    "name": t[0],
-                    "count": t[1],
-                    "assignments": None if len(t) == 2 else [{"broker_ids": b} for b in t[2]],  # type: ignore[misc]
-                }
-                for t in topics
-            ],
-            "timeout": 30_000,
-            "validate_only": validate_only,
-        },
-    )
-    assert answer["throttle_time"] == 0
-    return [(r["name"], r["error_code"], r["error_message"]) for r in answer["results"]]
 
 
 def _counts(raw: Raw, *names: str) -> dict[str, int]:

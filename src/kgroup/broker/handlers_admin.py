@@ -438,27 +438,19 @@ async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 }
             )
             continue
+        unknown = {
+            "name": name,
+            "topic_id": topic_id or ZERO_UUID,
+            "error_code": missing,
+            "error_message": None,
+        }
         if info is None:
-            results.append(
-                {
-                    "name": name,
-                    "topic_id": topic_id or ZERO_UUID,
-                    "error_code": missing,
-                    "error_message": None,
-                }
-            )
+            results.append(unknown)
             continue
         async with cluster.topic_changes:  # not while a CreatePartitions grows a topic
             current = cluster.topics.get(info.name)
             if current is None or current.topic_id != info.topic_id:  # gone while it waited
-                results.append(
-                    {
-                        "name": name,
-                        "topic_id": topic_id or ZERO_UUID,
-                        "error_code": missing,
-                        "error_message": None,
-                    }
-                )
+                results.append(unknown)
                 continue
             deletion = cluster.begin_deletion(info.name)
             # its directories renamed 500 at a time, other connections served in between; removed
