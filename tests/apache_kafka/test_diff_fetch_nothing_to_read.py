@@ -10,17 +10,19 @@ sessions: the session id of a full fetch's answer, which Kafka may fill, is not 
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 from tests.apache_kafka.conftest import Target
-from tests.apache_kafka.wire import Raw, create_topic, fetch_v12
+from tests.apache_kafka.wire import Raw, create_topic, fetch_v12, metadata
 from tests.log.batches import kio_batch
 
 pytestmark = pytest.mark.apache_kafka
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
+OFFSET_OUT_OF_RANGE = 1
 FETCH_SESSION_ID_NOT_FOUND = 70
 LONG_WAIT_MS = 60_000
 
@@ -130,3 +132,91 @@ def test_a_parked_fetch_keeps_its_answers_aside_for_what_was_created_meanwhile(
         ("late", [(0, UNKNOWN_TOPIC_OR_PARTITION)]),
     ]
     assert len(answer["responses"][0]["partitions"][0]["records"]) > 0  # the record that completed it
+
+
+def _part(partition: int, offset: int, max_bytes: int = 1 << 20) -> dict[str, Any]:
+    return {
+        "partition": partition,
+        "current_leader_epoch": -1,
+        "fetch_offset": offset,
+        "last_fetched_epoch": -1,
+        "log_start_offset": -1,
+        "partition_max_bytes": max_bytes,
+    }
+
+
+def _base_offsets(records: bytes) -> list[int]:
+    """The base offsets of the record batches a partition's answer holds."""
+    offsets, at = [], 0
+    while at + 12 <= len(records):
+        offsets.append(int.from_bytes(records[at : at + 8], "big"))
+        at += 12 + int.from_bytes(records[at + 8 : at + 12], "big")
+    return offsets
+
+
+def _read(answer: Any, key: str) -> list[tuple[str, list[tuple[int, int, list[int]]]]]:
+    return [
+        (
+            str(t[key]),
+            [
+                (p["partition_index"], p["error_code"], _base_offsets(bytes(p["records"] or b"")))
+                for p in t["partitions"]
+            ],
+        )
+        for t in answer["responses"]
+    ]
+
+
+def test_a_partition_named_twice_is_read_once_in_its_first_place_from_its_last_offset(
+    target: Target, names: str
+) -> None:
+    """Kafka's ``FetchRequest.fetchData`` gathers a fetch's partitions into a ``LinkedHashMap``: a
+    partition named twice — in one topic entry, or in two — is answered once, in its first place,
+    read from the offset (and with the limit) of its last entry; by name (v12) and by topic id (v13)."""
+    t, u, nope = f"{names}-t", f"{names}-u", f"{names}-nope"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, t, 2)
+        create_topic(raw, u, 1)
+        for _ in range(3):  # three batches: base offsets 0, 1, 2
+            _produce_one(raw, u)
+        by_name = raw.call(
+            "Fetch",
+            12,
+            fetch_v12([], wait_ms=0)
+            | {
+                "topics": [
+                    {"topic": u, "partitions": [_part(0, 0)]},
+                    {"topic": t, "partitions": [_part(1, 0), _part(0, 0), _part(1, 5)]},
+                    {"topic": nope, "partitions": [_part(0, 0)]},
+                    {"topic": u, "partitions": [_part(0, 2)]},
+                    {"topic": nope, "partitions": [_part(0, 0), _part(1, 0)]},
+                    {"topic": u, "partitions": [_part(0, 1, max_bytes=1)]},
+                ]
+            },
+        )
+        topics = {m["name"]: str(m["topic_id"]) for m in metadata(raw, [t, u], auto_create=False)["topics"]}
+        by_id = raw.call(
+            "Fetch",
+            13,
+            fetch_v12([], wait_ms=0)
+            | {
+                "topics": [
+                    {"topic_id": uuid.UUID(topics[u]), "partitions": [_part(0, 2)]},
+                    {"topic_id": uuid.UUID(topics[t]), "partitions": [_part(0, 0)]},
+                    {"topic_id": uuid.UUID(topics[u]), "partitions": [_part(0, 0), _part(0, 1)]},
+                ]
+            },
+        )
+    rename = {t: "t", u: "u", nope: "nope", topics[t]: "t", topics[u]: "u"}
+    # u-0 in its first place, read from offset 1 with a 1-byte limit (its last entry: KIP-74 still
+    # gives the first batch whole); t-1 once, from 5 (past the end: OFFSET_OUT_OF_RANGE, an error
+    # read from the log, so among those read); nope-0 once, then nope-1, answered aside
+    assert [(rename[name], parts) for name, parts in _read(by_name, "topic")] == [
+        ("u", [(0, NONE, [1])]),
+        ("t", [(1, OFFSET_OUT_OF_RANGE, []), (0, NONE, [])]),
+        ("nope", [(0, UNKNOWN_TOPIC_OR_PARTITION, []), (1, UNKNOWN_TOPIC_OR_PARTITION, [])]),
+    ]
+    assert [(rename[name], parts) for name, parts in _read(by_id, "topic_id")] == [
+        ("u", [(0, NONE, [1, 2])]),
+        ("t", [(0, NONE, [])]),
+    ]

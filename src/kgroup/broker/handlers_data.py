@@ -294,8 +294,26 @@ def _batches_below(data: bytes | memoryview, limit: int) -> bytes | memoryview:
 _Answered = tuple[str, uuid.UUID, dict[str, Any]]
 
 
+def _named_once(ctx: RequestContext, request: Any) -> list[tuple[str, uuid.UUID, Any]]:
+    """The partitions a Fetch names, each once, with its topic's name (resolved now) and id.
+
+    Kafka's ``FetchRequest.fetchData`` gathers the request's partitions into a ``LinkedHashMap`` keyed
+    by topic id, topic name and partition, so a partition named twice (in one topic entry or in two)
+    is read and answered once: in its first place, with its last entry's offset and limits."""
+    named: dict[tuple[uuid.UUID, str, int], tuple[str, uuid.UUID, Any]] = {}
+    for topic in request.topics:
+        name = _topic_name(ctx, topic)
+        topic_id = topic_id_of(topic)
+        for part in topic.partitions:
+            named[(topic_id, name, int(part.partition))] = (name, topic_id, part)
+    return list(named.values())
+
+
 async def _fetch_once(
-    ctx: RequestContext, request: Any, answered_aside: dict[int, _Answered] | None = None
+    ctx: RequestContext,
+    request: Any,
+    named: list[tuple[str, uuid.UUID, Any]],
+    answered_aside: dict[int, _Answered] | None = None,
 ) -> tuple[dict[str, Any], int, bool, dict[tuple[str, int], int], dict[int, _Answered]]:
     """One read of every partition: the answer, its bytes, whether a partition had an error reading
     its log, the bytes read per partition that was read — Kafka's "interesting" partitions, not
@@ -317,34 +335,27 @@ async def _fetch_once(
     aside_at: dict[int, _Answered] = {}
     pacer = ctx.pacer
     leaders: set[int] = set()
-    at = -1
-    for topic in request.topics:
-        name = _topic_name(ctx, topic)
-        topic_id = topic_id_of(topic)
-        for part in topic.partitions:
-            at += 1
-            if answered_aside is not None and at in answered_aside:
-                aside.append(answered_aside[at])
-                continue
-            # KIP-74: the first non-empty partition is returned even if larger than max_bytes
-            entry, size = _fetch_partition(
-                ctx, name, part, read_committed, budget if total else max(budget, 1)
-            )
-            total += size
-            budget -= size
-            code = entry["error_code"]
-            if code in _ANSWERED_ASIDE and answered_aside is None:
-                aside.append((name, topic_id, entry))
-                aside_at[at] = aside[-1]
-                continue
-            if code != ErrorCode.NONE:
-                errors = True
-                if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-                    leaders.add(entry["current_leader"]["leader_id"])
-            sizes[(name, int(part.partition))] = size
-            read.append((name, topic_id, entry))
-            if pacer.due():
-                await pacer.pause()
+    for at, (name, topic_id, part) in enumerate(named):
+        if answered_aside is not None and at in answered_aside:
+            aside.append(answered_aside[at])
+            continue
+        # KIP-74: the first non-empty partition is returned even if larger than max_bytes
+        entry, size = _fetch_partition(ctx, name, part, read_committed, budget if total else max(budget, 1))
+        total += size
+        budget -= size
+        code = entry["error_code"]
+        if code in _ANSWERED_ASIDE and answered_aside is None:
+            aside.append((name, topic_id, entry))
+            aside_at[at] = aside[-1]
+            continue
+        if code != ErrorCode.NONE:
+            errors = True
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                leaders.add(entry["current_leader"]["leader_id"])
+        sizes[(name, int(part.partition))] = size
+        read.append((name, topic_id, entry))
+        if pacer.due():
+            await pacer.pause()
     answer = {
         "throttle_time": 0,
         "error_code": ErrorCode.NONE,
@@ -409,7 +420,8 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0.0, request.max_wait.total_seconds())
     min_bytes = int(request.min_bytes)
-    answer, total, errors, sizes, answered_aside = await _fetch_once(ctx, request)
+    named = _named_once(ctx, request)
+    answer, total, errors, sizes, answered_aside = await _fetch_once(ctx, request, named)
     # Kafka answers at once a fetch with no partition to read (``KafkaApis``: nothing "interesting",
     # e.g. the empty fetch a closing Java consumer sends to close its fetch session) — it does not
     # wait ``max_wait`` for bytes that cannot come
@@ -417,11 +429,10 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         return answer
     _close_regions(answer)  # the answer is read again once the fetch completes
     caps = {
-        (_topic_name(ctx, topic), int(part.partition)): int(part.partition_max_bytes)
-        for topic in request.topics
-        for part in topic.partitions
+        key: int(part.partition_max_bytes)
+        for name, _, part in named
+        if (key := (name, int(part.partition))) in sizes
     }
-    caps = {key: cap for key, cap in caps.items() if key in sizes}
     waiter = FetchWaiter(min_bytes, caps, sizes, loop.create_future())
     ctx.services.watch_appends(waiter)
     try:
@@ -430,7 +441,7 @@ async def fetch(ctx: RequestContext, request: Any) -> dict[str, Any]:
         pass
     finally:
         ctx.services.unwatch_appends(waiter)
-    return (await _fetch_once(ctx, request, answered_aside))[0]
+    return (await _fetch_once(ctx, request, named, answered_aside))[0]
 
 
 def _close_regions(answer: dict[str, Any]) -> None:
