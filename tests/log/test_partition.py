@@ -65,24 +65,24 @@ def test_stored_bytes_are_the_produced_bytes_but_offset_and_epoch(open_log: Open
 def test_a_short_then_failed_write_raises_and_leaves_the_log_as_it_was(
     open_log: OpenLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The stamped header and the produced records go out with one writev: a short write of part of
+    """The stamped header and the produced records go out with one pwritev: a short write of part of
     them, then a full disk, is cut back off (nothing acknowledged, nothing half there)."""
     log = open_log()
     log.append(kio_batch([b"a"]), now_ms=1)
     before = bytes(log.read(0, 1 << 20))
-    real_writev = os.writev
+    real_pwritev = os.pwritev
     calls = {"n": 0}
 
-    def short_then_fail(fd: int, buffers: Sequence[bytes | memoryview]) -> int:
+    def short_then_fail(fd: int, buffers: Sequence[bytes | memoryview], position: int) -> int:
         calls["n"] += 1
-        if calls["n"] == 1:
-            return real_writev(fd, [b"".join(bytes(b) for b in buffers)[:70]])  # header and a bit more
+        if calls["n"] == 1:  # header and a bit more
+            return real_pwritev(fd, [b"".join(bytes(b) for b in buffers)[:70]], position)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "writev", short_then_fail)
+    monkeypatch.setattr(os, "pwritev", short_then_fail)
     with pytest.raises(OSError):
         log.append(kio_batch([b"b" * 500]), now_ms=1)
-    monkeypatch.setattr(os, "writev", real_writev)
+    monkeypatch.setattr(os, "pwritev", real_pwritev)
     assert calls["n"] == 2 and log.log_end_offset == 1
     assert log.read(0, 1 << 20) == before
     log.append(kio_batch([b"c"]), now_ms=1)

@@ -32,6 +32,11 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _LENGTH = struct.Struct(">i")
 _READ_CHUNK = 1 << 20  # the recovery scan reads the log in chunks of this size
+#: a fetch's look-up of its offset reads the batch headers after the index entry this much at a time
+_SCAN_CHUNK = 16384
+_OFFSET_AND_LENGTH = struct.Struct(">qi")  # a batch's base offset and batch length
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23  # base offset, length, leader epoch, magic, CRC, attributes: 8+4+4+1+4+2
 INT32_MAX = 2**31 - 1
 #: a read of whole batches this large or larger is answered as a :class:`FileSlice` (sent with
 #: sendfile); a smaller one is read into memory (a descriptor and a sendfile cost more than its copy)
@@ -95,11 +100,18 @@ class SegmentRecovery:
     indexes_rebuilt: bool
 
 
-def _write_all(fd: int, pieces: Sequence[bytes | bytearray | memoryview]) -> None:
-    """Write ``pieces`` one after the other, with writev(2) (a short write writes the rest)."""
+def _write_all(
+    fd: int, pieces: Sequence[bytes | bytearray | memoryview], position: int | None = None
+) -> None:
+    """Write ``pieces`` one after the other, with writev(2) at the file's offset, or pwritev(2) at
+    ``position`` (one system call, the offset untouched); a short write writes the rest."""
     views = [memoryview(piece) for piece in pieces if len(piece)]
     while views:
-        written = os.writev(fd, views)
+        if position is None:
+            written = os.writev(fd, views)
+        else:
+            written = os.pwritev(fd, views, position)
+            position += written
         while views and written >= len(views[0]):
             written -= len(views.pop(0))
         if written:
@@ -289,16 +301,14 @@ class Segment:
 
     def append(self, pieces: Sequence[bytes | bytearray | memoryview], header: BatchHeader) -> None:
         """Write the batch (``pieces`` one after the other: its stamped header, then the produced
-        records) at the end with writev(2): in the OS's hands (not yet on disk) on return.
+        records) at the end with pwritev(2): in the OS's hands (not yet on disk) on return.
 
         A failed or short write is cut back off so the log never holds half a batch it acknowledged.
         """
         position = self.size
         size = sum(len(piece) for piece in pieces)
         try:
-            fd = self._fd()
-            os.lseek(fd, position, os.SEEK_SET)
-            _write_all(fd, pieces)
+            _write_all(self._fd(), pieces, position)
         except OSError:
             try:
                 os.ftruncate(self._fd(), position)
@@ -338,15 +348,36 @@ class Segment:
     # -- reading -------------------------------------------------------------------------------
 
     def position_for_offset(self, offset: int) -> int | None:
-        """The file position of the batch holding ``offset`` (or the first batch after it), or None."""
+        """The file position of the batch holding ``offset`` (or the first batch after it), or None.
+
+        From the last index entry at or below ``offset``, the batch headers are read
+        :data:`_SCAN_CHUNK` bytes at a time (an index entry comes every ``index.interval.bytes``, so
+        a fetch's look-up is usually one read), only each batch's offset, length and last offset
+        delta looked at."""
         slot = bisect.bisect_right(self._index_offsets, offset) - 1
         position = self._index_positions[slot] if slot >= 0 else 0
-        while position < self.size:
-            header = self._valid_header_at(position)
-            if header.last_offset >= offset:
+        size = self.size
+        if position >= size:
+            return None
+        fd = self._fd()
+        buffer, start = b"", position
+        while position < size:
+            at = position - start
+            if at + HEADER_SIZE > len(buffer):
+                buffer, start, at = os.pread(fd, max(_SCAN_CHUNK, HEADER_SIZE), position), position, 0
+                if len(buffer) < HEADER_SIZE:
+                    raise self._damaged(position)
+            base, length = _OFFSET_AND_LENGTH.unpack_from(buffer, at)
+            batch_size = length + LOG_OVERHEAD
+            if batch_size < HEADER_SIZE or position + batch_size > size:
+                raise self._damaged(position)
+            if base + _LAST_OFFSET_DELTA.unpack_from(buffer, at + _LAST_OFFSET_DELTA_AT)[0] >= offset:
                 return position
-            position += header.size
+            position += batch_size
         return None
+
+    def _damaged(self, position: int) -> LogStorageError:
+        return LogStorageError(f"{self.log_path}: no record batch at position {position} (damaged file)")
 
     def position_for_timestamp(self, timestamp: int) -> int | None:
         """The position of the first batch whose max timestamp is >= ``timestamp``, or None."""
@@ -363,7 +394,7 @@ class Segment:
     def _valid_header_at(self, position: int) -> BatchHeader:
         header = self._header_at(position)
         if header is None or header.size < HEADER_SIZE or position + header.size > self.size:
-            raise LogStorageError(f"{self.log_path}: no record batch at position {position} (damaged file)")
+            raise self._damaged(position)
         return header
 
     def iter_headers(self) -> Iterator[BatchHeader]:
