@@ -4,16 +4,19 @@ stored, and consumers of the partition served afterwards; real clients with ever
 from __future__ import annotations
 
 import time
+from typing import Any
 
+import cramjam
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from tests.broker.rawclient import RawClient
 from tests.broker.rawdata import produce_request
 from tests.log.batches import kio_batch
-from tests.log.hostile_batches import HOSTILE, LONG_MAX
+from tests.log.hostile_batches import HOSTILE, LONG_MAX, ONE, batch
 
 from kgroup.testing import KafkaBroker
+from kgroup.wire.codec import build, request_class
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +131,51 @@ def test_a_large_batch_round_trips_and_a_damaged_one_is_corrupt_message(
         assert (int(partition.error_code), int(partition.base_offset)) == (0, 0)
     # nothing of the damaged batch was stored: the consumer reads exactly the good batch's records
     assert _consume(kafka.bootstrap_servers, topic, 0, count) == values
+
+
+def test_a_request_of_many_compressed_batches_is_answered_as_each_alone_with_one_codec_hand_over(
+    kafka: KafkaBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every hostile batch to a partition of its own in one request, beside good compressed batches
+    and one to a partition that does not exist: each partition is answered as that batch alone is
+    (the test above), the good ones are stored, and the compressed batches of the request were
+    checked in the codec thread in one hand-over, not one each."""
+    cases = list(HOSTILE.items())
+    topic = "many"
+    kafka.create_topic(topic, len(cases) + 2)
+    good = [
+        batch(bytes(cramjam.snappy.compress_raw(ONE)), codec=2),
+        batch(bytes(cramjam.zstd.compress(ONE)), codec=4),
+    ]
+    partitions = [(i, records) for i, (_, (records, _code)) in enumerate(cases)]
+    partitions += [(len(cases) + i, records) for i, records in enumerate(good)]
+    partitions.append((len(cases) + 2, good[0]))  # no such partition
+    request = build(
+        request_class(0, 9),
+        {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout": 10_000,
+            "topic_data": [
+                {"name": topic, "partition_data": [{"index": i, "records": r} for i, r in partitions]}
+            ],
+        },
+    )
+    real_off_loop = kafka.broker.off_loop
+    handed: list[str] = []
+
+    async def counting(function: Any, *args: Any, **kwargs: Any) -> Any:
+        handed.append(function.__name__)
+        return await real_off_loop(function, *args, **kwargs)
+
+    monkeypatch.setattr(kafka.broker, "off_loop", counting)
+    with RawClient(kafka.bootstrap_servers) as client:
+        answer = client.request(request)
+    monkeypatch.setattr(kafka.broker, "off_loop", real_off_loop)
+    codes = {int(p.index): int(p.error_code) for p in answer.responses[0].partition_responses}
+    expected = {i: code for i, (_, (_, code)) in enumerate(cases)}
+    expected |= {len(cases): 0, len(cases) + 1: 0, len(cases) + 2: 3}  # UNKNOWN_TOPIC_OR_PARTITION
+    assert codes == expected
+    stored = {int(p.index): int(p.base_offset) for p in answer.responses[0].partition_responses}
+    assert stored[len(cases)] == stored[len(cases) + 1] == 0
+    assert handed == ["_validate_each"]
