@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -345,13 +346,27 @@ def _fewer_entries_than(data: Any, limit: int) -> bool:
     stack: list[Any] = [data]
     while stack:
         value = stack.pop()
-        if isinstance(value, Mapping):
-            stack.extend(v for v in value.values() if isinstance(v, Mapping | list | tuple | Iterator))
-        elif isinstance(value, list | tuple):
+        kind = type(value)
+        if kind is dict or (kind not in _SEQUENCES and isinstance(value, Mapping)):
+            inner: Iterable[Any] = value.values()
+        elif kind in _SEQUENCES or isinstance(value, list | tuple):
             left -= len(value)
             if left <= 0:
                 return False
-            stack.extend(v for v in value if isinstance(v, Mapping | list | tuple | Iterator))
+            inner = value
         elif isinstance(value, Iterator):
             return False
+        else:
+            continue
+        for v in inner:  # (the common types by identity: an ABC's isinstance is slow)
+            kind = type(v)
+            if kind in _LEAVES:
+                continue
+            if kind is dict or kind in _SEQUENCES or isinstance(v, Mapping | list | tuple | Iterator):
+                stack.append(v)
     return True
+
+
+_SEQUENCES = frozenset((list, tuple))
+#: the types a response's fields usually are that hold no array element
+_LEAVES = frozenset((int, str, bytes, bool, float, type(None), uuid.UUID, memoryview))
