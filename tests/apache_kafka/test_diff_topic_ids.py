@@ -72,7 +72,8 @@ def test_a_recreated_topic_is_a_new_topic_to_metadata_and_the_consumer_coordinat
         )
         assert joined["error_code"] == NONE, joined
         epochs = [joined["member_epoch"]]
-        if _assigned(joined) != [(first, [0, 1])]:  # (Apache Kafka: once its image has the topic)
+        at_once = _assigned(joined) == [(first, [0, 1])]
+        if not at_once:  # (Apache Kafka: once its image has the topic)
             epochs.append(_heartbeat_until(coordinator, group, member, epochs[-1], [(first, [0, 1])]))
         _delete(raw, topic)
         epochs.append(_heartbeat_until(coordinator, group, member, epochs[-1], []))  # the topic is gone
@@ -84,10 +85,14 @@ def test_a_recreated_topic_is_a_new_topic_to_metadata_and_the_consumer_coordinat
     (described_member,) = described["members"]
     assert [t["topic_id"] for t in described_member["assignment"]["topic_partitions"]] == [second]
     assert [t["topic_id"] for t in described_member["target_assignment"]["topic_partitions"]] == [second]
-    # one epoch per change: joined and assigned at once, the topic gone, the new topic
-    assert epochs == [2, 3, 4]
+    # one epoch per change: joined and assigned at once, the topic gone, the new topic. (Kafka's
+    # coordinator may take in the image naming the new topic only after the join — under load, a moment
+    # after its broker's metadata cache has it: that image is a change of its own, one epoch more)
+    last = 4 if at_once else 5
+    assert epochs == list(range(2, last + 1))
     assert (described["group_epoch"], described["assignment_epoch"], described_member["member_epoch"]) == (
-        4,
-        4,
-        4,
+        last,
+        last,
+        last,
     )
+    assert at_once or target.kind == "apache"  # kgroup's coordinator has every topic its broker has
