@@ -662,4 +662,12 @@ def test_a_session_adds_and_forgets_partitions(target: Target, names: str) -> No
     # when its share partition has not finished loading its state within the 0 ms (seen once in CI,
     # under load) — leaves it out; kgroup's partition is loaded within the call, so always answered
     assert opened == [(0, [])] or (target.kind == "apache" and opened == []), (target.kind, opened)
-    assert out == {"add 1": [(0, acquired)], "forget 0": [(1, later)]}, target.kind
+    added = out.pop("add 1")
+    # the fetch that adds partition 1 acquires partition 0's two records; Apache Kafka may answer the
+    # just-added partition too, empty — when its share state loads while the fetch waits (seen once
+    # in CI, under load) —, kgroup's partition loads within the call and has nothing to acquire
+    assert added == [(0, acquired)] or (target.kind == "apache" and added == [(0, acquired), (1, [])]), (
+        target.kind,
+        added,
+    )
+    assert out == {"forget 0": [(1, later)]}, target.kind
