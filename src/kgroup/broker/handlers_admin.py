@@ -19,6 +19,7 @@ from kgroup.broker.cluster import (
 )
 from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
 from kgroup.broker.features import features
+from kgroup.broker.logapi import TopicCreationLike
 from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
 from kgroup.partitioning.striped import InvalidReplicationFactor
@@ -296,15 +297,21 @@ async def _create_paced(
     10,000-partition topic is 10,000 directories); all or nothing (the log removes a half-made one)."""
     cluster = ctx.services.cluster
     partitions = len(placement.replicas)
-    creation = cluster.logs.begin_topic(name, partitions, configs, placement.log_metadata())
-    try:
-        while not creation.step(PARTITIONS_PER_STEP):
-            await ctx.pacer.pause()
-        creation.finish()
-    except BaseException:
-        creation.abort()  # (a no-op once the log aborted it itself)
-        raise
+    await make_in_steps(ctx, cluster.logs.begin_topic(name, partitions, configs, placement.log_metadata()))
     return cluster.register_topic(name, placement, configs)
+
+
+async def make_in_steps(ctx: RequestContext, making: TopicCreationLike) -> None:
+    """Carry out a topic's creation or growth :data:`PARTITIONS_PER_STEP` partitions at a time,
+    giving other connections a turn in between; all or nothing (aborted on any failure, a no-op
+    once the log aborted it itself)."""
+    try:
+        while not making.step(PARTITIONS_PER_STEP):
+            await ctx.pacer.pause()
+        making.finish()
+    except BaseException:
+        making.abort()
+        raise
 
 
 @register(ApiKey.CREATE_TOPICS, versions=(2, 7))

@@ -36,7 +36,7 @@ from kgroup.broker.cluster import (
     TopicPlacement,
 )
 from kgroup.broker.dispatch import RequestContext, register
-from kgroup.broker.handlers_admin import MAX_PARTITIONS_PER_TOPIC, PARTITIONS_PER_STEP
+from kgroup.broker.handlers_admin import MAX_PARTITIONS_PER_TOPIC, make_in_steps
 from kgroup.javacompat import hashmap_order_of
 from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode
@@ -72,14 +72,9 @@ async def _grow_paced(ctx: RequestContext, name: str, placement: TopicPlacement)
     """Make the new partitions a few at a time, other connections served in between; all or nothing
     (the log removes what it made of a failed addition)."""
     cluster = ctx.services.cluster
-    addition = cluster.logs.begin_partitions(name, len(placement.replicas), placement.log_metadata())
-    try:
-        while not addition.step(PARTITIONS_PER_STEP):
-            await ctx.pacer.pause()
-        addition.finish()
-    except BaseException:
-        addition.abort()  # (a no-op once the log aborted it itself)
-        raise
+    await make_in_steps(
+        ctx, cluster.logs.begin_partitions(name, len(placement.replicas), placement.log_metadata())
+    )
     return cluster.register_partitions(name, placement)
 
 
