@@ -52,6 +52,7 @@ import select
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,8 +112,14 @@ _SOURCES = (
     "TopicRegexes.java",
     "ReplicaPlacement.java",
     "ClientMetadata.java",
+    "ScalaMaps.java",
 )
 _JVM_OPTIONS = ("-XX:+UseSerialGC", "-Xss4m", "-Djava.awt.headless=true")
+
+
+def _signed64(value: int) -> int:
+    """A 64-bit half of a UUID as Java's ``long``."""
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 class OracleError(KgroupError):
@@ -688,6 +695,15 @@ class KafkaOracle(Started):
             t: (tuple(int(p) for p in raw["all"][t]), tuple(int(p) for p in raw["available"][t]))
             for t in topics
         }
+
+    def map_orders(self, keys: list[tuple[uuid.UUID, str, int]]) -> dict[str, list[int]]:
+        """The iteration orders of ``TopicIdPartition`` keys (topic id, topic, partition) put in this
+        order, a key perhaps more than once, into Scala 2.13's ``immutable.Map`` and ``mutable.HashMap``,
+        a ``mutable.HashMap.from`` that map and a ``java.util.HashMap`` (as indices of each key's first
+        appearance), and each key's ``hashCode`` (``hashes``): what ``kgroup.scalacompat`` models."""
+        item = {"keys": [[_signed64(i.int >> 64), _signed64(i.int & (2**64 - 1)), t, p] for i, t, p in keys]}
+        raw = _no_error(self._call("scala-map-order", [item])[0])
+        return {name: [int(v) for v in values] for name, values in raw.items()}
 
     def has_class(self, name: str) -> bool:
         """Whether the release has class ``name`` (e.g. to see what moved or was removed)."""

@@ -162,6 +162,8 @@ public final class AssignorOracle {
                     return ReplicaPlacement.place(item);
                 case "client-partition-order":
                     return ClientMetadata.order(item);
+                case "scala-map-order":
+                    return ScalaMaps.order(item);
                 case "record-bytes":
                     return CoordinatorRecords.bytes(item);
                 case "record-read":

@@ -1,0 +1,121 @@
+"""The order of a Produce answer's partitions, as Kafka 4.4.0's broker lists them.
+
+``KafkaApis.handleProduceRequest`` keys each partition entry by its ``TopicIdPartition`` and answers
+from maps, not from the request's list:
+
+1. Entries it answers itself go into three Scala ``mutable.HashMap``\\ s, in the request's order:
+   *unauthorized* (TOPIC_AUTHORIZATION_FAILED), *non-existing* (UNKNOWN_TOPIC_ID first, from the pass
+   that resolves topic ids, then UNKNOWN_TOPIC_OR_PARTITION) and *invalid* (the records' shape:
+   ``ProduceRequest.validateRecords``). The rest go into ``authorizedRequestInfo`` — one entry per
+   partition, so a partition named twice has the later entry's records.
+2. ``ReplicaManager`` answers those: the transaction verification's refusals first (an
+   ``immutable.Map``), then the appends' answers, which reach it through ``.map`` of
+   ``authorizedRequestInfo`` (a ``mutable.HashMap`` sized for them) copied into a ``java.util.HashMap``.
+3. ``responseStatus ++ unauthorized ++ nonExisting ++ invalid``: an ``immutable.Map``, so up to four
+   partitions are answered in the order they were added and five or more in its hash trie's order
+   (:mod:`kgroup.scalacompat`); a partition in two of them is answered by the later one.
+4. ``ProduceResponse`` groups that order by topic, each topic where its first partition comes.
+
+The transaction verification's refusals are taken in the request's order: Kafka's order for them
+comes from its transaction coordinator's answer map, which only matters when they and the appends
+together are four or fewer partitions. A ``java.util.HashMap`` bucket of eight or more partitions
+(a request of 48 or more) that Java turns into a tree orders equal hashes by identity, which no one
+can reproduce: such ties keep their arrival order here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from kgroup.javacompat import JavaHashMap, int32, java_string_hash
+from kgroup.scalacompat import (
+    ImmutableMapOrder,
+    mutable_hashmap_order,
+    mutable_table_after_puts,
+    mutable_table_for_size,
+)
+
+__all__ = ["AsideAnswers", "PartitionKey", "answer_order", "appended_table", "topic_id_partition_hash"]
+
+#: a ``TopicIdPartition``: (topic id, topic name, partition)
+PartitionKey = tuple[uuid.UUID, str, int]
+
+_MASK32 = 0xFFFFFFFF
+
+
+def topic_id_partition_hash(key: PartitionKey) -> int:
+    """``TopicIdPartition.hashCode``: its ``Uuid``'s hash and its ``TopicPartition``'s."""
+    topic_id, topic, partition = key
+    bits = topic_id.int
+    folded = (bits >> 64) ^ (bits & 0xFFFFFFFFFFFFFFFF)
+    uuid_hash = int32((folded >> 32) ^ (folded & _MASK32))
+    partition_hash = 31 * (31 + partition) + java_string_hash(topic)
+    return int32(31 * (31 + uuid_hash) + partition_hash)
+
+
+class AsideAnswers:
+    """One of ``KafkaApis``' ``mutable.Map``\\ s of answers given before the replica manager: the
+    partitions in the order they were first put, each with its last answer, and the size the map had
+    at each put (which decides its table, and so its order)."""
+
+    __slots__ = ("_sizes", "answers")
+
+    def __init__(self) -> None:
+        self.answers: dict[PartitionKey, int] = {}
+        self._sizes: list[int] = []
+
+    def put(self, key: PartitionKey, error_code: int) -> None:
+        self._sizes.append(len(self.answers))
+        self.answers[key] = error_code
+
+    def order(self) -> list[PartitionKey]:
+        keys = list(self.answers)
+        hashes = [topic_id_partition_hash(k) for k in keys]
+        return mutable_hashmap_order(keys, hashes, mutable_table_after_puts(self._sizes))
+
+
+def appended_table(
+    appended: int, *, acks_valid: bool, any_refused: bool, authorized_puts: Sequence[int]
+) -> int:
+    """The table size of the ``mutable.HashMap`` whose order the appended partitions' answers are
+    copied in: ``.map`` of the entries (sized for them) when ``acks`` is valid; otherwise the entries
+    themselves (``sendInvalidRequiredAcksResponse``): ``authorizedRequestInfo`` as its puts grew it
+    (``authorized_puts``: its size at each), or its ``filter`` without the verification's refusals."""
+    if acks_valid:
+        return mutable_table_for_size(appended)
+    if any_refused:
+        return mutable_table_after_puts(range(appended))
+    return mutable_table_after_puts(authorized_puts)
+
+
+def answer_order(
+    verification_refused: Sequence[PartitionKey],
+    appended: Sequence[PartitionKey],
+    aside: Sequence[AsideAnswers],
+    *,
+    any_authorized: bool,
+    appended_table: int,
+) -> list[PartitionKey]:
+    """Every answered partition once, in Kafka's order: ``verification_refused`` and ``appended`` are
+    the partitions of ``authorizedRequestInfo`` (each in the order first put) refused by the
+    transaction verification and handed to ``appendRecords`` (answered by the append, or all
+    INVALID_REQUIRED_ACKS); ``aside`` the unauthorized, non-existing and invalid maps, in that order;
+    ``any_authorized`` whether ``authorizedRequestInfo`` had a partition; ``appended_table`` the table
+    size of the ``mutable.HashMap`` the appended partitions' answers are copied from
+    (:func:`appended_table`)."""
+    merged: ImmutableMapOrder[PartitionKey] = ImmutableMapOrder()
+    if any_authorized:
+        for key in verification_refused:
+            merged.add(key, topic_id_partition_hash(key))
+        hashes = [topic_id_partition_hash(k) for k in appended]
+        status = mutable_hashmap_order(appended, hashes, appended_table)
+        responses: JavaHashMap[PartitionKey, None] = JavaHashMap(topic_id_partition_hash)
+        for key in status:
+            responses.put(key, None)
+        for key in responses.keys_in_order():
+            merged.add(key, topic_id_partition_hash(key))
+    for answers in aside:
+        for key in answers.order():
+            merged.add(key, topic_id_partition_hash(key))
+    return merged.order()
