@@ -14,6 +14,7 @@ from tests.log.batches import BASE_TIME_MS, client_batch, decode, kio_batch
 from kgroup.log.batch import (
     HEADER_SIZE,
     batch_crc_ok,
+    check_produce_records_shape,
     parse_header,
     record_timestamps,
     stamp_batch,
@@ -92,6 +93,33 @@ def test_trailing_partial_batch_is_ignored_as_kafka_trims_it() -> None:
 def test_two_batches_in_one_partition_are_refused() -> None:
     raw = kio_batch([b"hello"])
     assert rejected(raw + raw) == LogErrorCode.INVALID_RECORD
+
+
+def _shape(records: bytes, version: int | None = None) -> int:
+    with pytest.raises(PeerError) as refused:
+        check_produce_records_shape(records, version)
+    return refused.value.error_code
+
+
+def test_the_shape_check_is_kafkas_validate_records_in_its_order() -> None:
+    raw = kio_batch([b"hello"])
+    assert check_produce_records_shape(raw + raw[:20], 3) == len(raw)
+    zstd = bytearray(raw)
+    zstd[22] = (zstd[22] & ~0x07) | 4
+    for version in (3, 6):  # zstd came with Produce v7
+        assert _shape(bytes(zstd), version) == LogErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    assert check_produce_records_shape(bytes(zstd), 7) == len(raw)
+    assert check_produce_records_shape(bytes(zstd)) == len(raw)  # no version: the codec is the log's
+    # the first batch is judged before the second is read: a magic-1 first batch before a second
+    # whose length is corrupt is INVALID_RECORD (the magic), as Kafka's iterator reads lazily
+    magic1 = bytearray(raw)
+    magic1[16] = 1
+    corrupt = bytearray(raw)
+    struct.pack_into(">i", corrupt, 8, 5)
+    assert _shape(bytes(magic1) + bytes(corrupt), 9) == LogErrorCode.INVALID_RECORD
+    assert _shape(raw + bytes(corrupt), 9) == LogErrorCode.CORRUPT_MESSAGE  # reading the second
+    assert _shape(raw + raw, 9) == LogErrorCode.INVALID_RECORD
+    assert _shape(raw[:30], 9) == LogErrorCode.INVALID_RECORD
 
 
 def test_last_offset_delta_and_count_must_agree() -> None:

@@ -20,8 +20,9 @@ from kgroup.broker.cluster import INTERNAL_TOPICS
 from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.handlers_txn import verify_transactional_batch
 from kgroup.broker.logapi import PartitionLogLike
+from kgroup.broker.produce_answer import AsideAnswers, PartitionKey, answer_order, appended_table
 from kgroup.broker.waiters import FetchWaiter
-from kgroup.log.batch import HEADER_SIZE, parse_header
+from kgroup.log.batch import HEADER_SIZE, check_produce_records_shape, parse_header
 from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import AclOperation, ResourceType
@@ -128,38 +129,29 @@ def _validate_each(batches: list[tuple[PartitionLogLike, bytes | memoryview]], n
 
 
 async def _check_heavy_batches(
-    ctx: RequestContext, request: Any, now_ms: int
-) -> dict[tuple[int, int], _Checked]:
-    """The request's heavy batches (:func:`_heavy`) bound for a partition they may be appended to,
-    validated in the codec thread, by (topic entry, partition entry): a hand-over per
-    :data:`_CHECKED_TOGETHER_BYTES` of batches rather than one per batch (a client's request often
-    holds a small compressed batch for each of many partitions; a large one still goes alone, so
-    other connections' work in that thread waits no longer than before)."""
-    if int(request.acks) not in (-1, 0, 1):
-        return {}
+    ctx: RequestContext, authorized: dict[PartitionKey, Any], now_ms: int
+) -> dict[PartitionKey, _Checked]:
+    """The heavy batches (:func:`_heavy`) of the partitions to append to that may be appended to,
+    validated in the codec thread: a hand-over per :data:`_CHECKED_TOGETHER_BYTES` of batches rather
+    than one per batch (a client's request often holds a small compressed batch for each of many
+    partitions; a large one still goes alone, so other connections' work in that thread waits no
+    longer than before)."""
     services = ctx.services
-    keys: list[tuple[int, int]] = []
+    keys: list[PartitionKey] = []
     batches: list[tuple[PartitionLogLike, bytes | memoryview]] = []
-    for t, topic in enumerate(request.topic_data):
-        name = _topic_name(ctx, topic)
-        if (
-            not name
-            or name in INTERNAL_TOPICS
-            or not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, name)
-        ):
+    for key, part in authorized.items():
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
+        _, name, index = key
+        records = part.records
+        if records is None or not _heavy(records) or name in INTERNAL_TOPICS:
             continue
-        for p, part in enumerate(topic.partition_data):
-            if ctx.pacer.due():
-                await ctx.pacer.pause()
-            records = part.records
-            if records is None or not _heavy(records):
-                continue
-            if leader_check(ctx, name, int(part.index)) != ErrorCode.NONE:
-                continue
-            plog = services.cluster.partition_log(name, int(part.index))
-            if plog is not None:
-                keys.append((t, p))
-                batches.append((plog, records))
+        if leader_check(ctx, name, index) != ErrorCode.NONE:
+            continue
+        plog = services.cluster.partition_log(name, index)
+        if plog is not None:
+            keys.append(key)
+            batches.append((plog, records))
     checked: list[_Checked] = []
     start, size = 0, 0
     for end, (_, records) in enumerate(batches, 1):
@@ -170,105 +162,187 @@ async def _check_heavy_batches(
     return dict(zip(keys, checked, strict=True))
 
 
+def _partition_answer(index: int, error_code: int = ErrorCode.NONE) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": error_code,
+        "base_offset": -1,
+        "log_append_time": None,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": None,
+        "current_leader": {"leader_id": -1, "leader_epoch": -1},
+    }
+
+
+class _Sorted:
+    """``KafkaApis``' sorting of a Produce request's partition entries before the replica manager: the
+    answers it gives itself, and ``authorizedRequestInfo`` (one entry per partition, the last)."""
+
+    def __init__(self) -> None:
+        self.unauthorized = AsideAnswers()
+        self.missing = AsideAnswers()  # KafkaApis' nonExistingTopicResponses
+        self.invalid = AsideAnswers()
+        self.invalid_messages: dict[PartitionKey, str] = {}
+        self.authorized: dict[PartitionKey, Any] = {}
+        self.authorized_puts: list[int] = []  # authorizedRequestInfo's size at each put
+
+
+async def _sort_entries(ctx: RequestContext, request: Any) -> _Sorted:
+    """``handleProduceRequest``'s two passes over the entries, in the request's order: topic ids
+    resolved (an id the broker does not know is UNKNOWN_TOPIC_ID), then WRITE on the topic, the
+    partition in the metadata, and the records' shape (:func:`check_produce_records_shape`)."""
+    cluster = ctx.services.cluster
+    sorted_ = _Sorted()
+    resolved: list[tuple[PartitionKey, Any]] = []
+    for topic in request.topic_data:
+        name = _topic_name(ctx, topic)
+        if topic.topic_id is not None:
+            topic_id = topic.topic_id
+        else:
+            info = cluster.topics.get(name)
+            topic_id = ZERO_UUID if info is None else info.topic_id
+        for part in topic.partition_data:
+            key = (topic_id, name, int(part.index))
+            if not name and topic.name is None:  # an id the broker does not know (v13+)
+                sorted_.missing.put(key, ErrorCode.UNKNOWN_TOPIC_ID)
+            else:
+                resolved.append((key, part))
+    allowed: dict[str, bool] = {}
+    for key, part in resolved:
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
+        _, name, index = key
+        if name not in allowed:
+            allowed[name] = ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, name)
+        info = cluster.topics.get(name)
+        if not allowed[name]:
+            sorted_.unauthorized.put(key, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        elif info is None or not 0 <= index < info.partitions:
+            sorted_.missing.put(key, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        else:
+            try:
+                if part.records is not None:
+                    check_produce_records_shape(part.records, ctx.version)
+            except PeerError as exc:
+                sorted_.invalid.put(key, exc.error_code)
+                sorted_.invalid_messages[key] = exc.message
+            else:
+                sorted_.authorized_puts.append(len(sorted_.authorized))
+                sorted_.authorized[key] = part
+    return sorted_
+
+
 # Kafka 4.0 removed v0-v2, but 4.x advertises v0 for old librdkafka (KAFKA-18659) and refuses
 # v0-v2 when they come; v13 addresses topics by id. The records stay in the request's frame
 # (kgroup.wire.produce_request): validated and written from there, never copied
 @register(ApiKey.PRODUCE, versions=(3, 13), decoder=read_produce_request, advertised_min=0)
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
+    """A partition named twice is answered once and written once, with its later entry's records
+    (Kafka keys the request by partition); the answer lists the partitions in Kafka's order
+    (:mod:`kgroup.broker.produce_answer`)."""
     services = ctx.services
     acks = int(request.acks)
-    responses = []
-    failed = False
     now_ms = services.clock_ms()
+    sorted_ = await _sort_entries(ctx, request)
+    answers: dict[PartitionKey, dict[str, Any]] = {}
+    refused: set[PartitionKey] = set()  # by the transaction verification, before the append
     appended: list[tuple[str, int, int]] = []
     leaders: set[int] = set()
-    checked = await _check_heavy_batches(ctx, request, now_ms)
-    for t, topic in enumerate(request.topic_data):
-        name = _topic_name(ctx, topic)
-        partition_responses = []
-        for p, part in enumerate(topic.partition_data):
-            if ctx.pacer.due():
-                await ctx.pacer.pause()
-            index = int(part.index)
-            entry: dict[str, Any] = {
-                "index": index,
-                "base_offset": -1,
-                "log_append_time": None,
-                "log_start_offset": -1,
-                "record_errors": [],
-                "error_message": None,
-                "current_leader": {"leader_id": -1, "leader_epoch": -1},
-            }
-            code: int = ErrorCode.NONE
-            if acks not in (-1, 0, 1):
-                code = ErrorCode.INVALID_REQUIRED_ACKS
-            elif not name and topic.name is None:  # an id the broker does not know (v13+)
-                code = ErrorCode.UNKNOWN_TOPIC_ID
-            elif not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, name):
-                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif name in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
-                code = ErrorCode.INVALID_TOPIC_EXCEPTION
-            else:
-                code = leader_check(ctx, name, index)
-            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-                entry["current_leader"] = _current_leader(ctx, name, index)
-                leaders.add(entry["current_leader"]["leader_id"])
-            if code == ErrorCode.NONE:
-                plog = services.cluster.partition_log(name, index)
-                assert plog is not None
-                records = b"" if part.records is None else part.records
-                code = await verify_transactional_batch(
-                    ctx, request.transactional_id, name, index, records, plog
-                )
-            if code == ErrorCode.NONE:
-                assert plog is not None
-                try:
-                    done = checked.get((t, p))
-                    if done is not None and done[0] is plog:  # checked in the codec thread already
-                        if isinstance(done[1], PeerError | LogError):
-                            raise done[1]
-                        result = plog.append(done[1], now_ms=now_ms)
-                    elif _heavy(records):  # inflating and walking its records: off the event loop
-                        result = plog.append(
-                            await services.off_loop(plog.validate, records, now_ms=now_ms), now_ms=now_ms
-                        )
-                    else:
-                        result = plog.append(records, now_ms=now_ms)
-                except (PeerError, LogError) as exc:
-                    code = exc.error_code
-                    entry["error_message"] = exc.message
-                    entry["record_errors"] = [
-                        {"batch_index": index_in_batch, "batch_index_error_message": message}
-                        for index_in_batch, message in getattr(exc, "record_errors", ())
-                    ]
-                    log.info("produce to %s-%d rejected: %s", name, index, exc.message)
-                except OSError as exc:  # the disk write failed: Kafka's KafkaStorageException
-                    code = ErrorCode.KAFKA_STORAGE_ERROR
-                    entry["error_message"] = f"write failed: {exc.strerror or exc}"
-                    log.error("produce to %s-%d: write failed: %s", name, index, exc)
-                else:
-                    if not result.duplicate:
-                        appended.append((name, index, result.valid_bytes))
-                    entry["base_offset"] = result.base_offset
-                    entry["log_start_offset"] = result.log_start_offset
-                    if result.log_append_time >= 0:
-                        entry["log_append_time"] = result.log_append_time
+    checked = await _check_heavy_batches(ctx, sorted_.authorized, now_ms) if acks in (-1, 0, 1) else {}
+    for key, part in sorted_.authorized.items():
+        if ctx.pacer.due():
+            await ctx.pacer.pause()
+        _, name, index = key
+        entry = _partition_answer(index)
+        answers[key] = entry
+        if acks not in (-1, 0, 1):
+            entry["error_code"] = ErrorCode.INVALID_REQUIRED_ACKS
+            continue
+        if name in INTERNAL_TOPICS:  # Kafka: "Cannot append to internal topic"
+            entry["error_code"] = ErrorCode.INVALID_TOPIC_EXCEPTION
+            continue
+        code = leader_check(ctx, name, index)
+        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            entry["current_leader"] = _current_leader(ctx, name, index)
+            leaders.add(entry["current_leader"]["leader_id"])
+        if code != ErrorCode.NONE:
             entry["error_code"] = code
-            failed = failed or code != ErrorCode.NONE
-            partition_responses.append(entry)
-        responses.append(
-            {
-                "name": name,
-                "topic_id": topic.topic_id or ZERO_UUID,
-                "partition_responses": partition_responses,
-            }
-        )
+            continue
+        plog = services.cluster.partition_log(name, index)
+        assert plog is not None
+        records = b"" if part.records is None else part.records
+        code = await verify_transactional_batch(ctx, request.transactional_id, name, index, records, plog)
+        if code != ErrorCode.NONE:
+            entry["error_code"] = code
+            refused.add(key)
+            continue
+        try:
+            done = checked.get(key)
+            if done is not None and done[0] is plog:  # checked in the codec thread already
+                if isinstance(done[1], PeerError | LogError):
+                    raise done[1]
+                result = plog.append(done[1], now_ms=now_ms)
+            elif _heavy(records):  # inflating and walking its records: off the event loop
+                result = plog.append(
+                    await services.off_loop(plog.validate, records, now_ms=now_ms), now_ms=now_ms
+                )
+            else:
+                result = plog.append(records, now_ms=now_ms)
+        except (PeerError, LogError) as exc:
+            entry["error_code"] = exc.error_code
+            entry["error_message"] = exc.message
+            entry["record_errors"] = [
+                {"batch_index": index_in_batch, "batch_index_error_message": message}
+                for index_in_batch, message in getattr(exc, "record_errors", ())
+            ]
+            log.info("produce to %s-%d rejected: %s", name, index, exc.message)
+        except OSError as exc:  # the disk write failed: Kafka's KafkaStorageException
+            entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+            entry["error_message"] = f"write failed: {exc.strerror or exc}"
+            log.error("produce to %s-%d: write failed: %s", name, index, exc)
+        else:
+            if not result.duplicate:
+                appended.append((name, index, result.valid_bytes))
+            entry["base_offset"] = result.base_offset
+            entry["log_start_offset"] = result.log_start_offset
+            if result.log_append_time >= 0:
+                entry["log_append_time"] = result.log_append_time
     for name, index, size in appended:
         services.notify_appended(name, index, size)
+    # the answers KafkaApis gave itself override the replica manager's (a partition named twice may
+    # be in both: its earlier entry's records appended, its later one refused)
+    for aside in (sorted_.unauthorized, sorted_.missing, sorted_.invalid):
+        for key, code in aside.answers.items():
+            answers[key] = _partition_answer(key[2], code)
+            if key in sorted_.invalid_messages and aside is sorted_.invalid:
+                answers[key]["error_message"] = sorted_.invalid_messages[key]
     if acks == 0:
-        if failed:  # Kafka closes the connection so that an acks=0 producer notices and refreshes metadata
+        if any(entry["error_code"] != ErrorCode.NONE for entry in answers.values()):
+            # Kafka closes the connection so that an acks=0 producer notices and refreshes metadata
             raise CloseConnection("acks=0 produce request failed")
         return None
+    passed = [key for key in sorted_.authorized if key not in refused]
+    order = answer_order(
+        [key for key in sorted_.authorized if key in refused],
+        passed,
+        (sorted_.unauthorized, sorted_.missing, sorted_.invalid),
+        any_authorized=bool(sorted_.authorized),
+        appended_table=appended_table(
+            len(passed),
+            acks_valid=acks in (-1, 0, 1),
+            any_refused=bool(refused),
+            authorized_puts=sorted_.authorized_puts,
+        ),
+    )
+    topics: dict[tuple[str, uuid.UUID], list[dict[str, Any]]] = {}
+    for key in order:
+        topic_id, name, _ = key
+        topics.setdefault((name, topic_id), []).append(answers[key])
+    responses = [
+        {"name": name, "topic_id": topic_id, "partition_responses": partitions}
+        for (name, topic_id), partitions in topics.items()
+    ]
     # v10+: where the leaders named in current_leader are (KIP-951)
     return {"responses": responses, "throttle_time": 0, "node_endpoints": _node_endpoints(ctx, leaders)}
 

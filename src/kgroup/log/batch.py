@@ -44,6 +44,7 @@ __all__ = [
     "TimestampBounds",
     "ValidatedBatch",
     "batch_crc_ok",
+    "check_produce_records_shape",
     "parse_header",
     "record_timestamps",
     "stamp_batch",
@@ -57,6 +58,8 @@ NO_TIMESTAMP = -1
 INT32_MAX = 2**31 - 1
 
 COMPRESSION_NONE = 0
+_ZSTD = 4  # CompressionType.ZSTD
+_ZSTD_FROM_VERSION = 7  # Produce v7 brought zstd (KIP-110)
 #: the most a compressed batch may inflate to (kgroup's limit: the memory one batch may take on append
 #: or on a timestamp lookup; Kafka streams the records and has no such limit)
 MAX_INFLATED_BYTES = 64 << 20
@@ -186,24 +189,7 @@ def validate_produce_records(
     Raises :class:`PeerError` with Kafka's code.
     """
     view = memoryview(records)
-    sizes = _whole_batch_sizes(view)
-    if not sizes:
-        raise PeerError(
-            "Produce requests must have at least one whole record batch per partition",
-            LogErrorCode.INVALID_RECORD,
-        )
-    size = sizes[0]
-    magic = view[16]
-    if magic != MAGIC_V2:
-        raise PeerError(
-            f"record batch magic {magic}: only magic v2 (Produce v3+) is accepted",
-            LogErrorCode.INVALID_RECORD,
-        )
-    if len(sizes) > 1:
-        raise PeerError(
-            "Produce requests are only allowed to contain exactly one record batch per partition",
-            LogErrorCode.INVALID_RECORD,
-        )
+    size = check_produce_records_shape(view)
     if size < HEADER_SIZE:
         raise PeerError(
             f"record batch of {size} bytes is shorter than its header",
@@ -328,34 +314,59 @@ def _check_timestamp_bounds(walked: RecordTimestamps, now_ms: int, bounds: Times
         )
 
 
-def _whole_batch_sizes(view: memoryview) -> list[int]:
-    """Sizes of the whole batches at the start of ``view`` (Kafka's ``ByteBufferLogInputStream``).
+def check_produce_records_shape(records: bytes | memoryview, produce_version: int | None = None) -> int:
+    """Kafka's ``ProduceRequest.validateRecords``, which ``KafkaApis`` runs on each partition's records
+    before anything else looks at them: one whole batch of magic v2 (not zstd before Produce v7) and no
+    second whole batch. Returns the batch's size; raises :class:`PeerError` (INVALID_RECORD,
+    UNSUPPORTED_COMPRESSION_TYPE, or CORRUPT_MESSAGE where Kafka's batch reader finds a length or
+    magic it cannot read). ``produce_version`` None skips the version's codec check."""
+    view = memoryview(records)
+    size = _next_whole_batch(view, 0)
+    if size is None:
+        raise PeerError(
+            "Produce requests must have at least one whole record batch per partition",
+            LogErrorCode.INVALID_RECORD,
+        )
+    magic = view[16]
+    if magic != MAGIC_V2:
+        raise PeerError(
+            f"record batch magic {magic}: only magic v2 (Produce v3+) is accepted",
+            LogErrorCode.INVALID_RECORD,
+        )
+    if produce_version is not None and produce_version < _ZSTD_FROM_VERSION and view[22] & 0x07 == _ZSTD:
+        raise PeerError(
+            f"Produce requests with version {produce_version} are not allowed to use ZStandard compression",
+            LogErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+        )
+    if _next_whole_batch(view, size) is not None:
+        raise PeerError(
+            "Produce requests are only allowed to contain exactly one record batch per partition",
+            LogErrorCode.INVALID_RECORD,
+        )
+    return size
 
-    Stops at the first incomplete batch; a length below the minimum overhead or a magic outside 0..2
-    is corrupt (``CorruptRecordException``), as in Kafka.
-    """
-    sizes: list[int] = []
-    position = 0
-    while len(sizes) < 2:  # two are enough to know there is more than one
-        remaining = len(view) - position
-        if remaining < LOG_OVERHEAD:
-            break
-        (length,) = _INT32.unpack_from(view, position + 8)
-        if length < MIN_RECORD_OVERHEAD:
-            raise PeerError(
-                f"record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})",
-                LogErrorCode.CORRUPT_MESSAGE,
-            )
-        if remaining < HEADER_SIZE_UP_TO_MAGIC:
-            break
-        magic = view[position + 16]
-        if magic > MAGIC_V2:  # a signed byte: 128..255 are negative in Java
-            raise PeerError(f"invalid magic found in record: {magic}", LogErrorCode.CORRUPT_MESSAGE)
-        if remaining < length + LOG_OVERHEAD:
-            break
-        sizes.append(length + LOG_OVERHEAD)
-        position += length + LOG_OVERHEAD
-    return sizes
+
+def _next_whole_batch(view: memoryview, position: int) -> int | None:
+    """The size of the whole batch at ``position``, or None when the bytes there do not hold one
+    (Kafka's ``ByteBufferLogInputStream.nextBatch``): a length below the minimum overhead or a magic
+    outside 0..2 is corrupt (``CorruptRecordException``), as in Kafka."""
+    remaining = len(view) - position
+    if remaining < LOG_OVERHEAD:
+        return None
+    (length,) = _INT32.unpack_from(view, position + 8)
+    if length < MIN_RECORD_OVERHEAD:
+        raise PeerError(
+            f"record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})",
+            LogErrorCode.CORRUPT_MESSAGE,
+        )
+    if remaining < HEADER_SIZE_UP_TO_MAGIC:
+        return None
+    magic = view[position + 16]
+    if magic > MAGIC_V2:  # a signed byte: 128..255 are negative in Java
+        raise PeerError(f"invalid magic found in record: {magic}", LogErrorCode.CORRUPT_MESSAGE)
+    if remaining < length + LOG_OVERHEAD:
+        return None
+    return int(length + LOG_OVERHEAD)
 
 
 def record_timestamps(batch: bytes, header: BatchHeader) -> list[tuple[int, int]] | None:
