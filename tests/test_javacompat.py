@@ -15,6 +15,7 @@ from kgroup.javacompat import (
     JavaRandom,
     hash_set_order,
     hashmap_iteration_order,
+    hashmap_order_by_hash,
     hashmap_put_order,
     int32,
     java_abs,
@@ -138,6 +139,24 @@ def test_a_bucket_of_nine_is_left_to_the_map(before: int) -> None:
     assert puts.treeified == (before > 0)
     assert hashmap_put_order(colliding[:8] + [f"m{i}" for i in range(before)]) == (
         _put_one_by_one(colliding[:8] + [f"m{i}" for i in range(before)]).keys_in_order()
+    )
+
+
+@given(_member_ids, st.integers(0, 300))
+def test_order_by_hash_is_the_string_put_order(keys: list[str], more: int) -> None:
+    """The hash-keyed order (any keys, few of them: a Produce answer's partitions) agrees with the
+    string one whenever the string one answers, and says None exactly when it does."""
+    keys = list(dict.fromkeys(keys + [f"p-{i}" for i in range(more)]))
+    assert hashmap_order_by_hash(keys, [java_string_hash(k) for k in keys]) == hashmap_put_order(keys)
+
+
+@pytest.mark.parametrize("before", [0, 60])
+def test_order_by_hash_leaves_a_bucket_of_nine_to_the_map(before: int) -> None:
+    keys = [f"m{i}" for i in range(before)] + _colliding(9)
+    assert hashmap_order_by_hash(keys, [java_string_hash(k) for k in keys]) is None
+    eight = _colliding(8) + [f"m{i}" for i in range(before)]
+    assert hashmap_order_by_hash(eight, [java_string_hash(k) for k in eight]) == (
+        _put_one_by_one(eight).keys_in_order()
     )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "capacity_over_load_factor",
     "hash_set_order",
     "hashmap_iteration_order",
+    "hashmap_order_by_hash",
     "hashmap_put_order",
     "int32",
     "java_abs",
@@ -170,6 +171,32 @@ def hashmap_put_order(keys: Sequence[str]) -> list[str] | None:
         return None
     order = np.argsort(spreads & (capacity - 1), kind="stable")
     return [distinct[i] for i in order.tolist()]
+
+
+def hashmap_order_by_hash(keys: Sequence[_K], hashes: Sequence[int]) -> list[_K] | None:
+    """:func:`hashmap_put_order` for any keys: ``keys`` distinct, in the order first put, with their
+    ``hashCode``\\ s; None when some chain would reach 9 (use a :class:`JavaHashMap`). Plain Python,
+    for the few dozen keys of one request (no array set-up)."""
+    count = len(keys)
+    if count < 2:
+        return list(keys)
+    spreads = [(h & _MASK32) ^ ((h & _MASK32) >> 16) for h in hashes]
+    capacity = 16
+    while True:
+        mask = capacity - 1
+        chains: dict[int, int] = {}
+        for spread in spreads[: min(count, (capacity * 3) // 4 + 1)]:
+            chain = chains.get(spread & mask, 0) + 1
+            if chain > _TREEIFY_THRESHOLD:
+                return None
+            chains[spread & mask] = chain
+        if count <= (capacity * 3) // 4:
+            break
+        capacity *= 2
+    if capacity > _MAX_CAPACITY:
+        return None
+    mask = capacity - 1
+    return [keys[i] for i in sorted(range(count), key=lambda i: spreads[i] & mask)]
 
 
 def timeline_table_after_put(size: int, table: int) -> int:

@@ -323,17 +323,21 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             raise CloseConnection("acks=0 produce request failed")
         return None
     passed = [key for key in sorted_.authorized if key not in refused]
-    order = answer_order(
-        [key for key in sorted_.authorized if key in refused],
-        passed,
-        (sorted_.unauthorized, sorted_.missing, sorted_.invalid),
-        any_authorized=bool(sorted_.authorized),
-        appended_table=appended_table(
-            len(passed),
-            acks_valid=acks in (-1, 0, 1),
-            any_refused=bool(refused),
-            authorized_puts=sorted_.authorized_puts,
-        ),
+    order = (
+        list(answers)
+        if len(answers) == 1
+        else answer_order(
+            [key for key in sorted_.authorized if key in refused],
+            passed,
+            (sorted_.unauthorized, sorted_.missing, sorted_.invalid),
+            any_authorized=bool(sorted_.authorized),
+            appended_table=appended_table(
+                len(passed),
+                acks_valid=acks in (-1, 0, 1),
+                any_refused=bool(refused),
+                authorized_puts=sorted_.authorized_puts,
+            ),
+        )
     )
     topics: dict[tuple[str, uuid.UUID], list[dict[str, Any]]] = {}
     for key in order:

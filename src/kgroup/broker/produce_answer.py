@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from functools import lru_cache
 
-from kgroup.javacompat import JavaHashMap, int32, java_string_hash
+from kgroup.javacompat import JavaHashMap, hashmap_order_by_hash, int32, java_string_hash
 from kgroup.scalacompat import (
     ImmutableMapOrder,
     mutable_hashmap_order,
@@ -44,6 +45,7 @@ PartitionKey = tuple[uuid.UUID, str, int]
 _MASK32 = 0xFFFFFFFF
 
 
+@lru_cache(maxsize=65536)  # a broker answers the same partitions request after request
 def topic_id_partition_hash(key: PartitionKey) -> int:
     """``TopicIdPartition.hashCode``: its ``Uuid``'s hash and its ``TopicPartition``'s."""
     topic_id, topic, partition = key
@@ -110,10 +112,13 @@ def answer_order(
             merged.add(key, topic_id_partition_hash(key))
         hashes = [topic_id_partition_hash(k) for k in appended]
         status = mutable_hashmap_order(appended, hashes, appended_table)
-        responses: JavaHashMap[PartitionKey, None] = JavaHashMap(topic_id_partition_hash)
-        for key in status:
-            responses.put(key, None)
-        for key in responses.keys_in_order():
+        copied = hashmap_order_by_hash(status, [topic_id_partition_hash(k) for k in status])
+        if copied is None:  # a chain of nine: Java resizes early or makes a tree of it
+            responses: JavaHashMap[PartitionKey, None] = JavaHashMap(topic_id_partition_hash)
+            for key in status:
+                responses.put(key, None)
+            copied = responses.keys_in_order()
+        for key in copied:
             merged.add(key, topic_id_partition_hash(key))
     for answers in aside:
         for key in answers.order():
