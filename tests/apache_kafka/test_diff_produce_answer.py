@@ -24,7 +24,9 @@ from kgroup.broker.produce_answer import (
     PartitionKey,
     answer_order,
     appended_table,
+    topic_id_partition_hash,
 )
+from kgroup.javacompat import hashmap_order_by_hash
 
 pytestmark = pytest.mark.apache_kafka
 
@@ -229,3 +231,47 @@ def test_by_topic_id_old_versions_and_bad_acks(target: Target, names: str) -> No
         ],
         acks_valid=False,
     )
+
+
+CORRUPT_MESSAGE = 2
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+
+
+def _whole(entries: list[tuple[str, int]], code: int) -> list[tuple[str, int, int]]:
+    """``ProduceRequest.getErrorResponse``'s answer: each partition once, in a ``java.util.HashMap``'s
+    order of the request's own keys (topic id zero before v13), grouped by topic."""
+    keys = list(dict.fromkeys((ZERO, t, p) for t, p in entries))
+    order = hashmap_order_by_hash(keys, [topic_id_partition_hash(k) for k in keys])
+    assert order is not None
+    grouped: dict[str, list[tuple[str, int, int]]] = {}
+    for _, name, partition in order:
+        grouped.setdefault(name, []).append((name, partition, code))
+    return [entry for entries in grouped.values() for entry in entries]
+
+
+def test_a_whole_request_refused(target: Target, names: str) -> None:
+    """A batch length Kafka's reader cannot read, met before any transactional batch, or a
+    transactional batch without a transactional id, refuses the whole request: every partition
+    answered so (an unknown topic's too, and a corrupt batch after the transactional one), nothing
+    written."""
+    a, nope = f"{names}-a", f"{names}-nope"
+    ok = kio_batch([b"v"])
+    corrupt = bytearray(kio_batch([b"c"]))
+    corrupt[8:12] = (5).to_bytes(4, "big")  # a batch length under the minimum overhead
+    txn = bytearray(kio_batch([b"t"], producer_id=7, producer_epoch=0, base_sequence=0))
+    txn[22] |= 0x10  # the transactional attribute
+    cases = {
+        "corrupt": [(a, 0, ok), (a, 1, bytes(corrupt)), (nope, 0, ok), (a, 2, ok), (a, 0, ok)],
+        "transactional": [(a, 0, ok), (a, 2, bytes(txn)), (nope, 0, ok), (a, 1, bytes(corrupt))],
+    }
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, a, 3)
+        answers = {case: _produce(raw, 9, entries) for case, entries in cases.items()}
+        written = {p: _values(raw, a, p)[0] for p in range(3)}
+    assert _layout(answers["corrupt"], 9, {}) == _whole(
+        [(t, p) for t, p, _ in cases["corrupt"]], CORRUPT_MESSAGE
+    )
+    assert _layout(answers["transactional"], 9, {}) == _whole(
+        [(t, p) for t, p, _ in cases["transactional"]], TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    )
+    assert written == {0: 0, 1: 0, 2: 0}

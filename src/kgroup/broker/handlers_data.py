@@ -20,9 +20,21 @@ from kgroup.broker.cluster import INTERNAL_TOPICS
 from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.handlers_txn import verify_transactional_batch
 from kgroup.broker.logapi import PartitionLogLike
-from kgroup.broker.produce_answer import AsideAnswers, PartitionKey, answer_order, appended_table
+from kgroup.broker.produce_answer import (
+    AsideAnswers,
+    PartitionKey,
+    answer_order,
+    appended_table,
+    topic_id_partition_hash,
+)
 from kgroup.broker.waiters import FetchWaiter
-from kgroup.log.batch import HEADER_SIZE, check_produce_records_shape, parse_header
+from kgroup.javacompat import JavaHashMap, hashmap_order_by_hash
+from kgroup.log.batch import (
+    HEADER_SIZE,
+    check_produce_records_shape,
+    first_batch_is_transactional,
+    parse_header,
+)
 from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import AclOperation, ResourceType
@@ -233,6 +245,58 @@ async def _sort_entries(ctx: RequestContext, request: Any) -> _Sorted:
     return sorted_
 
 
+def _whole_request_refusal(ctx: RequestContext, request: Any) -> PeerError | None:
+    """What ``handleProduceRequest`` refuses the whole request with before looking at any partition:
+    the first partition whose first batch is transactional (``RequestUtils.hasTransactionalRecords``,
+    in the request's order) needs a transactional id the principal may WRITE; a batch length or magic
+    Kafka's reader cannot read on the way there escapes as CORRUPT_MESSAGE (the whole request's
+    answer, ``ProduceRequest.getErrorResponse``)."""
+    for topic in request.topic_data:
+        for part in topic.partition_data:
+            if part.records is None:
+                continue
+            try:
+                transactional = first_batch_is_transactional(part.records)
+            except PeerError as exc:
+                return exc
+            if transactional:
+                txn_id = request.transactional_id
+                if txn_id is None or not ctx.authorized(
+                    AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id
+                ):
+                    return PeerError("", ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+                return None
+    return None
+
+
+def _refused_whole(request: Any, refusal: PeerError) -> list[dict[str, Any]]:
+    """``ProduceRequest.getErrorResponse``: every partition the request names, once, with the error, in
+    a ``java.util.HashMap``'s order of the request's own ``TopicIdPartition``\\ s (the topic id zero
+    before v13, the name empty from v13)."""
+    keys = list(
+        dict.fromkeys(
+            (topic.topic_id or ZERO_UUID, topic.name or "", int(part.index))
+            for topic in request.topic_data
+            for part in topic.partition_data
+        )
+    )
+    order = hashmap_order_by_hash(keys, [topic_id_partition_hash(k) for k in keys])
+    if order is None:  # a chain of nine: Java resizes early or makes a tree of it
+        answered: JavaHashMap[PartitionKey, None] = JavaHashMap(topic_id_partition_hash)
+        for key in keys:
+            answered.put(key, None)
+        order = answered.keys_in_order()
+    topics: dict[tuple[str, uuid.UUID], list[dict[str, Any]]] = {}
+    for topic_id, name, index in order:
+        entry = _partition_answer(index, refusal.error_code)
+        entry["error_message"] = refusal.message or None
+        topics.setdefault((name, topic_id), []).append(entry)
+    return [
+        {"name": name, "topic_id": topic_id, "partition_responses": partitions}
+        for (name, topic_id), partitions in topics.items()
+    ]
+
+
 # Kafka 4.0 removed v0-v2, but 4.x advertises v0 for old librdkafka (KAFKA-18659) and refuses
 # v0-v2 when they come; v13 addresses topics by id. The records stay in the request's frame
 # (kgroup.wire.produce_request): validated and written from there, never copied
@@ -240,9 +304,16 @@ async def _sort_entries(ctx: RequestContext, request: Any) -> _Sorted:
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     """A partition named twice is answered once and written once, with its later entry's records
     (Kafka keys the request by partition); the answer lists the partitions in Kafka's order
-    (:mod:`kgroup.broker.produce_answer`)."""
+    (:mod:`kgroup.broker.produce_answer`). A transactional batch without a transactional id the
+    principal may write, or a batch Kafka cannot read before it finds one, refuses the whole request
+    (:func:`_whole_request_refusal`): nothing is written."""
     services = ctx.services
     acks = int(request.acks)
+    refusal = _whole_request_refusal(ctx, request)
+    if refusal is not None:
+        if acks == 0:  # no answer to carry the error: Kafka closes the connection
+            raise CloseConnection(f"acks=0 produce request refused: {refusal.message or refusal.error_code}")
+        return {"responses": _refused_whole(request, refusal), "throttle_time": 0, "node_endpoints": []}
     now_ms = services.clock_ms()
     sorted_ = await _sort_entries(ctx, request)
     answers: dict[PartitionKey, dict[str, Any]] = {}

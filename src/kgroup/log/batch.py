@@ -45,6 +45,7 @@ __all__ = [
     "ValidatedBatch",
     "batch_crc_ok",
     "check_produce_records_shape",
+    "first_batch_is_transactional",
     "parse_header",
     "record_timestamps",
     "stamp_batch",
@@ -346,6 +347,16 @@ def check_produce_records_shape(records: bytes | memoryview, produce_version: in
     return size
 
 
+def first_batch_is_transactional(records: bytes | memoryview) -> bool:
+    """Whether ``records`` begin with a whole transactional batch, as ``RequestUtils``'
+    ``hasTransactionalRecords`` reads a Produce partition's first batch (a legacy batch never is);
+    raises :class:`PeerError` (CORRUPT_MESSAGE) where Kafka's batch reader would."""
+    view = memoryview(records)
+    if _next_whole_batch(view, 0) is None:
+        return False
+    return bool(view[16] == MAGIC_V2 and view[22] & TRANSACTIONAL_MASK)
+
+
 def _next_whole_batch(view: memoryview, position: int) -> int | None:
     """The size of the whole batch at ``position``, or None when the bytes there do not hold one
     (Kafka's ``ByteBufferLogInputStream.nextBatch``): a length below the minimum overhead or a magic
@@ -356,14 +367,15 @@ def _next_whole_batch(view: memoryview, position: int) -> int | None:
     (length,) = _INT32.unpack_from(view, position + 8)
     if length < MIN_RECORD_OVERHEAD:
         raise PeerError(
-            f"record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})",
+            f"Record size {length} is less than the minimum record overhead ({MIN_RECORD_OVERHEAD})",
             LogErrorCode.CORRUPT_MESSAGE,
         )
     if remaining < HEADER_SIZE_UP_TO_MAGIC:
         return None
     magic = view[position + 16]
     if magic > MAGIC_V2:  # a signed byte: 128..255 are negative in Java
-        raise PeerError(f"invalid magic found in record: {magic}", LogErrorCode.CORRUPT_MESSAGE)
+        signed = magic - 256 if magic > 127 else magic
+        raise PeerError(f"Invalid magic found in record: {signed}", LogErrorCode.CORRUPT_MESSAGE)
     if remaining < length + LOG_OVERHEAD:
         return None
     return int(length + LOG_OVERHEAD)
