@@ -233,6 +233,7 @@ def test_by_topic_id_old_versions_and_bad_acks(target: Target, names: str) -> No
     )
 
 
+UNKNOWN_SERVER_ERROR = -1
 CORRUPT_MESSAGE = 2
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 
@@ -251,7 +252,8 @@ def _whole(entries: list[tuple[str, int]], code: int) -> list[tuple[str, int, in
 
 def test_a_whole_request_refused(target: Target, names: str) -> None:
     """A batch length Kafka's reader cannot read, met before any transactional batch, or a
-    transactional batch without a transactional id, refuses the whole request: every partition
+    transactional batch without a transactional id, or (before v7) a codec id Kafka's shape check
+    cannot look up, refuses the whole request: every partition
     answered so (an unknown topic's too, and a corrupt batch after the transactional one), nothing
     written."""
     a, nope = f"{names}-a", f"{names}-nope"
@@ -264,10 +266,17 @@ def test_a_whole_request_refused(target: Target, names: str) -> None:
         "corrupt": [(a, 0, ok), (a, 1, bytes(corrupt)), (nope, 0, ok), (a, 2, ok), (a, 0, ok)],
         "transactional": [(a, 0, ok), (a, 2, bytes(txn)), (nope, 0, ok), (a, 1, bytes(corrupt))],
     }
+    codec5 = bytearray(ok)
+    codec5[22] = (codec5[22] & ~0x07) | 5  # no such codec: Produce before v7 asks for it (zstd?) and fails
+    before_v7 = [(a, 0, ok), (nope, 0, ok), (a, 2, bytes(codec5)), (a, 1, ok)]
     with Raw(target.bootstrap_servers) as raw:
         create_topic(raw, a, 3)
         answers = {case: _produce(raw, 9, entries) for case, entries in cases.items()}
+        answers["codec 5 in v6"] = _produce(raw, 6, before_v7)
         written = {p: _values(raw, a, p)[0] for p in range(3)}
+    assert _layout(answers["codec 5 in v6"], 6, {}) == _whole(
+        [(t, p) for t, p, _ in before_v7], UNKNOWN_SERVER_ERROR
+    )
     assert _layout(answers["corrupt"], 9, {}) == _whole(
         [(t, p) for t, p, _ in cases["corrupt"]], CORRUPT_MESSAGE
     )

@@ -31,6 +31,7 @@ from kgroup.broker.waiters import FetchWaiter
 from kgroup.javacompat import JavaHashMap, hashmap_order_by_hash
 from kgroup.log.batch import (
     HEADER_SIZE,
+    UnknownCodecBeforeV7,
     check_produce_records_shape,
     first_batch_is_transactional,
     parse_header,
@@ -236,6 +237,8 @@ async def _sort_entries(ctx: RequestContext, request: Any) -> _Sorted:
             try:
                 if part.records is not None:
                     check_produce_records_shape(part.records, ctx.version)
+            except UnknownCodecBeforeV7:
+                raise
             except PeerError as exc:
                 sorted_.invalid.put(key, exc.error_code)
                 sorted_.invalid_messages[key] = exc.message
@@ -315,7 +318,13 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             raise CloseConnection(f"acks=0 produce request refused: {refusal.message or refusal.error_code}")
         return {"responses": _refused_whole(request, refusal), "throttle_time": 0, "node_endpoints": []}
     now_ms = services.clock_ms()
-    sorted_ = await _sort_entries(ctx, request)
+    try:
+        sorted_ = await _sort_entries(ctx, request)
+    except UnknownCodecBeforeV7 as exc:  # out of handleProduceRequest: the whole request fails
+        if acks == 0:
+            raise CloseConnection(f"acks=0 produce request failed: {exc.message}") from None
+        unknown = PeerError("", ErrorCode.UNKNOWN_SERVER_ERROR)  # (Kafka sends no message with it)
+        return {"responses": _refused_whole(request, unknown), "throttle_time": 0, "node_endpoints": []}
     answers: dict[PartitionKey, dict[str, Any]] = {}
     refused: set[PartitionKey] = set()  # by the transaction verification, before the append
     appended: list[tuple[str, int, int]] = []

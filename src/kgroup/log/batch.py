@@ -42,6 +42,7 @@ __all__ = [
     "NO_BOUNDS",
     "BatchHeader",
     "TimestampBounds",
+    "UnknownCodecBeforeV7",
     "ValidatedBatch",
     "batch_crc_ok",
     "check_produce_records_shape",
@@ -315,6 +316,11 @@ def _check_timestamp_bounds(walked: RecordTimestamps, now_ms: int, bounds: Times
         )
 
 
+class UnknownCodecBeforeV7(PeerError):
+    """A Produce before v7 whose batch names codec id 5-7: Kafka's shape check asks for the batch's
+    codec (to refuse zstd) and the lookup throws, which fails the whole request, not the partition."""
+
+
 def check_produce_records_shape(records: bytes | memoryview, produce_version: int | None = None) -> int:
     """Kafka's ``ProduceRequest.validateRecords``, which ``KafkaApis`` runs on each partition's records
     before anything else looks at them: one whole batch of magic v2 (not zstd before Produce v7) and no
@@ -333,6 +339,11 @@ def check_produce_records_shape(records: bytes | memoryview, produce_version: in
         raise PeerError(
             f"record batch magic {magic}: only magic v2 (Produce v3+) is accepted",
             LogErrorCode.INVALID_RECORD,
+        )
+    if produce_version is not None and produce_version < _ZSTD_FROM_VERSION and view[22] & 0x07 > _ZSTD:
+        # CompressionType.forId throws IllegalArgumentException: out of KafkaApis, failing the request
+        raise UnknownCodecBeforeV7(
+            f"Unknown compression type id: {view[22] & 0x07}", LogErrorCode.UNKNOWN_SERVER_ERROR
         )
     if produce_version is not None and produce_version < _ZSTD_FROM_VERSION and view[22] & 0x07 == _ZSTD:
         raise PeerError(
