@@ -236,6 +236,7 @@ def test_by_topic_id_old_versions_and_bad_acks(target: Target, names: str) -> No
 UNKNOWN_SERVER_ERROR = -1
 CORRUPT_MESSAGE = 2
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+INVALID_PRODUCER_ID_MAPPING = 49
 
 
 def _whole(entries: list[tuple[str, int]], code: int) -> list[tuple[str, int, int]]:
@@ -252,8 +253,8 @@ def _whole(entries: list[tuple[str, int]], code: int) -> list[tuple[str, int, in
 
 def test_a_whole_request_refused(target: Target, names: str) -> None:
     """A batch length Kafka's reader cannot read, met before any transactional batch, or a
-    transactional batch without a transactional id, or (before v7) a codec id Kafka's shape check
-    cannot look up, refuses the whole request: every partition
+    transactional batch without a transactional id, transactional batches of two producers, or
+    (before v7) a codec id Kafka's shape check cannot look up, refuses the whole request: every partition
     answered so (an unknown topic's too, and a corrupt batch after the transactional one), nothing
     written."""
     a, nope = f"{names}-a", f"{names}-nope"
@@ -269,10 +270,26 @@ def test_a_whole_request_refused(target: Target, names: str) -> None:
     codec5 = bytearray(ok)
     codec5[22] = (codec5[22] & ~0x07) | 5  # no such codec: Produce before v7 asks for it (zstd?) and fails
     before_v7 = [(a, 0, ok), (nope, 0, ok), (a, 2, bytes(codec5)), (a, 1, ok)]
+    two = [bytearray(kio_batch([b"t"], producer_id=pid, producer_epoch=0, base_sequence=0)) for pid in (7, 8)]
+    for batch in two:
+        batch[22] |= 0x10
+    two_producers = [(a, 0, bytes(two[0])), (nope, 0, ok), (a, 1, bytes(two[1]))]
     with Raw(target.bootstrap_servers) as raw:
         create_topic(raw, a, 3)
         answers = {case: _produce(raw, 9, entries) for case, entries in cases.items()}
         answers["codec 5 in v6"] = _produce(raw, 6, before_v7)
+        answers["two producers"] = raw.call(
+            "Produce",
+            9,
+            {
+                "transactional_id": f"{names}-txn",
+                "acks": -1,
+                "timeout": 10_000,
+                "topic_data": [
+                    {"name": t, "partition_data": [{"index": p, "records": r}]} for t, p, r in two_producers
+                ],
+            },
+        )
         written = {p: _values(raw, a, p)[0] for p in range(3)}
     assert _layout(answers["codec 5 in v6"], 6, {}) == _whole(
         [(t, p) for t, p, _ in before_v7], UNKNOWN_SERVER_ERROR
@@ -282,5 +299,8 @@ def test_a_whole_request_refused(target: Target, names: str) -> None:
     )
     assert _layout(answers["transactional"], 9, {}) == _whole(
         [(t, p) for t, p, _ in cases["transactional"]], TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    )
+    assert _layout(answers["two producers"], 9, {}) == _whole(
+        [(t, p) for t, p, _ in two_producers], INVALID_PRODUCER_ID_MAPPING
     )
     assert written == {0: 0, 1: 0, 2: 0}

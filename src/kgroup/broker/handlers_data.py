@@ -14,6 +14,7 @@ import asyncio
 import logging
 import struct
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from kgroup.broker.cluster import INTERNAL_TOPICS
@@ -272,6 +273,20 @@ def _whole_request_refusal(ctx: RequestContext, request: Any) -> PeerError | Non
     return None
 
 
+def _transactional_producers(parts: Iterable[Any]) -> set[tuple[int, int]]:
+    """The (producer id, epoch) of every transactional batch among the partitions to append to (each
+    holds one whole batch by now): ``handleProduceAppend`` refuses the request when there is more
+    than one (``InvalidPidMappingException``), before anything is written."""
+    producers: set[tuple[int, int]] = set()
+    for part in parts:
+        records = part.records
+        if records is not None and len(records) >= HEADER_SIZE:
+            header = parse_header(records)
+            if header.is_transactional and header.has_producer_id:
+                producers.add((header.producer_id, header.producer_epoch))
+    return producers
+
+
 def _refused_whole(request: Any, refusal: PeerError) -> list[dict[str, Any]]:
     """``ProduceRequest.getErrorResponse``: every partition the request names, once, with the error, in
     a ``java.util.HashMap``'s order of the request's own ``TopicIdPartition``\\ s (the topic id zero
@@ -325,6 +340,13 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
             raise CloseConnection(f"acks=0 produce request failed: {exc.message}") from None
         unknown = PeerError("", ErrorCode.UNKNOWN_SERVER_ERROR)  # (Kafka sends no message with it)
         return {"responses": _refused_whole(request, unknown), "throttle_time": 0, "node_endpoints": []}
+    if len(_transactional_producers(sorted_.authorized.values())) > 1:  # ReplicaManager.handleProduceAppend
+        if acks == 0:
+            raise CloseConnection("acks=0 produce request failed: more than one transactional producer")
+        mixed = PeerError(
+            "Transactional records contained more than one producer ID", ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        )
+        return {"responses": _refused_whole(request, mixed), "throttle_time": 0, "node_endpoints": []}
     answers: dict[PartitionKey, dict[str, Any]] = {}
     refused: set[PartitionKey] = set()  # by the transaction verification, before the append
     appended: list[tuple[str, int, int]] = []
