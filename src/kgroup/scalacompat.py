@@ -2,7 +2,7 @@
 
 Kafka's broker is partly Scala, and some answers are built by iterating a Scala map: a Produce answer
 lists its partitions in the order of the ``Map[TopicIdPartition, PartitionResponse]`` that
-``KafkaApis.handleProduceRequest`` merges (:mod:`kgroup.broker.produce_answer`). Kafka 4.4.0 ships
+``KafkaApis.handleProduceRequest`` merges (:mod:`kgroup.broker.answer_order`). Kafka 4.4.0 ships
 Scala 2.13.18; its rules, read from that release's library sources, are these:
 
 * ``mutable.HashMap`` keeps ``2^n`` buckets (16 to begin with, or enough for a size known up front),

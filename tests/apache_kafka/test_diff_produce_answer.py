@@ -4,7 +4,7 @@ Apache Kafka 4.4.0 (the ``target`` fixture).
 
 Kafka answers a Produce from maps keyed by ``TopicIdPartition``, so the answer's order follows the
 partitions' hashes, which include each topic's random id: the two brokers' orders differ, and each is
-checked against the order ``kgroup.broker.produce_answer`` gives for that broker's topic ids (so the
+checked against the order ``kgroup.broker.answer_order`` gives for that broker's topic ids (so the
 model is checked against Kafka's answer, and kgroup's answer against the model). The error codes of
 every partition and the records each log ends up with are compared across the two.
 """
@@ -19,7 +19,7 @@ from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import Raw, create_topic, fetch_v12, metadata
 from tests.log.batches import kio_batch
 
-from kgroup.broker.produce_answer import (
+from kgroup.broker.answer_order import (
     AsideAnswers,
     PartitionKey,
     answer_order,

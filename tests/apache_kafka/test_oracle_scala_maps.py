@@ -1,7 +1,7 @@
 """The iteration orders of Scala 2.13's maps and ``java.util.HashMap`` over ``TopicIdPartition`` keys, as
 Kafka 4.4.0's own classes give them (the oracle JVM runs the release's ``scala-library`` and
 ``kafka-clients``), against kgroup's models (``kgroup.scalacompat``, ``kgroup.javacompat``,
-``kgroup.broker.produce_answer.topic_id_partition_hash``) — the orders a Produce answer's partitions
+``kgroup.broker.answer_order.topic_id_partition_hash``) — the orders a Produce answer's partitions
 pass through in Kafka's broker.
 
 Random runs every time: 1-80 keys, a key sometimes put twice, drawn from a few topic ids (the zero id
@@ -16,7 +16,7 @@ import os
 import random
 import uuid
 
-from kgroup.broker.produce_answer import PartitionKey, topic_id_partition_hash
+from kgroup.broker.answer_order import PartitionKey, topic_id_partition_hash
 from kgroup.javacompat import JavaHashMap
 from kgroup.scalacompat import (
     ImmutableMapOrder,

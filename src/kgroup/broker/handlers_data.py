@@ -17,17 +17,18 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from kgroup.broker.cluster import INTERNAL_TOPICS
-from kgroup.broker.dispatch import CloseConnection, RequestContext, register
-from kgroup.broker.handlers_txn import verify_transactional_batch
-from kgroup.broker.logapi import PartitionLogLike
-from kgroup.broker.produce_answer import (
+from kgroup.broker.answer_order import (
     AsideAnswers,
     PartitionKey,
     answer_order,
     appended_table,
+    list_offsets_order,
     topic_id_partition_hash,
 )
+from kgroup.broker.cluster import INTERNAL_TOPICS
+from kgroup.broker.dispatch import CloseConnection, RequestContext, register
+from kgroup.broker.handlers_txn import verify_transactional_batch
+from kgroup.broker.logapi import PartitionLogLike
 from kgroup.broker.waiters import FetchWaiter
 from kgroup.javacompat import JavaHashMap, hashmap_order_by_hash
 from kgroup.log.batch import (
@@ -322,7 +323,7 @@ def _refused_whole(request: Any, refusal: PeerError) -> list[dict[str, Any]]:
 async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     """A partition named twice is answered once and written once, with its later entry's records
     (Kafka keys the request by partition); the answer lists the partitions in Kafka's order
-    (:mod:`kgroup.broker.produce_answer`). A transactional batch without a transactional id the
+    (:mod:`kgroup.broker.answer_order`). A transactional batch without a transactional id the
     principal may write, or a batch Kafka cannot read before it finds one, refuses the whole request
     (:func:`_whole_request_refusal`): nothing is written."""
     services = ctx.services
@@ -703,51 +704,93 @@ def _close_regions(answer: dict[str, Any]) -> None:
 
 # v10 adds a timeout (for reads from tiered storage, which kgroup has not); v11 the earliest
 # pending-upload offset (-6), which without tiered storage is no offset (-1), as latest-tiered (-5)
+#: the special timestamps ListOffsets takes and the version each came with (``ReplicaManager``'s
+#: ``timestampMinSupportedVersion``): -1 latest, -2 earliest, -3 max timestamp, -4 earliest local,
+#: -5 latest tiered, -6 earliest pending upload; any other negative one is UNSUPPORTED_VERSION
+_SPECIAL_TIMESTAMPS_FROM = {-1: 1, -2: 1, -3: 7, -4: 8, -5: 9, -6: 11}
+
+
+def _list_offsets_entry(index: int, code: int = ErrorCode.NONE) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": code, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+
+
 @register(ApiKey.LIST_OFFSETS, versions=(1, 11))
 async def list_offsets(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    topics = []
+    """As ``KafkaApis.handleListOffsetRequest`` and ``ReplicaManager.fetchOffset``: topic entries the
+    principal may not describe are answered last, in the request's order; a partition named twice is
+    INVALID_REQUEST (answered once), a special timestamp the version does not know UNSUPPORTED_VERSION;
+    the others are answered in the order of Kafka's maps (:func:`list_offsets_order`)."""
+    seen: set[tuple[str, int]] = set()
+    duplicates: set[tuple[str, int]] = set()
     for topic in request.topics:
-        partitions = []
+        for part in topic.partitions:
+            key = (topic.name, int(part.partition_index))
+            (duplicates if key in seen else seen).add(key)
+    allowed: dict[str, bool] = {}
+    for topic in request.topics:
+        if topic.name not in allowed:
+            allowed[topic.name] = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
+    answers: dict[tuple[str, int], dict[str, Any]] = {}
+    for topic in request.topics:
+        if not allowed[topic.name]:
+            continue
         for part in topic.partitions:
             if ctx.pacer.due():
                 await ctx.pacer.pause()
             index = int(part.partition_index)
-            entry: dict[str, Any] = {
-                "partition_index": index,
-                "timestamp": -1,
-                "offset": -1,
-                "leader_epoch": -1,
-            }
-            code: int
-            if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
-                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            timestamp = int(part.timestamp)
+            if (topic.name, index) in duplicates:
+                answers[(topic.name, index)] = _list_offsets_entry(index, ErrorCode.INVALID_REQUEST)
+            elif timestamp < 0 and ctx.version < _SPECIAL_TIMESTAMPS_FROM.get(timestamp, 1 << 15):
+                answers[(topic.name, index)] = _list_offsets_entry(index, ErrorCode.UNSUPPORTED_VERSION)
             else:
-                code = leader_check(ctx, topic.name, index)
-            if code == ErrorCode.NONE:
-                code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
-            if code == ErrorCode.NONE:
-                plog = ctx.services.cluster.partition_log(topic.name, index)
-                assert plog is not None
-                entry["leader_epoch"] = LEADER_EPOCH
-                # -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered, else
-                # the first record at or after the timestamp (UnifiedLog.fetchOffsetByTimestamp)
-                found: tuple[int, int] | None
-                try:
-                    if int(part.timestamp) == LATEST and int(getattr(request, "isolation_level", 0)) == 1:
-                        # read_committed's latest offset is the last stable offset (Kafka's
-                        # fetchOffsetForTimestamp with READ_COMMITTED)
-                        found = (-1, plog.last_stable_offset)
-                    else:
-                        found = plog.offset_for_timestamp(int(part.timestamp))
-                except LogError as exc:
-                    code, found = exc.error_code, None
-                except OSError:
-                    code, found = ErrorCode.KAFKA_STORAGE_ERROR, None
-                if found is not None:
-                    entry["timestamp"], entry["offset"] = found
-                if code == ErrorCode.NONE and entry["offset"] < 0:
-                    entry["leader_epoch"] = NO_EPOCH  # no offset found: Kafka's answer has no epoch
-            entry["error_code"] = code
-            partitions.append(entry)
-        topics.append({"name": topic.name, "partitions": partitions})
+                answers[(topic.name, index)] = _offset_for(ctx, request, topic.name, part)
+    topics = [
+        {"name": name, "partitions": [answers[(name, index)] for index in indexes]}
+        for name, indexes in list_offsets_order(list(answers))
+    ]
+    topics.extend(
+        {
+            "name": topic.name,
+            "partitions": [
+                _list_offsets_entry(int(part.partition_index), ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for part in topic.partitions
+            ],
+        }
+        for topic in request.topics
+        if not allowed[topic.name]
+    )
     return {"throttle_time": 0, "topics": topics}
+
+
+def _offset_for(ctx: RequestContext, request: Any, topic: str, part: Any) -> dict[str, Any]:
+    """One partition's answer (``fetchOffsetForTimestamp``)."""
+    index = int(part.partition_index)
+    entry = _list_offsets_entry(index)
+    code = leader_check(ctx, topic, index)
+    if code == ErrorCode.NONE:
+        code = _epoch_check(int(getattr(part, "current_leader_epoch", NO_EPOCH)))
+    if code == ErrorCode.NONE:
+        plog = ctx.services.cluster.partition_log(topic, index)
+        assert plog is not None
+        entry["leader_epoch"] = LEADER_EPOCH
+        # -1 latest, -2 earliest, -3 max timestamp, -4 earliest local, -5 latest tiered, else
+        # the first record at or after the timestamp (UnifiedLog.fetchOffsetByTimestamp)
+        found: tuple[int, int] | None
+        try:
+            if int(part.timestamp) == LATEST and int(getattr(request, "isolation_level", 0)) == 1:
+                # read_committed's latest offset is the last stable offset (Kafka's
+                # fetchOffsetForTimestamp with READ_COMMITTED)
+                found = (-1, plog.last_stable_offset)
+            else:
+                found = plog.offset_for_timestamp(int(part.timestamp))
+        except LogError as exc:
+            code, found = exc.error_code, None
+        except OSError:
+            code, found = ErrorCode.KAFKA_STORAGE_ERROR, None
+        if found is not None:
+            entry["timestamp"], entry["offset"] = found
+        if code == ErrorCode.NONE and entry["offset"] < 0:
+            entry["leader_epoch"] = NO_EPOCH  # no offset found: Kafka's answer has no epoch
+    entry["error_code"] = code
+    return entry

@@ -1,5 +1,6 @@
-"""The order of a Produce answer's partitions, as Kafka 4.4.0's broker lists them.
+"""The order of a Produce or ListOffsets answer's partitions, as Kafka 4.4.0's broker lists them.
 
+**Produce.**
 ``KafkaApis.handleProduceRequest`` keys each partition entry by its ``TopicIdPartition`` and answers
 from maps, not from the request's list:
 
@@ -21,6 +22,12 @@ comes from its transaction coordinator's answer map, which only matters when the
 together are four or fewer partitions. A ``java.util.HashMap`` bucket of eight or more partitions
 (a request of 48 or more) that Java turns into a tree orders equal hashes by identity, which no one
 can reproduce: such ties keep their arrival order here.
+
+**ListOffsets.** ``ReplicaManager.fetchOffset`` puts each partition's answer into a
+``mutable.HashMap[TopicPartition, …]`` and answers ``groupBy(topic)`` of it: an ``immutable.HashMap``
+(a hash trie, whatever its size) of the topics' names, each holding a ``mutable.HashMap`` of its
+partitions grown put by put; ``KafkaApis`` then adds the unauthorized topics' entries, in the
+request's order (:func:`list_offsets_order`).
 """
 
 from __future__ import annotations
@@ -32,12 +39,21 @@ from functools import lru_cache
 from kgroup.javacompat import JavaHashMap, hashmap_order_by_hash, int32, java_string_hash
 from kgroup.scalacompat import (
     ImmutableMapOrder,
+    champ_order,
     mutable_hashmap_order,
     mutable_table_after_puts,
     mutable_table_for_size,
 )
 
-__all__ = ["AsideAnswers", "PartitionKey", "answer_order", "appended_table", "topic_id_partition_hash"]
+__all__ = [
+    "AsideAnswers",
+    "PartitionKey",
+    "answer_order",
+    "appended_table",
+    "list_offsets_order",
+    "topic_id_partition_hash",
+    "topic_partition_hash",
+]
 
 #: a ``TopicIdPartition``: (topic id, topic name, partition)
 PartitionKey = tuple[uuid.UUID, str, int]
@@ -124,3 +140,24 @@ def answer_order(
         for key in answers.order():
             merged.add(key, topic_id_partition_hash(key))
     return merged.order()
+
+
+def topic_partition_hash(topic: str, partition: int) -> int:
+    """``TopicPartition.hashCode``."""
+    return int32(31 * (31 + partition) + java_string_hash(topic))
+
+
+def list_offsets_order(partitions: Sequence[tuple[str, int]]) -> list[tuple[str, list[int]]]:
+    """The answered partitions (distinct, in the order first put) by topic, in the order
+    ``groupBy(topic)`` of Kafka's ``mutable.HashMap`` of them lists them."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    names = list(by_topic)
+    out = []
+    for name in champ_order(names, [java_string_hash(n) for n in names]):
+        indexes = by_topic[name]
+        hashes = [topic_partition_hash(name, p) for p in indexes]
+        table = mutable_table_after_puts(range(len(indexes)))
+        out.append((name, mutable_hashmap_order(indexes, hashes, table)))
+    return out
