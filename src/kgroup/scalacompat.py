@@ -20,15 +20,17 @@ Only insertions are modelled (Kafka's answers never remove from these maps).
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
 from kgroup.javacompat import int32
 
 _K = TypeVar("_K", bound=Hashable)
+_T = TypeVar("_T", bound=Hashable)
 
 __all__ = [
     "ImmutableMapOrder",
+    "ImmutableSetOrder",
     "champ_order",
     "mutable_hashmap_order",
     "mutable_table_after_puts",
@@ -136,3 +138,52 @@ class ImmutableMapOrder(Generic[_K]):
         if len(keys) <= _SMALL_MAP:
             return keys
         return champ_order(keys, list(self._keys.values()))
+
+
+class ImmutableSetOrder(Generic[_K]):
+    """An ``immutable.Set``'s elements in its iteration order, through the operations Kafka's
+    answers use: ``toSet`` of a sequence (:meth:`of`), ``filter`` / ``partition`` / ``diff``
+    (:meth:`filter`) and ``map`` (:meth:`map`).
+
+    A set of up to four elements made by ``toSet`` is a ``Set1`` … ``Set4``, iterating in the order the
+    elements came; a bigger one is a ``HashSet`` (a CHAMP trie, :func:`champ_order`). What an
+    operation makes keeps the kind it was made from — a ``HashSet``'s filter or map is a ``HashSet``
+    whatever its size, a small set's stays small — and takes its elements in the source's order."""
+
+    __slots__ = ("_elements", "hashed")
+
+    def __init__(self, elements: dict[_K, int], *, hashed: bool) -> None:
+        self._elements = elements  # element -> its hashCode, in the order the elements came
+        self.hashed = hashed
+
+    @classmethod
+    def of(cls, items: Sequence[_K], hash_code: Callable[[_K], int]) -> ImmutableSetOrder[_K]:
+        """``toSet`` of ``items`` (a ``Buffer``, a ``Seq``): duplicates dropped where they came again."""
+        elements: dict[_K, int] = {}
+        for item in items:
+            if item not in elements:
+                elements[item] = hash_code(item)
+        return cls(elements, hashed=len(elements) > _SMALL_MAP)
+
+    def order(self) -> list[_K]:
+        keys = list(self._elements)
+        if not self.hashed:
+            return keys
+        return champ_order(keys, list(self._elements.values()))
+
+    def filter(self, keep: Callable[[_K], bool]) -> ImmutableSetOrder[_K]:
+        return ImmutableSetOrder({e: self._elements[e] for e in self.order() if keep(e)}, hashed=self.hashed)
+
+    def map(self, to: Callable[[_K], _T], hash_code: Callable[[_T], int]) -> ImmutableSetOrder[_T]:
+        elements: dict[_T, int] = {}
+        for e in self.order():
+            mapped = to(e)
+            if mapped not in elements:
+                elements[mapped] = hash_code(mapped)
+        return ImmutableSetOrder(elements, hashed=self.hashed)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._elements
+
+    def __len__(self) -> int:
+        return len(self._elements)

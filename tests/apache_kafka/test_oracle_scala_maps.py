@@ -17,9 +17,10 @@ import random
 import uuid
 
 from kgroup.broker.answer_order import PartitionKey, topic_id_partition_hash
-from kgroup.javacompat import JavaHashMap
+from kgroup.javacompat import JavaHashMap, java_string_hash
 from kgroup.scalacompat import (
     ImmutableMapOrder,
+    ImmutableSetOrder,
     mutable_hashmap_order,
     mutable_table_after_puts,
     mutable_table_for_size,
@@ -73,3 +74,44 @@ def test_map_orders_match_scala_and_java(kafka_oracle: KafkaOracle) -> None:
         puts = _keys(rng)
         expected = kafka_oracle.map_orders(puts)
         assert _kgroup(puts) == expected, f"seed {SEED} (KGROUP_ORACLE_SEED), run {run}: {puts}"
+
+
+TOPIC_NAMES = (
+    "orders",
+    "t",
+    "Aa",
+    "BB",
+    "AaAa",
+    "BBBB",
+    "AaBB",
+    "événements",
+    "x" * 30,
+    "a",
+    "b",
+    "c",
+    "d",
+    "e",
+)
+
+
+def test_set_orders_match_scala(kafka_oracle: KafkaOracle) -> None:
+    """``immutable.Set``: ``toSet`` of 1-14 names (Java-hash twins among them, a name sometimes
+    twice), filtered both ways and mapped — small sets staying small, hash sets staying hash sets."""
+    rng = random.Random(SEED)
+    for run in range(RUNS):
+        names = [
+            rng.choice(TOPIC_NAMES) + rng.choice(("", "", str(rng.randint(0, 99))))
+            for _ in range(rng.randint(1, 14))
+        ]
+        keep = {n for n in names if rng.random() < 0.6}
+        whole = ImmutableSetOrder.of(names, java_string_hash)
+        kept = whole.filter(lambda n, keep=keep: n in keep)
+        ours = {
+            "set": whole.order(),
+            "kept": kept.order(),
+            "dropped": whole.filter(lambda n, keep=keep: n not in keep).order(),
+            "kept_mapped": kept.map(lambda n: n, java_string_hash).order(),
+        }
+        assert ours == kafka_oracle.set_orders(names, keep), (
+            f"seed {SEED} (KGROUP_ORACLE_SEED), run {run}: {names}"
+        )

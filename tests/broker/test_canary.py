@@ -226,6 +226,28 @@ def _metadata_everything() -> Hostile:
     return send
 
 
+def _metadata_of_50000_names() -> Hostile:
+    """A Metadata request naming 50,000 topics that do not exist (each named twice): their order,
+    Kafka's hash orders over them all, is worked out in the codec thread."""
+    names = [f"absent-{i}" for i in range(25_000)] * 2
+    request = build(
+        request_class(3, 12),
+        {
+            "topics": [{"name": n, "topic_id": None} for n in names],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
+
+    def send(bootstrap: str) -> None:
+        with RawClient(bootstrap, timeout_s=300) as client:
+            answer = client.request(request)
+            assert len(answer.topics) == 25_000  # each name answered once
+            assert {int(t.error_code) for t in answer.topics} == {3}
+
+    return send
+
+
 def _create_topic_of_10000_partitions() -> Hostile:
     """The most partitions a topic may have (kgroup's limit): 10,000 directories to make."""
     request = build(
@@ -260,6 +282,7 @@ HOSTILE: dict[str, Callable[[], Hostile]] = {
     "fetch-100000-elements": _fetch_every_partition,
     "produce-100MiB": _produce_100_mib,
     "metadata-1000-partitions-x20": _metadata_everything,
+    "metadata-50000-names": _metadata_of_50000_names,
     "create-topic-10000-partitions": _create_topic_of_10000_partitions,
 }
 

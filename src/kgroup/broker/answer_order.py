@@ -1,4 +1,4 @@
-"""The order of a Produce or ListOffsets answer's partitions, as Kafka 4.4.0's broker lists them.
+"""The order of a Produce, ListOffsets or Metadata answer, as Kafka 4.4.0's broker lists it.
 
 **Produce.**
 ``KafkaApis.handleProduceRequest`` keys each partition entry by its ``TopicIdPartition`` and answers
@@ -28,17 +28,23 @@ can reproduce: such ties keep their arrival order here.
 (a hash trie, whatever its size) of the topics' names, each holding a ``mutable.HashMap`` of its
 partitions grown put by put; ``KafkaApis`` then adds the unauthorized topics' entries, in the
 request's order (:func:`list_offsets_order`).
+
+**Metadata.** :func:`metadata_name_groups`.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
+
+from numpy import float32
 
 from kgroup.javacompat import JavaHashMap, hashmap_order_by_hash, int32, java_string_hash
 from kgroup.scalacompat import (
     ImmutableMapOrder,
+    ImmutableSetOrder,
     champ_order,
     mutable_hashmap_order,
     mutable_table_after_puts,
@@ -47,10 +53,12 @@ from kgroup.scalacompat import (
 
 __all__ = [
     "AsideAnswers",
+    "MetadataNames",
     "PartitionKey",
     "answer_order",
     "appended_table",
     "list_offsets_order",
+    "metadata_name_groups",
     "topic_id_partition_hash",
     "topic_partition_hash",
 ]
@@ -161,3 +169,66 @@ def list_offsets_order(partitions: Sequence[tuple[str, int]]) -> list[tuple[str,
         table = mutable_table_after_puts(range(len(indexes)))
         out.append((name, mutable_hashmap_order(indexes, hashes, table)))
     return out
+
+
+def java_hash_set_order(
+    names: Sequence[str], keep: Callable[[str], bool], *, sized: bool = True
+) -> list[str]:
+    """The ``names`` that ``keep`` keeps, in the order of a ``java.util.HashSet`` made of them (``new
+    HashSet<>(names)``, sized for them, when ``sized``; else a ``new HashMap<>()`` put in turn) from
+    which the others were removed."""
+    capacity = max(int(float32(len(names)) / float32(0.75)) + 1, 16) if sized else None
+    copied: JavaHashMap[str, None] = JavaHashMap(java_string_hash, capacity)
+    for name in names:
+        copied.put(name, None)
+    return [n for n in copied.keys_in_order() if keep(n)]
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataNames:
+    """A Metadata request's named topics in the groups and order Kafka 4.4.0 answers them."""
+
+    found: list[str]  # existing topics the principal may describe
+    missing: list[str]  # not existing and not created (invalid names, or auto-creation off)
+    created: list[str]  # handed to auto-creation (answered UNKNOWN_TOPIC_OR_PARTITION)
+    not_creatable: list[str]  # not existing, and the principal may not create them
+    denied: list[str]  # the principal may not describe them (not disclosed whether they exist)
+
+
+def metadata_name_groups(
+    names: Sequence[str],
+    describable: Mapping[str, bool],
+    exists: Mapping[str, bool],
+    creatable: Mapping[str, bool] | None,
+    may_create: Mapping[str, bool] | None,
+) -> MetadataNames:
+    """``KafkaApis.handleTopicMetadataRequest`` for named topics: the names as a Scala ``Set`` (a name
+    asked twice answered once, more than four in their hashes' order); the existing topics in that
+    order, the others in the order of a ``java.util.HashSet`` copied from it (``getTopicMetadata``),
+    and, when auto-creating (``creatable``: per name whether it may be created at all), the names
+    that cannot be created first, then the others in the order of the ``java.util.HashMap``
+    ``AutoTopicCreationManager`` collects them in. ``may_create``: per name whether the principal may
+    create it, when it may not create on the cluster. Pure: a broker runs it off its loop for a big
+    request."""
+    asked = ImmutableSetOrder.of(names, java_string_hash)
+    authorized = asked.filter(describable.__getitem__)
+    denied = asked.filter(lambda n: not describable[n])
+    not_creatable = authorized.filter(lambda n: False)
+    if creatable is not None:
+        wanted = authorized.filter(lambda n: not exists[n])
+        if len(wanted) and may_create is not None:
+            not_creatable = wanted.filter(lambda n: not may_create[n])
+            authorized = authorized.filter(lambda n: n not in not_creatable)
+    order = authorized.order()
+    absent = java_hash_set_order(order, lambda n: not exists[n])
+    missing, created = absent, []
+    if creatable is not None:
+        missing = [n for n in absent if not creatable[n]]
+        created = java_hash_set_order([n for n in absent if creatable[n]], lambda n: True, sized=False)
+    return MetadataNames(
+        found=[n for n in order if exists[n]],
+        missing=missing,
+        created=created,
+        not_creatable=not_creatable.order(),
+        denied=denied.order(),
+    )

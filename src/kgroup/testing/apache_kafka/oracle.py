@@ -705,6 +705,14 @@ class KafkaOracle(Started):
         raw = _no_error(self._call("scala-map-order", [item])[0])
         return {name: [int(v) for v in values] for name, values in raw.items()}
 
+    def set_orders(self, names: list[str], keep: set[str]) -> dict[str, list[str]]:
+        """Scala 2.13's ``immutable.Set`` orders of ``names`` (``toSet``, a name perhaps more than once):
+        ``set``, its ``filter`` by ``keep`` (``kept``) and by its negation (``dropped``), and the kept
+        set's ``map`` to equal new strings (``kept_mapped``): what ``kgroup.scalacompat.ImmutableSetOrder``
+        models."""
+        raw = _no_error(self._call("scala-set-order", [{"names": names, "keep": sorted(keep)}])[0])
+        return {name: [str(v) for v in values] for name, values in raw.items()}
+
     def has_class(self, name: str) -> bool:
         """Whether the release has class ``name`` (e.g. to see what moved or was removed)."""
         return bool(_no_error(self._call("has-class", [{"name": name}])[0])["present"])

@@ -164,6 +164,8 @@ public final class AssignorOracle {
                     return ClientMetadata.order(item);
                 case "scala-map-order":
                     return ScalaMaps.order(item);
+                case "scala-set-order":
+                    return ScalaMaps.setOrder(item);
                 case "record-bytes":
                     return CoordinatorRecords.bytes(item);
                 case "record-read":

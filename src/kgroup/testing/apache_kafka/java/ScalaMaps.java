@@ -7,7 +7,6 @@ import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.Uuid;
 
 import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -53,5 +52,37 @@ final class ScalaMaps {
         ArrayNode ja = out.putArray("java");
         java.keySet().forEach(k -> ja.add(first.get(k)));
         return out;
+    }
+
+    /**
+     * The orders of Scala 2.13's {@code immutable.Set} of strings the caller names: {@code toSet} of
+     * them (a key may come more than once), its {@code filter} by the flags given and by their
+     * negation, and the filtered set's {@code map} to equal new strings.
+     */
+    static JsonNode setOrder(JsonNode item) {
+        List<String> names = new ArrayList<>();
+        java.util.Set<String> kept = new java.util.HashSet<>();
+        for (JsonNode k : item.path("names")) {
+            names.add(k.asText());
+        }
+        for (JsonNode k : item.path("keep")) {
+            kept.add(k.asText());
+        }
+        scala.collection.immutable.Set<String> set = scala.jdk.javaapi.CollectionConverters.asScala(names).toSet();
+        scala.collection.immutable.Set<String> in = asSet(set.filter(n -> kept.contains(n)));
+        scala.collection.immutable.Set<String> out = asSet(set.filter(n -> !kept.contains(n)));
+        scala.collection.immutable.Set<String> mapped = asSet(in.map(n -> new String(n.toCharArray())));
+        ObjectNode result = NODES.objectNode();
+        for (Map.Entry<String, scala.collection.immutable.Set<String>> e : Map.of("set", set, "kept", in, "dropped", out, "kept_mapped", mapped).entrySet()) {
+            ArrayNode listed = result.putArray(e.getKey());
+            e.getValue().foreach(n -> listed.add(n));
+        }
+        return result;
+    }
+
+    /** Scala's {@code filter} and {@code map} of a set are sets; Java sees their erased type. */
+    @SuppressWarnings("unchecked")
+    private static scala.collection.immutable.Set<String> asSet(Object set) {
+        return (scala.collection.immutable.Set<String>) set;
     }
 }
