@@ -6,7 +6,6 @@ import logging
 import re
 import uuid
 import weakref
-from collections import Counter
 from typing import Any
 
 from kgroup.broker.answer_order import metadata_name_groups
@@ -21,7 +20,7 @@ from kgroup.broker.cluster import (
 from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
 from kgroup.broker.features import features
 from kgroup.broker.logapi import TopicCreationLike
-from kgroup.javacompat import int32, java_string_hash
+from kgroup.javacompat import JavaHashMap, int32, java_string_hash
 from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
 from kgroup.partitioning.striped import InvalidReplicationFactor
@@ -233,6 +232,8 @@ def _uuid_hash(topic_id: uuid.UUID) -> int:
 
 #: a Metadata request naming this many topics has their order worked out in the codec thread
 _ORDER_OFF_LOOP_NAMES = 2000
+#: KRaft's metadata log: no topic may be created under its name (ControllerApis)
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 
 
 async def _topics_by_name(ctx: RequestContext, names: list[str], allow_auto: bool) -> list[dict[str, Any]]:
@@ -387,14 +388,37 @@ async def make_in_steps(ctx: RequestContext, making: TopicCreationLike) -> None:
 
 @register(ApiKey.CREATE_TOPICS, versions=(2, 7))
 async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """``ControllerApis.createTopics``: the names in a ``java.util.HashSet``, a name met again moved to
+    another; the controller answers the others (those the principal may create) in the request's
+    order, then each repeated name once (``INVALID_REQUEST``) in its set's order, then the names it may
+    not create (and ``__cluster_metadata``) in theirs."""
     services = ctx.services
     cluster = services.cluster
     results: list[dict[str, Any]] = []
-    names = Counter(t.name for t in request.topics)
+    once: JavaHashMap[str, None] = JavaHashMap(java_string_hash)
+    repeated: JavaHashMap[str, None] = JavaHashMap(java_string_hash)
+    for topic in request.topics:
+        if topic.name not in repeated:
+            if topic.name in once:
+                once.remove(topic.name)
+                repeated.put(topic.name, None)
+            else:
+                once.put(topic.name, None)
+    refused = {
+        n: _created(
+            n, ErrorCode.INVALID_REQUEST, f"Creation of internal topic {n} is prohibited.", None, 0, 0
+        )
+        if n == CLUSTER_METADATA_TOPIC
+        else _created(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", None, 0, 0)
+        for n in once.keys_in_order()
+        if n == CLUSTER_METADATA_TOPIC or not _may_create(ctx, n)
+    }
     for topic in request.topics:
         if ctx.pacer.due():
             await ctx.pacer.pause()
         name = topic.name
+        if name in repeated or name in refused:
+            continue  # not handed to the controller
         partitions = int(topic.num_partitions)
         rf = int(topic.replication_factor)
         if topic.assignments:
@@ -418,13 +442,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
         if rf == -1:
             rf = services.config.replication_factor
         error = topic_name_error(name)
-        if names[name] <= 1 and not _may_create(ctx, name):
-            results.append(
-                _created(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", None, 0, 0)
-            )
-        elif names[name] > 1:
-            results.append(_created(name, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", None, 0, 0))
-        elif error is not None:
+        if error is not None:
             results.append(_created(name, ErrorCode.INVALID_TOPIC_EXCEPTION, error, None, 0, 0))
         elif name in cluster.topics:
             results.append(
@@ -482,6 +500,11 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     continue
                 log.info("created topic %s with %d partition(s)", name, partitions)
             results.append(_created(name, ErrorCode.NONE, None, info, partitions, rf))
+    results.extend(
+        _created(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", None, 0, 0)
+        for n in repeated.keys_in_order()
+    )
+    results.extend(refused.values())
     return {"throttle_time": 0, "topics": results}
 
 
