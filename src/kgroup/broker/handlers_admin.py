@@ -508,67 +508,111 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "topics": results}
 
 
+def _deleted(name: str | None, topic_id: uuid.UUID | None, code: int, message: str | None) -> dict[str, Any]:
+    return {"name": name, "topic_id": topic_id or ZERO_UUID, "error_code": code, "error_message": message}
+
+
+_UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."
+_UNKNOWN_TOPIC_ID_MESSAGE = "This server does not host this topic ID."
+_TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."
+
+
 @register(ApiKey.DELETE_TOPICS, versions=(1, 6))
 async def delete_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    """As ``ControllerApis.deleteTopics``: a name or an id given twice is answered once
+    (``INVALID_REQUEST``) and not deleted, as is an entry with both a name and an id, or neither, and a
+    name whose id was given too (that id is then neither deleted nor answered); the others are
+    resolved, authorized (DELETE; a topic the principal may not describe is not named) and deleted.
+    Kafka shuffles the answers (``Collections.shuffle``); kgroup answers in the order it decided them."""
     cluster = ctx.services.cluster
-    wanted: list[tuple[str | None, uuid.UUID | None]]
-    if ctx.version >= 6:
-        wanted = [(t.name, t.topic_id) for t in request.topics]
+    results: list[dict[str, Any]] = []
+    names: dict[str, None] = {}
+    repeated_names: dict[str, None] = {}
+    ids: dict[uuid.UUID, None] = {}
+    repeated_ids: dict[uuid.UUID, None] = {}
+
+    def add_name(name: str) -> None:
+        if name in repeated_names or name in names:
+            repeated_names[name] = None
+            names.pop(name, None)
+        else:
+            names[name] = None
+
+    if ctx.version < 6:
+        for name in request.topic_names:
+            add_name(name)
     else:
-        wanted = [(name, None) for name in request.topic_names]
-    results = []
-    for name, topic_id in wanted:
+        for topic in request.topics:
+            topic_id = topic.topic_id or ZERO_UUID
+            if topic.name is None and topic_id == ZERO_UUID:
+                message = "Neither topic name nor id were specified."
+                results.append(_deleted(None, ZERO_UUID, ErrorCode.INVALID_REQUEST, message))
+            elif topic.name is None:
+                if topic_id in repeated_ids or topic_id in ids:
+                    repeated_ids[topic_id] = None
+                    ids.pop(topic_id, None)
+                else:
+                    ids[topic_id] = None
+            elif topic_id == ZERO_UUID:
+                add_name(topic.name)
+            else:
+                message = "You may not specify both topic name and topic id."
+                results.append(_deleted(topic.name, topic_id, ErrorCode.INVALID_REQUEST, message))
+    results.extend(
+        _deleted(n, None, ErrorCode.INVALID_REQUEST, "Duplicate topic name.") for n in repeated_names
+    )
+    results.extend(_deleted(None, i, ErrorCode.INVALID_REQUEST, "Duplicate topic id.") for i in repeated_ids)
+    doomed: dict[uuid.UUID, str] = {}
+    for topic_id in ids:
+        info = cluster.topic_by_id(topic_id)
+        if info is None:
+            results.append(_deleted(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, _UNKNOWN_TOPIC_ID_MESSAGE))
+        elif not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, info.name):
+            shown = (
+                info.name if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, info.name) else None
+            )
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            results.append(_deleted(shown, topic_id, code, _TOPIC_AUTHORIZATION_MESSAGE))
+        else:
+            doomed[topic_id] = info.name
+    for name in names:
+        info = cluster.topics.get(name)
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED  # whether it exists is not disclosed
+            results.append(_deleted(name, None, code, _TOPIC_AUTHORIZATION_MESSAGE))
+        elif info is None:
+            results.append(_deleted(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, _UNKNOWN_TOPIC_MESSAGE))
+        elif not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, name):
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            results.append(_deleted(name, None, code, _TOPIC_AUTHORIZATION_MESSAGE))
+        elif info.topic_id in repeated_ids or info.topic_id in doomed:
+            repeated_ids[info.topic_id] = None
+            doomed.pop(info.topic_id, None)
+            message = "The provided topic name maps to an ID that was already supplied."
+            results.append(_deleted(name, info.topic_id, ErrorCode.INVALID_REQUEST, message))
+        else:
+            doomed[info.topic_id] = name
+    for topic_id, name in doomed.items():
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        info: TopicInfo | None
-        if name is None and topic_id is not None and topic_id != ZERO_UUID:
-            info = cluster.topic_by_id(topic_id)
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
-        else:
-            info = cluster.topics.get(name or "")
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        subject = info.name if info is not None else name
-        if subject is not None and not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, subject):
-            # whether it exists is not disclosed
-            results.append(
-                {
-                    "name": name,
-                    "topic_id": topic_id or ZERO_UUID,
-                    "error_code": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                    "error_message": None,
-                }
-            )
-            continue
-        unknown = {
-            "name": name,
-            "topic_id": topic_id or ZERO_UUID,
-            "error_code": missing,
-            "error_message": None,
-        }
-        if info is None:
-            results.append(unknown)
-            continue
-        async with cluster.topic_changes:  # not while a CreatePartitions grows a topic
-            current = cluster.topics.get(info.name)
-            if current is None or current.topic_id != info.topic_id:  # gone while it waited
-                results.append(unknown)
-                continue
-            deletion = cluster.begin_deletion(info.name)
-            # its directories renamed 500 at a time, other connections served in between; removed
-            # in a thread (Kafka renames a deleted log and removes it in the background)
-            while not deletion.step(_PARTITIONS_PER_DELETION_STEP):
-                await ctx.pacer.pause()
-            ctx.services.remove_later(deletion.finish())
-        log.info("deleted topic %s", info.name)
-        results.append(
-            {
-                "name": info.name,
-                "topic_id": info.topic_id,
-                "error_code": ErrorCode.NONE,
-                "error_message": None,
-            }
-        )
+        results.append(await _delete_one(ctx, topic_id, name))
     return {"throttle_time": 0, "responses": results}
+
+
+async def _delete_one(ctx: RequestContext, topic_id: uuid.UUID, name: str) -> dict[str, Any]:
+    cluster = ctx.services.cluster
+    async with cluster.topic_changes:  # not while a CreatePartitions grows a topic
+        current = cluster.topics.get(name)
+        if current is None or current.topic_id != topic_id:  # gone while it waited
+            return _deleted(name, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, _UNKNOWN_TOPIC_ID_MESSAGE)
+        deletion = cluster.begin_deletion(name)
+        # its directories renamed 500 at a time, other connections served in between; removed
+        # in a thread (Kafka renames a deleted log and removes it in the background)
+        while not deletion.step(_PARTITIONS_PER_DELETION_STEP):
+            await ctx.pacer.pause()
+        ctx.services.remove_later(deletion.finish())
+    log.info("deleted topic %s", name)
+    return _deleted(name, topic_id, ErrorCode.NONE, None)
 
 
 #: DescribeConfigs resource type -> what Kafka's ``ConfigHelper`` checks DESCRIBE_CONFIGS on, and the
