@@ -56,6 +56,35 @@ TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
 }
 
 
+#: DescribeConfigs v3+'s ``config_type`` of the configs kgroup describes, as Kafka's ``ConfigDef``
+#: types them (``DescribeConfigsResponse.ConfigType``: 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 7 LIST)
+CONFIG_TYPES: dict[str, int] = {
+    # topics (LogConfig)
+    "cleanup.policy": 7,
+    "compression.type": 2,
+    "max.message.bytes": 3,
+    "message.timestamp.type": 2,
+    "min.insync.replicas": 3,
+    "retention.bytes": 5,
+    "retention.ms": 5,
+    "segment.bytes": 3,
+    # brokers (KafkaConfig)
+    "auto.create.topics.enable": 1,
+    "num.partitions": 3,
+    "default.replication.factor": 3,
+    "offsets.topic.num.partitions": 3,
+    "socket.request.max.bytes": 3,
+    "group.initial.rebalance.delay.ms": 3,
+    "group.consumer.heartbeat.interval.ms": 3,
+    "group.consumer.session.timeout.ms": 3,
+    "group.consumer.assignment.interval.ms": 3,
+    "group.consumer.min.heartbeat.interval.ms": 3,
+    "group.consumer.max.heartbeat.interval.ms": 3,
+    "group.consumer.min.session.timeout.ms": 3,
+    "group.consumer.max.session.timeout.ms": 3,
+}
+
+
 #: topic configs Kafka 4.x's controller keeps as cluster-wide dynamic defaults: with eligible leader
 #: replicas (KIP-966, finalized on a fresh 4.4.0 cluster) the cluster's min.insync.replicas is written as a
 #: config record, so a topic describes it as DYNAMIC_DEFAULT_BROKER_CONFIG, not as a default
@@ -752,7 +781,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "config_source": 1 if k in overridden else 3 if k in cluster_defaults else 5,
                 "is_sensitive": False,
                 "synonyms": [],
-                "config_type": 0,
+                "config_type": CONFIG_TYPES.get(k, 0),
                 "documentation": None,
             }
             for k, v in sorted(values.items())
