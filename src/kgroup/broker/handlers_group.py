@@ -313,23 +313,63 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
                 sized.append((tp.topic, offset.committed_metadata or ""))
         if pacer.due():
             await pacer.pause()
-    answers: list[ErrorCode]
+    answers: list[ErrorCode] = []
+    whole: ErrorCode | None = ErrorCode.GROUP_AUTHORIZATION_FAILED if group_denied else None
     if not candidates:
-        answers = []
+        pass
     elif offset_commit_batch_bytes(body.group_id, sized, stop_above=batch_limit) > batch_limit:
-        answers = [ErrorCode.UNKNOWN_SERVER_ERROR] * len(candidates)
+        answers = [ErrorCode.UNKNOWN_SERVER_ERROR] * len(candidates)  # the coordinator's write failed
     else:
         answer = await _call(ctx, body.group_id, replace(body, offsets=tuple(candidates)))
         assert isinstance(answer, OffsetCommitResponse)
         answers = [code for _, code in answer.results]
+    sizes = [len(t.partitions) for t in request.topics]
+    entries = commit_answer_entries(body.offsets, sizes, codes, answers, whole)
+    return await _translate(
+        ctx, large, offset_commit_api.entries_response_to_wire, entries, ctx.version, topic_ids
+    )
+
+
+def commit_answer_entries(
+    offsets: Sequence[Any],
+    sizes: Sequence[int],
+    codes: Sequence[ErrorCode | None],
+    answers: Sequence[ErrorCode],
+    whole: ErrorCode | None,
+) -> list[tuple[str, list[tuple[int, ErrorCode]]]]:
+    """The topic entries of an OffsetCommit (or TxnOffsetCommit) answer, as ``KafkaApis`` lays them out:
+    the request's partitions (``offsets``, ``sizes`` per request topic entry), each answered aside
+    (``codes``) or by the coordinator (``None``: the next of ``answers``). ``whole``: an error the
+    request's own error answer gives every partition, in the request's entries
+    (``getErrorResponse``). Otherwise the answers given aside are collected by topic (the response
+    builder's map), and the coordinator's come in the entries they were asked in — each as it is when
+    nothing was answered aside, else added to its topic's collected entry (``Builder.merge``)."""
+    named = iter(zip(offsets, codes, strict=True))
+    requested = [[next(named) for _ in range(size)] for size in sizes]
+    if whole is not None:
+        return [
+            (entry[0][0].partition.topic, [(o.partition.partition, whole) for o, _ in entry])
+            for entry in requested
+            if entry
+        ]
     asked = iter(answers)
-    results = []
-    for offset, code in zip(body.offsets, codes, strict=True):
-        results.append((offset.partition, next(asked) if code is None else code))
-        if pacer.due():
-            await pacer.pause()
-    answer = OffsetCommitResponse(tuple(results))
-    return await _translate(ctx, large, offset_commit_api.response_to_wire, answer, ctx.version, topic_ids)
+    aside: dict[str, list[tuple[int, ErrorCode]]] = {}
+    coordinator: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
+    for entry in requested:
+        kept: list[tuple[int, ErrorCode]] = []
+        for offset, code in entry:
+            tp = offset.partition
+            if code is None:
+                kept.append((tp.partition, next(asked)))
+            else:
+                aside.setdefault(tp.topic, []).append((tp.partition, code))
+        if kept:
+            coordinator.append((entry[0][0].partition.topic, kept))
+    if not aside:
+        return coordinator
+    for topic, kept in coordinator:
+        aside.setdefault(topic, []).extend(kept)
+    return list(aside.items())
 
 
 #: fewer bytes than the smallest offset record Kafka writes (1-byte group id and topic: 61 bytes):

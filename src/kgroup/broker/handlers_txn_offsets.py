@@ -22,7 +22,12 @@ from dataclasses import replace
 from typing import Any
 
 from kgroup.broker.dispatch import RequestContext, register
-from kgroup.broker.handlers_group import call_coordinator, commit_partition_refusal, group_topic_ids
+from kgroup.broker.handlers_group import (
+    call_coordinator,
+    commit_answer_entries,
+    commit_partition_refusal,
+    group_topic_ids,
+)
 from kgroup.broker.txn_host import TransactionHost, verification_error
 from kgroup.group.discovery import coordinator_partition
 from kgroup.group.records.serde import offset_commit_batch_bytes
@@ -70,20 +75,18 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     topic_ids = group_topic_ids(ctx)
     body = txn_offset_commit_api.request_from_wire(request, topic_ids)
 
-    def answer(results: list[tuple[TopicPartition, ErrorCode]]) -> Any:
-        if ctx.version < _LOAD_IN_PROGRESS_VERSION:
-            results = [
-                (
-                    tp,
-                    ErrorCode.COORDINATOR_NOT_AVAILABLE if c is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else c,
-                )
-                for tp, c in results
-            ]
-        response = TxnOffsetCommitResponse(tuple(results))
-        return txn_offset_commit_api.response_to_wire(response, ctx.version, topic_ids)
+    sizes = [len(t.partitions) for t in request.topics]
 
-    def every(code: ErrorCode) -> Any:
-        return answer([(o.partition, code) for o in body.offsets])
+    def answer(codes: list[ErrorCode | None], asked: list[ErrorCode], whole: ErrorCode | None = None) -> Any:
+        entries = commit_answer_entries(body.offsets, sizes, codes, asked, whole)
+        if ctx.version < _LOAD_IN_PROGRESS_VERSION:
+            entries = [
+                (topic, [(p, _before_load_in_progress(c)) for p, c in parts]) for topic, parts in entries
+            ]
+        return txn_offset_commit_api.entries_response_to_wire(entries, ctx.version, topic_ids)
+
+    def every(code: ErrorCode) -> Any:  # the request's own error answer (getErrorResponse)
+        return answer([code] * len(body.offsets), [], code)
 
     if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
         return every(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -114,10 +117,14 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
             coordinated = await call_coordinator(ctx, body.group_id, allowed)
             assert isinstance(coordinated, TxnOffsetCommitResponse)
             asked = [code for _, code in coordinated.results]
-    # Kafka's answer builder: the broker's own errors first (in the request's order), then the
-    # coordinator's answer merged in, grouped by topic in the order topics first appear
-    refused = [(o.partition, code) for o, code in zip(body.offsets, codes, strict=True) if code is not None]
-    return answer(refused + [(o.partition, code) for o, code in zip(candidates, asked, strict=True)])
+    # Kafka's answer builder: the broker's own errors collected by topic, the coordinator's answers in
+    # the entries they were asked in, merged into those (commit_answer_entries)
+    return answer(codes, asked)
+
+
+def _before_load_in_progress(code: ErrorCode) -> ErrorCode:
+    """TxnOffsetCommit before v4 knows no COORDINATOR_LOAD_IN_PROGRESS: COORDINATOR_NOT_AVAILABLE."""
+    return ErrorCode.COORDINATOR_NOT_AVAILABLE if code is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else code
 
 
 def _too_large(ctx: RequestContext, group_id: str, offsets: list[OffsetCommitPartition]) -> bool:

@@ -16,6 +16,7 @@ from kgroup.wire.codec import build, error_from_wire
 __all__ = [
     "answer_from_wire",
     "answer_to_wire",
+    "entries_to_wire",
     "offsets_from_wire",
     "offsets_to_wire",
     "topic_names",
@@ -58,6 +59,23 @@ def results_to_wire(
         {**_topic(name, ids), "partitions": ({"partition_index": i, "error_code": c} for i, c in entries)}
         for name, entries in by_topic((tp.topic, (tp.partition, code)) for tp, code in results).items()
     ]
+
+
+def entries_to_wire(
+    key: ApiKey,
+    first_id_version: int,
+    entries: Sequence[tuple[str, Sequence[tuple[int, ErrorCode]]]],
+    version: int,
+    topic_ids: TopicIds | None,
+) -> Any:
+    """The wire answer of ``version`` with these topic entries as they are (a topic may have two:
+    Kafka answers a commit's partitions in the entries its request named them in)."""
+    ids = wire_ids(key, version, first_id_version, topic_ids)
+    topics = [
+        {**_topic(name, ids), "partitions": [{"partition_index": i, "error_code": c} for i, c in parts]}
+        for name, parts in entries
+    ]
+    return build(response_entity(key, version), {"throttle_time": 0, "topics": topics})
 
 
 def wire_ids(key: ApiKey, version: int, first_id_version: int, topic_ids: TopicIds | None) -> TopicIds | None:

@@ -1,9 +1,10 @@
 """OffsetCommit (API key 8), v2-v10, both directions.
 
 The typed request is flat (one :class:`OffsetCommitPartition` per partition, in the request's order);
-the wire groups partitions by topic. The answer has one entry per partition of the request, grouped
-by topic name in the order topics first appear (a topic named twice is answered once, as Kafka's
-response builder does). Versions change fields only: v6 adds each partition's leader epoch, v7 the
+the wire groups partitions by topic. The typed answer has one entry per partition of the request,
+which :func:`response_to_wire` groups by topic name in the order topics first appear; the broker lays
+its answer out as Kafka's ``KafkaApis`` does (a topic named in two entries may be answered in two)
+and gives the entries to :func:`entries_response_to_wire`. Versions change fields only: v6 adds each partition's leader epoch, v7 the
 group instance id; v10 names each topic by its id instead of its name (KIP-848's topic ids): the
 translation goes through a :class:`~kgroup.wire.apis._common.TopicIds` then, and an id the side does
 not know stands under a name no topic has (``TopicIds.is_unknown``: the broker answers it
@@ -12,6 +13,7 @@ UNKNOWN_TOPIC_ID). v2-v4's retention time is not carried (kgroup keeps offsets u
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kgroup.messages import OffsetCommitRequest, OffsetCommitResponse
@@ -21,6 +23,7 @@ from kgroup.wire.apis._common import TopicIds, request_entity
 from kgroup.wire.apis._offset_commits import (
     answer_from_wire,
     answer_to_wire,
+    entries_to_wire,
     offsets_from_wire,
     offsets_to_wire,
     topic_names,
@@ -30,6 +33,7 @@ from kgroup.wire.codec import build
 
 __all__ = [
     "TOPIC_IDS",
+    "entries_response_to_wire",
     "error_answer",
     "request_from_wire",
     "request_to_wire",
@@ -69,6 +73,16 @@ def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> Offset
 
 def response_to_wire(body: OffsetCommitResponse, version: int, topic_ids: TopicIds | None = None) -> Any:
     return answer_to_wire(ApiKey.OFFSET_COMMIT, TOPIC_IDS, body.results, version, topic_ids)
+
+
+def entries_response_to_wire(
+    entries: Sequence[tuple[str, Sequence[tuple[int, ErrorCode]]]],
+    version: int,
+    topic_ids: TopicIds | None = None,
+) -> Any:
+    """An answer of explicit topic entries (the broker's: ``KafkaApis``' layout, which may name a topic
+    in two entries)."""
+    return entries_to_wire(ApiKey.OFFSET_COMMIT, TOPIC_IDS, entries, version, topic_ids)
 
 
 def response_from_wire(response: Any, topic_ids: TopicIds | None = None) -> OffsetCommitResponse:

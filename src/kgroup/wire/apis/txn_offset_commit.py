@@ -10,6 +10,7 @@ know stands under a name no topic has, answered UNKNOWN_TOPIC_ID).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kgroup.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
@@ -19,6 +20,7 @@ from kgroup.wire.apis._common import TopicIds, request_entity
 from kgroup.wire.apis._offset_commits import (
     answer_from_wire,
     answer_to_wire,
+    entries_to_wire,
     offsets_from_wire,
     offsets_to_wire,
     topic_names,
@@ -28,6 +30,7 @@ from kgroup.wire.codec import build
 
 __all__ = [
     "TOPIC_IDS",
+    "entries_response_to_wire",
     "error_answer",
     "request_from_wire",
     "request_to_wire",
@@ -69,6 +72,16 @@ def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> TxnOff
         member_id=getattr(request, "member_id", ""),
         group_instance_id=getattr(request, "group_instance_id", None),
     )
+
+
+def entries_response_to_wire(
+    entries: Sequence[tuple[str, Sequence[tuple[int, ErrorCode]]]],
+    version: int,
+    topic_ids: TopicIds | None = None,
+) -> Any:
+    """An answer of explicit topic entries (the broker's: ``KafkaApis``' layout, which may name a topic
+    in two entries)."""
+    return entries_to_wire(_KEY, TOPIC_IDS, entries, version, topic_ids)
 
 
 def response_to_wire(body: TxnOffsetCommitResponse, version: int, topic_ids: TopicIds | None = None) -> Any:
