@@ -7,17 +7,19 @@ added to its topic's collected entry (``OffsetCommitResponse.Builder.merge``).
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.test_diff_hostile import _coordinator
-from tests.apache_kafka.wire import Raw, create_topic
+from tests.apache_kafka.wire import Raw, create_topic, metadata
 
 pytestmark = pytest.mark.apache_kafka
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_ID = 100
 
 
 def _commit(raw: Raw, group: str, entries: list[tuple[str, list[int]]]) -> Any:
@@ -66,4 +68,81 @@ def test_a_topic_in_two_entries(target: Target, names: str) -> None:
         ("P-a", [(9, UNKNOWN_TOPIC_OR_PARTITION), (0, NONE), (1, NONE)]),
         ("P-nope", [(0, UNKNOWN_TOPIC_OR_PARTITION)]),
         ("P-b", [(0, NONE)]),
+    ]
+
+
+def _fetch_layout(
+    answer: Any, prefix: str, names: dict[Any, str]
+) -> list[tuple[str, list[tuple[int, int, int]]]]:
+    (group,) = answer["groups"]
+    return [
+        (
+            (t.get("name") or names.get(str(t.get("topic_id")), "unknown")).replace(prefix, "P"),
+            [(p["partition_index"], p["committed_offset"], p["error_code"]) for p in t["partitions"]],
+        )
+        for t in group["topics"]
+    ]
+
+
+def test_offset_fetch_answers_the_entries_it_was_asked(target: Target, names: str) -> None:
+    """``fetchOffsetsForGroup``: the coordinator's answer in the request's entries (a topic named twice
+    answered twice, a partition named twice in its entry twice), then the entries refused beside it
+    (here a topic id the broker does not know, in v10)."""
+    a, b, nope = f"{names}-a", f"{names}-b", f"{names}-nope"
+    group = f"{names}-g"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, a, 3)
+        create_topic(raw, b, 1)
+        ids = {t["name"]: t["topic_id"] for t in metadata(raw, [a, b], auto_create=False)["topics"]}
+    with Raw(_coordinator(target.bootstrap_servers, group)) as raw:
+        _commit(raw, group, [(a, [0, 1, 2]), (b, [0])])
+        by_name = raw.call(
+            "OffsetFetch",
+            8,
+            {
+                "groups": [
+                    {
+                        "group_id": group,
+                        "topics": [
+                            {"name": a, "partition_indexes": [2, 0, 0]},
+                            {"name": nope, "partition_indexes": [0]},
+                            {"name": b, "partition_indexes": [0]},
+                            {"name": a, "partition_indexes": [1]},
+                        ],
+                    }
+                ],
+                "require_stable": False,
+            },
+        )
+        unknown = uuid.UUID(int=4242)
+        by_id = raw.call(
+            "OffsetFetch",
+            10,
+            {
+                "groups": [
+                    {
+                        "group_id": group,
+                        "member_id": None,
+                        "member_epoch": -1,
+                        "topics": [
+                            {"topic_id": uuid.UUID(str(ids[a])), "partition_indexes": [0]},
+                            {"topic_id": unknown, "partition_indexes": [1]},
+                            {"topic_id": uuid.UUID(str(ids[a])), "partition_indexes": [1]},
+                        ],
+                    }
+                ],
+                "require_stable": False,
+            },
+        )
+    assert _fetch_layout(by_name, names, {}) == [
+        ("P-a", [(2, 5, NONE), (0, 5, NONE), (0, 5, NONE)]),
+        ("P-nope", [(0, -1, NONE)]),
+        ("P-b", [(0, 5, NONE)]),
+        ("P-a", [(1, 5, NONE)]),
+    ]
+    id_names = {str(uuid.UUID(str(v))): k for k, v in ids.items()}
+    assert _fetch_layout(by_id, names, id_names) == [
+        ("P-a", [(0, 5, NONE)]),
+        ("P-a", [(1, 5, NONE)]),
+        ("unknown", [(1, -1, UNKNOWN_TOPIC_ID)]),
     ]

@@ -389,7 +389,9 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
     by_id = ctx.version >= offset_fetch_api.TOPIC_IDS
     batch = offset_fetch_api.request_from_wire(request, topic_ids)
     fetched = []
+    refused_topics: list[set[str]] = []  # per group: its topics answered beside the coordinator's
     for group in batch.groups:
+        refused_topics.append(set())
         if ctx.pacer.due():
             await ctx.pacer.pause()
         if batch.require_stable:
@@ -411,6 +413,7 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
             answer = await _call(ctx, group.group_id, allowed)
             assert isinstance(answer, OffsetFetchResponse)
             all_offsets = group.partitions is None
+            refused_topics[-1].update(p.partition.topic for p in denied + unknown)
             answer = answer_with_denied_topics(ctx, answer, all_offsets=all_offsets, denied=denied + unknown)
             if by_id and all_offsets and answer.error_code == ErrorCode.NONE:
                 named = tuple(
@@ -422,7 +425,29 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> Any:
         fetched.append(FetchedGroup(group.group_id, answer))
     large = sum(len(f.response.partitions) for f in fetched) >= LARGE_RESPONSE_ENTRIES
     response = OffsetFetchBatchResponse(tuple(fetched))
-    return await _translate(ctx, large, offset_fetch_api.response_to_wire, response, ctx.version, topic_ids)
+    requested = offset_fetch_api.request_entries(request, topic_ids)
+    layouts = [
+        fetch_answer_entries(wanted, f.response, refused)
+        for wanted, f, refused in zip(requested, fetched, refused_topics, strict=True)
+    ]
+    to_wire = offset_fetch_api.entries_response_to_wire
+    return await _translate(ctx, large, to_wire, response, layouts, ctx.version, topic_ids)
+
+
+def fetch_answer_entries(
+    wanted: list[tuple[str, list[int]]] | None, answer: OffsetFetchResponse, refused: set[str]
+) -> list[tuple[str, list[OffsetFetchPartition]]] | None:
+    """A group's OffsetFetch answer laid out as ``KafkaApis.fetchOffsetsForGroup`` lays it: the
+    coordinator's answer in the entries the request named (a topic named twice answered twice), then
+    the entries refused beside it (an unknown topic id, a topic the principal may not describe), each
+    as it was named. ``None`` (grouped by topic) for every committed offset and after a group error."""
+    if wanted is None or answer.error_code != ErrorCode.NONE:
+        return None
+    answered = {p.partition: p for p in answer.partitions}
+    if any(TopicPartition(t, i) not in answered for t, indexes in wanted for i in indexes):
+        return None  # (every partition asked is answered: grouped by topic, should one not be)
+    entries = [(t, [answered[TopicPartition(t, i)] for i in indexes]) for t, indexes in wanted]
+    return [e for e in entries if e[0] not in refused] + [e for e in entries if e[0] in refused]
 
 
 @register(ApiKey.DESCRIBE_GROUPS, versions=(0, 6))  # v6: GROUP_ID_NOT_FOUND and a message (KIP-1043)

@@ -1,13 +1,13 @@
 """OffsetCommit (API key 8), v2-v10, both directions.
 
 The typed request is flat (one :class:`OffsetCommitPartition` per partition, in the request's order);
-the wire groups partitions by topic. The typed answer has one entry per partition of the request,
-which :func:`response_to_wire` groups by topic name in the order topics first appear; the broker lays
-its answer out as Kafka's ``KafkaApis`` does (a topic named in two entries may be answered in two)
-and gives the entries to :func:`entries_response_to_wire`. Versions change fields only: v6 adds each partition's leader epoch, v7 the
-group instance id; v10 names each topic by its id instead of its name (KIP-848's topic ids): the
-translation goes through a :class:`~kgroup.wire.apis._common.TopicIds` then, and an id the side does
-not know stands under a name no topic has (``TopicIds.is_unknown``: the broker answers it
+the wire groups partitions by topic. The typed answer has one entry per partition of the request, which
+:func:`response_to_wire` groups by topic name in the order topics first appear; the broker lays its
+answer out as Kafka's ``KafkaApis`` does (a topic named in two entries may be answered in two) and gives
+the entries to :func:`entries_response_to_wire`. Versions change fields only: v6 adds each partition's
+leader epoch, v7 the group instance id; v10 names each topic by its id instead of its name (KIP-848's
+topic ids): the translation goes through a :class:`~kgroup.wire.apis._common.TopicIds` then, and an id
+the side does not know stands under a name no topic has (``TopicIds.is_unknown``: the broker answers it
 UNKNOWN_TOPIC_ID). v2-v4's retention time is not carried (kgroup keeps offsets until the group goes).
 """
 

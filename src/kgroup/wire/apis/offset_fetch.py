@@ -28,7 +28,9 @@ __all__ = [
     "FetchedGroup",
     "OffsetFetchBatchRequest",
     "OffsetFetchBatchResponse",
+    "entries_response_to_wire",
     "error_answer",
+    "request_entries",
     "request_from_wire",
     "request_to_wire",
     "response_from_wire",
@@ -134,6 +136,72 @@ def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> Offset
     groups = request.groups if hasattr(request, "groups") else (request,)
     return OffsetFetchBatchRequest(
         tuple(_request_group(g, ids) for g in groups), bool(getattr(request, "require_stable", False))
+    )
+
+
+def request_entries(
+    request: Any, topic_ids: TopicIds | None = None
+) -> list[list[tuple[str, list[int]]] | None]:
+    """Each group's topic entries as the wire request names them (``None``: every committed
+    partition): (topic name, partition indexes), a topic perhaps in two entries."""
+    ids = _ids(int(request.__version__), topic_ids)
+    groups = request.groups if hasattr(request, "groups") else (request,)
+    return [
+        None
+        if g.topics is None
+        else [
+            (t.name if ids is None else ids.name(t.topic_id), [int(p) for p in t.partition_indexes])
+            for t in g.topics
+        ]
+        for g in groups
+    ]
+
+
+def _entry_topics(
+    entries: list[tuple[str, list[OffsetFetchPartition]]], ids: TopicIds | None
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            **({"topic_id": ids.id(name)} if ids else {}),
+            "partitions": [
+                {
+                    "partition_index": p.partition.partition,
+                    "committed_offset": p.committed_offset,
+                    "committed_leader_epoch": p.committed_leader_epoch,
+                    "metadata": p.metadata,
+                    "error_code": p.error_code,
+                }
+                for p in partitions
+            ],
+        }
+        for name, partitions in entries
+    ]
+
+
+def entries_response_to_wire(
+    body: OffsetFetchBatchResponse,
+    entries: list[list[tuple[str, list[OffsetFetchPartition]]] | None],
+    version: int,
+    topic_ids: TopicIds | None = None,
+) -> Any:
+    """:func:`response_to_wire` with each group's topic entries as given (``None``: grouped by topic),
+    the broker's layout (``KafkaApis``: a topic named in two entries is answered in two)."""
+    cls = response_entity(ApiKey.OFFSET_FETCH, version)
+    ids = _ids(version, topic_ids)
+
+    def topics(g: FetchedGroup, laid_out: list[tuple[str, list[OffsetFetchPartition]]] | None) -> Any:
+        return _response_topics(g.response, ids) if laid_out is None else _entry_topics(laid_out, ids)
+
+    if version >= BATCHED:
+        groups = [
+            {"group_id": g.group_id, "topics": topics(g, laid_out), "error_code": g.response.error_code}
+            for g, laid_out in zip(body.groups, entries, strict=True)
+        ]
+        return build(cls, {"throttle_time": 0, "groups": groups})
+    ((group, laid_out),) = zip(body.groups, entries, strict=True)
+    return build(
+        cls, {"throttle_time": 0, "topics": topics(group, laid_out), "error_code": group.response.error_code}
     )
 
 
