@@ -57,6 +57,7 @@ __all__ = [
     "PartitionKey",
     "answer_order",
     "appended_table",
+    "by_coordinator_partition",
     "list_offsets_order",
     "metadata_name_groups",
     "topic_id_partition_hash",
@@ -232,3 +233,21 @@ def metadata_name_groups(
         not_creatable=not_creatable.order(),
         denied=denied.order(),
     )
+
+
+def by_coordinator_partition(
+    group_ids: Sequence[str], partition_of: Callable[[str], int], topic: str
+) -> list[int]:
+    """The positions of ``group_ids`` in the order ``GroupCoordinatorService`` answers a batch of
+    groups (DescribeGroups, DeleteGroups): grouped by their coordinator partition, the partitions in
+    the order of the ``java.util.HashMap<TopicPartition, List<String>>`` they are collected in, each
+    partition's groups as the request named them."""
+    partitions: JavaHashMap[int, None] = JavaHashMap(lambda p: topic_partition_hash(topic, p))
+    positions: dict[int, list[int]] = {}
+    for i, group_id in enumerate(group_ids):
+        partition = partition_of(group_id)
+        if partition not in positions:
+            partitions.put(partition, None)
+            positions[partition] = []
+        positions[partition].append(i)
+    return [i for p in partitions.keys_in_order() for i in positions[p]]

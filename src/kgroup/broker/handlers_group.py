@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar, cast
 
+from kgroup.broker.answer_order import by_coordinator_partition
 from kgroup.broker.cluster import OFFSETS_TOPIC
 from kgroup.broker.coordinator_host import error_response
 from kgroup.broker.dispatch import (
@@ -23,6 +24,7 @@ from kgroup.broker.dispatch import (
 from kgroup.broker.handlers_txn import transaction_coordinator_of
 from kgroup.broker.topic_acls import answer_with_denied_topics, any_topic_denied, split_offset_fetch
 from kgroup.group.consumer.heartbeat import invalid_heartbeat_answer
+from kgroup.group.discovery import coordinator_partition
 from kgroup.group.records.serde import offset_commit_batch_bytes
 from kgroup.group.txn_offsets import metadata_too_large
 from kgroup.messages import (
@@ -452,12 +454,21 @@ def fetch_answer_entries(
 
 @register(ApiKey.DESCRIBE_GROUPS, versions=(0, 6))  # v6: GROUP_ID_NOT_FOUND and a message (KIP-1043)
 async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    described = []
+    """As ``KafkaApis.handleDescribeGroupsRequest``: the groups the principal may not describe first,
+    then the coordinator's answers, grouped by coordinator partition
+    (:func:`~kgroup.broker.answer_order.by_coordinator_partition`); a group named twice is described
+    twice."""
+    denied_ones: list[dict[str, Any]] = []
+    allowed = [g for g in request.groups if not _group_denied(ctx, AclOperation.DESCRIBE, g)]
     for group_id in request.groups:
+        if _group_denied(ctx, AclOperation.DESCRIBE, group_id):
+            denied_ones.append(_described_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    described = []
+    for group_id in allowed:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        denied = _group_denied(ctx, AclOperation.DESCRIBE, group_id)
-        if denied or not await _coordinates(ctx, group_id):
+        denied = False
+        if not await _coordinates(ctx, group_id):
             described.append(
                 {
                     "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -497,7 +508,25 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     "error_message": g.error_message,
                 }
             )
-    return {"throttle_time": 0, "groups": described}
+    order = by_coordinator_partition(allowed, _partition_of(ctx), OFFSETS_TOPIC)
+    return {"throttle_time": 0, "groups": denied_ones + [described[i] for i in order]}
+
+
+def _partition_of(ctx: RequestContext) -> Callable[[str], int]:
+    partitions = ctx.services.cluster.config.offsets_topic_partitions
+    return lambda group_id: coordinator_partition(group_id, partitions)
+
+
+def _described_error(group_id: str, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "error_code": int(code),
+        "group_id": group_id,
+        "group_state": "",
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
 
 
 @register(ApiKey.LIST_GROUPS, versions=(0, 5))
@@ -531,17 +560,27 @@ async def list_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 @register(ApiKey.DELETE_GROUPS, versions=(0, 3))  # v3: an error message per group (null: none)
 async def delete_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    results = []
-    for group_id in request.groups_names:
+    """As ``KafkaApis.handleDeleteGroupsRequest``: each group once (``distinct``); the coordinator's
+    answers grouped by coordinator partition (:func:`~kgroup.broker.answer_order.by_coordinator_partition`),
+    then the groups the principal may not delete."""
+    groups = list(dict.fromkeys(request.groups_names))
+    allowed = [g for g in groups if not _group_denied(ctx, AclOperation.DELETE, g)]
+    answered = []
+    for group_id in allowed:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        if _group_denied(ctx, AclOperation.DELETE, group_id):
-            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
-        elif not await _coordinates(ctx, group_id):
+        if not await _coordinates(ctx, group_id):
             code = ErrorCode.NOT_COORDINATOR
         else:
             code = await ctx.services.coordinators.delete_group(ctx.node_id, group_id)
-        results.append({"group_id": group_id, "error_code": int(code), "error_message": None})
+        answered.append({"group_id": group_id, "error_code": int(code), "error_message": None})
+    results = [answered[i] for i in by_coordinator_partition(allowed, _partition_of(ctx), OFFSETS_TOPIC)]
+    kept = set(allowed)
+    results += [
+        {"group_id": g, "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED), "error_message": None}
+        for g in groups
+        if g not in kept
+    ]
     return {"throttle_time": 0, "results": results}
 
 
