@@ -159,9 +159,31 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> Any:
     for key in batch.keys:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        found.append(await _coordinator_of(ctx, key, batch.key_type))
+        found.append(_with_kafkas_message(await _coordinator_of(ctx, key, batch.key_type), ctx.version))
     response = FindCoordinatorBatchResponse(tuple(found))
     return await _translate(ctx, large, find_coordinator_api.response_to_wire, response, ctx.version)
+
+
+#: ``Errors.message()`` of the codes FindCoordinator answers (before v4 Kafka sends it as the message)
+_FIND_COORDINATOR_MESSAGES = {
+    ErrorCode.NONE: "NONE",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.NOT_COORDINATOR: "This is not the correct coordinator.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
+}
+#: the first FindCoordinator version with a batch of keys (its entries' message is never set: "")
+_FIND_COORDINATOR_BATCHED = 4
+
+
+def _with_kafkas_message(found: FoundCoordinator, version: int) -> FoundCoordinator:
+    """The message Kafka sends: before v4 its error's ``Errors.message()`` ("NONE" for none), from v4
+    none (the field's default, "")."""
+    if found.error_message is not None:
+        return found
+    if version >= _FIND_COORDINATOR_BATCHED:
+        return replace(found, error_message="")
+    return replace(found, error_message=_FIND_COORDINATOR_MESSAGES.get(found.response.error_code))
 
 
 async def _coordinator_of(ctx: RequestContext, key: str, key_type: int) -> FoundCoordinator:
