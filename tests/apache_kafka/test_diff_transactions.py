@@ -237,6 +237,15 @@ def test_transaction_apis_answer_as_kafka(target: Target, names: str) -> None:
         # an id nobody initialised
         unknown = _describe(raw, f"{names}-nobody")
         assert unknown["error_code"] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+        # nothing else set: every field its default (0), not the -1s of a transaction not started
+        assert {k: v for k, v in unknown.items() if k not in ("error_code", "transactional_id")} == {
+            "transaction_state": "",
+            "transaction_timeout": 0,
+            "transaction_start_time": 0,
+            "producer_id": 0,
+            "producer_epoch": 0,
+            "topics": [],
+        }
 
 
 def test_a_transactional_id_on_a_coordinator_that_is_not_its_own(target: Target, names: str) -> None:

@@ -264,10 +264,11 @@ async def describe_transactions(ctx: RequestContext, request: Any) -> dict[str, 
             "error_code": ErrorCode.NONE,
             "transactional_id": txn_id,
             "transaction_state": "",
+            # an entry Kafka answers with an error sets nothing else: the fields' defaults, all 0
             "transaction_timeout": 0,
-            "transaction_start_time": -1,
-            "producer_id": -1,
-            "producer_epoch": -1,
+            "transaction_start_time": 0,
+            "producer_id": 0,
+            "producer_epoch": 0,
             "topics": [],
         }
         if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
@@ -280,6 +281,10 @@ async def describe_transactions(ctx: RequestContext, request: Any) -> dict[str, 
                 entry["error_code"] = error
             else:
                 [described] = result
+                if described.error is not ErrorCode.NONE:  # e.g. TRANSACTIONAL_ID_NOT_FOUND
+                    entry["error_code"] = described.error
+                    states.append(entry)
+                    continue
                 entry.update(
                     error_code=described.error,
                     transaction_state=described.state,
