@@ -241,7 +241,8 @@ def by_coordinator_partition(
     """The positions of ``group_ids`` in the order ``GroupCoordinatorService`` answers a batch of
     groups (DescribeGroups, DeleteGroups): grouped by their coordinator partition, the partitions in
     the order of the ``java.util.HashMap<TopicPartition, List<String>>`` they are collected in, each
-    partition's groups as the request named them."""
+    partition's groups as the request named them. (Kafka's own order of the partitions varies from
+    run to run — it was seen to answer the same request in two orders; this is its most frequent.)"""
     partitions: JavaHashMap[int, None] = JavaHashMap(lambda p: topic_partition_hash(topic, p))
     positions: dict[int, list[int]] = {}
     for i, group_id in enumerate(group_ids):

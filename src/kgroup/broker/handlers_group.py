@@ -674,25 +674,32 @@ async def describe_each_group(
     response_type: type[ConsumerGroupDescribeResponse | ShareGroupDescribeResponse],
     described_type: type[_Described],
 ) -> list[_Described]:
-    """``GroupCoordinatorService.consumerGroupDescribe`` / ``shareGroupDescribe``: an empty group id is
-    INVALID_GROUP_ID (answered first, with an empty id), a group the principal may not describe
-    GROUP_AUTHORIZATION_FAILED (KafkaApis sets the group id and the error code only), every other group
-    its coordinator's description — or NOT_COORDINATOR at another broker."""
+    """``KafkaApis.handleConsumerGroupDescribe`` / ``handleShareGroupDescribe`` and
+    ``GroupCoordinatorService``: the groups the principal may not describe first
+    (GROUP_AUTHORIZATION_FAILED: KafkaApis sets the group id and the error code only), then an empty
+    group id's INVALID_GROUP_ID (with an empty id), then every other group's description — or
+    NOT_COORDINATOR at another broker — grouped by coordinator partition
+    (:func:`~kgroup.broker.answer_order.by_coordinator_partition`)."""
+    denied: list[_Described] = []
     invalid: list[_Described] = []
+    asked: list[str] = []
     described: list[_Described] = []
     for group_id in group_ids:
         if ctx.pacer.due():
             await ctx.pacer.pause()
+        if _group_denied(ctx, AclOperation.DESCRIBE, group_id):
+            denied.append(described_type(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id))
+            continue
         if not group_id:
             invalid.append(described_type(ErrorCode.INVALID_GROUP_ID, ""))
             continue
-        if _group_denied(ctx, AclOperation.DESCRIBE, group_id):
-            described.append(described_type(ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id))
-            continue
         answer = await _call(ctx, group_id, request_type((group_id,)))
         assert isinstance(answer, response_type)
-        described.extend(cast("tuple[_Described, ...]", answer.groups))
-    return invalid + described
+        (one,) = cast("tuple[_Described, ...]", answer.groups)
+        asked.append(group_id)
+        described.append(one)
+    order = by_coordinator_partition(asked, _partition_of(ctx), OFFSETS_TOPIC)
+    return denied + invalid + [described[i] for i in order]
 
 
 def described_answer(translate: Callable[[Any, int], Any], response: Any, version: int) -> Any:
