@@ -18,6 +18,7 @@ import pytest
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import Raw, create_topic
 
+from kgroup.broker.answer_order import all_topics_order
 from kgroup.javacompat import JavaHashMap, int32, java_string_hash
 from kgroup.scalacompat import ImmutableSetOrder
 
@@ -134,3 +135,24 @@ def test_auto_created_topics_in_the_creators_order(target: Target, names: str) -
         (n, UNKNOWN_TOPIC_OR_PARTITION) for n in collected.keys_in_order()
     ]
     assert [(t["name"], t["error_code"]) for t in answer["topics"]] == expected
+
+
+def test_every_topic_in_kafkas_order(target: Target, names: str) -> None:
+    """A Metadata request for every topic: Kafka's order (a Scala ``mutable.HashSet`` of the image's
+    names, ``kgroup.broker.answer_order.all_topics_order``) over whatever topics the broker has — the
+    shared Apache Kafka has other tests' topics too, so the order is checked on the names answered."""
+    with Raw(target.bootstrap_servers) as raw:
+        for i in range(12):
+            create_topic(raw, f"{names}-all{i}", 1)
+        answer = raw.call(
+            "Metadata",
+            12,
+            {
+                "topics": None,
+                "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False,
+            },
+        )
+    got = [t["name"] for t in answer["topics"]]
+    assert {f"{names}-all{i}" for i in range(12)} <= set(got)
+    assert got == all_topics_order(got)

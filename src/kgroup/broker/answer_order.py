@@ -55,6 +55,7 @@ __all__ = [
     "AsideAnswers",
     "MetadataNames",
     "PartitionKey",
+    "all_topics_order",
     "answer_order",
     "appended_table",
     "by_coordinator_partition",
@@ -252,3 +253,12 @@ def by_coordinator_partition(
             positions[partition] = []
         positions[partition].append(i)
     return [i for p in partitions.keys_in_order() for i in positions[p]]
+
+
+def all_topics_order(names: Sequence[str]) -> list[str]:
+    """A Metadata request for every topic, answered in Kafka 4.4.0's order: the metadata image's
+    topic names (a persistent hash map iterating by ``String.hashCode``) ``partition``-ed by
+    authorization into a Scala ``mutable.HashSet`` grown name by name, whose order this is."""
+    hashes = {n: java_string_hash(n) for n in names}
+    came = sorted(names, key=hashes.__getitem__)
+    return mutable_hashmap_order(came, [hashes[n] for n in came], mutable_table_after_puts(range(len(came))))

@@ -8,7 +8,7 @@ import uuid
 import weakref
 from typing import Any
 
-from kgroup.broker.answer_order import metadata_name_groups
+from kgroup.broker.answer_order import all_topics_order, metadata_name_groups
 from kgroup.broker.cluster import (
     INTERNAL_TOPICS,
     Cluster,
@@ -214,10 +214,13 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     # v0: an empty list means every topic; v1+: null means every topic, empty means none
     pacer = ctx.pacer
     if requested is None or (ctx.version == 0 and not requested):
-        for name in sorted(cluster.topics):
-            # every topic: the ones the principal may not describe are left out (KafkaApis)
-            if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
-                topics.append(await _topic_entry(ctx, cluster.topics[name]))
+        # every topic: the ones the principal may not describe are left out (KafkaApis), the others in
+        # Kafka's order (all_topics_order)
+        allowed = [n for n in cluster.topics if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, n)]
+        for name in all_topics_order(allowed):
+            info = cluster.topics.get(name)
+            if info is not None:
+                topics.append(await _topic_entry(ctx, info))
             if pacer.due():
                 await pacer.pause()
     else:
