@@ -1,6 +1,7 @@
-"""Differential: the ``config_type`` DescribeConfigs (v3+) gives each topic and broker config kgroup
-describes — sent raw to kgroup and to Apache Kafka 4.4.0 (the ``target`` fixture), both held to Kafka's
-``ConfigDef`` types (``DescribeConfigsResponse.ConfigType``: 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 7 LIST).
+"""Differential: the ``config_type`` and the order DescribeConfigs (v3+) gives the topic and broker
+configs kgroup describes — sent raw to kgroup and to Apache Kafka 4.4.0 (the ``target`` fixture), both
+held to Kafka's ``ConfigDef`` types (``DescribeConfigsResponse.ConfigType``: 1 BOOLEAN, 2 STRING, 3 INT,
+5 LONG, 7 LIST) and to the order Kafka lists them in.
 """
 
 from __future__ import annotations
@@ -38,6 +39,35 @@ KAFKA_TYPES = {
 }
 
 
+#: the order Apache Kafka 4.4.0 answers these keys in (read from it, and the same in every run: its
+#: config maps are hash maps of 64 and 512 buckets)
+TOPIC_ORDER = [
+    "compression.type",
+    "min.insync.replicas",
+    "cleanup.policy",
+    "segment.bytes",
+    "retention.ms",
+    "max.message.bytes",
+    "message.timestamp.type",
+    "retention.bytes",
+]
+BROKER_ORDER = [
+    "offsets.topic.num.partitions",
+    "group.consumer.max.session.timeout.ms",
+    "group.consumer.min.session.timeout.ms",
+    "socket.request.max.bytes",
+    "group.consumer.assignment.interval.ms",
+    "group.consumer.heartbeat.interval.ms",
+    "group.consumer.session.timeout.ms",
+    "auto.create.topics.enable",
+    "group.consumer.min.heartbeat.interval.ms",
+    "default.replication.factor",
+    "num.partitions",
+    "group.initial.rebalance.delay.ms",
+    "group.consumer.max.heartbeat.interval.ms",
+]
+
+
 def test_config_types(target: Target, names: str) -> None:
     topic = f"{names}-t"
     broker_keys = sorted(set(KAFKA_TYPES) - set(TOPIC_CONFIG_DEFAULTS))
@@ -62,4 +92,7 @@ def test_config_types(target: Target, names: str) -> None:
         )
     types = {c["name"]: c["config_type"] for r in answer["results"] for c in r["configs"]}
     assert types == KAFKA_TYPES
+    # listed in Kafka's order (its config maps' hash order), the same keys on both brokers
+    order = [[c["name"] for c in r["configs"]] for r in answer["results"]]
+    assert order == [TOPIC_ORDER, BROKER_ORDER]
     assert CONFIG_TYPES == KAFKA_TYPES  # every config kgroup describes has its type

@@ -6,6 +6,7 @@ import logging
 import re
 import uuid
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from kgroup.broker.answer_order import all_topics_order, metadata_name_groups
@@ -83,6 +84,24 @@ CONFIG_TYPES: dict[str, int] = {
     "group.consumer.min.session.timeout.ms": 3,
     "group.consumer.max.session.timeout.ms": 3,
 }
+
+
+#: the bucket count of the hash map Kafka 4.4.0 lists a resource's configs from (its ~40 topic configs:
+#: 64; its several hundred broker configs: 512): DescribeConfigs answers in that map's order
+_CONFIG_MAP_BUCKETS = {2: 64, 4: 512}
+
+
+def _config_place(rtype: int) -> Callable[[tuple[str, str]], tuple[int, int]]:
+    """The sort key of a config in Kafka's order for resource type ``rtype``: its bucket in the
+    config map's table (``h ^ (h >>> 16)`` of its name's ``String.hashCode``), then that hash."""
+    mask = _CONFIG_MAP_BUCKETS.get(rtype, 1) - 1
+
+    def place(item: tuple[str, str]) -> tuple[int, int]:
+        h = java_string_hash(item[0]) & 0xFFFFFFFF
+        spread = int32(h ^ (h >> 16))
+        return (spread & mask, spread)
+
+    return place
 
 
 #: topic configs Kafka 4.x's controller keeps as cluster-wide dynamic defaults: with eligible leader
@@ -787,7 +806,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "config_type": CONFIG_TYPES.get(k, 0),
                 "documentation": None,
             }
-            for k, v in sorted(values.items())
+            for k, v in sorted(values.items(), key=_config_place(rtype))
             if keys is None or k in keys
         ]
         results.append(
