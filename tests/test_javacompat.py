@@ -15,6 +15,7 @@ from kgroup.javacompat import (
     JavaRandom,
     hash_set_order,
     hashmap_iteration_order,
+    hashmap_keys_order,
     hashmap_order_by_hash,
     hashmap_put_order,
     int32,
@@ -158,6 +159,12 @@ def test_order_by_hash_leaves_a_bucket_of_nine_to_the_map(before: int) -> None:
     assert hashmap_order_by_hash(eight, [java_string_hash(k) for k in eight]) == (
         _put_one_by_one(eight).keys_in_order()
     )
+
+
+@pytest.mark.parametrize("before", [0, 60])
+def test_keys_order_is_the_maps_with_or_without_a_chain_of_nine(before: int) -> None:
+    for keys in ([f"m{i}" for i in range(before)] + _colliding(9), [f"m{i}" for i in range(before + 5)]):
+        assert hashmap_keys_order(keys, java_string_hash) == _put_one_by_one(keys).keys_in_order()
 
 
 def _timeline_reference(keys: list[str], table: int) -> list[str]:

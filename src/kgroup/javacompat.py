@@ -23,6 +23,7 @@ __all__ = [
     "capacity_over_load_factor",
     "hash_set_order",
     "hashmap_iteration_order",
+    "hashmap_keys_order",
     "hashmap_order_by_hash",
     "hashmap_put_order",
     "int32",
@@ -197,6 +198,19 @@ def hashmap_order_by_hash(keys: Sequence[_K], hashes: Sequence[int]) -> list[_K]
         return None
     mask = capacity - 1
     return [keys[i] for i in sorted(range(count), key=lambda i: spreads[i] & mask)]
+
+
+def hashmap_keys_order(keys: Sequence[_K], java_hash: Callable[[_K], int]) -> list[_K]:
+    """The order a ``new HashMap<>()`` iterates ``keys`` (distinct) put in turn: worked out at once
+    (:func:`hashmap_order_by_hash`), or put into a :class:`JavaHashMap` when a chain of nine makes Java
+    resize early or build a tree."""
+    order = hashmap_order_by_hash(keys, [java_hash(k) for k in keys])
+    if order is not None:
+        return order
+    puts: JavaHashMap[_K, None] = JavaHashMap(java_hash)
+    for key in keys:
+        puts.put(key, None)
+    return puts.keys_in_order()
 
 
 def timeline_table_after_put(size: int, table: int) -> int:

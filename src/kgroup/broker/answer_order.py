@@ -41,7 +41,7 @@ from functools import lru_cache
 
 from numpy import float32
 
-from kgroup.javacompat import JavaHashMap, hashmap_order_by_hash, int32, java_string_hash
+from kgroup.javacompat import JavaHashMap, hashmap_keys_order, int32, java_string_hash
 from kgroup.scalacompat import (
     ImmutableMapOrder,
     ImmutableSetOrder,
@@ -138,13 +138,7 @@ def answer_order(
             merged.add(key, topic_id_partition_hash(key))
         hashes = [topic_id_partition_hash(k) for k in appended]
         status = mutable_hashmap_order(appended, hashes, appended_table)
-        copied = hashmap_order_by_hash(status, [topic_id_partition_hash(k) for k in status])
-        if copied is None:  # a chain of nine: Java resizes early or makes a tree of it
-            responses: JavaHashMap[PartitionKey, None] = JavaHashMap(topic_id_partition_hash)
-            for key in status:
-                responses.put(key, None)
-            copied = responses.keys_in_order()
-        for key in copied:
+        for key in hashmap_keys_order(status, topic_id_partition_hash):
             merged.add(key, topic_id_partition_hash(key))
     for answers in aside:
         for key in answers.order():

@@ -30,7 +30,7 @@ from kgroup.broker.dispatch import CloseConnection, RequestContext, register
 from kgroup.broker.handlers_txn import verify_transactional_batch
 from kgroup.broker.logapi import PartitionLogLike
 from kgroup.broker.waiters import FetchWaiter
-from kgroup.javacompat import JavaHashMap, hashmap_order_by_hash
+from kgroup.javacompat import hashmap_keys_order
 from kgroup.log.batch import (
     HEADER_SIZE,
     UnknownCodecBeforeV7,
@@ -299,12 +299,7 @@ def _refused_whole(request: Any, refusal: PeerError) -> list[dict[str, Any]]:
             for part in topic.partition_data
         )
     )
-    order = hashmap_order_by_hash(keys, [topic_id_partition_hash(k) for k in keys])
-    if order is None:  # a chain of nine: Java resizes early or makes a tree of it
-        answered: JavaHashMap[PartitionKey, None] = JavaHashMap(topic_id_partition_hash)
-        for key in keys:
-            answered.put(key, None)
-        order = answered.keys_in_order()
+    order = hashmap_keys_order(keys, topic_id_partition_hash)
     topics: dict[tuple[str, uuid.UUID], list[dict[str, Any]]] = {}
     for topic_id, name, index in order:
         entry = _partition_answer(index, refusal.error_code)

@@ -481,29 +481,18 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     (:func:`~kgroup.broker.answer_order.by_coordinator_partition`); a group named twice is described
     twice."""
     denied_ones: list[dict[str, Any]] = []
-    allowed = [g for g in request.groups if not _group_denied(ctx, AclOperation.DESCRIBE, g)]
+    allowed: list[str] = []
     for group_id in request.groups:
         if _group_denied(ctx, AclOperation.DESCRIBE, group_id):
             denied_ones.append(_described_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+        else:
+            allowed.append(group_id)
     described = []
     for group_id in allowed:
         if ctx.pacer.due():
             await ctx.pacer.pause()
-        denied = False
         if not await _coordinates(ctx, group_id):
-            described.append(
-                {
-                    "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED
-                    if denied
-                    else int(ErrorCode.NOT_COORDINATOR),
-                    "group_id": group_id,
-                    "group_state": "",
-                    "protocol_type": "",
-                    "protocol_data": "",
-                    "members": [],
-                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-                }
-            )
+            described.append(_described_error(group_id, ErrorCode.NOT_COORDINATOR))
             continue
         answer = await _call(ctx, group_id, DescribeGroupsRequest((group_id,)))
         assert isinstance(answer, DescribeGroupsResponse)

@@ -206,24 +206,7 @@ def entries_response_to_wire(
 
 
 def _response_topics(answer: OffsetFetchResponse, ids: TopicIds | None) -> list[dict[str, Any]]:
-    grouped = by_topic((p.partition.topic, p) for p in answer.partitions)
-    return [
-        {
-            "name": name,
-            **({"topic_id": ids.id(name)} if ids else {}),
-            "partitions": [
-                {
-                    "partition_index": p.partition.partition,
-                    "committed_offset": p.committed_offset,
-                    "committed_leader_epoch": p.committed_leader_epoch,
-                    "metadata": p.metadata,
-                    "error_code": p.error_code,
-                }
-                for p in partitions
-            ],
-        }
-        for name, partitions in grouped.items()
-    ]
+    return _entry_topics(list(by_topic((p.partition.topic, p) for p in answer.partitions).items()), ids)
 
 
 def response_to_wire(body: OffsetFetchBatchResponse, version: int, topic_ids: TopicIds | None = None) -> Any:
