@@ -291,9 +291,14 @@ def test_a_whole_request_refused(target: Target, names: str) -> None:
             },
         )
         written = {p: _values(raw, a, p)[0] for p in range(3)}
-    assert _layout(answers["codec 5 in v6"], 6, {}) == _whole(
-        [(t, p) for t, p, _ in before_v7], UNKNOWN_SERVER_ERROR
-    )
+    codec5 = _layout(answers["codec 5 in v6"], 6, {})
+    expected = _whole([(t, p) for t, p, _ in before_v7], UNKNOWN_SERVER_ERROR)
+    if target.kind == "kgroup":
+        assert codec5 == expected
+    else:
+        # Apache Kafka answered this case in another order in 3 runs with a fresh-clone CI beside them
+        # (never on a quiet machine; the cause was not found): every partition once, all refused
+        assert sorted(codec5) == sorted(expected)
     assert _layout(answers["corrupt"], 9, {}) == _whole(
         [(t, p) for t, p, _ in cases["corrupt"]], CORRUPT_MESSAGE
     )
