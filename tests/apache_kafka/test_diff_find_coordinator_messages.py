@@ -28,6 +28,7 @@ def test_find_coordinator_messages(target: Target, names: str) -> None:
         )  # no such transactional id
     assert (v3["error_code"], v3["error_message"]) == (NONE, "NONE")
     assert [(c["error_code"], c["error_message"]) for c in v4["coordinators"]] == [(NONE, ""), (NONE, "")]
-    assert [(c["error_code"], c["error_message"]) for c in v6["coordinators"]] == [
-        (COORDINATOR_NOT_AVAILABLE, "")
-    ]
+    # the empty transactional id's answer is COORDINATOR_NOT_AVAILABLE until some test made
+    # __transaction_state, NONE after (a broker shared by the run): either way no message
+    ((code, message),) = [(c["error_code"], c["error_message"]) for c in v6["coordinators"]]
+    assert code in (NONE, COORDINATOR_NOT_AVAILABLE) and message == ""
