@@ -146,3 +146,57 @@ def test_offset_fetch_answers_the_entries_it_was_asked(target: Target, names: st
         ("P-a", [(1, 5, NONE)]),
         ("unknown", [(1, -1, UNKNOWN_TOPIC_ID)]),
     ]
+
+
+def _commit_v10(raw: Raw, group: str, entries: list[tuple[uuid.UUID, list[int]]]) -> Any:
+    topics = [
+        {
+            "topic_id": topic_id,
+            "partitions": [
+                {
+                    "partition_index": p,
+                    "committed_offset": 5,
+                    "committed_leader_epoch": -1,
+                    "committed_metadata": "",
+                }
+                for p in partitions
+            ],
+        }
+        for topic_id, partitions in entries
+    ]
+    fields = {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+    }
+    return raw.call("OffsetCommit", 10, {**fields, "topics": topics})
+
+
+def test_a_topic_entry_without_partitions(target: Target, names: str) -> None:
+    """``handleOffsetCommitRequest`` answers an entry with no partitions only when it refuses its topic
+    itself (its builder's ``addPartitions`` makes the topic's entry, empty): a topic the broker does not
+    have (by name, or an unknown id in v10); an entry of a topic it has goes to the coordinator only with
+    partitions, so an empty one is not answered."""
+    a, b, nope = f"{names}-a", f"{names}-b", f"{names}-nope"
+    group = f"{names}-g"
+    with Raw(target.bootstrap_servers) as raw:
+        create_topic(raw, a, 2)
+        create_topic(raw, b, 1)
+        ids = {t["name"]: t["topic_id"] for t in metadata(raw, [a, b], auto_create=False)["topics"]}
+    unknown = uuid.UUID(int=4343)
+    with Raw(_coordinator(target.bootstrap_servers, group)) as raw:
+        mixed = _commit(raw, group, [(a, []), (nope, []), (b, [0]), (nope, []), (a, [1])])
+        only_empty = _commit(raw, group, [(a, []), (nope, []), (b, [])])
+        known_empty = _commit(raw, group, [(a, []), (b, [])])
+        by_id = _commit_v10(
+            raw, group, [(uuid.UUID(str(ids[a])), []), (unknown, []), (uuid.UUID(str(ids[b])), [0])]
+        )
+    assert _layout(mixed, names) == [("P-nope", []), ("P-b", [(0, NONE)]), ("P-a", [(1, NONE)])]
+    assert _layout(only_empty, names) == [("P-nope", [])]
+    assert _layout(known_empty, names) == []
+    by_id_layout = [
+        (str(t["topic_id"]), [(p["partition_index"], p["error_code"]) for p in t["partitions"]])
+        for t in by_id["topics"]
+    ]
+    assert by_id_layout == [(str(unknown), []), (str(uuid.UUID(str(ids[b]))), [(0, NONE)])]

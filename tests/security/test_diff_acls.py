@@ -141,25 +141,45 @@ def txn_offset_commit_requests(raw: RawClient) -> dict[str, Any]:
                     "generation_id": -1,
                     "member_id": "",
                     "group_instance_id": None,
-                    "topics": [
-                        {
-                            "name": name,
-                            "partitions": [
-                                {
-                                    "partition_index": 0,
-                                    "committed_offset": 1,
-                                    "committed_leader_epoch": -1,
-                                    "committed_metadata": "",
-                                }
-                            ],
-                        }
-                        for name in ("d-read", "d-none")
-                    ],
+                    "topics": _commit_topics(),
                 },
             )
         )
-        seen[what] = {t.name: [int(p.error_code) for p in t.partitions] for t in answer.topics}
+        seen[what] = _commit_layout(answer)
+    for group in ("d-group-denied", "d-group-ok"):
+        answer = raw.request(
+            build(
+                request_class(8, 8),
+                {
+                    "group_id": group,
+                    "generation_id_or_member_epoch": -1,
+                    "member_id": "",
+                    "group_instance_id": None,
+                    "topics": _commit_topics(),
+                },
+            )
+        )
+        seen[f"offset commit {group}"] = _commit_layout(answer)
     return seen
+
+
+def _commit_topics() -> list[dict[str, Any]]:
+    """An (Txn)OffsetCommit's topics: partition 0 of a topic alice may read and of one she may not,
+    and an entry without partitions of a topic that does not exist (answered empty by a refusal)."""
+    partition = {
+        "partition_index": 0,
+        "committed_offset": 1,
+        "committed_leader_epoch": -1,
+        "committed_metadata": "",
+    }
+    return [
+        {"name": name, "partitions": [partition] if name != "d-missing" else []}
+        for name in ("d-read", "d-none", "d-missing")
+    ]
+
+
+def _commit_layout(answer: Any) -> list[tuple[str, list[int]]]:
+    return [(t.name, [int(p.error_code) for p in t.partitions]) for t in answer.topics]
 
 
 def _topic_ids_as_admin(bootstrap: str) -> dict[str, Any]:
@@ -523,9 +543,18 @@ def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> N
     assert theirs["consumer heartbeat d-group-hb [d-none]"] == (29, None)
     assert theirs["cluster acl named foo"][0] == "INVALID_REQUEST"
     assert theirs["regex heartbeat d-group-hb [d-.*] assigned"] == ["d-read", "d-write"]
-    assert theirs["txn offset commit d-tx-none"] == {"d-read": [53], "d-none": [53]}
-    assert theirs["txn offset commit d-group-denied"] == {"d-read": [30], "d-none": [30]}
-    assert theirs["txn offset commit d-group-ok"]["d-none"] == [29]
+    # a whole-request refusal answers the entry without partitions too (getErrorResponse); else it is
+    # answered (empty) among the topics refused aside, before the coordinator's answers
+    assert theirs["txn offset commit d-tx-none"] == [("d-read", [53]), ("d-none", [53]), ("d-missing", [])]
+    assert theirs["txn offset commit d-group-denied"] == [
+        ("d-read", [30]),
+        ("d-none", [30]),
+        ("d-missing", []),
+    ]
+    assert [name for name, _ in theirs["txn offset commit d-group-ok"]] == ["d-none", "d-missing", "d-read"]
+    assert dict(theirs["txn offset commit d-group-ok"])["d-none"] == [29]
+    assert theirs["offset commit d-group-denied"] == [("d-read", [30]), ("d-none", [30]), ("d-missing", [])]
+    assert theirs["offset commit d-group-ok"] == [("d-none", [29]), ("d-missing", []), ("d-read", [0])]
     assert theirs["share fetch d-group-denied"] == (30, 0)
     assert theirs["share acknowledge d-group-denied"] == 30
     assert theirs["share fetch d-group-ok [d-none]"] == (0, [29])

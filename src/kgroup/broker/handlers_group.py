@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 from kgroup.broker.answer_order import by_coordinator_partition
 from kgroup.broker.cluster import OFFSETS_TOPIC
@@ -276,24 +276,59 @@ async def leave_group(ctx: RequestContext, request: Any) -> Any:
     return await _membership_call(ctx, request, leave_group_api, LeaveGroupResponse, refused)
 
 
-def commit_partition_refusal(
-    ctx: RequestContext, topics: Mapping[str, Any], tp: TopicPartition, topic_denied: dict[str, bool]
+def commit_topic_refusal(
+    ctx: RequestContext, topics: Mapping[str, Any], topic: str, topic_denied: dict[str, bool]
 ) -> ErrorCode | None:
-    """What KafkaApis answers a partition of an OffsetCommit or TxnOffsetCommit itself, before the
-    coordinator: an unknown topic id (before the topic's authorization), a topic the principal may
-    not read (asked once per topic, remembered in ``topic_denied``), a partition the topic does not
-    have; ``None`` for a partition that goes on to the coordinator."""
-    denied = topic_denied.get(tp.topic)
+    """What KafkaApis answers a topic of an OffsetCommit or TxnOffsetCommit itself, before the
+    coordinator: an unknown topic id (before the topic's authorization), a topic the principal may not
+    read (asked once per topic, remembered in ``topic_denied``), a topic the broker does not have;
+    ``None`` for a topic whose partitions it looks at one by one."""
+    denied = topic_denied.get(topic)
     if denied is None:
-        denied = topic_denied[tp.topic] = not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, tp.topic)
-    if TopicIds.is_unknown(tp.topic):
+        denied = topic_denied[topic] = not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, topic)
+    if TopicIds.is_unknown(topic):
         return ErrorCode.UNKNOWN_TOPIC_ID
     if denied:
         return ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    info = topics.get(tp.topic)
-    if info is None or not 0 <= tp.partition < info.partitions:
+    if topic not in topics:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return None
+
+
+def commit_partition_refusal(
+    ctx: RequestContext, topics: Mapping[str, Any], tp: TopicPartition, topic_denied: dict[str, bool]
+) -> ErrorCode | None:
+    """What KafkaApis answers a partition of an OffsetCommit or TxnOffsetCommit itself: its topic's
+    refusal (:func:`commit_topic_refusal`), else UNKNOWN_TOPIC_OR_PARTITION for a partition the topic
+    does not have; ``None`` for a partition that goes on to the coordinator."""
+    code = commit_topic_refusal(ctx, topics, tp.topic, topic_denied)
+    if code is None and not 0 <= tp.partition < topics[tp.topic].partitions:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return code
+
+
+def commit_request_entries(
+    ctx: RequestContext,
+    topics: Mapping[str, Any],
+    wire_topics: Sequence[Any],
+    names: Sequence[str],
+    topic_denied: dict[str, bool],
+    whole: ErrorCode | None = None,
+) -> list[CommitEntry]:
+    """Each topic entry of an OffsetCommit or TxnOffsetCommit request as :func:`commit_answer_entries`
+    reads it: its topic, its number of partitions and, for an entry without partitions, whether
+    KafkaApis refuses its topic itself (then its answer has the entry, empty). With an error for the
+    whole request (``whole``) no topic is looked at."""
+    return [
+        CommitEntry(
+            name,
+            len(t.partitions),
+            whole is None
+            and not t.partitions
+            and commit_topic_refusal(ctx, topics, name, topic_denied) is not None,
+        )
+        for t, name in zip(wire_topics, names, strict=True)
+    ]
 
 
 @register(ApiKey.OFFSET_COMMIT, versions=(2, 10))  # v10 addresses topics by id
@@ -347,48 +382,61 @@ async def offset_commit(ctx: RequestContext, request: Any) -> Any:
         answer = await _call(ctx, body.group_id, replace(body, offsets=tuple(candidates)))
         assert isinstance(answer, OffsetCommitResponse)
         answers = [code for _, code in answer.results]
-    sizes = [len(t.partitions) for t in request.topics]
-    entries = commit_answer_entries(body.offsets, sizes, codes, answers, whole)
+    names = offset_commit_api.request_topic_names(request, topic_ids)
+    requested = commit_request_entries(ctx, topics, request.topics, names, topic_denied, whole)
+    entries = commit_answer_entries(body.offsets, requested, codes, answers, whole)
     return await _translate(
         ctx, large, offset_commit_api.entries_response_to_wire, entries, ctx.version, topic_ids
     )
 
 
+class CommitEntry(NamedTuple):
+    """One topic entry of an OffsetCommit or TxnOffsetCommit request."""
+
+    topic: str
+    size: int
+    #: an entry without partitions whose topic KafkaApis refuses itself: answered, empty
+    answered_empty: bool = False
+
+
 def commit_answer_entries(
     offsets: Sequence[Any],
-    sizes: Sequence[int],
+    entries: Sequence[CommitEntry],
     codes: Sequence[ErrorCode | None],
     answers: Sequence[ErrorCode],
     whole: ErrorCode | None,
 ) -> list[tuple[str, list[tuple[int, ErrorCode]]]]:
     """The topic entries of an OffsetCommit (or TxnOffsetCommit) answer, as ``KafkaApis`` lays them out:
-    the request's partitions (``offsets``, ``sizes`` per request topic entry), each answered aside
-    (``codes``) or by the coordinator (``None``: the next of ``answers``). ``whole``: an error the
-    request's own error answer gives every partition, in the request's entries
-    (``getErrorResponse``). Otherwise the answers given aside are collected by topic (the response
-    builder's map), and the coordinator's come in the entries they were asked in — each as it is when
-    nothing was answered aside, else added to its topic's collected entry (``Builder.merge``)."""
+    the request's partitions (``offsets``, ``entries`` giving each request topic entry's size), each
+    answered aside (``codes``) or by the coordinator (``None``: the next of ``answers``). ``whole``: an
+    error the request's own error answer gives every partition, in the request's entries, an entry
+    without partitions too (``getErrorResponse``). Otherwise the answers given aside are collected by
+    topic (the response builder's map; an entry without partitions whose topic is refused makes its
+    topic's entry there, empty), and the coordinator's come in the entries they were asked in — each as
+    it is when nothing was answered aside, else added to its topic's collected entry
+    (``Builder.merge``). An entry without partitions of a topic that goes on to the coordinator is not
+    answered."""
     named = iter(zip(offsets, codes, strict=True))
-    requested = [[next(named) for _ in range(size)] for size in sizes]
+    requested = [(entry, [next(named) for _ in range(entry.size)]) for entry in entries]
     if whole is not None:
         return [
-            (entry[0][0].partition.topic, [(o.partition.partition, whole) for o, _ in entry])
-            for entry in requested
-            if entry
+            (entry.topic, [(o.partition.partition, whole) for o, _ in asked]) for entry, asked in requested
         ]
     asked = iter(answers)
     aside: dict[str, list[tuple[int, ErrorCode]]] = {}
     coordinator: list[tuple[str, list[tuple[int, ErrorCode]]]] = []
-    for entry in requested:
+    for entry, partitions in requested:
+        if entry.answered_empty:
+            aside.setdefault(entry.topic, [])
         kept: list[tuple[int, ErrorCode]] = []
-        for offset, code in entry:
+        for offset, code in partitions:
             tp = offset.partition
             if code is None:
                 kept.append((tp.partition, next(asked)))
             else:
                 aside.setdefault(tp.topic, []).append((tp.partition, code))
         if kept:
-            coordinator.append((entry[0][0].partition.topic, kept))
+            coordinator.append((entry.topic, kept))
     if not aside:
         return coordinator
     for topic, kept in coordinator:

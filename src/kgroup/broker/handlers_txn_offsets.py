@@ -26,6 +26,7 @@ from kgroup.broker.handlers_group import (
     call_coordinator,
     commit_answer_entries,
     commit_partition_refusal,
+    commit_request_entries,
     group_topic_ids,
 )
 from kgroup.broker.txn_host import TransactionHost, verification_error
@@ -75,10 +76,13 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     topic_ids = group_topic_ids(ctx)
     body = txn_offset_commit_api.request_from_wire(request, topic_ids)
 
-    sizes = [len(t.partitions) for t in request.topics]
+    names = txn_offset_commit_api.request_topic_names(request, topic_ids)
+    topics = ctx.services.cluster.topics
+    denied: dict[str, bool] = {}
 
     def answer(codes: list[ErrorCode | None], asked: list[ErrorCode], whole: ErrorCode | None = None) -> Any:
-        entries = commit_answer_entries(body.offsets, sizes, codes, asked, whole)
+        requested = commit_request_entries(ctx, topics, request.topics, names, denied, whole)
+        entries = commit_answer_entries(body.offsets, requested, codes, asked, whole)
         if ctx.version < _LOAD_IN_PROGRESS_VERSION:
             entries = [
                 (topic, [(p, _before_load_in_progress(c)) for p, c in parts]) for topic, parts in entries
@@ -92,8 +96,6 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
         return every(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, body.group_id):
         return every(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    topics = ctx.services.cluster.topics
-    denied: dict[str, bool] = {}
     codes: list[ErrorCode | None] = []
     candidates = []
     for offset in body.offsets:

@@ -37,6 +37,7 @@ __all__ = [
     "error_answer",
     "request_from_wire",
     "request_to_wire",
+    "request_topic_names",
     "response_from_wire",
     "response_to_wire",
 ]
@@ -69,6 +70,12 @@ def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> Offset
         offsets=offsets_from_wire(request.topics, names),
         group_instance_id=getattr(request, "group_instance_id", None),
     )
+
+
+def request_topic_names(request: Any, topic_ids: TopicIds | None = None) -> list[str]:
+    """The name of each of a wire request's topic entries, in its order (an unknown id: a name no topic
+    has, ``TopicIds.is_unknown``), an entry without partitions among them."""
+    return topic_names(ApiKey.OFFSET_COMMIT, request, TOPIC_IDS, topic_ids)
 
 
 def response_to_wire(body: OffsetCommitResponse, version: int, topic_ids: TopicIds | None = None) -> Any:

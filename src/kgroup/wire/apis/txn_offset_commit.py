@@ -34,6 +34,7 @@ __all__ = [
     "error_answer",
     "request_from_wire",
     "request_to_wire",
+    "request_topic_names",
     "response_from_wire",
     "response_to_wire",
 ]
@@ -72,6 +73,12 @@ def request_from_wire(request: Any, topic_ids: TopicIds | None = None) -> TxnOff
         member_id=getattr(request, "member_id", ""),
         group_instance_id=getattr(request, "group_instance_id", None),
     )
+
+
+def request_topic_names(request: Any, topic_ids: TopicIds | None = None) -> list[str]:
+    """The name of each of a wire request's topic entries, in its order (an unknown id: a name no topic
+    has, ``TopicIds.is_unknown``), an entry without partitions among them."""
+    return topic_names(_KEY, request, TOPIC_IDS, topic_ids)
 
 
 def entries_response_to_wire(
