@@ -282,6 +282,31 @@ def group_topic_requests(raw: RawClient) -> dict[str, Any]:
         (int(r.resource_type), r.resource_name, int(r.error_code), r.error_message, len(r.configs))
         for r in configs.results
     ]
+    # what alice may do, as the authorizer says (AuthHelper.authorizedOperations): topics, cluster, group
+    with_ops = raw.request(
+        build(
+            request_class(3, 10),
+            {
+                "topics": [{"topic_id": None, "name": n} for n in ("d-read", "d-write", "d-none")],
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": True,
+                "include_topic_authorized_operations": True,
+            },
+        )
+    )
+    seen["metadata authorized operations"] = (
+        int(with_ops.cluster_authorized_operations),
+        {t.name: (int(t.error_code), int(t.topic_authorized_operations)) for t in with_ops.topics},
+    )
+    groups_ops = raw.request(
+        build(
+            request_class(15, 5),
+            {"groups": ["d-group-ok", "d-group-denied"], "include_authorized_operations": True},
+        )
+    )
+    seen["describe groups authorized operations"] = {
+        g.group_id: (int(g.error_code), int(g.authorized_operations)) for g in groups_ops.groups
+    }
     described = raw.request(
         build(request_class(69, 0), {"group_ids": ["d-group-denied"], "include_authorized_operations": False})
     )
@@ -555,6 +580,10 @@ def test_denied_operations_match_apache_kafka(apache_sasl: SaslApacheKafka) -> N
     assert dict(theirs["txn offset commit d-group-ok"])["d-none"] == [29]
     assert theirs["offset commit d-group-denied"] == [("d-read", [30]), ("d-none", [30]), ("d-missing", [])]
     assert theirs["offset commit d-group-ok"] == [("d-none", [29]), ("d-missing", []), ("d-read", [0])]
+    assert theirs["metadata authorized operations"][1]["d-none"][0] == 29
+    read_ops = theirs["metadata authorized operations"][1]["d-read"][1]
+    assert read_ops & (1 << 3) and read_ops not in (-(2**31), 3576)  # READ (and what it implies), not all
+    assert theirs["describe groups authorized operations"]["d-group-denied"] == (30, -(2**31))
     assert theirs["share fetch d-group-denied"] == (30, 0)
     assert theirs["share acknowledge d-group-denied"] == 30
     assert theirs["share fetch d-group-ok [d-none]"] == (0, [29])

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from kgroup.broker.connection import CloseConnection
 from kgroup.broker.services import BrokerServices
 from kgroup.model import ErrorCode, PeerError
-from kgroup.security.acl import AclOperation, ResourceType
+from kgroup.security.acl import SUPPORTED_OPERATIONS, AclOperation, ResourceType, operations_bit_field
 from kgroup.wire.api_keys import ApiKey, api_name
 from kgroup.wire.codec import (
     BodyReader,
@@ -136,6 +136,14 @@ class RequestContext:
         an authorizer): the one security check handlers make (kgroup.security.acl)."""
         return self.services.security.authorize(
             self.principal, self.client_host, operation, resource_type, name
+        )
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The operations this connection's principal may do on the resource, as an answer's
+        ``authorized_operations`` bit field (``AuthHelper.authorizedOperations``: every operation the
+        resource type has, without an authorizer)."""
+        return operations_bit_field(
+            op for op in SUPPORTED_OPERATIONS[resource_type] if self.authorized(op, resource_type, name)
         )
 
 

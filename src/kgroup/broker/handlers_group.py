@@ -54,7 +54,7 @@ from kgroup.messages import (
     SyncGroupResponse,
 )
 from kgroup.model import ErrorCode, TopicPartition
-from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kgroup.security.acl import CLUSTER_NAME, OPERATIONS_OMITTED, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.apis import find_coordinator as find_coordinator_api
 from kgroup.wire.apis import heartbeat as heartbeat_api
@@ -84,9 +84,6 @@ def _group_denied(ctx: RequestContext, operation: AclOperation, group_id: str) -
 
 #: for the other group handlers' modules (the share group's)
 group_denied = _group_denied
-
-
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 def _topic_ids(ctx: RequestContext) -> TopicIds:
@@ -527,7 +524,9 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
     """As ``KafkaApis.handleDescribeGroupsRequest``: the groups the principal may not describe first,
     then the coordinator's answers, grouped by coordinator partition
     (:func:`~kgroup.broker.answer_order.by_coordinator_partition`); a group named twice is described
-    twice."""
+    twice. From v3 a group described without error says what the principal may do to it, if asked
+    (``authorized_operations``)."""
+    with_operations = ctx.version >= 3 and bool(request.include_authorized_operations)
     denied_ones: list[dict[str, Any]] = []
     allowed: list[str] = []
     for group_id in request.groups:
@@ -563,7 +562,9 @@ async def describe_groups(ctx: RequestContext, request: Any) -> dict[str, Any]:
                         }
                         for m in g.members
                     ],
-                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                    "authorized_operations": ctx.authorized_operations(ResourceType.GROUP, g.group_id)
+                    if with_operations and g.error_code == ErrorCode.NONE
+                    else OPERATIONS_OMITTED,
                     "error_message": g.error_message,
                 }
             )
@@ -584,7 +585,7 @@ def _described_error(group_id: str, code: ErrorCode) -> dict[str, Any]:
         "protocol_type": "",
         "protocol_data": "",
         "members": [],
-        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "authorized_operations": OPERATIONS_OMITTED,
     }
 
 
@@ -710,13 +711,15 @@ async def describe_each_group(
     request_type: type[ConsumerGroupDescribeRequest | ShareGroupDescribeRequest],
     response_type: type[ConsumerGroupDescribeResponse | ShareGroupDescribeResponse],
     described_type: type[_Described],
+    include_operations: bool = False,
 ) -> list[_Described]:
     """``KafkaApis.handleConsumerGroupDescribe`` / ``handleShareGroupDescribe`` and
     ``GroupCoordinatorService``: the groups the principal may not describe first
     (GROUP_AUTHORIZATION_FAILED: KafkaApis sets the group id and the error code only), then an empty
     group id's INVALID_GROUP_ID (with an empty id), then every other group's description — or
     NOT_COORDINATOR at another broker — grouped by coordinator partition
-    (:func:`~kgroup.broker.answer_order.by_coordinator_partition`)."""
+    (:func:`~kgroup.broker.answer_order.by_coordinator_partition`). With ``include_operations`` a group
+    described without error says what the principal may do to it (``authorized_operations``)."""
     denied: list[_Described] = []
     invalid: list[_Described] = []
     asked: list[str] = []
@@ -735,6 +738,13 @@ async def describe_each_group(
         (one,) = cast("tuple[_Described, ...]", answer.groups)
         asked.append(group_id)
         described.append(one)
+    if include_operations:
+        described = [
+            replace(one, authorized_operations=ctx.authorized_operations(ResourceType.GROUP, one.group_id))
+            if one.error_code == ErrorCode.NONE
+            else one
+            for one in described
+        ]
     order = by_coordinator_partition(asked, _partition_of(ctx), OFFSETS_TOPIC)
     return denied + invalid + [described[i] for i in order]
 
@@ -749,8 +759,7 @@ def described_answer(translate: Callable[[Any, int], Any], response: Any, versio
 
 @register(ApiKey.CONSUMER_GROUP_DESCRIBE, versions=(0, 1))
 async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
-    """``GroupCoordinatorService.consumerGroupDescribe`` (:func:`describe_each_group`). kgroup has no
-    authorizer's operations list: authorized operations are left out."""
+    """``GroupCoordinatorService.consumerGroupDescribe`` (:func:`describe_each_group`)."""
     body = consumer_group_describe_request_from_wire(request)
     groups = await describe_each_group(
         ctx,
@@ -758,6 +767,7 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Any:
         ConsumerGroupDescribeRequest,
         ConsumerGroupDescribeResponse,
         DescribedConsumerGroup,
+        body.include_authorized_operations,
     )
     response = ConsumerGroupDescribeResponse(tuple(groups))
     return described_answer(consumer_group_describe_response_to_wire, response, ctx.version)

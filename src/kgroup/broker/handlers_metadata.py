@@ -19,7 +19,7 @@ from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode, PeerError
 from kgroup.partitioning.striped import InvalidReplicationFactor
 from kgroup.scalacompat import ImmutableSetOrder
-from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kgroup.security.acl import CLUSTER_NAME, OPERATIONS_OMITTED, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
 from kgroup.wire.metadata_response import (
     EncodedPartitions,
@@ -31,8 +31,6 @@ from kgroup.wire.metadata_response import (
 log = logging.getLogger("kgroup.broker")
 
 __all__: list[str] = []
-
-AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
 def _broker_entries(ctx: RequestContext) -> list[dict[str, Any]]:
@@ -93,7 +91,7 @@ async def _topic_entry(ctx: RequestContext, info: TopicInfo) -> dict[str, Any]:
         "topic_id": info.topic_id,
         "is_internal": info.name in INTERNAL_TOPICS,
         "partitions": EncodedPartitions(ctx.version, encoded, info.partitions),
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "topic_authorized_operations": OPERATIONS_OMITTED,
     }
 
 
@@ -104,7 +102,7 @@ def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -
         "topic_id": topic_id,
         "is_internal": name in INTERNAL_TOPICS,
         "partitions": [],
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "topic_authorized_operations": OPERATIONS_OMITTED,
     }
 
 
@@ -118,6 +116,11 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
     requested = request.topics
     # v0: an empty list means every topic; v1+: null means every topic, empty means none
     pacer = ctx.pacer
+    # v8+: what the principal may do to each topic found (or missing), and (v8-v10) to the cluster
+    with_ops = ctx.version >= 8 and bool(request.include_topic_authorized_operations)
+    cluster_ops = OPERATIONS_OMITTED
+    if 8 <= ctx.version <= 10 and request.include_cluster_authorized_operations:
+        cluster_ops = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
     if requested is None or (ctx.version == 0 and not requested):
         # every topic: the ones the principal may not describe are left out (KafkaApis), the others in
         # Kafka's order (all_topics_order)
@@ -125,7 +128,7 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
         for name in all_topics_order(allowed):
             info = cluster.topics.get(name)
             if info is not None:
-                topics.append(await _topic_entry(ctx, info))
+                topics.append(_with_operations(ctx, await _topic_entry(ctx, info), with_ops))
             if pacer.due():
                 await pacer.pause()
     else:
@@ -142,13 +145,13 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 )
         ids = [w.topic_id for w in requested if getattr(w, "topic_id", None) not in (None, ZERO_UUID)]
         if ids:
-            topics = await _topics_by_id(ctx, ids)
+            topics = await _topics_by_id(ctx, ids, with_ops)
         else:
             allow_auto = bool(getattr(request, "allow_auto_topic_creation", True))
             # (v12+: an entry with neither a name nor an id is answered UNKNOWN_TOPIC_ID)
             topics = [_error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID) for w in requested if w.name is None]
             named = [w.name for w in requested if w.name is not None]
-            topics += await _topics_by_name(ctx, named, allow_auto)
+            topics += await _topics_by_name(ctx, named, allow_auto, with_ops)
     return {
         "throttle_time": 0,
         "error_code": ErrorCode.NONE,  # v13+
@@ -156,8 +159,17 @@ async def metadata(ctx: RequestContext, request: Any) -> dict[str, Any]:
         "cluster_id": services.config.cluster_id,
         "controller_id": min(cluster.alive) if cluster.alive else -1,
         "topics": topics,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": cluster_ops,
     }
+
+
+def _with_operations(ctx: RequestContext, entry: dict[str, Any], with_ops: bool) -> dict[str, Any]:
+    """A topic's entry with what the principal may do to the topic, when asked
+    (``AuthHelper.authorizedOperations``: for the topics found, auto-created or missing, not for those
+    refused, nor for unknown ids)."""
+    if with_ops:
+        entry["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC, entry["name"])
+    return entry
 
 
 def _uuid_hash(topic_id: uuid.UUID) -> int:
@@ -171,7 +183,9 @@ def _uuid_hash(topic_id: uuid.UUID) -> int:
 _ORDER_OFF_LOOP_NAMES = 2000
 
 
-async def _topics_by_name(ctx: RequestContext, names: list[str], allow_auto: bool) -> list[dict[str, Any]]:
+async def _topics_by_name(
+    ctx: RequestContext, names: list[str], allow_auto: bool, with_ops: bool = False
+) -> list[dict[str, Any]]:
     """Named topics, in the groups and order Kafka 4.4.0 answers them
     (:func:`~kgroup.broker.answer_order.metadata_name_groups`): the existing topics, those that do
     not exist (auto-created or not), those the principal may not create, those it may not describe."""
@@ -202,12 +216,13 @@ async def _topics_by_name(ctx: RequestContext, names: list[str], allow_auto: boo
     topics: list[dict[str, Any]] = []
     for name in groups.found:
         info = cluster.topics.get(name)  # (it may have gone meanwhile: then it is not found)
-        topics.append(_not_found(name) if info is None else await _topic_entry(ctx, info))
+        entry = _not_found(name) if info is None else await _topic_entry(ctx, info)
+        topics.append(_with_operations(ctx, entry, with_ops))
         if pacer.due():
             await pacer.pause()
-    topics.extend(_not_found(n) for n in groups.missing)
+    topics.extend(_with_operations(ctx, _not_found(n), with_ops) for n in groups.missing)
     for name in groups.created:
-        topics.append(_auto_create(ctx, name))
+        topics.append(_with_operations(ctx, _auto_create(ctx, name), with_ops))
     topics.extend(_error_topic(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for n in groups.not_creatable)
     # not disclosed whether they exist
     topics.extend(_error_topic(n, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for n in groups.denied)
@@ -240,7 +255,9 @@ def _auto_create(ctx: RequestContext, name: str) -> dict[str, Any]:
     return _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
 
 
-async def _topics_by_id(ctx: RequestContext, ids: list[uuid.UUID]) -> list[dict[str, Any]]:
+async def _topics_by_id(
+    ctx: RequestContext, ids: list[uuid.UUID], with_ops: bool = False
+) -> list[dict[str, Any]]:
     """Topics named by id (v12+; a named entry beside them is not answered, as in Kafka): the unknown
     ids first, then the topics, then those the principal may not describe (named by id only), each
     group in its Scala ``Set``'s order."""
@@ -252,7 +269,7 @@ async def _topics_by_id(ctx: RequestContext, ids: list[uuid.UUID]) -> list[dict[
     describable = {n: ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, n) for n in known.order()}
     topics = [_error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, i) for i in unknown.order()]
     for name in known.filter(describable.__getitem__).order():
-        topics.append(await _topic_entry(ctx, cluster.topics[name]))
+        topics.append(_with_operations(ctx, await _topic_entry(ctx, cluster.topics[name]), with_ops))
         if ctx.pacer.due():
             await ctx.pacer.pause()
     topics.extend(

@@ -59,11 +59,15 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> Any:
 
 @register(ApiKey.SHARE_GROUP_DESCRIBE, versions=SHARE_GROUP_VERSIONS)
 async def share_group_describe(ctx: RequestContext, request: Any) -> Any:
-    """``GroupCoordinatorService.shareGroupDescribe`` (:func:`.handlers_group.describe_each_group`).
-    Authorized operations are left out (kgroup has no authorizer's operations list)."""
+    """``GroupCoordinatorService.shareGroupDescribe`` (:func:`.handlers_group.describe_each_group`)."""
     body = share_group_describe_request_from_wire(request)
     groups = await describe_each_group(
-        ctx, body.group_ids, ShareGroupDescribeRequest, ShareGroupDescribeResponse, DescribedShareGroup
+        ctx,
+        body.group_ids,
+        ShareGroupDescribeRequest,
+        ShareGroupDescribeResponse,
+        DescribedShareGroup,
+        body.include_authorized_operations,
     )
     response = ShareGroupDescribeResponse(tuple(groups))
     return described_answer(share_group_describe_response_to_wire, response, ctx.version)

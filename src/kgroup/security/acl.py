@@ -25,6 +25,8 @@ from enum import IntEnum
 
 __all__ = [
     "CLUSTER_NAME",
+    "OPERATIONS_OMITTED",
+    "SUPPORTED_OPERATIONS",
     "WILDCARD",
     "WILDCARD_PRINCIPAL",
     "AclBinding",
@@ -35,6 +37,7 @@ __all__ = [
     "PatternType",
     "ResourceType",
     "acl_applies",
+    "operations_bit_field",
     "pattern_matches_resource",
     "validate_new_acl",
 ]
@@ -200,6 +203,52 @@ def pattern_matches_resource(acl: AclBinding, resource_type: ResourceType, name:
     if acl.pattern_type is PatternType.LITERAL:
         return acl.resource_name in (name, WILDCARD)
     return acl.pattern_type is PatternType.PREFIXED and name.startswith(acl.resource_name)
+
+
+#: what an answer says when its authorized operations were not asked for (``Integer.MIN_VALUE``)
+OPERATIONS_OMITTED = -(2**31)
+
+#: the operations each concrete resource type has (Kafka's ``AclEntry.supportedOperations``): what an
+#: answer's authorized operations are taken from
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.CLUSTER: (
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+    ),
+    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE, AclOperation.TWO_PHASE_COMMIT),
+    ResourceType.DELEGATION_TOKEN: (AclOperation.DESCRIBE,),
+    ResourceType.USER: (AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS),
+}
+
+
+def operations_bit_field(operations: Iterable[AclOperation]) -> int:
+    """An answer's ``authorized_operations``: bit ``code`` set for each operation (``Utils.to32BitField``)."""
+    field = 0
+    for operation in operations:
+        field |= 1 << int(operation)
+    return field
 
 
 def acl_applies(acl: AclBinding, principal: str, host: str, operation: AclOperation) -> bool:
