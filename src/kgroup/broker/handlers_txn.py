@@ -273,6 +273,8 @@ async def describe_transactions(ctx: RequestContext, request: Any) -> dict[str, 
         }
         if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
             entry["error_code"] = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif not txn_id:  # (TransactionCoordinator: before the id's partition is looked at)
+            entry["error_code"] = ErrorCode.INVALID_REQUEST
         elif host.coordinator_node(txn_id) != ctx.node_id:
             entry["error_code"] = ErrorCode.NOT_COORDINATOR
         else:
