@@ -251,17 +251,17 @@ def test_transaction_apis_answer_as_kafka(target: Target, names: str) -> None:
 def test_a_transactional_id_on_a_coordinator_that_is_not_its_own(target: Target, names: str) -> None:
     """InitProducerId v0 (no producer id fields) works as v5 does; an empty id is INVALID_REQUEST."""
     with Raw(target.bootstrap_servers) as raw:
+        # DescribeTransactions: an empty id is INVALID_REQUEST before whose coordinator it is looked for
+        # (TransactionCoordinator.handleDescribeTransactions) — even before __transaction_state exists
+        described = raw.call("DescribeTransactions", 0, {"transactional_ids": [""]})
+        assert [(s["transactional_id"], s["error_code"]) for s in described["transaction_states"]] == [
+            ("", 42)
+        ]
         _find_transaction_coordinator(raw, f"{names}-tx")
         v0 = _init(raw, f"{names}-tx", version=0)
         assert (v0["error_code"], v0["producer_epoch"]) == (NONE, 0)
         empty = raw.call("InitProducerId", 0, {"transactional_id": "", "transaction_timeout": 60_000})
         assert empty["error_code"] == 42  # INVALID_REQUEST
-        # DescribeTransactions: an empty id is INVALID_REQUEST before whose coordinator it is (Kafka's
-        # TransactionCoordinator.handleDescribeTransactions), on any broker
-        described = raw.call("DescribeTransactions", 0, {"transactional_ids": [""]})
-        assert [(s["transactional_id"], s["error_code"]) for s in described["transaction_states"]] == [
-            ("", 42)
-        ]
 
 
 def test_librdkafka_transactional_producer_is_fenced_alike(target: Target, names: str) -> None:
