@@ -22,6 +22,7 @@ from kgroup.javacompat import (
     java_abs,
     java_compare,
     java_integer_hash,
+    java_parse_int,
     java_shuffle,
     java_string_hash,
     sorted_java,
@@ -200,3 +201,37 @@ def test_hash_set_order_is_the_order_of_a_hash_set_made_of_the_items(
             assert hash_set_order(java_hash, frozenset(items[:n])) == tuple(
                 JavaHashSet.copy_of(java_hash, frozenset(items[:n]))
             )
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1", 1),
+        ("+1", 1),
+        ("-1", -1),
+        ("007", 7),
+        ("2147483647", 2**31 - 1),
+        ("-2147483648", -(2**31)),
+        ("\u0661\u0662", 12),  # Character.digit takes any script's decimal digits
+        ("2147483648", None),
+        ("-2147483649", None),
+        ("99999999999999999999", None),
+        ("", None),
+        ("+", None),
+        ("-", None),
+        (" 1", None),
+        ("1 ", None),
+        ("1_0", None),
+        ("0x1", None),
+        ("1.0", None),
+    ],
+)
+def test_java_parse_int(text: str, value: int | None) -> None:
+    """``Integer.parseInt``: what DescribeConfigs reads a broker's id with."""
+    assert java_parse_int(text) == value
+
+
+@given(st.integers(min_value=-(2**31), max_value=2**31 - 1))
+def test_java_parse_int_reads_every_int(value: int) -> None:
+    assert java_parse_int(str(value)) == value
+    assert java_parse_int(f"+{value}") == (value if value >= 0 else None)

@@ -7,6 +7,7 @@ group ids with ``String.hashCode`` and iterates members in ``java.util.HashMap``
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Generic, TypeVar
@@ -30,6 +31,7 @@ __all__ = [
     "java_abs",
     "java_compare",
     "java_integer_hash",
+    "java_parse_int",
     "java_shuffle",
     "java_spread",
     "java_string_hash",
@@ -66,6 +68,25 @@ def _utf16_units(text: str) -> bytes:
 
 
 @lru_cache(maxsize=65536)  # ids and topic names repeat: hashing them once pays in the hot loops
+def java_parse_int(text: str) -> int | None:
+    """``Integer.parseInt(text)``: the ``int`` it reads, or ``None`` where Java throws
+    ``NumberFormatException`` — an optional sign, then decimal digits only (any script's, as
+    ``Character.digit`` takes them; no spaces, no underscores), within 32 bits."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if not body:
+        return None
+    value = 0
+    for ch in body:
+        digit = unicodedata.decimal(ch, -1)
+        if digit < 0:
+            return None
+        value = value * 10 + digit
+        if value > 2**31:
+            return None  # (out of range either way: stop reading a long name)
+    value = -value if text[0] == "-" else value
+    return value if -(2**31) <= value < 2**31 else None
+
+
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode``: ``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units, int32 wrap."""
     units = _utf16_units(text)

@@ -10,7 +10,8 @@ import pytest
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import Raw, create_topic, metadata
 
-from kgroup.broker.handlers_admin import CONFIG_TYPES, TOPIC_CONFIG_DEFAULTS
+from kgroup.broker.handlers_admin import TOPIC_CONFIG_DEFAULTS
+from kgroup.broker.handlers_describe_configs import CONFIG_TYPES
 
 pytestmark = pytest.mark.apache_kafka
 

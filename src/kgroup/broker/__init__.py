@@ -20,6 +20,7 @@ from kgroup.broker import (  # noqa: F401  (register the handlers)
     handlers_create_partitions,
     handlers_data,
     handlers_delete_share_offsets,
+    handlers_describe_configs,
     handlers_describe_share_offsets,
     handlers_group,
     handlers_incremental_alter_configs,

@@ -80,17 +80,18 @@ _TOPIC_ID_NAMESPACE = uuid.UUID("6b67726f-7570-4b61-666b-612d746f7069")
 
 
 def topic_name_error(name: str) -> str | None:
-    """Kafka's ``Topic.validate``: why ``name`` is not a legal topic name, or ``None``."""
+    """Kafka 4.4.0's ``Topic.validate``: why ``name`` is not a legal topic name (its message, which
+    CreateTopics and DescribeConfigs answer), or ``None``."""
     if not name:
-        return "Topic name is illegal, it can't be empty"
+        return "Topic name is invalid: the empty string is not allowed"
     if name in (".", ".."):
-        return 'Topic name cannot be "." or ".."'
+        return f"Topic name is invalid: '{name}' is not allowed"
     if len(name) > 249:
-        return f"Topic name is illegal, the length of '{name}' is longer than the max allowed length 249"
+        return f"Topic name is invalid: the length of '{name}' is longer than the max allowed length 249"
     if not _LEGAL.fullmatch(name):  # (not match with "$": that accepts a trailing newline)
         return (
-            f"Topic name is illegal, '{name}' contains a character other than ASCII alphanumerics, "
-            f"'.', '_' and '-'"
+            f"Topic name is invalid: '{name}' contains one or more characters other than ASCII "
+            "alphanumerics, '.', '_' and '-'"
         )
     return None
 

@@ -1,12 +1,11 @@
-"""ApiVersions, CreateTopics, DeleteTopics and DescribeConfigs (as ``KafkaApis`` answers them); Metadata:
-:mod:`kgroup.broker.handlers_metadata`."""
+"""ApiVersions, CreateTopics and DeleteTopics (as ``KafkaApis`` answers them); Metadata:
+:mod:`kgroup.broker.handlers_metadata`; DescribeConfigs: :mod:`kgroup.broker.handlers_describe_configs`."""
 
 from __future__ import annotations
 
 import logging
 import re
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from kgroup.broker.cluster import (
@@ -18,7 +17,7 @@ from kgroup.broker.cluster import (
 from kgroup.broker.dispatch import RequestContext, api_version_ranges, register
 from kgroup.broker.features import features
 from kgroup.broker.logapi import TopicCreationLike
-from kgroup.javacompat import JavaHashMap, int32, java_string_hash
+from kgroup.javacompat import JavaHashMap, java_string_hash
 from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode
 from kgroup.partitioning.striped import InvalidReplicationFactor
@@ -46,59 +45,6 @@ TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
     "retention.ms": "604800000",
     "segment.bytes": "1073741824",
 }
-
-
-#: DescribeConfigs v3+'s ``config_type`` of the configs kgroup describes, as Kafka's ``ConfigDef``
-#: types them (``DescribeConfigsResponse.ConfigType``: 1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 7 LIST)
-CONFIG_TYPES: dict[str, int] = {
-    # topics (LogConfig)
-    "cleanup.policy": 7,
-    "compression.type": 2,
-    "max.message.bytes": 3,
-    "message.timestamp.type": 2,
-    "min.insync.replicas": 3,
-    "retention.bytes": 5,
-    "retention.ms": 5,
-    "segment.bytes": 3,
-    # brokers (KafkaConfig)
-    "auto.create.topics.enable": 1,
-    "num.partitions": 3,
-    "default.replication.factor": 3,
-    "offsets.topic.num.partitions": 3,
-    "socket.request.max.bytes": 3,
-    "group.initial.rebalance.delay.ms": 3,
-    "group.consumer.heartbeat.interval.ms": 3,
-    "group.consumer.session.timeout.ms": 3,
-    "group.consumer.assignment.interval.ms": 3,
-    "group.consumer.min.heartbeat.interval.ms": 3,
-    "group.consumer.max.heartbeat.interval.ms": 3,
-    "group.consumer.min.session.timeout.ms": 3,
-    "group.consumer.max.session.timeout.ms": 3,
-}
-
-
-#: the bucket count of the hash map Kafka 4.4.0 lists a resource's configs from (its ~40 topic configs:
-#: 64; its several hundred broker configs: 512): DescribeConfigs answers in that map's order
-_CONFIG_MAP_BUCKETS = {2: 64, 4: 512}
-
-
-def _config_place(rtype: int) -> Callable[[tuple[str, str]], tuple[int, int]]:
-    """The sort key of a config in Kafka's order for resource type ``rtype``: its bucket in the
-    config map's table (``h ^ (h >>> 16)`` of its name's ``String.hashCode``), then that hash."""
-    mask = _CONFIG_MAP_BUCKETS.get(rtype, 1) - 1
-
-    def place(item: tuple[str, str]) -> tuple[int, int]:
-        h = java_string_hash(item[0]) & 0xFFFFFFFF
-        spread = int32(h ^ (h >> 16))
-        return (spread & mask, spread)
-
-    return place
-
-
-#: topic configs Kafka 4.x's controller keeps as cluster-wide dynamic defaults: with eligible leader
-#: replicas (KIP-966, finalized on a fresh 4.4.0 cluster) the cluster's min.insync.replicas is written as a
-#: config record, so a topic describes it as DYNAMIC_DEFAULT_BROKER_CONFIG, not as a default
-CLUSTER_DEFAULT_TOPIC_CONFIGS = frozenset({"min.insync.replicas"})
 
 
 #: Kafka's ``ApiVersionsRequest`` rule for the client software name and version (v3+)
@@ -426,158 +372,3 @@ async def _delete_one(ctx: RequestContext, topic_id: uuid.UUID, name: str) -> di
         ctx.services.remove_later(deletion.finish())
     log.info("deleted topic %s", name)
     return _deleted(name, topic_id, ErrorCode.NONE, None)
-
-
-#: DescribeConfigs resource type -> what Kafka's ``ConfigHelper`` checks DESCRIBE_CONFIGS on, and the
-#: error and message of a denied one (BROKER, BROKER_LOGGER, CLIENT_METRICS: the cluster)
-_DESCRIBE_CONFIGS_ACL: dict[int, tuple[ResourceType, ErrorCode, str]] = {
-    2: (ResourceType.TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."),
-    4: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
-    8: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
-    16: (ResourceType.CLUSTER, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."),
-    32: (ResourceType.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed."),
-}
-
-
-def _describe_configs_denied(ctx: RequestContext, resource: Any) -> dict[str, Any] | None:
-    """``ConfigHelper.handleDescribeConfigsRequest``: DESCRIBE_CONFIGS on the topic, the group or the
-    cluster; the answer of a denied resource (answered after the allowed ones), else None."""
-    acl = _DESCRIBE_CONFIGS_ACL.get(int(resource.resource_type))
-    if acl is None:
-        return None
-    rtype, error, message = acl
-    name = resource.resource_name if rtype is not ResourceType.CLUSTER else CLUSTER_NAME
-    if ctx.authorized(AclOperation.DESCRIBE_CONFIGS, rtype, name):
-        return None
-    return {
-        "error_code": error,
-        "error_message": message,
-        "resource_type": int(resource.resource_type),
-        "resource_name": resource.resource_name,
-        "configs": [],
-    }
-
-
-def _describe_group(ctx: RequestContext, resource: Any, synonyms: bool) -> dict[str, Any]:
-    """A GROUP resource's configs: what IncrementalAlterConfigs set on it, the rest the broker's
-    defaults (any group name, existing or not, as Kafka answers it)."""
-    from kgroup.broker.group_configs import (
-        broker_group_settings,
-        describe_group_configs,
-        group_config_defaults,
-        store_of,
-    )
-
-    services = ctx.services
-    defaults = group_config_defaults(
-        broker_group_settings(services.config, services.shares.config.auto_offset_reset)
-    )
-    keys = resource.configuration_keys
-    return {
-        "error_code": ErrorCode.NONE,
-        "error_message": "",
-        "resource_type": 32,
-        "resource_name": resource.resource_name,
-        "configs": describe_group_configs(
-            store_of(services.cluster).get(resource.resource_name),
-            defaults,
-            None if keys is None else list(keys),
-            synonyms=synonyms,
-        ),
-    }
-
-
-@register(ApiKey.DESCRIBE_CONFIGS, versions=(1, 4))
-async def describe_configs(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    cluster = ctx.services.cluster
-    results = []
-    denied: list[dict[str, Any]] = []
-    for resource in request.resources:
-        refused = _describe_configs_denied(ctx, resource)
-        if refused is not None:
-            denied.append(refused)
-            continue
-        if ctx.pacer.due():
-            await ctx.pacer.pause()
-        overridden: set[str]
-        values: dict[str, str]
-        keys = resource.configuration_keys
-        rtype = int(resource.resource_type)
-        if rtype == 2:  # TOPIC
-            info = cluster.topics.get(resource.resource_name)
-            if info is None:
-                results.append(
-                    {
-                        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        "error_message": "",  # Kafka's generated default of the nullable string
-                        "resource_type": rtype,
-                        "resource_name": resource.resource_name,
-                        "configs": [],
-                    }
-                )
-                continue
-            values = {**TOPIC_CONFIG_DEFAULTS, **info.configs}
-            overridden = set(info.configs)
-            cluster_defaults: frozenset[str] = CLUSTER_DEFAULT_TOPIC_CONFIGS - overridden
-        elif rtype == 4:  # BROKER
-            config = ctx.services.config
-            values = {
-                "auto.create.topics.enable": str(config.auto_create_topics).lower(),
-                "num.partitions": str(config.num_partitions),
-                "default.replication.factor": str(config.replication_factor),
-                "offsets.topic.num.partitions": str(config.offsets_topic_partitions),
-                "socket.request.max.bytes": str(config.max_request_bytes),
-                "group.initial.rebalance.delay.ms": str(config.group_initial_rebalance_delay_ms),
-                "group.consumer.heartbeat.interval.ms": str(config.group_consumer_heartbeat_interval_ms),
-                "group.consumer.session.timeout.ms": str(config.group_consumer_session_timeout_ms),
-                "group.consumer.assignment.interval.ms": str(config.group_consumer_assignment_interval_ms),
-                **{
-                    f"group.consumer.{bound}.{what}.ms".replace("_", "."): str(
-                        getattr(config, f"group_consumer_{bound}_{what}_ms")
-                    )
-                    for bound in ("min", "max")
-                    for what in ("heartbeat_interval", "session_timeout")
-                },
-            }
-            overridden = set()
-            cluster_defaults = frozenset()
-        elif rtype == 32:  # GROUP: kgroup.broker.group_configs (ConfigHelper.createGroupConfigEntry)
-            results.append(_describe_group(ctx, resource, bool(request.include_synonyms)))
-            continue
-        else:
-            results.append(
-                {
-                    "error_code": ErrorCode.INVALID_REQUEST,
-                    "error_message": f"Unsupported resource type {rtype}",
-                    "resource_type": rtype,
-                    "resource_name": resource.resource_name,
-                    "configs": [],
-                }
-            )
-            continue
-        configs: list[dict[str, Any]] = [
-            {
-                "name": k,
-                "value": v,
-                "read_only": rtype == 4,
-                # DescribeConfigs v1+: DYNAMIC_TOPIC_CONFIG (1) for an override,
-                # DYNAMIC_DEFAULT_BROKER_CONFIG (3) for a cluster-wide default, DEFAULT_CONFIG (5) otherwise
-                "config_source": 1 if k in overridden else 3 if k in cluster_defaults else 5,
-                "is_sensitive": False,
-                "synonyms": [],
-                "config_type": CONFIG_TYPES.get(k, 0),
-                "documentation": None,
-            }
-            for k, v in sorted(values.items(), key=_config_place(rtype))
-            if keys is None or k in keys
-        ]
-        results.append(
-            {
-                "error_code": ErrorCode.NONE,
-                "error_message": "",
-                "resource_type": rtype,
-                "resource_name": resource.resource_name,
-                "configs": configs,
-            }
-        )
-    return {"throttle_time": 0, "results": results + denied}
