@@ -18,6 +18,7 @@ from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import Raw
 from tests.log.batches import kio_batch
 
+from kgroup.broker.answer_order import txn_partition_errors_order
 from kgroup.wire.varint import read_uvarint
 
 NONE = 0
@@ -554,3 +555,60 @@ def test_a_transaction_past_its_timeout_is_aborted_by_the_sweep(kind: str, tmp_p
         assert (error.name(), error.fatal()) == ("_FENCED", True)
         assert _read_all(bootstrap, "out", "read_committed", 0) == []
         assert _read_all(bootstrap, "out", "read_uncommitted", 1) == [(0, b"late")]
+
+
+def test_add_partitions_answers_the_request_as_asked(target: Target, names: str) -> None:
+    """``handleAddPartitionsToTxnRequest``: an answer of the coordinator (success or its one error) is
+    the request's entries as asked (``errorResponseForTransaction``: a partition or topic named twice
+    answered twice, a topic without partitions too); a refusal before it (an unknown partition, an
+    internal topic, which a client may never add) answers each partition once, in Kafka's maps' order
+    (``resultForTransaction``)."""
+    topic, other, txn = f"{names}-a", f"{names}-b", f"{names}-tx"
+    target.create_topic(topic, 3)
+    target.create_topic(other, 2)
+    with Raw(target.bootstrap_servers) as raw:
+        _find_transaction_coordinator(raw, txn)
+        init = _init(raw, txn)
+        pid, epoch = init["producer_id"], init["producer_epoch"]
+
+        def add(entries: list[tuple[str, list[int]]], version: int = 3, producer_epoch: int = epoch) -> Any:
+            answer = raw.call(
+                "AddPartitionsToTxn",
+                version,
+                {
+                    "v3_and_below_transactional_id": txn,
+                    "v3_and_below_producer_id": pid,
+                    "v3_and_below_producer_epoch": producer_epoch,
+                    "v3_and_below_topics": [{"name": t, "partitions": p} for t, p in entries],
+                },
+            )
+            return [
+                (
+                    t["name"].replace(names, "N"),
+                    [(p["partition_index"], p["partition_error_code"]) for p in t["results_by_partition"]],
+                )
+                for t in answer["results_by_topic_v3_and_below"]
+            ]
+
+        refused = add(
+            [(other, [1, 0]), ("__consumer_offsets", [0]), (topic, [2, 0, 1]), (f"{names}-missing", [0])]
+        )
+        fenced = add([(topic, [1, 1]), (topic, [0]), (other, [])], producer_epoch=epoch + 9)
+        added = add([(topic, [1, 1]), (topic, [0]), (other, [])])
+        again = add([(other, [1, 0, 1])], version=2)
+        _end(raw, txn, pid, epoch, committed=False)
+    assert refused == [
+        (t.replace(names, "N"), [(p, codes[(t, p)]) for p in ps])
+        for codes in [
+            {(other, 1): 55, (other, 0): 55, ("__consumer_offsets", 0): 29, (topic, 2): 55, (topic, 0): 55}
+            | {(topic, 1): 55, (f"{names}-missing", 0): UNKNOWN_TOPIC_OR_PARTITION}
+        ]
+        for t, ps in txn_partition_errors_order(list(codes))
+    ]
+    assert fenced == [
+        ("N-a", [(1, PRODUCER_FENCED), (1, PRODUCER_FENCED)]),
+        ("N-a", [(0, PRODUCER_FENCED)]),
+        ("N-b", []),
+    ]
+    assert added == [("N-a", [(1, NONE), (1, NONE)]), ("N-a", [(0, NONE)]), ("N-b", [])]
+    assert again == [("N-b", [(1, NONE), (0, NONE), (1, NONE)])]

@@ -63,6 +63,7 @@ __all__ = [
     "metadata_name_groups",
     "topic_id_partition_hash",
     "topic_partition_hash",
+    "txn_partition_errors_order",
 ]
 
 #: a ``TopicIdPartition``: (topic id, topic name, partition)
@@ -149,6 +150,19 @@ def answer_order(
 def topic_partition_hash(topic: str, partition: int) -> int:
     """``TopicPartition.hashCode``."""
     return int32(31 * (31 + partition) + java_string_hash(topic))
+
+
+def txn_partition_errors_order(partitions: Sequence[tuple[str, int]]) -> list[tuple[str, list[int]]]:
+    """An AddPartitionsToTxn answer refused partition by partition (an unauthorized or unknown topic):
+    ``KafkaApis`` puts the errors in a Scala ``mutable.HashMap`` (``++`` of its maps: sized for them all
+    up front) that ``AddPartitionsToTxnResponse.topicCollectionForErrors`` walks into a
+    ``java.util.HashMap`` by topic name; ``partitions`` distinct, in the request's order."""
+    hashes = [topic_partition_hash(t, p) for t, p in partitions]
+    walked = mutable_hashmap_order(list(partitions), hashes, mutable_table_for_size(len(partitions)))
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in walked:
+        by_topic.setdefault(topic, []).append(partition)
+    return [(topic, by_topic[topic]) for topic in hashmap_keys_order(list(by_topic), java_string_hash)]
 
 
 def list_offsets_order(partitions: Sequence[tuple[str, int]]) -> list[tuple[str, list[int]]]:

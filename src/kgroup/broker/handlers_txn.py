@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kgroup.broker.answer_order import txn_partition_errors_order
+from kgroup.broker.cluster import INTERNAL_TOPICS
 from kgroup.broker.dispatch import RequestContext, register
 from kgroup.broker.logapi import PartitionLogLike
 from kgroup.broker.txn_host import TransactionHost, verification_error
@@ -111,13 +113,31 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> dict[str, Any]:
 # --- AddPartitionsToTxn ------------------------------------------------------------------------------
 
 
-def _partition_results(errors: dict[TopicPartition, int]) -> list[dict[str, Any]]:
-    topics: dict[str, list[dict[str, Any]]] = {}
-    for tp, code in errors.items():
-        topics.setdefault(tp.topic, []).append(
-            {"partition_index": tp.partition, "partition_error_code": code}
-        )
-    return [{"name": name, "results_by_partition": results} for name, results in topics.items()]
+def _partition_results(answer: dict[TopicPartition, int] | int, topics: Any) -> list[dict[str, Any]]:
+    """An AddPartitionsToTxn transaction's topic results. One code (``int``): every entry of the request
+    as it was asked, a partition or topic named twice answered twice, a topic without partitions too
+    (``AddPartitionsToTxnRequest.errorResponseForTransaction``). A code per partition: each once,
+    grouped by topic in Kafka's maps' order (``resultForTransaction``)."""
+    if isinstance(answer, int):
+        return [
+            {
+                "name": t.name,
+                "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": answer} for p in t.partitions
+                ],
+            }
+            for t in topics
+        ]
+    return [
+        {
+            "name": topic,
+            "results_by_partition": [
+                {"partition_index": p, "partition_error_code": answer[TopicPartition(topic, p)]}
+                for p in partitions
+            ],
+        }
+        for topic, partitions in txn_partition_errors_order([(tp.topic, tp.partition) for tp in answer])
+    ]
 
 
 async def _add_partitions(
@@ -129,16 +149,24 @@ async def _add_partitions(
     *,
     verify_only: bool,
     client_version: int,
-) -> dict[TopicPartition, int]:
+) -> dict[TopicPartition, int] | int:
+    """``KafkaApis.handleAddPartitionsToTxnRequest`` for one transaction: a code per partition, or one
+    code for the whole request as it was asked (see :func:`_partition_results`). A client's request
+    (v0-v3) needs WRITE on the transactional id, then on each topic (an internal topic never has it);
+    a partition the broker does not know refuses the transaction (the others
+    OPERATION_NOT_ATTEMPTED) — all before the coordinator is asked (NOT_COORDINATOR ...)."""
     partitions = tuple(TopicPartition(str(t.name), int(p)) for t in topics for p in t.partitions)
-    error = _precheck(ctx, transactional_id)
-    if error is not ErrorCode.NONE:
-        return {tp: error for tp in partitions}
-    # KafkaApis: WRITE on each topic, then each partition known to the metadata; any failure fails the
-    # request, the other partitions OPERATION_NOT_ATTEMPTED
+    from_client = ctx.version <= 3
+    if from_client and not ctx.authorized(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     refused: dict[TopicPartition, int] = {}
     for tp in partitions:
-        if not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, tp.topic):
+        if from_client and (
+            tp.topic in INTERNAL_TOPICS
+            or not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, tp.topic)
+        ):
             refused[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         else:
             info = ctx.services.cluster.topics.get(tp.topic)
@@ -146,6 +174,12 @@ async def _add_partitions(
                 refused[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     if refused:
         return {tp: refused.get(tp, OPERATION_NOT_ATTEMPTED) for tp in partitions}
+    host = _host(ctx)
+    error = ErrorCode.NONE
+    if host.coordinator_node(transactional_id) != ctx.node_id:
+        error = ErrorCode.NOT_COORDINATOR
+    elif not host.loaded:
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
     request: api.TxnRequest
     if verify_only:
         request = api.VerifyPartitionsInTxn(transactional_id, producer_id, producer_epoch, partitions)
@@ -153,14 +187,22 @@ async def _add_partitions(
         request = api.AddPartitionsToTxn(
             transactional_id, producer_id, producer_epoch, partitions, client_version
         )
-    error, result = await _host(ctx).handle(request)
+    if error is ErrorCode.NONE:
+        error, result = await host.handle(request)
     if error is not ErrorCode.NONE:
-        return {tp: error for tp in partitions}
+        # (the coordinator's error: a verification answers it per partition, an addition for the request)
+        if verify_only:
+            return dict.fromkeys(partitions, int(error))
+        return api.error_for_version(api.AddPartitionsToTxn, ctx.version, error)
     assert isinstance(result, api.AddPartitionsToTxnAnswer)
-    return {
+    codes: dict[TopicPartition, int] = {
         tp: api.error_for_version(api.AddPartitionsToTxn, ctx.version, code)
         for tp, code in result.errors.items()
     }
+    if verify_only:
+        return codes
+    # (the coordinator answers an addition with one error for every partition)
+    return next(iter(codes.values()), ErrorCode.NONE)
 
 
 @register(ApiKey.ADD_PARTITIONS_TO_TXN, versions=(0, 5))
@@ -175,7 +217,10 @@ async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> dict[str, 
             verify_only=False,
             client_version=TV_0,
         )
-        return {"throttle_time": 0, "results_by_topic_v3_and_below": _partition_results(errors)}
+        return {
+            "throttle_time": 0,
+            "results_by_topic_v3_and_below": _partition_results(errors, request.v3_and_below_topics),
+        }
     # v4+: a broker's batch (KIP-890), which KafkaApis lets only CLUSTER_ACTION on the cluster send
     if not ctx.authorized(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
         return {
@@ -195,7 +240,10 @@ async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> dict[str, 
             client_version=TV_2,
         )
         results.append(
-            {"transactional_id": txn.transactional_id, "topic_results": _partition_results(errors)}
+            {
+                "transactional_id": txn.transactional_id,
+                "topic_results": _partition_results(errors, txn.topics),
+            }
         )
     return {"throttle_time": 0, "error_code": ErrorCode.NONE, "results_by_transaction": results}
 
