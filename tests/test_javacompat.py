@@ -21,7 +21,9 @@ from kgroup.javacompat import (
     int32,
     java_abs,
     java_compare,
+    java_double_to_string,
     java_integer_hash,
+    java_parse_double,
     java_parse_int,
     java_shuffle,
     java_string_hash,
@@ -235,3 +237,54 @@ def test_java_parse_int(text: str, value: int | None) -> None:
 def test_java_parse_int_reads_every_int(value: int) -> None:
     assert java_parse_int(str(value)) == value
     assert java_parse_int(f"+{value}") == (value if value >= 0 else None)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1.5", 1.5),
+        ("5e-1", 0.5),
+        ("0.5d", 0.5),
+        ("1f", 1.0),
+        (" 5 ", 5.0),  # (Java trims)
+        (".5", 0.5),
+        ("5.", 5.0),
+        ("-Infinity", float("-inf")),
+        ("0x1p3", 8.0),
+        ("1e400", float("inf")),
+        ("x", None),
+        ("", None),
+        ("1_0", None),  # (Python's float takes these three; Java does not)
+        ("inf", None),
+        ("nan", None),
+    ],
+)
+def test_java_parse_double(text: str, value: float | None) -> None:
+    assert java_parse_double(text) == value
+
+
+def test_java_parse_double_reads_nan() -> None:
+    parsed = java_parse_double("NaN")
+    assert parsed is not None and parsed != parsed
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (999999999999999.0, "9.99999999999999E14"),
+        (-3.0, "-3.0"),
+        (0.5, "0.5"),
+        (1e7, "1.0E7"),
+        (1234567.0, "1234567.0"),
+        (1e-3, "0.001"),
+        (9.99e-4, "9.99E-4"),
+        (0.0, "0.0"),
+        (-0.0, "-0.0"),
+        (float("nan"), "NaN"),
+        (float("inf"), "Infinity"),
+    ],
+)
+def test_java_double_to_string(value: float, text: str) -> None:
+    """``Double.toString`` with the shortest digits (Java 19's rule; Java 17 writes a few rare values,
+    ``Double.MIN_VALUE`` among them, with other digits: not modelled)."""
+    assert java_double_to_string(value) == text

@@ -7,8 +7,11 @@ group ids with ``String.hashCode`` and iterates members in ``java.util.HashMap``
 
 from __future__ import annotations
 
+import math
+import re
 import unicodedata
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from decimal import Decimal
 from functools import lru_cache
 from typing import Generic, TypeVar
 
@@ -30,7 +33,9 @@ __all__ = [
     "int32",
     "java_abs",
     "java_compare",
+    "java_double_to_string",
     "java_integer_hash",
+    "java_parse_double",
     "java_parse_int",
     "java_shuffle",
     "java_spread",
@@ -68,23 +73,64 @@ def _utf16_units(text: str) -> bytes:
 
 
 @lru_cache(maxsize=65536)  # ids and topic names repeat: hashing them once pays in the hot loops
-def java_parse_int(text: str) -> int | None:
-    """``Integer.parseInt(text)``: the ``int`` it reads, or ``None`` where Java throws
-    ``NumberFormatException`` — an optional sign, then decimal digits only (any script's, as
-    ``Character.digit`` takes them; no spaces, no underscores), within 32 bits."""
+def java_parse_int(text: str, bits: int = 32) -> int | None:
+    """``Integer.parseInt(text)`` (``Long.parseLong`` with ``bits=64``): the number it reads, or
+    ``None`` where Java throws ``NumberFormatException`` — an optional sign, then decimal digits only
+    (any script's, as ``Character.digit`` takes them; no spaces, no underscores), within range."""
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body:
         return None
+    limit = 1 << (bits - 1)
     value = 0
     for ch in body:
         digit = unicodedata.decimal(ch, -1)
         if digit < 0:
             return None
         value = value * 10 + digit
-        if value > 2**31:
+        if value > limit:
             return None  # (out of range either way: stop reading a long name)
     value = -value if text[0] == "-" else value
-    return value if -(2**31) <= value < 2**31 else None
+    return value if -limit <= value < limit else None
+
+
+#: ``Double.parseDouble``'s grammar (``FloatingDecimal``): ASCII digits, an optional exponent and an
+#: optional type suffix, or NaN / Infinity, or a hexadecimal float
+_JAVA_DECIMAL = re.compile(r"[+-]?(?:NaN|Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?)")
+_JAVA_HEX = re.compile(r"([+-]?)0[xX]([0-9a-fA-F]*\.?[0-9a-fA-F]*)[pP]([+-]?\d+)[fFdD]?")
+
+
+def java_parse_double(text: str) -> float | None:
+    """``Double.parseDouble(text)``: the double it reads, or ``None`` where Java throws
+    ``NumberFormatException`` (surrounding characters up to ``' '`` are ignored, as Java trims them)."""
+    trimmed = text.strip("".join(chr(c) for c in range(33)))
+    if _JAVA_DECIMAL.fullmatch(trimmed):
+        body = trimmed.rstrip("fFdD") if trimmed[-1:] in "fFdD" and "Infinity" not in trimmed else trimmed
+        return float(body.replace("Infinity", "inf"))
+    hexa = _JAVA_HEX.fullmatch(trimmed)
+    if hexa and hexa.group(2) not in ("", "."):
+        sign, mantissa, exponent = hexa.groups()
+        return float.fromhex(f"{sign}0x{mantissa or '0'}p{exponent}")
+    return None
+
+
+def java_double_to_string(value: float) -> str:
+    """``Double.toString(value)``: plain between 10^-3 and 10^7 (at least one decimal), else
+    computerized scientific notation (``9.99999999999999E14``), with the shortest digits."""
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    sign = "-" if value < 0 else ""
+    magnitude = abs(value)
+    if 1e-3 <= magnitude < 1e7:
+        return sign + repr(magnitude)  # (Python's repr is plain here, with a decimal)
+    digits_tuple = Decimal(repr(magnitude)).as_tuple()
+    digits = "".join(map(str, digits_tuple.digits))
+    exponent = int(digits_tuple.exponent) + len(digits) - 1
+    digits = digits.rstrip("0") or "0"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
 
 
 def java_string_hash(text: str) -> int:

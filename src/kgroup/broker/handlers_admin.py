@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from kgroup.broker.cluster import (
@@ -22,6 +23,7 @@ from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode
 from kgroup.partitioning.striped import InvalidReplicationFactor
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kgroup.topic_configs import normalized_topic_configs, topic_config_error
 from kgroup.wire.api_keys import ApiKey
 
 log = logging.getLogger("kgroup.broker")
@@ -94,13 +96,30 @@ def may_create_topic(ctx: RequestContext, name: str) -> bool:
 
 
 def _created(
-    name: str, code: int, message: str | None, info: TopicInfo | None, partitions: int, rf: int
+    name: str,
+    code: int,
+    message: str | None,
+    info: TopicInfo | None,
+    partitions: int,
+    rf: int,
+    given: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """A CreateTopics answer's topic; a created one lists its configs, the request's own as it gave them
+    (``given``)."""
     configs = None
     if info is not None:
-        merged = {**TOPIC_CONFIG_DEFAULTS, **info.configs}
+        given = info.configs if given is None else given
+        merged = {**TOPIC_CONFIG_DEFAULTS, **given}
+        # DYNAMIC_TOPIC_CONFIG (1) for the request's own, DYNAMIC_DEFAULT_BROKER_CONFIG (3) for a
+        # cluster-wide default (min.insync.replicas on a 4.4.0 cluster), DEFAULT_CONFIG (5) otherwise
         configs = [
-            {"name": k, "value": v, "read_only": False, "config_source": 5, "is_sensitive": False}
+            {
+                "name": k,
+                "value": v,
+                "read_only": False,
+                "config_source": 1 if k in given else 3 if k in _CLUSTER_DEFAULTS else 5,
+                "is_sensitive": False,
+            }
             for k, v in sorted(merged.items())
         ]
     return {
@@ -114,6 +133,9 @@ def _created(
         "configs": configs,
     }
 
+
+#: topic configs a 4.4.0 cluster keeps as cluster-wide dynamic defaults (handlers_describe_configs says why)
+_CLUSTER_DEFAULTS = frozenset({"min.insync.replicas"})
 
 #: partitions made per step of a topic's creation, between the loop's turns for other connections
 PARTITIONS_PER_STEP = 50
@@ -200,6 +222,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             partitions = services.config.num_partitions
         if rf == -1:
             rf = services.config.replication_factor
+        given = [(str(c.name), c.value) for c in topic.configs]
         error = topic_name_error(name)
         if error is not None:
             results.append(_created(name, ErrorCode.INVALID_TOPIC_EXCEPTION, error, None, 0, 0))
@@ -207,6 +230,9 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
             results.append(
                 _created(name, ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", None, 0, 0)
             )
+        elif (invalid := topic_config_error(given)) is not None:
+            # Kafka's LogConfig checks (a null value first), before the partitions and replicas
+            results.append(_created(name, ErrorCode.INVALID_CONFIG, invalid, None, 0, 0))
         elif not topic.assignments and rf <= 0:  # (-1 was the default) Kafka checks this first
             results.append(
                 _created(
@@ -232,7 +258,8 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 )
             )
         else:
-            configs = {c.name: c.value for c in topic.configs if c.value is not None}
+            as_given = {n: v for n, v in given if v is not None}
+            configs = normalized_topic_configs(as_given)  # (as Kafka describes them afterwards)
             # the controller places the topic (its Random moves on, even to validate only), or takes
             # the request's own assignment
             try:
@@ -258,7 +285,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     results.append(_created(name, exc.error_code, exc.message, None, 0, 0))
                     continue
                 log.info("created topic %s with %d partition(s)", name, partitions)
-            results.append(_created(name, ErrorCode.NONE, None, info, partitions, rf))
+            results.append(_created(name, ErrorCode.NONE, None, info, partitions, rf, as_given))
     results.extend(
         _created(n, ErrorCode.INVALID_REQUEST, "Duplicate topic name.", None, 0, 0)
         for n in repeated.keys_in_order()

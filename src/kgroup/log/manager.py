@@ -48,6 +48,7 @@ from kgroup.log.partition import (
 )
 from kgroup.log.segment import Segment
 from kgroup.model import KgroupError
+from kgroup.topic_configs import TOPIC_CONFIG_NAMES
 
 __all__ = [
     "TOPIC_CONFIG_NAMES",
@@ -80,22 +81,10 @@ def remove_directories(directories: Iterable[Path]) -> None:
 
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # message.max.bytes: 1 MiB + the 12-byte log overhead
 
-# Kafka's topic-level config names (org.apache.kafka.common.config.TopicConfig). All are accepted and
+# Kafka's topic-level config names (kgroup.topic_configs, Kafka 4.4.0's LogConfig). All are accepted and
 # stored; message.timestamp.type, message.timestamp.before/after.max.ms, segment.bytes,
 # index.interval.bytes, max.message.bytes, retention.bytes and retention.ms change what the log does;
-# the others are kept for DescribeConfigs.
-TOPIC_CONFIG_NAMES = frozenset(
-    """
-    segment.bytes segment.ms segment.jitter.ms segment.index.bytes flush.messages flush.ms retention.bytes
-    retention.ms remote.storage.enable local.retention.ms local.retention.bytes remote.log.copy.disable
-    remote.log.delete.on.disable max.message.bytes index.interval.bytes file.delete.delay.ms
-    delete.retention.ms min.compaction.lag.ms max.compaction.lag.ms min.cleanable.dirty.ratio cleanup.policy
-    unclean.leader.election.enable min.insync.replicas compression.type compression.gzip.level
-    compression.lz4.level compression.zstd.level preallocate message.format.version message.timestamp.type
-    message.timestamp.difference.max.ms message.timestamp.before.max.ms message.timestamp.after.max.ms
-    message.downconversion.enable
-    """.split()  # noqa: SIM905 (one name per word reads better than 34 quoted strings)
-)
+# the others are kept for DescribeConfigs. (The broker checks the values as Kafka does first.)
 
 
 @dataclass(frozen=True, slots=True)
