@@ -22,10 +22,12 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 UNKNOWN_TOPIC_ID = 100
 
 
-def _commit(raw: Raw, group: str, entries: list[tuple[str, list[int]]]) -> Any:
+def _commit(raw: Raw, group: str, entries: list[tuple[Any, list[int]]], version: int = 8) -> Any:
+    """OffsetCommit of (topic, partitions) entries: topics by name, or by id from v10."""
+    key = "topic_id" if version >= 10 else "name"
     topics = [
         {
-            "name": name,
+            key: topic,
             "partitions": [
                 {
                     "partition_index": p,
@@ -36,7 +38,7 @@ def _commit(raw: Raw, group: str, entries: list[tuple[str, list[int]]]) -> Any:
                 for p in partitions
             ],
         }
-        for name, partitions in entries
+        for topic, partitions in entries
     ]
     fields = {
         "group_id": group,
@@ -44,7 +46,7 @@ def _commit(raw: Raw, group: str, entries: list[tuple[str, list[int]]]) -> Any:
         "member_id": "",
         "group_instance_id": None,
     }
-    return raw.call("OffsetCommit", 8, {**fields, "topics": topics})
+    return raw.call("OffsetCommit", version, {**fields, "topics": topics})
 
 
 def _layout(answer: Any, prefix: str) -> list[tuple[str, list[tuple[int, int]]]]:
@@ -148,31 +150,6 @@ def test_offset_fetch_answers_the_entries_it_was_asked(target: Target, names: st
     ]
 
 
-def _commit_v10(raw: Raw, group: str, entries: list[tuple[uuid.UUID, list[int]]]) -> Any:
-    topics = [
-        {
-            "topic_id": topic_id,
-            "partitions": [
-                {
-                    "partition_index": p,
-                    "committed_offset": 5,
-                    "committed_leader_epoch": -1,
-                    "committed_metadata": "",
-                }
-                for p in partitions
-            ],
-        }
-        for topic_id, partitions in entries
-    ]
-    fields = {
-        "group_id": group,
-        "generation_id_or_member_epoch": -1,
-        "member_id": "",
-        "group_instance_id": None,
-    }
-    return raw.call("OffsetCommit", 10, {**fields, "topics": topics})
-
-
 def test_a_topic_entry_without_partitions(target: Target, names: str) -> None:
     """``handleOffsetCommitRequest`` answers an entry with no partitions only when it refuses its topic
     itself (its builder's ``addPartitions`` makes the topic's entry, empty): a topic the broker does not
@@ -189,8 +166,11 @@ def test_a_topic_entry_without_partitions(target: Target, names: str) -> None:
         mixed = _commit(raw, group, [(a, []), (nope, []), (b, [0]), (nope, []), (a, [1])])
         only_empty = _commit(raw, group, [(a, []), (nope, []), (b, [])])
         known_empty = _commit(raw, group, [(a, []), (b, [])])
-        by_id = _commit_v10(
-            raw, group, [(uuid.UUID(str(ids[a])), []), (unknown, []), (uuid.UUID(str(ids[b])), [0])]
+        by_id = _commit(
+            raw,
+            group,
+            [(uuid.UUID(str(ids[a])), []), (unknown, []), (uuid.UUID(str(ids[b])), [0])],
+            version=10,
         )
     assert _layout(mixed, names) == [("P-nope", []), ("P-b", [(0, NONE)]), ("P-a", [(1, NONE)])]
     assert _layout(only_empty, names) == [("P-nope", [])]

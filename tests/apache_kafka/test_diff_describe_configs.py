@@ -3,7 +3,8 @@ to kgroup and to Apache Kafka 4.4.0 (the ``target`` fixture). ``ConfigHelper``: 
 does not know refuses the whole request; a broker's name is read as ``Integer.parseInt`` reads it and
 must be this broker's id (an empty one: the cluster-wide dynamic defaults); a broker-logger resource
 must name this broker; a client-metrics subscription or a group must have a name; a topic's name is
-checked as ``Topic.validate`` checks it (CreateTopics answers the same messages); an empty list of
+checked as ``Topic.validate`` checks it (CreateTopics answers the same messages: kgroup's
+``topic_name_error``, which the ``[apache]`` run holds to Kafka's); an empty list of
 keys asks for every config. What kgroup describes beyond or short of Kafka (a broker's own configs,
 its loggers' names) is checked for its shape only.
 """
@@ -16,6 +17,7 @@ import pytest
 from tests.apache_kafka.conftest import Target
 from tests.apache_kafka.wire import Raw, create_topic, metadata
 
+from kgroup.broker.cluster import topic_name_error
 from kgroup.broker.handlers_describe_configs import INVALID_REQUEST_MESSAGE
 
 pytestmark = pytest.mark.apache_kafka
@@ -48,20 +50,6 @@ def _describe(
 
 def _refusal(result: dict[str, Any]) -> tuple[int, str | None, int]:
     return (result["error_code"], result["error_message"], len(result["configs"]))
-
-
-def _topic_name_message(name: str) -> str:
-    """Kafka 4.4.0's ``Topic.validate`` messages (as both brokers must answer them)."""
-    if not name:
-        return "Topic name is invalid: the empty string is not allowed"
-    if name in (".", ".."):
-        return f"Topic name is invalid: '{name}' is not allowed"
-    if len(name) > 249:
-        return f"Topic name is invalid: the length of '{name}' is longer than the max allowed length 249"
-    return (
-        f"Topic name is invalid: '{name}' contains one or more characters other than ASCII alphanumerics, "
-        "'.', '_' and '-'"
-    )
 
 
 def test_an_unknown_resource_type_refuses_the_whole_request(target: Target, names: str) -> None:
@@ -104,10 +92,10 @@ def test_topic_names_and_keys(target: Target, names: str) -> None:
             raw, [(TOPIC, topic, None), (TOPIC, topic, []), (TOPIC, topic, ["cleanup.policy"])]
         )
     assert [_refusal(r) for r in invalid] == [
-        (INVALID_TOPIC_EXCEPTION, _topic_name_message(n), 0) for n in BAD_NAMES
+        (INVALID_TOPIC_EXCEPTION, topic_name_error(n), 0) for n in BAD_NAMES
     ]
     assert sorted((t["name"], t["error_code"], t["error_message"]) for t in created["topics"]) == sorted(
-        (n, INVALID_TOPIC_EXCEPTION, _topic_name_message(n)) for n in BAD_NAMES
+        (n, INVALID_TOPIC_EXCEPTION, topic_name_error(n)) for n in BAD_NAMES
     )
     assert none_asked["configs"] == every["configs"] and len(every["configs"]) >= 8  # [] asks for every one
     assert [(c["name"], c["value"], c["config_source"]) for c in one["configs"]] == [

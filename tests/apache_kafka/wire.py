@@ -47,6 +47,7 @@ API = {
     "TxnOffsetCommit": 28,
     "DescribeConfigs": 32,
     "DeleteGroups": 42,
+    "IncrementalAlterConfigs": 44,
     "SaslAuthenticate": 36,
     "CreatePartitions": 37,
     "DescribeTransactions": 65,

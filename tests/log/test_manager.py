@@ -20,7 +20,7 @@ from kgroup.log import (
     TopicExists,
     UnknownTopicOrPartition,
 )
-from kgroup.model import KgroupError
+from kgroup.model import KgroupError, PeerError
 
 
 def test_topics_persist_across_reopen(tmp_path: Path) -> None:
@@ -113,6 +113,27 @@ def test_topic_configs_apply(tmp_path: Path) -> None:
         for _ in range(10):
             log.append(kio_batch([b"v" * 100]), now_ms=BASE_TIME_MS)
         assert len(log.segment_base_offsets) > 1
+
+
+def test_altered_topic_configs_apply_and_persist(tmp_path: Path) -> None:
+    with LogManager(tmp_path) as manager:
+        manager.create_topic("alt", 2, {"retention.ms": "60000"})
+        manager.partition("alt", 1).append(kio_batch([b"v" * 300]), now_ms=BASE_TIME_MS)
+        manager.alter_topic_configs("alt", {"max.message.bytes": "200"})
+        assert manager.topic_configs("alt") == {"max.message.bytes": "200"}
+        for number in (0, 1):
+            log = manager.partition("alt", number)
+            assert (log.settings.max_message_bytes, log.settings.retention_ms) == (200, None)
+            with pytest.raises(PeerError) as refused:
+                log.append(kio_batch([b"v" * 300]), now_ms=BASE_TIME_MS)
+            assert refused.value.error_code == 10  # MESSAGE_TOO_LARGE
+        with pytest.raises(InvalidConfig):
+            manager.alter_topic_configs("alt", {"retention.ms": "soon"})
+        assert manager.topic_configs("alt") == {"max.message.bytes": "200"}  # (a refused change keeps none)
+    with LogManager(tmp_path) as manager:  # kept on disk
+        assert manager.topic_configs("alt") == {"max.message.bytes": "200"}
+        assert manager.partition("alt", 0).settings.max_message_bytes == 200
+        assert manager.partition("alt", 1).log_end_offset == 1
 
 
 def test_data_dir_is_locked_while_open(tmp_path: Path) -> None:

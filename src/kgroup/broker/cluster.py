@@ -471,6 +471,14 @@ class Cluster:
         self._topics_changed()
         return info
 
+    def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicInfo:
+        """Replace the topic's configs: in its logs (on disk, then every partition's settings) and here."""
+        info = self.topics[name]
+        self.logs.alter_topic_configs(name, configs)
+        altered = TopicInfo(name, info.topic_id, info.replicas, dict(configs))
+        self.topics[name] = altered
+        return altered
+
     def register_partitions(self, name: str, placement: TopicPlacement) -> TopicInfo:
         """The topic grown to ``placement``'s partitions (the logs have them: a finished
         ``begin_partitions`` given ``placement.log_metadata()``); the groups' watchers are told."""

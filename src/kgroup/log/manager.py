@@ -435,6 +435,30 @@ class LogManager:
         """The configs the topic was created with (not the defaults)."""
         return dict(self._topic(name).configs)
 
+    def alter_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace the topic's configs (its overrides of the broker's defaults): kept on disk before
+        this returns, then every partition takes the settings they make (an append or retention pass
+        already running finishes with the ones it read)."""
+        topic = self._topic(name)
+        if name in self._growing:
+            raise InvalidTopic(f"topic '{name}' cannot be altered while partitions are added to it")
+        new_configs = dict(configs)
+        _validate_topic_configs(new_configs)
+        settings = self._settings(new_configs)
+        meta: dict[str, Any] = {
+            "version": 1,
+            "name": name,
+            "partitions": len(topic.partitions),
+            "configs": new_configs,
+        }
+        if topic.metadata:
+            meta["metadata"] = dict(topic.metadata)
+        write_atomically(self._meta_dir / f"{name}.json", json.dumps(meta, sort_keys=True).encode())
+        topic.configs = new_configs
+        topic.settings = settings
+        for partition in topic.partitions:
+            partition.settings = settings
+
     def topic_metadata(self, name: str) -> dict[str, Any]:
         """What the topic was created with as ``metadata`` (``{}`` when nothing, or made before)."""
         return dict(self._topic(name).metadata)
