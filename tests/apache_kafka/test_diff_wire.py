@@ -67,7 +67,7 @@ APACHE_RANGES = {
     36: (0, 2),  # SaslAuthenticate
     37: (0, 3),  # CreatePartitions
     42: (0, 3),  # DeleteGroups
-    44: (0, 1),  # IncrementalAlterConfigs (GROUP resources on kgroup)
+    44: (0, 1),  # IncrementalAlterConfigs (TOPIC and GROUP resources on kgroup)
     50: (0, 0),  # DescribeUserScramCredentials
     51: (0, 0),  # AlterUserScramCredentials
     65: (0, 0),  # DescribeTransactions
