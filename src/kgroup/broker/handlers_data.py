@@ -38,7 +38,7 @@ from kgroup.log.batch import (
     first_batch_is_transactional,
     parse_header,
 )
-from kgroup.log.errors import LogError
+from kgroup.log.errors import LogError, RecordErrors
 from kgroup.model import ErrorCode, PeerError
 from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
@@ -389,15 +389,15 @@ async def produce(ctx: RequestContext, request: Any) -> dict[str, Any] | None:
                 result = plog.append(records, now_ms=now_ms)
         except (PeerError, LogError) as exc:
             entry["error_code"] = exc.error_code
-            entry["error_message"] = exc.message
+            # ReplicaManager answers a message only for a RecordValidationException (its record errors)
+            entry["error_message"] = exc.message if isinstance(exc, RecordErrors) else None
             entry["record_errors"] = [
                 {"batch_index": index_in_batch, "batch_index_error_message": message}
                 for index_in_batch, message in getattr(exc, "record_errors", ())
             ]
             log.info("produce to %s-%d rejected: %s", name, index, exc.message)
         except OSError as exc:  # the disk write failed: Kafka's KafkaStorageException
-            entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
-            entry["error_message"] = f"write failed: {exc.strerror or exc}"
+            entry["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR  # (no message, as Kafka: the log has it)
             log.error("produce to %s-%d: write failed: %s", name, index, exc)
         else:
             if not result.duplicate:
