@@ -33,6 +33,7 @@ from kgroup.broker.group_configs import (
     validate_group_config,
 )
 from kgroup.broker.topic_config_changes import TopicConfigRefused, TopicOperation, altered_topic_configs
+from kgroup.log.errors import LogError
 from kgroup.model import ErrorCode
 from kgroup.security.acl import AclOperation, ResourceType
 from kgroup.topic_configs import normalized_topic_configs
@@ -139,6 +140,8 @@ def _alter_topic(ctx: RequestContext, resource: Any, validate_only: bool) -> dic
     if not validate_only:
         try:
             cluster.alter_topic_configs(name, normalized_topic_configs(configs))
+        except LogError as exc:  # (the log's own refusal: a topic being grown meanwhile)
+            return _answer(resource, exc.error_code, exc.message)
         except OSError as exc:
             return _answer(resource, ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot keep it: {exc}")
     return _answer(resource)
