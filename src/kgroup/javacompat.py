@@ -21,6 +21,7 @@ _K = TypeVar("_K", bound=Hashable)
 _V = TypeVar("_V")
 
 __all__ = [
+    "JAVA_BLANK",
     "JavaHashMap",
     "JavaHashSet",
     "JavaRandom",
@@ -93,6 +94,9 @@ def java_parse_int(text: str, bits: int = 32) -> int | None:
     return value if -limit <= value < limit else None
 
 
+#: what Java's ``String.trim`` takes off both ends: every character up to and including a space
+JAVA_BLANK = "".join(chr(c) for c in range(33))
+
 #: ``Double.parseDouble``'s grammar (``FloatingDecimal``): ASCII digits, an optional exponent and an
 #: optional type suffix, or NaN / Infinity, or a hexadecimal float
 _JAVA_DECIMAL = re.compile(r"[+-]?(?:NaN|Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?[fFdD]?)")
@@ -102,7 +106,7 @@ _JAVA_HEX = re.compile(r"([+-]?)0[xX]([0-9a-fA-F]*\.?[0-9a-fA-F]*)[pP]([+-]?\d+)
 def java_parse_double(text: str) -> float | None:
     """``Double.parseDouble(text)``: the double it reads, or ``None`` where Java throws
     ``NumberFormatException`` (surrounding characters up to ``' '`` are ignored, as Java trims them)."""
-    trimmed = text.strip("".join(chr(c) for c in range(33)))
+    trimmed = text.strip(JAVA_BLANK)
     if _JAVA_DECIMAL.fullmatch(trimmed):
         body = trimmed.rstrip("fFdD") if trimmed[-1:] in "fFdD" and "Infinity" not in trimmed else trimmed
         return float(body.replace("Infinity", "inf"))

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kgroup.javacompat import java_double_to_string, java_parse_double, java_parse_int
+from kgroup.javacompat import JAVA_BLANK, java_double_to_string, java_parse_double, java_parse_int
 
 __all__ = [
     "TOPIC_CONFIG_KEYS",
@@ -143,8 +143,6 @@ TOPIC_CONFIG_NAMES = frozenset(key.name for key in TOPIC_CONFIG_KEYS)
 
 _BY_NAME = {key.name: key for key in TOPIC_CONFIG_KEYS}
 _LIST_SEPARATOR = re.compile(r"\s*,\s*")
-#: what ``String.trim`` takes off both ends: every character up to and including a space
-_JAVA_BLANK = "".join(chr(c) for c in range(33))
 
 
 class _Invalid(Exception):
@@ -153,7 +151,7 @@ class _Invalid(Exception):
 
 def _parse(key: TopicConfigKey, value: str) -> object:
     """``ConfigDef.parseType``: the parsed value, else :class:`_Invalid` with Kafka's message."""
-    trimmed = value.strip(_JAVA_BLANK)
+    trimmed = value.strip(JAVA_BLANK)
 
     def invalid(shown: object, why: str) -> _Invalid:
         return _Invalid(f"Invalid value {shown} for configuration {key.name}: {why}")

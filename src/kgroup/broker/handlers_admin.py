@@ -33,7 +33,8 @@ __all__: list[str] = []
 ZERO_UUID = uuid.UUID(int=0)
 #: KRaft's metadata log: no topic may be created under its name (ControllerApis)
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-#: kgroup's own limit (Kafka has none): a request for more partitions gets INVALID_PARTITIONS
+#: kgroup's limit of one topic: a request for more partitions gets INVALID_PARTITIONS (Kafka's controller
+#: instead refuses a whole request of over 10,000 partitions with POLICY_VIOLATION: not modelled yet)
 MAX_PARTITIONS_PER_TOPIC = 10_000
 
 #: topic configs a client may ask for (DescribeConfigs): Kafka's defaults
@@ -47,6 +48,11 @@ TOPIC_CONFIG_DEFAULTS: dict[str, str] = {
     "retention.ms": "604800000",
     "segment.bytes": "1073741824",
 }
+
+#: topic configs Kafka 4.x's controller keeps as cluster-wide dynamic defaults: with eligible leader
+#: replicas (KIP-966, finalized on a fresh 4.4.0 cluster) the cluster's min.insync.replicas is written as a
+#: config record, so a topic describes it as DYNAMIC_DEFAULT_BROKER_CONFIG, not as a default
+CLUSTER_DEFAULT_TOPIC_CONFIGS = frozenset({"min.insync.replicas"})
 
 
 #: Kafka's ``ApiVersionsRequest`` rule for the client software name and version (v3+)
@@ -117,7 +123,7 @@ def _created(
                 "name": k,
                 "value": v,
                 "read_only": False,
-                "config_source": 1 if k in given else 3 if k in _CLUSTER_DEFAULTS else 5,
+                "config_source": 1 if k in given else 3 if k in CLUSTER_DEFAULT_TOPIC_CONFIGS else 5,
                 "is_sensitive": False,
             }
             for k, v in sorted(merged.items())
@@ -133,9 +139,6 @@ def _created(
         "configs": configs,
     }
 
-
-#: topic configs a 4.4.0 cluster keeps as cluster-wide dynamic defaults (handlers_describe_configs says why)
-_CLUSTER_DEFAULTS = frozenset({"min.insync.replicas"})
 
 #: partitions made per step of a topic's creation, between the loop's turns for other connections
 PARTITIONS_PER_STEP = 50

@@ -21,13 +21,13 @@ from typing import Any
 
 from kgroup.broker.cluster import topic_name_error
 from kgroup.broker.dispatch import RequestContext, register
-from kgroup.broker.handlers_admin import TOPIC_CONFIG_DEFAULTS
+from kgroup.broker.handlers_admin import CLUSTER_DEFAULT_TOPIC_CONFIGS, TOPIC_CONFIG_DEFAULTS
 from kgroup.javacompat import int32, java_parse_int, java_string_hash
 from kgroup.model import ErrorCode
 from kgroup.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kgroup.wire.api_keys import ApiKey
 
-__all__ = ["CLUSTER_DEFAULT_TOPIC_CONFIGS", "CONFIG_TYPES"]
+__all__ = ["CONFIG_TYPES"]
 
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 
@@ -87,12 +87,6 @@ def _config_place(rtype: int) -> Callable[[tuple[str, str]], tuple[int, int]]:
         return (spread & mask, spread)
 
     return place
-
-
-#: topic configs Kafka 4.x's controller keeps as cluster-wide dynamic defaults: with eligible leader
-#: replicas (KIP-966, finalized on a fresh 4.4.0 cluster) the cluster's min.insync.replicas is written as a
-#: config record, so a topic describes it as DYNAMIC_DEFAULT_BROKER_CONFIG, not as a default
-CLUSTER_DEFAULT_TOPIC_CONFIGS = frozenset({"min.insync.replicas"})
 
 
 #: DescribeConfigs resource type -> what Kafka's ``ConfigHelper`` checks DESCRIBE_CONFIGS on, and the

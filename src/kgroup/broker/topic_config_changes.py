@@ -52,11 +52,13 @@ def _parts(value: str | None, name: str) -> list[str]:
 
 
 def _java_split(text: str) -> list[str]:
-    """``String.split(",")``: trailing empty strings dropped."""
+    """``String.split(",")``: the parts, trailing empty ones dropped (``""`` is one empty part)."""
+    if not text:
+        return [""]
     parts = text.split(",")
     while parts and not parts[-1]:
         parts.pop()
-    return parts or [""] if text == "" else parts
+    return parts
 
 
 def altered_topic_configs(
