@@ -18,6 +18,7 @@ import dataclasses
 import datetime
 import io
 import struct
+import threading
 import types
 import typing
 import uuid
@@ -102,13 +103,20 @@ class DecodedRequest:
     body: Any  # a kio request entity of ``header.api_version``
 
 
+#: one import of kio's schema modules at a time: the broker's codec warm-up thread and its loop import
+#: them side by side, and two threads importing a package and its submodule at once can end in Python's
+#: import ``_DeadlockError`` (seen once at a broker's start: the warm-up thread died)
+_IMPORTING = threading.Lock()
+
+
 def _load(name: str, version: int, kind: EntityType) -> type[Any] | None:
     try:
         path = schema_name_map[name][version][kind]  # type: ignore[index]
     except KeyError:
         return schema_class(name, version, kind)  # a Kafka 4.4.0 version kio lacks, or None
     module_name, _, attr = path.partition(":")
-    module = __import__(module_name, fromlist=[attr])
+    with _IMPORTING:
+        module = __import__(module_name, fromlist=[attr])
     cls: type[Any] = getattr(module, attr)
     return cls
 
