@@ -251,6 +251,19 @@ def _whole(entries: list[tuple[str, int]], code: int) -> list[tuple[str, int, in
     return [entry for entries in grouped.values() for entry in entries]
 
 
+def _same_topic_blocks(
+    got: list[tuple[str, int, int]], expected: list[tuple[str, int, int]], case: str
+) -> None:
+    """``got`` holds ``expected``'s entries with each topic's together and in ``expected``'s order; the
+    topics' own order may differ."""
+    assert sorted(got) == sorted(expected), case
+    topics = list(dict.fromkeys(t for t, _, _ in got))
+    blocks = [[e for e in got if e[0] == t] for t in topics]
+    assert [e for block in blocks for e in block] == got, case  # (each topic's partitions together)
+    for block in blocks:
+        assert block == [e for e in expected if e[0] == block[0][0]], case
+
+
 def test_a_whole_request_refused(target: Target, names: str) -> None:
     """A batch length Kafka's reader cannot read, met before any transactional batch, or a
     transactional batch without a transactional id, transactional batches of two producers, or
@@ -291,21 +304,31 @@ def test_a_whole_request_refused(target: Target, names: str) -> None:
             },
         )
         written = {p: _values(raw, a, p)[0] for p in range(3)}
-    codec5 = _layout(answers["codec 5 in v6"], 6, {})
-    expected = _whole([(t, p) for t, p, _ in before_v7], UNKNOWN_SERVER_ERROR)
-    if target.kind == "kgroup":
-        assert codec5 == expected
-    else:
-        # Apache Kafka answered this case in another order in 3 runs with a fresh-clone CI beside them
-        # (never on a quiet machine; the cause was not found): every partition once, all refused
-        assert sorted(codec5) == sorted(expected)
-    assert _layout(answers["corrupt"], 9, {}) == _whole(
-        [(t, p) for t, p, _ in cases["corrupt"]], CORRUPT_MESSAGE
-    )
-    assert _layout(answers["transactional"], 9, {}) == _whole(
-        [(t, p) for t, p, _ in cases["transactional"]], TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    )
-    assert _layout(answers["two producers"], 9, {}) == _whole(
-        [(t, p) for t, p, _ in two_producers], INVALID_PRODUCER_ID_MAPPING
-    )
+    got = {
+        "codec 5 in v6": _layout(answers["codec 5 in v6"], 6, {}),
+        "corrupt": _layout(answers["corrupt"], 9, {}),
+        "transactional": _layout(answers["transactional"], 9, {}),
+        "two producers": _layout(answers["two producers"], 9, {}),
+    }
+    expected = {
+        "codec 5 in v6": _whole([(t, p) for t, p, _ in before_v7], UNKNOWN_SERVER_ERROR),
+        "corrupt": _whole([(t, p) for t, p, _ in cases["corrupt"]], CORRUPT_MESSAGE),
+        "transactional": _whole(
+            [(t, p) for t, p, _ in cases["transactional"]], TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        ),
+        "two producers": _whole([(t, p) for t, p, _ in two_producers], INVALID_PRODUCER_ID_MAPPING),
+    }
+    for case, answer in got.items():
+        if target.kind == "kgroup":
+            assert answer == expected[case], case
+        elif case == "codec 5 in v6":
+            # Apache Kafka answered this case in another order in 3 runs with a fresh-clone CI beside them
+            # (the cause was not found): every partition once, all refused
+            assert sorted(answer) == sorted(expected[case]), case
+        else:
+            # and "corrupt" (CI18) and "transactional" (1 of 10 runs with two cores kept busy) with the
+            # unknown topic on the other side of the known one ("two producers" is the same answer,
+            # getErrorResponse): what held in those runs too is held — each topic's partitions together
+            # and in the model's order, the topics' order free
+            _same_topic_blocks(answer, expected[case], case)
     assert written == {0: 0, 1: 0, 2: 0}
